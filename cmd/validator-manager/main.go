@@ -1,0 +1,131 @@
+// Command validator-manager serves the validator management API (release
+// 1.11 under /api, release 2.0 under /api/v1) and carries the operator tools.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/config"
+)
+
+// version is set at build time: -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := root().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "validator-manager:", err)
+		os.Exit(1)
+	}
+}
+
+func root() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "validator-manager",
+		Short:         "Provision, edit, schedule, back up and inspect Canton Network validators",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.AddCommand(serveCmd(), tokenCmd(), versionCmd())
+	return cmd
+}
+
+func serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve both API releases",
+		Long: "Serve release 1.11 under /api and release 2.0 under /api/v1.\n\n" +
+			"With no configuration it runs the embedded default: SQLite, a simulated cluster and a\n" +
+			"development token issuer, all in --data-dir. It prints a bearer token at start.",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return err
+			}
+			log := newLogger(cfg.LogLevel)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			a, err := app.Open(ctx, cfg, log, version)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ln, err := net.Listen("tcp", cfg.Listen)
+			if err != nil {
+				return err
+			}
+			log.Info("validator-manager listening", "address", ln.Addr().String(), "version", version,
+				"database", cfg.DatabaseDriver(), "cluster", cfg.ClusterMode, "namespace", cfg.Namespace)
+			if a.Issuer != nil {
+				token, err := a.DevToken()
+				if err != nil {
+					return err
+				}
+				// The one place a token is printed: the operator asked for the
+				// embedded default and needs it to call the API.
+				fmt.Fprintf(cmd.OutOrStdout(), "\nDevelopment bearer token (valid %s; `validator-manager token --data-dir %s` prints another):\n\n%s\n\nDocs: http://%s/docs-ui.html\n\n",
+					cfg.TokenTTL, cfg.DataDir, token, ln.Addr().String())
+			}
+			return a.Server.Serve(ctx, ln, cfg.ShutdownTimeout)
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	return cmd
+}
+
+func tokenCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Print a bearer token that the embedded default accepts",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return err
+			}
+			if cfg.JWKSURI != "" {
+				return fmt.Errorf("api.auth.jwksUri is set: tokens come from that identity provider, not from the development issuer")
+			}
+			issuer, err := auth.OpenDevIssuer(cfg.DataDir)
+			if err != nil {
+				return err
+			}
+			token, err := issuer.Issue(auth.DevSubject, cfg.TokenTTL)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), token)
+			return nil
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	return cmd
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the build version",
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version)
+		},
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+

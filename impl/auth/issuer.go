@@ -1,0 +1,129 @@
+package auth
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+)
+
+// DevIssuerName is the iss claim of development tokens.
+const DevIssuerName = "validator-manager-dev"
+
+// DevSubject is the sub claim of development tokens.
+const DevSubject = "dev-operator"
+
+const devKeyFile = "dev-signing-key.pem"
+
+// DevIssuer signs the development tokens of the embedded default with an RSA
+// key kept in the data directory, so tokens survive restarts.
+type DevIssuer struct {
+	key jwk.Key
+}
+
+// OpenDevIssuer loads the signing key from dataDir, creating it on first use.
+func OpenDevIssuer(dataDir string) (*DevIssuer, error) {
+	path := filepath.Join(dataDir, devKeyFile)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw, err = createKey(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("development signing key: %w", err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		return nil, fmt.Errorf("development signing key %s: not PEM", path)
+	}
+	priv, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("development signing key %s: %w", path, err)
+	}
+	key, err := jwk.FromRaw(priv)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := key.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	kid, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []jwk.Key{key, pub} {
+		_ = k.Set(jwk.KeyIDKey, fmt.Sprintf("%x", kid[:8]))
+		_ = k.Set(jwk.AlgorithmKey, jwa.RS256)
+		_ = k.Set(jwk.KeyUsageKey, jwk.ForSignature)
+	}
+	return &DevIssuer{key: key}, nil
+}
+
+func createKey(path string) ([]byte, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	raw := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	// O_EXCL: two processes starting at once keep the first key.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Write(raw); err != nil {
+		return nil, err
+	}
+	return raw, f.Sync()
+}
+
+// PublicKeys is the JWKS that verifies this issuer's tokens.
+func (d *DevIssuer) PublicKeys() jwk.Set {
+	pub, _ := d.key.PublicKey()
+	set := jwk.NewSet()
+	_ = set.AddKey(pub)
+	return set
+}
+
+// Issue signs a token for subject, valid for ttl.
+func (d *DevIssuer) Issue(subject string, ttl time.Duration) (string, error) {
+	now := time.Now()
+	tok, err := jwt.NewBuilder().
+		Issuer(DevIssuerName).
+		Subject(subject).
+		JwtID(uuid.NewString()).
+		IssuedAt(now).
+		NotBefore(now).
+		Expiration(now.Add(ttl)).
+		Build()
+	if err != nil {
+		return "", err
+	}
+	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.RS256, d.key))
+	if err != nil {
+		return "", err
+	}
+	return string(signed), nil
+}

@@ -1,0 +1,294 @@
+// Package config loads validator-manager's settings. Every setting has one
+// key (as in the API documents: api.namespace, api.auth.jwksUri, ...) that a
+// YAML file, an environment variable and a flag all carry:
+//
+//	YAML  api: {auth: {jwksUri: https://...}}
+//	env   VM_API_AUTH_JWKS_URI=https://...
+//	flag  --api.auth.jwks-uri=https://...
+//
+// Later sources win: defaults, then the file, then the environment, then flags.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// Cluster modes.
+const (
+	ClusterSimulated  = "simulated"
+	ClusterKubeconfig = "kubeconfig"
+	ClusterInCluster  = "in-cluster"
+)
+
+// Identity provider modes.
+const (
+	IdentityLocal    = "local"
+	IdentityKeycloak = "keycloak"
+)
+
+// Config is the whole configuration of one server process.
+type Config struct {
+	Listen  string
+	DataDir string
+
+	DatabaseDSN string
+
+	Namespace         string
+	JWKSURI           string
+	Issuer            string
+	IngressMiddleware string
+
+	ClusterMode string
+	Kubeconfig  string
+
+	IdentityMode         string
+	KeycloakURL          string
+	KeycloakRealm        string
+	KeycloakClientID     string
+	KeycloakClientSecret string
+
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	MaxBodyBytes    int64
+	MaxUploadBytes  int64
+	TokenTTL        time.Duration
+	LogLevel        string
+}
+
+// Default is the embedded default: everything local, in ./data.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		DataDir:         "data",
+		Namespace:       "default",
+		ClusterMode:     ClusterSimulated,
+		IdentityMode:    IdentityLocal,
+		KeycloakRealm:   "master",
+		RequestTimeout:  60 * time.Second,
+		ShutdownTimeout: 15 * time.Second,
+		MaxBodyBytes:    1 << 20,
+		MaxUploadBytes:  512 << 20,
+		TokenTTL:        12 * time.Hour,
+		LogLevel:        "info",
+	}
+}
+
+type setting struct {
+	key   string
+	usage string
+	ptr   any // *string, *int64 or *time.Duration
+}
+
+func (c *Config) settings() []setting {
+	return []setting{
+		{"listen", "address the HTTP server listens on", &c.Listen},
+		{"dataDir", "directory of the embedded default (SQLite database, simulated cluster, development signing key)", &c.DataDir},
+		{"database.dsn", "database: a PostgreSQL DSN (postgres://... or host=...) or a SQLite file path; empty = SQLite in dataDir", &c.DatabaseDSN},
+		{"api.namespace", "the single Kubernetes namespace the API works on", &c.Namespace},
+		{"api.auth.jwksUri", "JWKS that verifies bearer tokens: an http(s) URL or a file path; empty = the development token issuer in dataDir", &c.JWKSURI},
+		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer},
+		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware},
+		{"cluster.mode", "cluster gateway: simulated, kubeconfig or in-cluster", &c.ClusterMode},
+		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig},
+		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode},
+		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL},
+		{"idp.keycloak.realm", "Keycloak realm of the wallet users", &c.KeycloakRealm},
+		{"idp.keycloak.clientId", "Keycloak admin client id (client credentials)", &c.KeycloakClientID},
+		{"idp.keycloak.clientSecret", "Keycloak admin client secret", &c.KeycloakClientSecret},
+		{"server.requestTimeout", "deadline of one API request (streams excepted)", &c.RequestTimeout},
+		{"server.shutdownTimeout", "how long shutdown waits for requests in flight", &c.ShutdownTimeout},
+		{"server.maxBodyBytes", "largest JSON request body", &c.MaxBodyBytes},
+		{"server.maxUploadBytes", "largest upload (DAR packages)", &c.MaxUploadBytes},
+		{"token.ttl", "lifetime of development tokens", &c.TokenTTL},
+		{"log.level", "debug, info, warn or error", &c.LogLevel},
+	}
+}
+
+// FlagName is the flag of a key: api.auth.jwksUri -> api.auth.jwks-uri.
+func FlagName(key string) string {
+	var b strings.Builder
+	for i, r := range key {
+		if unicode.IsUpper(r) && i > 0 && key[i-1] != '.' {
+			b.WriteByte('-')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// EnvName is the environment variable of a key: api.auth.jwksUri -> VM_API_AUTH_JWKS_URI.
+func EnvName(key string) string {
+	return "VM_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(FlagName(key)))
+}
+
+// RegisterFlags adds one flag per key to fs, with the defaults of Default().
+func RegisterFlags(fs *pflag.FlagSet) {
+	def := Default()
+	for _, s := range def.settings() {
+		usage := s.usage + " (env " + EnvName(s.key) + ")"
+		switch p := s.ptr.(type) {
+		case *string:
+			fs.String(FlagName(s.key), *p, usage)
+		case *int64:
+			fs.Int64(FlagName(s.key), *p, usage)
+		case *time.Duration:
+			fs.Duration(FlagName(s.key), *p, usage)
+		}
+	}
+	fs.String("config", "", "optional YAML configuration file (env VM_CONFIG)")
+}
+
+// Load builds the configuration from defaults, the YAML file named by
+// --config or VM_CONFIG, the environment and the flags that were set.
+func Load(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {
+	cfg := Default()
+	file := getenv("VM_CONFIG")
+	if fs != nil {
+		if f := fs.Lookup("config"); f != nil && f.Changed {
+			file = f.Value.String()
+		}
+	}
+	if file != "" {
+		if err := cfg.loadFile(file); err != nil {
+			return Config{}, err
+		}
+	}
+	for _, s := range cfg.settings() {
+		if v := getenv(EnvName(s.key)); v != "" {
+			if err := set(s, v); err != nil {
+				return Config{}, fmt.Errorf("%s: %w", EnvName(s.key), err)
+			}
+		}
+		if fs == nil {
+			continue
+		}
+		if f := fs.Lookup(FlagName(s.key)); f != nil && f.Changed {
+			if err := set(s, f.Value.String()); err != nil {
+				return Config{}, fmt.Errorf("--%s: %w", f.Name, err)
+			}
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+func (c *Config) loadFile(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(raw, &tree); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	flat := map[string]any{}
+	flatten("", tree, flat)
+	byKey := map[string]setting{}
+	for _, s := range c.settings() {
+		byKey[s.key] = s
+	}
+	keys := make([]string, 0, len(flat))
+	for k := range flat {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s, ok := byKey[k]
+		if !ok {
+			return fmt.Errorf("config file %s: unknown key %q", path, k)
+		}
+		if err := set(s, fmt.Sprint(flat[k])); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+func flatten(prefix string, in map[string]any, out map[string]any) {
+	for k, v := range in {
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		if m, ok := v.(map[string]any); ok {
+			flatten(key, m, out)
+			continue
+		}
+		out[key] = v
+	}
+}
+
+func set(s setting, v string) error {
+	switch p := s.ptr.(type) {
+	case *string:
+		*p = v
+	case *int64:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		*p = n
+	case *time.Duration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("not a duration: %q", v)
+		}
+		*p = d
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	switch c.ClusterMode {
+	case ClusterSimulated, ClusterKubeconfig, ClusterInCluster:
+	default:
+		return fmt.Errorf("cluster.mode: %q is not one of simulated, kubeconfig, in-cluster", c.ClusterMode)
+	}
+	switch c.IdentityMode {
+	case IdentityLocal, IdentityKeycloak:
+	default:
+		return fmt.Errorf("idp.mode: %q is not one of local, keycloak", c.IdentityMode)
+	}
+	if c.Namespace == "" {
+		return fmt.Errorf("api.namespace: must not be empty")
+	}
+	if c.MaxBodyBytes <= 0 || c.MaxUploadBytes <= 0 {
+		return fmt.Errorf("server.maxBodyBytes and server.maxUploadBytes must be positive")
+	}
+	return nil
+}
+
+// DatabaseDriver tells which GORM driver the DSN needs: "postgres" or "sqlite".
+func (c Config) DatabaseDriver() string {
+	if strings.HasPrefix(c.DatabaseDSN, "postgres://") || strings.HasPrefix(c.DatabaseDSN, "postgresql://") || strings.Contains(c.DatabaseDSN, "host=") {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// SQLitePath is the SQLite file of the embedded default.
+func (c Config) SQLitePath() string {
+	if c.DatabaseDSN != "" {
+		return c.DatabaseDSN
+	}
+	return filepath.Join(c.DataDir, "validator-manager.db")
+}
+
+// Keys lists every key with its flag, environment variable and usage, for the README.
+func Keys() [][4]string {
+	def := Default()
+	var out [][4]string
+	for _, s := range def.settings() {
+		out = append(out, [4]string{s.key, "--" + FlagName(s.key), EnvName(s.key), s.usage})
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+// Package docs serves the two API descriptions and the interactive page that
+// lets a person try both releases. Every asset is embedded in the binary.
+package docs
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/swaggest/swgui"
+	"github.com/swaggest/swgui/v5emb"
+)
+
+// Paths of the documentation. AssetsPrefix serves the page's scripts and styles.
+const (
+	PlatformPath   = "/v3/api-docs"
+	ManagementPath = "/v3/api-docs/management"
+	PagePath       = "/docs-ui.html"
+	AssetsPrefix   = "/docs-ui/"
+)
+
+// Docs holds the rendered descriptions and page.
+type Docs struct {
+	Platform   []byte // release 2.0 description, JSON
+	Management []byte // release 1.11 description, JSON
+	Page       []byte // /docs-ui.html
+	Assets     http.Handler
+}
+
+// New renders both descriptions and the page once, at start.
+func New(platform, management *openapi3.T) (*Docs, error) {
+	p, err := json.Marshal(platform)
+	if err != nil {
+		return nil, fmt.Errorf("platform description: %w", err)
+	}
+	m, err := json.Marshal(management)
+	if err != nil {
+		return nil, fmt.Errorf("management description: %w", err)
+	}
+	urls, _ := json.Marshal([]map[string]string{
+		{"url": PlatformPath, "name": "Release 2.0 — Platform Management API (/api/v1)"},
+		{"url": ManagementPath, "name": "Release 1.11 — Validator Management API (/api)"},
+	})
+	ui := v5emb.NewHandlerWithConfig(swgui.Config{
+		Title:       "validator-manager API",
+		SwaggerJSON: PlatformPath,
+		BasePath:    AssetsPrefix,
+		ShowTopBar:  true,
+		SettingsUI: map[string]string{
+			// The top bar's selector switches between the two releases.
+			"urls":                 string(urls),
+			"urls.primaryName":     `"` + "Release 2.0 — Platform Management API (/api/v1)" + `"`,
+			"persistAuthorization": "true",
+		},
+	})
+	rec := httptest.NewRecorder()
+	ui.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, AssetsPrefix, nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("docs page: status %d", rec.Code)
+	}
+	return &Docs{Platform: p, Management: m, Page: rec.Body.Bytes(), Assets: ui}, nil
+}

@@ -1,0 +1,107 @@
+// Package domain holds what every layer of validator-manager shares: the
+// error codes each adapter translates into and each release renders.
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies a failure; each release maps codes to its own status and body.
+type Code int
+
+const (
+	CodeInternal Code = iota
+	CodeInvalid
+	CodeUnauthenticated
+	CodeNotFound
+	CodeConflict
+	CodeUnavailable
+	CodeNotImplemented
+	CodeTooLarge
+	CodeMethodNotAllowed
+)
+
+// Error is a failure the caller can act on. Field names the offending input
+// (a dotted JSON path or a parameter name) for CodeInvalid; it may be empty.
+type Error struct {
+	Code    Code
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// Is lets errors.Is match on the code alone: errors.Is(err, domain.ErrNotFound).
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Field == "" && t.Message == "" && t.Code == e.Code
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalid        = &Error{Code: CodeInvalid}
+	ErrNotFound       = &Error{Code: CodeNotFound}
+	ErrConflict       = &Error{Code: CodeConflict}
+	ErrUnavailable    = &Error{Code: CodeUnavailable}
+	ErrNotImplemented = &Error{Code: CodeNotImplemented}
+)
+
+// Invalid reports a bad input value.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound reports a missing resource.
+func NotFound(format string, args ...any) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// Conflict reports a state that forbids the request.
+func Conflict(format string, args ...any) *Error {
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable reports a dependency that is not ready.
+func Unavailable(format string, args ...any) *Error {
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotImplemented reports an operation of the contract this build does not serve yet.
+func NotImplemented(operation, missing string) *Error {
+	return &Error{Code: CodeNotImplemented, Message: fmt.Sprintf("%s is not built yet in this server version: %s", operation, missing)}
+}
+
+// Invalids is a set of bad inputs reported together (release 1.11 lists every
+// offending field in one 400 body).
+type Invalids []*Error
+
+func (v Invalids) Error() string {
+	msgs := make([]error, len(v))
+	for i, e := range v {
+		msgs[i] = e
+	}
+	return errors.Join(msgs...).Error()
+}
+
+// UpstreamError is a failed call to a node the server proxies to. Status is
+// the upstream's HTTP status, or 0 when the call did not complete.
+type UpstreamError struct {
+	Endpoint string
+	Status   int
+	// Rejected is true when the upstream refused the request as invalid
+	// (a retry does not help).
+	Rejected bool
+	Err      error
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("upstream %s: %v", e.Endpoint, e.Err)
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }

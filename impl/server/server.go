@@ -1,0 +1,193 @@
+// Package server assembles both API releases on one echo instance: routes
+// from the generated code, request validation from the contracts, bearer
+// authentication, and errors rendered in the shape of the release that owns
+// the path, whatever went wrong (validation, unknown route, wrong method,
+// oversized body, panic).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/docs"
+	"github.com/validator-manager/validator-manager/openapi"
+)
+
+// Base paths of the two releases.
+const (
+	ManagementBase = "/api"
+	PlatformBase   = "/api/v1"
+)
+
+// Options is what the server is assembled from.
+type Options struct {
+	Logger         *slog.Logger
+	Verifier       *auth.Verifier
+	Management     management.StrictServerInterface
+	Platform       platform.StrictServerInterface
+	Docs           *docs.Docs
+	MaxBodyBytes   int64
+	MaxUploadBytes int64
+	RequestTimeout time.Duration
+}
+
+// Server is the HTTP server of both releases.
+type Server struct {
+	echo       *echo.Echo
+	log        *slog.Logger
+	management *release
+	platform   *release
+}
+
+// Contracts returns the two OpenAPI documents the server is built from.
+func Contracts() (mgmt, plat *openapi3.T, err error) {
+	if mgmt, err = openapi.Management(); err != nil {
+		return nil, nil, fmt.Errorf("release 1.11 contract: %w", err)
+	}
+	if plat, err = openapi.Platform(); err != nil {
+		return nil, nil, fmt.Errorf("release 2.0 contract: %w", err)
+	}
+	return mgmt, plat, nil
+}
+
+// New assembles the server.
+func New(o Options) (*Server, error) {
+	mgmtDoc, platDoc, err := Contracts()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		echo:       echo.New(),
+		log:        o.Logger,
+		management: &release{name: "1.11", doc: mgmtDoc, base: ManagementBase, render: renderManagement(o.Logger)},
+		platform:   &release{name: "2.0", doc: platDoc, base: PlatformBase, render: renderPlatform(o.Logger)},
+	}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(
+		middleware.RequestID(),
+		s.logRequests(),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{
+			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+				s.log.ErrorContext(c.Request().Context(), "panic", "request_id", requestID(c), "error", err, "stack", string(stack))
+				return fmt.Errorf("panic: %w", err)
+			},
+		}),
+	)
+
+	lim := limits{body: o.MaxBodyBytes, upload: o.MaxUploadBytes}
+	if o.RequestTimeout > 0 {
+		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
+	}
+	management.RegisterHandlersWithBaseURL(
+		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim},
+		management.NewStrictHandler(o.Management, nil), "")
+	platform.RegisterHandlersWithBaseURL(
+		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim},
+		platform.NewStrictHandler(o.Platform, nil), "")
+
+	// The interactive page's scripts and styles; the page itself is an
+	// operation of the 2.0 contract.
+	e.GET(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
+	return s, nil
+}
+
+// ServeHTTP makes the server usable in-process (tests, httptest).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Serve answers on ln until ctx ends, then lets requests in flight finish
+// for at most grace.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", grace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// handleError renders every error in the shape of the release that owns the
+// request: the matched route's release, else the one whose paths the URL is
+// under (unknown paths outside /api belong to 2.0, which owns the root).
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	rel, _ := c.Get(releaseKey).(*release)
+	if rel == nil {
+		rel = s.owner(c.Request().URL.Path)
+	}
+	if rerr := rel.render(c, err); rerr != nil {
+		s.log.WarnContext(c.Request().Context(), "writing error response", "request_id", requestID(c), "error", rerr)
+	}
+}
+
+func (s *Server) owner(path string) *release {
+	under := func(base string) bool { return path == base || strings.HasPrefix(path, base+"/") }
+	if under(ManagementBase) && !under(PlatformBase) && !under("/api/ws") {
+		return s.management
+	}
+	return s.platform
+}
+
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// logRequests writes one structured line per request. It logs the path, never
+// the query, headers or bodies: they can carry tokens and secrets.
+func (s *Server) logRequests() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus:    true,
+		LogMethod:    true,
+		LogURIPath:   true,
+		LogLatency:   true,
+		LogRequestID: true,
+		HandleError:  true, // render the error first, so the logged status is the one sent
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			s.log.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("request_id", v.RequestID),
+				slog.String("method", v.Method),
+				slog.String("path", v.URIPath),
+				slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency),
+			)
+			return nil
+		},
+	})
+}

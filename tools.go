@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the code generators this module runs, so `make generate`
+// uses the versions in go.mod.
+package tools
+
+import (
+	_ "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen"
+)
