@@ -30,6 +30,11 @@ import (
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
+func init() {
+	// The documentation page is HTML; its schema is a plain string.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+}
+
 // Server is one in-process server with clients bound to it.
 type Server struct {
 	App *app.App

@@ -282,13 +282,3 @@ func (c Config) SQLitePath() string {
 	}
 	return filepath.Join(c.DataDir, "validator-manager.db")
 }
-
-// Keys lists every key with its flag, environment variable and usage, for the README.
-func Keys() [][4]string {
-	def := Default()
-	var out [][4]string
-	for _, s := range def.settings() {
-		out = append(out, [4]string{s.key, "--" + FlagName(s.key), EnvName(s.key), s.usage})
-	}
-	return out
-}

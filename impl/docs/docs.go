@@ -21,6 +21,12 @@ const (
 	AssetsPrefix   = "/docs-ui/"
 )
 
+// Names of the two descriptions in the page's selector.
+const (
+	platformName   = "Release 2.0 — Platform Management API (/api/v1)"
+	managementName = "Release 1.11 — Validator Management API (/api)"
+)
+
 // Docs holds the rendered descriptions and page.
 type Docs struct {
 	Platform   []byte // release 2.0 description, JSON
@@ -40,8 +46,8 @@ func New(platform, management *openapi3.T) (*Docs, error) {
 		return nil, fmt.Errorf("management description: %w", err)
 	}
 	urls, _ := json.Marshal([]map[string]string{
-		{"url": PlatformPath, "name": "Release 2.0 — Platform Management API (/api/v1)"},
-		{"url": ManagementPath, "name": "Release 1.11 — Validator Management API (/api)"},
+		{"url": PlatformPath, "name": platformName},
+		{"url": ManagementPath, "name": managementName},
 	})
 	ui := v5emb.NewHandlerWithConfig(swgui.Config{
 		Title:       "validator-manager API",
@@ -51,7 +57,7 @@ func New(platform, management *openapi3.T) (*Docs, error) {
 		SettingsUI: map[string]string{
 			// The top bar's selector switches between the two releases.
 			"urls":                 string(urls),
-			"urls.primaryName":     `"` + "Release 2.0 — Platform Management API (/api/v1)" + `"`,
+			`"urls.primaryName"`:   `"` + platformName + `"`,
 			"persistAuthorization": "true",
 		},
 	})

@@ -63,3 +63,8 @@ func (s *Store) Close() error {
 	}
 	return sqlDB.Close()
 }
+
+// Exec runs one statement outside any model (administration, tests).
+func (s *Store) Exec(ctx context.Context, sql string) error {
+	return s.db.WithContext(ctx).Exec(sql).Error
+}

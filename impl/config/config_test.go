@@ -1,0 +1,106 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/validator-manager/validator-manager/impl/config"
+)
+
+func TestNames(t *testing.T) {
+	cases := []struct{ key, flag, env string }{
+		{"api.auth.jwksUri", "api.auth.jwks-uri", "VM_API_AUTH_JWKS_URI"},
+		{"dataDir", "data-dir", "VM_DATA_DIR"},
+		{"api.namespace", "api.namespace", "VM_API_NAMESPACE"},
+		{"idp.keycloak.clientSecret", "idp.keycloak.client-secret", "VM_IDP_KEYCLOAK_CLIENT_SECRET"},
+	}
+	for _, tc := range cases {
+		if got := config.FlagName(tc.key); got != tc.flag {
+			t.Errorf("FlagName(%s): got %s, want %s", tc.key, got, tc.flag)
+		}
+		if got := config.EnvName(tc.key); got != tc.env {
+			t.Errorf("EnvName(%s): got %s, want %s", tc.key, got, tc.env)
+		}
+	}
+}
+
+// TestPrecedence: defaults, then the YAML file, then the environment, then flags.
+func TestPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "vm.yaml")
+	yaml := "api:\n  namespace: from-file\n  auth:\n    jwksUri: https://file.test/jwks\n    issuer: https://file.test\nserver:\n  requestTimeout: 5s\ncluster:\n  mode: kubeconfig\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--config", file, "--api.auth.jwks-uri", "https://flag.test/jwks"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"VM_API_NAMESPACE": "from-env", "VM_API_AUTH_JWKS_URI": "https://env.test/jwks"}
+	cfg, err := config.Load(fs, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct{ name, got, want string }{
+		{"api.namespace (env over file)", cfg.Namespace, "from-env"},
+		{"api.auth.jwksUri (flag over env)", cfg.JWKSURI, "https://flag.test/jwks"},
+		{"api.auth.issuer (file)", cfg.Issuer, "https://file.test"},
+		{"cluster.mode (file)", cfg.ClusterMode, config.ClusterKubeconfig},
+		{"server.requestTimeout (file)", cfg.RequestTimeout.String(), (5 * time.Second).String()},
+		{"listen (default)", cfg.Listen, "127.0.0.1:8080"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestRejects(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"unknown key in file", map[string]string{"VM_CONFIG": write("a.yaml", "api:\n  namespaces: x\n")}, `unknown key "api.namespaces"`},
+		{"unknown cluster mode", map[string]string{"VM_CLUSTER_MODE": "docker"}, "cluster.mode"},
+		{"unknown identity provider", map[string]string{"VM_IDP_MODE": "ldap"}, "idp.mode"},
+		{"bad duration", map[string]string{"VM_SERVER_REQUEST_TIMEOUT": "soon"}, "VM_SERVER_REQUEST_TIMEOUT"},
+		{"missing file", map[string]string{"VM_CONFIG": filepath.Join(dir, "absent.yaml")}, "config file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Load(nil, func(k string) string { return tc.env[k] })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDatabaseDriver(t *testing.T) {
+	cases := map[string]string{
+		"":                                    "sqlite",
+		"/var/lib/vm/vm.db":                   "sqlite",
+		"postgres://u@db:5432/vm":             "postgres",
+		"host=db user=vm dbname=vm sslmode=x": "postgres",
+	}
+	for dsn, want := range cases {
+		if got := (config.Config{DatabaseDSN: dsn}).DatabaseDriver(); got != want {
+			t.Errorf("DatabaseDriver(%q): got %s, want %s", dsn, got, want)
+		}
+	}
+}

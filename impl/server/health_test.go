@@ -1,0 +1,30 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/impl/apitest"
+)
+
+// TestHealthReportsDown: a dependency that stops answering turns the probe
+// into 503 DOWN and names it.
+func TestHealthReportsDown(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{})
+	if err := s.App.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Public.GetHealthWithResponse(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode() != http.StatusServiceUnavailable || resp.JSON503 == nil {
+		t.Fatalf("got %d %s, want 503 with a health body", resp.StatusCode(), resp.Body)
+	}
+	h := resp.JSON503
+	if h.Status != platform.HealthDown || h.Components.Db.Status != platform.HealthDown || h.Components.Cluster.Status != platform.HealthUp {
+		t.Fatalf("got %+v, want DOWN with db DOWN and cluster UP", *h)
+	}
+}
