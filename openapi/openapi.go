@@ -6,7 +6,9 @@ package openapi
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -16,6 +18,17 @@ var managementYAML []byte
 
 //go:embed platform-2.0.yaml
 var platformYAML []byte
+
+func init() {
+	// kin-openapi checks date-time and byte by itself; uri needs a validator.
+	openapi3.DefineStringFormatValidator("uri", openapi3.NewCallbackValidator(func(s string) error {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return errors.New("must be an absolute URI")
+		}
+		return nil
+	}))
+}
 
 // Management loads release 1.11's contract (a fresh copy on every call).
 func Management() (*openapi3.T, error) { return load("management-1.11.yaml", managementYAML) }

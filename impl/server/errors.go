@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -200,6 +201,14 @@ func requestInvalid(err error) error {
 				walk(e.Err, field)
 			}
 		case *openapi3.SchemaError:
+			if inner := nested(e.Origin); len(inner) > 0 {
+				// allOf (every nullable section of an edit DTO): report the
+				// fields inside, whose paths are already complete.
+				for _, ie := range inner {
+					walk(ie, field)
+				}
+				return
+			}
 			path := e.JSONPointer()
 			if field != "" {
 				path = append([]string{field}, path...)
@@ -235,4 +244,23 @@ func requestInvalid(err error) error {
 		return domain.Invalid("", "invalid request")
 	}
 	return out
+}
+
+// nested finds the errors kin-openapi collects under a composite schema
+// (allOf): they sit, wrapped, in an unexported slice type of errors.
+func nested(origin error) []error {
+	for err := origin; err != nil; err = errors.Unwrap(err) {
+		v := reflect.ValueOf(err)
+		if v.Kind() != reflect.Slice {
+			continue
+		}
+		out := make([]error, 0, v.Len())
+		for i := 0; i < v.Len(); i++ {
+			if e, ok := v.Index(i).Interface().(error); ok {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	return nil
 }

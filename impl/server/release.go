@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // release is one API release served by this process: its contract, where it
@@ -158,7 +161,30 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
 				return requestInvalid(err)
 			}
+			if streams {
+				if err := checkContentType(c.Request(), route.Operation); err != nil {
+					return err
+				}
+			}
 			return next(c)
 		}
 	}
+}
+
+// checkContentType does for a streamed body what validation does for the
+// others: the media type must be one the operation declares.
+func checkContentType(r *http.Request, op *openapi3.Operation) error {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && op.RequestBody.Value.Content.Get(mt) != nil {
+		return nil
+	}
+	want := make([]string, 0, len(op.RequestBody.Value.Content))
+	for ct := range op.RequestBody.Value.Content {
+		want = append(want, ct)
+	}
+	slices.Sort(want)
+	return domain.Invalid("body", "Content-Type %q is not accepted; send %s", r.Header.Get("Content-Type"), strings.Join(want, " or "))
 }

@@ -1,0 +1,817 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/openapi"
+)
+
+// apiResponse is what every generated ...WithResponse result offers.
+type apiResponse interface {
+	StatusCode() int
+	GetBody() []byte
+	ContentType() string
+}
+
+// apiCall sends one request through a generated client of s.
+type apiCall func(ctx context.Context, s *apitest.Server) (apiResponse, error)
+
+// operationCase is one operation of a contract called with valid inputs.
+type operationCase struct {
+	release string // "1.11" or "2.0"
+	id      string // operationId as written in the contract
+	variant string // names a further row of the same operation
+	call    apiCall
+	status  int
+	// check asserts the body; nil means the release's 501 error naming id.
+	check func(t *testing.T, r apiResponse)
+}
+
+const (
+	release111 = "1.11"
+	release20  = "2.0"
+	validator  = "validator-1"
+)
+
+// TestEveryOperation calls every operation of both contracts with valid
+// inputs, so that each request passes validation and reaches its handler.
+func TestEveryOperation(t *testing.T) {
+	cases := operationCases()
+	t.Run("table covers both contracts", func(t *testing.T) {
+		assertCoversContracts(t, cases)
+	})
+
+	s := apitest.Start(t, apitest.Options{})
+	for _, c := range cases {
+		name := c.release + "/" + c.id
+		if c.variant != "" {
+			name += "/" + c.variant
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r, err := c.call(t.Context(), s)
+			if err != nil {
+				t.Fatalf("%s: %v", c.id, err)
+			}
+			if got := r.StatusCode(); got != c.status {
+				t.Fatalf("status: got %d, want %d; body: %s", got, c.status, r.GetBody())
+			}
+			if c.check != nil {
+				c.check(t, r)
+				return
+			}
+			assertNotBuilt(t, c.release, c.id, r)
+		})
+	}
+}
+
+func operationCases() []operationCase {
+	m := func(id string, call apiCall) operationCase {
+		return operationCase{release: release111, id: id, call: call, status: http.StatusNotImplemented}
+	}
+	p := func(id string, call apiCall) operationCase {
+		return operationCase{release: release20, id: id, call: call, status: http.StatusNotImplemented}
+	}
+	prune := management.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
+	backup := management.ValidatorBackupDto{Cron: ptr("@daily"), MaxBackups: 7}
+	host := platform.HostingParticipant{ParticipantUid: "participant2::1220abcd", Permission: platform.HostingPermissionConfirming}
+
+	return []operationCase{
+		// ------------------------------------------------ release 1.11
+		m("listValidators", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{
+				From: ptr[int32](0), Limit: ptr[int32](500), Status: ptr(management.RUNNING), Name: ptr("val_%"),
+			})
+		}),
+		m("createValidator", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreateValidatorWithResponse(ctx, validValidator())
+		}),
+		m("updateValidator", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
+				Name:            validator,
+				ImageTag:        ptr("0.4.2"),
+				DatabaseStorage: ptr("20Gi"),
+				ClusterConfig:   &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: 2, Migrating: ptr(true)}},
+			})
+		}),
+		{release: release111, id: "updateValidator", variant: "null sections", status: http.StatusNotImplemented,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				// Absent or null sections are left unchanged: null is valid.
+				return s.Management.UpdateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(
+					`{"name":"validator-1","imageRepo":null,"databaseStorage":null,"participant":null,`+
+						`"clusterConfig":{"migration":{"id":3},"topUp":null,"walletSweeps":null,"appInfoValidator":{"envVars":null}}}`))
+			}},
+		m("getPruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.GetPruneScheduleWithResponse(ctx, validator)
+		}),
+		m("createPruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreatePruneScheduleWithResponse(ctx, validator, prune)
+		}),
+		m("updatePruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.UpdatePruneScheduleWithResponse(ctx, validator, prune)
+		}),
+		m("deletePruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.DeletePruneScheduleWithResponse(ctx, validator)
+		}),
+		m("createBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreateBackupScheduleWithResponse(ctx, validator, backup)
+		}),
+		m("getBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.GetBackupScheduleWithResponse(ctx, validator)
+		}),
+		m("updateBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.UpdateBackupScheduleWithResponse(ctx, validator, management.ValidatorBackupDto{Cron: ptr("0 3 * * 1"), MaxBackups: 84})
+		}),
+		m("deleteBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.DeleteBackupScheduleWithResponse(ctx, validator)
+		}),
+		m("listRemoteParticipants", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.ListRemoteParticipantsWithResponse(ctx, &management.ListRemoteParticipantsParams{
+				HealthStatus: ptr(true), From: ptr[int32](20), Limit: ptr[int32](1), Status: ptr(management.PENDING), Name: ptr("remote"),
+			})
+		}),
+		m("createRemoteParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreateRemoteParticipantWithResponse(ctx, management.RemoteParticipantDto{
+				Name: "remote-1", AdminAddress: "participant.example.com", AdminPort: "5002",
+				LedgerAddress: "participant.example.com", LedgerPort: "5001", LedgerId: "ledger-1",
+				JsonApiUrl: "https://participant.example.com/json", AuthProvider: management.Provider1,
+				Image: "registry.example.com/participant:3.3.0", V3: ptr(true),
+			})
+		}),
+
+		// ------------------------------------------------ release 2.0, /api/v1
+		p("listValidators", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListValidatorsWithResponse(ctx)
+		}),
+		p("getValidator", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorWithResponse(ctx, validator)
+		}),
+		p("getValidatorStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorStatusWithResponse(ctx, validator)
+		}),
+		p("getValidatorDetails", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorDetailsWithResponse(ctx, validator)
+		}),
+		p("getValidatorBalances", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorBalancesWithResponse(ctx, validator)
+		}),
+		p("getValidatorTrafficStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorTrafficStatusWithResponse(ctx, validator)
+		}),
+		p("getParticipantStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetParticipantStatusWithResponse(ctx, validator)
+		}),
+		p("getValidatorKeys", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorKeysWithResponse(ctx, validator)
+		}),
+		p("getIdentityDump", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetIdentityDumpWithResponse(ctx, validator)
+		}),
+		p("listApplications", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListApplicationsWithResponse(ctx)
+		}),
+		p("listApplicationMetrics", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListApplicationMetricsWithResponse(ctx)
+		}),
+		p("getApplication", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetApplicationWithResponse(ctx, "app-1")
+		}),
+		p("getApplicationStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetApplicationStatusWithResponse(ctx, "app-1")
+		}),
+		p("getApplicationMetrics", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetApplicationMetricsWithResponse(ctx, "app-1")
+		}),
+		p("listParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListPartiesWithResponse(ctx, validator, &platform.ListPartiesParams{PartyId: ptr("alice::1220")})
+		}),
+		p("allocateParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.AllocatePartyWithResponse(ctx, validator, &platform.AllocatePartyParams{PartyIdHint: "alice"})
+		}),
+		p("listLocalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListLocalPartiesWithResponse(ctx, validator)
+		}),
+		p("listExternalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListExternalPartiesWithResponse(ctx, validator)
+		}),
+		p("listTopologyProposals", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListTopologyProposalsWithResponse(ctx, validator)
+		}),
+		p("lookupParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.LookupParticipantWithResponse(ctx, validator, &platform.LookupParticipantParams{ParticipantUid: "participant2::1220"})
+		}),
+		p("generateExternalPartyTopology", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GenerateExternalPartyTopologyWithResponse(ctx, validator, platform.GenerateTopologyRequest{
+				PartyHint: "alice", PublicKeyBase64: []byte("public key DER"), KeySpec: ptr(platform.KeySpecEd25519),
+				Hosts: &[]platform.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](2),
+			})
+		}),
+		p("allocateExternalParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.AllocateExternalPartyWithResponse(ctx, validator, platform.AllocateExternalPartyRequest{
+				SynchronizerId: "global-domain::1220ab", TopologyTransactions: [][]byte{[]byte("tx-1"), []byte("tx-2")},
+				Signature: []byte("signature"), PublicKeyFingerprint: "1220fingerprint",
+				SignatureFormat: ptr(platform.SignatureFormatConcat), SigningAlgorithmSpec: ptr(platform.SigningAlgorithmEd25519),
+			})
+		}),
+		p("approvePendingHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ApprovePendingHostingWithResponse(ctx, validator, platform.ApprovePendingHostingRequest{PartyId: "alice::1220ab"})
+		}),
+		p("prepareAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platform.PrepareAmendHostingRequest{
+				PartyId: "alice::1220ab", Hosts: []platform.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](1),
+			})
+		}),
+		p("submitAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.SubmitAmendHostingWithResponse(ctx, validator, platform.SubmitAmendHostingRequest{
+				PartyId: "alice::1220ab", Transaction: []byte("tx"), Signature: []byte("signature"), PublicKeyFingerprint: "1220fingerprint",
+			})
+		}),
+		p("createUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.CreateUserWithResponse(ctx, validator, &platform.CreateUserParams{
+				UserId: "alice", PrimaryParty: ptr("alice::1220ab"), ParticipantAdmin: ptr(false),
+				CanActAs: &[]string{"alice::1220ab", "bob::1220cd"}, CanReadAs: &[]string{"carol::1220ef"},
+			})
+		}),
+		p("updateUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.UpdateUserWithResponse(ctx, validator, "alice", &platform.UpdateUserParams{
+				IsDeactivated: ptr(false), Annotation: &[]string{"team=payments", "retired="},
+			})
+		}),
+		p("listUserRights", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListUserRightsWithResponse(ctx, validator, "alice")
+		}),
+		p("updateUserRights", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.UpdateUserRightsWithResponse(ctx, validator, "alice", &platform.UpdateUserRightsParams{
+				CanReadAsAnyParty: ptr(true), CanExecuteAs: &[]string{"alice::1220ab"},
+			})
+		}),
+		p("listWalletUsers", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListWalletUsersWithResponse(ctx, validator)
+		}),
+		p("onboardWalletUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.OnboardWalletUserWithResponse(ctx, validator, platform.OnboardWalletUserRequest{Name: "alice"})
+		}),
+		p("offboardWalletUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.OffboardWalletUserWithResponse(ctx, validator, "alice")
+		}),
+		p("listGatewayWallets", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListGatewayWalletsWithResponse(ctx, validator)
+		}),
+		p("createGatewayWallet", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.CreateGatewayWalletWithResponse(ctx, validator, platform.CreateGatewayWalletRequest{
+				PartyHint: "treasury", SigningProvider: platform.SigningProviderCustodyProviderA, Primary: ptr(true), Vault: ptr("vault-1"),
+			})
+		}),
+		p("getCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetCustodyProviderSettingsWithResponse(ctx, validator)
+		}),
+		p("updateCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.UpdateCustodyProviderSettingsWithResponse(ctx, validator, platform.UpdateCustodyProviderSettingsRequest{
+				Enabled: ptr(true), BaseUrl: ptr("https://custody.example.com/api"),
+				Credentials: &platform.CustodyProviderCredentials{ApiKey: ptr("key"), ApiSecret: ptr("secret")},
+			})
+		}),
+		p("uploadDar", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			contentType, body, err := darUpload("model.dar", []byte("PK\x03\x04 not really a DAR"))
+			if err != nil {
+				return nil, err
+			}
+			return s.Platform.UploadDarWithBodyWithResponse(ctx, validator, contentType, body)
+		}),
+
+		// ------------------------------------------------ release 2.0, public paths at the root
+		{release: release20, id: "getHealth", status: http.StatusOK, check: checkHealth,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Public.GetHealthWithResponse(ctx)
+			}},
+		{release: release20, id: "getInfo", status: http.StatusOK, check: checkInfo,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Public.GetInfoWithResponse(ctx)
+			}},
+		{release: release20, id: "getApiDocs", status: http.StatusOK, check: checkApiDocs,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Public.GetApiDocsWithResponse(ctx)
+			}},
+		{release: release20, id: "getManagementApiDocs", status: http.StatusOK, check: checkManagementApiDocs,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Public.GetManagementApiDocsWithResponse(ctx)
+			}},
+		{release: release20, id: "getDocsUi", status: http.StatusOK, check: checkDocsUi,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Public.GetDocsUiWithResponse(ctx)
+			}},
+		p("openLedgerConsole", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			// The console is under /api/ws at the root (a path-level server), so
+			// it goes through the root client, with the token and the headers a
+			// WebSocket client sends.
+			return s.Public.OpenLedgerConsoleWithResponse(ctx,
+				&platform.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket"},
+				withHeader("Authorization", "Bearer "+s.Token),
+				withHeader("Connection", "Upgrade"),
+				withHeader("Sec-WebSocket-Version", "13"),
+				withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+			)
+		}),
+		{release: release20, id: "openLedgerConsole", variant: "bearer subprotocol", status: http.StatusNotImplemented,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				// Browsers cannot set Authorization on a WebSocket; the contract
+				// accepts the token as the subprotocol "bearer, <token>" instead.
+				return s.Public.OpenLedgerConsoleWithResponse(ctx,
+					&platform.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket", SecWebSocketProtocol: ptr("bearer, " + s.Token)},
+					withHeader("Connection", "Upgrade"),
+					withHeader("Sec-WebSocket-Version", "13"),
+					withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+				)
+			}},
+	}
+}
+
+// TestBadInputs sends requests that break the contract: each is refused with
+// 400 in the release's shape, naming the offending input.
+func TestBadInputs(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{})
+
+	t.Run(release111, func(t *testing.T) {
+		// 1.11: the body's keys are the offending fields; the value a message.
+		tooLong := validValidator()
+		tooLong.Name = strings.Repeat("v", 34)
+		nested := validValidator()
+		nested.ClusterConfig.Migration.Id = -1
+		name48 := strings.Repeat("v", 48)
+
+		cases := []struct {
+			name   string
+			call   apiCall
+			fields map[string]string // key -> substring of its message
+		}{
+			{"listValidators limit=0", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Limit: ptr[int32](0)})
+			}, map[string]string{"limit": "at least 1"}},
+			{"listValidators limit=501", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Limit: ptr[int32](501)})
+			}, map[string]string{"limit": "at most 500"}},
+			{"listValidators from=-1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{From: ptr[int32](-1)})
+			}, map[string]string{"from": "at least 0"}},
+			{"listValidators status=BOGUS", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Status: ptr(management.Phase("BOGUS"))})
+			}, map[string]string{"status": "one of"}},
+			{"listValidators limit=ten", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.ListValidatorsWithResponse(ctx, nil, withQuery("limit", "ten"))
+			}, map[string]string{"limit": "invalid integer"}},
+			{"createValidator {}", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{}`))
+			}, map[string]string{
+				"name": "is required", "imageRepo": "is required", "imageTag": "is required",
+				"clusterConfig": "is required", "clusterParticipantConfig": "is required", "participant": "is required",
+			}},
+			{"createValidator name of 34 characters", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateValidatorWithResponse(ctx, tooLong)
+			}, map[string]string{"name": "33"}},
+			{"createValidator clusterConfig.migration.id=-1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateValidatorWithResponse(ctx, nested)
+			}, map[string]string{"clusterConfig.migration.id": "at least 0"}},
+			{"updateValidator clusterConfig.migration.id=-1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
+					Name: validator, ClusterConfig: &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: -1}},
+				})
+			}, map[string]string{"clusterConfig.migration.id": "at least 0"}},
+			{"createValidator malformed JSON", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{"name": "validator-1",`))
+			}, map[string]string{"body": "not a valid"}},
+			{"createValidator without body", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateValidatorWithBodyWithResponse(ctx, "application/json", nil)
+			}, map[string]string{"body": "is required"}},
+			{"createValidator as text/plain", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateValidatorWithBodyWithResponse(ctx, "text/plain", strings.NewReader("validator-1"))
+			}, map[string]string{"body": "Content-Type"}},
+			{"getBackupSchedule name of 48 characters", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.GetBackupScheduleWithResponse(ctx, name48)
+			}, map[string]string{"name": "47"}},
+			{"deleteBackupSchedule name of 48 characters", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.DeleteBackupScheduleWithResponse(ctx, name48)
+			}, map[string]string{"name": "47"}},
+			{"createBackupSchedule name with uppercase", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateBackupScheduleWithResponse(ctx, "Validator-1", management.ValidatorBackupDto{MaxBackups: 7})
+			}, map[string]string{"name": "regular expression"}},
+			{"updateBackupSchedule name with uppercase", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.UpdateBackupScheduleWithResponse(ctx, "VALIDATOR", management.ValidatorBackupDto{MaxBackups: 7})
+			}, map[string]string{"name": "regular expression"}},
+			{"createBackupSchedule maxBackups=1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateBackupScheduleWithResponse(ctx, validator, management.ValidatorBackupDto{MaxBackups: 1})
+			}, map[string]string{"maxBackups": "at least 2"}},
+			{"createBackupSchedule maxBackups=85", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreateBackupScheduleWithResponse(ctx, validator, management.ValidatorBackupDto{MaxBackups: 85})
+			}, map[string]string{"maxBackups": "at most 84"}},
+			{"createPruneSchedule retention=2 days", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreatePruneScheduleWithResponse(ctx, validator, management.ScheduledValidatorPruneDto{
+					Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "2 days",
+				})
+			}, map[string]string{"retention": "regular expression"}},
+			{"createPruneSchedule with read-only nextRun", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.CreatePruneScheduleWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(
+					`{"cron":"0 0 20 * * ?","maxDuration":"5m","retention":"48h","nextRun":"2026-01-01T00:00:00Z"}`))
+			}, map[string]string{"nextRun": "readOnly"}},
+			{"listRemoteParticipants healthStatus=maybe", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.ListRemoteParticipantsWithResponse(ctx, nil, withQuery("healthStatus", "maybe"))
+			}, map[string]string{"healthStatus": "invalid boolean"}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				r, err := c.call(t.Context(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := r.StatusCode(); got != http.StatusBadRequest {
+					t.Fatalf("status: got %d, want 400; body: %s", got, r.GetBody())
+				}
+				body := managementError(t, r)
+				if got, want := sortedKeys(body), sortedKeys(c.fields); !slices.Equal(got, want) {
+					t.Errorf("keys: got %v, want %v; body: %v", got, want, body)
+				}
+				for key, want := range c.fields {
+					if got, ok := body[key]; ok && !strings.Contains(got, want) {
+						t.Errorf("%s: got %q, want a message containing %q", key, got, want)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run(release20, func(t *testing.T) {
+		// 2.0: one {timestamp, status, error}; error names the offending inputs.
+		cases := []struct {
+			name string
+			call apiCall
+			want []string // substrings of error
+		}{
+			{"allocateParty without partyIdHint", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.AllocatePartyWithResponse(ctx, validator, &platform.AllocatePartyParams{PartyIdHint: "alice"}, withoutQuery("partyIdHint"))
+			}, []string{"partyIdHint: is required"}},
+			{"lookupParticipant without participantUid", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.LookupParticipantWithResponse(ctx, validator, &platform.LookupParticipantParams{ParticipantUid: "p"}, withoutQuery("participantUid"))
+			}, []string{"participantUid: is required"}},
+			{"createUser without userId", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.CreateUserWithResponse(ctx, validator, &platform.CreateUserParams{UserId: "alice"}, withoutQuery("userId"))
+			}, []string{"userId: is required"}},
+			{"updateUser annotation without =", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.UpdateUserWithResponse(ctx, validator, "alice", &platform.UpdateUserParams{Annotation: &[]string{"team"}})
+			}, []string{"annotation"}},
+			{"getValidator name of 254 characters", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.GetValidatorWithResponse(ctx, strings.Repeat("v", 254))
+			}, []string{"name: ", "253"}},
+			{"generateExternalPartyTopology {}", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.GenerateExternalPartyTopologyWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{}`))
+			}, []string{"partyHint: is required", "publicKeyBase64: is required"}},
+			{"prepareAmendHosting host without ::", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platform.PrepareAmendHostingRequest{
+					PartyId: "alice::1220ab", Hosts: []platform.HostingParticipant{{ParticipantUid: "participant2", Permission: platform.HostingPermissionObserving}},
+				})
+			}, []string{"hosts.0.participantUid: "}},
+			{"onboardWalletUser empty name", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.OnboardWalletUserWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{"name":""}`))
+			}, []string{"name: "}},
+			{"onboardWalletUser malformed JSON", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.OnboardWalletUserWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{"name":`))
+			}, []string{"body: "}},
+			{"uploadDar as application/json", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.UploadDarWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{"file":"abc"}`))
+			}, []string{"body: ", "Content-Type"}},
+			{"onboardWalletUser as text/plain", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.OnboardWalletUserWithBodyWithResponse(ctx, validator, "text/plain", strings.NewReader(`alice`))
+			}, []string{"body: ", "Content-Type"}},
+			{"updateCustodyProviderSettings baseUrl not a URI", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.UpdateCustodyProviderSettingsWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{"baseUrl":"not a uri"}`))
+			}, []string{"baseUrl: ", "absolute URI"}},
+			{"openLedgerConsole without Upgrade", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Public.OpenLedgerConsoleWithResponse(ctx, &platform.OpenLedgerConsoleParams{Validator: validator},
+					withHeader("Authorization", "Bearer "+s.Token), withoutHeader("Upgrade"))
+			}, []string{"Upgrade: is required"}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				r, err := c.call(t.Context(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := r.StatusCode(); got != http.StatusBadRequest {
+					t.Fatalf("status: got %d, want 400; body: %s", got, r.GetBody())
+				}
+				e := platformErrorBody(t, r)
+				if e.Status != http.StatusBadRequest {
+					t.Errorf("status field: got %d, want 400", e.Status)
+				}
+				for _, want := range c.want {
+					if !strings.Contains(e.Error, want) {
+						t.Errorf("error: got %q, want it to contain %q", e.Error, want)
+					}
+				}
+			})
+		}
+	})
+}
+
+// ---------------------------------------------------------------- helpers
+
+func checkHealth(t *testing.T, r apiResponse) {
+	t.Helper()
+	h := r.(*platform.GetHealthResponse).JSON200
+	if h == nil {
+		t.Fatalf("body: got %s, want a Health document", r.GetBody())
+	}
+	for name, got := range map[string]platform.HealthStatus{
+		"status":                    h.Status,
+		"components.db.status":      h.Components.Db.Status,
+		"components.cluster.status": h.Components.Cluster.Status,
+	} {
+		if got != platform.HealthUp {
+			t.Errorf("%s: got %q, want %q", name, got, platform.HealthUp)
+		}
+	}
+}
+
+func checkInfo(t *testing.T, r apiResponse) {
+	t.Helper()
+	info := r.(*platform.GetInfoResponse).JSON200
+	if info == nil {
+		t.Fatalf("body: got %s, want an Info document", r.GetBody())
+	}
+	if got, want := info.Build.Version, "test"; got != want {
+		t.Errorf("build.version: got %q, want %q", got, want)
+	}
+}
+
+func checkApiDocs(t *testing.T, r apiResponse) {
+	t.Helper()
+	if r.(*platform.GetApiDocsResponse).JSON200 == nil {
+		t.Fatalf("body: got %s, want an OpenAPI document", r.GetBody())
+	}
+	assertPublishedDoc(t, r.GetBody(), "Platform Management API", openapi.Platform)
+}
+
+func checkManagementApiDocs(t *testing.T, r apiResponse) {
+	t.Helper()
+	if r.(*platform.GetManagementApiDocsResponse).JSON200 == nil {
+		t.Fatalf("body: got %s, want an OpenAPI document", r.GetBody())
+	}
+	assertPublishedDoc(t, r.GetBody(), "Validator Management API", openapi.Management)
+}
+
+func checkDocsUi(t *testing.T, r apiResponse) {
+	t.Helper()
+	if mt, _, _ := mime.ParseMediaType(r.ContentType()); mt != "text/html" {
+		t.Errorf("Content-Type: got %q, want text/html", r.ContentType())
+	}
+	if !bytes.Contains(r.GetBody(), []byte("swagger-ui")) {
+		t.Errorf("body: got %.200q…, want a page containing %q", r.GetBody(), "swagger-ui")
+	}
+}
+
+// assertPublishedDoc checks that a served description is the contract as
+// written: its title, and every operationId in its original spelling
+// (the copies embedded in gen/ are capitalised).
+func assertPublishedDoc(t *testing.T, raw []byte, title string, load func() (*openapi3.T, error)) {
+	t.Helper()
+	var served struct {
+		Info  struct{ Title string }                `json:"info"`
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &served); err != nil {
+		t.Fatal(err)
+	}
+	if served.Info.Title != title {
+		t.Errorf("info.title: got %q, want %q", served.Info.Title, title)
+	}
+	var got []string
+	for _, item := range served.Paths {
+		for _, value := range item {
+			var op struct{ OperationID string }
+			if json.Unmarshal(value, &op) == nil && op.OperationID != "" {
+				got = append(got, op.OperationID)
+			}
+		}
+	}
+	slices.Sort(got)
+	contract, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := operationIDs(contract); !slices.Equal(got, want) {
+		t.Errorf("operationIds: got %v, want %v", got, want)
+	}
+}
+
+// assertCoversContracts fails when the table misses an operation of either
+// contract or names one that does not exist, so that a new operation cannot
+// go untested.
+func assertCoversContracts(t *testing.T, cases []operationCase) {
+	t.Helper()
+	for _, rel := range []struct {
+		name string
+		load func() (*openapi3.T, error)
+	}{{release111, openapi.Management}, {release20, openapi.Platform}} {
+		doc, err := rel.load()
+		if err != nil {
+			t.Fatalf("load release %s contract: %v", rel.name, err)
+		}
+		var table []string
+		for _, c := range cases {
+			if c.release == rel.name && c.variant == "" {
+				table = append(table, c.id)
+			}
+		}
+		slices.Sort(table)
+		if unique := slices.Compact(slices.Clone(table)); len(unique) != len(table) {
+			t.Errorf("release %s: rows without variant: got %v, want each operation once", rel.name, table)
+		}
+		for _, c := range cases {
+			if c.release == rel.name && c.variant != "" && !slices.Contains(table, c.id) {
+				t.Errorf("release %s: variant %q of %s: got no plain row of the operation, want one", rel.name, c.variant, c.id)
+			}
+		}
+		contract := operationIDs(doc)
+		for _, id := range contract {
+			if !slices.Contains(table, id) {
+				t.Errorf("release %s: operation %s: got no row, want one", rel.name, id)
+			}
+		}
+		for _, id := range table {
+			if !slices.Contains(contract, id) {
+				t.Errorf("release %s: row %s: got an operation the contract does not have, want none", rel.name, id)
+			}
+		}
+	}
+}
+
+// operationIDs lists a contract's operationIds, sorted.
+func operationIDs(doc *openapi3.T) []string {
+	var ids []string
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			ids = append(ids, op.OperationID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// assertNotBuilt checks the 501 of an operation that is not built yet: the
+// release's error shape with a message naming the operation.
+func assertNotBuilt(t *testing.T, release, id string, r apiResponse) {
+	t.Helper()
+	want := id + " is not built yet"
+	if release == release111 {
+		body := managementError(t, r)
+		if got := sortedKeys(body); !slices.Equal(got, []string{"error"}) {
+			t.Errorf("keys: got %v, want [error]", got)
+		}
+		if !strings.Contains(body["error"], want) {
+			t.Errorf("error: got %q, want it to contain %q", body["error"], want)
+		}
+		return
+	}
+	e := platformErrorBody(t, r)
+	if e.Status != http.StatusNotImplemented {
+		t.Errorf("status field: got %d, want 501", e.Status)
+	}
+	if e.Timestamp.IsZero() {
+		t.Errorf("timestamp: got zero, want the time of the error")
+	}
+	if !strings.Contains(e.Error, want) {
+		t.Errorf("error: got %q, want it to contain %q", e.Error, want)
+	}
+}
+
+// managementError decodes release 1.11's error body, a JSON object of string to string.
+func managementError(t *testing.T, r apiResponse) map[string]string {
+	t.Helper()
+	assertJSON(t, r)
+	var body map[string]string
+	if err := json.Unmarshal(r.GetBody(), &body); err != nil {
+		t.Fatalf("body: got %s, want a JSON object of string to string: %v", r.GetBody(), err)
+	}
+	return body
+}
+
+// platformErrorBody decodes release 2.0's error body {timestamp, status, error}.
+func platformErrorBody(t *testing.T, r apiResponse) platform.Error {
+	t.Helper()
+	assertJSON(t, r)
+	var e platform.Error
+	if err := json.Unmarshal(r.GetBody(), &e); err != nil {
+		t.Fatalf("body: got %s, want {timestamp, status, error}: %v", r.GetBody(), err)
+	}
+	return e
+}
+
+func assertJSON(t *testing.T, r apiResponse) {
+	t.Helper()
+	if mt, _, _ := mime.ParseMediaType(r.ContentType()); mt != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", r.ContentType())
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// validValidator is a complete, valid createValidator body.
+func validValidator() management.ValidatorDto {
+	none := []management.EnvVar{}
+	return management.ValidatorDto{
+		Name:      validator,
+		ImageRepo: "registry.example.com/splice/validator-app",
+		ImageTag:  "0.4.2",
+		ClusterConfig: management.ClusterConfigDto{
+			AppInfoLedgerNameService: management.AppInfoDto{EnvVars: none},
+			AppInfoValidator: management.AppInfoDto{
+				EnvVars:   []management.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}},
+				Resources: &management.ResourcesDto{CpuLimit: ptr("500m"), MemoryLimit: ptr("2Gi"), Replicas: ptr[int32](1)},
+			},
+			DefaultJvmOptions: "-Xms1g -Xmx2g",
+			Migration:         management.MigrationDto{Id: 0},
+			PartyHint:         "acme-validator_1",
+			ScanAddress:       "https://scan.example.com",
+			SvSponsorAddress:  "https://sv.example.com",
+		},
+		ClusterParticipantConfig: management.ClusterParticipantConfigDto{},
+		Participant:              management.AppInfoDto{EnvVars: none},
+		OnboardingSecret:         ptr("onboarding-secret"),
+	}
+}
+
+// darUpload is a multipart/form-data body with a `file` part.
+func darUpload(fileName string, content []byte) (string, *bytes.Buffer, error) {
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	part, err := w.CreateFormFile("file", fileName)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := part.Write(content); err != nil {
+		return "", nil, err
+	}
+	if err := w.Close(); err != nil {
+		return "", nil, err
+	}
+	return w.FormDataContentType(), &body, nil
+}
+
+// requestEditor is assignable to both generated packages' RequestEditorFn.
+type requestEditor = func(context.Context, *http.Request) error
+
+func withHeader(name, value string) requestEditor {
+	return func(_ context.Context, req *http.Request) error {
+		req.Header.Set(name, value)
+		return nil
+	}
+}
+
+func withoutHeader(name string) requestEditor {
+	return func(_ context.Context, req *http.Request) error {
+		req.Header.Del(name)
+		return nil
+	}
+}
+
+// withQuery sets a query parameter to a value the typed client cannot send.
+func withQuery(key, value string) requestEditor {
+	return func(_ context.Context, req *http.Request) error {
+		q := req.URL.Query()
+		q.Set(key, value)
+		req.URL.RawQuery = q.Encode()
+		return nil
+	}
+}
+
+// withoutQuery drops a parameter the typed client always sends.
+func withoutQuery(key string) requestEditor {
+	return func(_ context.Context, req *http.Request) error {
+		q := req.URL.Query()
+		q.Del(key)
+		req.URL.RawQuery = q.Encode()
+		return nil
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
