@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/validator-manager/validator-manager/impl/apitest"
 )
 
 // TestEmbeddedDefault is the newcomer's path: `serve` on a fresh data
@@ -16,7 +17,7 @@ import (
 // another accepted token, and the server shuts down cleanly on cancel.
 func TestEmbeddedDefault(t *testing.T) {
 	dataDir := t.TempDir()
-	out := &lockedBuffer{}
+	out := &apitest.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -95,21 +96,4 @@ func status(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

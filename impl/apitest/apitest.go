@@ -51,7 +51,7 @@ type Server struct {
 	// Public is a release 2.0 client rooted at /, for the public paths
 	// (actuator, documentation) that live outside /api/v1.
 	Public *platform.ClientWithResponses
-	logs   *syncBuffer
+	logs   *Buffer
 }
 
 // Options adjusts the server a test starts.
@@ -70,7 +70,7 @@ func Start(t testing.TB, o Options) *Server {
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.Open(context.Background(), cfg, log, "test", o.App...)
 	if err != nil {
@@ -246,18 +246,19 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-type syncBuffer struct {
+// Buffer is a bytes.Buffer safe for concurrent writers (a server's logs).
+type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

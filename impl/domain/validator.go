@@ -1,0 +1,162 @@
+package domain
+
+import "time"
+
+// Phase is the lifecycle phase of a validator or remote participant.
+type Phase string
+
+const (
+	PhasePending   Phase = "PENDING"
+	PhaseRunning   Phase = "RUNNING"
+	PhaseCompleted Phase = "COMPLETED"
+)
+
+// Validator is one provisioned validator as validator-manager keeps it: the
+// database row and, in the cluster, the Validator custom resource.
+type Validator struct {
+	Name  string
+	Phase Phase
+	// Immutable is set when the validator is flagged disableUserEdit (the
+	// Validator resource carries the annotation DisableUserEditAnnotation).
+	Immutable        bool
+	CustomAuth       bool
+	ExternalDatabase bool
+	// DatabaseStorage is the internal database's volume size, a Kubernetes
+	// quantity such as "10Gi"; empty means the default.
+	DatabaseStorage string
+	MigrationID     int32
+	Migrating       bool
+	// Spec is the validator's configuration as JSON: the release 1.11
+	// ValidatorDto with every secret value removed. It is the Validator
+	// resource's spec.config.
+	Spec []byte
+	// WalletUserID is the identity provider's id of the wallet user created
+	// for the validator; empty with custom authentication.
+	WalletUserID string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// DisableUserEditAnnotation on a Validator resource freezes it: edits through
+// the API are refused with 409.
+const DisableUserEditAnnotation = "validator-manager.io/disable-user-edit"
+
+// ValidatorSecrets are a validator's secret values. They are written to
+// cluster Secrets only: never stored in the database, returned or logged.
+// An empty value means "not given" (on edit: keep the current Secret).
+type ValidatorSecrets struct {
+	OnboardingSecret      string
+	LedgerAPIClientSecret string
+	DatabasePassword      string
+}
+
+// Secret names of a validator, by convention.
+func OnboardingSecretName(validator string) string { return validator + "-onboarding" }
+func LedgerAPIAuthSecretName(validator string) string {
+	return validator + "-ledger-api-auth"
+}
+func DatabaseSecretName(validator string) string { return validator + "-database" }
+
+// References are the cluster objects a validator's configuration names; they
+// must exist before the validator is created. Field is the request field
+// that named the object (a dotted JSON path), for the 400 that reports it.
+type References struct {
+	// Secrets that must exist (image pull secrets, identities secret, bucket secret).
+	Secrets []Reference
+	// SecretKeys are env vars' valueFrom.secretKeyRef; Optional ones may be absent.
+	SecretKeys []SecretKeyReference
+	// StorageClasses are cluster-scoped.
+	StorageClasses []Reference
+}
+
+// Reference names one object.
+type Reference struct {
+	Field string
+	Name  string
+}
+
+// SecretKeyReference names one key of one Secret.
+type SecretKeyReference struct {
+	Field    string
+	Name     string
+	Key      string
+	Optional bool
+}
+
+// ValidatorState is what the cluster reports about a validator's resource.
+type ValidatorState struct {
+	Phase           Phase
+	DatabaseRunning bool
+	DisableUserEdit bool
+}
+
+// PruneSchedule is a validator's ledger pruning schedule (Canton automatic
+// pruning): Cron in Canton's Quartz syntax, evaluated in UTC.
+type PruneSchedule struct {
+	Validator   string
+	Cron        string
+	MaxDuration time.Duration
+	Retention   time.Duration
+	// Raw texts as the caller wrote them ("5m", "48h"), returned unchanged.
+	MaxDurationText string
+	RetentionText   string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// BackupSchedule is a validator's database backup schedule: Cron in
+// Kubernetes CronJob syntax, evaluated in UTC. A soft-deleted schedule keeps
+// its record but runs no backups.
+type BackupSchedule struct {
+	Validator  string
+	Cron       string
+	MaxBackups int32
+	Deleted    bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// RemoteParticipant is a participant node registered for reference; it runs
+// outside the cluster and is not provisioned.
+type RemoteParticipant struct {
+	Name string
+	// Spec is the registration as JSON (release 1.11 RemoteParticipantDto).
+	Spec          []byte
+	Phase         Phase
+	AdminAddress  string
+	AdminPort     string
+	LedgerAddress string
+	LedgerPort    string
+	// Healthy is the last known health check; nil before the first one.
+	Healthy       *bool
+	LastCheckedAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// RunKind tells backup runs from pruning runs.
+type RunKind string
+
+const (
+	RunBackup RunKind = "backup"
+	RunPrune  RunKind = "prune"
+)
+
+// Run is one recorded backup or pruning run.
+type Run struct {
+	ID         int64
+	Validator  string
+	Kind       RunKind
+	StartedAt  time.Time
+	FinishedAt *time.Time
+	Succeeded  *bool
+	Message    string
+}
+
+// CreatedUser is an identity-provider user created for a validator. The
+// temporary password is shown once, in the create response, and kept nowhere.
+type CreatedUser struct {
+	ID                string
+	Username          string
+	TemporaryPassword string
+}

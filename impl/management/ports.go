@@ -1,0 +1,96 @@
+package management
+
+import (
+	"context"
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Store is the database of release 1.11 (impl/store implements it). Missing
+// rows are domain.ErrNotFound, duplicate names domain.ErrConflict.
+type Store interface {
+	CreateValidator(ctx context.Context, v *domain.Validator) error
+	GetValidator(ctx context.Context, name string) (domain.Validator, error)
+	UpdateValidator(ctx context.Context, v *domain.Validator) error
+	DeleteValidator(ctx context.Context, name string) error
+	ListValidators(ctx context.Context, f ValidatorFilter) ([]domain.Validator, int64, error)
+	// SyncValidatorState records what the cluster reports (phase, disableUserEdit).
+	SyncValidatorState(ctx context.Context, name string, s domain.ValidatorState) error
+
+	GetPruneSchedule(ctx context.Context, validator string) (domain.PruneSchedule, error)
+	CreatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error
+	UpdatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error
+	DeletePruneSchedule(ctx context.Context, validator string) error
+
+	// GetBackupSchedule returns soft-deleted schedules too (Deleted set).
+	GetBackupSchedule(ctx context.Context, validator string) (domain.BackupSchedule, error)
+	// SaveBackupSchedule creates, replaces or reactivates (clears Deleted).
+	SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error
+	SoftDeleteBackupSchedule(ctx context.Context, validator string) error
+
+	CreateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error
+	GetRemoteParticipant(ctx context.Context, name string) (domain.RemoteParticipant, error)
+	UpdateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error
+	DeleteRemoteParticipant(ctx context.Context, name string) error
+	ListRemoteParticipants(ctx context.Context, f RemoteParticipantFilter) ([]domain.RemoteParticipant, int64, error)
+	RecordParticipantHealth(ctx context.Context, name string, healthy bool, at time.Time) error
+}
+
+// Page is an offset page: Offset rows skipped, at most Limit returned.
+type Page struct {
+	Offset int
+	Limit  int
+}
+
+// ValidatorFilter selects validators; zero values select everything.
+type ValidatorFilter struct {
+	// NameContains is a literal, case-sensitive substring (% and _ match themselves).
+	NameContains string
+	Phase        domain.Phase
+	Page
+}
+
+// RemoteParticipantFilter selects remote participants.
+type RemoteParticipantFilter struct {
+	NameContains string
+	Phase        domain.Phase
+	// Healthy selects by last known health check; participants never checked
+	// match neither true nor false.
+	Healthy *bool
+	Page
+}
+
+// Cluster is the gateway to the cluster that runs the validators
+// (impl/cluster: client-go, or the simulated cluster of the embedded default).
+type Cluster interface {
+	// CheckReferences fails with domain.Invalid naming the field of the
+	// first object that does not exist.
+	CheckReferences(ctx context.Context, refs domain.References) error
+	// ApplyValidator creates or updates the Validator resource and its
+	// Secrets (only the secret values given are written).
+	ApplyValidator(ctx context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error
+	// DeleteValidator removes the resource, its Secrets and its backup
+	// CronJob; absent objects are not an error.
+	DeleteValidator(ctx context.Context, name string) error
+	// ValidatorState reads the resource's status; domain.ErrNotFound when absent.
+	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
+	// ValidatorStates reads every managed validator's status (from a cache).
+	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
+	// ApplyPruneSchedule writes the schedule into the resource; nil clears it.
+	ApplyPruneSchedule(ctx context.Context, validator string, p *domain.PruneSchedule) error
+	// ApplyBackupSchedule creates or updates the backup CronJob; a Deleted
+	// schedule suspends it.
+	ApplyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error
+	Ping(ctx context.Context) error
+}
+
+// Identity is the identity provider in which wallet users are created
+// (impl/idp: Keycloak, or the local provider of the embedded default).
+type Identity interface {
+	// CreateWalletUser creates <validator>_walletuser with a random temporary
+	// password that must be changed at first login.
+	CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error)
+	// DeleteUser removes a user; an absent user is not an error.
+	DeleteUser(ctx context.Context, id string) error
+}
