@@ -7,20 +7,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/validator-manager/validator-manager/impl/management"
 )
+
+var _ management.Store = (*Store)(nil)
 
 // Store is the database of one server process.
 type Store struct {
 	db *gorm.DB
+	// dialect is "sqlite" or "postgres", for the few statements that differ.
+	dialect string
 }
 
-// Open connects to the database: driver is "postgres" (dsn is a PostgreSQL
-// DSN) or "sqlite" (dsn is a file path, created with its directory).
+// Open connects to the database and brings its schema up to date: driver is
+// "postgres" (dsn is a PostgreSQL DSN) or "sqlite" (dsn is a file path,
+// created with its directory).
 func Open(driver, dsn string) (*Store, error) {
 	var dialector gorm.Dialector
 	switch driver {
@@ -30,21 +38,39 @@ func Open(driver, dsn string) (*Store, error) {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			return nil, fmt.Errorf("database directory: %w", err)
 		}
-		// WAL lets readers run beside the writer; busy_timeout waits for the
-		// writer's lock instead of failing at once.
-		dialector = sqlite.Open("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on")
+		// The driver runs these pragmas on every new pooled connection. WAL
+		// lets readers run beside the writer; busy_timeout waits for the
+		// writer's lock instead of failing at once; _txlock=immediate takes
+		// that lock at BEGIN, because a deferred transaction that reads and
+		// then writes gets SQLITE_BUSY at once, without waiting.
+		dialector = sqlite.Open("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate")
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{
 		TranslateError: true,
 		Logger:         logger.Discard,
+		NowFunc:        now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", driver, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, dialect: driver}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := migrate(ctx, db, driver); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
+	}
+	return s, nil
 }
+
+// now is the store's clock: UTC, at the microsecond PostgreSQL keeps, so a
+// timestamp reads back equal to the one written on both databases.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// stamp normalises a caller's timestamp the same way.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // Ping tells whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {

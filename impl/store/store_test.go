@@ -4,18 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
 
 // backends are the databases every store test runs on: SQLite always,
 // PostgreSQL when TEST_POSTGRES_DSN names a server (.ci/run sets it). Each
 // PostgreSQL run gets a throwaway database, dropped afterwards.
-func backends(t *testing.T) map[string]*store.Store {
+func backends(t testing.TB) map[string]*store.Store {
 	t.Helper()
 	out := map[string]*store.Store{}
 	lite, err := store.Open("sqlite", filepath.Join(t.TempDir(), "vm.db"))
@@ -25,17 +27,33 @@ func backends(t *testing.T) map[string]*store.Store {
 	t.Cleanup(func() { lite.Close() })
 	out["sqlite"] = lite
 
-	dsn := os.Getenv("TEST_POSTGRES_DSN")
-	if dsn == "" {
+	if os.Getenv("TEST_POSTGRES_DSN") == "" {
 		t.Log("TEST_POSTGRES_DSN is not set: PostgreSQL is not tested")
 		return out
 	}
-	out["postgres"] = throwawayPostgres(t, dsn)
+	pg, err := store.Open("postgres", throwawayPostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	out["postgres"] = pg
 	return out
 }
 
-func throwawayPostgres(t *testing.T, dsn string) *store.Store {
+// each runs f as a subtest on every backend.
+func each(t *testing.T, f func(t *testing.T, s *store.Store)) {
 	t.Helper()
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) { f(t, s) })
+	}
+}
+
+// throwawayPostgres creates an empty database on the TEST_POSTGRES_DSN server
+// and returns its DSN; the database is dropped when the test ends, after the
+// stores the test opened on it are closed (cleanups run last-in first-out).
+func throwawayPostgres(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("TEST_POSTGRES_DSN")
 	admin, err := store.Open("postgres", dsn)
 	if err != nil {
 		t.Fatalf("TEST_POSTGRES_DSN: %v", err)
@@ -47,32 +65,58 @@ func throwawayPostgres(t *testing.T, dsn string) *store.Store {
 	if err := admin.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create database %s: %v", name, err)
 	}
+	t.Cleanup(func() {
+		if err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatalf("TEST_POSTGRES_DSN must be a URL: %v", err)
 	}
 	u.Path = "/" + name
-	s, err := store.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
+	return u.String()
+}
+
+// wantErr fails unless err matches want with errors.Is (want nil: no error).
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("got error %v, want none", err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("got error %v, want %s", err, codeName(want))
 	}
-	t.Cleanup(func() {
-		s.Close()
-		if err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	return s
+}
+
+func codeName(err error) string {
+	var e *domain.Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	return map[domain.Code]string{
+		domain.CodeInvalid:  "domain.ErrInvalid",
+		domain.CodeNotFound: "domain.ErrNotFound",
+		domain.CodeConflict: "domain.ErrConflict",
+	}[e.Code]
+}
+
+// count runs a COUNT query on the store's database.
+func count(t *testing.T, s *store.Store, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := s.DB().Raw(sql, args...).Scan(&n).Error; err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
 }
 
 func TestPing(t *testing.T) {
-	for name, s := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			if err := s.Ping(context.Background()); err != nil {
-				t.Fatalf("got %v, want the database to answer", err)
-			}
-		})
-	}
+	each(t, func(t *testing.T, s *store.Store) {
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatalf("got %v, want the database to answer", err)
+		}
+	})
 }
 
 func TestOpenRefuses(t *testing.T) {

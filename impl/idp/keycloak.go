@@ -1,0 +1,295 @@
+package idp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Nerzal/gocloak/v13"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// KeycloakConfig locates Keycloak and the admin client that creates wallet users.
+type KeycloakConfig struct {
+	// BaseURL is Keycloak's root URL, the part before /realms and
+	// /admin/realms: https://kc.example.com for Keycloak 17 and later, and
+	// https://kc.example.com/auth for older (WildFly) distributions or one
+	// started with --http-relative-path=/auth.
+	BaseURL string
+	// Realm holds the wallet users and the admin client.
+	Realm string
+	// ClientID and ClientSecret are a confidential client of Realm with the
+	// client-credentials grant (service account) and the realm-management
+	// roles manage-users and view-users.
+	ClientID     string
+	ClientSecret string
+	// Timeout bounds each HTTP request to Keycloak; zero means 30s.
+	Timeout time.Duration
+}
+
+// DefaultKeycloakTimeout bounds each request when KeycloakConfig.Timeout is zero.
+const DefaultKeycloakTimeout = 30 * time.Second
+
+// updatePassword is Keycloak's required action that forces a new password at first login.
+const updatePassword = "UPDATE_PASSWORD"
+
+// Keycloak creates wallet users over Keycloak's admin REST API.
+type Keycloak struct {
+	client   *gocloak.GoCloak
+	realm    string
+	clientID string
+	secret   string
+	now      func() time.Time
+
+	// fetch is a one-slot semaphore: a single admin token request at a time,
+	// so concurrent calls wait for it instead of each requesting one.
+	fetch chan struct{}
+
+	mu     sync.Mutex // guards token and expiry
+	token  string
+	expiry time.Time
+}
+
+// NewKeycloak checks cfg; it does not contact Keycloak (Ping does).
+func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("identity provider: keycloak base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	switch {
+	case cfg.Realm == "" || strings.ContainsAny(cfg.Realm, "/?#"):
+		return nil, fmt.Errorf("identity provider: keycloak realm %q is not a realm name", cfg.Realm)
+	case cfg.ClientID == "":
+		return nil, errors.New("identity provider: keycloak client id is required")
+	case cfg.ClientSecret == "":
+		return nil, errors.New("identity provider: keycloak client secret is required")
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultKeycloakTimeout
+	}
+	client := gocloak.NewClient(cfg.BaseURL)
+	// Every failure is returned as an error; resty's own stderr logging
+	// would only duplicate it.
+	client.RestyClient().SetTimeout(timeout).SetLogger(quiet{})
+	return &Keycloak{
+		client:   client,
+		realm:    cfg.Realm,
+		clientID: cfg.ClientID,
+		secret:   cfg.ClientSecret,
+		now:      time.Now,
+		fetch:    make(chan struct{}, 1),
+	}, nil
+}
+
+// CreateWalletUser creates <validator>_walletuser, enabled, with a random
+// temporary password and the UPDATE_PASSWORD required action. The password
+// travels in the create request, so Keycloak creates the user and its
+// credential in one transaction (a password policy failure leaves no user).
+func (k *Keycloak) CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error) {
+	username, err := walletUsername(validator)
+	if err != nil {
+		return domain.CreatedUser{}, err
+	}
+	op := fmt.Sprintf("create user %q", username)
+	password, err := temporaryPassword()
+	if err != nil {
+		return domain.CreatedUser{}, k.fail(ctx, op, err)
+	}
+	user := gocloak.User{
+		Username:        gocloak.StringP(username),
+		Enabled:         gocloak.BoolP(true),
+		RequiredActions: &[]string{updatePassword},
+		Credentials: &[]gocloak.CredentialRepresentation{{
+			Type:      gocloak.StringP("password"),
+			Value:     gocloak.StringP(password),
+			Temporary: gocloak.BoolP(true),
+		}},
+	}
+	var id string
+	err = k.withToken(ctx, func(token string) error {
+		var err error
+		id, err = k.client.CreateUser(ctx, token, k.realm, user)
+		return err
+	})
+	if hasStatus(err, http.StatusConflict) {
+		return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+	}
+	if err != nil {
+		return domain.CreatedUser{}, k.fail(ctx, op, err, password)
+	}
+	if id == "" {
+		// Keycloak answers 201 with a Location header; look the user up if a
+		// proxy dropped it.
+		if id, err = k.lookup(ctx, username); err != nil {
+			return domain.CreatedUser{}, k.fail(ctx, op, err, password)
+		}
+	}
+	return domain.CreatedUser{ID: id, Username: username, TemporaryPassword: password}, nil
+}
+
+// lookup finds a user's id by exact username.
+func (k *Keycloak) lookup(ctx context.Context, username string) (string, error) {
+	var users []*gocloak.User
+	err := k.withToken(ctx, func(token string) error {
+		var err error
+		users, err = k.client.GetUsers(ctx, token, k.realm, gocloak.GetUsersParams{
+			Username: gocloak.StringP(username),
+			Exact:    gocloak.BoolP(true),
+		})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, u := range users {
+		if u != nil && strings.EqualFold(gocloak.PString(u.Username), username) && gocloak.PString(u.ID) != "" {
+			return *u.ID, nil
+		}
+	}
+	return "", errors.New("keycloak answered 201 without a Location header and the user cannot be found")
+}
+
+// DeleteUser deletes a user by Keycloak id; an absent user is not an error.
+func (k *Keycloak) DeleteUser(ctx context.Context, id string) error {
+	if id == "" || id == "." || id == ".." {
+		return domain.Invalid("id", "%q is not an identity provider user id", id)
+	}
+	err := k.withToken(ctx, func(token string) error {
+		return k.client.DeleteUser(ctx, token, k.realm, url.PathEscape(id))
+	})
+	if err == nil || hasStatus(err, http.StatusNotFound) {
+		return nil
+	}
+	return k.fail(ctx, fmt.Sprintf("delete user %s", id), err)
+}
+
+// Ping requests a new admin token: Keycloak is reachable and the client
+// credentials are valid.
+func (k *Keycloak) Ping(ctx context.Context) error {
+	if _, err := k.adminToken(ctx, true); err != nil {
+		return k.fail(ctx, "ping", err)
+	}
+	return nil
+}
+
+// withToken runs call with the admin token. A 401 means Keycloak no longer
+// accepts the cached token (restart, revoked session): it is dropped and
+// call runs once more with a new one.
+func (k *Keycloak) withToken(ctx context.Context, call func(token string) error) error {
+	token, err := k.adminToken(ctx, false)
+	if err != nil {
+		return err
+	}
+	err = call(token)
+	if !hasStatus(err, http.StatusUnauthorized) {
+		return err
+	}
+	k.drop(token)
+	if token, err = k.adminToken(ctx, false); err != nil {
+		return err
+	}
+	return call(token)
+}
+
+// adminToken returns the cached admin token, or requests one
+// (client-credentials grant) when there is none, it is about to expire,
+// or fresh is set.
+func (k *Keycloak) adminToken(ctx context.Context, fresh bool) (string, error) {
+	if token, ok := k.cached(); ok && !fresh {
+		return token, nil
+	}
+	select {
+	case k.fetch <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-k.fetch }()
+	// Another caller may have fetched one while this one waited.
+	if token, ok := k.cached(); ok && !fresh {
+		return token, nil
+	}
+	issued := k.now()
+	jwt, err := k.client.LoginClient(ctx, k.clientID, k.secret, k.realm)
+	if err != nil {
+		return "", &tokenError{err: err}
+	}
+	if jwt.AccessToken == "" {
+		return "", &tokenError{err: errors.New("token response carries no access_token")}
+	}
+	lifetime := time.Duration(jwt.ExpiresIn) * time.Second
+	// Refresh before expiry so that a token is never sent as it lapses.
+	margin := min(30*time.Second, lifetime/2)
+	k.mu.Lock()
+	k.token, k.expiry = jwt.AccessToken, issued.Add(lifetime-margin)
+	k.mu.Unlock()
+	return jwt.AccessToken, nil
+}
+
+func (k *Keycloak) cached() (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.token, k.token != "" && k.now().Before(k.expiry)
+}
+
+// drop forgets token unless another caller has already replaced it.
+func (k *Keycloak) drop(token string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.token == token {
+		k.token = ""
+	}
+}
+
+// tokenError is a failed admin token request.
+type tokenError struct{ err error }
+
+func (e *tokenError) Error() string { return "admin token: " + e.err.Error() }
+func (e *tokenError) Unwrap() error { return e.err }
+
+// fail turns a failure of op into the adapter's error: the HTTP status and,
+// below 500, Keycloak's message (it says what is wrong); never a request
+// body, and the client secret and secrets are masked in case Keycloak echoes them.
+func (k *Keycloak) fail(ctx context.Context, op string, err error, secrets ...string) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("identity provider: %s: %w", op, ctxErr)
+	}
+	secrets = append(secrets, k.secret)
+	prefix := ""
+	var te *tokenError
+	if errors.As(err, &te) {
+		prefix = "admin token: "
+	}
+	var api *gocloak.APIError
+	switch {
+	case !errors.As(err, &api):
+		return errors.New("identity provider: " + op + ": " + mask(err.Error(), secrets...))
+	case api.Code == 0:
+		// The request did not complete: the message names the URL and the cause.
+		return errors.New("identity provider: " + op + ": " + prefix + "keycloak unreachable: " + mask(api.Message, secrets...))
+	case api.Code >= 500:
+		return fmt.Errorf("identity provider: %s: %skeycloak answered %d %s", op, prefix, api.Code, http.StatusText(api.Code))
+	default:
+		return errors.New("identity provider: " + op + ": " + prefix + "keycloak answered " + mask(api.Message, secrets...))
+	}
+}
+
+// hasStatus tells whether err is Keycloak answering status.
+func hasStatus(err error, status int) bool {
+	var api *gocloak.APIError
+	var te *tokenError
+	return errors.As(err, &api) && api.Code == status && !errors.As(err, &te)
+}
+
+// quiet is resty's logger, silenced.
+type quiet struct{}
+
+func (quiet) Errorf(string, ...any) {}
+func (quiet) Warnf(string, ...any)  {}
+func (quiet) Debugf(string, ...any) {}

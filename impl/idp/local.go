@@ -1,0 +1,155 @@
+package idp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// usersFile is the local provider's state inside its directory.
+const usersFile = "users.json"
+
+// Local is the identity provider of the embedded default: users kept in
+// one JSON file, passwords only as bcrypt hashes.
+type Local struct {
+	path string
+	now  func() time.Time
+	cost int // bcrypt cost
+
+	mu    sync.Mutex // guards users and the file
+	users []localUser
+}
+
+// localUser is one user as stored on disk.
+type localUser struct {
+	ID           string    `json:"id"`
+	Username     string    `json:"username"`
+	PasswordHash string    `json:"passwordHash"`
+	Temporary    bool      `json:"temporary"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+type localState struct {
+	Users []localUser `json:"users"`
+}
+
+// OpenLocal opens (creating) the local identity provider in dir, e.g.
+// <dataDir>/idp.
+func OpenLocal(dir string) (*Local, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("local identity provider: %w", err)
+	}
+	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost}
+	raw, err := os.ReadFile(l.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return l, nil
+	case err != nil:
+		return nil, fmt.Errorf("local identity provider: %w", err)
+	}
+	var st localState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("local identity provider: %s is damaged: %w", l.path, err)
+	}
+	l.users = st.Users
+	return l, nil
+}
+
+// CreateWalletUser creates <validator>_walletuser with a random temporary
+// password; only its bcrypt hash is kept.
+func (l *Local) CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error) {
+	username, err := walletUsername(validator)
+	if err != nil {
+		return domain.CreatedUser{}, err
+	}
+	password, err := temporaryPassword()
+	if err != nil {
+		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
+	}
+	// Hash outside the lock: bcrypt is slow on purpose.
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), l.cost)
+	if err != nil {
+		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: hash password: %w", username, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
+	}
+	u := localUser{
+		ID:           uuid.NewString(),
+		Username:     username,
+		PasswordHash: string(hash),
+		Temporary:    true,
+		CreatedAt:    l.now().UTC(),
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if slices.ContainsFunc(l.users, func(x localUser) bool { return x.Username == username }) {
+		return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+	}
+	next := append(slices.Clip(l.users), u)
+	if err := l.save(next); err != nil {
+		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
+	}
+	l.users = next
+	return domain.CreatedUser{ID: u.ID, Username: username, TemporaryPassword: password}, nil
+}
+
+// DeleteUser removes a user by id; an absent user is not an error.
+func (l *Local) DeleteUser(_ context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.ID == id })
+	if i < 0 {
+		return nil
+	}
+	next := slices.Delete(slices.Clone(l.users), i, i+1)
+	if err := l.save(next); err != nil {
+		return fmt.Errorf("identity provider: delete user %s: %w", id, err)
+	}
+	l.users = next
+	return nil
+}
+
+// save writes users atomically: a temporary file in the same directory
+// (created 0600), synced, then renamed over the old one.
+func (l *Local) save(users []localUser) error {
+	raw, err := json.MarshalIndent(localState{Users: users}, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(l.path), "."+usersFile+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, l.path)
+}

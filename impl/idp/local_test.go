@@ -1,0 +1,277 @@
+package idp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// openLocal opens a provider that hashes at bcrypt's minimum cost: the
+// default cost takes a second per hash under the race detector.
+func openLocal(t *testing.T, dir string) *Local {
+	t.Helper()
+	l, err := OpenLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cost = bcrypt.MinCost
+	return l
+}
+
+// readUsers is the provider's file as stored.
+func readUsers(t *testing.T, dir string) (string, []localUser) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "users.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st localState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return string(raw), st.Users
+}
+
+func TestLocalCreateWalletUser(t *testing.T) {
+	tests := []struct {
+		validator string
+		want      string
+	}{
+		{validator: "val1", want: "val1_walletuser"},
+		{validator: "Val2", want: "val2_walletuser"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.validator, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "idp")
+			l, err := OpenLocal(dir) // the production cost, checked below
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.CreateWalletUser(context.Background(), tt.validator)
+			if err != nil {
+				t.Fatalf("got error %v, want none", err)
+			}
+			if got.Username != tt.want {
+				t.Errorf("got username %q, want %q", got.Username, tt.want)
+			}
+			if _, err := uuid.Parse(got.ID); err != nil {
+				t.Errorf("got id %q, want a UUID", got.ID)
+			}
+			if why := strong(got.TemporaryPassword); why != "" {
+				t.Errorf("got a weak password: %s", why)
+			}
+
+			raw, users := readUsers(t, dir)
+			if len(users) != 1 {
+				t.Fatalf("got %d stored users, want 1", len(users))
+			}
+			u := users[0]
+			if u.ID != got.ID || u.Username != tt.want || !u.Temporary || u.CreatedAt.IsZero() {
+				t.Errorf("got stored %+v, want id %s, username %s, temporary, createdAt set", u, got.ID, tt.want)
+			}
+			if err := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(got.TemporaryPassword)); err != nil {
+				t.Errorf("got a hash that does not match the password: %v", err)
+			}
+			if cost, _ := bcrypt.Cost([]byte(u.PasswordHash)); cost != bcrypt.DefaultCost {
+				t.Errorf("got bcrypt cost %d, want %d", cost, bcrypt.DefaultCost)
+			}
+			if strings.Contains(raw, got.TemporaryPassword) {
+				t.Error("got the clear password in the file, want only its hash")
+			}
+			for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "users.json"): 0o600} {
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != want {
+					t.Errorf("got mode %v for %s, want %v", fi.Mode().Perm(), path, want)
+				}
+			}
+			leftovers, _ := filepath.Glob(filepath.Join(dir, ".users.json-*"))
+			if len(leftovers) != 0 {
+				t.Errorf("got temporary files %v left, want none", leftovers)
+			}
+		})
+	}
+}
+
+func TestLocalDuplicate(t *testing.T) {
+	tests := []struct {
+		name   string
+		reopen bool
+	}{
+		{name: "same process"},
+		{name: "after reopen", reopen: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openLocal(t, dir)
+			if _, err := l.CreateWalletUser(context.Background(), "val1"); err != nil {
+				t.Fatal(err)
+			}
+			if tt.reopen {
+				l = openLocal(t, dir)
+			}
+			_, err := l.CreateWalletUser(context.Background(), "VAL1")
+			if !errors.Is(err, domain.ErrConflict) {
+				t.Fatalf("got error %v, want domain.ErrConflict", err)
+			}
+			if want := `identity provider user "val1_walletuser" already exists`; err.Error() != want {
+				t.Errorf("got %q, want %q", err, want)
+			}
+			if _, users := readUsers(t, dir); len(users) != 1 {
+				t.Errorf("got %d stored users, want 1", len(users))
+			}
+		})
+	}
+}
+
+func TestLocalDeleteUser(t *testing.T) {
+	dir := t.TempDir()
+	l := openLocal(t, dir)
+	ctx := context.Background()
+	a, err := l.CreateWalletUser(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.CreateWalletUser(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		id   string
+		want []string // usernames left, after reopening
+	}{
+		{name: "existing", id: a.ID, want: []string{"b_walletuser"}},
+		{name: "again (idempotent)", id: a.ID, want: []string{"b_walletuser"}},
+		{name: "unknown id", id: "no-such-id", want: []string{"b_walletuser"}},
+		{name: "empty id", id: "", want: []string{"b_walletuser"}},
+		{name: "last one", id: b.ID, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := l.DeleteUser(ctx, tt.id); err != nil {
+				t.Fatalf("got error %v, want none", err)
+			}
+			var got []string
+			for _, u := range openLocal(t, dir).users {
+				got = append(got, u.Username)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("got users %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// The name is free again once its user is deleted.
+	if _, err := openLocal(t, dir).CreateWalletUser(ctx, "a"); err != nil {
+		t.Errorf("got error %v recreating a deleted user, want none", err)
+	}
+}
+
+func TestLocalConcurrentCreates(t *testing.T) {
+	dir := t.TempDir()
+	l := openLocal(t, dir)
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = l.CreateWalletUser(context.Background(), fmt.Sprintf("v%02d", i))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	_, users := readUsers(t, dir)
+	if len(users) != n {
+		t.Fatalf("got %d stored users, want %d", len(users), n)
+	}
+	seen := map[string]bool{}
+	for _, u := range users {
+		seen[u.Username] = true
+	}
+	for i := range n {
+		if name := fmt.Sprintf("v%02d_walletuser", i); !seen[name] {
+			t.Errorf("got no %s in the file, want every user persisted", name)
+		}
+	}
+}
+
+func TestOpenLocalDamaged(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLocal(dir); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("got error %v, want one saying the file is damaged", err)
+	}
+}
+
+func TestLocalEmptyName(t *testing.T) {
+	l := openLocal(t, t.TempDir())
+	if _, err := l.CreateWalletUser(context.Background(), ""); !errors.Is(err, domain.ErrInvalid) {
+		t.Errorf("got error %v, want domain.ErrInvalid", err)
+	}
+}
+
+// breakLocalFile puts a directory where users.json is, so that the next
+// save fails (even for root, which writes through permissions).
+func breakLocalFile(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "users.json")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(path, "blocker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLocalSaveFailure(t *testing.T) {
+	dir := t.TempDir()
+	l := openLocal(t, dir)
+	ctx := context.Background()
+	a, err := l.CreateWalletUser(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	breakLocalFile(t, dir)
+
+	if _, err := l.CreateWalletUser(ctx, "b"); err == nil || !strings.HasPrefix(err.Error(), `identity provider: create user "b_walletuser"`) {
+		t.Errorf("got error %v, want identity provider: create user ...", err)
+	}
+	if err := l.DeleteUser(ctx, a.ID); err == nil || !strings.HasPrefix(err.Error(), "identity provider: delete user") {
+		t.Errorf("got error %v, want identity provider: delete user ...", err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".users.json-*"))
+	if len(leftovers) != 0 {
+		t.Errorf("got temporary files %v left, want none", leftovers)
+	}
+
+	// A failed save changes nothing: once the file can be written, b is
+	// new and a still exists.
+	if err := os.RemoveAll(filepath.Join(dir, "users.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateWalletUser(ctx, "b"); err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	_, users := readUsers(t, dir)
+	if len(users) != 2 || users[0].ID != a.ID || users[1].Username != "b_walletuser" {
+		t.Errorf("got users %+v, want a then b", users)
+	}
+}

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// GetBackupSchedule reads a validator's backup schedule, soft-deleted or not.
+func (s *Store) GetBackupSchedule(ctx context.Context, validator string) (domain.BackupSchedule, error) {
+	var row backupRow
+	if err := s.db.WithContext(ctx).Unscoped().Take(&row, "validator = ?", validator).Error; err != nil {
+		return domain.BackupSchedule{}, translate(err, backupWhat(validator), "")
+	}
+	return row.domain(), nil
+}
+
+// SaveBackupSchedule creates the schedule, or replaces cron and maxBackups of
+// the existing one and clears its deleted_at. One INSERT … ON CONFLICT DO
+// UPDATE, so concurrent saves cannot both insert; RETURNING reads back the
+// stored row (with the first save's created_at) into b.
+func (s *Store) SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {
+	t := now()
+	row := backupRow{Validator: b.Validator, Cron: b.Cron, MaxBackups: b.MaxBackups, CreatedAt: t, UpdatedAt: t}
+	err := s.db.WithContext(ctx).Clauses(
+		clause.OnConflict{
+			Columns:   []clause.Column{{Name: "validator"}},
+			DoUpdates: clause.AssignmentColumns([]string{"cron", "max_backups", "updated_at", "deleted_at"}),
+		},
+		clause.Returning{},
+	).Create(&row).Error
+	if err != nil {
+		return translate(err, backupWhat(b.Validator), b.Validator)
+	}
+	*b = row.domain()
+	return nil
+}
+
+// SoftDeleteBackupSchedule marks the active schedule deleted, keeping its
+// record; domain.ErrNotFound when there is no active schedule.
+func (s *Store) SoftDeleteBackupSchedule(ctx context.Context, validator string) error {
+	t := now()
+	// Model with gorm.DeletedAt scopes the update to deleted_at IS NULL.
+	res := s.db.WithContext(ctx).Model(&backupRow{}).Where("validator = ?", validator).
+		Updates(map[string]any{"deleted_at": t, "updated_at": t})
+	return affected(res, backupWhat(validator), "")
+}
+
+// DeleteBackupSchedule removes the record for good (soft-deleted or not):
+// it undoes a create whose CronJob could not be written. Absent is no error.
+func (s *Store) DeleteBackupSchedule(ctx context.Context, validator string) error {
+	err := s.db.WithContext(ctx).Unscoped().Where("validator = ?", validator).Delete(&backupRow{}).Error
+	return translate(err, backupWhat(validator), "")
+}

@@ -1,0 +1,16 @@
+package store
+
+import "gorm.io/gorm"
+
+// DB lets the behaviour tests read rows back with their own SQL.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// MigrationVersions lists the embedded migrations of a dialect.
+func MigrationVersions(dialect string) ([]int64, error) {
+	ms, err := migrations(dialect)
+	var out []int64
+	for _, m := range ms {
+		out = append(out, m.version)
+	}
+	return out, err
+}

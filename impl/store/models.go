@@ -1,0 +1,213 @@
+package store
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Rows map the tables of migrations/; the SQL files own the schema, these
+// structs only name the columns GORM reads and writes.
+
+type validatorRow struct {
+	Name             string `gorm:"primaryKey"`
+	Phase            string
+	Immutable        bool
+	CustomAuth       bool
+	ExternalDatabase bool
+	DatabaseStorage  string
+	MigrationID      int32
+	Migrating        bool
+	Spec             string
+	WalletUserID     string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+func (validatorRow) TableName() string { return "validators" }
+
+func validatorFrom(v *domain.Validator) validatorRow {
+	return validatorRow{
+		Name:             v.Name,
+		Phase:            string(v.Phase),
+		Immutable:        v.Immutable,
+		CustomAuth:       v.CustomAuth,
+		ExternalDatabase: v.ExternalDatabase,
+		DatabaseStorage:  v.DatabaseStorage,
+		MigrationID:      v.MigrationID,
+		Migrating:        v.Migrating,
+		Spec:             string(v.Spec),
+		WalletUserID:     v.WalletUserID,
+		CreatedAt:        v.CreatedAt,
+		UpdatedAt:        v.UpdatedAt,
+	}
+}
+
+func (r validatorRow) domain() domain.Validator {
+	return domain.Validator{
+		Name:             r.Name,
+		Phase:            domain.Phase(r.Phase),
+		Immutable:        r.Immutable,
+		CustomAuth:       r.CustomAuth,
+		ExternalDatabase: r.ExternalDatabase,
+		DatabaseStorage:  r.DatabaseStorage,
+		MigrationID:      r.MigrationID,
+		Migrating:        r.Migrating,
+		Spec:             specBytes(r.Spec),
+		WalletUserID:     r.WalletUserID,
+		CreatedAt:        r.CreatedAt.UTC(),
+		UpdatedAt:        r.UpdatedAt.UTC(),
+	}
+}
+
+type pruneRow struct {
+	Validator          string `gorm:"primaryKey"`
+	Cron               string
+	MaxDurationSeconds int64
+	RetentionSeconds   int64
+	MaxDurationText    string
+	RetentionText      string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+func (pruneRow) TableName() string { return "prune_schedules" }
+
+// Durations are kept in whole seconds: Canton's pruning durations are no finer.
+func pruneFrom(p *domain.PruneSchedule) pruneRow {
+	return pruneRow{
+		Validator:          p.Validator,
+		Cron:               p.Cron,
+		MaxDurationSeconds: int64(p.MaxDuration / time.Second),
+		RetentionSeconds:   int64(p.Retention / time.Second),
+		MaxDurationText:    p.MaxDurationText,
+		RetentionText:      p.RetentionText,
+		CreatedAt:          p.CreatedAt,
+		UpdatedAt:          p.UpdatedAt,
+	}
+}
+
+func (r pruneRow) domain() domain.PruneSchedule {
+	return domain.PruneSchedule{
+		Validator:       r.Validator,
+		Cron:            r.Cron,
+		MaxDuration:     time.Duration(r.MaxDurationSeconds) * time.Second,
+		Retention:       time.Duration(r.RetentionSeconds) * time.Second,
+		MaxDurationText: r.MaxDurationText,
+		RetentionText:   r.RetentionText,
+		CreatedAt:       r.CreatedAt.UTC(),
+		UpdatedAt:       r.UpdatedAt.UTC(),
+	}
+}
+
+type backupRow struct {
+	Validator  string `gorm:"primaryKey"`
+	Cron       string
+	MaxBackups int32
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	DeletedAt  gorm.DeletedAt
+}
+
+func (backupRow) TableName() string { return "backup_schedules" }
+
+func (r backupRow) domain() domain.BackupSchedule {
+	return domain.BackupSchedule{
+		Validator:  r.Validator,
+		Cron:       r.Cron,
+		MaxBackups: r.MaxBackups,
+		Deleted:    r.DeletedAt.Valid,
+		CreatedAt:  r.CreatedAt.UTC(),
+		UpdatedAt:  r.UpdatedAt.UTC(),
+	}
+}
+
+type participantRow struct {
+	Name          string `gorm:"primaryKey"`
+	Spec          string
+	Phase         string
+	AdminAddress  string
+	AdminPort     string
+	LedgerAddress string
+	LedgerPort    string
+	Healthy       *bool
+	LastCheckedAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+func (participantRow) TableName() string { return "remote_participants" }
+
+func participantFrom(p *domain.RemoteParticipant) participantRow {
+	return participantRow{
+		Name:          p.Name,
+		Spec:          string(p.Spec),
+		Phase:         string(p.Phase),
+		AdminAddress:  p.AdminAddress,
+		AdminPort:     p.AdminPort,
+		LedgerAddress: p.LedgerAddress,
+		LedgerPort:    p.LedgerPort,
+		Healthy:       p.Healthy,
+		LastCheckedAt: p.LastCheckedAt,
+		CreatedAt:     p.CreatedAt,
+		UpdatedAt:     p.UpdatedAt,
+	}
+}
+
+func (r participantRow) domain() domain.RemoteParticipant {
+	p := domain.RemoteParticipant{
+		Name:          r.Name,
+		Spec:          specBytes(r.Spec),
+		Phase:         domain.Phase(r.Phase),
+		AdminAddress:  r.AdminAddress,
+		AdminPort:     r.AdminPort,
+		LedgerAddress: r.LedgerAddress,
+		LedgerPort:    r.LedgerPort,
+		Healthy:       r.Healthy,
+		CreatedAt:     r.CreatedAt.UTC(),
+		UpdatedAt:     r.UpdatedAt.UTC(),
+	}
+	if r.LastCheckedAt != nil {
+		at := r.LastCheckedAt.UTC()
+		p.LastCheckedAt = &at
+	}
+	return p
+}
+
+type runRow struct {
+	ID         int64 `gorm:"primaryKey"`
+	Validator  string
+	Kind       string
+	StartedAt  time.Time
+	FinishedAt *time.Time
+	Succeeded  *bool
+	Message    string
+}
+
+func (runRow) TableName() string { return "runs" }
+
+func (r runRow) domain() domain.Run {
+	run := domain.Run{
+		ID:        r.ID,
+		Validator: r.Validator,
+		Kind:      domain.RunKind(r.Kind),
+		StartedAt: r.StartedAt.UTC(),
+		Succeeded: r.Succeeded,
+		Message:   r.Message,
+	}
+	if r.FinishedAt != nil {
+		at := r.FinishedAt.UTC()
+		run.FinishedAt = &at
+	}
+	return run
+}
+
+// specBytes returns a spec column as the domain's []byte; an empty column is nil.
+func specBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}

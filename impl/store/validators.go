@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/management"
+)
+
+// CreateValidator inserts v and sets its timestamps; the primary key on name
+// makes a second validator of the same name domain.ErrConflict.
+func (s *Store) CreateValidator(ctx context.Context, v *domain.Validator) error {
+	row := validatorFrom(v)
+	row.CreatedAt = now()
+	row.UpdatedAt = row.CreatedAt
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return translate(err, validatorWhat(v.Name), "")
+	}
+	v.CreatedAt, v.UpdatedAt = row.CreatedAt, row.UpdatedAt
+	return nil
+}
+
+// GetValidator reads one validator.
+func (s *Store) GetValidator(ctx context.Context, name string) (domain.Validator, error) {
+	var row validatorRow
+	if err := s.db.WithContext(ctx).Take(&row, "name = ?", name).Error; err != nil {
+		return domain.Validator{}, translate(err, validatorWhat(name), "")
+	}
+	return row.domain(), nil
+}
+
+// UpdateValidator replaces every column but name and created_at, and reads
+// the stored row back into v.
+func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error {
+	row := validatorFrom(v)
+	row.UpdatedAt = now()
+	res := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).
+		Select("phase", "immutable", "custom_auth", "external_database", "database_storage",
+			"migration_id", "migrating", "spec", "wallet_user_id", "updated_at").
+		Updates(&row)
+	if err := affected(res, validatorWhat(v.Name), ""); err != nil {
+		return err
+	}
+	*v = row.domain()
+	return nil
+}
+
+// DeleteValidator removes a validator; its schedules and runs go with it
+// (ON DELETE CASCADE).
+func (s *Store) DeleteValidator(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Delete(&validatorRow{}, "name = ?", name)
+	return affected(res, validatorWhat(name), "")
+}
+
+// ListValidators returns one page ordered by name and the number of
+// validators that match the filter.
+func (s *Store) ListValidators(ctx context.Context, f management.ValidatorFilter) ([]domain.Validator, int64, error) {
+	if err := checkPage(f.Page); err != nil {
+		return nil, 0, err
+	}
+	filter := func(tx *gorm.DB) *gorm.DB {
+		if f.NameContains != "" {
+			tx = tx.Where(s.contains("name"), f.NameContains)
+		}
+		if f.Phase != "" {
+			tx = tx.Where("phase = ?", string(f.Phase))
+		}
+		return tx
+	}
+	rows, total, err := page[validatorRow](ctx, s.db, filter, f.Page)
+	if err != nil {
+		return nil, 0, translate(err, "list validators", "")
+	}
+	out := make([]domain.Validator, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, total, nil
+}
+
+// SyncValidatorState records the cluster's phase and disableUserEdit flag.
+// Unknown names are ignored, and an unchanged state leaves updated_at alone,
+// so that periodic syncs do not rewrite every row.
+func (s *Store) SyncValidatorState(ctx context.Context, name string, st domain.ValidatorState) error {
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).
+		Where("name = ? AND (phase <> ? OR immutable <> ?)", name, string(st.Phase), st.DisableUserEdit).
+		Updates(map[string]any{"phase": string(st.Phase), "immutable": st.DisableUserEdit, "updated_at": now()}).Error
+	return translate(err, validatorWhat(name), "")
+}

@@ -1,0 +1,333 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/management"
+	"github.com/validator-manager/validator-manager/impl/store"
+)
+
+func newValidator(name string) *domain.Validator {
+	return &domain.Validator{
+		Name:            name,
+		Phase:           domain.PhasePending,
+		CustomAuth:      true,
+		DatabaseStorage: "10Gi",
+		MigrationID:     3,
+		Spec:            []byte(`{"imageTag":"0.4.1"}`),
+		WalletUserID:    "user-1",
+	}
+}
+
+func mustCreateValidator(t *testing.T, s *store.Store, v *domain.Validator) {
+	t.Helper()
+	if err := s.CreateValidator(context.Background(), v); err != nil {
+		t.Fatalf("create validator %q: %v", v.Name, err)
+	}
+}
+
+func wantValidator(t *testing.T, s *store.Store, want domain.Validator) {
+	t.Helper()
+	got, err := s.GetValidator(context.Background(), want.Name)
+	if err != nil {
+		t.Fatalf("get validator %q: %v", want.Name, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestValidatorLifecycle(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		before := time.Now().UTC().Add(-time.Second)
+		v := newValidator("alpha")
+		mustCreateValidator(t, s, v)
+		if v.CreatedAt.Before(before) || v.CreatedAt.Location() != time.UTC || !v.UpdatedAt.Equal(v.CreatedAt) {
+			t.Fatalf("got CreatedAt %v UpdatedAt %v, want now in UTC, equal", v.CreatedAt, v.UpdatedAt)
+		}
+		wantValidator(t, s, *v)
+
+		created := v.CreatedAt
+		edit := *v
+		edit.Phase = domain.PhaseRunning
+		edit.Immutable = true
+		edit.CustomAuth = false
+		edit.ExternalDatabase = true
+		edit.DatabaseStorage = ""
+		edit.MigrationID = 4
+		edit.Migrating = true
+		edit.Spec = []byte(`{"imageTag":"0.4.2"}`)
+		edit.WalletUserID = ""
+		edit.CreatedAt = time.Time{} // the store keeps the stored one
+		if err := s.UpdateValidator(ctx, &edit); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		if !edit.CreatedAt.Equal(created) || edit.UpdatedAt.Before(created) {
+			t.Fatalf("got CreatedAt %v UpdatedAt %v, want CreatedAt %v and a later UpdatedAt", edit.CreatedAt, edit.UpdatedAt, created)
+		}
+		wantValidator(t, s, edit)
+
+		wantErr(t, s.UpdateValidator(ctx, newValidator("absent")), domain.ErrNotFound)
+		_, err := s.GetValidator(ctx, "absent")
+		wantErr(t, err, domain.ErrNotFound)
+
+		wantErr(t, s.DeleteValidator(ctx, "alpha"), nil)
+		_, err = s.GetValidator(ctx, "alpha")
+		wantErr(t, err, domain.ErrNotFound)
+		wantErr(t, s.DeleteValidator(ctx, "alpha"), domain.ErrNotFound)
+	})
+}
+
+func TestCreateValidatorDuplicate(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		first := newValidator("dup")
+		mustCreateValidator(t, s, first)
+		second := newValidator("dup")
+		second.WalletUserID = "user-2"
+		err := s.CreateValidator(context.Background(), second)
+		wantErr(t, err, domain.ErrConflict)
+		if got, want := err.Error(), `validator "dup" already exists`; got != want {
+			t.Fatalf("got message %q, want %q", got, want)
+		}
+		wantValidator(t, s, *first)
+		if n := count(t, s, "SELECT COUNT(*) FROM validators"); n != 1 {
+			t.Fatalf("got %d rows, want 1", n)
+		}
+	})
+}
+
+// run starts n goroutines at once and returns their errors.
+func run(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+func TestCreateValidatorConcurrent(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const n = 20
+		errs := run(n, func(i int) error {
+			v := newValidator("race")
+			v.WalletUserID = fmt.Sprint("user-", i)
+			return s.CreateValidator(ctx, v)
+		})
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("got creates %d and %d both succeeding, want exactly one", winner, i)
+			case err == nil:
+				winner = i
+			default:
+				wantErr(t, err, domain.ErrConflict)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("got no create succeeding, want exactly one")
+		}
+		got, err := s.GetValidator(ctx, "race")
+		wantErr(t, err, nil)
+		if want := fmt.Sprint("user-", winner); got.WalletUserID != want {
+			t.Fatalf("got WalletUserID %q, want the winner's %q", got.WalletUserID, want)
+		}
+
+		// Distinct names written at once all succeed: writers wait for
+		// each other instead of failing with "database is locked".
+		errs = run(n, func(i int) error { return s.CreateValidator(ctx, newValidator(fmt.Sprint("v", i))) })
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("create v%d: got %v, want no error", i, err)
+			}
+		}
+		if got := count(t, s, "SELECT COUNT(*) FROM validators"); got != n+1 {
+			t.Fatalf("got %d rows, want %d", got, n+1)
+		}
+	})
+}
+
+// listFixture is a set of names that LIKE patterns, case folding and
+// collation would get wrong.
+var listFixture = []struct {
+	name  string
+	phase domain.Phase
+}{
+	{"a%b", domain.PhaseRunning},
+	{"a_b", domain.PhasePending},
+	{`a\b`, domain.PhaseRunning},
+	{"axb", domain.PhaseCompleted},
+	{"ab", domain.PhaseRunning},
+	{"Ab", domain.PhasePending},
+	{"AB", domain.PhaseRunning},
+	{"abc", domain.PhaseCompleted},
+	{"xab", domain.PhaseRunning},
+	{"100%", domain.PhasePending},
+	{"pre_fix", domain.PhaseRunning},
+	{`back\slash`, domain.PhaseCompleted},
+}
+
+func TestListValidators(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for _, f := range listFixture {
+			v := newValidator(f.name)
+			v.Phase = f.phase
+			mustCreateValidator(t, s, v)
+		}
+		tests := []struct {
+			contains string
+			phase    domain.Phase
+			want     []string // in byte order of the names
+		}{
+			{"", "", []string{"100%", "AB", "Ab", "a%b", `a\b`, "a_b", "ab", "abc", "axb", `back\slash`, "pre_fix", "xab"}},
+			{"%", "", []string{"100%", "a%b"}},
+			{"_", "", []string{"a_b", "pre_fix"}},
+			{`\`, "", []string{`a\b`, `back\slash`}},
+			{"a%", "", []string{"a%b"}},
+			{"a_b", "", []string{"a_b"}},
+			{`a\b`, "", []string{`a\b`}},
+			{`\s`, "", []string{`back\slash`}},
+			{"ab", "", []string{"ab", "abc", "xab"}},
+			{"AB", "", []string{"AB"}},
+			{"A", "", []string{"AB", "Ab"}},
+			{"zzz", "", nil},
+			{"", domain.PhaseRunning, []string{"AB", "a%b", `a\b`, "ab", "pre_fix", "xab"}},
+			{"ab", domain.PhaseRunning, []string{"ab", "xab"}},
+			{"b", domain.PhaseCompleted, []string{"abc", "axb", `back\slash`}},
+		}
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%q %s", tt.contains, tt.phase), func(t *testing.T) {
+				got, total, err := s.ListValidators(ctx, management.ValidatorFilter{
+					NameContains: tt.contains, Phase: tt.phase, Page: management.Page{Limit: 100},
+				})
+				wantErr(t, err, nil)
+				if names := validatorNames(got); !reflect.DeepEqual(names, tt.want) {
+					t.Fatalf("got %q, want %q", names, tt.want)
+				}
+				if total != int64(len(tt.want)) {
+					t.Fatalf("got total %d, want %d", total, len(tt.want))
+				}
+				for _, v := range got {
+					if tt.phase != "" && v.Phase != tt.phase {
+						t.Fatalf("got %q in phase %s, want %s", v.Name, v.Phase, tt.phase)
+					}
+				}
+			})
+		}
+	})
+}
+
+func validatorNames(vs []domain.Validator) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
+func TestListValidatorsPages(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		var want []string
+		for i := range 47 {
+			name := fmt.Sprintf("node-%02d", (i*17)%47) // inserted out of order
+			v := newValidator(name)
+			if i%3 == 0 {
+				v.Phase = domain.PhaseRunning
+			}
+			mustCreateValidator(t, s, v)
+			want = append(want, name)
+		}
+		mustCreateValidator(t, s, newValidator("other"))
+		sort.Strings(want)
+
+		for _, limit := range []int{1, 5, 10, 47, 100} {
+			t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+				var got []string
+				for offset := 0; ; offset += limit {
+					page, total, err := s.ListValidators(ctx, management.ValidatorFilter{
+						NameContains: "node-", Page: management.Page{Offset: offset, Limit: limit},
+					})
+					wantErr(t, err, nil)
+					if total != int64(len(want)) {
+						t.Fatalf("offset %d: got total %d, want %d", offset, total, len(want))
+					}
+					if len(page) > limit {
+						t.Fatalf("offset %d: got %d rows, want at most %d", offset, len(page), limit)
+					}
+					if len(page) == 0 {
+						break
+					}
+					got = append(got, validatorNames(page)...)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("walking the pages\n got %q\nwant %q", got, want)
+				}
+			})
+		}
+
+		// A page past the end is empty but still counts the filtered set.
+		page, total, err := s.ListValidators(ctx, management.ValidatorFilter{
+			Phase: domain.PhaseRunning, Page: management.Page{Offset: 1000, Limit: 10},
+		})
+		wantErr(t, err, nil)
+		if len(page) != 0 || total != 16 {
+			t.Fatalf("got %d rows and total %d, want 0 rows and total 16", len(page), total)
+		}
+	})
+}
+
+func TestListValidatorsRefusesBadPages(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		for _, p := range []management.Page{{Limit: 0}, {Limit: -1}, {Offset: -1, Limit: 10}} {
+			_, _, err := s.ListValidators(context.Background(), management.ValidatorFilter{Page: p})
+			wantErr(t, err, domain.ErrInvalid)
+		}
+	})
+}
+
+func TestSyncValidatorState(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		v := newValidator("synced")
+		mustCreateValidator(t, s, v)
+
+		state := domain.ValidatorState{Phase: domain.PhaseRunning, DisableUserEdit: true, DatabaseRunning: true}
+		wantErr(t, s.SyncValidatorState(ctx, "synced", state), nil)
+		got, err := s.GetValidator(ctx, "synced")
+		wantErr(t, err, nil)
+		if got.Phase != domain.PhaseRunning || !got.Immutable {
+			t.Fatalf("got phase %s immutable %v, want RUNNING true", got.Phase, got.Immutable)
+		}
+		if got.UpdatedAt.Before(v.UpdatedAt) {
+			t.Fatalf("got UpdatedAt %v, want not before %v", got.UpdatedAt, v.UpdatedAt)
+		}
+		// The same state again changes nothing, not even updated_at.
+		wantErr(t, s.SyncValidatorState(ctx, "synced", state), nil)
+		wantValidator(t, s, got)
+
+		wantErr(t, s.SyncValidatorState(ctx, "absent", state), nil)
+		if n := count(t, s, "SELECT COUNT(*) FROM validators"); n != 1 {
+			t.Fatalf("got %d rows, want 1", n)
+		}
+	})
+}
