@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// BackupScript is what a backup Job runs (POSIX sh, in the backup image):
+// pg_dumpall (pg_dump of every database, plus roles) of the validator's
+// internal PostgreSQL into $BACKUP_DIR/backup-<UTC timestamp>.sql.gz, then it
+// deletes all but the newest $MAX_BACKUPS dumps. A failed dump leaves no file
+// and removes nothing. Connection settings come from the libpq variables
+// PGHOST, PGPORT, PGUSER and PGPASSWORD.
+const BackupScript = `set -eu
+dir="${BACKUP_DIR:-/backups}"
+keep="${MAX_BACKUPS:-}"
+case "$keep" in
+''|*[!0-9]*) echo "MAX_BACKUPS must be a positive integer, got '$keep'" >&2; exit 2 ;;
+esac
+if [ "$keep" -lt 1 ]; then echo "MAX_BACKUPS must be at least 1" >&2; exit 2; fi
+name="backup-$(date -u +%Y%m%dT%H%M%SZ).sql.gz"
+tmp="$dir/.partial-$name"
+trap 'rm -f "$tmp" "$tmp.sql"' EXIT
+pg_dumpall --clean --if-exists --file="$tmp.sql"
+gzip -c "$tmp.sql" > "$tmp"
+mv "$tmp" "$dir/$name"
+echo "backup written: $name"
+ls -1 "$dir" | grep -E '^backup-[0-9]{8}T[0-9]{6}Z\.sql\.gz$' | sort -r | tail -n "+$((keep + 1))" |
+while IFS= read -r old; do
+  rm -f "$dir/$old"
+  echo "old backup removed: $old"
+done
+`
+
+// Backup job settings.
+const (
+	backupMountPath     = "/backups"
+	backupVolume        = "backups"
+	backupTimeZone      = "Etc/UTC"
+	databasePort        = "5432"
+	defaultDatabaseUser = "postgres"
+)
+
+// backupTarget is what the backup objects of one validator are built from.
+type backupTarget struct {
+	namespace    string
+	validator    string
+	uid          types.UID
+	image        string
+	cron         string
+	maxBackups   int32
+	suspend      bool
+	databaseUser string
+}
+
+func ownerReference(validator string, uid types.UID) metav1.OwnerReference {
+	controller := true
+	return metav1.OwnerReference{
+		APIVersion: Group + "/" + Version,
+		Kind:       Kind,
+		Name:       validator,
+		UID:        uid,
+		Controller: &controller,
+	}
+}
+
+// backupCronJob is the validator's backup CronJob.
+func backupCronJob(t backupTarget) *batchv1.CronJob {
+	user := t.databaseUser
+	if user == "" {
+		user = defaultDatabaseUser
+	}
+	tz := backupTimeZone
+	suspend := t.suspend
+	successful, failed := int32(1), int32(3)
+	backoff := int32(1)
+	deadline := int64(300)
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            BackupCronJobName(t.validator),
+			Namespace:       t.namespace,
+			Labels:          labelsFor(t.validator),
+			OwnerReferences: []metav1.OwnerReference{ownerReference(t.validator, t.uid)},
+		},
+		Spec: batchv1.CronJobSpec{
+			Schedule:                   t.cron,
+			TimeZone:                   &tz,
+			Suspend:                    &suspend,
+			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
+			StartingDeadlineSeconds:    &deadline,
+			SuccessfulJobsHistoryLimit: &successful,
+			FailedJobsHistoryLimit:     &failed,
+			JobTemplate: batchv1.JobTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(t.validator)},
+				Spec: batchv1.JobSpec{
+					BackoffLimit: &backoff,
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(t.validator)},
+						Spec: corev1.PodSpec{
+							RestartPolicy: corev1.RestartPolicyNever,
+							Containers: []corev1.Container{{
+								Name:    "backup",
+								Image:   t.image,
+								Command: []string{"/bin/sh", "-c", BackupScript},
+								Env: []corev1.EnvVar{
+									{Name: "BACKUP_DIR", Value: backupMountPath},
+									{Name: "MAX_BACKUPS", Value: strconv.Itoa(int(t.maxBackups))},
+									{Name: "PGHOST", Value: DatabaseHost(t.validator)},
+									{Name: "PGPORT", Value: databasePort},
+									{Name: "PGUSER", Value: user},
+									{Name: "PGPASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+										LocalObjectReference: corev1.LocalObjectReference{Name: domain.DatabaseSecretName(t.validator)},
+										Key:                  DatabaseSecretKey,
+									}}},
+								},
+								VolumeMounts: []corev1.VolumeMount{{Name: backupVolume, MountPath: backupMountPath}},
+							}},
+							Volumes: []corev1.Volume{{
+								Name: backupVolume,
+								VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+									ClaimName: BackupPVCName(t.validator),
+								}},
+							}},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+// backupPVC is the volume the dumps go to. It has no owner: backups outlive
+// the validator.
+func backupPVC(namespace, validator string, size resource.Quantity, storageClass string) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: BackupPVCName(validator), Namespace: namespace, Labels: labelsFor(validator)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+			},
+		},
+	}
+	if storageClass != "" {
+		pvc.Spec.StorageClassName = &storageClass
+	}
+	return pvc
+}

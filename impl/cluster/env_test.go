@@ -1,0 +1,510 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// gateway is the method set impl/management's Cluster port asks for.
+type gateway interface {
+	CheckReferences(ctx context.Context, refs domain.References) error
+	ApplyValidator(ctx context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error
+	DeleteValidator(ctx context.Context, name string) error
+	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
+	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
+	ApplyPruneSchedule(ctx context.Context, validator string, p *domain.PruneSchedule) error
+	ApplyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error
+	Ping(ctx context.Context) error
+}
+
+var (
+	_ gateway = (*cluster.Kube)(nil)
+	_ gateway = (*cluster.Simulated)(nil)
+)
+
+// Views of what a gateway wrote, read back from the cluster (or from the
+// simulated cluster's state.json).
+type resourceView struct {
+	UID         string
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        map[string]any // JSON-normalised: numbers are float64
+	Raw         string         // the whole object as JSON
+}
+
+type secretView struct {
+	Labels      map[string]string
+	Annotations map[string]string
+	Keys        []string
+	Data        map[string]string // nil in the simulated cluster (it keeps no values)
+	Type        string
+	Owners      []metav1.OwnerReference
+	Version     string
+}
+
+type cronJobView struct {
+	Schedule    string
+	TimeZone    string
+	Suspend     bool
+	MaxBackups  string
+	Labels      map[string]string
+	Owners      []metav1.OwnerReference
+	Concurrency string
+	Image       string
+	Command     []string
+	Env         map[string]string // value, or secret:<name>/<key>
+	ClaimName   string
+	MountPath   string
+}
+
+func (c cronJobView) String() string {
+	return fmt.Sprintf("{schedule %q timeZone %q suspend %v maxBackups %s volume %s}", c.Schedule, c.TimeZone, c.Suspend, c.MaxBackups, c.ClaimName)
+}
+
+type pvcView struct {
+	StorageClass string
+	Size         string
+	Labels       map[string]string
+	Owners       []metav1.OwnerReference
+}
+
+// env is one fresh gateway with its backend's test hooks.
+type env struct {
+	gw   gateway
+	kube bool // Kube (fakes or envtest): owners, Secret data and Job details exist
+	// uniq makes a cluster-scoped name unique to this env.
+	uniq func(name string) string
+
+	addSecret          func(t *testing.T, name string, data map[string]string)
+	addStorageClass    func(t *testing.T, name string)
+	setDisableUserEdit func(t *testing.T, name string, on bool)
+	// setPhase sets status.phase/databaseReady on Kube; it moves the clock
+	// of the simulated cluster (whose database is ready once RUNNING).
+	setPhase func(t *testing.T, name string, phase domain.Phase, databaseReady bool)
+
+	validator func(t *testing.T, name string) (resourceView, bool)
+	secret    func(t *testing.T, name string) (secretView, bool)
+	cronJob   func(t *testing.T, name string) (cronJobView, bool)
+	pvc       func(t *testing.T, name string) (pvcView, bool)
+	// everything the backend stores, as text (to look for leaked secret values)
+	dump func(t *testing.T) string
+}
+
+type backend struct {
+	name string
+	open func(t *testing.T) *env
+}
+
+func backends() []backend {
+	kubeName := "kube (client-go fakes)"
+	if realServer != nil {
+		kubeName = "kube (envtest)"
+	}
+	return []backend{{"simulated", openSimulatedEnv}, {kubeName, openKubeEnv}}
+}
+
+func toJSONMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ---- simulated ----
+
+type simFile struct {
+	Validators map[string]struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		Spec        map[string]any    `json:"spec"`
+	} `json:"validators"`
+	Secrets        map[string][]string `json:"secrets"`
+	StorageClasses []string            `json:"storageClasses"`
+	CronJobs       map[string]struct {
+		Validator  string `json:"validator"`
+		Schedule   string `json:"schedule"`
+		TimeZone   string `json:"timeZone"`
+		Suspend    bool   `json:"suspend"`
+		MaxBackups int32  `json:"maxBackups"`
+		Volume     string `json:"volume"`
+	} `json:"cronJobs"`
+	Volumes map[string]struct {
+		Validator    string `json:"validator"`
+		StorageClass string `json:"storageClass"`
+		Size         string `json:"size"`
+	} `json:"volumes"`
+}
+
+func readSimFile(t *testing.T, dir string) (simFile, string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f simFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("state.json: %v", err)
+	}
+	return f, string(data)
+}
+
+// simClock is a settable clock.
+type simClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *simClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *simClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+var simStart = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func openSimulatedEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	clock := &simClock{now: simStart}
+	s, err := cluster.OpenSimulatedWith(dir, cluster.SimulatedOptions{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{
+		gw:   s,
+		uniq: func(name string) string { return name },
+		addSecret: func(t *testing.T, name string, data map[string]string) {
+			keys := make([]string, 0, len(data))
+			for k := range data {
+				keys = append(keys, k)
+			}
+			if err := s.AddSecret(name, keys...); err != nil {
+				t.Fatal(err)
+			}
+		},
+		addStorageClass: func(t *testing.T, name string) {
+			if err := s.AddStorageClass(name); err != nil {
+				t.Fatal(err)
+			}
+		},
+		setDisableUserEdit: func(t *testing.T, name string, on bool) {
+			if err := s.SetDisableUserEdit(name, on); err != nil {
+				t.Fatal(err)
+			}
+		},
+		setPhase: func(t *testing.T, _ string, phase domain.Phase, _ bool) {
+			// Every validator of a test is created at simStart.
+			switch phase {
+			case domain.PhasePending:
+				clock.Set(simStart)
+			case domain.PhaseRunning:
+				clock.Set(simStart.Add(cluster.DefaultRunningAfter))
+			case domain.PhaseCompleted:
+				clock.Set(simStart.Add(cluster.DefaultCompletedAfter))
+			}
+		},
+		validator: func(t *testing.T, name string) (resourceView, bool) {
+			f, _ := readSimFile(t, dir)
+			v, ok := f.Validators[name]
+			if !ok {
+				return resourceView{}, false
+			}
+			raw, _ := json.Marshal(v)
+			return resourceView{Labels: v.Labels, Annotations: v.Annotations, Spec: toJSONMap(t, v.Spec), Raw: string(raw)}, true
+		},
+		secret: func(t *testing.T, name string) (secretView, bool) {
+			f, _ := readSimFile(t, dir)
+			keys, ok := f.Secrets[name]
+			return secretView{Keys: keys}, ok
+		},
+		cronJob: func(t *testing.T, name string) (cronJobView, bool) {
+			f, _ := readSimFile(t, dir)
+			c, ok := f.CronJobs[name]
+			return cronJobView{Schedule: c.Schedule, TimeZone: c.TimeZone, Suspend: c.Suspend,
+				MaxBackups: fmt.Sprint(c.MaxBackups), ClaimName: c.Volume}, ok
+		},
+		pvc: func(t *testing.T, name string) (pvcView, bool) {
+			f, _ := readSimFile(t, dir)
+			v, ok := f.Volumes[name]
+			return pvcView{StorageClass: v.StorageClass, Size: v.Size}, ok
+		},
+		dump: func(t *testing.T) string {
+			_, raw := readSimFile(t, dir)
+			return raw
+		},
+	}
+}
+
+// ---- kube ----
+
+var namespaceSeq atomic.Int64
+
+func openKubeEnv(t *testing.T) *env {
+	var (
+		core kubernetes.Interface
+		dyn  dynamic.Interface
+		ns   string
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if realServer != nil {
+		var err error
+		if core, err = kubernetes.NewForConfig(realServer); err != nil {
+			t.Fatal(err)
+		}
+		if dyn, err = dynamic.NewForConfig(realServer); err != nil {
+			t.Fatal(err)
+		}
+		// A namespace per test: envtest runs no namespace controller, so
+		// they are never deleted, which is fine for one test binary.
+		ns = fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
+		if _, err := core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		ns = "validators"
+		core = kubefake.NewClientset()
+		fd := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList"})
+		// The fake tracker assigns no UIDs; the API server does.
+		var uids atomic.Int64
+		fd.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if u, ok := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured); ok && u.GetUID() == "" {
+				u.SetUID(types.UID(fmt.Sprintf("uid-%d", uids.Add(1))))
+				u.SetCreationTimestamp(metav1.Now())
+			}
+			return false, nil, nil
+		})
+		dyn = fd
+	}
+	k, err := cluster.NewKubeForClients(core, dyn, ns, cluster.KubeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	// A context that ends right after Start: the informer must outlive it.
+	startCtx, started := context.WithTimeout(ctx, 30*time.Second)
+	err = k.Start(startCtx)
+	started()
+	if err != nil {
+		t.Fatal(err)
+	}
+	validators := dyn.Resource(cluster.ValidatorResource).Namespace(ns)
+	get := func(t *testing.T, name string) *unstructured.Unstructured {
+		t.Helper()
+		u, err := validators.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get validator %q: %v", name, err)
+		}
+		return u
+	}
+	uniq := func(name string) string { return ns + "-" + name }
+	return &env{
+		gw:   k,
+		kube: true,
+		uniq: uniq,
+		addSecret: func(t *testing.T, name string, data map[string]string) {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{}}
+			for k, v := range data {
+				s.Data[k] = []byte(v)
+			}
+			if _, err := core.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		addStorageClass: func(t *testing.T, name string) {
+			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/test"}
+			if _, err := core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		setDisableUserEdit: func(t *testing.T, name string, on bool) {
+			u := get(t, name)
+			a := u.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			if on {
+				a[domain.DisableUserEditAnnotation] = "true"
+			} else {
+				delete(a, domain.DisableUserEditAnnotation)
+			}
+			u.SetAnnotations(a)
+			if _, err := validators.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		setPhase: func(t *testing.T, name string, phase domain.Phase, ready bool) {
+			u := get(t, name)
+			u.Object["status"] = map[string]any{"phase": string(phase), "databaseReady": ready}
+			if _, err := validators.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		validator: func(t *testing.T, name string) (resourceView, bool) {
+			u, err := validators.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return resourceView{}, false
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+			raw, _ := json.Marshal(u.Object)
+			return resourceView{UID: string(u.GetUID()), Labels: u.GetLabels(), Annotations: u.GetAnnotations(),
+				Spec: toJSONMap(t, spec), Raw: string(raw)}, true
+		},
+		secret: func(t *testing.T, name string) (secretView, bool) {
+			s, err := core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return secretView{}, false
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := secretView{Labels: s.Labels, Annotations: s.Annotations, Data: map[string]string{},
+				Type: string(s.Type), Owners: s.OwnerReferences, Version: s.ResourceVersion}
+			for k, d := range s.Data {
+				v.Keys = append(v.Keys, k)
+				v.Data[k] = string(d)
+			}
+			slices.Sort(v.Keys)
+			return v, true
+		},
+		cronJob: func(t *testing.T, name string) (cronJobView, bool) {
+			c, err := core.BatchV1().CronJobs(ns).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return cronJobView{}, false
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := cronJobView{Schedule: c.Spec.Schedule, Labels: c.Labels, Owners: c.OwnerReferences,
+				Concurrency: string(c.Spec.ConcurrencyPolicy), Env: map[string]string{}}
+			if c.Spec.TimeZone != nil {
+				v.TimeZone = *c.Spec.TimeZone
+			}
+			if c.Spec.Suspend != nil {
+				v.Suspend = *c.Spec.Suspend
+			}
+			pod := c.Spec.JobTemplate.Spec.Template.Spec
+			if len(pod.Containers) != 1 {
+				t.Fatalf("cron job containers: got %d, want 1", len(pod.Containers))
+			}
+			ctr := pod.Containers[0]
+			v.Image, v.Command = ctr.Image, ctr.Command
+			for _, e := range ctr.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					v.Env[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+				} else {
+					v.Env[e.Name] = e.Value
+				}
+			}
+			v.MaxBackups = v.Env["MAX_BACKUPS"]
+			for _, vol := range pod.Volumes {
+				if vol.PersistentVolumeClaim != nil {
+					v.ClaimName = vol.PersistentVolumeClaim.ClaimName
+				}
+			}
+			for _, m := range ctr.VolumeMounts {
+				v.MountPath = m.MountPath
+			}
+			return v, true
+		},
+		pvc: func(t *testing.T, name string) (pvcView, bool) {
+			p, err := core.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return pvcView{}, false
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := pvcView{Labels: p.Labels, Owners: p.OwnerReferences}
+			if p.Spec.StorageClassName != nil {
+				v.StorageClass = *p.Spec.StorageClassName
+			}
+			q := p.Spec.Resources.Requests[corev1.ResourceStorage]
+			v.Size = q.String()
+			return v, true
+		},
+		dump: func(t *testing.T) string {
+			var b strings.Builder
+			us, err := validators.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range us.Items {
+				raw, _ := json.Marshal(u.Object)
+				b.Write(raw)
+			}
+			ss, err := core.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range ss.Items { // metadata only: the data is where values belong
+				raw, _ := json.Marshal(s.ObjectMeta)
+				b.Write(raw)
+			}
+			cs, err := core.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(cs.Items)
+			b.Write(raw)
+			return b.String()
+		},
+	}
+}
+
+// eventually polls cond (a cache catches up) for up to 10 s.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %s after 10s", what, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,653 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// The behaviour suite of the cluster gateway: every test runs against the
+// simulated cluster and against Kube (a real API server under envtest when
+// KUBEBUILDER_ASSETS is set, client-go fakes otherwise).
+func TestGateway(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, e *env)
+	}{
+		{"apply creates the resource and its secrets", testApplyCreate},
+		{"apply updates and keeps annotations, status and pruning schedule", testApplyUpdate},
+		{"secrets are written only when given", testSecretsOnlyWhenGiven},
+		{"delete removes everything and is idempotent", testDelete},
+		{"check references names the failing field", testCheckReferences},
+		{"validator state follows status", testValidatorState},
+		{"disable-user-edit annotation", testDisableUserEdit},
+		{"pruning schedule", testPruneSchedule},
+		{"backup schedule", testBackupSchedule},
+		{"backup schedule refusals", testBackupScheduleRefusals},
+		{"ping", testPing},
+		{"close stops the cache", testClose},
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			if strings.HasPrefix(b.name, "kube") {
+				if realServer != nil {
+					t.Log(backendReal)
+				} else {
+					t.Log(backendFakes)
+				}
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.run(t, b.open(t))
+				})
+			}
+		})
+	}
+}
+
+const (
+	onboardingValue = "onboarding-value-3f9c1d"
+	clientSecret    = "client-secret-value-8a7e2b"
+	dbPassword      = "db-password-value-51c0aa"
+)
+
+func allSecrets() domain.ValidatorSecrets {
+	return domain.ValidatorSecrets{OnboardingSecret: onboardingValue, LedgerAPIClientSecret: clientSecret, DatabasePassword: dbPassword}
+}
+
+// config is a validator's configuration (release 1.11 ValidatorDto, secrets removed).
+func config(name, tag string, extra map[string]any) map[string]any {
+	c := map[string]any{
+		"name":      name,
+		"imageRepo": "ghcr.io/example/splice",
+		"imageTag":  tag,
+		"clusterConfig": map[string]any{
+			"partyHint":         "acme-validator-1",
+			"scanAddress":       "https://scan.example.com",
+			"svSponsorAddress":  "https://sv.example.com",
+			"defaultJvmOptions": "-Xmx2g",
+			"migration":         map[string]any{"id": 3, "migrating": false},
+			"extraDomains":      []any{map[string]any{"alias": "d1", "url": "https://d1.example.com"}},
+			"topUp":             map[string]any{"enable": true, "targetThroughput": 20000, "minTopupInterval": "1m"},
+		},
+		"participant": map[string]any{"envVars": []any{}},
+	}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return c
+}
+
+func validator(t *testing.T, name string, cfg map[string]any) domain.Validator {
+	t.Helper()
+	spec, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return domain.Validator{Name: name, DatabaseStorage: "20Gi", MigrationID: 3, Spec: spec}
+}
+
+func jsonEqual(t *testing.T, got, want any) bool {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	var gv, wv any
+	_ = json.Unmarshal(g, &gv)
+	_ = json.Unmarshal(w, &wv)
+	return reflect.DeepEqual(gv, wv)
+}
+
+func mustApply(t *testing.T, e *env, v domain.Validator, s domain.ValidatorSecrets) {
+	t.Helper()
+	if err := e.gw.ApplyValidator(context.Background(), v, s); err != nil {
+		t.Fatalf("ApplyValidator(%s): %v", v.Name, err)
+	}
+}
+
+func mustResource(t *testing.T, e *env, name string) resourceView {
+	t.Helper()
+	r, ok := e.validator(t, name)
+	if !ok {
+		t.Fatalf("validator %q: got absent, want present", name)
+	}
+	return r
+}
+
+func checkLabels(t *testing.T, what string, got map[string]string, validator string) {
+	t.Helper()
+	if got[cluster.ManagedByLabel] != "validator-manager" || got[cluster.ValidatorLabel] != validator {
+		t.Errorf("%s labels: got %v, want managed-by=validator-manager and validator=%s", what, got, validator)
+	}
+}
+
+func secretRef(name, key string) map[string]any { return map[string]any{"name": name, "key": key} }
+
+func testApplyCreate(t *testing.T, e *env) {
+	ctx := context.Background()
+	cfg := config("alpha", "0.4.1", nil)
+	v := validator(t, "alpha", cfg)
+	v.Migrating = true
+	mustApply(t, e, v, allSecrets())
+
+	r := mustResource(t, e, "alpha")
+	checkLabels(t, "validator", r.Labels, "alpha")
+	if !jsonEqual(t, r.Spec["config"], cfg) {
+		t.Errorf("spec.config: got %v, want %v", r.Spec["config"], cfg)
+	}
+	want := map[string]any{
+		"config":           cfg,
+		"customAuth":       false,
+		"externalDatabase": false,
+		"databaseStorage":  "20Gi",
+		"migration":        map[string]any{"id": 3, "migrating": true},
+		"secrets": map[string]any{
+			"onboarding":    secretRef("alpha-onboarding", "secret"),
+			"ledgerApiAuth": secretRef("alpha-ledger-api-auth", "client-secret"),
+			"database":      secretRef("alpha-database", "password"),
+		},
+	}
+	if !jsonEqual(t, r.Spec, want) {
+		t.Errorf("spec: got %v, want %v", r.Spec, want)
+	}
+
+	for _, s := range []struct{ name, key, value string }{
+		{domain.OnboardingSecretName("alpha"), cluster.OnboardingSecretKey, onboardingValue},
+		{domain.LedgerAPIAuthSecretName("alpha"), cluster.LedgerAPIAuthSecretKey, clientSecret},
+		{domain.DatabaseSecretName("alpha"), cluster.DatabaseSecretKey, dbPassword},
+	} {
+		sv, ok := e.secret(t, s.name)
+		if !ok {
+			t.Errorf("secret %s: got absent, want present", s.name)
+			continue
+		}
+		if !slices.Equal(sv.Keys, []string{s.key}) {
+			t.Errorf("secret %s keys: got %v, want [%s]", s.name, sv.Keys, s.key)
+		}
+		if !e.kube {
+			continue
+		}
+		if sv.Data[s.key] != s.value {
+			t.Errorf("secret %s: got another value, want the one given", s.name)
+		}
+		if sv.Type != "Opaque" {
+			t.Errorf("secret %s type: got %q, want Opaque", s.name, sv.Type)
+		}
+		checkLabels(t, "secret "+s.name, sv.Labels, "alpha")
+		if len(sv.Owners) != 1 || sv.Owners[0].Kind != "Validator" || sv.Owners[0].Name != "alpha" ||
+			sv.Owners[0].APIVersion != "validator-manager.io/v1alpha1" || string(sv.Owners[0].UID) != r.UID || r.UID == "" {
+			t.Errorf("secret %s owners: got %+v, want the Validator alpha (uid %q)", s.name, sv.Owners, r.UID)
+		}
+	}
+	checkNoSecretValues(t, e)
+
+	st, err := e.gw.ValidatorState(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (domain.ValidatorState{Phase: domain.PhasePending}) {
+		t.Errorf("state of a new validator: got %+v, want PENDING, database not running, editable", st)
+	}
+	// Applying the same validator again changes nothing.
+	mustApply(t, e, v, domain.ValidatorSecrets{})
+	if r2 := mustResource(t, e, "alpha"); !jsonEqual(t, r2.Spec, want) {
+		t.Errorf("spec after a second apply: got %v, want %v", r2.Spec, want)
+	}
+}
+
+// checkNoSecretValues: secret values live in Secret data only.
+func checkNoSecretValues(t *testing.T, e *env) {
+	t.Helper()
+	dump := e.dump(t)
+	for _, v := range []string{onboardingValue, clientSecret, dbPassword, "rotated-value"} {
+		if strings.Contains(dump, v) {
+			t.Errorf("a secret value appears outside Secret data: %s", dump)
+		}
+	}
+}
+
+func testApplyUpdate(t *testing.T, e *env) {
+	ctx := context.Background()
+	mustApply(t, e, validator(t, "beta", config("beta", "0.4.1", nil)), allSecrets())
+	e.setDisableUserEdit(t, "beta", true)
+	e.setPhase(t, "beta", domain.PhaseRunning, true)
+	prune := &domain.PruneSchedule{Cron: "0 /10 * * * ?", MaxDurationText: "5m", RetentionText: "48h"}
+	if err := e.gw.ApplyPruneSchedule(ctx, "beta", prune); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.secret(t, domain.OnboardingSecretName("beta"))
+
+	cfg := config("beta", "0.5.0", map[string]any{"customAuth": true})
+	v := validator(t, "beta", cfg)
+	v.CustomAuth, v.MigrationID, v.Migrating, v.DatabaseStorage = true, 4, true, ""
+	mustApply(t, e, v, domain.ValidatorSecrets{})
+
+	r := mustResource(t, e, "beta")
+	if r.Annotations[domain.DisableUserEditAnnotation] != "true" {
+		t.Errorf("annotations after update: got %v, want %s kept", r.Annotations, domain.DisableUserEditAnnotation)
+	}
+	want := map[string]any{
+		"config":           cfg,
+		"customAuth":       true,
+		"externalDatabase": false,
+		"migration":        map[string]any{"id": 4, "migrating": true},
+		"secrets": map[string]any{
+			"onboarding":    secretRef("beta-onboarding", "secret"),
+			"ledgerApiAuth": secretRef("beta-ledger-api-auth", "client-secret"),
+			"database":      secretRef("beta-database", "password"),
+		},
+		"participantPruningSchedule": map[string]any{"cron": "0 /10 * * * ?", "maxDuration": "5m", "retention": "48h"},
+	}
+	if !jsonEqual(t, r.Spec, want) {
+		t.Errorf("spec after update: got %v, want %v", r.Spec, want)
+	}
+	st, err := e.gw.ValidatorState(ctx, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (domain.ValidatorState{Phase: domain.PhaseRunning, DatabaseRunning: true, DisableUserEdit: true}); st != want {
+		t.Errorf("state after update: got %+v, want %+v (status kept)", st, want)
+	}
+	after, _ := e.secret(t, domain.OnboardingSecretName("beta"))
+	if e.kube && (after.Data[cluster.OnboardingSecretKey] != onboardingValue || after.Version != before.Version) {
+		t.Errorf("onboarding secret after an edit without secrets: rewritten (version %s → %s), want untouched", before.Version, after.Version)
+	}
+	checkNoSecretValues(t, e)
+}
+
+func testSecretsOnlyWhenGiven(t *testing.T, e *env) {
+	spec := func(t *testing.T) map[string]any {
+		t.Helper()
+		s, _ := mustResource(t, e, "gamma").Spec["secrets"].(map[string]any)
+		return s
+	}
+	v := validator(t, "gamma", config("gamma", "0.4.1", nil))
+	mustApply(t, e, v, domain.ValidatorSecrets{OnboardingSecret: onboardingValue})
+	if _, ok := e.secret(t, "gamma-onboarding"); !ok {
+		t.Error("onboarding secret: got absent, want written")
+	}
+	for _, name := range []string{"gamma-ledger-api-auth", "gamma-database"} {
+		if _, ok := e.secret(t, name); ok {
+			t.Errorf("secret %s: got present, want absent (no value given)", name)
+		}
+	}
+	if got, want := spec(t), map[string]any{"onboarding": secretRef("gamma-onboarding", "secret")}; !jsonEqual(t, got, want) {
+		t.Errorf("spec.secrets: got %v, want %v", got, want)
+	}
+
+	// A database Secret an operator created counts; the onboarding one is kept.
+	e.addSecret(t, "gamma-database", map[string]string{"password": dbPassword})
+	mustApply(t, e, v, domain.ValidatorSecrets{LedgerAPIClientSecret: clientSecret})
+	want := map[string]any{
+		"onboarding":    secretRef("gamma-onboarding", "secret"),
+		"ledgerApiAuth": secretRef("gamma-ledger-api-auth", "client-secret"),
+		"database":      secretRef("gamma-database", "password"),
+	}
+	if got := spec(t); !jsonEqual(t, got, want) {
+		t.Errorf("spec.secrets: got %v, want %v", got, want)
+	}
+	if s, _ := e.secret(t, "gamma-onboarding"); e.kube && s.Data["secret"] != onboardingValue {
+		t.Error("onboarding secret: changed by an edit that did not give it")
+	}
+
+	// A new value replaces the old one.
+	mustApply(t, e, v, domain.ValidatorSecrets{OnboardingSecret: "rotated-value"})
+	if s, _ := e.secret(t, "gamma-onboarding"); e.kube && (s.Data["secret"] != "rotated-value" || len(s.Data) != 1) {
+		t.Errorf("onboarding secret after rotation: got keys %v, want only the new value under secret", s.Keys)
+	}
+	if e.kube {
+		if s, _ := e.secret(t, "gamma-database"); s.Data["password"] != dbPassword || len(s.Owners) != 0 {
+			t.Errorf("operator's database secret: got %d owners, want untouched", len(s.Owners))
+		}
+	}
+	// Secrets stay out of the resource (rotated-value included).
+	checkNoSecretValues(t, e)
+}
+
+func testDelete(t *testing.T, e *env) {
+	ctx := context.Background()
+	mustApply(t, e, validator(t, "delta", config("delta", "0.4.1", nil)), allSecrets())
+	if err := e.gw.ApplyBackupSchedule(ctx, domain.BackupSchedule{Validator: "delta", Cron: "0 3 * * *", MaxBackups: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.gw.DeleteValidator(ctx, "delta"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.validator(t, "delta"); ok {
+		t.Error("validator after delete: got present, want absent")
+	}
+	for _, name := range []string{"delta-onboarding", "delta-ledger-api-auth", "delta-database"} {
+		if _, ok := e.secret(t, name); ok {
+			t.Errorf("secret %s after delete: got present, want absent", name)
+		}
+	}
+	if _, ok := e.cronJob(t, "delta-backup"); ok {
+		t.Error("backup cron job after delete: got present, want absent")
+	}
+	if _, ok := e.pvc(t, "delta-backups"); !ok {
+		t.Error("backup volume after delete: got absent, want kept (backups outlive the validator)")
+	}
+	if _, err := e.gw.ValidatorState(ctx, "delta"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("state after delete: got %v, want ErrNotFound", err)
+	}
+	if err := e.gw.DeleteValidator(ctx, "delta"); err != nil {
+		t.Errorf("second delete: got %v, want nil", err)
+	}
+	if err := e.gw.DeleteValidator(ctx, "never-created"); err != nil {
+		t.Errorf("delete of an absent validator: got %v, want nil", err)
+	}
+	eventually(t, "ValidatorStates after delete", func() (bool, string) {
+		s, err := e.gw.ValidatorStates(ctx)
+		_, present := s["delta"]
+		return err == nil && !present, fmt.Sprintf("%v, %v", s, err)
+	})
+}
+
+func testCheckReferences(t *testing.T, e *env) {
+	ctx := context.Background()
+	e.addSecret(t, "pull-secret", map[string]string{".dockerconfigjson": "{}"})
+	e.addSecret(t, "app-env", map[string]string{"token": "x"})
+	fast := e.uniq("fast")
+	e.addStorageClass(t, fast)
+
+	ok := domain.References{
+		Secrets: []domain.Reference{{Field: "participant.resources.imagePullSecret", Name: "pull-secret"}},
+		SecretKeys: []domain.SecretKeyReference{
+			{Field: "envVars[0].valueFrom.secretKeyRef", Name: "app-env", Key: "token"},
+			{Field: "envVars[1].valueFrom.secretKeyRef", Name: "app-env", Key: "absent", Optional: true},
+			{Field: "envVars[2].valueFrom.secretKeyRef", Name: "no-such-secret", Key: "k", Optional: true},
+		},
+		StorageClasses: []domain.Reference{{Field: "clusterConfig.pvcVolumeStorageClass", Name: fast}},
+	}
+	if err := e.gw.CheckReferences(ctx, ok); err != nil {
+		t.Fatalf("references that exist: got %v, want nil", err)
+	}
+	if err := e.gw.CheckReferences(ctx, domain.References{}); err != nil {
+		t.Fatalf("no references: got %v, want nil", err)
+	}
+
+	tests := []struct {
+		name    string
+		refs    domain.References
+		field   string
+		message string
+	}{
+		{"missing secret", domain.References{Secrets: []domain.Reference{
+			{Field: "clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", Name: "identities"}}},
+			"clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", `secret "identities" does not exist in namespace`},
+		{"missing key", domain.References{SecretKeys: []domain.SecretKeyReference{
+			{Field: "envVars[0].valueFrom.secretKeyRef", Name: "app-env", Key: "password"}}},
+			"envVars[0].valueFrom.secretKeyRef", `secret "app-env" has no key "password"`},
+		{"missing secret of a key", domain.References{SecretKeys: []domain.SecretKeyReference{
+			{Field: "participant.envVars[3].valueFrom.secretKeyRef", Name: "gone", Key: "k"}}},
+			"participant.envVars[3].valueFrom.secretKeyRef", `secret "gone" does not exist in namespace`},
+		{"missing storage class", domain.References{StorageClasses: []domain.Reference{
+			{Field: "clusterConfig.pvcVolumeStorageClass", Name: "slow"}}},
+			"clusterConfig.pvcVolumeStorageClass", `storage class "slow" does not exist`},
+		{"first failure wins", domain.References{
+			Secrets:        []domain.Reference{{Field: "a", Name: "pull-secret"}, {Field: "b", Name: "nope"}},
+			StorageClasses: []domain.Reference{{Field: "c", Name: "slow"}}},
+			"b", `secret "nope"`},
+	}
+	for _, tc := range tests {
+		err := e.gw.CheckReferences(ctx, tc.refs)
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Code != domain.CodeInvalid {
+			t.Errorf("%s: got %v, want domain.Invalid", tc.name, err)
+			continue
+		}
+		if de.Field != tc.field || !strings.Contains(de.Message, tc.message) {
+			t.Errorf("%s: got field %q message %q, want field %q message containing %q", tc.name, de.Field, de.Message, tc.field, tc.message)
+		}
+	}
+}
+
+func testValidatorState(t *testing.T, e *env) {
+	ctx := context.Background()
+	if _, err := e.gw.ValidatorState(ctx, "nobody"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("state of an absent validator: got %v, want ErrNotFound", err)
+	}
+	internal := validator(t, "internal", config("internal", "0.4.1", nil))
+	external := validator(t, "external", config("external", "0.4.1", map[string]any{"databaseConfig": map[string]any{"external": true}}))
+	external.ExternalDatabase = true
+	mustApply(t, e, internal, domain.ValidatorSecrets{})
+	mustApply(t, e, external, domain.ValidatorSecrets{})
+
+	states := func(want map[string]domain.ValidatorState) {
+		t.Helper()
+		for name, w := range want {
+			got, err := e.gw.ValidatorState(ctx, name)
+			if err != nil || got != w {
+				t.Errorf("ValidatorState(%s): got %+v, %v, want %+v", name, got, err, w)
+			}
+		}
+		eventually(t, "ValidatorStates", func() (bool, string) {
+			all, err := e.gw.ValidatorStates(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			for name, w := range want {
+				if all[name] != w {
+					return false, fmt.Sprintf("%v", all)
+				}
+			}
+			return true, ""
+		})
+	}
+	states(map[string]domain.ValidatorState{
+		"internal": {Phase: domain.PhasePending},
+		"external": {Phase: domain.PhasePending},
+	})
+	e.setPhase(t, "internal", domain.PhaseRunning, true)
+	e.setPhase(t, "external", domain.PhaseRunning, true)
+	states(map[string]domain.ValidatorState{
+		"internal": {Phase: domain.PhaseRunning, DatabaseRunning: true},
+		"external": {Phase: domain.PhaseRunning}, // an external database is not ours to run
+	})
+	e.setPhase(t, "internal", domain.PhaseCompleted, true)
+	e.setPhase(t, "external", domain.PhaseCompleted, true)
+	states(map[string]domain.ValidatorState{
+		"internal": {Phase: domain.PhaseCompleted, DatabaseRunning: true},
+		"external": {Phase: domain.PhaseCompleted},
+	})
+	if e.kube {
+		// The reconciler reports the database down while the validator runs.
+		e.setPhase(t, "internal", domain.PhaseRunning, false)
+		states(map[string]domain.ValidatorState{"internal": {Phase: domain.PhaseRunning}})
+	}
+}
+
+func testDisableUserEdit(t *testing.T, e *env) {
+	ctx := context.Background()
+	mustApply(t, e, validator(t, "frozen", config("frozen", "0.4.1", nil)), domain.ValidatorSecrets{})
+	check := func(want bool) {
+		t.Helper()
+		st, err := e.gw.ValidatorState(ctx, "frozen")
+		if err != nil || st.DisableUserEdit != want {
+			t.Errorf("ValidatorState DisableUserEdit: got %v, %v, want %v", st.DisableUserEdit, err, want)
+		}
+		eventually(t, "ValidatorStates DisableUserEdit", func() (bool, string) {
+			all, err := e.gw.ValidatorStates(ctx)
+			return err == nil && all["frozen"].DisableUserEdit == want, fmt.Sprintf("%v, %v", all, err)
+		})
+	}
+	check(false)
+	e.setDisableUserEdit(t, "frozen", true)
+	check(true)
+	mustApply(t, e, validator(t, "frozen", config("frozen", "0.4.2", nil)), domain.ValidatorSecrets{})
+	check(true)
+	e.setDisableUserEdit(t, "frozen", false)
+	check(false)
+}
+
+func testPruneSchedule(t *testing.T, e *env) {
+	ctx := context.Background()
+	p := &domain.PruneSchedule{Validator: "eps", Cron: "0 /10 * * * ?", MaxDurationText: "5m", RetentionText: "48h"}
+	if err := e.gw.ApplyPruneSchedule(ctx, "eps", p); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("set on an absent validator: got %v, want ErrNotFound", err)
+	}
+	if err := e.gw.ApplyPruneSchedule(ctx, "eps", nil); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("clear on an absent validator: got %v, want ErrNotFound", err)
+	}
+	mustApply(t, e, validator(t, "eps", config("eps", "0.4.1", nil)), domain.ValidatorSecrets{})
+	schedule := func() any { return mustResource(t, e, "eps").Spec["participantPruningSchedule"] }
+
+	if err := e.gw.ApplyPruneSchedule(ctx, "eps", p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := schedule(), map[string]any{"cron": "0 /10 * * * ?", "maxDuration": "5m", "retention": "48h"}; !jsonEqual(t, got, want) {
+		t.Errorf("schedule: got %v, want %v", got, want)
+	}
+	p2 := &domain.PruneSchedule{Validator: "eps", Cron: "0 0 8 ? * SAT", MaxDurationText: "1h", RetentionText: "30d"}
+	if err := e.gw.ApplyPruneSchedule(ctx, "eps", p2); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := schedule(), map[string]any{"cron": "0 0 8 ? * SAT", "maxDuration": "1h", "retention": "30d"}; !jsonEqual(t, got, want) {
+		t.Errorf("replaced schedule: got %v, want %v", got, want)
+	}
+	if err := e.gw.ApplyPruneSchedule(ctx, "eps", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := schedule(); got != nil {
+		t.Errorf("cleared schedule: got %v, want absent", got)
+	}
+	if err := e.gw.ApplyPruneSchedule(ctx, "eps", nil); err != nil {
+		t.Errorf("clearing again: got %v, want nil", err)
+	}
+}
+
+func testBackupSchedule(t *testing.T, e *env) {
+	ctx := context.Background()
+	class := e.uniq("backup-class")
+	e.addStorageClass(t, class)
+	cfg := config("zeta", "0.4.1", map[string]any{"databaseConfig": map[string]any{"username": "cnadmin"}})
+	cfg["clusterConfig"].(map[string]any)["pvcVolumeStorageClass"] = class
+	mustApply(t, e, validator(t, "zeta", cfg), allSecrets())
+	r := mustResource(t, e, "zeta")
+
+	apply := func(b domain.BackupSchedule) cronJobView {
+		t.Helper()
+		b.Validator = "zeta"
+		if err := e.gw.ApplyBackupSchedule(ctx, b); err != nil {
+			t.Fatalf("ApplyBackupSchedule(%+v): %v", b, err)
+		}
+		c, ok := e.cronJob(t, "zeta-backup")
+		if !ok {
+			t.Fatal("backup cron job: got absent, want present")
+		}
+		return c
+	}
+	c := apply(domain.BackupSchedule{Cron: "0 3 * * *", MaxBackups: 7})
+	if c.Schedule != "0 3 * * *" || c.Suspend || c.TimeZone != "Etc/UTC" || c.MaxBackups != "7" || c.ClaimName != "zeta-backups" {
+		t.Errorf("cron job: got %+v, want schedule 0 3 * * *, active, Etc/UTC, 7 backups, volume zeta-backups", c)
+	}
+	if e.kube {
+		checkLabels(t, "cron job", c.Labels, "zeta")
+		if len(c.Owners) != 1 || c.Owners[0].Kind != "Validator" || c.Owners[0].Name != "zeta" || string(c.Owners[0].UID) != r.UID {
+			t.Errorf("cron job owners: got %+v, want the Validator zeta", c.Owners)
+		}
+		if c.Concurrency != "Forbid" || c.Image != cluster.DefaultBackupImage || c.MountPath != "/backups" {
+			t.Errorf("cron job: got concurrency %s image %s mount %s, want Forbid, %s, /backups", c.Concurrency, c.Image, c.MountPath, cluster.DefaultBackupImage)
+		}
+		if !slices.Equal(c.Command, []string{"/bin/sh", "-c", cluster.BackupScript}) {
+			t.Errorf("cron job command: got %q, want sh -c BackupScript", c.Command)
+		}
+		wantEnv := map[string]string{
+			"BACKUP_DIR": "/backups", "MAX_BACKUPS": "7", "PGHOST": "zeta-postgres", "PGPORT": "5432",
+			"PGUSER": "cnadmin", "PGPASSWORD": "secret:zeta-database/password",
+		}
+		if !reflect.DeepEqual(c.Env, wantEnv) {
+			t.Errorf("cron job env: got %v, want %v", c.Env, wantEnv)
+		}
+	}
+	pvc, ok := e.pvc(t, "zeta-backups")
+	if !ok {
+		t.Fatal("backup volume: got absent, want created")
+	}
+	if pvc.StorageClass != class || pvc.Size != cluster.DefaultBackupStorage || len(pvc.Owners) != 0 {
+		t.Errorf("backup volume: got %+v, want class %s, size %s, no owner", pvc, class, cluster.DefaultBackupStorage)
+	}
+	if e.kube {
+		checkLabels(t, "backup volume", pvc.Labels, "zeta")
+	}
+
+	c = apply(domain.BackupSchedule{Cron: "30 1 * * 0", MaxBackups: 3})
+	if c.Schedule != "30 1 * * 0" || c.MaxBackups != "3" || c.Suspend {
+		t.Errorf("updated cron job: got %+v, want 30 1 * * 0, 3 backups, active", c)
+	}
+	c = apply(domain.BackupSchedule{Cron: "30 1 * * 0", MaxBackups: 3, Deleted: true})
+	if !c.Suspend || c.Schedule != "30 1 * * 0" {
+		t.Errorf("soft-deleted cron job: got %+v, want suspended with its schedule", c)
+	}
+	c = apply(domain.BackupSchedule{Cron: "0 4 * * *", MaxBackups: 5})
+	if c.Suspend || c.Schedule != "0 4 * * *" || c.MaxBackups != "5" {
+		t.Errorf("reactivated cron job: got %+v, want active 0 4 * * *, 5 backups", c)
+	}
+	checkNoSecretValues(t, e)
+}
+
+func testBackupScheduleRefusals(t *testing.T, e *env) {
+	ctx := context.Background()
+	err := e.gw.ApplyBackupSchedule(ctx, domain.BackupSchedule{Validator: "ghost", Cron: "0 3 * * *", MaxBackups: 3})
+	if !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("absent validator: got %v, want ErrNotFound", err)
+	}
+	mustApply(t, e, validator(t, "eta", config("eta", "0.4.1", nil)), domain.ValidatorSecrets{})
+	ext := validator(t, "theta", config("theta", "0.4.1", nil))
+	ext.ExternalDatabase = true
+	mustApply(t, e, ext, domain.ValidatorSecrets{})
+	for _, tc := range []struct {
+		b     domain.BackupSchedule
+		field string
+	}{
+		{domain.BackupSchedule{Validator: "eta", Cron: "every day", MaxBackups: 3}, "cron"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "0 0 3 * * *", MaxBackups: 3}, "cron"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "CRON_TZ=Europe/Zurich 0 3 * * *", MaxBackups: 3}, "cron"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "0 3 * * *", MaxBackups: 0}, "maxBackups"},
+		{domain.BackupSchedule{Validator: "theta", Cron: "0 3 * * *", MaxBackups: 3}, "databaseConfig.external"},
+	} {
+		err := e.gw.ApplyBackupSchedule(ctx, tc.b)
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Code != domain.CodeInvalid || de.Field != tc.field {
+			t.Errorf("%+v: got %v, want domain.Invalid on %s", tc.b, err, tc.field)
+		}
+	}
+	for _, name := range []string{"eta-backup", "theta-backup"} {
+		if _, ok := e.cronJob(t, name); ok {
+			t.Errorf("cron job %s: got present after a refusal, want absent", name)
+		}
+	}
+}
+
+func testPing(t *testing.T, e *env) {
+	if err := e.gw.Ping(context.Background()); err != nil {
+		t.Errorf("Ping: got %v, want nil", err)
+	}
+}
+
+func testClose(t *testing.T, e *env) {
+	k, ok := e.gw.(*cluster.Kube)
+	if !ok {
+		t.Skip("only Kube has a cache to stop")
+	}
+	ctx := context.Background()
+	if _, err := k.ValidatorStates(ctx); err != nil {
+		t.Fatalf("ValidatorStates after Start: got %v, want nil", err)
+	}
+	k.Close()
+	k.Close()
+	if _, err := k.ValidatorStates(ctx); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("ValidatorStates after Close: got %v, want ErrUnavailable", err)
+	}
+	if err := k.Start(ctx); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("Start after Close: got %v, want ErrUnavailable", err)
+	}
+}

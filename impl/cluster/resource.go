@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// The Validator custom resource (deploy/crds/validators.validator-manager.io.yaml).
+const (
+	Group    = "validator-manager.io"
+	Version  = "v1alpha1"
+	Kind     = "Validator"
+	Resource = "validators"
+)
+
+// ValidatorResource is the group/version/resource of the Validator custom resource.
+var ValidatorResource = schema.GroupVersionResource{Group: Group, Version: Version, Resource: Resource}
+
+// Labels on every object the gateway writes.
+const (
+	ManagedByLabel  = "app.kubernetes.io/managed-by"
+	ManagedBy       = "validator-manager"
+	ValidatorLabel  = "validator-manager.io/validator"
+	managedSelector = ManagedByLabel + "=" + ManagedBy
+)
+
+// Keys inside the validator's Secrets.
+const (
+	OnboardingSecretKey    = "secret"
+	LedgerAPIAuthSecretKey = "client-secret"
+	DatabaseSecretKey      = "password"
+)
+
+// Names of the backup objects of a validator.
+func BackupCronJobName(validator string) string { return validator + "-backup" }
+func BackupPVCName(validator string) string     { return validator + "-backups" }
+
+// DatabaseHost is the Service of a validator's internal PostgreSQL, by the
+// convention the reconciler follows (deploy/README.md).
+func DatabaseHost(validator string) string { return validator + "-postgres" }
+
+func labelsFor(validator string) map[string]string {
+	return map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: validator}
+}
+
+// secretSlot is one of a validator's Secrets: its spec.secrets entry, its
+// name and the key that holds the value.
+type secretSlot struct {
+	field string // key under spec.secrets
+	name  string
+	key   string
+	value string
+}
+
+func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
+	return []secretSlot{
+		{"onboarding", domain.OnboardingSecretName(validator), OnboardingSecretKey, s.OnboardingSecret},
+		{"ledgerApiAuth", domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey, s.LedgerAPIClientSecret},
+		{"database", domain.DatabaseSecretName(validator), DatabaseSecretKey, s.DatabasePassword},
+	}
+}
+
+// validatorSpec is the resource's spec for v. present tells which of the
+// validator's Secrets exist (or are written now), by spec.secrets field;
+// prune is the existing spec.participantPruningSchedule, kept as is.
+func validatorSpec(v domain.Validator, present map[string]bool, prune any) (map[string]any, error) {
+	spec := map[string]any{
+		"customAuth":       v.CustomAuth,
+		"externalDatabase": v.ExternalDatabase,
+		"migration":        map[string]any{"id": int64(v.MigrationID), "migrating": v.Migrating},
+	}
+	config := map[string]any{}
+	if len(v.Spec) > 0 {
+		// util/json keeps integers as int64, as unstructured objects want them.
+		if err := utiljson.Unmarshal(v.Spec, &config); err != nil {
+			return nil, domain.Invalid("spec", "the validator configuration is not a JSON object: %v", err)
+		}
+	}
+	spec["config"] = config
+	if v.DatabaseStorage != "" {
+		spec["databaseStorage"] = v.DatabaseStorage
+	}
+	secrets := map[string]any{}
+	for _, s := range secretSlots(v.Name, domain.ValidatorSecrets{}) {
+		if present[s.field] {
+			secrets[s.field] = map[string]any{"name": s.name, "key": s.key}
+		}
+	}
+	if len(secrets) > 0 {
+		spec["secrets"] = secrets
+	}
+	if prune != nil {
+		spec["participantPruningSchedule"] = prune
+	}
+	return spec, nil
+}
+
+// pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.
+func pruneSpec(p *domain.PruneSchedule) map[string]any {
+	return map[string]any{
+		"cron":        p.Cron,
+		"maxDuration": durationText(p.MaxDurationText, p.MaxDuration),
+		"retention":   durationText(p.RetentionText, p.Retention),
+	}
+}
+
+// durationText keeps the caller's text ("5m", "48h"); without one it writes
+// the duration in its largest whole unit, the way Canton's HOCON reads it.
+func durationText(text string, d time.Duration) string {
+	if text != "" {
+		return text
+	}
+	switch {
+	case d != 0 && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d != 0 && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d != 0 && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+}
+
+// stateOf reads a validator's state from its resource's fields.
+func stateOf(annotations map[string]string, spec, status map[string]any) domain.ValidatorState {
+	phase := domain.PhasePending
+	if p, _ := status["phase"].(string); p != "" {
+		switch domain.Phase(p) {
+		case domain.PhasePending, domain.PhaseRunning, domain.PhaseCompleted:
+			phase = domain.Phase(p)
+		}
+	}
+	ready, _ := status["databaseReady"].(bool)
+	external, _ := spec["externalDatabase"].(bool)
+	return domain.ValidatorState{
+		Phase:           phase,
+		DatabaseRunning: ready && !external,
+		DisableUserEdit: strings.EqualFold(annotations[domain.DisableUserEditAnnotation], "true"),
+	}
+}
+
+// configString reads a string at a path of spec.config.
+func configString(spec map[string]any, path ...string) string {
+	var cur any = spec["config"]
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[p]
+	}
+	s, _ := cur.(string)
+	return s
+}
