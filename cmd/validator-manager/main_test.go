@@ -60,9 +60,9 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 
 	for _, token := range []string{startToken, printedToken} {
-		for _, path := range []string{"/api/validators", "/api/v1/validators"} {
-			if got := status(t, base+path, token); got != http.StatusNotImplemented {
-				t.Errorf("%s with a printed token: got %d, want 501 from the handler (token admitted)", path, got)
+		for path, want := range map[string]int{"/api/validators": http.StatusOK, "/api/v1/validators": http.StatusNotImplemented} {
+			if got := status(t, base+path, token); got != want {
+				t.Errorf("%s with a printed token: got %d, want %d from the handler (token admitted)", path, got, want)
 			}
 		}
 	}

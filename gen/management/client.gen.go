@@ -120,6 +120,43 @@ type ClientInterface interface {
 	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipant(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteRemoteParticipant Remove a remote participant
+	//
+	// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
+	//
+	// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+	DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRemoteParticipant Get a remote participant
+	//
+	// Returns one registration with its last known health check. Not specified by the
+	// release 1.11 document (one of its "other endpoints"); our addition.
+	//
+	// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+	GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateRemoteParticipantWithBody Change a remote participant
+	//
+	// Replaces the registration with the body (a full registration, not a partial update).
+	// The body's `name` must equal the path's: a registration is not renamed (400). Its
+	// health record is kept. Our addition, like the other by-name operations.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	UpdateRemoteParticipantWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateRemoteParticipant Change a remote participant
+	//
+	// Replaces the registration with the body (a full registration, not a partial update).
+	// The body's `name` must equal the path's: a registration is not renamed (400). Its
+	// health record is kept. Our addition, like the other by-name operations.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	UpdateRemoteParticipant(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListValidators List validators
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
@@ -200,8 +237,9 @@ type ClientInterface interface {
 	// Creates the database backup schedule (absent -> active, needs the validator's internal
 	// database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 	// replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-	// external database; 404 when the validator does not exist; 503 when the validator's
-	// database is not running.
+	// external database; 404 when the validator does not exist; 409 when the schedule is
+	// already active; 503 when the validator's database is not running (checked for
+	// absent -> active only, as the state table says).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -213,8 +251,9 @@ type ClientInterface interface {
 	// Creates the database backup schedule (absent -> active, needs the validator's internal
 	// database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 	// replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-	// external database; 404 when the validator does not exist; 503 when the validator's
-	// database is not running.
+	// external database; 404 when the validator does not exist; 409 when the schedule is
+	// already active; 503 when the validator's database is not running (checked for
+	// absent -> active only, as the state table says).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -350,6 +389,83 @@ func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentTyp
 // Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *Client) CreateRemoteParticipant(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRemoteParticipantRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteRemoteParticipant Remove a remote participant
+//
+// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
+//
+// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteRemoteParticipantRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRemoteParticipant Get a remote participant
+//
+// Returns one registration with its last known health check. Not specified by the
+// release 1.11 document (one of its "other endpoints"); our addition.
+//
+// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRemoteParticipantRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateRemoteParticipantWithBody Change a remote participant
+//
+// Replaces the registration with the body (a full registration, not a partial update).
+// The body's `name` must equal the path's: a registration is not renamed (400). Its
+// health record is kept. Our addition, like the other by-name operations.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+func (c *Client) UpdateRemoteParticipantWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateRemoteParticipantRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateRemoteParticipant Change a remote participant
+//
+// Replaces the registration with the body (a full registration, not a partial update).
+// The body's `name` must equal the path's: a registration is not renamed (400). Its
+// health record is kept. Our addition, like the other by-name operations.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateRemoteParticipantRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -510,8 +626,9 @@ func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName
 // Creates the database backup schedule (absent -> active, needs the validator's internal
 // database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 // replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-// external database; 404 when the validator does not exist; 503 when the validator's
-// database is not running.
+// external database; 404 when the validator does not exist; 409 when the schedule is
+// already active; 503 when the validator's database is not running (checked for
+// absent -> active only, as the state table says).
 //
 // Takes any type of body and a specified content type.
 //
@@ -533,8 +650,9 @@ func (c *Client) CreateBackupScheduleWithBody(ctx context.Context, name BackupVa
 // Creates the database backup schedule (absent -> active, needs the validator's internal
 // database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 // replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-// external database; 404 when the validator does not exist; 503 when the validator's
-// database is not running.
+// external database; 404 when the validator does not exist; 409 when the schedule is
+// already active; 503 when the validator's database is not running (checked for
+// absent -> active only, as the state table says).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -842,6 +960,121 @@ func NewCreateRemoteParticipantRequestWithBody(server string, contentType string
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteRemoteParticipantRequest constructs an http.Request for the DeleteRemoteParticipant method
+func NewDeleteRemoteParticipantRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRemoteParticipantRequest constructs an http.Request for the GetRemoteParticipant method
+func NewGetRemoteParticipantRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateRemoteParticipantRequest calls the generic UpdateRemoteParticipant builder with application/json body
+func NewUpdateRemoteParticipantRequest(server string, name string, body UpdateRemoteParticipantJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateRemoteParticipantRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewUpdateRemoteParticipantRequestWithBody constructs an http.Request for the UpdateRemoteParticipant method, with any body, and a specified content type
+func NewUpdateRemoteParticipantRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -1421,6 +1654,47 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithResponse(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error)
 
+	// DeleteRemoteParticipantWithResponse Remove a remote participant
+	//
+	// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+	DeleteRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteRemoteParticipantResponse, error)
+
+	// GetRemoteParticipantWithResponse Get a remote participant
+	//
+	// Returns one registration with its last known health check. Not specified by the
+	// release 1.11 document (one of its "other endpoints"); our addition.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+	GetRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRemoteParticipantResponse, error)
+
+	// UpdateRemoteParticipantWithBodyWithResponse Change a remote participant
+	//
+	// Replaces the registration with the body (a full registration, not a partial update).
+	// The body's `name` must equal the path's: a registration is not renamed (400). Its
+	// health record is kept. Our addition, like the other by-name operations.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	UpdateRemoteParticipantWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error)
+
+	// UpdateRemoteParticipantWithResponse Change a remote participant
+	//
+	// Replaces the registration with the body (a full registration, not a partial update).
+	// The body's `name` must equal the path's: a registration is not renamed (400). Its
+	// health record is kept. Our addition, like the other by-name operations.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	UpdateRemoteParticipantWithResponse(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error)
+
 	// ListValidatorsWithResponse List validators
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
@@ -1507,8 +1781,9 @@ type ClientWithResponsesInterface interface {
 	// Creates the database backup schedule (absent -> active, needs the validator's internal
 	// database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 	// replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-	// external database; 404 when the validator does not exist; 503 when the validator's
-	// database is not running.
+	// external database; 404 when the validator does not exist; 409 when the schedule is
+	// already active; 503 when the validator's database is not running (checked for
+	// absent -> active only, as the state table says).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1520,8 +1795,9 @@ type ClientWithResponsesInterface interface {
 	// Creates the database backup schedule (absent -> active, needs the validator's internal
 	// database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 	// replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-	// external database; 404 when the validator does not exist; 503 when the validator's
-	// database is not running.
+	// external database; 404 when the validator does not exist; 409 when the schedule is
+	// already active; 503 when the validator's database is not running (checked for
+	// absent -> active only, as the state table says).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1750,6 +2026,227 @@ func (r CreateRemoteParticipantResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateRemoteParticipantResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteRemoteParticipantResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteRemoteParticipantResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteRemoteParticipantResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteRemoteParticipantResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteRemoteParticipantResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteRemoteParticipantResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteRemoteParticipantResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteRemoteParticipantResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteRemoteParticipantResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteRemoteParticipantResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetRemoteParticipantResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RemoteParticipantDto
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRemoteParticipantResponse) GetJSON200() *RemoteParticipantDto {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetRemoteParticipantResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRemoteParticipantResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRemoteParticipantResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetRemoteParticipantResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRemoteParticipantResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRemoteParticipantResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRemoteParticipantResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRemoteParticipantResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRemoteParticipantResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpdateRemoteParticipantResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RemoteParticipantDto
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSON200() *RemoteParticipantDto {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateRemoteParticipantResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateRemoteParticipantResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateRemoteParticipantResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateRemoteParticipantResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2133,6 +2630,8 @@ type CreateBackupScheduleResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorMap
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -2159,6 +2658,11 @@ func (r CreateBackupScheduleResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateBackupScheduleResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateBackupScheduleResponse) GetJSON409() *ErrorMap {
+	return r.JSON409
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2621,6 +3125,71 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithResponse(ctx context.Co
 	return ParseCreateRemoteParticipantResponse(rsp)
 }
 
+// DeleteRemoteParticipantWithResponse Remove a remote participant
+//
+// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+func (c *ClientWithResponses) DeleteRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteRemoteParticipantResponse, error) {
+	rsp, err := c.DeleteRemoteParticipant(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteRemoteParticipantResponse(rsp)
+}
+
+// GetRemoteParticipantWithResponse Get a remote participant
+//
+// Returns one registration with its last known health check. Not specified by the
+// release 1.11 document (one of its "other endpoints"); our addition.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+func (c *ClientWithResponses) GetRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRemoteParticipantResponse, error) {
+	rsp, err := c.GetRemoteParticipant(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRemoteParticipantResponse(rsp)
+}
+
+// UpdateRemoteParticipantWithBodyWithResponse Change a remote participant
+//
+// Replaces the registration with the body (a full registration, not a partial update).
+// The body's `name` must equal the path's: a registration is not renamed (400). Its
+// health record is kept. Our addition, like the other by-name operations.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+func (c *ClientWithResponses) UpdateRemoteParticipantWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error) {
+	rsp, err := c.UpdateRemoteParticipantWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateRemoteParticipantResponse(rsp)
+}
+
+// UpdateRemoteParticipantWithResponse Change a remote participant
+//
+// Replaces the registration with the body (a full registration, not a partial update).
+// The body's `name` must equal the path's: a registration is not renamed (400). Its
+// health record is kept. Our addition, like the other by-name operations.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error) {
+	rsp, err := c.UpdateRemoteParticipant(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateRemoteParticipantResponse(rsp)
+}
+
 // ListValidatorsWithResponse List validators
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
@@ -2749,8 +3318,9 @@ func (c *ClientWithResponses) GetBackupScheduleWithResponse(ctx context.Context,
 // Creates the database backup schedule (absent -> active, needs the validator's internal
 // database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 // replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-// external database; 404 when the validator does not exist; 503 when the validator's
-// database is not running.
+// external database; 404 when the validator does not exist; 409 when the schedule is
+// already active; 503 when the validator's database is not running (checked for
+// absent -> active only, as the state table says).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2768,8 +3338,9 @@ func (c *ClientWithResponses) CreateBackupScheduleWithBodyWithResponse(ctx conte
 // Creates the database backup schedule (absent -> active, needs the validator's internal
 // database to be running) or reactivates a soft-deleted one (soft-deleted -> active),
 // replacing its cron and retention. 400 for an invalid payload or a validator that uses an
-// external database; 404 when the validator does not exist; 503 when the validator's
-// database is not running.
+// external database; 404 when the validator does not exist; 409 when the schedule is
+// already active; 503 when the validator's database is not running (checked for
+// absent -> active only, as the state table says).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3007,6 +3578,185 @@ func ParseCreateRemoteParticipantResponse(rsp *http.Response) (*CreateRemotePart
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteRemoteParticipantResponse parses an HTTP response from a DeleteRemoteParticipantWithResponse call
+func ParseDeleteRemoteParticipantResponse(rsp *http.Response) (*DeleteRemoteParticipantResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteRemoteParticipantResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRemoteParticipantResponse parses an HTTP response from a GetRemoteParticipantWithResponse call
+func ParseGetRemoteParticipantResponse(rsp *http.Response) (*GetRemoteParticipantResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRemoteParticipantResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RemoteParticipantDto
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateRemoteParticipantResponse parses an HTTP response from a UpdateRemoteParticipantWithResponse call
+func ParseUpdateRemoteParticipantResponse(rsp *http.Response) (*UpdateRemoteParticipantResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateRemoteParticipantResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RemoteParticipantDto
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -3365,6 +4115,13 @@ func ParseCreateBackupScheduleResponse(rsp *http.Response) (*CreateBackupSchedul
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorMap
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

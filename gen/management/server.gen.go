@@ -22,6 +22,15 @@ type ServerInterface interface {
 	// CreateRemoteParticipant Register a remote participant
 	// (POST /remote-participants)
 	CreateRemoteParticipant(ctx echo.Context) error
+	// DeleteRemoteParticipant Remove a remote participant
+	// (DELETE /remote-participants/{name})
+	DeleteRemoteParticipant(ctx echo.Context, name string) error
+	// GetRemoteParticipant Get a remote participant
+	// (GET /remote-participants/{name})
+	GetRemoteParticipant(ctx echo.Context, name string) error
+	// UpdateRemoteParticipant Change a remote participant
+	// (PUT /remote-participants/{name})
+	UpdateRemoteParticipant(ctx echo.Context, name string) error
 	// ListValidators List validators
 	// (GET /validators)
 	ListValidators(ctx echo.Context, params ListValidatorsParams) error
@@ -114,6 +123,54 @@ func (w *ServerInterfaceWrapper) CreateRemoteParticipant(ctx echo.Context) error
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateRemoteParticipant(ctx)
+	return err
+}
+
+// DeleteRemoteParticipant converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteRemoteParticipant(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", ctx.Param("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteRemoteParticipant(ctx, name)
+	return err
+}
+
+// GetRemoteParticipant converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRemoteParticipant(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", ctx.Param("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRemoteParticipant(ctx, name)
+	return err
+}
+
+// UpdateRemoteParticipant converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateRemoteParticipant(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", ctx.Param("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateRemoteParticipant(ctx, name)
 	return err
 }
 
@@ -362,6 +419,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/validators/:name/backup", wrapper.UpdateBackupSchedule, options.OperationMiddlewares["updateBackupSchedule"]...)
 	router.GET(options.BaseURL+"/remote-participants", wrapper.ListRemoteParticipants, options.OperationMiddlewares["listRemoteParticipants"]...)
 	router.POST(options.BaseURL+"/remote-participants", wrapper.CreateRemoteParticipant, options.OperationMiddlewares["createRemoteParticipant"]...)
+	router.DELETE(options.BaseURL+"/remote-participants/:name", wrapper.DeleteRemoteParticipant, options.OperationMiddlewares["deleteRemoteParticipant"]...)
+	router.GET(options.BaseURL+"/remote-participants/:name", wrapper.GetRemoteParticipant, options.OperationMiddlewares["getRemoteParticipant"]...)
+	router.PUT(options.BaseURL+"/remote-participants/:name", wrapper.UpdateRemoteParticipant, options.OperationMiddlewares["updateRemoteParticipant"]...)
 
 }
 
@@ -544,6 +604,286 @@ type CreateRemoteParticipantdefaultJSONResponse struct {
 }
 
 func (response CreateRemoteParticipantdefaultJSONResponse) VisitCreateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRemoteParticipantRequestObject struct {
+	Name string `json:"name"`
+}
+
+type DeleteRemoteParticipantResponseObject interface {
+	VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error
+}
+
+type DeleteRemoteParticipant204Response struct {
+}
+
+func (response DeleteRemoteParticipant204Response) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteRemoteParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRemoteParticipant400JSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRemoteParticipant401JSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRemoteParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRemoteParticipant404JSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRemoteParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRemoteParticipant500JSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRemoteParticipantdefaultJSONResponse struct {
+	Body       ErrorMap
+	StatusCode int
+}
+
+func (response DeleteRemoteParticipantdefaultJSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipantRequestObject struct {
+	Name string `json:"name"`
+}
+
+type GetRemoteParticipantResponseObject interface {
+	VisitGetRemoteParticipantResponse(w http.ResponseWriter) error
+}
+
+type GetRemoteParticipant200JSONResponse RemoteParticipantDto
+
+func (response GetRemoteParticipant200JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRemoteParticipant400JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRemoteParticipant401JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRemoteParticipant404JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRemoteParticipant500JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipantdefaultJSONResponse struct {
+	Body       ErrorMap
+	StatusCode int
+}
+
+func (response GetRemoteParticipantdefaultJSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRemoteParticipantRequestObject struct {
+	Name string `json:"name"`
+	Body *UpdateRemoteParticipantJSONRequestBody
+}
+
+type UpdateRemoteParticipantResponseObject interface {
+	VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error
+}
+
+type UpdateRemoteParticipant200JSONResponse RemoteParticipantDto
+
+func (response UpdateRemoteParticipant200JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRemoteParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRemoteParticipant400JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateRemoteParticipant401JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRemoteParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateRemoteParticipant404JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRemoteParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateRemoteParticipant500JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRemoteParticipantdefaultJSONResponse struct {
+	Body       ErrorMap
+	StatusCode int
+}
+
+func (response UpdateRemoteParticipantdefaultJSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1083,6 +1423,20 @@ func (response CreateBackupSchedule404JSONResponse) VisitCreateBackupScheduleRes
 	return err
 }
 
+type CreateBackupSchedule409JSONResponse ErrorMap
+
+func (response CreateBackupSchedule409JSONResponse) VisitCreateBackupScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateBackupSchedule500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateBackupSchedule500JSONResponse) VisitCreateBackupScheduleResponse(w http.ResponseWriter) error {
@@ -1610,6 +1964,15 @@ type StrictServerInterface interface {
 	// CreateRemoteParticipant Register a remote participant
 	// (POST /remote-participants)
 	CreateRemoteParticipant(ctx context.Context, request CreateRemoteParticipantRequestObject) (CreateRemoteParticipantResponseObject, error)
+	// DeleteRemoteParticipant Remove a remote participant
+	// (DELETE /remote-participants/{name})
+	DeleteRemoteParticipant(ctx context.Context, request DeleteRemoteParticipantRequestObject) (DeleteRemoteParticipantResponseObject, error)
+	// GetRemoteParticipant Get a remote participant
+	// (GET /remote-participants/{name})
+	GetRemoteParticipant(ctx context.Context, request GetRemoteParticipantRequestObject) (GetRemoteParticipantResponseObject, error)
+	// UpdateRemoteParticipant Change a remote participant
+	// (PUT /remote-participants/{name})
+	UpdateRemoteParticipant(ctx context.Context, request UpdateRemoteParticipantRequestObject) (UpdateRemoteParticipantResponseObject, error)
 	// ListValidators List validators
 	// (GET /validators)
 	ListValidators(ctx context.Context, request ListValidatorsRequestObject) (ListValidatorsResponseObject, error)
@@ -1722,6 +2085,104 @@ func (sh *strictHandler) CreateRemoteParticipant(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(CreateRemoteParticipantResponseObject); ok {
 		return validResponse.VisitCreateRemoteParticipantResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteRemoteParticipant operation middleware
+func (sh *strictHandler) DeleteRemoteParticipant(ctx echo.Context, name string) error {
+	var request DeleteRemoteParticipantRequestObject
+
+	request.Name = name
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRemoteParticipant(ctx.Request().Context(), request.(DeleteRemoteParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRemoteParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteRemoteParticipantResponseObject); ok {
+		return validResponse.VisitDeleteRemoteParticipantResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRemoteParticipant operation middleware
+func (sh *strictHandler) GetRemoteParticipant(ctx echo.Context, name string) error {
+	var request GetRemoteParticipantRequestObject
+
+	request.Name = name
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRemoteParticipant(ctx.Request().Context(), request.(GetRemoteParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRemoteParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRemoteParticipantResponseObject); ok {
+		return validResponse.VisitGetRemoteParticipantResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateRemoteParticipant operation middleware
+func (sh *strictHandler) UpdateRemoteParticipant(ctx echo.Context, name string) error {
+	var request UpdateRemoteParticipantRequestObject
+
+	request.Name = name
+
+	var body UpdateRemoteParticipantJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRemoteParticipant(ctx.Request().Context(), request.(UpdateRemoteParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRemoteParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateRemoteParticipantResponseObject); ok {
+		return validResponse.VisitUpdateRemoteParticipantResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

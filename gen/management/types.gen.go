@@ -389,11 +389,19 @@ type RemoteParticipantDto struct {
 	// EnvVars Environment variables of the participant.
 	EnvVars *[]EnvVar `json:"envVars,omitempty"`
 
+	// HealthStatus Result of the last health check (a TCP connection to adminAddress:adminPort), absent
+	// before the first one. The `healthStatus` filter of the list compares with it. Our
+	// addition.
+	HealthStatus *bool `json:"healthStatus,omitempty"`
+
 	// Image Image of the participant.
 	Image string `json:"image"`
 
 	// JsonApiUrl URL of the JSON API.
 	JsonApiUrl string `json:"jsonApiUrl"`
+
+	// LastHealthCheck When the last health check ran (UTC). Our addition.
+	LastHealthCheck *time.Time `json:"lastHealthCheck,omitempty"`
 
 	// LedgerAddress Host of the ledger API.
 	LedgerAddress string `json:"ledgerAddress"`
@@ -1009,6 +1017,9 @@ type ListValidatorsParams struct {
 
 // CreateRemoteParticipantJSONRequestBody defines body for CreateRemoteParticipant for application/json ContentType.
 type CreateRemoteParticipantJSONRequestBody = RemoteParticipantDto
+
+// UpdateRemoteParticipantJSONRequestBody defines body for UpdateRemoteParticipant for application/json ContentType.
+type UpdateRemoteParticipantJSONRequestBody = RemoteParticipantDto
 
 // CreateValidatorJSONRequestBody defines body for CreateValidator for application/json ContentType.
 type CreateValidatorJSONRequestBody = ValidatorDto

@@ -1,6 +1,7 @@
 // Package app assembles one validator-manager process from its
-// configuration: database, cluster gateway, token verification, both API
-// releases. The binary and the contract-test harness build the same thing.
+// configuration: database, cluster gateway, identity provider, token
+// verification, both API releases and their background work. The binary and
+// the contract-test harness build the same thing.
 package app
 
 import (
@@ -16,10 +17,27 @@ import (
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/docs"
+	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/platform"
 	"github.com/validator-manager/validator-manager/impl/server"
 	"github.com/validator-manager/validator-manager/impl/store"
+)
+
+// Conformance of the adapters to the ports their consumers declare.
+var (
+	_ management.Store    = (*store.Store)(nil)
+	_ management.Cluster  = (*cluster.Kube)(nil)
+	_ management.Cluster  = (*cluster.Simulated)(nil)
+	_ management.Identity = (*idp.Keycloak)(nil)
+	_ management.Identity = (*idp.Local)(nil)
+)
+
+// Intervals of the background work.
+const (
+	stateSyncInterval = 2 * time.Second
+	probeInterval     = 30 * time.Second
+	probeTimeout      = 3 * time.Second
 )
 
 // App is a running process's parts.
@@ -27,15 +45,47 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	Store  *store.Store
+	// Cluster is the gateway release 1.11 uses; Simulated is set when it is
+	// the embedded default's simulated cluster.
+	Cluster   management.Cluster
+	Simulated *cluster.Simulated
+	kube      *cluster.Kube
+	Identity  management.Identity
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
-	Issuer *auth.DevIssuer
-	Server *server.Server
+	Issuer     *auth.DevIssuer
+	Management *management.Server
+	Server     *server.Server
 }
 
-// Open builds the process. Parts whose production implementation comes with a
-// later release of this server are refused with a clear error rather than
-// silently simulated.
+// Wiring is what options may change before the parts are assembled.
+type Wiring struct {
+	Management *management.Options
+	Server     *server.Options
+}
+
+// Option adjusts the wiring (tests replace a part with a failing one).
+type Option func(Wiring)
+
+// WithManagement edits release 1.11's parts before its server is built.
+func WithManagement(f func(*management.Options)) Option {
+	return func(w Wiring) {
+		if w.Management != nil {
+			f(w.Management)
+		}
+	}
+}
+
+// WithServer edits the HTTP server's parts before it is built.
+func WithServer(f func(*server.Options)) Option {
+	return func(w Wiring) {
+		if w.Server != nil {
+			f(w.Server)
+		}
+	}
+}
+
+// Open builds the process; Background starts its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
 	a := &App{Config: cfg, Log: log}
 	ok := false
@@ -53,20 +103,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.Store, err = store.Open(driver, dsn); err != nil {
 		return nil, err
 	}
-
-	var gateway platform.Pinger
-	switch cfg.ClusterMode {
-	case config.ClusterSimulated:
-		if gateway, err = cluster.OpenSimulated(filepath.Join(cfg.DataDir, "cluster")); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("cluster.mode=%s: the client-go cluster gateway is not built yet in this server version; use cluster.mode=simulated", cfg.ClusterMode)
+	if err := a.openCluster(ctx); err != nil {
+		return nil, err
 	}
-	if cfg.IdentityMode != config.IdentityLocal {
-		return nil, fmt.Errorf("idp.mode=%s: the Keycloak identity provider is not built yet in this server version; use idp.mode=local", cfg.IdentityMode)
+	if err := a.openIdentity(); err != nil {
+		return nil, err
 	}
-
 	verifier, err := a.verifier(ctx)
 	if err != nil {
 		return nil, err
@@ -79,12 +121,24 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
+
+	mo := management.Options{
+		Store:     a.Store,
+		Cluster:   a.Cluster,
+		Identity:  a.Identity,
+		Namespace: cfg.Namespace,
+		Logger:    log,
+	}
+	for _, opt := range opts {
+		opt(Wiring{Management: &mo})
+	}
+	a.Management = management.New(mo)
 	so := server.Options{
 		Logger:     log,
 		Verifier:   verifier,
-		Management: management.New(),
+		Management: a.Management,
 		Platform: platform.New(platform.Options{
-			Health:  map[string]platform.Pinger{"db": a.Store, "cluster": gateway},
+			Health:  map[string]platform.Pinger{"db": a.Store, "cluster": mo.Cluster},
 			Version: version,
 			Docs:    d,
 		}),
@@ -94,7 +148,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		RequestTimeout: cfg.RequestTimeout,
 	}
 	for _, opt := range opts {
-		opt(&so)
+		opt(Wiring{Server: &so})
 	}
 	if a.Server, err = server.New(so); err != nil {
 		return nil, err
@@ -103,9 +157,64 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	return a, nil
 }
 
-// Option adjusts the server's parts before it is assembled (tests replace a
-// release's handlers with this).
-type Option func(*server.Options)
+func (a *App) openCluster(ctx context.Context) error {
+	cfg := a.Config
+	if cfg.ClusterMode == config.ClusterSimulated {
+		sim, err := cluster.OpenSimulatedWith(filepath.Join(cfg.DataDir, "cluster"), cluster.SimulatedOptions{Namespace: cfg.Namespace})
+		if err != nil {
+			return err
+		}
+		a.Cluster, a.Simulated = sim, sim
+		return nil
+	}
+	rc, err := cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
+	}
+	k, err := cluster.NewKube(rc, cfg.Namespace, cluster.KubeOptions{})
+	if err != nil {
+		return err
+	}
+	// The timeout bounds the first cache sync only; the informer runs until Close.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := k.Start(sctx); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	a.Cluster, a.kube = k, k
+	return nil
+}
+
+func (a *App) openIdentity() error {
+	cfg := a.Config
+	if cfg.IdentityMode == config.IdentityLocal {
+		local, err := idp.OpenLocal(filepath.Join(cfg.DataDir, "idp"))
+		if err != nil {
+			return err
+		}
+		a.Identity = local
+		return nil
+	}
+	kc, err := idp.NewKeycloak(idp.KeycloakConfig{
+		BaseURL:      cfg.KeycloakURL,
+		Realm:        cfg.KeycloakRealm,
+		ClientID:     cfg.KeycloakClientID,
+		ClientSecret: cfg.KeycloakClientSecret,
+	})
+	if err != nil {
+		return fmt.Errorf("idp.keycloak: %w", err)
+	}
+	a.Identity = kc
+	return nil
+}
+
+// Background runs the work that keeps the database in step with the world
+// (validator phases from the cluster, remote participants' health) until ctx
+// ends.
+func (a *App) Background(ctx context.Context) {
+	go a.Management.SyncStates(ctx, stateSyncInterval)
+	go a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
+}
 
 // verifier trusts the configured JWKS, or the development issuer of the data
 // directory when none is configured.
@@ -139,6 +248,9 @@ func (a *App) DevToken() (string, error) {
 
 // Close releases what Open acquired.
 func (a *App) Close() error {
+	if a.kube != nil {
+		a.kube.Close()
+	}
 	if a.Store != nil {
 		return a.Store.Close()
 	}

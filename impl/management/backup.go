@@ -2,22 +2,175 @@ package management
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
+// defaultBackupCron runs a backup daily at midnight UTC when the payload
+// gives no cron.
+const defaultBackupCron = "0 0 * * *"
+
+// CreateBackupSchedule: absent -> active (database must run), soft-deleted ->
+// active (reactivated), active -> 409.
 func (s *Server) CreateBackupSchedule(ctx context.Context, req management.CreateBackupScheduleRequestObject) (management.CreateBackupScheduleResponseObject, error) {
-	return nil, notBuilt("createBackupSchedule")
+	defer s.locks.lock(req.Name)()
+	v, err := s.backupValidator(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := parseBackup(req.Name, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	old, err := s.store.GetBackupSchedule(ctx, req.Name)
+	switch {
+	case isNotFound(err):
+		state, err := s.cluster.ValidatorState(ctx, v.Name)
+		if err != nil && !isNotFound(err) {
+			return nil, err
+		}
+		if !state.DatabaseRunning {
+			return nil, domain.Unavailable("the database of validator %q is not running yet", v.Name)
+		}
+	case err != nil:
+		return nil, err
+	case !old.Deleted:
+		return nil, domain.Conflict("validator %q already has an active backup schedule; change it with PUT", v.Name)
+	}
+	if err := s.saveBackup(ctx, &b, old, err == nil); err != nil {
+		return nil, err
+	}
+	return management.CreateBackupSchedule201JSONResponse(s.backupResponse(b)), nil
 }
 
+// GetBackupSchedule: 404 when absent or soft-deleted.
 func (s *Server) GetBackupSchedule(ctx context.Context, req management.GetBackupScheduleRequestObject) (management.GetBackupScheduleResponseObject, error) {
-	return nil, notBuilt("getBackupSchedule")
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	b, err := s.activeBackup(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return management.GetBackupSchedule200JSONResponse(s.backupResponse(b)), nil
 }
 
+// UpdateBackupSchedule replaces cron and retention; it also reactivates a
+// soft-deleted schedule. 404 only when there is no record at all.
 func (s *Server) UpdateBackupSchedule(ctx context.Context, req management.UpdateBackupScheduleRequestObject) (management.UpdateBackupScheduleResponseObject, error) {
-	return nil, notBuilt("updateBackupSchedule")
+	defer s.locks.lock(req.Name)()
+	if _, err := s.backupValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	old, err := s.store.GetBackupSchedule(ctx, req.Name)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, domain.NotFound("validator %q has no backup schedule", req.Name)
+		}
+		return nil, err
+	}
+	b, err := parseBackup(req.Name, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.saveBackup(ctx, &b, old, true); err != nil {
+		return nil, err
+	}
+	return management.UpdateBackupSchedule200JSONResponse(s.backupResponse(b)), nil
 }
 
+// DeleteBackupSchedule soft-deletes: the record stays, the CronJob is
+// suspended, no further backups run.
 func (s *Server) DeleteBackupSchedule(ctx context.Context, req management.DeleteBackupScheduleRequestObject) (management.DeleteBackupScheduleResponseObject, error) {
-	return nil, notBuilt("deleteBackupSchedule")
+	defer s.locks.lock(req.Name)()
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	b, err := s.activeBackup(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	suspended := b
+	suspended.Deleted = true
+	// Cluster first: a CronJob left running would keep taking backups.
+	if err := s.cluster.ApplyBackupSchedule(ctx, suspended); err != nil {
+		return nil, err
+	}
+	if err := s.store.SoftDeleteBackupSchedule(ctx, req.Name); err != nil {
+		u := &undo{log: s.log}
+		u.push("resume backup CronJob", func(ctx context.Context) error { return s.cluster.ApplyBackupSchedule(ctx, b) })
+		u.run(err)
+		return nil, err
+	}
+	return management.DeleteBackupSchedule204Response{}, nil
+}
+
+// backupValidator returns the validator, refusing one with an external
+// database: backups cover the internal database only.
+func (s *Server) backupValidator(ctx context.Context, name string) (domain.Validator, error) {
+	v, err := s.store.GetValidator(ctx, name)
+	if err != nil {
+		return v, err
+	}
+	if v.ExternalDatabase {
+		return v, domain.Invalid("name", "validator %q uses an external database; backup schedules cover the internal database only", name)
+	}
+	return v, nil
+}
+
+func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSchedule, error) {
+	b, err := s.store.GetBackupSchedule(ctx, name)
+	if err == nil && b.Deleted {
+		err = domain.NotFound("the backup schedule of validator %q was deleted", name)
+	}
+	if isNotFound(err) && !b.Deleted {
+		err = domain.NotFound("validator %q has no backup schedule", name)
+	}
+	return b, err
+}
+
+// saveBackup writes the row, then the CronJob; when the CronJob fails the
+// row is put back as it was (or removed when there was none).
+func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule, old domain.BackupSchedule, existed bool) error {
+	if err := s.store.SaveBackupSchedule(ctx, b); err != nil {
+		return err
+	}
+	if err := s.cluster.ApplyBackupSchedule(ctx, *b); err != nil {
+		u := &undo{log: s.log}
+		if existed {
+			u.push("restore backup schedule row", func(ctx context.Context) error {
+				if err := s.store.SaveBackupSchedule(ctx, &old); err != nil || !old.Deleted {
+					return err
+				}
+				return s.store.SoftDeleteBackupSchedule(ctx, old.Validator)
+			})
+		} else {
+			u.push("remove backup schedule row", func(ctx context.Context) error { return s.store.DeleteBackupSchedule(ctx, b.Validator) })
+		}
+		u.run(err)
+		return err
+	}
+	return nil
+}
+
+func parseBackup(validator string, dto management.ValidatorBackupDto) (domain.BackupSchedule, error) {
+	cron := defaultBackupCron
+	if dto.Cron != nil {
+		cron = *dto.Cron
+	}
+	if _, err := schedule.ParseBackup(cron); err != nil {
+		return domain.BackupSchedule{}, domain.Invalid("cron", "%v", err)
+	}
+	return domain.BackupSchedule{Validator: validator, Cron: cron, MaxBackups: dto.MaxBackups}, nil
+}
+
+func (s *Server) backupResponse(b domain.BackupSchedule) management.ScheduledValidatorBackupDto {
+	out := management.ScheduledValidatorBackupDto{Cron: b.Cron, MaxBackups: ptr(b.MaxBackups)}
+	if c, err := schedule.ParseBackup(b.Cron); err == nil {
+		out.NextRun = ptr(strconv.FormatInt(c.Next(s.now()).Unix(), 10))
+	}
+	return out
 }

@@ -28,6 +28,8 @@ type Store interface {
 	// SaveBackupSchedule creates, replaces or reactivates (clears Deleted).
 	SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error
 	SoftDeleteBackupSchedule(ctx context.Context, validator string) error
+	// DeleteBackupSchedule removes the record for good (undoing a create).
+	DeleteBackupSchedule(ctx context.Context, validator string) error
 
 	CreateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error
 	GetRemoteParticipant(ctx context.Context, name string) (domain.RemoteParticipant, error)

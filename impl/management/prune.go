@@ -4,20 +4,149 @@ import (
 	"context"
 
 	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
+// GetPruneSchedule answers {} when the validator has no schedule.
 func (s *Server) GetPruneSchedule(ctx context.Context, req management.GetPruneScheduleRequestObject) (management.GetPruneScheduleResponseObject, error) {
-	return nil, notBuilt("getPruneSchedule")
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	p, err := s.store.GetPruneSchedule(ctx, req.Name)
+	if isNotFound(err) {
+		return management.GetPruneSchedule200JSONResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := management.GetPruneSchedule200JSONResponse{
+		Cron:        ptr(p.Cron),
+		MaxDuration: ptr(p.MaxDurationText),
+		Retention:   ptr(p.RetentionText),
+	}
+	if c, err := schedule.ParsePrune(p.Cron); err == nil {
+		if next, ok := c.Next(s.now()); ok {
+			out.NextRun = ptr(next.UTC())
+		}
+	}
+	return out, nil
 }
 
 func (s *Server) CreatePruneSchedule(ctx context.Context, req management.CreatePruneScheduleRequestObject) (management.CreatePruneScheduleResponseObject, error) {
-	return nil, notBuilt("createPruneSchedule")
+	defer s.locks.lock(req.Name)()
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	p, err := parsePrune(req.Name, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.CreatePruneSchedule(ctx, &p); err != nil {
+		return nil, err
+	}
+	if err := s.cluster.ApplyPruneSchedule(ctx, req.Name, &p); err != nil {
+		u := &undo{log: s.log}
+		u.push("delete prune schedule row", func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
+		u.run(err)
+		return nil, err
+	}
+	return management.CreatePruneSchedule201Response{}, nil
 }
 
 func (s *Server) UpdatePruneSchedule(ctx context.Context, req management.UpdatePruneScheduleRequestObject) (management.UpdatePruneScheduleResponseObject, error) {
-	return nil, notBuilt("updatePruneSchedule")
+	defer s.locks.lock(req.Name)()
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	old, err := s.store.GetPruneSchedule(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePrune(req.Name, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.UpdatePruneSchedule(ctx, &p); err != nil {
+		return nil, err
+	}
+	if err := s.cluster.ApplyPruneSchedule(ctx, req.Name, &p); err != nil {
+		u := &undo{log: s.log}
+		u.push("restore prune schedule row", func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &old) })
+		u.run(err)
+		return nil, err
+	}
+	return management.UpdatePruneSchedule204Response{}, nil
 }
 
+// DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.
 func (s *Server) DeletePruneSchedule(ctx context.Context, req management.DeletePruneScheduleRequestObject) (management.DeletePruneScheduleResponseObject, error) {
-	return nil, notBuilt("deletePruneSchedule")
+	defer s.locks.lock(req.Name)()
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	old, err := s.store.GetPruneSchedule(ctx, req.Name)
+	if isNotFound(err) {
+		return management.DeletePruneSchedule204Response{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Cluster first: a schedule left in the resource would keep pruning.
+	if err := s.cluster.ApplyPruneSchedule(ctx, req.Name, nil); err != nil {
+		return nil, err
+	}
+	if err := s.store.DeletePruneSchedule(ctx, req.Name); err != nil {
+		u := &undo{log: s.log}
+		u.push("restore prune schedule in cluster", func(ctx context.Context) error { return s.cluster.ApplyPruneSchedule(ctx, req.Name, &old) })
+		u.run(err)
+		return nil, err
+	}
+	return management.DeletePruneSchedule204Response{}, nil
+}
+
+// parsePrune checks a schedule as Canton will: Quartz cron, positive
+// whole-second durations.
+func parsePrune(validator string, dto management.ScheduledValidatorPruneDto) (domain.PruneSchedule, error) {
+	var bad domain.Invalids
+	if _, err := schedule.ParsePrune(dto.Cron); err != nil {
+		bad = append(bad, domain.Invalid("cron", "%v", err))
+	}
+	maxDuration, err := schedule.ParseDuration(dto.MaxDuration)
+	if err != nil {
+		bad = append(bad, domain.Invalid("maxDuration", "%v", err))
+	}
+	retention, err := schedule.ParseDuration(dto.Retention)
+	if err != nil {
+		bad = append(bad, domain.Invalid("retention", "%v", err))
+	}
+	if len(bad) > 0 {
+		return domain.PruneSchedule{}, bad
+	}
+	return domain.PruneSchedule{
+		Validator:       validator,
+		Cron:            dto.Cron,
+		MaxDuration:     maxDuration,
+		Retention:       retention,
+		MaxDurationText: dto.MaxDuration,
+		RetentionText:   dto.Retention,
+	}, nil
+}
+
+// pruneFromCreate reads the optional schedule of a create payload; its
+// errors are keyed under clusterConfig.scheduledPrune.
+func pruneFromCreate(dto management.ValidatorDto) (*domain.PruneSchedule, error) {
+	sp := dto.ClusterConfig.ScheduledPrune
+	if sp == nil {
+		return nil, nil
+	}
+	p, err := parsePrune(dto.Name, *sp)
+	var bad domain.Invalids
+	if asInvalids(err, &bad) {
+		for _, e := range bad {
+			e.Field = "clusterConfig.scheduledPrune." + e.Field
+		}
+		return nil, bad
+	}
+	return &p, err
 }

@@ -2,14 +2,126 @@ package management
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 func (s *Server) ListRemoteParticipants(ctx context.Context, req management.ListRemoteParticipantsRequestObject) (management.ListRemoteParticipantsResponseObject, error) {
-	return nil, notBuilt("listRemoteParticipants")
+	f := RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus}
+	if req.Params.Name != nil {
+		f.NameContains = *req.Params.Name
+	}
+	if req.Params.Status != nil {
+		f.Phase = domain.Phase(*req.Params.Status)
+	}
+	rows, total, err := s.store.ListRemoteParticipants(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := management.ListRemoteParticipants200JSONResponse{Participants: make([]management.RemoteParticipantDto, 0, len(rows)), TotalCount: total}
+	for _, p := range rows {
+		dto, err := participantResponse(p)
+		if err != nil {
+			return nil, err
+		}
+		out.Participants = append(out.Participants, dto)
+	}
+	return out, nil
 }
 
 func (s *Server) CreateRemoteParticipant(ctx context.Context, req management.CreateRemoteParticipantRequestObject) (management.CreateRemoteParticipantResponseObject, error) {
-	return nil, notBuilt("createRemoteParticipant")
+	p, err := participantRow(*req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.CreateRemoteParticipant(ctx, &p); err != nil {
+		return nil, err
+	}
+	dto, err := participantResponse(p)
+	if err != nil {
+		return nil, err
+	}
+	return management.CreateRemoteParticipant201JSONResponse(dto), nil
+}
+
+func (s *Server) GetRemoteParticipant(ctx context.Context, req management.GetRemoteParticipantRequestObject) (management.GetRemoteParticipantResponseObject, error) {
+	p, err := s.store.GetRemoteParticipant(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	dto, err := participantResponse(p)
+	if err != nil {
+		return nil, err
+	}
+	return management.GetRemoteParticipant200JSONResponse(dto), nil
+}
+
+// UpdateRemoteParticipant replaces the registration; its health record stays.
+func (s *Server) UpdateRemoteParticipant(ctx context.Context, req management.UpdateRemoteParticipantRequestObject) (management.UpdateRemoteParticipantResponseObject, error) {
+	if req.Body.Name != req.Name {
+		return nil, domain.Invalid("name", "must equal the name in the path (%q); a registration is not renamed", req.Name)
+	}
+	p, err := participantRow(*req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.UpdateRemoteParticipant(ctx, &p); err != nil {
+		return nil, err
+	}
+	stored, err := s.store.GetRemoteParticipant(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	dto, err := participantResponse(stored)
+	if err != nil {
+		return nil, err
+	}
+	return management.UpdateRemoteParticipant200JSONResponse(dto), nil
+}
+
+func (s *Server) DeleteRemoteParticipant(ctx context.Context, req management.DeleteRemoteParticipantRequestObject) (management.DeleteRemoteParticipantResponseObject, error) {
+	if err := s.store.DeleteRemoteParticipant(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	return management.DeleteRemoteParticipant204Response{}, nil
+}
+
+func participantRow(dto management.RemoteParticipantDto) (domain.RemoteParticipant, error) {
+	phase := domain.PhasePending
+	if dto.Phase != nil {
+		phase = domain.Phase(*dto.Phase)
+	}
+	dto.Phase = nil
+	dto.HealthStatus, dto.LastHealthCheck = nil, nil
+	spec, err := json.Marshal(dto)
+	if err != nil {
+		return domain.RemoteParticipant{}, err
+	}
+	return domain.RemoteParticipant{
+		Name:          dto.Name,
+		Spec:          spec,
+		Phase:         phase,
+		AdminAddress:  dto.AdminAddress,
+		AdminPort:     dto.AdminPort,
+		LedgerAddress: dto.LedgerAddress,
+		LedgerPort:    dto.LedgerPort,
+	}, nil
+}
+
+func participantResponse(p domain.RemoteParticipant) (management.RemoteParticipantDto, error) {
+	var dto management.RemoteParticipantDto
+	if err := json.Unmarshal(p.Spec, &dto); err != nil {
+		return dto, fmt.Errorf("remote participant %q: stored registration: %w", p.Name, err)
+	}
+	phase := management.Phase(p.Phase)
+	dto.Phase = &phase
+	dto.HealthStatus = p.Healthy
+	if p.LastCheckedAt != nil {
+		t := p.LastCheckedAt.UTC()
+		dto.LastHealthCheck = &t
+	}
+	return dto, nil
 }

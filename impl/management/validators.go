@@ -2,18 +2,352 @@ package management
 
 import (
 	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
+// Page defaults (the document leaves them open; see docs/decisions.md).
+const (
+	defaultLimit = 20
+)
+
+func page(from, limit *int32) Page {
+	p := Page{Limit: defaultLimit}
+	if from != nil {
+		p.Offset = int(*from)
+	}
+	if limit != nil {
+		p.Limit = int(*limit)
+	}
+	return p
+}
+
 func (s *Server) ListValidators(ctx context.Context, req management.ListValidatorsRequestObject) (management.ListValidatorsResponseObject, error) {
-	return nil, notBuilt("listValidators")
+	f := ValidatorFilter{Page: page(req.Params.From, req.Params.Limit)}
+	if req.Params.Name != nil {
+		f.NameContains = *req.Params.Name
+	}
+	if req.Params.Status != nil {
+		f.Phase = domain.Phase(*req.Params.Status)
+	}
+	rows, total, err := s.store.ListValidators(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := management.ListValidators200JSONResponse{Validators: make([]management.ValidatorResponseDto, 0, len(rows)), TotalCount: total}
+	for _, v := range rows {
+		r, err := s.response(v)
+		if err != nil {
+			return nil, err
+		}
+		out.Validators = append(out.Validators, r)
+	}
+	return out, nil
 }
 
+// CreateValidator claims the name in the database first (so that of two
+// concurrent creates exactly one wins), then creates the wallet user, then
+// the cluster objects; a failure undoes the steps done, newest first.
 func (s *Server) CreateValidator(ctx context.Context, req management.CreateValidatorRequestObject) (management.CreateValidatorResponseObject, error) {
-	return nil, notBuilt("createValidator")
+	dto := *req.Body
+	if err := checkCreate(dto); err != nil {
+		return nil, err
+	}
+	prune, err := pruneFromCreate(dto)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cluster.CheckReferences(ctx, references(dto)); err != nil {
+		return nil, err
+	}
+
+	secrets := splitSecrets(&dto)
+	spec := storedSpec{Validator: dto}
+	spec.markWritten(secrets)
+	customAuth := dto.CustomAuth != nil && *dto.CustomAuth
+	v := domain.Validator{
+		Name:             dto.Name,
+		Phase:            domain.PhasePending,
+		CustomAuth:       customAuth,
+		ExternalDatabase: dto.DatabaseConfig != nil && dto.DatabaseConfig.External != nil && *dto.DatabaseConfig.External,
+		MigrationID:      dto.ClusterConfig.Migration.Id,
+		Migrating:        dto.ClusterConfig.Migration.Migrating != nil && *dto.ClusterConfig.Migration.Migrating,
+	}
+	if !v.ExternalDatabase {
+		v.DatabaseStorage = defaultDatabaseStorage
+	}
+	if v.Spec, err = encodeSpec(spec); err != nil {
+		return nil, err
+	}
+
+	if err := s.store.CreateValidator(ctx, &v); err != nil {
+		if errors.Is(err, domain.ErrConflict) {
+			return s.createConflict(ctx, dto.Name, err)
+		}
+		return nil, err
+	}
+	u := &undo{log: s.log}
+	u.push("delete validator row", func(ctx context.Context) error { return s.store.DeleteValidator(ctx, v.Name) })
+	fail := func(err error) (management.CreateValidatorResponseObject, error) {
+		u.run(err)
+		return nil, err
+	}
+
+	var created *domain.CreatedUser
+	if !customAuth {
+		user, err := s.identity.CreateWalletUser(ctx, v.Name)
+		if err != nil {
+			return fail(fmt.Errorf("create wallet user: %w", err))
+		}
+		created = &user
+		u.push("delete wallet user", func(ctx context.Context) error { return s.identity.DeleteUser(ctx, user.ID) })
+		v.WalletUserID = user.ID
+		if err := s.store.UpdateValidator(ctx, &v); err != nil {
+			return fail(err)
+		}
+	}
+	if prune != nil {
+		if err := s.store.CreatePruneSchedule(ctx, prune); err != nil {
+			return fail(err)
+		}
+	}
+
+	// Any partial write to the cluster is removed on failure.
+	u.push("delete cluster objects", func(ctx context.Context) error { return s.cluster.DeleteValidator(ctx, v.Name) })
+	if err := s.cluster.ApplyValidator(ctx, v, secrets); err != nil {
+		return fail(err)
+	}
+	if prune != nil {
+		if err := s.cluster.ApplyPruneSchedule(ctx, v.Name, prune); err != nil {
+			return fail(err)
+		}
+	}
+
+	r, err := s.response(v)
+	if err != nil {
+		return nil, err
+	}
+	if created != nil {
+		r.CreatedUser = &management.CreatedUserDto{
+			Id:                ptr(created.ID),
+			Username:          ptr(created.Username),
+			TemporaryPassword: ptr(created.TemporaryPassword),
+		}
+	}
+	s.log.InfoContext(ctx, "validator created", "validator", v.Name, "customAuth", customAuth)
+	return management.CreateValidator201JSONResponse(r), nil
 }
 
+// createConflict answers 409 with the existing validator, as the document
+// asks (never with its created user: that was shown once).
+func (s *Server) createConflict(ctx context.Context, name string, cause error) (management.CreateValidatorResponseObject, error) {
+	existing, err := s.store.GetValidator(ctx, name)
+	if err != nil {
+		// Deleted in between (a failed concurrent create undone): still a conflict.
+		return nil, cause
+	}
+	r, err := s.response(existing)
+	if err != nil {
+		return nil, err
+	}
+	return management.CreateValidator409JSONResponse(r), nil
+}
+
+// checkCreate enforces what the contract cannot express.
+func checkCreate(dto management.ValidatorDto) error {
+	var bad domain.Invalids
+	if dto.Auth != nil && (dto.Auth.LedgerApiClientSecret == nil || *dto.Auth.LedgerApiClientSecret == "") {
+		bad = append(bad, domain.Invalid("auth.ledgerApiClientSecret", "is required"))
+	}
+	if db := dto.DatabaseConfig; db != nil && db.External != nil && *db.External {
+		if db.Hostname == nil || *db.Hostname == "" {
+			bad = append(bad, domain.Invalid("databaseConfig.hostname", "is required for an external database"))
+		}
+		if db.Port == nil || *db.Port == "" {
+			bad = append(bad, domain.Invalid("databaseConfig.port", "is required for an external database"))
+		}
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
+// UpdateValidator applies a partial edit. Null sections are unchanged;
+// immutable fields are refused with 400, a frozen validator with 409.
 func (s *Server) UpdateValidator(ctx context.Context, req management.UpdateValidatorRequestObject) (management.UpdateValidatorResponseObject, error) {
-	return nil, notBuilt("updateValidator")
+	edit := *req.Body
+	defer s.locks.lock(edit.Name)()
+	old, err := s.store.GetValidator(ctx, edit.Name)
+	if err != nil {
+		return nil, err
+	}
+	if old.Immutable {
+		return nil, domain.Conflict("validator %q is not editable (disableUserEdit)", old.Name)
+	}
+	spec, err := decodeSpec(old)
+	if err != nil {
+		return nil, err
+	}
+	next := old
+	secrets, err := applyEdit(&next, &spec, edit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cluster.CheckReferences(ctx, references(spec.Validator)); err != nil {
+		return nil, err
+	}
+	spec.markWritten(secrets)
+	if next.Spec, err = encodeSpec(spec); err != nil {
+		return nil, err
+	}
+	if err := s.store.UpdateValidator(ctx, &next); err != nil {
+		return nil, err
+	}
+	if err := s.cluster.ApplyValidator(ctx, next, secrets); err != nil {
+		// Put the row back as it was; the cluster kept its previous state.
+		u := &undo{log: s.log}
+		u.push("restore validator row", func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &old) })
+		u.run(err)
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
+	return management.UpdateValidator200Response{}, nil
+}
+
+// applyEdit changes v and spec as edit says and returns the secret values it
+// carries. It refuses changes to immutable fields.
+func applyEdit(v *domain.Validator, spec *storedSpec, edit management.ValidatorEditDto) (domain.ValidatorSecrets, error) {
+	dto := &spec.Validator
+	var secrets domain.ValidatorSecrets
+	var bad domain.Invalids
+	if edit.ImageRepo != nil {
+		dto.ImageRepo = *edit.ImageRepo
+	}
+	if edit.ImageTag != nil {
+		dto.ImageTag = *edit.ImageTag
+	}
+	if edit.DatabaseStorage != nil {
+		if v.ExternalDatabase {
+			bad = append(bad, domain.Invalid("databaseStorage", "the validator uses an external database"))
+		} else if err := checkGrow(v.DatabaseStorage, *edit.DatabaseStorage); err != nil {
+			bad = append(bad, domain.Invalid("databaseStorage", "%v", err))
+		} else {
+			v.DatabaseStorage = *edit.DatabaseStorage
+		}
+	}
+	if cc := edit.ClusterConfig; cc != nil {
+		if cc.Migration.Id < v.MigrationID {
+			bad = append(bad, domain.Invalid("clusterConfig.migration.id", "must not decrease (current %d)", v.MigrationID))
+		}
+		v.MigrationID = cc.Migration.Id
+		v.Migrating = cc.Migration.Migrating != nil && *cc.Migration.Migrating
+		dto.ClusterConfig.Migration = cc.Migration
+		if cc.ScanAddress != nil {
+			dto.ClusterConfig.ScanAddress = *cc.ScanAddress
+		}
+		if cc.ContactPoint != nil {
+			dto.ClusterConfig.ContactPoint = cc.ContactPoint
+		}
+		if cc.TopUp != nil {
+			dto.ClusterConfig.TopUp = cc.TopUp
+		}
+		if cc.DisableProbes != nil {
+			dto.ClusterConfig.DisableProbes = cc.DisableProbes
+		}
+		editAppInfo(&dto.ClusterConfig.AppInfoValidator, cc.AppInfoValidator)
+		editAppInfo(&dto.ClusterConfig.AppInfoLedgerNameService, cc.AppInfoLedgerNameService)
+		if cc.AppInfoWallet != nil {
+			if dto.ClusterConfig.AppInfoWallet == nil {
+				dto.ClusterConfig.AppInfoWallet = &management.AppInfoDto{EnvVars: []management.EnvVar{}}
+			}
+			editAppInfo(dto.ClusterConfig.AppInfoWallet, cc.AppInfoWallet)
+		}
+		if cc.WalletSweeps != nil {
+			spec.WalletSweeps = *cc.WalletSweeps
+		}
+	}
+	editAppInfo(&dto.Participant, edit.Participant)
+	if edit.CleanRestoreData != nil {
+		spec.CleanRestoreData = *edit.CleanRestoreData
+	}
+	if edit.ExposeLedgerApi != nil {
+		dto.ClusterParticipantConfig.ExposeLedgerApi = edit.ExposeLedgerApi
+	}
+	if edit.PrivateJsonApi != nil {
+		dto.ClusterParticipantConfig.PrivateJsonApi = edit.PrivateJsonApi
+	}
+	if db := edit.DatabaseConfig; db != nil {
+		external := db.External != nil && *db.External
+		if db.External != nil && external != v.ExternalDatabase {
+			bad = append(bad, domain.Invalid("databaseConfig.external", "cannot change between an internal and an external database"))
+		}
+		next := *db
+		next.External = ptr(v.ExternalDatabase)
+		if next.Password != nil {
+			secrets.DatabasePassword = *next.Password
+			next.Password = nil
+		}
+		dto.DatabaseConfig = &next
+	}
+	if edit.SqlDbConfig != nil {
+		dto.SqlDbConfig = edit.SqlDbConfig
+	}
+	if len(bad) > 0 {
+		return secrets, bad
+	}
+	return secrets, nil
+}
+
+// editAppInfo applies an AppInfoEditDto: envVars replaces the list,
+// envVarsDelete removes variables by name, resources replaces.
+func editAppInfo(a *management.AppInfoDto, e *management.AppInfoEditDto) {
+	if e == nil {
+		return
+	}
+	if e.EnvVars != nil {
+		a.EnvVars = append([]management.EnvVar{}, *e.EnvVars...)
+	}
+	if e.EnvVarsDelete != nil {
+		drop := map[string]bool{}
+		for _, d := range *e.EnvVarsDelete {
+			if d.Name != nil {
+				drop[*d.Name] = true
+			}
+		}
+		kept := a.EnvVars[:0:0]
+		for _, ev := range a.EnvVars {
+			if ev.Name == nil || !drop[*ev.Name] {
+				kept = append(kept, ev)
+			}
+		}
+		a.EnvVars = kept
+	}
+	if e.Resources != nil {
+		a.Resources = e.Resources
+	}
+}
+
+// checkGrow refuses a smaller volume: Kubernetes cannot shrink a PVC.
+func checkGrow(current, next string) error {
+	want, err := resource.ParseQuantity(next)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity", next)
+	}
+	if current == "" {
+		current = defaultDatabaseStorage
+	}
+	have, err := resource.ParseQuantity(current)
+	if err != nil {
+		return nil
+	}
+	if want.Cmp(have) < 0 {
+		return fmt.Errorf("must not shrink (from %s to %s)", current, next)
+	}
+	return nil
 }

@@ -37,10 +37,10 @@ func (panickingPlatform) ListValidators(context.Context, genplatform.ListValidat
 func TestErrorShapes(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.MaxBodyBytes = 1 << 10 },
-		App: []app.Option{func(o *server.Options) {
-			o.Management = panickingManagement{management.New()}
+		App: []app.Option{app.WithServer(func(o *server.Options) {
+			o.Management = panickingManagement{o.Management.(*management.Server)}
 			o.Platform = panickingPlatform{o.Platform.(*platform.Server)}
-		}},
+		})},
 	})
 	big := `{"name":"` + strings.Repeat("a", 2<<10) + `"}`
 	cases := []struct {

@@ -44,6 +44,7 @@ const (
 	release111 = "1.11"
 	release20  = "2.0"
 	validator  = "validator-1"
+	absent     = "never-created"
 )
 
 // TestEveryOperation calls every operation of both contracts with valid
@@ -79,8 +80,8 @@ func TestEveryOperation(t *testing.T) {
 }
 
 func operationCases() []operationCase {
-	m := func(id string, call apiCall) operationCase {
-		return operationCase{release: release111, id: id, call: call, status: http.StatusNotImplemented}
+	m := func(id string, status int, call apiCall, check func(*testing.T, apiResponse)) operationCase {
+		return operationCase{release: release111, id: id, call: call, status: status, check: check}
 	}
 	p := func(id string, call apiCall) operationCase {
 		return operationCase{release: release20, id: id, call: call, status: http.StatusNotImplemented}
@@ -91,66 +92,73 @@ func operationCases() []operationCase {
 
 	return []operationCase{
 		// ------------------------------------------------ release 1.11
-		m("listValidators", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		// Built: each row gets its real answer. Rows run in parallel, so the
+		// only validator created is validator-1 and every by-name row names
+		// objects that never exist (404). impl/management tests the behaviour.
+		m("listValidators", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{
 				From: ptr[int32](0), Limit: ptr[int32](500), Status: ptr(management.RUNNING), Name: ptr("val_%"),
 			})
-		}),
-		m("createValidator", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		}, hasJSON),
+		m("createValidator", http.StatusCreated, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.CreateValidatorWithResponse(ctx, validValidator())
-		}),
-		m("updateValidator", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		}, hasJSON),
+		m("updateValidator", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
-				Name:            validator,
+				Name:            absent,
 				ImageTag:        ptr("0.4.2"),
 				DatabaseStorage: ptr("20Gi"),
 				ClusterConfig:   &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: 2, Migrating: ptr(true)}},
 			})
-		}),
-		{release: release111, id: "updateValidator", variant: "null sections", status: http.StatusNotImplemented,
+		}, notFound),
+		{release: release111, id: "updateValidator", variant: "null sections", status: http.StatusNotFound, check: notFound,
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				// Absent or null sections are left unchanged: null is valid.
 				return s.Management.UpdateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(
-					`{"name":"validator-1","imageRepo":null,"databaseStorage":null,"participant":null,`+
+					`{"name":"`+absent+`","imageRepo":null,"databaseStorage":null,"participant":null,`+
 						`"clusterConfig":{"migration":{"id":3},"topUp":null,"walletSweeps":null,"appInfoValidator":{"envVars":null}}}`))
 			}},
-		m("getPruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.GetPruneScheduleWithResponse(ctx, validator)
-		}),
-		m("createPruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.CreatePruneScheduleWithResponse(ctx, validator, prune)
-		}),
-		m("updatePruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.UpdatePruneScheduleWithResponse(ctx, validator, prune)
-		}),
-		m("deletePruneSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.DeletePruneScheduleWithResponse(ctx, validator)
-		}),
-		m("createBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.CreateBackupScheduleWithResponse(ctx, validator, backup)
-		}),
-		m("getBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.GetBackupScheduleWithResponse(ctx, validator)
-		}),
-		m("updateBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.UpdateBackupScheduleWithResponse(ctx, validator, management.ValidatorBackupDto{Cron: ptr("0 3 * * 1"), MaxBackups: 84})
-		}),
-		m("deleteBackupSchedule", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.DeleteBackupScheduleWithResponse(ctx, validator)
-		}),
-		m("listRemoteParticipants", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		m("getPruneSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.GetPruneScheduleWithResponse(ctx, absent)
+		}, notFound),
+		m("createPruneSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreatePruneScheduleWithResponse(ctx, absent, prune)
+		}, notFound),
+		m("updatePruneSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.UpdatePruneScheduleWithResponse(ctx, absent, prune)
+		}, notFound),
+		m("deletePruneSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.DeletePruneScheduleWithResponse(ctx, absent)
+		}, notFound),
+		m("createBackupSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreateBackupScheduleWithResponse(ctx, absent, backup)
+		}, notFound),
+		m("getBackupSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.GetBackupScheduleWithResponse(ctx, absent)
+		}, notFound),
+		m("updateBackupSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.UpdateBackupScheduleWithResponse(ctx, absent, management.ValidatorBackupDto{Cron: ptr("0 3 * * 1"), MaxBackups: 84})
+		}, notFound),
+		m("deleteBackupSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.DeleteBackupScheduleWithResponse(ctx, absent)
+		}, notFound),
+		m("listRemoteParticipants", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.ListRemoteParticipantsWithResponse(ctx, &management.ListRemoteParticipantsParams{
 				HealthStatus: ptr(true), From: ptr[int32](20), Limit: ptr[int32](1), Status: ptr(management.PENDING), Name: ptr("remote"),
 			})
-		}),
-		m("createRemoteParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.CreateRemoteParticipantWithResponse(ctx, management.RemoteParticipantDto{
-				Name: "remote-1", AdminAddress: "participant.example.com", AdminPort: "5002",
-				LedgerAddress: "participant.example.com", LedgerPort: "5001", LedgerId: "ledger-1",
-				JsonApiUrl: "https://participant.example.com/json", AuthProvider: management.Provider1,
-				Image: "registry.example.com/participant:3.3.0", V3: ptr(true),
-			})
-		}),
+		}, hasJSON),
+		m("createRemoteParticipant", http.StatusCreated, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.CreateRemoteParticipantWithResponse(ctx, remoteParticipant("remote-1"))
+		}, hasJSON),
+		m("getRemoteParticipant", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.GetRemoteParticipantWithResponse(ctx, absent)
+		}, notFound),
+		m("updateRemoteParticipant", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.UpdateRemoteParticipantWithResponse(ctx, absent, remoteParticipant(absent))
+		}, notFound),
+		m("deleteRemoteParticipant", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.DeleteRemoteParticipantWithResponse(ctx, absent)
+		}, notFound),
 
 		// ------------------------------------------------ release 2.0, /api/v1
 		p("listValidators", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
@@ -736,6 +744,32 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // validValidator is a complete, valid createValidator body.
+// hasJSON checks a success with a JSON body (the harness validated its schema).
+func hasJSON(t *testing.T, r apiResponse) {
+	t.Helper()
+	if !strings.HasPrefix(r.ContentType(), "application/json") || len(r.GetBody()) == 0 {
+		t.Fatalf("got %q %s, want a JSON body", r.ContentType(), r.GetBody())
+	}
+}
+
+// notFound checks release 1.11's 404 body names what is missing.
+func notFound(t *testing.T, r apiResponse) {
+	t.Helper()
+	body := managementError(t, r)
+	if !strings.Contains(body["error"], absent) || !strings.Contains(body["error"], "not found") {
+		t.Fatalf("got %v, want an error saying %q was not found", body, absent)
+	}
+}
+
+func remoteParticipant(name string) management.RemoteParticipantDto {
+	return management.RemoteParticipantDto{
+		Name: name, AdminAddress: "participant.example.com", AdminPort: "5002",
+		LedgerAddress: "participant.example.com", LedgerPort: "5001", LedgerId: "ledger-1",
+		JsonApiUrl: "https://participant.example.com/json", AuthProvider: management.Provider1,
+		Image: "registry.example.com/participant:3.3.0", V3: ptr(true),
+	}
+}
+
 func validValidator() management.ValidatorDto {
 	none := []management.EnvVar{}
 	return management.ValidatorDto{

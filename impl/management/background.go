@@ -1,0 +1,104 @@
+package management
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+)
+
+// Background work runs until ctx ends. With several replicas only one should
+// run it (leader election is not built yet: see the README).
+
+// SyncStates copies what the cluster reports about each validator (phase,
+// disableUserEdit) into the database every interval, so that list filters
+// and pages, which run in the database, see current phases.
+func (s *Server) SyncStates(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if err := s.SyncStatesOnce(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "syncing validator states from the cluster", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// SyncStatesOnce is one pass of SyncStates.
+func (s *Server) SyncStatesOnce(ctx context.Context) error {
+	states, err := s.cluster.ValidatorStates(ctx)
+	if err != nil {
+		return err
+	}
+	for name, st := range states {
+		if err := s.store.SyncValidatorState(ctx, name, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProbeParticipants records, every interval, whether each remote
+// participant's admin API accepts a TCP connection within timeout.
+func (s *Server) ProbeParticipants(ctx context.Context, interval, timeout time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if err := s.ProbeParticipantsOnce(ctx, timeout); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "probing remote participants", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// probeParallelism bounds the connections one probe pass opens at once.
+const probeParallelism = 8
+
+// ProbeParticipantsOnce is one pass of ProbeParticipants.
+func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duration) error {
+	sem := make(chan struct{}, probeParallelism)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for offset := 0; ; {
+		rows, total, err := s.store.ListRemoteParticipants(ctx, RemoteParticipantFilter{Page: Page{Offset: offset, Limit: 500}})
+		if err != nil {
+			return err
+		}
+		for _, p := range rows {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				d := net.Dialer{Timeout: timeout}
+				conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.AdminAddress, p.AdminPort))
+				healthy := err == nil
+				if healthy {
+					conn.Close()
+				}
+				// A participant removed meanwhile has no record to update.
+				if err := s.store.RecordParticipantHealth(ctx, p.Name, healthy, s.now().UTC()); err != nil && !isNotFound(err) {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		offset += len(rows)
+		if len(rows) == 0 || int64(offset) >= total {
+			break
+		}
+	}
+	wg.Wait()
+	return firstErr
+}

@@ -1,0 +1,141 @@
+package management_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	gen "github.com/validator-manager/validator-manager/gen/management"
+)
+
+func participant(name, host, port string) gen.RemoteParticipantDto {
+	return gen.RemoteParticipantDto{
+		Name: name, AdminAddress: host, AdminPort: port,
+		LedgerAddress: host, LedgerPort: "5001", LedgerId: "ledger-" + name,
+		JsonApiUrl: "https://" + name + ".example.com/json", AuthProvider: gen.Provider2,
+		Image: "registry.example.com/participant:3.3.0",
+	}
+}
+
+func TestRemoteParticipants(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+
+	// One participant whose admin port answers, one whose port is closed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, openPort, _ := net.SplitHostPort(ln.Addr().String())
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closedPort, _ := net.SplitHostPort(closed.Addr().String())
+	closed.Close()
+
+	up := participant("up_1%", "127.0.0.1", openPort)
+	down := participant("down-1", "127.0.0.1", closedPort)
+	down.Phase = ptr(gen.RUNNING)
+	for _, p := range []gen.RemoteParticipantDto{up, down, participant("never-probed", "127.0.0.1", closedPort)} {
+		r, err := e.Management.CreateRemoteParticipantWithResponse(ctx, p)
+		if err != nil || r.StatusCode() != http.StatusCreated {
+			t.Fatalf("create %s: got %d %v", p.Name, r.StatusCode(), err)
+		}
+		if p.Phase == nil && *r.JSON201.Phase != gen.PENDING {
+			t.Fatalf("create %s: phase got %v, want PENDING by default", p.Name, *r.JSON201.Phase)
+		}
+		if r.JSON201.HealthStatus != nil {
+			t.Fatalf("create %s: healthStatus before any check", p.Name)
+		}
+	}
+	if r, _ := e.Management.CreateRemoteParticipantWithResponse(ctx, up); r.StatusCode() != http.StatusConflict {
+		t.Fatalf("duplicate: got %d, want 409", r.StatusCode())
+	}
+
+	// Probe only the first two (the third is added after the probe below).
+	if err := e.App.Store.DeleteRemoteParticipant(ctx, "never-probed"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(time.Minute)
+	if err := e.App.Management.ProbeParticipantsOnce(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := e.Management.CreateRemoteParticipantWithResponse(ctx, participant("never-probed", "127.0.0.1", closedPort)); r.StatusCode() != http.StatusCreated {
+		t.Fatal("re-create never-probed")
+	}
+
+	list := func(p gen.ListRemoteParticipantsParams) []string {
+		t.Helper()
+		r, err := e.Management.ListRemoteParticipantsWithResponse(ctx, &p)
+		if err != nil || r.JSON200 == nil {
+			t.Fatalf("list: %v %s", err, r.Body)
+		}
+		var names []string
+		for _, p := range r.JSON200.Participants {
+			names = append(names, p.Name)
+		}
+		if r.JSON200.TotalCount != int64(len(names)) && p.Limit == nil {
+			t.Fatalf("totalCount %d for %d items", r.JSON200.TotalCount, len(names))
+		}
+		return names
+	}
+	cases := []struct {
+		name   string
+		params gen.ListRemoteParticipantsParams
+		want   []string
+	}{
+		{"all", gen.ListRemoteParticipantsParams{}, []string{"down-1", "never-probed", "up_1%"}},
+		{"healthy", gen.ListRemoteParticipantsParams{HealthStatus: ptr(true)}, []string{"up_1%"}},
+		{"unhealthy (never probed matches neither)", gen.ListRemoteParticipantsParams{HealthStatus: ptr(false)}, []string{"down-1"}},
+		{"running", gen.ListRemoteParticipantsParams{Status: ptr(gen.RUNNING)}, []string{"down-1"}},
+		{"literal %", gen.ListRemoteParticipantsParams{Name: ptr("1%")}, []string{"up_1%"}},
+		{"literal _", gen.ListRemoteParticipantsParams{Name: ptr("_")}, []string{"up_1%"}},
+		{"case-sensitive", gen.ListRemoteParticipantsParams{Name: ptr("DOWN")}, nil},
+		{"page", gen.ListRemoteParticipantsParams{From: ptr[int32](1), Limit: ptr[int32](1)}, []string{"never-probed"}},
+	}
+	for _, tc := range cases {
+		if got := list(tc.params); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// Get shows the health record; update replaces and keeps it; rename is 400.
+	g, err := e.Management.GetRemoteParticipantWithResponse(ctx, "up_1%")
+	if err != nil || g.JSON200 == nil || g.JSON200.HealthStatus == nil || !*g.JSON200.HealthStatus || g.JSON200.LastHealthCheck == nil {
+		t.Fatalf("get: got %d %s, want the registration with a healthy check", g.StatusCode(), g.Body)
+	}
+	changed := up
+	changed.Image = "registry.example.com/participant:3.4.0"
+	u, err := e.Management.UpdateRemoteParticipantWithResponse(ctx, "up_1%", changed)
+	if err != nil || u.StatusCode() != http.StatusOK || u.JSON200.Image != changed.Image || u.JSON200.HealthStatus == nil {
+		t.Fatalf("update: got %d %s, want 200 with the new image and the health kept", u.StatusCode(), u.Body)
+	}
+	renamed := changed
+	renamed.Name = "other"
+	if u, _ := e.Management.UpdateRemoteParticipantWithResponse(ctx, "up_1%", renamed); u.StatusCode() != http.StatusBadRequest || errorMap(t, u.Body)["name"] == "" {
+		t.Fatalf("rename: got %d %s, want 400 keyed name", u.StatusCode(), u.Body)
+	}
+	if d, _ := e.Management.DeleteRemoteParticipantWithResponse(ctx, "up_1%"); d.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete: got %d, want 204", d.StatusCode())
+	}
+	if d, _ := e.Management.DeleteRemoteParticipantWithResponse(ctx, "up_1%"); d.StatusCode() != http.StatusNotFound {
+		t.Fatalf("delete again: got %d, want 404", d.StatusCode())
+	}
+	if g, _ := e.Management.GetRemoteParticipantWithResponse(ctx, "up_1%"); g.StatusCode() != http.StatusNotFound {
+		t.Fatalf("get after delete: got %d, want 404", g.StatusCode())
+	}
+}

@@ -1,0 +1,511 @@
+package management_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gen "github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+const (
+	onboardingSecret = "onboarding-Secret-Value-1"
+	clientSecret     = "client-Secret-Value-2"
+	databasePassword = "database-Password-Value-3"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// newValidator is a complete, valid create payload carrying every secret.
+func newValidator(name string) gen.ValidatorDto {
+	none := []gen.EnvVar{}
+	return gen.ValidatorDto{
+		Name:      name,
+		ImageRepo: "registry.example.com/splice/validator-app",
+		ImageTag:  "0.4.2",
+		ClusterConfig: gen.ClusterConfigDto{
+			AppInfoLedgerNameService: gen.AppInfoDto{EnvVars: none},
+			AppInfoValidator: gen.AppInfoDto{
+				EnvVars: []gen.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
+			},
+			DefaultJvmOptions: "-Xms1g",
+			Migration:         gen.MigrationDto{Id: 1},
+			PartyHint:         "acme-validator",
+			ScanAddress:       "https://scan.example.com",
+			SvSponsorAddress:  "https://sv.example.com",
+		},
+		Participant: gen.AppInfoDto{EnvVars: none},
+		Auth: &gen.ValidatorAuthDto{
+			Audience: "https://ledger.example.com", CnsClientId: "cns", WalletClientId: "wallet",
+			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr(clientSecret),
+			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
+		},
+		OnboardingSecret: ptr(onboardingSecret),
+		DatabaseConfig:   &gen.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr(databasePassword)},
+	}
+}
+
+func customAuth(v gen.ValidatorDto) gen.ValidatorDto {
+	v.CustomAuth = ptr(true)
+	return v
+}
+
+func TestCreateValidator(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+
+	resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("alpha"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode() != http.StatusCreated || resp.JSON201 == nil {
+		t.Fatalf("got %d %s, want 201", resp.StatusCode(), resp.Body)
+	}
+	got := resp.JSON201
+	u := got.CreatedUser
+	if u == nil || *u.Username != "alpha_walletuser" || *u.Id == "" || len(*u.TemporaryPassword) < 20 {
+		t.Fatalf("createdUser: got %+v, want alpha_walletuser with an id and a temporary password", u)
+	}
+	if *got.Phase != gen.PENDING || *got.OnboardingSecretName != "alpha-onboarding" || *got.MigrationId != "1" || *got.DatabaseStorage != "10Gi" {
+		t.Fatalf("got phase %v onboardingSecretName %v migrationId %v databaseStorage %v", *got.Phase, *got.OnboardingSecretName, *got.MigrationId, *got.DatabaseStorage)
+	}
+	if got.DatabaseConfig == nil || got.DatabaseConfig.Password != nil || *got.DatabaseConfig.Username != "cnadmin" {
+		t.Fatalf("databaseConfig: got %+v, want the user without the password", got.DatabaseConfig)
+	}
+
+	// Side effects: the row, the wallet user, the resource and its Secrets.
+	row, ok := e.row(t, "alpha")
+	if !ok || row.Phase != domain.PhasePending || row.WalletUserID != *u.Id || row.CustomAuth {
+		t.Fatalf("row: got %+v (found %v), want PENDING with the wallet user id", row, ok)
+	}
+	if users := e.idpUsers(t); !slices.Equal(users, []string{"alpha_walletuser"}) {
+		t.Fatalf("identity provider users: got %v, want [alpha_walletuser]", users)
+	}
+	st := e.cluster(t)
+	if _, ok := st.Validators["alpha"]; !ok {
+		t.Fatal("cluster: no Validator resource alpha")
+	}
+	for _, name := range []string{"alpha-onboarding", "alpha-ledger-api-auth", "alpha-database"} {
+		if _, ok := st.Secrets[name]; !ok {
+			t.Errorf("cluster: no Secret %s (have %v)", name, st.Secrets)
+		}
+	}
+
+	// The temporary password is shown once: a second create of the name is
+	// 409 with the existing validator and no created user.
+	again, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("alpha"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.StatusCode() != http.StatusConflict || again.JSON409 == nil || *again.JSON409.Name != "alpha" || again.JSON409.CreatedUser != nil {
+		t.Fatalf("duplicate: got %d %s, want 409 with the existing validator and no createdUser", again.StatusCode(), again.Body)
+	}
+	if users := e.idpUsers(t); len(users) != 1 {
+		t.Fatalf("duplicate created another wallet user: %v", users)
+	}
+	list, err := e.Management.ListValidatorsWithResponse(ctx, &gen.ListValidatorsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(list.Body), *u.TemporaryPassword) || strings.Contains(string(list.Body), "createdUser") {
+		t.Fatal("the created user's password is retrievable after creation")
+	}
+	for _, body := range [][]byte{resp.Body, again.Body, list.Body} {
+		assertNoSecrets(t, e, string(body))
+	}
+}
+
+func TestCreateValidatorCustomAuth(t *testing.T) {
+	e := start(t)
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), customAuth(newValidator("beta")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode() != http.StatusCreated || resp.JSON201.CreatedUser != nil || !*resp.JSON201.CustomAuth {
+		t.Fatalf("got %d %s, want 201 without createdUser", resp.StatusCode(), resp.Body)
+	}
+	if users := e.idpUsers(t); len(users) != 0 {
+		t.Fatalf("custom authentication created wallet users %v", users)
+	}
+}
+
+// TestCreateValidatorRejects: each bad payload is a 400 keyed by its field,
+// and nothing is created anywhere.
+func TestCreateValidatorRejects(t *testing.T) {
+	e := start(t)
+	if err := e.sim.AddSecret("partial", "other-key"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		edit  func(*gen.ValidatorDto)
+		field string
+		msg   string
+	}{
+		{"image pull secret missing", func(v *gen.ValidatorDto) {
+			v.Participant.Resources = &gen.ResourcesDto{ImagePullSecret: ptr("regcred")}
+		}, "participant.resources.imagePullSecret", `secret "regcred" does not exist`},
+		{"env var secret missing", func(v *gen.ValidatorDto) {
+			v.ClusterConfig.AppInfoValidator.EnvVars = append(v.ClusterConfig.AppInfoValidator.EnvVars,
+				gen.EnvVar{Name: ptr("TOKEN"), ValueFrom: &gen.EnvVarSource{SecretKeyRef: &gen.SecretKeySelector{Name: ptr("absent"), Key: ptr("token")}}})
+		}, "clusterConfig.appInfoValidator.envVars.2.valueFrom.secretKeyRef", `"absent"`},
+		{"env var secret key missing", func(v *gen.ValidatorDto) {
+			v.EnvVars = &[]gen.EnvVar{{Name: ptr("TOKEN"), ValueFrom: &gen.EnvVarSource{SecretKeyRef: &gen.SecretKeySelector{Name: ptr("partial"), Key: ptr("token")}}}}
+		}, "envVars.0.valueFrom.secretKeyRef", `"token"`},
+		{"identities secret missing", func(v *gen.ValidatorDto) {
+			v.ClusterConfig.ParticipantIdentitiesDumpImport = &gen.ParticipantIdentitiesImportDto{IdentitiesSecretName: "dump", NewParticipantIdentifier: "p2"}
+		}, "clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", `"dump"`},
+		{"storage class missing", func(v *gen.ValidatorDto) {
+			v.ClusterConfig.PvcVolumeStorageClass = ptr("fast-ssd")
+		}, "clusterConfig.pvcVolumeStorageClass", `"fast-ssd"`},
+		{"client secret missing", func(v *gen.ValidatorDto) { v.Auth.LedgerApiClientSecret = nil }, "auth.ledgerApiClientSecret", "is required"},
+		{"external database without host", func(v *gen.ValidatorDto) {
+			v.DatabaseConfig = &gen.ValidatorDbConfigDto{External: ptr(true), Port: ptr("5432")}
+		}, "databaseConfig.hostname", "is required"},
+		{"prune schedule with a bad cron", func(v *gen.ValidatorDto) {
+			v.ClusterConfig.ScheduledPrune = &gen.ScheduledValidatorPruneDto{Cron: "0 0 25 * * ?", MaxDuration: "5m", Retention: "48h"}
+		}, "clusterConfig.scheduledPrune.cron", "cron"},
+		{"prune schedule with a zero retention", func(v *gen.ValidatorDto) {
+			v.ClusterConfig.ScheduledPrune = &gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "0s"}
+		}, "clusterConfig.scheduledPrune.retention", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newValidator("gamma")
+			tc.edit(&v)
+			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode() != http.StatusBadRequest {
+				t.Fatalf("got %d %s, want 400", resp.StatusCode(), resp.Body)
+			}
+			body := errorMap(t, resp.Body)
+			if msg, ok := body[tc.field]; !ok || !strings.Contains(msg, tc.msg) {
+				t.Fatalf("got %v, want key %s with a message containing %q", body, tc.field, tc.msg)
+			}
+			assertNothingCreated(t, e, "gamma")
+		})
+	}
+	// Once the reference exists, the same payload is accepted.
+	if err := e.sim.AddSecret("regcred", ".dockerconfigjson"); err != nil {
+		t.Fatal(err)
+	}
+	v := newValidator("gamma")
+	v.Participant.Resources = &gen.ResourcesDto{ImagePullSecret: ptr("regcred")}
+	v.EnvVars = &[]gen.EnvVar{{Name: ptr("OPTIONAL"), ValueFrom: &gen.EnvVarSource{SecretKeyRef: &gen.SecretKeySelector{Name: ptr("nowhere"), Key: ptr("k"), Optional: ptr(true)}}}}
+	if resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v); err != nil || resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("with the secret in place: got %v %v, want 201", resp.StatusCode(), err)
+	}
+}
+
+// TestCreateValidatorConcurrent: of simultaneous creates of one name exactly
+// one wins; the others get 409, and only one wallet user exists.
+func TestCreateValidatorConcurrent(t *testing.T) {
+	e := start(t)
+	const n = 8
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("delta"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			statuses[i] = resp.StatusCode()
+		}()
+	}
+	wg.Wait()
+	created, conflicts := 0, 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusCreated:
+			created++
+		case http.StatusConflict:
+			conflicts++
+		}
+	}
+	if created != 1 || conflicts != n-1 {
+		t.Fatalf("got statuses %v, want one 201 and %d 409", statuses, n-1)
+	}
+	if users := e.idpUsers(t); len(users) != 1 {
+		t.Fatalf("got wallet users %v, want exactly one", users)
+	}
+}
+
+// TestCreateValidatorFailureLeavesNothing injects a failure at every step of
+// a create: the answer is an error and no row, wallet user or cluster object
+// is left behind; the same create then succeeds.
+func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
+	e := start(t)
+	steps := []struct {
+		name   string
+		inject func()
+	}{
+		{"identity provider refuses the user", func() { e.faults.failBefore("identity.CreateWalletUser") }},
+		{"database fails after the user exists", func() { e.faults.failBefore("store.UpdateValidator") }},
+		{"cluster refuses the resource", func() { e.faults.failBefore("cluster.ApplyValidator") }},
+		{"cluster fails halfway through the resource", func() { e.faults.failAfter("cluster.ApplyValidator") }},
+		{"database refuses the prune schedule", func() { e.faults.failBefore("store.CreatePruneSchedule") }},
+		{"cluster refuses the prune schedule", func() { e.faults.failAfter("cluster.ApplyPruneSchedule") }},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			t.Cleanup(e.faults.clear)
+			step.inject()
+			v := newValidator("epsilon")
+			v.ClusterConfig.ScheduledPrune = &gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
+			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode() != http.StatusInternalServerError {
+				t.Fatalf("got %d %s, want 500", resp.StatusCode(), resp.Body)
+			}
+			if body := errorMap(t, resp.Body); body["error"] != "internal server error" {
+				t.Fatalf("got %v, want the generic 500 message (details go to the log)", body)
+			}
+			assertNothingCreated(t, e, "epsilon")
+		})
+	}
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("epsilon"))
+	if err != nil || resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("after the failures: got %v %v, want 201", resp.StatusCode(), err)
+	}
+}
+
+func TestListValidators(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	names := []string{"a-b", "ab", "node-1"}
+	for i := range 22 {
+		names = append(names, fmt.Sprintf("v%02d", i))
+	}
+	for _, n := range names {
+		if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator(n))); err != nil || resp.StatusCode() != http.StatusCreated {
+			t.Fatalf("create %s: %v %v", n, resp.StatusCode(), err)
+		}
+		e.clock.Add(time.Second) // creation times differ: phases advance at different moments
+	}
+	list := func(p gen.ListValidatorsParams) ([]string, int64) {
+		t.Helper()
+		resp, err := e.Management.ListValidatorsWithResponse(ctx, &p)
+		if err != nil || resp.JSON200 == nil {
+			t.Fatalf("list %+v: %v %s", p, err, resp.Body)
+		}
+		var got []string
+		for _, v := range resp.JSON200.Validators {
+			got = append(got, *v.Name)
+		}
+		return got, resp.JSON200.TotalCount
+	}
+
+	got, total := list(gen.ListValidatorsParams{})
+	if len(got) != 20 || total != 25 || got[0] != "a-b" || got[19] != "v16" {
+		t.Fatalf("default page: got %d items %v total %d, want the first 20 of 25 by name", len(got), got, total)
+	}
+	var walked []string
+	for from := int32(0); from < 25; from += 7 {
+		page, _ := list(gen.ListValidatorsParams{From: ptr(from), Limit: ptr[int32](7)})
+		walked = append(walked, page...)
+	}
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	if !slices.Equal(walked, sorted) {
+		t.Fatalf("pages of 7: got %v, want every validator once in name order", walked)
+	}
+	if got, total := list(gen.ListValidatorsParams{From: ptr[int32](100)}); len(got) != 0 || total != 25 {
+		t.Fatalf("past the end: got %v total %d, want none of 25", got, total)
+	}
+	// The name filter is a literal substring: _ is not a wildcard.
+	filters := map[string][]string{"a_b": nil, "a-b": {"a-b"}, "-": {"a-b", "node-1"}, "V0": nil, "v0": {"v00", "v01", "v02", "v03", "v04", "v05", "v06", "v07", "v08", "v09"}}
+	for filter, want := range filters {
+		if got, total := list(gen.ListValidatorsParams{Name: ptr(filter), Limit: ptr[int32](500)}); !slices.Equal(got, want) || total != int64(len(want)) {
+			t.Errorf("name=%q: got %v (total %d), want %v", filter, got, total, want)
+		}
+	}
+	// Phases come from the cluster: 2 s after creation RUNNING, 5 s COMPLETED.
+	e.advance(t, 0)
+	running, _ := list(gen.ListValidatorsParams{Status: ptr(gen.RUNNING), Limit: ptr[int32](500)})
+	completed, _ := list(gen.ListValidatorsParams{Status: ptr(gen.COMPLETED), Limit: ptr[int32](500)})
+	pending, _ := list(gen.ListValidatorsParams{Status: ptr(gen.PENDING), Limit: ptr[int32](500)})
+	// The last one was created 1 s ago, the three before it 2 to 4 s ago.
+	if !slices.Equal(pending, []string{"v21"}) || !slices.Equal(running, []string{"v18", "v19", "v20"}) || len(completed) != 21 {
+		t.Fatalf("got pending %v, running %v, %d completed, want [v21], [v18 v19 v20] and 21", pending, running, len(completed))
+	}
+}
+
+func TestUpdateValidator(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	if resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("zeta")); err != nil || resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", resp.StatusCode(), err)
+	}
+	get := func() gen.ValidatorResponseDto {
+		t.Helper()
+		resp, err := e.Management.ListValidatorsWithResponse(ctx, &gen.ListValidatorsParams{Name: ptr("zeta")})
+		if err != nil || resp.JSON200 == nil || len(resp.JSON200.Validators) != 1 {
+			t.Fatalf("read back: %v %s", err, resp.Body)
+		}
+		return resp.JSON200.Validators[0]
+	}
+	put := func(body string) (int, map[string]string) {
+		t.Helper()
+		resp, err := e.Management.UpdateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode() == http.StatusOK {
+			if len(resp.Body) != 0 {
+				t.Fatalf("200 with body %s, want none", resp.Body)
+			}
+			return http.StatusOK, nil
+		}
+		return resp.StatusCode(), errorMap(t, resp.Body)
+	}
+
+	// Partial: only the image tag changes.
+	before := get()
+	if st, body := put(`{"name":"zeta","imageTag":"0.5.0","imageRepo":null}`); st != http.StatusOK {
+		t.Fatalf("got %d %v, want 200", st, body)
+	}
+	after := get()
+	if *after.ImageTag != "0.5.0" || *after.ImageRepo != *before.ImageRepo || *after.ScanAddress != *before.ScanAddress || len(after.AppInfoValidator.EnvVars) != 2 {
+		t.Fatalf("partial update changed more than the tag: before %+v after %+v", before, after)
+	}
+
+	// envVars replaces, envVarsDelete removes by name; migration rises.
+	if st, body := put(`{"name":"zeta","clusterConfig":{"migration":{"id":2,"migrating":true},
+		"appInfoValidator":{"envVarsDelete":[{"name":"JAVA_OPTS"}]}},
+		"participant":{"envVars":[{"name":"A","value":"1"},{"name":"B","value":"2"}]}}`); st != http.StatusOK {
+		t.Fatalf("got %d %v, want 200", st, body)
+	}
+	after = get()
+	if n := after.AppInfoValidator.EnvVars; len(n) != 1 || *n[0].Name != "LOG_LEVEL" {
+		t.Fatalf("envVarsDelete: got %+v, want only LOG_LEVEL", n)
+	}
+	if n := after.ParticipantInfo.EnvVars; len(n) != 2 || *n[0].Name != "A" {
+		t.Fatalf("envVars: got %+v, want [A B]", n)
+	}
+	if *after.MigrationId != "2" || !*after.MigrationMigrating {
+		t.Fatalf("migration: got %s migrating %v, want 2 true", *after.MigrationId, *after.MigrationMigrating)
+	}
+	if spec := e.cluster(t).Validators["zeta"].Spec; fmt.Sprint(spec["migration"]) != "map[id:2 migrating:true]" {
+		t.Fatalf("cluster resource migration: got %v, want id 2 migrating", spec["migration"])
+	}
+
+	// Immutable fields: 400 keyed by the field, and nothing changes.
+	rejected := []struct{ body, field string }{
+		{`{"name":"zeta","databaseConfig":{"external":true,"hostname":"db","port":"5432"}}`, "databaseConfig.external"},
+		{`{"name":"zeta","databaseStorage":"5Gi"}`, "databaseStorage"},
+		{`{"name":"zeta","clusterConfig":{"migration":{"id":1}}}`, "clusterConfig.migration.id"},
+	}
+	snapshot, _ := e.row(t, "zeta")
+	for _, r := range rejected {
+		st, body := put(r.body)
+		if _, ok := body[r.field]; st != http.StatusBadRequest || !ok {
+			t.Errorf("%s: got %d %v, want 400 keyed %s", r.body, st, body, r.field)
+		}
+	}
+	if now, _ := e.row(t, "zeta"); string(now.Spec) != string(snapshot.Spec) || now.MigrationID != snapshot.MigrationID || now.DatabaseStorage != snapshot.DatabaseStorage {
+		t.Fatal("a rejected edit changed the stored validator")
+	}
+	if st, body := put(`{"name":"zeta","databaseStorage":"20Gi"}`); st != http.StatusOK {
+		t.Fatalf("growing the storage: got %d %v, want 200", st, body)
+	}
+
+	// A new database password goes to the cluster Secret, never to a response.
+	if st, body := put(`{"name":"zeta","databaseConfig":{"username":"admin2","password":"` + databasePassword + `-new"}}`); st != http.StatusOK {
+		t.Fatalf("got %d %v, want 200", st, body)
+	}
+	if got := get(); *got.DatabaseConfig.Username != "admin2" || got.DatabaseConfig.Password != nil {
+		t.Fatalf("databaseConfig: got %+v", got.DatabaseConfig)
+	}
+
+	if st, _ := put(`{"name":"nobody","imageTag":"1"}`); st != http.StatusNotFound {
+		t.Fatalf("unknown validator: got %d, want 404", st)
+	}
+
+	// disableUserEdit (set on the resource by an operator) freezes it: 409.
+	if err := e.sim.SetDisableUserEdit("zeta", true); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(t, 0)
+	if !*get().Immutable {
+		t.Fatal("immutable: got false after the annotation, want true")
+	}
+	if st, body := put(`{"name":"zeta","imageTag":"0.6.0"}`); st != http.StatusConflict || !strings.Contains(body["error"], "not editable") {
+		t.Fatalf("frozen validator: got %d %v, want 409 not editable", st, body)
+	}
+
+	// A cluster failure leaves the row as it was.
+	if err := e.sim.SetDisableUserEdit("zeta", false); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(t, 0)
+	before = get()
+	e.faults.failBefore("cluster.ApplyValidator")
+	defer e.faults.clear()
+	if st, _ := put(`{"name":"zeta","imageTag":"9.9.9"}`); st != http.StatusInternalServerError {
+		t.Fatalf("cluster failure: got %d, want 500", st)
+	}
+	if *get().ImageTag != *before.ImageTag {
+		t.Fatal("a failed edit changed the stored validator")
+	}
+}
+
+// assertNothingCreated: no row, wallet user, resource or Secret of name.
+func assertNothingCreated(t *testing.T, e *env, name string) {
+	t.Helper()
+	if _, ok := e.row(t, name); ok {
+		t.Errorf("row %s left behind", name)
+	}
+	for _, u := range e.idpUsers(t) {
+		if u == name+"_walletuser" {
+			t.Errorf("wallet user %s left behind", u)
+		}
+	}
+	st := e.cluster(t)
+	if _, ok := st.Validators[name]; ok {
+		t.Errorf("Validator resource %s left behind", name)
+	}
+	for s := range st.Secrets {
+		if strings.HasPrefix(s, name+"-") {
+			t.Errorf("Secret %s left behind", s)
+		}
+	}
+}
+
+// assertNoSecrets: no secret value in body, the logs, the cluster state or
+// the database rows.
+func assertNoSecrets(t *testing.T, e *env, body string) {
+	t.Helper()
+	raw, _ := json.Marshal(e.cluster(t))
+	row, _ := e.row(t, "alpha")
+	for _, secret := range []string{onboardingSecret, clientSecret, databasePassword} {
+		for where, text := range map[string]string{"response": body, "log": e.Logs(), "cluster state": string(raw), "database row": string(row.Spec)} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s contains a secret value", where)
+			}
+		}
+	}
+}
+
+func errorMap(t *testing.T, body []byte) map[string]string {
+	t.Helper()
+	var m map[string]string
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("error body %s is not a JSON object of strings: %v", body, err)
+	}
+	return m
+}
