@@ -29,19 +29,11 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-// gateway is the method set impl/management's Cluster port asks for.
-type gateway interface {
-	CheckReferences(ctx context.Context, refs domain.References) error
-	ApplyValidator(ctx context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error
-	DeleteValidator(ctx context.Context, name string) error
-	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
-	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
-	ApplyPruneSchedule(ctx context.Context, validator string, p *domain.PruneSchedule) error
-	ApplyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error
-	Ping(ctx context.Context) error
-}
+// gateway is the port impl/management consumes; both gateways implement it.
+type gateway = management.Cluster
 
 var (
 	_ gateway = (*cluster.Kube)(nil)

@@ -117,9 +117,7 @@ func TestCreateValidator(t *testing.T) {
 	if strings.Contains(string(list.Body), *u.TemporaryPassword) || strings.Contains(string(list.Body), "createdUser") {
 		t.Fatal("the created user's password is retrievable after creation")
 	}
-	for _, body := range [][]byte{resp.Body, again.Body, list.Body} {
-		assertNoSecrets(t, e, string(body))
-	}
+	assertNoSecrets(t, e, "alpha", resp.Body, again.Body, list.Body)
 }
 
 func TestCreateValidatorCustomAuth(t *testing.T) {
@@ -431,6 +429,11 @@ func TestUpdateValidator(t *testing.T) {
 	if got := get(); *got.DatabaseConfig.Username != "admin2" || got.DatabaseConfig.Password != nil {
 		t.Fatalf("databaseConfig: got %+v", got.DatabaseConfig)
 	}
+	list, err := e.Management.ListValidatorsWithResponse(ctx, &gen.ListValidatorsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecrets(t, e, "zeta", list.Body)
 
 	if st, _ := put(`{"name":"nobody","imageTag":"1"}`); st != http.StatusNotFound {
 		t.Fatalf("unknown validator: got %d, want 404", st)
@@ -486,14 +489,18 @@ func assertNothingCreated(t *testing.T, e *env, name string) {
 	}
 }
 
-// assertNoSecrets: no secret value in body, the logs, the cluster state or
-// the database rows.
-func assertNoSecrets(t *testing.T, e *env, body string) {
+// assertNoSecrets: no secret value in the responses, the logs, the cluster
+// state or the validator's database row.
+func assertNoSecrets(t *testing.T, e *env, validator string, bodies ...[]byte) {
 	t.Helper()
 	raw, _ := json.Marshal(e.cluster(t))
-	row, _ := e.row(t, "alpha")
+	row, _ := e.row(t, validator)
+	texts := map[string]string{"log": e.Logs(), "cluster state": string(raw), "database row": string(row.Spec)}
+	for i, b := range bodies {
+		texts[fmt.Sprintf("response %d", i+1)] = string(b)
+	}
 	for _, secret := range []string{onboardingSecret, clientSecret, databasePassword} {
-		for where, text := range map[string]string{"response": body, "log": e.Logs(), "cluster state": string(raw), "database row": string(row.Spec)} {
+		for where, text := range texts {
 			if strings.Contains(text, secret) {
 				t.Errorf("the %s contains a secret value", where)
 			}
