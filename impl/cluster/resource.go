@@ -9,6 +9,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
 // The Validator custom resource (deploy/crds/validators.validator-manager.io.yaml).
@@ -102,9 +103,15 @@ func validatorSpec(v domain.Validator, present map[string]bool, prune any) (map[
 }
 
 // pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.
+// The cron is written in the form Canton's parser (log4j) accepts: it
+// requires a "?" in day-of-month or day-of-week, which the API does not.
 func pruneSpec(p *domain.PruneSchedule) map[string]any {
+	cron := p.Cron
+	if c, err := schedule.ParsePrune(p.Cron); err == nil {
+		cron = c.Canton()
+	}
 	return map[string]any{
-		"cron":        p.Cron,
+		"cron":        cron,
 		"maxDuration": durationText(p.MaxDurationText, p.MaxDuration),
 		"retention":   durationText(p.RetentionText, p.Retention),
 	}

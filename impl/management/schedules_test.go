@@ -95,6 +95,22 @@ func TestPruneScheduleStates(t *testing.T) {
 		}
 	}
 
+	// Canton's parser needs a "?" in one day field; the API does not. The
+	// caller's form is returned, Canton's is written to the resource.
+	every := gen.ScheduledValidatorPruneDto{Cron: "0 30 * * * *", MaxDuration: "5m", Retention: "48h"}
+	if r, err := e.Management.CreatePruneScheduleWithResponse(ctx, "eta", every); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create %q: got %d %v", every.Cron, r.StatusCode(), err)
+	}
+	if r, _ := e.Management.GetPruneScheduleWithResponse(ctx, "eta"); *r.JSON200.Cron != every.Cron {
+		t.Fatalf("GET cron: got %q, want %q", *r.JSON200.Cron, every.Cron)
+	}
+	if got := e.cluster(t).Validators["eta"].Spec["participantPruningSchedule"].(map[string]any)["cron"]; got != "0 30 * * * ?" {
+		t.Fatalf("resource cron: got %v, want Canton's form 0 30 * * * ?", got)
+	}
+	if r, _ := e.Management.DeletePruneScheduleWithResponse(ctx, "eta"); r.StatusCode() != http.StatusNoContent {
+		t.Fatal("delete")
+	}
+
 	// Bad payloads: 400 keyed by field; unknown validators: 404.
 	bad := []struct {
 		dto   gen.ScheduledValidatorPruneDto

@@ -50,7 +50,9 @@ func ParseBackup(expr string) (Backup, error) {
 	}
 	s, err := cron.ParseStandard(expr)
 	if err != nil {
-		return Backup{}, fmt.Errorf("cron %q: %w", expr, err)
+		// robfig/cron's messages read well but for a trailing strconv error.
+		msg, _, _ := strings.Cut(err.Error(), ": strconv.")
+		return Backup{}, fmt.Errorf("cron %q: %s", expr, msg)
 	}
 	spec, ok := s.(*cron.SpecSchedule)
 	if !ok { // only @every gives another kind, and it is refused above

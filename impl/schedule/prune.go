@@ -34,16 +34,16 @@ type Prune struct {
 }
 
 // ParsePrune parses a pruning cron: `sec min hour day-of-month month
-// day-of-week [year]` with Quartz's `*`, `?`, `,`, `-`, `/`, names, `L`, `W`
-// and `#`.
+// day-of-week [year]` with Quartz's `*`, `?`, `,`, `-`, `/` (a bare `/5` is
+// `*/5`), names, `L`, `W` and `#`.
 //
-// It accepts a subset of what log4j accepts: where log4j silently ignores
-// part of a field (a step after a name, `15W,20`, `WED,5#2`, trailing junk,
-// an eighth field) this rejects it, so that Next is what Canton will do.
-// Unlike log4j it takes `*` in both day fields (`0 30 * * * *`, which
-// Canton's own docs show) and `*` beside a set day field; Canton returns the
-// form to hand to Canton. Expressions that match no date at all (`0 0 0 30 2
-// ?`) are rejected; a year that is over (`... 2025`) is not.
+// It takes only what log4j, Canton's parser, reads in full, so that Next is
+// what Canton does: log4j silently drops parts of `SUN/2`, `15W,20`,
+// `WED,5#2` or an eighth field, and these are refused. One relaxation: `*`
+// may stand in both day fields (`0 30 * * * *`, an example of Canton's docs
+// that log4j refuses) or beside a set one; the Canton method gives the form
+// log4j takes. An expression that matches no date (`0 0 0 30 2 ?`) is
+// refused; one whose years are over (`0 0 0 31 12 ? 2025`) is not.
 func ParsePrune(expr string) (Prune, error) {
 	if n := utf8.RuneCountInString(expr); n > maxCronLen {
 		return Prune{}, fmt.Errorf("cron is %d characters long, at most %d are allowed", n, maxCronLen)
@@ -56,16 +56,21 @@ func ParsePrune(expr string) (Prune, error) {
 		return fmt.Errorf("cron %q: %s %q: %w", expr, f.name, tok, err)
 	}
 	var p Prune
-	for i, dst := range []*bitset{&p.second, &p.minute, &p.hour, nil, &p.month} {
-		if dst == nil {
-			continue
-		}
-		f := quartzFields[i]
-		set, err := f.parse(strings.ToUpper(tokens[i]))
+	for _, x := range []struct {
+		f   field
+		tok string
+		dst *bitset
+	}{
+		{secondField, tokens[0], &p.second},
+		{minuteField, tokens[1], &p.minute},
+		{hourField, tokens[2], &p.hour},
+		{monthField, tokens[4], &p.month},
+	} {
+		set, err := x.f.parse(x.tok)
 		if err != nil {
-			return Prune{}, fail(f, tokens[i], err)
+			return Prune{}, fail(x.f, x.tok, err)
 		}
-		*dst = set
+		*x.dst = set
 	}
 	p.anyYear = true
 	if len(tokens) == 7 && tokens[6] != "*" {
@@ -76,7 +81,7 @@ func ParsePrune(expr string) (Prune, error) {
 		p.year, p.anyYear = set, false
 	}
 
-	dom, dow := strings.ToUpper(tokens[3]), strings.ToUpper(tokens[5])
+	dom, dow := tokens[3], tokens[5]
 	switch {
 	case dom == "?" && dow == "?":
 		return Prune{}, fmt.Errorf("cron %q: day-of-month and day-of-week are both ?; set one of them", expr)
@@ -193,22 +198,16 @@ var (
 	monthNames = []string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}
 	dayNames   = []string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}
 
-	domField  = field{name: "day-of-month", lo: 1, hi: 31, maxStep: 31, cyclic: true}
-	dowField  = field{name: "day-of-week", lo: 1, hi: 7, names: dayNames, maxStep: 7, cyclic: true}
-	yearField = field{name: "year", lo: minYear, hi: maxYear, maxStep: maxYear - minYear}
-
-	quartzFields = []field{
-		{name: "second", lo: 0, hi: 59, maxStep: 59, cyclic: true},
-		{name: "minute", lo: 0, hi: 59, maxStep: 59, cyclic: true},
-		{name: "hour", lo: 0, hi: 23, maxStep: 23, cyclic: true},
-		domField,
-		{name: "month", lo: 1, hi: 12, names: monthNames, maxStep: 12, cyclic: true},
-		dowField,
-		yearField,
-	}
+	secondField = field{name: "second", lo: 0, hi: 59, maxStep: 59, cyclic: true}
+	minuteField = field{name: "minute", lo: 0, hi: 59, maxStep: 59, cyclic: true}
+	hourField   = field{name: "hour", lo: 0, hi: 23, maxStep: 23, cyclic: true}
+	domField    = field{name: "day-of-month", lo: 1, hi: 31, maxStep: 31, cyclic: true}
+	monthField  = field{name: "month", lo: 1, hi: 12, names: monthNames, maxStep: 12, cyclic: true}
+	dowField    = field{name: "day-of-week", lo: 1, hi: 7, names: dayNames, maxStep: 7, cyclic: true}
+	yearField   = field{name: "year", lo: minYear, hi: maxYear, maxStep: maxYear - minYear}
 )
 
-// parse reads a list of `*`, values, ranges and steps; tok is upper case.
+// parse reads a list of `*`, values, ranges and steps.
 func (f field) parse(tok string) (bitset, error) {
 	var set bitset
 	if tok == "?" {
@@ -292,7 +291,7 @@ func (f field) value(s string) (int, error) {
 		return n, nil
 	}
 	for i, name := range f.names {
-		if s == name {
+		if asciiUpper(s) == name {
 			return f.lo + i, nil
 		}
 	}
@@ -325,7 +324,19 @@ func number(s string) (int, bool) {
 }
 
 func isName(s string) bool {
-	return s != "" && s[0] >= 'A' && s[0] <= 'Z'
+	return s != "" && (s[0]|0x20) >= 'a' && (s[0]|0x20) <= 'z'
+}
+
+// asciiUpper upper-cases like Quartz but keeps byte offsets, so that
+// substrings of the original can be shown in errors.
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 type dayKind uint8
@@ -350,27 +361,28 @@ type dayRule struct {
 }
 
 func parseDayOfMonth(tok string) (dayRule, error) {
+	u := asciiUpper(tok)
 	switch {
-	case tok == "?" || tok == "*":
+	case u == "?" || u == "*":
 		return dayRule{kind: everyDay}, nil
-	case tok == "L":
+	case u == "L":
 		return dayRule{kind: lastDay}, nil
-	case tok == "LW":
+	case u == "LW":
 		return dayRule{kind: lastWorkday}, nil
-	case strings.HasPrefix(tok, "L-"):
-		n, ok := number(tok[2:])
+	case strings.HasPrefix(u, "L-"):
+		n, ok := number(u[2:])
 		if !ok || n > 30 {
 			return dayRule{}, errors.New("want L-n with n from 0 to 30 (days before the last day)")
 		}
 		return dayRule{kind: lastDay, n: n}, nil
-	case strings.HasSuffix(tok, "W") && !strings.ContainsAny(tok, ",-/*"):
+	case strings.HasSuffix(u, "W") && !strings.ContainsAny(u, ",-/*"):
 		// log4j misplaces nW in months shorter than n; 28 fits every month.
-		n, ok := number(strings.TrimSuffix(tok, "W"))
+		n, ok := number(strings.TrimSuffix(u, "W"))
 		if !ok || n < 1 || n > 28 {
 			return dayRule{}, errors.New("want nW with n from 1 to 28 (the weekday nearest to day n); LW is the last weekday")
 		}
 		return dayRule{kind: nearestWorkday, n: n}, nil
-	case strings.ContainsAny(tok, "LW"):
+	case strings.ContainsAny(u, "LW"):
 		return dayRule{}, errors.New("L and W stand alone: L, L-n, LW or nW, not in a list, range or step")
 	}
 	set, err := domField.parse(tok)
@@ -378,20 +390,21 @@ func parseDayOfMonth(tok string) (dayRule, error) {
 }
 
 func parseDayOfWeek(tok string) (dayRule, error) {
+	u := asciiUpper(tok)
 	switch {
-	case tok == "?" || tok == "*":
+	case u == "?" || u == "*":
 		return dayRule{kind: everyDay}, nil
-	case strings.ContainsAny(tok, ",-/*") && strings.ContainsAny(tok, "L#"):
+	case strings.ContainsAny(u, ",-/*") && strings.ContainsAny(u, "L#"):
 		return dayRule{}, errors.New("L and # stand alone: xL or x#n, not in a list, range or step")
-	case tok == "L": // Quartz: L alone in day-of-week is 7, Saturday
+	case u == "L": // Quartz: L alone in day-of-week is 7, Saturday
 		return dayRule{kind: weekdays, set: bitset{1 << time.Saturday}}, nil
-	case strings.HasSuffix(tok, "L"):
-		v, err := dowField.value(strings.TrimSuffix(tok, "L"))
+	case strings.HasSuffix(u, "L"):
+		v, err := dowField.value(tok[:len(tok)-1])
 		if err != nil {
 			return dayRule{}, err
 		}
 		return dayRule{kind: lastWeekday, wd: time.Weekday(v - 1)}, nil
-	case strings.Contains(tok, "#"):
+	case strings.Contains(u, "#"):
 		d, nth, _ := strings.Cut(tok, "#")
 		v, err := dowField.value(d)
 		if err != nil {
