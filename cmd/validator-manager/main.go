@@ -35,7 +35,7 @@ func root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(serveCmd(), tokenCmd(), versionCmd())
+	cmd.AddCommand(serveCmd(), tokenCmd(), recoverCmd(), versionCmd())
 	return cmd
 }
 

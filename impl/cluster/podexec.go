@@ -1,0 +1,228 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Labels that find a validator's validator app pod (with ValidatorLabel),
+// following the app.kubernetes.io conventions; the reconciler is to set them.
+const (
+	ComponentLabel       = "app.kubernetes.io/component"
+	ValidatorAppName     = "validator-app"
+	defaultContainerAnno = "kubectl.kubernetes.io/default-container"
+)
+
+// maxExecOutput bounds what an exec's stdout and stderr keep.
+const maxExecOutput = 4 << 10
+
+// ValidatorAppSelector selects the pods of validator's validator app:
+// validator-manager.io/validator=<validator>,app.kubernetes.io/component=validator-app.
+func ValidatorAppSelector(validator string) string {
+	return ValidatorLabel + "=" + validator + "," + ComponentLabel + "=" + ValidatorAppName
+}
+
+// PodExec reaches into a validator's pod through the exec subresource: it
+// finds the running pod of the validator app, streams a file into it and
+// reads a file's MD5. It is the recovery procedure's gateway to the pod
+// (impl/recovery.Pods). Exec needs a kubelet: only the pure parts are tested.
+type PodExec struct {
+	cfg       *rest.Config
+	core      kubernetes.Interface
+	namespace string
+	selector  func(validator string) string
+	// Pod, when set, is the pod Find returns (after checking that it runs),
+	// whatever the validator: the operator named it.
+	Pod string
+}
+
+// NewPodExec works in namespace; selector gives the label selector of a
+// validator's pods (nil: ValidatorAppSelector).
+func NewPodExec(cfg *rest.Config, core kubernetes.Interface, namespace string, selector func(validator string) string) *PodExec {
+	if selector == nil {
+		selector = ValidatorAppSelector
+	}
+	return &PodExec{cfg: cfg, core: core, namespace: namespace, selector: selector}
+}
+
+// Find returns the running pod of the validator app and its container: the
+// one the pod's kubectl.kubernetes.io/default-container annotation names,
+// else the one named validator-app, else the only one. No running pod, or
+// several, is an error.
+func (e *PodExec) Find(ctx context.Context, validator string) (string, string, error) {
+	if e.Pod != "" {
+		pod, err := e.core.CoreV1().Pods(e.namespace).Get(ctx, e.Pod, metav1.GetOptions{})
+		if err != nil {
+			return "", "", translate(fmt.Sprintf("get pod %q", e.Pod), err)
+		}
+		if !podRunning(pod) {
+			return "", "", domain.Unavailable("cluster: pod %q is %s, not running", pod.Name, podState(pod))
+		}
+		c, err := podContainer(pod)
+		return pod.Name, c, err
+	}
+	sel := e.selector(validator)
+	list, err := e.core.CoreV1().Pods(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return "", "", translate("list pods", err)
+	}
+	var names []string
+	var found *corev1.Pod
+	for i := range list.Items {
+		if podRunning(&list.Items[i]) {
+			found = &list.Items[i]
+			names = append(names, found.Name)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "", "", domain.NotFound("cluster: no running pod of validator %q in namespace %q (selector %s)", validator, e.namespace, sel)
+	case 1:
+		c, err := podContainer(found)
+		return found.Name, c, err
+	}
+	slices.Sort(names)
+	return "", "", domain.Conflict("cluster: %d running pods of validator %q (%s); name the one to use", len(names), validator, strings.Join(names, ", "))
+}
+
+// Copy streams r into path in the container, creating path's directory.
+func (e *PodExec) Copy(ctx context.Context, pod, container, path string, r io.Reader) error {
+	_, err := e.exec(ctx, pod, container, copyCommand(path), r)
+	return err
+}
+
+// MD5 is the hex MD5 of path in the container (md5sum).
+func (e *PodExec) MD5(ctx context.Context, pod, container, path string) (string, error) {
+	out, err := e.exec(ctx, pod, container, md5Command(path), nil)
+	if err != nil {
+		return "", err
+	}
+	return parseMD5(out)
+}
+
+// copyCommand writes stdin to $1; the path is an argument, never shell text.
+func copyCommand(path string) []string {
+	return []string{"sh", "-c", `mkdir -p "$(dirname "$1")" && cat > "$1"`, "sh", path}
+}
+
+func md5Command(path string) []string { return []string{"md5sum", path} }
+
+// parseMD5 reads md5sum's "<hex>  <path>" (GNU and BusyBox; GNU prefixes a
+// backslash when it escapes the name).
+func parseMD5(out string) (string, error) {
+	fields := strings.Fields(out)
+	if len(fields) == 0 {
+		return "", errors.New("cluster: md5sum printed nothing")
+	}
+	sum := strings.ToLower(strings.TrimPrefix(fields[0], `\`))
+	if len(sum) != 32 || strings.Trim(sum, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("cluster: md5sum printed %q, not a checksum", truncateOutput(out, 100))
+	}
+	return sum, nil
+}
+
+// exec runs command in the container, WebSocket first and SPDY when the API
+// server cannot upgrade to it (as kubectl does); it returns the start of stdout.
+func (e *PodExec) exec(ctx context.Context, pod, container string, command []string, stdin io.Reader) (string, error) {
+	u := e.execURL(pod, container, command, stdin != nil)
+	ws, err := remotecommand.NewWebSocketExecutor(e.cfg, "GET", u.String())
+	if err != nil {
+		return "", fmt.Errorf("cluster: exec: %w", err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
+	if err != nil {
+		return "", fmt.Errorf("cluster: exec: %w", err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return "", fmt.Errorf("cluster: exec: %w", err)
+	}
+	stdout, stderr := &execBuffer{max: maxExecOutput}, &execBuffer{max: maxExecOutput}
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		msg := fmt.Sprintf("cluster: %s in pod %q: %v", command[0], pod, err)
+		if s := strings.TrimSpace(stderr.String()); s != "" {
+			msg += ": " + truncateOutput(s, 300)
+		}
+		return "", errors.New(msg)
+	}
+	return stdout.String(), nil
+}
+
+// execURL is the pod's exec subresource with the command as parameters.
+func (e *PodExec) execURL(pod, container string, command []string, stdin bool) *url.URL {
+	return e.core.CoreV1().RESTClient().Post().
+		Namespace(e.namespace).Resource("pods").Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin, Stdout: true, Stderr: true}, scheme.ParameterCodec).
+		URL()
+}
+
+func podRunning(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
+}
+
+func podState(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp != nil {
+		return "terminating"
+	}
+	if pod.Status.Phase == "" {
+		return "pending"
+	}
+	return strings.ToLower(string(pod.Status.Phase))
+}
+
+func podContainer(pod *corev1.Pod) (string, error) {
+	names := make([]string, len(pod.Spec.Containers))
+	for i, c := range pod.Spec.Containers {
+		names[i] = c.Name
+	}
+	if want := pod.Annotations[defaultContainerAnno]; want != "" && slices.Contains(names, want) {
+		return want, nil
+	}
+	if slices.Contains(names, ValidatorAppName) {
+		return ValidatorAppName, nil
+	}
+	if len(names) == 1 {
+		return names[0], nil
+	}
+	return "", domain.Conflict("cluster: pod %q has containers %s and none is named %s", pod.Name, strings.Join(names, ", "), ValidatorAppName)
+}
+
+func truncateOutput(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// execBuffer keeps the first max bytes written and drops the rest, so a
+// chatty command cannot fill memory.
+type execBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *execBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

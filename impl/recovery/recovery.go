@@ -1,0 +1,395 @@
+// Package recovery runs the operator procedure after a failure of the shared
+// synchronizer (release 1.11, "Recovery after failure of the shared
+// synchronizer"): a wallet-user token from the identity provider, the data
+// snapshot from the wallet app, saved to a file, copied into the validator
+// pod and checked by MD5, then the validator's migration bumped through
+// validator-manager's own API.
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/idp"
+)
+
+// DumpPath is where the validator app reads the migration dump.
+const DumpPath = "/domain-upgrade-dump/domain_migration_dump.json"
+
+// Defaults of Procedure.
+const (
+	DefaultPollInterval = 2 * time.Second
+	DefaultTimeout      = 5 * time.Minute
+)
+
+// Pods reaches into the validator's pod (impl/cluster.PodExec over client-go).
+type Pods interface {
+	// Find returns the running pod of the validator app and its container.
+	Find(ctx context.Context, validator string) (pod, container string, err error)
+	// Copy writes r to path in the container, creating its directory.
+	Copy(ctx context.Context, pod, container, path string, r io.Reader) error
+	// MD5 is the hex MD5 of the file at path in the container.
+	MD5(ctx context.Context, pod, container, path string) (string, error)
+}
+
+// Procedure is one run of the recovery procedure. Fill it and call Run.
+type Procedure struct {
+	// Validator is the validator's name; its wallet client is
+	// <Validator>-wallet-ui and its wallet user <Validator>_walletuser.
+	Validator string
+	// Timestamp is the one the network operators announced, in the format of
+	// the validator logs (RFC 3339 UTC, e.g. 2025-07-01T10:30:00.000Z).
+	Timestamp string
+	// MigrationID is the new migration id. 0 means the current one + 1 (0 is
+	// never valid: the new id must be greater than the current one).
+	MigrationID int32
+	// AuthURL is the Keycloak base URL, including /auth when the Keycloak
+	// serves under it; Realm is the realm of the wallet user.
+	AuthURL string
+	Realm   string
+	// WalletPassword is the wallet user's password. Secret.
+	WalletPassword string
+	// WalletURL is the base URL of the validator app (the data snapshot is
+	// under /api/validator), e.g. http://v-validator-app.ns.svc.cluster.local:5003.
+	WalletURL string
+	// OutDir receives <Validator>-domain_migration_dump.json; "" is the
+	// current directory.
+	OutDir string
+	// DryRun checks the token, the wallet app, the validator, the new
+	// migration id and the pod, and prints what would be done; it writes,
+	// copies and edits nothing, and does not request the snapshot.
+	DryRun bool
+
+	// Management is a client of validator-manager's release 1.11 API.
+	Management management.ClientWithResponsesInterface
+	Pods       Pods
+	// HTTP calls the wallet app. nil: a client without an overall timeout
+	// (the snapshot can take minutes); ctx bounds the call.
+	HTTP *http.Client
+	// Progress receives one line per step; nil discards it.
+	Progress io.Writer
+	// Secrets are further values kept out of Progress and of errors (the
+	// validator-manager token). The password and the wallet token always are.
+	Secrets []string
+	// PollInterval and Timeout bound the wait for the edit to show;
+	// zero takes the defaults.
+	PollInterval time.Duration
+	Timeout      time.Duration
+}
+
+// Result is what a run did (or, in a dry run, would do).
+type Result struct {
+	File                string // the saved dump
+	Bytes               int64
+	MD5                 string
+	Pod, Container      string
+	PreviousMigrationID int32
+	MigrationID         int32
+}
+
+// The six steps, as the procedure numbers them.
+var stepTitles = [...]string{
+	1: "token from the identity provider",
+	2: "fetch the data snapshot",
+	3: "save the data snapshot",
+	4: "copy the file into the validator pod",
+	5: "verify the MD5 of the copy",
+	6: "edit the validator's migration",
+}
+
+// StepError is the failure of one step; the steps after it did not run.
+type StepError struct {
+	Step int
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %d/6 (%s): %v", e.Step, stepTitles[e.Step], e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrCopyMismatch is step 5's failure: the file in the pod differs from the local one.
+var ErrCopyMismatch = errors.New("the copy is wrong")
+
+var (
+	// RFC 3339 in UTC only, as the validator logs print it.
+	timestampPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$`)
+	// A DNS label: the name is part of Kubernetes names, client ids and the file name.
+	validatorPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// CheckTimestamp accepts only an RFC 3339 / ISO-8601 UTC timestamp such as
+// 2025-07-01T10:30:00.000Z.
+func CheckTimestamp(ts string) error {
+	if !timestampPattern.MatchString(ts) {
+		return fmt.Errorf("timestamp %q: want RFC 3339 UTC as in the validator logs, e.g. 2025-07-01T10:30:00.000Z", ts)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+		return fmt.Errorf("timestamp %q: not a valid time", ts)
+	}
+	return nil
+}
+
+// FileName is the name of the saved dump of validator.
+func FileName(validator string) string { return validator + "-domain_migration_dump.json" }
+
+func (p *Procedure) check() error {
+	var bad []string
+	if len(p.Validator) > 63 || !validatorPattern.MatchString(p.Validator) {
+		bad = append(bad, fmt.Sprintf("validator name %q is not a lowercase DNS label", p.Validator))
+	}
+	if err := CheckTimestamp(p.Timestamp); err != nil {
+		bad = append(bad, err.Error())
+	}
+	if p.MigrationID < 0 {
+		bad = append(bad, fmt.Sprintf("migration id %d is negative", p.MigrationID))
+	}
+	for _, u := range []struct{ name, value string }{{"identity provider URL", p.AuthURL}, {"wallet URL", p.WalletURL}} {
+		parsed, err := url.Parse(u.value)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			bad = append(bad, fmt.Sprintf("%s %q is not an http(s) URL", u.name, u.value))
+		}
+	}
+	if p.Realm == "" {
+		bad = append(bad, "the realm is empty")
+	}
+	if p.WalletPassword == "" {
+		bad = append(bad, "the wallet password is empty")
+	}
+	if p.Management == nil || p.Pods == nil {
+		bad = append(bad, "a validator-manager client and a pod gateway are required")
+	}
+	if len(bad) > 0 {
+		return errors.New("recovery: " + p.mask(strings.Join(bad, "; ")))
+	}
+	return nil
+}
+
+// Run performs the procedure. It first checks, without changing anything,
+// the validator, the new migration id, the output directory and the pod, so
+// that a run that cannot finish does not start. Each failure is a
+// *StepError naming its step.
+func (p *Procedure) Run(ctx context.Context) (Result, error) {
+	if err := p.check(); err != nil {
+		return Result{}, err
+	}
+	out := &progress{w: p.Progress, mask: p.mask}
+	if out.w == nil {
+		out.w = io.Discard
+	}
+	dir := p.OutDir
+	if dir == "" {
+		dir = "."
+	}
+	res := Result{File: filepath.Join(dir, FileName(p.Validator))}
+	if p.DryRun {
+		out.linef("Dry run for validator %s at %s: nothing is written, copied or edited.", p.Validator, p.Timestamp)
+	} else {
+		out.linef("Recovery of validator %s at %s.", p.Validator, p.Timestamp)
+	}
+
+	// Checks ahead of the steps they belong to.
+	out.start("Checking the validator in validator-manager")
+	current, err := p.currentMigration(ctx)
+	if err != nil {
+		return res, out.fail(6, err)
+	}
+	res.PreviousMigrationID, res.MigrationID = current, p.MigrationID
+	if res.MigrationID == 0 {
+		if current == math.MaxInt32 {
+			return res, out.fail(6, fmt.Errorf("the current migration id %d cannot be increased", current))
+		}
+		res.MigrationID = current + 1
+	}
+	if res.MigrationID <= current {
+		return res, out.fail(6, fmt.Errorf("the new migration id %d is not greater than the current %d; nothing was changed", res.MigrationID, current))
+	}
+	out.done("migration %d → %d", current, res.MigrationID)
+
+	out.start("Checking the output directory")
+	if fi, err := os.Stat(dir); err != nil {
+		return res, out.fail(3, fmt.Errorf("output directory: %w", err))
+	} else if !fi.IsDir() {
+		return res, out.fail(3, fmt.Errorf("output directory %s is not a directory", dir))
+	}
+	out.done("%s", res.File)
+
+	out.start("Looking for the validator pod")
+	if res.Pod, res.Container, err = p.Pods.Find(ctx, p.Validator); err != nil {
+		return res, out.fail(4, err)
+	}
+	out.done("pod %s, container %s", res.Pod, res.Container)
+
+	out.step(1, "Obtaining a token from the identity provider")
+	token, err := idp.PasswordToken(ctx, idp.TokenURL(p.AuthURL, p.Realm), p.Validator+"-wallet-ui", p.Validator+"_walletuser", p.WalletPassword)
+	if err != nil {
+		if errors.Is(err, &domain.Error{Code: domain.CodeUnauthenticated}) {
+			err = fmt.Errorf("%w (check the wallet password and the realm)", err)
+		}
+		return res, out.fail(1, err)
+	}
+	out.secrets = append(out.secrets, token)
+	out.done("")
+
+	if p.DryRun {
+		return res, p.dryRun(ctx, out, res)
+	}
+
+	out.step(2, "Fetching the data snapshot")
+	if res.Bytes, res.MD5, err = p.fetch(ctx, out, token, res.File); err != nil {
+		return res, err
+	}
+
+	out.step(4, "Copying %s into pod %s at %s", filepath.Base(res.File), res.Pod, DumpPath)
+	// Found again: the pod may have been replaced during a long download.
+	if res.Pod, res.Container, err = p.Pods.Find(ctx, p.Validator); err != nil {
+		return res, out.fail(4, err)
+	}
+	if err := p.copy(ctx, res); err != nil {
+		return res, out.fail(4, err)
+	}
+	out.done("%s", size(res.Bytes))
+
+	out.step(5, "Verifying the MD5 of the copy")
+	remote, err := p.Pods.MD5(ctx, res.Pod, res.Container, DumpPath)
+	if err != nil {
+		return res, out.fail(5, err)
+	}
+	if !strings.EqualFold(remote, res.MD5) {
+		return res, out.fail(5, fmt.Errorf("%w: md5 %s in the pod, %s here; the validator was not edited, run the procedure again", ErrCopyMismatch, remote, res.MD5))
+	}
+	out.done("%s", res.MD5)
+
+	out.step(6, "Setting the migration of %s to %d (migrating) and waiting", p.Validator, res.MigrationID)
+	if err := p.migrate(ctx, res.MigrationID); err != nil {
+		return res, out.fail(6, err)
+	}
+	out.done("")
+	out.linef("Recovery of %s is under way: migration %d, migrating.", p.Validator, res.MigrationID)
+	return res, nil
+}
+
+// dryRun checks that the wallet app answers without requesting the snapshot
+// (that makes the participant export its ACS), then says what would be done.
+func (p *Procedure) dryRun(ctx context.Context, out *progress, res Result) error {
+	out.step(2, "Checking that the wallet app answers (the snapshot is not requested)")
+	if err := p.alive(ctx); err != nil {
+		return out.fail(2, err)
+	}
+	out.done("")
+	out.linef("[3/6] Would save data_snapshot to %s (mode 0600).", res.File)
+	out.linef("[4/6] Would copy it into pod %s, container %s, at %s.", res.Pod, res.Container, DumpPath)
+	out.linef("[5/6] Would compare the MD5 of both files.")
+	out.linef("[6/6] Would set the migration of %s to {id: %d, migrating: true} (now %d) and wait until it shows.", p.Validator, res.MigrationID, res.PreviousMigrationID)
+	return nil
+}
+
+func (p *Procedure) copy(ctx context.Context, res Result) error {
+	f, err := os.Open(res.File)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return p.Pods.Copy(ctx, res.Pod, res.Container, DumpPath, f)
+}
+
+func (p *Procedure) httpClient() *http.Client {
+	if p.HTTP != nil {
+		return p.HTTP
+	}
+	return &http.Client{}
+}
+
+// mask hides the secrets that Procedure knows about in s.
+func (p *Procedure) mask(s string) string {
+	return maskAll(s, append([]string{p.WalletPassword}, p.Secrets...))
+}
+
+func maskAll(s string, secrets []string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+// progress writes the steps' lines, secrets masked.
+type progress struct {
+	w       io.Writer
+	mask    func(string) string
+	secrets []string // known during the run: the wallet token
+	open    bool     // a line awaits done or failed
+}
+
+func (o *progress) print(s string) {
+	fmt.Fprint(o.w, maskAll(o.mask(s), o.secrets))
+}
+
+func (o *progress) linef(format string, args ...any) {
+	o.print(fmt.Sprintf(format, args...) + "\n")
+}
+
+func (o *progress) start(format string, args ...any) {
+	o.print(fmt.Sprintf(format, args...) + " … ")
+	o.open = true
+}
+
+func (o *progress) step(n int, format string, args ...any) {
+	o.start(fmt.Sprintf("[%d/6] ", n)+format, args...)
+}
+
+func (o *progress) done(format string, args ...any) {
+	detail := fmt.Sprintf(format, args...)
+	if detail != "" {
+		detail = " (" + detail + ")"
+	}
+	o.print("done" + detail + "\n")
+	o.open = false
+}
+
+// fail ends the open line and returns err as step n's failure, secrets masked.
+func (o *progress) fail(n int, err error) error {
+	if o.open {
+		o.print("failed\n")
+		o.open = false
+	}
+	return &StepError{Step: n, Err: &masked{msg: maskAll(o.mask(err.Error()), o.secrets), err: err}}
+}
+
+// masked carries an error's message with the secrets removed; errors.Is and
+// As still see the original (which our code never gives a secret).
+type masked struct {
+	msg string
+	err error
+}
+
+func (m *masked) Error() string { return m.msg }
+func (m *masked) Unwrap() error { return m.err }
+
+// size is n bytes for people.
+func size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

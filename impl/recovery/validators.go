@@ -1,0 +1,137 @@
+package recovery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/validator-manager/validator-manager/gen/management"
+)
+
+// pageSize is the largest page GET /api/validators serves.
+const pageSize management.Limit = 500
+
+// findValidator reads the validator through GET /api/validators. The name
+// filter matches substrings: the exact name is picked from the pages.
+func (p *Procedure) findValidator(ctx context.Context) (management.ValidatorResponseDto, error) {
+	limit := pageSize
+	var from management.From
+	for {
+		resp, err := p.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Name: &p.Validator, From: &from, Limit: &limit})
+		if err != nil {
+			return management.ValidatorResponseDto{}, fmt.Errorf("validator-manager: list validators: %w", err)
+		}
+		if resp.JSON200 == nil {
+			return management.ValidatorResponseDto{}, apiError("list validators", resp.HTTPResponse, resp.Body)
+		}
+		for _, v := range resp.JSON200.Validators {
+			if v.Name != nil && *v.Name == p.Validator {
+				return v, nil
+			}
+		}
+		from += management.From(len(resp.JSON200.Validators))
+		if len(resp.JSON200.Validators) == 0 || int64(from) >= resp.JSON200.TotalCount {
+			return management.ValidatorResponseDto{}, fmt.Errorf("validator-manager has no validator %q", p.Validator)
+		}
+	}
+}
+
+// currentMigration is the validator's migration id.
+func (p *Procedure) currentMigration(ctx context.Context) (int32, error) {
+	v, err := p.findValidator(ctx)
+	if err != nil {
+		return 0, err
+	}
+	id, _, err := migrationOf(v)
+	return id, err
+}
+
+func migrationOf(v management.ValidatorResponseDto) (int32, bool, error) {
+	if v.MigrationId == nil {
+		return 0, false, fmt.Errorf("validator-manager reports no migration id for %q", *v.Name)
+	}
+	id, err := strconv.ParseInt(*v.MigrationId, 10, 32)
+	if err != nil || id < 0 {
+		return 0, false, fmt.Errorf("validator-manager reports migration id %q for %q: not a migration id", *v.MigrationId, *v.Name)
+	}
+	return int32(id), v.MigrationMigrating != nil && *v.MigrationMigrating, nil
+}
+
+// migrate is step 6: PUT /api/validators with clusterConfig.migration
+// {id, migrating: true}, then the list is polled until it shows both.
+func (p *Procedure) migrate(ctx context.Context, id int32) error {
+	// Read again: another operator may have moved the id since the check.
+	current, err := p.currentMigration(ctx)
+	if err != nil {
+		return err
+	}
+	if id <= current {
+		return fmt.Errorf("the new migration id %d is no longer greater than the current %d", id, current)
+	}
+	migrating := true
+	resp, err := p.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
+		Name:          p.Validator,
+		ClusterConfig: &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: id, Migrating: &migrating}},
+	})
+	if err != nil {
+		return fmt.Errorf("validator-manager: edit validator: %w", err)
+	}
+	if resp.StatusCode() != http.StatusOK {
+		return apiError("edit validator", resp.HTTPResponse, resp.Body)
+	}
+	return p.await(ctx, id)
+}
+
+// await polls until the validator reports migration id, migrating.
+func (p *Procedure) await(ctx context.Context, id int32) error {
+	interval, timeout := p.PollInterval, p.Timeout
+	if interval <= 0 {
+		interval = DefaultPollInterval
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	last := "nothing"
+	for {
+		v, err := p.findValidator(ctx)
+		if err != nil {
+			last = "an error (" + err.Error() + ")"
+		} else {
+			got, migrating, err := migrationOf(v)
+			if err != nil {
+				return err
+			}
+			if got == id && migrating {
+				return nil
+			}
+			last = fmt.Sprintf("migration %d, migrating %t", got, migrating)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the edit was accepted but within %s validator-manager showed %s, not migration %d, migrating: %w", timeout, last, id, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// apiError describes a refusal of validator-manager: status and the start of
+// its JSON error body (which never carries secrets).
+func apiError(op string, resp *http.Response, body []byte) error {
+	status := "no response"
+	if resp != nil {
+		status = resp.Status
+	}
+	msg := fmt.Sprintf("validator-manager: %s: answered %s%s", op, status, excerpt(bytes.NewReader(body)))
+	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+		msg += " (the validator-manager token is missing or not accepted)"
+	}
+	return errors.New(msg)
+}
