@@ -179,6 +179,7 @@ func (a *App) openCluster(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := k.Start(sctx); err != nil {
+		k.Close()
 		return fmt.Errorf("cluster: %w", err)
 	}
 	a.Cluster, a.kube = k, k
@@ -224,7 +225,13 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 		if err != nil {
 			return nil, fmt.Errorf("api.auth.jwksUri: %w", err)
 		}
-		return auth.NewVerifier(keys, a.Config.Issuer), nil
+		if a.Config.Audience == "" {
+			// Release 2.0 says any token of the issuer may call every
+			// endpoint; where the same realm also issues tokens to wallet
+			// users, an audience is what keeps them out.
+			a.Log.Warn("api.auth.audience is not set: every token the identity provider signs is accepted, including wallet users' tokens of the same realm")
+		}
+		return auth.NewVerifier(keys, a.Config.Issuer, a.Config.Audience), nil
 	}
 	issuer, err := auth.OpenDevIssuer(a.Config.DataDir)
 	if err != nil {
@@ -235,7 +242,8 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 	if iss == "" {
 		iss = auth.DevIssuerName
 	}
-	return auth.NewVerifier(issuer.PublicKeys(), iss), nil
+	// Development tokens carry no audience.
+	return auth.NewVerifier(issuer.PublicKeys(), iss, ""), nil
 }
 
 // DevToken issues a development token, or explains why there is none.

@@ -27,7 +27,7 @@ func TestDevIssuerKeepsItsKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := auth.NewVerifier(second.PublicKeys(), auth.DevIssuerName).Verify(context.Background(), token)
+	p, err := auth.NewVerifier(second.PublicKeys(), auth.DevIssuerName, "").Verify(context.Background(), token)
 	if err != nil {
 		t.Fatalf("token from before the restart: got %v, want it verified", err)
 	}
@@ -46,7 +46,7 @@ func TestDevIssuerKeepsItsKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := auth.NewVerifier(other.PublicKeys(), auth.DevIssuerName).Verify(context.Background(), token); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := auth.NewVerifier(other.PublicKeys(), auth.DevIssuerName, "").Verify(context.Background(), token); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Fatalf("token of another data directory: got %v, want ErrUnauthenticated", err)
 	}
 }

@@ -26,8 +26,9 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 // Verifier checks a bearer token's signature against a JWKS, its expiry and
 // not-before, and optionally its issuer.
 type Verifier struct {
-	keys   jwk.Set
-	issuer string
+	keys     jwk.Set
+	issuer   string
+	audience string
 }
 
 // Principal is who a verified token speaks for.
@@ -36,9 +37,10 @@ type Principal struct {
 	Issuer  string
 }
 
-// NewVerifier verifies against keys; issuer, when not empty, must match iss.
-func NewVerifier(keys jwk.Set, issuer string) *Verifier {
-	return &Verifier{keys: keys, issuer: issuer}
+// NewVerifier verifies against keys; issuer and audience, when not empty,
+// must match iss and be one of aud.
+func NewVerifier(keys jwk.Set, issuer, audience string) *Verifier {
+	return &Verifier{keys: keys, issuer: issuer, audience: audience}
 }
 
 // Verify returns the token's principal, or an error wrapping ErrUnauthenticated.
@@ -54,6 +56,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	}
 	if v.issuer != "" {
 		opts = append(opts, jwt.WithIssuer(v.issuer))
+	}
+	if v.audience != "" {
+		opts = append(opts, jwt.WithAudience(v.audience))
 	}
 	tok, err := jwt.ParseString(token, opts...)
 	if err != nil {

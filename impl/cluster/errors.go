@@ -36,10 +36,11 @@ func translate(op string, err error) error {
 	case apierrors.IsInvalid(err):
 		field, msg := invalidCause(err)
 		return domain.Invalid(field, "cluster rejected %s: %s", op, msg)
-	case unavailable(err):
-		return domain.Unavailable("cluster: %s: %v", op, err)
-	case errors.As(err, &status) && status.Status().Code >= 500:
-		return domain.Unavailable("cluster: %s: %v", op, err)
+	case unavailable(err), errors.As(err, &status) && status.Status().Code >= 500:
+		// The detail (addresses, server messages) goes to the log only.
+		e := domain.Unavailable("cluster: %s: the Kubernetes API server is unavailable", op)
+		e.Cause = err
+		return e
 	}
 	return fmt.Errorf("cluster: %s: %w", op, err)
 }

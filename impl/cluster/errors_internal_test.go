@@ -91,6 +91,9 @@ func TestDurationText(t *testing.T) {
 		{"", 48 * time.Hour, "2d"},
 		{"", 3 * time.Hour, "3h"},
 		{"", 90 * time.Second, "90s"},
+		{"1h30m", 90 * time.Minute, "90m"},
+		{"1d12h", 36 * time.Hour, "36h"},
+		{"30m1h", 90 * time.Minute, "90m"},
 	} {
 		if got := durationText(tc.text, tc.d); got != tc.want {
 			t.Errorf("durationText(%q, %s): got %q, want %q", tc.text, tc.d, got, tc.want)

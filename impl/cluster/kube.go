@@ -3,12 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
 // KubeOptions tune the client-go gateway; zero values take the defaults.
@@ -459,11 +458,8 @@ func (k *Kube) ApplyPruneSchedule(ctx context.Context, validator string, p *doma
 // checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
 // a time zone, so that every gateway refuses the same schedules.
 func checkBackupSchedule(b domain.BackupSchedule) error {
-	if strings.Contains(b.Cron, "TZ") {
-		return domain.Invalid("cron", "the schedule is evaluated in UTC; TZ and CRON_TZ are not allowed")
-	}
-	if _, err := cron.ParseStandard(b.Cron); err != nil {
-		return domain.Invalid("cron", "not a valid cron expression: %v", err)
+	if _, err := schedule.ParseBackup(b.Cron); err != nil {
+		return domain.Invalid("cron", "%v", err)
 	}
 	if b.MaxBackups < 1 {
 		return domain.Invalid("maxBackups", "must be at least 1")

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -117,10 +118,14 @@ func pruneSpec(p *domain.PruneSchedule) map[string]any {
 	}
 }
 
-// durationText keeps the caller's text ("5m", "48h"); without one it writes
-// the duration in its largest whole unit, the way Canton's HOCON reads it.
+// singleUnit is a duration HOCON reads: one number, one unit.
+var singleUnit = regexp.MustCompile(`^[0-9]+[dhms]$`)
+
+// durationText keeps the caller's text when Canton's HOCON reads it ("5m",
+// "48h"); otherwise ("1h30m", which the API accepts) it writes the duration
+// in its largest whole unit ("90m").
 func durationText(text string, d time.Duration) string {
-	if text != "" {
+	if singleUnit.MatchString(text) {
 		return text
 	}
 	switch {

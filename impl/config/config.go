@@ -46,6 +46,7 @@ type Config struct {
 	Namespace         string
 	JWKSURI           string
 	Issuer            string
+	Audience          string
 	IngressMiddleware string
 
 	ClusterMode string
@@ -87,30 +88,33 @@ type setting struct {
 	key   string
 	usage string
 	ptr   any // *string, *int64 or *time.Duration
+	// secret settings have no flag: a command line shows in ps.
+	secret bool
 }
 
 func (c *Config) settings() []setting {
 	return []setting{
-		{"listen", "address the HTTP server listens on", &c.Listen},
-		{"dataDir", "directory of the embedded default (SQLite database, simulated cluster, development signing key)", &c.DataDir},
-		{"database.dsn", "database: a PostgreSQL DSN (postgres://... or host=...) or a SQLite file path; empty = SQLite in dataDir", &c.DatabaseDSN},
-		{"api.namespace", "the single Kubernetes namespace the API works on", &c.Namespace},
-		{"api.auth.jwksUri", "JWKS that verifies bearer tokens: an http(s) URL or a file path; empty = the development token issuer in dataDir", &c.JWKSURI},
-		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer},
-		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware},
-		{"cluster.mode", "cluster gateway: simulated, kubeconfig or in-cluster", &c.ClusterMode},
-		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig},
-		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode},
-		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL},
-		{"idp.keycloak.realm", "Keycloak realm of the wallet users", &c.KeycloakRealm},
-		{"idp.keycloak.clientId", "Keycloak admin client id (client credentials)", &c.KeycloakClientID},
-		{"idp.keycloak.clientSecret", "Keycloak admin client secret", &c.KeycloakClientSecret},
-		{"server.requestTimeout", "deadline of one API request (streams excepted)", &c.RequestTimeout},
-		{"server.shutdownTimeout", "how long shutdown waits for requests in flight", &c.ShutdownTimeout},
-		{"server.maxBodyBytes", "largest JSON request body", &c.MaxBodyBytes},
-		{"server.maxUploadBytes", "largest upload (DAR packages)", &c.MaxUploadBytes},
-		{"token.ttl", "lifetime of development tokens", &c.TokenTTL},
-		{"log.level", "debug, info, warn or error", &c.LogLevel},
+		{"listen", "address the HTTP server listens on", &c.Listen, false},
+		{"dataDir", "directory of the embedded default (SQLite database, simulated cluster, development signing key)", &c.DataDir, false},
+		{"database.dsn", "database: a PostgreSQL DSN (postgres://... or host=...) or a SQLite file path; empty = SQLite in dataDir", &c.DatabaseDSN, true},
+		{"api.namespace", "the single Kubernetes namespace the API works on", &c.Namespace, false},
+		{"api.auth.jwksUri", "JWKS that verifies bearer tokens: an http(s) URL or a file path; empty = the development token issuer in dataDir", &c.JWKSURI, false},
+		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer, false},
+		{"api.auth.audience", "when set, tokens must name this audience (aud claim)", &c.Audience, false},
+		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware, false},
+		{"cluster.mode", "cluster gateway: simulated, kubeconfig or in-cluster", &c.ClusterMode, false},
+		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
+		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
+		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL, false},
+		{"idp.keycloak.realm", "Keycloak realm of the wallet users", &c.KeycloakRealm, false},
+		{"idp.keycloak.clientId", "Keycloak admin client id (client credentials)", &c.KeycloakClientID, false},
+		{"idp.keycloak.clientSecret", "Keycloak admin client secret", &c.KeycloakClientSecret, true},
+		{"server.requestTimeout", "deadline of one API request (streams excepted)", &c.RequestTimeout, false},
+		{"server.shutdownTimeout", "how long shutdown waits for requests in flight", &c.ShutdownTimeout, false},
+		{"server.maxBodyBytes", "largest JSON request body", &c.MaxBodyBytes, false},
+		{"server.maxUploadBytes", "largest upload (DAR packages)", &c.MaxUploadBytes, false},
+		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
+		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
 	}
 }
 
@@ -135,6 +139,9 @@ func EnvName(key string) string {
 func RegisterFlags(fs *pflag.FlagSet) {
 	def := Default()
 	for _, s := range def.settings() {
+		if s.secret {
+			continue
+		}
 		usage := s.usage + " (env " + EnvName(s.key) + ")"
 		switch p := s.ptr.(type) {
 		case *string:

@@ -61,6 +61,24 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// TestSecretsHaveNoFlag: a command line shows in ps, so secrets come from the
+// environment or the file only.
+func TestSecretsHaveNoFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	for _, name := range []string{"database.dsn", "idp.keycloak.client-secret"} {
+		if fs.Lookup(name) != nil {
+			t.Errorf("--%s exists, want no flag for a secret", name)
+		}
+	}
+	cfg, err := config.Load(fs, func(k string) string {
+		return map[string]string{"VM_IDP_KEYCLOAK_CLIENT_SECRET": "s", "VM_DATABASE_DSN": "postgres://u:p@db/vm"}[k]
+	})
+	if err != nil || cfg.KeycloakClientSecret != "s" || cfg.DatabaseDSN != "postgres://u:p@db/vm" {
+		t.Fatalf("from the environment: got %+v %v", cfg, err)
+	}
+}
+
 func TestRejects(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {

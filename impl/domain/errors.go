@@ -28,6 +28,9 @@ type Error struct {
 	Code    Code
 	Field   string
 	Message string
+	// Cause is the underlying failure, for the log only: it may name
+	// addresses and internals that no response shows.
+	Cause error
 }
 
 func (e *Error) Error() string {
@@ -37,6 +40,9 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
+// Unwrap exposes the cause to errors.Is and errors.As.
+func (e *Error) Unwrap() error { return e.Cause }
+
 // Is lets errors.Is match on the code alone: errors.Is(err, domain.ErrNotFound).
 func (e *Error) Is(target error) bool {
 	var t *Error
@@ -45,11 +51,10 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels for errors.Is.
 var (
-	ErrInvalid        = &Error{Code: CodeInvalid}
-	ErrNotFound       = &Error{Code: CodeNotFound}
-	ErrConflict       = &Error{Code: CodeConflict}
-	ErrUnavailable    = &Error{Code: CodeUnavailable}
-	ErrNotImplemented = &Error{Code: CodeNotImplemented}
+	ErrInvalid     = &Error{Code: CodeInvalid}
+	ErrNotFound    = &Error{Code: CodeNotFound}
+	ErrConflict    = &Error{Code: CodeConflict}
+	ErrUnavailable = &Error{Code: CodeUnavailable}
 )
 
 // Invalid reports a bad input value.
@@ -70,6 +75,12 @@ func Conflict(format string, args ...any) *Error {
 // Unavailable reports a dependency that is not ready.
 func Unavailable(format string, args ...any) *Error {
 	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...)}
+}
+
+// Internal reports a failure the caller cannot act on; the response says
+// only "internal server error", cause goes to the log.
+func Internal(cause error) *Error {
+	return &Error{Code: CodeInternal, Message: cause.Error(), Cause: cause}
 }
 
 // NotImplemented reports an operation of the contract this build does not serve yet.

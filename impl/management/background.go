@@ -66,6 +66,7 @@ const probeParallelism = 8
 func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duration) error {
 	sem := make(chan struct{}, probeParallelism)
 	var wg sync.WaitGroup
+	defer wg.Wait() // no probe of this pass outlives it, whatever the return
 	var mu sync.Mutex
 	var firstErr error
 	for offset := 0; ; {
@@ -100,5 +101,7 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 		}
 	}
 	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
 	return firstErr
 }

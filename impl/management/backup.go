@@ -123,11 +123,11 @@ func (s *Server) backupValidator(ctx context.Context, name string) (domain.Valid
 
 func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSchedule, error) {
 	b, err := s.store.GetBackupSchedule(ctx, name)
-	if err == nil && b.Deleted {
-		err = domain.NotFound("the backup schedule of validator %q was deleted", name)
-	}
-	if isNotFound(err) && !b.Deleted {
-		err = domain.NotFound("validator %q has no backup schedule", name)
+	switch {
+	case isNotFound(err):
+		return b, domain.NotFound("validator %q has no backup schedule", name)
+	case err == nil && b.Deleted:
+		return b, domain.NotFound("the backup schedule of validator %q was deleted", name)
 	}
 	return b, err
 }

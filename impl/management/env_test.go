@@ -63,7 +63,10 @@ type clusterState struct {
 		Annotations map[string]string `json:"annotations"`
 		Spec        map[string]any    `json:"spec"`
 	} `json:"validators"`
-	Secrets  map[string][]string `json:"secrets"`
+	Secrets map[string][]string `json:"secrets"`
+	Volumes map[string]struct {
+		StorageClass string `json:"storageClass"`
+	} `json:"volumes"`
 	CronJobs map[string]struct {
 		Schedule   string `json:"schedule"`
 		Suspend    bool   `json:"suspend"`
@@ -158,16 +161,20 @@ type faults struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f *faults) failBefore(op string) { f.set(&f.before, op) }
-func (f *faults) failAfter(op string)  { f.set(&f.after, op) }
+func (f *faults) failBefore(op string) { f.set(&f.before, op, errInjected) }
+func (f *faults) failAfter(op string)  { f.set(&f.after, op, errInjected) }
 
-func (f *faults) set(m *map[string]error, op string) {
+// failBeforeWith makes op fail with err (a typed failure, such as an
+// unreachable cluster).
+func (f *faults) failBeforeWith(op string, err error) { f.set(&f.before, op, err) }
+
+func (f *faults) set(m *map[string]error, op string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if *m == nil {
 		*m = map[string]error{}
 	}
-	(*m)[op] = errInjected
+	(*m)[op] = err
 }
 
 func (f *faults) clear() {

@@ -2,6 +2,7 @@ package management
 
 import (
 	"context"
+	"errors"
 
 	"github.com/validator-manager/validator-manager/gen/management"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -142,7 +143,7 @@ func pruneFromCreate(dto management.ValidatorDto) (*domain.PruneSchedule, error)
 	}
 	p, err := parsePrune(dto.Name, *sp)
 	var bad domain.Invalids
-	if asInvalids(err, &bad) {
+	if errors.As(err, &bad) {
 		for _, e := range bad {
 			e.Field = "clusterConfig.scheduledPrune." + e.Field
 		}

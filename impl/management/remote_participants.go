@@ -68,14 +68,11 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req management.Upd
 	if err != nil {
 		return nil, err
 	}
+	// The store reads the row back into p, health record included.
 	if err := s.store.UpdateRemoteParticipant(ctx, &p); err != nil {
 		return nil, err
 	}
-	stored, err := s.store.GetRemoteParticipant(ctx, req.Name)
-	if err != nil {
-		return nil, err
-	}
-	dto, err := participantResponse(stored)
+	dto, err := participantResponse(p)
 	if err != nil {
 		return nil, err
 	}

@@ -163,7 +163,9 @@ func TestPruneScheduleStates(t *testing.T) {
 func TestBackupScheduleStates(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator("theta"))); err != nil || resp.StatusCode() != http.StatusCreated {
+	theta := customAuth(newValidator("theta"))
+	theta.ClusterConfig.PvcVolumeStorageClass = ptr("standard")
+	if resp, err := e.Management.CreateValidatorWithResponse(ctx, theta); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
 	post := func(dto gen.ValidatorBackupDto) (int, *gen.ScheduledValidatorBackupDto, map[string]string) {
@@ -213,6 +215,10 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 	if sched, suspended, ok := cronJob(); !ok || sched != "0 0 * * *" || suspended {
 		t.Fatalf("CronJob: got %q suspended %v exists %v, want an active daily job", sched, suspended, ok)
+	}
+	// The volume takes the validator's storage class (read from spec.config).
+	if v := e.cluster(t).Volumes["theta-backups"]; v.StorageClass != "standard" {
+		t.Fatalf("backup volume: got storage class %q, want standard", v.StorageClass)
 	}
 	if st, _, _ := post(gen.ValidatorBackupDto{MaxBackups: 7}); st != http.StatusConflict {
 		t.Fatalf("active: POST got %d, want 409", st)
@@ -270,6 +276,10 @@ func TestBackupScheduleStates(t *testing.T) {
 	ext.DatabaseConfig = &gen.ValidatorDbConfigDto{External: ptr(true), Hostname: ptr("db.example.com"), Port: ptr("5432")}
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, ext); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create external: %v %v", r.StatusCode(), err)
+	}
+	// Its edits keep the external database's address required.
+	if r, _ := e.Management.UpdateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{"name":"iota","databaseConfig":{"username":"u"}}`)); r.StatusCode() != http.StatusBadRequest || errorMap(t, r.Body)["databaseConfig.hostname"] == "" {
+		t.Fatalf("external database without host on edit: got %d %s, want 400 keyed databaseConfig.hostname", r.StatusCode(), r.Body)
 	}
 	r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "iota", gen.ValidatorBackupDto{MaxBackups: 7})
 	if err != nil || r.StatusCode() != http.StatusBadRequest || !containsAny(errorMap(t, r.Body), "external database") {

@@ -114,7 +114,4 @@ func (u *undo) run(cause error) {
 	}
 }
 
-// notFoundIs turns domain.ErrNotFound into the given message, keeping other errors.
 func isNotFound(err error) bool { return errors.Is(err, domain.ErrNotFound) }
-
-func asInvalids(err error, target *domain.Invalids) bool { return errors.As(err, target) }

@@ -9,14 +9,16 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// storedSpec is domain.Validator.Spec: the validator's configuration as the
-// caller gave it, every secret value removed, plus what only an edit sets.
+// storedSpec is domain.Validator.Spec, the Validator resource's
+// spec.config: the release 1.11 ValidatorDto as the caller gave it (its
+// fields at the top level, every secret value removed), plus what only an
+// edit sets.
 type storedSpec struct {
-	Validator        management.ValidatorDto     `json:"validator"`
+	management.ValidatorDto
 	WalletSweeps     []management.WalletSweepDto `json:"walletSweeps,omitempty"`
 	CleanRestoreData bool                        `json:"cleanRestoreData,omitempty"`
-	// Secrets records which Secrets were written, so responses can name them.
-	Secrets writtenSecrets `json:"secrets"`
+	// WrittenSecrets records which Secrets were written, so responses can name them.
+	WrittenSecrets writtenSecrets `json:"writtenSecrets"`
 }
 
 type writtenSecrets struct {
@@ -55,9 +57,10 @@ func splitSecrets(dto *management.ValidatorDto) domain.ValidatorSecrets {
 }
 
 func (s *storedSpec) markWritten(sec domain.ValidatorSecrets) {
-	s.Secrets.Onboarding = s.Secrets.Onboarding || sec.OnboardingSecret != ""
-	s.Secrets.LedgerAPIAuth = s.Secrets.LedgerAPIAuth || sec.LedgerAPIClientSecret != ""
-	s.Secrets.Database = s.Secrets.Database || sec.DatabasePassword != ""
+	w := &s.WrittenSecrets
+	w.Onboarding = w.Onboarding || sec.OnboardingSecret != ""
+	w.LedgerAPIAuth = w.LedgerAPIAuth || sec.LedgerAPIClientSecret != ""
+	w.Database = w.Database || sec.DatabasePassword != ""
 }
 
 func decodeSpec(v domain.Validator) (storedSpec, error) {
@@ -148,7 +151,7 @@ func (s *Server) response(v domain.Validator) (management.ValidatorResponseDto, 
 	if err != nil {
 		return management.ValidatorResponseDto{}, err
 	}
-	dto := spec.Validator
+	dto := spec.ValidatorDto
 	cc := dto.ClusterConfig
 	addr := addresses{name: v.Name, namespace: s.namespace}
 	phase := management.Phase(v.Phase)
@@ -195,7 +198,7 @@ func (s *Server) response(v domain.Validator) (management.ValidatorResponseDto, 
 		db.Password = nil
 		r.DatabaseConfig = &db
 	}
-	if spec.Secrets.Onboarding {
+	if spec.WrittenSecrets.Onboarding {
 		r.OnboardingSecretName = ptr(domain.OnboardingSecretName(v.Name))
 	}
 	if imp := cc.ParticipantIdentitiesDumpImport; imp != nil {

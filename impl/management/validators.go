@@ -67,7 +67,7 @@ func (s *Server) CreateValidator(ctx context.Context, req management.CreateValid
 	}
 
 	secrets := splitSecrets(&dto)
-	spec := storedSpec{Validator: dto}
+	spec := storedSpec{ValidatorDto: dto}
 	spec.markWritten(secrets)
 	customAuth := dto.CustomAuth != nil && *dto.CustomAuth
 	v := domain.Validator{
@@ -85,6 +85,8 @@ func (s *Server) CreateValidator(ctx context.Context, req management.CreateValid
 		return nil, err
 	}
 
+	// An edit of the name must not interleave with the steps below.
+	defer s.locks.lock(v.Name)()
 	if err := s.store.CreateValidator(ctx, &v); err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			return s.createConflict(ctx, dto.Name, err)
@@ -93,14 +95,21 @@ func (s *Server) CreateValidator(ctx context.Context, req management.CreateValid
 	}
 	u := &undo{log: s.log}
 	u.push("delete validator row", func(ctx context.Context) error { return s.store.DeleteValidator(ctx, v.Name) })
+	// After the name is claimed, a failing step is the server's problem, not
+	// the caller's: 500, the cause in the log.
 	fail := func(err error) (management.CreateValidatorResponseObject, error) {
 		u.run(err)
-		return nil, err
+		return nil, domain.Internal(fmt.Errorf("create validator %q: %w", v.Name, err))
 	}
 
 	var created *domain.CreatedUser
 	if !customAuth {
 		user, err := s.identity.CreateWalletUser(ctx, v.Name)
+		if errors.Is(err, domain.ErrConflict) {
+			// A user left from elsewhere: the caller can pick another name.
+			u.run(err)
+			return nil, domain.Invalid("name", "the identity provider already has a user %s_walletuser; remove it or choose another name", v.Name)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("create wallet user: %w", err))
 		}
@@ -165,17 +174,24 @@ func checkCreate(dto management.ValidatorDto) error {
 		bad = append(bad, domain.Invalid("auth.ledgerApiClientSecret", "is required"))
 	}
 	if db := dto.DatabaseConfig; db != nil && db.External != nil && *db.External {
-		if db.Hostname == nil || *db.Hostname == "" {
-			bad = append(bad, domain.Invalid("databaseConfig.hostname", "is required for an external database"))
-		}
-		if db.Port == nil || *db.Port == "" {
-			bad = append(bad, domain.Invalid("databaseConfig.port", "is required for an external database"))
-		}
+		bad = append(bad, externalDatabaseAddress(*db)...)
 	}
 	if len(bad) > 0 {
 		return bad
 	}
 	return nil
+}
+
+// externalDatabaseAddress requires where an external database is.
+func externalDatabaseAddress(db management.ValidatorDbConfigDto) domain.Invalids {
+	var bad domain.Invalids
+	if db.Hostname == nil || *db.Hostname == "" {
+		bad = append(bad, domain.Invalid("databaseConfig.hostname", "is required for an external database"))
+	}
+	if db.Port == nil || *db.Port == "" {
+		bad = append(bad, domain.Invalid("databaseConfig.port", "is required for an external database"))
+	}
+	return bad
 }
 
 // UpdateValidator applies a partial edit. Null sections are unchanged;
@@ -199,7 +215,7 @@ func (s *Server) UpdateValidator(ctx context.Context, req management.UpdateValid
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cluster.CheckReferences(ctx, references(spec.Validator)); err != nil {
+	if err := s.cluster.CheckReferences(ctx, references(spec.ValidatorDto)); err != nil {
 		return nil, err
 	}
 	spec.markWritten(secrets)
@@ -210,11 +226,15 @@ func (s *Server) UpdateValidator(ctx context.Context, req management.UpdateValid
 		return nil, err
 	}
 	if err := s.cluster.ApplyValidator(ctx, next, secrets); err != nil {
-		// Put the row back as it was; the cluster kept its previous state.
+		// The resource may be written and only a Secret have failed: put
+		// both back (Secrets already written keep their new values).
 		u := &undo{log: s.log}
 		u.push("restore validator row", func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &old) })
+		u.push("restore Validator resource", func(ctx context.Context) error {
+			return s.cluster.ApplyValidator(ctx, old, domain.ValidatorSecrets{})
+		})
 		u.run(err)
-		return nil, err
+		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}
 	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
 	return management.UpdateValidator200Response{}, nil
@@ -223,7 +243,7 @@ func (s *Server) UpdateValidator(ctx context.Context, req management.UpdateValid
 // applyEdit changes v and spec as edit says and returns the secret values it
 // carries. It refuses changes to immutable fields.
 func applyEdit(v *domain.Validator, spec *storedSpec, edit management.ValidatorEditDto) (domain.ValidatorSecrets, error) {
-	dto := &spec.Validator
+	dto := &spec.ValidatorDto
 	var secrets domain.ValidatorSecrets
 	var bad domain.Invalids
 	if edit.ImageRepo != nil {
@@ -297,6 +317,9 @@ func applyEdit(v *domain.Validator, spec *storedSpec, edit management.ValidatorE
 	}
 	if edit.SqlDbConfig != nil {
 		dto.SqlDbConfig = edit.SqlDbConfig
+	}
+	if v.ExternalDatabase && dto.DatabaseConfig != nil {
+		bad = append(bad, externalDatabaseAddress(*dto.DatabaseConfig)...)
 	}
 	if len(bad) > 0 {
 		return secrets, bad

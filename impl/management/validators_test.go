@@ -3,6 +3,7 @@ package management_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -256,6 +257,11 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 		{"cluster fails halfway through the resource", func() { e.faults.failAfter("cluster.ApplyValidator") }},
 		{"database refuses the prune schedule", func() { e.faults.failBefore("store.CreatePruneSchedule") }},
 		{"cluster refuses the prune schedule", func() { e.faults.failAfter("cluster.ApplyPruneSchedule") }},
+		{"cluster unreachable (a 503 inside: still 500 here, detail only in the log)", func() {
+			unreachable := domain.Unavailable("cluster: apply validator: the Kubernetes API server is unavailable")
+			unreachable.Cause = errors.New("dial tcp 10.96.0.1:443: connect: connection refused")
+			e.faults.failBeforeWith("cluster.ApplyValidator", unreachable)
+		}},
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
@@ -273,12 +279,34 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 			if body := errorMap(t, resp.Body); body["error"] != "internal server error" {
 				t.Fatalf("got %v, want the generic 500 message (details go to the log)", body)
 			}
+			if !strings.Contains(e.Logs(), "injected failure") && !strings.Contains(e.Logs(), "10.96.0.1") {
+				t.Fatal("the cause of the 500 is not in the log")
+			}
 			assertNothingCreated(t, e, "epsilon")
 		})
 	}
 	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("epsilon"))
 	if err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("after the failures: got %v %v, want 201", resp.StatusCode(), err)
+	}
+}
+
+// TestCreateValidatorUserExists: a wallet user left in the identity provider
+// blocks the name: 400 keyed name, nothing created.
+func TestCreateValidatorUserExists(t *testing.T) {
+	e := start(t)
+	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("omega"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := errorMap(t, resp.Body); resp.StatusCode() != http.StatusBadRequest || !strings.Contains(body["name"], "omega_walletuser") {
+		t.Fatalf("got %d %v, want 400 keyed name naming omega_walletuser", resp.StatusCode(), body)
+	}
+	if _, ok := e.row(t, "omega"); ok {
+		t.Fatal("row left behind")
 	}
 }
 

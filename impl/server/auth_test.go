@@ -64,6 +64,7 @@ func newIDP(t *testing.T, withAlg bool) *idp {
 
 type claims struct {
 	iss      string
+	aud      []string
 	exp, nbf time.Time
 	noExp    bool
 }
@@ -76,6 +77,9 @@ func (p *idp) sign(t *testing.T, key *rsa.PrivateKey, c claims) string {
 	}
 	if !c.nbf.IsZero() {
 		b = b.NotBefore(c.nbf)
+	}
+	if c.aud != nil {
+		b = b.Audience(c.aud)
 	}
 	tok, err := b.Build()
 	if err != nil {
@@ -202,6 +206,30 @@ func TestAuthentication(t *testing.T) {
 	for _, secret := range []string{p.sign(t, p.key, valid), unsigned(t)} {
 		if strings.Contains(s.Logs(), secret) {
 			t.Fatal("a bearer token was written to the log")
+		}
+	}
+}
+
+// TestAudience: with api.auth.audience set, only tokens naming it are admitted
+// (a wallet user's token of the same realm names its own client).
+func TestAudience(t *testing.T) {
+	p := newIDP(t, true)
+	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
+		c.JWKSURI, c.Issuer, c.Audience = p.server.URL, testIssuer, "validator-manager"
+	}})
+	exp := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		aud  []string
+		want int
+	}{
+		{[]string{"validator-manager"}, http.StatusOK},
+		{[]string{"account", "validator-manager"}, http.StatusOK},
+		{[]string{"acme-wallet-ui"}, http.StatusUnauthorized},
+		{nil, http.StatusUnauthorized},
+	} {
+		token := p.sign(t, p.key, claims{iss: testIssuer, aud: tc.aud, exp: exp})
+		if resp, body := send(t, s, http.MethodGet, "/api/validators", "Bearer "+token); resp.StatusCode != tc.want {
+			t.Errorf("aud %v: got %d %s, want %d", tc.aud, resp.StatusCode, body, tc.want)
 		}
 	}
 }

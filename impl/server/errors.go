@@ -62,8 +62,10 @@ func classify(log *slog.Logger, c echo.Context, err error) problem {
 			p.fields = map[string]string{}
 			p.addField(derr.Field, derr.Message)
 		}
+		if p.status >= 500 {
+			log.ErrorContext(c.Request().Context(), "request failed", "request_id", requestID(c), "error", err, "cause", derr.Cause)
+		}
 		if derr.Code == domain.CodeInternal {
-			log.ErrorContext(c.Request().Context(), "request failed", "error", err)
 			p.message = "internal server error"
 		}
 		return p

@@ -14,7 +14,7 @@ func checkPage(p management.Page) error {
 		return domain.Invalid("limit", "must be positive, got %d", p.Limit)
 	}
 	if p.Offset < 0 {
-		return domain.Invalid("offset", "must not be negative, got %d", p.Offset)
+		return domain.Invalid("from", "must not be negative, got %d", p.Offset)
 	}
 	return nil
 }

@@ -38,7 +38,9 @@ func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error 
 	row := validatorFrom(v)
 	row.UpdatedAt = now()
 	res := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).
-		Select("phase", "immutable", "custom_auth", "external_database", "database_storage",
+		// phase and immutable are the cluster's to say (SyncValidatorState):
+		// an edit read before a sync must not put an old phase back.
+		Select("custom_auth", "external_database", "database_storage",
 			"migration_id", "migrating", "spec", "wallet_user_id", "updated_at").
 		Updates(&row)
 	if err := affected(res, validatorWhat(v.Name), ""); err != nil {
