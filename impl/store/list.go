@@ -30,6 +30,20 @@ func (s *Store) contains(column string) string {
 	return "instr(" + column + ", ?) > 0"
 }
 
+// nameAndPhase filters by a literal name substring and a phase; empty
+// values filter nothing.
+func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *gorm.DB {
+	return func(tx *gorm.DB) *gorm.DB {
+		if name != "" {
+			tx = tx.Where(s.contains("name"), name)
+		}
+		if phase != "" {
+			tx = tx.Where("phase = ?", string(phase))
+		}
+		return tx
+	}
+}
+
 // listed is a row of a page with the size of the whole filtered set.
 type listed[R any] struct {
 	Row   R `gorm:"embedded"`

@@ -63,13 +63,9 @@ func (s *Store) ListRemoteParticipants(ctx context.Context, f management.RemoteP
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
+	byNameAndPhase := s.nameAndPhase(f.NameContains, f.Phase)
 	filter := func(tx *gorm.DB) *gorm.DB {
-		if f.NameContains != "" {
-			tx = tx.Where(s.contains("name"), f.NameContains)
-		}
-		if f.Phase != "" {
-			tx = tx.Where("phase = ?", string(f.Phase))
-		}
+		tx = byNameAndPhase(tx)
 		if f.Healthy != nil {
 			// NULL (never checked) equals neither true nor false.
 			tx = tx.Where("healthy = ?", *f.Healthy)

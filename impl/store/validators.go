@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -63,16 +62,7 @@ func (s *Store) ListValidators(ctx context.Context, f management.ValidatorFilter
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	filter := func(tx *gorm.DB) *gorm.DB {
-		if f.NameContains != "" {
-			tx = tx.Where(s.contains("name"), f.NameContains)
-		}
-		if f.Phase != "" {
-			tx = tx.Where("phase = ?", string(f.Phase))
-		}
-		return tx
-	}
-	rows, total, err := page[validatorRow](ctx, s.db, filter, f.Page)
+	rows, total, err := page[validatorRow](ctx, s.db, s.nameAndPhase(f.NameContains, f.Phase), f.Page)
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
 	}
