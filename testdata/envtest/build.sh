@@ -8,7 +8,7 @@ out="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/validator-manager/envtest/$k8s}"
 mkdir -p "$out"
 cd "$here"
 if [ ! -x "$out/kube-apiserver" ]; then
-  echo "building kube-apiserver $k8s (cold: about 8 minutes on 2 cores)..." >&2
+  echo "building kube-apiserver $k8s (cold: about 4 minutes on 2 cores)..." >&2
   go mod download >&2
   go build -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" \
     -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
