@@ -85,9 +85,9 @@ func randInt(n int) (int, error) {
 	return int(v.Int64()), nil
 }
 
-// mask hides secret values in text that came from an upstream, in case the
+// Mask hides secret values in text that came from an upstream, in case the
 // upstream echoes what it was sent: as sent in JSON, in a form or in a URL.
-func mask(text string, secrets ...string) string {
+func Mask(text string, secrets ...string) string {
 	for _, s := range secrets {
 		if s == "" {
 			continue

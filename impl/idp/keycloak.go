@@ -269,14 +269,14 @@ func (k *Keycloak) fail(ctx context.Context, op string, err error, secrets ...st
 	var api *gocloak.APIError
 	switch {
 	case !errors.As(err, &api):
-		return errors.New("identity provider: " + op + ": " + mask(err.Error(), secrets...))
+		return errors.New("identity provider: " + op + ": " + Mask(err.Error(), secrets...))
 	case api.Code == 0:
 		// The request did not complete: the message names the URL and the cause.
-		return errors.New("identity provider: " + op + ": " + prefix + "keycloak unreachable: " + mask(api.Message, secrets...))
+		return errors.New("identity provider: " + op + ": " + prefix + "keycloak unreachable: " + Mask(api.Message, secrets...))
 	case api.Code >= 500:
 		return fmt.Errorf("identity provider: %s: %skeycloak answered %d %s", op, prefix, api.Code, http.StatusText(api.Code))
 	default:
-		return errors.New("identity provider: " + op + ": " + prefix + "keycloak answered " + mask(api.Message, secrets...))
+		return errors.New("identity provider: " + op + ": " + prefix + "keycloak answered " + Mask(api.Message, secrets...))
 	}
 }
 

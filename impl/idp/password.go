@@ -44,7 +44,7 @@ func PasswordToken(ctx context.Context, tokenURL, clientID, username, password s
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
 		// Transport failures, or a 200 without access_token.
-		return "", fmt.Errorf("%s: %s", op, mask(err.Error(), password))
+		return "", fmt.Errorf("%s: %s", op, Mask(err.Error(), password))
 	}
 	status := 0
 	if re.Response != nil {
@@ -53,7 +53,7 @@ func PasswordToken(ctx context.Context, tokenURL, clientID, username, password s
 	// Only the status and the RFC 6749 error fields; never the raw body.
 	msg := fmt.Sprintf("%s: token endpoint answered %d %s", op, status, http.StatusText(status))
 	if status < 500 && re.ErrorCode != "" {
-		msg += ": " + mask(strings.TrimSuffix(re.ErrorCode+": "+re.ErrorDescription, ": "), password)
+		msg += ": " + Mask(strings.TrimSuffix(re.ErrorCode+": "+re.ErrorDescription, ": "), password)
 	}
 	if status == http.StatusUnauthorized || re.ErrorCode == "invalid_grant" {
 		return "", &domain.Error{Code: domain.CodeUnauthenticated, Message: msg}

@@ -315,16 +315,7 @@ func (p *Procedure) httpClient() *http.Client {
 
 // mask hides the secrets that Procedure knows about in s.
 func (p *Procedure) mask(s string) string {
-	return maskAll(s, append([]string{p.WalletPassword}, p.Secrets...))
-}
-
-func maskAll(s string, secrets []string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+	return idp.Mask(s, append([]string{p.WalletPassword}, p.Secrets...)...)
 }
 
 // progress writes the steps' lines, secrets masked.
@@ -336,7 +327,7 @@ type progress struct {
 }
 
 func (o *progress) print(s string) {
-	fmt.Fprint(o.w, maskAll(o.mask(s), o.secrets))
+	fmt.Fprint(o.w, idp.Mask(o.mask(s), o.secrets...))
 }
 
 func (o *progress) linef(format string, args ...any) {
@@ -367,7 +358,7 @@ func (o *progress) fail(n int, err error) error {
 		o.print("failed\n")
 		o.open = false
 	}
-	return &StepError{Step: n, Err: &masked{msg: maskAll(o.mask(err.Error()), o.secrets), err: err}}
+	return &StepError{Step: n, Err: &masked{msg: idp.Mask(o.mask(err.Error()), o.secrets...), err: err}}
 }
 
 // masked carries an error's message with the secrets removed; errors.Is and
