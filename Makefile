@@ -18,8 +18,8 @@ build:
 
 ## generate: regenerate gen/ from the OpenAPI documents
 generate:
-	cd gen/management && $(GO) generate .
-	cd gen/platform && $(GO) generate .
+	cd gen/managementapi && $(GO) generate .
+	cd gen/platformapi && $(GO) generate .
 
 ## check-generated: fail when gen/ is not what `make generate` produces
 check-generated:

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
@@ -156,10 +156,10 @@ func defaultWalletURL(validator, namespace string) string {
 }
 
 // managementClient is a release 1.11 client of server that sends token.
-func managementClient(server, token string) (*management.ClientWithResponses, error) {
-	return management.NewClientWithResponses(strings.TrimRight(server, "/")+"/api",
-		management.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}),
-		management.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+func managementClient(server, token string) (*managementapi.ClientWithResponses, error) {
+	return managementapi.NewClientWithResponses(strings.TrimRight(server, "/")+"/api",
+		managementapi.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}),
+		managementapi.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
 			}

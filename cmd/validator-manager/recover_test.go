@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
@@ -202,16 +202,16 @@ type recoverFixture struct {
 func newRecoverFixture(t *testing.T) *recoverFixture {
 	t.Helper()
 	f := &recoverFixture{srv: apitest.Start(t, apitest.Options{}), dir: t.TempDir(), pods: &onePod{}}
-	none := []management.EnvVar{}
+	none := []managementapi.EnvVar{}
 	custom, secret := true, "onboarding-secret"
-	resp, err := f.srv.Management.CreateValidatorWithResponse(context.Background(), management.ValidatorDto{
+	resp, err := f.srv.Management.CreateValidatorWithResponse(context.Background(), managementapi.ValidatorDto{
 		Name: recValidator, ImageRepo: "registry.example.com/splice/validator-app", ImageTag: "0.4.2", CustomAuth: &custom,
-		ClusterConfig: management.ClusterConfigDto{
-			AppInfoLedgerNameService: management.AppInfoDto{EnvVars: none}, AppInfoValidator: management.AppInfoDto{EnvVars: none},
-			DefaultJvmOptions: "-Xms1g -Xmx2g", Migration: management.MigrationDto{Id: 2}, PartyHint: "acme-validator_1",
+		ClusterConfig: managementapi.ClusterConfigDto{
+			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none}, AppInfoValidator: managementapi.AppInfoDto{EnvVars: none},
+			DefaultJvmOptions: "-Xms1g -Xmx2g", Migration: managementapi.MigrationDto{Id: 2}, PartyHint: "acme-validator_1",
 			ScanAddress: "https://scan.example.com", SvSponsorAddress: "https://sv.example.com",
 		},
-		Participant: management.AppInfoDto{EnvVars: none}, OnboardingSecret: &secret,
+		Participant: managementapi.AppInfoDto{EnvVars: none}, OnboardingSecret: &secret,
 	})
 	if err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, resp.Body)
@@ -250,7 +250,7 @@ func newRecoverFixture(t *testing.T) *recoverFixture {
 func (f *recoverFixture) migration(t *testing.T) (int32, bool) {
 	t.Helper()
 	name := recValidator
-	resp, err := f.srv.Management.ListValidatorsWithResponse(context.Background(), &management.ListValidatorsParams{Name: &name})
+	resp, err := f.srv.Management.ListValidatorsWithResponse(context.Background(), &managementapi.ListValidatorsParams{Name: &name})
 	if err != nil || resp.JSON200 == nil || len(resp.JSON200.Validators) != 1 {
 		t.Fatalf("list validators: %v %s", err, resp.Body)
 	}

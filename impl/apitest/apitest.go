@@ -23,8 +23,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/validator-manager/validator-manager/gen/management"
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/openapi"
@@ -45,12 +45,12 @@ type Server struct {
 	// HTTP is an unauthenticated client that validates every response.
 	HTTP *http.Client
 	// Management is the typed client of release 1.11 (/api), with the token.
-	Management *management.ClientWithResponses
+	Management *managementapi.ClientWithResponses
 	// Platform is the typed client of release 2.0 (/api/v1), with the token.
-	Platform *platform.ClientWithResponses
+	Platform *platformapi.ClientWithResponses
 	// Public is a release 2.0 client rooted at /, for the public paths
 	// (actuator, documentation) that live outside /api/v1.
-	Public *platform.ClientWithResponses
+	Public *platformapi.ClientWithResponses
 	logs   *Buffer
 }
 
@@ -94,13 +94,13 @@ func Start(t testing.TB, o Options) *Server {
 		}
 		return nil
 	}
-	if s.Management, err = management.NewClientWithResponses(ts.URL+"/api", management.WithHTTPClient(s.HTTP), management.WithRequestEditorFn(bearer)); err != nil {
+	if s.Management, err = managementapi.NewClientWithResponses(ts.URL+"/api", managementapi.WithHTTPClient(s.HTTP), managementapi.WithRequestEditorFn(bearer)); err != nil {
 		t.Fatal(err)
 	}
-	if s.Platform, err = platform.NewClientWithResponses(ts.URL+"/api/v1", platform.WithHTTPClient(s.HTTP), platform.WithRequestEditorFn(bearer)); err != nil {
+	if s.Platform, err = platformapi.NewClientWithResponses(ts.URL+"/api/v1", platformapi.WithHTTPClient(s.HTTP), platformapi.WithRequestEditorFn(bearer)); err != nil {
 		t.Fatal(err)
 	}
-	if s.Public, err = platform.NewClientWithResponses(ts.URL, platform.WithHTTPClient(s.HTTP)); err != nil {
+	if s.Public, err = platformapi.NewClientWithResponses(ts.URL, platformapi.WithHTTPClient(s.HTTP)); err != nil {
 		t.Fatal(err)
 	}
 	return s

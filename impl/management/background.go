@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // Background work runs until ctx ends. With several replicas only one should
@@ -70,7 +72,7 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 	var mu sync.Mutex
 	var firstErr error
 	for offset := 0; ; {
-		rows, total, err := s.store.ListRemoteParticipants(ctx, RemoteParticipantFilter{Page: Page{Offset: offset, Limit: 500}})
+		rows, total, err := s.store.ListRemoteParticipants(ctx, domain.RemoteParticipantFilter{Page: domain.Page{Offset: offset, Limit: 500}})
 		if err != nil {
 			return err
 		}

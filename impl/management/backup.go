@@ -4,7 +4,7 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
@@ -15,7 +15,7 @@ const defaultBackupCron = "0 0 * * *"
 
 // CreateBackupSchedule: absent -> active (database must run), soft-deleted ->
 // active (reactivated), active -> 409.
-func (s *Server) CreateBackupSchedule(ctx context.Context, req management.CreateBackupScheduleRequestObject) (management.CreateBackupScheduleResponseObject, error) {
+func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.CreateBackupScheduleRequestObject) (managementapi.CreateBackupScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
 	v, err := s.backupValidator(ctx, req.Name)
 	if err != nil {
@@ -43,11 +43,11 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req management.Create
 	if err := s.saveBackup(ctx, &b, old, err == nil); err != nil {
 		return nil, err
 	}
-	return management.CreateBackupSchedule201JSONResponse(s.backupResponse(b)), nil
+	return managementapi.CreateBackupSchedule201JSONResponse(s.backupResponse(b)), nil
 }
 
 // GetBackupSchedule: 404 when absent or soft-deleted.
-func (s *Server) GetBackupSchedule(ctx context.Context, req management.GetBackupScheduleRequestObject) (management.GetBackupScheduleResponseObject, error) {
+func (s *Server) GetBackupSchedule(ctx context.Context, req managementapi.GetBackupScheduleRequestObject) (managementapi.GetBackupScheduleResponseObject, error) {
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
@@ -55,12 +55,12 @@ func (s *Server) GetBackupSchedule(ctx context.Context, req management.GetBackup
 	if err != nil {
 		return nil, err
 	}
-	return management.GetBackupSchedule200JSONResponse(s.backupResponse(b)), nil
+	return managementapi.GetBackupSchedule200JSONResponse(s.backupResponse(b)), nil
 }
 
 // UpdateBackupSchedule replaces cron and retention; it also reactivates a
 // soft-deleted schedule. 404 only when there is no record at all.
-func (s *Server) UpdateBackupSchedule(ctx context.Context, req management.UpdateBackupScheduleRequestObject) (management.UpdateBackupScheduleResponseObject, error) {
+func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.UpdateBackupScheduleRequestObject) (managementapi.UpdateBackupScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
 	if _, err := s.backupValidator(ctx, req.Name); err != nil {
 		return nil, err
@@ -79,12 +79,12 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req management.Update
 	if err := s.saveBackup(ctx, &b, old, true); err != nil {
 		return nil, err
 	}
-	return management.UpdateBackupSchedule200JSONResponse(s.backupResponse(b)), nil
+	return managementapi.UpdateBackupSchedule200JSONResponse(s.backupResponse(b)), nil
 }
 
 // DeleteBackupSchedule soft-deletes: the record stays, the CronJob is
 // suspended, no further backups run.
-func (s *Server) DeleteBackupSchedule(ctx context.Context, req management.DeleteBackupScheduleRequestObject) (management.DeleteBackupScheduleResponseObject, error) {
+func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.DeleteBackupScheduleRequestObject) (managementapi.DeleteBackupScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (s *Server) DeleteBackupSchedule(ctx context.Context, req management.Delete
 		u.run(err)
 		return nil, err
 	}
-	return management.DeleteBackupSchedule204Response{}, nil
+	return managementapi.DeleteBackupSchedule204Response{}, nil
 }
 
 // backupValidator returns the validator, refusing one with an external
@@ -156,7 +156,7 @@ func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule, old d
 	return nil
 }
 
-func parseBackup(validator string, dto management.ValidatorBackupDto) (domain.BackupSchedule, error) {
+func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain.BackupSchedule, error) {
 	cron := defaultBackupCron
 	if dto.Cron != nil {
 		cron = *dto.Cron
@@ -167,8 +167,8 @@ func parseBackup(validator string, dto management.ValidatorBackupDto) (domain.Ba
 	return domain.BackupSchedule{Validator: validator, Cron: cron, MaxBackups: dto.MaxBackups}, nil
 }
 
-func (s *Server) backupResponse(b domain.BackupSchedule) management.ScheduledValidatorBackupDto {
-	out := management.ScheduledValidatorBackupDto{Cron: b.Cron, MaxBackups: ptr(b.MaxBackups)}
+func (s *Server) backupResponse(b domain.BackupSchedule) managementapi.ScheduledValidatorBackupDto {
+	out := managementapi.ScheduledValidatorBackupDto{Cron: b.Cron, MaxBackups: ptr(b.MaxBackups)}
 	if c, err := schedule.ParseBackup(b.Cron); err == nil {
 		out.NextRun = ptr(strconv.FormatInt(c.Next(s.now()).Unix(), 10))
 	}

@@ -14,7 +14,7 @@ type Store interface {
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
 	DeleteValidator(ctx context.Context, name string) error
-	ListValidators(ctx context.Context, f ValidatorFilter) ([]domain.Validator, int64, error)
+	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.Validator, int64, error)
 	// SyncValidatorState records what the cluster reports (phase, disableUserEdit).
 	SyncValidatorState(ctx context.Context, name string, s domain.ValidatorState) error
 
@@ -35,32 +35,8 @@ type Store interface {
 	GetRemoteParticipant(ctx context.Context, name string) (domain.RemoteParticipant, error)
 	UpdateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error
 	DeleteRemoteParticipant(ctx context.Context, name string) error
-	ListRemoteParticipants(ctx context.Context, f RemoteParticipantFilter) ([]domain.RemoteParticipant, int64, error)
+	ListRemoteParticipants(ctx context.Context, f domain.RemoteParticipantFilter) ([]domain.RemoteParticipant, int64, error)
 	RecordParticipantHealth(ctx context.Context, name string, healthy bool, at time.Time) error
-}
-
-// Page is an offset page: Offset rows skipped, at most Limit returned.
-type Page struct {
-	Offset int
-	Limit  int
-}
-
-// ValidatorFilter selects validators; zero values select everything.
-type ValidatorFilter struct {
-	// NameContains is a literal, case-sensitive substring (% and _ match themselves).
-	NameContains string
-	Phase        domain.Phase
-	Page
-}
-
-// RemoteParticipantFilter selects remote participants.
-type RemoteParticipantFilter struct {
-	NameContains string
-	Phase        domain.Phase
-	// Healthy selects by last known health check; participants never checked
-	// match neither true nor false.
-	Healthy *bool
-	Page
 }
 
 // Cluster is the gateway to the cluster that runs the validators

@@ -4,24 +4,24 @@ import (
 	"context"
 	"errors"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
 // GetPruneSchedule answers {} when the validator has no schedule.
-func (s *Server) GetPruneSchedule(ctx context.Context, req management.GetPruneScheduleRequestObject) (management.GetPruneScheduleResponseObject, error) {
+func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPruneScheduleRequestObject) (managementapi.GetPruneScheduleResponseObject, error) {
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	p, err := s.store.GetPruneSchedule(ctx, req.Name)
 	if isNotFound(err) {
-		return management.GetPruneSchedule200JSONResponse{}, nil
+		return managementapi.GetPruneSchedule200JSONResponse{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := management.GetPruneSchedule200JSONResponse{
+	out := managementapi.GetPruneSchedule200JSONResponse{
 		Cron:        ptr(p.Cron),
 		MaxDuration: ptr(p.MaxDurationText),
 		Retention:   ptr(p.RetentionText),
@@ -34,7 +34,7 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req management.GetPruneSc
 	return out, nil
 }
 
-func (s *Server) CreatePruneSchedule(ctx context.Context, req management.CreatePruneScheduleRequestObject) (management.CreatePruneScheduleResponseObject, error) {
+func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.CreatePruneScheduleRequestObject) (managementapi.CreatePruneScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
@@ -52,10 +52,10 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req management.CreateP
 		u.run(err)
 		return nil, err
 	}
-	return management.CreatePruneSchedule201Response{}, nil
+	return managementapi.CreatePruneSchedule201Response{}, nil
 }
 
-func (s *Server) UpdatePruneSchedule(ctx context.Context, req management.UpdatePruneScheduleRequestObject) (management.UpdatePruneScheduleResponseObject, error) {
+func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.UpdatePruneScheduleRequestObject) (managementapi.UpdatePruneScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
@@ -77,18 +77,18 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req management.UpdateP
 		u.run(err)
 		return nil, err
 	}
-	return management.UpdatePruneSchedule204Response{}, nil
+	return managementapi.UpdatePruneSchedule204Response{}, nil
 }
 
 // DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.
-func (s *Server) DeletePruneSchedule(ctx context.Context, req management.DeletePruneScheduleRequestObject) (management.DeletePruneScheduleResponseObject, error) {
+func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.DeletePruneScheduleRequestObject) (managementapi.DeletePruneScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	old, err := s.store.GetPruneSchedule(ctx, req.Name)
 	if isNotFound(err) {
-		return management.DeletePruneSchedule204Response{}, nil
+		return managementapi.DeletePruneSchedule204Response{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -103,12 +103,12 @@ func (s *Server) DeletePruneSchedule(ctx context.Context, req management.DeleteP
 		u.run(err)
 		return nil, err
 	}
-	return management.DeletePruneSchedule204Response{}, nil
+	return managementapi.DeletePruneSchedule204Response{}, nil
 }
 
 // parsePrune checks a schedule as Canton will: Quartz cron, positive
 // whole-second durations.
-func parsePrune(validator string, dto management.ScheduledValidatorPruneDto) (domain.PruneSchedule, error) {
+func parsePrune(validator string, dto managementapi.ScheduledValidatorPruneDto) (domain.PruneSchedule, error) {
 	var bad domain.Invalids
 	if _, err := schedule.ParsePrune(dto.Cron); err != nil {
 		bad = append(bad, domain.Invalid("cron", "%v", err))
@@ -136,7 +136,7 @@ func parsePrune(validator string, dto management.ScheduledValidatorPruneDto) (do
 
 // pruneFromCreate reads the optional schedule of a create payload; its
 // errors are keyed under clusterConfig.scheduledPrune.
-func pruneFromCreate(dto management.ValidatorDto) (*domain.PruneSchedule, error) {
+func pruneFromCreate(dto managementapi.ValidatorDto) (*domain.PruneSchedule, error) {
 	sp := dto.ClusterConfig.ScheduledPrune
 	if sp == nil {
 		return nil, nil

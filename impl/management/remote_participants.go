@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-func (s *Server) ListRemoteParticipants(ctx context.Context, req management.ListRemoteParticipantsRequestObject) (management.ListRemoteParticipantsResponseObject, error) {
-	f := RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus}
+func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.ListRemoteParticipantsRequestObject) (managementapi.ListRemoteParticipantsResponseObject, error) {
+	f := domain.RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus}
 	if req.Params.Name != nil {
 		f.NameContains = *req.Params.Name
 	}
@@ -21,7 +21,7 @@ func (s *Server) ListRemoteParticipants(ctx context.Context, req management.List
 	if err != nil {
 		return nil, err
 	}
-	out := management.ListRemoteParticipants200JSONResponse{Participants: make([]management.RemoteParticipantDto, 0, len(rows)), TotalCount: total}
+	out := managementapi.ListRemoteParticipants200JSONResponse{Participants: make([]managementapi.RemoteParticipantDto, 0, len(rows)), TotalCount: total}
 	for _, p := range rows {
 		dto, err := participantResponse(p)
 		if err != nil {
@@ -32,7 +32,7 @@ func (s *Server) ListRemoteParticipants(ctx context.Context, req management.List
 	return out, nil
 }
 
-func (s *Server) CreateRemoteParticipant(ctx context.Context, req management.CreateRemoteParticipantRequestObject) (management.CreateRemoteParticipantResponseObject, error) {
+func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.CreateRemoteParticipantRequestObject) (managementapi.CreateRemoteParticipantResponseObject, error) {
 	p, err := participantRow(*req.Body)
 	if err != nil {
 		return nil, err
@@ -44,10 +44,10 @@ func (s *Server) CreateRemoteParticipant(ctx context.Context, req management.Cre
 	if err != nil {
 		return nil, err
 	}
-	return management.CreateRemoteParticipant201JSONResponse(dto), nil
+	return managementapi.CreateRemoteParticipant201JSONResponse(dto), nil
 }
 
-func (s *Server) GetRemoteParticipant(ctx context.Context, req management.GetRemoteParticipantRequestObject) (management.GetRemoteParticipantResponseObject, error) {
+func (s *Server) GetRemoteParticipant(ctx context.Context, req managementapi.GetRemoteParticipantRequestObject) (managementapi.GetRemoteParticipantResponseObject, error) {
 	p, err := s.store.GetRemoteParticipant(ctx, req.Name)
 	if err != nil {
 		return nil, err
@@ -56,11 +56,11 @@ func (s *Server) GetRemoteParticipant(ctx context.Context, req management.GetRem
 	if err != nil {
 		return nil, err
 	}
-	return management.GetRemoteParticipant200JSONResponse(dto), nil
+	return managementapi.GetRemoteParticipant200JSONResponse(dto), nil
 }
 
 // UpdateRemoteParticipant replaces the registration; its health record stays.
-func (s *Server) UpdateRemoteParticipant(ctx context.Context, req management.UpdateRemoteParticipantRequestObject) (management.UpdateRemoteParticipantResponseObject, error) {
+func (s *Server) UpdateRemoteParticipant(ctx context.Context, req managementapi.UpdateRemoteParticipantRequestObject) (managementapi.UpdateRemoteParticipantResponseObject, error) {
 	if req.Body.Name != req.Name {
 		return nil, domain.Invalid("name", "must equal the name in the path (%q); a registration is not renamed", req.Name)
 	}
@@ -76,17 +76,17 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req management.Upd
 	if err != nil {
 		return nil, err
 	}
-	return management.UpdateRemoteParticipant200JSONResponse(dto), nil
+	return managementapi.UpdateRemoteParticipant200JSONResponse(dto), nil
 }
 
-func (s *Server) DeleteRemoteParticipant(ctx context.Context, req management.DeleteRemoteParticipantRequestObject) (management.DeleteRemoteParticipantResponseObject, error) {
+func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.DeleteRemoteParticipantRequestObject) (managementapi.DeleteRemoteParticipantResponseObject, error) {
 	if err := s.store.DeleteRemoteParticipant(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	return management.DeleteRemoteParticipant204Response{}, nil
+	return managementapi.DeleteRemoteParticipant204Response{}, nil
 }
 
-func participantRow(dto management.RemoteParticipantDto) (domain.RemoteParticipant, error) {
+func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemoteParticipant, error) {
 	phase := domain.PhasePending
 	if dto.Phase != nil {
 		phase = domain.Phase(*dto.Phase)
@@ -108,12 +108,12 @@ func participantRow(dto management.RemoteParticipantDto) (domain.RemoteParticipa
 	}, nil
 }
 
-func participantResponse(p domain.RemoteParticipant) (management.RemoteParticipantDto, error) {
-	var dto management.RemoteParticipantDto
+func participantResponse(p domain.RemoteParticipant) (managementapi.RemoteParticipantDto, error) {
+	var dto managementapi.RemoteParticipantDto
 	if err := json.Unmarshal(p.Spec, &dto); err != nil {
 		return dto, fmt.Errorf("remote participant %q: stored registration: %w", p.Name, err)
 	}
-	phase := management.Phase(p.Phase)
+	phase := managementapi.Phase(p.Phase)
 	dto.Phase = &phase
 	dto.HealthStatus = p.Healthy
 	if p.LastCheckedAt != nil {

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	gen "github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 )
 
-func participant(name, host, port string) gen.RemoteParticipantDto {
-	return gen.RemoteParticipantDto{
+func participant(name, host, port string) managementapi.RemoteParticipantDto {
+	return managementapi.RemoteParticipantDto{
 		Name: name, AdminAddress: host, AdminPort: port,
 		LedgerAddress: host, LedgerPort: "5001", LedgerId: "ledger-" + name,
-		JsonApiUrl: "https://" + name + ".example.com/json", AuthProvider: gen.Provider2,
+		JsonApiUrl: "https://" + name + ".example.com/json", AuthProvider: managementapi.Provider2,
 		Image: "registry.example.com/participant:3.3.0",
 	}
 }
@@ -49,13 +49,13 @@ func TestRemoteParticipants(t *testing.T) {
 
 	up := participant("up_1%", "127.0.0.1", openPort)
 	down := participant("down-1", "127.0.0.1", closedPort)
-	down.Phase = ptr(gen.RUNNING)
-	for _, p := range []gen.RemoteParticipantDto{up, down, participant("never-probed", "127.0.0.1", closedPort)} {
+	down.Phase = ptr(managementapi.RUNNING)
+	for _, p := range []managementapi.RemoteParticipantDto{up, down, participant("never-probed", "127.0.0.1", closedPort)} {
 		r, err := e.Management.CreateRemoteParticipantWithResponse(ctx, p)
 		if err != nil || r.StatusCode() != http.StatusCreated {
 			t.Fatalf("create %s: got %d %v", p.Name, r.StatusCode(), err)
 		}
-		if p.Phase == nil && *r.JSON201.Phase != gen.PENDING {
+		if p.Phase == nil && *r.JSON201.Phase != managementapi.PENDING {
 			t.Fatalf("create %s: phase got %v, want PENDING by default", p.Name, *r.JSON201.Phase)
 		}
 		if r.JSON201.HealthStatus != nil {
@@ -78,7 +78,7 @@ func TestRemoteParticipants(t *testing.T) {
 		t.Fatal("re-create never-probed")
 	}
 
-	list := func(p gen.ListRemoteParticipantsParams) []string {
+	list := func(p managementapi.ListRemoteParticipantsParams) []string {
 		t.Helper()
 		r, err := e.Management.ListRemoteParticipantsWithResponse(ctx, &p)
 		if err != nil || r.JSON200 == nil {
@@ -95,17 +95,17 @@ func TestRemoteParticipants(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		params gen.ListRemoteParticipantsParams
+		params managementapi.ListRemoteParticipantsParams
 		want   []string
 	}{
-		{"all", gen.ListRemoteParticipantsParams{}, []string{"down-1", "never-probed", "up_1%"}},
-		{"healthy", gen.ListRemoteParticipantsParams{HealthStatus: ptr(true)}, []string{"up_1%"}},
-		{"unhealthy (never probed matches neither)", gen.ListRemoteParticipantsParams{HealthStatus: ptr(false)}, []string{"down-1"}},
-		{"running", gen.ListRemoteParticipantsParams{Status: ptr(gen.RUNNING)}, []string{"down-1"}},
-		{"literal %", gen.ListRemoteParticipantsParams{Name: ptr("1%")}, []string{"up_1%"}},
-		{"literal _", gen.ListRemoteParticipantsParams{Name: ptr("_")}, []string{"up_1%"}},
-		{"case-sensitive", gen.ListRemoteParticipantsParams{Name: ptr("DOWN")}, nil},
-		{"page", gen.ListRemoteParticipantsParams{From: ptr[int32](1), Limit: ptr[int32](1)}, []string{"never-probed"}},
+		{"all", managementapi.ListRemoteParticipantsParams{}, []string{"down-1", "never-probed", "up_1%"}},
+		{"healthy", managementapi.ListRemoteParticipantsParams{HealthStatus: ptr(true)}, []string{"up_1%"}},
+		{"unhealthy (never probed matches neither)", managementapi.ListRemoteParticipantsParams{HealthStatus: ptr(false)}, []string{"down-1"}},
+		{"running", managementapi.ListRemoteParticipantsParams{Status: ptr(managementapi.RUNNING)}, []string{"down-1"}},
+		{"literal %", managementapi.ListRemoteParticipantsParams{Name: ptr("1%")}, []string{"up_1%"}},
+		{"literal _", managementapi.ListRemoteParticipantsParams{Name: ptr("_")}, []string{"up_1%"}},
+		{"case-sensitive", managementapi.ListRemoteParticipantsParams{Name: ptr("DOWN")}, nil},
+		{"page", managementapi.ListRemoteParticipantsParams{From: ptr[int32](1), Limit: ptr[int32](1)}, []string{"never-probed"}},
 	}
 	for _, tc := range cases {
 		if got := list(tc.params); !slices.Equal(got, tc.want) {

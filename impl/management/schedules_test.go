@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	gen "github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 )
 
 // TestPruneScheduleStates walks the document's state table of the pruning
@@ -21,14 +21,14 @@ func TestPruneScheduleStates(t *testing.T) {
 	if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator("eta"))); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
-	daily := gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
-	weekly := gen.ScheduledValidatorPruneDto{Cron: "0 0 8 ? * SAT", MaxDuration: "1h", Retention: "30d"}
+	daily := managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
+	weekly := managementapi.ScheduledValidatorPruneDto{Cron: "0 0 8 ? * SAT", MaxDuration: "1h", Retention: "30d"}
 	rows := []struct {
 		name   string
 		do     func() (int, error)
 		status int
 		// want is the schedule GET shows afterwards; nil = none ({}).
-		want *gen.ScheduledValidatorPruneDto
+		want *managementapi.ScheduledValidatorPruneDto
 		// next is the expected nextRun (the clock is 2026-11-22T18:36:00Z).
 		next string
 	}{
@@ -97,7 +97,7 @@ func TestPruneScheduleStates(t *testing.T) {
 
 	// Canton's parser needs a "?" in one day field; the API does not. The
 	// caller's form is returned, Canton's is written to the resource.
-	every := gen.ScheduledValidatorPruneDto{Cron: "0 30 * * * *", MaxDuration: "5m", Retention: "48h"}
+	every := managementapi.ScheduledValidatorPruneDto{Cron: "0 30 * * * *", MaxDuration: "5m", Retention: "48h"}
 	if r, err := e.Management.CreatePruneScheduleWithResponse(ctx, "eta", every); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create %q: got %d %v", every.Cron, r.StatusCode(), err)
 	}
@@ -113,12 +113,12 @@ func TestPruneScheduleStates(t *testing.T) {
 
 	// Bad payloads: 400 keyed by field; unknown validators: 404.
 	bad := []struct {
-		dto   gen.ScheduledValidatorPruneDto
+		dto   managementapi.ScheduledValidatorPruneDto
 		field string
 	}{
-		{gen.ScheduledValidatorPruneDto{Cron: "0 61 * * * ?", MaxDuration: "5m", Retention: "1h"}, "cron"},
-		{gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "0s", Retention: "1h"}, "maxDuration"},
-		{gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "0m"}, "retention"},
+		{managementapi.ScheduledValidatorPruneDto{Cron: "0 61 * * * ?", MaxDuration: "5m", Retention: "1h"}, "cron"},
+		{managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "0s", Retention: "1h"}, "maxDuration"},
+		{managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "0m"}, "retention"},
 	}
 	for _, b := range bad {
 		r, err := e.Management.CreatePruneScheduleWithResponse(ctx, "eta", b.dto)
@@ -168,7 +168,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	if resp, err := e.Management.CreateValidatorWithResponse(ctx, theta); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
-	post := func(dto gen.ValidatorBackupDto) (int, *gen.ScheduledValidatorBackupDto, map[string]string) {
+	post := func(dto managementapi.ValidatorBackupDto) (int, *managementapi.ScheduledValidatorBackupDto, map[string]string) {
 		t.Helper()
 		r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "theta", dto)
 		if err != nil {
@@ -193,7 +193,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 
 	// absent -> active needs the internal database running: PENDING -> 503.
-	if st, _, body := post(gen.ValidatorBackupDto{MaxBackups: 7}); st != http.StatusServiceUnavailable || body["error"] == "" {
+	if st, _, body := post(managementapi.ValidatorBackupDto{MaxBackups: 7}); st != http.StatusServiceUnavailable || body["error"] == "" {
 		t.Fatalf("database not running: got %d %v, want 503", st, body)
 	}
 	if st := getStatus(); st != http.StatusNotFound {
@@ -204,7 +204,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 
 	e.advance(t, 3*time.Second) // RUNNING: the database runs
-	st, got, body := post(gen.ValidatorBackupDto{MaxBackups: 7})
+	st, got, body := post(managementapi.ValidatorBackupDto{MaxBackups: 7})
 	if st != http.StatusCreated {
 		t.Fatalf("absent -> active: got %d %v, want 201", st, body)
 	}
@@ -220,12 +220,12 @@ func TestBackupScheduleStates(t *testing.T) {
 	if v := e.cluster(t).Volumes["theta-backups"]; v.StorageClass != "standard" {
 		t.Fatalf("backup volume: got storage class %q, want standard", v.StorageClass)
 	}
-	if st, _, _ := post(gen.ValidatorBackupDto{MaxBackups: 7}); st != http.StatusConflict {
+	if st, _, _ := post(managementapi.ValidatorBackupDto{MaxBackups: 7}); st != http.StatusConflict {
 		t.Fatalf("active: POST got %d, want 409", st)
 	}
 
 	// active: PUT replaces cron and retention (200).
-	put, err := e.Management.UpdateBackupScheduleWithResponse(ctx, "theta", gen.ValidatorBackupDto{Cron: ptr("30 2 * * 1"), MaxBackups: 14})
+	put, err := e.Management.UpdateBackupScheduleWithResponse(ctx, "theta", managementapi.ValidatorBackupDto{Cron: ptr("30 2 * * 1"), MaxBackups: 14})
 	if err != nil || put.StatusCode() != http.StatusOK || put.JSON200.Cron != "30 2 * * 1" || *put.JSON200.MaxBackups != 14 {
 		t.Fatalf("active: PUT got %d %s, want 200 with the new schedule", put.StatusCode(), put.Body)
 	}
@@ -248,7 +248,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 
 	// soft-deleted: POST reactivates (201), with no database condition.
-	st, got, body = post(gen.ValidatorBackupDto{Cron: ptr("@daily"), MaxBackups: 3})
+	st, got, body = post(managementapi.ValidatorBackupDto{Cron: ptr("@daily"), MaxBackups: 3})
 	if st != http.StatusCreated || got.Cron != "@daily" {
 		t.Fatalf("soft-deleted: POST got %d %v %v, want 201 reactivated", st, got, body)
 	}
@@ -259,7 +259,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	if r, _ := e.Management.DeleteBackupScheduleWithResponse(ctx, "theta"); r.StatusCode() != http.StatusNoContent {
 		t.Fatal("DELETE before PUT failed")
 	}
-	if r, _ := e.Management.UpdateBackupScheduleWithResponse(ctx, "theta", gen.ValidatorBackupDto{MaxBackups: 2}); r.StatusCode() != http.StatusOK || r.JSON200.Cron != "0 0 * * *" {
+	if r, _ := e.Management.UpdateBackupScheduleWithResponse(ctx, "theta", managementapi.ValidatorBackupDto{MaxBackups: 2}); r.StatusCode() != http.StatusOK || r.JSON200.Cron != "0 0 * * *" {
 		t.Fatalf("soft-deleted: PUT got %d %s, want 200 with the default cron", r.StatusCode(), r.Body)
 	}
 	if st := getStatus(); st != http.StatusOK {
@@ -267,13 +267,13 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 
 	// A bad cron is 400 keyed cron; the schedule is unchanged.
-	if st, _, body := post(gen.ValidatorBackupDto{Cron: ptr("61 * * * *"), MaxBackups: 7}); st != http.StatusBadRequest || body["cron"] == "" {
+	if st, _, body := post(managementapi.ValidatorBackupDto{Cron: ptr("61 * * * *"), MaxBackups: 7}); st != http.StatusBadRequest || body["cron"] == "" {
 		t.Fatalf("bad cron: got %d %v, want 400 keyed cron", st, body)
 	}
 
 	// External database: 400, nothing stored; unknown validators: 404.
 	ext := customAuth(newValidator("iota"))
-	ext.DatabaseConfig = &gen.ValidatorDbConfigDto{External: ptr(true), Hostname: ptr("db.example.com"), Port: ptr("5432")}
+	ext.DatabaseConfig = &managementapi.ValidatorDbConfigDto{External: ptr(true), Hostname: ptr("db.example.com"), Port: ptr("5432")}
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, ext); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create external: %v %v", r.StatusCode(), err)
 	}
@@ -281,14 +281,14 @@ func TestBackupScheduleStates(t *testing.T) {
 	if r, _ := e.Management.UpdateValidatorWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{"name":"iota","databaseConfig":{"username":"u"}}`)); r.StatusCode() != http.StatusBadRequest || errorMap(t, r.Body)["databaseConfig.hostname"] == "" {
 		t.Fatalf("external database without host on edit: got %d %s, want 400 keyed databaseConfig.hostname", r.StatusCode(), r.Body)
 	}
-	r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "iota", gen.ValidatorBackupDto{MaxBackups: 7})
+	r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "iota", managementapi.ValidatorBackupDto{MaxBackups: 7})
 	if err != nil || r.StatusCode() != http.StatusBadRequest || !containsAny(errorMap(t, r.Body), "external database") {
 		t.Fatalf("external database: got %d %s, want 400", r.StatusCode(), r.Body)
 	}
 	if r, _ := e.Management.GetBackupScheduleWithResponse(ctx, "nobody"); r.StatusCode() != http.StatusNotFound {
 		t.Fatalf("unknown validator: got %d, want 404", r.StatusCode())
 	}
-	if r, _ := e.Management.UpdateBackupScheduleWithResponse(ctx, "iota", gen.ValidatorBackupDto{MaxBackups: 7}); r.StatusCode() != http.StatusBadRequest {
+	if r, _ := e.Management.UpdateBackupScheduleWithResponse(ctx, "iota", managementapi.ValidatorBackupDto{MaxBackups: 7}); r.StatusCode() != http.StatusBadRequest {
 		t.Fatalf("PUT for an external database: got %d, want 400", r.StatusCode())
 	}
 
@@ -300,7 +300,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	e.advance(t, 3*time.Second)
 	e.faults.failBefore("cluster.ApplyBackupSchedule")
 	defer e.faults.clear()
-	if r, _ := e.Management.CreateBackupScheduleWithResponse(ctx, "kappa", gen.ValidatorBackupDto{MaxBackups: 7}); r.StatusCode() != http.StatusInternalServerError {
+	if r, _ := e.Management.CreateBackupScheduleWithResponse(ctx, "kappa", managementapi.ValidatorBackupDto{MaxBackups: 7}); r.StatusCode() != http.StatusInternalServerError {
 		t.Fatalf("cluster failure: got %d, want 500", r.StatusCode())
 	}
 	if _, err := e.App.Store.GetBackupSchedule(ctx, "kappa"); err == nil {

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-var _ management.StrictServerInterface = (*Server)(nil)
+var _ managementapi.StrictServerInterface = (*Server)(nil)
 
 // Options is what release 1.11 is built from.
 type Options struct {

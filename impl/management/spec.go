@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -14,9 +14,9 @@ import (
 // fields at the top level, every secret value removed), plus what only an
 // edit sets.
 type storedSpec struct {
-	management.ValidatorDto
-	WalletSweeps     []management.WalletSweepDto `json:"walletSweeps,omitempty"`
-	CleanRestoreData bool                        `json:"cleanRestoreData,omitempty"`
+	managementapi.ValidatorDto
+	WalletSweeps     []managementapi.WalletSweepDto `json:"walletSweeps,omitempty"`
+	CleanRestoreData bool                           `json:"cleanRestoreData,omitempty"`
 	// WrittenSecrets records which Secrets were written, so responses can name them.
 	WrittenSecrets writtenSecrets `json:"writtenSecrets"`
 }
@@ -32,7 +32,7 @@ type writtenSecrets struct {
 const defaultDatabaseStorage = "10Gi"
 
 // splitSecrets removes every secret value from dto and returns them.
-func splitSecrets(dto *management.ValidatorDto) domain.ValidatorSecrets {
+func splitSecrets(dto *managementapi.ValidatorDto) domain.ValidatorSecrets {
 	var s domain.ValidatorSecrets
 	if dto.OnboardingSecret != nil {
 		s.OnboardingSecret = *dto.OnboardingSecret
@@ -75,14 +75,14 @@ func encodeSpec(s storedSpec) ([]byte, error) { return json.Marshal(s) }
 
 // references lists the cluster objects dto names, each with the request
 // field that named it.
-func references(dto management.ValidatorDto) domain.References {
+func references(dto managementapi.ValidatorDto) domain.References {
 	var refs domain.References
 	secret := func(field string, name *string) {
 		if name != nil && *name != "" {
 			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: *name})
 		}
 	}
-	envVars := func(field string, vars []management.EnvVar) {
+	envVars := func(field string, vars []managementapi.EnvVar) {
 		for i, e := range vars {
 			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name == nil {
 				continue
@@ -101,7 +101,7 @@ func references(dto management.ValidatorDto) domain.References {
 			refs.SecretKeys = append(refs.SecretKeys, r)
 		}
 	}
-	appInfo := func(field string, a *management.AppInfoDto) {
+	appInfo := func(field string, a *managementapi.AppInfoDto) {
 		if a == nil {
 			return
 		}
@@ -146,20 +146,20 @@ func (a addresses) host(service string) string {
 
 // response renders a stored validator as release 1.11 returns it. It never
 // carries a secret value.
-func (s *Server) response(v domain.Validator) (management.ValidatorResponseDto, error) {
+func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDto, error) {
 	spec, err := decodeSpec(v)
 	if err != nil {
-		return management.ValidatorResponseDto{}, err
+		return managementapi.ValidatorResponseDto{}, err
 	}
 	dto := spec.ValidatorDto
 	cc := dto.ClusterConfig
 	addr := addresses{name: v.Name, namespace: s.namespace}
-	phase := management.Phase(v.Phase)
+	phase := managementapi.Phase(v.Phase)
 	storage := v.DatabaseStorage
 	if storage == "" && !v.ExternalDatabase {
 		storage = defaultDatabaseStorage
 	}
-	r := management.ValidatorResponseDto{
+	r := managementapi.ValidatorResponseDto{
 		Name:                        ptr(v.Name),
 		Phase:                       &phase,
 		ImageRepo:                   ptr(dto.ImageRepo),
@@ -208,9 +208,9 @@ func (s *Server) response(v domain.Validator) (management.ValidatorResponseDto, 
 		r.WalletSweeps = &spec.WalletSweeps
 	}
 	// A list in a response is never null: the contract requires arrays.
-	for _, a := range []*management.AppInfoDto{r.AppInfoValidator, r.AppInfoLedgerNameService, r.AppInfoWallet, r.ParticipantInfo} {
+	for _, a := range []*managementapi.AppInfoDto{r.AppInfoValidator, r.AppInfoLedgerNameService, r.AppInfoWallet, r.ParticipantInfo} {
 		if a != nil && a.EnvVars == nil {
-			a.EnvVars = []management.EnvVar{}
+			a.EnvVars = []managementapi.EnvVar{}
 		}
 	}
 	return r, nil

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -16,8 +16,8 @@ const (
 	defaultLimit = 20
 )
 
-func page(from, limit *int32) Page {
-	p := Page{Limit: defaultLimit}
+func page(from, limit *int32) domain.Page {
+	p := domain.Page{Limit: defaultLimit}
 	if from != nil {
 		p.Offset = int(*from)
 	}
@@ -27,8 +27,8 @@ func page(from, limit *int32) Page {
 	return p
 }
 
-func (s *Server) ListValidators(ctx context.Context, req management.ListValidatorsRequestObject) (management.ListValidatorsResponseObject, error) {
-	f := ValidatorFilter{Page: page(req.Params.From, req.Params.Limit)}
+func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValidatorsRequestObject) (managementapi.ListValidatorsResponseObject, error) {
+	f := domain.ValidatorFilter{Page: page(req.Params.From, req.Params.Limit)}
 	if req.Params.Name != nil {
 		f.NameContains = *req.Params.Name
 	}
@@ -39,7 +39,7 @@ func (s *Server) ListValidators(ctx context.Context, req management.ListValidato
 	if err != nil {
 		return nil, err
 	}
-	out := management.ListValidators200JSONResponse{Validators: make([]management.ValidatorResponseDto, 0, len(rows)), TotalCount: total}
+	out := managementapi.ListValidators200JSONResponse{Validators: make([]managementapi.ValidatorResponseDto, 0, len(rows)), TotalCount: total}
 	for _, v := range rows {
 		r, err := s.response(v)
 		if err != nil {
@@ -53,7 +53,7 @@ func (s *Server) ListValidators(ctx context.Context, req management.ListValidato
 // CreateValidator claims the name in the database first (so that of two
 // concurrent creates exactly one wins), then creates the wallet user, then
 // the cluster objects; a failure undoes the steps done, newest first.
-func (s *Server) CreateValidator(ctx context.Context, req management.CreateValidatorRequestObject) (management.CreateValidatorResponseObject, error) {
+func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateValidatorRequestObject) (managementapi.CreateValidatorResponseObject, error) {
 	dto := *req.Body
 	if err := checkCreate(dto); err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (s *Server) CreateValidator(ctx context.Context, req management.CreateValid
 	u.push("delete validator row", func(ctx context.Context) error { return s.store.DeleteValidator(ctx, v.Name) })
 	// After the name is claimed, a failing step is the server's problem, not
 	// the caller's: 500, the cause in the log.
-	fail := func(err error) (management.CreateValidatorResponseObject, error) {
+	fail := func(err error) (managementapi.CreateValidatorResponseObject, error) {
 		u.run(err)
 		return nil, domain.Internal(fmt.Errorf("create validator %q: %w", v.Name, err))
 	}
@@ -142,19 +142,19 @@ func (s *Server) CreateValidator(ctx context.Context, req management.CreateValid
 		return nil, err
 	}
 	if created != nil {
-		r.CreatedUser = &management.CreatedUserDto{
+		r.CreatedUser = &managementapi.CreatedUserDto{
 			Id:                ptr(created.ID),
 			Username:          ptr(created.Username),
 			TemporaryPassword: ptr(created.TemporaryPassword),
 		}
 	}
 	s.log.InfoContext(ctx, "validator created", "validator", v.Name, "customAuth", customAuth)
-	return management.CreateValidator201JSONResponse(r), nil
+	return managementapi.CreateValidator201JSONResponse(r), nil
 }
 
 // createConflict answers 409 with the existing validator, as the document
 // asks (never with its created user: that was shown once).
-func (s *Server) createConflict(ctx context.Context, name string, cause error) (management.CreateValidatorResponseObject, error) {
+func (s *Server) createConflict(ctx context.Context, name string, cause error) (managementapi.CreateValidatorResponseObject, error) {
 	existing, err := s.store.GetValidator(ctx, name)
 	if err != nil {
 		// Deleted in between (a failed concurrent create undone): still a conflict.
@@ -164,11 +164,11 @@ func (s *Server) createConflict(ctx context.Context, name string, cause error) (
 	if err != nil {
 		return nil, err
 	}
-	return management.CreateValidator409JSONResponse(r), nil
+	return managementapi.CreateValidator409JSONResponse(r), nil
 }
 
 // checkCreate enforces what the contract cannot express.
-func checkCreate(dto management.ValidatorDto) error {
+func checkCreate(dto managementapi.ValidatorDto) error {
 	var bad domain.Invalids
 	if dto.Auth != nil && (dto.Auth.LedgerApiClientSecret == nil || *dto.Auth.LedgerApiClientSecret == "") {
 		bad = append(bad, domain.Invalid("auth.ledgerApiClientSecret", "is required"))
@@ -183,7 +183,7 @@ func checkCreate(dto management.ValidatorDto) error {
 }
 
 // externalDatabaseAddress requires where an external database is.
-func externalDatabaseAddress(db management.ValidatorDbConfigDto) domain.Invalids {
+func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Invalids {
 	var bad domain.Invalids
 	if db.Hostname == nil || *db.Hostname == "" {
 		bad = append(bad, domain.Invalid("databaseConfig.hostname", "is required for an external database"))
@@ -196,7 +196,7 @@ func externalDatabaseAddress(db management.ValidatorDbConfigDto) domain.Invalids
 
 // UpdateValidator applies a partial edit. Null sections are unchanged;
 // immutable fields are refused with 400, a frozen validator with 409.
-func (s *Server) UpdateValidator(ctx context.Context, req management.UpdateValidatorRequestObject) (management.UpdateValidatorResponseObject, error) {
+func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
 	edit := *req.Body
 	defer s.locks.lock(edit.Name)()
 	old, err := s.store.GetValidator(ctx, edit.Name)
@@ -237,12 +237,12 @@ func (s *Server) UpdateValidator(ctx context.Context, req management.UpdateValid
 		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}
 	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
-	return management.UpdateValidator200Response{}, nil
+	return managementapi.UpdateValidator200Response{}, nil
 }
 
 // applyEdit changes v and spec as edit says and returns the secret values it
 // carries. It refuses changes to immutable fields.
-func applyEdit(v *domain.Validator, spec *storedSpec, edit management.ValidatorEditDto) (domain.ValidatorSecrets, error) {
+func applyEdit(v *domain.Validator, spec *storedSpec, edit managementapi.ValidatorEditDto) (domain.ValidatorSecrets, error) {
 	dto := &spec.ValidatorDto
 	var secrets domain.ValidatorSecrets
 	var bad domain.Invalids
@@ -284,7 +284,7 @@ func applyEdit(v *domain.Validator, spec *storedSpec, edit management.ValidatorE
 		editAppInfo(&dto.ClusterConfig.AppInfoLedgerNameService, cc.AppInfoLedgerNameService)
 		if cc.AppInfoWallet != nil {
 			if dto.ClusterConfig.AppInfoWallet == nil {
-				dto.ClusterConfig.AppInfoWallet = &management.AppInfoDto{EnvVars: []management.EnvVar{}}
+				dto.ClusterConfig.AppInfoWallet = &managementapi.AppInfoDto{EnvVars: []managementapi.EnvVar{}}
 			}
 			editAppInfo(dto.ClusterConfig.AppInfoWallet, cc.AppInfoWallet)
 		}
@@ -329,12 +329,12 @@ func applyEdit(v *domain.Validator, spec *storedSpec, edit management.ValidatorE
 
 // editAppInfo applies an AppInfoEditDto: envVars replaces the list,
 // envVarsDelete removes variables by name, resources replaces.
-func editAppInfo(a *management.AppInfoDto, e *management.AppInfoEditDto) {
+func editAppInfo(a *managementapi.AppInfoDto, e *managementapi.AppInfoEditDto) {
 	if e == nil {
 		return
 	}
 	if e.EnvVars != nil {
-		a.EnvVars = append([]management.EnvVar{}, *e.EnvVars...)
+		a.EnvVars = append([]managementapi.EnvVar{}, *e.EnvVars...)
 	}
 	if e.EnvVarsDelete != nil {
 		drop := map[string]bool{}

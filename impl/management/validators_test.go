@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	gen "github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -25,35 +25,35 @@ const (
 func ptr[T any](v T) *T { return &v }
 
 // newValidator is a complete, valid create payload carrying every secret.
-func newValidator(name string) gen.ValidatorDto {
-	none := []gen.EnvVar{}
-	return gen.ValidatorDto{
+func newValidator(name string) managementapi.ValidatorDto {
+	none := []managementapi.EnvVar{}
+	return managementapi.ValidatorDto{
 		Name:      name,
 		ImageRepo: "registry.example.com/splice/validator-app",
 		ImageTag:  "0.4.2",
-		ClusterConfig: gen.ClusterConfigDto{
-			AppInfoLedgerNameService: gen.AppInfoDto{EnvVars: none},
-			AppInfoValidator: gen.AppInfoDto{
-				EnvVars: []gen.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
+		ClusterConfig: managementapi.ClusterConfigDto{
+			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
+			AppInfoValidator: managementapi.AppInfoDto{
+				EnvVars: []managementapi.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
 			},
 			DefaultJvmOptions: "-Xms1g",
-			Migration:         gen.MigrationDto{Id: 1},
+			Migration:         managementapi.MigrationDto{Id: 1},
 			PartyHint:         "acme-validator",
 			ScanAddress:       "https://scan.example.com",
 			SvSponsorAddress:  "https://sv.example.com",
 		},
-		Participant: gen.AppInfoDto{EnvVars: none},
-		Auth: &gen.ValidatorAuthDto{
+		Participant: managementapi.AppInfoDto{EnvVars: none},
+		Auth: &managementapi.ValidatorAuthDto{
 			Audience: "https://ledger.example.com", CnsClientId: "cns", WalletClientId: "wallet",
 			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr(clientSecret),
 			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
 		},
 		OnboardingSecret: ptr(onboardingSecret),
-		DatabaseConfig:   &gen.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr(databasePassword)},
+		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr(databasePassword)},
 	}
 }
 
-func customAuth(v gen.ValidatorDto) gen.ValidatorDto {
+func customAuth(v managementapi.ValidatorDto) managementapi.ValidatorDto {
 	v.CustomAuth = ptr(true)
 	return v
 }
@@ -74,7 +74,7 @@ func TestCreateValidator(t *testing.T) {
 	if u == nil || *u.Username != "alpha_walletuser" || *u.Id == "" || len(*u.TemporaryPassword) < 20 {
 		t.Fatalf("createdUser: got %+v, want alpha_walletuser with an id and a temporary password", u)
 	}
-	if *got.Phase != gen.PENDING || *got.OnboardingSecretName != "alpha-onboarding" || *got.MigrationId != "1" || *got.DatabaseStorage != "10Gi" {
+	if *got.Phase != managementapi.PENDING || *got.OnboardingSecretName != "alpha-onboarding" || *got.MigrationId != "1" || *got.DatabaseStorage != "10Gi" {
 		t.Fatalf("got phase %v onboardingSecretName %v migrationId %v databaseStorage %v", *got.Phase, *got.OnboardingSecretName, *got.MigrationId, *got.DatabaseStorage)
 	}
 	if got.DatabaseConfig == nil || got.DatabaseConfig.Password != nil || *got.DatabaseConfig.Username != "cnadmin" {
@@ -111,7 +111,7 @@ func TestCreateValidator(t *testing.T) {
 	if users := e.idpUsers(t); len(users) != 1 {
 		t.Fatalf("duplicate created another wallet user: %v", users)
 	}
-	list, err := e.Management.ListValidatorsWithResponse(ctx, &gen.ListValidatorsParams{})
+	list, err := e.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,35 +144,35 @@ func TestCreateValidatorRejects(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		edit  func(*gen.ValidatorDto)
+		edit  func(*managementapi.ValidatorDto)
 		field string
 		msg   string
 	}{
-		{"image pull secret missing", func(v *gen.ValidatorDto) {
-			v.Participant.Resources = &gen.ResourcesDto{ImagePullSecret: ptr("regcred")}
+		{"image pull secret missing", func(v *managementapi.ValidatorDto) {
+			v.Participant.Resources = &managementapi.ResourcesDto{ImagePullSecret: ptr("regcred")}
 		}, "participant.resources.imagePullSecret", `secret "regcred" does not exist`},
-		{"env var secret missing", func(v *gen.ValidatorDto) {
+		{"env var secret missing", func(v *managementapi.ValidatorDto) {
 			v.ClusterConfig.AppInfoValidator.EnvVars = append(v.ClusterConfig.AppInfoValidator.EnvVars,
-				gen.EnvVar{Name: ptr("TOKEN"), ValueFrom: &gen.EnvVarSource{SecretKeyRef: &gen.SecretKeySelector{Name: ptr("absent"), Key: ptr("token")}}})
+				managementapi.EnvVar{Name: ptr("TOKEN"), ValueFrom: &managementapi.EnvVarSource{SecretKeyRef: &managementapi.SecretKeySelector{Name: ptr("absent"), Key: ptr("token")}}})
 		}, "clusterConfig.appInfoValidator.envVars.2.valueFrom.secretKeyRef", `"absent"`},
-		{"env var secret key missing", func(v *gen.ValidatorDto) {
-			v.EnvVars = &[]gen.EnvVar{{Name: ptr("TOKEN"), ValueFrom: &gen.EnvVarSource{SecretKeyRef: &gen.SecretKeySelector{Name: ptr("partial"), Key: ptr("token")}}}}
+		{"env var secret key missing", func(v *managementapi.ValidatorDto) {
+			v.EnvVars = &[]managementapi.EnvVar{{Name: ptr("TOKEN"), ValueFrom: &managementapi.EnvVarSource{SecretKeyRef: &managementapi.SecretKeySelector{Name: ptr("partial"), Key: ptr("token")}}}}
 		}, "envVars.0.valueFrom.secretKeyRef", `"token"`},
-		{"identities secret missing", func(v *gen.ValidatorDto) {
-			v.ClusterConfig.ParticipantIdentitiesDumpImport = &gen.ParticipantIdentitiesImportDto{IdentitiesSecretName: "dump", NewParticipantIdentifier: "p2"}
+		{"identities secret missing", func(v *managementapi.ValidatorDto) {
+			v.ClusterConfig.ParticipantIdentitiesDumpImport = &managementapi.ParticipantIdentitiesImportDto{IdentitiesSecretName: "dump", NewParticipantIdentifier: "p2"}
 		}, "clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", `"dump"`},
-		{"storage class missing", func(v *gen.ValidatorDto) {
+		{"storage class missing", func(v *managementapi.ValidatorDto) {
 			v.ClusterConfig.PvcVolumeStorageClass = ptr("fast-ssd")
 		}, "clusterConfig.pvcVolumeStorageClass", `"fast-ssd"`},
-		{"client secret missing", func(v *gen.ValidatorDto) { v.Auth.LedgerApiClientSecret = nil }, "auth.ledgerApiClientSecret", "is required"},
-		{"external database without host", func(v *gen.ValidatorDto) {
-			v.DatabaseConfig = &gen.ValidatorDbConfigDto{External: ptr(true), Port: ptr("5432")}
+		{"client secret missing", func(v *managementapi.ValidatorDto) { v.Auth.LedgerApiClientSecret = nil }, "auth.ledgerApiClientSecret", "is required"},
+		{"external database without host", func(v *managementapi.ValidatorDto) {
+			v.DatabaseConfig = &managementapi.ValidatorDbConfigDto{External: ptr(true), Port: ptr("5432")}
 		}, "databaseConfig.hostname", "is required"},
-		{"prune schedule with a bad cron", func(v *gen.ValidatorDto) {
-			v.ClusterConfig.ScheduledPrune = &gen.ScheduledValidatorPruneDto{Cron: "0 0 25 * * ?", MaxDuration: "5m", Retention: "48h"}
+		{"prune schedule with a bad cron", func(v *managementapi.ValidatorDto) {
+			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 25 * * ?", MaxDuration: "5m", Retention: "48h"}
 		}, "clusterConfig.scheduledPrune.cron", "cron"},
-		{"prune schedule with a zero retention", func(v *gen.ValidatorDto) {
-			v.ClusterConfig.ScheduledPrune = &gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "0s"}
+		{"prune schedule with a zero retention", func(v *managementapi.ValidatorDto) {
+			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "0s"}
 		}, "clusterConfig.scheduledPrune.retention", ""},
 	}
 	for _, tc := range cases {
@@ -198,8 +198,8 @@ func TestCreateValidatorRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := newValidator("gamma")
-	v.Participant.Resources = &gen.ResourcesDto{ImagePullSecret: ptr("regcred")}
-	v.EnvVars = &[]gen.EnvVar{{Name: ptr("OPTIONAL"), ValueFrom: &gen.EnvVarSource{SecretKeyRef: &gen.SecretKeySelector{Name: ptr("nowhere"), Key: ptr("k"), Optional: ptr(true)}}}}
+	v.Participant.Resources = &managementapi.ResourcesDto{ImagePullSecret: ptr("regcred")}
+	v.EnvVars = &[]managementapi.EnvVar{{Name: ptr("OPTIONAL"), ValueFrom: &managementapi.EnvVarSource{SecretKeyRef: &managementapi.SecretKeySelector{Name: ptr("nowhere"), Key: ptr("k"), Optional: ptr(true)}}}}
 	if resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("with the secret in place: got %v %v, want 201", resp.StatusCode(), err)
 	}
@@ -268,7 +268,7 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 			t.Cleanup(e.faults.clear)
 			step.inject()
 			v := newValidator("epsilon")
-			v.ClusterConfig.ScheduledPrune = &gen.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
+			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
 			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v)
 			if err != nil {
 				t.Fatal(err)
@@ -323,7 +323,7 @@ func TestListValidators(t *testing.T) {
 		}
 		e.clock.Add(time.Second) // creation times differ: phases advance at different moments
 	}
-	list := func(p gen.ListValidatorsParams) ([]string, int64) {
+	list := func(p managementapi.ListValidatorsParams) ([]string, int64) {
 		t.Helper()
 		resp, err := e.Management.ListValidatorsWithResponse(ctx, &p)
 		if err != nil || resp.JSON200 == nil {
@@ -336,13 +336,13 @@ func TestListValidators(t *testing.T) {
 		return got, resp.JSON200.TotalCount
 	}
 
-	got, total := list(gen.ListValidatorsParams{})
+	got, total := list(managementapi.ListValidatorsParams{})
 	if len(got) != 20 || total != 25 || got[0] != "a-b" || got[19] != "v16" {
 		t.Fatalf("default page: got %d items %v total %d, want the first 20 of 25 by name", len(got), got, total)
 	}
 	var walked []string
 	for from := int32(0); from < 25; from += 7 {
-		page, _ := list(gen.ListValidatorsParams{From: ptr(from), Limit: ptr[int32](7)})
+		page, _ := list(managementapi.ListValidatorsParams{From: ptr(from), Limit: ptr[int32](7)})
 		walked = append(walked, page...)
 	}
 	sorted := slices.Clone(names)
@@ -350,21 +350,21 @@ func TestListValidators(t *testing.T) {
 	if !slices.Equal(walked, sorted) {
 		t.Fatalf("pages of 7: got %v, want every validator once in name order", walked)
 	}
-	if got, total := list(gen.ListValidatorsParams{From: ptr[int32](100)}); len(got) != 0 || total != 25 {
+	if got, total := list(managementapi.ListValidatorsParams{From: ptr[int32](100)}); len(got) != 0 || total != 25 {
 		t.Fatalf("past the end: got %v total %d, want none of 25", got, total)
 	}
 	// The name filter is a literal substring: _ is not a wildcard.
 	filters := map[string][]string{"a_b": nil, "a-b": {"a-b"}, "-": {"a-b", "node-1"}, "V0": nil, "v0": {"v00", "v01", "v02", "v03", "v04", "v05", "v06", "v07", "v08", "v09"}}
 	for filter, want := range filters {
-		if got, total := list(gen.ListValidatorsParams{Name: ptr(filter), Limit: ptr[int32](500)}); !slices.Equal(got, want) || total != int64(len(want)) {
+		if got, total := list(managementapi.ListValidatorsParams{Name: ptr(filter), Limit: ptr[int32](500)}); !slices.Equal(got, want) || total != int64(len(want)) {
 			t.Errorf("name=%q: got %v (total %d), want %v", filter, got, total, want)
 		}
 	}
 	// Phases come from the cluster: 2 s after creation RUNNING, 5 s COMPLETED.
 	e.advance(t, 0)
-	running, _ := list(gen.ListValidatorsParams{Status: ptr(gen.RUNNING), Limit: ptr[int32](500)})
-	completed, _ := list(gen.ListValidatorsParams{Status: ptr(gen.COMPLETED), Limit: ptr[int32](500)})
-	pending, _ := list(gen.ListValidatorsParams{Status: ptr(gen.PENDING), Limit: ptr[int32](500)})
+	running, _ := list(managementapi.ListValidatorsParams{Status: ptr(managementapi.RUNNING), Limit: ptr[int32](500)})
+	completed, _ := list(managementapi.ListValidatorsParams{Status: ptr(managementapi.COMPLETED), Limit: ptr[int32](500)})
+	pending, _ := list(managementapi.ListValidatorsParams{Status: ptr(managementapi.PENDING), Limit: ptr[int32](500)})
 	// The last one was created 1 s ago, the three before it 2 to 4 s ago.
 	if !slices.Equal(pending, []string{"v21"}) || !slices.Equal(running, []string{"v18", "v19", "v20"}) || len(completed) != 21 {
 		t.Fatalf("got pending %v, running %v, %d completed, want [v21], [v18 v19 v20] and 21", pending, running, len(completed))
@@ -377,9 +377,9 @@ func TestUpdateValidator(t *testing.T) {
 	if resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("zeta")); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
-	get := func() gen.ValidatorResponseDto {
+	get := func() managementapi.ValidatorResponseDto {
 		t.Helper()
-		resp, err := e.Management.ListValidatorsWithResponse(ctx, &gen.ListValidatorsParams{Name: ptr("zeta")})
+		resp, err := e.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr("zeta")})
 		if err != nil || resp.JSON200 == nil || len(resp.JSON200.Validators) != 1 {
 			t.Fatalf("read back: %v %s", err, resp.Body)
 		}
@@ -457,7 +457,7 @@ func TestUpdateValidator(t *testing.T) {
 	if got := get(); *got.DatabaseConfig.Username != "admin2" || got.DatabaseConfig.Password != nil {
 		t.Fatalf("databaseConfig: got %+v", got.DatabaseConfig)
 	}
-	list, err := e.Management.ListValidatorsWithResponse(ctx, &gen.ListValidatorsParams{})
+	list, err := e.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

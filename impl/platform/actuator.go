@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 )
 
 // healthTimeout bounds one health probe, so that a hung dependency reports
@@ -14,21 +14,21 @@ import (
 const healthTimeout = 2 * time.Second
 
 // GetHealth reports UP (200) when every dependency answers, else DOWN (503).
-func (s *Server) GetHealth(ctx context.Context, _ platform.GetHealthRequestObject) (platform.GetHealthResponseObject, error) {
+func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestObject) (platformapi.GetHealthResponseObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
-		results = map[string]platform.HealthStatus{}
+		results = map[string]platformapi.HealthStatus{}
 	)
 	for name, p := range s.health {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := platform.HealthUp
+			st := platformapi.HealthUp
 			if p == nil || p.Ping(ctx) != nil {
-				st = platform.HealthDown
+				st = platformapi.HealthDown
 			}
 			mu.Lock()
 			results[name] = st
@@ -36,27 +36,27 @@ func (s *Server) GetHealth(ctx context.Context, _ platform.GetHealthRequestObjec
 		}()
 	}
 	wg.Wait()
-	status := func(name string) platform.ComponentHealth {
+	status := func(name string) platformapi.ComponentHealth {
 		st, ok := results[name]
 		if !ok {
-			st = platform.HealthDown
+			st = platformapi.HealthDown
 		}
-		return platform.ComponentHealth{Status: st}
+		return platformapi.ComponentHealth{Status: st}
 	}
-	h := platform.Health{
-		Status:     platform.HealthUp,
-		Components: platform.HealthComponents{Db: status("db"), Cluster: status("cluster")},
+	h := platformapi.Health{
+		Status:     platformapi.HealthUp,
+		Components: platformapi.HealthComponents{Db: status("db"), Cluster: status("cluster")},
 	}
-	if h.Components.Db.Status != platform.HealthUp || h.Components.Cluster.Status != platform.HealthUp {
-		h.Status = platform.HealthDown
-		return platform.GetHealth503JSONResponse(h), nil
+	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp {
+		h.Status = platformapi.HealthDown
+		return platformapi.GetHealth503JSONResponse(h), nil
 	}
-	return platform.GetHealth200JSONResponse(h), nil
+	return platformapi.GetHealth200JSONResponse(h), nil
 }
 
 // GetInfo reports the build.
-func (s *Server) GetInfo(context.Context, platform.GetInfoRequestObject) (platform.GetInfoResponseObject, error) {
-	b := platform.BuildInfo{Version: s.version}
+func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (platformapi.GetInfoResponseObject, error) {
+	b := platformapi.BuildInfo{Version: s.version}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, kv := range bi.Settings {
 			switch kv.Key {
@@ -70,5 +70,5 @@ func (s *Server) GetInfo(context.Context, platform.GetInfoRequestObject) (platfo
 			}
 		}
 	}
-	return platform.GetInfo200JSONResponse{Build: b}, nil
+	return platformapi.GetInfo200JSONResponse{Build: b}, nil
 }

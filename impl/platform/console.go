@@ -3,9 +3,9 @@ package platform
 import (
 	"context"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 )
 
-func (s *Server) OpenLedgerConsole(ctx context.Context, req platform.OpenLedgerConsoleRequestObject) (platform.OpenLedgerConsoleResponseObject, error) {
+func (s *Server) OpenLedgerConsole(ctx context.Context, req platformapi.OpenLedgerConsoleRequestObject) (platformapi.OpenLedgerConsoleResponseObject, error) {
 	return nil, notBuilt("openLedgerConsole", needsConsole)
 }

@@ -5,26 +5,26 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 )
 
 // GetApiDocs serves this release's description.
-func (s *Server) GetApiDocs(context.Context, platform.GetApiDocsRequestObject) (platform.GetApiDocsResponseObject, error) {
-	return platform.GetApiDocs200JSONResponse(s.platformDoc), nil
+func (s *Server) GetApiDocs(context.Context, platformapi.GetApiDocsRequestObject) (platformapi.GetApiDocsResponseObject, error) {
+	return platformapi.GetApiDocs200JSONResponse(s.platformDoc), nil
 }
 
 // GetManagementApiDocs serves release 1.11's description.
-func (s *Server) GetManagementApiDocs(context.Context, platform.GetManagementApiDocsRequestObject) (platform.GetManagementApiDocsResponseObject, error) {
-	return platform.GetManagementApiDocs200JSONResponse(s.managementDoc), nil
+func (s *Server) GetManagementApiDocs(context.Context, platformapi.GetManagementApiDocsRequestObject) (platformapi.GetManagementApiDocsResponseObject, error) {
+	return platformapi.GetManagementApiDocs200JSONResponse(s.managementDoc), nil
 }
 
 // GetDocsUi serves the interactive page; its assets are embedded in the binary.
-func (s *Server) GetDocsUi(context.Context, platform.GetDocsUiRequestObject) (platform.GetDocsUiResponseObject, error) {
-	return platform.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(s.docs.Page), ContentLength: int64(len(s.docs.Page))}, nil
+func (s *Server) GetDocsUi(context.Context, platformapi.GetDocsUiRequestObject) (platformapi.GetDocsUiResponseObject, error) {
+	return platformapi.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(s.docs.Page), ContentLength: int64(len(s.docs.Page))}, nil
 }
 
-func mustDecode(raw []byte) platform.ApiDocument {
-	var doc platform.ApiDocument
+func mustDecode(raw []byte) platformapi.ApiDocument {
+	var doc platformapi.ApiDocument
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		panic("platform: description is not JSON: " + err.Error())
 	}

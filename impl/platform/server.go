@@ -5,12 +5,12 @@ package platform
 import (
 	"context"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/docs"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-var _ platform.StrictServerInterface = (*Server)(nil)
+var _ platformapi.StrictServerInterface = (*Server)(nil)
 
 // Pinger is a dependency whose health /actuator/health reports.
 type Pinger interface {
@@ -31,7 +31,7 @@ type Server struct {
 	version string
 	docs    *docs.Docs
 	// The descriptions as the generated response types want them, decoded once.
-	platformDoc, managementDoc platform.ApiDocument
+	platformDoc, managementDoc platformapi.ApiDocument
 }
 
 // New returns the release 2.0 handlers.

@@ -3,17 +3,17 @@ package platform
 import (
 	"context"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 )
 
-func (s *Server) ListValidators(ctx context.Context, req platform.ListValidatorsRequestObject) (platform.ListValidatorsResponseObject, error) {
+func (s *Server) ListValidators(ctx context.Context, req platformapi.ListValidatorsRequestObject) (platformapi.ListValidatorsResponseObject, error) {
 	return nil, notBuilt("listValidators", needsCluster)
 }
 
-func (s *Server) GetValidator(ctx context.Context, req platform.GetValidatorRequestObject) (platform.GetValidatorResponseObject, error) {
+func (s *Server) GetValidator(ctx context.Context, req platformapi.GetValidatorRequestObject) (platformapi.GetValidatorResponseObject, error) {
 	return nil, notBuilt("getValidator", needsCluster)
 }
 
-func (s *Server) GetValidatorStatus(ctx context.Context, req platform.GetValidatorStatusRequestObject) (platform.GetValidatorStatusResponseObject, error) {
+func (s *Server) GetValidatorStatus(ctx context.Context, req platformapi.GetValidatorStatusRequestObject) (platformapi.GetValidatorStatusResponseObject, error) {
 	return nil, notBuilt("getValidatorStatus", needsCluster)
 }

@@ -3,21 +3,21 @@ package platform
 import (
 	"context"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 )
 
-func (s *Server) ListGatewayWallets(ctx context.Context, req platform.ListGatewayWalletsRequestObject) (platform.ListGatewayWalletsResponseObject, error) {
+func (s *Server) ListGatewayWallets(ctx context.Context, req platformapi.ListGatewayWalletsRequestObject) (platformapi.ListGatewayWalletsResponseObject, error) {
 	return nil, notBuilt("listGatewayWallets", needsGateway)
 }
 
-func (s *Server) CreateGatewayWallet(ctx context.Context, req platform.CreateGatewayWalletRequestObject) (platform.CreateGatewayWalletResponseObject, error) {
+func (s *Server) CreateGatewayWallet(ctx context.Context, req platformapi.CreateGatewayWalletRequestObject) (platformapi.CreateGatewayWalletResponseObject, error) {
 	return nil, notBuilt("createGatewayWallet", needsGateway)
 }
 
-func (s *Server) GetCustodyProviderSettings(ctx context.Context, req platform.GetCustodyProviderSettingsRequestObject) (platform.GetCustodyProviderSettingsResponseObject, error) {
+func (s *Server) GetCustodyProviderSettings(ctx context.Context, req platformapi.GetCustodyProviderSettingsRequestObject) (platformapi.GetCustodyProviderSettingsResponseObject, error) {
 	return nil, notBuilt("getCustodyProviderSettings", needsGateway)
 }
 
-func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform.UpdateCustodyProviderSettingsRequestObject) (platform.UpdateCustodyProviderSettingsResponseObject, error) {
+func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platformapi.UpdateCustodyProviderSettingsRequestObject) (platformapi.UpdateCustodyProviderSettingsResponseObject, error) {
 	return nil, notBuilt("updateCustodyProviderSettings", needsGateway)
 }

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/idp"
 )
@@ -73,7 +73,7 @@ type Procedure struct {
 	DryRun bool
 
 	// Management is a client of validator-manager's release 1.11 API.
-	Management management.ClientWithResponsesInterface
+	Management managementapi.ClientWithResponsesInterface
 	Pods       Pods
 	// HTTP calls the wallet app. nil: a client without an overall timeout
 	// (the snapshot can take minutes); ctx bounds the call.

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
@@ -285,7 +285,7 @@ func TestRejectedInput(t *testing.T) {
 // provider, a wallet app and a pod, all fake but the server.
 type fixture struct {
 	srv       *apitest.Server
-	anonymous management.ClientWithResponsesInterface
+	anonymous managementapi.ClientWithResponsesInterface
 	kcURL     string
 	kcCalls   atomic.Int32
 	wallet    *walletApp
@@ -306,7 +306,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatalf("create validator %s: %v %s", name, err, resp.Body)
 		}
 	}
-	anon, err := management.NewClientWithResponses(f.srv.URL+"/api", management.WithHTTPClient(f.srv.HTTP))
+	anon, err := managementapi.NewClientWithResponses(f.srv.URL+"/api", managementapi.WithHTTPClient(f.srv.HTTP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func (f *fixture) procedure() *recovery.Procedure {
 // migration reads the stored migration of name through the API.
 func (f *fixture) migration(t *testing.T, name string) (int32, bool) {
 	t.Helper()
-	resp, err := f.srv.Management.ListValidatorsWithResponse(context.Background(), &management.ListValidatorsParams{Name: &name})
+	resp, err := f.srv.Management.ListValidatorsWithResponse(context.Background(), &managementapi.ListValidatorsParams{Name: &name})
 	if err != nil || resp.JSON200 == nil {
 		t.Fatalf("list validators: %v %s", err, resp.Body)
 	}
@@ -528,11 +528,11 @@ func (p *fakePods) file(path string) ([]byte, bool) {
 
 // lostEdits accepts edits without applying them: the wait must time out.
 type lostEdits struct {
-	management.ClientWithResponsesInterface
+	managementapi.ClientWithResponsesInterface
 }
 
-func (lostEdits) UpdateValidatorWithResponse(context.Context, management.UpdateValidatorJSONRequestBody, ...management.RequestEditorFn) (*management.UpdateValidatorResponse, error) {
-	return &management.UpdateValidatorResponse{HTTPResponse: &http.Response{StatusCode: http.StatusOK, Status: "200 OK"}}, nil
+func (lostEdits) UpdateValidatorWithResponse(context.Context, managementapi.UpdateValidatorJSONRequestBody, ...managementapi.RequestEditorFn) (*managementapi.UpdateValidatorResponse, error) {
+	return &managementapi.UpdateValidatorResponse{HTTPResponse: &http.Response{StatusCode: http.StatusOK, Status: "200 OK"}}, nil
 }
 
 func keys[V any](m map[string]V) []string {
@@ -545,26 +545,26 @@ func keys[V any](m map[string]V) []string {
 
 // validValidator is a valid create payload (the shape of
 // impl/server/operations_test.go) with custom authentication.
-func validValidator(name string, migration int32) management.ValidatorDto {
-	none := []management.EnvVar{}
+func validValidator(name string, migration int32) managementapi.ValidatorDto {
+	none := []managementapi.EnvVar{}
 	custom := true
 	secret := "onboarding-secret"
-	return management.ValidatorDto{
+	return managementapi.ValidatorDto{
 		Name:       name,
 		ImageRepo:  "registry.example.com/splice/validator-app",
 		ImageTag:   "0.4.2",
 		CustomAuth: &custom,
-		ClusterConfig: management.ClusterConfigDto{
-			AppInfoLedgerNameService: management.AppInfoDto{EnvVars: none},
-			AppInfoValidator:         management.AppInfoDto{EnvVars: none},
+		ClusterConfig: managementapi.ClusterConfigDto{
+			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
+			AppInfoValidator:         managementapi.AppInfoDto{EnvVars: none},
 			DefaultJvmOptions:        "-Xms1g -Xmx2g",
-			Migration:                management.MigrationDto{Id: migration},
+			Migration:                managementapi.MigrationDto{Id: migration},
 			PartyHint:                "acme-validator_1",
 			ScanAddress:              "https://scan.example.com",
 			SvSponsorAddress:         "https://sv.example.com",
 		},
-		ClusterParticipantConfig: management.ClusterParticipantConfigDto{},
-		Participant:              management.AppInfoDto{EnvVars: none},
+		ClusterParticipantConfig: managementapi.ClusterParticipantConfigDto{},
+		Participant:              managementapi.AppInfoDto{EnvVars: none},
 		OnboardingSecret:         &secret,
 	}
 }

@@ -9,33 +9,33 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/validator-manager/validator-manager/gen/management"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 )
 
 // pageSize is the largest page GET /api/validators serves.
-const pageSize management.Limit = 500
+const pageSize managementapi.Limit = 500
 
 // findValidator reads the validator through GET /api/validators. The name
 // filter matches substrings: the exact name is picked from the pages.
-func (p *Procedure) findValidator(ctx context.Context) (management.ValidatorResponseDto, error) {
+func (p *Procedure) findValidator(ctx context.Context) (managementapi.ValidatorResponseDto, error) {
 	limit := pageSize
-	var from management.From
+	var from managementapi.From
 	for {
-		resp, err := p.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Name: &p.Validator, From: &from, Limit: &limit})
+		resp, err := p.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: &p.Validator, From: &from, Limit: &limit})
 		if err != nil {
-			return management.ValidatorResponseDto{}, fmt.Errorf("validator-manager: list validators: %w", err)
+			return managementapi.ValidatorResponseDto{}, fmt.Errorf("validator-manager: list validators: %w", err)
 		}
 		if resp.JSON200 == nil {
-			return management.ValidatorResponseDto{}, apiError("list validators", resp.HTTPResponse, resp.Body)
+			return managementapi.ValidatorResponseDto{}, apiError("list validators", resp.HTTPResponse, resp.Body)
 		}
 		for _, v := range resp.JSON200.Validators {
 			if v.Name != nil && *v.Name == p.Validator {
 				return v, nil
 			}
 		}
-		from += management.From(len(resp.JSON200.Validators))
+		from += managementapi.From(len(resp.JSON200.Validators))
 		if len(resp.JSON200.Validators) == 0 || int64(from) >= resp.JSON200.TotalCount {
-			return management.ValidatorResponseDto{}, fmt.Errorf("validator-manager has no validator %q", p.Validator)
+			return managementapi.ValidatorResponseDto{}, fmt.Errorf("validator-manager has no validator %q", p.Validator)
 		}
 	}
 }
@@ -50,7 +50,7 @@ func (p *Procedure) currentMigration(ctx context.Context) (int32, error) {
 	return id, err
 }
 
-func migrationOf(v management.ValidatorResponseDto) (int32, bool, error) {
+func migrationOf(v managementapi.ValidatorResponseDto) (int32, bool, error) {
 	if v.MigrationId == nil {
 		return 0, false, fmt.Errorf("validator-manager reports no migration id for %q", *v.Name)
 	}
@@ -73,9 +73,9 @@ func (p *Procedure) migrate(ctx context.Context, id int32) error {
 		return fmt.Errorf("the new migration id %d is no longer greater than the current %d", id, current)
 	}
 	migrating := true
-	resp, err := p.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
+	resp, err := p.Management.UpdateValidatorWithResponse(ctx, managementapi.ValidatorEditDto{
 		Name:          p.Validator,
-		ClusterConfig: &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: id, Migrating: &migrating}},
+		ClusterConfig: &managementapi.ClusterConfigEditDto{Migration: managementapi.MigrationDto{Id: id, Migrating: &migrating}},
 	})
 	if err != nil {
 		return fmt.Errorf("validator-manager: edit validator: %w", err)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	gen "github.com/validator-manager/validator-manager/gen/management"
-	genplatform "github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
@@ -22,13 +22,13 @@ import (
 // panicking handlers stand in for a bug anywhere in a handler.
 type panickingManagement struct{ *management.Server }
 
-func (panickingManagement) ListValidators(context.Context, gen.ListValidatorsRequestObject) (gen.ListValidatorsResponseObject, error) {
+func (panickingManagement) ListValidators(context.Context, managementapi.ListValidatorsRequestObject) (managementapi.ListValidatorsResponseObject, error) {
 	panic("boom")
 }
 
 type panickingPlatform struct{ *platform.Server }
 
-func (panickingPlatform) ListValidators(context.Context, genplatform.ListValidatorsRequestObject) (genplatform.ListValidatorsResponseObject, error) {
+func (panickingPlatform) ListValidators(context.Context, platformapi.ListValidatorsRequestObject) (platformapi.ListValidatorsResponseObject, error) {
 	panic("boom")
 }
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 )
 
@@ -24,7 +24,7 @@ func TestHealthReportsDown(t *testing.T) {
 		t.Fatalf("got %d %s, want 503 with a health body", resp.StatusCode(), resp.Body)
 	}
 	h := resp.JSON503
-	if h.Status != platform.HealthDown || h.Components.Db.Status != platform.HealthDown || h.Components.Cluster.Status != platform.HealthUp {
+	if h.Status != platformapi.HealthDown || h.Components.Db.Status != platformapi.HealthDown || h.Components.Cluster.Status != platformapi.HealthUp {
 		t.Fatalf("got %+v, want DOWN with db DOWN and cluster UP", *h)
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/validator-manager/validator-manager/gen/management"
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/openapi"
 )
@@ -86,9 +86,9 @@ func operationCases() []operationCase {
 	p := func(id string, call apiCall) operationCase {
 		return operationCase{release: release20, id: id, call: call, status: http.StatusNotImplemented}
 	}
-	prune := management.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
-	backup := management.ValidatorBackupDto{Cron: ptr("@daily"), MaxBackups: 7}
-	host := platform.HostingParticipant{ParticipantUid: "participant2::1220abcd", Permission: platform.HostingPermissionConfirming}
+	prune := managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
+	backup := managementapi.ValidatorBackupDto{Cron: ptr("@daily"), MaxBackups: 7}
+	host := platformapi.HostingParticipant{ParticipantUid: "participant2::1220abcd", Permission: platformapi.HostingPermissionConfirming}
 
 	return []operationCase{
 		// ------------------------------------------------ release 1.11
@@ -96,19 +96,19 @@ func operationCases() []operationCase {
 		// only validator created is validator-1 and every by-name row names
 		// objects that never exist (404). impl/management tests the behaviour.
 		m("listValidators", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{
-				From: ptr[int32](0), Limit: ptr[int32](500), Status: ptr(management.RUNNING), Name: ptr("val_%"),
+			return s.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{
+				From: ptr[int32](0), Limit: ptr[int32](500), Status: ptr(managementapi.RUNNING), Name: ptr("val_%"),
 			})
 		}, hasJSON),
 		m("createValidator", http.StatusCreated, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.CreateValidatorWithResponse(ctx, validValidator())
 		}, hasJSON),
 		m("updateValidator", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
+			return s.Management.UpdateValidatorWithResponse(ctx, managementapi.ValidatorEditDto{
 				Name:            absent,
 				ImageTag:        ptr("0.4.2"),
 				DatabaseStorage: ptr("20Gi"),
-				ClusterConfig:   &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: 2, Migrating: ptr(true)}},
+				ClusterConfig:   &managementapi.ClusterConfigEditDto{Migration: managementapi.MigrationDto{Id: 2, Migrating: ptr(true)}},
 			})
 		}, notFound),
 		{release: release111, id: "updateValidator", variant: "null sections", status: http.StatusNotFound, check: notFound,
@@ -137,14 +137,14 @@ func operationCases() []operationCase {
 			return s.Management.GetBackupScheduleWithResponse(ctx, absent)
 		}, notFound),
 		m("updateBackupSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.UpdateBackupScheduleWithResponse(ctx, absent, management.ValidatorBackupDto{Cron: ptr("0 3 * * 1"), MaxBackups: 84})
+			return s.Management.UpdateBackupScheduleWithResponse(ctx, absent, managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * 1"), MaxBackups: 84})
 		}, notFound),
 		m("deleteBackupSchedule", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.DeleteBackupScheduleWithResponse(ctx, absent)
 		}, notFound),
 		m("listRemoteParticipants", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Management.ListRemoteParticipantsWithResponse(ctx, &management.ListRemoteParticipantsParams{
-				HealthStatus: ptr(true), From: ptr[int32](20), Limit: ptr[int32](1), Status: ptr(management.PENDING), Name: ptr("remote"),
+			return s.Management.ListRemoteParticipantsWithResponse(ctx, &managementapi.ListRemoteParticipantsParams{
+				HealthStatus: ptr(true), From: ptr[int32](20), Limit: ptr[int32](1), Status: ptr(managementapi.PENDING), Name: ptr("remote"),
 			})
 		}, hasJSON),
 		m("createRemoteParticipant", http.StatusCreated, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
@@ -204,10 +204,10 @@ func operationCases() []operationCase {
 			return s.Platform.GetApplicationMetricsWithResponse(ctx, "app-1")
 		}),
 		p("listParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListPartiesWithResponse(ctx, validator, &platform.ListPartiesParams{PartyId: ptr("alice::1220")})
+			return s.Platform.ListPartiesWithResponse(ctx, validator, &platformapi.ListPartiesParams{PartyId: ptr("alice::1220")})
 		}),
 		p("allocateParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.AllocatePartyWithResponse(ctx, validator, &platform.AllocatePartyParams{PartyIdHint: "alice"})
+			return s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: "alice"})
 		}),
 		p("listLocalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListLocalPartiesWithResponse(ctx, validator)
@@ -219,42 +219,42 @@ func operationCases() []operationCase {
 			return s.Platform.ListTopologyProposalsWithResponse(ctx, validator)
 		}),
 		p("lookupParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.LookupParticipantWithResponse(ctx, validator, &platform.LookupParticipantParams{ParticipantUid: "participant2::1220"})
+			return s.Platform.LookupParticipantWithResponse(ctx, validator, &platformapi.LookupParticipantParams{ParticipantUid: "participant2::1220"})
 		}),
 		p("generateExternalPartyTopology", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GenerateExternalPartyTopologyWithResponse(ctx, validator, platform.GenerateTopologyRequest{
-				PartyHint: "alice", PublicKeyBase64: []byte("public key DER"), KeySpec: ptr(platform.KeySpecEd25519),
-				Hosts: &[]platform.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](2),
+			return s.Platform.GenerateExternalPartyTopologyWithResponse(ctx, validator, platformapi.GenerateTopologyRequest{
+				PartyHint: "alice", PublicKeyBase64: []byte("public key DER"), KeySpec: ptr(platformapi.KeySpecEd25519),
+				Hosts: &[]platformapi.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](2),
 			})
 		}),
 		p("allocateExternalParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.AllocateExternalPartyWithResponse(ctx, validator, platform.AllocateExternalPartyRequest{
+			return s.Platform.AllocateExternalPartyWithResponse(ctx, validator, platformapi.AllocateExternalPartyRequest{
 				SynchronizerId: "global-domain::1220ab", TopologyTransactions: [][]byte{[]byte("tx-1"), []byte("tx-2")},
 				Signature: []byte("signature"), PublicKeyFingerprint: "1220fingerprint",
-				SignatureFormat: ptr(platform.SignatureFormatConcat), SigningAlgorithmSpec: ptr(platform.SigningAlgorithmEd25519),
+				SignatureFormat: ptr(platformapi.SignatureFormatConcat), SigningAlgorithmSpec: ptr(platformapi.SigningAlgorithmEd25519),
 			})
 		}),
 		p("approvePendingHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ApprovePendingHostingWithResponse(ctx, validator, platform.ApprovePendingHostingRequest{PartyId: "alice::1220ab"})
+			return s.Platform.ApprovePendingHostingWithResponse(ctx, validator, platformapi.ApprovePendingHostingRequest{PartyId: "alice::1220ab"})
 		}),
 		p("prepareAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platform.PrepareAmendHostingRequest{
-				PartyId: "alice::1220ab", Hosts: []platform.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](1),
+			return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platformapi.PrepareAmendHostingRequest{
+				PartyId: "alice::1220ab", Hosts: []platformapi.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](1),
 			})
 		}),
 		p("submitAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.SubmitAmendHostingWithResponse(ctx, validator, platform.SubmitAmendHostingRequest{
+			return s.Platform.SubmitAmendHostingWithResponse(ctx, validator, platformapi.SubmitAmendHostingRequest{
 				PartyId: "alice::1220ab", Transaction: []byte("tx"), Signature: []byte("signature"), PublicKeyFingerprint: "1220fingerprint",
 			})
 		}),
 		p("createUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.CreateUserWithResponse(ctx, validator, &platform.CreateUserParams{
+			return s.Platform.CreateUserWithResponse(ctx, validator, &platformapi.CreateUserParams{
 				UserId: "alice", PrimaryParty: ptr("alice::1220ab"), ParticipantAdmin: ptr(false),
 				CanActAs: &[]string{"alice::1220ab", "bob::1220cd"}, CanReadAs: &[]string{"carol::1220ef"},
 			})
 		}),
 		p("updateUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.UpdateUserWithResponse(ctx, validator, "alice", &platform.UpdateUserParams{
+			return s.Platform.UpdateUserWithResponse(ctx, validator, "alice", &platformapi.UpdateUserParams{
 				IsDeactivated: ptr(false), Annotation: &[]string{"team=payments", "retired="},
 			})
 		}),
@@ -262,7 +262,7 @@ func operationCases() []operationCase {
 			return s.Platform.ListUserRightsWithResponse(ctx, validator, "alice")
 		}),
 		p("updateUserRights", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.UpdateUserRightsWithResponse(ctx, validator, "alice", &platform.UpdateUserRightsParams{
+			return s.Platform.UpdateUserRightsWithResponse(ctx, validator, "alice", &platformapi.UpdateUserRightsParams{
 				CanReadAsAnyParty: ptr(true), CanExecuteAs: &[]string{"alice::1220ab"},
 			})
 		}),
@@ -270,7 +270,7 @@ func operationCases() []operationCase {
 			return s.Platform.ListWalletUsersWithResponse(ctx, validator)
 		}),
 		p("onboardWalletUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.OnboardWalletUserWithResponse(ctx, validator, platform.OnboardWalletUserRequest{Name: "alice"})
+			return s.Platform.OnboardWalletUserWithResponse(ctx, validator, platformapi.OnboardWalletUserRequest{Name: "alice"})
 		}),
 		p("offboardWalletUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.OffboardWalletUserWithResponse(ctx, validator, "alice")
@@ -279,17 +279,17 @@ func operationCases() []operationCase {
 			return s.Platform.ListGatewayWalletsWithResponse(ctx, validator)
 		}),
 		p("createGatewayWallet", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.CreateGatewayWalletWithResponse(ctx, validator, platform.CreateGatewayWalletRequest{
-				PartyHint: "treasury", SigningProvider: platform.SigningProviderCustodyProviderA, Primary: ptr(true), Vault: ptr("vault-1"),
+			return s.Platform.CreateGatewayWalletWithResponse(ctx, validator, platformapi.CreateGatewayWalletRequest{
+				PartyHint: "treasury", SigningProvider: platformapi.SigningProviderCustodyProviderA, Primary: ptr(true), Vault: ptr("vault-1"),
 			})
 		}),
 		p("getCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetCustodyProviderSettingsWithResponse(ctx, validator)
 		}),
 		p("updateCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.UpdateCustodyProviderSettingsWithResponse(ctx, validator, platform.UpdateCustodyProviderSettingsRequest{
+			return s.Platform.UpdateCustodyProviderSettingsWithResponse(ctx, validator, platformapi.UpdateCustodyProviderSettingsRequest{
 				Enabled: ptr(true), BaseUrl: ptr("https://custody.example.com/api"),
-				Credentials: &platform.CustodyProviderCredentials{ApiKey: ptr("key"), ApiSecret: ptr("secret")},
+				Credentials: &platformapi.CustodyProviderCredentials{ApiKey: ptr("key"), ApiSecret: ptr("secret")},
 			})
 		}),
 		p("uploadDar", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
@@ -326,7 +326,7 @@ func operationCases() []operationCase {
 			// it goes through the root client, with the token and the headers a
 			// WebSocket client sends.
 			return s.Public.OpenLedgerConsoleWithResponse(ctx,
-				&platform.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket"},
+				&platformapi.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket"},
 				withHeader("Authorization", "Bearer "+s.Token),
 				withHeader("Connection", "Upgrade"),
 				withHeader("Sec-WebSocket-Version", "13"),
@@ -338,7 +338,7 @@ func operationCases() []operationCase {
 				// Browsers cannot set Authorization on a WebSocket; the contract
 				// accepts the token as the subprotocol "bearer, <token>" instead.
 				return s.Public.OpenLedgerConsoleWithResponse(ctx,
-					&platform.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket", SecWebSocketProtocol: ptr("bearer, " + s.Token)},
+					&platformapi.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket", SecWebSocketProtocol: ptr("bearer, " + s.Token)},
 					withHeader("Connection", "Upgrade"),
 					withHeader("Sec-WebSocket-Version", "13"),
 					withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
@@ -366,16 +366,16 @@ func TestBadInputs(t *testing.T) {
 			fields map[string]string // key -> substring of its message
 		}{
 			{"listValidators limit=0", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Limit: ptr[int32](0)})
+				return s.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Limit: ptr[int32](0)})
 			}, map[string]string{"limit": "at least 1"}},
 			{"listValidators limit=501", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Limit: ptr[int32](501)})
+				return s.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Limit: ptr[int32](501)})
 			}, map[string]string{"limit": "at most 500"}},
 			{"listValidators from=-1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{From: ptr[int32](-1)})
+				return s.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{From: ptr[int32](-1)})
 			}, map[string]string{"from": "at least 0"}},
 			{"listValidators status=BOGUS", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.ListValidatorsWithResponse(ctx, &management.ListValidatorsParams{Status: ptr(management.Phase("BOGUS"))})
+				return s.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Status: ptr(managementapi.Phase("BOGUS"))})
 			}, map[string]string{"status": "one of"}},
 			{"listValidators limit=ten", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				return s.Management.ListValidatorsWithResponse(ctx, nil, withQuery("limit", "ten"))
@@ -393,8 +393,8 @@ func TestBadInputs(t *testing.T) {
 				return s.Management.CreateValidatorWithResponse(ctx, nested)
 			}, map[string]string{"clusterConfig.migration.id": "at least 0"}},
 			{"updateValidator clusterConfig.migration.id=-1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.UpdateValidatorWithResponse(ctx, management.ValidatorEditDto{
-					Name: validator, ClusterConfig: &management.ClusterConfigEditDto{Migration: management.MigrationDto{Id: -1}},
+				return s.Management.UpdateValidatorWithResponse(ctx, managementapi.ValidatorEditDto{
+					Name: validator, ClusterConfig: &managementapi.ClusterConfigEditDto{Migration: managementapi.MigrationDto{Id: -1}},
 				})
 			}, map[string]string{"clusterConfig.migration.id": "at least 0"}},
 			{"createValidator malformed JSON", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
@@ -413,19 +413,19 @@ func TestBadInputs(t *testing.T) {
 				return s.Management.DeleteBackupScheduleWithResponse(ctx, name48)
 			}, map[string]string{"name": "47"}},
 			{"createBackupSchedule name with uppercase", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.CreateBackupScheduleWithResponse(ctx, "Validator-1", management.ValidatorBackupDto{MaxBackups: 7})
+				return s.Management.CreateBackupScheduleWithResponse(ctx, "Validator-1", managementapi.ValidatorBackupDto{MaxBackups: 7})
 			}, map[string]string{"name": "regular expression"}},
 			{"updateBackupSchedule name with uppercase", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.UpdateBackupScheduleWithResponse(ctx, "VALIDATOR", management.ValidatorBackupDto{MaxBackups: 7})
+				return s.Management.UpdateBackupScheduleWithResponse(ctx, "VALIDATOR", managementapi.ValidatorBackupDto{MaxBackups: 7})
 			}, map[string]string{"name": "regular expression"}},
 			{"createBackupSchedule maxBackups=1", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.CreateBackupScheduleWithResponse(ctx, validator, management.ValidatorBackupDto{MaxBackups: 1})
+				return s.Management.CreateBackupScheduleWithResponse(ctx, validator, managementapi.ValidatorBackupDto{MaxBackups: 1})
 			}, map[string]string{"maxBackups": "at least 2"}},
 			{"createBackupSchedule maxBackups=85", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.CreateBackupScheduleWithResponse(ctx, validator, management.ValidatorBackupDto{MaxBackups: 85})
+				return s.Management.CreateBackupScheduleWithResponse(ctx, validator, managementapi.ValidatorBackupDto{MaxBackups: 85})
 			}, map[string]string{"maxBackups": "at most 84"}},
 			{"createPruneSchedule retention=2 days", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Management.CreatePruneScheduleWithResponse(ctx, validator, management.ScheduledValidatorPruneDto{
+				return s.Management.CreatePruneScheduleWithResponse(ctx, validator, managementapi.ScheduledValidatorPruneDto{
 					Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "2 days",
 				})
 			}, map[string]string{"retention": "regular expression"}},
@@ -468,16 +468,16 @@ func TestBadInputs(t *testing.T) {
 			want []string // substrings of error
 		}{
 			{"allocateParty without partyIdHint", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Platform.AllocatePartyWithResponse(ctx, validator, &platform.AllocatePartyParams{PartyIdHint: "alice"}, withoutQuery("partyIdHint"))
+				return s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: "alice"}, withoutQuery("partyIdHint"))
 			}, []string{"partyIdHint: is required"}},
 			{"lookupParticipant without participantUid", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Platform.LookupParticipantWithResponse(ctx, validator, &platform.LookupParticipantParams{ParticipantUid: "p"}, withoutQuery("participantUid"))
+				return s.Platform.LookupParticipantWithResponse(ctx, validator, &platformapi.LookupParticipantParams{ParticipantUid: "p"}, withoutQuery("participantUid"))
 			}, []string{"participantUid: is required"}},
 			{"createUser without userId", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Platform.CreateUserWithResponse(ctx, validator, &platform.CreateUserParams{UserId: "alice"}, withoutQuery("userId"))
+				return s.Platform.CreateUserWithResponse(ctx, validator, &platformapi.CreateUserParams{UserId: "alice"}, withoutQuery("userId"))
 			}, []string{"userId: is required"}},
 			{"updateUser annotation without =", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Platform.UpdateUserWithResponse(ctx, validator, "alice", &platform.UpdateUserParams{Annotation: &[]string{"team"}})
+				return s.Platform.UpdateUserWithResponse(ctx, validator, "alice", &platformapi.UpdateUserParams{Annotation: &[]string{"team"}})
 			}, []string{"annotation"}},
 			{"getValidator name of 254 characters", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				return s.Platform.GetValidatorWithResponse(ctx, strings.Repeat("v", 254))
@@ -486,8 +486,8 @@ func TestBadInputs(t *testing.T) {
 				return s.Platform.GenerateExternalPartyTopologyWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{}`))
 			}, []string{"partyHint: is required", "publicKeyBase64: is required"}},
 			{"prepareAmendHosting host without ::", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platform.PrepareAmendHostingRequest{
-					PartyId: "alice::1220ab", Hosts: []platform.HostingParticipant{{ParticipantUid: "participant2", Permission: platform.HostingPermissionObserving}},
+				return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platformapi.PrepareAmendHostingRequest{
+					PartyId: "alice::1220ab", Hosts: []platformapi.HostingParticipant{{ParticipantUid: "participant2", Permission: platformapi.HostingPermissionObserving}},
 				})
 			}, []string{"hosts.0.participantUid: "}},
 			{"onboardWalletUser empty name", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
@@ -506,7 +506,7 @@ func TestBadInputs(t *testing.T) {
 				return s.Platform.UpdateCustodyProviderSettingsWithBodyWithResponse(ctx, validator, "application/json", strings.NewReader(`{"baseUrl":"not a uri"}`))
 			}, []string{"baseUrl: ", "absolute URI"}},
 			{"openLedgerConsole without Upgrade", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-				return s.Public.OpenLedgerConsoleWithResponse(ctx, &platform.OpenLedgerConsoleParams{Validator: validator},
+				return s.Public.OpenLedgerConsoleWithResponse(ctx, &platformapi.OpenLedgerConsoleParams{Validator: validator},
 					withHeader("Authorization", "Bearer "+s.Token), withoutHeader("Upgrade"))
 			}, []string{"Upgrade: is required"}},
 		}
@@ -538,24 +538,24 @@ func TestBadInputs(t *testing.T) {
 
 func checkHealth(t *testing.T, r apiResponse) {
 	t.Helper()
-	h := r.(*platform.GetHealthResponse).JSON200
+	h := r.(*platformapi.GetHealthResponse).JSON200
 	if h == nil {
 		t.Fatalf("body: got %s, want a Health document", r.GetBody())
 	}
-	for name, got := range map[string]platform.HealthStatus{
+	for name, got := range map[string]platformapi.HealthStatus{
 		"status":                    h.Status,
 		"components.db.status":      h.Components.Db.Status,
 		"components.cluster.status": h.Components.Cluster.Status,
 	} {
-		if got != platform.HealthUp {
-			t.Errorf("%s: got %q, want %q", name, got, platform.HealthUp)
+		if got != platformapi.HealthUp {
+			t.Errorf("%s: got %q, want %q", name, got, platformapi.HealthUp)
 		}
 	}
 }
 
 func checkInfo(t *testing.T, r apiResponse) {
 	t.Helper()
-	info := r.(*platform.GetInfoResponse).JSON200
+	info := r.(*platformapi.GetInfoResponse).JSON200
 	if info == nil {
 		t.Fatalf("body: got %s, want an Info document", r.GetBody())
 	}
@@ -566,7 +566,7 @@ func checkInfo(t *testing.T, r apiResponse) {
 
 func checkApiDocs(t *testing.T, r apiResponse) {
 	t.Helper()
-	if r.(*platform.GetApiDocsResponse).JSON200 == nil {
+	if r.(*platformapi.GetApiDocsResponse).JSON200 == nil {
 		t.Fatalf("body: got %s, want an OpenAPI document", r.GetBody())
 	}
 	assertPublishedDoc(t, r.GetBody(), "Platform Management API", openapi.Platform)
@@ -574,7 +574,7 @@ func checkApiDocs(t *testing.T, r apiResponse) {
 
 func checkManagementApiDocs(t *testing.T, r apiResponse) {
 	t.Helper()
-	if r.(*platform.GetManagementApiDocsResponse).JSON200 == nil {
+	if r.(*platformapi.GetManagementApiDocsResponse).JSON200 == nil {
 		t.Fatalf("body: got %s, want an OpenAPI document", r.GetBody())
 	}
 	assertPublishedDoc(t, r.GetBody(), "Validator Management API", openapi.Management)
@@ -717,10 +717,10 @@ func managementError(t *testing.T, r apiResponse) map[string]string {
 }
 
 // platformErrorBody decodes release 2.0's error body {timestamp, status, error}.
-func platformErrorBody(t *testing.T, r apiResponse) platform.Error {
+func platformErrorBody(t *testing.T, r apiResponse) platformapi.Error {
 	t.Helper()
 	assertJSON(t, r)
-	var e platform.Error
+	var e platformapi.Error
 	if err := json.Unmarshal(r.GetBody(), &e); err != nil {
 		t.Fatalf("body: got %s, want {timestamp, status, error}: %v", r.GetBody(), err)
 	}
@@ -761,35 +761,35 @@ func notFound(t *testing.T, r apiResponse) {
 	}
 }
 
-func remoteParticipant(name string) management.RemoteParticipantDto {
-	return management.RemoteParticipantDto{
+func remoteParticipant(name string) managementapi.RemoteParticipantDto {
+	return managementapi.RemoteParticipantDto{
 		Name: name, AdminAddress: "participant.example.com", AdminPort: "5002",
 		LedgerAddress: "participant.example.com", LedgerPort: "5001", LedgerId: "ledger-1",
-		JsonApiUrl: "https://participant.example.com/json", AuthProvider: management.Provider1,
+		JsonApiUrl: "https://participant.example.com/json", AuthProvider: managementapi.Provider1,
 		Image: "registry.example.com/participant:3.3.0", V3: ptr(true),
 	}
 }
 
-func validValidator() management.ValidatorDto {
-	none := []management.EnvVar{}
-	return management.ValidatorDto{
+func validValidator() managementapi.ValidatorDto {
+	none := []managementapi.EnvVar{}
+	return managementapi.ValidatorDto{
 		Name:      validator,
 		ImageRepo: "registry.example.com/splice/validator-app",
 		ImageTag:  "0.4.2",
-		ClusterConfig: management.ClusterConfigDto{
-			AppInfoLedgerNameService: management.AppInfoDto{EnvVars: none},
-			AppInfoValidator: management.AppInfoDto{
-				EnvVars:   []management.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}},
-				Resources: &management.ResourcesDto{CpuLimit: ptr("500m"), MemoryLimit: ptr("2Gi"), Replicas: ptr[int32](1)},
+		ClusterConfig: managementapi.ClusterConfigDto{
+			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
+			AppInfoValidator: managementapi.AppInfoDto{
+				EnvVars:   []managementapi.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}},
+				Resources: &managementapi.ResourcesDto{CpuLimit: ptr("500m"), MemoryLimit: ptr("2Gi"), Replicas: ptr[int32](1)},
 			},
 			DefaultJvmOptions: "-Xms1g -Xmx2g",
-			Migration:         management.MigrationDto{Id: 0},
+			Migration:         managementapi.MigrationDto{Id: 0},
 			PartyHint:         "acme-validator_1",
 			ScanAddress:       "https://scan.example.com",
 			SvSponsorAddress:  "https://sv.example.com",
 		},
-		ClusterParticipantConfig: management.ClusterParticipantConfigDto{},
-		Participant:              management.AppInfoDto{EnvVars: none},
+		ClusterParticipantConfig: managementapi.ClusterParticipantConfigDto{},
+		Participant:              managementapi.AppInfoDto{EnvVars: none},
 		OnboardingSecret:         ptr("onboarding-secret"),
 	}
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/validator-manager/validator-manager/gen/management"
-	"github.com/validator-manager/validator-manager/gen/platform"
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/docs"
 	"github.com/validator-manager/validator-manager/openapi"
@@ -36,8 +36,8 @@ const (
 type Options struct {
 	Logger         *slog.Logger
 	Verifier       *auth.Verifier
-	Management     management.StrictServerInterface
-	Platform       platform.StrictServerInterface
+	Management     managementapi.StrictServerInterface
+	Platform       platformapi.StrictServerInterface
 	Docs           *docs.Docs
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
@@ -93,12 +93,12 @@ func New(o Options) (*Server, error) {
 	if o.RequestTimeout > 0 {
 		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
 	}
-	management.RegisterHandlersWithBaseURL(
+	managementapi.RegisterHandlersWithBaseURL(
 		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim},
-		management.NewStrictHandler(o.Management, nil), "")
-	platform.RegisterHandlersWithBaseURL(
+		managementapi.NewStrictHandler(o.Management, nil), "")
+	platformapi.RegisterHandlersWithBaseURL(
 		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim},
-		platform.NewStrictHandler(o.Platform, nil), "")
+		platformapi.NewStrictHandler(o.Platform, nil), "")
 
 	// The interactive page's scripts and styles; the page itself is an
 	// operation of the 2.0 contract.

@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
 
@@ -20,9 +19,9 @@ func BenchmarkListValidators(b *testing.B) {
 	for name, s := range backends(b) {
 		b.Run(name, func(b *testing.B) {
 			seed(b, s, 10000)
-			f := management.ValidatorFilter{
+			f := domain.ValidatorFilter{
 				NameContains: "7", // 3,439 of the 10,000 names
-				Page:         management.Page{Offset: 1000, Limit: 20},
+				Page:         domain.Page{Offset: 1000, Limit: 20},
 			}
 			ctx := context.Background()
 			for b.Loop() {

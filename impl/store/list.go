@@ -6,10 +6,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-func checkPage(p management.Page) error {
+func checkPage(p domain.Page) error {
 	if p.Limit <= 0 {
 		return domain.Invalid("limit", "must be positive, got %d", p.Limit)
 	}
@@ -54,7 +53,7 @@ type listed[R any] struct {
 // filtered set. The size comes with the page from a window function (one
 // statement, so it agrees with the page); only a page past the end, which
 // has no row to carry it, costs a second COUNT.
-func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p management.Page) ([]R, int64, error) {
+func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page) ([]R, int64, error) {
 	var rows []listed[R]
 	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).
 		Select("*, COUNT(*) OVER () AS total").

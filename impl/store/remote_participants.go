@@ -8,7 +8,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/management"
 )
 
 // CreateRemoteParticipant inserts a registration and sets its timestamps.
@@ -59,7 +58,7 @@ func (s *Store) DeleteRemoteParticipant(ctx context.Context, name string) error 
 
 // ListRemoteParticipants returns one page ordered by name and the number of
 // registrations that match the filter.
-func (s *Store) ListRemoteParticipants(ctx context.Context, f management.RemoteParticipantFilter) ([]domain.RemoteParticipant, int64, error) {
+func (s *Store) ListRemoteParticipants(ctx context.Context, f domain.RemoteParticipantFilter) ([]domain.RemoteParticipant, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
 
@@ -125,8 +124,8 @@ func TestListRemoteParticipants(t *testing.T) {
 				name += fmt.Sprint(" healthy=", *tt.healthy)
 			}
 			t.Run(name, func(t *testing.T) {
-				got, total, err := s.ListRemoteParticipants(ctx, management.RemoteParticipantFilter{
-					NameContains: tt.contains, Phase: tt.phase, Healthy: tt.healthy, Page: management.Page{Limit: 100},
+				got, total, err := s.ListRemoteParticipants(ctx, domain.RemoteParticipantFilter{
+					NameContains: tt.contains, Phase: tt.phase, Healthy: tt.healthy, Page: domain.Page{Limit: 100},
 				})
 				wantErr(t, err, nil)
 				var names []string
@@ -148,8 +147,8 @@ func TestListRemoteParticipants(t *testing.T) {
 		// Pages: two names at a time, in order, nothing twice, nothing missing.
 		var walked []string
 		for offset := 0; ; offset += 2 {
-			page, total, err := s.ListRemoteParticipants(ctx, management.RemoteParticipantFilter{
-				Healthy: &no, Page: management.Page{Offset: offset, Limit: 2},
+			page, total, err := s.ListRemoteParticipants(ctx, domain.RemoteParticipantFilter{
+				Healthy: &no, Page: domain.Page{Offset: offset, Limit: 2},
 			})
 			wantErr(t, err, nil)
 			if total != 4 {
@@ -165,7 +164,7 @@ func TestListRemoteParticipants(t *testing.T) {
 		if want := []string{"a_b", "ab", "abc", "pre_fix"}; !reflect.DeepEqual(walked, want) {
 			t.Fatalf("got %q, want %q", walked, want)
 		}
-		_, _, err := s.ListRemoteParticipants(ctx, management.RemoteParticipantFilter{})
+		_, _, err := s.ListRemoteParticipants(ctx, domain.RemoteParticipantFilter{})
 		wantErr(t, err, domain.ErrInvalid)
 	})
 }

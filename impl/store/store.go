@@ -13,11 +13,7 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-
-	"github.com/validator-manager/validator-manager/impl/management"
 )
-
-var _ management.Store = (*Store)(nil)
 
 // Store is the database of one server process.
 type Store struct {

@@ -6,7 +6,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/management"
 )
 
 // CreateValidator inserts v and sets its timestamps; the primary key on name
@@ -58,7 +57,7 @@ func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 
 // ListValidators returns one page ordered by name and the number of
 // validators that match the filter.
-func (s *Store) ListValidators(ctx context.Context, f management.ValidatorFilter) ([]domain.Validator, int64, error) {
+func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.Validator, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
 
@@ -216,8 +215,8 @@ func TestListValidators(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("%q %s", tt.contains, tt.phase), func(t *testing.T) {
-				got, total, err := s.ListValidators(ctx, management.ValidatorFilter{
-					NameContains: tt.contains, Phase: tt.phase, Page: management.Page{Limit: 100},
+				got, total, err := s.ListValidators(ctx, domain.ValidatorFilter{
+					NameContains: tt.contains, Phase: tt.phase, Page: domain.Page{Limit: 100},
 				})
 				wantErr(t, err, nil)
 				if names := validatorNames(got); !reflect.DeepEqual(names, tt.want) {
@@ -264,8 +263,8 @@ func TestListValidatorsPages(t *testing.T) {
 			t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
 				var got []string
 				for offset := 0; ; offset += limit {
-					page, total, err := s.ListValidators(ctx, management.ValidatorFilter{
-						NameContains: "node-", Page: management.Page{Offset: offset, Limit: limit},
+					page, total, err := s.ListValidators(ctx, domain.ValidatorFilter{
+						NameContains: "node-", Page: domain.Page{Offset: offset, Limit: limit},
 					})
 					wantErr(t, err, nil)
 					if total != int64(len(want)) {
@@ -286,8 +285,8 @@ func TestListValidatorsPages(t *testing.T) {
 		}
 
 		// A page past the end is empty but still counts the filtered set.
-		page, total, err := s.ListValidators(ctx, management.ValidatorFilter{
-			Phase: domain.PhaseRunning, Page: management.Page{Offset: 1000, Limit: 10},
+		page, total, err := s.ListValidators(ctx, domain.ValidatorFilter{
+			Phase: domain.PhaseRunning, Page: domain.Page{Offset: 1000, Limit: 10},
 		})
 		wantErr(t, err, nil)
 		if len(page) != 0 || total != 16 {
@@ -298,8 +297,8 @@ func TestListValidatorsPages(t *testing.T) {
 
 func TestListValidatorsRefusesBadPages(t *testing.T) {
 	each(t, func(t *testing.T, s *store.Store) {
-		for _, p := range []management.Page{{Limit: 0}, {Limit: -1}, {Offset: -1, Limit: 10}} {
-			_, _, err := s.ListValidators(context.Background(), management.ValidatorFilter{Page: p})
+		for _, p := range []domain.Page{{Limit: 0}, {Limit: -1}, {Offset: -1, Limit: 10}} {
+			_, _, err := s.ListValidators(context.Background(), domain.ValidatorFilter{Page: p})
 			wantErr(t, err, domain.ErrInvalid)
 		}
 	})

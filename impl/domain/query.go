@@ -1,0 +1,25 @@
+package domain
+
+// Page is an offset page: Offset rows skipped, at most Limit returned.
+type Page struct {
+	Offset int
+	Limit  int
+}
+
+// ValidatorFilter selects validators; zero values select everything.
+type ValidatorFilter struct {
+	// NameContains is a literal, case-sensitive substring (% and _ match themselves).
+	NameContains string
+	Phase        Phase
+	Page
+}
+
+// RemoteParticipantFilter selects remote participants.
+type RemoteParticipantFilter struct {
+	NameContains string
+	Phase        Phase
+	// Healthy selects by last known health check; participants never checked
+	// match neither true nor false.
+	Healthy *bool
+	Page
+}
