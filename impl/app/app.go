@@ -213,6 +213,7 @@ func (a *App) openIdentity() error {
 // (validator phases from the cluster, remote participants' health) until ctx
 // ends.
 func (a *App) Background(ctx context.Context) {
+	go a.Management.Reconciler().Run(ctx)
 	go a.Management.SyncStates(ctx, stateSyncInterval)
 	go a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
 }

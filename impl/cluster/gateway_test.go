@@ -108,8 +108,16 @@ func jsonEqual(t *testing.T, got, want any) bool {
 
 func mustApply(t *testing.T, e *env, v domain.Validator, s domain.ValidatorSecrets) {
 	t.Helper()
-	if err := e.gw.ApplyValidator(context.Background(), v, s); err != nil {
+	mustApplyPruned(t, e, v, nil, s)
+}
+
+func mustApplyPruned(t *testing.T, e *env, v domain.Validator, p *domain.PruneSchedule, s domain.ValidatorSecrets) {
+	t.Helper()
+	if err := e.gw.ApplyValidator(context.Background(), v, p); err != nil {
 		t.Fatalf("ApplyValidator(%s): %v", v.Name, err)
+	}
+	if err := e.gw.WriteSecrets(context.Background(), v.Name, s); err != nil {
+		t.Fatalf("WriteSecrets(%s): %v", v.Name, err)
 	}
 }
 
@@ -216,19 +224,16 @@ func checkNoSecretValues(t *testing.T, e *env) {
 
 func testApplyUpdate(t *testing.T, e *env) {
 	ctx := context.Background()
-	mustApply(t, e, validator(t, "beta", config("beta", "0.4.1", nil)), allSecrets())
+	prune := &domain.PruneSchedule{Cron: "0 /10 * * * ?", MaxDurationText: "5m", RetentionText: "48h"}
+	mustApplyPruned(t, e, validator(t, "beta", config("beta", "0.4.1", nil)), prune, allSecrets())
 	e.setDisableUserEdit(t, "beta", true)
 	e.setPhase(t, "beta", domain.PhaseRunning, true)
-	prune := &domain.PruneSchedule{Cron: "0 /10 * * * ?", MaxDurationText: "5m", RetentionText: "48h"}
-	if err := e.gw.ApplyPruneSchedule(ctx, "beta", prune); err != nil {
-		t.Fatal(err)
-	}
 	before, _ := e.secret(t, domain.OnboardingSecretName("beta"))
 
 	cfg := config("beta", "0.5.0", map[string]any{"customAuth": true})
 	v := validator(t, "beta", cfg)
 	v.CustomAuth, v.MigrationID, v.Migrating, v.DatabaseStorage = true, 4, true, ""
-	mustApply(t, e, v, domain.ValidatorSecrets{})
+	mustApplyPruned(t, e, v, prune, domain.ValidatorSecrets{})
 
 	r := mustResource(t, e, "beta")
 	if r.Annotations[domain.DisableUserEditAnnotation] != "true" {
@@ -315,7 +320,7 @@ func testSecretsOnlyWhenGiven(t *testing.T, e *env) {
 func testDelete(t *testing.T, e *env) {
 	ctx := context.Background()
 	mustApply(t, e, validator(t, "delta", config("delta", "0.4.1", nil)), allSecrets())
-	if err := e.gw.ApplyBackupSchedule(ctx, domain.BackupSchedule{Validator: "delta", Cron: "0 3 * * *", MaxBackups: 3}); err != nil {
+	if err := e.gw.ApplyBackupSchedule(ctx, "delta", &domain.BackupSchedule{Validator: "delta", Cron: "0 3 * * *", MaxBackups: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.gw.DeleteValidator(ctx, "delta"); err != nil {
@@ -490,37 +495,30 @@ func testDisableUserEdit(t *testing.T, e *env) {
 
 func testPruneSchedule(t *testing.T, e *env) {
 	ctx := context.Background()
-	p := &domain.PruneSchedule{Validator: "eps", Cron: "0 /10 * * * ?", MaxDurationText: "5m", RetentionText: "48h"}
-	if err := e.gw.ApplyPruneSchedule(ctx, "eps", p); !errors.Is(err, domain.ErrNotFound) {
-		t.Errorf("set on an absent validator: got %v, want ErrNotFound", err)
-	}
-	if err := e.gw.ApplyPruneSchedule(ctx, "eps", nil); !errors.Is(err, domain.ErrNotFound) {
-		t.Errorf("clear on an absent validator: got %v, want ErrNotFound", err)
-	}
-	mustApply(t, e, validator(t, "eps", config("eps", "0.4.1", nil)), domain.ValidatorSecrets{})
+	v := validator(t, "eps", config("eps", "0.4.1", nil))
 	schedule := func() any { return mustResource(t, e, "eps").Spec["participantPruningSchedule"] }
-
-	if err := e.gw.ApplyPruneSchedule(ctx, "eps", p); err != nil {
-		t.Fatal(err)
+	apply := func(p *domain.PruneSchedule) {
+		t.Helper()
+		if err := e.gw.ApplyValidator(ctx, v, p); err != nil {
+			t.Fatal(err)
+		}
 	}
+
+	apply(&domain.PruneSchedule{Validator: "eps", Cron: "0 /10 * * * ?", MaxDurationText: "5m", RetentionText: "48h"})
 	if got, want := schedule(), map[string]any{"cron": "0 /10 * * * ?", "maxDuration": "5m", "retention": "48h"}; !jsonEqual(t, got, want) {
 		t.Errorf("schedule: got %v, want %v", got, want)
 	}
-	p2 := &domain.PruneSchedule{Validator: "eps", Cron: "0 0 8 ? * SAT", MaxDurationText: "1h", RetentionText: "30d"}
-	if err := e.gw.ApplyPruneSchedule(ctx, "eps", p2); err != nil {
-		t.Fatal(err)
-	}
+	apply(&domain.PruneSchedule{Validator: "eps", Cron: "0 0 8 ? * SAT", MaxDurationText: "1h", RetentionText: "30d"})
 	if got, want := schedule(), map[string]any{"cron": "0 0 8 ? * SAT", "maxDuration": "1h", "retention": "30d"}; !jsonEqual(t, got, want) {
 		t.Errorf("replaced schedule: got %v, want %v", got, want)
 	}
-	if err := e.gw.ApplyPruneSchedule(ctx, "eps", nil); err != nil {
-		t.Fatal(err)
-	}
+	apply(nil)
 	if got := schedule(); got != nil {
 		t.Errorf("cleared schedule: got %v, want absent", got)
 	}
-	if err := e.gw.ApplyPruneSchedule(ctx, "eps", nil); err != nil {
-		t.Errorf("clearing again: got %v, want nil", err)
+	apply(nil)
+	if got := schedule(); got != nil {
+		t.Errorf("cleared again: got %v, want absent", got)
 	}
 }
 
@@ -536,7 +534,7 @@ func testBackupSchedule(t *testing.T, e *env) {
 	apply := func(b domain.BackupSchedule) cronJobView {
 		t.Helper()
 		b.Validator = "zeta"
-		if err := e.gw.ApplyBackupSchedule(ctx, b); err != nil {
+		if err := e.gw.ApplyBackupSchedule(ctx, "zeta", &b); err != nil {
 			t.Fatalf("ApplyBackupSchedule(%+v): %v", b, err)
 		}
 		c, ok := e.cronJob(t, "zeta-backup")
@@ -596,7 +594,7 @@ func testBackupSchedule(t *testing.T, e *env) {
 
 func testBackupScheduleRefusals(t *testing.T, e *env) {
 	ctx := context.Background()
-	err := e.gw.ApplyBackupSchedule(ctx, domain.BackupSchedule{Validator: "ghost", Cron: "0 3 * * *", MaxBackups: 3})
+	err := e.gw.ApplyBackupSchedule(ctx, "ghost", &domain.BackupSchedule{Validator: "ghost", Cron: "0 3 * * *", MaxBackups: 3})
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("absent validator: got %v, want ErrNotFound", err)
 	}
@@ -614,7 +612,7 @@ func testBackupScheduleRefusals(t *testing.T, e *env) {
 		{domain.BackupSchedule{Validator: "eta", Cron: "0 3 * * *", MaxBackups: 0}, "maxBackups"},
 		{domain.BackupSchedule{Validator: "theta", Cron: "0 3 * * *", MaxBackups: 3}, "databaseConfig.external"},
 	} {
-		err := e.gw.ApplyBackupSchedule(ctx, tc.b)
+		err := e.gw.ApplyBackupSchedule(ctx, tc.b.Validator, &tc.b)
 		var de *domain.Error
 		if !errors.As(err, &de) || de.Code != domain.CodeInvalid || de.Field != tc.field {
 			t.Errorf("%+v: got %v, want domain.Invalid on %s", tc.b, err, tc.field)

@@ -8,14 +8,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -54,6 +58,11 @@ type Kube struct {
 	factory    dynamicinformer.DynamicSharedInformerFactory
 	informer   cache.SharedIndexInformer
 	lister     cache.GenericNamespaceLister
+	// CronJobs the gateway wrote, cached, so that a reconcile that changes
+	// nothing costs the API server nothing.
+	typed      informers.SharedInformerFactory
+	cronJobs   cache.SharedIndexInformer
+	cronLister batchlisters.CronJobNamespaceLister
 	synced     atomic.Bool
 	stop       chan struct{}
 	stopOnce   sync.Once
@@ -120,6 +129,11 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	generic := k.factory.ForResource(ValidatorResource)
 	k.informer = generic.Informer()
 	k.lister = generic.Lister().ByNamespace(namespace)
+	k.typed = informers.NewSharedInformerFactoryWithOptions(core, opts.Resync, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
+	cj := k.typed.Batch().V1().CronJobs()
+	k.cronJobs = cj.Informer()
+	k.cronLister = cj.Lister().CronJobs(namespace)
 	return k, nil
 }
 
@@ -136,7 +150,8 @@ func (k *Kube) Start(ctx context.Context) error {
 		return translate("list validators", err)
 	}
 	k.factory.Start(k.stop)
-	if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced) {
+	k.typed.Start(k.stop)
+	if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced, k.cronJobs.HasSynced) {
 		if ctx.Err() == nil { // closed meanwhile
 			return domain.Unavailable("cluster: the gateway is closed")
 		}
@@ -157,6 +172,7 @@ func (k *Kube) Close() {
 		k.synced.Store(false)
 		close(k.stop)
 		k.factory.Shutdown()
+		k.typed.Shutdown()
 	})
 }
 
@@ -257,40 +273,44 @@ func hasKey(s *corev1.Secret, key string) bool {
 	return ok
 }
 
-// ApplyValidator creates or updates the Validator resource (an update keeps
-// annotations, status and the pruning schedule), then writes the Secrets
-// whose values are given.
-func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error {
-	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, secrets))
+// specHashAnnotation holds a hash of the spec the gateway last wrote: a
+// reconcile whose desired spec has the same hash writes nothing. (The API
+// server defaults fields of what it stores, so the stored object itself does
+// not compare equal to what was sent.)
+const specHashAnnotation = "validator-manager.io/spec-hash"
+
+// ApplyValidator makes the Validator resource what v and prune (nil: no
+// pruning schedule) say. It keeps annotations, status and spec.secrets, and
+// writes nothing when the cached resource already has the desired spec.
+func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
+	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune))
 }
 
-func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error {
+func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
 	if v.Name == "" {
 		return domain.Invalid("name", "must not be empty")
 	}
-	slots := secretSlots(v.Name, secrets)
-	present := map[string]bool{}
-	for _, s := range slots {
-		if s.value != "" {
-			present[s.field] = true
-			continue
-		}
-		_, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, s.name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			present[s.field] = true
-		case !apierrors.IsNotFound(err):
-			return redact(err)
-		}
+	spec, err := validatorSpec(v, prune)
+	if err != nil {
+		return err
 	}
-
-	var applied *unstructured.Unstructured
-	err := retryWrite(func() error {
+	hash, err := specHash(spec)
+	if err != nil {
+		return err
+	}
+	if cur, ok := k.cachedValidator(v.Name); ok && upToDate(cur, hash, labelsFor(v.Name)) {
+		return nil
+	}
+	return retryWrite(func() error {
 		cur, err := k.validators().Get(ctx, v.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			spec, err := validatorSpec(v, present, nil)
+			// Secrets may outlive a resource deleted by hand: reference those there are.
+			refs, err := k.existingSecrets(ctx, v.Name)
 			if err != nil {
 				return err
+			}
+			if len(refs) > 0 {
+				spec["secrets"] = refs
 			}
 			obj := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": Group + "/" + Version,
@@ -300,28 +320,94 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, secrets d
 			obj.SetName(v.Name)
 			obj.SetNamespace(k.namespace)
 			obj.SetLabels(labelsFor(v.Name))
-			applied, err = k.validators().Create(ctx, obj, metav1.CreateOptions{})
+			obj.SetAnnotations(map[string]string{specHashAnnotation: hash})
+			_, err = k.validators().Create(ctx, obj, metav1.CreateOptions{})
 			return err
 		}
 		if err != nil {
 			return err
+		}
+		if upToDate(cur, hash, labelsFor(v.Name)) {
+			return nil
 		}
 		obj := cur.DeepCopy()
-		prune, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "participantPruningSchedule")
-		spec, err := validatorSpec(v, present, prune)
-		if err != nil {
-			return err
+		if refs, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "secrets"); found {
+			spec["secrets"] = refs
 		}
 		obj.Object["spec"] = spec
 		obj.SetLabels(mergeLabels(obj.GetLabels(), labelsFor(v.Name)))
-		applied, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[specHashAnnotation] = hash
+		obj.SetAnnotations(annotations)
+		_, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// cachedValidator reads a validator from the informer's cache; false when
+// the cache is not synced or has no such validator.
+func (k *Kube) cachedValidator(name string) (*unstructured.Unstructured, bool) {
+	if !k.synced.Load() {
+		return nil, false
+	}
+	o, err := k.lister.Get(name)
+	if err != nil {
+		return nil, false
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	return u, ok
+}
+
+// upToDate tells whether obj carries the spec of hash and the labels want.
+func upToDate(obj metav1.Object, hash string, want map[string]string) bool {
+	if obj.GetAnnotations()[specHashAnnotation] != hash {
+		return false
+	}
+	have := obj.GetLabels()
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// existingSecrets is spec.secrets for the validator's Secrets that exist.
+func (k *Kube) existingSecrets(ctx context.Context, validator string) (map[string]any, error) {
+	refs := map[string]any{}
+	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+		_, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, s.name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			refs[s.field] = secretRef(s)
+		case !apierrors.IsNotFound(err):
+			return nil, redact(err)
+		}
+	}
+	return refs, nil
+}
+
+// WriteSecrets writes the secret values given (empty ones are left as they
+// are) into the validator's Secrets, owned by its resource, and makes the
+// resource's spec.secrets reference every one of its Secrets that exists (an
+// operator may have created one by hand). The resource must exist.
+func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
+	return translate(fmt.Sprintf("write secrets of validator %q", validator), k.writeSecrets(ctx, validator, secrets))
+}
+
+func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
+	cur, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return domain.NotFound("validator %q does not exist in the cluster", validator)
+	}
 	if err != nil {
 		return err
 	}
-	owner := ownerReference(v.Name, applied.GetUID())
-	for _, s := range slots {
+	owner := ownerReference(validator, cur.GetUID())
+	for _, s := range secretSlots(validator, secrets) {
 		if s.value == "" {
 			continue
 		}
@@ -329,7 +415,28 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, secrets d
 			return err
 		}
 	}
-	return nil
+	refs, err := k.existingSecrets(ctx, validator)
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		have, _, _ := unstructured.NestedMap(cur.Object, "spec", "secrets")
+		if len(have) == 0 && len(refs) == 0 || equality.Semantic.DeepEqual(have, refs) {
+			return nil
+		}
+		obj := cur.DeepCopy()
+		if len(refs) == 0 {
+			unstructured.RemoveNestedField(obj.Object, "spec", "secrets")
+		} else if err := unstructured.SetNestedMap(obj.Object, refs, "spec", "secrets"); err != nil {
+			return err
+		}
+		_, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // writeSecret sets one key of one Secret, creating the Secret when absent.
@@ -431,30 +538,6 @@ func stateFromObject(u *unstructured.Unstructured) domain.ValidatorState {
 	return stateOf(u.GetAnnotations(), spec, status)
 }
 
-// ApplyPruneSchedule writes spec.participantPruningSchedule; nil removes it.
-func (k *Kube) ApplyPruneSchedule(ctx context.Context, validator string, p *domain.PruneSchedule) error {
-	return translate(fmt.Sprintf("apply pruning schedule of %q", validator), retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return domain.NotFound("validator %q does not exist in the cluster", validator)
-		}
-		if err != nil {
-			return err
-		}
-		obj := cur.DeepCopy()
-		if p == nil {
-			if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "participantPruningSchedule"); !found {
-				return nil
-			}
-			unstructured.RemoveNestedField(obj.Object, "spec", "participantPruningSchedule")
-		} else if err := unstructured.SetNestedMap(obj.Object, pruneSpec(p), "spec", "participantPruningSchedule"); err != nil {
-			return err
-		}
-		_, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
-		return err
-	}))
-}
-
 // checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
 // a time zone, so that every gateway refuses the same schedules.
 func checkBackupSchedule(b domain.BackupSchedule) error {
@@ -467,29 +550,65 @@ func checkBackupSchedule(b domain.BackupSchedule) error {
 	return nil
 }
 
-// ApplyBackupSchedule creates or updates the backup CronJob (and the backup
-// PVC when absent); a Deleted schedule suspends the CronJob.
-func (k *Kube) ApplyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error {
-	return translate(fmt.Sprintf("apply backup schedule of %q", b.Validator), k.applyBackupSchedule(ctx, b))
+// ApplyBackupSchedule makes the validator's backup CronJob what b says:
+// nil removes it, a Deleted schedule suspends it. The backup PVC is created
+// when absent and never removed (backups outlive their schedule). Nothing is
+// written when the cached CronJob already is what b says.
+func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
+	return translate(fmt.Sprintf("apply backup schedule of %q", validator), k.applyBackupSchedule(ctx, validator, b))
 }
 
-func (k *Kube) applyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error {
-	if err := checkBackupSchedule(b); err != nil {
+func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
+	name := BackupCronJobName(validator)
+	api := k.core.BatchV1().CronJobs(k.namespace)
+	if b == nil {
+		if k.synced.Load() {
+			if _, err := k.cronLister.Get(name); apierrors.IsNotFound(err) {
+				return nil
+			}
+		}
+		background := metav1.DeletePropagationBackground
+		err := api.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return err
 	}
-	v, err := k.validators().Get(ctx, b.Validator, metav1.GetOptions{})
+	if err := checkBackupSchedule(*b); err != nil {
+		return err
+	}
+	v, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return domain.NotFound("validator %q does not exist in the cluster", b.Validator)
+		return domain.NotFound("validator %q does not exist in the cluster", validator)
 	}
 	if err != nil {
 		return err
 	}
 	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
 	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
-		return domain.Invalid("databaseConfig.external", "validator %q uses an external database; backups cover the internal one only", b.Validator)
+		return domain.Invalid("databaseConfig.external", "validator %q uses an external database; backups cover the internal one only", validator)
+	}
+	want := backupCronJob(backupTarget{
+		namespace:    k.namespace,
+		validator:    validator,
+		uid:          v.GetUID(),
+		image:        k.image,
+		cron:         b.Cron,
+		maxBackups:   b.MaxBackups,
+		suspend:      b.Deleted,
+		databaseUser: configString(spec, "databaseConfig", "username"),
+	})
+	hash, err := specHash(want.Spec)
+	if err != nil {
+		return err
+	}
+	if k.synced.Load() {
+		if cur, err := k.cronLister.Get(name); err == nil && upToDate(cur, hash, want.Labels) && ownedBy(cur.OwnerReferences, v.GetUID()) {
+			return nil
+		}
 	}
 	if !b.Deleted {
-		pvc := backupPVC(k.namespace, b.Validator, k.backupSize, configString(spec, "clusterConfig", "pvcVolumeStorageClass"))
+		pvc := backupPVC(k.namespace, validator, k.backupSize, configString(spec, "clusterConfig", "pvcVolumeStorageClass"))
 		_, err := k.core.CoreV1().PersistentVolumeClaims(k.namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = k.core.CoreV1().PersistentVolumeClaims(k.namespace).Create(ctx, pvc, metav1.CreateOptions{})
@@ -501,17 +620,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, b domain.BackupSchedule)
 			return err
 		}
 	}
-	want := backupCronJob(backupTarget{
-		namespace:    k.namespace,
-		validator:    b.Validator,
-		uid:          v.GetUID(),
-		image:        k.image,
-		cron:         b.Cron,
-		maxBackups:   b.MaxBackups,
-		suspend:      b.Deleted,
-		databaseUser: configString(spec, "databaseConfig", "username"),
-	})
-	api := k.core.BatchV1().CronJobs(k.namespace)
+	want.Annotations = map[string]string{specHashAnnotation: hash}
 	return retryWrite(func() error {
 		cur, err := api.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -524,10 +633,23 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, b domain.BackupSchedule)
 		cj := cur.DeepCopy()
 		cj.Spec = *want.Spec.DeepCopy()
 		cj.Labels = mergeLabels(cj.Labels, want.Labels)
+		if cj.Annotations == nil {
+			cj.Annotations = map[string]string{}
+		}
+		cj.Annotations[specHashAnnotation] = hash
 		cj.OwnerReferences = withOwner(cj.OwnerReferences, want.OwnerReferences[0])
 		_, err = api.Update(ctx, cj, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // Ping asks the API server for its version.

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -68,10 +71,9 @@ func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 	}
 }
 
-// validatorSpec is the resource's spec for v. present tells which of the
-// validator's Secrets exist (or are written now), by spec.secrets field;
-// prune is the existing spec.participantPruningSchedule, kept as is.
-func validatorSpec(v domain.Validator, present map[string]bool, prune any) (map[string]any, error) {
+// validatorSpec is the resource's spec for v and its pruning schedule (nil:
+// none), without spec.secrets, which WriteSecrets maintains.
+func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (map[string]any, error) {
 	spec := map[string]any{
 		"customAuth":       v.CustomAuth,
 		"externalDatabase": v.ExternalDatabase,
@@ -88,19 +90,25 @@ func validatorSpec(v domain.Validator, present map[string]bool, prune any) (map[
 	if v.DatabaseStorage != "" {
 		spec["databaseStorage"] = v.DatabaseStorage
 	}
-	secrets := map[string]any{}
-	for _, s := range secretSlots(v.Name, domain.ValidatorSecrets{}) {
-		if present[s.field] {
-			secrets[s.field] = map[string]any{"name": s.name, "key": s.key}
-		}
-	}
-	if len(secrets) > 0 {
-		spec["secrets"] = secrets
-	}
 	if prune != nil {
-		spec["participantPruningSchedule"] = prune
+		spec["participantPruningSchedule"] = pruneSpec(prune)
 	}
 	return spec, nil
+}
+
+// secretRef is a spec.secrets entry.
+func secretRef(s secretSlot) map[string]any {
+	return map[string]any{"name": s.name, "key": s.key}
+}
+
+// specHash is a short hash of what the gateway writes into an object.
+func specHash(spec any) (string, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:12]), nil
 }
 
 // pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.

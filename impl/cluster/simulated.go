@@ -310,39 +310,49 @@ func (s *Simulated) CheckReferences(_ context.Context, refs domain.References) e
 }
 
 // ApplyValidator creates or updates the validator (an update keeps
-// annotations, creation time and the pruning schedule), then records the
-// Secrets whose values are given.
-func (s *Simulated) ApplyValidator(_ context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error {
+// annotations, creation time and the recorded Secrets).
+func (s *Simulated) ApplyValidator(_ context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
 	if v.Name == "" {
 		return domain.Invalid("name", "must not be empty")
 	}
+	spec, err := validatorSpec(v, prune)
+	if err != nil {
+		return err
+	}
 	return s.update(func(st *simState) error {
-		slots := secretSlots(v.Name, secrets)
-		present := map[string]bool{}
-		for _, sl := range slots {
-			if _, ok := st.Secrets[sl.name]; ok || sl.value != "" {
-				present[sl.field] = true
-			}
-		}
 		cur, ok := st.Validators[v.Name]
-		var prune any
-		if ok {
-			prune = cur.Spec["participantPruningSchedule"]
-		} else {
+		if !ok {
 			cur = &simValidator{CreatedAt: s.opts.Now().UTC()}
 			st.Validators[v.Name] = cur
 		}
-		spec, err := validatorSpec(v, present, prune)
-		if err != nil {
-			return err
+		if refs, ok := cur.Spec["secrets"]; ok {
+			spec["secrets"] = refs
 		}
 		cur.Spec = spec
 		cur.Labels = mergeLabels(cur.Labels, labelsFor(v.Name))
-		for _, sl := range slots {
+		return nil
+	})
+}
+
+// WriteSecrets records the Secrets whose values are given.
+func (s *Simulated) WriteSecrets(_ context.Context, validator string, secrets domain.ValidatorSecrets) error {
+	return s.update(func(st *simState) error {
+		v, ok := st.Validators[validator]
+		if !ok {
+			return domain.NotFound("validator %q does not exist in the cluster", validator)
+		}
+		refs := map[string]any{}
+		for _, sl := range secretSlots(validator, secrets) {
 			if sl.value != "" && !slices.Contains(st.Secrets[sl.name], sl.key) {
 				st.Secrets[sl.name] = append(st.Secrets[sl.name], sl.key)
 				slices.Sort(st.Secrets[sl.name])
 			}
+			if _, ok := st.Secrets[sl.name]; ok {
+				refs[sl.field] = secretRef(sl)
+			}
+		}
+		if len(refs) > 0 {
+			v.Spec["secrets"] = refs
 		}
 		return nil
 	})
@@ -401,25 +411,16 @@ func (s *Simulated) ValidatorStates(context.Context) (map[string]domain.Validato
 	return out, nil
 }
 
-// ApplyPruneSchedule writes the validator's pruning schedule; nil removes it.
-func (s *Simulated) ApplyPruneSchedule(_ context.Context, validator string, p *domain.PruneSchedule) error {
-	return s.update(func(st *simState) error {
-		v, ok := st.Validators[validator]
-		if !ok {
-			return domain.NotFound("validator %q does not exist in the cluster", validator)
-		}
-		if p == nil {
-			delete(v.Spec, "participantPruningSchedule")
-		} else {
-			v.Spec["participantPruningSchedule"] = pruneSpec(p)
-		}
-		return nil
-	})
-}
-
 // ApplyBackupSchedule creates or updates the backup CronJob (and the backup
 // volume when absent); a Deleted schedule suspends the CronJob.
-func (s *Simulated) ApplyBackupSchedule(_ context.Context, b domain.BackupSchedule) error {
+func (s *Simulated) ApplyBackupSchedule(_ context.Context, validator string, sched *domain.BackupSchedule) error {
+	if sched == nil {
+		return s.update(func(st *simState) error {
+			delete(st.CronJobs, BackupCronJobName(validator))
+			return nil
+		})
+	}
+	b := *sched
 	if err := checkBackupSchedule(b); err != nil {
 		return err
 	}

@@ -33,8 +33,26 @@ type Validator struct {
 	// WalletUserID is the identity provider's id of the wallet user created
 	// for the validator; empty with custom authentication.
 	WalletUserID string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Creating is set while the create that inserted the row has not
+	// finished: the validator is not shown, and a row still creating once
+	// its create is gone (a crash) is undone by the reconciler.
+	Creating bool
+	// Claim is a random token of the create; the wallet user it made carries
+	// it, so that undoing the create removes that user and no other.
+	Claim     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ValidatorIntent is what the operator asked for one validator: the record
+// the reconciler drives the identity provider and the cluster to.
+type ValidatorIntent struct {
+	Validator Validator
+	// Prune is nil when there is no pruning schedule.
+	Prune *PruneSchedule
+	// Backup is nil when there is no backup schedule; a Deleted one is kept
+	// suspended.
+	Backup *BackupSchedule
 }
 
 // DisableUserEditAnnotation on a Validator resource freezes it: edits through

@@ -54,6 +54,7 @@ type fakeUser struct {
 	RequiredActions []string
 	Password        string
 	Temporary       bool
+	Attributes      map[string][]string
 }
 
 // call is one request the fake received.
@@ -281,11 +282,12 @@ type credentialRep struct {
 }
 
 type userRep struct {
-	ID              string          `json:"id,omitempty"`
-	Username        string          `json:"username"`
-	Enabled         *bool           `json:"enabled,omitempty"`
-	RequiredActions []string        `json:"requiredActions,omitempty"`
-	Credentials     []credentialRep `json:"credentials,omitempty"`
+	ID              string              `json:"id,omitempty"`
+	Username        string              `json:"username"`
+	Enabled         *bool               `json:"enabled,omitempty"`
+	RequiredActions []string            `json:"requiredActions,omitempty"`
+	Credentials     []credentialRep     `json:"credentials,omitempty"`
+	Attributes      map[string][]string `json:"attributes,omitempty"`
 }
 
 func (f *fakeKeycloak) createUser(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -308,6 +310,7 @@ func (f *fakeKeycloak) createUser(w http.ResponseWriter, r *http.Request, body [
 		Username:        strings.ToLower(rep.Username),
 		Enabled:         rep.Enabled != nil && *rep.Enabled,
 		RequiredActions: rep.RequiredActions,
+		Attributes:      rep.Attributes,
 	}
 	for _, c := range rep.Credentials {
 		if c.Type != "password" {
@@ -374,7 +377,7 @@ func (f *fakeKeycloak) listUsers(w http.ResponseWriter, r *http.Request, _ []byt
 	for _, u := range f.users {
 		if (exact && u.Username == username) || (!exact && strings.Contains(u.Username, username)) {
 			enabled := u.Enabled
-			out = append(out, userRep{ID: u.ID, Username: u.Username, Enabled: &enabled, RequiredActions: u.RequiredActions})
+			out = append(out, userRep{ID: u.ID, Username: u.Username, Enabled: &enabled, RequiredActions: u.RequiredActions, Attributes: u.Attributes})
 		}
 	}
 	slices.SortFunc(out, func(a, b userRep) int { return strings.Compare(a.Username, b.Username) })

@@ -14,6 +14,12 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
+// ClaimAttribute is the user attribute that names the create a wallet user
+// belongs to (the validator row's claim): a create interrupted by a crash is
+// undone by deleting the user that carries its claim, never a user of the
+// same name that someone else made.
+const ClaimAttribute = "validator-manager.io/claim"
+
 // walletUsername is the wallet user of a validator. Keycloak stores
 // usernames in lower case, so both providers do.
 func walletUsername(validator string) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,7 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 // temporary password and the UPDATE_PASSWORD required action. The password
 // travels in the create request, so Keycloak creates the user and its
 // credential in one transaction (a password policy failure leaves no user).
-func (k *Keycloak) CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error) {
+func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
 		return domain.CreatedUser{}, err
@@ -111,6 +112,9 @@ func (k *Keycloak) CreateWalletUser(ctx context.Context, validator string) (doma
 			Value:     gocloak.StringP(password),
 			Temporary: gocloak.BoolP(true),
 		}},
+	}
+	if claim != "" {
+		user.Attributes = &map[string][]string{ClaimAttribute: {claim}}
 	}
 	var id string
 	err = k.withToken(ctx, func(token string) error {
@@ -136,6 +140,18 @@ func (k *Keycloak) CreateWalletUser(ctx context.Context, validator string) (doma
 
 // lookup finds a user's id by exact username.
 func (k *Keycloak) lookup(ctx context.Context, username string) (string, error) {
+	u, err := k.find(ctx, username)
+	if err != nil {
+		return "", err
+	}
+	if u == nil {
+		return "", errors.New("keycloak answered 201 without a Location header and the user cannot be found")
+	}
+	return *u.ID, nil
+}
+
+// find returns the user of exactly username, or nil when there is none.
+func (k *Keycloak) find(ctx context.Context, username string) (*gocloak.User, error) {
 	var users []*gocloak.User
 	err := k.withToken(ctx, func(token string) error {
 		var err error
@@ -146,14 +162,32 @@ func (k *Keycloak) lookup(ctx context.Context, username string) (string, error) 
 		return err
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, u := range users {
 		if u != nil && strings.EqualFold(gocloak.PString(u.Username), username) && gocloak.PString(u.ID) != "" {
-			return *u.ID, nil
+			return u, nil
 		}
 	}
-	return "", errors.New("keycloak answered 201 without a Location header and the user cannot be found")
+	return nil, nil
+}
+
+// DeleteWalletUser deletes <validator>_walletuser if it carries claim (a
+// user created by another create, or by someone else, is left alone); an
+// absent user is not an error.
+func (k *Keycloak) DeleteWalletUser(ctx context.Context, validator, claim string) error {
+	username, err := walletUsername(validator)
+	if err != nil {
+		return err
+	}
+	u, err := k.find(ctx, username)
+	if err != nil {
+		return k.fail(ctx, fmt.Sprintf("find user %q", username), err)
+	}
+	if u == nil || claim == "" || u.Attributes == nil || !slices.Contains((*u.Attributes)[ClaimAttribute], claim) {
+		return nil
+	}
+	return k.DeleteUser(ctx, *u.ID)
 }
 
 // DeleteUser deletes a user by Keycloak id; an absent user is not an error.

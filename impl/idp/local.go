@@ -38,6 +38,7 @@ type localUser struct {
 	Username     string    `json:"username"`
 	PasswordHash string    `json:"passwordHash"`
 	Temporary    bool      `json:"temporary"`
+	Claim        string    `json:"claim,omitempty"`
 	CreatedAt    time.Time `json:"createdAt"`
 }
 
@@ -52,6 +53,12 @@ func OpenLocal(dir string) (*Local, error) {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
 	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost}
+	// A temporary file is left only by a process killed between its
+	// creation and the rename; it holds password hashes, so it goes.
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "."+usersFile+"-*"))
+	for _, f := range leftovers {
+		os.Remove(f)
+	}
 	raw, err := os.ReadFile(l.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -69,7 +76,7 @@ func OpenLocal(dir string) (*Local, error) {
 
 // CreateWalletUser creates <validator>_walletuser with a random temporary
 // password; only its bcrypt hash is kept.
-func (l *Local) CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error) {
+func (l *Local) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
 		return domain.CreatedUser{}, err
@@ -91,6 +98,7 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator string) (domain.
 		Username:     username,
 		PasswordHash: string(hash),
 		Temporary:    true,
+		Claim:        claim,
 		CreatedAt:    l.now().UTC(),
 	}
 
@@ -121,6 +129,26 @@ func (l *Local) DeleteUser(_ context.Context, id string) error {
 	}
 	l.users = next
 	return nil
+}
+
+// DeleteWalletUser removes <validator>_walletuser if it carries claim; an
+// absent user, or one of another claim, is left as it is.
+func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) error {
+	username, err := walletUsername(validator)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
+	id := ""
+	if i >= 0 && claim != "" && l.users[i].Claim == claim {
+		id = l.users[i].ID
+	}
+	l.mu.Unlock()
+	if id == "" {
+		return nil
+	}
+	return l.DeleteUser(ctx, id)
 }
 
 // save writes users atomically: a temporary file in the same directory

@@ -48,7 +48,7 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.Cre
 
 // GetBackupSchedule: 404 when absent or soft-deleted.
 func (s *Server) GetBackupSchedule(ctx context.Context, req managementapi.GetBackupScheduleRequestObject) (managementapi.GetBackupScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	b, err := s.activeBackup(ctx, req.Name)
@@ -86,23 +86,17 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 // suspended, no further backups run.
 func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.DeleteBackupScheduleRequestObject) (managementapi.DeleteBackupScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	b, err := s.activeBackup(ctx, req.Name)
 	if err != nil {
 		return nil, err
 	}
-	suspended := b
-	suspended.Deleted = true
-	// Cluster first: a CronJob left running would keep taking backups.
-	if err := s.cluster.ApplyBackupSchedule(ctx, suspended); err != nil {
-		return nil, err
-	}
-	if err := s.store.SoftDeleteBackupSchedule(ctx, req.Name); err != nil {
-		u := &undo{log: s.log}
-		u.push("resume backup CronJob", func(ctx context.Context) error { return s.cluster.ApplyBackupSchedule(ctx, b) })
-		u.run(err)
+	err = s.change(ctx, req.Name,
+		func(ctx context.Context) error { return s.store.SoftDeleteBackupSchedule(ctx, req.Name) },
+		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, &b) })
+	if err != nil {
 		return nil, err
 	}
 	return managementapi.DeleteBackupSchedule204Response{}, nil
@@ -111,7 +105,7 @@ func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.Del
 // backupValidator returns the validator, refusing one with an external
 // database: backups cover the internal database only.
 func (s *Server) backupValidator(ctx context.Context, name string) (domain.Validator, error) {
-	v, err := s.store.GetValidator(ctx, name)
+	v, err := s.validator(ctx, name)
 	if err != nil {
 		return v, err
 	}
@@ -132,28 +126,20 @@ func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSc
 	return b, err
 }
 
-// saveBackup writes the row, then the CronJob; when the CronJob fails the
-// row is put back as it was (or removed when there was none).
+// saveBackup records b, then drives the CronJob to it; when the cluster
+// refuses, the record is put back as it was (or removed when there was none).
 func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule, old domain.BackupSchedule, existed bool) error {
-	if err := s.store.SaveBackupSchedule(ctx, b); err != nil {
-		return err
-	}
-	if err := s.cluster.ApplyBackupSchedule(ctx, *b); err != nil {
-		u := &undo{log: s.log}
-		if existed {
-			u.push("restore backup schedule row", func(ctx context.Context) error {
-				if err := s.store.SaveBackupSchedule(ctx, &old); err != nil || !old.Deleted {
-					return err
-				}
-				return s.store.SoftDeleteBackupSchedule(ctx, old.Validator)
-			})
-		} else {
-			u.push("remove backup schedule row", func(ctx context.Context) error { return s.store.DeleteBackupSchedule(ctx, b.Validator) })
-		}
-		u.run(err)
-		return err
-	}
-	return nil
+	return s.change(ctx, b.Validator,
+		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, b) },
+		func(ctx context.Context) error {
+			if !existed {
+				return s.store.DeleteBackupSchedule(ctx, b.Validator)
+			}
+			if err := s.store.SaveBackupSchedule(ctx, &old); err != nil || !old.Deleted {
+				return err
+			}
+			return s.store.SoftDeleteBackupSchedule(ctx, old.Validator)
+		})
 }
 
 func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain.BackupSchedule, error) {

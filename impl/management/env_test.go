@@ -201,16 +201,16 @@ type faultyCluster struct {
 	faults *faults
 }
 
-func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, s domain.ValidatorSecrets) error {
-	return c.faults.around("cluster.ApplyValidator", func() error { return c.Cluster.ApplyValidator(ctx, v, s) })
+func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p *domain.PruneSchedule) error {
+	return c.faults.around("cluster.ApplyValidator", func() error { return c.Cluster.ApplyValidator(ctx, v, p) })
 }
 
-func (c faultyCluster) ApplyPruneSchedule(ctx context.Context, name string, p *domain.PruneSchedule) error {
-	return c.faults.around("cluster.ApplyPruneSchedule", func() error { return c.Cluster.ApplyPruneSchedule(ctx, name, p) })
+func (c faultyCluster) WriteSecrets(ctx context.Context, name string, s domain.ValidatorSecrets) error {
+	return c.faults.around("cluster.WriteSecrets", func() error { return c.Cluster.WriteSecrets(ctx, name, s) })
 }
 
-func (c faultyCluster) ApplyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error {
-	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Cluster.ApplyBackupSchedule(ctx, b) })
+func (c faultyCluster) ApplyBackupSchedule(ctx context.Context, name string, b *domain.BackupSchedule) error {
+	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Cluster.ApplyBackupSchedule(ctx, name, b) })
 }
 
 type faultyIdentity struct {
@@ -218,10 +218,10 @@ type faultyIdentity struct {
 	faults *faults
 }
 
-func (i faultyIdentity) CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error) {
+func (i faultyIdentity) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
 	var u domain.CreatedUser
 	err := i.faults.around("identity.CreateWalletUser", func() (err error) {
-		u, err = i.Identity.CreateWalletUser(ctx, validator)
+		u, err = i.Identity.CreateWalletUser(ctx, validator, claim)
 		return err
 	})
 	return u, err

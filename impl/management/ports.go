@@ -17,6 +17,13 @@ type Store interface {
 	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.Validator, int64, error)
 	// SyncValidatorState records what the cluster reports (phase, disableUserEdit).
 	SyncValidatorState(ctx context.Context, name string, s domain.ValidatorState) error
+	// FinishCreate clears the row's Creating flag.
+	FinishCreate(ctx context.Context, name string) error
+	// ValidatorIntent reads a validator (creating or not) with its schedules.
+	ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error)
+	// ValidatorIntents reads up to limit validators named after after, in
+	// name order, with their schedules.
+	ValidatorIntents(ctx context.Context, after string, limit int) ([]domain.ValidatorIntent, error)
 
 	GetPruneSchedule(ctx context.Context, validator string) (domain.PruneSchedule, error)
 	CreatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error
@@ -40,14 +47,21 @@ type Store interface {
 }
 
 // Cluster is the gateway to the cluster that runs the validators
-// (impl/cluster: client-go, or the simulated cluster of the embedded default).
+// (impl/cluster over client-go). Every write is idempotent: applying what
+// is already there writes nothing.
 type Cluster interface {
 	// CheckReferences fails with domain.Invalid naming the field of the
 	// first object that does not exist.
 	CheckReferences(ctx context.Context, refs domain.References) error
-	// ApplyValidator creates or updates the Validator resource and its
-	// Secrets (only the secret values given are written).
-	ApplyValidator(ctx context.Context, v domain.Validator, secrets domain.ValidatorSecrets) error
+	// ApplyValidator makes the Validator resource what v and prune (nil: no
+	// pruning schedule) say.
+	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
+	// WriteSecrets writes the secret values given into the validator's
+	// Secrets (empty ones are left as they are); the resource must exist.
+	WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error
+	// ApplyBackupSchedule makes the backup CronJob what b says: nil removes
+	// it, a Deleted schedule suspends it.
+	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
 	// DeleteValidator removes the resource, its Secrets and its backup
 	// CronJob; absent objects are not an error.
 	DeleteValidator(ctx context.Context, name string) error
@@ -55,11 +69,6 @@ type Cluster interface {
 	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
 	// ValidatorStates reads every managed validator's status (from a cache).
 	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
-	// ApplyPruneSchedule writes the schedule into the resource; nil clears it.
-	ApplyPruneSchedule(ctx context.Context, validator string, p *domain.PruneSchedule) error
-	// ApplyBackupSchedule creates or updates the backup CronJob; a Deleted
-	// schedule suspends it.
-	ApplyBackupSchedule(ctx context.Context, b domain.BackupSchedule) error
 	Ping(ctx context.Context) error
 }
 
@@ -67,8 +76,9 @@ type Cluster interface {
 // (impl/idp: Keycloak, or the local provider of the embedded default).
 type Identity interface {
 	// CreateWalletUser creates <validator>_walletuser with a random temporary
-	// password that must be changed at first login.
-	CreateWalletUser(ctx context.Context, validator string) (domain.CreatedUser, error)
-	// DeleteUser removes a user; an absent user is not an error.
-	DeleteUser(ctx context.Context, id string) error
+	// password that must be changed at first login; the user carries claim.
+	CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error)
+	// DeleteWalletUser removes <validator>_walletuser if it carries claim;
+	// an absent user, or one of another claim, is not an error.
+	DeleteWalletUser(ctx context.Context, validator, claim string) error
 }

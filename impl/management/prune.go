@@ -11,7 +11,7 @@ import (
 
 // GetPruneSchedule answers {} when the validator has no schedule.
 func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPruneScheduleRequestObject) (managementapi.GetPruneScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	p, err := s.store.GetPruneSchedule(ctx, req.Name)
@@ -36,20 +36,17 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 
 func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.CreatePruneScheduleRequestObject) (managementapi.CreatePruneScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	p, err := parsePrune(req.Name, *req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.CreatePruneSchedule(ctx, &p); err != nil {
-		return nil, err
-	}
-	if err := s.cluster.ApplyPruneSchedule(ctx, req.Name, &p); err != nil {
-		u := &undo{log: s.log}
-		u.push("delete prune schedule row", func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
-		u.run(err)
+	err = s.change(ctx, req.Name,
+		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &p) },
+		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
+	if err != nil {
 		return nil, err
 	}
 	return managementapi.CreatePruneSchedule201Response{}, nil
@@ -57,7 +54,7 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.Crea
 
 func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.UpdatePruneScheduleRequestObject) (managementapi.UpdatePruneScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	old, err := s.store.GetPruneSchedule(ctx, req.Name)
@@ -68,13 +65,10 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.Upda
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.UpdatePruneSchedule(ctx, &p); err != nil {
-		return nil, err
-	}
-	if err := s.cluster.ApplyPruneSchedule(ctx, req.Name, &p); err != nil {
-		u := &undo{log: s.log}
-		u.push("restore prune schedule row", func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &old) })
-		u.run(err)
+	err = s.change(ctx, req.Name,
+		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &p) },
+		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &old) })
+	if err != nil {
 		return nil, err
 	}
 	return managementapi.UpdatePruneSchedule204Response{}, nil
@@ -83,7 +77,7 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.Upda
 // DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.
 func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.DeletePruneScheduleRequestObject) (managementapi.DeletePruneScheduleResponseObject, error) {
 	defer s.locks.lock(req.Name)()
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	old, err := s.store.GetPruneSchedule(ctx, req.Name)
@@ -93,14 +87,10 @@ func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.Dele
 	if err != nil {
 		return nil, err
 	}
-	// Cluster first: a schedule left in the resource would keep pruning.
-	if err := s.cluster.ApplyPruneSchedule(ctx, req.Name, nil); err != nil {
-		return nil, err
-	}
-	if err := s.store.DeletePruneSchedule(ctx, req.Name); err != nil {
-		u := &undo{log: s.log}
-		u.push("restore prune schedule in cluster", func(ctx context.Context) error { return s.cluster.ApplyPruneSchedule(ctx, req.Name, &old) })
-		u.run(err)
+	err = s.change(ctx, req.Name,
+		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) },
+		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &old) })
+	if err != nil {
 		return nil, err
 	}
 	return managementapi.DeletePruneSchedule204Response{}, nil

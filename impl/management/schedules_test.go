@@ -149,7 +149,7 @@ func TestPruneScheduleStates(t *testing.T) {
 	}
 
 	// A cluster failure on POST leaves no schedule.
-	e.faults.failBefore("cluster.ApplyPruneSchedule")
+	e.faults.failBefore("cluster.ApplyValidator")
 	defer e.faults.clear()
 	if r, _ := e.Management.CreatePruneScheduleWithResponse(ctx, "eta", daily); r.StatusCode() != http.StatusInternalServerError {
 		t.Fatalf("cluster failure: got %d, want 500", r.StatusCode())

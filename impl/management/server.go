@@ -11,6 +11,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
 
 var _ managementapi.StrictServerInterface = (*Server)(nil)
@@ -26,6 +27,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Now is the clock (tests inject one); time.Now when nil.
 	Now func() time.Time
+	// Resync is how often the reconciler walks every validator;
+	// DefaultResync when zero.
+	Resync time.Duration
 }
 
 // Server serves release 1.11.
@@ -36,25 +40,33 @@ type Server struct {
 	namespace string
 	log       *slog.Logger
 	now       func() time.Time
-	locks     keyedMutex
+	// locks serialises the writes to one validator: a handler's and the
+	// reconciler's.
+	locks *keyedMutex
+	rec   *Reconciler
 }
 
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
-	s := &Server{store: o.Store, cluster: o.Cluster, identity: o.Identity, namespace: o.Namespace, log: o.Logger, now: o.Now}
+	s := &Server{store: o.Store, cluster: o.Cluster, identity: o.Identity, namespace: o.Namespace, log: o.Logger, now: o.Now, locks: &keyedMutex{}}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.rec = newReconciler(o, s.locks, s.log)
 	return s
 }
 
-// keyedMutex serialises changes to one validator (edit, schedules) within
-// this process, so that a change and its compensation are not interleaved
-// with another change of the same validator. Creation needs no lock: the
-// database's unique name decides.
+// Reconciler is the loop that keeps the identity provider and the cluster
+// in step with the database; run it beside the server.
+func (s *Server) Reconciler() *Reconciler { return s.rec }
+
+// keyedMutex serialises changes to one validator within this process: a
+// handler's write and its reconcile, and the reconciler's, never interleave.
+// Holding a validator's lock also means that no create of it is in flight,
+// which is how the reconciler tells an interrupted create from a running one.
 type keyedMutex struct {
 	mu    sync.Mutex
 	locks map[string]*keyedLock
@@ -88,30 +100,33 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 	}
 }
 
-// undo is a compensation stack: steps done so far are undone in reverse
-// order when a later step fails. Undo failures are logged, never hidden
-// behind the original error.
-type undo struct {
-	log   *slog.Logger
-	steps []func(context.Context) error
-	names []string
-}
-
-func (u *undo) push(name string, f func(context.Context) error) {
-	u.names = append(u.names, name)
-	u.steps = append(u.steps, f)
-}
-
-// run undoes every step, newest first. It uses a context of its own: the
-// request's may be what failed.
-func (u *undo) run(cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i := len(u.steps) - 1; i >= 0; i-- {
-		if err := u.steps[i](ctx); err != nil {
-			u.log.Error("compensation failed: state may be left behind", "step", u.names[i], "error", err, "cause", cause)
-		}
+// change writes a validator's record, then drives the cluster to it. When
+// the cluster refuses, the record is put back as it was and the cluster
+// driven back to that (or, if it still refuses, by the reconciler's
+// retries): a failed request leaves nothing changed. The caller holds the
+// validator's lock.
+func (s *Server) change(ctx context.Context, name string, write, restore func(context.Context) error) error {
+	if err := write(ctx); err != nil {
+		return err
 	}
+	faultpoint.Reach("change.written")
+	err := s.rec.reconcileLocked(ctx, name)
+	if err == nil {
+		return nil
+	}
+	// The request's context may be what failed.
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if rerr := restore(bg); rerr != nil {
+		// The record keeps the change: the reconciler will apply it.
+		s.log.ErrorContext(ctx, "change failed and its record could not be restored; the reconciler will apply it", "validator", name, "error", err, "restore", rerr)
+		s.rec.retry(name, err)
+		return err
+	}
+	if rerr := s.rec.reconcileLocked(bg, name); rerr != nil {
+		s.rec.retry(name, rerr)
+	}
+	return err
 }
 
 func isNotFound(err error) bool { return errors.Is(err, domain.ErrNotFound) }

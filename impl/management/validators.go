@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/google/uuid"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
 
 // Page defaults (the document leaves them open; see docs/decisions.md).
@@ -50,9 +54,11 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	return out, nil
 }
 
-// CreateValidator claims the name in the database first (so that of two
-// concurrent creates exactly one wins), then creates the wallet user, then
-// the cluster objects; a failure undoes the steps done, newest first.
+// CreateValidator records the validator first, marked Creating (so that of
+// two concurrent creates exactly one wins, and so that a crash leaves a
+// record the reconciler undoes), then creates the wallet user, the cluster
+// objects and the Secrets, and clears the mark last. A failure undoes the
+// steps done; an undo that fails is finished by the reconciler.
 func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateValidatorRequestObject) (managementapi.CreateValidatorResponseObject, error) {
 	dto := *req.Body
 	if err := checkCreate(dto); err != nil {
@@ -77,6 +83,8 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 		ExternalDatabase: dto.DatabaseConfig != nil && dto.DatabaseConfig.External != nil && *dto.DatabaseConfig.External,
 		MigrationID:      dto.ClusterConfig.Migration.Id,
 		Migrating:        dto.ClusterConfig.Migration.Migrating != nil && *dto.ClusterConfig.Migration.Migrating,
+		Creating:         true,
+		Claim:            uuid.NewString(),
 	}
 	if !v.ExternalDatabase {
 		v.DatabaseStorage = defaultDatabaseStorage
@@ -85,36 +93,34 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 		return nil, err
 	}
 
-	// An edit of the name must not interleave with the steps below.
 	defer s.locks.lock(v.Name)()
-	if err := s.store.CreateValidator(ctx, &v); err != nil {
+	if err := s.claim(ctx, &v); err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			return s.createConflict(ctx, dto.Name, err)
 		}
 		return nil, err
 	}
-	u := &undo{log: s.log}
-	u.push("delete validator row", func(ctx context.Context) error { return s.store.DeleteValidator(ctx, v.Name) })
+	faultpoint.Reach("create.recorded")
 	// After the name is claimed, a failing step is the server's problem, not
 	// the caller's: 500, the cause in the log.
 	fail := func(err error) (managementapi.CreateValidatorResponseObject, error) {
-		u.run(err)
+		s.undoCreate(ctx, v, err)
 		return nil, domain.Internal(fmt.Errorf("create validator %q: %w", v.Name, err))
 	}
 
 	var created *domain.CreatedUser
 	if !customAuth {
-		user, err := s.identity.CreateWalletUser(ctx, v.Name)
+		user, err := s.identity.CreateWalletUser(ctx, v.Name, v.Claim)
 		if errors.Is(err, domain.ErrConflict) {
 			// A user left from elsewhere: the caller can pick another name.
-			u.run(err)
+			s.undoCreate(ctx, v, err)
 			return nil, domain.Invalid("name", "the identity provider already has a user %s_walletuser; remove it or choose another name", v.Name)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("create wallet user: %w", err))
 		}
+		faultpoint.Reach("create.walletUser")
 		created = &user
-		u.push("delete wallet user", func(ctx context.Context) error { return s.identity.DeleteUser(ctx, user.ID) })
 		v.WalletUserID = user.ID
 		if err := s.store.UpdateValidator(ctx, &v); err != nil {
 			return fail(err)
@@ -125,17 +131,19 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 			return fail(err)
 		}
 	}
-
-	// Any partial write to the cluster is removed on failure.
-	u.push("delete cluster objects", func(ctx context.Context) error { return s.cluster.DeleteValidator(ctx, v.Name) })
-	if err := s.cluster.ApplyValidator(ctx, v, secrets); err != nil {
+	if err := s.cluster.ApplyValidator(ctx, v, prune); err != nil {
 		return fail(err)
 	}
-	if prune != nil {
-		if err := s.cluster.ApplyPruneSchedule(ctx, v.Name, prune); err != nil {
-			return fail(err)
-		}
+	faultpoint.Reach("create.applied")
+	if err := s.cluster.WriteSecrets(ctx, v.Name, secrets); err != nil {
+		return fail(err)
 	}
+	faultpoint.Reach("create.secrets")
+	if err := s.store.FinishCreate(ctx, v.Name); err != nil {
+		return fail(err)
+	}
+	v.Creating = false
+	faultpoint.Reach("create.finished")
 
 	r, err := s.response(v)
 	if err != nil {
@@ -152,12 +160,41 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	return managementapi.CreateValidator201JSONResponse(r), nil
 }
 
+// claim inserts the Creating record. A record of the same name left Creating
+// by a create that died is undone first, so the name is free again.
+func (s *Server) claim(ctx context.Context, v *domain.Validator) error {
+	err := s.store.CreateValidator(ctx, v)
+	if !errors.Is(err, domain.ErrConflict) {
+		return err
+	}
+	existing, gerr := s.store.GetValidator(ctx, v.Name)
+	if gerr != nil || !existing.Creating {
+		return err
+	}
+	if uerr := s.rec.undoCreate(ctx, existing); uerr != nil {
+		s.rec.retry(v.Name, uerr)
+		return domain.Conflict("an interrupted create of validator %q is still being undone; try again shortly", v.Name)
+	}
+	return s.store.CreateValidator(ctx, v)
+}
+
+// undoCreate removes what a failed create made; what it cannot remove now,
+// the reconciler removes later (the record stays Creating until then).
+func (s *Server) undoCreate(ctx context.Context, v domain.Validator, cause error) {
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.rec.undoCreate(bg, v); err != nil {
+		s.log.ErrorContext(ctx, "undoing a failed create failed; the reconciler will finish it", "validator", v.Name, "error", err, "cause", cause)
+		s.rec.retry(v.Name, err)
+	}
+}
+
 // createConflict answers 409 with the existing validator, as the document
 // asks (never with its created user: that was shown once).
 func (s *Server) createConflict(ctx context.Context, name string, cause error) (managementapi.CreateValidatorResponseObject, error) {
 	existing, err := s.store.GetValidator(ctx, name)
-	if err != nil {
-		// Deleted in between (a failed concurrent create undone): still a conflict.
+	if err != nil || existing.Creating {
+		// Deleted in between, or still being undone: a conflict without a body.
 		return nil, cause
 	}
 	r, err := s.response(existing)
@@ -195,11 +232,13 @@ func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Inval
 }
 
 // UpdateValidator applies a partial edit. Null sections are unchanged;
-// immutable fields are refused with 400, a frozen validator with 409.
+// immutable fields are refused with 400, a frozen validator with 409. The
+// Secrets given are written first (their values are nowhere else), then the
+// record, then the cluster is driven to it.
 func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
 	edit := *req.Body
 	defer s.locks.lock(edit.Name)()
-	old, err := s.store.GetValidator(ctx, edit.Name)
+	old, err := s.validator(ctx, edit.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -222,22 +261,28 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	if next.Spec, err = encodeSpec(spec); err != nil {
 		return nil, err
 	}
-	if err := s.store.UpdateValidator(ctx, &next); err != nil {
-		return nil, err
+	if err := s.cluster.WriteSecrets(ctx, next.Name, secrets); err != nil {
+		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}
-	if err := s.cluster.ApplyValidator(ctx, next, secrets); err != nil {
-		// The resource may be written and only a Secret have failed: put
-		// both back (Secrets already written keep their new values).
-		u := &undo{log: s.log}
-		u.push("restore validator row", func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &old) })
-		u.push("restore Validator resource", func(ctx context.Context) error {
-			return s.cluster.ApplyValidator(ctx, old, domain.ValidatorSecrets{})
-		})
-		u.run(err)
+	faultpoint.Reach("edit.secrets")
+	err = s.change(ctx, next.Name,
+		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &next) },
+		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &old) })
+	if err != nil {
 		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}
 	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
 	return managementapi.UpdateValidator200Response{}, nil
+}
+
+// validator reads a validator the API shows: one whose create is still
+// running (or was interrupted) is not found.
+func (s *Server) validator(ctx context.Context, name string) (domain.Validator, error) {
+	v, err := s.store.GetValidator(ctx, name)
+	if err == nil && v.Creating {
+		return domain.Validator{}, domain.NotFound("validator %q not found", name)
+	}
+	return v, err
 }
 
 // applyEdit changes v and spec as edit says and returns the secret values it

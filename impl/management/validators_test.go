@@ -256,7 +256,8 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 		{"cluster refuses the resource", func() { e.faults.failBefore("cluster.ApplyValidator") }},
 		{"cluster fails halfway through the resource", func() { e.faults.failAfter("cluster.ApplyValidator") }},
 		{"database refuses the prune schedule", func() { e.faults.failBefore("store.CreatePruneSchedule") }},
-		{"cluster refuses the prune schedule", func() { e.faults.failAfter("cluster.ApplyPruneSchedule") }},
+		{"cluster refuses the secrets", func() { e.faults.failBefore("cluster.WriteSecrets") }},
+		{"cluster fails halfway through the secrets", func() { e.faults.failAfter("cluster.WriteSecrets") }},
 		{"cluster unreachable (a 503 inside: still 500 here, detail only in the log)", func() {
 			unreachable := domain.Unavailable("cluster: apply validator: the Kubernetes API server is unavailable")
 			unreachable.Cause = errors.New("dial tcp 10.96.0.1:443: connect: connection refused")
@@ -295,7 +296,7 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 // blocks the name: 400 keyed name, nothing created.
 func TestCreateValidatorUserExists(t *testing.T) {
 	e := start(t)
-	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega"); err != nil {
+	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega", ""); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("omega"))

@@ -22,6 +22,8 @@ type validatorRow struct {
 	Migrating        bool
 	Spec             string
 	WalletUserID     string
+	Creating         bool
+	Claim            string
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 }
@@ -40,6 +42,8 @@ func validatorFrom(v *domain.Validator) validatorRow {
 		Migrating:        v.Migrating,
 		Spec:             string(v.Spec),
 		WalletUserID:     v.WalletUserID,
+		Creating:         v.Creating,
+		Claim:            v.Claim,
 		CreatedAt:        v.CreatedAt,
 		UpdatedAt:        v.UpdatedAt,
 	}
@@ -57,6 +61,8 @@ func (r validatorRow) domain() domain.Validator {
 		Migrating:        r.Migrating,
 		Spec:             specBytes(r.Spec),
 		WalletUserID:     r.WalletUserID,
+		Creating:         r.Creating,
+		Claim:            r.Claim,
 		CreatedAt:        r.CreatedAt.UTC(),
 		UpdatedAt:        r.UpdatedAt.UTC(),
 	}

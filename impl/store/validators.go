@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -55,13 +56,78 @@ func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	return affected(res, validatorWhat(name), "")
 }
 
+// FinishCreate marks the validator's create done: from now on it is shown,
+// and the reconciler keeps it instead of undoing it.
+func (s *Store) FinishCreate(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("creating", false)
+	return affected(res, validatorWhat(name), "")
+}
+
+// ValidatorIntent reads one validator with its schedules.
+func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error) {
+	out, err := s.validatorIntents(ctx, s.db.Where("name = ?", name), 1)
+	if err != nil {
+		return domain.ValidatorIntent{}, err
+	}
+	if len(out) == 0 {
+		return domain.ValidatorIntent{}, translate(gorm.ErrRecordNotFound, validatorWhat(name), "")
+	}
+	return out[0], nil
+}
+
+// ValidatorIntents reads up to limit validators named after after, in name
+// order, with their schedules: the reconciler walks every validator this
+// way, a page at a time, in three statements a page.
+func (s *Store) ValidatorIntents(ctx context.Context, after string, limit int) ([]domain.ValidatorIntent, error) {
+	return s.validatorIntents(ctx, s.db.Where("name > ?", after), limit)
+}
+
+func (s *Store) validatorIntents(ctx context.Context, where *gorm.DB, limit int) ([]domain.ValidatorIntent, error) {
+	var rows []validatorRow
+	if err := where.WithContext(ctx).Order("name").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, translate(err, "read validators", "")
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.Name
+	}
+	var prunes []pruneRow
+	if err := s.db.WithContext(ctx).Where("validator IN ?", names).Find(&prunes).Error; err != nil {
+		return nil, translate(err, "read prune schedules", "")
+	}
+	var backups []backupRow
+	if err := s.db.WithContext(ctx).Unscoped().Where("validator IN ?", names).Find(&backups).Error; err != nil {
+		return nil, translate(err, "read backup schedules", "")
+	}
+	out := make([]domain.ValidatorIntent, len(rows))
+	at := make(map[string]*domain.ValidatorIntent, len(rows))
+	for i, r := range rows {
+		out[i].Validator = r.domain()
+		at[r.Name] = &out[i]
+	}
+	for _, p := range prunes {
+		d := p.domain()
+		at[p.Validator].Prune = &d
+	}
+	for _, b := range backups {
+		d := b.domain()
+		at[b.Validator].Backup = &d
+	}
+	return out, nil
+}
+
 // ListValidators returns one page ordered by name and the number of
 // validators that match the filter.
 func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.Validator, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	rows, total, err := page[validatorRow](ctx, s.db, s.nameAndPhase(f.NameContains, f.Phase), f.Page)
+	filter := s.nameAndPhase(f.NameContains, f.Phase)
+	shown := func(tx *gorm.DB) *gorm.DB { return filter(tx).Where("NOT creating") }
+	rows, total, err := page[validatorRow](ctx, s.db, shown, f.Page)
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
 	}
