@@ -209,6 +209,10 @@ func (c faultyCluster) WriteSecrets(ctx context.Context, name string, s domain.V
 	return c.faults.around("cluster.WriteSecrets", func() error { return c.Cluster.WriteSecrets(ctx, name, s) })
 }
 
+func (c faultyCluster) DeleteValidator(ctx context.Context, name string) error {
+	return c.faults.around("cluster.DeleteValidator", func() error { return c.Cluster.DeleteValidator(ctx, name) })
+}
+
 func (c faultyCluster) ApplyBackupSchedule(ctx context.Context, name string, b *domain.BackupSchedule) error {
 	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Cluster.ApplyBackupSchedule(ctx, name, b) })
 }

@@ -1,0 +1,219 @@
+package management_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// TestReconcilerConverges: whatever happened to the cluster or the identity
+// provider, one reconcile pass makes them what the database records.
+func TestReconcilerConverges(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	rec := e.App.Management.Reconciler()
+
+	alpha := newValidator("alpha")
+	alpha.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, alpha); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", r.StatusCode(), err)
+	}
+	e.advance(t, 3*time.Second) // the database runs: backups may be scheduled
+	if r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "alpha", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 4}); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("backup: %v %v", r.StatusCode(), err)
+	}
+	want := e.cluster(t).Validators["alpha"].Spec
+	if want["participantPruningSchedule"] == nil {
+		t.Fatalf("spec after create: got %v, want a pruning schedule", want)
+	}
+	row, _ := e.row(t, "alpha")
+
+	tests := []struct {
+		name  string
+		drift func(t *testing.T)
+	}{
+		{"resource, secrets and CronJob deleted by hand", func(t *testing.T) {
+			if err := e.App.Cluster.DeleteValidator(ctx, "alpha"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"resource edited by hand to another image and no pruning", func(t *testing.T) {
+			stale := row
+			var spec map[string]any
+			json.Unmarshal(stale.Spec, &spec)
+			spec["imageTag"] = "0.0.1"
+			stale.Spec, _ = json.Marshal(spec)
+			if err := e.App.Cluster.ApplyValidator(ctx, stale, nil); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"backup CronJob removed", func(t *testing.T) {
+			if err := e.App.Cluster.ApplyBackupSchedule(ctx, "alpha", nil); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"backup CronJob suspended", func(t *testing.T) {
+			if err := e.App.Cluster.ApplyBackupSchedule(ctx, "alpha", &domain.BackupSchedule{Validator: "alpha", Cron: "0 3 * * *", MaxBackups: 4, Deleted: true}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.drift(t)
+			if err := rec.ReconcileAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st := e.cluster(t)
+			got := st.Validators["alpha"].Spec
+			delete(got, "secrets") // values are not in the database: lost with a deleted Secret
+			w := maps.Clone(want)
+			delete(w, "secrets")
+			if g, _ := json.Marshal(got); string(g) != string(mustJSON(t, w)) {
+				t.Errorf("spec: got %s, want %s", g, mustJSON(t, w))
+			}
+			if j, ok := st.CronJobs["alpha-backup"]; !ok || j.Suspend || j.Schedule != "0 3 * * *" || j.MaxBackups != 4 {
+				t.Errorf("backup CronJob: got %+v (present %v), want active 0 3 * * *, 4 backups", j, ok)
+			}
+		})
+	}
+
+	t.Run("managed resource without a record is removed", func(t *testing.T) {
+		ghost := domain.Validator{Name: "ghost", Spec: []byte(`{}`)}
+		if err := e.App.Cluster.ApplyValidator(ctx, ghost, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.ReconcileAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.cluster(t).Validators["ghost"]; ok {
+			t.Error("ghost: got present, want removed")
+		}
+		if _, ok := e.cluster(t).Validators["alpha"]; !ok {
+			t.Error("alpha: got removed, want kept")
+		}
+	})
+
+	t.Run("a backup schedule deleted in the database removes the CronJob", func(t *testing.T) {
+		if err := e.App.Store.DeleteBackupSchedule(ctx, "alpha"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Reconcile(ctx, "alpha"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.cluster(t).CronJobs["alpha-backup"]; ok {
+			t.Error("backup CronJob: got present, want removed")
+		}
+	})
+}
+
+// TestReconcilerUndoesInterruptedCreates: a record left Creating by a create
+// that died is undone, with the wallet user that carries its claim and
+// nothing else; the name can then be created again.
+func TestReconcilerUndoesInterruptedCreates(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	rec := e.App.Management.Reconciler()
+
+	// What a create killed after each of its steps leaves behind.
+	interrupted := func(name string, user, resource bool) {
+		t.Helper()
+		v := domain.Validator{Name: name, Phase: domain.PhasePending, Spec: []byte(`{}`), Creating: true, Claim: "claim-" + name}
+		if err := e.App.Store.CreateValidator(ctx, &v); err != nil {
+			t.Fatal(err)
+		}
+		if user {
+			if _, err := e.App.Identity.CreateWalletUser(ctx, name, v.Claim); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if resource {
+			if err := e.App.Cluster.ApplyValidator(ctx, v, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.App.Cluster.WriteSecrets(ctx, name, domain.ValidatorSecrets{OnboardingSecret: "s3cret"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	interrupted("row-only", false, false)
+	interrupted("with-user", true, false)
+	interrupted("with-everything", true, true)
+	// A user of the same name someone else made: not ours to delete.
+	if _, err := e.App.Identity.CreateWalletUser(ctx, "foreign", "not-this-create"); err != nil {
+		t.Fatal(err)
+	}
+	interrupted("foreign", false, false)
+
+	// Not shown while Creating.
+	if r, err := e.Management.ListValidatorsWithResponse(ctx, nil); err != nil || r.JSON200 == nil || r.JSON200.TotalCount != 0 {
+		t.Fatalf("list while creating: got %v %v, want none", r.StatusCode(), err)
+	}
+	if r, err := e.Management.GetPruneScheduleWithResponse(ctx, "with-everything"); err != nil || r.StatusCode() != http.StatusNotFound {
+		t.Fatalf("prune schedule of a creating validator: got %v %v, want 404", r.StatusCode(), err)
+	}
+
+	if err := rec.ReconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"row-only", "with-user", "with-everything"} {
+		assertNothingCreated(t, e, name)
+	}
+	if _, ok := e.row(t, "foreign"); ok {
+		t.Error("record foreign: got kept, want undone")
+	}
+	if users := e.idpUsers(t); !slices.Equal(users, []string{"foreign_walletuser"}) {
+		t.Errorf("wallet users: got %v, want only foreign_walletuser (another claim)", users)
+	}
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("with-everything")); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create after the undo: got %v %v, want 201", r.StatusCode(), err)
+	}
+}
+
+// TestCreateUndoFinishedByReconciler: when the cluster is down for the
+// create and for its undo, the record stays Creating (hidden) and the
+// reconciler finishes the undo once the cluster is back; a new create of
+// the name undoes it on the spot.
+func TestCreateUndoFinishedByReconciler(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.faults.failBefore("cluster.WriteSecrets")
+	e.faults.failBefore("cluster.DeleteValidator")
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("kappa")); err != nil || r.StatusCode() != http.StatusInternalServerError {
+		t.Fatalf("create: got %v %v, want 500", r.StatusCode(), err)
+	}
+	if v, ok := e.row(t, "kappa"); !ok || !v.Creating {
+		t.Fatalf("record after a failed undo: got %+v (present %v), want kept Creating", v, ok)
+	}
+	if r, _ := e.Management.ListValidatorsWithResponse(ctx, nil); r.JSON200 == nil || r.JSON200.TotalCount != 0 {
+		t.Fatalf("list: got %s, want the half-created validator hidden", r.Body)
+	}
+	if r, _ := e.Management.CreateValidatorWithResponse(ctx, newValidator("kappa")); r.StatusCode() != http.StatusConflict {
+		t.Fatalf("create while the undo cannot run: got %d %s, want 409", r.StatusCode(), r.Body)
+	}
+
+	e.faults.clear()
+	if err := e.App.Management.Reconciler().ReconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingCreated(t, e, "kappa")
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("kappa")); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create after the undo: got %v %v, want 201", r.StatusCode(), err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
