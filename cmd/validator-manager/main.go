@@ -76,8 +76,7 @@ func serveCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nDevelopment bearer token (valid %s; `validator-manager token --data-dir %s` prints another):\n\n%s\n\nDocs: http://%s/docs-ui.html\n\n",
 					cfg.TokenTTL, cfg.DataDir, token, ln.Addr().String())
 			}
-			a.Background(ctx)
-			return a.Server.Serve(ctx, ln, cfg.ShutdownTimeout)
+			return a.Run(ctx, ln)
 		},
 	}
 	config.RegisterFlags(cmd.Flags())

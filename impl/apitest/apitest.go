@@ -76,6 +76,11 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
+	// What Run does before health reports UP, without the periodic work (the
+	// tests move their clocks and sync phases themselves).
+	if err := a.Management.Reconciler().RunOnce(context.Background()); err != nil {
+		t.Fatalf("first reconcile: %v", err)
+	}
 	ts := httptest.NewServer(a.Server)
 	t.Cleanup(func() {
 		ts.Close()

@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -138,7 +141,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Verifier:   verifier,
 		Management: a.Management,
 		Platform: platform.New(platform.Options{
-			Health:  map[string]platform.Pinger{"db": a.Store, "cluster": mo.Cluster},
+			Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
 			Version: version,
 			Docs:    d,
 		}),
@@ -175,13 +178,6 @@ func (a *App) openCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The timeout bounds the first cache sync only; the informer runs until Close.
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := k.Start(sctx); err != nil {
-		k.Close()
-		return fmt.Errorf("cluster: %w", err)
-	}
 	a.Cluster, a.kube = k, k
 	return nil
 }
@@ -209,13 +205,42 @@ func (a *App) openIdentity() error {
 	return nil
 }
 
-// Background runs the work that keeps the database in step with the world
-// (validator phases from the cluster, remote participants' health) until ctx
-// ends.
-func (a *App) Background(ctx context.Context) {
-	go a.Management.Reconciler().Run(ctx)
-	go a.Management.SyncStates(ctx, stateSyncInterval)
-	go a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
+// Run serves on ln and runs every piece of background work in one group
+// until ctx ends or one of them fails: the cluster gateway's caches, the
+// reconciler, the phase sync and the remote-participant probes. It returns
+// once all of them have returned, so Close may then release the store.
+func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) })
+	g.Go(func() error {
+		if a.kube != nil {
+			// Health is DOWN until the caches have synced (Kube.Ping).
+			if err := a.kube.Start(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cluster: %w", err)
+			}
+			defer a.kube.Close()
+		}
+		g.Go(func() error { return a.Management.Reconciler().Run(ctx) })
+		g.Go(func() error { a.Management.SyncStates(ctx, stateSyncInterval); return nil })
+		<-ctx.Done()
+		return nil
+	})
+	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
+	return g.Wait()
+}
+
+// clusterHealth is UP when the cluster answers, the gateway's caches have
+// synced and the reconciler has brought every validator in step once.
+type clusterHealth struct{ a *App }
+
+func (h clusterHealth) Ping(ctx context.Context) error {
+	if err := h.a.Cluster.Ping(ctx); err != nil {
+		return err
+	}
+	return h.a.Management.Reconciler().Ping(ctx)
 }
 
 // verifier trusts the configured JWKS, or the development issuer of the data

@@ -652,8 +652,12 @@ func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
 	return false
 }
 
-// Ping asks the API server for its version.
+// Ping asks the API server for its version; before the caches have synced
+// it reports the gateway unavailable.
 func (k *Kube) Ping(ctx context.Context) error {
+	if !k.synced.Load() {
+		return domain.Unavailable("cluster: the gateway's caches have not synced yet")
+	}
 	disc := k.core.Discovery()
 	var err error
 	if rc := disc.RESTClient(); rc != nil {

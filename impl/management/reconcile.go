@@ -207,16 +207,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.resync)
 	defer tick.Stop()
 	for {
-		start := time.Now()
-		err := r.ReconcileAll(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
+		if err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("reconciling validators", "error", err)
-		}
-		if !r.synced.Swap(true) {
-			r.log.Info("validators reconciled with their records", "duration", time.Since(start).String())
 		}
 		select {
 		case <-ctx.Done():
@@ -224,6 +216,19 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// RunOnce is one full pass; after the first, Ping reports UP.
+func (r *Reconciler) RunOnce(ctx context.Context) error {
+	start := time.Now()
+	err := r.ReconcileAll(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if !r.synced.Swap(true) {
+		r.log.Info("validators reconciled with their records", "duration", time.Since(start).String())
+	}
+	return err
 }
 
 // Ping is DOWN until the first full pass is done: before it, records of
