@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -666,4 +667,18 @@ func (k *Kube) Ping(ctx context.Context) error {
 		_, err = disc.ServerVersion()
 	}
 	return translate("ping", err)
+}
+
+// Resource reads a Validator resource from the API server, as stored;
+// domain.ErrNotFound when absent.
+func (k *Kube) Resource(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	obj, err := k.validators().Get(ctx, name, metav1.GetOptions{})
+	return obj, translate(fmt.Sprintf("read validator %q", name), err)
+}
+
+// BackupCronJob reads a validator's backup CronJob from the API server;
+// domain.ErrNotFound when absent.
+func (k *Kube) BackupCronJob(ctx context.Context, validator string) (*batchv1.CronJob, error) {
+	cj, err := k.core.BatchV1().CronJobs(k.namespace).Get(ctx, BackupCronJobName(validator), metav1.GetOptions{})
+	return cj, translate(fmt.Sprintf("read backup schedule of %q", validator), err)
 }

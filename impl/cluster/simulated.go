@@ -17,6 +17,10 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -450,4 +454,39 @@ func (s *Simulated) ApplyBackupSchedule(_ context.Context, validator string, sch
 		}
 		return nil
 	})
+}
+
+// Resource reads a validator as a Validator resource; domain.ErrNotFound
+// when absent.
+func (s *Simulated) Resource(_ context.Context, name string) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	s.read(func(st *simState) {
+		if v, ok := st.Validators[name]; ok {
+			out = &unstructured.Unstructured{Object: map[string]any{"spec": runtime.DeepCopyJSONValue(v.Spec)}}
+			out.SetName(name)
+			out.SetLabels(v.Labels)
+			out.SetAnnotations(v.Annotations)
+		}
+	})
+	if out == nil {
+		return nil, domain.NotFound("validator %q does not exist in the cluster", name)
+	}
+	return out, nil
+}
+
+// BackupCronJob reads a validator's backup CronJob; domain.ErrNotFound when
+// absent.
+func (s *Simulated) BackupCronJob(_ context.Context, validator string) (*batchv1.CronJob, error) {
+	var out *batchv1.CronJob
+	s.read(func(st *simState) {
+		if j, ok := st.CronJobs[BackupCronJobName(validator)]; ok {
+			suspend := j.Suspend
+			out = &batchv1.CronJob{Spec: batchv1.CronJobSpec{Schedule: j.Schedule, Suspend: &suspend}}
+			out.Name = BackupCronJobName(validator)
+		}
+	})
+	if out == nil {
+		return nil, domain.NotFound("cron job %q does not exist", BackupCronJobName(validator))
+	}
+	return out, nil
 }

@@ -93,7 +93,7 @@ func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.Del
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name,
+	err = s.change(ctx, req.Name, "backup.delete",
 		func(ctx context.Context) error { return s.store.SoftDeleteBackupSchedule(ctx, req.Name) },
 		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, &b) })
 	if err != nil {
@@ -129,7 +129,7 @@ func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSc
 // saveBackup records b, then drives the CronJob to it; when the cluster
 // refuses, the record is put back as it was (or removed when there was none).
 func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule, old domain.BackupSchedule, existed bool) error {
-	return s.change(ctx, b.Validator,
+	return s.change(ctx, b.Validator, "backup.save",
 		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, b) },
 		func(ctx context.Context) error {
 			if !existed {

@@ -43,7 +43,7 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.Crea
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name,
+	err = s.change(ctx, req.Name, "prune.create",
 		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &p) },
 		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.Upda
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name,
+	err = s.change(ctx, req.Name, "prune.update",
 		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &p) },
 		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &old) })
 	if err != nil {
@@ -87,7 +87,7 @@ func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.Dele
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name,
+	err = s.change(ctx, req.Name, "prune.delete",
 		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) },
 		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &old) })
 	if err != nil {

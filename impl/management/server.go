@@ -105,11 +105,14 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 // driven back to that (or, if it still refuses, by the reconciler's
 // retries): a failed request leaves nothing changed. The caller holds the
 // validator's lock.
-func (s *Server) change(ctx context.Context, name string, write, restore func(context.Context) error) error {
+//
+// op names the change for the fault point "<op>.written", between the record
+// and the cluster, where a crash test kills the process.
+func (s *Server) change(ctx context.Context, name, op string, write, restore func(context.Context) error) error {
 	if err := write(ctx); err != nil {
 		return err
 	}
-	faultpoint.Reach("change.written")
+	faultpoint.Reach(op + ".written")
 	err := s.rec.reconcileLocked(ctx, name)
 	if err == nil {
 		return nil

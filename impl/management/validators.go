@@ -265,7 +265,7 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}
 	faultpoint.Reach("edit.secrets")
-	err = s.change(ctx, next.Name,
+	err = s.change(ctx, next.Name, "edit",
 		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &next) },
 		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &old) })
 	if err != nil {

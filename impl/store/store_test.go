@@ -2,14 +2,12 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
@@ -48,35 +46,8 @@ func each(t *testing.T, f func(t *testing.T, s *store.Store)) {
 	}
 }
 
-// throwawayPostgres creates an empty database on the TEST_POSTGRES_DSN server
-// and returns its DSN; the database is dropped when the test ends, after the
-// stores the test opened on it are closed (cleanups run last-in first-out).
-func throwawayPostgres(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("TEST_POSTGRES_DSN")
-	admin, err := store.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("TEST_POSTGRES_DSN: %v", err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	name := "vm_test_" + hex.EncodeToString(suffix)
-	if err := admin.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("TEST_POSTGRES_DSN must be a URL: %v", err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
+// throwawayPostgres is a database of its own on the TEST_POSTGRES_DSN server.
+func throwawayPostgres(t testing.TB) string { return apitest.ThrowawayPostgres(t) }
 
 // wantErr fails unless err matches want with errors.Is (want nil: no error).
 func wantErr(t *testing.T, err, want error) {

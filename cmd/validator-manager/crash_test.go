@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/faultpoint"
+	"github.com/validator-manager/validator-manager/impl/idp"
+)
+
+// childVariable makes the test binary run the command line it is given
+// instead of the tests: the crash test's server process.
+const childVariable = "VM_CRASHTEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childVariable) != "" {
+		cmd := root()
+		cmd.SetArgs(os.Args[1:])
+		if err := cmd.Execute(); err != nil {
+			fmt.Fprintln(os.Stderr, "validator-manager:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// crashCase kills the server at one fault point of one operation.
+type crashCase struct {
+	point string
+	// setup runs on a healthy server before the crash run.
+	setup func(t *testing.T, c *managementapi.ClientWithResponses)
+	// act sends the request that reaches the fault point.
+	act func(c *managementapi.ClientWithResponses) error
+	// exists tells whether the validator "v" must exist after recovery.
+	exists bool
+	// check asserts what is particular to the case, after recovery.
+	check func(t *testing.T, w *world)
+}
+
+func create(name string) func(c *managementapi.ClientWithResponses) error {
+	return func(c *managementapi.ClientWithResponses) error {
+		_, err := c.CreateValidatorWithResponse(context.Background(), crashValidator(name))
+		return err
+	}
+}
+
+func setupValidator(t *testing.T, c *managementapi.ClientWithResponses) {
+	t.Helper()
+	r, err := c.CreateValidatorWithResponse(context.Background(), crashValidator("v"))
+	if err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("setup create: %v %v", statusOf(r), err)
+	}
+}
+
+// setupRunning creates v and waits until its database runs (backups need it).
+func setupRunning(t *testing.T, c *managementapi.ClientWithResponses) {
+	t.Helper()
+	setupValidator(t, c)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := c.CreateBackupScheduleWithResponse(context.Background(), "v", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 3})
+		if err == nil && r.StatusCode() == http.StatusCreated {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("setup backup: %v %v", statusOf(r), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func statusOf(r interface{ StatusCode() int }) int {
+	if r == nil {
+		return 0
+	}
+	return r.StatusCode()
+}
+
+var crashCases = []crashCase{
+	{point: "create.recorded", act: create("v")},
+	{point: "create.walletUser", act: create("v")},
+	{point: "create.applied", act: create("v")},
+	{point: "create.secrets", act: create("v")},
+	{point: "create.finished", act: create("v"), exists: true},
+	{
+		// A wallet user of the name exists (made by hand): the create is
+		// refused and undone; the crash hits the undo.
+		point: "undo.cluster", act: create("v"),
+		check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") },
+	},
+	{point: "undo.identity", act: create("v"), check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
+	{
+		point: "edit.secrets", setup: setupValidator, exists: true,
+		act: edit("0.9.9"),
+	},
+	{
+		point: "edit.written", setup: setupValidator, exists: true,
+		act: edit("0.9.9"),
+		check: func(t *testing.T, w *world) {
+			if got := w.imageTag(t, "v"); got != "0.9.9" {
+				t.Errorf("image tag: got %q, want the recorded 0.9.9 running", got)
+			}
+		},
+	},
+	{
+		point: "prune.create.written", setup: setupValidator, exists: true,
+		act: func(c *managementapi.ClientWithResponses) error {
+			_, err := c.CreatePruneScheduleWithResponse(context.Background(), "v",
+				managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"})
+			return err
+		},
+	},
+	{
+		point: "backup.save.written", setup: func(t *testing.T, c *managementapi.ClientWithResponses) {
+			setupRunning(t, c)
+			if r, err := c.DeleteBackupScheduleWithResponse(context.Background(), "v"); err != nil || r.StatusCode() != http.StatusNoContent {
+				t.Fatalf("setup delete backup: %v %v", statusOf(r), err)
+			}
+		},
+		exists: true,
+		act: func(c *managementapi.ClientWithResponses) error {
+			_, err := c.UpdateBackupScheduleWithResponse(context.Background(), "v", managementapi.ValidatorBackupDto{Cron: ptr("0 4 * * *"), MaxBackups: 5})
+			return err
+		},
+	},
+	{
+		point: "backup.delete.written", setup: setupRunning, exists: true,
+		act: func(c *managementapi.ClientWithResponses) error {
+			_, err := c.DeleteBackupScheduleWithResponse(context.Background(), "v")
+			return err
+		},
+	},
+}
+
+func edit(tag string) func(c *managementapi.ClientWithResponses) error {
+	return func(c *managementapi.ClientWithResponses) error {
+		_, err := c.UpdateValidatorWithResponse(context.Background(), managementapi.ValidatorEditDto{
+			Name: "v", ImageTag: ptr(tag), DatabaseConfig: &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("rotated-password")},
+		})
+		return err
+	}
+}
+
+// TestCrashConverges kills the server (SIGKILL, from inside, at a fault
+// point) in the middle of every multi-store write, restarts it and asserts
+// that the database, the identity provider and the cluster agree once the
+// restarted server reports healthy: an interrupted create is undone whole or
+// complete, and every record is what the cluster runs. On SQLite, and on
+// PostgreSQL when TEST_POSTGRES_DSN is set.
+func TestCrashConverges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process per case")
+	}
+	databases := map[string]func(t *testing.T) string{"sqlite": func(*testing.T) string { return "" }}
+	if os.Getenv("TEST_POSTGRES_DSN") != "" {
+		databases["postgres"] = func(t *testing.T) string { return apitest.ThrowawayPostgres(t) }
+	} else {
+		t.Log("TEST_POSTGRES_DSN is not set: the crash test runs on SQLite only")
+	}
+	for db, dsn := range databases {
+		t.Run(db, func(t *testing.T) {
+			for _, c := range crashCases {
+				t.Run(c.point, func(t *testing.T) { runCrash(t, c, dsn(t)) })
+			}
+		})
+	}
+}
+
+func runCrash(t *testing.T, c crashCase, dsn string) {
+	dir := t.TempDir()
+	if c.setup != nil {
+		serveInProcess(t, dir, dsn, func(w *world) { c.setup(t, w.client) })
+	}
+	if strings.HasPrefix(c.point, "undo.") {
+		l, err := idp.OpenLocal(filepath.Join(dir, "idp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.CreateWalletUser(context.Background(), "v", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	child := startChild(t, dir, dsn, c.point)
+	if err := c.act(child.client); err == nil {
+		t.Fatalf("the request answered: the fault point %s was not reached", c.point)
+	}
+	child.waitKilled(t)
+
+	serveInProcess(t, dir, dsn, func(w *world) {
+		t.Logf("%s: healthy %s after the restart", c.point, w.healthyAfter.Round(time.Millisecond))
+		w.checkAgreement(t)
+		_, err := w.app.Store.GetValidator(context.Background(), "v")
+		if exists := err == nil; exists != c.exists {
+			t.Errorf("validator v after recovery: got exists=%v (%v), want %v", exists, err, c.exists)
+		}
+		if c.check != nil {
+			c.check(t, w)
+		}
+	})
+	if left, _ := filepath.Glob(filepath.Join(dir, "*", ".*-*")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+}
+
+// world is a server running in this process on a data directory, with what
+// the test needs to look inside it.
+type world struct {
+	app          *app.App
+	client       *managementapi.ClientWithResponses
+	dir          string
+	healthyAfter time.Duration
+}
+
+// serveInProcess runs the server as `serve` would (App.Run) until f returns.
+func serveInProcess(t *testing.T, dir, dsn string, f func(w *world)) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir, cfg.DatabaseDSN = dir, dsn
+	logs := &apitest.Buffer{}
+	start := time.Now()
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	waitHealthy(t, base)
+	w := &world{app: a, client: client(t, base, dir), dir: dir, healthyAfter: time.Since(start)}
+	f(w)
+	if t.Failed() {
+		t.Logf("server log:\n%s", logs.String())
+	}
+}
+
+func client(t *testing.T, base, dir string) *managementapi.ClientWithResponses {
+	t.Helper()
+	issuer, err := auth.OpenDevIssuer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := issuer.Issue(auth.DevSubject, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := managementapi.NewClientWithResponses(base+"/api", managementapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := http.Get(base + "/actuator/health")
+		if err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server at %s: not healthy in time (%v)", base, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// child is the server as a process of its own, armed to die at a fault point.
+type child struct {
+	cmd    *exec.Cmd
+	client *managementapi.ClientWithResponses
+	out    *apitest.Buffer
+}
+
+func startChild(t *testing.T, dir, dsn, point string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn")
+	cmd.Env = append(os.Environ(), childVariable+"=1", faultpoint.Variable+"="+point, "VM_DATABASE_DSN="+dsn)
+	out := &apitest.Buffer{}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, out: out}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	addr := make(chan string, 1)
+	var once sync.Once
+	go func() {
+		docs := regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := docs.FindStringSubmatch(sc.Text()); m != nil {
+				once.Do(func() { addr <- m[1] })
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case a := <-addr:
+		base := "http://" + a
+		waitHealthy(t, base)
+		c.client = client(t, base, dir)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the server process did not start; its log:\n%s", out.String())
+	}
+	return c
+}
+
+// waitKilled asserts the process died of SIGKILL at its fault point.
+func (c *child) waitKilled(t *testing.T) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("server process: got %v, want killed", err)
+		}
+		if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("server process: got %v, want SIGKILL; its log:\n%s", err, c.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server process still running; its log:\n%s", c.out.String())
+	}
+}
+
+// inspector reads cluster objects as stored (the cluster gateway).
+type inspector interface {
+	Resource(ctx context.Context, name string) (*unstructured.Unstructured, error)
+	BackupCronJob(ctx context.Context, validator string) (*batchv1.CronJob, error)
+}
+
+// checkAgreement: every record is complete and is what the cluster runs,
+// and nothing in the cluster or the identity provider lacks a record.
+func (w *world) checkAgreement(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	insp, ok := w.app.Cluster.(inspector)
+	if !ok {
+		t.Fatalf("cluster gateway %T cannot be inspected", w.app.Cluster)
+	}
+	intents, err := w.app.Store.ValidatorIntents(ctx, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, in := range intents {
+		v := in.Validator
+		recorded[v.Name] = true
+		if v.Creating {
+			t.Errorf("%s: record still Creating after recovery", v.Name)
+		}
+		res, err := insp.Resource(ctx, v.Name)
+		if err != nil {
+			t.Errorf("%s: Validator resource: %v", v.Name, err)
+			continue
+		}
+		var want any
+		json.Unmarshal(v.Spec, &want)
+		if got := res.Object["spec"].(map[string]any)["config"]; !jsonEqual(got, want) {
+			t.Errorf("%s: resource config %v, want the record's %v", v.Name, got, want)
+		}
+		_, pruned, _ := unstructured.NestedMap(res.Object, "spec", "participantPruningSchedule")
+		if pruned != (in.Prune != nil) {
+			t.Errorf("%s: pruning schedule in the resource %v, in the record %v", v.Name, pruned, in.Prune != nil)
+		}
+		cj, err := insp.BackupCronJob(ctx, v.Name)
+		switch {
+		case in.Backup == nil && !errors.Is(err, domain.ErrNotFound):
+			t.Errorf("%s: backup CronJob present (%v) without a schedule", v.Name, err)
+		case in.Backup != nil && err != nil:
+			t.Errorf("%s: backup CronJob: %v, want one for the recorded schedule", v.Name, err)
+		case in.Backup != nil && (cj.Spec.Schedule != in.Backup.Cron || (cj.Spec.Suspend != nil && *cj.Spec.Suspend) != in.Backup.Deleted):
+			t.Errorf("%s: backup CronJob %s suspended=%v, record %s deleted=%v", v.Name, cj.Spec.Schedule, *cj.Spec.Suspend, in.Backup.Cron, in.Backup.Deleted)
+		}
+		if !v.CustomAuth && !slicesContains(w.users(t), strings.ToLower(v.Name)+"_walletuser") {
+			t.Errorf("%s: no wallet user", v.Name)
+		}
+	}
+	states, err := w.app.Cluster.ValidatorStates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range states {
+		if !recorded[name] {
+			t.Errorf("%s: Validator resource without a record", name)
+		}
+	}
+}
+
+// wantUsers asserts the wallet users the identity provider holds.
+func (w *world) wantUsers(t *testing.T, want ...string) {
+	t.Helper()
+	if got := w.users(t); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("wallet users: got %v, want %v", got, want)
+	}
+}
+
+func (w *world) users(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(w.dir, "idp", "users.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Users []struct{ Username string } }
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, u := range st.Users {
+		out = append(out, u.Username)
+	}
+	return out
+}
+
+func (w *world) imageTag(t *testing.T, name string) string {
+	t.Helper()
+	res, err := w.app.Cluster.(inspector).Resource(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _, _ := unstructured.NestedString(res.Object, "spec", "config", "imageTag")
+	return tag
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// crashValidator is a complete create payload.
+func crashValidator(name string) managementapi.ValidatorDto {
+	none := []managementapi.EnvVar{}
+	return managementapi.ValidatorDto{
+		Name:      name,
+		ImageRepo: "registry.example.com/splice/validator-app",
+		ImageTag:  "0.4.2",
+		ClusterConfig: managementapi.ClusterConfigDto{
+			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
+			AppInfoValidator:         managementapi.AppInfoDto{EnvVars: none},
+			DefaultJvmOptions:        "-Xms1g",
+			Migration:                managementapi.MigrationDto{Id: 1},
+			PartyHint:                "acme-validator",
+			ScanAddress:              "https://scan.example.test",
+			SvSponsorAddress:         "https://sv.example.test",
+		},
+		Participant: managementapi.AppInfoDto{EnvVars: none},
+		Auth: &managementapi.ValidatorAuthDto{
+			Audience: "https://ledger.example.test", CnsClientId: "cns", WalletClientId: "wallet",
+			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr("client-secret-value"),
+			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
+		},
+		OnboardingSecret: ptr("onboarding-secret-value"),
+		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("database-password")},
+	}
+}
