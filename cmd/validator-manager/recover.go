@@ -20,6 +20,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
 
@@ -152,7 +153,7 @@ unless --pod names it. Progress goes to stderr.`,
 }
 
 func defaultWalletURL(validator, namespace string) string {
-	return fmt.Sprintf("http://%s-validator-app.%s.svc.cluster.local:5003", validator, namespace)
+	return domain.ValidatorAppURL(validator, namespace)
 }
 
 // managementClient is a release 1.11 client of server that sends token.

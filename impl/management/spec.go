@@ -140,9 +140,7 @@ func references(dto managementapi.ValidatorDto) domain.References {
 // charts' naming convention.
 type addresses struct{ name, namespace string }
 
-func (a addresses) host(service string) string {
-	return fmt.Sprintf("%s-%s.%s.svc.cluster.local", a.name, service, a.namespace)
-}
+func (a addresses) host(service string) string { return domain.ServiceHost(a.name, service, a.namespace) }
 
 // response renders a stored validator as release 1.11 returns it. It never
 // carries a secret value.
@@ -183,9 +181,9 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 		SqlDbConfig:                 dto.SqlDbConfig,
 		SqlDbUser:                   dto.SqlDbUser,
 		Participant:                 ptr(addr.host("participant")),
-		LedgerApiAddress:            ptr(addr.host("participant") + ":5001"),
-		JsonApiAddress:              ptr("http://" + addr.host("participant") + ":7575"),
-		ValidatorApiAddress:         ptr("http://" + addr.host("validator-app") + ":5003"),
+		LedgerApiAddress:            ptr(fmt.Sprintf("%s:%d", addr.host(domain.ServiceParticipant), domain.LedgerAPIPort)),
+		JsonApiAddress:              ptr(domain.JSONAPIURL(v.Name, s.namespace)),
+		ValidatorApiAddress:         ptr(domain.ValidatorAppURL(v.Name, s.namespace)),
 		Application:                 ptr(addr.host("validator-app")),
 		ApplicationWallet:           ptr(addr.host("wallet-web-ui")),
 		ApplicationLedgerNameServer: ptr(addr.host("ans-web-ui")),

@@ -1,0 +1,37 @@
+package domain
+
+import "fmt"
+
+// Services of a validator, by the Helm charts' naming convention: each
+// answers at <validator>-<service>.<namespace>.svc.cluster.local. Release
+// 1.11 shows these addresses, the recover command and release 2.0's
+// upstream resolver dial them.
+const (
+	ServiceParticipant  = "participant"   // ledger API :5001, admin API :5002, JSON API :7575
+	ServiceValidatorApp = "validator-app" // validator app :5003
+	ServiceWalletUI     = "wallet-web-ui"
+	ServiceANSUI        = "ans-web-ui"
+)
+
+// Ports of the participant and the validator app.
+const (
+	LedgerAPIPort    = 5001
+	AdminAPIPort     = 5002
+	ValidatorAppPort = 5003
+	JSONAPIPort      = 7575
+)
+
+// ServiceHost is the cluster DNS name of one of a validator's services.
+func ServiceHost(validator, service, namespace string) string {
+	return fmt.Sprintf("%s-%s.%s.svc.cluster.local", validator, service, namespace)
+}
+
+// ValidatorAppURL is the base URL of a validator's validator app.
+func ValidatorAppURL(validator, namespace string) string {
+	return fmt.Sprintf("http://%s:%d", ServiceHost(validator, ServiceValidatorApp, namespace), ValidatorAppPort)
+}
+
+// JSONAPIURL is the base URL of a validator's JSON Ledger API.
+func JSONAPIURL(validator, namespace string) string {
+	return fmt.Sprintf("http://%s:%d", ServiceHost(validator, ServiceParticipant, namespace), JSONAPIPort)
+}
