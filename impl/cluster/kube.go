@@ -486,10 +486,10 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, b domain.BackupSchedule)
 	}
 	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
 	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
-		return domain.Invalid("databaseConfig.external", "validator %q uses an external database; backups cover the internal one only", b.Validator)
+		return errExternalDatabase(b.Validator)
 	}
 	if !b.Deleted {
-		pvc := backupPVC(k.namespace, b.Validator, k.backupSize, configString(spec, "clusterConfig", "pvcVolumeStorageClass"))
+		pvc := backupPVC(k.namespace, b.Validator, k.backupSize, specString(spec, "storageClass"))
 		_, err := k.core.CoreV1().PersistentVolumeClaims(k.namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = k.core.CoreV1().PersistentVolumeClaims(k.namespace).Create(ctx, pvc, metav1.CreateOptions{})
@@ -509,7 +509,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, b domain.BackupSchedule)
 		cron:         b.Cron,
 		maxBackups:   b.MaxBackups,
 		suspend:      b.Deleted,
-		databaseUser: configString(spec, "databaseConfig", "username"),
+		databaseUser: specString(spec, "database", "user"),
 	})
 	api := k.core.BatchV1().CronJobs(k.namespace)
 	return retryWrite(func() error {
