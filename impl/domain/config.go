@@ -330,6 +330,8 @@ type WalletSweep struct {
 	MinBalanceUSD   string `json:"minBalanceUSD"`
 	ReceiverPartyID string `json:"receiverPartyId"`
 	SenderPartyID   string `json:"senderPartyId"`
+	// UseTransferPreapproval transfers via the receiver's preapproval.
+	UseTransferPreapproval bool `json:"useTransferPreapproval"`
 }
 
 // EncodeValidatorConfig is the stored form of c, marked with the current

@@ -356,7 +356,13 @@ func toKeyToPath(k managementapi.KeyToPath) domain.KeyToPath {
 }
 
 func toWalletSweep(w managementapi.WalletSweepDto) domain.WalletSweep {
-	return domain.WalletSweep{MaxBalanceUSD: w.MaxBalanceUSD, MinBalanceUSD: w.MinBalanceUSD, ReceiverPartyID: w.ReceiverPartyId, SenderPartyID: w.SenderPartyId}
+	return domain.WalletSweep{
+		MaxBalanceUSD:          w.MaxBalanceUSD,
+		MinBalanceUSD:          w.MinBalanceUSD,
+		ReceiverPartyID:        w.ReceiverPartyId,
+		SenderPartyID:          w.SenderPartyId,
+		UseTransferPreapproval: w.UseTransferPreapproval,
+	}
 }
 
 // Domain → wire (responses).
@@ -438,7 +444,13 @@ func fromKeyToPath(k domain.KeyToPath) managementapi.KeyToPath {
 }
 
 func fromWalletSweep(w domain.WalletSweep) managementapi.WalletSweepDto {
-	return managementapi.WalletSweepDto{MaxBalanceUSD: w.MaxBalanceUSD, MinBalanceUSD: w.MinBalanceUSD, ReceiverPartyId: w.ReceiverPartyID, SenderPartyId: w.SenderPartyID}
+	return managementapi.WalletSweepDto{
+		MaxBalanceUSD:          w.MaxBalanceUSD,
+		MinBalanceUSD:          w.MinBalanceUSD,
+		ReceiverPartyId:        w.ReceiverPartyID,
+		SenderPartyId:          w.SenderPartyID,
+		UseTransferPreapproval: w.UseTransferPreapproval,
+	}
 }
 
 // clone copies an optional value, so that the wire and the stored values
