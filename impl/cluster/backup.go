@@ -71,6 +71,12 @@ func ownerReference(validator string, uid types.UID) metav1.OwnerReference {
 	}
 }
 
+// errExternalDatabase refuses a backup schedule for a validator whose
+// database is not ours: the state of the validator forbids it.
+func errExternalDatabase(validator string) error {
+	return domain.Conflict("validator %q uses an external database; backups cover the internal one only", validator)
+}
+
 // backupCronJob is the validator's backup CronJob.
 func backupCronJob(t backupTarget) *batchv1.CronJob {
 	user := t.databaseUser

@@ -64,7 +64,8 @@ func allSecrets() domain.ValidatorSecrets {
 	return domain.ValidatorSecrets{OnboardingSecret: onboardingValue, LedgerAPIClientSecret: clientSecret, DatabasePassword: dbPassword}
 }
 
-// config is a validator's configuration (release 1.11 ValidatorDto, secrets removed).
+// config is a validator's configuration as a row without a version marker
+// holds it (version 0): the gateway writes it in the current stored format.
 func config(name, tag string, extra map[string]any) map[string]any {
 	c := map[string]any{
 		"name":      name,
@@ -94,6 +95,31 @@ func validator(t *testing.T, name string, cfg map[string]any) domain.Validator {
 		t.Fatal(err)
 	}
 	return domain.Validator{Name: name, DatabaseStorage: "20Gi", MigrationID: 3, Spec: spec}
+}
+
+// stored is cfg as spec.config holds it: domain.ValidatorConfig in the
+// current version.
+func stored(t *testing.T, cfg map[string]any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := domain.DecodeValidatorConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = domain.EncodeValidatorConfig(c); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["version"] != float64(domain.ValidatorConfigVersion) {
+		t.Fatalf("stored config version: got %v, want %d", m["version"], domain.ValidatorConfigVersion)
+	}
+	return m
 }
 
 func jsonEqual(t *testing.T, got, want any) bool {
@@ -148,11 +174,11 @@ func testApplyCreate(t *testing.T, e *env) {
 
 	r := mustResource(t, e, "alpha")
 	checkLabels(t, "validator", r.Labels, "alpha")
-	if !jsonEqual(t, r.Spec["config"], cfg) {
-		t.Errorf("spec.config: got %v, want %v", r.Spec["config"], cfg)
+	if !jsonEqual(t, r.Spec["config"], stored(t, cfg)) {
+		t.Errorf("spec.config: got %v, want %v", r.Spec["config"], stored(t, cfg))
 	}
 	want := map[string]any{
-		"config":           cfg,
+		"config":           stored(t, cfg),
 		"customAuth":       false,
 		"externalDatabase": false,
 		"databaseStorage":  "20Gi",
@@ -240,7 +266,7 @@ func testApplyUpdate(t *testing.T, e *env) {
 		t.Errorf("annotations after update: got %v, want %s kept", r.Annotations, domain.DisableUserEditAnnotation)
 	}
 	want := map[string]any{
-		"config":           cfg,
+		"config":           stored(t, cfg),
 		"customAuth":       true,
 		"externalDatabase": false,
 		"migration":        map[string]any{"id": 4, "migrating": true},
@@ -530,6 +556,9 @@ func testBackupSchedule(t *testing.T, e *env) {
 	cfg["clusterConfig"].(map[string]any)["pvcVolumeStorageClass"] = class
 	mustApply(t, e, validator(t, "zeta", cfg), allSecrets())
 	r := mustResource(t, e, "zeta")
+	if r.Spec["storageClass"] != class || !jsonEqual(t, r.Spec["database"], map[string]any{"user": "cnadmin"}) {
+		t.Errorf("spec storageClass %v database %v: want %s and user cnadmin", r.Spec["storageClass"], r.Spec["database"], class)
+	}
 
 	apply := func(b domain.BackupSchedule) cronJobView {
 		t.Helper()
@@ -604,18 +633,20 @@ func testBackupScheduleRefusals(t *testing.T, e *env) {
 	mustApply(t, e, ext, domain.ValidatorSecrets{})
 	for _, tc := range []struct {
 		b     domain.BackupSchedule
+		code  domain.Code
 		field string
 	}{
-		{domain.BackupSchedule{Validator: "eta", Cron: "every day", MaxBackups: 3}, "cron"},
-		{domain.BackupSchedule{Validator: "eta", Cron: "0 0 3 * * *", MaxBackups: 3}, "cron"},
-		{domain.BackupSchedule{Validator: "eta", Cron: "CRON_TZ=Europe/Zurich 0 3 * * *", MaxBackups: 3}, "cron"},
-		{domain.BackupSchedule{Validator: "eta", Cron: "0 3 * * *", MaxBackups: 0}, "maxBackups"},
-		{domain.BackupSchedule{Validator: "theta", Cron: "0 3 * * *", MaxBackups: 3}, "databaseConfig.external"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "every day", MaxBackups: 3}, domain.CodeInvalid, "cron"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "0 0 3 * * *", MaxBackups: 3}, domain.CodeInvalid, "cron"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "CRON_TZ=Europe/Zurich 0 3 * * *", MaxBackups: 3}, domain.CodeInvalid, "cron"},
+		{domain.BackupSchedule{Validator: "eta", Cron: "0 3 * * *", MaxBackups: 0}, domain.CodeInvalid, "maxBackups"},
+		// The validator's state forbids it; no request field is at fault.
+		{domain.BackupSchedule{Validator: "theta", Cron: "0 3 * * *", MaxBackups: 3}, domain.CodeConflict, ""},
 	} {
 		err := e.gw.ApplyBackupSchedule(ctx, tc.b.Validator, &tc.b)
 		var de *domain.Error
-		if !errors.As(err, &de) || de.Code != domain.CodeInvalid || de.Field != tc.field {
-			t.Errorf("%+v: got %v, want domain.Invalid on %s", tc.b, err, tc.field)
+		if !errors.As(err, &de) || de.Code != tc.code || de.Field != tc.field {
+			t.Errorf("%+v: got %v, want code %d on field %q", tc.b, err, tc.code, tc.field)
 		}
 	}
 	for _, name := range []string{"eta-backup", "theta-backup"} {

@@ -587,7 +587,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 	}
 	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
 	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
-		return domain.Invalid("databaseConfig.external", "validator %q uses an external database; backups cover the internal one only", validator)
+		return errExternalDatabase(validator)
 	}
 	want := backupCronJob(backupTarget{
 		namespace:    k.namespace,
@@ -597,7 +597,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 		cron:         b.Cron,
 		maxBackups:   b.MaxBackups,
 		suspend:      b.Deleted,
-		databaseUser: configString(spec, "databaseConfig", "username"),
+		databaseUser: specString(spec, "database", "user"),
 	})
 	hash, err := specHash(want.Spec)
 	if err != nil {
@@ -609,7 +609,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 		}
 	}
 	if !b.Deleted {
-		pvc := backupPVC(k.namespace, validator, k.backupSize, configString(spec, "clusterConfig", "pvcVolumeStorageClass"))
+		pvc := backupPVC(k.namespace, validator, k.backupSize, specString(spec, "storageClass"))
 		_, err := k.core.CoreV1().PersistentVolumeClaims(k.namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = k.core.CoreV1().PersistentVolumeClaims(k.namespace).Create(ctx, pvc, metav1.CreateOptions{})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
@@ -72,7 +73,10 @@ func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 }
 
 // validatorSpec is the resource's spec for v and its pruning schedule (nil:
-// none), without spec.secrets, which WriteSecrets maintains.
+// none), without spec.secrets, which WriteSecrets maintains. spec.config is
+// v's configuration in the current stored format (a row of an older version
+// is written in the new one); what the cluster's own objects need from it is
+// written beside it as typed fields.
 func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (map[string]any, error) {
 	spec := map[string]any{
 		"customAuth":       v.CustomAuth,
@@ -81,9 +85,23 @@ func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (map[string]
 	}
 	config := map[string]any{}
 	if len(v.Spec) > 0 {
+		c, err := v.Config()
+		if err != nil {
+			return nil, err
+		}
+		raw, err := domain.EncodeValidatorConfig(c)
+		if err != nil {
+			return nil, err
+		}
 		// util/json keeps integers as int64, as unstructured objects want them.
-		if err := utiljson.Unmarshal(v.Spec, &config); err != nil {
-			return nil, domain.Invalid("spec", "the validator configuration is not a JSON object: %v", err)
+		if err := utiljson.Unmarshal(raw, &config); err != nil {
+			return nil, err
+		}
+		if class := c.StorageClass(); class != "" {
+			spec["storageClass"] = class
+		}
+		if user := c.DatabaseUser(); user != "" {
+			spec["database"] = map[string]any{"user": user}
 		}
 	}
 	spec["config"] = config
@@ -166,16 +184,9 @@ func stateOf(annotations map[string]string, spec, status map[string]any) domain.
 	}
 }
 
-// configString reads a string at a path of spec.config.
-func configString(spec map[string]any, path ...string) string {
-	var cur any = spec["config"]
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return ""
-		}
-		cur = m[p]
-	}
-	s, _ := cur.(string)
+// specString reads a string field of a resource's spec (spec.storageClass,
+// spec.database.user); absent reads as empty.
+func specString(spec map[string]any, path ...string) string {
+	s, _, _ := unstructured.NestedString(spec, path...)
 	return s
 }

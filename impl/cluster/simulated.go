@@ -434,13 +434,13 @@ func (s *Simulated) ApplyBackupSchedule(_ context.Context, validator string, sch
 			return domain.NotFound("validator %q does not exist in the cluster", b.Validator)
 		}
 		if external, _ := v.Spec["externalDatabase"].(bool); external && !b.Deleted {
-			return domain.Invalid("databaseConfig.external", "validator %q uses an external database; backups cover the internal one only", b.Validator)
+			return errExternalDatabase(b.Validator)
 		}
 		volume := BackupPVCName(b.Validator)
 		if _, ok := st.Volumes[volume]; !ok && !b.Deleted {
 			st.Volumes[volume] = &simVolume{
 				Validator:    b.Validator,
-				StorageClass: configString(v.Spec, "clusterConfig", "pvcVolumeStorageClass"),
+				StorageClass: specString(v.Spec, "storageClass"),
 				Size:         DefaultBackupStorage,
 			}
 		}

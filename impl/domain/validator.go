@@ -26,9 +26,10 @@ type Validator struct {
 	DatabaseStorage string
 	MigrationID     int32
 	Migrating       bool
-	// Spec is the validator's configuration as JSON: the release 1.11
-	// ValidatorDto with every secret value removed. It is the Validator
-	// resource's spec.config.
+	// Spec is the validator's configuration in its stored form
+	// (EncodeValidatorConfig of a ValidatorConfig; read it with Config). It
+	// is the database column validators.spec; the Validator resource's
+	// spec.config is the same configuration.
 	Spec []byte
 	// WalletUserID is the identity provider's id of the wallet user created
 	// for the validator; empty with custom authentication.

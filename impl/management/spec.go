@@ -1,7 +1,6 @@
 package management
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -9,80 +8,41 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// storedSpec is domain.Validator.Spec, the Validator resource's
-// spec.config: the release 1.11 ValidatorDto as the caller gave it (its
-// fields at the top level, every secret value removed), plus what only an
-// edit sets.
-type storedSpec struct {
-	managementapi.ValidatorDto
-	WalletSweeps     []managementapi.WalletSweepDto `json:"walletSweeps,omitempty"`
-	CleanRestoreData bool                           `json:"cleanRestoreData,omitempty"`
-	// WrittenSecrets records which Secrets were written, so responses can name them.
-	WrittenSecrets writtenSecrets `json:"writtenSecrets"`
-}
-
-type writtenSecrets struct {
-	Onboarding    bool `json:"onboarding,omitempty"`
-	LedgerAPIAuth bool `json:"ledgerApiAuth,omitempty"`
-	Database      bool `json:"database,omitempty"`
-}
-
 // defaultDatabaseStorage is the internal database's volume when none is set
 // (the create payload has no storage field; edits may grow it).
 const defaultDatabaseStorage = "10Gi"
 
-// splitSecrets removes every secret value from dto and returns them.
-func splitSecrets(dto *managementapi.ValidatorDto) domain.ValidatorSecrets {
+// splitSecrets returns the secret values dto carries. The stored
+// configuration never holds them (configFromCreate leaves them out).
+func splitSecrets(dto managementapi.ValidatorDto) domain.ValidatorSecrets {
 	var s domain.ValidatorSecrets
 	if dto.OnboardingSecret != nil {
 		s.OnboardingSecret = *dto.OnboardingSecret
-		dto.OnboardingSecret = nil
 	}
 	if dto.Auth != nil && dto.Auth.LedgerApiClientSecret != nil {
 		s.LedgerAPIClientSecret = *dto.Auth.LedgerApiClientSecret
-		dto.Auth.LedgerApiClientSecret = nil
 	}
 	if dto.DatabaseConfig != nil && dto.DatabaseConfig.Password != nil {
 		s.DatabasePassword = *dto.DatabaseConfig.Password
-		dto.DatabaseConfig.Password = nil
 	}
 	// sqlDbPassword is the deprecated spelling of databaseConfig.password.
-	if dto.SqlDbPassword != nil {
-		if s.DatabasePassword == "" {
-			s.DatabasePassword = *dto.SqlDbPassword
-		}
-		dto.SqlDbPassword = nil
+	if dto.SqlDbPassword != nil && s.DatabasePassword == "" {
+		s.DatabasePassword = *dto.SqlDbPassword
 	}
 	return s
 }
 
-func (s *storedSpec) markWritten(sec domain.ValidatorSecrets) {
-	w := &s.WrittenSecrets
-	w.Onboarding = w.Onboarding || sec.OnboardingSecret != ""
-	w.LedgerAPIAuth = w.LedgerAPIAuth || sec.LedgerAPIClientSecret != ""
-	w.Database = w.Database || sec.DatabasePassword != ""
-}
-
-func decodeSpec(v domain.Validator) (storedSpec, error) {
-	var s storedSpec
-	if err := json.Unmarshal(v.Spec, &s); err != nil {
-		return storedSpec{}, fmt.Errorf("validator %q: stored configuration: %w", v.Name, err)
-	}
-	return s, nil
-}
-
-func encodeSpec(s storedSpec) ([]byte, error) { return json.Marshal(s) }
-
-// references lists the cluster objects dto names, each with the request
-// field that named it.
-func references(dto managementapi.ValidatorDto) domain.References {
+// references lists the cluster objects c names, each with the request
+// field that named it (the 1.11 payload's path: the 400 that reports a
+// missing object names what the caller wrote).
+func references(c domain.ValidatorConfig) domain.References {
 	var refs domain.References
 	secret := func(field string, name *string) {
 		if name != nil && *name != "" {
 			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: *name})
 		}
 	}
-	envVars := func(field string, vars []managementapi.EnvVar) {
+	envVars := func(field string, vars []domain.EnvVar) {
 		for i, e := range vars {
 			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name == nil {
 				continue
@@ -101,7 +61,7 @@ func references(dto managementapi.ValidatorDto) domain.References {
 			refs.SecretKeys = append(refs.SecretKeys, r)
 		}
 	}
-	appInfo := func(field string, a *managementapi.AppInfoDto) {
+	app := func(field string, a *domain.App) {
 		if a == nil {
 			return
 		}
@@ -110,106 +70,64 @@ func references(dto managementapi.ValidatorDto) domain.References {
 			secret(field+".resources.imagePullSecret", a.Resources.ImagePullSecret)
 		}
 	}
-	if dto.EnvVars != nil {
-		envVars("envVars", *dto.EnvVars)
+	if c.EnvVars != nil {
+		envVars("envVars", *c.EnvVars)
 	}
-	appInfo("participant", &dto.Participant)
-	cc := dto.ClusterConfig
-	appInfo("clusterConfig.appInfoValidator", &cc.AppInfoValidator)
-	appInfo("clusterConfig.appInfoLedgerNameService", &cc.AppInfoLedgerNameService)
-	appInfo("clusterConfig.appInfoWallet", cc.AppInfoWallet)
+	app("participant", &c.Participant)
+	cc := c.Cluster
+	app("clusterConfig.appInfoValidator", &cc.ValidatorApp)
+	app("clusterConfig.appInfoLedgerNameService", &cc.NameService)
+	app("clusterConfig.appInfoWallet", cc.Wallet)
 	if cc.AdditionalUsersEnvVars != nil {
 		envVars("clusterConfig.additionalUsersEnvVars", *cc.AdditionalUsersEnvVars)
 	}
-	if imp := cc.ParticipantIdentitiesDumpImport; imp != nil {
-		secret("clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", &imp.IdentitiesSecretName)
+	if imp := cc.IdentitiesImport; imp != nil {
+		secret("clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", &imp.SecretName)
 	}
-	if b := cc.ParticipantIdentitiesDumpBackup; b != nil {
-		secret("clusterConfig.participantIdentitiesDumpBackup.locationBucketSecretName", &b.LocationBucketSecretName)
+	if b := cc.IdentitiesBackup; b != nil {
+		secret("clusterConfig.participantIdentitiesDumpBackup.locationBucketSecretName", &b.BucketSecretName)
 	}
-	if sc := cc.PvcVolumeStorageClass; sc != nil && *sc != "" {
-		refs.StorageClasses = append(refs.StorageClasses, domain.Reference{Field: "clusterConfig.pvcVolumeStorageClass", Name: *sc})
+	if sc := c.StorageClass(); sc != "" {
+		refs.StorageClasses = append(refs.StorageClasses, domain.Reference{Field: "clusterConfig.pvcVolumeStorageClass", Name: sc})
 	}
-	if dto.SqlDbConfig != nil && dto.SqlDbConfig.Resources != nil {
-		secret("sqlDbConfig.resources.imagePullSecret", dto.SqlDbConfig.Resources.ImagePullSecret)
+	if w := c.DatabaseWorkload; w != nil && w.Resources != nil {
+		secret("sqlDbConfig.resources.imagePullSecret", w.Resources.ImagePullSecret)
 	}
 	return refs
 }
 
-// addresses of a validator's services inside the cluster, by the Helm
-// charts' naming convention.
-type addresses struct{ name, namespace string }
-
-func (a addresses) host(service string) string { return domain.ServiceHost(a.name, service, a.namespace) }
-
 // response renders a stored validator as release 1.11 returns it. It never
 // carries a secret value.
 func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDto, error) {
-	spec, err := decodeSpec(v)
+	c, err := v.Config()
 	if err != nil {
 		return managementapi.ValidatorResponseDto{}, err
 	}
-	dto := spec.ValidatorDto
-	cc := dto.ClusterConfig
-	addr := addresses{name: v.Name, namespace: s.namespace}
+	r := configResponse(c)
+	host := func(service string) string { return domain.ServiceHost(v.Name, service, s.namespace) }
 	phase := managementapi.Phase(v.Phase)
+	r.Name = ptr(v.Name)
+	r.Phase = &phase
+	r.CustomAuth = ptr(v.CustomAuth)
+	r.Immutable = ptr(v.Immutable)
+	r.MigrationId = ptr(strconv.FormatInt(int64(v.MigrationID), 10))
+	r.MigrationMigrating = ptr(v.Migrating)
+	r.Participant = ptr(host(domain.ServiceParticipant))
+	r.LedgerApiAddress = ptr(fmt.Sprintf("%s:%d", host(domain.ServiceParticipant), domain.LedgerAPIPort))
+	r.JsonApiAddress = ptr(domain.JSONAPIURL(v.Name, s.namespace))
+	r.ValidatorApiAddress = ptr(domain.ValidatorAppURL(v.Name, s.namespace))
+	r.Application = ptr(host(domain.ServiceValidatorApp))
+	r.ApplicationWallet = ptr(host(domain.ServiceWalletUI))
+	r.ApplicationLedgerNameServer = ptr(host(domain.ServiceANSUI))
 	storage := v.DatabaseStorage
 	if storage == "" && !v.ExternalDatabase {
 		storage = defaultDatabaseStorage
 	}
-	r := managementapi.ValidatorResponseDto{
-		Name:                        ptr(v.Name),
-		Phase:                       &phase,
-		ImageRepo:                   ptr(dto.ImageRepo),
-		ImageTag:                    ptr(dto.ImageTag),
-		CustomAuth:                  ptr(v.CustomAuth),
-		Immutable:                   ptr(v.Immutable),
-		MigrationId:                 ptr(strconv.FormatInt(int64(v.MigrationID), 10)),
-		MigrationMigrating:          ptr(v.Migrating),
-		ScanAddress:                 ptr(cc.ScanAddress),
-		ContactPoint:                cc.ContactPoint,
-		DisabledWallet:              cc.DisabledWallet,
-		DisableProbes:               cc.DisableProbes,
-		TopUp:                       cc.TopUp,
-		AppInfoValidator:            ptr(cc.AppInfoValidator),
-		AppInfoLedgerNameService:    ptr(cc.AppInfoLedgerNameService),
-		AppInfoWallet:               cc.AppInfoWallet,
-		ParticipantInfo:             ptr(dto.Participant),
-		EnvVars:                     dto.EnvVars,
-		ExposeLedgerApi:             dto.ClusterParticipantConfig.ExposeLedgerApi,
-		PrivateJsonApi:              dto.ClusterParticipantConfig.PrivateJsonApi,
-		SqlDbConfig:                 dto.SqlDbConfig,
-		SqlDbUser:                   dto.SqlDbUser,
-		Participant:                 ptr(addr.host("participant")),
-		LedgerApiAddress:            ptr(fmt.Sprintf("%s:%d", addr.host(domain.ServiceParticipant), domain.LedgerAPIPort)),
-		JsonApiAddress:              ptr(domain.JSONAPIURL(v.Name, s.namespace)),
-		ValidatorApiAddress:         ptr(domain.ValidatorAppURL(v.Name, s.namespace)),
-		Application:                 ptr(addr.host("validator-app")),
-		ApplicationWallet:           ptr(addr.host("wallet-web-ui")),
-		ApplicationLedgerNameServer: ptr(addr.host("ans-web-ui")),
-	}
 	if storage != "" {
 		r.DatabaseStorage = &storage
 	}
-	if dto.DatabaseConfig != nil {
-		db := *dto.DatabaseConfig
-		db.Password = nil
-		r.DatabaseConfig = &db
-	}
-	if spec.WrittenSecrets.Onboarding {
+	if c.WrittenSecrets.Onboarding {
 		r.OnboardingSecretName = ptr(domain.OnboardingSecretName(v.Name))
-	}
-	if imp := cc.ParticipantIdentitiesDumpImport; imp != nil {
-		r.ParticipantIdentitiesDumpSecretName = ptr(imp.IdentitiesSecretName)
-	}
-	if len(spec.WalletSweeps) > 0 {
-		r.WalletSweeps = &spec.WalletSweeps
-	}
-	// A list in a response is never null: the contract requires arrays.
-	for _, a := range []*managementapi.AppInfoDto{r.AppInfoValidator, r.AppInfoLedgerNameService, r.AppInfoWallet, r.ParticipantInfo} {
-		if a != nil && a.EnvVars == nil {
-			a.EnvVars = []managementapi.EnvVar{}
-		}
 	}
 	return r, nil
 }

@@ -68,13 +68,13 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cluster.CheckReferences(ctx, references(dto)); err != nil {
+	cfg := configFromCreate(dto)
+	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {
 		return nil, err
 	}
 
-	secrets := splitSecrets(&dto)
-	spec := storedSpec{ValidatorDto: dto}
-	spec.markWritten(secrets)
+	secrets := splitSecrets(dto)
+	cfg.MarkWritten(secrets)
 	customAuth := dto.CustomAuth != nil && *dto.CustomAuth
 	v := domain.Validator{
 		Name:             dto.Name,
@@ -89,7 +89,7 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if !v.ExternalDatabase {
 		v.DatabaseStorage = defaultDatabaseStorage
 	}
-	if v.Spec, err = encodeSpec(spec); err != nil {
+	if v.Spec, err = domain.EncodeValidatorConfig(cfg); err != nil {
 		return nil, err
 	}
 
@@ -245,20 +245,20 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	if old.Immutable {
 		return nil, domain.Conflict("validator %q is not editable (disableUserEdit)", old.Name)
 	}
-	spec, err := decodeSpec(old)
+	cfg, err := old.Config()
 	if err != nil {
 		return nil, err
 	}
 	next := old
-	secrets, err := applyEdit(&next, &spec, edit)
+	secrets, err := applyEdit(&next, &cfg, edit)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cluster.CheckReferences(ctx, references(spec.ValidatorDto)); err != nil {
+	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {
 		return nil, err
 	}
-	spec.markWritten(secrets)
-	if next.Spec, err = encodeSpec(spec); err != nil {
+	cfg.MarkWritten(secrets)
+	if next.Spec, err = domain.EncodeValidatorConfig(cfg); err != nil {
 		return nil, err
 	}
 	if err := s.cluster.WriteSecrets(ctx, next.Name, secrets); err != nil {
@@ -283,122 +283,6 @@ func (s *Server) validator(ctx context.Context, name string) (domain.Validator, 
 		return domain.Validator{}, domain.NotFound("validator %q not found", name)
 	}
 	return v, err
-}
-
-// applyEdit changes v and spec as edit says and returns the secret values it
-// carries. It refuses changes to immutable fields.
-func applyEdit(v *domain.Validator, spec *storedSpec, edit managementapi.ValidatorEditDto) (domain.ValidatorSecrets, error) {
-	dto := &spec.ValidatorDto
-	var secrets domain.ValidatorSecrets
-	var bad domain.Invalids
-	if edit.ImageRepo != nil {
-		dto.ImageRepo = *edit.ImageRepo
-	}
-	if edit.ImageTag != nil {
-		dto.ImageTag = *edit.ImageTag
-	}
-	if edit.DatabaseStorage != nil {
-		if v.ExternalDatabase {
-			bad = append(bad, domain.Invalid("databaseStorage", "the validator uses an external database"))
-		} else if err := checkGrow(v.DatabaseStorage, *edit.DatabaseStorage); err != nil {
-			bad = append(bad, domain.Invalid("databaseStorage", "%v", err))
-		} else {
-			v.DatabaseStorage = *edit.DatabaseStorage
-		}
-	}
-	if cc := edit.ClusterConfig; cc != nil {
-		if cc.Migration.Id < v.MigrationID {
-			bad = append(bad, domain.Invalid("clusterConfig.migration.id", "must not decrease (current %d)", v.MigrationID))
-		}
-		v.MigrationID = cc.Migration.Id
-		v.Migrating = cc.Migration.Migrating != nil && *cc.Migration.Migrating
-		dto.ClusterConfig.Migration = cc.Migration
-		if cc.ScanAddress != nil {
-			dto.ClusterConfig.ScanAddress = *cc.ScanAddress
-		}
-		if cc.ContactPoint != nil {
-			dto.ClusterConfig.ContactPoint = cc.ContactPoint
-		}
-		if cc.TopUp != nil {
-			dto.ClusterConfig.TopUp = cc.TopUp
-		}
-		if cc.DisableProbes != nil {
-			dto.ClusterConfig.DisableProbes = cc.DisableProbes
-		}
-		editAppInfo(&dto.ClusterConfig.AppInfoValidator, cc.AppInfoValidator)
-		editAppInfo(&dto.ClusterConfig.AppInfoLedgerNameService, cc.AppInfoLedgerNameService)
-		if cc.AppInfoWallet != nil {
-			if dto.ClusterConfig.AppInfoWallet == nil {
-				dto.ClusterConfig.AppInfoWallet = &managementapi.AppInfoDto{EnvVars: []managementapi.EnvVar{}}
-			}
-			editAppInfo(dto.ClusterConfig.AppInfoWallet, cc.AppInfoWallet)
-		}
-		if cc.WalletSweeps != nil {
-			spec.WalletSweeps = *cc.WalletSweeps
-		}
-	}
-	editAppInfo(&dto.Participant, edit.Participant)
-	if edit.CleanRestoreData != nil {
-		spec.CleanRestoreData = *edit.CleanRestoreData
-	}
-	if edit.ExposeLedgerApi != nil {
-		dto.ClusterParticipantConfig.ExposeLedgerApi = edit.ExposeLedgerApi
-	}
-	if edit.PrivateJsonApi != nil {
-		dto.ClusterParticipantConfig.PrivateJsonApi = edit.PrivateJsonApi
-	}
-	if db := edit.DatabaseConfig; db != nil {
-		external := db.External != nil && *db.External
-		if db.External != nil && external != v.ExternalDatabase {
-			bad = append(bad, domain.Invalid("databaseConfig.external", "cannot change between an internal and an external database"))
-		}
-		next := *db
-		next.External = ptr(v.ExternalDatabase)
-		if next.Password != nil {
-			secrets.DatabasePassword = *next.Password
-			next.Password = nil
-		}
-		dto.DatabaseConfig = &next
-	}
-	if edit.SqlDbConfig != nil {
-		dto.SqlDbConfig = edit.SqlDbConfig
-	}
-	if v.ExternalDatabase && dto.DatabaseConfig != nil {
-		bad = append(bad, externalDatabaseAddress(*dto.DatabaseConfig)...)
-	}
-	if len(bad) > 0 {
-		return secrets, bad
-	}
-	return secrets, nil
-}
-
-// editAppInfo applies an AppInfoEditDto: envVars replaces the list,
-// envVarsDelete removes variables by name, resources replaces.
-func editAppInfo(a *managementapi.AppInfoDto, e *managementapi.AppInfoEditDto) {
-	if e == nil {
-		return
-	}
-	if e.EnvVars != nil {
-		a.EnvVars = append([]managementapi.EnvVar{}, *e.EnvVars...)
-	}
-	if e.EnvVarsDelete != nil {
-		drop := map[string]bool{}
-		for _, d := range *e.EnvVarsDelete {
-			if d.Name != nil {
-				drop[*d.Name] = true
-			}
-		}
-		kept := a.EnvVars[:0:0]
-		for _, ev := range a.EnvVars {
-			if ev.Name == nil || !drop[*ev.Name] {
-				kept = append(kept, ev)
-			}
-		}
-		a.EnvVars = kept
-	}
-	if e.Resources != nil {
-		a.Resources = e.Resources
-	}
 }
 
 // checkGrow refuses a smaller volume: Kubernetes cannot shrink a PVC.

@@ -1,0 +1,68 @@
+package cluster
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// TestValidatorSpec: spec.config is the stored configuration in the current
+// version, the typed fields beside it come from the domain type, and a
+// configuration of a version this server does not know is refused rather
+// than rewritten.
+func TestValidatorSpec(t *testing.T) {
+	tests := []struct {
+		name       string
+		stored     string
+		wantConfig map[string]any
+		wantTyped  map[string]any
+		wantErr    error
+	}{
+		{
+			name:       "version 0 row is written as version 1",
+			stored:     `{"name":"v","clusterConfig":{"pvcVolumeStorageClass":"fast","migration":{"id":1}},"databaseConfig":{"username":"cnadmin"},"writtenSecrets":{}}`,
+			wantConfig: map[string]any{"version": int64(1), "name": "v", "databaseConfig": map[string]any{"username": "cnadmin"}},
+			wantTyped:  map[string]any{"storageClass": "fast", "database": map[string]any{"user": "cnadmin"}},
+		},
+		{
+			name:       "deprecated database user",
+			stored:     `{"version":1,"name":"v","sqlDbUser":"old"}`,
+			wantConfig: map[string]any{"version": int64(1), "sqlDbUser": "old"},
+			wantTyped:  map[string]any{"database": map[string]any{"user": "old"}},
+		},
+		{
+			name:       "no storage class, no user",
+			stored:     `{"version":1,"name":"v"}`,
+			wantConfig: map[string]any{"version": int64(1)},
+			wantTyped:  map[string]any{"storageClass": nil, "database": nil},
+		},
+		{name: "newer version", stored: `{"version":2,"name":"v"}`, wantErr: domain.ErrConfigVersion},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := validatorSpec(domain.Validator{Name: "v", Spec: []byte(tc.stored)}, nil)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("got %v, %v, want %v", spec, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			config := spec["config"].(map[string]any)
+			for k, want := range tc.wantConfig {
+				if got := config[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("spec.config.%s: got %#v, want %#v", k, got, want)
+				}
+			}
+			for k, want := range tc.wantTyped {
+				if got := spec[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("spec.%s: got %#v, want %#v", k, got, want)
+				}
+			}
+		})
+	}
+}
