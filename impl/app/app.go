@@ -136,15 +136,17 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		opt(Wiring{Management: &mo})
 	}
 	a.Management = management.New(mo)
+	plat := platform.New(platform.Options{
+		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
+		Version: version,
+		Docs:    d,
+	})
 	so := server.Options{
 		Logger:     log,
 		Verifier:   verifier,
 		Management: a.Management,
-		Platform: platform.New(platform.Options{
-			Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
-			Version: version,
-			Docs:    d,
-		}),
+		Platform:   plat,
+		Plain:      map[string]server.PlainHandler{"openLedgerConsole": plat.LedgerConsole},
 		Docs:           d,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,

@@ -100,19 +100,27 @@ func (v Invalids) Error() string {
 	return errors.Join(msgs...).Error()
 }
 
-// UpstreamError is a failed call to a node the server proxies to. Status is
-// the upstream's HTTP status, or 0 when the call did not complete.
+// UpstreamError is a failed call to a node the server proxies to. Like
+// Error, it carries a message safe for the client and a cause for the log
+// only (which may name addresses, upstream bodies or internals).
 type UpstreamError struct {
+	// Endpoint names the upstream operation, e.g. "ledger POST /v2/parties".
 	Endpoint string
-	Status   int
+	// Status is the upstream's HTTP status, or 0 when the call did not complete.
+	Status int
 	// Rejected is true when the upstream refused the request as invalid
 	// (a retry does not help).
 	Rejected bool
-	Err      error
+	// Message says what failed, for the client.
+	Message string
+	Cause   error
 }
 
 func (e *UpstreamError) Error() string {
-	return fmt.Sprintf("upstream %s: %v", e.Endpoint, e.Err)
+	if e.Cause != nil {
+		return fmt.Sprintf("upstream %s: %s: %v", e.Endpoint, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("upstream %s: %s", e.Endpoint, e.Message)
 }
 
-func (e *UpstreamError) Unwrap() error { return e.Err }
+func (e *UpstreamError) Unwrap() error { return e.Cause }

@@ -10,7 +10,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/auth"
 )
 
-// authenticate admits a request only with a verified bearer token.
+// authenticate admits a request only with a verified bearer token, and puts
+// the caller into the request's context (auth.PrincipalFrom) for the
+// handlers, the audit and the logs.
 func authenticate(v *auth.Verifier) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -18,9 +20,12 @@ func authenticate(v *auth.Verifier) echo.MiddlewareFunc {
 			if token == "" {
 				return fmt.Errorf("%w: no bearer token", auth.ErrUnauthenticated)
 			}
-			if _, err := v.Verify(c.Request().Context(), token); err != nil {
+			p, err := v.Verify(c.Request().Context(), token)
+			if err != nil {
 				return err
 			}
+			r := c.Request()
+			c.SetRequest(r.WithContext(auth.WithPrincipal(r.Context(), p)))
 			return next(c)
 		}
 	}

@@ -74,8 +74,12 @@ func classify(log *slog.Logger, c echo.Context, err error) problem {
 		if up.Rejected {
 			st = http.StatusUnprocessableEntity
 		}
-		log.WarnContext(c.Request().Context(), "upstream call failed", "endpoint", up.Endpoint, "status", up.Status, "error", up.Err)
-		return problem{status: st, message: up.Err.Error(), upstream: up}
+		log.WarnContext(c.Request().Context(), "upstream call failed", "request_id", requestID(c), "endpoint", up.Endpoint, "status", up.Status, "error", up.Message, "cause", up.Cause)
+		msg := up.Message
+		if msg == "" {
+			msg = "the upstream call failed"
+		}
+		return problem{status: st, message: msg, upstream: up}
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return problem{status: http.StatusUnauthorized, message: err.Error()}
 	case errors.As(err, &he):

@@ -41,7 +41,16 @@ type mount struct {
 	rel      *release
 	verifier *auth.Verifier
 	limits   limits
+	// plain serves operations by operationId with a handler of their own
+	// instead of the generated strict one: a WebSocket upgrade needs the
+	// connection, which a strict handler never sees. The route keeps every
+	// middleware above.
+	plain map[string]PlainHandler
 }
+
+// PlainHandler serves one operation on the raw request; a returned error is
+// rendered in the release's shape (when nothing was written yet).
+type PlainHandler func(w http.ResponseWriter, r *http.Request) error
 
 type limits struct {
 	body, upload int64
@@ -78,6 +87,9 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 		mws = append(mws, m.limits.timeout(op))
 	}
 	mws = append(mws, extra...)
+	if plain, ok := m.plain[op.OperationID]; ok {
+		h = func(c echo.Context) error { return plain(c.Response(), c.Request()) }
+	}
 	return m.e.Add(method, base+path, h, mws...)
 }
 

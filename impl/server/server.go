@@ -34,10 +34,13 @@ const (
 
 // Options is what the server is assembled from.
 type Options struct {
-	Logger         *slog.Logger
-	Verifier       *auth.Verifier
-	Management     managementapi.StrictServerInterface
-	Platform       platformapi.StrictServerInterface
+	Logger     *slog.Logger
+	Verifier   *auth.Verifier
+	Management managementapi.StrictServerInterface
+	Platform   platformapi.StrictServerInterface
+	// Plain serves operations (by operationId) that a strict handler cannot:
+	// the WebSocket console.
+	Plain          map[string]PlainHandler
 	Docs           *docs.Docs
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
@@ -97,7 +100,7 @@ func New(o Options) (*Server, error) {
 		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim},
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim},
+		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim, plain: o.Plain},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
 
 	// The interactive page's scripts and styles; the page itself is an
