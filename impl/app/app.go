@@ -142,11 +142,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Docs:    d,
 	})
 	so := server.Options{
-		Logger:     log,
-		Verifier:   verifier,
-		Management: a.Management,
-		Platform:   plat,
-		Plain:      map[string]server.PlainHandler{"openLedgerConsole": plat.LedgerConsole},
+		Logger:         log,
+		Verifier:       verifier,
+		Management:     a.Management,
+		Platform:       plat,
+		Plain:          map[string]server.PlainHandler{"openLedgerConsole": plat.LedgerConsole},
 		Docs:           d,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
