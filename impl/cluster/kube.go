@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,8 +57,11 @@ type Kube struct {
 	informer   cache.SharedIndexInformer
 	lister     cache.GenericNamespaceLister
 	synced     atomic.Bool
-	stop       chan struct{}
-	stopOnce   sync.Once
+	// seen is the highest resourceVersion the informer has delivered
+	// (numeric resourceVersions only; the embedded cluster waits on it).
+	seen     atomic.Int64
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -120,7 +125,50 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	generic := k.factory.ForResource(ValidatorResource)
 	k.informer = generic.Informer()
 	k.lister = generic.Lister().ByNamespace(namespace)
+	if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    k.see,
+		UpdateFunc: func(_, obj any) { k.see(obj) },
+		DeleteFunc: k.see,
+	}); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	return k, nil
+}
+
+// see records the resourceVersion of an object the informer delivered (its
+// cache already holds it: handlers run after the cache is updated).
+func (k *Kube) see(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		cur := k.seen.Load()
+		if rv <= cur || k.seen.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+// waitSeen waits, at most limit, until the informer has delivered
+// resourceVersion rv.
+func (k *Kube) waitSeen(ctx context.Context, rv int64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for k.seen.Load() < rv && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Start starts the validator informer and waits, at most until ctx ends, for
