@@ -28,7 +28,7 @@ import (
 var (
 	_ management.Store    = (*store.Store)(nil)
 	_ management.Cluster  = (*cluster.Kube)(nil)
-	_ management.Cluster  = (*cluster.Simulated)(nil)
+	_ management.Cluster  = (*cluster.Embedded)(nil)
 	_ management.Identity = (*idp.Keycloak)(nil)
 	_ management.Identity = (*idp.Local)(nil)
 )
@@ -45,12 +45,13 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	Store  *store.Store
-	// Cluster is the gateway release 1.11 uses; Simulated is set when it is
-	// the embedded default's simulated cluster.
-	Cluster   management.Cluster
-	Simulated *cluster.Simulated
-	kube      *cluster.Kube
-	Identity  management.Identity
+	// Cluster is the gateway release 1.11 uses; Embedded is set when it is
+	// the embedded default's cluster (client-go fakes persisted in the data
+	// directory, with a simulated kubelet).
+	Cluster  management.Cluster
+	Embedded *cluster.Embedded
+	kube     *cluster.Kube
+	Identity management.Identity
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
 	Issuer     *auth.DevIssuer
@@ -159,30 +160,33 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 
 func (a *App) openCluster(ctx context.Context) error {
 	cfg := a.Config
+	var k *cluster.Kube
 	if cfg.ClusterMode == config.ClusterSimulated {
-		sim, err := cluster.OpenSimulatedWith(filepath.Join(cfg.DataDir, "cluster"), cluster.SimulatedOptions{Namespace: cfg.Namespace})
+		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log})
 		if err != nil {
 			return err
 		}
-		a.Cluster, a.Simulated = sim, sim
-		return nil
+		a.Embedded, k = e, e.Kube
+	} else {
+		rc, err := cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
+		}
+		if k, err = cluster.NewKube(rc, cfg.Namespace, cluster.KubeOptions{}); err != nil {
+			return err
+		}
 	}
-	rc, err := cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
-	}
-	k, err := cluster.NewKube(rc, cfg.Namespace, cluster.KubeOptions{})
-	if err != nil {
-		return err
-	}
+	a.kube = k
 	// The timeout bounds the first cache sync only; the informer runs until Close.
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := k.Start(sctx); err != nil {
-		k.Close()
 		return fmt.Errorf("cluster: %w", err)
 	}
-	a.Cluster, a.kube = k, k
+	a.Cluster = k
+	if a.Embedded != nil {
+		a.Cluster = a.Embedded
+	}
 	return nil
 }
 
@@ -210,9 +214,13 @@ func (a *App) openIdentity() error {
 }
 
 // Background runs the work that keeps the database in step with the world
-// (validator phases from the cluster, remote participants' health) until ctx
-// ends.
+// (validator phases from the cluster, remote participants' health) and, on
+// the embedded default, the cluster's simulated kubelet, until ctx ends.
 func (a *App) Background(ctx context.Context) {
+	if a.Embedded != nil {
+		// Run returns nil once ctx ends; a run group would collect it.
+		go func() { _ = a.Embedded.Run(ctx) }()
+	}
 	go a.Management.SyncStates(ctx, stateSyncInterval)
 	go a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
 }
@@ -256,7 +264,9 @@ func (a *App) DevToken() (string, error) {
 
 // Close releases what Open acquired.
 func (a *App) Close() error {
-	if a.kube != nil {
+	if a.Embedded != nil {
+		a.Embedded.Close() // the gateway, then its object store
+	} else if a.kube != nil {
 		a.kube.Close()
 	}
 	if a.Store != nil {
