@@ -135,7 +135,7 @@ func toJSONMap(t *testing.T, v any) map[string]any {
 
 // startKube starts the gateway's cache with a context that ends right after
 // Start: the informer must outlive it.
-func startKube(t *testing.T, start func(context.Context) error) {
+func startKube(t testing.TB, start func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

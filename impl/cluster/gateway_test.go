@@ -83,7 +83,7 @@ func config(name, tag string, extra map[string]any) map[string]any {
 	return c
 }
 
-func validator(t *testing.T, name string, cfg map[string]any) domain.Validator {
+func validator(t testing.TB, name string, cfg map[string]any) domain.Validator {
 	t.Helper()
 	spec, err := json.Marshal(cfg)
 	if err != nil {
