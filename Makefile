@@ -8,7 +8,7 @@ SPECS   := openapi/management-1.11.yaml openapi/platform-2.0.yaml
 
 .PHONY: run build generate check-generated lint test test-go clean
 
-## run: start the server on its embedded default (SQLite, simulated cluster, dev tokens in ./data)
+## run: start the server on its embedded default (SQLite, embedded cluster, dev tokens in ./data)
 run: build
 	$(BIN) serve --listen 127.0.0.1:8080 --data-dir ./data
 

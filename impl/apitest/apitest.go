@@ -1,5 +1,5 @@
 // Package apitest is the contract-test harness: it runs the whole server
-// in-process on the embedded default (SQLite, simulated cluster, development
+// in-process on the embedded default (SQLite, embedded cluster, development
 // tokens, all in a temporary directory), hands out the generated typed
 // clients, and validates every response they receive against the OpenAPI
 // document of its release. A response that breaks the contract fails the test.

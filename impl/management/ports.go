@@ -40,7 +40,8 @@ type Store interface {
 }
 
 // Cluster is the gateway to the cluster that runs the validators
-// (impl/cluster: client-go, or the simulated cluster of the embedded default).
+// (impl/cluster: client-go, over a real cluster or the embedded default's
+// persisted fake clientsets).
 type Cluster interface {
 	// CheckReferences fails with domain.Invalid naming the field of the
 	// first object that does not exist.
