@@ -43,7 +43,7 @@ type tracker struct {
 	objects  map[schema.GroupResource]map[types.NamespacedName]runtime.Object
 	lastRV   map[schema.GroupResource]int64 // last change per resource, deletes included
 	watchers map[*trackerWatcher]struct{}
-	history  []trackerEvent // the latest changes, oldest first, for watches that resume
+	history  []change // the latest changes, oldest first, for watches that resume
 }
 
 // historySize bounds the changes kept for watches that resume from a
@@ -56,6 +56,16 @@ type trackerEvent struct {
 	ns  string
 	typ watch.EventType
 	obj runtime.Object
+}
+
+// change is one entry of the history: which object changed how. It holds
+// no object (objects can be megabytes), except the metadata of a deleted one.
+type change struct {
+	rv      int64
+	gr      schema.GroupResource
+	key     types.NamespacedName
+	typ     watch.EventType
+	deleted runtime.Object // metadata only
 }
 
 var (
@@ -427,11 +437,15 @@ func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj 
 		t.objects[gr][key] = obj
 	}
 	ev := trackerEvent{rv: rv, gr: gr, ns: key.Namespace, typ: typ, obj: obj}
+	c := change{rv: rv, gr: gr, key: key, typ: typ}
+	if typ == watch.Deleted {
+		c.deleted = t.skeleton(obj)
+	}
 	if len(t.history) == historySize {
 		copy(t.history, t.history[1:])
 		t.history = t.history[:historySize-1]
 	}
-	t.history = append(t.history, ev)
+	t.history = append(t.history, c)
 	for w := range t.watchers {
 		if !w.send(ev) {
 			delete(t.watchers, w)
@@ -479,11 +493,7 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 			if len(t.history) == 0 || t.history[0].rv > from+1 {
 				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, t.rv))
 			}
-			for _, ev := range t.history {
-				if ev.rv > from && ev.gr == gr {
-					backlog = append(backlog, ev)
-				}
-			}
+			backlog = t.replay(gr, from)
 		}
 	}
 	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, ch: make(chan watch.Event, len(backlog)+watchBuffer)}
@@ -492,6 +502,68 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 	}
 	t.watchers[w] = struct{}{}
 	return w, nil
+}
+
+// replay is what a watch from resourceVersion from missed, one event per
+// object, with the object as it is now (informers are level-based: the
+// latest state is what they need). Callers hold t.mu.
+func (t *tracker) replay(gr schema.GroupResource, from int64) []trackerEvent {
+	first := map[types.NamespacedName]int{} // index into out
+	var out []trackerEvent
+	for _, c := range t.history {
+		if c.rv <= from || c.gr != gr {
+			continue
+		}
+		ev := trackerEvent{rv: c.rv, gr: gr, ns: c.key.Namespace, typ: c.typ, obj: c.deleted}
+		if c.typ != watch.Deleted {
+			ev.obj = t.objects[gr][c.key]
+		}
+		i, seen := first[c.key]
+		if !seen {
+			first[c.key] = len(out)
+			out = append(out, ev)
+			continue
+		}
+		if out[i].typ == watch.Added && c.typ != watch.Deleted {
+			ev.typ = watch.Added // still new to the watcher
+		}
+		out[i] = ev
+	}
+	return out
+}
+
+// skeleton is obj's kind and metadata: what a delete event needs.
+func (t *tracker) skeleton(obj runtime.Object) runtime.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+			"metadata": runtime.DeepCopyJSONValue(u.Object["metadata"]),
+		}}
+	}
+	src, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	gvks, _, err := t.scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return obj
+	}
+	out, err := t.scheme.New(gvks[0])
+	if err != nil {
+		return obj
+	}
+	dst, err := meta.Accessor(out)
+	if err != nil {
+		return obj
+	}
+	dst.SetName(src.GetName())
+	dst.SetNamespace(src.GetNamespace())
+	dst.SetUID(src.GetUID())
+	dst.SetResourceVersion(src.GetResourceVersion())
+	dst.SetLabels(src.GetLabels())
+	dst.SetAnnotations(src.GetAnnotations())
+	dst.SetOwnerReferences(src.GetOwnerReferences())
+	return out
 }
 
 // watchBuffer is how many changes a watcher may fall behind; beyond that
