@@ -40,8 +40,8 @@ lint: node_modules/.bin/redocly
 ## test-go: the Go test suites (PostgreSQL when TEST_POSTGRES_DSN is set; browser test when chromium is installed)
 test-go:
 	@echo "store suite: SQLite$${TEST_POSTGRES_DSN:+ and PostgreSQL (TEST_POSTGRES_DSN)}"
-	@if [ -n "$$KUBEBUILDER_ASSETS" ]; then echo "cluster gateway suite: real kube-apiserver and etcd (KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS)"; \
-	  else echo "cluster gateway suite: client-go fakes (set KUBEBUILDER_ASSETS=\$$(bash testdata/envtest/build.sh) for a real API server)"; fi
+	@if [ -n "$$KUBEBUILDER_ASSETS" ]; then echo "cluster gateway suite: embedded cluster, client-go fakes, real kube-apiserver and etcd (KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS)"; \
+	  else echo "cluster gateway suite: embedded cluster, client-go fakes (set KUBEBUILDER_ASSETS=\$$(bash testdata/envtest/build.sh) for a real API server too)"; fi
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
 	$(GO) test -race -count=1 ./...
 
