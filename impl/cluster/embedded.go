@@ -35,6 +35,9 @@ import (
 // holds it), readable by its owner only.
 const EmbeddedFile = "objects.db"
 
+// legacyStateFile is where release 1.11's simulated cluster kept its state.
+const legacyStateFile = "state.json"
+
 // DefaultStorageClass is the storage class a new embedded cluster has.
 const DefaultStorageClass = "standard"
 
@@ -62,6 +65,7 @@ type Embedded struct {
 	db        *sql.DB
 	kubelet   *Kubelet
 	namespace string
+	fresh     bool // the object store was created by this open
 	closeOnce sync.Once
 }
 
@@ -97,6 +101,10 @@ func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded cluster: %s: %w", filepath.Join(dir, EmbeddedFile), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, legacyStateFile)); err == nil && e.fresh {
+		opts.Logger.Warn("embedded cluster: " + legacyStateFile + " of release 1.11's simulated cluster is not read; its validators' objects are not in the new cluster (it held no Secret values)",
+			"dir", dir)
 	}
 	return e, nil
 }
@@ -166,7 +174,7 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Embedded{Kube: k, core: core, dyn: dyn, tracker: t, db: db, namespace: opts.Namespace}
+	e := &Embedded{Kube: k, core: core, dyn: dyn, tracker: t, db: db, namespace: opts.Namespace, fresh: fresh}
 	e.kubelet = &Kubelet{
 		validators: dyn.Resource(ValidatorResource).Namespace(opts.Namespace),
 		list:       e.cachedValidators,
