@@ -103,7 +103,7 @@ func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
 		return nil, fmt.Errorf("embedded cluster: %s: %w", filepath.Join(dir, EmbeddedFile), err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, legacyStateFile)); err == nil && e.fresh {
-		opts.Logger.Warn("embedded cluster: " + legacyStateFile + " of release 1.11's simulated cluster is not read; its validators' objects are not in the new cluster (it held no Secret values)",
+		opts.Logger.Warn("embedded cluster: "+legacyStateFile+" of release 1.11's simulated cluster is not read; its validators' objects are not in the new cluster (it held no Secret values)",
 			"dir", dir)
 	}
 	return e, nil
