@@ -8,7 +8,7 @@ SPECS   := openapi/management-1.11.yaml openapi/platform-2.0.yaml
 
 .PHONY: run build generate check-generated lint test test-go clean
 
-## run: start the server on its embedded default (SQLite, simulated cluster, dev tokens in ./data)
+## run: start the server on its embedded default (SQLite, embedded cluster, dev tokens in ./data)
 run: build
 	$(BIN) serve --listen 127.0.0.1:8080 --data-dir ./data
 
@@ -40,8 +40,8 @@ lint: node_modules/.bin/redocly
 ## test-go: the Go test suites (PostgreSQL when TEST_POSTGRES_DSN is set; browser test when chromium is installed)
 test-go:
 	@echo "store suite: SQLite$${TEST_POSTGRES_DSN:+ and PostgreSQL (TEST_POSTGRES_DSN)}"
-	@if [ -n "$$KUBEBUILDER_ASSETS" ]; then echo "cluster gateway suite: real kube-apiserver and etcd (KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS)"; \
-	  else echo "cluster gateway suite: client-go fakes (set KUBEBUILDER_ASSETS=\$$(bash testdata/envtest/build.sh) for a real API server)"; fi
+	@if [ -n "$$KUBEBUILDER_ASSETS" ]; then echo "cluster gateway suite: embedded cluster, client-go fakes, real kube-apiserver and etcd (KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS)"; \
+	  else echo "cluster gateway suite: embedded cluster, client-go fakes (set KUBEBUILDER_ASSETS=\$$(bash testdata/envtest/build.sh) for a real API server too)"; fi
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
 	$(GO) test -race -count=1 ./...
 

@@ -1,5 +1,5 @@
 // Package apitest is the contract-test harness: it runs the whole server
-// in-process on the embedded default (SQLite, simulated cluster, development
+// in-process on the embedded default (SQLite, embedded cluster, development
 // tokens, all in a temporary directory), hands out the generated typed
 // clients, and validates every response they receive against the OpenAPI
 // document of its release. A response that breaks the contract fails the test.
@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -78,7 +79,14 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	// What Run does before health reports UP, without the periodic work (the
 	// tests move their clocks and sync phases themselves).
-	if err := a.Management.Reconciler().RunOnce(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.StartCluster(ctx); err != nil {
+		a.Close()
+		t.Fatalf("start cluster: %v", err)
+	}
+	if err := a.Management.Reconciler().RunOnce(ctx); err != nil {
+		a.Close()
 		t.Fatalf("first reconcile: %v", err)
 	}
 	ts := httptest.NewServer(a.Server)

@@ -31,7 +31,7 @@ import (
 var (
 	_ management.Store    = (*store.Store)(nil)
 	_ management.Cluster  = (*cluster.Kube)(nil)
-	_ management.Cluster  = (*cluster.Simulated)(nil)
+	_ management.Cluster  = (*cluster.Embedded)(nil)
 	_ management.Identity = (*idp.Keycloak)(nil)
 	_ management.Identity = (*idp.Local)(nil)
 )
@@ -48,12 +48,13 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	Store  *store.Store
-	// Cluster is the gateway release 1.11 uses; Simulated is set when it is
-	// the embedded default's simulated cluster.
-	Cluster   management.Cluster
-	Simulated *cluster.Simulated
-	kube      *cluster.Kube
-	Identity  management.Identity
+	// Cluster is the gateway release 1.11 uses; Embedded is set when it is
+	// the embedded default's cluster (client-go fakes persisted in the data
+	// directory, with a simulated kubelet).
+	Cluster  management.Cluster
+	Embedded *cluster.Embedded
+	kube     *cluster.Kube
+	Identity management.Identity
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
 	Issuer     *auth.DevIssuer
@@ -164,23 +165,26 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 
 func (a *App) openCluster(ctx context.Context) error {
 	cfg := a.Config
+	var k *cluster.Kube
 	if cfg.ClusterMode == config.ClusterSimulated {
-		sim, err := cluster.OpenSimulatedWith(filepath.Join(cfg.DataDir, "cluster"), cluster.SimulatedOptions{Namespace: cfg.Namespace})
+		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log})
 		if err != nil {
 			return err
 		}
-		a.Cluster, a.Simulated = sim, sim
-		return nil
+		a.Embedded, k = e, e.Kube
+	} else {
+		rc, err := cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
+		}
+		if k, err = cluster.NewKube(rc, cfg.Namespace, cluster.KubeOptions{}); err != nil {
+			return err
+		}
 	}
-	rc, err := cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
+	a.kube, a.Cluster = k, k
+	if a.Embedded != nil {
+		a.Cluster = a.Embedded
 	}
-	k, err := cluster.NewKube(rc, cfg.Namespace, cluster.KubeOptions{})
-	if err != nil {
-		return err
-	}
-	a.Cluster, a.kube = k, k
 	return nil
 }
 
@@ -207,27 +211,38 @@ func (a *App) openIdentity() error {
 	return nil
 }
 
+// StartCluster starts the cluster gateway's caches and waits, until ctx
+// ends, for their first sync; they run until Close. It fails fast when the
+// cluster does not serve the Validator resource.
+func (a *App) StartCluster(ctx context.Context) error {
+	if err := a.kube.Start(ctx); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
 // Run serves on ln and runs every piece of background work in one group
-// until ctx ends or one of them fails: the cluster gateway's caches, the
-// reconciler, the phase sync and the remote-participant probes. It returns
-// once all of them have returned, so Close may then release the store.
+// until ctx ends or one of them fails: the cluster gateway's caches (and, on
+// the embedded default, its simulated kubelet), the reconciler, the phase
+// sync and the remote-participant probes. It returns once all of them have
+// returned, so Close may then release the gateway and the store.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) })
 	g.Go(func() error {
-		if a.kube != nil {
-			// Health is DOWN until the caches have synced (Kube.Ping).
-			if err := a.kube.Start(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("cluster: %w", err)
+		// Until the caches have synced and the reconciler's first pass is
+		// done, health reports the cluster DOWN (clusterHealth).
+		if err := a.StartCluster(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			defer a.kube.Close()
+			return err
+		}
+		if a.Embedded != nil {
+			g.Go(func() error { return a.Embedded.Run(ctx) })
 		}
 		g.Go(func() error { return a.Management.Reconciler().Run(ctx) })
-		g.Go(func() error { a.Management.SyncStates(ctx, stateSyncInterval); return nil })
-		<-ctx.Done()
+		a.Management.SyncStates(ctx, stateSyncInterval)
 		return nil
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
@@ -284,7 +299,9 @@ func (a *App) DevToken() (string, error) {
 
 // Close releases what Open acquired.
 func (a *App) Close() error {
-	if a.kube != nil {
+	if a.Embedded != nil {
+		a.Embedded.Close() // the gateway, then its object store
+	} else if a.kube != nil {
 		a.kube.Close()
 	}
 	if a.Store != nil {

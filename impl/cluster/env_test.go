@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -32,16 +30,15 @@ import (
 	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-// gateway is the port impl/management consumes; both gateways implement it.
+// gateway is the port impl/management consumes.
 type gateway = management.Cluster
 
 var (
 	_ gateway = (*cluster.Kube)(nil)
-	_ gateway = (*cluster.Simulated)(nil)
+	_ gateway = (*cluster.Embedded)(nil)
 )
 
-// Views of what a gateway wrote, read back from the cluster (or from the
-// simulated cluster's state.json).
+// Views of what a gateway wrote, read back from the cluster.
 type resourceView struct {
 	UID         string
 	Labels      map[string]string
@@ -54,7 +51,7 @@ type secretView struct {
 	Labels      map[string]string
 	Annotations map[string]string
 	Keys        []string
-	Data        map[string]string // nil in the simulated cluster (it keeps no values)
+	Data        map[string]string
 	Type        string
 	Owners      []metav1.OwnerReference
 	Version     string
@@ -88,16 +85,15 @@ type pvcView struct {
 
 // env is one fresh gateway with its backend's test hooks.
 type env struct {
-	gw   gateway
-	kube bool // Kube (fakes or envtest): owners, Secret data and Job details exist
+	gw gateway
 	// uniq makes a cluster-scoped name unique to this env.
 	uniq func(name string) string
 
 	addSecret          func(t *testing.T, name string, data map[string]string)
 	addStorageClass    func(t *testing.T, name string)
 	setDisableUserEdit func(t *testing.T, name string, on bool)
-	// setPhase sets status.phase/databaseReady on Kube; it moves the clock
-	// of the simulated cluster (whose database is ready once RUNNING).
+	// setPhase writes status.phase/databaseReady as the cluster's
+	// controller does.
 	setPhase func(t *testing.T, name string, phase domain.Phase, databaseReady bool)
 
 	validator func(t *testing.T, name string) (resourceView, bool)
@@ -113,12 +109,15 @@ type backend struct {
 	open func(t *testing.T) *env
 }
 
+// backends: the embedded default (Kube over the fakes persisted in SQLite),
+// Kube over client-go's in-memory fakes, and Kube over a real API server
+// (envtest) when KUBEBUILDER_ASSETS is set.
 func backends() []backend {
-	kubeName := "kube (client-go fakes)"
+	out := []backend{{"embedded", openEmbeddedEnv}, {"kube (client-go fakes)", openFakeEnv}}
 	if realServer != nil {
-		kubeName = "kube (envtest)"
+		out = append(out, backend{"kube (envtest)", openEnvtestEnv})
 	}
-	return []backend{{"simulated", openSimulatedEnv}, {kubeName, openKubeEnv}}
+	return out
 }
 
 func toJSONMap(t *testing.T, v any) map[string]any {
@@ -134,42 +133,15 @@ func toJSONMap(t *testing.T, v any) map[string]any {
 	return out
 }
 
-// ---- simulated ----
-
-type simFile struct {
-	Validators map[string]struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-		Spec        map[string]any    `json:"spec"`
-	} `json:"validators"`
-	Secrets        map[string][]string `json:"secrets"`
-	StorageClasses []string            `json:"storageClasses"`
-	CronJobs       map[string]struct {
-		Validator  string `json:"validator"`
-		Schedule   string `json:"schedule"`
-		TimeZone   string `json:"timeZone"`
-		Suspend    bool   `json:"suspend"`
-		MaxBackups int32  `json:"maxBackups"`
-		Volume     string `json:"volume"`
-	} `json:"cronJobs"`
-	Volumes map[string]struct {
-		Validator    string `json:"validator"`
-		StorageClass string `json:"storageClass"`
-		Size         string `json:"size"`
-	} `json:"volumes"`
-}
-
-func readSimFile(t *testing.T, dir string) (simFile, string) {
+// startKube starts the gateway's cache with a context that ends right after
+// Start: the informer must outlive it.
+func startKube(t testing.TB, start func(context.Context) error) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var f simFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatalf("state.json: %v", err)
-	}
-	return f, string(data)
 }
 
 // simClock is a settable clock.
@@ -192,133 +164,79 @@ func (c *simClock) Set(t time.Time) {
 
 var simStart = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func openSimulatedEnv(t *testing.T) *env {
-	dir := t.TempDir()
-	clock := &simClock{now: simStart}
-	s, err := cluster.OpenSimulatedWith(dir, cluster.SimulatedOptions{Now: clock.Now})
+// openEmbedded opens an embedded cluster in dir whose clock is clock and
+// starts its cache.
+func openEmbedded(t *testing.T, dir string, opts cluster.EmbeddedOptions) *cluster.Embedded {
+	t.Helper()
+	c, err := cluster.OpenEmbedded(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{
-		gw:   s,
-		uniq: func(name string) string { return name },
-		addSecret: func(t *testing.T, name string, data map[string]string) {
-			keys := make([]string, 0, len(data))
-			for k := range data {
-				keys = append(keys, k)
-			}
-			if err := s.AddSecret(name, keys...); err != nil {
-				t.Fatal(err)
-			}
-		},
-		addStorageClass: func(t *testing.T, name string) {
-			if err := s.AddStorageClass(name); err != nil {
-				t.Fatal(err)
-			}
-		},
-		setDisableUserEdit: func(t *testing.T, name string, on bool) {
-			if err := s.SetDisableUserEdit(name, on); err != nil {
-				t.Fatal(err)
-			}
-		},
-		setPhase: func(t *testing.T, _ string, phase domain.Phase, _ bool) {
-			// Every validator of a test is created at simStart.
-			switch phase {
-			case domain.PhasePending:
-				clock.Set(simStart)
-			case domain.PhaseRunning:
-				clock.Set(simStart.Add(cluster.DefaultRunningAfter))
-			case domain.PhaseCompleted:
-				clock.Set(simStart.Add(cluster.DefaultCompletedAfter))
-			}
-		},
-		validator: func(t *testing.T, name string) (resourceView, bool) {
-			f, _ := readSimFile(t, dir)
-			v, ok := f.Validators[name]
-			if !ok {
-				return resourceView{}, false
-			}
-			raw, _ := json.Marshal(v)
-			return resourceView{Labels: v.Labels, Annotations: v.Annotations, Spec: toJSONMap(t, v.Spec), Raw: string(raw)}, true
-		},
-		secret: func(t *testing.T, name string) (secretView, bool) {
-			f, _ := readSimFile(t, dir)
-			keys, ok := f.Secrets[name]
-			return secretView{Keys: keys}, ok
-		},
-		cronJob: func(t *testing.T, name string) (cronJobView, bool) {
-			f, _ := readSimFile(t, dir)
-			c, ok := f.CronJobs[name]
-			return cronJobView{Schedule: c.Schedule, TimeZone: c.TimeZone, Suspend: c.Suspend,
-				MaxBackups: fmt.Sprint(c.MaxBackups), ClaimName: c.Volume}, ok
-		},
-		pvc: func(t *testing.T, name string) (pvcView, bool) {
-			f, _ := readSimFile(t, dir)
-			v, ok := f.Volumes[name]
-			return pvcView{StorageClass: v.StorageClass, Size: v.Size}, ok
-		},
-		dump: func(t *testing.T) string {
-			_, raw := readSimFile(t, dir)
-			return raw
-		},
-	}
+	t.Cleanup(c.Close)
+	startKube(t, c.Start)
+	return c
+}
+
+func openEmbeddedEnv(t *testing.T) *env {
+	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	return kubeEnv(t, c, c.Clientset(), c.Validators(), c.Namespace())
 }
 
 // ---- kube ----
 
 var namespaceSeq atomic.Int64
 
-func openKubeEnv(t *testing.T) *env {
-	var (
-		core kubernetes.Interface
-		dyn  dynamic.Interface
-		ns   string
-	)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if realServer != nil {
-		var err error
-		if core, err = kubernetes.NewForConfig(realServer); err != nil {
-			t.Fatal(err)
+// openFakeEnv: Kube over client-go's in-memory fakes.
+func openFakeEnv(t *testing.T) *env {
+	ns := "validators"
+	core := kubefake.NewClientset()
+	fd := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList"})
+	// The fake tracker assigns no UIDs; the API server does.
+	var uids atomic.Int64
+	fd.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if u, ok := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured); ok && u.GetUID() == "" {
+			u.SetUID(types.UID(fmt.Sprintf("uid-%d", uids.Add(1))))
+			u.SetCreationTimestamp(metav1.Now())
 		}
-		if dyn, err = dynamic.NewForConfig(realServer); err != nil {
-			t.Fatal(err)
-		}
-		// A namespace per test: envtest runs no namespace controller, so
-		// they are never deleted, which is fine for one test binary.
-		ns = fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
-		if _, err := core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		ns = "validators"
-		core = kubefake.NewClientset()
-		fd := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList"})
-		// The fake tracker assigns no UIDs; the API server does.
-		var uids atomic.Int64
-		fd.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			if u, ok := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured); ok && u.GetUID() == "" {
-				u.SetUID(types.UID(fmt.Sprintf("uid-%d", uids.Add(1))))
-				u.SetCreationTimestamp(metav1.Now())
-			}
-			return false, nil, nil
-		})
-		dyn = fd
+		return false, nil, nil
+	})
+	return openKubeEnv(t, core, fd, ns)
+}
+
+// openEnvtestEnv: Kube over the real API server, a namespace per test
+// (envtest runs no namespace controller, so they are never deleted, which
+// is fine for one test binary).
+func openEnvtestEnv(t *testing.T) *env {
+	core, err := kubernetes.NewForConfig(realServer)
+	if err != nil {
+		t.Fatal(err)
 	}
+	dyn, err := dynamic.NewForConfig(realServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
+	if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return openKubeEnv(t, core, dyn, ns)
+}
+
+func openKubeEnv(t *testing.T, core kubernetes.Interface, dyn dynamic.Interface, ns string) *env {
 	k, err := cluster.NewKubeForClients(core, dyn, ns, cluster.KubeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Close)
-	// A context that ends right after Start: the informer must outlive it.
-	startCtx, started := context.WithTimeout(ctx, 30*time.Second)
-	err = k.Start(startCtx)
-	started()
-	if err != nil {
-		t.Fatal(err)
-	}
-	validators := dyn.Resource(cluster.ValidatorResource).Namespace(ns)
+	startKube(t, k.Start)
+	return kubeEnv(t, k, core, dyn.Resource(cluster.ValidatorResource).Namespace(ns), ns)
+}
+
+// kubeEnv is the env of a started gateway over the given clients.
+func kubeEnv(t *testing.T, gw gateway, core kubernetes.Interface, validators dynamic.ResourceInterface, ns string) *env {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	get := func(t *testing.T, name string) *unstructured.Unstructured {
 		t.Helper()
 		u, err := validators.Get(ctx, name, metav1.GetOptions{})
@@ -329,8 +247,7 @@ func openKubeEnv(t *testing.T) *env {
 	}
 	uniq := func(name string) string { return ns + "-" + name }
 	return &env{
-		gw:   k,
-		kube: true,
+		gw:   gw,
 		uniq: uniq,
 		addSecret: func(t *testing.T, name string, data map[string]string) {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{}}

@@ -14,9 +14,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// The behaviour suite of the cluster gateway: every test runs against the
-// simulated cluster and against Kube (a real API server under envtest when
-// KUBEBUILDER_ASSETS is set, client-go fakes otherwise).
+// The behaviour suite of the cluster gateway: every test runs against Kube
+// over the embedded default's persisted fakes, over client-go's in-memory
+// fakes, and over a real API server (envtest) when KUBEBUILDER_ASSETS is set.
 func TestGateway(t *testing.T) {
 	tests := []struct {
 		name string
@@ -37,12 +37,8 @@ func TestGateway(t *testing.T) {
 	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			if strings.HasPrefix(b.name, "kube") {
-				if realServer != nil {
-					t.Log(backendReal)
-				} else {
-					t.Log(backendFakes)
-				}
+			if b.name == "kube (envtest)" {
+				t.Log(backendReal)
 			}
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +84,7 @@ func config(name, tag string, extra map[string]any) map[string]any {
 	return c
 }
 
-func validator(t *testing.T, name string, cfg map[string]any) domain.Validator {
+func validator(t testing.TB, name string, cfg map[string]any) domain.Validator {
 	t.Helper()
 	spec, err := json.Marshal(cfg)
 	if err != nil {
@@ -206,9 +202,6 @@ func testApplyCreate(t *testing.T, e *env) {
 		if !slices.Equal(sv.Keys, []string{s.key}) {
 			t.Errorf("secret %s keys: got %v, want [%s]", s.name, sv.Keys, s.key)
 		}
-		if !e.kube {
-			continue
-		}
 		if sv.Data[s.key] != s.value {
 			t.Errorf("secret %s: got another value, want the one given", s.name)
 		}
@@ -288,7 +281,7 @@ func testApplyUpdate(t *testing.T, e *env) {
 		t.Errorf("state after update: got %+v, want %+v (status kept)", st, want)
 	}
 	after, _ := e.secret(t, domain.OnboardingSecretName("beta"))
-	if e.kube && (after.Data[cluster.OnboardingSecretKey] != onboardingValue || after.Version != before.Version) {
+	if after.Data[cluster.OnboardingSecretKey] != onboardingValue || after.Version != before.Version {
 		t.Errorf("onboarding secret after an edit without secrets: rewritten (version %s → %s), want untouched", before.Version, after.Version)
 	}
 	checkNoSecretValues(t, e)
@@ -325,16 +318,16 @@ func testSecretsOnlyWhenGiven(t *testing.T, e *env) {
 	if got := spec(t); !jsonEqual(t, got, want) {
 		t.Errorf("spec.secrets: got %v, want %v", got, want)
 	}
-	if s, _ := e.secret(t, "gamma-onboarding"); e.kube && s.Data["secret"] != onboardingValue {
+	if s, _ := e.secret(t, "gamma-onboarding"); s.Data["secret"] != onboardingValue {
 		t.Error("onboarding secret: changed by an edit that did not give it")
 	}
 
 	// A new value replaces the old one.
 	mustApply(t, e, v, domain.ValidatorSecrets{OnboardingSecret: "rotated-value"})
-	if s, _ := e.secret(t, "gamma-onboarding"); e.kube && (s.Data["secret"] != "rotated-value" || len(s.Data) != 1) {
+	if s, _ := e.secret(t, "gamma-onboarding"); s.Data["secret"] != "rotated-value" || len(s.Data) != 1 {
 		t.Errorf("onboarding secret after rotation: got keys %v, want only the new value under secret", s.Keys)
 	}
-	if e.kube {
+	{
 		if s, _ := e.secret(t, "gamma-database"); s.Data["password"] != dbPassword || len(s.Owners) != 0 {
 			t.Errorf("operator's database secret: got %d owners, want untouched", len(s.Owners))
 		}
@@ -489,7 +482,7 @@ func testValidatorState(t *testing.T, e *env) {
 		"internal": {Phase: domain.PhaseCompleted, DatabaseRunning: true},
 		"external": {Phase: domain.PhaseCompleted},
 	})
-	if e.kube {
+	{
 		// The reconciler reports the database down while the validator runs.
 		e.setPhase(t, "internal", domain.PhaseRunning, false)
 		states(map[string]domain.ValidatorState{"internal": {Phase: domain.PhaseRunning}})
@@ -576,7 +569,7 @@ func testBackupSchedule(t *testing.T, e *env) {
 	if c.Schedule != "0 3 * * *" || c.Suspend || c.TimeZone != "Etc/UTC" || c.MaxBackups != "7" || c.ClaimName != "zeta-backups" {
 		t.Errorf("cron job: got %+v, want schedule 0 3 * * *, active, Etc/UTC, 7 backups, volume zeta-backups", c)
 	}
-	if e.kube {
+	{
 		checkLabels(t, "cron job", c.Labels, "zeta")
 		if len(c.Owners) != 1 || c.Owners[0].Kind != "Validator" || c.Owners[0].Name != "zeta" || string(c.Owners[0].UID) != r.UID {
 			t.Errorf("cron job owners: got %+v, want the Validator zeta", c.Owners)
@@ -602,7 +595,7 @@ func testBackupSchedule(t *testing.T, e *env) {
 	if pvc.StorageClass != class || pvc.Size != cluster.DefaultBackupStorage || len(pvc.Owners) != 0 {
 		t.Errorf("backup volume: got %+v, want class %s, size %s, no owner", pvc, class, cluster.DefaultBackupStorage)
 	}
-	if e.kube {
+	{
 		checkLabels(t, "backup volume", pvc.Labels, "zeta")
 	}
 
@@ -663,9 +656,13 @@ func testPing(t *testing.T, e *env) {
 }
 
 func testClose(t *testing.T, e *env) {
-	k, ok := e.gw.(*cluster.Kube)
+	k, ok := e.gw.(interface {
+		gateway
+		Start(context.Context) error
+		Close()
+	})
 	if !ok {
-		t.Skip("only Kube has a cache to stop")
+		t.Fatalf("%T has no Start and Close", e.gw)
 	}
 	ctx := context.Background()
 	if _, err := k.ValidatorStates(ctx); err != nil {

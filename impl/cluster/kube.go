@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,8 +67,12 @@ type Kube struct {
 	cronJobs   cache.SharedIndexInformer
 	cronLister batchlisters.CronJobNamespaceLister
 	synced     atomic.Bool
-	stop       chan struct{}
-	stopOnce   sync.Once
+	// seen and seenCronJobs are the highest resourceVersions the informers
+	// have delivered (numeric resourceVersions only; the embedded cluster
+	// waits on them).
+	seen, seenCronJobs atomic.Int64
+	stop               chan struct{}
+	stopOnce           sync.Once
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -135,7 +141,54 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	cj := k.typed.Batch().V1().CronJobs()
 	k.cronJobs = cj.Informer()
 	k.cronLister = cj.Lister().CronJobs(namespace)
+	for informer, seen := range map[cache.SharedIndexInformer]*atomic.Int64{k.informer: &k.seen, k.cronJobs: &k.seenCronJobs} {
+		see := func(obj any) { observe(seen, obj) }
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    see,
+			UpdateFunc: func(_, obj any) { see(obj) },
+			DeleteFunc: see,
+		}); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	return k, nil
+}
+
+// see records the resourceVersion of an object the informer delivered (its
+// cache already holds it: handlers run after the cache is updated).
+// observe raises seen to obj's resourceVersion.
+func observe(seen *atomic.Int64, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		cur := seen.Load()
+		if rv <= cur || seen.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+// waitSeen waits, at most limit, until the informer has delivered
+// resourceVersion rv.
+func waitSeen(ctx context.Context, seen *atomic.Int64, rv int64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for seen.Load() < rv && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Start starts the validator informer and waits, at most until ctx ends, for
@@ -282,7 +335,8 @@ const specHashAnnotation = "validator-manager.io/spec-hash"
 
 // ApplyValidator makes the Validator resource what v and prune (nil: no
 // pruning schedule) say. It keeps annotations, status and spec.secrets, and
-// writes nothing when the cached resource already has the desired spec.
+// writes nothing when the resource (read from the API server) already has
+// the desired spec.
 func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
 	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune))
 }
@@ -298,9 +352,6 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	hash, err := specHash(spec)
 	if err != nil {
 		return err
-	}
-	if cur, ok := k.cachedValidator(v.Name); ok && upToDate(cur, hash, labelsFor(v.Name)) {
-		return nil
 	}
 	return retryWrite(func() error {
 		cur, err := k.validators().Get(ctx, v.Name, metav1.GetOptions{})
@@ -560,16 +611,10 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 }
 
 func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
-	name := BackupCronJobName(validator)
 	api := k.core.BatchV1().CronJobs(k.namespace)
 	if b == nil {
-		if k.synced.Load() {
-			if _, err := k.cronLister.Get(name); apierrors.IsNotFound(err) {
-				return nil
-			}
-		}
 		background := metav1.DeletePropagationBackground
-		err := api.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})
+		err := api.Delete(ctx, BackupCronJobName(validator), metav1.DeleteOptions{PropagationPolicy: &background})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -585,29 +630,11 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 	if err != nil {
 		return err
 	}
-	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
-	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
-		return errExternalDatabase(validator)
-	}
-	want := backupCronJob(backupTarget{
-		namespace:    k.namespace,
-		validator:    validator,
-		uid:          v.GetUID(),
-		image:        k.image,
-		cron:         b.Cron,
-		maxBackups:   b.MaxBackups,
-		suspend:      b.Deleted,
-		databaseUser: specString(spec, "database", "user"),
-	})
-	hash, err := specHash(want.Spec)
+	want, err := k.desiredCronJob(v, *b)
 	if err != nil {
 		return err
 	}
-	if k.synced.Load() {
-		if cur, err := k.cronLister.Get(name); err == nil && upToDate(cur, hash, want.Labels) && ownedBy(cur.OwnerReferences, v.GetUID()) {
-			return nil
-		}
-	}
+	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
 	if !b.Deleted {
 		pvc := backupPVC(k.namespace, validator, k.backupSize, specString(spec, "storageClass"))
 		_, err := k.core.CoreV1().PersistentVolumeClaims(k.namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
@@ -621,7 +648,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 			return err
 		}
 	}
-	want.Annotations = map[string]string{specHashAnnotation: hash}
+	hash := want.Annotations[specHashAnnotation]
 	return retryWrite(func() error {
 		cur, err := api.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -630,6 +657,9 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 		}
 		if err != nil {
 			return err
+		}
+		if upToDate(cur, hash, want.Labels) && ownedBy(cur.OwnerReferences, v.GetUID()) {
+			return nil
 		}
 		cj := cur.DeepCopy()
 		cj.Spec = *want.Spec.DeepCopy()
@@ -642,6 +672,60 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 		_, err = api.Update(ctx, cj, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// desiredCronJob is the backup CronJob of the Validator resource v for b,
+// annotated with the hash of its spec.
+func (k *Kube) desiredCronJob(v *unstructured.Unstructured, b domain.BackupSchedule) (*batchv1.CronJob, error) {
+	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
+	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
+		return nil, errExternalDatabase(v.GetName())
+	}
+	want := backupCronJob(backupTarget{
+		namespace:    k.namespace,
+		validator:    v.GetName(),
+		uid:          v.GetUID(),
+		image:        k.image,
+		cron:         b.Cron,
+		maxBackups:   b.MaxBackups,
+		suspend:      b.Deleted,
+		databaseUser: specString(spec, "database", "user"),
+	})
+	hash, err := specHash(want.Spec)
+	if err != nil {
+		return nil, err
+	}
+	want.Annotations = map[string]string{specHashAnnotation: hash}
+	return want, nil
+}
+
+// InStep tells from the caches alone whether the cluster already runs what
+// in records (the Validator resource's spec and the backup CronJob), so that
+// a periodic reconcile of an unchanged validator costs the API server
+// nothing. False when the caches cannot tell: not synced, or behind.
+func (k *Kube) InStep(in domain.ValidatorIntent) bool {
+	v := in.Validator
+	spec, err := validatorSpec(v, in.Prune)
+	if err != nil {
+		return false
+	}
+	hash, err := specHash(spec)
+	if err != nil {
+		return false
+	}
+	cur, ok := k.cachedValidator(v.Name)
+	if !ok || !upToDate(cur, hash, labelsFor(v.Name)) {
+		return false
+	}
+	cj, err := k.cronLister.Get(BackupCronJobName(v.Name))
+	if in.Backup == nil {
+		return apierrors.IsNotFound(err)
+	}
+	if err != nil {
+		return false
+	}
+	want, err := k.desiredCronJob(cur, *in.Backup)
+	return err == nil && upToDate(cj, want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.OwnerReferences, cur.GetUID())
 }
 
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {

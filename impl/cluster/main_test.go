@@ -14,12 +14,13 @@ import (
 
 // realServer is the API server of envtest, started once per test binary
 // when KUBEBUILDER_ASSETS names a folder with kube-apiserver and etcd
-// (testdata/envtest/build.sh builds them); nil means client-go fakes.
+// (testdata/envtest/build.sh builds them); nil: the suite runs on the
+// embedded cluster and client-go fakes only.
 var realServer *rest.Config
 
 const (
 	backendReal  = "cluster gateway tests: real kube-apiserver (envtest)"
-	backendFakes = "cluster gateway tests: client-go fakes; set KUBEBUILDER_ASSETS for a real API server"
+	backendFakes = "cluster gateway tests: embedded cluster and client-go fakes; set KUBEBUILDER_ASSETS for a real API server too"
 )
 
 func TestMain(m *testing.M) {

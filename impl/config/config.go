@@ -95,14 +95,14 @@ type setting struct {
 func (c *Config) settings() []setting {
 	return []setting{
 		{"listen", "address the HTTP server listens on", &c.Listen, false},
-		{"dataDir", "directory of the embedded default (SQLite database, simulated cluster, development signing key)", &c.DataDir, false},
+		{"dataDir", "directory of the embedded default (SQLite database, embedded cluster, development signing key)", &c.DataDir, false},
 		{"database.dsn", "database: a PostgreSQL DSN (postgres://... or host=...) or a SQLite file path; empty = SQLite in dataDir", &c.DatabaseDSN, true},
 		{"api.namespace", "the single Kubernetes namespace the API works on", &c.Namespace, false},
 		{"api.auth.jwksUri", "JWKS that verifies bearer tokens: an http(s) URL or a file path; empty = the development token issuer in dataDir", &c.JWKSURI, false},
 		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer, false},
 		{"api.auth.audience", "when set, tokens must name this audience (aud claim)", &c.Audience, false},
 		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware, false},
-		{"cluster.mode", "cluster gateway: simulated, kubeconfig or in-cluster", &c.ClusterMode, false},
+		{"cluster.mode", "cluster gateway: simulated (the embedded cluster in dataDir), kubeconfig or in-cluster", &c.ClusterMode, false},
 		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
 		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
 		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL, false},

@@ -6,9 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
@@ -17,13 +22,12 @@ import (
 	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-// env is a whole server (SQLite, the simulated cluster, the local identity
+// env is a whole server (SQLite, the embedded cluster, the local identity
 // provider) whose clock the test moves and whose parts can be made to fail.
 type env struct {
 	*apitest.Server
 	clock   *clock
-	sim     *cluster.Simulated
-	simDir  string
+	sim     *cluster.Embedded
 	faults  *faults
 	idpFile string
 }
@@ -31,9 +35,14 @@ type env struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	e := &env{clock: &clock{now: time.Date(2026, 11, 22, 18, 36, 0, 0, time.UTC)}, faults: &faults{}}
-	e.simDir = t.TempDir()
-	sim, err := cluster.OpenSimulatedWith(e.simDir, cluster.SimulatedOptions{Now: e.clock.Now})
+	sim, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{Kubelet: cluster.KubeletOptions{Now: e.clock.Now}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sim.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.sim = sim
@@ -47,17 +56,25 @@ func start(t *testing.T) *env {
 	return e
 }
 
-// advance moves the clock and lets the server see the cluster's new phases.
+// advance moves the clock, lets the cluster's kubelet move the validators'
+// status, and lets the server see the new phases.
 func (e *env) advance(t *testing.T, d time.Duration) {
 	t.Helper()
+	ctx := context.Background()
 	e.clock.Add(d)
-	if err := e.App.Management.SyncStatesOnce(context.Background()); err != nil {
+	if err := e.sim.Kubelet().Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Management.SyncStatesOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// clusterState is the simulated cluster's persisted state, read as a user
-// of kubectl would see the objects.
+// clusterState is what the embedded cluster holds, read with client-go as a
+// user of kubectl would see the objects (Secrets by their key names).
 type clusterState struct {
 	Validators map[string]struct {
 		Annotations map[string]string `json:"annotations"`
@@ -76,13 +93,82 @@ type clusterState struct {
 
 func (e *env) cluster(t *testing.T) clusterState {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(e.simDir, "state.json"))
+	ctx := context.Background()
+	ns := e.sim.Namespace()
+	core := e.sim.Clientset()
+	st := clusterState{}
+	vs, err := e.sim.Validators().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st clusterState
-	if err := json.Unmarshal(raw, &st); err != nil {
+	st.Validators = map[string]struct {
+		Annotations map[string]string `json:"annotations"`
+		Spec        map[string]any    `json:"spec"`
+	}{}
+	for _, v := range vs.Items {
+		spec, _, _ := unstructured.NestedMap(v.Object, "spec")
+		// JSON-normalised, as the tests compare numbers as float64.
+		raw, _ := json.Marshal(spec)
+		var norm map[string]any
+		_ = json.Unmarshal(raw, &norm)
+		st.Validators[v.GetName()] = struct {
+			Annotations map[string]string `json:"annotations"`
+			Spec        map[string]any    `json:"spec"`
+		}{v.GetAnnotations(), norm}
+	}
+	secrets, err := core.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	st.Secrets = map[string][]string{}
+	for _, s := range secrets.Items {
+		keys := []string{}
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		st.Secrets[s.Name] = keys
+	}
+	pvcs, err := core.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Volumes = map[string]struct {
+		StorageClass string `json:"storageClass"`
+	}{}
+	for _, p := range pvcs.Items {
+		var class string
+		if p.Spec.StorageClassName != nil {
+			class = *p.Spec.StorageClassName
+		}
+		st.Volumes[p.Name] = struct {
+			StorageClass string `json:"storageClass"`
+		}{class}
+	}
+	cjs, err := core.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.CronJobs = map[string]struct {
+		Schedule   string `json:"schedule"`
+		Suspend    bool   `json:"suspend"`
+		MaxBackups int32  `json:"maxBackups"`
+	}{}
+	for _, c := range cjs.Items {
+		var maxBackups int32
+		for _, ctr := range c.Spec.JobTemplate.Spec.Template.Spec.Containers {
+			for _, env := range ctr.Env {
+				if env.Name == "MAX_BACKUPS" {
+					n, _ := strconv.Atoi(env.Value)
+					maxBackups = int32(n)
+				}
+			}
+		}
+		st.CronJobs[c.Name] = struct {
+			Schedule   string `json:"schedule"`
+			Suspend    bool   `json:"suspend"`
+			MaxBackups int32  `json:"maxBackups"`
+		}{c.Spec.Schedule, c.Spec.Suspend != nil && *c.Spec.Suspend, maxBackups}
 	}
 	return st
 }

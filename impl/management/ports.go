@@ -47,8 +47,9 @@ type Store interface {
 }
 
 // Cluster is the gateway to the cluster that runs the validators
-// (impl/cluster over client-go). Every write is idempotent: applying what
-// is already there writes nothing.
+// (impl/cluster: client-go, over a real cluster or the embedded default's
+// persisted fake clientsets). Every write is idempotent: applying what is
+// already there writes nothing.
 type Cluster interface {
 	// CheckReferences fails with domain.Invalid naming the field of the
 	// first object that does not exist.
@@ -62,6 +63,9 @@ type Cluster interface {
 	// ApplyBackupSchedule makes the backup CronJob what b says: nil removes
 	// it, a Deleted schedule suspends it.
 	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
+	// InStep tells from caches alone whether the cluster already runs what
+	// in records; false when unsure (the reconciler then applies).
+	InStep(in domain.ValidatorIntent) bool
 	// DeleteValidator removes the resource, its Secrets and its backup
 	// CronJob; absent objects are not an error.
 	DeleteValidator(ctx context.Context, name string) error

@@ -75,6 +75,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 	return r.reconcileLocked(ctx, name)
 }
 
+// resyncOne is the periodic reconcile of one validator: nothing is written,
+// and the API server not asked, when the cluster's caches show it in step.
+func (r *Reconciler) resyncOne(ctx context.Context, name string) error {
+	defer r.locks.lock(name)()
+	in, err := r.store.ValidatorIntent(ctx, name)
+	if err == nil && !in.Validator.Creating && r.cluster.InStep(in) {
+		return nil
+	}
+	return r.reconcileLocked(ctx, name)
+}
+
 // reconcileLocked is Reconcile for a caller that holds the validator's lock.
 func (r *Reconciler) reconcileLocked(ctx context.Context, name string) error {
 	in, err := r.store.ValidatorIntent(ctx, name)
@@ -140,8 +151,8 @@ func (r *Reconciler) ReconcileAll(ctx context.Context) error {
 		for _, in := range page {
 			name := in.Validator.Name
 			seen[name] = true
-			// The page may be stale by now: reconcile re-reads under the lock.
-			if err := r.Reconcile(ctx, name); err != nil {
+			// The page may be stale by now: resync re-reads under the lock.
+			if err := r.resyncOne(ctx, name); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -40,7 +42,7 @@ func TestReconcilerConverges(t *testing.T) {
 		drift func(t *testing.T)
 	}{
 		{"resource, secrets and CronJob deleted by hand", func(t *testing.T) {
-			if err := e.App.Cluster.DeleteValidator(ctx, "alpha"); err != nil {
+			if err := e.sim.DeleteValidator(ctx, "alpha"); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -50,17 +52,17 @@ func TestReconcilerConverges(t *testing.T) {
 			json.Unmarshal(stale.Spec, &spec)
 			spec["imageTag"] = "0.0.1"
 			stale.Spec, _ = json.Marshal(spec)
-			if err := e.App.Cluster.ApplyValidator(ctx, stale, nil); err != nil {
+			if err := e.sim.ApplyValidator(ctx, stale, nil); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"backup CronJob removed", func(t *testing.T) {
-			if err := e.App.Cluster.ApplyBackupSchedule(ctx, "alpha", nil); err != nil {
+			if err := e.sim.ApplyBackupSchedule(ctx, "alpha", nil); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"backup CronJob suspended", func(t *testing.T) {
-			if err := e.App.Cluster.ApplyBackupSchedule(ctx, "alpha", &domain.BackupSchedule{Validator: "alpha", Cron: "0 3 * * *", MaxBackups: 4, Deleted: true}); err != nil {
+			if err := e.sim.ApplyBackupSchedule(ctx, "alpha", &domain.BackupSchedule{Validator: "alpha", Cron: "0 3 * * *", MaxBackups: 4, Deleted: true}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -68,6 +70,10 @@ func TestReconcilerConverges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.drift(t)
+			// The periodic pass reads the caches: let them see the drift.
+			if err := e.sim.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
 			if err := rec.ReconcileAll(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -85,9 +91,38 @@ func TestReconcilerConverges(t *testing.T) {
 		})
 	}
 
+	t.Run("a pass over a validator in step writes nothing", func(t *testing.T) {
+		if err := e.sim.Settle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		versions := func() (string, string) {
+			v, err := e.sim.Validators().Get(ctx, "alpha", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cj, err := e.sim.Clientset().BatchV1().CronJobs(e.sim.Namespace()).Get(ctx, "alpha-backup", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v.GetResourceVersion(), cj.ResourceVersion
+		}
+		v1, c1 := versions()
+		for range 3 {
+			if err := rec.ReconcileAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v2, c2 := versions(); v1 != v2 || c1 != c2 {
+			t.Errorf("resource versions: got %s/%s, want unchanged %s/%s", v2, c2, v1, c1)
+		}
+	})
+
 	t.Run("managed resource without a record is removed", func(t *testing.T) {
 		ghost := domain.Validator{Name: "ghost", Spec: []byte(`{}`)}
-		if err := e.App.Cluster.ApplyValidator(ctx, ghost, nil); err != nil {
+		if err := e.sim.ApplyValidator(ctx, ghost, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.sim.Settle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := rec.ReconcileAll(ctx); err != nil {
@@ -135,10 +170,10 @@ func TestReconcilerUndoesInterruptedCreates(t *testing.T) {
 			}
 		}
 		if resource {
-			if err := e.App.Cluster.ApplyValidator(ctx, v, nil); err != nil {
+			if err := e.sim.ApplyValidator(ctx, v, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.App.Cluster.WriteSecrets(ctx, name, domain.ValidatorSecrets{OnboardingSecret: "s3cret"}); err != nil {
+			if err := e.sim.WriteSecrets(ctx, name, domain.ValidatorSecrets{OnboardingSecret: "s3cret"}); err != nil {
 				t.Fatal(err)
 			}
 		}

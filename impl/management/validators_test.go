@@ -139,7 +139,7 @@ func TestCreateValidatorCustomAuth(t *testing.T) {
 // and nothing is created anywhere.
 func TestCreateValidatorRejects(t *testing.T) {
 	e := start(t)
-	if err := e.sim.AddSecret("partial", "other-key"); err != nil {
+	if err := e.sim.AddSecret(context.Background(), "partial", map[string]string{"other-key": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -194,7 +194,7 @@ func TestCreateValidatorRejects(t *testing.T) {
 		})
 	}
 	// Once the reference exists, the same payload is accepted.
-	if err := e.sim.AddSecret("regcred", ".dockerconfigjson"); err != nil {
+	if err := e.sim.AddSecret(context.Background(), "regcred", map[string]string{".dockerconfigjson": "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	v := newValidator("gamma")
@@ -469,7 +469,7 @@ func TestUpdateValidator(t *testing.T) {
 	}
 
 	// disableUserEdit (set on the resource by an operator) freezes it: 409.
-	if err := e.sim.SetDisableUserEdit("zeta", true); err != nil {
+	if err := e.sim.SetDisableUserEdit(context.Background(), "zeta", true); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(t, 0)
@@ -481,7 +481,7 @@ func TestUpdateValidator(t *testing.T) {
 	}
 
 	// A cluster failure leaves the row as it was.
-	if err := e.sim.SetDisableUserEdit("zeta", false); err != nil {
+	if err := e.sim.SetDisableUserEdit(context.Background(), "zeta", false); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(t, 0)

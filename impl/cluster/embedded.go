@@ -1,0 +1,311 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	batchv1 "k8s.io/api/batch/v1"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// EmbeddedFile is the embedded cluster's object store inside its directory:
+// a SQLite database, one row per object, Secret data included (as etcd
+// holds it), readable by its owner only.
+const EmbeddedFile = "objects.db"
+
+// legacyStateFile is where release 1.11's simulated cluster kept its state.
+const legacyStateFile = "state.json"
+
+// DefaultStorageClass is the storage class a new embedded cluster has.
+const DefaultStorageClass = "standard"
+
+// EmbeddedOptions tune the embedded cluster; zero values take the defaults.
+type EmbeddedOptions struct {
+	// Namespace the gateway works in; default "default".
+	Namespace string
+	// Kubelet moves the validators' status; its Now is also the clock that
+	// stamps creationTimestamp.
+	Kubelet KubeletOptions
+	Kube    KubeOptions
+	// Logger reports failed kubelet steps; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Embedded is the cluster of the embedded default: the client-go gateway
+// (Kube) over client-go's fake clientsets, whose objects live in
+// <dir>/objects.db, plus a simulated kubelet that moves status as a real
+// cluster would. Start it like Kube, then Run it.
+type Embedded struct {
+	*Kube
+	core      *kubefake.Clientset
+	dyn       *dynamicfake.FakeDynamicClient
+	tracker   *tracker
+	db        *sql.DB
+	kubelet   *Kubelet
+	namespace string
+	fresh     bool // the object store was created by this open
+	closeOnce sync.Once
+}
+
+// embeddedScheme knows the built-in kinds and the Validator as unstructured.
+func embeddedScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err) // the built-in kinds always register
+	}
+	gv := schema.GroupVersion{Group: Group, Version: Version}
+	s.AddKnownTypeWithName(gv.WithKind(Kind), &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(gv.WithKind(Kind+"List"), &unstructured.UnstructuredList{})
+	return s
+}
+
+// OpenEmbedded opens (creating) the embedded cluster in dir. A new cluster
+// has the storage class "standard".
+func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := opts.Kubelet.defaults(); err != nil {
+		return nil, err
+	}
+	db, err := openObjectStore(dir)
+	if err != nil {
+		return nil, fmt.Errorf("embedded cluster: %w", err)
+	}
+	e, err := newEmbedded(db, opts)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded cluster: %s: %w", filepath.Join(dir, EmbeddedFile), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, legacyStateFile)); err == nil && e.fresh {
+		opts.Logger.Warn("embedded cluster: "+legacyStateFile+" of release 1.11's simulated cluster is not read; its validators' objects are not in the new cluster (it held no Secret values)",
+			"dir", dir)
+	}
+	return e, nil
+}
+
+// openObjectStore opens <dir>/objects.db: directory 0700, file 0600 (SQLite
+// gives its journal files the database file's mode). Each commit is synced
+// to disk, as etcd syncs its log.
+func openObjectStore(dir string) (*sql.DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, EmbeddedFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "5000")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	// One writer at a time, in the tracker's order.
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
+	t := newTracker(embeddedScheme(), opts.Kubelet.Now)
+	fresh, err := t.load(db)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: DefaultStorageClass}, Provisioner: "validator-manager.io/embedded"}
+		if err := t.Create(storagev1.SchemeGroupVersion.WithResource("storageclasses"), sc, ""); err != nil {
+			return nil, err
+		}
+		if err := t.initialized(); err != nil {
+			return nil, err
+		}
+	}
+
+	// The fakes' own trackers are replaced by t: both clientsets share it.
+	core := kubefake.NewSimpleClientset()
+	core.ReactionChain = []clienttesting.Reactor{}
+	core.WatchReactionChain = []clienttesting.WatchReactor{}
+	core.AddReactor("*", "*", t.reaction())
+	core.AddWatchReactor("*", t.watchReaction())
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{ValidatorResource: Kind + "List"})
+	dyn.ReactionChain = []clienttesting.Reactor{}
+	dyn.WatchReactionChain = []clienttesting.WatchReactor{}
+	dyn.AddReactor("*", "*", t.reaction())
+	dyn.AddWatchReactor("*", t.watchReaction())
+
+	k, err := NewKubeForClients(core, dyn, opts.Namespace, opts.Kube)
+	if err != nil {
+		return nil, err
+	}
+	e := &Embedded{Kube: k, core: core, dyn: dyn, tracker: t, db: db, namespace: opts.Namespace, fresh: fresh}
+	e.kubelet = &Kubelet{
+		validators: dyn.Resource(ValidatorResource).Namespace(opts.Namespace),
+		list:       e.cachedValidators,
+		opts:       opts.Kubelet,
+		log:        opts.Logger,
+		// The fakes record every action (for assertions in tests); a
+		// long-running cluster drops them.
+		afterStep: func() { core.ClearActions(); dyn.ClearActions() },
+	}
+	return e, nil
+}
+
+// Run runs the simulated kubelet until ctx ends; Start first.
+func (e *Embedded) Run(ctx context.Context) error {
+	return e.kubelet.Run(ctx)
+}
+
+// Kubelet is the simulated kubelet (tests step it themselves).
+func (e *Embedded) Kubelet() *Kubelet { return e.kubelet }
+
+// Clientset is the typed client of the embedded cluster.
+func (e *Embedded) Clientset() kubernetes.Interface { return e.core }
+
+// Validators is the dynamic client of the Validator resources in the
+// gateway's namespace.
+func (e *Embedded) Validators() dynamic.ResourceInterface {
+	return e.dyn.Resource(ValidatorResource).Namespace(e.namespace)
+}
+
+// Namespace is the namespace the gateway works in.
+func (e *Embedded) Namespace() string { return e.namespace }
+
+// Settle waits until the gateway's caches (validators, CronJobs) hold every
+// write made so far (at most a few seconds: a write the informer does not watch, such
+// as an unlabelled Validator, is never seen).
+func (e *Embedded) Settle(ctx context.Context) error {
+	if err := waitSeen(ctx, &e.seen, e.tracker.lastChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
+		return err
+	}
+	return waitSeen(ctx, &e.seenCronJobs, e.tracker.lastChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second)
+}
+
+func (e *Embedded) cachedValidators(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	if err := e.Settle(ctx); err != nil {
+		return nil, err
+	}
+	if !e.synced.Load() {
+		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
+	}
+	objs, err := e.lister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// Ping checks the object store, then the gateway.
+func (e *Embedded) Ping(ctx context.Context) error {
+	if err := e.db.PingContext(ctx); err != nil {
+		return domain.Unavailable("embedded cluster: the object store is not available: %v", err)
+	}
+	return e.Kube.Ping(ctx)
+}
+
+// Close stops the gateway and closes the object store.
+func (e *Embedded) Close() {
+	e.closeOnce.Do(func() {
+		e.Kube.Close()
+		e.db.Close()
+	})
+}
+
+// AddSecret creates or replaces a Secret, as an operator does with kubectl.
+func (e *Embedded) AddSecret(ctx context.Context, name string, data map[string]string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.namespace}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	api := e.core.CoreV1().Secrets(e.namespace)
+	return translate("add secret", redact(retryWrite(func() error {
+		cur, err := api.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			_, err = api.Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}
+		s.ResourceVersion = cur.ResourceVersion
+		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})))
+}
+
+// AddStorageClass creates a storage class; an existing one is kept.
+func (e *Embedded) AddStorageClass(ctx context.Context, name string) error {
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "validator-manager.io/embedded"}
+	_, err := e.core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return translate("add storage class", err)
+	}
+	return nil
+}
+
+// SetDisableUserEdit sets or removes the validator's disable-user-edit
+// annotation, as an operator does with kubectl.
+func (e *Embedded) SetDisableUserEdit(ctx context.Context, name string, on bool) error {
+	api := e.Validators()
+	return translate(fmt.Sprintf("annotate validator %q", name), retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := api.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return domain.NotFound("validator %q does not exist in the cluster", name)
+		}
+		if err != nil {
+			return err
+		}
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		if on {
+			a[domain.DisableUserEditAnnotation] = "true"
+		} else {
+			delete(a, domain.DisableUserEditAnnotation)
+		}
+		u.SetAnnotations(a)
+		_, err = api.Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	}))
+}

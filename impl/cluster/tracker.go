@@ -1,0 +1,657 @@
+package cluster
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	_ "github.com/mattn/go-sqlite3" // the embedded cluster's object store
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// tracker is the object store behind the embedded cluster's fake clientsets:
+// a client-go testing.ObjectTracker (what the fakes' reactors call) that also
+// does what an API server and etcd do and client-go's own tracker does not:
+// it assigns uid, creationTimestamp and a cluster-wide resourceVersion,
+// refuses an update carrying a stale resourceVersion (409, so conflict
+// retries work), keeps status apart from the rest of a custom resource
+// (status subresource), resumes watches from a resourceVersion, and writes
+// every change through to one row of a SQLite table before it becomes
+// visible. Writes cost one row, whatever the number of objects.
+type tracker struct {
+	scheme *runtime.Scheme
+	db     *sql.DB // nil: in memory only
+	now    func() time.Time
+
+	mu       sync.RWMutex
+	rv       int64 // the last resourceVersion handed out
+	objects  map[schema.GroupResource]map[types.NamespacedName]runtime.Object
+	lastRV   map[schema.GroupResource]int64 // last change per resource, deletes included
+	watchers map[*trackerWatcher]struct{}
+	history  []change // the latest changes, oldest first, for watches that resume
+}
+
+// historySize bounds the changes kept for watches that resume from a
+// resourceVersion; an older one gets 410 Gone and the informer relists.
+const historySize = 1024
+
+type trackerEvent struct {
+	rv  int64
+	gr  schema.GroupResource
+	ns  string
+	typ watch.EventType
+	obj runtime.Object
+}
+
+// change is one entry of the history: which object changed how. It holds
+// no object (objects can be megabytes), except the metadata of a deleted one.
+type change struct {
+	rv      int64
+	gr      schema.GroupResource
+	key     types.NamespacedName
+	typ     watch.EventType
+	deleted runtime.Object // metadata only
+}
+
+var (
+	_ clienttesting.ObjectTracker = (*tracker)(nil)
+)
+
+const trackerSchema = `
+CREATE TABLE IF NOT EXISTS objects (
+	api_group        TEXT    NOT NULL,
+	resource         TEXT    NOT NULL,
+	namespace        TEXT    NOT NULL,
+	name             TEXT    NOT NULL,
+	version          TEXT    NOT NULL,
+	kind             TEXT    NOT NULL,
+	resource_version INTEGER NOT NULL,
+	object           BLOB    NOT NULL,
+	PRIMARY KEY (api_group, resource, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);`
+
+func newTracker(scheme *runtime.Scheme, now func() time.Time) *tracker {
+	return &tracker{
+		scheme:   scheme,
+		now:      now,
+		objects:  map[schema.GroupResource]map[types.NamespacedName]runtime.Object{},
+		lastRV:   map[schema.GroupResource]int64{},
+		watchers: map[*trackerWatcher]struct{}{},
+	}
+}
+
+// load reads every stored object into memory; it reports whether the store
+// was new (never initialised).
+func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
+	if _, err := db.Exec(trackerSchema); err != nil {
+		return false, err
+	}
+	var v string
+	err = db.QueryRow(`SELECT value FROM meta WHERE key = 'initialized'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		fresh = true
+	} else if err != nil {
+		return false, err
+	}
+	rows, err := db.Query(`SELECT api_group, resource, version, kind, resource_version, object FROM objects`)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			group, resource, version, kind string
+			rv                             int64
+			data                           []byte
+		)
+		if err := rows.Scan(&group, &resource, &version, &kind, &rv, &data); err != nil {
+			return false, err
+		}
+		obj, err := t.decode(schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, data)
+		if err != nil {
+			return false, fmt.Errorf("object %s/%s: %w", resource, kind, err)
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return false, err
+		}
+		gr := schema.GroupResource{Group: group, Resource: resource}
+		if t.objects[gr] == nil {
+			t.objects[gr] = map[types.NamespacedName]runtime.Object{}
+		}
+		t.objects[gr][types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = obj
+		t.rv = max(t.rv, rv)
+		t.lastRV[gr] = max(t.lastRV[gr], rv)
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	t.db = db
+	return fresh, nil
+}
+
+// initialized records that a new store got its initial objects.
+func (t *tracker) initialized() error {
+	_, err := t.db.Exec(`INSERT INTO meta (key, value) VALUES ('initialized', ?)`, t.now().UTC().Format(time.RFC3339))
+	return err
+}
+
+func (t *tracker) decode(gvk schema.GroupVersionKind, data []byte) (runtime.Object, error) {
+	obj, err := t.scheme.New(gvk)
+	if err != nil {
+		obj = &unstructured.Unstructured{}
+	}
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// kindOf is the group/version/kind an object is stored under.
+func (t *tracker) kindOf(gvr schema.GroupVersionResource, obj runtime.Object) schema.GroupVersionKind {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() != "" {
+		return u.GroupVersionKind()
+	}
+	if gvks, _, err := t.scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+		return gvks[0]
+	}
+	return gvr.GroupVersion().WithKind(gvr.Resource)
+}
+
+// persist writes one object's row (obj nil: deletes it). Callers hold t.mu.
+func (t *tracker) persist(gvr schema.GroupVersionResource, ns, name string, obj runtime.Object, rv int64) error {
+	if t.db == nil {
+		return nil
+	}
+	if obj == nil {
+		_, err := t.db.Exec(`DELETE FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+			gvr.Group, gvr.Resource, ns, name)
+		return err
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	gvk := t.kindOf(gvr, obj)
+	_, err = t.db.Exec(`INSERT INTO objects (api_group, resource, namespace, name, version, kind, resource_version, object)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (api_group, resource, namespace, name) DO UPDATE SET
+			version = excluded.version, kind = excluded.kind,
+			resource_version = excluded.resource_version, object = excluded.object`,
+		gvr.Group, gvr.Resource, ns, name, gvk.Version, gvk.Kind, rv, data)
+	return err
+}
+
+func storageError(err error) error {
+	// Like an API server whose etcd write failed.
+	return apierrors.NewInternalError(fmt.Errorf("embedded cluster store: %w", err))
+}
+
+// Add stores obj as a new object under the resource its kind suggests.
+func (t *tracker) Add(obj runtime.Object) error {
+	if meta.IsListType(obj) {
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := t.Add(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(t.kindOf(schema.GroupVersionResource{}, obj))
+	return t.Create(gvr, obj, m.GetNamespace())
+}
+
+// Get returns a copy of the object.
+func (t *tracker) Get(gvr schema.GroupVersionResource, ns, name string, _ ...metav1.GetOptions) (runtime.Object, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	obj, ok := t.objects[gvr.GroupResource()][types.NamespacedName{Namespace: ns, Name: name}]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return obj.DeepCopyObject(), nil
+}
+
+// List returns copies of the objects of gvr in ns (all namespaces when
+// empty); the clients filter by label.
+func (t *tracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, _ ...metav1.ListOptions) (runtime.Object, error) {
+	listGVK := gvk
+	listGVK.Kind += "List"
+	list, err := t.scheme.New(listGVK)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var items []runtime.Object
+	for key, obj := range t.objects[gvr.GroupResource()] {
+		if ns == "" || key.Namespace == ns {
+			items = append(items, obj.DeepCopyObject())
+		}
+	}
+	if err := meta.SetList(list, items); err != nil {
+		return nil, err
+	}
+	if lm, err := meta.ListAccessor(list); err == nil {
+		lm.SetResourceVersion(strconv.FormatInt(t.rv, 10))
+	}
+	return list, nil
+}
+
+// Create stores a new object, stamped as an API server stamps it.
+func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.CreateOptions) error {
+	obj = obj.DeepCopyObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if err := checkNamespace(m, ns); err != nil {
+		return err
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
+	}
+	gr := gvr.GroupResource()
+	if m.GetName() == "" {
+		return apierrors.NewBadRequest("name or generateName is required")
+	}
+	if m.GetResourceVersion() != "" {
+		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
+	if _, ok := t.objects[gr][key]; ok {
+		return apierrors.NewAlreadyExists(gr, m.GetName())
+	}
+	rv := t.rv + 1
+	m.SetUID(types.UID(uuid.NewString()))
+	m.SetCreationTimestamp(metav1.NewTime(t.now().UTC().Truncate(time.Second)))
+	m.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if _, isCustom := obj.(*unstructured.Unstructured); isCustom {
+		m.SetGeneration(1)
+	}
+	if err := t.persist(gvr, key.Namespace, key.Name, obj, rv); err != nil {
+		return storageError(err)
+	}
+	t.commit(gr, key, obj, rv, watch.Added)
+	return nil
+}
+
+// Update replaces an object (the whole of it; see update for the status
+// subresource).
+func (t *tracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.UpdateOptions) error {
+	return t.update(gvr, obj, ns, "")
+}
+
+// Patch stores the patched object the reactor computed from the current one.
+func (t *tracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.PatchOptions) error {
+	return t.update(gvr, obj, ns, "")
+}
+
+// Apply (server-side apply) is not served by the embedded cluster; the
+// gateway does not use it.
+func (t *tracker) Apply(gvr schema.GroupVersionResource, _ runtime.Object, _ string, _ ...metav1.PatchOptions) error {
+	return apierrors.NewMethodNotSupported(gvr.GroupResource(), "apply")
+}
+
+// update stores obj over the existing object. Custom resources have a
+// status subresource: subresource "status" changes status only, the main
+// resource everything but status. A non-empty resourceVersion must be the
+// current one.
+func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns, subresource string) error {
+	obj = obj.DeepCopyObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if err := checkNamespace(m, ns); err != nil {
+		return err
+	}
+	gr := gvr.GroupResource()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
+	cur, ok := t.objects[gr][key]
+	if !ok {
+		return apierrors.NewNotFound(gr, m.GetName())
+	}
+	cm, _ := meta.Accessor(cur)
+	if v := m.GetResourceVersion(); v != "" && v != cm.GetResourceVersion() {
+		return apierrors.NewConflict(gr, m.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if u, isCustom := obj.(*unstructured.Unstructured); isCustom {
+		cu, _ := cur.(*unstructured.Unstructured)
+		if cu == nil {
+			return apierrors.NewBadRequest("object kind does not match the stored object")
+		}
+		if subresource == "status" {
+			next := cu.DeepCopy()
+			if status, found := u.Object["status"]; found {
+				next.Object["status"] = status
+			} else {
+				delete(next.Object, "status")
+			}
+			obj, m, u = next, next, next
+		} else {
+			if status, found := cu.Object["status"]; found {
+				u.Object["status"] = runtime.DeepCopyJSONValue(status)
+			} else {
+				delete(u.Object, "status")
+			}
+			gen := cu.GetGeneration()
+			if !equalJSON(cu.Object["spec"], u.Object["spec"]) {
+				gen++
+			}
+			u.SetGeneration(gen)
+		}
+	}
+	rv := t.rv + 1
+	m.SetUID(cm.GetUID())
+	m.SetCreationTimestamp(cm.GetCreationTimestamp())
+	m.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if err := t.persist(gvr, key.Namespace, key.Name, obj, rv); err != nil {
+		return storageError(err)
+	}
+	t.commit(gr, key, obj, rv, watch.Modified)
+	return nil
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// Delete removes an object; NotFound when absent, as on an API server.
+func (t *tracker) Delete(gvr schema.GroupVersionResource, ns, name string, _ ...metav1.DeleteOptions) error {
+	gr := gvr.GroupResource()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	cur, ok := t.objects[gr][key]
+	if !ok {
+		return apierrors.NewNotFound(gr, name)
+	}
+	rv := t.rv + 1
+	if err := t.persist(gvr, ns, name, nil, rv); err != nil {
+		return storageError(err)
+	}
+	// The delete event carries the object at the deletion's resourceVersion.
+	last := cur.DeepCopyObject()
+	if m, err := meta.Accessor(last); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(rv, 10))
+	}
+	t.commit(gr, key, last, rv, watch.Deleted)
+	return nil
+}
+
+func checkNamespace(m metav1.Object, ns string) error {
+	if m.GetNamespace() == "" {
+		m.SetNamespace(ns)
+	}
+	if m.GetNamespace() != ns {
+		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the request (%s)", m.GetNamespace(), ns))
+	}
+	return nil
+}
+
+// commit makes a persisted change visible and tells the watchers. Callers
+// hold t.mu.
+func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj runtime.Object, rv int64, typ watch.EventType) {
+	t.rv = rv
+	t.lastRV[gr] = rv
+	if typ == watch.Deleted {
+		delete(t.objects[gr], key)
+	} else {
+		if t.objects[gr] == nil {
+			t.objects[gr] = map[types.NamespacedName]runtime.Object{}
+		}
+		t.objects[gr][key] = obj
+	}
+	ev := trackerEvent{rv: rv, gr: gr, ns: key.Namespace, typ: typ, obj: obj}
+	c := change{rv: rv, gr: gr, key: key, typ: typ}
+	if typ == watch.Deleted {
+		c.deleted = t.skeleton(obj)
+	}
+	if len(t.history) == historySize {
+		copy(t.history, t.history[1:])
+		t.history = t.history[:historySize-1]
+	}
+	t.history = append(t.history, c)
+	for w := range t.watchers {
+		if !w.send(ev) {
+			delete(t.watchers, w)
+		}
+	}
+}
+
+// lastChange is the resourceVersion of the latest change to a resource.
+func (t *tracker) lastChange(gr schema.GroupResource) int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.lastRV[gr]
+}
+
+// Watch streams changes of gvr in ns (all namespaces when empty) that match
+// the label selector: from the given resourceVersion on, or, without one,
+// every existing object first, as an API server does.
+func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	var o metav1.ListOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	sel := labels.Everything()
+	if o.LabelSelector != "" {
+		s, err := labels.Parse(o.LabelSelector)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		sel = s
+	}
+	gr := gvr.GroupResource()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var backlog []trackerEvent
+	if o.ResourceVersion == "" || o.ResourceVersion == "0" {
+		for key, obj := range t.objects[gr] {
+			backlog = append(backlog, trackerEvent{gr: gr, ns: key.Namespace, typ: watch.Added, obj: obj})
+		}
+	} else {
+		from, err := strconv.ParseInt(o.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", o.ResourceVersion))
+		}
+		if from < t.rv {
+			if len(t.history) == 0 || t.history[0].rv > from+1 {
+				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, t.rv))
+			}
+			backlog = t.replay(gr, from)
+		}
+	}
+	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, ch: make(chan watch.Event, len(backlog)+watchBuffer)}
+	for _, ev := range backlog {
+		w.send(ev)
+	}
+	t.watchers[w] = struct{}{}
+	return w, nil
+}
+
+// replay is what a watch from resourceVersion from missed, one event per
+// object, with the object as it is now (informers are level-based: the
+// latest state is what they need). Callers hold t.mu.
+func (t *tracker) replay(gr schema.GroupResource, from int64) []trackerEvent {
+	first := map[types.NamespacedName]int{} // index into out
+	var out []trackerEvent
+	for _, c := range t.history {
+		if c.rv <= from || c.gr != gr {
+			continue
+		}
+		ev := trackerEvent{rv: c.rv, gr: gr, ns: c.key.Namespace, typ: c.typ, obj: c.deleted}
+		if c.typ != watch.Deleted {
+			ev.obj = t.objects[gr][c.key]
+		}
+		i, seen := first[c.key]
+		if !seen {
+			first[c.key] = len(out)
+			out = append(out, ev)
+			continue
+		}
+		if out[i].typ == watch.Added && c.typ != watch.Deleted {
+			ev.typ = watch.Added // still new to the watcher
+		}
+		out[i] = ev
+	}
+	return out
+}
+
+// skeleton is obj's kind and metadata: what a delete event needs.
+func (t *tracker) skeleton(obj runtime.Object) runtime.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+			"metadata": runtime.DeepCopyJSONValue(u.Object["metadata"]),
+		}}
+	}
+	src, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	gvks, _, err := t.scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return obj
+	}
+	out, err := t.scheme.New(gvks[0])
+	if err != nil {
+		return obj
+	}
+	dst, err := meta.Accessor(out)
+	if err != nil {
+		return obj
+	}
+	dst.SetName(src.GetName())
+	dst.SetNamespace(src.GetNamespace())
+	dst.SetUID(src.GetUID())
+	dst.SetResourceVersion(src.GetResourceVersion())
+	dst.SetLabels(src.GetLabels())
+	dst.SetAnnotations(src.GetAnnotations())
+	dst.SetOwnerReferences(src.GetOwnerReferences())
+	return out
+}
+
+// watchBuffer is how many changes a watcher may fall behind; beyond that
+// its watch ends (the informer watches again from its last resourceVersion),
+// as an API server ends the watch of a client too slow to keep up.
+const watchBuffer = 4096
+
+type trackerWatcher struct {
+	t   *tracker
+	gr  schema.GroupResource
+	ns  string
+	sel labels.Selector
+
+	mu      sync.Mutex
+	ch      chan watch.Event
+	stopped bool
+}
+
+// send delivers ev when it matches; false when the watcher is done.
+func (w *trackerWatcher) send(ev trackerEvent) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return false
+	}
+	if ev.gr != w.gr || (w.ns != "" && ev.ns != w.ns) {
+		return true
+	}
+	if m, err := meta.Accessor(ev.obj); err != nil || !w.sel.Matches(labels.Set(m.GetLabels())) {
+		return true
+	}
+	select {
+	case w.ch <- watch.Event{Type: ev.typ, Object: ev.obj.DeepCopyObject()}:
+		return true
+	default:
+		w.stopped = true
+		close(w.ch)
+		return false
+	}
+}
+
+func (w *trackerWatcher) Stop() {
+	w.t.mu.Lock()
+	delete(w.t.watchers, w)
+	w.t.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.stopped = true
+		close(w.ch)
+	}
+}
+
+func (w *trackerWatcher) ResultChan() <-chan watch.Event { return w.ch }
+
+// reaction is the fake clientsets' reactor over t: client-go's
+// ObjectReaction, except that updates keep their subresource (status).
+func (t *tracker) reaction() clienttesting.ReactionFunc {
+	generic := clienttesting.ObjectReaction(t)
+	return func(action clienttesting.Action) (bool, runtime.Object, error) {
+		up, ok := action.(clienttesting.UpdateActionImpl)
+		if !ok {
+			return generic(action)
+		}
+		obj := up.GetObject()
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return true, nil, err
+		}
+		if err := t.update(up.GetResource(), obj, up.GetNamespace(), up.GetSubresource()); err != nil {
+			return true, nil, err
+		}
+		got, err := t.Get(up.GetResource(), up.GetNamespace(), m.GetName())
+		return true, got, err
+	}
+}
+
+// watchReaction serves the fake clientsets' watches from t.
+func (t *tracker) watchReaction() clienttesting.WatchReactionFunc {
+	return func(action clienttesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := action.(clienttesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := t.Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, w, nil
+	}
+}
