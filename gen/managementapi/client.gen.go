@@ -95,7 +95,7 @@ type ClientInterface interface {
 	// Returns one page of registered remote participants, ordered by name, that match all
 	// given filters, and the total number of matching registrations.
 	//
-	// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+	// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 	ListRemoteParticipants(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRemoteParticipantWithBody Register a remote participant
@@ -106,7 +106,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRemoteParticipant Register a remote participant
@@ -117,14 +117,14 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipant(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteRemoteParticipant Remove a remote participant
 	//
 	// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
 	//
-	// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+	// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 	DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRemoteParticipant Get a remote participant
@@ -132,7 +132,7 @@ type ClientInterface interface {
 	// Returns one registration with its last known health check. Not specified by the
 	// release 1.11 document (one of its "other endpoints"); our addition.
 	//
-	// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+	// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 	GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateRemoteParticipantWithBody Change a remote participant
@@ -143,7 +143,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipantWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateRemoteParticipant Change a remote participant
@@ -154,7 +154,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipant(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListValidators List validators
@@ -162,7 +162,7 @@ type ClientInterface interface {
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
 	//
-	// Corresponds with GET /validators (the `ListValidators` operationId).
+	// Corresponds with GET /api/validators (the `ListValidators` operationId).
 	ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateValidatorWithBody Create a validator
@@ -173,7 +173,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateValidator Create a validator
@@ -184,7 +184,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidator(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateValidatorWithBody Edit a validator
@@ -198,7 +198,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateValidator Edit a validator
@@ -212,7 +212,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidator(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteBackupSchedule Soft-delete the backup schedule
@@ -221,7 +221,7 @@ type ClientInterface interface {
 	// further backups run, and POST or PUT reactivates it. 404 when the validator does not
 	// exist or has no active schedule.
 	//
-	// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 	DeleteBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBackupSchedule Get the backup schedule
@@ -229,7 +229,7 @@ type ClientInterface interface {
 	// Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 	// does not exist, has no schedule, or its schedule is soft-deleted.
 	//
-	// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 	GetBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateBackupScheduleWithBody Create or reactivate the backup schedule
@@ -243,7 +243,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateBackupSchedule Create or reactivate the backup schedule
@@ -257,7 +257,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupSchedule(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateBackupScheduleWithBody Replace the backup schedule
@@ -268,7 +268,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateBackupSchedule Replace the backup schedule
@@ -279,7 +279,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupSchedule(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePruneSchedule Remove the pruning schedule
@@ -287,7 +287,7 @@ type ClientInterface interface {
 	// Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 	// there is none. 404 only when the validator does not exist.
 	//
-	// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 	DeletePruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPruneSchedule Get the pruning schedule
@@ -295,7 +295,7 @@ type ClientInterface interface {
 	// Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 	// object `{}` when the validator has no schedule. 404 when the validator does not exist.
 	//
-	// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 	GetPruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePruneScheduleWithBody Set a pruning schedule
@@ -305,7 +305,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePruneSchedule Set a pruning schedule
@@ -315,7 +315,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneSchedule(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdatePruneScheduleWithBody Replace the pruning schedule
@@ -325,7 +325,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdatePruneSchedule Replace the pruning schedule
@@ -335,7 +335,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneSchedule(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
@@ -344,7 +344,7 @@ type ClientInterface interface {
 // Returns one page of registered remote participants, ordered by name, that match all
 // given filters, and the total number of matching registrations.
 //
-// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListRemoteParticipantsRequest(c.Server, params)
 	if err != nil {
@@ -365,7 +365,7 @@ func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteP
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRemoteParticipantRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -386,7 +386,7 @@ func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentTyp
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *Client) CreateRemoteParticipant(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRemoteParticipantRequest(c.Server, body)
 	if err != nil {
@@ -403,7 +403,7 @@ func (c *Client) CreateRemoteParticipant(ctx context.Context, body CreateRemoteP
 //
 // Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
 //
-// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteRemoteParticipantRequest(c.Server, name)
 	if err != nil {
@@ -421,7 +421,7 @@ func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEd
 // Returns one registration with its last known health check. Not specified by the
 // release 1.11 document (one of its "other endpoints"); our addition.
 //
-// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRemoteParticipantRequest(c.Server, name)
 	if err != nil {
@@ -442,7 +442,7 @@ func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEdito
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *Client) UpdateRemoteParticipantWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateRemoteParticipantRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -463,7 +463,7 @@ func (c *Client) UpdateRemoteParticipantWithBody(ctx context.Context, name strin
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateRemoteParticipantRequest(c.Server, name, body)
 	if err != nil {
@@ -481,7 +481,7 @@ func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body 
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
 //
-// Corresponds with GET /validators (the `ListValidators` operationId).
+// Corresponds with GET /api/validators (the `ListValidators` operationId).
 func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListValidatorsRequest(c.Server, params)
 	if err != nil {
@@ -502,7 +502,7 @@ func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParam
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateValidatorRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -523,7 +523,7 @@ func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateValidatorRequest(c.Server, body)
 	if err != nil {
@@ -547,7 +547,7 @@ func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRe
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateValidatorRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -571,7 +571,7 @@ func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *Client) UpdateValidator(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateValidatorRequest(c.Server, body)
 	if err != nil {
@@ -590,7 +590,7 @@ func (c *Client) UpdateValidator(ctx context.Context, body UpdateValidatorJSONRe
 // further backups run, and POST or PUT reactivates it. 404 when the validator does not
 // exist or has no active schedule.
 //
-// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 func (c *Client) DeleteBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteBackupScheduleRequest(c.Server, name)
 	if err != nil {
@@ -608,7 +608,7 @@ func (c *Client) DeleteBackupSchedule(ctx context.Context, name BackupValidatorN
 // Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 // does not exist, has no schedule, or its schedule is soft-deleted.
 //
-// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBackupScheduleRequest(c.Server, name)
 	if err != nil {
@@ -632,7 +632,7 @@ func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *Client) CreateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateBackupScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -656,7 +656,7 @@ func (c *Client) CreateBackupScheduleWithBody(ctx context.Context, name BackupVa
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *Client) CreateBackupSchedule(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateBackupScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -677,7 +677,7 @@ func (c *Client) CreateBackupSchedule(ctx context.Context, name BackupValidatorN
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *Client) UpdateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateBackupScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -698,7 +698,7 @@ func (c *Client) UpdateBackupScheduleWithBody(ctx context.Context, name BackupVa
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *Client) UpdateBackupSchedule(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateBackupScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -716,7 +716,7 @@ func (c *Client) UpdateBackupSchedule(ctx context.Context, name BackupValidatorN
 // Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 // there is none. 404 only when the validator does not exist.
 //
-// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 func (c *Client) DeletePruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeletePruneScheduleRequest(c.Server, name)
 	if err != nil {
@@ -734,7 +734,7 @@ func (c *Client) DeletePruneSchedule(ctx context.Context, name PruneValidatorNam
 // Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 // object `{}` when the validator has no schedule. 404 when the validator does not exist.
 //
-// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 func (c *Client) GetPruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPruneScheduleRequest(c.Server, name)
 	if err != nil {
@@ -754,7 +754,7 @@ func (c *Client) GetPruneSchedule(ctx context.Context, name PruneValidatorName, 
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *Client) CreatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePruneScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -774,7 +774,7 @@ func (c *Client) CreatePruneScheduleWithBody(ctx context.Context, name PruneVali
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *Client) CreatePruneSchedule(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePruneScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -794,7 +794,7 @@ func (c *Client) CreatePruneSchedule(ctx context.Context, name PruneValidatorNam
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *Client) UpdatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdatePruneScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -814,7 +814,7 @@ func (c *Client) UpdatePruneScheduleWithBody(ctx context.Context, name PruneVali
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *Client) UpdatePruneSchedule(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdatePruneScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -836,7 +836,7 @@ func NewListRemoteParticipantsRequest(server string, params *ListRemoteParticipa
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants")
+	operationPath := fmt.Sprintf("/api/remote-participants")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -949,7 +949,7 @@ func NewCreateRemoteParticipantRequestWithBody(server string, contentType string
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants")
+	operationPath := fmt.Sprintf("/api/remote-participants")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -985,7 +985,7 @@ func NewDeleteRemoteParticipantRequest(server string, name string) (*http.Reques
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/remote-participants/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1019,7 +1019,7 @@ func NewGetRemoteParticipantRequest(server string, name string) (*http.Request, 
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/remote-participants/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1064,7 +1064,7 @@ func NewUpdateRemoteParticipantRequestWithBody(server string, name string, conte
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/remote-participants/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1093,7 +1093,7 @@ func NewListValidatorsRequest(server string, params *ListValidatorsParams) (*htt
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1194,7 +1194,7 @@ func NewCreateValidatorRequestWithBody(server string, contentType string, body i
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1234,7 +1234,7 @@ func NewUpdateValidatorRequestWithBody(server string, contentType string, body i
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1270,7 +1270,7 @@ func NewDeleteBackupScheduleRequest(server string, name BackupValidatorName) (*h
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1304,7 +1304,7 @@ func NewGetBackupScheduleRequest(server string, name BackupValidatorName) (*http
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1349,7 +1349,7 @@ func NewCreateBackupScheduleRequestWithBody(server string, name BackupValidatorN
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1396,7 +1396,7 @@ func NewUpdateBackupScheduleRequestWithBody(server string, name BackupValidatorN
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1432,7 +1432,7 @@ func NewDeletePruneScheduleRequest(server string, name PruneValidatorName) (*htt
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1466,7 +1466,7 @@ func NewGetPruneScheduleRequest(server string, name PruneValidatorName) (*http.R
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1511,7 +1511,7 @@ func NewCreatePruneScheduleRequestWithBody(server string, name PruneValidatorNam
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1558,7 +1558,7 @@ func NewUpdatePruneScheduleRequestWithBody(server string, name PruneValidatorNam
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1629,7 +1629,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+	// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 	ListRemoteParticipantsWithResponse(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*ListRemoteParticipantsResponse, error)
 
 	// CreateRemoteParticipantWithBodyWithResponse Register a remote participant
@@ -1640,7 +1640,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error)
 
 	// CreateRemoteParticipantWithResponse Register a remote participant
@@ -1651,7 +1651,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithResponse(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error)
 
 	// DeleteRemoteParticipantWithResponse Remove a remote participant
@@ -1660,7 +1660,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+	// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 	DeleteRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteRemoteParticipantResponse, error)
 
 	// GetRemoteParticipantWithResponse Get a remote participant
@@ -1670,7 +1670,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+	// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 	GetRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRemoteParticipantResponse, error)
 
 	// UpdateRemoteParticipantWithBodyWithResponse Change a remote participant
@@ -1681,7 +1681,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipantWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error)
 
 	// UpdateRemoteParticipantWithResponse Change a remote participant
@@ -1692,7 +1692,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipantWithResponse(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error)
 
 	// ListValidatorsWithResponse List validators
@@ -1702,7 +1702,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /validators (the `ListValidators` operationId).
+	// Corresponds with GET /api/validators (the `ListValidators` operationId).
 	ListValidatorsWithResponse(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
 
 	// CreateValidatorWithBodyWithResponse Create a validator
@@ -1713,7 +1713,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error)
 
 	// CreateValidatorWithResponse Create a validator
@@ -1724,7 +1724,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidatorWithResponse(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error)
 
 	// UpdateValidatorWithBodyWithResponse Edit a validator
@@ -1738,7 +1738,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error)
 
 	// UpdateValidatorWithResponse Edit a validator
@@ -1752,7 +1752,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidatorWithResponse(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error)
 
 	// DeleteBackupScheduleWithResponse Soft-delete the backup schedule
@@ -1763,7 +1763,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 	DeleteBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*DeleteBackupScheduleResponse, error)
 
 	// GetBackupScheduleWithResponse Get the backup schedule
@@ -1773,7 +1773,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 	GetBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*GetBackupScheduleResponse, error)
 
 	// CreateBackupScheduleWithBodyWithResponse Create or reactivate the backup schedule
@@ -1787,7 +1787,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error)
 
 	// CreateBackupScheduleWithResponse Create or reactivate the backup schedule
@@ -1801,7 +1801,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error)
 
 	// UpdateBackupScheduleWithBodyWithResponse Replace the backup schedule
@@ -1812,7 +1812,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error)
 
 	// UpdateBackupScheduleWithResponse Replace the backup schedule
@@ -1823,7 +1823,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error)
 
 	// DeletePruneScheduleWithResponse Remove the pruning schedule
@@ -1833,7 +1833,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 	DeletePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*DeletePruneScheduleResponse, error)
 
 	// GetPruneScheduleWithResponse Get the pruning schedule
@@ -1843,7 +1843,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 	GetPruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*GetPruneScheduleResponse, error)
 
 	// CreatePruneScheduleWithBodyWithResponse Set a pruning schedule
@@ -1853,7 +1853,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error)
 
 	// CreatePruneScheduleWithResponse Set a pruning schedule
@@ -1863,7 +1863,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error)
 
 	// UpdatePruneScheduleWithBodyWithResponse Replace the pruning schedule
@@ -1873,7 +1873,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error)
 
 	// UpdatePruneScheduleWithResponse Replace the pruning schedule
@@ -1883,7 +1883,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error)
 }
 
@@ -3082,7 +3082,7 @@ func (r UpdatePruneScheduleResponse) ContentType() string {
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*ListRemoteParticipantsResponse, error) {
 	rsp, err := c.ListRemoteParticipants(ctx, params, reqEditors...)
 	if err != nil {
@@ -3099,7 +3099,7 @@ func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Con
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error) {
 	rsp, err := c.CreateRemoteParticipantWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -3116,7 +3116,7 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *ClientWithResponses) CreateRemoteParticipantWithResponse(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error) {
 	rsp, err := c.CreateRemoteParticipant(ctx, body, reqEditors...)
 	if err != nil {
@@ -3131,7 +3131,7 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 func (c *ClientWithResponses) DeleteRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteRemoteParticipantResponse, error) {
 	rsp, err := c.DeleteRemoteParticipant(ctx, name, reqEditors...)
 	if err != nil {
@@ -3147,7 +3147,7 @@ func (c *ClientWithResponses) DeleteRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 func (c *ClientWithResponses) GetRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRemoteParticipantResponse, error) {
 	rsp, err := c.GetRemoteParticipant(ctx, name, reqEditors...)
 	if err != nil {
@@ -3164,7 +3164,7 @@ func (c *ClientWithResponses) GetRemoteParticipantWithResponse(ctx context.Conte
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *ClientWithResponses) UpdateRemoteParticipantWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error) {
 	rsp, err := c.UpdateRemoteParticipantWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3181,7 +3181,7 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithBodyWithResponse(ctx co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error) {
 	rsp, err := c.UpdateRemoteParticipant(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3197,7 +3197,7 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /validators (the `ListValidators` operationId).
+// Corresponds with GET /api/validators (the `ListValidators` operationId).
 func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error) {
 	rsp, err := c.ListValidators(ctx, params, reqEditors...)
 	if err != nil {
@@ -3214,7 +3214,7 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, pa
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error) {
 	rsp, err := c.CreateValidatorWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -3231,7 +3231,7 @@ func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error) {
 	rsp, err := c.CreateValidator(ctx, body, reqEditors...)
 	if err != nil {
@@ -3251,7 +3251,7 @@ func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, b
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error) {
 	rsp, err := c.UpdateValidatorWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -3271,7 +3271,7 @@ func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *ClientWithResponses) UpdateValidatorWithResponse(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error) {
 	rsp, err := c.UpdateValidator(ctx, body, reqEditors...)
 	if err != nil {
@@ -3288,7 +3288,7 @@ func (c *ClientWithResponses) UpdateValidatorWithResponse(ctx context.Context, b
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 func (c *ClientWithResponses) DeleteBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*DeleteBackupScheduleResponse, error) {
 	rsp, err := c.DeleteBackupSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3304,7 +3304,7 @@ func (c *ClientWithResponses) DeleteBackupScheduleWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 func (c *ClientWithResponses) GetBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*GetBackupScheduleResponse, error) {
 	rsp, err := c.GetBackupSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3324,7 +3324,7 @@ func (c *ClientWithResponses) GetBackupScheduleWithResponse(ctx context.Context,
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *ClientWithResponses) CreateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error) {
 	rsp, err := c.CreateBackupScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3344,7 +3344,7 @@ func (c *ClientWithResponses) CreateBackupScheduleWithBodyWithResponse(ctx conte
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *ClientWithResponses) CreateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error) {
 	rsp, err := c.CreateBackupSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3361,7 +3361,7 @@ func (c *ClientWithResponses) CreateBackupScheduleWithResponse(ctx context.Conte
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *ClientWithResponses) UpdateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error) {
 	rsp, err := c.UpdateBackupScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3378,7 +3378,7 @@ func (c *ClientWithResponses) UpdateBackupScheduleWithBodyWithResponse(ctx conte
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *ClientWithResponses) UpdateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error) {
 	rsp, err := c.UpdateBackupSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3394,7 +3394,7 @@ func (c *ClientWithResponses) UpdateBackupScheduleWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 func (c *ClientWithResponses) DeletePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*DeletePruneScheduleResponse, error) {
 	rsp, err := c.DeletePruneSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3410,7 +3410,7 @@ func (c *ClientWithResponses) DeletePruneScheduleWithResponse(ctx context.Contex
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 func (c *ClientWithResponses) GetPruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*GetPruneScheduleResponse, error) {
 	rsp, err := c.GetPruneSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3426,7 +3426,7 @@ func (c *ClientWithResponses) GetPruneScheduleWithResponse(ctx context.Context, 
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *ClientWithResponses) CreatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error) {
 	rsp, err := c.CreatePruneScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3442,7 +3442,7 @@ func (c *ClientWithResponses) CreatePruneScheduleWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *ClientWithResponses) CreatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error) {
 	rsp, err := c.CreatePruneSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3458,7 +3458,7 @@ func (c *ClientWithResponses) CreatePruneScheduleWithResponse(ctx context.Contex
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *ClientWithResponses) UpdatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error) {
 	rsp, err := c.UpdatePruneScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3474,7 +3474,7 @@ func (c *ClientWithResponses) UpdatePruneScheduleWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *ClientWithResponses) UpdatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error) {
 	rsp, err := c.UpdatePruneSchedule(ctx, name, body, reqEditors...)
 	if err != nil {

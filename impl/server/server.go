@@ -72,8 +72,8 @@ func New(o Options) (*Server, error) {
 	s := &Server{
 		echo:       echo.New(),
 		log:        o.Logger,
-		management: &release{name: "1.11", doc: mgmtDoc, base: ManagementBase, render: renderManagement(o.Logger)},
-		platform:   &release{name: "2.0", doc: platDoc, base: PlatformBase, render: renderPlatform(o.Logger)},
+		management: &release{name: "1.11", doc: mgmtDoc, render: renderManagement(o.Logger)},
+		platform:   &release{name: "2.0", doc: platDoc, render: renderPlatform(o.Logger)},
 	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
