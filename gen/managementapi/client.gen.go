@@ -1887,6 +1887,11 @@ type ClientWithResponsesInterface interface {
 	UpdatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error)
 }
 
+// ListRemoteParticipantsResponse401Headers the declared response headers of an HTTP 401 response for ListRemoteParticipants
+type ListRemoteParticipantsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListRemoteParticipantsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1900,6 +1905,8 @@ type ListRemoteParticipantsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRemoteParticipantsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1956,6 +1963,11 @@ func (r ListRemoteParticipantsResponse) ContentType() string {
 	return ""
 }
 
+// CreateRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for CreateRemoteParticipant
+type CreateRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreateRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1971,6 +1983,8 @@ type CreateRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateRemoteParticipantResponse401Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2032,6 +2046,11 @@ func (r CreateRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// DeleteRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for DeleteRemoteParticipant
+type DeleteRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type DeleteRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2045,6 +2064,8 @@ type DeleteRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteRemoteParticipantResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2101,6 +2122,11 @@ func (r DeleteRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// GetRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for GetRemoteParticipant
+type GetRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2116,6 +2142,8 @@ type GetRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRemoteParticipantResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2177,6 +2205,11 @@ func (r GetRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// UpdateRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for UpdateRemoteParticipant
+type UpdateRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdateRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2192,6 +2225,8 @@ type UpdateRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateRemoteParticipantResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2253,6 +2288,11 @@ func (r UpdateRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// ListValidatorsResponse401Headers the declared response headers of an HTTP 401 response for ListValidators
+type ListValidatorsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListValidatorsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2266,6 +2306,8 @@ type ListValidatorsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListValidatorsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2322,6 +2364,11 @@ func (r ListValidatorsResponse) ContentType() string {
 	return ""
 }
 
+// CreateValidatorResponse401Headers the declared response headers of an HTTP 401 response for CreateValidator
+type CreateValidatorResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreateValidatorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2337,6 +2384,8 @@ type CreateValidatorResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateValidatorResponse401Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2398,6 +2447,11 @@ func (r CreateValidatorResponse) ContentType() string {
 	return ""
 }
 
+// UpdateValidatorResponse401Headers the declared response headers of an HTTP 401 response for UpdateValidator
+type UpdateValidatorResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdateValidatorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2413,6 +2467,8 @@ type UpdateValidatorResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateValidatorResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2474,6 +2530,11 @@ func (r UpdateValidatorResponse) ContentType() string {
 	return ""
 }
 
+// DeleteBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for DeleteBackupSchedule
+type DeleteBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type DeleteBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2487,6 +2548,8 @@ type DeleteBackupScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteBackupScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2543,6 +2606,11 @@ func (r DeleteBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// GetBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetBackupSchedule
+type GetBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2558,6 +2626,8 @@ type GetBackupScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBackupScheduleResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2619,6 +2689,11 @@ func (r GetBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// CreateBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for CreateBackupSchedule
+type CreateBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreateBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2638,6 +2713,8 @@ type CreateBackupScheduleResponse struct {
 	JSON503 *ServiceUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBackupScheduleResponse401Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2709,6 +2786,11 @@ func (r CreateBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// UpdateBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for UpdateBackupSchedule
+type UpdateBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdateBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2724,6 +2806,8 @@ type UpdateBackupScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateBackupScheduleResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2785,6 +2869,11 @@ func (r UpdateBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// DeletePruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for DeletePruneSchedule
+type DeletePruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type DeletePruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2798,6 +2887,8 @@ type DeletePruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeletePruneScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2854,6 +2945,11 @@ func (r DeletePruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// GetPruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetPruneSchedule
+type GetPruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetPruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2869,6 +2965,8 @@ type GetPruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPruneScheduleResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2930,6 +3028,11 @@ func (r GetPruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// CreatePruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for CreatePruneSchedule
+type CreatePruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreatePruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2945,6 +3048,8 @@ type CreatePruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreatePruneScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -3006,6 +3111,11 @@ func (r CreatePruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// UpdatePruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for UpdatePruneSchedule
+type UpdatePruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdatePruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3019,6 +3129,8 @@ type UpdatePruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdatePruneScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -3534,6 +3646,19 @@ func ParseListRemoteParticipantsResponse(rsp *http.Response) (*ListRemotePartici
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRemoteParticipantsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3595,6 +3720,19 @@ func ParseCreateRemoteParticipantResponse(rsp *http.Response) (*CreateRemotePart
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3650,6 +3788,19 @@ func ParseDeleteRemoteParticipantResponse(rsp *http.Response) (*DeleteRemotePart
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3713,6 +3864,19 @@ func ParseGetRemoteParticipantResponse(rsp *http.Response) (*GetRemoteParticipan
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3774,6 +3938,19 @@ func ParseUpdateRemoteParticipantResponse(rsp *http.Response) (*UpdateRemotePart
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3826,6 +4003,19 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListValidatorsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3887,6 +4077,19 @@ func ParseCreateValidatorResponse(rsp *http.Response) (*CreateValidatorResponse,
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateValidatorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3953,6 +4156,19 @@ func ParseUpdateValidatorResponse(rsp *http.Response) (*UpdateValidatorResponse,
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateValidatorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4008,6 +4224,19 @@ func ParseDeleteBackupScheduleResponse(rsp *http.Response) (*DeleteBackupSchedul
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4069,6 +4298,19 @@ func ParseGetBackupScheduleResponse(rsp *http.Response) (*GetBackupScheduleRespo
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4146,6 +4388,19 @@ func ParseCreateBackupScheduleResponse(rsp *http.Response) (*CreateBackupSchedul
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4207,6 +4462,19 @@ func ParseUpdateBackupScheduleResponse(rsp *http.Response) (*UpdateBackupSchedul
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4262,6 +4530,19 @@ func ParseDeletePruneScheduleResponse(rsp *http.Response) (*DeletePruneScheduleR
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeletePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4323,6 +4604,19 @@ func ParseGetPruneScheduleResponse(rsp *http.Response) (*GetPruneScheduleRespons
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4389,6 +4683,19 @@ func ParseCreatePruneScheduleResponse(rsp *http.Response) (*CreatePruneScheduleR
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreatePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4444,6 +4751,19 @@ func ParseUpdatePruneScheduleResponse(rsp *http.Response) (*UpdatePruneScheduleR
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdatePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -62,6 +62,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	MaxBodyBytes    int64
 	MaxUploadBytes  int64
+	BodyReadTimeout time.Duration
+	MaxHeaderBytes  int64
 	TokenTTL        time.Duration
 	LogLevel        string
 }
@@ -79,6 +81,8 @@ func Default() Config {
 		ShutdownTimeout: 15 * time.Second,
 		MaxBodyBytes:    1 << 20,
 		MaxUploadBytes:  512 << 20,
+		BodyReadTimeout: 30 * time.Second,
+		MaxHeaderBytes:  64 << 10,
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
 	}
@@ -113,6 +117,8 @@ func (c *Config) settings() []setting {
 		{"server.shutdownTimeout", "how long shutdown waits for requests in flight", &c.ShutdownTimeout, false},
 		{"server.maxBodyBytes", "largest JSON request body", &c.MaxBodyBytes, false},
 		{"server.maxUploadBytes", "largest upload (DAR packages)", &c.MaxUploadBytes, false},
+		{"server.bodyReadTimeout", "longest wait for the next bytes of a request body; a slower client is disconnected", &c.BodyReadTimeout, false},
+		{"server.maxHeaderBytes", "largest request line and headers (431 beyond)", &c.MaxHeaderBytes, false},
 		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
 		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
 	}
@@ -268,8 +274,11 @@ func (c *Config) validate() error {
 	if c.Namespace == "" {
 		return fmt.Errorf("api.namespace: must not be empty")
 	}
-	if c.MaxBodyBytes <= 0 || c.MaxUploadBytes <= 0 {
-		return fmt.Errorf("server.maxBodyBytes and server.maxUploadBytes must be positive")
+	if c.MaxBodyBytes <= 0 || c.MaxUploadBytes <= 0 || c.MaxHeaderBytes <= 0 {
+		return fmt.Errorf("server.maxBodyBytes, server.maxUploadBytes and server.maxHeaderBytes must be positive")
+	}
+	if c.BodyReadTimeout <= 0 {
+		return fmt.Errorf("server.bodyReadTimeout: must be positive")
 	}
 	return nil
 }

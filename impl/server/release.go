@@ -72,11 +72,15 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
 		mws = append(mws, formToQuery())
 	}
-	mws = append(mws, validate(route, streams))
+	mws = append(mws, checkInput(streams), validate(route, streams))
 	if !streams && m.limits.timeout != nil {
 		mws = append(mws, m.limits.timeout(op))
 	}
 	mws = append(mws, extra...)
+	if method == http.MethodGet {
+		// HEAD is GET without the body (net/http drops it), as Spring answers it.
+		m.e.Add(http.MethodHead, path, h, mws...)
+	}
 	return m.e.Add(method, path, h, mws...)
 }
 

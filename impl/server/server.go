@@ -42,11 +42,18 @@ type Options struct {
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
 	RequestTimeout time.Duration
+	// BodyReadTimeout bounds each read of a request body (slow clients);
+	// zero means none.
+	BodyReadTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers (431 beyond).
+	MaxHeaderBytes int
 }
 
 // Server is the HTTP server of both releases.
 type Server struct {
 	echo       *echo.Echo
+	handler    http.Handler
+	maxHeader  int
 	log        *slog.Logger
 	management *release
 	platform   *release
@@ -78,6 +85,9 @@ func New(o Options) (*Server, error) {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	s.maxHeader = o.MaxHeaderBytes
+	s.handler = bodyDeadline(e, o.BodyReadTimeout)
+	e.Pre(limitHeaders(o.MaxHeaderBytes))
 	e.Use(
 		middleware.RequestID(),
 		s.logRequests(),
@@ -107,16 +117,19 @@ func New(o Options) (*Server, error) {
 }
 
 // ServeHTTP makes the server usable in-process (tests, httptest).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Serve answers on ln until ctx ends, then lets requests in flight finish
 // for at most grace.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
-		Handler:           s.echo,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Far above MaxHeaderBytes, which answers 431 in the release's
+		// shape; net/http's own 431 is plain text.
+		MaxHeaderBytes: max(16*s.maxHeader, 1<<20),
+		IdleTimeout:    2 * time.Minute,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -177,7 +190,8 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		HandleError:  true, // render the error first, so the logged status is the one sent
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			if v.Status >= 500 {
+			// 501 is an expected answer of this server version, not a failure.
+			if v.Status >= 500 && v.Status != http.StatusNotImplemented {
 				level = slog.LevelError
 			}
 			s.log.LogAttrs(c.Request().Context(), level, "request",
@@ -185,7 +199,7 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 				slog.String("method", v.Method),
 				slog.String("path", v.URIPath),
 				slog.Int("status", v.Status),
-				slog.Duration("latency", v.Latency),
+				slog.Float64("latency_ms", float64(v.Latency.Microseconds())/1000),
 			)
 			return nil
 		},
