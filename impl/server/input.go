@@ -40,17 +40,19 @@ func checkInput(streams bool) echo.MiddlewareFunc {
 					bad = append(bad, domain.Invalid(n, "%s", msg))
 				}
 			}
-			if q, err := url.ParseQuery(c.Request().URL.RawQuery); err == nil {
-				for k, vs := range q {
-					if msg := badText(k); msg != "" {
-						bad = append(bad, domain.Invalid("query", "a parameter name %s", msg))
-						continue
-					}
-					for _, v := range vs {
-						if msg := badText(v); msg != "" {
-							bad = append(bad, domain.Invalid(k, "%s", msg))
-							break
-						}
+			q, err := url.ParseQuery(c.Request().URL.RawQuery)
+			if err != nil {
+				bad = append(bad, domain.Invalid("query", "is not a valid query string (percent-encoding or separators)"))
+			}
+			for k, vs := range q { // what parsed, when not all did
+				if msg := badText(k); msg != "" {
+					bad = append(bad, domain.Invalid("query", "a parameter name %s", msg))
+					continue
+				}
+				for _, v := range vs {
+					if msg := badText(v); msg != "" {
+						bad = append(bad, domain.Invalid(k, "%s", msg))
+						break
 					}
 				}
 			}

@@ -122,6 +122,8 @@ func TestHostileInput(t *testing.T) {
 		status                          int
 		want                            string
 	}{
+		{"malformed query 1.11", "GET", "/api/validators?name=%zz", "", nil, 400, "query: is not a valid query string"},
+		{"malformed query 2.0", "GET", "/api/v1/validators/v/participant-lookup?partyId=%", "", nil, 400, "query: is not a valid query string"},
 		{"NUL in a 1.11 filter", "GET", "/api/validators?name=a%00b", "", nil, 400, "name: must not contain NUL"},
 		{"invalid UTF-8 in a 1.11 filter", "GET", "/api/remote-participants?name=%ff%fe", "", nil, 400, "name: must be valid UTF-8"},
 		{"NUL in a 1.11 path parameter", "GET", "/api/remote-participants/a%00b", "", nil, 400, "name: must not contain NUL"},
