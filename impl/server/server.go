@@ -113,6 +113,7 @@ func New(o Options) (*Server, error) {
 	// The interactive page's scripts and styles; the page itself is an
 	// operation of the 2.0 contract.
 	e.GET(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
+	e.HEAD(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
 	return s, nil
 }
 
