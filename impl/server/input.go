@@ -177,11 +177,13 @@ func limitHeaders(max int) echo.MiddlewareFunc {
 // bodyDeadline bounds every read of a request body: a client that sends
 // nothing for d has its connection closed, whether or not a handler reads
 // the body (net/http drains an unread body after the handler, under the
-// deadline set here). Once the body is read the deadline is lifted: net/http
-// then reads the connection in the background, and a deadline there would
-// cancel the request's context. Requests without a body and WebSocket
-// upgrades are left alone.
-func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
+// deadline set here). A buffered body (anything but multipart uploads) must
+// also arrive whole within total, so that trickling a byte now and then
+// holds no connection for long. Once the body is read the deadline is
+// lifted: net/http then reads the connection in the background, and a
+// deadline there would cancel the request's context. Requests without a
+// body and WebSocket upgrades are left alone.
+func bodyDeadline(next http.Handler, d, total time.Duration) http.Handler {
 	if d <= 0 {
 		return next
 	}
@@ -190,17 +192,19 @@ func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rc := http.NewResponseController(w)
-		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+		body := &deadlineReader{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); total > 0 && mt != "multipart/form-data" {
+			body.end = time.Now().Add(total)
+		}
+		if err := body.rc.SetReadDeadline(body.next()); err != nil {
 			next.ServeHTTP(w, r) // not a network connection (a recorder)
 			return
 		}
-		body := &deadlineReader{ReadCloser: r.Body, rc: rc, d: d}
 		r.Body = body
 		next.ServeHTTP(w, r)
 		if !body.done {
 			// Bound the drain of what the handler left unread.
-			_ = rc.SetReadDeadline(time.Now().Add(d))
+			_ = body.rc.SetReadDeadline(time.Now().Add(d))
 		}
 	})
 }
@@ -209,14 +213,24 @@ type deadlineReader struct {
 	io.ReadCloser
 	rc   *http.ResponseController
 	d    time.Duration
+	end  time.Time // zero: no bound on the whole body
 	done bool
+}
+
+// next is the deadline of the next read.
+func (b *deadlineReader) next() time.Time {
+	t := time.Now().Add(b.d)
+	if !b.end.IsZero() && b.end.Before(t) {
+		return b.end
+	}
+	return t
 }
 
 func (b *deadlineReader) Read(p []byte) (int, error) {
 	if b.done {
 		return b.ReadCloser.Read(p)
 	}
-	_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
+	_ = b.rc.SetReadDeadline(b.next())
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {
 		b.done = true

@@ -111,6 +111,35 @@ func TestSlowBodyIsCut(t *testing.T) {
 	}
 }
 
+// TestTricklingBodyIsCut: a JSON body sent a byte at a time, each within
+// the read timeout, must still arrive whole within server.requestTimeout.
+func TestTricklingBodyIsCut(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
+		c.BodyReadTimeout = 500 * time.Millisecond
+		c.RequestTimeout = time.Second
+	}})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := "POST /api/remote-participants HTTP/1.1\r\nHost: vm.test\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n" +
+		"Authorization: Bearer " + s.Token + "\r\n\r\n"
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for time.Since(start) < 4*time.Second {
+		if _, err := io.WriteString(conn, " "); err != nil {
+			break // closed by the server
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("still writing after %s, want the connection closed after about 1s", took)
+	}
+}
+
 // TestHostileInput: what no operation accepts is a 400 in the release's
 // shape, before any handler or database sees it.
 func TestHostileInput(t *testing.T) {

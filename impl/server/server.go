@@ -86,7 +86,7 @@ func New(o Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	s.maxHeader = o.MaxHeaderBytes
-	s.handler = bodyDeadline(e, o.BodyReadTimeout)
+	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout)
 	e.Pre(limitHeaders(o.MaxHeaderBytes))
 	e.Use(
 		middleware.RequestID(),
