@@ -322,9 +322,9 @@ func operationCases() []operationCase {
 				return s.Public.GetDocsUiWithResponse(ctx)
 			}},
 		p("openLedgerConsole", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			// The console is under /api/ws at the root (a path-level server), so
-			// it goes through the root client, with the token and the headers a
-			// WebSocket client sends.
+			// The console is at /api/ws, outside /api/v1; the same root client
+			// reaches it, here with the token and the headers a WebSocket
+			// client sends.
 			return s.Public.OpenLedgerConsoleWithResponse(ctx,
 				&platformapi.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket"},
 				withHeader("Authorization", "Bearer "+s.Token),
