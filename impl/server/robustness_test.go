@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +22,14 @@ import (
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/server"
+	"github.com/validator-manager/validator-manager/impl/store"
 )
 
 // hostile starts a server with small limits, so that the tests can exceed them cheaply.
-func hostile(t *testing.T) *apitest.Server {
+func hostile(t *testing.T, dsn string) *apitest.Server {
 	t.Helper()
 	return apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
+		c.DatabaseDSN = dsn
 		c.BodyReadTimeout = 300 * time.Millisecond
 		c.MaxBodyBytes = 4096
 		c.MaxHeaderBytes = 4096
@@ -75,7 +80,7 @@ func must[T any](v T, _ error) T { return v }
 // TestSlowBodyIsCut: a client that stops sending its body is disconnected
 // after server.bodyReadTimeout, with or without a token.
 func TestSlowBodyIsCut(t *testing.T) {
-	s := hostile(t)
+	s := hostile(t, "")
 	for _, token := range []bool{false, true} {
 		name := map[bool]string{false: "without token", true: "with token"}[token]
 		t.Run(name, func(t *testing.T) {
@@ -141,52 +146,89 @@ func TestTricklingBodyIsCut(t *testing.T) {
 }
 
 // TestHostileInput: what no operation accepts is a 400 in the release's
-// shape, before any handler or database sees it.
+// shape, before any handler or database sees it: on SQLite, and on
+// PostgreSQL (which refuses NUL and invalid UTF-8 itself) when
+// TEST_POSTGRES_DSN is set.
 func TestHostileInput(t *testing.T) {
-	s := hostile(t)
 	prune := `{"cron":"0 0 20 * * ?","maxDuration":"5m","retention":"48h"}`
+	big := strings.Repeat("x", 8192)
 	cases := []struct {
-		name, method, path, contentType string
-		body                            io.Reader
-		status                          int
-		want                            string
+		name, method, path, contentType, body string
+		chunked                               bool // send without a length
+		status                                int
+		want                                  string
 	}{
-		{"malformed query 1.11", "GET", "/api/validators?name=%zz", "", nil, 400, "query: is not a valid query string"},
-		{"malformed query 2.0", "GET", "/api/v1/validators/v/participant-lookup?partyId=%", "", nil, 400, "query: is not a valid query string"},
-		{"NUL in a 1.11 filter", "GET", "/api/validators?name=a%00b", "", nil, 400, "name: must not contain NUL"},
-		{"invalid UTF-8 in a 1.11 filter", "GET", "/api/remote-participants?name=%ff%fe", "", nil, 400, "name: must be valid UTF-8"},
-		{"NUL in a 1.11 path parameter", "GET", "/api/remote-participants/a%00b", "", nil, 400, "name: must not contain NUL"},
-		{"invalid UTF-8 in a 1.11 path parameter", "DELETE", "/api/validators/%c3%28/prune", "", nil, 400, "name: must be valid UTF-8"},
-		{"NUL in a 2.0 path parameter", "GET", "/api/v1/validators/a%00b", "", nil, 400, "name: must not contain NUL"},
-		{"invalid UTF-8 in a 2.0 query", "GET", "/api/v1/validators/v/participant-lookup?partyId=%ff", "", nil, 400, "partyId: must be valid UTF-8"},
+		{"malformed query 1.11", "GET", "/api/validators?name=%zz", "", "", false, 400, "query: is not a valid query string"},
+		{"malformed query 2.0", "GET", "/api/v1/validators/v/participant-lookup?participantUid=p%", "", "", false, 400, "query: is not a valid query string"},
+		{"NUL in a 1.11 filter", "GET", "/api/validators?name=a%00b", "", "", false, 400, "name: must not contain NUL"},
+		{"invalid UTF-8 in a 1.11 filter", "GET", "/api/remote-participants?name=%ff%fe", "", "", false, 400, "name: must be valid UTF-8"},
+		{"NUL in a 1.11 path parameter", "GET", "/api/remote-participants/a%00b", "", "", false, 400, "name: must not contain NUL"},
+		{"invalid UTF-8 in a 1.11 path parameter", "DELETE", "/api/validators/%c3%28/prune", "", "", false, 400, "name: must be valid UTF-8"},
+		{"NUL in a 2.0 path parameter", "GET", "/api/v1/validators/a%00b", "", "", false, 400, "name: must not contain NUL"},
+		{"invalid UTF-8 in a 2.0 query", "GET", "/api/v1/validators/v/participant-lookup?participantUid=p%ff", "", "", false, 400, "participantUid: must be valid UTF-8"},
 		{"NUL in a JSON name", "POST", "/api/remote-participants", "application/json",
-			strings.NewReader(`{"name":"a\u0000b","adminAddress":"h","adminPort":"1","ledgerAddress":"h","ledgerPort":"2","ledgerId":"l","jsonApiUrl":"u","authProvider":"custom","image":"i"}`),
-			400, "name: must not contain NUL"},
+			`{"name":"a\u0000b","adminAddress":"h","adminPort":"1","ledgerAddress":"h","ledgerPort":"2","ledgerId":"l","jsonApiUrl":"u","authProvider":"custom","image":"i"}`,
+			false, 400, "name: must not contain NUL"},
 		{"invalid UTF-8 in a JSON body", "PUT", "/api/validators/v/prune", "application/json",
-			strings.NewReader("{\"cron\":\"\xff\",\"maxDuration\":\"5m\",\"retention\":\"48h\"}"), 400, "body: must be valid UTF-8"},
-		{"content after the JSON body", "PUT", "/api/validators/v/prune", "application/json",
-			strings.NewReader(prune + " xyz"), 400, "body: has content after the JSON document"},
-		{"two JSON documents", "PUT", "/api/validators/v/prune", "application/json",
-			strings.NewReader(prune + prune), 400, "body: has content after the JSON document"},
-		{"oversized chunked body 1.11", "PUT", "/api/validators/v/prune", "application/json",
-			io.MultiReader(strings.NewReader(`{"cron":"`), strings.NewReader(strings.Repeat("x", 8192)), strings.NewReader(`"}`)), 413, "too large"},
-		{"oversized chunked body 2.0", "POST", "/api/v1/validators/v/wallet-users", "application/json",
-			io.MultiReader(strings.NewReader(`{"name":"`), strings.NewReader(strings.Repeat("x", 8192)), strings.NewReader(`"}`)), 413, "too large"},
+			"{\"cron\":\"\xff\",\"maxDuration\":\"5m\",\"retention\":\"48h\"}", false, 400, "body: must be valid UTF-8"},
+		{"content after the JSON body", "PUT", "/api/validators/v/prune", "application/json", prune + " xyz", false, 400, "body: has content after the JSON document"},
+		{"two JSON documents", "PUT", "/api/validators/v/prune", "application/json", prune + prune, false, 400, "body: has content after the JSON document"},
+		{"oversized chunked body 1.11", "PUT", "/api/validators/v/prune", "application/json", `{"cron":"` + big + `"}`, true, 413, "too large"},
+		{"oversized chunked body 2.0", "POST", "/api/v1/validators/v/wallet-users", "application/json", `{"name":"` + big + `"}`, true, 413, "too large"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			resp, raw := do(t, s, tc.method, tc.path, tc.contentType, tc.body, true)
-			if resp.StatusCode != tc.status || !strings.Contains(errorText(t, raw), tc.want) {
-				t.Fatalf("got %d %s, want %d containing %q", resp.StatusCode, raw, tc.status, tc.want)
-			}
-		})
+	backends := map[string]string{"sqlite": ""}
+	if os.Getenv("TEST_POSTGRES_DSN") != "" {
+		backends["postgres"] = throwawayPostgres(t)
 	}
+	for backend, dsn := range backends {
+		s := hostile(t, dsn)
+		for _, tc := range cases {
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				var body io.Reader
+				if tc.body != "" {
+					body = strings.NewReader(tc.body)
+					if tc.chunked {
+						body = io.MultiReader(body) // hides the length: Transfer-Encoding: chunked
+					}
+				}
+				resp, raw := do(t, s, tc.method, tc.path, tc.contentType, body, true)
+				if resp.StatusCode != tc.status || !strings.Contains(errorText(t, raw), tc.want) {
+					t.Fatalf("got %d %s, want %d containing %q", resp.StatusCode, raw, tc.status, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// throwawayPostgres creates an empty database on the TEST_POSTGRES_DSN
+// server, dropped when the test ends, and returns its DSN.
+func throwawayPostgres(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("TEST_POSTGRES_DSN")
+	admin, err := store.Open("postgres", dsn)
+	if err != nil {
+		t.Fatalf("TEST_POSTGRES_DSN: %v", err)
+	}
+	name := fmt.Sprintf("vm_server_test_%d", time.Now().UnixNano())
+	if err := admin.Exec(t.Context(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close()
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
 }
 
 // TestFrameworkErrorsInShape: 401 challenges in both releases, HEAD answers
 // like GET, oversized headers are a 431 in the release's shape.
 func TestFrameworkErrorsInShape(t *testing.T) {
-	s := hostile(t)
+	s := hostile(t, "")
 	t.Run("1.11 401 challenges", func(t *testing.T) {
 		resp, raw := do(t, s, "GET", "/api/validators", "", nil, false)
 		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != "Bearer" {
