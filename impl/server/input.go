@@ -84,16 +84,9 @@ func checkBody(r *http.Request) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	raw, err := io.ReadAll(r.Body)
+	raw, err := readBody(r)
 	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he // the body limit's 413, also for a chunked body
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return echo.NewHTTPError(http.StatusRequestTimeout, "the request body was not sent in time")
-		}
-		return fmt.Errorf("reading the request body: %w", err)
+		return err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -125,6 +118,23 @@ func checkBody(r *http.Request) error {
 		return bad
 	}
 	return nil
+}
+
+// readBody reads a buffered body whole: 413 beyond the body limit (also for
+// a chunked body), 408 when the client stops sending.
+func readBody(r *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, echo.NewHTTPError(http.StatusRequestTimeout, "the request body was not sent in time")
+		}
+		return nil, fmt.Errorf("reading the request body: %w", err)
+	}
+	return raw, nil
 }
 
 // walkStrings calls f with every string (keys included) of a decoded JSON

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -206,9 +205,9 @@ func formToQuery() echo.MiddlewareFunc {
 			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
 				return next(c)
 			}
-			raw, err := io.ReadAll(r.Body)
+			raw, err := readBody(r)
 			if err != nil {
-				return err // the body limit's 413, or the connection failed
+				return err
 			}
 			form, err := url.ParseQuery(string(raw))
 			if err != nil {

@@ -87,10 +87,10 @@ func New(o Options) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	s.maxHeader = o.MaxHeaderBytes
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout)
-	e.Pre(limitHeaders(o.MaxHeaderBytes))
 	e.Use(
 		middleware.RequestID(),
 		s.logRequests(),
+		limitHeaders(o.MaxHeaderBytes),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 				s.log.ErrorContext(c.Request().Context(), "panic", "request_id", requestID(c), "error", err, "stack", string(stack))
