@@ -46,6 +46,16 @@ func TestReadOnlyFieldsRoundTrip(t *testing.T) {
 		}
 	})
 
+	t.Run("backup schedule nextRun", func(t *testing.T) {
+		// What a GET answers, sent to a validator without a schedule: the
+		// request passes validation and reaches the handler (404).
+		sent := `{"cron":"0 0 * * *","maxBackups":7,"nextRun":"1767225600"}`
+		put, err := s.Management.UpdateBackupScheduleWithBodyWithResponse(ctx, v.Name, "application/json", strings.NewReader(sent))
+		if err != nil || put.StatusCode() != http.StatusNotFound {
+			t.Fatalf("put %s: got %v %s, want 404 from the handler", sent, err, body(put))
+		}
+	})
+
 	t.Run("remote participant healthStatus and lastHealthCheck", func(t *testing.T) {
 		p := remoteParticipant("remote-rt")
 		if r, err := s.Management.CreateRemoteParticipantWithResponse(ctx, p); err != nil || r.StatusCode()/100 != 2 {
