@@ -6,15 +6,25 @@ BIN     := bin/validator-manager
 REDOCLY := REDOCLY_TELEMETRY=off node_modules/.bin/redocly
 SPECS   := openapi/management-1.11.yaml openapi/platform-2.0.yaml
 
-.PHONY: run build generate check-generated lint test test-go clean
+.PHONY: run build prereqs prereqs-test generate check-generated lint test test-go clean
 
-## run: start the server on its embedded default (SQLite, embedded cluster, dev tokens in ./data)
+## run: start the server on its embedded default (SQLite, embedded cluster, dev tokens in ./data).
+## Configuration as documented: VM_LISTEN, VM_DATA_DIR, ... (defaults 127.0.0.1:8080 and ./data),
+## or ARGS="--listen 127.0.0.1:9090".
 run: build
-	$(BIN) serve --listen 127.0.0.1:8080 --data-dir ./data
+	$(BIN) serve $(ARGS)
 
-## build: compile the binary into bin/
-build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/validator-manager
+## prereqs: check Go and a C compiler (and for `make test`, Node.js), saying what to install
+prereqs:
+	@GO="$(GO)" bash .ci/prereqs run
+prereqs-test:
+	@GO="$(GO)" bash .ci/prereqs test
+
+## build: compile the binary into bin/ (it lists packages as they compile: the first build on cold
+## caches downloads modules and compiles SQLite's C code, a few minutes)
+build: prereqs
+	@if [ ! -x $(BIN) ]; then echo "Building $(BIN): the first build downloads the Go modules and compiles SQLite's C code; on cold caches it takes a few minutes (packages are listed as they compile)."; fi
+	$(GO) build -v -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/validator-manager
 
 ## generate: regenerate gen/ from the OpenAPI documents
 generate:
@@ -31,7 +41,7 @@ node_modules/.bin/redocly: package.json package-lock.json
 	@touch $@
 
 ## lint: OpenAPI lint of both contracts, gofmt, go vet
-lint: node_modules/.bin/redocly
+lint: prereqs-test node_modules/.bin/redocly
 	$(REDOCLY) lint $(SPECS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -43,9 +53,11 @@ test-go:
 	@if [ -n "$$KUBEBUILDER_ASSETS" ]; then echo "cluster gateway suite: embedded cluster, client-go fakes, real kube-apiserver and etcd (KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS)"; \
 	  else echo "cluster gateway suite: embedded cluster, client-go fakes (set KUBEBUILDER_ASSETS=\$$(bash testdata/envtest/build.sh) for a real API server too)"; fi
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
-	$(GO) test -race -count=1 ./...
+	@echo "TypeScript client: openapi-typescript, tsc and openapi-fetch from node_modules (npm ci)"
+	@bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
 
-## test: everything CI checks
+
+## test: everything CI checks; ends with the line `N passed, N failed, N skipped`
 test: lint check-generated test-go
 
 clean:

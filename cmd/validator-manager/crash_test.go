@@ -282,7 +282,7 @@ func client(t *testing.T, base, dir string) *managementapi.ClientWithResponses {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := managementapi.NewClientWithResponses(base+"/api", managementapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+	c, err := managementapi.NewClientWithResponses(base, managementapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 		r.Header.Set("Authorization", "Bearer "+token)
 		return nil
 	}))

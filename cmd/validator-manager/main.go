@@ -52,6 +52,9 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			log := newLogger(cfg.LogLevel)
+			for _, name := range config.UnknownEnv(os.Environ()) {
+				log.Warn("environment variable names no configuration key; it is ignored", "variable", name)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
@@ -87,15 +90,20 @@ func tokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Print a bearer token that the embedded default accepts",
+		Long: "Print a bearer token signed with the development key of the data directory of a server\n" +
+			"started with `serve` (the key is created at its first start; this command never creates one).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(cmd.Flags(), os.Getenv)
 			if err != nil {
 				return err
 			}
+			for _, name := range config.UnknownEnv(os.Environ()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "validator-manager: warning: %s names no configuration key; it is ignored\n", name)
+			}
 			if cfg.JWKSURI != "" {
 				return fmt.Errorf("api.auth.jwksUri is set: tokens come from that identity provider, not from the development issuer")
 			}
-			issuer, err := auth.OpenDevIssuer(cfg.DataDir)
+			issuer, err := auth.LoadDevIssuer(cfg.DataDir)
 			if err != nil {
 				return err
 			}
@@ -107,7 +115,7 @@ func tokenCmd() *cobra.Command {
 			return nil
 		},
 	}
-	config.RegisterFlags(cmd.Flags())
+	config.RegisterFlags(cmd.Flags(), "dataDir", "token.ttl")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -96,4 +97,42 @@ func status(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestTokenNeedsTheServersKey: in a directory without the server's key,
+// `token` says where it looked and creates nothing.
+func TestTokenNeedsTheServersKey(t *testing.T) {
+	dir := t.TempDir()
+	cmd := root()
+	out := &bytes.Buffer{}
+	cmd.SetOut(out)
+	cmd.SetArgs([]string{"token", "--data-dir", dir})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "no development signing key at "+dir) {
+		t.Fatalf("got %v (output %q), want a refusal naming %s", err, out.String(), dir)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("token created %v", entries)
+	}
+}
+
+// TestTokenHelp lists token's own flags, not serve's.
+func TestTokenHelp(t *testing.T) {
+	cmd := root()
+	out := &bytes.Buffer{}
+	cmd.SetOut(out)
+	cmd.SetArgs([]string{"token", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--data-dir", "--token.ttl", "--config"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %s:\n%s", want, out)
+		}
+	}
+	for _, unwanted := range []string{"--listen", "--cluster.mode", "--server.request-timeout"} {
+		if strings.Contains(out.String(), unwanted) {
+			t.Errorf("help lists serve's %s:\n%s", unwanted, out)
+		}
+	}
 }

@@ -158,7 +158,7 @@ func defaultWalletURL(validator, namespace string) string {
 
 // managementClient is a release 1.11 client of server that sends token.
 func managementClient(server, token string) (*managementapi.ClientWithResponses, error) {
-	return managementapi.NewClientWithResponses(strings.TrimRight(server, "/")+"/api",
+	return managementapi.NewClientWithResponses(strings.TrimRight(server, "/"),
 		managementapi.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}),
 		managementapi.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			if token != "" {

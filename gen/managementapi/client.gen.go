@@ -95,7 +95,7 @@ type ClientInterface interface {
 	// Returns one page of registered remote participants, ordered by name, that match all
 	// given filters, and the total number of matching registrations.
 	//
-	// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+	// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 	ListRemoteParticipants(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRemoteParticipantWithBody Register a remote participant
@@ -106,7 +106,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRemoteParticipant Register a remote participant
@@ -117,14 +117,14 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipant(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteRemoteParticipant Remove a remote participant
 	//
 	// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
 	//
-	// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+	// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 	DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRemoteParticipant Get a remote participant
@@ -132,7 +132,7 @@ type ClientInterface interface {
 	// Returns one registration with its last known health check. Not specified by the
 	// release 1.11 document (one of its "other endpoints"); our addition.
 	//
-	// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+	// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 	GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateRemoteParticipantWithBody Change a remote participant
@@ -143,7 +143,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipantWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateRemoteParticipant Change a remote participant
@@ -154,7 +154,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipant(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListValidators List validators
@@ -162,7 +162,7 @@ type ClientInterface interface {
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
 	//
-	// Corresponds with GET /validators (the `ListValidators` operationId).
+	// Corresponds with GET /api/validators (the `ListValidators` operationId).
 	ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateValidatorWithBody Create a validator
@@ -173,7 +173,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateValidator Create a validator
@@ -184,7 +184,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidator(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateValidatorWithBody Edit a validator
@@ -198,7 +198,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateValidator Edit a validator
@@ -212,7 +212,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidator(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteBackupSchedule Soft-delete the backup schedule
@@ -221,7 +221,7 @@ type ClientInterface interface {
 	// further backups run, and POST or PUT reactivates it. 404 when the validator does not
 	// exist or has no active schedule.
 	//
-	// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 	DeleteBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBackupSchedule Get the backup schedule
@@ -229,7 +229,7 @@ type ClientInterface interface {
 	// Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 	// does not exist, has no schedule, or its schedule is soft-deleted.
 	//
-	// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 	GetBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateBackupScheduleWithBody Create or reactivate the backup schedule
@@ -243,7 +243,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateBackupSchedule Create or reactivate the backup schedule
@@ -257,7 +257,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupSchedule(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateBackupScheduleWithBody Replace the backup schedule
@@ -268,7 +268,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateBackupSchedule Replace the backup schedule
@@ -279,7 +279,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupSchedule(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePruneSchedule Remove the pruning schedule
@@ -287,7 +287,7 @@ type ClientInterface interface {
 	// Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 	// there is none. 404 only when the validator does not exist.
 	//
-	// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 	DeletePruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPruneSchedule Get the pruning schedule
@@ -295,7 +295,7 @@ type ClientInterface interface {
 	// Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 	// object `{}` when the validator has no schedule. 404 when the validator does not exist.
 	//
-	// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 	GetPruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePruneScheduleWithBody Set a pruning schedule
@@ -305,7 +305,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePruneSchedule Set a pruning schedule
@@ -315,7 +315,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneSchedule(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdatePruneScheduleWithBody Replace the pruning schedule
@@ -325,7 +325,7 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdatePruneSchedule Replace the pruning schedule
@@ -335,7 +335,7 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneSchedule(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
@@ -344,7 +344,7 @@ type ClientInterface interface {
 // Returns one page of registered remote participants, ordered by name, that match all
 // given filters, and the total number of matching registrations.
 //
-// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListRemoteParticipantsRequest(c.Server, params)
 	if err != nil {
@@ -365,7 +365,7 @@ func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteP
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRemoteParticipantRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -386,7 +386,7 @@ func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentTyp
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *Client) CreateRemoteParticipant(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRemoteParticipantRequest(c.Server, body)
 	if err != nil {
@@ -403,7 +403,7 @@ func (c *Client) CreateRemoteParticipant(ctx context.Context, body CreateRemoteP
 //
 // Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
 //
-// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteRemoteParticipantRequest(c.Server, name)
 	if err != nil {
@@ -421,7 +421,7 @@ func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEd
 // Returns one registration with its last known health check. Not specified by the
 // release 1.11 document (one of its "other endpoints"); our addition.
 //
-// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRemoteParticipantRequest(c.Server, name)
 	if err != nil {
@@ -442,7 +442,7 @@ func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEdito
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *Client) UpdateRemoteParticipantWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateRemoteParticipantRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -463,7 +463,7 @@ func (c *Client) UpdateRemoteParticipantWithBody(ctx context.Context, name strin
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateRemoteParticipantRequest(c.Server, name, body)
 	if err != nil {
@@ -481,7 +481,7 @@ func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body 
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
 //
-// Corresponds with GET /validators (the `ListValidators` operationId).
+// Corresponds with GET /api/validators (the `ListValidators` operationId).
 func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListValidatorsRequest(c.Server, params)
 	if err != nil {
@@ -502,7 +502,7 @@ func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParam
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateValidatorRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -523,7 +523,7 @@ func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateValidatorRequest(c.Server, body)
 	if err != nil {
@@ -547,7 +547,7 @@ func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRe
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateValidatorRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -571,7 +571,7 @@ func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *Client) UpdateValidator(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateValidatorRequest(c.Server, body)
 	if err != nil {
@@ -590,7 +590,7 @@ func (c *Client) UpdateValidator(ctx context.Context, body UpdateValidatorJSONRe
 // further backups run, and POST or PUT reactivates it. 404 when the validator does not
 // exist or has no active schedule.
 //
-// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 func (c *Client) DeleteBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteBackupScheduleRequest(c.Server, name)
 	if err != nil {
@@ -608,7 +608,7 @@ func (c *Client) DeleteBackupSchedule(ctx context.Context, name BackupValidatorN
 // Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 // does not exist, has no schedule, or its schedule is soft-deleted.
 //
-// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBackupScheduleRequest(c.Server, name)
 	if err != nil {
@@ -632,7 +632,7 @@ func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *Client) CreateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateBackupScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -656,7 +656,7 @@ func (c *Client) CreateBackupScheduleWithBody(ctx context.Context, name BackupVa
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *Client) CreateBackupSchedule(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateBackupScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -677,7 +677,7 @@ func (c *Client) CreateBackupSchedule(ctx context.Context, name BackupValidatorN
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *Client) UpdateBackupScheduleWithBody(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateBackupScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -698,7 +698,7 @@ func (c *Client) UpdateBackupScheduleWithBody(ctx context.Context, name BackupVa
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *Client) UpdateBackupSchedule(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateBackupScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -716,7 +716,7 @@ func (c *Client) UpdateBackupSchedule(ctx context.Context, name BackupValidatorN
 // Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 // there is none. 404 only when the validator does not exist.
 //
-// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 func (c *Client) DeletePruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeletePruneScheduleRequest(c.Server, name)
 	if err != nil {
@@ -734,7 +734,7 @@ func (c *Client) DeletePruneSchedule(ctx context.Context, name PruneValidatorNam
 // Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 // object `{}` when the validator has no schedule. 404 when the validator does not exist.
 //
-// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 func (c *Client) GetPruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPruneScheduleRequest(c.Server, name)
 	if err != nil {
@@ -754,7 +754,7 @@ func (c *Client) GetPruneSchedule(ctx context.Context, name PruneValidatorName, 
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *Client) CreatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePruneScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -774,7 +774,7 @@ func (c *Client) CreatePruneScheduleWithBody(ctx context.Context, name PruneVali
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *Client) CreatePruneSchedule(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePruneScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -794,7 +794,7 @@ func (c *Client) CreatePruneSchedule(ctx context.Context, name PruneValidatorNam
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *Client) UpdatePruneScheduleWithBody(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdatePruneScheduleRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
@@ -814,7 +814,7 @@ func (c *Client) UpdatePruneScheduleWithBody(ctx context.Context, name PruneVali
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *Client) UpdatePruneSchedule(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdatePruneScheduleRequest(c.Server, name, body)
 	if err != nil {
@@ -836,7 +836,7 @@ func NewListRemoteParticipantsRequest(server string, params *ListRemoteParticipa
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants")
+	operationPath := fmt.Sprintf("/api/remote-participants")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -949,7 +949,7 @@ func NewCreateRemoteParticipantRequestWithBody(server string, contentType string
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants")
+	operationPath := fmt.Sprintf("/api/remote-participants")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -985,7 +985,7 @@ func NewDeleteRemoteParticipantRequest(server string, name string) (*http.Reques
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/remote-participants/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1019,7 +1019,7 @@ func NewGetRemoteParticipantRequest(server string, name string) (*http.Request, 
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/remote-participants/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1064,7 +1064,7 @@ func NewUpdateRemoteParticipantRequestWithBody(server string, name string, conte
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/remote-participants/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/remote-participants/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1093,7 +1093,7 @@ func NewListValidatorsRequest(server string, params *ListValidatorsParams) (*htt
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1194,7 +1194,7 @@ func NewCreateValidatorRequestWithBody(server string, contentType string, body i
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1234,7 +1234,7 @@ func NewUpdateValidatorRequestWithBody(server string, contentType string, body i
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1270,7 +1270,7 @@ func NewDeleteBackupScheduleRequest(server string, name BackupValidatorName) (*h
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1304,7 +1304,7 @@ func NewGetBackupScheduleRequest(server string, name BackupValidatorName) (*http
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1349,7 +1349,7 @@ func NewCreateBackupScheduleRequestWithBody(server string, name BackupValidatorN
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1396,7 +1396,7 @@ func NewUpdateBackupScheduleRequestWithBody(server string, name BackupValidatorN
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/backup", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/backup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1432,7 +1432,7 @@ func NewDeletePruneScheduleRequest(server string, name PruneValidatorName) (*htt
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1466,7 +1466,7 @@ func NewGetPruneScheduleRequest(server string, name PruneValidatorName) (*http.R
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1511,7 +1511,7 @@ func NewCreatePruneScheduleRequestWithBody(server string, name PruneValidatorNam
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1558,7 +1558,7 @@ func NewUpdatePruneScheduleRequestWithBody(server string, name PruneValidatorNam
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/prune", pathParam0)
+	operationPath := fmt.Sprintf("/api/validators/%s/prune", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1629,7 +1629,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+	// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 	ListRemoteParticipantsWithResponse(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*ListRemoteParticipantsResponse, error)
 
 	// CreateRemoteParticipantWithBodyWithResponse Register a remote participant
@@ -1640,7 +1640,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error)
 
 	// CreateRemoteParticipantWithResponse Register a remote participant
@@ -1651,7 +1651,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 	CreateRemoteParticipantWithResponse(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error)
 
 	// DeleteRemoteParticipantWithResponse Remove a remote participant
@@ -1660,7 +1660,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+	// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 	DeleteRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteRemoteParticipantResponse, error)
 
 	// GetRemoteParticipantWithResponse Get a remote participant
@@ -1670,7 +1670,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+	// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 	GetRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRemoteParticipantResponse, error)
 
 	// UpdateRemoteParticipantWithBodyWithResponse Change a remote participant
@@ -1681,7 +1681,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipantWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error)
 
 	// UpdateRemoteParticipantWithResponse Change a remote participant
@@ -1692,7 +1692,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 	UpdateRemoteParticipantWithResponse(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error)
 
 	// ListValidatorsWithResponse List validators
@@ -1702,7 +1702,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /validators (the `ListValidators` operationId).
+	// Corresponds with GET /api/validators (the `ListValidators` operationId).
 	ListValidatorsWithResponse(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
 
 	// CreateValidatorWithBodyWithResponse Create a validator
@@ -1713,7 +1713,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error)
 
 	// CreateValidatorWithResponse Create a validator
@@ -1724,7 +1724,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators (the `CreateValidator` operationId).
+	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 	CreateValidatorWithResponse(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error)
 
 	// UpdateValidatorWithBodyWithResponse Edit a validator
@@ -1738,7 +1738,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error)
 
 	// UpdateValidatorWithResponse Edit a validator
@@ -1752,7 +1752,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 	UpdateValidatorWithResponse(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error)
 
 	// DeleteBackupScheduleWithResponse Soft-delete the backup schedule
@@ -1763,7 +1763,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 	DeleteBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*DeleteBackupScheduleResponse, error)
 
 	// GetBackupScheduleWithResponse Get the backup schedule
@@ -1773,7 +1773,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 	GetBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*GetBackupScheduleResponse, error)
 
 	// CreateBackupScheduleWithBodyWithResponse Create or reactivate the backup schedule
@@ -1787,7 +1787,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error)
 
 	// CreateBackupScheduleWithResponse Create or reactivate the backup schedule
@@ -1801,7 +1801,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 	CreateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error)
 
 	// UpdateBackupScheduleWithBodyWithResponse Replace the backup schedule
@@ -1812,7 +1812,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error)
 
 	// UpdateBackupScheduleWithResponse Replace the backup schedule
@@ -1823,7 +1823,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 	UpdateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error)
 
 	// DeletePruneScheduleWithResponse Remove the pruning schedule
@@ -1833,7 +1833,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+	// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 	DeletePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*DeletePruneScheduleResponse, error)
 
 	// GetPruneScheduleWithResponse Get the pruning schedule
@@ -1843,7 +1843,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+	// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 	GetPruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*GetPruneScheduleResponse, error)
 
 	// CreatePruneScheduleWithBodyWithResponse Set a pruning schedule
@@ -1853,7 +1853,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error)
 
 	// CreatePruneScheduleWithResponse Set a pruning schedule
@@ -1863,7 +1863,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 	CreatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error)
 
 	// UpdatePruneScheduleWithBodyWithResponse Replace the pruning schedule
@@ -1873,7 +1873,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error)
 
 	// UpdatePruneScheduleWithResponse Replace the pruning schedule
@@ -1883,8 +1883,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error)
+}
+
+// ListRemoteParticipantsResponse401Headers the declared response headers of an HTTP 401 response for ListRemoteParticipants
+type ListRemoteParticipantsResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 type ListRemoteParticipantsResponse struct {
@@ -1900,6 +1905,8 @@ type ListRemoteParticipantsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRemoteParticipantsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1956,6 +1963,11 @@ func (r ListRemoteParticipantsResponse) ContentType() string {
 	return ""
 }
 
+// CreateRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for CreateRemoteParticipant
+type CreateRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreateRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1971,6 +1983,8 @@ type CreateRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateRemoteParticipantResponse401Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2032,6 +2046,11 @@ func (r CreateRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// DeleteRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for DeleteRemoteParticipant
+type DeleteRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type DeleteRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2045,6 +2064,8 @@ type DeleteRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteRemoteParticipantResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2101,6 +2122,11 @@ func (r DeleteRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// GetRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for GetRemoteParticipant
+type GetRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2116,6 +2142,8 @@ type GetRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRemoteParticipantResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2177,6 +2205,11 @@ func (r GetRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// UpdateRemoteParticipantResponse401Headers the declared response headers of an HTTP 401 response for UpdateRemoteParticipant
+type UpdateRemoteParticipantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdateRemoteParticipantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2192,6 +2225,8 @@ type UpdateRemoteParticipantResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateRemoteParticipantResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2253,6 +2288,11 @@ func (r UpdateRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// ListValidatorsResponse401Headers the declared response headers of an HTTP 401 response for ListValidators
+type ListValidatorsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListValidatorsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2266,6 +2306,8 @@ type ListValidatorsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListValidatorsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2322,6 +2364,11 @@ func (r ListValidatorsResponse) ContentType() string {
 	return ""
 }
 
+// CreateValidatorResponse401Headers the declared response headers of an HTTP 401 response for CreateValidator
+type CreateValidatorResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreateValidatorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2337,6 +2384,8 @@ type CreateValidatorResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateValidatorResponse401Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2398,6 +2447,11 @@ func (r CreateValidatorResponse) ContentType() string {
 	return ""
 }
 
+// UpdateValidatorResponse401Headers the declared response headers of an HTTP 401 response for UpdateValidator
+type UpdateValidatorResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdateValidatorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2413,6 +2467,8 @@ type UpdateValidatorResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateValidatorResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2474,6 +2530,11 @@ func (r UpdateValidatorResponse) ContentType() string {
 	return ""
 }
 
+// DeleteBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for DeleteBackupSchedule
+type DeleteBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type DeleteBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2487,6 +2548,8 @@ type DeleteBackupScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteBackupScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2543,6 +2606,11 @@ func (r DeleteBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// GetBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetBackupSchedule
+type GetBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2558,6 +2626,8 @@ type GetBackupScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBackupScheduleResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2619,6 +2689,11 @@ func (r GetBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// CreateBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for CreateBackupSchedule
+type CreateBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreateBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2638,6 +2713,8 @@ type CreateBackupScheduleResponse struct {
 	JSON503 *ServiceUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBackupScheduleResponse401Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2709,6 +2786,11 @@ func (r CreateBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// UpdateBackupScheduleResponse401Headers the declared response headers of an HTTP 401 response for UpdateBackupSchedule
+type UpdateBackupScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdateBackupScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2724,6 +2806,8 @@ type UpdateBackupScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateBackupScheduleResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2785,6 +2869,11 @@ func (r UpdateBackupScheduleResponse) ContentType() string {
 	return ""
 }
 
+// DeletePruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for DeletePruneSchedule
+type DeletePruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type DeletePruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2798,6 +2887,8 @@ type DeletePruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeletePruneScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -2854,6 +2945,11 @@ func (r DeletePruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// GetPruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetPruneSchedule
+type GetPruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetPruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2869,6 +2965,8 @@ type GetPruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPruneScheduleResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2930,6 +3028,11 @@ func (r GetPruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// CreatePruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for CreatePruneSchedule
+type CreatePruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type CreatePruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2945,6 +3048,8 @@ type CreatePruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreatePruneScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -3006,6 +3111,11 @@ func (r CreatePruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// UpdatePruneScheduleResponse401Headers the declared response headers of an HTTP 401 response for UpdatePruneSchedule
+type UpdatePruneScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type UpdatePruneScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3019,6 +3129,8 @@ type UpdatePruneScheduleResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdatePruneScheduleResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -3082,7 +3194,7 @@ func (r UpdatePruneScheduleResponse) ContentType() string {
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /remote-participants (the `ListRemoteParticipants` operationId).
+// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*ListRemoteParticipantsResponse, error) {
 	rsp, err := c.ListRemoteParticipants(ctx, params, reqEditors...)
 	if err != nil {
@@ -3099,7 +3211,7 @@ func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Con
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error) {
 	rsp, err := c.CreateRemoteParticipantWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -3116,7 +3228,7 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /remote-participants (the `CreateRemoteParticipant` operationId).
+// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
 func (c *ClientWithResponses) CreateRemoteParticipantWithResponse(ctx context.Context, body CreateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRemoteParticipantResponse, error) {
 	rsp, err := c.CreateRemoteParticipant(ctx, body, reqEditors...)
 	if err != nil {
@@ -3131,7 +3243,7 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
+// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 func (c *ClientWithResponses) DeleteRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteRemoteParticipantResponse, error) {
 	rsp, err := c.DeleteRemoteParticipant(ctx, name, reqEditors...)
 	if err != nil {
@@ -3147,7 +3259,7 @@ func (c *ClientWithResponses) DeleteRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /remote-participants/{name} (the `GetRemoteParticipant` operationId).
+// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 func (c *ClientWithResponses) GetRemoteParticipantWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRemoteParticipantResponse, error) {
 	rsp, err := c.GetRemoteParticipant(ctx, name, reqEditors...)
 	if err != nil {
@@ -3164,7 +3276,7 @@ func (c *ClientWithResponses) GetRemoteParticipantWithResponse(ctx context.Conte
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *ClientWithResponses) UpdateRemoteParticipantWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error) {
 	rsp, err := c.UpdateRemoteParticipantWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3181,7 +3293,7 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithBodyWithResponse(ctx co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
+// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
 func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Context, name string, body UpdateRemoteParticipantJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRemoteParticipantResponse, error) {
 	rsp, err := c.UpdateRemoteParticipant(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3197,7 +3309,7 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /validators (the `ListValidators` operationId).
+// Corresponds with GET /api/validators (the `ListValidators` operationId).
 func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error) {
 	rsp, err := c.ListValidators(ctx, params, reqEditors...)
 	if err != nil {
@@ -3214,7 +3326,7 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, pa
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error) {
 	rsp, err := c.CreateValidatorWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -3231,7 +3343,7 @@ func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators (the `CreateValidator` operationId).
+// Corresponds with POST /api/validators (the `CreateValidator` operationId).
 func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, body CreateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateValidatorResponse, error) {
 	rsp, err := c.CreateValidator(ctx, body, reqEditors...)
 	if err != nil {
@@ -3251,7 +3363,7 @@ func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, b
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error) {
 	rsp, err := c.UpdateValidatorWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -3271,7 +3383,7 @@ func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators (the `UpdateValidator` operationId).
+// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
 func (c *ClientWithResponses) UpdateValidatorWithResponse(ctx context.Context, body UpdateValidatorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateValidatorResponse, error) {
 	rsp, err := c.UpdateValidator(ctx, body, reqEditors...)
 	if err != nil {
@@ -3288,7 +3400,7 @@ func (c *ClientWithResponses) UpdateValidatorWithResponse(ctx context.Context, b
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /validators/{name}/backup (the `DeleteBackupSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 func (c *ClientWithResponses) DeleteBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*DeleteBackupScheduleResponse, error) {
 	rsp, err := c.DeleteBackupSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3304,7 +3416,7 @@ func (c *ClientWithResponses) DeleteBackupScheduleWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /validators/{name}/backup (the `GetBackupSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 func (c *ClientWithResponses) GetBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*GetBackupScheduleResponse, error) {
 	rsp, err := c.GetBackupSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3324,7 +3436,7 @@ func (c *ClientWithResponses) GetBackupScheduleWithResponse(ctx context.Context,
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *ClientWithResponses) CreateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error) {
 	rsp, err := c.CreateBackupScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3344,7 +3456,7 @@ func (c *ClientWithResponses) CreateBackupScheduleWithBodyWithResponse(ctx conte
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/backup (the `CreateBackupSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
 func (c *ClientWithResponses) CreateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body CreateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBackupScheduleResponse, error) {
 	rsp, err := c.CreateBackupSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3361,7 +3473,7 @@ func (c *ClientWithResponses) CreateBackupScheduleWithResponse(ctx context.Conte
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *ClientWithResponses) UpdateBackupScheduleWithBodyWithResponse(ctx context.Context, name BackupValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error) {
 	rsp, err := c.UpdateBackupScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3378,7 +3490,7 @@ func (c *ClientWithResponses) UpdateBackupScheduleWithBodyWithResponse(ctx conte
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/backup (the `UpdateBackupSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
 func (c *ClientWithResponses) UpdateBackupScheduleWithResponse(ctx context.Context, name BackupValidatorName, body UpdateBackupScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBackupScheduleResponse, error) {
 	rsp, err := c.UpdateBackupSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3394,7 +3506,7 @@ func (c *ClientWithResponses) UpdateBackupScheduleWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /validators/{name}/prune (the `DeletePruneSchedule` operationId).
+// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 func (c *ClientWithResponses) DeletePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*DeletePruneScheduleResponse, error) {
 	rsp, err := c.DeletePruneSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3410,7 +3522,7 @@ func (c *ClientWithResponses) DeletePruneScheduleWithResponse(ctx context.Contex
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /validators/{name}/prune (the `GetPruneSchedule` operationId).
+// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 func (c *ClientWithResponses) GetPruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*GetPruneScheduleResponse, error) {
 	rsp, err := c.GetPruneSchedule(ctx, name, reqEditors...)
 	if err != nil {
@@ -3426,7 +3538,7 @@ func (c *ClientWithResponses) GetPruneScheduleWithResponse(ctx context.Context, 
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *ClientWithResponses) CreatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error) {
 	rsp, err := c.CreatePruneScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3442,7 +3554,7 @@ func (c *ClientWithResponses) CreatePruneScheduleWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /validators/{name}/prune (the `CreatePruneSchedule` operationId).
+// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
 func (c *ClientWithResponses) CreatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body CreatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePruneScheduleResponse, error) {
 	rsp, err := c.CreatePruneSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3458,7 +3570,7 @@ func (c *ClientWithResponses) CreatePruneScheduleWithResponse(ctx context.Contex
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *ClientWithResponses) UpdatePruneScheduleWithBodyWithResponse(ctx context.Context, name PruneValidatorName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error) {
 	rsp, err := c.UpdatePruneScheduleWithBody(ctx, name, contentType, body, reqEditors...)
 	if err != nil {
@@ -3474,7 +3586,7 @@ func (c *ClientWithResponses) UpdatePruneScheduleWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /validators/{name}/prune (the `UpdatePruneSchedule` operationId).
+// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *ClientWithResponses) UpdatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error) {
 	rsp, err := c.UpdatePruneSchedule(ctx, name, body, reqEditors...)
 	if err != nil {
@@ -3532,6 +3644,19 @@ func ParseListRemoteParticipantsResponse(rsp *http.Response) (*ListRemotePartici
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRemoteParticipantsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3595,6 +3720,19 @@ func ParseCreateRemoteParticipantResponse(rsp *http.Response) (*CreateRemotePart
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3650,6 +3788,19 @@ func ParseDeleteRemoteParticipantResponse(rsp *http.Response) (*DeleteRemotePart
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3713,6 +3864,19 @@ func ParseGetRemoteParticipantResponse(rsp *http.Response) (*GetRemoteParticipan
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3774,6 +3938,19 @@ func ParseUpdateRemoteParticipantResponse(rsp *http.Response) (*UpdateRemotePart
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateRemoteParticipantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3826,6 +4003,19 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListValidatorsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3887,6 +4077,19 @@ func ParseCreateValidatorResponse(rsp *http.Response) (*CreateValidatorResponse,
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateValidatorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3953,6 +4156,19 @@ func ParseUpdateValidatorResponse(rsp *http.Response) (*UpdateValidatorResponse,
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateValidatorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4008,6 +4224,19 @@ func ParseDeleteBackupScheduleResponse(rsp *http.Response) (*DeleteBackupSchedul
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4069,6 +4298,19 @@ func ParseGetBackupScheduleResponse(rsp *http.Response) (*GetBackupScheduleRespo
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4146,6 +4388,19 @@ func ParseCreateBackupScheduleResponse(rsp *http.Response) (*CreateBackupSchedul
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4207,6 +4462,19 @@ func ParseUpdateBackupScheduleResponse(rsp *http.Response) (*UpdateBackupSchedul
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateBackupScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4262,6 +4530,19 @@ func ParseDeletePruneScheduleResponse(rsp *http.Response) (*DeletePruneScheduleR
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeletePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4323,6 +4604,19 @@ func ParseGetPruneScheduleResponse(rsp *http.Response) (*GetPruneScheduleRespons
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -4389,6 +4683,19 @@ func ParseCreatePruneScheduleResponse(rsp *http.Response) (*CreatePruneScheduleR
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreatePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -4444,6 +4751,19 @@ func ParseUpdatePruneScheduleResponse(rsp *http.Response) (*UpdatePruneScheduleR
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdatePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -17,52 +17,52 @@ import (
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// ListRemoteParticipants List remote participants
-	// (GET /remote-participants)
+	// (GET /api/remote-participants)
 	ListRemoteParticipants(ctx echo.Context, params ListRemoteParticipantsParams) error
 	// CreateRemoteParticipant Register a remote participant
-	// (POST /remote-participants)
+	// (POST /api/remote-participants)
 	CreateRemoteParticipant(ctx echo.Context) error
 	// DeleteRemoteParticipant Remove a remote participant
-	// (DELETE /remote-participants/{name})
+	// (DELETE /api/remote-participants/{name})
 	DeleteRemoteParticipant(ctx echo.Context, name string) error
 	// GetRemoteParticipant Get a remote participant
-	// (GET /remote-participants/{name})
+	// (GET /api/remote-participants/{name})
 	GetRemoteParticipant(ctx echo.Context, name string) error
 	// UpdateRemoteParticipant Change a remote participant
-	// (PUT /remote-participants/{name})
+	// (PUT /api/remote-participants/{name})
 	UpdateRemoteParticipant(ctx echo.Context, name string) error
 	// ListValidators List validators
-	// (GET /validators)
+	// (GET /api/validators)
 	ListValidators(ctx echo.Context, params ListValidatorsParams) error
 	// CreateValidator Create a validator
-	// (POST /validators)
+	// (POST /api/validators)
 	CreateValidator(ctx echo.Context) error
 	// UpdateValidator Edit a validator
-	// (PUT /validators)
+	// (PUT /api/validators)
 	UpdateValidator(ctx echo.Context) error
 	// DeleteBackupSchedule Soft-delete the backup schedule
-	// (DELETE /validators/{name}/backup)
+	// (DELETE /api/validators/{name}/backup)
 	DeleteBackupSchedule(ctx echo.Context, name BackupValidatorName) error
 	// GetBackupSchedule Get the backup schedule
-	// (GET /validators/{name}/backup)
+	// (GET /api/validators/{name}/backup)
 	GetBackupSchedule(ctx echo.Context, name BackupValidatorName) error
 	// CreateBackupSchedule Create or reactivate the backup schedule
-	// (POST /validators/{name}/backup)
+	// (POST /api/validators/{name}/backup)
 	CreateBackupSchedule(ctx echo.Context, name BackupValidatorName) error
 	// UpdateBackupSchedule Replace the backup schedule
-	// (PUT /validators/{name}/backup)
+	// (PUT /api/validators/{name}/backup)
 	UpdateBackupSchedule(ctx echo.Context, name BackupValidatorName) error
 	// DeletePruneSchedule Remove the pruning schedule
-	// (DELETE /validators/{name}/prune)
+	// (DELETE /api/validators/{name}/prune)
 	DeletePruneSchedule(ctx echo.Context, name PruneValidatorName) error
 	// GetPruneSchedule Get the pruning schedule
-	// (GET /validators/{name}/prune)
+	// (GET /api/validators/{name}/prune)
 	GetPruneSchedule(ctx echo.Context, name PruneValidatorName) error
 	// CreatePruneSchedule Set a pruning schedule
-	// (POST /validators/{name}/prune)
+	// (POST /api/validators/{name}/prune)
 	CreatePruneSchedule(ctx echo.Context, name PruneValidatorName) error
 	// UpdatePruneSchedule Replace the pruning schedule
-	// (PUT /validators/{name}/prune)
+	// (PUT /api/validators/{name}/prune)
 	UpdatePruneSchedule(ctx echo.Context, name PruneValidatorName) error
 }
 
@@ -406,22 +406,22 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
-	router.GET(options.BaseURL+"/validators", wrapper.ListValidators, options.OperationMiddlewares["listValidators"]...)
-	router.POST(options.BaseURL+"/validators", wrapper.CreateValidator, options.OperationMiddlewares["createValidator"]...)
-	router.PUT(options.BaseURL+"/validators", wrapper.UpdateValidator, options.OperationMiddlewares["updateValidator"]...)
-	router.DELETE(options.BaseURL+"/validators/:name/prune", wrapper.DeletePruneSchedule, options.OperationMiddlewares["deletePruneSchedule"]...)
-	router.GET(options.BaseURL+"/validators/:name/prune", wrapper.GetPruneSchedule, options.OperationMiddlewares["getPruneSchedule"]...)
-	router.POST(options.BaseURL+"/validators/:name/prune", wrapper.CreatePruneSchedule, options.OperationMiddlewares["createPruneSchedule"]...)
-	router.PUT(options.BaseURL+"/validators/:name/prune", wrapper.UpdatePruneSchedule, options.OperationMiddlewares["updatePruneSchedule"]...)
-	router.DELETE(options.BaseURL+"/validators/:name/backup", wrapper.DeleteBackupSchedule, options.OperationMiddlewares["deleteBackupSchedule"]...)
-	router.GET(options.BaseURL+"/validators/:name/backup", wrapper.GetBackupSchedule, options.OperationMiddlewares["getBackupSchedule"]...)
-	router.POST(options.BaseURL+"/validators/:name/backup", wrapper.CreateBackupSchedule, options.OperationMiddlewares["createBackupSchedule"]...)
-	router.PUT(options.BaseURL+"/validators/:name/backup", wrapper.UpdateBackupSchedule, options.OperationMiddlewares["updateBackupSchedule"]...)
-	router.GET(options.BaseURL+"/remote-participants", wrapper.ListRemoteParticipants, options.OperationMiddlewares["listRemoteParticipants"]...)
-	router.POST(options.BaseURL+"/remote-participants", wrapper.CreateRemoteParticipant, options.OperationMiddlewares["createRemoteParticipant"]...)
-	router.DELETE(options.BaseURL+"/remote-participants/:name", wrapper.DeleteRemoteParticipant, options.OperationMiddlewares["deleteRemoteParticipant"]...)
-	router.GET(options.BaseURL+"/remote-participants/:name", wrapper.GetRemoteParticipant, options.OperationMiddlewares["getRemoteParticipant"]...)
-	router.PUT(options.BaseURL+"/remote-participants/:name", wrapper.UpdateRemoteParticipant, options.OperationMiddlewares["updateRemoteParticipant"]...)
+	router.GET(options.BaseURL+"/api/validators", wrapper.ListValidators, options.OperationMiddlewares["listValidators"]...)
+	router.POST(options.BaseURL+"/api/validators", wrapper.CreateValidator, options.OperationMiddlewares["createValidator"]...)
+	router.PUT(options.BaseURL+"/api/validators", wrapper.UpdateValidator, options.OperationMiddlewares["updateValidator"]...)
+	router.DELETE(options.BaseURL+"/api/validators/:name/prune", wrapper.DeletePruneSchedule, options.OperationMiddlewares["deletePruneSchedule"]...)
+	router.GET(options.BaseURL+"/api/validators/:name/prune", wrapper.GetPruneSchedule, options.OperationMiddlewares["getPruneSchedule"]...)
+	router.POST(options.BaseURL+"/api/validators/:name/prune", wrapper.CreatePruneSchedule, options.OperationMiddlewares["createPruneSchedule"]...)
+	router.PUT(options.BaseURL+"/api/validators/:name/prune", wrapper.UpdatePruneSchedule, options.OperationMiddlewares["updatePruneSchedule"]...)
+	router.DELETE(options.BaseURL+"/api/validators/:name/backup", wrapper.DeleteBackupSchedule, options.OperationMiddlewares["deleteBackupSchedule"]...)
+	router.GET(options.BaseURL+"/api/validators/:name/backup", wrapper.GetBackupSchedule, options.OperationMiddlewares["getBackupSchedule"]...)
+	router.POST(options.BaseURL+"/api/validators/:name/backup", wrapper.CreateBackupSchedule, options.OperationMiddlewares["createBackupSchedule"]...)
+	router.PUT(options.BaseURL+"/api/validators/:name/backup", wrapper.UpdateBackupSchedule, options.OperationMiddlewares["updateBackupSchedule"]...)
+	router.GET(options.BaseURL+"/api/remote-participants", wrapper.ListRemoteParticipants, options.OperationMiddlewares["listRemoteParticipants"]...)
+	router.POST(options.BaseURL+"/api/remote-participants", wrapper.CreateRemoteParticipant, options.OperationMiddlewares["createRemoteParticipant"]...)
+	router.DELETE(options.BaseURL+"/api/remote-participants/:name", wrapper.DeleteRemoteParticipant, options.OperationMiddlewares["deleteRemoteParticipant"]...)
+	router.GET(options.BaseURL+"/api/remote-participants/:name", wrapper.GetRemoteParticipant, options.OperationMiddlewares["getRemoteParticipant"]...)
+	router.PUT(options.BaseURL+"/api/remote-participants/:name", wrapper.UpdateRemoteParticipant, options.OperationMiddlewares["updateRemoteParticipant"]...)
 
 }
 
@@ -437,7 +437,14 @@ type NotFoundJSONResponse ErrorMap
 
 type ServiceUnavailableJSONResponse ErrorMap
 
-type UnauthorizedJSONResponse ErrorMap
+type UnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type UnauthorizedJSONResponse struct {
+	Body ErrorMap
+
+	Headers UnauthorizedResponseHeaders
+}
 
 type ListRemoteParticipantsRequestObject struct {
 	Params ListRemoteParticipantsParams
@@ -480,10 +487,13 @@ type ListRemoteParticipants401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response ListRemoteParticipants401JSONResponse) VisitListRemoteParticipantsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -561,10 +571,13 @@ type CreateRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response CreateRemoteParticipant401JSONResponse) VisitCreateRemoteParticipantResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -650,10 +663,13 @@ type DeleteRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response DeleteRemoteParticipant401JSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -745,10 +761,13 @@ type GetRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response GetRemoteParticipant401JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -841,10 +860,13 @@ type UpdateRemoteParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response UpdateRemoteParticipant401JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -936,10 +958,13 @@ type ListValidators401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response ListValidators401JSONResponse) VisitListValidatorsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1017,10 +1042,13 @@ type CreateValidator401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response CreateValidator401JSONResponse) VisitCreateValidatorResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1106,10 +1134,13 @@ type UpdateValidator401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response UpdateValidator401JSONResponse) VisitUpdateValidatorResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1209,10 +1240,13 @@ type DeleteBackupSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response DeleteBackupSchedule401JSONResponse) VisitDeleteBackupScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1304,10 +1338,13 @@ type GetBackupSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response GetBackupSchedule401JSONResponse) VisitGetBackupScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1400,10 +1437,13 @@ type CreateBackupSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response CreateBackupSchedule401JSONResponse) VisitCreateBackupScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1524,10 +1564,13 @@ type UpdateBackupSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response UpdateBackupSchedule401JSONResponse) VisitUpdateBackupScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1613,10 +1656,13 @@ type DeletePruneSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response DeletePruneSchedule401JSONResponse) VisitDeletePruneScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1708,10 +1754,13 @@ type GetPruneSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response GetPruneSchedule401JSONResponse) VisitGetPruneScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1798,10 +1847,13 @@ type CreatePruneSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response CreatePruneSchedule401JSONResponse) VisitCreatePruneScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1902,10 +1954,13 @@ type UpdatePruneSchedule401JSONResponse struct{ UnauthorizedJSONResponse }
 func (response UpdatePruneSchedule401JSONResponse) VisitUpdatePruneScheduleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1959,52 +2014,52 @@ func (response UpdatePruneScheduledefaultJSONResponse) VisitUpdatePruneScheduleR
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// ListRemoteParticipants List remote participants
-	// (GET /remote-participants)
+	// (GET /api/remote-participants)
 	ListRemoteParticipants(ctx context.Context, request ListRemoteParticipantsRequestObject) (ListRemoteParticipantsResponseObject, error)
 	// CreateRemoteParticipant Register a remote participant
-	// (POST /remote-participants)
+	// (POST /api/remote-participants)
 	CreateRemoteParticipant(ctx context.Context, request CreateRemoteParticipantRequestObject) (CreateRemoteParticipantResponseObject, error)
 	// DeleteRemoteParticipant Remove a remote participant
-	// (DELETE /remote-participants/{name})
+	// (DELETE /api/remote-participants/{name})
 	DeleteRemoteParticipant(ctx context.Context, request DeleteRemoteParticipantRequestObject) (DeleteRemoteParticipantResponseObject, error)
 	// GetRemoteParticipant Get a remote participant
-	// (GET /remote-participants/{name})
+	// (GET /api/remote-participants/{name})
 	GetRemoteParticipant(ctx context.Context, request GetRemoteParticipantRequestObject) (GetRemoteParticipantResponseObject, error)
 	// UpdateRemoteParticipant Change a remote participant
-	// (PUT /remote-participants/{name})
+	// (PUT /api/remote-participants/{name})
 	UpdateRemoteParticipant(ctx context.Context, request UpdateRemoteParticipantRequestObject) (UpdateRemoteParticipantResponseObject, error)
 	// ListValidators List validators
-	// (GET /validators)
+	// (GET /api/validators)
 	ListValidators(ctx context.Context, request ListValidatorsRequestObject) (ListValidatorsResponseObject, error)
 	// CreateValidator Create a validator
-	// (POST /validators)
+	// (POST /api/validators)
 	CreateValidator(ctx context.Context, request CreateValidatorRequestObject) (CreateValidatorResponseObject, error)
 	// UpdateValidator Edit a validator
-	// (PUT /validators)
+	// (PUT /api/validators)
 	UpdateValidator(ctx context.Context, request UpdateValidatorRequestObject) (UpdateValidatorResponseObject, error)
 	// DeleteBackupSchedule Soft-delete the backup schedule
-	// (DELETE /validators/{name}/backup)
+	// (DELETE /api/validators/{name}/backup)
 	DeleteBackupSchedule(ctx context.Context, request DeleteBackupScheduleRequestObject) (DeleteBackupScheduleResponseObject, error)
 	// GetBackupSchedule Get the backup schedule
-	// (GET /validators/{name}/backup)
+	// (GET /api/validators/{name}/backup)
 	GetBackupSchedule(ctx context.Context, request GetBackupScheduleRequestObject) (GetBackupScheduleResponseObject, error)
 	// CreateBackupSchedule Create or reactivate the backup schedule
-	// (POST /validators/{name}/backup)
+	// (POST /api/validators/{name}/backup)
 	CreateBackupSchedule(ctx context.Context, request CreateBackupScheduleRequestObject) (CreateBackupScheduleResponseObject, error)
 	// UpdateBackupSchedule Replace the backup schedule
-	// (PUT /validators/{name}/backup)
+	// (PUT /api/validators/{name}/backup)
 	UpdateBackupSchedule(ctx context.Context, request UpdateBackupScheduleRequestObject) (UpdateBackupScheduleResponseObject, error)
 	// DeletePruneSchedule Remove the pruning schedule
-	// (DELETE /validators/{name}/prune)
+	// (DELETE /api/validators/{name}/prune)
 	DeletePruneSchedule(ctx context.Context, request DeletePruneScheduleRequestObject) (DeletePruneScheduleResponseObject, error)
 	// GetPruneSchedule Get the pruning schedule
-	// (GET /validators/{name}/prune)
+	// (GET /api/validators/{name}/prune)
 	GetPruneSchedule(ctx context.Context, request GetPruneScheduleRequestObject) (GetPruneScheduleResponseObject, error)
 	// CreatePruneSchedule Set a pruning schedule
-	// (POST /validators/{name}/prune)
+	// (POST /api/validators/{name}/prune)
 	CreatePruneSchedule(ctx context.Context, request CreatePruneScheduleRequestObject) (CreatePruneScheduleResponseObject, error)
 	// UpdatePruneSchedule Replace the pruning schedule
-	// (PUT /validators/{name}/prune)
+	// (PUT /api/validators/{name}/prune)
 	UpdatePruneSchedule(ctx context.Context, request UpdatePruneScheduleRequestObject) (UpdatePruneScheduleResponseObject, error)
 }
 

@@ -391,7 +391,8 @@ type RemoteParticipantDto struct {
 
 	// HealthStatus Result of the last health check (a TCP connection to adminAddress:adminPort), absent
 	// before the first one. The `healthStatus` filter of the list compares with it. Our
-	// addition.
+	// addition. Read-only: a request may send it back (a GET sent back through PUT) and it is
+	// ignored.
 	HealthStatus *bool `json:"healthStatus,omitempty"`
 
 	// Image Image of the participant.
@@ -400,7 +401,7 @@ type RemoteParticipantDto struct {
 	// JsonApiUrl URL of the JSON API.
 	JsonApiUrl string `json:"jsonApiUrl"`
 
-	// LastHealthCheck When the last health check ran (UTC). Our addition.
+	// LastHealthCheck When the last health check ran (UTC). Our addition. Read-only, like `healthStatus`; ignored in a request.
 	LastHealthCheck *time.Time `json:"lastHealthCheck,omitempty"`
 
 	// LedgerAddress Host of the ledger API.
@@ -479,7 +480,7 @@ type ScheduledValidatorPruneDto struct {
 	// MaxDuration Maximum duration of one pruning run in whole seconds, must be > 0; digits with units d, h, m, s, e.g. `5m`, `1h30m`.
 	MaxDuration string `json:"maxDuration"`
 
-	// NextRun Computed next run (RFC 3339, UTC). Read-only; a request that sends it is rejected.
+	// NextRun Computed next run (RFC 3339, UTC). Read-only; a request may send it back (a GET sent back through PUT) and it is ignored.
 	NextRun *time.Time `json:"nextRun,omitempty"`
 
 	// Retention How long ledger data is kept in whole seconds, must be > 0; same format as `maxDuration`, e.g. `48h`, `30d`.

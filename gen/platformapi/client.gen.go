@@ -104,7 +104,370 @@ type ClientInterface interface {
 	// Corresponds with GET /actuator/info (the `GetInfo` operationId).
 	GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OpenLedgerConsole Open the console stream (WebSocket)
+	// ListApplications List applications (not built yet)
+	//
+	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	//
+	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
+	ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListApplicationMetrics List resource metrics of every application (not built yet)
+	//
+	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	//
+	// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
+	ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetApplication Get an application (not built yet)
+	//
+	// One Application resource, as stored in the cluster.
+	//
+	// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
+	GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetApplicationMetrics Get resource metrics of one application (not built yet)
+	//
+	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	//
+	// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
+	GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetApplicationStatus Get an application's resource status (not built yet)
+	//
+	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
+	//
+	// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
+	GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListValidators List validators (not built yet)
+	//
+	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	//
+	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
+	ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidator Get a validator (not built yet)
+	//
+	// One Validator resource, as stored in the cluster.
+	//
+	// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
+	GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+	//
+	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
+	GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UploadDarWithBody Upload a DAR package (not built yet)
+	//
+	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
+	UploadDarWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	//
+	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/details (the `GetValidatorDetails` operationId).
+	GetValidatorDetails(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListExternalParties List externally signed parties onboarded here (not built yet)
+	//
+	// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
+	ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+	// transactions and the party's signature over the multi-hash. Allocate affects this
+	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+	// even one that fails after signing: to retry, generate the topology again and sign the new
+	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+	AllocateExternalPartyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+	// transactions and the party's signature over the multi-hash. Allocate affects this
+	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+	// even one that fails after signing: to retry, generate the topology again and sign the new
+	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+	AllocateExternalParty(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PrepareAmendHostingWithBody Prepare a hosting change of an external party (not built yet)
+	//
+	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+	PrepareAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
+	//
+	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+	PrepareAmendHosting(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitAmendHostingWithBody Submit a signed hosting change (not built yet)
+	//
+	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+	SubmitAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitAmendHosting Submit a signed hosting change (not built yet)
+	//
+	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+	SubmitAmendHosting(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApprovePendingHostingWithBody Approve a hosting proposal naming this participant (not built yet)
+	//
+	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+	ApprovePendingHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
+	//
+	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+	ApprovePendingHosting(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+	GenerateExternalPartyTopologyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+	GenerateExternalPartyTopology(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetIdentityDump Download the participant identity export (not built yet)
+	//
+	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/identity-dump (the `GetIdentityDump` operationId).
+	GetIdentityDump(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidatorKeys List the participant's public keys (not built yet)
+	//
+	// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/keys (the `GetValidatorKeys` operationId).
+	GetValidatorKeys(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLocalParties List parties hosted on this participant (not built yet)
+	//
+	// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/local-parties (the `ListLocalParties` operationId).
+	ListLocalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LookupParticipant Check a participant UID (advisory) (not built yet)
+	//
+	// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/participant-lookup (the `LookupParticipant` operationId).
+	LookupParticipant(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetParticipantStatus Get participant node health (not built yet)
+	//
+	// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
+	GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListParties Look up parties by id prefix (not built yet)
+	//
+	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
+	ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AllocateParty Allocate a participant-managed party (not built yet)
+	//
+	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
+	AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidatorStatus Get a validator's resource status (not built yet)
+	//
+	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
+	GetValidatorStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
+	//
+	// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
+	ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+	//
+	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
+	GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateUser Create a ledger user (not built yet)
+	//
+	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
+	CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateUser Update a ledger user (not built yet)
+	//
+	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
+	UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListUserRights List a ledger user's rights (not built yet)
+	//
+	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
+	ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateUserRights Replace a ledger user's rights (not built yet)
+	//
+	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
+	UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	//
+	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
+	GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustodyProviderSettingsWithBody Update custody provider settings (not built yet)
+	//
+	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+	UpdateCustodyProviderSettingsWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	//
+	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+	UpdateCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListGatewayWallets List managed wallets (not built yet)
+	//
+	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
+	//
+	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
+	ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateGatewayWalletWithBody Create a wallet for a party (not built yet)
+	//
+	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+	CreateGatewayWalletWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	//
+	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+	CreateGatewayWallet(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWalletUsers List wallet usernames (not built yet)
+	//
+	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
+	ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OnboardWalletUserWithBody Onboard a wallet user (not built yet)
+	//
+	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+	OnboardWalletUserWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OnboardWalletUser Onboard a wallet user (not built yet)
+	//
+	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+	OnboardWalletUser(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OffboardWalletUser Offboard a wallet user (not built yet)
+	//
+	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+	//
+	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
+	OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
 	// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
@@ -123,41 +486,6 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
 	OpenLedgerConsole(ctx context.Context, params *OpenLedgerConsoleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListApplications List applications
-	//
-	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-	//
-	// Corresponds with GET /applications (the `ListApplications` operationId).
-	ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListApplicationMetrics List resource metrics of every application
-	//
-	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-	//
-	// Corresponds with GET /applications/metrics (the `ListApplicationMetrics` operationId).
-	ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetApplication Get an application
-	//
-	// One Application resource, as stored in the cluster.
-	//
-	// Corresponds with GET /applications/{name} (the `GetApplication` operationId).
-	GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetApplicationMetrics Get resource metrics of one application
-	//
-	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-	//
-	// Corresponds with GET /applications/{name}/metrics (the `GetApplicationMetrics` operationId).
-	GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetApplicationStatus Get an application's resource status
-	//
-	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
-	//
-	// Corresponds with GET /applications/{name}/status (the `GetApplicationStatus` operationId).
-	GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDocsUi Interactive documentation page
 	//
@@ -179,334 +507,6 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v3/api-docs/management (the `GetManagementApiDocs` operationId).
 	GetManagementApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListValidators List validators
-	//
-	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-	//
-	// Corresponds with GET /validators (the `ListValidators` operationId).
-	ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetValidator Get a validator
-	//
-	// One Validator resource, as stored in the cluster.
-	//
-	// Corresponds with GET /validators/{name} (the `GetValidator` operationId).
-	GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetValidatorBalances Get the validator party's native coin balance
-	//
-	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
-	//
-	// Corresponds with GET /validators/{name}/balances (the `GetValidatorBalances` operationId).
-	GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// UploadDarWithBody Upload a DAR package
-	//
-	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/dars/upload (the `UploadDar` operationId).
-	UploadDarWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetValidatorDetails Get the aggregate view of a validator
-	//
-	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
-	//
-	// Corresponds with GET /validators/{name}/details (the `GetValidatorDetails` operationId).
-	GetValidatorDetails(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListExternalParties List externally signed parties onboarded here
-	//
-	// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
-	//
-	// Corresponds with GET /validators/{name}/external-parties (the `ListExternalParties` operationId).
-	ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature
-	//
-	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-	AllocateExternalPartyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// AllocateExternalParty Allocate an external party from its multi-hash signature
-	//
-	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-	AllocateExternalParty(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// PrepareAmendHostingWithBody Prepare a hosting change of an external party
-	//
-	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-	PrepareAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// PrepareAmendHosting Prepare a hosting change of an external party
-	//
-	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-	PrepareAmendHosting(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// SubmitAmendHostingWithBody Submit a signed hosting change
-	//
-	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-	SubmitAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// SubmitAmendHosting Submit a signed hosting change
-	//
-	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-	SubmitAmendHosting(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ApprovePendingHostingWithBody Approve a hosting proposal naming this participant
-	//
-	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-	ApprovePendingHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ApprovePendingHosting Approve a hosting proposal naming this participant
-	//
-	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-	ApprovePendingHosting(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party
-	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-	GenerateExternalPartyTopologyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
-	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-	GenerateExternalPartyTopology(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetIdentityDump Download the participant identity export
-	//
-	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
-	//
-	// Corresponds with GET /validators/{name}/identity-dump (the `GetIdentityDump` operationId).
-	GetIdentityDump(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetValidatorKeys List the participant's public keys
-	//
-	// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
-	//
-	// Corresponds with GET /validators/{name}/keys (the `GetValidatorKeys` operationId).
-	GetValidatorKeys(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListLocalParties List parties hosted on this participant
-	//
-	// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
-	//
-	// Corresponds with GET /validators/{name}/local-parties (the `ListLocalParties` operationId).
-	ListLocalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// LookupParticipant Check a participant UID (advisory)
-	//
-	// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
-	//
-	// Corresponds with GET /validators/{name}/participant-lookup (the `LookupParticipant` operationId).
-	LookupParticipant(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetParticipantStatus Get participant node health
-	//
-	// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
-	//
-	// Corresponds with GET /validators/{name}/participant-status (the `GetParticipantStatus` operationId).
-	GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListParties Look up parties by id prefix
-	//
-	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
-	//
-	// Corresponds with GET /validators/{name}/parties (the `ListParties` operationId).
-	ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// AllocateParty Allocate a participant-managed party
-	//
-	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
-	//
-	// Corresponds with POST /validators/{name}/parties (the `AllocateParty` operationId).
-	AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetValidatorStatus Get a validator's resource status
-	//
-	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
-	//
-	// Corresponds with GET /validators/{name}/status (the `GetValidatorStatus` operationId).
-	GetValidatorStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListTopologyProposals List party hosting proposals on the synchronizer
-	//
-	// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
-	//
-	// Corresponds with GET /validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
-	ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
-	//
-	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
-	//
-	// Corresponds with GET /validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
-	GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// CreateUser Create a ledger user
-	//
-	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query parameters, there is no JSON body. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
-	//
-	// Corresponds with POST /validators/{name}/users (the `CreateUser` operationId).
-	CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// UpdateUser Update a ledger user
-	//
-	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query parameters only, no JSON body). 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
-	//
-	// Corresponds with POST /validators/{name}/users/{userId} (the `UpdateUser` operationId).
-	UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListUserRights List a ledger user's rights
-	//
-	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
-	//
-	// Corresponds with GET /validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
-	ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// UpdateUserRights Replace a ledger user's rights
-	//
-	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query parameters only, no JSON body. The answer is the resulting complete set.
-	//
-	// Corresponds with POST /validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
-	UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetCustodyProviderSettings Read custody provider settings
-	//
-	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
-	//
-	// Corresponds with GET /validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
-	GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// UpdateCustodyProviderSettingsWithBody Update custody provider settings
-	//
-	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-	UpdateCustodyProviderSettingsWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// UpdateCustodyProviderSettings Update custody provider settings
-	//
-	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-	UpdateCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListGatewayWallets List managed wallets
-	//
-	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
-	//
-	// Corresponds with GET /validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
-	ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// CreateGatewayWalletWithBody Create a wallet for a party
-	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-	CreateGatewayWalletWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// CreateGatewayWallet Create a wallet for a party
-	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-	CreateGatewayWallet(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListWalletUsers List wallet usernames
-	//
-	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
-	//
-	// Corresponds with GET /validators/{name}/wallet-users (the `ListWalletUsers` operationId).
-	ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// OnboardWalletUserWithBody Onboard a wallet user
-	//
-	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-	OnboardWalletUserWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// OnboardWalletUser Onboard a wallet user
-	//
-	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-	OnboardWalletUser(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// OffboardWalletUser Offboard a wallet user
-	//
-	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
-	//
-	// Corresponds with DELETE /validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
-	OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Health
@@ -543,7 +543,820 @@ func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
-// OpenLedgerConsole Open the console stream (WebSocket)
+// ListApplications List applications (not built yet)
+//
+// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+//
+// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
+func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListApplicationsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListApplicationMetrics List resource metrics of every application (not built yet)
+//
+// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+//
+// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
+func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListApplicationMetricsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApplication Get an application (not built yet)
+//
+// One Application resource, as stored in the cluster.
+//
+// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
+func (c *Client) GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApplicationRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApplicationMetrics Get resource metrics of one application (not built yet)
+//
+// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+//
+// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
+func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApplicationMetricsRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApplicationStatus Get an application's resource status (not built yet)
+//
+// The `status` of the Application resource only, as stored; `{}` when it has none yet.
+//
+// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
+func (c *Client) GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApplicationStatusRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListValidators List validators (not built yet)
+//
+// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+//
+// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
+func (c *Client) ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListValidatorsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidator Get a validator (not built yet)
+//
+// One Validator resource, as stored in the cluster.
+//
+// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
+func (c *Client) GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+//
+// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+//
+// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
+func (c *Client) GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorBalancesRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UploadDarWithBody Upload a DAR package (not built yet)
+//
+// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
+func (c *Client) UploadDarWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadDarRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+//
+// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+//
+// Corresponds with GET /api/v1/validators/{name}/details (the `GetValidatorDetails` operationId).
+func (c *Client) GetValidatorDetails(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorDetailsRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListExternalParties List externally signed parties onboarded here (not built yet)
+//
+// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
+//
+// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
+func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListExternalPartiesRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+// transactions and the party's signature over the multi-hash. Allocate affects this
+// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+// even one that fails after signing: to retry, generate the topology again and sign the new
+// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+func (c *Client) AllocateExternalPartyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAllocateExternalPartyRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+// transactions and the party's signature over the multi-hash. Allocate affects this
+// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+// even one that fails after signing: to retry, generate the topology again and sign the new
+// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+func (c *Client) AllocateExternalParty(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAllocateExternalPartyRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PrepareAmendHostingWithBody Prepare a hosting change of an external party (not built yet)
+//
+// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+func (c *Client) PrepareAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPrepareAmendHostingRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
+//
+// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+func (c *Client) PrepareAmendHosting(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPrepareAmendHostingRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitAmendHostingWithBody Submit a signed hosting change (not built yet)
+//
+// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+func (c *Client) SubmitAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitAmendHostingRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitAmendHosting Submit a signed hosting change (not built yet)
+//
+// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+func (c *Client) SubmitAmendHosting(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitAmendHostingRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApprovePendingHostingWithBody Approve a hosting proposal naming this participant (not built yet)
+//
+// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+func (c *Client) ApprovePendingHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApprovePendingHostingRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
+//
+// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+func (c *Client) ApprovePendingHosting(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApprovePendingHostingRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+func (c *Client) GenerateExternalPartyTopologyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGenerateExternalPartyTopologyRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+func (c *Client) GenerateExternalPartyTopology(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGenerateExternalPartyTopologyRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetIdentityDump Download the participant identity export (not built yet)
+//
+// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+//
+// Corresponds with GET /api/v1/validators/{name}/identity-dump (the `GetIdentityDump` operationId).
+func (c *Client) GetIdentityDump(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetIdentityDumpRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidatorKeys List the participant's public keys (not built yet)
+//
+// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+//
+// Corresponds with GET /api/v1/validators/{name}/keys (the `GetValidatorKeys` operationId).
+func (c *Client) GetValidatorKeys(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorKeysRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLocalParties List parties hosted on this participant (not built yet)
+//
+// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
+//
+// Corresponds with GET /api/v1/validators/{name}/local-parties (the `ListLocalParties` operationId).
+func (c *Client) ListLocalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLocalPartiesRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LookupParticipant Check a participant UID (advisory) (not built yet)
+//
+// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+//
+// Corresponds with GET /api/v1/validators/{name}/participant-lookup (the `LookupParticipant` operationId).
+func (c *Client) LookupParticipant(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLookupParticipantRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetParticipantStatus Get participant node health (not built yet)
+//
+// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
+//
+// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
+func (c *Client) GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetParticipantStatusRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListParties Look up parties by id prefix (not built yet)
+//
+// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+//
+// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
+func (c *Client) ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartiesRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AllocateParty Allocate a participant-managed party (not built yet)
+//
+// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+//
+// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
+func (c *Client) AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAllocatePartyRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidatorStatus Get a validator's resource status (not built yet)
+//
+// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+//
+// Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
+func (c *Client) GetValidatorStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorStatusRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
+//
+// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
+//
+// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
+func (c *Client) ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTopologyProposalsRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+//
+// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+//
+// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
+func (c *Client) GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorTrafficStatusRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateUser Create a ledger user (not built yet)
+//
+// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+//
+// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
+func (c *Client) CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateUserRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateUser Update a ledger user (not built yet)
+//
+// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+//
+// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
+func (c *Client) UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateUserRequest(c.Server, name, userId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListUserRights List a ledger user's rights (not built yet)
+//
+// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
+//
+// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
+func (c *Client) ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUserRightsRequest(c.Server, name, userId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateUserRights Replace a ledger user's rights (not built yet)
+//
+// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+//
+// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
+func (c *Client) UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateUserRightsRequest(c.Server, name, userId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCustodyProviderSettings Read custody provider settings (not built yet)
+//
+// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+//
+// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
+func (c *Client) GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCustodyProviderSettingsRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustodyProviderSettingsWithBody Update custody provider settings (not built yet)
+//
+// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+func (c *Client) UpdateCustodyProviderSettingsWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustodyProviderSettingsRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+//
+// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+func (c *Client) UpdateCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustodyProviderSettingsRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListGatewayWallets List managed wallets (not built yet)
+//
+// Every wallet the wallet gateway manages for this validator, sorted by creation time.
+//
+// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
+func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListGatewayWalletsRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateGatewayWalletWithBody Create a wallet for a party (not built yet)
+//
+// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+func (c *Client) CreateGatewayWalletWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateGatewayWalletRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateGatewayWallet Create a wallet for a party (not built yet)
+//
+// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+func (c *Client) CreateGatewayWallet(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateGatewayWalletRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWalletUsers List wallet usernames (not built yet)
+//
+// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
+//
+// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
+func (c *Client) ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWalletUsersRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OnboardWalletUserWithBody Onboard a wallet user (not built yet)
+//
+// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+func (c *Client) OnboardWalletUserWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOnboardWalletUserRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OnboardWalletUser Onboard a wallet user (not built yet)
+//
+// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+func (c *Client) OnboardWalletUser(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOnboardWalletUserRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OffboardWalletUser Offboard a wallet user (not built yet)
+//
+// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+//
+// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
+func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOffboardWalletUserRequest(c.Server, name, username)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
 // validator `validator` (an exec stream into the participant pod). Not REST; meant for the
@@ -563,91 +1376,6 @@ func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
 func (c *Client) OpenLedgerConsole(ctx context.Context, params *OpenLedgerConsoleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenLedgerConsoleRequest(c.Server, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListApplications List applications
-//
-// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-//
-// Corresponds with GET /applications (the `ListApplications` operationId).
-func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListApplicationsRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListApplicationMetrics List resource metrics of every application
-//
-// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-//
-// Corresponds with GET /applications/metrics (the `ListApplicationMetrics` operationId).
-func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListApplicationMetricsRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetApplication Get an application
-//
-// One Application resource, as stored in the cluster.
-//
-// Corresponds with GET /applications/{name} (the `GetApplication` operationId).
-func (c *Client) GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetApplicationRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetApplicationMetrics Get resource metrics of one application
-//
-// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-//
-// Corresponds with GET /applications/{name}/metrics (the `GetApplicationMetrics` operationId).
-func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetApplicationMetricsRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetApplicationStatus Get an application's resource status
-//
-// The `status` of the Application resource only, as stored; `{}` when it has none yet.
-//
-// Corresponds with GET /applications/{name}/status (the `GetApplicationStatus` operationId).
-func (c *Client) GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetApplicationStatusRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -699,734 +1427,6 @@ func (c *Client) GetApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /v3/api-docs/management (the `GetManagementApiDocs` operationId).
 func (c *Client) GetManagementApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetManagementApiDocsRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListValidators List validators
-//
-// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-//
-// Corresponds with GET /validators (the `ListValidators` operationId).
-func (c *Client) ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListValidatorsRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetValidator Get a validator
-//
-// One Validator resource, as stored in the cluster.
-//
-// Corresponds with GET /validators/{name} (the `GetValidator` operationId).
-func (c *Client) GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetValidatorRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetValidatorBalances Get the validator party's native coin balance
-//
-// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
-//
-// Corresponds with GET /validators/{name}/balances (the `GetValidatorBalances` operationId).
-func (c *Client) GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetValidatorBalancesRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// UploadDarWithBody Upload a DAR package
-//
-// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/dars/upload (the `UploadDar` operationId).
-func (c *Client) UploadDarWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadDarRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetValidatorDetails Get the aggregate view of a validator
-//
-// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
-//
-// Corresponds with GET /validators/{name}/details (the `GetValidatorDetails` operationId).
-func (c *Client) GetValidatorDetails(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetValidatorDetailsRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListExternalParties List externally signed parties onboarded here
-//
-// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
-//
-// Corresponds with GET /validators/{name}/external-parties (the `ListExternalParties` operationId).
-func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListExternalPartiesRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature
-//
-// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-func (c *Client) AllocateExternalPartyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAllocateExternalPartyRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// AllocateExternalParty Allocate an external party from its multi-hash signature
-//
-// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-func (c *Client) AllocateExternalParty(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAllocateExternalPartyRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// PrepareAmendHostingWithBody Prepare a hosting change of an external party
-//
-// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-func (c *Client) PrepareAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPrepareAmendHostingRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// PrepareAmendHosting Prepare a hosting change of an external party
-//
-// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-func (c *Client) PrepareAmendHosting(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPrepareAmendHostingRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// SubmitAmendHostingWithBody Submit a signed hosting change
-//
-// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-func (c *Client) SubmitAmendHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSubmitAmendHostingRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// SubmitAmendHosting Submit a signed hosting change
-//
-// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-func (c *Client) SubmitAmendHosting(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSubmitAmendHostingRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ApprovePendingHostingWithBody Approve a hosting proposal naming this participant
-//
-// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-func (c *Client) ApprovePendingHostingWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewApprovePendingHostingRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ApprovePendingHosting Approve a hosting proposal naming this participant
-//
-// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-func (c *Client) ApprovePendingHosting(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewApprovePendingHostingRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party
-//
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-func (c *Client) GenerateExternalPartyTopologyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGenerateExternalPartyTopologyRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GenerateExternalPartyTopology Generate the onboarding topology of an external party
-//
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-func (c *Client) GenerateExternalPartyTopology(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGenerateExternalPartyTopologyRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetIdentityDump Download the participant identity export
-//
-// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
-//
-// Corresponds with GET /validators/{name}/identity-dump (the `GetIdentityDump` operationId).
-func (c *Client) GetIdentityDump(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetIdentityDumpRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetValidatorKeys List the participant's public keys
-//
-// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
-//
-// Corresponds with GET /validators/{name}/keys (the `GetValidatorKeys` operationId).
-func (c *Client) GetValidatorKeys(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetValidatorKeysRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListLocalParties List parties hosted on this participant
-//
-// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
-//
-// Corresponds with GET /validators/{name}/local-parties (the `ListLocalParties` operationId).
-func (c *Client) ListLocalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListLocalPartiesRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// LookupParticipant Check a participant UID (advisory)
-//
-// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
-//
-// Corresponds with GET /validators/{name}/participant-lookup (the `LookupParticipant` operationId).
-func (c *Client) LookupParticipant(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewLookupParticipantRequest(c.Server, name, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetParticipantStatus Get participant node health
-//
-// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
-//
-// Corresponds with GET /validators/{name}/participant-status (the `GetParticipantStatus` operationId).
-func (c *Client) GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetParticipantStatusRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListParties Look up parties by id prefix
-//
-// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
-//
-// Corresponds with GET /validators/{name}/parties (the `ListParties` operationId).
-func (c *Client) ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListPartiesRequest(c.Server, name, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// AllocateParty Allocate a participant-managed party
-//
-// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
-//
-// Corresponds with POST /validators/{name}/parties (the `AllocateParty` operationId).
-func (c *Client) AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAllocatePartyRequest(c.Server, name, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetValidatorStatus Get a validator's resource status
-//
-// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
-//
-// Corresponds with GET /validators/{name}/status (the `GetValidatorStatus` operationId).
-func (c *Client) GetValidatorStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetValidatorStatusRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListTopologyProposals List party hosting proposals on the synchronizer
-//
-// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
-//
-// Corresponds with GET /validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
-func (c *Client) ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListTopologyProposalsRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
-//
-// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
-//
-// Corresponds with GET /validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
-func (c *Client) GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetValidatorTrafficStatusRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// CreateUser Create a ledger user
-//
-// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query parameters, there is no JSON body. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
-//
-// Corresponds with POST /validators/{name}/users (the `CreateUser` operationId).
-func (c *Client) CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateUserRequest(c.Server, name, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// UpdateUser Update a ledger user
-//
-// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query parameters only, no JSON body). 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
-//
-// Corresponds with POST /validators/{name}/users/{userId} (the `UpdateUser` operationId).
-func (c *Client) UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateUserRequest(c.Server, name, userId, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListUserRights List a ledger user's rights
-//
-// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
-//
-// Corresponds with GET /validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
-func (c *Client) ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListUserRightsRequest(c.Server, name, userId)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// UpdateUserRights Replace a ledger user's rights
-//
-// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query parameters only, no JSON body. The answer is the resulting complete set.
-//
-// Corresponds with POST /validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
-func (c *Client) UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateUserRightsRequest(c.Server, name, userId, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetCustodyProviderSettings Read custody provider settings
-//
-// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
-//
-// Corresponds with GET /validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
-func (c *Client) GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetCustodyProviderSettingsRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// UpdateCustodyProviderSettingsWithBody Update custody provider settings
-//
-// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-func (c *Client) UpdateCustodyProviderSettingsWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustodyProviderSettingsRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// UpdateCustodyProviderSettings Update custody provider settings
-//
-// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-func (c *Client) UpdateCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustodyProviderSettingsRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListGatewayWallets List managed wallets
-//
-// Every wallet the wallet gateway manages for this validator, sorted by creation time.
-//
-// Corresponds with GET /validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
-func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListGatewayWalletsRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// CreateGatewayWalletWithBody Create a wallet for a party
-//
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-func (c *Client) CreateGatewayWalletWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateGatewayWalletRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// CreateGatewayWallet Create a wallet for a party
-//
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-func (c *Client) CreateGatewayWallet(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateGatewayWalletRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListWalletUsers List wallet usernames
-//
-// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
-//
-// Corresponds with GET /validators/{name}/wallet-users (the `ListWalletUsers` operationId).
-func (c *Client) ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWalletUsersRequest(c.Server, name)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// OnboardWalletUserWithBody Onboard a wallet user
-//
-// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-func (c *Client) OnboardWalletUserWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOnboardWalletUserRequestWithBody(c.Server, name, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// OnboardWalletUser Onboard a wallet user
-//
-// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-func (c *Client) OnboardWalletUser(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOnboardWalletUserRequest(c.Server, name, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// OffboardWalletUser Offboard a wallet user
-//
-// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
-//
-// Corresponds with DELETE /validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
-func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOffboardWalletUserRequest(c.Server, name, username)
 	if err != nil {
 		return nil, err
 	}
@@ -1491,80 +1491,6 @@ func NewGetInfoRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewOpenLedgerConsoleRequest constructs an http.Request for the OpenLedgerConsole method
-func NewOpenLedgerConsoleRequest(server string, params *OpenLedgerConsoleParams) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/api/ws/ledger-console")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "validator", params.Validator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
-			}
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-
-		var headerParam0 string
-
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Upgrade", params.Upgrade, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
-		}
-
-		req.Header.Set("Upgrade", headerParam0)
-
-		if params.SecWebSocketProtocol != nil {
-			var headerParam1 string
-
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sec-WebSocket-Protocol", *params.SecWebSocketProtocol, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("Sec-WebSocket-Protocol", headerParam1)
-		}
-
-	}
-
-	return req, nil
-}
-
 // NewListApplicationsRequest constructs an http.Request for the ListApplications method
 func NewListApplicationsRequest(server string) (*http.Request, error) {
 	var err error
@@ -1574,7 +1500,7 @@ func NewListApplicationsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/applications")
+	operationPath := fmt.Sprintf("/api/v1/applications")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1601,7 +1527,7 @@ func NewListApplicationMetricsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/applications/metrics")
+	operationPath := fmt.Sprintf("/api/v1/applications/metrics")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1635,7 +1561,7 @@ func NewGetApplicationRequest(server string, name ApplicationNamePath) (*http.Re
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/applications/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/applications/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1669,7 +1595,7 @@ func NewGetApplicationMetricsRequest(server string, name ApplicationNamePath) (*
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/applications/%s/metrics", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/applications/%s/metrics", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1703,88 +1629,7 @@ func NewGetApplicationStatusRequest(server string, name ApplicationNamePath) (*h
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/applications/%s/status", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGetDocsUiRequest constructs an http.Request for the GetDocsUi method
-func NewGetDocsUiRequest(server string) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/docs-ui.html")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGetApiDocsRequest constructs an http.Request for the GetApiDocs method
-func NewGetApiDocsRequest(server string) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v3/api-docs")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGetManagementApiDocsRequest constructs an http.Request for the GetManagementApiDocs method
-func NewGetManagementApiDocsRequest(server string) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v3/api-docs/management")
+	operationPath := fmt.Sprintf("/api/v1/applications/%s/status", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1811,7 +1656,7 @@ func NewListValidatorsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators")
+	operationPath := fmt.Sprintf("/api/v1/validators")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1845,7 +1690,7 @@ func NewGetValidatorRequest(server string, name ValidatorNamePath) (*http.Reques
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1879,7 +1724,7 @@ func NewGetValidatorBalancesRequest(server string, name ValidatorNamePath) (*htt
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/balances", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/balances", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1913,7 +1758,7 @@ func NewUploadDarRequestWithBody(server string, name ValidatorNamePath, contentT
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/dars/upload", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/dars/upload", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1949,7 +1794,7 @@ func NewGetValidatorDetailsRequest(server string, name ValidatorNamePath) (*http
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/details", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/details", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1983,7 +1828,7 @@ func NewListExternalPartiesRequest(server string, name ValidatorNamePath) (*http
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/external-parties", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/external-parties", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2028,7 +1873,7 @@ func NewAllocateExternalPartyRequestWithBody(server string, name ValidatorNamePa
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/external-parties/allocate", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/external-parties/allocate", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2075,7 +1920,7 @@ func NewPrepareAmendHostingRequestWithBody(server string, name ValidatorNamePath
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/external-parties/amend-hosting/prepare", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/external-parties/amend-hosting/prepare", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2122,7 +1967,7 @@ func NewSubmitAmendHostingRequestWithBody(server string, name ValidatorNamePath,
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/external-parties/amend-hosting/submit", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/external-parties/amend-hosting/submit", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2169,7 +2014,7 @@ func NewApprovePendingHostingRequestWithBody(server string, name ValidatorNamePa
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/external-parties/approve-pending", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/external-parties/approve-pending", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2216,7 +2061,7 @@ func NewGenerateExternalPartyTopologyRequestWithBody(server string, name Validat
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/external-parties/generate-topology", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/external-parties/generate-topology", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2252,7 +2097,7 @@ func NewGetIdentityDumpRequest(server string, name ValidatorNamePath) (*http.Req
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/identity-dump", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/identity-dump", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2286,7 +2131,7 @@ func NewGetValidatorKeysRequest(server string, name ValidatorNamePath) (*http.Re
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/keys", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/keys", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2320,7 +2165,7 @@ func NewListLocalPartiesRequest(server string, name ValidatorNamePath) (*http.Re
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/local-parties", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/local-parties", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2354,7 +2199,7 @@ func NewLookupParticipantRequest(server string, name ValidatorNamePath, params *
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/participant-lookup", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/participant-lookup", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2411,7 +2256,7 @@ func NewGetParticipantStatusRequest(server string, name ValidatorNamePath) (*htt
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/participant-status", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/participant-status", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2445,7 +2290,7 @@ func NewListPartiesRequest(server string, name ValidatorNamePath, params *ListPa
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/parties", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/parties", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2506,7 +2351,7 @@ func NewAllocatePartyRequest(server string, name ValidatorNamePath, params *Allo
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/parties", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/parties", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2563,7 +2408,7 @@ func NewGetValidatorStatusRequest(server string, name ValidatorNamePath) (*http.
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/status", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/status", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2597,7 +2442,7 @@ func NewListTopologyProposalsRequest(server string, name ValidatorNamePath) (*ht
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/topology-proposals", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/topology-proposals", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2631,7 +2476,7 @@ func NewGetValidatorTrafficStatusRequest(server string, name ValidatorNamePath) 
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/traffic-status", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/traffic-status", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2665,7 +2510,7 @@ func NewCreateUserRequest(server string, name ValidatorNamePath, params *CreateU
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/users", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/users", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2825,7 +2670,7 @@ func NewUpdateUserRequest(server string, name ValidatorNamePath, userId UserIdPa
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/users/%s", pathParam0, pathParam1)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/users/%s", pathParam0, pathParam1)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2917,7 +2762,7 @@ func NewListUserRightsRequest(server string, name ValidatorNamePath, userId User
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/users/%s/rights", pathParam0, pathParam1)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/users/%s/rights", pathParam0, pathParam1)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2958,7 +2803,7 @@ func NewUpdateUserRightsRequest(server string, name ValidatorNamePath, userId Us
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/users/%s/rights", pathParam0, pathParam1)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/users/%s/rights", pathParam0, pathParam1)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3091,7 +2936,7 @@ func NewGetCustodyProviderSettingsRequest(server string, name ValidatorNamePath)
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-gateway/providers/custody-provider-a", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-gateway/providers/custody-provider-a", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3136,7 +2981,7 @@ func NewUpdateCustodyProviderSettingsRequestWithBody(server string, name Validat
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-gateway/providers/custody-provider-a", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-gateway/providers/custody-provider-a", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3172,7 +3017,7 @@ func NewListGatewayWalletsRequest(server string, name ValidatorNamePath) (*http.
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-gateway/wallets", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-gateway/wallets", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3217,7 +3062,7 @@ func NewCreateGatewayWalletRequestWithBody(server string, name ValidatorNamePath
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-gateway/wallets", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-gateway/wallets", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3253,7 +3098,7 @@ func NewListWalletUsersRequest(server string, name ValidatorNamePath) (*http.Req
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-users", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-users", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3298,7 +3143,7 @@ func NewOnboardWalletUserRequestWithBody(server string, name ValidatorNamePath, 
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-users", pathParam0)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-users", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3341,7 +3186,7 @@ func NewOffboardWalletUserRequest(server string, name ValidatorNamePath, usernam
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/validators/%s/wallet-users/%s", pathParam0, pathParam1)
+	operationPath := fmt.Sprintf("/api/v1/validators/%s/wallet-users/%s", pathParam0, pathParam1)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3352,6 +3197,161 @@ func NewOffboardWalletUserRequest(server string, name ValidatorNamePath, usernam
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewOpenLedgerConsoleRequest constructs an http.Request for the OpenLedgerConsole method
+func NewOpenLedgerConsoleRequest(server string, params *OpenLedgerConsoleParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/ws/ledger-console")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "validator", params.Validator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Upgrade", params.Upgrade, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upgrade", headerParam0)
+
+		if params.SecWebSocketProtocol != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sec-WebSocket-Protocol", *params.SecWebSocketProtocol, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sec-WebSocket-Protocol", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetDocsUiRequest constructs an http.Request for the GetDocsUi method
+func NewGetDocsUiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs-ui.html")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetApiDocsRequest constructs an http.Request for the GetApiDocs method
+func NewGetApiDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v3/api-docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetManagementApiDocsRequest constructs an http.Request for the GetManagementApiDocs method
+func NewGetManagementApiDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v3/api-docs/management")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3421,7 +3421,426 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /actuator/info (the `GetInfo` operationId).
 	GetInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetInfoResponse, error)
 
-	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
+	// ListApplicationsWithResponse List applications (not built yet)
+	//
+	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
+	ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error)
+
+	// ListApplicationMetricsWithResponse List resource metrics of every application (not built yet)
+	//
+	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
+	ListApplicationMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationMetricsResponse, error)
+
+	// GetApplicationWithResponse Get an application (not built yet)
+	//
+	// One Application resource, as stored in the cluster.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
+	GetApplicationWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationResponse, error)
+
+	// GetApplicationMetricsWithResponse Get resource metrics of one application (not built yet)
+	//
+	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
+	GetApplicationMetricsWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationMetricsResponse, error)
+
+	// GetApplicationStatusWithResponse Get an application's resource status (not built yet)
+	//
+	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
+	GetApplicationStatusWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationStatusResponse, error)
+
+	// ListValidatorsWithResponse List validators (not built yet)
+	//
+	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
+	ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
+
+	// GetValidatorWithResponse Get a validator (not built yet)
+	//
+	// One Validator resource, as stored in the cluster.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
+	GetValidatorWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorResponse, error)
+
+	// GetValidatorBalancesWithResponse Get the validator party's native coin balance (not built yet)
+	//
+	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
+	GetValidatorBalancesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorBalancesResponse, error)
+
+	// UploadDarWithBodyWithResponse Upload a DAR package (not built yet)
+	//
+	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
+	UploadDarWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadDarResponse, error)
+
+	// GetValidatorDetailsWithResponse Get the aggregate view of a validator (not built yet)
+	//
+	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/details (the `GetValidatorDetails` operationId).
+	GetValidatorDetailsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorDetailsResponse, error)
+
+	// ListExternalPartiesWithResponse List externally signed parties onboarded here (not built yet)
+	//
+	// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
+	ListExternalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListExternalPartiesResponse, error)
+
+	// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+	// transactions and the party's signature over the multi-hash. Allocate affects this
+	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+	// even one that fails after signing: to retry, generate the topology again and sign the new
+	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+	AllocateExternalPartyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error)
+
+	// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+	// transactions and the party's signature over the multi-hash. Allocate affects this
+	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+	// even one that fails after signing: to retry, generate the topology again and sign the new
+	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+	AllocateExternalPartyWithResponse(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error)
+
+	// PrepareAmendHostingWithBodyWithResponse Prepare a hosting change of an external party (not built yet)
+	//
+	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+	PrepareAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error)
+
+	// PrepareAmendHostingWithResponse Prepare a hosting change of an external party (not built yet)
+	//
+	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+	PrepareAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error)
+
+	// SubmitAmendHostingWithBodyWithResponse Submit a signed hosting change (not built yet)
+	//
+	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+	SubmitAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error)
+
+	// SubmitAmendHostingWithResponse Submit a signed hosting change (not built yet)
+	//
+	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+	SubmitAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error)
+
+	// ApprovePendingHostingWithBodyWithResponse Approve a hosting proposal naming this participant (not built yet)
+	//
+	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+	ApprovePendingHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error)
+
+	// ApprovePendingHostingWithResponse Approve a hosting proposal naming this participant (not built yet)
+	//
+	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+	ApprovePendingHostingWithResponse(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error)
+
+	// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+	GenerateExternalPartyTopologyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error)
+
+	// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party (not built yet)
+	//
+	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+	GenerateExternalPartyTopologyWithResponse(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error)
+
+	// GetIdentityDumpWithResponse Download the participant identity export (not built yet)
+	//
+	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/identity-dump (the `GetIdentityDump` operationId).
+	GetIdentityDumpWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetIdentityDumpResponse, error)
+
+	// GetValidatorKeysWithResponse List the participant's public keys (not built yet)
+	//
+	// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/keys (the `GetValidatorKeys` operationId).
+	GetValidatorKeysWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorKeysResponse, error)
+
+	// ListLocalPartiesWithResponse List parties hosted on this participant (not built yet)
+	//
+	// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/local-parties (the `ListLocalParties` operationId).
+	ListLocalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListLocalPartiesResponse, error)
+
+	// LookupParticipantWithResponse Check a participant UID (advisory) (not built yet)
+	//
+	// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/participant-lookup (the `LookupParticipant` operationId).
+	LookupParticipantWithResponse(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*LookupParticipantResponse, error)
+
+	// GetParticipantStatusWithResponse Get participant node health (not built yet)
+	//
+	// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
+	GetParticipantStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetParticipantStatusResponse, error)
+
+	// ListPartiesWithResponse Look up parties by id prefix (not built yet)
+	//
+	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
+	ListPartiesWithResponse(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*ListPartiesResponse, error)
+
+	// AllocatePartyWithResponse Allocate a participant-managed party (not built yet)
+	//
+	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
+	AllocatePartyWithResponse(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*AllocatePartyResponse, error)
+
+	// GetValidatorStatusWithResponse Get a validator's resource status (not built yet)
+	//
+	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
+	GetValidatorStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorStatusResponse, error)
+
+	// ListTopologyProposalsWithResponse List party hosting proposals on the synchronizer (not built yet)
+	//
+	// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
+	ListTopologyProposalsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListTopologyProposalsResponse, error)
+
+	// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters (not built yet)
+	//
+	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
+	GetValidatorTrafficStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorTrafficStatusResponse, error)
+
+	// CreateUserWithResponse Create a ledger user (not built yet)
+	//
+	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
+	CreateUserWithResponse(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*CreateUserResponse, error)
+
+	// UpdateUserWithResponse Update a ledger user (not built yet)
+	//
+	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
+	UpdateUserWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
+
+	// ListUserRightsWithResponse List a ledger user's rights (not built yet)
+	//
+	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
+	ListUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*ListUserRightsResponse, error)
+
+	// UpdateUserRightsWithResponse Replace a ledger user's rights (not built yet)
+	//
+	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
+	UpdateUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*UpdateUserRightsResponse, error)
+
+	// GetCustodyProviderSettingsWithResponse Read custody provider settings (not built yet)
+	//
+	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
+	GetCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetCustodyProviderSettingsResponse, error)
+
+	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings (not built yet)
+	//
+	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+	UpdateCustodyProviderSettingsWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
+
+	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings (not built yet)
+	//
+	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+	UpdateCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
+
+	// ListGatewayWalletsWithResponse List managed wallets (not built yet)
+	//
+	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
+	ListGatewayWalletsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListGatewayWalletsResponse, error)
+
+	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party (not built yet)
+	//
+	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+	CreateGatewayWalletWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
+
+	// CreateGatewayWalletWithResponse Create a wallet for a party (not built yet)
+	//
+	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+	CreateGatewayWalletWithResponse(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
+
+	// ListWalletUsersWithResponse List wallet usernames (not built yet)
+	//
+	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
+	ListWalletUsersWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListWalletUsersResponse, error)
+
+	// OnboardWalletUserWithBodyWithResponse Onboard a wallet user (not built yet)
+	//
+	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+	OnboardWalletUserWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error)
+
+	// OnboardWalletUserWithResponse Onboard a wallet user (not built yet)
+	//
+	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+	OnboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error)
+
+	// OffboardWalletUserWithResponse Offboard a wallet user (not built yet)
+	//
+	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
+	OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error)
+
+	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket) (not built yet)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
 	// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
@@ -3442,51 +3861,6 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
 	OpenLedgerConsoleWithResponse(ctx context.Context, params *OpenLedgerConsoleParams, reqEditors ...RequestEditorFn) (*OpenLedgerConsoleResponse, error)
-
-	// ListApplicationsWithResponse List applications
-	//
-	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /applications (the `ListApplications` operationId).
-	ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error)
-
-	// ListApplicationMetricsWithResponse List resource metrics of every application
-	//
-	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /applications/metrics (the `ListApplicationMetrics` operationId).
-	ListApplicationMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationMetricsResponse, error)
-
-	// GetApplicationWithResponse Get an application
-	//
-	// One Application resource, as stored in the cluster.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /applications/{name} (the `GetApplication` operationId).
-	GetApplicationWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationResponse, error)
-
-	// GetApplicationMetricsWithResponse Get resource metrics of one application
-	//
-	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /applications/{name}/metrics (the `GetApplicationMetrics` operationId).
-	GetApplicationMetricsWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationMetricsResponse, error)
-
-	// GetApplicationStatusWithResponse Get an application's resource status
-	//
-	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /applications/{name}/status (the `GetApplicationStatus` operationId).
-	GetApplicationStatusWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationStatusResponse, error)
 
 	// GetDocsUiWithResponse Interactive documentation page
 	//
@@ -3514,380 +3888,6 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v3/api-docs/management (the `GetManagementApiDocs` operationId).
 	GetManagementApiDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetManagementApiDocsResponse, error)
-
-	// ListValidatorsWithResponse List validators
-	//
-	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators (the `ListValidators` operationId).
-	ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
-
-	// GetValidatorWithResponse Get a validator
-	//
-	// One Validator resource, as stored in the cluster.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name} (the `GetValidator` operationId).
-	GetValidatorWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorResponse, error)
-
-	// GetValidatorBalancesWithResponse Get the validator party's native coin balance
-	//
-	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/balances (the `GetValidatorBalances` operationId).
-	GetValidatorBalancesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorBalancesResponse, error)
-
-	// UploadDarWithBodyWithResponse Upload a DAR package
-	//
-	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/dars/upload (the `UploadDar` operationId).
-	UploadDarWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadDarResponse, error)
-
-	// GetValidatorDetailsWithResponse Get the aggregate view of a validator
-	//
-	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/details (the `GetValidatorDetails` operationId).
-	GetValidatorDetailsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorDetailsResponse, error)
-
-	// ListExternalPartiesWithResponse List externally signed parties onboarded here
-	//
-	// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/external-parties (the `ListExternalParties` operationId).
-	ListExternalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListExternalPartiesResponse, error)
-
-	// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature
-	//
-	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-	AllocateExternalPartyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error)
-
-	// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature
-	//
-	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-	AllocateExternalPartyWithResponse(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error)
-
-	// PrepareAmendHostingWithBodyWithResponse Prepare a hosting change of an external party
-	//
-	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-	PrepareAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error)
-
-	// PrepareAmendHostingWithResponse Prepare a hosting change of an external party
-	//
-	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-	PrepareAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error)
-
-	// SubmitAmendHostingWithBodyWithResponse Submit a signed hosting change
-	//
-	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-	SubmitAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error)
-
-	// SubmitAmendHostingWithResponse Submit a signed hosting change
-	//
-	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-	SubmitAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error)
-
-	// ApprovePendingHostingWithBodyWithResponse Approve a hosting proposal naming this participant
-	//
-	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-	ApprovePendingHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error)
-
-	// ApprovePendingHostingWithResponse Approve a hosting proposal naming this participant
-	//
-	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-	ApprovePendingHostingWithResponse(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error)
-
-	// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party
-	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-	GenerateExternalPartyTopologyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error)
-
-	// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party
-	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-	GenerateExternalPartyTopologyWithResponse(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error)
-
-	// GetIdentityDumpWithResponse Download the participant identity export
-	//
-	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/identity-dump (the `GetIdentityDump` operationId).
-	GetIdentityDumpWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetIdentityDumpResponse, error)
-
-	// GetValidatorKeysWithResponse List the participant's public keys
-	//
-	// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/keys (the `GetValidatorKeys` operationId).
-	GetValidatorKeysWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorKeysResponse, error)
-
-	// ListLocalPartiesWithResponse List parties hosted on this participant
-	//
-	// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/local-parties (the `ListLocalParties` operationId).
-	ListLocalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListLocalPartiesResponse, error)
-
-	// LookupParticipantWithResponse Check a participant UID (advisory)
-	//
-	// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/participant-lookup (the `LookupParticipant` operationId).
-	LookupParticipantWithResponse(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*LookupParticipantResponse, error)
-
-	// GetParticipantStatusWithResponse Get participant node health
-	//
-	// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/participant-status (the `GetParticipantStatus` operationId).
-	GetParticipantStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetParticipantStatusResponse, error)
-
-	// ListPartiesWithResponse Look up parties by id prefix
-	//
-	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/parties (the `ListParties` operationId).
-	ListPartiesWithResponse(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*ListPartiesResponse, error)
-
-	// AllocatePartyWithResponse Allocate a participant-managed party
-	//
-	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/parties (the `AllocateParty` operationId).
-	AllocatePartyWithResponse(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*AllocatePartyResponse, error)
-
-	// GetValidatorStatusWithResponse Get a validator's resource status
-	//
-	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/status (the `GetValidatorStatus` operationId).
-	GetValidatorStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorStatusResponse, error)
-
-	// ListTopologyProposalsWithResponse List party hosting proposals on the synchronizer
-	//
-	// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
-	ListTopologyProposalsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListTopologyProposalsResponse, error)
-
-	// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters
-	//
-	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
-	GetValidatorTrafficStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorTrafficStatusResponse, error)
-
-	// CreateUserWithResponse Create a ledger user
-	//
-	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query parameters, there is no JSON body. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/users (the `CreateUser` operationId).
-	CreateUserWithResponse(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*CreateUserResponse, error)
-
-	// UpdateUserWithResponse Update a ledger user
-	//
-	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query parameters only, no JSON body). 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/users/{userId} (the `UpdateUser` operationId).
-	UpdateUserWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
-
-	// ListUserRightsWithResponse List a ledger user's rights
-	//
-	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
-	ListUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*ListUserRightsResponse, error)
-
-	// UpdateUserRightsWithResponse Replace a ledger user's rights
-	//
-	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query parameters only, no JSON body. The answer is the resulting complete set.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
-	UpdateUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*UpdateUserRightsResponse, error)
-
-	// GetCustodyProviderSettingsWithResponse Read custody provider settings
-	//
-	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
-	GetCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetCustodyProviderSettingsResponse, error)
-
-	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
-	//
-	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-	UpdateCustodyProviderSettingsWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
-
-	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
-	//
-	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-	UpdateCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
-
-	// ListGatewayWalletsWithResponse List managed wallets
-	//
-	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
-	ListGatewayWalletsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListGatewayWalletsResponse, error)
-
-	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
-	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-	CreateGatewayWalletWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
-
-	// CreateGatewayWalletWithResponse Create a wallet for a party
-	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-	CreateGatewayWalletWithResponse(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
-
-	// ListWalletUsersWithResponse List wallet usernames
-	//
-	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /validators/{name}/wallet-users (the `ListWalletUsers` operationId).
-	ListWalletUsersWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListWalletUsersResponse, error)
-
-	// OnboardWalletUserWithBodyWithResponse Onboard a wallet user
-	//
-	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-	OnboardWalletUserWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error)
-
-	// OnboardWalletUserWithResponse Onboard a wallet user
-	//
-	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-	OnboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error)
-
-	// OffboardWalletUserWithResponse Offboard a wallet user
-	//
-	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with DELETE /validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
-	OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error)
 }
 
 type GetHealthResponse struct {
@@ -3987,78 +3987,6 @@ func (r GetInfoResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetInfoResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-// OpenLedgerConsoleResponse101Headers the declared response headers of an HTTP 101 response for OpenLedgerConsole
-type OpenLedgerConsoleResponse101Headers struct {
-	Connection           *string
-	SecWebSocketAccept   *string
-	SecWebSocketProtocol *string
-	Upgrade              *string
-}
-
-// OpenLedgerConsoleResponse401Headers the declared response headers of an HTTP 401 response for OpenLedgerConsole
-type OpenLedgerConsoleResponse401Headers struct {
-	WWWAuthenticate *string
-}
-
-type OpenLedgerConsoleResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *BadRequest
-	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Default
-	// Headers101 the parsed response headers for an HTTP 101 response
-	Headers101 *OpenLedgerConsoleResponse101Headers
-	// Headers401 the parsed response headers for an HTTP 401 response
-	Headers401 *OpenLedgerConsoleResponse401Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r OpenLedgerConsoleResponse) GetJSON400() *BadRequest {
-	return r.JSON400
-}
-
-// GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r OpenLedgerConsoleResponse) GetJSON404() *NotFound {
-	return r.JSON404
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r OpenLedgerConsoleResponse) GetJSONDefault() *Default {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r OpenLedgerConsoleResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r OpenLedgerConsoleResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r OpenLedgerConsoleResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r OpenLedgerConsoleResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4376,143 +4304,6 @@ func (r GetApplicationStatusResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetApplicationStatusResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type GetDocsUiResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Default
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetDocsUiResponse) GetJSONDefault() *Default {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetDocsUiResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetDocsUiResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetDocsUiResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetDocsUiResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type GetApiDocsResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ApiDocument
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Default
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetApiDocsResponse) GetJSON200() *ApiDocument {
-	return r.JSON200
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetApiDocsResponse) GetJSONDefault() *Default {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetApiDocsResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetApiDocsResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetApiDocsResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetApiDocsResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type GetManagementApiDocsResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ApiDocument
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Default
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetManagementApiDocsResponse) GetJSON200() *ApiDocument {
-	return r.JSON200
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetManagementApiDocsResponse) GetJSONDefault() *Default {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetManagementApiDocsResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetManagementApiDocsResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetManagementApiDocsResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetManagementApiDocsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5383,8 +5174,6 @@ type GetIdentityDumpResponse401Headers struct {
 type GetIdentityDumpResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *NodeIdentitiesDump
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -5397,11 +5186,6 @@ type GetIdentityDumpResponse struct {
 	Headers200 *GetIdentityDumpResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetIdentityDumpResponse401Headers
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetIdentityDumpResponse) GetJSON200() *NodeIdentitiesDump {
-	return r.JSON200
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -7015,6 +6799,215 @@ func (r OffboardWalletUserResponse) ContentType() string {
 	return ""
 }
 
+// OpenLedgerConsoleResponse101Headers the declared response headers of an HTTP 101 response for OpenLedgerConsole
+type OpenLedgerConsoleResponse101Headers struct {
+	Connection           *string
+	SecWebSocketAccept   *string
+	SecWebSocketProtocol *string
+	Upgrade              *string
+}
+
+// OpenLedgerConsoleResponse401Headers the declared response headers of an HTTP 401 response for OpenLedgerConsole
+type OpenLedgerConsoleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type OpenLedgerConsoleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers101 the parsed response headers for an HTTP 101 response
+	Headers101 *OpenLedgerConsoleResponse101Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *OpenLedgerConsoleResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r OpenLedgerConsoleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r OpenLedgerConsoleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r OpenLedgerConsoleResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r OpenLedgerConsoleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OpenLedgerConsoleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OpenLedgerConsoleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OpenLedgerConsoleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetDocsUiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetDocsUiResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsUiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsUiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsUiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsUiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetApiDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiDocument
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetApiDocsResponse) GetJSON200() *ApiDocument {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetApiDocsResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApiDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApiDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApiDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApiDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetManagementApiDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiDocument
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetManagementApiDocsResponse) GetJSON200() *ApiDocument {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetManagementApiDocsResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetManagementApiDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetManagementApiDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetManagementApiDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetManagementApiDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthWithResponse Health
 //
 // Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
@@ -7045,7 +7038,696 @@ func (c *ClientWithResponses) GetInfoWithResponse(ctx context.Context, reqEditor
 	return ParseGetInfoResponse(rsp)
 }
 
-// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
+// ListApplicationsWithResponse List applications (not built yet)
+//
+// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
+func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error) {
+	rsp, err := c.ListApplications(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListApplicationsResponse(rsp)
+}
+
+// ListApplicationMetricsWithResponse List resource metrics of every application (not built yet)
+//
+// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
+func (c *ClientWithResponses) ListApplicationMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationMetricsResponse, error) {
+	rsp, err := c.ListApplicationMetrics(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListApplicationMetricsResponse(rsp)
+}
+
+// GetApplicationWithResponse Get an application (not built yet)
+//
+// One Application resource, as stored in the cluster.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
+func (c *ClientWithResponses) GetApplicationWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationResponse, error) {
+	rsp, err := c.GetApplication(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApplicationResponse(rsp)
+}
+
+// GetApplicationMetricsWithResponse Get resource metrics of one application (not built yet)
+//
+// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
+func (c *ClientWithResponses) GetApplicationMetricsWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationMetricsResponse, error) {
+	rsp, err := c.GetApplicationMetrics(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApplicationMetricsResponse(rsp)
+}
+
+// GetApplicationStatusWithResponse Get an application's resource status (not built yet)
+//
+// The `status` of the Application resource only, as stored; `{}` when it has none yet.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
+func (c *ClientWithResponses) GetApplicationStatusWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationStatusResponse, error) {
+	rsp, err := c.GetApplicationStatus(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApplicationStatusResponse(rsp)
+}
+
+// ListValidatorsWithResponse List validators (not built yet)
+//
+// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
+func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error) {
+	rsp, err := c.ListValidators(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListValidatorsResponse(rsp)
+}
+
+// GetValidatorWithResponse Get a validator (not built yet)
+//
+// One Validator resource, as stored in the cluster.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
+func (c *ClientWithResponses) GetValidatorWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorResponse, error) {
+	rsp, err := c.GetValidator(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorResponse(rsp)
+}
+
+// GetValidatorBalancesWithResponse Get the validator party's native coin balance (not built yet)
+//
+// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
+func (c *ClientWithResponses) GetValidatorBalancesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorBalancesResponse, error) {
+	rsp, err := c.GetValidatorBalances(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorBalancesResponse(rsp)
+}
+
+// UploadDarWithBodyWithResponse Upload a DAR package (not built yet)
+//
+// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
+func (c *ClientWithResponses) UploadDarWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadDarResponse, error) {
+	rsp, err := c.UploadDarWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadDarResponse(rsp)
+}
+
+// GetValidatorDetailsWithResponse Get the aggregate view of a validator (not built yet)
+//
+// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/details (the `GetValidatorDetails` operationId).
+func (c *ClientWithResponses) GetValidatorDetailsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorDetailsResponse, error) {
+	rsp, err := c.GetValidatorDetails(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorDetailsResponse(rsp)
+}
+
+// ListExternalPartiesWithResponse List externally signed parties onboarded here (not built yet)
+//
+// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
+func (c *ClientWithResponses) ListExternalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListExternalPartiesResponse, error) {
+	rsp, err := c.ListExternalParties(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListExternalPartiesResponse(rsp)
+}
+
+// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+// transactions and the party's signature over the multi-hash. Allocate affects this
+// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+// even one that fails after signing: to retry, generate the topology again and sign the new
+// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+func (c *ClientWithResponses) AllocateExternalPartyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error) {
+	rsp, err := c.AllocateExternalPartyWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAllocateExternalPartyResponse(rsp)
+}
+
+// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
+// transactions and the party's signature over the multi-hash. Allocate affects this
+// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
+// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
+// with approve-pending on its own validator, and the party is complete (`complete: true`) when
+// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
+// even one that fails after signing: to retry, generate the topology again and sign the new
+// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
+func (c *ClientWithResponses) AllocateExternalPartyWithResponse(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error) {
+	rsp, err := c.AllocateExternalParty(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAllocateExternalPartyResponse(rsp)
+}
+
+// PrepareAmendHostingWithBodyWithResponse Prepare a hosting change of an external party (not built yet)
+//
+// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+func (c *ClientWithResponses) PrepareAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error) {
+	rsp, err := c.PrepareAmendHostingWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePrepareAmendHostingResponse(rsp)
+}
+
+// PrepareAmendHostingWithResponse Prepare a hosting change of an external party (not built yet)
+//
+// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
+func (c *ClientWithResponses) PrepareAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error) {
+	rsp, err := c.PrepareAmendHosting(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePrepareAmendHostingResponse(rsp)
+}
+
+// SubmitAmendHostingWithBodyWithResponse Submit a signed hosting change (not built yet)
+//
+// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+func (c *ClientWithResponses) SubmitAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error) {
+	rsp, err := c.SubmitAmendHostingWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitAmendHostingResponse(rsp)
+}
+
+// SubmitAmendHostingWithResponse Submit a signed hosting change (not built yet)
+//
+// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
+func (c *ClientWithResponses) SubmitAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error) {
+	rsp, err := c.SubmitAmendHosting(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitAmendHostingResponse(rsp)
+}
+
+// ApprovePendingHostingWithBodyWithResponse Approve a hosting proposal naming this participant (not built yet)
+//
+// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+func (c *ClientWithResponses) ApprovePendingHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error) {
+	rsp, err := c.ApprovePendingHostingWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApprovePendingHostingResponse(rsp)
+}
+
+// ApprovePendingHostingWithResponse Approve a hosting proposal naming this participant (not built yet)
+//
+// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
+func (c *ClientWithResponses) ApprovePendingHostingWithResponse(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error) {
+	rsp, err := c.ApprovePendingHosting(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApprovePendingHostingResponse(rsp)
+}
+
+// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+func (c *ClientWithResponses) GenerateExternalPartyTopologyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error) {
+	rsp, err := c.GenerateExternalPartyTopologyWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGenerateExternalPartyTopologyResponse(rsp)
+}
+
+// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party (not built yet)
+//
+// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
+func (c *ClientWithResponses) GenerateExternalPartyTopologyWithResponse(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error) {
+	rsp, err := c.GenerateExternalPartyTopology(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGenerateExternalPartyTopologyResponse(rsp)
+}
+
+// GetIdentityDumpWithResponse Download the participant identity export (not built yet)
+//
+// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/identity-dump (the `GetIdentityDump` operationId).
+func (c *ClientWithResponses) GetIdentityDumpWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetIdentityDumpResponse, error) {
+	rsp, err := c.GetIdentityDump(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetIdentityDumpResponse(rsp)
+}
+
+// GetValidatorKeysWithResponse List the participant's public keys (not built yet)
+//
+// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/keys (the `GetValidatorKeys` operationId).
+func (c *ClientWithResponses) GetValidatorKeysWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorKeysResponse, error) {
+	rsp, err := c.GetValidatorKeys(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorKeysResponse(rsp)
+}
+
+// ListLocalPartiesWithResponse List parties hosted on this participant (not built yet)
+//
+// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/local-parties (the `ListLocalParties` operationId).
+func (c *ClientWithResponses) ListLocalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListLocalPartiesResponse, error) {
+	rsp, err := c.ListLocalParties(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLocalPartiesResponse(rsp)
+}
+
+// LookupParticipantWithResponse Check a participant UID (advisory) (not built yet)
+//
+// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/participant-lookup (the `LookupParticipant` operationId).
+func (c *ClientWithResponses) LookupParticipantWithResponse(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*LookupParticipantResponse, error) {
+	rsp, err := c.LookupParticipant(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLookupParticipantResponse(rsp)
+}
+
+// GetParticipantStatusWithResponse Get participant node health (not built yet)
+//
+// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
+func (c *ClientWithResponses) GetParticipantStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetParticipantStatusResponse, error) {
+	rsp, err := c.GetParticipantStatus(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetParticipantStatusResponse(rsp)
+}
+
+// ListPartiesWithResponse Look up parties by id prefix (not built yet)
+//
+// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
+func (c *ClientWithResponses) ListPartiesWithResponse(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*ListPartiesResponse, error) {
+	rsp, err := c.ListParties(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartiesResponse(rsp)
+}
+
+// AllocatePartyWithResponse Allocate a participant-managed party (not built yet)
+//
+// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
+func (c *ClientWithResponses) AllocatePartyWithResponse(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*AllocatePartyResponse, error) {
+	rsp, err := c.AllocateParty(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAllocatePartyResponse(rsp)
+}
+
+// GetValidatorStatusWithResponse Get a validator's resource status (not built yet)
+//
+// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
+func (c *ClientWithResponses) GetValidatorStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorStatusResponse, error) {
+	rsp, err := c.GetValidatorStatus(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorStatusResponse(rsp)
+}
+
+// ListTopologyProposalsWithResponse List party hosting proposals on the synchronizer (not built yet)
+//
+// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
+func (c *ClientWithResponses) ListTopologyProposalsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListTopologyProposalsResponse, error) {
+	rsp, err := c.ListTopologyProposals(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTopologyProposalsResponse(rsp)
+}
+
+// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters (not built yet)
+//
+// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
+func (c *ClientWithResponses) GetValidatorTrafficStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorTrafficStatusResponse, error) {
+	rsp, err := c.GetValidatorTrafficStatus(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorTrafficStatusResponse(rsp)
+}
+
+// CreateUserWithResponse Create a ledger user (not built yet)
+//
+// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
+func (c *ClientWithResponses) CreateUserWithResponse(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*CreateUserResponse, error) {
+	rsp, err := c.CreateUser(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateUserResponse(rsp)
+}
+
+// UpdateUserWithResponse Update a ledger user (not built yet)
+//
+// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
+func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error) {
+	rsp, err := c.UpdateUser(ctx, name, userId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateUserResponse(rsp)
+}
+
+// ListUserRightsWithResponse List a ledger user's rights (not built yet)
+//
+// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
+func (c *ClientWithResponses) ListUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*ListUserRightsResponse, error) {
+	rsp, err := c.ListUserRights(ctx, name, userId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListUserRightsResponse(rsp)
+}
+
+// UpdateUserRightsWithResponse Replace a ledger user's rights (not built yet)
+//
+// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
+func (c *ClientWithResponses) UpdateUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*UpdateUserRightsResponse, error) {
+	rsp, err := c.UpdateUserRights(ctx, name, userId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateUserRightsResponse(rsp)
+}
+
+// GetCustodyProviderSettingsWithResponse Read custody provider settings (not built yet)
+//
+// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
+func (c *ClientWithResponses) GetCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetCustodyProviderSettingsResponse, error) {
+	rsp, err := c.GetCustodyProviderSettings(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCustodyProviderSettingsResponse(rsp)
+}
+
+// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings (not built yet)
+//
+// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error) {
+	rsp, err := c.UpdateCustodyProviderSettingsWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustodyProviderSettingsResponse(rsp)
+}
+
+// UpdateCustodyProviderSettingsWithResponse Update custody provider settings (not built yet)
+//
+// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
+func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error) {
+	rsp, err := c.UpdateCustodyProviderSettings(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustodyProviderSettingsResponse(rsp)
+}
+
+// ListGatewayWalletsWithResponse List managed wallets (not built yet)
+//
+// Every wallet the wallet gateway manages for this validator, sorted by creation time.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
+func (c *ClientWithResponses) ListGatewayWalletsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListGatewayWalletsResponse, error) {
+	rsp, err := c.ListGatewayWallets(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListGatewayWalletsResponse(rsp)
+}
+
+// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party (not built yet)
+//
+// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+func (c *ClientWithResponses) CreateGatewayWalletWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error) {
+	rsp, err := c.CreateGatewayWalletWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateGatewayWalletResponse(rsp)
+}
+
+// CreateGatewayWalletWithResponse Create a wallet for a party (not built yet)
+//
+// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
+func (c *ClientWithResponses) CreateGatewayWalletWithResponse(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error) {
+	rsp, err := c.CreateGatewayWallet(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateGatewayWalletResponse(rsp)
+}
+
+// ListWalletUsersWithResponse List wallet usernames (not built yet)
+//
+// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
+func (c *ClientWithResponses) ListWalletUsersWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListWalletUsersResponse, error) {
+	rsp, err := c.ListWalletUsers(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWalletUsersResponse(rsp)
+}
+
+// OnboardWalletUserWithBodyWithResponse Onboard a wallet user (not built yet)
+//
+// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+func (c *ClientWithResponses) OnboardWalletUserWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error) {
+	rsp, err := c.OnboardWalletUserWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOnboardWalletUserResponse(rsp)
+}
+
+// OnboardWalletUserWithResponse Onboard a wallet user (not built yet)
+//
+// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
+func (c *ClientWithResponses) OnboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error) {
+	rsp, err := c.OnboardWalletUser(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOnboardWalletUserResponse(rsp)
+}
+
+// OffboardWalletUserWithResponse Offboard a wallet user (not built yet)
+//
+// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
+func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error) {
+	rsp, err := c.OffboardWalletUser(ctx, name, username, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOffboardWalletUserResponse(rsp)
+}
+
+// OpenLedgerConsoleWithResponse Open the console stream (WebSocket) (not built yet)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
 // validator `validator` (an exec stream into the participant pod). Not REST; meant for the
@@ -7071,81 +7753,6 @@ func (c *ClientWithResponses) OpenLedgerConsoleWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseOpenLedgerConsoleResponse(rsp)
-}
-
-// ListApplicationsWithResponse List applications
-//
-// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /applications (the `ListApplications` operationId).
-func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error) {
-	rsp, err := c.ListApplications(ctx, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListApplicationsResponse(rsp)
-}
-
-// ListApplicationMetricsWithResponse List resource metrics of every application
-//
-// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /applications/metrics (the `ListApplicationMetrics` operationId).
-func (c *ClientWithResponses) ListApplicationMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationMetricsResponse, error) {
-	rsp, err := c.ListApplicationMetrics(ctx, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListApplicationMetricsResponse(rsp)
-}
-
-// GetApplicationWithResponse Get an application
-//
-// One Application resource, as stored in the cluster.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /applications/{name} (the `GetApplication` operationId).
-func (c *ClientWithResponses) GetApplicationWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationResponse, error) {
-	rsp, err := c.GetApplication(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetApplicationResponse(rsp)
-}
-
-// GetApplicationMetricsWithResponse Get resource metrics of one application
-//
-// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /applications/{name}/metrics (the `GetApplicationMetrics` operationId).
-func (c *ClientWithResponses) GetApplicationMetricsWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationMetricsResponse, error) {
-	rsp, err := c.GetApplicationMetrics(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetApplicationMetricsResponse(rsp)
-}
-
-// GetApplicationStatusWithResponse Get an application's resource status
-//
-// The `status` of the Application resource only, as stored; `{}` when it has none yet.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /applications/{name}/status (the `GetApplicationStatus` operationId).
-func (c *ClientWithResponses) GetApplicationStatusWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationStatusResponse, error) {
-	rsp, err := c.GetApplicationStatus(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetApplicationStatusResponse(rsp)
 }
 
 // GetDocsUiWithResponse Interactive documentation page
@@ -7191,620 +7798,6 @@ func (c *ClientWithResponses) GetManagementApiDocsWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseGetManagementApiDocsResponse(rsp)
-}
-
-// ListValidatorsWithResponse List validators
-//
-// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators (the `ListValidators` operationId).
-func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error) {
-	rsp, err := c.ListValidators(ctx, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListValidatorsResponse(rsp)
-}
-
-// GetValidatorWithResponse Get a validator
-//
-// One Validator resource, as stored in the cluster.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name} (the `GetValidator` operationId).
-func (c *ClientWithResponses) GetValidatorWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorResponse, error) {
-	rsp, err := c.GetValidator(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetValidatorResponse(rsp)
-}
-
-// GetValidatorBalancesWithResponse Get the validator party's native coin balance
-//
-// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/balances (the `GetValidatorBalances` operationId).
-func (c *ClientWithResponses) GetValidatorBalancesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorBalancesResponse, error) {
-	rsp, err := c.GetValidatorBalances(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetValidatorBalancesResponse(rsp)
-}
-
-// UploadDarWithBodyWithResponse Upload a DAR package
-//
-// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/dars/upload (the `UploadDar` operationId).
-func (c *ClientWithResponses) UploadDarWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadDarResponse, error) {
-	rsp, err := c.UploadDarWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseUploadDarResponse(rsp)
-}
-
-// GetValidatorDetailsWithResponse Get the aggregate view of a validator
-//
-// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/details (the `GetValidatorDetails` operationId).
-func (c *ClientWithResponses) GetValidatorDetailsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorDetailsResponse, error) {
-	rsp, err := c.GetValidatorDetails(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetValidatorDetailsResponse(rsp)
-}
-
-// ListExternalPartiesWithResponse List externally signed parties onboarded here
-//
-// The subset of the hosted parties that are externally signed (the party holds its own signing key), from the participant admin API. Same entry shape as local-parties; sorted by party id.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/external-parties (the `ListExternalParties` operationId).
-func (c *ClientWithResponses) ListExternalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListExternalPartiesResponse, error) {
-	rsp, err := c.ListExternalParties(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListExternalPartiesResponse(rsp)
-}
-
-// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature
-//
-// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-func (c *ClientWithResponses) AllocateExternalPartyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error) {
-	rsp, err := c.AllocateExternalPartyWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseAllocateExternalPartyResponse(rsp)
-}
-
-// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature
-//
-// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
-func (c *ClientWithResponses) AllocateExternalPartyWithResponse(ctx context.Context, name ValidatorNamePath, body AllocateExternalPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error) {
-	rsp, err := c.AllocateExternalParty(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseAllocateExternalPartyResponse(rsp)
-}
-
-// PrepareAmendHostingWithBodyWithResponse Prepare a hosting change of an external party
-//
-// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-func (c *ClientWithResponses) PrepareAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error) {
-	rsp, err := c.PrepareAmendHostingWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePrepareAmendHostingResponse(rsp)
-}
-
-// PrepareAmendHostingWithResponse Prepare a hosting change of an external party
-//
-// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400).
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/prepare (the `PrepareAmendHosting` operationId).
-func (c *ClientWithResponses) PrepareAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body PrepareAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*PrepareAmendHostingResponse, error) {
-	rsp, err := c.PrepareAmendHosting(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePrepareAmendHostingResponse(rsp)
-}
-
-// SubmitAmendHostingWithBodyWithResponse Submit a signed hosting change
-//
-// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-func (c *ClientWithResponses) SubmitAmendHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error) {
-	rsp, err := c.SubmitAmendHostingWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseSubmitAmendHostingResponse(rsp)
-}
-
-// SubmitAmendHostingWithResponse Submit a signed hosting change
-//
-// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify. Newly added co-hosts must then approve with approve-pending on their own validators.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/amend-hosting/submit (the `SubmitAmendHosting` operationId).
-func (c *ClientWithResponses) SubmitAmendHostingWithResponse(ctx context.Context, name ValidatorNamePath, body SubmitAmendHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitAmendHostingResponse, error) {
-	rsp, err := c.SubmitAmendHosting(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseSubmitAmendHostingResponse(rsp)
-}
-
-// ApprovePendingHostingWithBodyWithResponse Approve a hosting proposal naming this participant
-//
-// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-func (c *ClientWithResponses) ApprovePendingHostingWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error) {
-	rsp, err := c.ApprovePendingHostingWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseApprovePendingHostingResponse(rsp)
-}
-
-// ApprovePendingHostingWithResponse Approve a hosting proposal naming this participant
-//
-// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize`). 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
-func (c *ClientWithResponses) ApprovePendingHostingWithResponse(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error) {
-	rsp, err := c.ApprovePendingHosting(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseApprovePendingHostingResponse(rsp)
-}
-
-// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party
-//
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-func (c *ClientWithResponses) GenerateExternalPartyTopologyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error) {
-	rsp, err := c.GenerateExternalPartyTopologyWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGenerateExternalPartyTopologyResponse(rsp)
-}
-
-// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party
-//
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
-func (c *ClientWithResponses) GenerateExternalPartyTopologyWithResponse(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error) {
-	rsp, err := c.GenerateExternalPartyTopology(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGenerateExternalPartyTopologyResponse(rsp)
-}
-
-// GetIdentityDumpWithResponse Download the participant identity export
-//
-// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/identity-dump (the `GetIdentityDump` operationId).
-func (c *ClientWithResponses) GetIdentityDumpWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetIdentityDumpResponse, error) {
-	rsp, err := c.GetIdentityDump(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetIdentityDumpResponse(rsp)
-}
-
-// GetValidatorKeysWithResponse List the participant's public keys
-//
-// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/keys (the `GetValidatorKeys` operationId).
-func (c *ClientWithResponses) GetValidatorKeysWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorKeysResponse, error) {
-	rsp, err := c.GetValidatorKeys(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetValidatorKeysResponse(rsp)
-}
-
-// ListLocalPartiesWithResponse List parties hosted on this participant
-//
-// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state on the synchronizer). Sorted by party id.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/local-parties (the `ListLocalParties` operationId).
-func (c *ClientWithResponses) ListLocalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListLocalPartiesResponse, error) {
-	rsp, err := c.ListLocalParties(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListLocalPartiesResponse(rsp)
-}
-
-// LookupParticipantWithResponse Check a participant UID (advisory)
-//
-// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API topology read). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/participant-lookup (the `LookupParticipant` operationId).
-func (c *ClientWithResponses) LookupParticipantWithResponse(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*LookupParticipantResponse, error) {
-	rsp, err := c.LookupParticipant(ctx, name, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseLookupParticipantResponse(rsp)
-}
-
-// GetParticipantStatusWithResponse Get participant node health
-//
-// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names).
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/participant-status (the `GetParticipantStatus` operationId).
-func (c *ClientWithResponses) GetParticipantStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetParticipantStatusResponse, error) {
-	rsp, err := c.GetParticipantStatus(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetParticipantStatusResponse(rsp)
-}
-
-// ListPartiesWithResponse Look up parties by id prefix
-//
-// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/parties (the `ListParties` operationId).
-func (c *ClientWithResponses) ListPartiesWithResponse(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*ListPartiesResponse, error) {
-	rsp, err := c.ListParties(ctx, name, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListPartiesResponse(rsp)
-}
-
-// AllocatePartyWithResponse Allocate a participant-managed party
-//
-// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/parties (the `AllocateParty` operationId).
-func (c *ClientWithResponses) AllocatePartyWithResponse(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*AllocatePartyResponse, error) {
-	rsp, err := c.AllocateParty(ctx, name, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseAllocatePartyResponse(rsp)
-}
-
-// GetValidatorStatusWithResponse Get a validator's resource status
-//
-// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/status (the `GetValidatorStatus` operationId).
-func (c *ClientWithResponses) GetValidatorStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorStatusResponse, error) {
-	rsp, err := c.GetValidatorStatus(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetValidatorStatusResponse(rsp)
-}
-
-// ListTopologyProposalsWithResponse List party hosting proposals on the synchronizer
-//
-// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`). `actionRequired` tells whether this participant must still approve (see approve-pending). Sorted by party id, then serial.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
-func (c *ClientWithResponses) ListTopologyProposalsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListTopologyProposalsResponse, error) {
-	rsp, err := c.ListTopologyProposals(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListTopologyProposalsResponse(rsp)
-}
-
-// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters
-//
-// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
-func (c *ClientWithResponses) GetValidatorTrafficStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorTrafficStatusResponse, error) {
-	rsp, err := c.GetValidatorTrafficStatus(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetValidatorTrafficStatusResponse(rsp)
-}
-
-// CreateUserWithResponse Create a ledger user
-//
-// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query parameters, there is no JSON body. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/users (the `CreateUser` operationId).
-func (c *ClientWithResponses) CreateUserWithResponse(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*CreateUserResponse, error) {
-	rsp, err := c.CreateUser(ctx, name, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseCreateUserResponse(rsp)
-}
-
-// UpdateUserWithResponse Update a ledger user
-//
-// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query parameters only, no JSON body). 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/users/{userId} (the `UpdateUser` operationId).
-func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error) {
-	rsp, err := c.UpdateUser(ctx, name, userId, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseUpdateUserResponse(rsp)
-}
-
-// ListUserRightsWithResponse List a ledger user's rights
-//
-// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
-func (c *ClientWithResponses) ListUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*ListUserRightsResponse, error) {
-	rsp, err := c.ListUserRights(ctx, name, userId, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListUserRightsResponse(rsp)
-}
-
-// UpdateUserRightsWithResponse Replace a ledger user's rights
-//
-// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query parameters only, no JSON body. The answer is the resulting complete set.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
-func (c *ClientWithResponses) UpdateUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*UpdateUserRightsResponse, error) {
-	rsp, err := c.UpdateUserRights(ctx, name, userId, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseUpdateUserRightsResponse(rsp)
-}
-
-// GetCustodyProviderSettingsWithResponse Read custody provider settings
-//
-// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
-func (c *ClientWithResponses) GetCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetCustodyProviderSettingsResponse, error) {
-	rsp, err := c.GetCustodyProviderSettings(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetCustodyProviderSettingsResponse(rsp)
-}
-
-// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
-//
-// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error) {
-	rsp, err := c.UpdateCustodyProviderSettingsWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseUpdateCustodyProviderSettingsResponse(rsp)
-}
-
-// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
-//
-// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with PUT /validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
-func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error) {
-	rsp, err := c.UpdateCustodyProviderSettings(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseUpdateCustodyProviderSettingsResponse(rsp)
-}
-
-// ListGatewayWalletsWithResponse List managed wallets
-//
-// Every wallet the wallet gateway manages for this validator, sorted by creation time.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
-func (c *ClientWithResponses) ListGatewayWalletsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListGatewayWalletsResponse, error) {
-	rsp, err := c.ListGatewayWallets(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListGatewayWalletsResponse(rsp)
-}
-
-// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
-//
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-func (c *ClientWithResponses) CreateGatewayWalletWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error) {
-	rsp, err := c.CreateGatewayWalletWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseCreateGatewayWalletResponse(rsp)
-}
-
-// CreateGatewayWalletWithResponse Create a wallet for a party
-//
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
-func (c *ClientWithResponses) CreateGatewayWalletWithResponse(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error) {
-	rsp, err := c.CreateGatewayWallet(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseCreateGatewayWalletResponse(rsp)
-}
-
-// ListWalletUsersWithResponse List wallet usernames
-//
-// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /validators/{name}/wallet-users (the `ListWalletUsers` operationId).
-func (c *ClientWithResponses) ListWalletUsersWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListWalletUsersResponse, error) {
-	rsp, err := c.ListWalletUsers(ctx, name, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListWalletUsersResponse(rsp)
-}
-
-// OnboardWalletUserWithBodyWithResponse Onboard a wallet user
-//
-// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-func (c *ClientWithResponses) OnboardWalletUserWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error) {
-	rsp, err := c.OnboardWalletUserWithBody(ctx, name, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseOnboardWalletUserResponse(rsp)
-}
-
-// OnboardWalletUserWithResponse Onboard a wallet user
-//
-// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
-func (c *ClientWithResponses) OnboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error) {
-	rsp, err := c.OnboardWalletUser(ctx, name, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseOnboardWalletUserResponse(rsp)
-}
-
-// OffboardWalletUserWithResponse Offboard a wallet user
-//
-// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with DELETE /validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
-func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error) {
-	rsp, err := c.OffboardWalletUser(ctx, name, username, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseOffboardWalletUserResponse(rsp)
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -7875,96 +7868,6 @@ func ParseGetInfoResponse(rsp *http.Response) (*GetInfoResponse, error) {
 		}
 		response.JSONDefault = &dest
 
-	}
-
-	return response, nil
-}
-
-// ParseOpenLedgerConsoleResponse parses an HTTP response from a OpenLedgerConsoleWithResponse call
-func ParseOpenLedgerConsoleResponse(rsp *http.Response) (*OpenLedgerConsoleResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &OpenLedgerConsoleResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case rsp.StatusCode == 101:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
-	case rsp.StatusCode == 401:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Default
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSONDefault = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 101:
-		var headers OpenLedgerConsoleResponse101Headers
-		if values := rsp.Header.Values("Connection"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Connection = &value
-		}
-		if values := rsp.Header.Values("Sec-WebSocket-Accept"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Sec-WebSocket-Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.SecWebSocketAccept = &value
-		}
-		if values := rsp.Header.Values("Sec-WebSocket-Protocol"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Sec-WebSocket-Protocol", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.SecWebSocketProtocol = &value
-		}
-		if values := rsp.Header.Values("Upgrade"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Upgrade", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Upgrade = &value
-		}
-		response.Headers101 = &headers
-	case rsp.StatusCode == 401:
-		var headers OpenLedgerConsoleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.WWWAuthenticate = &value
-		}
-		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8252,98 +8155,6 @@ func ParseGetApplicationStatusResponse(rsp *http.Response) (*GetApplicationStatu
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
-	}
-
-	return response, nil
-}
-
-// ParseGetDocsUiResponse parses an HTTP response from a GetDocsUiWithResponse call
-func ParseGetDocsUiResponse(rsp *http.Response) (*GetDocsUiResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GetDocsUiResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Default
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSONDefault = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseGetApiDocsResponse parses an HTTP response from a GetApiDocsWithResponse call
-func ParseGetApiDocsResponse(rsp *http.Response) (*GetApiDocsResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GetApiDocsResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ApiDocument
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Default
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSONDefault = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseGetManagementApiDocsResponse parses an HTTP response from a GetManagementApiDocsWithResponse call
-func ParseGetManagementApiDocsResponse(rsp *http.Response) (*GetManagementApiDocsResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GetManagementApiDocsResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ApiDocument
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Default
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSONDefault = &dest
-
 	}
 
 	return response, nil
@@ -9147,13 +8958,6 @@ func ParseGetIdentityDumpResponse(rsp *http.Response) (*GetIdentityDumpResponse,
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest NodeIdentitiesDump
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10657,6 +10461,188 @@ func ParseOffboardWalletUserResponse(rsp *http.Response) (*OffboardWalletUserRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseOpenLedgerConsoleResponse parses an HTTP response from a OpenLedgerConsoleWithResponse call
+func ParseOpenLedgerConsoleResponse(rsp *http.Response) (*OpenLedgerConsoleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OpenLedgerConsoleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		var headers OpenLedgerConsoleResponse101Headers
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Sec-WebSocket-Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sec-WebSocket-Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SecWebSocketAccept = &value
+		}
+		if values := rsp.Header.Values("Sec-WebSocket-Protocol"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sec-WebSocket-Protocol", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SecWebSocketProtocol = &value
+		}
+		if values := rsp.Header.Values("Upgrade"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upgrade", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Upgrade = &value
+		}
+		response.Headers101 = &headers
+	case rsp.StatusCode == 401:
+		var headers OpenLedgerConsoleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocsUiResponse parses an HTTP response from a GetDocsUiWithResponse call
+func ParseGetDocsUiResponse(rsp *http.Response) (*GetDocsUiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsUiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetApiDocsResponse parses an HTTP response from a GetApiDocsWithResponse call
+func ParseGetApiDocsResponse(rsp *http.Response) (*GetApiDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApiDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetManagementApiDocsResponse parses an HTTP response from a GetManagementApiDocsWithResponse call
+func ParseGetManagementApiDocsResponse(rsp *http.Response) (*GetManagementApiDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetManagementApiDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil

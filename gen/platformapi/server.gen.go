@@ -24,24 +24,120 @@ type ServerInterface interface {
 	// GetInfo Build information
 	// (GET /actuator/info)
 	GetInfo(ctx echo.Context) error
-	// OpenLedgerConsole Open the console stream (WebSocket)
+	// ListApplications List applications (not built yet)
+	// (GET /api/v1/applications)
+	ListApplications(ctx echo.Context) error
+	// ListApplicationMetrics List resource metrics of every application (not built yet)
+	// (GET /api/v1/applications/metrics)
+	ListApplicationMetrics(ctx echo.Context) error
+	// GetApplication Get an application (not built yet)
+	// (GET /api/v1/applications/{name})
+	GetApplication(ctx echo.Context, name ApplicationNamePath) error
+	// GetApplicationMetrics Get resource metrics of one application (not built yet)
+	// (GET /api/v1/applications/{name}/metrics)
+	GetApplicationMetrics(ctx echo.Context, name ApplicationNamePath) error
+	// GetApplicationStatus Get an application's resource status (not built yet)
+	// (GET /api/v1/applications/{name}/status)
+	GetApplicationStatus(ctx echo.Context, name ApplicationNamePath) error
+	// ListValidators List validators (not built yet)
+	// (GET /api/v1/validators)
+	ListValidators(ctx echo.Context) error
+	// GetValidator Get a validator (not built yet)
+	// (GET /api/v1/validators/{name})
+	GetValidator(ctx echo.Context, name ValidatorNamePath) error
+	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+	// (GET /api/v1/validators/{name}/balances)
+	GetValidatorBalances(ctx echo.Context, name ValidatorNamePath) error
+	// UploadDar Upload a DAR package (not built yet)
+	// (POST /api/v1/validators/{name}/dars/upload)
+	UploadDar(ctx echo.Context, name ValidatorNamePath) error
+	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// (GET /api/v1/validators/{name}/details)
+	GetValidatorDetails(ctx echo.Context, name ValidatorNamePath) error
+	// ListExternalParties List externally signed parties onboarded here (not built yet)
+	// (GET /api/v1/validators/{name}/external-parties)
+	ListExternalParties(ctx echo.Context, name ValidatorNamePath) error
+	// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/allocate)
+	AllocateExternalParty(ctx echo.Context, name ValidatorNamePath) error
+	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare)
+	PrepareAmendHosting(ctx echo.Context, name ValidatorNamePath) error
+	// SubmitAmendHosting Submit a signed hosting change (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/submit)
+	SubmitAmendHosting(ctx echo.Context, name ValidatorNamePath) error
+	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/approve-pending)
+	ApprovePendingHosting(ctx echo.Context, name ValidatorNamePath) error
+	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/generate-topology)
+	GenerateExternalPartyTopology(ctx echo.Context, name ValidatorNamePath) error
+	// GetIdentityDump Download the participant identity export (not built yet)
+	// (GET /api/v1/validators/{name}/identity-dump)
+	GetIdentityDump(ctx echo.Context, name ValidatorNamePath) error
+	// GetValidatorKeys List the participant's public keys (not built yet)
+	// (GET /api/v1/validators/{name}/keys)
+	GetValidatorKeys(ctx echo.Context, name ValidatorNamePath) error
+	// ListLocalParties List parties hosted on this participant (not built yet)
+	// (GET /api/v1/validators/{name}/local-parties)
+	ListLocalParties(ctx echo.Context, name ValidatorNamePath) error
+	// LookupParticipant Check a participant UID (advisory) (not built yet)
+	// (GET /api/v1/validators/{name}/participant-lookup)
+	LookupParticipant(ctx echo.Context, name ValidatorNamePath, params LookupParticipantParams) error
+	// GetParticipantStatus Get participant node health (not built yet)
+	// (GET /api/v1/validators/{name}/participant-status)
+	GetParticipantStatus(ctx echo.Context, name ValidatorNamePath) error
+	// ListParties Look up parties by id prefix (not built yet)
+	// (GET /api/v1/validators/{name}/parties)
+	ListParties(ctx echo.Context, name ValidatorNamePath, params ListPartiesParams) error
+	// AllocateParty Allocate a participant-managed party (not built yet)
+	// (POST /api/v1/validators/{name}/parties)
+	AllocateParty(ctx echo.Context, name ValidatorNamePath, params AllocatePartyParams) error
+	// GetValidatorStatus Get a validator's resource status (not built yet)
+	// (GET /api/v1/validators/{name}/status)
+	GetValidatorStatus(ctx echo.Context, name ValidatorNamePath) error
+	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
+	// (GET /api/v1/validators/{name}/topology-proposals)
+	ListTopologyProposals(ctx echo.Context, name ValidatorNamePath) error
+	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+	// (GET /api/v1/validators/{name}/traffic-status)
+	GetValidatorTrafficStatus(ctx echo.Context, name ValidatorNamePath) error
+	// CreateUser Create a ledger user (not built yet)
+	// (POST /api/v1/validators/{name}/users)
+	CreateUser(ctx echo.Context, name ValidatorNamePath, params CreateUserParams) error
+	// UpdateUser Update a ledger user (not built yet)
+	// (POST /api/v1/validators/{name}/users/{userId})
+	UpdateUser(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserParams) error
+	// ListUserRights List a ledger user's rights (not built yet)
+	// (GET /api/v1/validators/{name}/users/{userId}/rights)
+	ListUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath) error
+	// UpdateUserRights Replace a ledger user's rights (not built yet)
+	// (POST /api/v1/validators/{name}/users/{userId}/rights)
+	UpdateUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserRightsParams) error
+	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// (GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
+	GetCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
+	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// (PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
+	UpdateCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
+	// ListGatewayWallets List managed wallets (not built yet)
+	// (GET /api/v1/validators/{name}/wallet-gateway/wallets)
+	ListGatewayWallets(ctx echo.Context, name ValidatorNamePath) error
+	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
+	CreateGatewayWallet(ctx echo.Context, name ValidatorNamePath) error
+	// ListWalletUsers List wallet usernames (not built yet)
+	// (GET /api/v1/validators/{name}/wallet-users)
+	ListWalletUsers(ctx echo.Context, name ValidatorNamePath) error
+	// OnboardWalletUser Onboard a wallet user (not built yet)
+	// (POST /api/v1/validators/{name}/wallet-users)
+	OnboardWalletUser(ctx echo.Context, name ValidatorNamePath) error
+	// OffboardWalletUser Offboard a wallet user (not built yet)
+	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
+	OffboardWalletUser(ctx echo.Context, name ValidatorNamePath, username string) error
+	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx echo.Context, params OpenLedgerConsoleParams) error
-	// ListApplications List applications
-	// (GET /applications)
-	ListApplications(ctx echo.Context) error
-	// ListApplicationMetrics List resource metrics of every application
-	// (GET /applications/metrics)
-	ListApplicationMetrics(ctx echo.Context) error
-	// GetApplication Get an application
-	// (GET /applications/{name})
-	GetApplication(ctx echo.Context, name ApplicationNamePath) error
-	// GetApplicationMetrics Get resource metrics of one application
-	// (GET /applications/{name}/metrics)
-	GetApplicationMetrics(ctx echo.Context, name ApplicationNamePath) error
-	// GetApplicationStatus Get an application's resource status
-	// (GET /applications/{name}/status)
-	GetApplicationStatus(ctx echo.Context, name ApplicationNamePath) error
 	// GetDocsUi Interactive documentation page
 	// (GET /docs-ui.html)
 	GetDocsUi(ctx echo.Context) error
@@ -51,102 +147,6 @@ type ServerInterface interface {
 	// GetManagementApiDocs The release 1.11 API description
 	// (GET /v3/api-docs/management)
 	GetManagementApiDocs(ctx echo.Context) error
-	// ListValidators List validators
-	// (GET /validators)
-	ListValidators(ctx echo.Context) error
-	// GetValidator Get a validator
-	// (GET /validators/{name})
-	GetValidator(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorBalances Get the validator party's native coin balance
-	// (GET /validators/{name}/balances)
-	GetValidatorBalances(ctx echo.Context, name ValidatorNamePath) error
-	// UploadDar Upload a DAR package
-	// (POST /validators/{name}/dars/upload)
-	UploadDar(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorDetails Get the aggregate view of a validator
-	// (GET /validators/{name}/details)
-	GetValidatorDetails(ctx echo.Context, name ValidatorNamePath) error
-	// ListExternalParties List externally signed parties onboarded here
-	// (GET /validators/{name}/external-parties)
-	ListExternalParties(ctx echo.Context, name ValidatorNamePath) error
-	// AllocateExternalParty Allocate an external party from its multi-hash signature
-	// (POST /validators/{name}/external-parties/allocate)
-	AllocateExternalParty(ctx echo.Context, name ValidatorNamePath) error
-	// PrepareAmendHosting Prepare a hosting change of an external party
-	// (POST /validators/{name}/external-parties/amend-hosting/prepare)
-	PrepareAmendHosting(ctx echo.Context, name ValidatorNamePath) error
-	// SubmitAmendHosting Submit a signed hosting change
-	// (POST /validators/{name}/external-parties/amend-hosting/submit)
-	SubmitAmendHosting(ctx echo.Context, name ValidatorNamePath) error
-	// ApprovePendingHosting Approve a hosting proposal naming this participant
-	// (POST /validators/{name}/external-parties/approve-pending)
-	ApprovePendingHosting(ctx echo.Context, name ValidatorNamePath) error
-	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
-	// (POST /validators/{name}/external-parties/generate-topology)
-	GenerateExternalPartyTopology(ctx echo.Context, name ValidatorNamePath) error
-	// GetIdentityDump Download the participant identity export
-	// (GET /validators/{name}/identity-dump)
-	GetIdentityDump(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorKeys List the participant's public keys
-	// (GET /validators/{name}/keys)
-	GetValidatorKeys(ctx echo.Context, name ValidatorNamePath) error
-	// ListLocalParties List parties hosted on this participant
-	// (GET /validators/{name}/local-parties)
-	ListLocalParties(ctx echo.Context, name ValidatorNamePath) error
-	// LookupParticipant Check a participant UID (advisory)
-	// (GET /validators/{name}/participant-lookup)
-	LookupParticipant(ctx echo.Context, name ValidatorNamePath, params LookupParticipantParams) error
-	// GetParticipantStatus Get participant node health
-	// (GET /validators/{name}/participant-status)
-	GetParticipantStatus(ctx echo.Context, name ValidatorNamePath) error
-	// ListParties Look up parties by id prefix
-	// (GET /validators/{name}/parties)
-	ListParties(ctx echo.Context, name ValidatorNamePath, params ListPartiesParams) error
-	// AllocateParty Allocate a participant-managed party
-	// (POST /validators/{name}/parties)
-	AllocateParty(ctx echo.Context, name ValidatorNamePath, params AllocatePartyParams) error
-	// GetValidatorStatus Get a validator's resource status
-	// (GET /validators/{name}/status)
-	GetValidatorStatus(ctx echo.Context, name ValidatorNamePath) error
-	// ListTopologyProposals List party hosting proposals on the synchronizer
-	// (GET /validators/{name}/topology-proposals)
-	ListTopologyProposals(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
-	// (GET /validators/{name}/traffic-status)
-	GetValidatorTrafficStatus(ctx echo.Context, name ValidatorNamePath) error
-	// CreateUser Create a ledger user
-	// (POST /validators/{name}/users)
-	CreateUser(ctx echo.Context, name ValidatorNamePath, params CreateUserParams) error
-	// UpdateUser Update a ledger user
-	// (POST /validators/{name}/users/{userId})
-	UpdateUser(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserParams) error
-	// ListUserRights List a ledger user's rights
-	// (GET /validators/{name}/users/{userId}/rights)
-	ListUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath) error
-	// UpdateUserRights Replace a ledger user's rights
-	// (POST /validators/{name}/users/{userId}/rights)
-	UpdateUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserRightsParams) error
-	// GetCustodyProviderSettings Read custody provider settings
-	// (GET /validators/{name}/wallet-gateway/providers/custody-provider-a)
-	GetCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
-	// UpdateCustodyProviderSettings Update custody provider settings
-	// (PUT /validators/{name}/wallet-gateway/providers/custody-provider-a)
-	UpdateCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
-	// ListGatewayWallets List managed wallets
-	// (GET /validators/{name}/wallet-gateway/wallets)
-	ListGatewayWallets(ctx echo.Context, name ValidatorNamePath) error
-	// CreateGatewayWallet Create a wallet for a party
-	// (POST /validators/{name}/wallet-gateway/wallets)
-	CreateGatewayWallet(ctx echo.Context, name ValidatorNamePath) error
-	// ListWalletUsers List wallet usernames
-	// (GET /validators/{name}/wallet-users)
-	ListWalletUsers(ctx echo.Context, name ValidatorNamePath) error
-	// OnboardWalletUser Onboard a wallet user
-	// (POST /validators/{name}/wallet-users)
-	OnboardWalletUser(ctx echo.Context, name ValidatorNamePath) error
-	// OffboardWalletUser Offboard a wallet user
-	// (DELETE /validators/{name}/wallet-users/{username})
-	OffboardWalletUser(ctx echo.Context, name ValidatorNamePath, username string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -169,58 +169,6 @@ func (w *ServerInterfaceWrapper) GetInfo(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetInfo(ctx)
-	return err
-}
-
-// OpenLedgerConsole converts echo context to params.
-func (w *ServerInterfaceWrapper) OpenLedgerConsole(ctx echo.Context) error {
-	var err error
-
-	// Parameter object where we will unmarshal all parameters from the context
-	var params OpenLedgerConsoleParams
-	// ------------- Required query parameter "validator" -------------
-
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "validator", ctx.QueryParams(), &params.Validator, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
-	if err != nil {
-		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter validator: %s", err))
-	}
-
-	headers := ctx.Request().Header
-	// ------------- Required header parameter "Upgrade" -------------
-	if valueList, found := headers[http.CanonicalHeaderKey("Upgrade")]; found {
-		var Upgrade string
-		n := len(valueList)
-		if n != 1 {
-			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Upgrade, got %d", n))
-		}
-
-		err = runtime.BindStyledParameterWithOptions("simple", "Upgrade", valueList[0], &Upgrade, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
-		if err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Upgrade: %s", err))
-		}
-
-		params.Upgrade = Upgrade
-	} else {
-		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Upgrade is required, but not found"))
-	}
-	// ------------- Optional header parameter "Sec-WebSocket-Protocol" -------------
-	if valueList, found := headers[http.CanonicalHeaderKey("Sec-WebSocket-Protocol")]; found {
-		var SecWebSocketProtocol string
-		n := len(valueList)
-		if n != 1 {
-			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Sec-WebSocket-Protocol, got %d", n))
-		}
-
-		err = runtime.BindStyledParameterWithOptions("simple", "Sec-WebSocket-Protocol", valueList[0], &SecWebSocketProtocol, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
-		if err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Sec-WebSocket-Protocol: %s", err))
-		}
-
-		params.SecWebSocketProtocol = &SecWebSocketProtocol
-	}
-
-	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.OpenLedgerConsole(ctx, params)
 	return err
 }
 
@@ -287,33 +235,6 @@ func (w *ServerInterfaceWrapper) GetApplicationStatus(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetApplicationStatus(ctx, name)
-	return err
-}
-
-// GetDocsUi converts echo context to params.
-func (w *ServerInterfaceWrapper) GetDocsUi(ctx echo.Context) error {
-	var err error
-
-	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDocsUi(ctx)
-	return err
-}
-
-// GetApiDocs converts echo context to params.
-func (w *ServerInterfaceWrapper) GetApiDocs(ctx echo.Context) error {
-	var err error
-
-	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetApiDocs(ctx)
-	return err
-}
-
-// GetManagementApiDocs converts echo context to params.
-func (w *ServerInterfaceWrapper) GetManagementApiDocs(ctx echo.Context) error {
-	var err error
-
-	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetManagementApiDocs(ctx)
 	return err
 }
 
@@ -1020,6 +941,85 @@ func (w *ServerInterfaceWrapper) OffboardWalletUser(ctx echo.Context) error {
 	return err
 }
 
+// OpenLedgerConsole converts echo context to params.
+func (w *ServerInterfaceWrapper) OpenLedgerConsole(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params OpenLedgerConsoleParams
+	// ------------- Required query parameter "validator" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "validator", ctx.QueryParams(), &params.Validator, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter validator: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Upgrade" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Upgrade")]; found {
+		var Upgrade string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Upgrade, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Upgrade", valueList[0], &Upgrade, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Upgrade: %s", err))
+		}
+
+		params.Upgrade = Upgrade
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Upgrade is required, but not found"))
+	}
+	// ------------- Optional header parameter "Sec-WebSocket-Protocol" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Sec-WebSocket-Protocol")]; found {
+		var SecWebSocketProtocol string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Sec-WebSocket-Protocol, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Sec-WebSocket-Protocol", valueList[0], &SecWebSocketProtocol, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Sec-WebSocket-Protocol: %s", err))
+		}
+
+		params.SecWebSocketProtocol = &SecWebSocketProtocol
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.OpenLedgerConsole(ctx, params)
+	return err
+}
+
+// GetDocsUi converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocsUi(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocsUi(ctx)
+	return err
+}
+
+// GetApiDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetApiDocs(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetApiDocs(ctx)
+	return err
+}
+
+// GetManagementApiDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetManagementApiDocs(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetManagementApiDocs(ctx)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1067,43 +1067,43 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
-	router.GET(options.BaseURL+"/validators", wrapper.ListValidators, options.OperationMiddlewares["listValidators"]...)
-	router.GET(options.BaseURL+"/validators/:name", wrapper.GetValidator, options.OperationMiddlewares["getValidator"]...)
-	router.GET(options.BaseURL+"/validators/:name/status", wrapper.GetValidatorStatus, options.OperationMiddlewares["getValidatorStatus"]...)
-	router.GET(options.BaseURL+"/validators/:name/details", wrapper.GetValidatorDetails, options.OperationMiddlewares["getValidatorDetails"]...)
-	router.GET(options.BaseURL+"/validators/:name/balances", wrapper.GetValidatorBalances, options.OperationMiddlewares["getValidatorBalances"]...)
-	router.GET(options.BaseURL+"/validators/:name/traffic-status", wrapper.GetValidatorTrafficStatus, options.OperationMiddlewares["getValidatorTrafficStatus"]...)
-	router.GET(options.BaseURL+"/validators/:name/participant-status", wrapper.GetParticipantStatus, options.OperationMiddlewares["getParticipantStatus"]...)
-	router.GET(options.BaseURL+"/validators/:name/keys", wrapper.GetValidatorKeys, options.OperationMiddlewares["getValidatorKeys"]...)
-	router.GET(options.BaseURL+"/validators/:name/identity-dump", wrapper.GetIdentityDump, options.OperationMiddlewares["getIdentityDump"]...)
-	router.GET(options.BaseURL+"/applications", wrapper.ListApplications, options.OperationMiddlewares["listApplications"]...)
-	router.GET(options.BaseURL+"/applications/metrics", wrapper.ListApplicationMetrics, options.OperationMiddlewares["listApplicationMetrics"]...)
-	router.GET(options.BaseURL+"/applications/:name", wrapper.GetApplication, options.OperationMiddlewares["getApplication"]...)
-	router.GET(options.BaseURL+"/applications/:name/status", wrapper.GetApplicationStatus, options.OperationMiddlewares["getApplicationStatus"]...)
-	router.GET(options.BaseURL+"/applications/:name/metrics", wrapper.GetApplicationMetrics, options.OperationMiddlewares["getApplicationMetrics"]...)
-	router.GET(options.BaseURL+"/validators/:name/parties", wrapper.ListParties, options.OperationMiddlewares["listParties"]...)
-	router.POST(options.BaseURL+"/validators/:name/parties", wrapper.AllocateParty, options.OperationMiddlewares["allocateParty"]...)
-	router.GET(options.BaseURL+"/validators/:name/local-parties", wrapper.ListLocalParties, options.OperationMiddlewares["listLocalParties"]...)
-	router.GET(options.BaseURL+"/validators/:name/external-parties", wrapper.ListExternalParties, options.OperationMiddlewares["listExternalParties"]...)
-	router.GET(options.BaseURL+"/validators/:name/topology-proposals", wrapper.ListTopologyProposals, options.OperationMiddlewares["listTopologyProposals"]...)
-	router.GET(options.BaseURL+"/validators/:name/participant-lookup", wrapper.LookupParticipant, options.OperationMiddlewares["lookupParticipant"]...)
-	router.POST(options.BaseURL+"/validators/:name/external-parties/generate-topology", wrapper.GenerateExternalPartyTopology, options.OperationMiddlewares["generateExternalPartyTopology"]...)
-	router.POST(options.BaseURL+"/validators/:name/external-parties/allocate", wrapper.AllocateExternalParty, options.OperationMiddlewares["allocateExternalParty"]...)
-	router.POST(options.BaseURL+"/validators/:name/external-parties/approve-pending", wrapper.ApprovePendingHosting, options.OperationMiddlewares["approvePendingHosting"]...)
-	router.POST(options.BaseURL+"/validators/:name/external-parties/amend-hosting/prepare", wrapper.PrepareAmendHosting, options.OperationMiddlewares["prepareAmendHosting"]...)
-	router.POST(options.BaseURL+"/validators/:name/external-parties/amend-hosting/submit", wrapper.SubmitAmendHosting, options.OperationMiddlewares["submitAmendHosting"]...)
-	router.POST(options.BaseURL+"/validators/:name/users", wrapper.CreateUser, options.OperationMiddlewares["createUser"]...)
-	router.POST(options.BaseURL+"/validators/:name/users/:userId", wrapper.UpdateUser, options.OperationMiddlewares["updateUser"]...)
-	router.GET(options.BaseURL+"/validators/:name/users/:userId/rights", wrapper.ListUserRights, options.OperationMiddlewares["listUserRights"]...)
-	router.POST(options.BaseURL+"/validators/:name/users/:userId/rights", wrapper.UpdateUserRights, options.OperationMiddlewares["updateUserRights"]...)
-	router.GET(options.BaseURL+"/validators/:name/wallet-users", wrapper.ListWalletUsers, options.OperationMiddlewares["listWalletUsers"]...)
-	router.POST(options.BaseURL+"/validators/:name/wallet-users", wrapper.OnboardWalletUser, options.OperationMiddlewares["onboardWalletUser"]...)
-	router.DELETE(options.BaseURL+"/validators/:name/wallet-users/:username", wrapper.OffboardWalletUser, options.OperationMiddlewares["offboardWalletUser"]...)
-	router.GET(options.BaseURL+"/validators/:name/wallet-gateway/wallets", wrapper.ListGatewayWallets, options.OperationMiddlewares["listGatewayWallets"]...)
-	router.POST(options.BaseURL+"/validators/:name/wallet-gateway/wallets", wrapper.CreateGatewayWallet, options.OperationMiddlewares["createGatewayWallet"]...)
-	router.GET(options.BaseURL+"/validators/:name/wallet-gateway/providers/custody-provider-a", wrapper.GetCustodyProviderSettings, options.OperationMiddlewares["getCustodyProviderSettings"]...)
-	router.PUT(options.BaseURL+"/validators/:name/wallet-gateway/providers/custody-provider-a", wrapper.UpdateCustodyProviderSettings, options.OperationMiddlewares["updateCustodyProviderSettings"]...)
-	router.POST(options.BaseURL+"/validators/:name/dars/upload", wrapper.UploadDar, options.OperationMiddlewares["uploadDar"]...)
+	router.GET(options.BaseURL+"/api/v1/validators", wrapper.ListValidators, options.OperationMiddlewares["listValidators"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name", wrapper.GetValidator, options.OperationMiddlewares["getValidator"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/status", wrapper.GetValidatorStatus, options.OperationMiddlewares["getValidatorStatus"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/details", wrapper.GetValidatorDetails, options.OperationMiddlewares["getValidatorDetails"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/balances", wrapper.GetValidatorBalances, options.OperationMiddlewares["getValidatorBalances"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/traffic-status", wrapper.GetValidatorTrafficStatus, options.OperationMiddlewares["getValidatorTrafficStatus"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/participant-status", wrapper.GetParticipantStatus, options.OperationMiddlewares["getParticipantStatus"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/keys", wrapper.GetValidatorKeys, options.OperationMiddlewares["getValidatorKeys"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/identity-dump", wrapper.GetIdentityDump, options.OperationMiddlewares["getIdentityDump"]...)
+	router.GET(options.BaseURL+"/api/v1/applications", wrapper.ListApplications, options.OperationMiddlewares["listApplications"]...)
+	router.GET(options.BaseURL+"/api/v1/applications/metrics", wrapper.ListApplicationMetrics, options.OperationMiddlewares["listApplicationMetrics"]...)
+	router.GET(options.BaseURL+"/api/v1/applications/:name", wrapper.GetApplication, options.OperationMiddlewares["getApplication"]...)
+	router.GET(options.BaseURL+"/api/v1/applications/:name/status", wrapper.GetApplicationStatus, options.OperationMiddlewares["getApplicationStatus"]...)
+	router.GET(options.BaseURL+"/api/v1/applications/:name/metrics", wrapper.GetApplicationMetrics, options.OperationMiddlewares["getApplicationMetrics"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/parties", wrapper.ListParties, options.OperationMiddlewares["listParties"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/parties", wrapper.AllocateParty, options.OperationMiddlewares["allocateParty"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/local-parties", wrapper.ListLocalParties, options.OperationMiddlewares["listLocalParties"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/external-parties", wrapper.ListExternalParties, options.OperationMiddlewares["listExternalParties"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/topology-proposals", wrapper.ListTopologyProposals, options.OperationMiddlewares["listTopologyProposals"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/participant-lookup", wrapper.LookupParticipant, options.OperationMiddlewares["lookupParticipant"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/external-parties/generate-topology", wrapper.GenerateExternalPartyTopology, options.OperationMiddlewares["generateExternalPartyTopology"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/external-parties/allocate", wrapper.AllocateExternalParty, options.OperationMiddlewares["allocateExternalParty"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/external-parties/approve-pending", wrapper.ApprovePendingHosting, options.OperationMiddlewares["approvePendingHosting"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/external-parties/amend-hosting/prepare", wrapper.PrepareAmendHosting, options.OperationMiddlewares["prepareAmendHosting"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/external-parties/amend-hosting/submit", wrapper.SubmitAmendHosting, options.OperationMiddlewares["submitAmendHosting"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/users", wrapper.CreateUser, options.OperationMiddlewares["createUser"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/users/:userId", wrapper.UpdateUser, options.OperationMiddlewares["updateUser"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/users/:userId/rights", wrapper.ListUserRights, options.OperationMiddlewares["listUserRights"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/users/:userId/rights", wrapper.UpdateUserRights, options.OperationMiddlewares["updateUserRights"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/wallet-users", wrapper.ListWalletUsers, options.OperationMiddlewares["listWalletUsers"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/wallet-users", wrapper.OnboardWalletUser, options.OperationMiddlewares["onboardWalletUser"]...)
+	router.DELETE(options.BaseURL+"/api/v1/validators/:name/wallet-users/:username", wrapper.OffboardWalletUser, options.OperationMiddlewares["offboardWalletUser"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/wallet-gateway/wallets", wrapper.ListGatewayWallets, options.OperationMiddlewares["listGatewayWallets"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/wallet-gateway/wallets", wrapper.CreateGatewayWallet, options.OperationMiddlewares["createGatewayWallet"]...)
+	router.GET(options.BaseURL+"/api/v1/validators/:name/wallet-gateway/providers/custody-provider-a", wrapper.GetCustodyProviderSettings, options.OperationMiddlewares["getCustodyProviderSettings"]...)
+	router.PUT(options.BaseURL+"/api/v1/validators/:name/wallet-gateway/providers/custody-provider-a", wrapper.UpdateCustodyProviderSettings, options.OperationMiddlewares["updateCustodyProviderSettings"]...)
+	router.POST(options.BaseURL+"/api/v1/validators/:name/dars/upload", wrapper.UploadDar, options.OperationMiddlewares["uploadDar"]...)
 	router.GET(options.BaseURL+"/actuator/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/actuator/info", wrapper.GetInfo, options.OperationMiddlewares["getInfo"]...)
 	router.GET(options.BaseURL+"/v3/api-docs", wrapper.GetApiDocs, options.OperationMiddlewares["getApiDocs"]...)
@@ -1211,97 +1211,6 @@ type GetInfodefaultJSONResponse struct {
 }
 
 func (response GetInfodefaultJSONResponse) VisitGetInfoResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(response.StatusCode)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type OpenLedgerConsoleRequestObject struct {
-	Params OpenLedgerConsoleParams
-}
-
-type OpenLedgerConsoleResponseObject interface {
-	VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error
-}
-
-type OpenLedgerConsole101ResponseHeaders struct {
-	Connection           *string
-	SecWebSocketAccept   *string
-	SecWebSocketProtocol *string
-	Upgrade              *string
-}
-
-type OpenLedgerConsole101Response struct {
-	Headers OpenLedgerConsole101ResponseHeaders
-}
-
-func (response OpenLedgerConsole101Response) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
-	if response.Headers.Connection != nil {
-		w.Header().Set("Connection", fmt.Sprint(*response.Headers.Connection))
-	}
-	if response.Headers.SecWebSocketAccept != nil {
-		w.Header().Set("Sec-WebSocket-Accept", fmt.Sprint(*response.Headers.SecWebSocketAccept))
-	}
-	if response.Headers.SecWebSocketProtocol != nil {
-		w.Header().Set("Sec-WebSocket-Protocol", fmt.Sprint(*response.Headers.SecWebSocketProtocol))
-	}
-	if response.Headers.Upgrade != nil {
-		w.Header().Set("Upgrade", fmt.Sprint(*response.Headers.Upgrade))
-	}
-	w.WriteHeader(101)
-	return nil
-}
-
-type OpenLedgerConsole400JSONResponse struct{ BadRequestJSONResponse }
-
-func (response OpenLedgerConsole400JSONResponse) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(400)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type OpenLedgerConsole401Response = UnauthorizedResponse
-
-func (response OpenLedgerConsole401Response) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
-	if response.Headers.WWWAuthenticate != nil {
-		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	w.WriteHeader(401)
-	return nil
-}
-
-type OpenLedgerConsole404JSONResponse struct{ NotFoundJSONResponse }
-
-func (response OpenLedgerConsole404JSONResponse) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type OpenLedgerConsoledefaultJSONResponse struct {
-	Body       Error
-	StatusCode int
-}
-
-func (response OpenLedgerConsoledefaultJSONResponse) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1629,126 +1538,6 @@ type GetApplicationStatusdefaultJSONResponse struct {
 }
 
 func (response GetApplicationStatusdefaultJSONResponse) VisitGetApplicationStatusResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(response.StatusCode)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetDocsUiRequestObject struct {
-}
-
-type GetDocsUiResponseObject interface {
-	VisitGetDocsUiResponse(w http.ResponseWriter) error
-}
-
-type GetDocsUi200TexthtmlResponse struct {
-	Body          io.Reader
-	ContentLength int64
-}
-
-func (response GetDocsUi200TexthtmlResponse) VisitGetDocsUiResponse(w http.ResponseWriter) error {
-
-	w.Header().Set("Content-Type", "text/html")
-	if response.ContentLength != 0 {
-		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
-	}
-	w.WriteHeader(200)
-
-	if closer, ok := response.Body.(io.ReadCloser); ok {
-		defer closer.Close()
-	}
-	_, err := io.Copy(w, response.Body)
-	return err
-}
-
-type GetDocsUidefaultJSONResponse struct {
-	Body       Error
-	StatusCode int
-}
-
-func (response GetDocsUidefaultJSONResponse) VisitGetDocsUiResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(response.StatusCode)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetApiDocsRequestObject struct {
-}
-
-type GetApiDocsResponseObject interface {
-	VisitGetApiDocsResponse(w http.ResponseWriter) error
-}
-
-type GetApiDocs200JSONResponse ApiDocument
-
-func (response GetApiDocs200JSONResponse) VisitGetApiDocsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetApiDocsdefaultJSONResponse struct {
-	Body       Error
-	StatusCode int
-}
-
-func (response GetApiDocsdefaultJSONResponse) VisitGetApiDocsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(response.StatusCode)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetManagementApiDocsRequestObject struct {
-}
-
-type GetManagementApiDocsResponseObject interface {
-	VisitGetManagementApiDocsResponse(w http.ResponseWriter) error
-}
-
-type GetManagementApiDocs200JSONResponse ApiDocument
-
-func (response GetManagementApiDocs200JSONResponse) VisitGetManagementApiDocsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetManagementApiDocsdefaultJSONResponse struct {
-	Body       Error
-	StatusCode int
-}
-
-func (response GetManagementApiDocsdefaultJSONResponse) VisitGetManagementApiDocsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2807,18 +2596,18 @@ type GetIdentityDump200ResponseHeaders struct {
 	ContentDisposition *string
 }
 
-type GetIdentityDump200JSONResponse struct {
-	Body    NodeIdentitiesDump
-	Headers GetIdentityDump200ResponseHeaders
+type GetIdentityDump200ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	Headers       GetIdentityDump200ResponseHeaders
+	ContentLength int64
 }
 
-func (response GetIdentityDump200JSONResponse) VisitGetIdentityDumpResponse(w http.ResponseWriter) error {
+func (response GetIdentityDump200ApplicationoctetStreamResponse) VisitGetIdentityDumpResponse(w http.ResponseWriter) error {
 
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
-	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
 	}
@@ -2826,7 +2615,11 @@ func (response GetIdentityDump200JSONResponse) VisitGetIdentityDumpResponse(w ht
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
 	return err
 }
 
@@ -4816,6 +4609,217 @@ func (response OffboardWalletUserdefaultJSONResponse) VisitOffboardWalletUserRes
 	return err
 }
 
+type OpenLedgerConsoleRequestObject struct {
+	Params OpenLedgerConsoleParams
+}
+
+type OpenLedgerConsoleResponseObject interface {
+	VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error
+}
+
+type OpenLedgerConsole101ResponseHeaders struct {
+	Connection           *string
+	SecWebSocketAccept   *string
+	SecWebSocketProtocol *string
+	Upgrade              *string
+}
+
+type OpenLedgerConsole101Response struct {
+	Headers OpenLedgerConsole101ResponseHeaders
+}
+
+func (response OpenLedgerConsole101Response) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
+	if response.Headers.Connection != nil {
+		w.Header().Set("Connection", fmt.Sprint(*response.Headers.Connection))
+	}
+	if response.Headers.SecWebSocketAccept != nil {
+		w.Header().Set("Sec-WebSocket-Accept", fmt.Sprint(*response.Headers.SecWebSocketAccept))
+	}
+	if response.Headers.SecWebSocketProtocol != nil {
+		w.Header().Set("Sec-WebSocket-Protocol", fmt.Sprint(*response.Headers.SecWebSocketProtocol))
+	}
+	if response.Headers.Upgrade != nil {
+		w.Header().Set("Upgrade", fmt.Sprint(*response.Headers.Upgrade))
+	}
+	w.WriteHeader(101)
+	return nil
+}
+
+type OpenLedgerConsole400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response OpenLedgerConsole400JSONResponse) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenLedgerConsole401Response = UnauthorizedResponse
+
+func (response OpenLedgerConsole401Response) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	return nil
+}
+
+type OpenLedgerConsole404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response OpenLedgerConsole404JSONResponse) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenLedgerConsoledefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response OpenLedgerConsoledefaultJSONResponse) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocsUiRequestObject struct {
+}
+
+type GetDocsUiResponseObject interface {
+	VisitGetDocsUiResponse(w http.ResponseWriter) error
+}
+
+type GetDocsUi200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetDocsUi200TexthtmlResponse) VisitGetDocsUiResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDocsUidefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetDocsUidefaultJSONResponse) VisitGetDocsUiResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiDocsRequestObject struct {
+}
+
+type GetApiDocsResponseObject interface {
+	VisitGetApiDocsResponse(w http.ResponseWriter) error
+}
+
+type GetApiDocs200JSONResponse ApiDocument
+
+func (response GetApiDocs200JSONResponse) VisitGetApiDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiDocsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetApiDocsdefaultJSONResponse) VisitGetApiDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetManagementApiDocsRequestObject struct {
+}
+
+type GetManagementApiDocsResponseObject interface {
+	VisitGetManagementApiDocsResponse(w http.ResponseWriter) error
+}
+
+type GetManagementApiDocs200JSONResponse ApiDocument
+
+func (response GetManagementApiDocs200JSONResponse) VisitGetManagementApiDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetManagementApiDocsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetManagementApiDocsdefaultJSONResponse) VisitGetManagementApiDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Health
@@ -4824,24 +4828,120 @@ type StrictServerInterface interface {
 	// GetInfo Build information
 	// (GET /actuator/info)
 	GetInfo(ctx context.Context, request GetInfoRequestObject) (GetInfoResponseObject, error)
-	// OpenLedgerConsole Open the console stream (WebSocket)
+	// ListApplications List applications (not built yet)
+	// (GET /api/v1/applications)
+	ListApplications(ctx context.Context, request ListApplicationsRequestObject) (ListApplicationsResponseObject, error)
+	// ListApplicationMetrics List resource metrics of every application (not built yet)
+	// (GET /api/v1/applications/metrics)
+	ListApplicationMetrics(ctx context.Context, request ListApplicationMetricsRequestObject) (ListApplicationMetricsResponseObject, error)
+	// GetApplication Get an application (not built yet)
+	// (GET /api/v1/applications/{name})
+	GetApplication(ctx context.Context, request GetApplicationRequestObject) (GetApplicationResponseObject, error)
+	// GetApplicationMetrics Get resource metrics of one application (not built yet)
+	// (GET /api/v1/applications/{name}/metrics)
+	GetApplicationMetrics(ctx context.Context, request GetApplicationMetricsRequestObject) (GetApplicationMetricsResponseObject, error)
+	// GetApplicationStatus Get an application's resource status (not built yet)
+	// (GET /api/v1/applications/{name}/status)
+	GetApplicationStatus(ctx context.Context, request GetApplicationStatusRequestObject) (GetApplicationStatusResponseObject, error)
+	// ListValidators List validators (not built yet)
+	// (GET /api/v1/validators)
+	ListValidators(ctx context.Context, request ListValidatorsRequestObject) (ListValidatorsResponseObject, error)
+	// GetValidator Get a validator (not built yet)
+	// (GET /api/v1/validators/{name})
+	GetValidator(ctx context.Context, request GetValidatorRequestObject) (GetValidatorResponseObject, error)
+	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+	// (GET /api/v1/validators/{name}/balances)
+	GetValidatorBalances(ctx context.Context, request GetValidatorBalancesRequestObject) (GetValidatorBalancesResponseObject, error)
+	// UploadDar Upload a DAR package (not built yet)
+	// (POST /api/v1/validators/{name}/dars/upload)
+	UploadDar(ctx context.Context, request UploadDarRequestObject) (UploadDarResponseObject, error)
+	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// (GET /api/v1/validators/{name}/details)
+	GetValidatorDetails(ctx context.Context, request GetValidatorDetailsRequestObject) (GetValidatorDetailsResponseObject, error)
+	// ListExternalParties List externally signed parties onboarded here (not built yet)
+	// (GET /api/v1/validators/{name}/external-parties)
+	ListExternalParties(ctx context.Context, request ListExternalPartiesRequestObject) (ListExternalPartiesResponseObject, error)
+	// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/allocate)
+	AllocateExternalParty(ctx context.Context, request AllocateExternalPartyRequestObject) (AllocateExternalPartyResponseObject, error)
+	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare)
+	PrepareAmendHosting(ctx context.Context, request PrepareAmendHostingRequestObject) (PrepareAmendHostingResponseObject, error)
+	// SubmitAmendHosting Submit a signed hosting change (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/submit)
+	SubmitAmendHosting(ctx context.Context, request SubmitAmendHostingRequestObject) (SubmitAmendHostingResponseObject, error)
+	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/approve-pending)
+	ApprovePendingHosting(ctx context.Context, request ApprovePendingHostingRequestObject) (ApprovePendingHostingResponseObject, error)
+	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+	// (POST /api/v1/validators/{name}/external-parties/generate-topology)
+	GenerateExternalPartyTopology(ctx context.Context, request GenerateExternalPartyTopologyRequestObject) (GenerateExternalPartyTopologyResponseObject, error)
+	// GetIdentityDump Download the participant identity export (not built yet)
+	// (GET /api/v1/validators/{name}/identity-dump)
+	GetIdentityDump(ctx context.Context, request GetIdentityDumpRequestObject) (GetIdentityDumpResponseObject, error)
+	// GetValidatorKeys List the participant's public keys (not built yet)
+	// (GET /api/v1/validators/{name}/keys)
+	GetValidatorKeys(ctx context.Context, request GetValidatorKeysRequestObject) (GetValidatorKeysResponseObject, error)
+	// ListLocalParties List parties hosted on this participant (not built yet)
+	// (GET /api/v1/validators/{name}/local-parties)
+	ListLocalParties(ctx context.Context, request ListLocalPartiesRequestObject) (ListLocalPartiesResponseObject, error)
+	// LookupParticipant Check a participant UID (advisory) (not built yet)
+	// (GET /api/v1/validators/{name}/participant-lookup)
+	LookupParticipant(ctx context.Context, request LookupParticipantRequestObject) (LookupParticipantResponseObject, error)
+	// GetParticipantStatus Get participant node health (not built yet)
+	// (GET /api/v1/validators/{name}/participant-status)
+	GetParticipantStatus(ctx context.Context, request GetParticipantStatusRequestObject) (GetParticipantStatusResponseObject, error)
+	// ListParties Look up parties by id prefix (not built yet)
+	// (GET /api/v1/validators/{name}/parties)
+	ListParties(ctx context.Context, request ListPartiesRequestObject) (ListPartiesResponseObject, error)
+	// AllocateParty Allocate a participant-managed party (not built yet)
+	// (POST /api/v1/validators/{name}/parties)
+	AllocateParty(ctx context.Context, request AllocatePartyRequestObject) (AllocatePartyResponseObject, error)
+	// GetValidatorStatus Get a validator's resource status (not built yet)
+	// (GET /api/v1/validators/{name}/status)
+	GetValidatorStatus(ctx context.Context, request GetValidatorStatusRequestObject) (GetValidatorStatusResponseObject, error)
+	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
+	// (GET /api/v1/validators/{name}/topology-proposals)
+	ListTopologyProposals(ctx context.Context, request ListTopologyProposalsRequestObject) (ListTopologyProposalsResponseObject, error)
+	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+	// (GET /api/v1/validators/{name}/traffic-status)
+	GetValidatorTrafficStatus(ctx context.Context, request GetValidatorTrafficStatusRequestObject) (GetValidatorTrafficStatusResponseObject, error)
+	// CreateUser Create a ledger user (not built yet)
+	// (POST /api/v1/validators/{name}/users)
+	CreateUser(ctx context.Context, request CreateUserRequestObject) (CreateUserResponseObject, error)
+	// UpdateUser Update a ledger user (not built yet)
+	// (POST /api/v1/validators/{name}/users/{userId})
+	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// ListUserRights List a ledger user's rights (not built yet)
+	// (GET /api/v1/validators/{name}/users/{userId}/rights)
+	ListUserRights(ctx context.Context, request ListUserRightsRequestObject) (ListUserRightsResponseObject, error)
+	// UpdateUserRights Replace a ledger user's rights (not built yet)
+	// (POST /api/v1/validators/{name}/users/{userId}/rights)
+	UpdateUserRights(ctx context.Context, request UpdateUserRightsRequestObject) (UpdateUserRightsResponseObject, error)
+	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// (GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
+	GetCustodyProviderSettings(ctx context.Context, request GetCustodyProviderSettingsRequestObject) (GetCustodyProviderSettingsResponseObject, error)
+	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// (PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
+	UpdateCustodyProviderSettings(ctx context.Context, request UpdateCustodyProviderSettingsRequestObject) (UpdateCustodyProviderSettingsResponseObject, error)
+	// ListGatewayWallets List managed wallets (not built yet)
+	// (GET /api/v1/validators/{name}/wallet-gateway/wallets)
+	ListGatewayWallets(ctx context.Context, request ListGatewayWalletsRequestObject) (ListGatewayWalletsResponseObject, error)
+	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
+	CreateGatewayWallet(ctx context.Context, request CreateGatewayWalletRequestObject) (CreateGatewayWalletResponseObject, error)
+	// ListWalletUsers List wallet usernames (not built yet)
+	// (GET /api/v1/validators/{name}/wallet-users)
+	ListWalletUsers(ctx context.Context, request ListWalletUsersRequestObject) (ListWalletUsersResponseObject, error)
+	// OnboardWalletUser Onboard a wallet user (not built yet)
+	// (POST /api/v1/validators/{name}/wallet-users)
+	OnboardWalletUser(ctx context.Context, request OnboardWalletUserRequestObject) (OnboardWalletUserResponseObject, error)
+	// OffboardWalletUser Offboard a wallet user (not built yet)
+	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
+	OffboardWalletUser(ctx context.Context, request OffboardWalletUserRequestObject) (OffboardWalletUserResponseObject, error)
+	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx context.Context, request OpenLedgerConsoleRequestObject) (OpenLedgerConsoleResponseObject, error)
-	// ListApplications List applications
-	// (GET /applications)
-	ListApplications(ctx context.Context, request ListApplicationsRequestObject) (ListApplicationsResponseObject, error)
-	// ListApplicationMetrics List resource metrics of every application
-	// (GET /applications/metrics)
-	ListApplicationMetrics(ctx context.Context, request ListApplicationMetricsRequestObject) (ListApplicationMetricsResponseObject, error)
-	// GetApplication Get an application
-	// (GET /applications/{name})
-	GetApplication(ctx context.Context, request GetApplicationRequestObject) (GetApplicationResponseObject, error)
-	// GetApplicationMetrics Get resource metrics of one application
-	// (GET /applications/{name}/metrics)
-	GetApplicationMetrics(ctx context.Context, request GetApplicationMetricsRequestObject) (GetApplicationMetricsResponseObject, error)
-	// GetApplicationStatus Get an application's resource status
-	// (GET /applications/{name}/status)
-	GetApplicationStatus(ctx context.Context, request GetApplicationStatusRequestObject) (GetApplicationStatusResponseObject, error)
 	// GetDocsUi Interactive documentation page
 	// (GET /docs-ui.html)
 	GetDocsUi(ctx context.Context, request GetDocsUiRequestObject) (GetDocsUiResponseObject, error)
@@ -4851,102 +4951,6 @@ type StrictServerInterface interface {
 	// GetManagementApiDocs The release 1.11 API description
 	// (GET /v3/api-docs/management)
 	GetManagementApiDocs(ctx context.Context, request GetManagementApiDocsRequestObject) (GetManagementApiDocsResponseObject, error)
-	// ListValidators List validators
-	// (GET /validators)
-	ListValidators(ctx context.Context, request ListValidatorsRequestObject) (ListValidatorsResponseObject, error)
-	// GetValidator Get a validator
-	// (GET /validators/{name})
-	GetValidator(ctx context.Context, request GetValidatorRequestObject) (GetValidatorResponseObject, error)
-	// GetValidatorBalances Get the validator party's native coin balance
-	// (GET /validators/{name}/balances)
-	GetValidatorBalances(ctx context.Context, request GetValidatorBalancesRequestObject) (GetValidatorBalancesResponseObject, error)
-	// UploadDar Upload a DAR package
-	// (POST /validators/{name}/dars/upload)
-	UploadDar(ctx context.Context, request UploadDarRequestObject) (UploadDarResponseObject, error)
-	// GetValidatorDetails Get the aggregate view of a validator
-	// (GET /validators/{name}/details)
-	GetValidatorDetails(ctx context.Context, request GetValidatorDetailsRequestObject) (GetValidatorDetailsResponseObject, error)
-	// ListExternalParties List externally signed parties onboarded here
-	// (GET /validators/{name}/external-parties)
-	ListExternalParties(ctx context.Context, request ListExternalPartiesRequestObject) (ListExternalPartiesResponseObject, error)
-	// AllocateExternalParty Allocate an external party from its multi-hash signature
-	// (POST /validators/{name}/external-parties/allocate)
-	AllocateExternalParty(ctx context.Context, request AllocateExternalPartyRequestObject) (AllocateExternalPartyResponseObject, error)
-	// PrepareAmendHosting Prepare a hosting change of an external party
-	// (POST /validators/{name}/external-parties/amend-hosting/prepare)
-	PrepareAmendHosting(ctx context.Context, request PrepareAmendHostingRequestObject) (PrepareAmendHostingResponseObject, error)
-	// SubmitAmendHosting Submit a signed hosting change
-	// (POST /validators/{name}/external-parties/amend-hosting/submit)
-	SubmitAmendHosting(ctx context.Context, request SubmitAmendHostingRequestObject) (SubmitAmendHostingResponseObject, error)
-	// ApprovePendingHosting Approve a hosting proposal naming this participant
-	// (POST /validators/{name}/external-parties/approve-pending)
-	ApprovePendingHosting(ctx context.Context, request ApprovePendingHostingRequestObject) (ApprovePendingHostingResponseObject, error)
-	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
-	// (POST /validators/{name}/external-parties/generate-topology)
-	GenerateExternalPartyTopology(ctx context.Context, request GenerateExternalPartyTopologyRequestObject) (GenerateExternalPartyTopologyResponseObject, error)
-	// GetIdentityDump Download the participant identity export
-	// (GET /validators/{name}/identity-dump)
-	GetIdentityDump(ctx context.Context, request GetIdentityDumpRequestObject) (GetIdentityDumpResponseObject, error)
-	// GetValidatorKeys List the participant's public keys
-	// (GET /validators/{name}/keys)
-	GetValidatorKeys(ctx context.Context, request GetValidatorKeysRequestObject) (GetValidatorKeysResponseObject, error)
-	// ListLocalParties List parties hosted on this participant
-	// (GET /validators/{name}/local-parties)
-	ListLocalParties(ctx context.Context, request ListLocalPartiesRequestObject) (ListLocalPartiesResponseObject, error)
-	// LookupParticipant Check a participant UID (advisory)
-	// (GET /validators/{name}/participant-lookup)
-	LookupParticipant(ctx context.Context, request LookupParticipantRequestObject) (LookupParticipantResponseObject, error)
-	// GetParticipantStatus Get participant node health
-	// (GET /validators/{name}/participant-status)
-	GetParticipantStatus(ctx context.Context, request GetParticipantStatusRequestObject) (GetParticipantStatusResponseObject, error)
-	// ListParties Look up parties by id prefix
-	// (GET /validators/{name}/parties)
-	ListParties(ctx context.Context, request ListPartiesRequestObject) (ListPartiesResponseObject, error)
-	// AllocateParty Allocate a participant-managed party
-	// (POST /validators/{name}/parties)
-	AllocateParty(ctx context.Context, request AllocatePartyRequestObject) (AllocatePartyResponseObject, error)
-	// GetValidatorStatus Get a validator's resource status
-	// (GET /validators/{name}/status)
-	GetValidatorStatus(ctx context.Context, request GetValidatorStatusRequestObject) (GetValidatorStatusResponseObject, error)
-	// ListTopologyProposals List party hosting proposals on the synchronizer
-	// (GET /validators/{name}/topology-proposals)
-	ListTopologyProposals(ctx context.Context, request ListTopologyProposalsRequestObject) (ListTopologyProposalsResponseObject, error)
-	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
-	// (GET /validators/{name}/traffic-status)
-	GetValidatorTrafficStatus(ctx context.Context, request GetValidatorTrafficStatusRequestObject) (GetValidatorTrafficStatusResponseObject, error)
-	// CreateUser Create a ledger user
-	// (POST /validators/{name}/users)
-	CreateUser(ctx context.Context, request CreateUserRequestObject) (CreateUserResponseObject, error)
-	// UpdateUser Update a ledger user
-	// (POST /validators/{name}/users/{userId})
-	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
-	// ListUserRights List a ledger user's rights
-	// (GET /validators/{name}/users/{userId}/rights)
-	ListUserRights(ctx context.Context, request ListUserRightsRequestObject) (ListUserRightsResponseObject, error)
-	// UpdateUserRights Replace a ledger user's rights
-	// (POST /validators/{name}/users/{userId}/rights)
-	UpdateUserRights(ctx context.Context, request UpdateUserRightsRequestObject) (UpdateUserRightsResponseObject, error)
-	// GetCustodyProviderSettings Read custody provider settings
-	// (GET /validators/{name}/wallet-gateway/providers/custody-provider-a)
-	GetCustodyProviderSettings(ctx context.Context, request GetCustodyProviderSettingsRequestObject) (GetCustodyProviderSettingsResponseObject, error)
-	// UpdateCustodyProviderSettings Update custody provider settings
-	// (PUT /validators/{name}/wallet-gateway/providers/custody-provider-a)
-	UpdateCustodyProviderSettings(ctx context.Context, request UpdateCustodyProviderSettingsRequestObject) (UpdateCustodyProviderSettingsResponseObject, error)
-	// ListGatewayWallets List managed wallets
-	// (GET /validators/{name}/wallet-gateway/wallets)
-	ListGatewayWallets(ctx context.Context, request ListGatewayWalletsRequestObject) (ListGatewayWalletsResponseObject, error)
-	// CreateGatewayWallet Create a wallet for a party
-	// (POST /validators/{name}/wallet-gateway/wallets)
-	CreateGatewayWallet(ctx context.Context, request CreateGatewayWalletRequestObject) (CreateGatewayWalletResponseObject, error)
-	// ListWalletUsers List wallet usernames
-	// (GET /validators/{name}/wallet-users)
-	ListWalletUsers(ctx context.Context, request ListWalletUsersRequestObject) (ListWalletUsersResponseObject, error)
-	// OnboardWalletUser Onboard a wallet user
-	// (POST /validators/{name}/wallet-users)
-	OnboardWalletUser(ctx context.Context, request OnboardWalletUserRequestObject) (OnboardWalletUserResponseObject, error)
-	// OffboardWalletUser Offboard a wallet user
-	// (DELETE /validators/{name}/wallet-users/{username})
-	OffboardWalletUser(ctx context.Context, request OffboardWalletUserRequestObject) (OffboardWalletUserResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -5001,31 +5005,6 @@ func (sh *strictHandler) GetInfo(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetInfoResponseObject); ok {
 		return validResponse.VisitGetInfoResponse(ctx.Response())
-	} else if response != nil {
-		return fmt.Errorf("unexpected response type: %T", response)
-	}
-	return nil
-}
-
-// OpenLedgerConsole operation middleware
-func (sh *strictHandler) OpenLedgerConsole(ctx echo.Context, params OpenLedgerConsoleParams) error {
-	var request OpenLedgerConsoleRequestObject
-
-	request.Params = params
-
-	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.OpenLedgerConsole(ctx.Request().Context(), request.(OpenLedgerConsoleRequestObject))
-	}
-	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "OpenLedgerConsole")
-	}
-
-	response, err := handler(ctx, request)
-
-	if err != nil {
-		return err
-	} else if validResponse, ok := response.(OpenLedgerConsoleResponseObject); ok {
-		return validResponse.VisitOpenLedgerConsoleResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5147,75 +5126,6 @@ func (sh *strictHandler) GetApplicationStatus(ctx echo.Context, name Application
 		return err
 	} else if validResponse, ok := response.(GetApplicationStatusResponseObject); ok {
 		return validResponse.VisitGetApplicationStatusResponse(ctx.Response())
-	} else if response != nil {
-		return fmt.Errorf("unexpected response type: %T", response)
-	}
-	return nil
-}
-
-// GetDocsUi operation middleware
-func (sh *strictHandler) GetDocsUi(ctx echo.Context) error {
-	var request GetDocsUiRequestObject
-
-	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetDocsUi(ctx.Request().Context(), request.(GetDocsUiRequestObject))
-	}
-	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetDocsUi")
-	}
-
-	response, err := handler(ctx, request)
-
-	if err != nil {
-		return err
-	} else if validResponse, ok := response.(GetDocsUiResponseObject); ok {
-		return validResponse.VisitGetDocsUiResponse(ctx.Response())
-	} else if response != nil {
-		return fmt.Errorf("unexpected response type: %T", response)
-	}
-	return nil
-}
-
-// GetApiDocs operation middleware
-func (sh *strictHandler) GetApiDocs(ctx echo.Context) error {
-	var request GetApiDocsRequestObject
-
-	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetApiDocs(ctx.Request().Context(), request.(GetApiDocsRequestObject))
-	}
-	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetApiDocs")
-	}
-
-	response, err := handler(ctx, request)
-
-	if err != nil {
-		return err
-	} else if validResponse, ok := response.(GetApiDocsResponseObject); ok {
-		return validResponse.VisitGetApiDocsResponse(ctx.Response())
-	} else if response != nil {
-		return fmt.Errorf("unexpected response type: %T", response)
-	}
-	return nil
-}
-
-// GetManagementApiDocs operation middleware
-func (sh *strictHandler) GetManagementApiDocs(ctx echo.Context) error {
-	var request GetManagementApiDocsRequestObject
-
-	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetManagementApiDocs(ctx.Request().Context(), request.(GetManagementApiDocsRequestObject))
-	}
-	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetManagementApiDocs")
-	}
-
-	response, err := handler(ctx, request)
-
-	if err != nil {
-		return err
-	} else if validResponse, ok := response.(GetManagementApiDocsResponseObject); ok {
-		return validResponse.VisitGetManagementApiDocsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6214,6 +6124,100 @@ func (sh *strictHandler) OffboardWalletUser(ctx echo.Context, name ValidatorName
 		return err
 	} else if validResponse, ok := response.(OffboardWalletUserResponseObject); ok {
 		return validResponse.VisitOffboardWalletUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// OpenLedgerConsole operation middleware
+func (sh *strictHandler) OpenLedgerConsole(ctx echo.Context, params OpenLedgerConsoleParams) error {
+	var request OpenLedgerConsoleRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OpenLedgerConsole(ctx.Request().Context(), request.(OpenLedgerConsoleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OpenLedgerConsole")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(OpenLedgerConsoleResponseObject); ok {
+		return validResponse.VisitOpenLedgerConsoleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocsUi operation middleware
+func (sh *strictHandler) GetDocsUi(ctx echo.Context) error {
+	var request GetDocsUiRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocsUi(ctx.Request().Context(), request.(GetDocsUiRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocsUi")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocsUiResponseObject); ok {
+		return validResponse.VisitGetDocsUiResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetApiDocs operation middleware
+func (sh *strictHandler) GetApiDocs(ctx echo.Context) error {
+	var request GetApiDocsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetApiDocs(ctx.Request().Context(), request.(GetApiDocsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetApiDocs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetApiDocsResponseObject); ok {
+		return validResponse.VisitGetApiDocsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetManagementApiDocs operation middleware
+func (sh *strictHandler) GetManagementApiDocs(ctx echo.Context) error {
+	var request GetManagementApiDocsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetManagementApiDocs(ctx.Request().Context(), request.(GetManagementApiDocsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetManagementApiDocs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetManagementApiDocsResponseObject); ok {
+		return validResponse.VisitGetManagementApiDocsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

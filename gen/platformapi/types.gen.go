@@ -92,24 +92,6 @@ func (e KeySpec) Valid() bool {
 	}
 }
 
-// Defines values for NodeKeyType.
-const (
-	NodeKeyTypeEncryption NodeKeyType = "encryption"
-	NodeKeyTypeSigning    NodeKeyType = "signing"
-)
-
-// Valid indicates whether the value is a known member of the NodeKeyType enum.
-func (e NodeKeyType) Valid() bool {
-	switch e {
-	case NodeKeyTypeEncryption:
-		return true
-	case NodeKeyTypeSigning:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for SignatureFormat.
 const (
 	SignatureFormatConcat SignatureFormat = "SIGNATURE_FORMAT_CONCAT"
@@ -529,32 +511,6 @@ type MemoryMetrics struct {
 	UsageBytes   *int64 `json:"usageBytes"`
 }
 
-// NodeIdentitiesDump The validator application's `NodeIdentitiesDump`, passed through. Contains private keys: equals a private key export.
-type NodeIdentitiesDump struct {
-	// AuthorizedStoreSnapshot Snapshot of the participant's authorized topology store, Base64.
-	AuthorizedStoreSnapshot []byte `json:"authorizedStoreSnapshot"`
-
-	// Id The participant's node identifier.
-	Id                   string                 `json:"id"`
-	Keys                 []NodeKey              `json:"keys"`
-	Version              *string                `json:"version,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
-}
-
-// NodeKey A key of the dump: either `{keyPair, name?}` (the key pair itself, Base64) or `{type, keyId, name?}` (a reference to a key held in a KMS).
-type NodeKey struct {
-	KeyId *string `json:"keyId,omitempty"`
-
-	// KeyPair Serialized key pair, Base64. Secret.
-	KeyPair              *string                `json:"keyPair,omitempty"`
-	Name                 *string                `json:"name,omitempty"`
-	Type                 *NodeKeyType           `json:"type,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
-}
-
-// NodeKeyType defines model for NodeKey.Type.
-type NodeKeyType string
-
 // ObjectMeta Kubernetes object metadata, as stored (only the common fields are listed).
 type ObjectMeta struct {
 	Annotations          *map[string]string     `json:"annotations,omitempty"`
@@ -970,18 +926,6 @@ type NotFound = Error
 // Unprocessable A failed upstream call (502) or a request the upstream rejected as invalid (422).
 type Unprocessable = UpstreamError
 
-// OpenLedgerConsoleParams defines parameters for OpenLedgerConsole.
-type OpenLedgerConsoleParams struct {
-	// Validator Name of the Validator resource whose participant console to open.
-	Validator string `form:"validator" json:"validator"`
-
-	// Upgrade Must be `websocket`; any other request is 400.
-	Upgrade string `json:"Upgrade"`
-
-	// SecWebSocketProtocol `bearer, <ACCESS_TOKEN>` for clients that cannot set the `Authorization` header.
-	SecWebSocketProtocol *string `json:"Sec-WebSocket-Protocol,omitempty"`
-}
-
 // LookupParticipantParams defines parameters for LookupParticipant.
 type LookupParticipantParams struct {
 	// ParticipantUid Participant UID prefix (`alias::fingerprint`, or a leading part of it).
@@ -1064,6 +1008,18 @@ type UpdateUserRightsParams struct {
 
 	// CanExecuteAs Party the user may execute as; repeat the parameter for several.
 	CanExecuteAs *CanExecuteAsQuery `form:"canExecuteAs,omitempty" json:"canExecuteAs,omitempty"`
+}
+
+// OpenLedgerConsoleParams defines parameters for OpenLedgerConsole.
+type OpenLedgerConsoleParams struct {
+	// Validator Name of the Validator resource whose participant console to open.
+	Validator string `form:"validator" json:"validator"`
+
+	// Upgrade Must be `websocket`; any other request is 400.
+	Upgrade string `json:"Upgrade"`
+
+	// SecWebSocketProtocol `bearer, <ACCESS_TOKEN>` for clients that cannot set the `Authorization` header.
+	SecWebSocketProtocol *string `json:"Sec-WebSocket-Protocol,omitempty"`
 }
 
 // UploadDarMultipartRequestBody defines body for UploadDar for multipart/form-data ContentType.
@@ -1873,228 +1829,6 @@ func (a MemberTrafficStatus) MarshalJSON() ([]byte, error) {
 	object["target"], err = json.Marshal(a.Target)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'target': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for NodeIdentitiesDump. Returns the specified
-// element and whether it was found
-func (a NodeIdentitiesDump) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for NodeIdentitiesDump
-func (a *NodeIdentitiesDump) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for NodeIdentitiesDump to handle AdditionalProperties
-func (a *NodeIdentitiesDump) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["authorizedStoreSnapshot"]; found {
-		err = json.Unmarshal(raw, &a.AuthorizedStoreSnapshot)
-		if err != nil {
-			return fmt.Errorf("error reading 'authorizedStoreSnapshot': %w", err)
-		}
-		delete(object, "authorizedStoreSnapshot")
-	}
-
-	if raw, found := object["id"]; found {
-		err = json.Unmarshal(raw, &a.Id)
-		if err != nil {
-			return fmt.Errorf("error reading 'id': %w", err)
-		}
-		delete(object, "id")
-	}
-
-	if raw, found := object["keys"]; found {
-		err = json.Unmarshal(raw, &a.Keys)
-		if err != nil {
-			return fmt.Errorf("error reading 'keys': %w", err)
-		}
-		delete(object, "keys")
-	}
-
-	if raw, found := object["version"]; found {
-		err = json.Unmarshal(raw, &a.Version)
-		if err != nil {
-			return fmt.Errorf("error reading 'version': %w", err)
-		}
-		delete(object, "version")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for NodeIdentitiesDump to handle AdditionalProperties
-func (a NodeIdentitiesDump) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["authorizedStoreSnapshot"], err = json.Marshal(a.AuthorizedStoreSnapshot)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'authorizedStoreSnapshot': %w", err)
-	}
-
-	object["id"], err = json.Marshal(a.Id)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'id': %w", err)
-	}
-
-	if a.Keys != nil {
-		object["keys"], err = json.Marshal(a.Keys)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'keys': %w", err)
-		}
-	}
-
-	if a.Version != nil {
-		object["version"], err = json.Marshal(a.Version)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'version': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for NodeKey. Returns the specified
-// element and whether it was found
-func (a NodeKey) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for NodeKey
-func (a *NodeKey) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for NodeKey to handle AdditionalProperties
-func (a *NodeKey) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["keyId"]; found {
-		err = json.Unmarshal(raw, &a.KeyId)
-		if err != nil {
-			return fmt.Errorf("error reading 'keyId': %w", err)
-		}
-		delete(object, "keyId")
-	}
-
-	if raw, found := object["keyPair"]; found {
-		err = json.Unmarshal(raw, &a.KeyPair)
-		if err != nil {
-			return fmt.Errorf("error reading 'keyPair': %w", err)
-		}
-		delete(object, "keyPair")
-	}
-
-	if raw, found := object["name"]; found {
-		err = json.Unmarshal(raw, &a.Name)
-		if err != nil {
-			return fmt.Errorf("error reading 'name': %w", err)
-		}
-		delete(object, "name")
-	}
-
-	if raw, found := object["type"]; found {
-		err = json.Unmarshal(raw, &a.Type)
-		if err != nil {
-			return fmt.Errorf("error reading 'type': %w", err)
-		}
-		delete(object, "type")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for NodeKey to handle AdditionalProperties
-func (a NodeKey) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.KeyId != nil {
-		object["keyId"], err = json.Marshal(a.KeyId)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'keyId': %w", err)
-		}
-	}
-
-	if a.KeyPair != nil {
-		object["keyPair"], err = json.Marshal(a.KeyPair)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'keyPair': %w", err)
-		}
-	}
-
-	if a.Name != nil {
-		object["name"], err = json.Marshal(a.Name)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'name': %w", err)
-		}
-	}
-
-	if a.Type != nil {
-		object["type"], err = json.Marshal(a.Type)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'type': %w", err)
-		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {

@@ -152,6 +152,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		RequestTimeout: cfg.RequestTimeout,
+		// Robustness against slow or oversized requests (issue 7).
+		BodyReadTimeout: cfg.BodyReadTimeout,
+		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
 	}
 	for _, opt := range opts {
 		opt(Wiring{Server: &so})

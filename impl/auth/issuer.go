@@ -33,11 +33,25 @@ type DevIssuer struct {
 	key jwk.Key
 }
 
+// ErrNoDevKey is LoadDevIssuer's answer for a data directory without a key.
+var ErrNoDevKey = errors.New("no development signing key")
+
 // OpenDevIssuer loads the signing key from dataDir, creating it on first use.
-func OpenDevIssuer(dataDir string) (*DevIssuer, error) {
+func OpenDevIssuer(dataDir string) (*DevIssuer, error) { return openDevIssuer(dataDir, true) }
+
+// LoadDevIssuer loads the signing key from dataDir and never creates one: a
+// token signed by a new key would be refused by the server that uses the
+// old one.
+func LoadDevIssuer(dataDir string) (*DevIssuer, error) { return openDevIssuer(dataDir, false) }
+
+func openDevIssuer(dataDir string, create bool) (*DevIssuer, error) {
 	path := filepath.Join(dataDir, devKeyFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if !create {
+			abs, _ := filepath.Abs(path)
+			return nil, fmt.Errorf("%w at %s: run the command with the data directory of the server (--data-dir or VM_DATA_DIR), or start `validator-manager serve` once with this one", ErrNoDevKey, abs)
+		}
 		raw, err = createKey(path)
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	MaxBodyBytes    int64
 	MaxUploadBytes  int64
+	BodyReadTimeout time.Duration
+	MaxHeaderBytes  int64
 	TokenTTL        time.Duration
 	LogLevel        string
 }
@@ -79,6 +82,8 @@ func Default() Config {
 		ShutdownTimeout: 15 * time.Second,
 		MaxBodyBytes:    1 << 20,
 		MaxUploadBytes:  512 << 20,
+		BodyReadTimeout: 30 * time.Second,
+		MaxHeaderBytes:  64 << 10,
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
 	}
@@ -113,6 +118,8 @@ func (c *Config) settings() []setting {
 		{"server.shutdownTimeout", "how long shutdown waits for requests in flight", &c.ShutdownTimeout, false},
 		{"server.maxBodyBytes", "largest JSON request body", &c.MaxBodyBytes, false},
 		{"server.maxUploadBytes", "largest upload (DAR packages)", &c.MaxUploadBytes, false},
+		{"server.bodyReadTimeout", "longest wait for the next bytes of a request body; a slower client is disconnected", &c.BodyReadTimeout, false},
+		{"server.maxHeaderBytes", "largest request line and headers (431 beyond)", &c.MaxHeaderBytes, false},
 		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
 		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
 	}
@@ -135,11 +142,12 @@ func EnvName(key string) string {
 	return "VM_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(FlagName(key)))
 }
 
-// RegisterFlags adds one flag per key to fs, with the defaults of Default().
-func RegisterFlags(fs *pflag.FlagSet) {
+// RegisterFlags adds one flag per key to fs, with the defaults of Default():
+// every key's, or only those of keys (a command that reads few settings).
+func RegisterFlags(fs *pflag.FlagSet, keys ...string) {
 	def := Default()
 	for _, s := range def.settings() {
-		if s.secret {
+		if s.secret || len(keys) > 0 && !slices.Contains(keys, s.key) {
 			continue
 		}
 		usage := s.usage + " (env " + EnvName(s.key) + ")"
@@ -208,16 +216,56 @@ func (c *Config) loadFile(path string) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var unknown []string
 	for _, k := range keys {
-		s, ok := byKey[k]
-		if !ok {
-			return fmt.Errorf("config file %s: unknown key %q", path, k)
+		if _, ok := byKey[k]; !ok {
+			unknown = append(unknown, strconv.Quote(k))
 		}
-		if err := set(s, fmt.Sprint(flat[k])); err != nil {
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("config file %s: unknown keys %s (known keys: %s)", path, strings.Join(unknown, ", "), strings.Join(Keys(), ", "))
+	}
+	for _, k := range keys {
+		if err := set(byKey[k], fmt.Sprint(flat[k])); err != nil {
 			return fmt.Errorf("config file %s: %s: %w", path, k, err)
 		}
 	}
 	return nil
+}
+
+// Keys lists every key, in the order of the documentation.
+func Keys() []string {
+	var c Config
+	var out []string
+	for _, s := range c.settings() {
+		out = append(out, s.key)
+	}
+	return out
+}
+
+// OtherEnv are VM_ variables that are no configuration key but that commands
+// read (recover's token and wallet password, the configuration file).
+var OtherEnv = []string{"VM_CONFIG", "VM_TOKEN", "VM_WALLET_PASSWORD"}
+
+// UnknownEnv lists the VM_ variables of environ (KEY=value lines) that name
+// no key: most likely a misspelling, which would otherwise be ignored.
+func UnknownEnv(environ []string) []string {
+	known := map[string]bool{}
+	for _, k := range Keys() {
+		known[EnvName(k)] = true
+	}
+	for _, k := range OtherEnv {
+		known[k] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "VM_") && !known[name] {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func flatten(prefix string, in map[string]any, out map[string]any) {
@@ -268,8 +316,16 @@ func (c *Config) validate() error {
 	if c.Namespace == "" {
 		return fmt.Errorf("api.namespace: must not be empty")
 	}
-	if c.MaxBodyBytes <= 0 || c.MaxUploadBytes <= 0 {
-		return fmt.Errorf("server.maxBodyBytes and server.maxUploadBytes must be positive")
+	if c.MaxBodyBytes <= 0 || c.MaxUploadBytes <= 0 || c.MaxHeaderBytes <= 0 {
+		return fmt.Errorf("server.maxBodyBytes, server.maxUploadBytes and server.maxHeaderBytes must be positive")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if c.BodyReadTimeout <= 0 {
+		return fmt.Errorf("server.bodyReadTimeout: must be positive")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,9 @@ func TestRejects(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"unknown key in file", map[string]string{"VM_CONFIG": write("a.yaml", "api:\n  namespaces: x\n")}, `unknown key "api.namespaces"`},
+		{"unknown key in file", map[string]string{"VM_CONFIG": write("a.yaml", "api:\n  namespaces: x\n")}, `unknown keys "api.namespaces"`},
+		{"every unknown key in file", map[string]string{"VM_CONFIG": write("b.yaml", "listn: x\nlog:\n  levl: debug\n")}, `unknown keys "listn", "log.levl"`},
+		{"bad log level", map[string]string{"VM_LOG_LEVEL": "verbose"}, `log.level: "verbose" is not one of`},
 		{"unknown cluster mode", map[string]string{"VM_CLUSTER_MODE": "docker"}, "cluster.mode"},
 		{"unknown identity provider", map[string]string{"VM_IDP_MODE": "ldap"}, "idp.mode"},
 		{"bad duration", map[string]string{"VM_SERVER_REQUEST_TIMEOUT": "soon"}, "VM_SERVER_REQUEST_TIMEOUT"},
@@ -120,5 +123,23 @@ func TestDatabaseDriver(t *testing.T) {
 		if got := (config.Config{DatabaseDSN: dsn}).DatabaseDriver(); got != want {
 			t.Errorf("DatabaseDriver(%q): got %s, want %s", dsn, got, want)
 		}
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	got := config.UnknownEnv([]string{"VM_LISTEN=x", "VM_LISTN=x", "VM_DATADIR=y", "VM_TOKEN=t", "VM_CONFIG=c", "PATH=/bin", "VM_API_AUTH_JWKS_URI=u"})
+	if want := []string{"VM_DATADIR", "VM_LISTN"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestRegisterSomeFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("token", pflag.ContinueOnError)
+	config.RegisterFlags(fs, "dataDir", "token.ttl")
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	slices.Sort(names)
+	if want := []string{"config", "data-dir", "token.ttl"}; !slices.Equal(names, want) {
+		t.Fatalf("got %v, want %v", names, want)
 	}
 }

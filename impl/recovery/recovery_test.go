@@ -306,7 +306,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatalf("create validator %s: %v %s", name, err, resp.Body)
 		}
 	}
-	anon, err := managementapi.NewClientWithResponses(f.srv.URL+"/api", managementapi.WithHTTPClient(f.srv.HTTP))
+	anon, err := managementapi.NewClientWithResponses(f.srv.URL, managementapi.WithHTTPClient(f.srv.HTTP))
 	if err != nil {
 		t.Fatal(err)
 	}

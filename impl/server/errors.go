@@ -62,7 +62,7 @@ func classify(log *slog.Logger, c echo.Context, err error) problem {
 			p.fields = map[string]string{}
 			p.addField(derr.Field, derr.Message)
 		}
-		if p.status >= 500 {
+		if p.status >= 500 && derr.Code != domain.CodeNotImplemented {
 			log.ErrorContext(c.Request().Context(), "request failed", "request_id", requestID(c), "error", err, "cause", derr.Cause)
 		}
 		if derr.Code == domain.CodeInternal {
@@ -91,6 +91,8 @@ func classify(log *slog.Logger, c echo.Context, err error) problem {
 			msg = fmt.Sprintf("method %s is not allowed on %s", c.Request().Method, c.Request().URL.Path)
 		case http.StatusRequestEntityTooLarge:
 			msg = "request body is too large"
+		case http.StatusRequestHeaderFieldsTooLarge, http.StatusRequestTimeout:
+			msg = fmt.Sprint(he.Message)
 		case http.StatusBadRequest:
 			// echo's binder: the body or a parameter could not be decoded.
 			return problem{status: http.StatusBadRequest, fields: map[string]string{"body": "request body could not be read"}}
@@ -142,6 +144,7 @@ func renderManagement(log *slog.Logger) func(echo.Context, error) error {
 		}
 		if p.status == http.StatusUnauthorized {
 			body["error"] = "unauthorized: a valid bearer token is required"
+			c.Response().Header().Set("WWW-Authenticate", "Bearer")
 		}
 		return c.JSON(p.status, body)
 	}

@@ -25,15 +25,14 @@ import (
 type release struct {
 	name string
 	doc  *openapi3.T
-	base string // mount point of paths without a path-level server
 	// render writes err in the release's error shape.
 	render func(c echo.Context, err error) error
 }
 
 // mount is the echo router handed to a generated RegisterHandlersWithBaseURL.
-// It satisfies the EchoRouter interface of every generated package. Each route
-// is mounted at its path-level server when the contract gives one (the public
-// paths of 2.0), else at the release's base, and gets the middlewares that the
+// It satisfies the EchoRouter interface of every generated package. Both
+// contracts have the root as their server and full paths, so each route is
+// mounted at its path as written, and gets the middlewares that the
 // contract implies for its operation: authentication unless `security: []`,
 // a body limit, request validation and a deadline.
 type mount struct {
@@ -66,10 +65,6 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 		panic("server: generated route " + method + " " + specPath + " is not in the " + m.rel.name + " contract")
 	}
 	op := item.GetOperation(method)
-	base := m.rel.base
-	if len(item.Servers) > 0 {
-		base = strings.TrimSuffix(item.Servers[0].URL, "/")
-	}
 	route := &routers.Route{Spec: m.rel.doc, Path: specPath, PathItem: item, Method: method, Operation: op}
 	streams := isStream(op)
 
@@ -82,7 +77,10 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if public := op.Security != nil && len(*op.Security) == 0; !public {
 		mws = append(mws, authenticate(m.verifier))
 	}
-	mws = append(mws, validate(route, streams))
+	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
+		mws = append(mws, formToQuery())
+	}
+	mws = append(mws, checkInput(streams), validate(route, streams))
 	if !streams && m.limits.timeout != nil {
 		mws = append(mws, m.limits.timeout(op))
 	}
@@ -90,7 +88,11 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if plain, ok := m.plain[op.OperationID]; ok {
 		h = func(c echo.Context) error { return plain(c.Response(), c.Request()) }
 	}
-	return m.e.Add(method, base+path, h, mws...)
+	if method == http.MethodGet {
+		// HEAD is GET without the body (net/http drops it), as Spring answers it.
+		m.e.Add(http.MethodHead, path, h, mws...)
+	}
+	return m.e.Add(method, path, h, mws...)
 }
 
 // isStream tells operations whose bodies are not buffered: uploads
@@ -150,6 +152,9 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{
 		MultiError:         true,
 		ExcludeRequestBody: streams,
+		// Read-only fields sent back (a GET sent back through PUT) are
+		// accepted and ignored: the handlers never read them.
+		ExcludeReadOnlyValidations: true,
 		// Authentication is the authenticate middleware's job.
 		AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
 	}
@@ -199,4 +204,35 @@ func checkContentType(r *http.Request, op *openapi3.Operation) error {
 	}
 	slices.Sort(want)
 	return domain.Invalid("body", "Content-Type %q is not accepted; send %s", r.Header.Get("Content-Type"), strings.Join(want, " or "))
+}
+
+// formToQuery lets an operation whose contract says `x-form-parameters` take
+// its query parameters as an application/x-www-form-urlencoded body too, as
+// Spring's @RequestParam does: the form's values are appended to the query's,
+// so validation and the handler see one set of parameters.
+func formToQuery() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+				return next(c)
+			}
+			raw, err := readBody(r)
+			if err != nil {
+				return err
+			}
+			form, err := url.ParseQuery(string(raw))
+			if err != nil {
+				return domain.Invalid("body", "is not a valid application/x-www-form-urlencoded body")
+			}
+			q := r.URL.Query()
+			for k, vs := range form {
+				q[k] = append(q[k], vs...)
+			}
+			r.URL.RawQuery = q.Encode()
+			r.Body, r.ContentLength = http.NoBody, 0
+			r.Header.Del("Content-Type")
+			return next(c)
+		}
+	}
 }

@@ -45,11 +45,18 @@ type Options struct {
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
 	RequestTimeout time.Duration
+	// BodyReadTimeout bounds each read of a request body (slow clients);
+	// zero means none.
+	BodyReadTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers (431 beyond).
+	MaxHeaderBytes int
 }
 
 // Server is the HTTP server of both releases.
 type Server struct {
 	echo       *echo.Echo
+	handler    http.Handler
+	maxHeader  int
 	log        *slog.Logger
 	management *release
 	platform   *release
@@ -75,15 +82,18 @@ func New(o Options) (*Server, error) {
 	s := &Server{
 		echo:       echo.New(),
 		log:        o.Logger,
-		management: &release{name: "1.11", doc: mgmtDoc, base: ManagementBase, render: renderManagement(o.Logger)},
-		platform:   &release{name: "2.0", doc: platDoc, base: PlatformBase, render: renderPlatform(o.Logger)},
+		management: &release{name: "1.11", doc: mgmtDoc, render: renderManagement(o.Logger)},
+		platform:   &release{name: "2.0", doc: platDoc, render: renderPlatform(o.Logger)},
 	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	s.maxHeader = o.MaxHeaderBytes
+	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout)
 	e.Use(
 		middleware.RequestID(),
 		s.logRequests(),
+		limitHeaders(o.MaxHeaderBytes),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 				s.log.ErrorContext(c.Request().Context(), "panic", "request_id", requestID(c), "error", err, "stack", string(stack))
@@ -106,20 +116,24 @@ func New(o Options) (*Server, error) {
 	// The interactive page's scripts and styles; the page itself is an
 	// operation of the 2.0 contract.
 	e.GET(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
+	e.HEAD(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
 	return s, nil
 }
 
 // ServeHTTP makes the server usable in-process (tests, httptest).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Serve answers on ln until ctx ends, then lets requests in flight finish
 // for at most grace.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
-		Handler:           s.echo,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Far above MaxHeaderBytes, which answers 431 in the release's
+		// shape; net/http's own 431 is plain text.
+		MaxHeaderBytes: max(16*s.maxHeader, 1<<20),
+		IdleTimeout:    2 * time.Minute,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -180,7 +194,8 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		HandleError:  true, // render the error first, so the logged status is the one sent
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			if v.Status >= 500 {
+			// 501 is an expected answer of this server version, not a failure.
+			if v.Status >= 500 && v.Status != http.StatusNotImplemented {
 				level = slog.LevelError
 			}
 			s.log.LogAttrs(c.Request().Context(), level, "request",
@@ -188,7 +203,7 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 				slog.String("method", v.Method),
 				slog.String("path", v.URIPath),
 				slog.Int("status", v.Status),
-				slog.Duration("latency", v.Latency),
+				slog.Float64("latency_ms", float64(v.Latency.Microseconds())/1000),
 			)
 			return nil
 		},

@@ -4,7 +4,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -34,6 +36,9 @@ func Open(driver, dsn string) (*Store, error) {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			return nil, fmt.Errorf("database directory: %w", err)
 		}
+		if err := createPrivate(dsn); err != nil {
+			return nil, err
+		}
 		// The driver runs these pragmas on every new pooled connection. WAL
 		// lets readers run beside the writer; busy_timeout waits for the
 		// writer's lock instead of failing at once; _txlock=immediate takes
@@ -59,6 +64,26 @@ func Open(driver, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
 	}
 	return s, nil
+}
+
+// createPrivate creates the SQLite file readable by its owner only (SQLite
+// gives its -wal and -shm files the database file's mode), tightens an
+// existing one, and says plainly when the directory is not writable.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("database file %s: not writable by this user (check the owner and mode of %s): %w", path, filepath.Dir(path), err)
+		}
+		return fmt.Errorf("database file %s: %w", path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(0o600); err != nil {
+			return fmt.Errorf("database file %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // now is the store's clock: UTC, at the microsecond PostgreSQL keeps, so a

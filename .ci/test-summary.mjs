@@ -1,0 +1,48 @@
+// Reads `go test -json` on stdin and prints what plain `go test` prints (a line per package, and
+// the output of failing tests), then the closing line `N passed, N failed, N skipped` (tests and
+// subtests). Exits 1 when a test or a package failed.
+import { createInterface } from 'node:readline';
+
+const counts = { pass: 0, fail: 0, skip: 0 };
+const held = new Map(); // "pkg test" -> output lines, printed only if the test fails
+let failed = false;
+
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  let e;
+  try {
+    e = JSON.parse(line);
+  } catch {
+    process.stdout.write(line + '\n'); // the go command's own messages
+    continue;
+  }
+  if (e.Action === 'build-output') {
+    process.stdout.write(e.Output);
+    continue;
+  }
+  if (e.Action === 'build-fail') {
+    failed = true;
+    continue;
+  }
+  const key = `${e.Package} ${e.Test ?? ''}`;
+  if (e.Test) {
+    if (e.Action === 'output') {
+      if (!held.has(key)) held.set(key, []);
+      held.get(key).push(e.Output);
+    } else if (e.Action in counts) {
+      counts[e.Action]++;
+      if (e.Action === 'fail') {
+        failed = true;
+        process.stdout.write((held.get(key) ?? []).join(''));
+      }
+      held.delete(key);
+    }
+    continue;
+  }
+  if (e.Action === 'output' && !/^(PASS|FAIL)\n$/.test(e.Output) && !e.Output.startsWith('=== ')) {
+    process.stdout.write(e.Output); // ok/FAIL/? package lines, package-level messages
+  }
+  if (e.Action === 'fail') failed = true;
+}
+
+process.stdout.write(`${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped\n`);
+process.exit(failed ? 1 : 0);

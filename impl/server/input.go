@@ -1,0 +1,252 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// checkInput rejects, before validation and before any database sees them,
+// inputs that no operation accepts: path and query values that are not
+// valid UTF-8 or hold a NUL (PostgreSQL refuses both, SQLite stores them),
+// and JSON bodies with such strings or with content after the document. It
+// reads a buffered body whole, so an oversized one is a 413 whether or not
+// it announced its length.
+func checkInput(streams bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			var bad domain.Invalids
+			names, values := c.ParamNames(), c.ParamValues()
+			for i, n := range names {
+				v, err := url.PathUnescape(values[i])
+				if err != nil {
+					v = values[i]
+				}
+				if msg := badText(v); msg != "" {
+					bad = append(bad, domain.Invalid(n, "%s", msg))
+				}
+			}
+			q, err := url.ParseQuery(c.Request().URL.RawQuery)
+			if err != nil {
+				bad = append(bad, domain.Invalid("query", "is not a valid query string (percent-encoding or separators)"))
+			}
+			for k, vs := range q { // what parsed, when not all did
+				if msg := badText(k); msg != "" {
+					bad = append(bad, domain.Invalid("query", "a parameter name %s", msg))
+					continue
+				}
+				for _, v := range vs {
+					if msg := badText(v); msg != "" {
+						bad = append(bad, domain.Invalid(k, "%s", msg))
+						break
+					}
+				}
+			}
+			if len(bad) > 0 {
+				return bad
+			}
+			if !streams {
+				if err := checkBody(c.Request()); err != nil {
+					return err
+				}
+			}
+			return next(c)
+		}
+	}
+}
+
+// badText says what is wrong with a text value, or "".
+func badText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain NUL characters"
+	}
+	return ""
+}
+
+func checkBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	raw, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") || len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	if !utf8.Valid(raw) {
+		return domain.Invalid("body", "must be valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil // not JSON: validation says so in the release's words
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return domain.Invalid("body", "has content after the JSON document")
+	}
+	var bad domain.Invalids
+	walkStrings(doc, "", func(path, s string) {
+		if strings.IndexByte(s, 0) >= 0 {
+			if path == "" {
+				path = "body"
+			}
+			bad = append(bad, domain.Invalid(path, "must not contain NUL characters"))
+		}
+	})
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
+// readBody reads a buffered body whole: 413 beyond the body limit (also for
+// a chunked body), 408 when the client stops sending.
+func readBody(r *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, echo.NewHTTPError(http.StatusRequestTimeout, "the request body was not sent in time")
+		}
+		return nil, fmt.Errorf("reading the request body: %w", err)
+	}
+	return raw, nil
+}
+
+// walkStrings calls f with every string (keys included) of a decoded JSON
+// document and its dotted path.
+func walkStrings(v any, path string, f func(path, s string)) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch t := v.(type) {
+	case string:
+		f(path, t)
+	case map[string]any:
+		for k, e := range t {
+			f(join(k), k)
+			walkStrings(e, join(k), f)
+		}
+	case []any:
+		for i, e := range t {
+			walkStrings(e, join(strconv.Itoa(i)), f)
+		}
+	}
+}
+
+// limitHeaders answers 431 in the release's shape when the request line and
+// headers exceed max bytes. net/http's own limit (http.Server.MaxHeaderBytes)
+// is set well above it and answers in plain text; only requests beyond that
+// see it.
+func limitHeaders(max int) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+			for k, vs := range r.Header {
+				for _, v := range vs {
+					n += len(k) + len(v) + 4
+				}
+			}
+			if max > 0 && n > max {
+				return echo.NewHTTPError(http.StatusRequestHeaderFieldsTooLarge,
+					fmt.Sprintf("request line and headers are too large: %d bytes, at most %d", n, max))
+			}
+			return next(c)
+		}
+	}
+}
+
+// bodyDeadline bounds every read of a request body: a client that sends
+// nothing for d has its connection closed, whether or not a handler reads
+// the body (net/http drains an unread body after the handler, under the
+// deadline set here). A buffered body (anything but multipart uploads) must
+// also arrive whole within total, so that trickling a byte now and then
+// holds no connection for long. Once the body is read the deadline is
+// lifted: net/http then reads the connection in the background, and a
+// deadline there would cancel the request's context. Requests without a
+// body and WebSocket upgrades are left alone.
+func bodyDeadline(next http.Handler, d, total time.Duration) http.Handler {
+	if d <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := &deadlineReader{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); total > 0 && mt != "multipart/form-data" {
+			body.end = time.Now().Add(total)
+		}
+		if err := body.rc.SetReadDeadline(body.next()); err != nil {
+			next.ServeHTTP(w, r) // not a network connection (a recorder)
+			return
+		}
+		r.Body = body
+		next.ServeHTTP(w, r)
+		if !body.done {
+			// Bound the drain of what the handler left unread.
+			_ = body.rc.SetReadDeadline(time.Now().Add(d))
+		}
+	})
+}
+
+type deadlineReader struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	d    time.Duration
+	end  time.Time // zero: no bound on the whole body
+	done bool
+}
+
+// next is the deadline of the next read.
+func (b *deadlineReader) next() time.Time {
+	t := time.Now().Add(b.d)
+	if !b.end.IsZero() && b.end.Before(t) {
+		return b.end
+	}
+	return t
+}
+
+func (b *deadlineReader) Read(p []byte) (int, error) {
+	if b.done {
+		return b.ReadCloser.Read(p)
+	}
+	_ = b.rc.SetReadDeadline(b.next())
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.done = true
+		if errors.Is(err, io.EOF) {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
