@@ -14,3 +14,11 @@ func MigrationVersions(dialect string) ([]int64, error) {
 	}
 	return out, err
 }
+
+// SmallBlocks cuts validator_blocks into blocks of size for one test, so
+// that a few dozen rows exercise splits.
+func SmallBlocks(t interface{ Cleanup(func()) }, size int64) {
+	old := blockSize
+	blockSize, blockMax = size, 2*size
+	t.Cleanup(func() { blockSize, blockMax = old, 2*old })
+}

@@ -43,33 +43,39 @@ func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *go
 	}
 }
 
-// listed is a row of a page with the size of the whole filtered set.
-type listed[R any] struct {
-	Row   R `gorm:"embedded"`
-	Total int64
+// page reads one page of R's table, ordered by name, given the size of the
+// filtered set. It never reads more rows than the page: the name at position
+// Offset is found by walking the name index (index-only, nothing decoded)
+// from the nearer end, so the walk is at most half the filtered set, and the
+// page is then a range read of Limit rows from that name. Total comes from
+// the caller (a maintained counter, or a count over an index).
+//
+// Under concurrent writes a page may shift by the rows written between the
+// count and the page, as any offset page does.
+func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
+	out := []R{}
+	offset := int64(p.Offset)
+	if offset >= total {
+		return out, nil
+	}
+	start := db.Model(new(R)).Scopes(filter).Select("name").Limit(1)
+	if offset <= total/2 {
+		start = start.Order("name").Offset(p.Offset)
+	} else {
+		start = start.Order("name DESC").Offset(int(total - 1 - offset))
+	}
+	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).
+		Where("name >= (?)", start).
+		// No more than the rows left: a scan stops at the last one.
+		Order("name").Limit(int(min(int64(p.Limit), total-offset))).
+		Find(&out).Error
+	return out, err
 }
 
-// page reads one page of R's table, ordered by name, and the size of the
-// filtered set. The size comes with the page from a window function (one
-// statement, so it agrees with the page); only a page past the end, which
-// has no row to carry it, costs a second COUNT.
-func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page) ([]R, int64, error) {
-	var rows []listed[R]
-	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).
-		Select("*, COUNT(*) OVER () AS total").
-		Order("name").Limit(p.Limit).Offset(p.Offset).
-		Find(&rows).Error
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]R, len(rows))
-	for i, r := range rows {
-		out[i] = r.Row
-	}
-	if len(rows) > 0 {
-		return out, rows[0].Total, nil
-	}
-	var total int64
-	err = db.WithContext(ctx).Model(new(R)).Scopes(filter).Count(&total).Error
-	return out, total, err
+// count is the size of R's filtered set, counted by the database (the
+// planner counts over the smallest index that holds the filtered columns).
+func count[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).Count(&n).Error
+	return n, err
 }

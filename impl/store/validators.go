@@ -18,6 +18,9 @@ func (s *Store) CreateValidator(ctx context.Context, v *domain.Validator) error 
 		return translate(err, validatorWhat(v.Name), "")
 	}
 	v.CreatedAt, v.UpdatedAt = row.CreatedAt, row.UpdatedAt
+	// The row is in; a failed split costs later pages a longer walk, not
+	// their correctness.
+	_ = s.splitBlock(ctx, v.Name)
 	return nil
 }
 
@@ -61,7 +64,19 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	rows, total, err := page[validatorRow](ctx, s.db, s.nameAndPhase(f.NameContains, f.Phase), f.Page)
+	var rows []validatorRow
+	var total int64
+	var err error
+	if f.NameContains == "" {
+		rows, total, err = s.pageByBlocks(ctx, f)
+	} else {
+		// A literal substring is no prefix: no B-tree seeks it. The count
+		// and the page scan the name index (index-only), O(n) in entries.
+		filter := s.nameAndPhase(f.NameContains, f.Phase)
+		if total, err = count[validatorRow](ctx, s.db, filter); err == nil {
+			rows, err = page[validatorRow](ctx, s.db, filter, f.Page, total)
+		}
+	}
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
 	}

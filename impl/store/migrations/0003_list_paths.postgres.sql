@@ -1,0 +1,47 @@
+-- Lists that cost the page, not the table (issue 8); the same objects as
+-- 0003_list_paths.sqlite.sql, whose comment explains them.
+
+CREATE INDEX validators_phase_name ON validators (phase, name);
+DROP INDEX validators_phase;
+
+CREATE TABLE validator_blocks (
+    lo    TEXT   COLLATE "C" NOT NULL,
+    phase TEXT   NOT NULL,
+    n     BIGINT NOT NULL,
+    PRIMARY KEY (lo, phase)
+);
+
+-- The store's rebuild (blocks.go) runs the same statement.
+INSERT INTO validator_blocks (lo, phase, n)
+WITH r AS (SELECT name, phase, (ROW_NUMBER() OVER (ORDER BY name) - 1) / 1000 AS b FROM validators),
+     l AS (SELECT b, CASE WHEN b = 0 THEN '' ELSE MIN(name) END AS lo FROM r GROUP BY b)
+SELECT l.lo, r.phase, COUNT(*) FROM r JOIN l ON l.b = r.b GROUP BY l.lo, r.phase;
+
+CREATE FUNCTION validator_blocks_track() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM validator_blocks;
+        RETURN NULL;
+    END IF;
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        UPDATE validator_blocks SET n = n - 1
+            WHERE phase = OLD.phase AND lo = (SELECT MAX(lo) FROM validator_blocks WHERE lo <= OLD.name);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO validator_blocks (lo, phase, n)
+            VALUES (COALESCE((SELECT MAX(lo) FROM validator_blocks WHERE lo <= NEW.name), ''), NEW.phase, 1)
+            ON CONFLICT (lo, phase) DO UPDATE SET n = validator_blocks.n + 1;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER validators_block AFTER INSERT OR DELETE ON validators
+    FOR EACH ROW EXECUTE FUNCTION validator_blocks_track();
+CREATE TRIGGER validators_block_phase AFTER UPDATE OF phase ON validators
+    FOR EACH ROW WHEN (OLD.phase IS DISTINCT FROM NEW.phase) EXECUTE FUNCTION validator_blocks_track();
+CREATE TRIGGER validators_block_truncate AFTER TRUNCATE ON validators
+    FOR EACH STATEMENT EXECUTE FUNCTION validator_blocks_track();
+
+CREATE INDEX remote_participants_phase_name ON remote_participants (phase, name);
+DROP INDEX remote_participants_phase;

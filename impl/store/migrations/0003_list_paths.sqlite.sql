@@ -1,0 +1,55 @@
+-- Lists that cost the page, not the table (issue 8).
+--
+-- validator_blocks cuts the validators, in name order, into blocks of about
+-- a thousand and keeps, per block and phase, how many validators it holds:
+-- block lo holds the names from lo up to the next block's lo (the first
+-- block's lo is ''). Triggers keep the counts exact in the writing
+-- transaction; the store splits a block that grows past two thousand. A page
+-- at any offset then reads the block counts (n/1000 rows per phase), finds
+-- the block holding the offset, and walks at most a block of the name index.
+-- The sum of the counts is the unfiltered or phase-filtered totalCount.
+--
+-- validators_phase_name serves a phase-filtered page from the index alone
+-- (it replaces validators_phase, which it covers).
+
+CREATE INDEX validators_phase_name ON validators (phase, name);
+DROP INDEX validators_phase;
+
+CREATE TABLE validator_blocks (
+    lo    TEXT   NOT NULL,
+    phase TEXT   NOT NULL,
+    n     BIGINT NOT NULL,
+    PRIMARY KEY (lo, phase)
+);
+
+-- The store's rebuild (blocks.go) runs the same statement.
+INSERT INTO validator_blocks (lo, phase, n)
+WITH r AS (SELECT name, phase, (ROW_NUMBER() OVER (ORDER BY name) - 1) / 1000 AS b FROM validators),
+     l AS (SELECT b, CASE WHEN b = 0 THEN '' ELSE MIN(name) END AS lo FROM r GROUP BY b)
+SELECT l.lo, r.phase, COUNT(*) FROM r JOIN l ON l.b = r.b GROUP BY l.lo, r.phase;
+
+CREATE TRIGGER validators_block_insert AFTER INSERT ON validators
+BEGIN
+    INSERT INTO validator_blocks (lo, phase, n)
+        VALUES (COALESCE((SELECT MAX(lo) FROM validator_blocks WHERE lo <= NEW.name), ''), NEW.phase, 1)
+        ON CONFLICT (lo, phase) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER validators_block_delete AFTER DELETE ON validators
+BEGIN
+    UPDATE validator_blocks SET n = n - 1
+        WHERE phase = OLD.phase AND lo = (SELECT MAX(lo) FROM validator_blocks WHERE lo <= OLD.name);
+END;
+
+CREATE TRIGGER validators_block_phase AFTER UPDATE OF phase ON validators
+WHEN OLD.phase <> NEW.phase
+BEGIN
+    UPDATE validator_blocks SET n = n - 1
+        WHERE phase = OLD.phase AND lo = (SELECT MAX(lo) FROM validator_blocks WHERE lo <= OLD.name);
+    INSERT INTO validator_blocks (lo, phase, n)
+        VALUES (COALESCE((SELECT MAX(lo) FROM validator_blocks WHERE lo <= NEW.name), ''), NEW.phase, 1)
+        ON CONFLICT (lo, phase) DO UPDATE SET n = n + 1;
+END;
+
+CREATE INDEX remote_participants_phase_name ON remote_participants (phase, name);
+DROP INDEX remote_participants_phase;
