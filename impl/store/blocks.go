@@ -115,7 +115,7 @@ func (s *Store) splitBlock(ctx context.Context, name string) error {
 			return nil // another server split it first
 		}
 		var mid string
-		if err := tx.Scopes(in).Select("name").Order("name").Offset(int(n/2)).Limit(1).Scan(&mid).Error; err != nil {
+		if err := tx.Scopes(in).Select("name").Order("name").Offset(int(n / 2)).Limit(1).Scan(&mid).Error; err != nil {
 			return err
 		}
 		if err := tx.Exec("DELETE FROM validator_blocks WHERE lo = ?", lo).Error; err != nil {
