@@ -22,10 +22,25 @@ type Store struct {
 	dialect string
 }
 
-// Open connects to the database and brings its schema up to date: driver is
+// Pool is the connection pool's settings (database/sql's; zero: no limit).
+type Pool struct {
+	MaxOpen     int
+	MaxIdle     int
+	MaxLifetime time.Duration
+	MaxIdleTime time.Duration
+}
+
+// DefaultPool keeps as many idle connections as it opens, so a burst or a
+// health check reuses connections instead of dialling (database/sql keeps 2).
+var DefaultPool = Pool{MaxOpen: 10, MaxIdle: 10, MaxLifetime: 30 * time.Minute, MaxIdleTime: 10 * time.Minute}
+
+// Open is OpenWith and the default pool.
+func Open(driver, dsn string) (*Store, error) { return OpenWith(driver, dsn, DefaultPool) }
+
+// OpenWith connects to the database and brings its schema up to date: driver is
 // "postgres" (dsn is a PostgreSQL DSN) or "sqlite" (dsn is a file path,
 // created with its directory).
-func Open(driver, dsn string) (*Store, error) {
+func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 	var dialector gorm.Dialector
 	switch driver {
 	case "postgres":
@@ -52,6 +67,14 @@ func Open(driver, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open %s database: %w", driver, err)
 	}
 	s := &Store{db: db, dialect: driver}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(pool.MaxOpen)
+	sqlDB.SetMaxIdleConns(pool.MaxIdle)
+	sqlDB.SetConnMaxLifetime(pool.MaxLifetime)
+	sqlDB.SetConnMaxIdleTime(pool.MaxIdleTime)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := migrate(ctx, db, driver); err != nil {
