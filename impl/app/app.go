@@ -152,6 +152,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		RequestTimeout: cfg.RequestTimeout,
+		ManagementDoc:  mgmtDoc,
+		PlatformDoc:    platDoc,
 	}
 	for _, opt := range opts {
 		opt(Wiring{Server: &so})
