@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -19,22 +21,33 @@ func checkPage(p domain.Page) error {
 }
 
 // contains is a literal, case-sensitive substring test of column against the
-// one argument. instr/strpos compare characters exactly on both databases:
-// no LIKE wildcards to escape, and no reliance on SQLite's case-insensitive
-// LIKE or its deprecated case_sensitive_like pragma.
+// one argument (contains' own argument, see containsArg). SQLite compares
+// with instr, exactly; PostgreSQL with LIKE and the wildcards escaped, which
+// is the same test and one that a trigram index (pg_trgm, migration 0003)
+// serves. SQLite's LIKE is case-insensitive, hence instr there.
 func (s *Store) contains(column string) string {
 	if s.dialect == "postgres" {
-		return "strpos(" + column + ", ?) > 0"
+		return column + ` LIKE ? ESCAPE '\'`
 	}
 	return "instr(" + column + ", ?) > 0"
 }
+
+// containsArg is the argument of contains for the substring sub.
+func (s *Store) containsArg(sub string) string {
+	if s.dialect == "postgres" {
+		return "%" + likeEscaper.Replace(sub) + "%"
+	}
+	return sub
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // nameAndPhase filters by a literal name substring and a phase; empty
 // values filter nothing.
 func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *gorm.DB {
 	return func(tx *gorm.DB) *gorm.DB {
 		if name != "" {
-			tx = tx.Where(s.contains("name"), name)
+			tx = tx.Where(s.contains("name"), s.containsArg(name))
 		}
 		if phase != "" {
 			tx = tx.Where("phase = ?", string(phase))
@@ -44,11 +57,11 @@ func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *go
 }
 
 // page reads one page of R's table, ordered by name, given the size of the
-// filtered set. It never reads more rows than the page: the name at position
-// Offset is found by walking the name index (index-only, nothing decoded)
-// from the nearer end, so the walk is at most half the filtered set, and the
-// page is then a range read of Limit rows from that name. Total comes from
-// the caller (a maintained counter, or a count over an index).
+// filtered set. It never reads more rows than the page: the page's names
+// come from a walk of the name index (index-only: nothing decoded) from the
+// nearer end, so the walk is at most half the filtered set, and then the
+// page's rows by primary key. Total comes from the caller (maintained
+// counters, or a count over an index).
 //
 // Under concurrent writes a page may shift by the rows written between the
 // count and the page, as any offset page does.
@@ -58,17 +71,22 @@ func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.D
 	if offset >= total {
 		return out, nil
 	}
-	start := db.Model(new(R)).Scopes(filter).Select("name").Limit(1)
-	if offset <= total/2 {
-		start = start.Order("name").Offset(p.Offset)
+	n := min(int64(p.Limit), total-offset)
+	q := db.WithContext(ctx).Model(new(R)).Scopes(filter).Select("name").Limit(int(n))
+	fromEnd := offset > total/2
+	if fromEnd {
+		q = q.Order("name DESC").Offset(int(total - offset - n))
 	} else {
-		start = start.Order("name DESC").Offset(int(total - 1 - offset))
+		q = q.Order("name").Offset(p.Offset)
 	}
-	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).
-		Where("name >= (?)", start).
-		// No more than the rows left: a scan stops at the last one.
-		Order("name").Limit(int(min(int64(p.Limit), total-offset))).
-		Find(&out).Error
+	var names []string
+	if err := q.Scan(&names).Error; err != nil || len(names) == 0 {
+		return out, err
+	}
+	if fromEnd {
+		slices.Reverse(names)
+	}
+	err := db.WithContext(ctx).Where("name IN ?", names).Order("name").Find(&out).Error
 	return out, err
 }
 

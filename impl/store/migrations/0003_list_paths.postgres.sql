@@ -45,3 +45,18 @@ CREATE TRIGGER validators_block_truncate AFTER TRUNCATE ON validators
 
 CREATE INDEX remote_participants_phase_name ON remote_participants (phase, name);
 DROP INDEX remote_participants_phase;
+
+-- A name filter is a literal substring (LIKE '%...%' with the wildcards
+-- escaped): a trigram index serves it when the pattern has three characters
+-- or more. pg_trgm ships with PostgreSQL and is a trusted extension, but a
+-- server may lack it or the role may not create it: then name filters scan
+-- the name index, as on SQLite.
+DO $$
+BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+    CREATE INDEX validators_name_trgm ON validators USING gin (name gin_trgm_ops);
+    CREATE INDEX remote_participants_name_trgm ON remote_participants USING gin (name gin_trgm_ops);
+EXCEPTION WHEN insufficient_privilege OR undefined_file OR undefined_object OR feature_not_supported THEN
+    RAISE NOTICE 'pg_trgm is not available (%): name filters scan the name index', SQLERRM;
+END
+$$;
