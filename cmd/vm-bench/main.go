@@ -49,6 +49,7 @@ var (
 	rounds   = flag.Int("rounds", 2, "rounds per case and side (alternating baseline, server)")
 	maxReq   = flag.Int("max-requests", 200000, "most requests in one round")
 	creates  = flag.Int("creates", 8, "validators created (then deleted) per data set to measure a create's CPU")
+	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
 	baseline = flag.String("baseline", "", "internal: serve the baseline from this file")
 )
 
@@ -138,7 +139,11 @@ func start(ds dataset) (*server, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(*bin, "serve", "--data-dir", ds.data, "--listen", addr, "--log.level", "warn")
+	args := []string{"serve", "--data-dir", ds.data, "--listen", addr, "--log.level", "warn"}
+	if *pprof != "" {
+		args = append(args, "--server.pprof-listen", *pprof)
+	}
+	cmd := exec.Command(*bin, args...)
 	cmd.Env = append(os.Environ(), "VM_DATABASE_DSN="+ds.dsn)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -326,20 +331,22 @@ type benchCase struct {
 	status int
 	auth   bool
 	path   func(r *rand.Rand) string
+	conns  int // 0: -conns
 }
 
 func cases(n int) []benchCase {
+	list := func(r *rand.Rand) string { return fmt.Sprintf("/api/validators?limit=50&from=%d", r.IntN(n-49)) }
 	return []benchCase{
-		{"GET /api/validators?limit=50, from anywhere up to n-50", http.StatusOK, true, func(r *rand.Rand) string {
-			return fmt.Sprintf("/api/validators?limit=50&from=%d", r.IntN(n-49))
-		}},
+		{"GET /api/validators?limit=50, from anywhere up to n-50", http.StatusOK, true, list, 0},
+		// The same on one connection: the request's own latency, no queueing.
+		{"the same, 1 connection", http.StatusOK, true, list, 1},
 		{"GET /api/validators?limit=50&name=<4 digits> (substring filter)", http.StatusOK, true, func(r *rand.Rand) string {
 			return fmt.Sprintf("/api/validators?limit=50&name=%04d", r.IntN(10000))
-		}},
+		}, 0},
 		{"GET /api/v1/validators (authenticated, no work: 501)", http.StatusNotImplemented, true, func(*rand.Rand) string {
 			return "/api/v1/validators"
-		}},
-		{"GET /actuator/health", http.StatusOK, false, func(*rand.Rand) string { return "/actuator/health" }},
+		}, 0},
+		{"GET /actuator/health", http.StatusOK, false, func(*rand.Rand) string { return "/actuator/health" }, 0},
 	}
 }
 
@@ -446,9 +453,13 @@ func (r result) pct(p float64) time.Duration {
 	return r.lat[min(len(r.lat)-1, int(float64(len(r.lat))*p))]
 }
 
-// load drives s with *conns connections for one round.
+// load drives s with the case's connections for one round.
 func load(s *server, c benchCase, seed uint64) result {
-	tr := &http.Transport{MaxIdleConnsPerHost: *conns, MaxConnsPerHost: *conns, DisableCompression: true}
+	n := *conns
+	if c.conns > 0 {
+		n = c.conns
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var sent atomic.Int64
@@ -458,7 +469,7 @@ func load(s *server, c benchCase, seed uint64) result {
 	deadline := time.Now().Add(*round)
 	began := time.Now()
 	var wg sync.WaitGroup
-	for w := range *conns {
+	for w := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

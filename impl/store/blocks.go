@@ -25,54 +25,49 @@ WITH r AS (SELECT name, phase, (ROW_NUMBER() OVER (ORDER BY name) - 1) / ? AS b 
      l AS (SELECT b, CASE WHEN b = 0 THEN '' ELSE MIN(name) END AS lo FROM r GROUP BY b)
 SELECT l.lo, r.phase, COUNT(*) FROM r JOIN l ON l.b = r.b GROUP BY l.lo, r.phase`
 
-type block struct {
-	Lo string
-	N  int64
-}
-
-// blocks reads the validators' blocks in name order with their counts, of
-// one phase or of all.
-func (s *Store) blocks(ctx context.Context, phase domain.Phase) ([]block, error) {
-	q := s.db.WithContext(ctx).Table("validator_blocks")
+// locate finds, from the block counts alone, the block that holds position
+// offset of the validators (of one phase, or of all): its lo, the number
+// of validators before it, and the total. The running sum is a window over
+// the blocks (n/blockSize rows), not over the validators. lo is nil when
+// offset is past the end.
+func (s *Store) locate(ctx context.Context, phase domain.Phase, offset int64) (lo *string, before, total int64, err error) {
+	where, args := "", []any{}
 	if phase != "" {
-		q = q.Select("lo, n").Where("phase = ? AND n > 0", string(phase))
-	} else {
-		q = q.Select("lo, SUM(n) AS n").Group("lo").Having("SUM(n) > 0")
+		where, args = "WHERE phase = ?", append(args, string(phase))
 	}
-	var out []block
-	err := q.Order("lo").Scan(&out).Error
-	return out, err
+	q := `WITH b AS (SELECT lo, CAST(SUM(n) AS BIGINT) AS n FROM validator_blocks ` + where + ` GROUP BY lo),
+     c AS (SELECT lo, n, SUM(n) OVER (ORDER BY lo) AS upto FROM b)
+SELECT t.total, x.lo, x.before
+FROM (SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM b) AS t
+LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? ORDER BY lo LIMIT 1) AS x ON 1 = 1`
+	var b *int64
+	row := s.db.WithContext(ctx).Raw(q, append(args, offset)...).Row()
+	if err := row.Scan(&total, &lo, &b); err != nil {
+		return nil, 0, 0, err
+	}
+	if b != nil {
+		before = *b
+	}
+	return lo, before, total, nil
 }
 
 // pageByBlocks reads a page of validators filtered at most by phase: the
 // block counts locate the offset, and the page walks only inside its block.
 func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) ([]validatorRow, int64, error) {
-	bs, err := s.blocks(ctx, f.Phase)
-	if err != nil {
-		return nil, 0, err
+	lo, before, total, err := s.locate(ctx, f.Phase, int64(f.Offset))
+	if err != nil || lo == nil {
+		return []validatorRow{}, total, err
 	}
-	var total int64
-	for _, b := range bs {
-		total += b.N
-	}
-	offset := int64(f.Offset)
-	var before int64
-	for _, b := range bs {
-		if offset < before+b.N {
-			filter := func(tx *gorm.DB) *gorm.DB {
-				tx = tx.Where("name >= ?", b.Lo)
-				if f.Phase != "" {
-					tx = tx.Where("phase = ?", string(f.Phase))
-				}
-				return tx
-			}
-			p := domain.Page{Offset: int(offset - before), Limit: f.Limit}
-			rows, err := page[validatorRow](ctx, s.db, filter, p, total-before)
-			return rows, total, err
+	filter := func(tx *gorm.DB) *gorm.DB {
+		tx = tx.Where("name >= ?", *lo)
+		if f.Phase != "" {
+			tx = tx.Where("phase = ?", string(f.Phase))
 		}
-		before += b.N
+		return tx
 	}
-	return []validatorRow{}, total, nil
+	p := domain.Page{Offset: f.Offset - int(before), Limit: f.Limit}
+	rows, err := page[validatorRow](ctx, s.db, filter, p, total-before)
+	return rows, total, err
 }
 
 // splitBlock splits the block holding name when it has grown past
