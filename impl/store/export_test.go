@@ -5,6 +5,9 @@ import "gorm.io/gorm"
 // DB lets the behaviour tests read rows back with their own SQL.
 func (s *Store) DB() *gorm.DB { return s.db }
 
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect }
+
 // MigrationVersions lists the embedded migrations of a dialect.
 func MigrationVersions(dialect string) ([]int64, error) {
 	ms, err := migrations(dialect)

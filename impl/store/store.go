@@ -109,9 +109,6 @@ func (s *Store) Close() error {
 	return sqlDB.Close()
 }
 
-// Dialect is "sqlite" or "postgres".
-func (s *Store) Dialect() string { return s.dialect }
-
 // Exec runs one statement outside any model (administration, tests).
 func (s *Store) Exec(ctx context.Context, sql string) error {
 	return s.db.WithContext(ctx).Exec(sql).Error
