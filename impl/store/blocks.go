@@ -137,6 +137,13 @@ func (s *Store) splitBlock(ctx context.Context, name string) error {
 // are stored as given, timestamps included.
 func (s *Store) ImportValidators(ctx context.Context, vs []domain.Validator) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// As in splitBlock: no other writer's trigger may count into the
+		// blocks while they are cut afresh.
+		if s.dialect == "postgres" {
+			if err := tx.Exec("LOCK TABLE validators IN SHARE ROW EXCLUSIVE MODE").Error; err != nil {
+				return err
+			}
+		}
 		rows := make([]validatorRow, len(vs))
 		for i := range vs {
 			rows[i] = validatorFrom(&vs[i])
