@@ -25,3 +25,11 @@ func SmallBlocks(t interface{ Cleanup(func()) }, size int64) {
 	blockSize, blockMax = size, 2*size
 	t.Cleanup(func() { blockSize, blockMax = old, 2*old })
 }
+
+// RareTrigram sets, for one test, how common the rarest trigram of a name
+// filter may be for the trigram path (SQLite).
+func RareTrigram(t interface{ Cleanup(func()) }, n int64) {
+	old := rareTrigram
+	rareTrigram = n
+	t.Cleanup(func() { rareTrigram = old })
+}

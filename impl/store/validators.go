@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -70,11 +71,11 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	if f.NameContains == "" {
 		rows, total, err = s.pageByBlocks(ctx, f)
 	} else {
-		// A literal substring is no prefix: no B-tree seeks it. The count
-		// and the page scan the name index (index-only), O(n) in entries.
-		filter := s.nameAndPhase(f.NameContains, f.Phase)
-		if total, err = count[validatorRow](ctx, s.db, filter); err == nil {
-			rows, err = page[validatorRow](ctx, s.db, filter, f.Page, total)
+		var filter func(*gorm.DB) *gorm.DB
+		if filter, err = s.validatorNameFilter(ctx, f.NameContains, f.Phase); err == nil {
+			if total, err = count[validatorRow](ctx, s.db, filter); err == nil {
+				rows, err = page[validatorRow](ctx, s.db, filter, f.Page, total)
+			}
 		}
 	}
 	if err != nil {

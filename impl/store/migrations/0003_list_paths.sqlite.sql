@@ -53,3 +53,35 @@ END;
 
 CREATE INDEX remote_participants_phase_name ON remote_participants (phase, name);
 DROP INDEX remote_participants_phase;
+
+-- A name filter is a literal substring: no B-tree seeks it. validator_trigrams
+-- holds every three-character substring of every name (triggers keep it), so
+-- a filter of three characters or more reads the names of its rarest
+-- trigram and checks each with instr, instead of scanning every name; the
+-- store falls back to the scan when even the rarest trigram is common.
+-- trigram_positions is a table of numbers, because SQLite does not allow a
+-- WITH clause in a trigger; it covers names of up to 1,000 characters
+-- (names are DNS labels: release 1.11 allows 33).
+CREATE TABLE trigram_positions (k INTEGER NOT NULL PRIMARY KEY);
+WITH RECURSIVE p(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM p WHERE k < 1000)
+INSERT INTO trigram_positions (k) SELECT k FROM p;
+
+CREATE TABLE validator_trigrams (
+    tri  TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (tri, name)
+) WITHOUT ROWID;
+CREATE INDEX validator_trigrams_name ON validator_trigrams (name);
+INSERT OR IGNORE INTO validator_trigrams (tri, name)
+    SELECT substr(v.name, p.k, 3), v.name FROM validators v JOIN trigram_positions p ON p.k <= length(v.name) - 2;
+
+CREATE TRIGGER validators_trigrams_insert AFTER INSERT ON validators
+BEGIN
+    INSERT OR IGNORE INTO validator_trigrams (tri, name)
+        SELECT substr(NEW.name, k, 3), NEW.name FROM trigram_positions WHERE k <= length(NEW.name) - 2;
+END;
+
+CREATE TRIGGER validators_trigrams_delete AFTER DELETE ON validators
+BEGIN
+    DELETE FROM validator_trigrams WHERE name = OLD.name;
+END;
