@@ -21,13 +21,14 @@ func checkPage(p domain.Page) error {
 }
 
 // contains is a literal, case-sensitive substring test of column against the
-// one argument (contains' own argument, see containsArg). SQLite compares
+// one argument, which containsArg makes of the substring. SQLite compares
 // with instr, exactly; PostgreSQL with LIKE and the wildcards escaped, which
 // is the same test and one that a trigram index (pg_trgm, migration 0003)
 // serves. SQLite's LIKE is case-insensitive, hence instr there.
 func (s *Store) contains(column string) string {
 	if s.dialect == "postgres" {
-		return column + ` LIKE ? ESCAPE '\'`
+		// E'\\' is one backslash whatever standard_conforming_strings says.
+		return column + ` LIKE ? ESCAPE E'\\'`
 	}
 	return "instr(" + column + ", ?) > 0"
 }
