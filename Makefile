@@ -6,7 +6,7 @@ BIN     := bin/validator-manager
 REDOCLY := REDOCLY_TELEMETRY=off node_modules/.bin/redocly
 SPECS   := openapi/management-1.11.yaml openapi/platform-2.0.yaml
 
-.PHONY: run build prereqs prereqs-test generate check-generated lint test test-go clean
+.PHONY: run build prereqs prereqs-test generate check-generated lint test test-go bench clean
 
 ## run: start the server on its embedded default (SQLite, embedded cluster, dev tokens in ./data).
 ## Configuration as documented: VM_LISTEN, VM_DATA_DIR, ... (defaults 127.0.0.1:8080 and ./data),
@@ -59,6 +59,11 @@ test-go:
 
 ## test: everything CI checks; ends with the line `N passed, N failed, N skipped`
 test: lint check-generated test-go
+
+## bench: load benchmark of the server against a bare echo baseline (not part of test; PostgreSQL too when TEST_POSTGRES_DSN is set; about 5 minutes, seeded data kept in bin/bench)
+bench: build
+	$(GO) build -o bin/vm-bench ./cmd/vm-bench
+	bin/vm-bench -bin $(BIN) -dir bin/bench
 
 clean:
 	rm -rf bin

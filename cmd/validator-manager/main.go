@@ -16,6 +16,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/server"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -58,6 +59,17 @@ func serveCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
+			if cfg.PprofListen != "" {
+				pln, err := server.ListenPprof(cfg.PprofListen)
+				if err != nil {
+					return err
+				}
+				go func() {
+					if err := server.ServePprof(ctx, pln, log); err != nil {
+						log.Error("profiling listener", "error", err)
+					}
+				}()
+			}
 			a, err := app.Open(ctx, cfg, log, version)
 			if err != nil {
 				return err

@@ -104,7 +104,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if driver == "sqlite" {
 		dsn = cfg.SQLitePath()
 	}
-	if a.Store, err = store.Open(driver, dsn); err != nil {
+	pool := store.Pool{
+		MaxOpen:     int(cfg.DatabaseMaxOpenConns),
+		MaxIdle:     int(cfg.DatabaseMaxIdleConns),
+		MaxLifetime: cfg.DatabaseConnMaxLifetime,
+		MaxIdleTime: cfg.DatabaseConnMaxIdleTime,
+	}
+	if a.Store, err = store.OpenWith(driver, dsn, pool); err != nil {
 		return nil, err
 	}
 	if err := a.openCluster(ctx); err != nil {
@@ -155,6 +161,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		// Robustness against slow or oversized requests (issue 7).
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
+		ManagementDoc:   mgmtDoc,
+		PlatformDoc:     platDoc,
 	}
 	for _, opt := range opts {
 		opt(Wiring{Server: &so})

@@ -11,6 +11,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,11 @@ type Config struct {
 	DataDir string
 
 	DatabaseDSN string
+	// Connection pool of the database (database/sql's settings).
+	DatabaseMaxOpenConns    int64
+	DatabaseMaxIdleConns    int64
+	DatabaseConnMaxLifetime time.Duration
+	DatabaseConnMaxIdleTime time.Duration
 
 	Namespace         string
 	JWKSURI           string
@@ -67,6 +73,8 @@ type Config struct {
 	MaxHeaderBytes  int64
 	TokenTTL        time.Duration
 	LogLevel        string
+	// PprofListen is the loopback address of the profiling listener; empty: off.
+	PprofListen string
 }
 
 // Default is the embedded default: everything local, in ./data.
@@ -86,6 +94,13 @@ func Default() Config {
 		MaxHeaderBytes:  64 << 10,
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
+		// As many idle as open connections, so a burst (or a health check)
+		// reuses connections instead of dialling; recycled within the hour
+		// so that a failover or a pooler's limits are picked up.
+		DatabaseMaxOpenConns:    10,
+		DatabaseMaxIdleConns:    10,
+		DatabaseConnMaxLifetime: 30 * time.Minute,
+		DatabaseConnMaxIdleTime: 10 * time.Minute,
 	}
 }
 
@@ -102,6 +117,10 @@ func (c *Config) settings() []setting {
 		{"listen", "address the HTTP server listens on", &c.Listen, false},
 		{"dataDir", "directory of the embedded default (SQLite database, embedded cluster, development signing key)", &c.DataDir, false},
 		{"database.dsn", "database: a PostgreSQL DSN (postgres://... or host=...) or a SQLite file path; empty = SQLite in dataDir", &c.DatabaseDSN, true},
+		{"database.maxOpenConns", "largest number of open database connections (0 = no limit)", &c.DatabaseMaxOpenConns, false},
+		{"database.maxIdleConns", "idle database connections kept for reuse", &c.DatabaseMaxIdleConns, false},
+		{"database.connMaxLifetime", "a database connection is closed after this long (0 = never)", &c.DatabaseConnMaxLifetime, false},
+		{"database.connMaxIdleTime", "an idle database connection is closed after this long (0 = never)", &c.DatabaseConnMaxIdleTime, false},
 		{"api.namespace", "the single Kubernetes namespace the API works on", &c.Namespace, false},
 		{"api.auth.jwksUri", "JWKS that verifies bearer tokens: an http(s) URL or a file path; empty = the development token issuer in dataDir", &c.JWKSURI, false},
 		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer, false},
@@ -120,6 +139,7 @@ func (c *Config) settings() []setting {
 		{"server.maxUploadBytes", "largest upload (DAR packages)", &c.MaxUploadBytes, false},
 		{"server.bodyReadTimeout", "longest wait for the next bytes of a request body; a slower client is disconnected", &c.BodyReadTimeout, false},
 		{"server.maxHeaderBytes", "largest request line and headers (431 beyond)", &c.MaxHeaderBytes, false},
+		{"server.pprofListen", "loopback address (127.0.0.1:6060) of a Go profiling listener (net/http/pprof); empty = off", &c.PprofListen, false},
 		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
 		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
 	}
@@ -327,7 +347,27 @@ func (c *Config) validate() error {
 	if c.BodyReadTimeout <= 0 {
 		return fmt.Errorf("server.bodyReadTimeout: must be positive")
 	}
+	if c.DatabaseMaxOpenConns < 0 || c.DatabaseMaxIdleConns < 0 || c.DatabaseConnMaxLifetime < 0 || c.DatabaseConnMaxIdleTime < 0 {
+		return fmt.Errorf("database.maxOpenConns, maxIdleConns, connMaxLifetime and connMaxIdleTime must not be negative")
+	}
+	if c.PprofListen != "" && !Loopback(c.PprofListen) {
+		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)
+	}
 	return nil
+}
+
+// Loopback tells whether a host:port address only listens on the loopback
+// interface.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // DatabaseDriver tells which GORM driver the DSN needs: "postgres" or "sqlite".

@@ -143,3 +143,42 @@ func TestRegisterSomeFlags(t *testing.T) {
 		t.Fatalf("got %v, want %v", names, want)
 	}
 }
+
+// TestPoolAndPprof: the pool settings have sound defaults and can be set;
+// the profiling listener is off by default and refused off loopback.
+func TestPoolAndPprof(t *testing.T) {
+	def := config.Default()
+	if def.PprofListen != "" || def.DatabaseMaxOpenConns != 10 || def.DatabaseMaxIdleConns != def.DatabaseMaxOpenConns || def.DatabaseConnMaxLifetime != 30*time.Minute {
+		t.Fatalf("got defaults pprof %q, pool %d/%d/%s; want off, 10/10/30m", def.PprofListen, def.DatabaseMaxOpenConns, def.DatabaseMaxIdleConns, def.DatabaseConnMaxLifetime)
+	}
+	env := map[string]string{"VM_DATABASE_MAX_OPEN_CONNS": "4", "VM_DATABASE_CONN_MAX_IDLE_TIME": "1m", "VM_SERVER_PPROF_LISTEN": "127.0.0.1:6060"}
+	cfg, err := config.Load(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DatabaseMaxOpenConns != 4 || cfg.DatabaseConnMaxIdleTime != time.Minute || cfg.PprofListen != "127.0.0.1:6060" {
+		t.Fatalf("got %d, %s, %q; want 4, 1m, 127.0.0.1:6060", cfg.DatabaseMaxOpenConns, cfg.DatabaseConnMaxIdleTime, cfg.PprofListen)
+	}
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:6060": true, "[::1]:6060": true, "localhost:6060": true, "127.0.0.2:1": true,
+		"0.0.0.0:6060": false, ":6060": false, "192.0.2.1:6060": false, "example.com:6060": false, "127.0.0.1": false,
+	} {
+		_, err := config.Load(nil, func(k string) string {
+			if k == "VM_SERVER_PPROF_LISTEN" {
+				return addr
+			}
+			return ""
+		})
+		if (err == nil) != ok {
+			t.Errorf("server.pprofListen=%q: got error %v, want accepted %v", addr, err, ok)
+		}
+	}
+	if _, err := config.Load(nil, func(k string) string {
+		if k == "VM_DATABASE_MAX_IDLE_CONNS" {
+			return "-1"
+		}
+		return ""
+	}); err == nil {
+		t.Error("database.maxIdleConns=-1: got no error")
+	}
+}

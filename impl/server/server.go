@@ -50,6 +50,9 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers (431 beyond).
 	MaxHeaderBytes int
+	// The contracts as Contracts returns them, when the caller has loaded
+	// them already (parsing both is most of start-up); nil: New loads them.
+	ManagementDoc, PlatformDoc *openapi3.T
 }
 
 // Server is the HTTP server of both releases.
@@ -63,21 +66,33 @@ type Server struct {
 }
 
 // Contracts returns the two OpenAPI documents the server is built from.
+// Both are parsed at once: parsing is most of start-up.
 func Contracts() (mgmt, plat *openapi3.T, err error) {
-	if mgmt, err = openapi.Management(); err != nil {
+	var perr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		plat, perr = openapi.Platform()
+	}()
+	mgmt, err = openapi.Management()
+	<-done
+	if err != nil {
 		return nil, nil, fmt.Errorf("release 1.11 contract: %w", err)
 	}
-	if plat, err = openapi.Platform(); err != nil {
-		return nil, nil, fmt.Errorf("release 2.0 contract: %w", err)
+	if perr != nil {
+		return nil, nil, fmt.Errorf("release 2.0 contract: %w", perr)
 	}
 	return mgmt, plat, nil
 }
 
 // New assembles the server.
 func New(o Options) (*Server, error) {
-	mgmtDoc, platDoc, err := Contracts()
-	if err != nil {
-		return nil, err
+	mgmtDoc, platDoc := o.ManagementDoc, o.PlatformDoc
+	if mgmtDoc == nil || platDoc == nil {
+		var err error
+		if mgmtDoc, platDoc, err = Contracts(); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		echo:       echo.New(),

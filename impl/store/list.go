@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -19,22 +21,34 @@ func checkPage(p domain.Page) error {
 }
 
 // contains is a literal, case-sensitive substring test of column against the
-// one argument. instr/strpos compare characters exactly on both databases:
-// no LIKE wildcards to escape, and no reliance on SQLite's case-insensitive
-// LIKE or its deprecated case_sensitive_like pragma.
+// one argument, which containsArg makes of the substring. SQLite compares
+// with instr, exactly; PostgreSQL with LIKE and the wildcards escaped, which
+// is the same test and one that a trigram index (pg_trgm, migration 0003)
+// serves. SQLite's LIKE is case-insensitive, hence instr there.
 func (s *Store) contains(column string) string {
 	if s.dialect == "postgres" {
-		return "strpos(" + column + ", ?) > 0"
+		// E'\\' is one backslash whatever standard_conforming_strings says.
+		return column + ` LIKE ? ESCAPE E'\\'`
 	}
 	return "instr(" + column + ", ?) > 0"
 }
+
+// containsArg is the argument of contains for the substring sub.
+func (s *Store) containsArg(sub string) string {
+	if s.dialect == "postgres" {
+		return "%" + likeEscaper.Replace(sub) + "%"
+	}
+	return sub
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // nameAndPhase filters by a literal name substring and a phase; empty
 // values filter nothing.
 func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *gorm.DB {
 	return func(tx *gorm.DB) *gorm.DB {
 		if name != "" {
-			tx = tx.Where(s.contains("name"), name)
+			tx = tx.Where(s.contains("name"), s.containsArg(name))
 		}
 		if phase != "" {
 			tx = tx.Where("phase = ?", string(phase))
@@ -43,33 +57,44 @@ func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *go
 	}
 }
 
-// listed is a row of a page with the size of the whole filtered set.
-type listed[R any] struct {
-	Row   R `gorm:"embedded"`
-	Total int64
+// page reads one page of R's table, ordered by name, given the size of the
+// filtered set. It never reads more rows than the page: the page's names
+// come from a walk of the name index (index-only: nothing decoded) from the
+// nearer end, so the walk is at most half the filtered set, and then the
+// page's rows by primary key. Total comes from the caller (maintained
+// counters, or a count over an index).
+//
+// Under concurrent writes a page may shift by the rows written between the
+// count and the page, as any offset page does.
+func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
+	out := []R{}
+	offset := int64(p.Offset)
+	if offset >= total {
+		return out, nil
+	}
+	n := min(int64(p.Limit), total-offset)
+	q := db.WithContext(ctx).Model(new(R)).Scopes(filter).Select("name").Limit(int(n))
+	fromEnd := offset > total/2
+	if fromEnd {
+		q = q.Order("name DESC").Offset(int(total - offset - n))
+	} else {
+		q = q.Order("name").Offset(p.Offset)
+	}
+	var names []string
+	if err := q.Scan(&names).Error; err != nil || len(names) == 0 {
+		return out, err
+	}
+	if fromEnd {
+		slices.Reverse(names)
+	}
+	err := db.WithContext(ctx).Where("name IN ?", names).Order("name").Find(&out).Error
+	return out, err
 }
 
-// page reads one page of R's table, ordered by name, and the size of the
-// filtered set. The size comes with the page from a window function (one
-// statement, so it agrees with the page); only a page past the end, which
-// has no row to carry it, costs a second COUNT.
-func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page) ([]R, int64, error) {
-	var rows []listed[R]
-	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).
-		Select("*, COUNT(*) OVER () AS total").
-		Order("name").Limit(p.Limit).Offset(p.Offset).
-		Find(&rows).Error
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]R, len(rows))
-	for i, r := range rows {
-		out[i] = r.Row
-	}
-	if len(rows) > 0 {
-		return out, rows[0].Total, nil
-	}
-	var total int64
-	err = db.WithContext(ctx).Model(new(R)).Scopes(filter).Count(&total).Error
-	return out, total, err
+// count is the size of R's filtered set, counted by the database (the
+// planner counts over the smallest index that holds the filtered columns).
+func count[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Model(new(R)).Scopes(filter).Count(&n).Error
+	return n, err
 }

@@ -71,7 +71,11 @@ func (s *Store) ListRemoteParticipants(ctx context.Context, f domain.RemoteParti
 		}
 		return tx
 	}
-	rows, total, err := page[participantRow](ctx, s.db, filter, f.Page)
+	total, err := count[participantRow](ctx, s.db, filter)
+	if err != nil {
+		return nil, 0, translate(err, "list remote participants", "")
+	}
+	rows, err := page[participantRow](ctx, s.db, filter, f.Page, total)
 	if err != nil {
 		return nil, 0, translate(err, "list remote participants", "")
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -24,10 +25,25 @@ type Store struct {
 	dialect string
 }
 
-// Open connects to the database and brings its schema up to date: driver is
+// Pool is the connection pool's settings (database/sql's; zero: no limit).
+type Pool struct {
+	MaxOpen     int
+	MaxIdle     int
+	MaxLifetime time.Duration
+	MaxIdleTime time.Duration
+}
+
+// DefaultPool keeps as many idle connections as it opens, so a burst or a
+// health check reuses connections instead of dialling (database/sql keeps 2).
+var DefaultPool = Pool{MaxOpen: 10, MaxIdle: 10, MaxLifetime: 30 * time.Minute, MaxIdleTime: 10 * time.Minute}
+
+// Open is OpenWith and the default pool.
+func Open(driver, dsn string) (*Store, error) { return OpenWith(driver, dsn, DefaultPool) }
+
+// OpenWith connects to the database and brings its schema up to date: driver is
 // "postgres" (dsn is a PostgreSQL DSN) or "sqlite" (dsn is a file path,
 // created with its directory).
-func Open(driver, dsn string) (*Store, error) {
+func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 	var dialector gorm.Dialector
 	switch driver {
 	case "postgres":
@@ -48,15 +64,19 @@ func Open(driver, dsn string) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}
-	db, err := gorm.Open(dialector, &gorm.Config{
-		TranslateError: true,
-		Logger:         logger.Discard,
-		NowFunc:        now,
-	})
+	db, err := openGorm(dialector)
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", driver, err)
 	}
 	s := &Store{db: db, dialect: driver}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(pool.MaxOpen)
+	sqlDB.SetMaxIdleConns(pool.MaxIdle)
+	sqlDB.SetConnMaxLifetime(pool.MaxLifetime)
+	sqlDB.SetConnMaxIdleTime(pool.MaxIdleTime)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := migrate(ctx, db, driver); err != nil {
@@ -84,6 +104,24 @@ func createPrivate(path string) error {
 		}
 	}
 	return nil
+}
+
+// openGorm opens the database. Servers starting at once on a new SQLite
+// file race to switch it to WAL, which takes a lock no busy timeout waits
+// for: a loser retries for a few seconds instead of failing.
+func openGorm(dialector gorm.Dialector) (*gorm.DB, error) {
+	for attempt := 0; ; attempt++ {
+		db, err := gorm.Open(dialector, &gorm.Config{
+			TranslateError: true,
+			Logger:         logger.Discard,
+			NowFunc:        now,
+		})
+		var lite sqlite3.Error
+		if err == nil || attempt == 50 || !errors.As(err, &lite) || (lite.Code != sqlite3.ErrBusy && lite.Code != sqlite3.ErrLocked) {
+			return db, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // now is the store's clock: UTC, at the microsecond PostgreSQL keeps, so a

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -96,5 +97,25 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	if _, err := store.Open("postgres", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1"); err == nil {
 		t.Fatal("got no error for an unreachable PostgreSQL")
+	}
+}
+
+// TestPool: the pool settings reach database/sql, and pings reuse the idle
+// connection instead of dialling.
+func TestPool(t *testing.T) {
+	s, err := store.OpenWith("sqlite", filepath.Join(t.TempDir(), "vm.db"), store.Pool{MaxOpen: 3, MaxIdle: 2, MaxLifetime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 20 {
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sqlDB, _ := s.DB().DB()
+	st := sqlDB.Stats()
+	if st.MaxOpenConnections != 3 || st.OpenConnections > 2 {
+		t.Fatalf("got max open %d, open %d; want 3, at most 2 after sequential pings", st.MaxOpenConnections, st.OpenConnections)
 	}
 }

@@ -19,6 +19,11 @@ func (s *Store) CreateValidator(ctx context.Context, v *domain.Validator) error 
 		return translate(err, validatorWhat(v.Name), "")
 	}
 	v.CreatedAt, v.UpdatedAt = row.CreatedAt, row.UpdatedAt
+	if !v.Creating {
+		// The row is in; a failed split costs later pages a longer walk, not
+		// their correctness.
+		_ = s.splitBlock(ctx, v.Name)
+	}
 	return nil
 }
 
@@ -56,11 +61,22 @@ func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	return affected(res, validatorWhat(name), "")
 }
 
+// shown narrows filter to the validators a list shows: not those whose
+// create is still running (or was interrupted).
+func shown(filter func(*gorm.DB) *gorm.DB) func(*gorm.DB) *gorm.DB {
+	return func(tx *gorm.DB) *gorm.DB { return filter(tx).Where("NOT creating") }
+}
+
 // FinishCreate marks the validator's create done: from now on it is shown,
 // and the reconciler keeps it instead of undoing it.
 func (s *Store) FinishCreate(ctx context.Context, name string) error {
 	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("creating", false)
-	return affected(res, validatorWhat(name), "")
+	if err := affected(res, validatorWhat(name), ""); err != nil {
+		return err
+	}
+	// Now counted in its block (a trigger): split it if it grew too large.
+	_ = s.splitBlock(ctx, name)
+	return nil
 }
 
 // ValidatorIntent reads one validator with its schedules.
@@ -125,9 +141,20 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	filter := s.nameAndPhase(f.NameContains, f.Phase)
-	shown := func(tx *gorm.DB) *gorm.DB { return filter(tx).Where("NOT creating") }
-	rows, total, err := page[validatorRow](ctx, s.db, shown, f.Page)
+	var rows []validatorRow
+	var total int64
+	var err error
+	if f.NameContains == "" {
+		rows, total, err = s.pageByBlocks(ctx, f)
+	} else {
+		var filter func(*gorm.DB) *gorm.DB
+		if filter, err = s.validatorNameFilter(ctx, f.NameContains, f.Phase); err == nil {
+			filter = shown(filter)
+			if total, err = count[validatorRow](ctx, s.db, filter); err == nil {
+				rows, err = page[validatorRow](ctx, s.db, filter, f.Page, total)
+			}
+		}
+	}
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
 	}
@@ -143,7 +170,7 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 // so that periodic syncs do not rewrite every row.
 func (s *Store) SyncValidatorState(ctx context.Context, name string, st domain.ValidatorState) error {
 	err := s.db.WithContext(ctx).Model(&validatorRow{}).
-		Where("name = ? AND (phase <> ? OR immutable <> ?)", name, string(st.Phase), st.DisableUserEdit).
+		Where("name = ? AND NOT creating AND (phase <> ? OR immutable <> ?)", name, string(st.Phase), st.DisableUserEdit).
 		Updates(map[string]any{"phase": string(st.Phase), "immutable": st.DisableUserEdit, "updated_at": now()}).Error
 	return translate(err, validatorWhat(name), "")
 }

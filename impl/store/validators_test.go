@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -327,6 +329,62 @@ func TestSyncValidatorState(t *testing.T) {
 		wantErr(t, s.SyncValidatorState(ctx, "absent", state), nil)
 		if n := count(t, s, "SELECT COUNT(*) FROM validators"); n != 1 {
 			t.Fatalf("got %d rows, want 1", n)
+		}
+	})
+}
+
+// TestCreatingValidatorsHidden: a validator whose create has not finished is
+// neither listed nor counted, on any list path, and neither gets a phase
+// from the cluster; once finished it is, in its block's count too.
+func TestCreatingValidatorsHidden(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for _, name := range []string{"a1", "a2", "a3"} {
+			mustCreateValidator(t, s, newValidator(name))
+		}
+		half := newValidator("a0")
+		half.Creating, half.Claim = true, "claim"
+		mustCreateValidator(t, s, half)
+		if err := s.SyncValidatorState(ctx, "a0", domain.ValidatorState{Phase: domain.PhaseRunning}); err != nil {
+			t.Fatal(err)
+		}
+		list := func(f domain.ValidatorFilter) []string {
+			t.Helper()
+			f.Limit = 10
+			rows, total, err := s.ListValidators(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range rows {
+				names = append(names, r.Name)
+			}
+			if int(total) != len(names) {
+				t.Errorf("%+v: total %d, want %d", f, total, len(names))
+			}
+			return names
+		}
+		filters := []domain.ValidatorFilter{{}, {Phase: domain.PhasePending}, {NameContains: "a"}, {Phase: domain.PhaseRunning}}
+		for _, f := range filters {
+			if got := list(f); slices.Contains(got, "a0") {
+				t.Errorf("%+v while creating: got %v, want a0 hidden", f, got)
+			}
+		}
+		in, err := s.ValidatorIntent(ctx, "a0")
+		if err != nil || !in.Validator.Creating || in.Validator.Claim != "claim" || in.Validator.Phase != domain.PhasePending {
+			t.Fatalf("intent while creating: got %+v %v, want Creating with its claim, phase untouched", in.Validator, err)
+		}
+		if err := s.FinishCreate(ctx, "a0"); err != nil {
+			t.Fatal(err)
+		}
+		if got := list(domain.ValidatorFilter{}); !slices.Equal(got, []string{"a0", "a1", "a2", "a3"}) {
+			t.Errorf("after finishing: got %v, want a0..a3", got)
+		}
+		if got := list(domain.ValidatorFilter{Phase: domain.PhasePending}); len(got) != 4 {
+			t.Errorf("PENDING after finishing: got %v, want 4", got)
+		}
+		if err := s.FinishCreate(ctx, "nobody"); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("finish an absent validator: got %v, want ErrNotFound", err)
 		}
 	})
 }

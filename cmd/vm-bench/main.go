@@ -1,0 +1,648 @@
+// Command vm-bench is validator-manager's load benchmark (`make bench`).
+//
+// For each data set (1,000 and 100,000 validators, on SQLite and, when
+// TEST_POSTGRES_DSN is set, on PostgreSQL) it seeds a data directory
+// through the store, starts the real server binary on it and a bare echo
+// baseline (same bearer check, answering the bytes captured once from the
+// server), then drives both from 16 connections in alternating rounds and
+// prints throughput, p50 and p99 of each, their ratio, the server's CPU per
+// request and its RSS. Everything listens on loopback; every round is
+// bounded in time and in requests.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/store"
+)
+
+var (
+	bin      = flag.String("bin", "bin/validator-manager", "server binary")
+	dir      = flag.String("dir", "bin/bench", "where seeded data directories are kept between runs")
+	sizes    = flag.String("sizes", "1000,100000", "numbers of validators")
+	conns    = flag.Int("conns", 16, "concurrent connections")
+	round    = flag.Duration("round", 2*time.Second, "length of one round")
+	rounds   = flag.Int("rounds", 2, "rounds per case and side (alternating baseline, server)")
+	maxReq   = flag.Int("max-requests", 200000, "most requests in one round")
+	creates  = flag.Int("creates", 8, "validators created (then deleted) per data set to measure a create's CPU")
+	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
+	baseline = flag.String("baseline", "", "internal: serve the baseline from this file")
+)
+
+func main() {
+	flag.Parse()
+	if *baseline != "" {
+		if err := serveBaseline(*baseline); err != nil {
+			fmt.Fprintln(os.Stderr, "baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "vm-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type dataset struct {
+	db   string // sqlite or postgres
+	n    int
+	data string // data directory
+	dsn  string // PostgreSQL DSN; empty on SQLite
+}
+
+func run() error {
+	var sets []dataset
+	pg := os.Getenv("TEST_POSTGRES_DSN")
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 100 {
+			return fmt.Errorf("-sizes: %q is not a number of validators (at least 100)", s)
+		}
+		sets = append(sets, dataset{db: "sqlite", n: n, data: filepath.Join(*dir, fmt.Sprintf("sqlite-%d", n))})
+		if pg != "" {
+			dsn, err := benchDatabase(pg, n)
+			if err != nil {
+				return err
+			}
+			sets = append(sets, dataset{db: "postgres", n: n, data: filepath.Join(*dir, fmt.Sprintf("postgres-%d", n)), dsn: dsn})
+		}
+	}
+	if pg == "" {
+		fmt.Println("TEST_POSTGRES_DSN is not set: PostgreSQL is not measured")
+	}
+	fmt.Printf("vm-bench: %d connections, %d rounds of %s per case and side, GOMAXPROCS of this machine: %d cores\n\n", *conns, *rounds, *round, numCPU())
+	for _, ds := range sets {
+		if err := bench(ds); err != nil {
+			return fmt.Errorf("%s, %d validators: %w", ds.db, ds.n, err)
+		}
+	}
+	return nil
+}
+
+// benchDatabase creates (once) the database of a PostgreSQL data set on the
+// TEST_POSTGRES_DSN server and returns its DSN.
+func benchDatabase(dsn string, n int) (string, error) {
+	admin, err := store.Open("postgres", dsn)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	name := fmt.Sprintf("vm_bench_%d", n)
+	// Kept between runs: "already exists" (SQLSTATE 42P04) is the usual answer.
+	if err := admin.Exec(context.Background(), "CREATE DATABASE "+name); err != nil && !strings.Contains(err.Error(), "42P04") {
+		return "", err
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// server is a running validator-manager.
+type server struct {
+	cmd     *exec.Cmd
+	base    string
+	token   string
+	startup time.Duration
+}
+
+func start(ds dataset) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{"serve", "--data-dir", ds.data, "--listen", addr, "--log.level", "warn"}
+	if *pprof != "" {
+		args = append(args, "--server.pprof-listen", *pprof)
+	}
+	cmd := exec.Command(*bin, args...)
+	cmd.Env = append(os.Environ(), "VM_DATABASE_DSN="+ds.dsn)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	// The server's log (a 501 is logged as an error) goes beside the data.
+	logFile, err := os.Create(ds.data + ".log")
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd.Stderr = logFile
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, base: "http://" + addr}
+	// serve prints its development token once it listens.
+	tokens := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 64<<10)
+		for sc.Scan() {
+			if line := strings.TrimSpace(sc.Text()); strings.Count(line, ".") == 2 && !strings.Contains(line, " ") && len(line) > 100 {
+				tokens <- line
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case s.token = <-tokens:
+		s.startup = time.Since(began)
+	case <-time.After(60 * time.Second):
+		s.stop()
+		return nil, errors.New("server did not start within 60 s")
+	}
+	return s, nil
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// seed fills the data set with n validators unless it has them: one is
+// created through the server's own create (so its row is what release 1.11
+// stores), the rest are that row under other names, imported through the store.
+func seed(ds dataset) error {
+	st, err := openStore(ds)
+	if err != nil {
+		return err
+	}
+	_, total, err := st.ListValidators(context.Background(), domain.ValidatorFilter{Page: domain.Page{Limit: 1}})
+	st.Close()
+	if err != nil || total >= int64(ds.n) {
+		return err
+	}
+	fmt.Printf("seeding %s with %d validators...\n", ds.data, ds.n)
+	const template = "bench-template"
+	srv, err := start(ds)
+	if err != nil {
+		return err
+	}
+	status, body, err := call(srv, http.MethodPost, "/api/validators", createBody(template))
+	if err == nil && status != http.StatusCreated && status != http.StatusConflict {
+		err = fmt.Errorf("create the template validator: %d %s", status, body)
+	}
+	srv.stop()
+	if err != nil {
+		return err
+	}
+	if st, err = openStore(ds); err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx := context.Background()
+	tmpl, err := st.GetValidator(ctx, template)
+	if err != nil {
+		return err
+	}
+	if err := st.DeleteValidator(ctx, template); err != nil {
+		return err
+	}
+	vs := make([]domain.Validator, 0, ds.n)
+	for i := range ds.n {
+		v := tmpl
+		v.Name = name(i)
+		v.Spec = bytes.ReplaceAll(tmpl.Spec, []byte(`"`+template+`"`), []byte(`"`+v.Name+`"`))
+		v.Phase = []domain.Phase{domain.PhaseRunning, domain.PhasePending, domain.PhaseCompleted}[i%3]
+		vs = append(vs, v)
+	}
+	for len(vs) > 0 {
+		chunk := vs[:min(len(vs), 10000)]
+		if err := st.ImportValidators(ctx, chunk); err != nil {
+			return err
+		}
+		vs = vs[len(chunk):]
+	}
+	// What autovacuum does soon after a bulk load: statistics, and on
+	// PostgreSQL the visibility map that index-only walks need.
+	if ds.db == "postgres" {
+		return st.Exec(ctx, "VACUUM ANALYZE")
+	}
+	return st.Exec(ctx, "ANALYZE")
+}
+
+func name(i int) string { return fmt.Sprintf("node-%05d", i) }
+
+func openStore(ds dataset) (*store.Store, error) {
+	if ds.db == "postgres" {
+		return store.Open("postgres", ds.dsn)
+	}
+	return store.Open("sqlite", filepath.Join(ds.data, "validator-manager.db"))
+}
+
+// createBody is a complete create payload (the management tests' newValidator).
+func createBody(name string) []byte {
+	none := []managementapi.EnvVar{}
+	body, _ := json.Marshal(managementapi.ValidatorDto{
+		Name:      name,
+		ImageRepo: "registry.example.com/splice/validator-app",
+		ImageTag:  "0.4.2",
+		ClusterConfig: managementapi.ClusterConfigDto{
+			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
+			AppInfoValidator: managementapi.AppInfoDto{
+				EnvVars: []managementapi.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
+			},
+			DefaultJvmOptions: "-Xms1g",
+			Migration:         managementapi.MigrationDto{Id: 1},
+			PartyHint:         "acme-validator",
+			ScanAddress:       "https://scan.example.com",
+			SvSponsorAddress:  "https://sv.example.com",
+		},
+		Participant: managementapi.AppInfoDto{EnvVars: none},
+		Auth: &managementapi.ValidatorAuthDto{
+			Audience: "https://ledger.example.com", CnsClientId: "cns", WalletClientId: "wallet",
+			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr("bench-client-secret"),
+			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
+		},
+		OnboardingSecret: ptr("bench-onboarding-secret"),
+		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("bench-database-password")},
+	})
+	return body
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func call(s *server, method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// A case is one kind of request; path gives each request its own URL.
+type benchCase struct {
+	name   string
+	status int
+	auth   bool
+	path   func(r *rand.Rand) string
+	conns  int // 0: -conns
+}
+
+func cases(n int) []benchCase {
+	list := func(r *rand.Rand) string { return fmt.Sprintf("/api/validators?limit=50&from=%d", r.IntN(n-49)) }
+	return []benchCase{
+		{"GET /api/validators?limit=50, from anywhere up to n-50", http.StatusOK, true, list, 0},
+		// The same on one connection: the request's own latency, no queueing.
+		{"the same, 1 connection", http.StatusOK, true, list, 1},
+		{"GET /api/validators?limit=50&name=<4 digits> (substring filter)", http.StatusOK, true, func(r *rand.Rand) string {
+			return fmt.Sprintf("/api/validators?limit=50&name=%04d", r.IntN(10000))
+		}, 0},
+		{"GET /api/v1/validators (authenticated, no work: 501)", http.StatusNotImplemented, true, func(*rand.Rand) string {
+			return "/api/v1/validators"
+		}, 0},
+		{"GET /actuator/health", http.StatusOK, false, func(*rand.Rand) string { return "/actuator/health" }, 0},
+	}
+}
+
+// captured is what the baseline answers for one path prefix.
+type captured struct {
+	Path        string `json:"path"`
+	Status      int    `json:"status"`
+	ContentType string `json:"contentType"`
+	Body        []byte `json:"body"`
+	Auth        bool   `json:"auth"`
+}
+
+type baselineFile struct {
+	Token     string     `json:"token"`
+	Listen    string     `json:"listen"`
+	Responses []captured `json:"responses"`
+}
+
+// serveBaseline is the bare echo v4 server: a trivial bearer check, then
+// the captured bytes.
+func serveBaseline(file string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var cfg baselineFile
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	want := "Bearer " + cfg.Token
+	for _, c := range cfg.Responses {
+		handler := func(ctx echo.Context) error { return ctx.Blob(c.Status, c.ContentType, c.Body) }
+		if c.Auth {
+			next := handler
+			handler = func(ctx echo.Context) error {
+				if ctx.Request().Header.Get("Authorization") != want {
+					return ctx.NoContent(http.StatusUnauthorized)
+				}
+				return next(ctx)
+			}
+		}
+		e.GET(c.Path, handler)
+	}
+	return e.Start(cfg.Listen)
+}
+
+func startBaseline(token string, responses []captured) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	raw, _ := json.Marshal(baselineFile{Token: token, Listen: addr, Responses: responses})
+	f := filepath.Join(*dir, "baseline.json")
+	if err := os.WriteFile(f, raw, 0o600); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-baseline", f)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, base: "http://" + addr, token: token}
+	for range 200 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return s, nil
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.stop()
+	return nil, errors.New("baseline did not start")
+}
+
+type result struct {
+	requests int
+	errors   int
+	elapsed  time.Duration
+	lat      []time.Duration
+	cpu      time.Duration
+}
+
+func (r *result) add(o result) {
+	r.requests += o.requests
+	r.errors += o.errors
+	r.elapsed += o.elapsed
+	r.lat = append(r.lat, o.lat...)
+	r.cpu += o.cpu
+}
+
+func (r result) throughput() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+func (r result) pct(p float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	slices.Sort(r.lat)
+	return r.lat[min(len(r.lat)-1, int(float64(len(r.lat))*p))]
+}
+
+// load drives s with the case's connections for one round.
+func load(s *server, c benchCase, seed uint64) result {
+	n := *conns
+	if c.conns > 0 {
+		n = c.conns
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var sent atomic.Int64
+	var mu sync.Mutex
+	var res result
+	cpu0 := cpuTime(s.cmd.Process.Pid)
+	deadline := time.Now().Add(*round)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(w)))
+			var lat []time.Duration
+			errs := 0
+			for time.Now().Before(deadline) && sent.Add(1) <= int64(*maxReq) {
+				req, _ := http.NewRequest(http.MethodGet, s.base+c.path(r), nil)
+				if c.auth {
+					req.Header.Set("Authorization", "Bearer "+s.token)
+				}
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != c.status {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					errs++
+				}
+			}
+			mu.Lock()
+			res.lat = append(res.lat, lat...)
+			res.errors += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(began)
+	res.requests = len(res.lat)
+	res.cpu = cpuTime(s.cmd.Process.Pid) - cpu0
+	return res
+}
+
+// cpuTime is a process's user and system CPU so far (/proc/<pid>/stat).
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
+}
+
+// memory is a process's resident set now and at its peak, in MB.
+func memory(pid int) (rss, peak float64) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func bench(ds dataset) error {
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return err
+	}
+	if err := seed(ds); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	srv, err := start(ds)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	rss0, _ := memory(srv.cmd.Process.Pid)
+
+	cs := cases(ds.n)
+	var responses []captured
+	for _, c := range cs {
+		path := c.path(rand.New(rand.NewPCG(7, 7)))
+		status, body, err := call(srv, http.MethodGet, path, nil)
+		if err != nil {
+			return err
+		}
+		if status != c.status {
+			return fmt.Errorf("%s: got %d %s, want %d", path, status, body, c.status)
+		}
+		ct := "application/json"
+		responses = append(responses, captured{Path: strings.SplitN(path, "?", 2)[0], Status: status, ContentType: ct, Body: body, Auth: c.auth})
+	}
+	base, err := startBaseline(srv.token, dedupe(responses))
+	if err != nil {
+		return err
+	}
+	defer base.stop()
+
+	fmt.Printf("## %s, %d validators (start-up %s, RSS at start %.0f MB)\n\n", ds.db, ds.n, ms(srv.startup), rss0)
+	fmt.Println("| case | baseline req/s | server req/s | ratio | baseline p50 / p99 | server p50 / p99 | server CPU per request | errors |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for i, c := range cs {
+		var b, s result
+		for r := range *rounds {
+			seed := uint64(i*100 + r)
+			b.add(load(base, c, seed))
+			s.add(load(srv, c, seed))
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.3f | %s / %s | %s / %s | %s | %d / %d |\n",
+			c.name, b.throughput(), s.throughput(), s.throughput()/b.throughput(),
+			ms(b.pct(0.5)), ms(b.pct(0.99)), ms(s.pct(0.5)), ms(s.pct(0.99)),
+			ms(s.cpu/time.Duration(max(1, s.requests))), b.errors, s.errors)
+	}
+	rss, peak := memory(srv.cmd.Process.Pid)
+	fmt.Printf("\nServer RSS after the rounds: %.0f MB (peak %.0f MB).\n", rss, peak)
+
+	if *creates > 0 {
+		// Release 1.11 has no delete: the rows go through the store
+		// afterwards (the simulated cluster keeps its few objects).
+		prefix := fmt.Sprintf("bc%d-", time.Now().Unix()%1000000)
+		cpu0 := cpuTime(srv.cmd.Process.Pid)
+		t0 := time.Now()
+		for i := range *creates {
+			status, body, err := call(srv, http.MethodPost, "/api/validators", createBody(fmt.Sprint(prefix, i)))
+			if err != nil || status != http.StatusCreated {
+				return fmt.Errorf("create: %d %s %v", status, body, err)
+			}
+		}
+		cpu := cpuTime(srv.cmd.Process.Pid) - cpu0
+		wall := time.Since(t0)
+		st, err := openStore(ds)
+		if err != nil {
+			return err
+		}
+		for i := range *creates {
+			_ = st.DeleteValidator(context.Background(), fmt.Sprint(prefix, i))
+		}
+		st.Close()
+		fmt.Printf("Creates, one at a time: %d in %s, server CPU %s per create.\n", *creates, wall.Round(time.Millisecond), ms(cpu/time.Duration(*creates)))
+	}
+	fmt.Println()
+	return nil
+}
+
+func dedupe(rs []captured) []captured {
+	seen := map[string]bool{}
+	var out []captured
+	for _, r := range rs {
+		if !seen[r.Path] {
+			seen[r.Path] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func numCPU() int {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(raw), "processor\t")
+}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Block sizes of validator_blocks (migration 0003): a rebuild cuts blocks
+// of blockSize names; a block that grows past blockMax is split in two.
+// A page reads n/blockSize block rows per phase and walks at most blockMax
+// index entries.
+// (Variables only so that the tests can cut small blocks.)
+var (
+	blockSize int64 = 1000
+	blockMax        = 2 * blockSize
+)
+
+// rebuildBlocks is migration 0003's statement that cuts the blocks afresh
+// (argument: blockSize).
+const rebuildBlocks = `INSERT INTO validator_blocks (lo, phase, n)
+WITH r AS (SELECT name, phase, (ROW_NUMBER() OVER (ORDER BY name) - 1) / ? AS b FROM validators WHERE NOT creating),
+     l AS (SELECT b, CASE WHEN b = 0 THEN '' ELSE MIN(name) END AS lo FROM r GROUP BY b)
+SELECT l.lo, r.phase, COUNT(*) FROM r JOIN l ON l.b = r.b GROUP BY l.lo, r.phase`
+
+// locate finds, from the block counts alone, the block that holds position
+// offset of the validators (of one phase, or of all): its lo, the number
+// of validators before it, and the total. The running sum is a window over
+// the blocks (n/blockSize rows), not over the validators. lo is nil when
+// offset is past the end.
+func (s *Store) locate(ctx context.Context, phase domain.Phase, offset int64) (lo *string, before, total int64, err error) {
+	where, args := "", []any{}
+	if phase != "" {
+		where, args = "WHERE phase = ?", append(args, string(phase))
+	}
+	q := `WITH b AS (SELECT lo, CAST(SUM(n) AS BIGINT) AS n FROM validator_blocks ` + where + ` GROUP BY lo),
+     c AS (SELECT lo, n, SUM(n) OVER (ORDER BY lo) AS upto FROM b)
+SELECT t.total, x.lo, x.before
+FROM (SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM b) AS t
+LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? ORDER BY lo LIMIT 1) AS x ON 1 = 1`
+	var b *int64
+	row := s.db.WithContext(ctx).Raw(q, append(args, offset)...).Row()
+	if err := row.Scan(&total, &lo, &b); err != nil {
+		return nil, 0, 0, err
+	}
+	if b != nil {
+		before = *b
+	}
+	return lo, before, total, nil
+}
+
+// pageByBlocks reads a page of validators filtered at most by phase: the
+// block counts locate the offset, and the page walks only inside its block.
+func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) ([]validatorRow, int64, error) {
+	lo, before, total, err := s.locate(ctx, f.Phase, int64(f.Offset))
+	if err != nil || lo == nil {
+		return []validatorRow{}, total, err
+	}
+	filter := shown(func(tx *gorm.DB) *gorm.DB {
+		tx = tx.Where("name >= ?", *lo)
+		if f.Phase != "" {
+			tx = tx.Where("phase = ?", string(f.Phase))
+		}
+		return tx
+	})
+	p := domain.Page{Offset: f.Offset - int(before), Limit: f.Limit}
+	rows, err := page[validatorRow](ctx, s.db, filter, p, total-before)
+	return rows, total, err
+}
+
+// splitBlock splits the block holding name when it has grown past
+// blockMax. On PostgreSQL the split holds off the validators' writers (a
+// SHARE ROW EXCLUSIVE lock; readers go on) so that no trigger counts a row
+// into the block being cut; on SQLite the transaction's write lock does.
+func (s *Store) splitBlock(ctx context.Context, name string) error {
+	var size int64
+	err := s.db.WithContext(ctx).Table("validator_blocks").Select("COALESCE(SUM(n), 0)").
+		Where("lo = (SELECT MAX(lo) FROM validator_blocks WHERE lo <= ?)", name).Scan(&size).Error
+	if err != nil || size <= blockMax {
+		return err
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect == "postgres" {
+			if err := tx.Exec("LOCK TABLE validators IN SHARE ROW EXCLUSIVE MODE").Error; err != nil {
+				return err
+			}
+		}
+		var lo string
+		if err := tx.Raw("SELECT COALESCE(MAX(lo), '') FROM validator_blocks WHERE lo <= ?", name).Scan(&lo).Error; err != nil {
+			return err
+		}
+		var hi *string
+		if err := tx.Raw("SELECT MIN(lo) FROM validator_blocks WHERE lo > ?", lo).Scan(&hi).Error; err != nil {
+			return err
+		}
+		in := func(tx *gorm.DB) *gorm.DB {
+			tx = tx.Table("validators").Where("name >= ? AND NOT creating", lo)
+			if hi != nil {
+				tx = tx.Where("name < ?", *hi)
+			}
+			return tx
+		}
+		var n int64
+		if err := tx.Scopes(in).Count(&n).Error; err != nil {
+			return err
+		}
+		if n <= blockMax {
+			return nil // another server split it first
+		}
+		var mid string
+		if err := tx.Scopes(in).Select("name").Order("name").Offset(int(n / 2)).Limit(1).Scan(&mid).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec("DELETE FROM validator_blocks WHERE lo = ?", lo).Error; err != nil {
+			return err
+		}
+		for _, half := range []struct {
+			lo   string
+			cond string
+			arg  string
+		}{{lo, "name < ?", mid}, {mid, "name >= ?", mid}} {
+			err := tx.Exec(`INSERT INTO validator_blocks (lo, phase, n) `+
+				`SELECT ?, phase, COUNT(*) FROM (?) AS v GROUP BY phase`,
+				half.lo, tx.Scopes(in).Select("phase").Where(half.cond, half.arg)).Error
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ImportValidators inserts validators in one transaction and cuts the
+// blocks afresh: the bulk path for seeding (benchmarks) and imports. Rows
+// are stored as given, timestamps included.
+func (s *Store) ImportValidators(ctx context.Context, vs []domain.Validator) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// As in splitBlock: no other writer's trigger may count into the
+		// blocks while they are cut afresh.
+		if s.dialect == "postgres" {
+			if err := tx.Exec("LOCK TABLE validators IN SHARE ROW EXCLUSIVE MODE").Error; err != nil {
+				return err
+			}
+		}
+		rows := make([]validatorRow, len(vs))
+		for i := range vs {
+			rows[i] = validatorFrom(&vs[i])
+			rows[i].CreatedAt, rows[i].UpdatedAt = stamp(rows[i].CreatedAt), stamp(rows[i].UpdatedAt)
+		}
+		if err := tx.CreateInBatches(rows, 500).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec("DELETE FROM validator_blocks").Error; err != nil {
+			return err
+		}
+		return tx.Exec(rebuildBlocks, blockSize).Error
+	})
+	return translate(err, "import validators", "")
+}

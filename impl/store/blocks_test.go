@@ -1,0 +1,95 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/store"
+)
+
+// TestListValidatorsBlocks: pages located through validator_blocks equal
+// the sorted table at every offset, after creates out of order (which split
+// blocks), a bulk import (which cuts them afresh), deletes and phase
+// changes; the totals equal the table's counts.
+func TestListValidatorsBlocks(t *testing.T) {
+	store.SmallBlocks(t, 3)
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		phases := map[string]domain.Phase{}
+		for i := range 40 {
+			name := fmt.Sprintf("v-%02d", (i*13)%40)
+			v := newValidator(name)
+			v.Phase = []domain.Phase{domain.PhasePending, domain.PhaseRunning, domain.PhaseCompleted}[i%3]
+			mustCreateValidator(t, s, v)
+			phases[name] = v.Phase
+		}
+		check(t, s, phases, "after creates")
+
+		var bulk []domain.Validator
+		for i := range 20 {
+			v := newValidator(fmt.Sprintf("b-%02d", i))
+			v.Phase = domain.PhaseRunning
+			bulk = append(bulk, *v)
+			phases[v.Name] = v.Phase
+		}
+		wantErr(t, s.ImportValidators(ctx, bulk), nil)
+		check(t, s, phases, "after an import")
+
+		for i := range 60 { // grows one block at the end past its size
+			v := newValidator(fmt.Sprintf("z-%02d", i))
+			v.Phase = domain.PhasePending
+			mustCreateValidator(t, s, v)
+			phases[v.Name] = v.Phase
+		}
+		check(t, s, phases, "after appends")
+
+		for _, name := range []string{"v-00", "v-07", "b-03", "z-59", "z-00"} {
+			wantErr(t, s.DeleteValidator(ctx, name), nil)
+			delete(phases, name)
+		}
+		for _, name := range []string{"v-01", "b-10", "z-30"} {
+			wantErr(t, s.SyncValidatorState(ctx, name, domain.ValidatorState{Phase: domain.PhaseCompleted}), nil)
+			phases[name] = domain.PhaseCompleted
+		}
+		check(t, s, phases, "after deletes and phase changes")
+	})
+}
+
+// check compares every page of limits 1, 4 and 7, unfiltered and per phase,
+// with the sorted names.
+func check(t *testing.T, s *store.Store, phases map[string]domain.Phase, when string) {
+	t.Helper()
+	for _, phase := range []domain.Phase{"", domain.PhasePending, domain.PhaseRunning, domain.PhaseCompleted} {
+		var want []string
+		for name, p := range phases {
+			if phase == "" || p == phase {
+				want = append(want, name)
+			}
+		}
+		sort.Strings(want)
+		for _, limit := range []int{1, 4, 7} {
+			for offset := 0; offset <= len(want)+1; offset++ {
+				page, total, err := s.ListValidators(context.Background(), domain.ValidatorFilter{
+					Phase: phase, Page: domain.Page{Offset: offset, Limit: limit},
+				})
+				wantErr(t, err, nil)
+				end := min(offset+limit, len(want))
+				var w []string
+				if offset < len(want) {
+					w = want[offset:end]
+				}
+				if got := validatorNames(page); total != int64(len(want)) || !reflect.DeepEqual(got, w) {
+					t.Fatalf("%s, phase %q, offset %d, limit %d: got %q total %d, want %q total %d",
+						when, phase, offset, limit, got, total, w, len(want))
+				}
+			}
+		}
+	}
+	if n := count(t, s, "SELECT COUNT(DISTINCT lo) FROM validator_blocks"); n < int64(len(phases))/6 {
+		t.Fatalf("%s: got %d blocks for %d validators, want them split", when, n, len(phases))
+	}
+}
