@@ -1,6 +1,7 @@
 package management
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -157,7 +158,7 @@ func (r *Reconciler) ReconcileAll(ctx context.Context) error {
 					return ctx.Err()
 				}
 				failed++
-				first = cmpOr(first, err)
+				first = cmp.Or(first, err)
 				r.retry(name, err)
 			}
 		}
@@ -176,7 +177,7 @@ func (r *Reconciler) ReconcileAll(ctx context.Context) error {
 		}
 		if err := r.Reconcile(ctx, name); err != nil {
 			failed++
-			first = cmpOr(first, err)
+			first = cmp.Or(first, err)
 			r.retry(name, err)
 		}
 	}
@@ -184,13 +185,6 @@ func (r *Reconciler) ReconcileAll(ctx context.Context) error {
 		return fmt.Errorf("%d validators do not match their record yet (retrying), the first: %w", failed, first)
 	}
 	return nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // Run reconciles everything now and every resync period, and works off the
