@@ -35,7 +35,7 @@ import (
 
 // childVariable makes the test binary run the command line it is given
 // instead of the tests: the crash test's server process.
-const childVariable = "VM_CRASHTEST_CHILD"
+const childVariable = "VALIDATOR_MANAGER_CRASHTEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childVariable) != "" {
