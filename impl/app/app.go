@@ -176,9 +176,14 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 
 func (a *App) openCluster(ctx context.Context) error {
 	cfg := a.Config
+	instance, err := a.Store.Instance(ctx)
+	if err != nil {
+		return err
+	}
+	opts := cluster.KubeOptions{Instance: instance}
 	var k *cluster.Kube
 	if cfg.ClusterMode == config.ClusterSimulated {
-		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log})
+		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log, Kube: opts})
 		if err != nil {
 			return err
 		}
@@ -188,7 +193,7 @@ func (a *App) openCluster(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
 		}
-		if k, err = cluster.NewKube(rc, cfg.Namespace, cluster.KubeOptions{}); err != nil {
+		if k, err = cluster.NewKube(rc, cfg.Namespace, opts); err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,10 @@ type KubeOptions struct {
 	BackupStorage string
 	// Resync is the informer's resync period; 0 means none.
 	Resync time.Duration
+	// Instance identifies the installation (its database): the Validator
+	// resources the gateway writes carry it (InstanceLabel), and its
+	// informer sees only those. Empty: every managed resource.
+	Instance string
 }
 
 // Defaults of KubeOptions.
@@ -58,9 +62,11 @@ type Kube struct {
 	dyn        dynamic.Interface
 	image      string
 	backupSize resource.Quantity
-	factory    dynamicinformer.DynamicSharedInformerFactory
-	informer   cache.SharedIndexInformer
-	lister     cache.GenericNamespaceLister
+	// instance is KubeOptions.Instance.
+	instance string
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	informer cache.SharedIndexInformer
+	lister   cache.GenericNamespaceLister
 	// CronJobs the gateway wrote, cached, so that a reconcile that changes
 	// nothing costs the API server nothing.
 	typed      informers.SharedInformerFactory
@@ -130,9 +136,13 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	if err != nil {
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
-	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, stop: make(chan struct{})}
+	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, instance: opts.Instance, stop: make(chan struct{})}
+	selector := managedSelector
+	if k.instance != "" {
+		selector += "," + InstanceLabel + "=" + k.instance
+	}
 	k.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace,
-		func(o *metav1.ListOptions) { o.LabelSelector = managedSelector })
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	generic := k.factory.ForResource(ValidatorResource)
 	k.informer = generic.Informer()
 	k.lister = generic.Lister().ByNamespace(namespace)
@@ -371,7 +381,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 			}}
 			obj.SetName(v.Name)
 			obj.SetNamespace(k.namespace)
-			obj.SetLabels(labelsFor(v.Name))
+			obj.SetLabels(k.validatorLabels(v.Name))
 			obj.SetAnnotations(map[string]string{specHashAnnotation: hash})
 			_, err = k.validators().Create(ctx, obj, metav1.CreateOptions{})
 			return err
@@ -379,7 +389,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 		if err != nil {
 			return err
 		}
-		if upToDate(cur, hash, labelsFor(v.Name)) {
+		if upToDate(cur, hash, k.validatorLabels(v.Name)) {
 			return nil
 		}
 		obj := cur.DeepCopy()
@@ -387,7 +397,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 			spec["secrets"] = refs
 		}
 		obj.Object["spec"] = spec
-		obj.SetLabels(mergeLabels(obj.GetLabels(), labelsFor(v.Name)))
+		obj.SetLabels(mergeLabels(obj.GetLabels(), k.validatorLabels(v.Name)))
 		annotations := obj.GetAnnotations()
 		if annotations == nil {
 			annotations = map[string]string{}
@@ -397,6 +407,15 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 		_, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// validatorLabels are the labels of a Validator resource the gateway writes.
+func (k *Kube) validatorLabels(validator string) map[string]string {
+	l := labelsFor(validator)
+	if k.instance != "" {
+		l[InstanceLabel] = k.instance
+	}
+	return l
 }
 
 // cachedValidator reads a validator from the informer's cache; false when
@@ -714,7 +733,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 		return false
 	}
 	cur, ok := k.cachedValidator(v.Name)
-	if !ok || !upToDate(cur, hash, labelsFor(v.Name)) {
+	if !ok || !upToDate(cur, hash, k.validatorLabels(v.Name)) {
 		return false
 	}
 	cj, err := k.cronLister.Get(BackupCronJobName(v.Name))

@@ -34,6 +34,11 @@ const (
 	ManagedBy       = "validator-manager"
 	ValidatorLabel  = "validator-manager.io/validator"
 	managedSelector = ManagedByLabel + "=" + ManagedBy
+	// InstanceLabel on a Validator resource names the server installation
+	// (its database) that manages it: the reconciler removes only its own
+	// resources that lack a record, never those of another installation
+	// sharing the namespace, nor any when it is pointed at a fresh database.
+	InstanceLabel = "validator-manager.io/instance"
 )
 
 // Keys inside the validator's Secrets.

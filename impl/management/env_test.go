@@ -32,10 +32,16 @@ type env struct {
 	idpFile string
 }
 
+// testInstance is the installation id of the tests' cluster gateway.
+const testInstance = "test-installation"
+
 func start(t *testing.T) *env {
 	t.Helper()
 	e := &env{clock: &clock{now: time.Date(2026, 11, 22, 18, 36, 0, 0, time.UTC)}, faults: &faults{}}
-	sim, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{Kubelet: cluster.KubeletOptions{Now: e.clock.Now}})
+	sim, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{
+		Kubelet: cluster.KubeletOptions{Now: e.clock.Now},
+		Kube:    cluster.KubeOptions{Instance: testInstance},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

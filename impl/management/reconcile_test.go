@@ -10,8 +10,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -133,6 +135,34 @@ func TestReconcilerConverges(t *testing.T) {
 		}
 		if _, ok := e.cluster(t).Validators["alpha"]; !ok {
 			t.Error("alpha: got removed, want kept")
+		}
+	})
+
+	t.Run("resources of another installation, or unlabelled, are left alone", func(t *testing.T) {
+		for name, labels := range map[string]map[string]string{
+			"foreign":   {cluster.ManagedByLabel: cluster.ManagedBy, cluster.InstanceLabel: "another-installation"},
+			"by-hand":   {cluster.ManagedByLabel: cluster.ManagedBy},
+			"unmanaged": {},
+		} {
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": cluster.Group + "/" + cluster.Version, "kind": cluster.Kind, "spec": map[string]any{},
+			}}
+			obj.SetName(name)
+			obj.SetLabels(labels)
+			if _, err := e.sim.Validators().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.sim.Settle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.ReconcileAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"foreign", "by-hand", "unmanaged"} {
+			if _, ok := e.cluster(t).Validators[name]; !ok {
+				t.Errorf("%s: got removed, want left alone", name)
+			}
 		}
 	})
 

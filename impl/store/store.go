@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
@@ -152,4 +153,19 @@ func (s *Store) Close() error {
 // Exec runs one statement outside any model (administration, tests).
 func (s *Store) Exec(ctx context.Context, sql string) error {
 	return s.db.WithContext(ctx).Exec(sql).Error
+}
+
+// Instance is the id of the installation this database belongs to, made
+// the first time it is asked for (concurrent first calls agree).
+func (s *Store) Instance(ctx context.Context) (string, error) {
+	db := s.db.WithContext(ctx)
+	err := db.Exec("INSERT INTO instance (singleton, id) VALUES (1, ?) ON CONFLICT (singleton) DO NOTHING", uuid.NewString()).Error
+	if err != nil {
+		return "", translate(err, "instance id", "")
+	}
+	var id string
+	if err := db.Raw("SELECT id FROM instance WHERE singleton = 1").Scan(&id).Error; err != nil {
+		return "", translate(err, "instance id", "")
+	}
+	return id, nil
 }

@@ -119,3 +119,21 @@ func TestPool(t *testing.T) {
 		t.Fatalf("got max open %d, open %d; want 3, at most 2 after sequential pings", st.MaxOpenConnections, st.OpenConnections)
 	}
 }
+
+// TestInstance: a database has one installation id, the same for every
+// caller and every open, made on first use.
+func TestInstance(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ids := make([]string, 4)
+		errs := run(len(ids), func(i int) (err error) {
+			ids[i], err = s.Instance(context.Background())
+			return err
+		})
+		for i, err := range errs {
+			wantErr(t, err, nil)
+			if ids[i] == "" || ids[i] != ids[0] {
+				t.Fatalf("got ids %v, want one non-empty id", ids)
+			}
+		}
+	})
+}
