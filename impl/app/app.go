@@ -25,6 +25,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/platform"
 	"github.com/validator-manager/validator-manager/impl/server"
 	"github.com/validator-manager/validator-manager/impl/store"
+	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
 // Conformance of the adapters to the ports their consumers declare.
@@ -34,6 +35,8 @@ var (
 	_ management.Cluster  = (*cluster.Embedded)(nil)
 	_ management.Identity = (*idp.Keycloak)(nil)
 	_ management.Identity = (*idp.Local)(nil)
+	_ platform.Resources  = (*cluster.Kube)(nil)
+	_ server.Auditor      = (*store.Store)(nil)
 )
 
 // Intervals of the background work.
@@ -60,6 +63,9 @@ type App struct {
 	Issuer     *auth.DevIssuer
 	Management *management.Server
 	Server     *server.Server
+	// Telemetry is the process's operational metrics (/actuator/prometheus);
+	// upstream clients observe their calls through it (Transport, ObserveUpstream).
+	Telemetry *telemetry.Metrics
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -137,17 +143,24 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		opt(Wiring{Management: &mo})
 	}
 	a.Management = management.New(mo)
+	a.Telemetry = telemetry.New()
+	a.Telemetry.WatchSync(a.kube.SyncState)
 	plat := platform.New(platform.Options{
 		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
 		Version: version,
 		Docs:    d,
+		// Release 2.0's Validator/Application reads and application metrics.
+		Resources: a.kube,
 	})
 	so := server.Options{
-		Logger:         log,
-		Verifier:       verifier,
-		Management:     a.Management,
-		Platform:       plat,
-		Plain:          map[string]server.PlainHandler{"openLedgerConsole": plat.LedgerConsole},
+		Logger:     log,
+		Verifier:   verifier,
+		Management: a.Management,
+		Platform:   plat,
+		Plain: map[string]server.PlainHandler{
+			"openLedgerConsole": plat.LedgerConsole,
+			"getPrometheus":     plainHandler(a.Telemetry.Handler()),
+		},
 		Docs:           d,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
@@ -155,6 +168,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		// Robustness against slow or oversized requests (issue 7).
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
+		// Operational metrics and the audit log of mutating 2.0 calls (issue 9).
+		Metrics: a.Telemetry,
+		Audit:   a.Store,
+		Public:  metricsPublic(cfg),
 	}
 	for _, opt := range opts {
 		opt(Wiring{Server: &so})
@@ -250,6 +267,23 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
 	return g.Wait()
+}
+
+// plainHandler serves an operation with a net/http handler.
+func plainHandler(h http.Handler) server.PlainHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}
+}
+
+// metricsPublic lists getPrometheus among the public operations when
+// api.metrics.public is set.
+func metricsPublic(cfg config.Config) []string {
+	if cfg.MetricsPublic {
+		return []string{"getPrometheus"}
+	}
+	return nil
 }
 
 // clusterHealth is UP when the cluster answers, the gateway's caches have
