@@ -72,6 +72,8 @@ type App struct {
 type Wiring struct {
 	Management *management.Options
 	Server     *server.Options
+	// Embedded is the embedded cluster's options (cluster.mode simulated).
+	Embedded *cluster.EmbeddedOptions
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -95,6 +97,16 @@ func WithServer(f func(*server.Options)) Option {
 	}
 }
 
+// WithEmbedded edits the embedded cluster's options before it is opened
+// (tests set the simulated kubelet's clock).
+func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
+	return func(w Wiring) {
+		if w.Embedded != nil {
+			f(w.Embedded)
+		}
+	}
+}
+
 // Open builds the process; Background starts its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
 	a := &App{Config: cfg, Log: log}
@@ -113,7 +125,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.Store, err = store.Open(driver, dsn); err != nil {
 		return nil, err
 	}
-	if err := a.openCluster(ctx); err != nil {
+	if err := a.openCluster(ctx, opts); err != nil {
 		return nil, err
 	}
 	if err := a.openIdentity(); err != nil {
@@ -183,11 +195,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	return a, nil
 }
 
-func (a *App) openCluster(ctx context.Context) error {
+func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	cfg := a.Config
 	var k *cluster.Kube
 	if cfg.ClusterMode == config.ClusterSimulated {
-		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log})
+		eo := cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log}
+		for _, opt := range opts {
+			opt(Wiring{Embedded: &eo})
+		}
+		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), eo)
 		if err != nil {
 			return err
 		}

@@ -233,14 +233,16 @@ func (e *Embedded) Validators() dynamic.ResourceInterface {
 // Namespace is the namespace the gateway works in.
 func (e *Embedded) Namespace() string { return e.namespace }
 
-// Settle waits until the gateway's caches (validators, CronJobs) hold every
-// write made so far (at most a few seconds: a write the informer does not watch, such
-// as an unlabelled Validator, is never seen).
+// Settle waits until the gateway's caches hold every write made so far: the
+// managed informers (validators, CronJobs) every write to an object labelled
+// managed-by, release 2.0's views every write to a Validator or Application
+// (at most a few seconds each).
 func (e *Embedded) Settle(ctx context.Context) error {
-	if err := waitSeen(ctx, &e.seen, e.tracker.lastChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
+	// The gateway's own informers watch the objects labelled managed-by.
+	if err := waitSeen(ctx, &e.seen, e.tracker.lastManagedChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
 		return err
 	}
-	if err := waitSeen(ctx, &e.seenCronJobs, e.tracker.lastChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second); err != nil {
+	if err := waitSeen(ctx, &e.seenCronJobs, e.tracker.lastManagedChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second); err != nil {
 		return err
 	}
 	// Release 2.0's views see every change of their kind.
