@@ -135,7 +135,7 @@ type ClientInterface interface {
 
 	// ListApplicationMetrics List resource metrics of every application
 	//
-	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 	ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -149,7 +149,7 @@ type ClientInterface interface {
 
 	// GetApplicationMetrics Get resource metrics of one application
 	//
-	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 	GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -616,7 +616,7 @@ func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEdit
 
 // ListApplicationMetrics List resource metrics of every application
 //
-// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -650,7 +650,7 @@ func (c *Client) GetApplication(ctx context.Context, name ApplicationNamePath, r
 
 // GetApplicationMetrics Get resource metrics of one application
 //
-// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3537,7 +3537,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListApplicationMetricsWithResponse List resource metrics of every application
 	//
-	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3555,7 +3555,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetApplicationMetricsWithResponse Get resource metrics of one application
 	//
-	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7238,7 +7238,7 @@ func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, 
 
 // ListApplicationMetricsWithResponse List resource metrics of every application
 //
-// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7268,7 +7268,7 @@ func (c *ClientWithResponses) GetApplicationWithResponse(ctx context.Context, na
 
 // GetApplicationMetricsWithResponse Get resource metrics of one application
 //
-// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Returns a wrapper object for the known response body format(s).
 //

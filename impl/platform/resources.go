@@ -3,7 +3,6 @@ package platform
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -34,7 +33,6 @@ type rawJSON []byte
 
 func (b rawJSON) write(w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err
