@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -37,7 +38,9 @@ func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domai
 		}
 	}
 	selector := InstanceLabel // every pod that belongs to some application
-	if len(names) == 1 {
+	// An object name can be longer than a label value may be: such an
+	// application has no pods that could match; the wide selector finds none.
+	if len(names) == 1 && len(validation.IsValidLabelValue(names[0])) == 0 {
 		selector = InstanceLabel + "=" + names[0]
 	}
 	pods, err := k.core.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})

@@ -138,7 +138,7 @@ func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
 func (v *view) ready() error {
 	switch {
 	case !v.served:
-		return domain.Unavailable("cluster: the %s resource (%s) is not served; apply deploy/crds", v.kind, v.gvr.GroupResource())
+		return domain.Unavailable("cluster: the %s resource (%s) was not served when the server started; apply deploy/crds, then restart the server", v.kind, v.gvr.GroupResource())
 	case v.synced == nil || !v.synced():
 		return domain.Unavailable("cluster: the %s cache has not synced yet", v.kind)
 	}
