@@ -104,49 +104,71 @@ type ClientInterface interface {
 	// Corresponds with GET /actuator/info (the `GetInfo` operationId).
 	GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListApplications List applications (not built yet)
+	// GetPrometheus Operational metrics (Prometheus)
+	//
+	// The server's operational metrics in the Prometheus text exposition format (version 0.0.4),
+	// for a Prometheus scraper:
+	//
+	// - `validator_manager_http_requests_total{operation, status}` and
+	//   `validator_manager_http_request_duration_seconds{operation, status}` (histogram): API
+	//   requests by operationId and HTTP status;
+	// - `validator_manager_upstream_request_duration_seconds{upstream, outcome}` (histogram): calls
+	//   to the ledger, scan, validator app and participant admin APIs, by upstream and outcome
+	//   (`ok`, `rejected`, `failed`, `error`, `timeout`);
+	// - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
+	//   synced (the Validator and Application reads are served from it), else 0;
+	// - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+	//
+	// Protected by the bearer token like `/api/v1`, unless the server runs with setting
+	// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
+	// ingress).
+	//
+	// Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
+	GetPrometheus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListApplications List applications
 	//
 	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 	//
 	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
 	ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListApplicationMetrics List resource metrics of every application (not built yet)
+	// ListApplicationMetrics List resource metrics of every application
 	//
-	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 	ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetApplication Get an application (not built yet)
+	// GetApplication Get an application
 	//
 	// One Application resource, as stored in the cluster.
 	//
 	// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
 	GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetApplicationMetrics Get resource metrics of one application (not built yet)
+	// GetApplicationMetrics Get resource metrics of one application
 	//
-	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 	GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetApplicationStatus Get an application's resource status (not built yet)
+	// GetApplicationStatus Get an application's resource status
 	//
 	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
 	//
 	// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
 	GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListValidators List validators (not built yet)
+	// ListValidators List validators
 	//
 	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 	//
 	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
 	ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetValidator Get a validator (not built yet)
+	// GetValidator Get a validator
 	//
 	// One Validator resource, as stored in the cluster.
 	//
@@ -336,7 +358,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
 	AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetValidatorStatus Get a validator's resource status (not built yet)
+	// GetValidatorStatus Get a validator's resource status
 	//
 	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
 	//
@@ -543,7 +565,39 @@ func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
-// ListApplications List applications (not built yet)
+// GetPrometheus Operational metrics (Prometheus)
+//
+// The server's operational metrics in the Prometheus text exposition format (version 0.0.4),
+// for a Prometheus scraper:
+//
+//   - `validator_manager_http_requests_total{operation, status}` and
+//     `validator_manager_http_request_duration_seconds{operation, status}` (histogram): API
+//     requests by operationId and HTTP status;
+//   - `validator_manager_upstream_request_duration_seconds{upstream, outcome}` (histogram): calls
+//     to the ledger, scan, validator app and participant admin APIs, by upstream and outcome
+//     (`ok`, `rejected`, `failed`, `error`, `timeout`);
+//   - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
+//     synced (the Validator and Application reads are served from it), else 0;
+//   - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+//
+// Protected by the bearer token like `/api/v1`, unless the server runs with setting
+// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
+// ingress).
+//
+// Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
+func (c *Client) GetPrometheus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPrometheusRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListApplications List applications
 //
 // Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 //
@@ -560,9 +614,9 @@ func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
-// ListApplicationMetrics List resource metrics of every application (not built yet)
+// ListApplicationMetrics List resource metrics of every application
 //
-// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -577,7 +631,7 @@ func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// GetApplication Get an application (not built yet)
+// GetApplication Get an application
 //
 // One Application resource, as stored in the cluster.
 //
@@ -594,9 +648,9 @@ func (c *Client) GetApplication(ctx context.Context, name ApplicationNamePath, r
 	return c.Client.Do(req)
 }
 
-// GetApplicationMetrics Get resource metrics of one application (not built yet)
+// GetApplicationMetrics Get resource metrics of one application
 //
-// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -611,7 +665,7 @@ func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationName
 	return c.Client.Do(req)
 }
 
-// GetApplicationStatus Get an application's resource status (not built yet)
+// GetApplicationStatus Get an application's resource status
 //
 // The `status` of the Application resource only, as stored; `{}` when it has none yet.
 //
@@ -628,7 +682,7 @@ func (c *Client) GetApplicationStatus(ctx context.Context, name ApplicationNameP
 	return c.Client.Do(req)
 }
 
-// ListValidators List validators (not built yet)
+// ListValidators List validators
 //
 // Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 //
@@ -645,7 +699,7 @@ func (c *Client) ListValidators(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
-// GetValidator Get a validator (not built yet)
+// GetValidator Get a validator
 //
 // One Validator resource, as stored in the cluster.
 //
@@ -1055,7 +1109,7 @@ func (c *Client) AllocateParty(ctx context.Context, name ValidatorNamePath, para
 	return c.Client.Do(req)
 }
 
-// GetValidatorStatus Get a validator's resource status (not built yet)
+// GetValidatorStatus Get a validator's resource status
 //
 // The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
 //
@@ -1474,6 +1528,33 @@ func NewGetInfoRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/actuator/info")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPrometheusRequest constructs an http.Request for the GetPrometheus method
+func NewGetPrometheusRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/actuator/prometheus")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3421,7 +3502,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /actuator/info (the `GetInfo` operationId).
 	GetInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetInfoResponse, error)
 
-	// ListApplicationsWithResponse List applications (not built yet)
+	// GetPrometheusWithResponse Operational metrics (Prometheus)
+	//
+	// The server's operational metrics in the Prometheus text exposition format (version 0.0.4),
+	// for a Prometheus scraper:
+	//
+	// - `validator_manager_http_requests_total{operation, status}` and
+	//   `validator_manager_http_request_duration_seconds{operation, status}` (histogram): API
+	//   requests by operationId and HTTP status;
+	// - `validator_manager_upstream_request_duration_seconds{upstream, outcome}` (histogram): calls
+	//   to the ledger, scan, validator app and participant admin APIs, by upstream and outcome
+	//   (`ok`, `rejected`, `failed`, `error`, `timeout`);
+	// - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
+	//   synced (the Validator and Application reads are served from it), else 0;
+	// - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+	//
+	// Protected by the bearer token like `/api/v1`, unless the server runs with setting
+	// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
+	// ingress).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
+	GetPrometheusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPrometheusResponse, error)
+
+	// ListApplicationsWithResponse List applications
 	//
 	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 	//
@@ -3430,16 +3535,16 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
 	ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error)
 
-	// ListApplicationMetricsWithResponse List resource metrics of every application (not built yet)
+	// ListApplicationMetricsWithResponse List resource metrics of every application
 	//
-	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 	ListApplicationMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationMetricsResponse, error)
 
-	// GetApplicationWithResponse Get an application (not built yet)
+	// GetApplicationWithResponse Get an application
 	//
 	// One Application resource, as stored in the cluster.
 	//
@@ -3448,16 +3553,16 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
 	GetApplicationWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationResponse, error)
 
-	// GetApplicationMetricsWithResponse Get resource metrics of one application (not built yet)
+	// GetApplicationMetricsWithResponse Get resource metrics of one application
 	//
-	// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 	GetApplicationMetricsWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationMetricsResponse, error)
 
-	// GetApplicationStatusWithResponse Get an application's resource status (not built yet)
+	// GetApplicationStatusWithResponse Get an application's resource status
 	//
 	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
 	//
@@ -3466,7 +3571,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
 	GetApplicationStatusWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationStatusResponse, error)
 
-	// ListValidatorsWithResponse List validators (not built yet)
+	// ListValidatorsWithResponse List validators
 	//
 	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 	//
@@ -3475,7 +3580,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
 	ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
 
-	// GetValidatorWithResponse Get a validator (not built yet)
+	// GetValidatorWithResponse Get a validator
 	//
 	// One Validator resource, as stored in the cluster.
 	//
@@ -3687,7 +3792,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
 	AllocatePartyWithResponse(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*AllocatePartyResponse, error)
 
-	// GetValidatorStatusWithResponse Get a validator's resource status (not built yet)
+	// GetValidatorStatusWithResponse Get a validator's resource status
 	//
 	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
 	//
@@ -3987,6 +4092,54 @@ func (r GetInfoResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetInfoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPrometheusResponse401Headers the declared response headers of an HTTP 401 response for GetPrometheus
+type GetPrometheusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPrometheusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPrometheusResponse401Headers
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPrometheusResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPrometheusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPrometheusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPrometheusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPrometheusResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7038,7 +7191,37 @@ func (c *ClientWithResponses) GetInfoWithResponse(ctx context.Context, reqEditor
 	return ParseGetInfoResponse(rsp)
 }
 
-// ListApplicationsWithResponse List applications (not built yet)
+// GetPrometheusWithResponse Operational metrics (Prometheus)
+//
+// The server's operational metrics in the Prometheus text exposition format (version 0.0.4),
+// for a Prometheus scraper:
+//
+//   - `validator_manager_http_requests_total{operation, status}` and
+//     `validator_manager_http_request_duration_seconds{operation, status}` (histogram): API
+//     requests by operationId and HTTP status;
+//   - `validator_manager_upstream_request_duration_seconds{upstream, outcome}` (histogram): calls
+//     to the ledger, scan, validator app and participant admin APIs, by upstream and outcome
+//     (`ok`, `rejected`, `failed`, `error`, `timeout`);
+//   - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
+//     synced (the Validator and Application reads are served from it), else 0;
+//   - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+//
+// Protected by the bearer token like `/api/v1`, unless the server runs with setting
+// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
+// ingress).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
+func (c *ClientWithResponses) GetPrometheusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPrometheusResponse, error) {
+	rsp, err := c.GetPrometheus(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPrometheusResponse(rsp)
+}
+
+// ListApplicationsWithResponse List applications
 //
 // Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 //
@@ -7053,9 +7236,9 @@ func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, 
 	return ParseListApplicationsResponse(rsp)
 }
 
-// ListApplicationMetricsWithResponse List resource metrics of every application (not built yet)
+// ListApplicationMetricsWithResponse List resource metrics of every application
 //
-// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7068,7 +7251,7 @@ func (c *ClientWithResponses) ListApplicationMetricsWithResponse(ctx context.Con
 	return ParseListApplicationMetricsResponse(rsp)
 }
 
-// GetApplicationWithResponse Get an application (not built yet)
+// GetApplicationWithResponse Get an application
 //
 // One Application resource, as stored in the cluster.
 //
@@ -7083,9 +7266,9 @@ func (c *ClientWithResponses) GetApplicationWithResponse(ctx context.Context, na
 	return ParseGetApplicationResponse(rsp)
 }
 
-// GetApplicationMetricsWithResponse Get resource metrics of one application (not built yet)
+// GetApplicationMetricsWithResponse Get resource metrics of one application
 //
-// CPU (millicores) and memory (bytes) of one application. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7098,7 +7281,7 @@ func (c *ClientWithResponses) GetApplicationMetricsWithResponse(ctx context.Cont
 	return ParseGetApplicationMetricsResponse(rsp)
 }
 
-// GetApplicationStatusWithResponse Get an application's resource status (not built yet)
+// GetApplicationStatusWithResponse Get an application's resource status
 //
 // The `status` of the Application resource only, as stored; `{}` when it has none yet.
 //
@@ -7113,7 +7296,7 @@ func (c *ClientWithResponses) GetApplicationStatusWithResponse(ctx context.Conte
 	return ParseGetApplicationStatusResponse(rsp)
 }
 
-// ListValidatorsWithResponse List validators (not built yet)
+// ListValidatorsWithResponse List validators
 //
 // Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
 //
@@ -7128,7 +7311,7 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, re
 	return ParseListValidatorsResponse(rsp)
 }
 
-// GetValidatorWithResponse Get a validator (not built yet)
+// GetValidatorWithResponse Get a validator
 //
 // One Validator resource, as stored in the cluster.
 //
@@ -7472,7 +7655,7 @@ func (c *ClientWithResponses) AllocatePartyWithResponse(ctx context.Context, nam
 	return ParseAllocatePartyResponse(rsp)
 }
 
-// GetValidatorStatusWithResponse Get a validator's resource status (not built yet)
+// GetValidatorStatusWithResponse Get a validator's resource status
 //
 // The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
 //
@@ -7868,6 +8051,48 @@ func ParseGetInfoResponse(rsp *http.Response) (*GetInfoResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetPrometheusResponse parses an HTTP response from a GetPrometheusWithResponse call
+func ParseGetPrometheusResponse(rsp *http.Response) (*GetPrometheusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPrometheusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPrometheusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

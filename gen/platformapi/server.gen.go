@@ -24,25 +24,28 @@ type ServerInterface interface {
 	// GetInfo Build information
 	// (GET /actuator/info)
 	GetInfo(ctx echo.Context) error
-	// ListApplications List applications (not built yet)
+	// GetPrometheus Operational metrics (Prometheus)
+	// (GET /actuator/prometheus)
+	GetPrometheus(ctx echo.Context) error
+	// ListApplications List applications
 	// (GET /api/v1/applications)
 	ListApplications(ctx echo.Context) error
-	// ListApplicationMetrics List resource metrics of every application (not built yet)
+	// ListApplicationMetrics List resource metrics of every application
 	// (GET /api/v1/applications/metrics)
 	ListApplicationMetrics(ctx echo.Context) error
-	// GetApplication Get an application (not built yet)
+	// GetApplication Get an application
 	// (GET /api/v1/applications/{name})
 	GetApplication(ctx echo.Context, name ApplicationNamePath) error
-	// GetApplicationMetrics Get resource metrics of one application (not built yet)
+	// GetApplicationMetrics Get resource metrics of one application
 	// (GET /api/v1/applications/{name}/metrics)
 	GetApplicationMetrics(ctx echo.Context, name ApplicationNamePath) error
-	// GetApplicationStatus Get an application's resource status (not built yet)
+	// GetApplicationStatus Get an application's resource status
 	// (GET /api/v1/applications/{name}/status)
 	GetApplicationStatus(ctx echo.Context, name ApplicationNamePath) error
-	// ListValidators List validators (not built yet)
+	// ListValidators List validators
 	// (GET /api/v1/validators)
 	ListValidators(ctx echo.Context) error
-	// GetValidator Get a validator (not built yet)
+	// GetValidator Get a validator
 	// (GET /api/v1/validators/{name})
 	GetValidator(ctx echo.Context, name ValidatorNamePath) error
 	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
@@ -93,7 +96,7 @@ type ServerInterface interface {
 	// AllocateParty Allocate a participant-managed party (not built yet)
 	// (POST /api/v1/validators/{name}/parties)
 	AllocateParty(ctx echo.Context, name ValidatorNamePath, params AllocatePartyParams) error
-	// GetValidatorStatus Get a validator's resource status (not built yet)
+	// GetValidatorStatus Get a validator's resource status
 	// (GET /api/v1/validators/{name}/status)
 	GetValidatorStatus(ctx echo.Context, name ValidatorNamePath) error
 	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
@@ -169,6 +172,15 @@ func (w *ServerInterfaceWrapper) GetInfo(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetInfo(ctx)
+	return err
+}
+
+// GetPrometheus converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPrometheus(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPrometheus(ctx)
 	return err
 }
 
@@ -1106,6 +1118,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/validators/:name/dars/upload", wrapper.UploadDar, options.OperationMiddlewares["uploadDar"]...)
 	router.GET(options.BaseURL+"/actuator/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/actuator/info", wrapper.GetInfo, options.OperationMiddlewares["getInfo"]...)
+	router.GET(options.BaseURL+"/actuator/prometheus", wrapper.GetPrometheus, options.OperationMiddlewares["getPrometheus"]...)
 	router.GET(options.BaseURL+"/v3/api-docs", wrapper.GetApiDocs, options.OperationMiddlewares["getApiDocs"]...)
 	router.GET(options.BaseURL+"/v3/api-docs/management", wrapper.GetManagementApiDocs, options.OperationMiddlewares["getManagementApiDocs"]...)
 	router.GET(options.BaseURL+"/docs-ui.html", wrapper.GetDocsUi, options.OperationMiddlewares["getDocsUi"]...)
@@ -1211,6 +1224,51 @@ type GetInfodefaultJSONResponse struct {
 }
 
 func (response GetInfodefaultJSONResponse) VisitGetInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrometheusRequestObject struct {
+}
+
+type GetPrometheusResponseObject interface {
+	VisitGetPrometheusResponse(w http.ResponseWriter) error
+}
+
+type GetPrometheus200TextResponse string
+
+func (response GetPrometheus200TextResponse) VisitGetPrometheusResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(200)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetPrometheus401Response = UnauthorizedResponse
+
+func (response GetPrometheus401Response) VisitGetPrometheusResponse(w http.ResponseWriter) error {
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	return nil
+}
+
+type GetPrometheusdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetPrometheusdefaultJSONResponse) VisitGetPrometheusResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4828,25 +4886,28 @@ type StrictServerInterface interface {
 	// GetInfo Build information
 	// (GET /actuator/info)
 	GetInfo(ctx context.Context, request GetInfoRequestObject) (GetInfoResponseObject, error)
-	// ListApplications List applications (not built yet)
+	// GetPrometheus Operational metrics (Prometheus)
+	// (GET /actuator/prometheus)
+	GetPrometheus(ctx context.Context, request GetPrometheusRequestObject) (GetPrometheusResponseObject, error)
+	// ListApplications List applications
 	// (GET /api/v1/applications)
 	ListApplications(ctx context.Context, request ListApplicationsRequestObject) (ListApplicationsResponseObject, error)
-	// ListApplicationMetrics List resource metrics of every application (not built yet)
+	// ListApplicationMetrics List resource metrics of every application
 	// (GET /api/v1/applications/metrics)
 	ListApplicationMetrics(ctx context.Context, request ListApplicationMetricsRequestObject) (ListApplicationMetricsResponseObject, error)
-	// GetApplication Get an application (not built yet)
+	// GetApplication Get an application
 	// (GET /api/v1/applications/{name})
 	GetApplication(ctx context.Context, request GetApplicationRequestObject) (GetApplicationResponseObject, error)
-	// GetApplicationMetrics Get resource metrics of one application (not built yet)
+	// GetApplicationMetrics Get resource metrics of one application
 	// (GET /api/v1/applications/{name}/metrics)
 	GetApplicationMetrics(ctx context.Context, request GetApplicationMetricsRequestObject) (GetApplicationMetricsResponseObject, error)
-	// GetApplicationStatus Get an application's resource status (not built yet)
+	// GetApplicationStatus Get an application's resource status
 	// (GET /api/v1/applications/{name}/status)
 	GetApplicationStatus(ctx context.Context, request GetApplicationStatusRequestObject) (GetApplicationStatusResponseObject, error)
-	// ListValidators List validators (not built yet)
+	// ListValidators List validators
 	// (GET /api/v1/validators)
 	ListValidators(ctx context.Context, request ListValidatorsRequestObject) (ListValidatorsResponseObject, error)
-	// GetValidator Get a validator (not built yet)
+	// GetValidator Get a validator
 	// (GET /api/v1/validators/{name})
 	GetValidator(ctx context.Context, request GetValidatorRequestObject) (GetValidatorResponseObject, error)
 	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
@@ -4897,7 +4958,7 @@ type StrictServerInterface interface {
 	// AllocateParty Allocate a participant-managed party (not built yet)
 	// (POST /api/v1/validators/{name}/parties)
 	AllocateParty(ctx context.Context, request AllocatePartyRequestObject) (AllocatePartyResponseObject, error)
-	// GetValidatorStatus Get a validator's resource status (not built yet)
+	// GetValidatorStatus Get a validator's resource status
 	// (GET /api/v1/validators/{name}/status)
 	GetValidatorStatus(ctx context.Context, request GetValidatorStatusRequestObject) (GetValidatorStatusResponseObject, error)
 	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
@@ -5005,6 +5066,29 @@ func (sh *strictHandler) GetInfo(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetInfoResponseObject); ok {
 		return validResponse.VisitGetInfoResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPrometheus operation middleware
+func (sh *strictHandler) GetPrometheus(ctx echo.Context) error {
+	var request GetPrometheusRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPrometheus(ctx.Request().Context(), request.(GetPrometheusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPrometheus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPrometheusResponseObject); ok {
+		return validResponse.VisitGetPrometheusResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

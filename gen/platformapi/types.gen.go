@@ -217,7 +217,7 @@ type ApplicationMetrics struct {
 	Namespace        string `json:"namespace"`
 }
 
-// ApplicationResource An Application custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here.
+// ApplicationResource An Application custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
 type ApplicationResource struct {
 	ApiVersion *string `json:"apiVersion,omitempty"`
 
@@ -826,11 +826,11 @@ type ValidatorDetails struct {
 	// Example: http://participant-1:7575
 	LedgerApiEndpoint *string `json:"ledgerApiEndpoint,omitempty"`
 
-	// Validator A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here.
+	// Validator A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
 	Validator ValidatorResource `json:"validator"`
 }
 
-// ValidatorResource A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here.
+// ValidatorResource A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
 type ValidatorResource struct {
 	ApiVersion *string `json:"apiVersion,omitempty"`
 

@@ -25,6 +25,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/platform"
 	"github.com/validator-manager/validator-manager/impl/server"
 	"github.com/validator-manager/validator-manager/impl/store"
+	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
 // Conformance of the adapters to the ports their consumers declare.
@@ -34,6 +35,8 @@ var (
 	_ management.Cluster  = (*cluster.Embedded)(nil)
 	_ management.Identity = (*idp.Keycloak)(nil)
 	_ management.Identity = (*idp.Local)(nil)
+	_ platform.Resources  = (*cluster.Kube)(nil)
+	_ server.Auditor      = (*store.Store)(nil)
 )
 
 // Intervals of the background work.
@@ -60,12 +63,17 @@ type App struct {
 	Issuer     *auth.DevIssuer
 	Management *management.Server
 	Server     *server.Server
+	// Telemetry is the process's operational metrics (/actuator/prometheus);
+	// upstream clients observe their calls through it (Transport, ObserveUpstream).
+	Telemetry *telemetry.Metrics
 }
 
 // Wiring is what options may change before the parts are assembled.
 type Wiring struct {
 	Management *management.Options
 	Server     *server.Options
+	// Embedded is the embedded cluster's options (cluster.mode simulated).
+	Embedded *cluster.EmbeddedOptions
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -85,6 +93,16 @@ func WithServer(f func(*server.Options)) Option {
 	return func(w Wiring) {
 		if w.Server != nil {
 			f(w.Server)
+		}
+	}
+}
+
+// WithEmbedded edits the embedded cluster's options before it is opened
+// (tests set the simulated kubelet's clock).
+func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
+	return func(w Wiring) {
+		if w.Embedded != nil {
+			f(w.Embedded)
 		}
 	}
 }
@@ -113,7 +131,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.Store, err = store.OpenWith(driver, dsn, pool); err != nil {
 		return nil, err
 	}
-	if err := a.openCluster(ctx); err != nil {
+	if err := a.openCluster(ctx, opts); err != nil {
 		return nil, err
 	}
 	if err := a.openIdentity(); err != nil {
@@ -143,17 +161,24 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		opt(Wiring{Management: &mo})
 	}
 	a.Management = management.New(mo)
+	a.Telemetry = telemetry.New()
+	a.Telemetry.WatchSync(a.kube.SyncState)
 	plat := platform.New(platform.Options{
 		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
 		Version: version,
 		Docs:    d,
+		// Release 2.0's Validator/Application reads and application metrics.
+		Resources: a.kube,
 	})
 	so := server.Options{
-		Logger:         log,
-		Verifier:       verifier,
-		Management:     a.Management,
-		Platform:       plat,
-		Plain:          map[string]server.PlainHandler{"openLedgerConsole": plat.LedgerConsole},
+		Logger:     log,
+		Verifier:   verifier,
+		Management: a.Management,
+		Platform:   plat,
+		Plain: map[string]server.PlainHandler{
+			"openLedgerConsole": plat.LedgerConsole,
+			"getPrometheus":     plainHandler(a.Telemetry.Handler()),
+		},
 		Docs:           d,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
@@ -163,6 +188,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
 		ManagementDoc:   mgmtDoc,
 		PlatformDoc:     platDoc,
+		// Operational metrics and the audit log of mutating 2.0 calls (issue 9).
+		Metrics: a.Telemetry,
+		Audit:   a.Store,
+		Public:  metricsPublic(cfg),
 	}
 	for _, opt := range opts {
 		opt(Wiring{Server: &so})
@@ -174,16 +203,20 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	return a, nil
 }
 
-func (a *App) openCluster(ctx context.Context) error {
+func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	cfg := a.Config
 	instance, err := a.Store.Instance(ctx)
 	if err != nil {
 		return err
 	}
-	opts := cluster.KubeOptions{Instance: instance}
+	ko := cluster.KubeOptions{Instance: instance}
 	var k *cluster.Kube
 	if cfg.ClusterMode == config.ClusterSimulated {
-		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log, Kube: opts})
+		eo := cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log, Kube: ko}
+		for _, opt := range opts {
+			opt(Wiring{Embedded: &eo})
+		}
+		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), eo)
 		if err != nil {
 			return err
 		}
@@ -193,7 +226,7 @@ func (a *App) openCluster(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
 		}
-		if k, err = cluster.NewKube(rc, cfg.Namespace, opts); err != nil {
+		if k, err = cluster.NewKube(rc, cfg.Namespace, ko); err != nil {
 			return err
 		}
 	}
@@ -263,6 +296,23 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
 	return g.Wait()
+}
+
+// plainHandler serves an operation with a net/http handler.
+func plainHandler(h http.Handler) server.PlainHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}
+}
+
+// metricsPublic lists getPrometheus among the public operations when
+// api.metrics.public is set.
+func metricsPublic(cfg config.Config) []string {
+	if cfg.MetricsPublic {
+		return []string{"getPrometheus"}
+	}
+	return nil
 }
 
 // clusterHealth is UP when the cluster answers, the gateway's caches have

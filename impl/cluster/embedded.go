@@ -27,6 +27,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/retry"
+	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -79,6 +80,8 @@ func embeddedScheme() *runtime.Scheme {
 	gv := schema.GroupVersion{Group: Group, Version: Version}
 	s.AddKnownTypeWithName(gv.WithKind(Kind), &unstructured.Unstructured{})
 	s.AddKnownTypeWithName(gv.WithKind(Kind+"List"), &unstructured.UnstructuredList{})
+	s.AddKnownTypeWithName(gv.WithKind(ApplicationKind), &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(gv.WithKind(ApplicationKind+"List"), &unstructured.UnstructuredList{})
 	return s
 }
 
@@ -153,6 +156,9 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 		if err := t.Create(storagev1.SchemeGroupVersion.WithResource("storageclasses"), sc, ""); err != nil {
 			return nil, err
 		}
+		if err := t.Create(ApplicationGVR, sampleApplication(opts.Namespace), opts.Namespace); err != nil {
+			return nil, err
+		}
 		if err := t.initialized(); err != nil {
 			return nil, err
 		}
@@ -165,12 +171,17 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	core.AddReactor("*", "*", t.reaction())
 	core.AddWatchReactor("*", t.watchReaction())
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{ValidatorResource: Kind + "List"})
+		map[schema.GroupVersionResource]string{ValidatorResource: Kind + "List", ApplicationGVR: ApplicationKind + "List"})
 	dyn.ReactionChain = []clienttesting.Reactor{}
 	dyn.WatchReactionChain = []clienttesting.WatchReactor{}
 	dyn.AddReactor("*", "*", t.reaction())
 	dyn.AddWatchReactor("*", t.watchReaction())
 
+	var metrics *metricsfake.Clientset
+	if opts.Kube.Metrics == nil {
+		metrics = simulatedMetrics(core, opts.Kubelet.Now)
+		opts.Kube.Metrics = metrics
+	}
 	k, err := NewKubeForClients(core, dyn, opts.Namespace, opts.Kube)
 	if err != nil {
 		return nil, err
@@ -179,11 +190,25 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	e.kubelet = &Kubelet{
 		validators: dyn.Resource(ValidatorResource).Namespace(opts.Namespace),
 		list:       e.cachedValidators,
-		opts:       opts.Kubelet,
-		log:        opts.Logger,
+		apps: func(ctx context.Context) ([]*unstructured.Unstructured, error) {
+			if err := e.Settle(ctx); err != nil {
+				return nil, err
+			}
+			return cachedObjects(e.applicationView)
+		},
+		applications: dyn.Resource(ApplicationGVR).Namespace(opts.Namespace),
+		pods:         core.CoreV1().Pods(opts.Namespace),
+		opts:         opts.Kubelet,
+		log:          opts.Logger,
 		// The fakes record every action (for assertions in tests); a
 		// long-running cluster drops them.
-		afterStep: func() { core.ClearActions(); dyn.ClearActions() },
+		afterStep: func() {
+			core.ClearActions()
+			dyn.ClearActions()
+			if metrics != nil {
+				metrics.ClearActions()
+			}
+		},
 	}
 	return e, nil
 }
@@ -208,14 +233,63 @@ func (e *Embedded) Validators() dynamic.ResourceInterface {
 // Namespace is the namespace the gateway works in.
 func (e *Embedded) Namespace() string { return e.namespace }
 
-// Settle waits until the gateway's caches (validators, CronJobs) hold every
-// write made so far (at most a few seconds: a write the informer does not watch, such
-// as an unlabelled Validator, is never seen).
+// Settle waits until the gateway's caches hold every write made so far: the
+// managed informers (validators, CronJobs) every write to an object labelled
+// managed-by, release 2.0's views every write to a Validator or Application
+// (at most a few seconds each).
 func (e *Embedded) Settle(ctx context.Context) error {
-	if err := waitSeen(ctx, &e.seen, e.tracker.lastChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
+	// The gateway's own informers watch the objects labelled managed-by.
+	if err := waitSeen(ctx, &e.seen, e.tracker.lastManagedChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
 		return err
 	}
-	return waitSeen(ctx, &e.seenCronJobs, e.tracker.lastChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second)
+	if err := waitSeen(ctx, &e.seenCronJobs, e.tracker.lastManagedChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second); err != nil {
+		return err
+	}
+	// Release 2.0's views see every change of their kind.
+	for _, v := range []*view{e.validatorView, e.applicationView} {
+		if err := waitSeen(ctx, &v.seen, e.tracker.lastChange(v.gvr.GroupResource()), 5*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cachedObjects lists what a view's informer holds (shared: read only).
+func cachedObjects(v *view) ([]*unstructured.Unstructured, error) {
+	if err := v.ready(); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range v.informer.GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// Applications is the dynamic client of the Application resources in the
+// gateway's namespace (tests and operators add them as kubectl would).
+func (e *Embedded) Applications() dynamic.ResourceInterface {
+	return e.dyn.Resource(ApplicationGVR).Namespace(e.namespace)
+}
+
+// SampleApplication is the Application a new embedded cluster has, so that
+// release 2.0's application reads and metrics show something on a first run.
+const SampleApplication = "sample-app"
+
+func sampleApplication(namespace string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": Group + "/" + Version,
+		"kind":       ApplicationKind,
+		"spec": map[string]any{
+			"image":    "nginx:1.27",
+			"replicas": int64(2),
+		},
+	}}
+	u.SetName(SampleApplication)
+	u.SetNamespace(namespace)
+	return u
 }
 
 func (e *Embedded) cachedValidators(ctx context.Context) ([]*unstructured.Unstructured, error) {

@@ -191,7 +191,7 @@ func openFakeEnv(t *testing.T) *env {
 	ns := "validators"
 	core := kubefake.NewClientset()
 	fd := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList"})
+		map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"})
 	// The fake tracker assigns no UIDs; the API server does.
 	var uids atomic.Int64
 	fd.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
@@ -42,9 +43,12 @@ type KubeOptions struct {
 	// Resync is the informer's resync period; 0 means none.
 	Resync time.Duration
 	// Instance identifies the installation (its database): the Validator
-	// resources the gateway writes carry it (InstanceLabel), and its
+	// resources the gateway writes carry it (InstallationLabel), and its
 	// informer sees only those. Empty: every managed resource.
 	Instance string
+	// Metrics is the metrics.k8s.io client; nil means the metrics API is
+	// unavailable (application metrics then say metricsAvailable false).
+	Metrics metricsclient.Interface
 }
 
 // Defaults of KubeOptions.
@@ -79,6 +83,13 @@ type Kube struct {
 	seen, seenCronJobs atomic.Int64
 	stop               chan struct{}
 	stopOnce           sync.Once
+	// Release 2.0's read model: every Validator and Application of the
+	// namespace (unfiltered informers), kept encoded.
+	views           dynamicinformer.DynamicSharedInformerFactory
+	validatorView   *view
+	applicationView *view
+	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
+	metrics metricsclient.Interface
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -117,6 +128,11 @@ func NewKube(cfg *rest.Config, namespace string, opts KubeOptions) (*Kube, error
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	if opts.Metrics == nil {
+		if opts.Metrics, err = metricsclient.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	return NewKubeForClients(core, dyn, namespace, opts)
 }
 
@@ -136,10 +152,16 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	if err != nil {
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
-	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, instance: opts.Instance, stop: make(chan struct{})}
+	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, instance: opts.Instance, stop: make(chan struct{}), metrics: opts.Metrics}
+	k.views = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace, nil)
+	k.validatorView = newView(domain.KindValidator, ValidatorResource)
+	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
+	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer()); err != nil {
+		return nil, err
+	}
 	selector := managedSelector
 	if k.instance != "" {
-		selector += "," + InstanceLabel + "=" + k.instance
+		selector += "," + InstallationLabel + "=" + k.instance
 	}
 	k.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace,
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
@@ -213,9 +235,26 @@ func (k *Kube) Start(ctx context.Context) error {
 	if err != nil {
 		return translate("list validators", err)
 	}
+	// Applications are read only by release 2.0: without their CRD the
+	// gateway runs, and reads of applications say what is missing.
+	_, err = k.dyn.Resource(ApplicationGVR).Namespace(k.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return translate("list applications", err)
+	case !k.applicationView.served:
+		if err := k.applicationView.attach(k.views.ForResource(ApplicationGVR).Informer()); err != nil {
+			return err
+		}
+	}
 	k.factory.Start(k.stop)
 	k.typed.Start(k.stop)
-	if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced, k.cronJobs.HasSynced) {
+	k.views.Start(k.stop)
+	waits := []cache.InformerSynced{k.informer.HasSynced, k.cronJobs.HasSynced, k.validatorView.synced}
+	if k.applicationView.served {
+		waits = append(waits, k.applicationView.synced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), waits...) {
 		if ctx.Err() == nil { // closed meanwhile
 			return domain.Unavailable("cluster: the gateway is closed")
 		}
@@ -237,6 +276,7 @@ func (k *Kube) Close() {
 		close(k.stop)
 		k.factory.Shutdown()
 		k.typed.Shutdown()
+		k.views.Shutdown()
 	})
 }
 
@@ -413,7 +453,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 func (k *Kube) validatorLabels(validator string) map[string]string {
 	l := labelsFor(validator)
 	if k.instance != "" {
-		l[InstanceLabel] = k.instance
+		l[InstallationLabel] = k.instance
 	}
 	return l
 }

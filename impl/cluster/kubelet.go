@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -61,8 +62,14 @@ type Kubelet struct {
 	validators dynamic.ResourceInterface
 	// list reads the validators (the gateway's informer cache, made fresh).
 	list func(ctx context.Context) ([]*unstructured.Unstructured, error)
-	opts KubeletOptions
-	log  *slog.Logger
+	// apps reads the Applications (the gateway's cache, made fresh); their
+	// pods are simulated too, so that application metrics have something to
+	// measure.
+	apps         func(ctx context.Context) ([]*unstructured.Unstructured, error)
+	applications dynamic.ResourceInterface
+	pods         typedcorev1.PodInterface
+	opts         KubeletOptions
+	log          *slog.Logger
 	// afterStep runs after each step of Run.
 	afterStep func()
 }
@@ -102,6 +109,9 @@ func (k *Kubelet) Step(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("status of validator %q: %w", u.GetName(), err))
 		}
+	}
+	if k.apps != nil {
+		errs = append(errs, k.stepApplications(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -34,11 +34,12 @@ const (
 	ManagedBy       = "validator-manager"
 	ValidatorLabel  = "validator-manager.io/validator"
 	managedSelector = ManagedByLabel + "=" + ManagedBy
-	// InstanceLabel on a Validator resource names the server installation
-	// (its database) that manages it: the reconciler removes only its own
-	// resources that lack a record, never those of another installation
-	// sharing the namespace, nor any when it is pointed at a fresh database.
-	InstanceLabel = "validator-manager.io/instance"
+	// InstallationLabel on a Validator resource names the server
+	// installation (its database) that manages it: the reconciler removes
+	// only its own resources that lack a record, never those of another
+	// installation sharing the namespace, nor any when it is pointed at a
+	// fresh database.
+	InstallationLabel = "validator-manager.io/installation"
 )
 
 // Keys inside the validator's Secrets.

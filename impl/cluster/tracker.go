@@ -38,12 +38,15 @@ type tracker struct {
 	db     *sql.DB // nil: in memory only
 	now    func() time.Time
 
-	mu       sync.RWMutex
-	rv       int64 // the last resourceVersion handed out
-	objects  map[schema.GroupResource]map[types.NamespacedName]runtime.Object
-	lastRV   map[schema.GroupResource]int64 // last change per resource, deletes included
-	watchers map[*trackerWatcher]struct{}
-	history  []change // the latest changes, oldest first, for watches that resume
+	mu      sync.RWMutex
+	rv      int64 // the last resourceVersion handed out
+	objects map[schema.GroupResource]map[types.NamespacedName]runtime.Object
+	lastRV  map[schema.GroupResource]int64 // last change per resource, deletes included
+	// lastManaged is lastRV counting only objects labelled managed-by
+	// validator-manager: the last change the gateway's filtered informers see.
+	lastManaged map[schema.GroupResource]int64
+	watchers    map[*trackerWatcher]struct{}
+	history     []change // the latest changes, oldest first, for watches that resume
 }
 
 // historySize bounds the changes kept for watches that resume from a
@@ -91,11 +94,12 @@ CREATE TABLE IF NOT EXISTS meta (
 
 func newTracker(scheme *runtime.Scheme, now func() time.Time) *tracker {
 	return &tracker{
-		scheme:   scheme,
-		now:      now,
-		objects:  map[schema.GroupResource]map[types.NamespacedName]runtime.Object{},
-		lastRV:   map[schema.GroupResource]int64{},
-		watchers: map[*trackerWatcher]struct{}{},
+		scheme:      scheme,
+		now:         now,
+		objects:     map[schema.GroupResource]map[types.NamespacedName]runtime.Object{},
+		lastRV:      map[schema.GroupResource]int64{},
+		lastManaged: map[schema.GroupResource]int64{},
+		watchers:    map[*trackerWatcher]struct{}{},
 	}
 }
 
@@ -428,6 +432,9 @@ func checkNamespace(m metav1.Object, ns string) error {
 func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj runtime.Object, rv int64, typ watch.EventType) {
 	t.rv = rv
 	t.lastRV[gr] = rv
+	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[ManagedByLabel] == ManagedBy {
+		t.lastManaged[gr] = rv
+	}
 	if typ == watch.Deleted {
 		delete(t.objects[gr], key)
 	} else {
@@ -458,6 +465,14 @@ func (t *tracker) lastChange(gr schema.GroupResource) int64 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.lastRV[gr]
+}
+
+// lastManagedChange is the resourceVersion of the latest change to an
+// object of the resource labelled managed-by validator-manager.
+func (t *tracker) lastManagedChange(gr schema.GroupResource) int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.lastManaged[gr]
 }
 
 // Watch streams changes of gvr in ns (all namespaces when empty) that match

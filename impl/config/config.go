@@ -55,6 +55,8 @@ type Config struct {
 	Issuer            string
 	Audience          string
 	IngressMiddleware string
+	// MetricsPublic serves /actuator/prometheus without a bearer token.
+	MetricsPublic bool
 
 	ClusterMode string
 	Kubeconfig  string
@@ -107,7 +109,7 @@ func Default() Config {
 type setting struct {
 	key   string
 	usage string
-	ptr   any // *string, *int64 or *time.Duration
+	ptr   any // *string, *int64, *bool or *time.Duration
 	// secret settings have no flag: a command line shows in ps.
 	secret bool
 }
@@ -126,6 +128,7 @@ func (c *Config) settings() []setting {
 		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer, false},
 		{"api.auth.audience", "when set, tokens must name this audience (aud claim)", &c.Audience, false},
 		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware, false},
+		{"api.metrics.public", "serve /actuator/prometheus without a bearer token (for a scraper inside the cluster)", &c.MetricsPublic, false},
 		{"cluster.mode", "cluster gateway: simulated (the embedded cluster in dataDir), kubeconfig or in-cluster", &c.ClusterMode, false},
 		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
 		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
@@ -176,6 +179,8 @@ func RegisterFlags(fs *pflag.FlagSet, keys ...string) {
 			fs.String(FlagName(s.key), *p, usage)
 		case *int64:
 			fs.Int64(FlagName(s.key), *p, usage)
+		case *bool:
+			fs.Bool(FlagName(s.key), *p, usage)
 		case *time.Duration:
 			fs.Duration(FlagName(s.key), *p, usage)
 		}
@@ -313,6 +318,12 @@ func set(s setting, v string) error {
 			return fmt.Errorf("not an integer: %q", v)
 		}
 		*p = n
+	case *bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not a boolean (true or false): %q", v)
+		}
+		*p = b
 	case *time.Duration:
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -140,7 +140,7 @@ func TestReconcilerConverges(t *testing.T) {
 
 	t.Run("resources of another installation, or unlabelled, are left alone", func(t *testing.T) {
 		for name, labels := range map[string]map[string]string{
-			"foreign":   {cluster.ManagedByLabel: cluster.ManagedBy, cluster.InstanceLabel: "another-installation"},
+			"foreign":   {cluster.ManagedByLabel: cluster.ManagedBy, cluster.InstallationLabel: "another-installation"},
 			"by-hand":   {cluster.ManagedByLabel: cluster.ManagedBy},
 			"unmanaged": {},
 		} {

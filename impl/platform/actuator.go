@@ -72,3 +72,10 @@ func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (pla
 	}
 	return platformapi.GetInfo200JSONResponse{Build: b}, nil
 }
+
+// GetPrometheus is never routed: the metrics are served by the Prometheus
+// client's own handler (telemetry.Metrics.Handler), a plain handler that
+// negotiates the exposition format.
+func (s *Server) GetPrometheus(context.Context, platformapi.GetPrometheusRequestObject) (platformapi.GetPrometheusResponseObject, error) {
+	return nil, notBuilt("getPrometheus", "the metrics are served by the telemetry handler, which is not configured")
+}

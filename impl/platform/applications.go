@@ -4,16 +4,20 @@ import (
 	"context"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
+// ListApplications answers every Application resource of the namespace, from the cache.
 func (s *Server) ListApplications(ctx context.Context, req platformapi.ListApplicationsRequestObject) (platformapi.ListApplicationsResponseObject, error) {
-	return nil, notBuilt("listApplications", needsCluster)
+	return s.list(domain.KindApplication)
 }
 
+// GetApplication answers one Application resource, from the cache.
 func (s *Server) GetApplication(ctx context.Context, req platformapi.GetApplicationRequestObject) (platformapi.GetApplicationResponseObject, error) {
-	return nil, notBuilt("getApplication", needsCluster)
+	return s.object(domain.KindApplication, req.Name)
 }
 
+// GetApplicationStatus answers an Application resource's status, from the cache.
 func (s *Server) GetApplicationStatus(ctx context.Context, req platformapi.GetApplicationStatusRequestObject) (platformapi.GetApplicationStatusResponseObject, error) {
-	return nil, notBuilt("getApplicationStatus", needsCluster)
+	return s.status(domain.KindApplication, req.Name)
 }

@@ -23,6 +23,8 @@ type Options struct {
 	Health  map[string]Pinger
 	Version string
 	Docs    *docs.Docs
+	// Resources serves the Validator and Application reads and metrics; nil: 501.
+	Resources Resources
 }
 
 // Server serves release 2.0.
@@ -30,6 +32,7 @@ type Server struct {
 	health  map[string]Pinger
 	version string
 	docs    *docs.Docs
+	cluster Resources
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -37,6 +40,7 @@ type Server struct {
 // New returns the release 2.0 handlers.
 func New(o Options) *Server {
 	s := &Server{health: o.Health, version: o.Version, docs: o.Docs}
+	s.cluster = o.Resources
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)
@@ -52,7 +56,6 @@ func notBuilt(operation, missing string) error {
 const (
 	needsCluster = "the release 2.0 cluster resource reader (Validator/Application informers) is not built yet"
 	needsLedger  = "the release 2.0 upstream proxy (ledger JSON API, participant admin API, scan, validator app) is not built yet"
-	needsMetrics = "the release 2.0 metrics reader (metrics.k8s.io) is not built yet"
 	needsConsole = "the release 2.0 ledger console stream is not built yet"
 	needsGateway = "the release 2.0 wallet gateway custody integration is not built yet"
 )

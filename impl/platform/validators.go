@@ -4,16 +4,20 @@ import (
 	"context"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
+// ListValidators answers every Validator resource of the namespace, from the cache.
 func (s *Server) ListValidators(ctx context.Context, req platformapi.ListValidatorsRequestObject) (platformapi.ListValidatorsResponseObject, error) {
-	return nil, notBuilt("listValidators", needsCluster)
+	return s.list(domain.KindValidator)
 }
 
+// GetValidator answers one Validator resource, from the cache.
 func (s *Server) GetValidator(ctx context.Context, req platformapi.GetValidatorRequestObject) (platformapi.GetValidatorResponseObject, error) {
-	return nil, notBuilt("getValidator", needsCluster)
+	return s.object(domain.KindValidator, req.Name)
 }
 
+// GetValidatorStatus answers a Validator resource's status, from the cache.
 func (s *Server) GetValidatorStatus(ctx context.Context, req platformapi.GetValidatorStatusRequestObject) (platformapi.GetValidatorStatusResponseObject, error) {
-	return nil, notBuilt("getValidatorStatus", needsCluster)
+	return s.status(domain.KindValidator, req.Name)
 }

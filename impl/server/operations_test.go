@@ -16,6 +16,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
@@ -82,6 +83,9 @@ func TestEveryOperation(t *testing.T) {
 func operationCases() []operationCase {
 	m := func(id string, status int, call apiCall, check func(*testing.T, apiResponse)) operationCase {
 		return operationCase{release: release111, id: id, call: call, status: status, check: check}
+	}
+	b := func(id string, status int, call apiCall, check func(*testing.T, apiResponse)) operationCase {
+		return operationCase{release: release20, id: id, call: call, status: status, check: check}
 	}
 	p := func(id string, call apiCall) operationCase {
 		return operationCase{release: release20, id: id, call: call, status: http.StatusNotImplemented}
@@ -161,15 +165,18 @@ func operationCases() []operationCase {
 		}, notFound),
 
 		// ------------------------------------------------ release 2.0, /api/v1
-		p("listValidators", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		// Built: resource reads from the cluster cache (impl/platform tests
+		// the behaviour). Rows run in parallel with createValidator, so the
+		// by-name rows name a validator that never exists.
+		b("listValidators", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListValidatorsWithResponse(ctx)
-		}),
-		p("getValidator", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetValidatorWithResponse(ctx, validator)
-		}),
-		p("getValidatorStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetValidatorStatusWithResponse(ctx, validator)
-		}),
+		}, hasJSON),
+		b("getValidator", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorWithResponse(ctx, absent)
+		}, platformNotFound),
+		b("getValidatorStatus", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorStatusWithResponse(ctx, absent)
+		}, platformNotFound),
 		p("getValidatorDetails", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorDetailsWithResponse(ctx, validator)
 		}),
@@ -188,21 +195,26 @@ func operationCases() []operationCase {
 		p("getIdentityDump", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetIdentityDumpWithResponse(ctx, validator)
 		}),
-		p("listApplications", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		// The embedded cluster starts with one Application, sample-app.
+		b("listApplications", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListApplicationsWithResponse(ctx)
-		}),
-		p("listApplicationMetrics", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		}, hasJSON),
+		b("listApplicationMetrics", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListApplicationMetricsWithResponse(ctx)
-		}),
-		p("getApplication", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetApplicationWithResponse(ctx, "app-1")
-		}),
-		p("getApplicationStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetApplicationStatusWithResponse(ctx, "app-1")
-		}),
-		p("getApplicationMetrics", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetApplicationMetricsWithResponse(ctx, "app-1")
-		}),
+		}, hasJSON),
+		b("getApplication", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetApplicationWithResponse(ctx, cluster.SampleApplication)
+		}, hasJSON),
+		{release: release20, id: "getApplication", variant: "absent", status: http.StatusNotFound, check: platformNotFound,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.GetApplicationWithResponse(ctx, absent)
+			}},
+		b("getApplicationStatus", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetApplicationStatusWithResponse(ctx, cluster.SampleApplication)
+		}, hasJSON),
+		b("getApplicationMetrics", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetApplicationMetricsWithResponse(ctx, absent)
+		}, platformNotFound),
 		p("listParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListPartiesWithResponse(ctx, validator, &platformapi.ListPartiesParams{PartyId: ptr("alice::1220")})
 		}),
@@ -309,6 +321,13 @@ func operationCases() []operationCase {
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				return s.Public.GetInfoWithResponse(ctx)
 			}},
+		b("getPrometheus", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetPrometheusWithResponse(ctx)
+		}, func(t *testing.T, r apiResponse) {
+			if !strings.HasPrefix(r.ContentType(), "text/plain") || !strings.Contains(string(r.GetBody()), "validator_manager_http_requests_total") {
+				t.Fatalf("got %q %.300s, want the Prometheus text format", r.ContentType(), r.GetBody())
+			}
+		}),
 		{release: release20, id: "getApiDocs", status: http.StatusOK, check: checkApiDocs,
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				return s.Public.GetApiDocsWithResponse(ctx)
@@ -745,6 +764,15 @@ func hasJSON(t *testing.T, r apiResponse) {
 	t.Helper()
 	if !strings.HasPrefix(r.ContentType(), "application/json") || len(r.GetBody()) == 0 {
 		t.Fatalf("got %q %s, want a JSON body", r.ContentType(), r.GetBody())
+	}
+}
+
+// platformNotFound checks release 2.0's 404 body names what is missing.
+func platformNotFound(t *testing.T, r apiResponse) {
+	t.Helper()
+	e := platformErrorBody(t, r)
+	if e.Status != http.StatusNotFound || !strings.Contains(e.Error, absent) || !strings.Contains(e.Error, "does not exist") {
+		t.Fatalf("got %+v, want a 404 saying %q does not exist", e, absent)
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
 // release is one API release served by this process: its contract, where it
@@ -45,6 +47,22 @@ type mount struct {
 	// connection, which a strict handler never sees. The route keeps every
 	// middleware above.
 	plain map[string]PlainHandler
+	obs   observers
+}
+
+// observers are the middlewares that watch requests rather than serve them.
+type observers struct {
+	metrics *telemetry.Metrics
+	log     *slog.Logger
+	// audit is set on the release whose mutating operations are audited.
+	audit   bool
+	auditor Auditor
+	public  []string
+}
+
+func (o observers) audited(a Auditor) observers {
+	o.audit, o.auditor = true, a
+	return o
 }
 
 // PlainHandler serves one operation on the raw request; a returned error is
@@ -69,13 +87,20 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	streams := isStream(op)
 
 	mws := []echo.MiddlewareFunc{m.rel.bind()}
+	if m.obs.metrics != nil {
+		mws = append(mws, instrument(m.obs.metrics, op.OperationID))
+	}
 	limit := m.limits.body
 	if streams {
 		limit = m.limits.upload
 	}
 	mws = append(mws, middleware.BodyLimit(strconv.FormatInt(limit, 10)))
-	if public := op.Security != nil && len(*op.Security) == 0; !public {
+	public := op.Security != nil && len(*op.Security) == 0 || slices.Contains(m.obs.public, op.OperationID)
+	if !public {
 		mws = append(mws, authenticate(m.verifier))
+	}
+	if m.obs.audit && !public && method != http.MethodGet && method != http.MethodHead {
+		mws = append(mws, audit(m.obs.log, m.obs.auditor, op.OperationID))
 	}
 	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
 		mws = append(mws, formToQuery())

@@ -243,7 +243,7 @@ func TestFrameworkErrorsInShape(t *testing.T) {
 		{"/actuator/health", false, 200},
 		{"/api/validators", true, 200},
 		{"/api/validators", false, 401},
-		{"/api/v1/validators", true, 501},
+		{"/api/v1/validators", true, 200},
 	} {
 		t.Run("HEAD "+tc.path, func(t *testing.T) {
 			req, _ := http.NewRequestWithContext(t.Context(), http.MethodHead, s.URL+tc.path, nil)
@@ -292,7 +292,7 @@ func TestDatabaseOutage(t *testing.T) {
 // TestRequestLog: an expected 501 is not an ERROR, and latency has a unit.
 func TestRequestLog(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{})
-	if resp, _ := do(t, s, "GET", "/api/v1/validators", "", nil, true); resp.StatusCode != 501 {
+	if resp, _ := do(t, s, "GET", "/api/v1/validators/v1/wallet-gateway/wallets", "", nil, true); resp.StatusCode != 501 {
 		t.Fatalf("got %d, want 501", resp.StatusCode)
 	}
 	var found bool
@@ -304,7 +304,7 @@ func TestRequestLog(t *testing.T) {
 		if rec["level"] == "ERROR" {
 			t.Errorf("logged at ERROR: %s", line)
 		}
-		if rec["msg"] == "request" && rec["path"] == "/api/v1/validators" {
+		if rec["msg"] == "request" && rec["path"] == "/api/v1/validators/v1/wallet-gateway/wallets" {
 			found = true
 			if _, ok := rec["latency_ms"].(float64); !ok {
 				t.Errorf("got %s, want latency_ms in milliseconds", line)

@@ -23,6 +23,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/docs"
+	"github.com/validator-manager/validator-manager/impl/telemetry"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
@@ -53,6 +54,14 @@ type Options struct {
 	// The contracts as Contracts returns them, when the caller has loaded
 	// them already (parsing both is most of start-up); nil: New loads them.
 	ManagementDoc, PlatformDoc *openapi3.T
+	// Metrics counts and times every operation's requests; nil: none.
+	Metrics *telemetry.Metrics
+	// Audit stores the audit entries of mutating release 2.0 calls (they
+	// are logged in any case); nil: logged only.
+	Audit Auditor
+	// Public names operations served without a token although the contract
+	// protects them (getPrometheus with api.metrics.public).
+	Public []string
 }
 
 // Server is the HTTP server of both releases.
@@ -118,14 +127,15 @@ func New(o Options) (*Server, error) {
 	)
 
 	lim := limits{body: o.MaxBodyBytes, upload: o.MaxUploadBytes}
+	obs := observers{metrics: o.Metrics, log: o.Logger, public: o.Public}
 	if o.RequestTimeout > 0 {
 		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
 	}
 	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim},
+		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim, obs: obs},
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim, plain: o.Plain},
+		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs.audited(o.Audit)},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
 
 	// The interactive page's scripts and styles; the page itself is an

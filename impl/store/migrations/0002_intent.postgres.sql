@@ -10,7 +10,7 @@ ALTER TABLE validators ADD COLUMN claim TEXT NOT NULL DEFAULT '';
 CREATE INDEX validators_creating ON validators (name) WHERE creating;
 
 -- The installation this database belongs to: the Validator resources its
--- server writes carry the id (label validator-manager.io/instance), and its
+-- server writes carry the id (label validator-manager.io/installation), and its
 -- reconciler removes only those of its own that have no row. One row.
 CREATE TABLE instance (
     singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),

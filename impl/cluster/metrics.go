@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// InstanceLabel ties a Pod to its Application: the pods of application X are
+// those of the namespace labelled app.kubernetes.io/instance=X (the label
+// Helm charts set to the release name and Argo CD tracks applications by).
+const InstanceLabel = "app.kubernetes.io/instance"
+
+// ApplicationMetrics is the resource use of the named applications (every
+// application when names is empty), sorted by name: the pods' requests and
+// limits from the API server, their usage from metrics.k8s.io. A metrics
+// API that cannot be reached makes Available false, not an error.
+// domain.ErrNotFound when a named application does not exist.
+func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domain.ApplicationMetrics, error) {
+	v, err := k.view(domain.KindApplication)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		if names, err = v.names(); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range names {
+		if _, err := v.entry(k.namespace, n); err != nil {
+			return nil, err
+		}
+	}
+	selector := InstanceLabel // every pod that belongs to some application
+	// An object name can be longer than a label value may be: such an
+	// application has no pods that could match; the wide selector finds none.
+	if len(names) == 1 && len(validation.IsValidLabelValue(names[0])) == 0 {
+		selector = InstanceLabel + "=" + names[0]
+	}
+	pods, err := k.core.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, translate("list pods", err)
+	}
+	var usage map[string]corev1.ResourceList
+	if k.metrics != nil {
+		pm, err := k.metrics.MetricsV1beta1().PodMetricses(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err == nil {
+			usage = podUsage(pm.Items)
+		}
+	}
+	return applicationMetrics(k.namespace, names, pods.Items, usage), nil
+}
+
+// podUsage sums each pod's container usage, by pod name.
+func podUsage(items []metricsv1beta1.PodMetrics) map[string]corev1.ResourceList {
+	out := make(map[string]corev1.ResourceList, len(items))
+	for _, pm := range items {
+		cpu, mem := resource.Quantity{}, resource.Quantity{}
+		for _, c := range pm.Containers {
+			cpu.Add(c.Usage[corev1.ResourceCPU])
+			mem.Add(c.Usage[corev1.ResourceMemory])
+		}
+		out[pm.Name] = corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}
+	}
+	return out
+}
+
+// applicationMetrics sums, per application, the requests, limits and usage
+// of its running pods' containers. usage nil means the metrics API was not
+// reached. A request or limit is nil unless every container sets one; a
+// usage is nil unless every pod has a usage sample (a partial sum would
+// read as a low figure). An application without pods has nil everywhere.
+func applicationMetrics(namespace string, names []string, pods []corev1.Pod, usage map[string]corev1.ResourceList) []domain.ApplicationMetrics {
+	byApp := map[string][]corev1.Pod{}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue // its containers no longer run
+		}
+		app := p.Labels[InstanceLabel]
+		byApp[app] = append(byApp[app], p)
+	}
+	out := make([]domain.ApplicationMetrics, 0, len(names))
+	for _, name := range names {
+		m := domain.ApplicationMetrics{Name: name, Namespace: namespace, Available: usage != nil}
+		var containers []corev1.Container
+		for _, p := range byApp[name] {
+			containers = append(containers, p.Spec.Containers...)
+		}
+		m.CPURequest = sumContainers(containers, corev1.ResourceCPU, true, milli)
+		m.CPULimit = sumContainers(containers, corev1.ResourceCPU, false, milli)
+		m.MemoryRequest = sumContainers(containers, corev1.ResourceMemory, true, whole)
+		m.MemoryLimit = sumContainers(containers, corev1.ResourceMemory, false, whole)
+		if usage != nil && len(byApp[name]) > 0 {
+			cpu, mem, complete := resource.Quantity{}, resource.Quantity{}, true
+			for _, p := range byApp[name] {
+				u, ok := usage[p.Name]
+				if !ok {
+					complete = false
+					break
+				}
+				cpu.Add(u[corev1.ResourceCPU])
+				mem.Add(u[corev1.ResourceMemory])
+			}
+			if complete {
+				m.CPUUsage, m.MemoryUsage = milli(cpu), whole(mem)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func milli(q resource.Quantity) *int64 { v := q.MilliValue(); return &v }
+func whole(q resource.Quantity) *int64 { v := q.Value(); return &v }
+
+// sumContainers sums one resource's request (or limit) over containers; nil
+// when there are none or one does not set it.
+func sumContainers(containers []corev1.Container, name corev1.ResourceName, request bool, unit func(resource.Quantity) *int64) *int64 {
+	if len(containers) == 0 {
+		return nil
+	}
+	sum := resource.Quantity{}
+	for _, c := range containers {
+		list := c.Resources.Limits
+		if request {
+			list = c.Resources.Requests
+		}
+		q, ok := list[name]
+		if !ok {
+			return nil
+		}
+		sum.Add(q)
+	}
+	return unit(sum)
+}

@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// The Application custom resource (deploy/crds/applications.validator-manager.io.yaml):
+// same group and version as the Validator.
+const (
+	ApplicationKind     = "Application"
+	ApplicationResource = "applications"
+)
+
+// ApplicationGVR is the group/version/resource of the Application custom resource.
+var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: ApplicationResource}
+
+// view is release 2.0's read model of one custom resource kind: every object
+// of the namespace (an unfiltered informer, whatever wrote the object), kept
+// encoded as it is returned (as stored, minus metadata.managedFields), and
+// the sorted list encoded once per change, so that a read costs a copy.
+type view struct {
+	kind domain.ResourceKind
+	gvr  schema.GroupVersionResource
+	// served is false when the cluster does not serve the kind (its CRD is
+	// not installed): reads then say so.
+	served   bool
+	informer cache.SharedIndexInformer
+	synced   cache.InformerSynced
+	seen     atomic.Int64
+
+	mu      sync.RWMutex
+	entries map[types.NamespacedName]viewEntry
+	list    []byte // nil: to be rebuilt
+}
+
+type viewEntry struct {
+	object []byte
+	status []byte
+}
+
+func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
+	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]viewEntry{}}
+}
+
+// attach starts following informer.
+func (v *view) attach(informer cache.SharedIndexInformer) error {
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    v.put,
+		UpdateFunc: func(_, obj any) { v.put(obj) },
+		DeleteFunc: v.remove,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	v.informer, v.synced, v.served = informer, reg.HasSynced, true
+	return nil
+}
+
+func (v *view) put(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	e, err := encodeEntry(u)
+	if err != nil {
+		return // cannot happen for an object decoded from JSON
+	}
+	v.mu.Lock()
+	v.entries[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = e
+	v.list = nil
+	v.mu.Unlock()
+	observe(&v.seen, obj)
+}
+
+func (v *view) remove(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	v.mu.Lock()
+	delete(v.entries, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	v.list = nil
+	v.mu.Unlock()
+	observe(&v.seen, obj)
+}
+
+// encodeEntry encodes u as stored minus metadata.managedFields (bookkeeping
+// of server-side apply, large and of no use to a reader), and its status
+// alone ({} when it has none). u is shared with the informer's cache: it is
+// copied where it differs, never changed.
+func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
+	obj := u.Object
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		if _, has := md["managedFields"]; has {
+			trimmed := make(map[string]any, len(md))
+			for k, val := range md {
+				if k != "managedFields" {
+					trimmed[k] = val
+				}
+			}
+			top := make(map[string]any, len(obj))
+			for k, val := range obj {
+				top[k] = val
+			}
+			top["metadata"] = trimmed
+			obj = top
+		}
+	}
+	object, err := json.Marshal(obj)
+	if err != nil {
+		return viewEntry{}, err
+	}
+	status := []byte("{}")
+	if st, ok := obj["status"].(map[string]any); ok {
+		if status, err = json.Marshal(st); err != nil {
+			return viewEntry{}, err
+		}
+	}
+	return viewEntry{object: object, status: status}, nil
+}
+
+func (v *view) ready() error {
+	switch {
+	case !v.served:
+		return domain.Unavailable("cluster: the %s resource (%s) was not served when the server started; apply deploy/crds, then restart the server", v.kind, v.gvr.GroupResource())
+	case v.synced == nil || !v.synced():
+		return domain.Unavailable("cluster: the %s cache has not synced yet", v.kind)
+	}
+	return nil
+}
+
+// List is every object as a JSON array sorted by namespace then name.
+func (v *view) List() ([]byte, error) {
+	if err := v.ready(); err != nil {
+		return nil, err
+	}
+	v.mu.RLock()
+	list := v.list
+	v.mu.RUnlock()
+	if list != nil {
+		return list, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.list == nil {
+		keys := make([]types.NamespacedName, 0, len(v.entries))
+		size := 2
+		for k, e := range v.entries {
+			keys = append(keys, k)
+			size += len(e.object) + 1
+		}
+		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+			if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		var buf bytes.Buffer
+		buf.Grow(size)
+		buf.WriteByte('[')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(v.entries[k].object)
+		}
+		buf.WriteByte(']')
+		v.list = buf.Bytes()
+	}
+	// Callers only read it; a change replaces it, never edits it.
+	return v.list, nil
+}
+
+func (v *view) entry(namespace, name string) (viewEntry, error) {
+	if err := v.ready(); err != nil {
+		return viewEntry{}, err
+	}
+	v.mu.RLock()
+	e, ok := v.entries[types.NamespacedName{Namespace: namespace, Name: name}]
+	v.mu.RUnlock()
+	if !ok {
+		return viewEntry{}, domain.NotFound("%s %q does not exist in namespace %q", strings.ToLower(string(v.kind)), name, namespace)
+	}
+	return e, nil
+}
+
+// names lists the objects' names, sorted.
+func (v *view) names() ([]string, error) {
+	if err := v.ready(); err != nil {
+		return nil, err
+	}
+	v.mu.RLock()
+	out := make([]string, 0, len(v.entries))
+	for k := range v.entries {
+		out = append(out, k.Name)
+	}
+	v.mu.RUnlock()
+	slices.Sort(out)
+	return out, nil
+}
+
+// ResourceList is every resource of kind in the namespace, as a JSON array
+// sorted by namespace then name, from the cache (never the API server). The
+// bytes are shared: read them, never change them.
+func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
+	v, err := k.view(kind)
+	if err != nil {
+		return nil, err
+	}
+	return v.List()
+}
+
+// ResourceObject is one resource as stored (minus managedFields), as JSON;
+// domain.ErrNotFound when the namespace has none of that name.
+func (k *Kube) ResourceObject(kind domain.ResourceKind, name string) ([]byte, error) {
+	v, err := k.view(kind)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.entry(k.namespace, name)
+	return e.object, err
+}
+
+// ResourceStatus is one resource's status as JSON ({} when it has none).
+func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, error) {
+	v, err := k.view(kind)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.entry(k.namespace, name)
+	return e.status, err
+}
+
+func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
+	if !k.synced.Load() {
+		return nil, domain.Unavailable("cluster: the gateway's caches are not started (or the gateway is closed)")
+	}
+	switch kind {
+	case domain.KindValidator:
+		return k.validatorView, nil
+	case domain.KindApplication:
+		return k.applicationView, nil
+	}
+	return nil, domain.NotFound("unknown resource kind %q", kind)
+}
+
+// SyncState tells, per informer, whether its cache has synced (for the
+// operational metrics).
+func (k *Kube) SyncState() map[string]bool {
+	out := map[string]bool{
+		"validators.managed": k.synced.Load() && k.informer.HasSynced(),
+		"cronjobs.managed":   k.synced.Load() && k.cronJobs.HasSynced(),
+	}
+	for name, v := range map[string]*view{"validators": k.validatorView, "applications": k.applicationView} {
+		out[name] = v.ready() == nil
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+func customResource(kind, ns, name string, labels map[string]string, status map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": cluster.Group + "/" + cluster.Version,
+		"kind":       kind,
+		"spec":       map[string]any{"owner": "someone else"},
+	}}
+	u.SetName(name)
+	u.SetNamespace(ns)
+	u.SetLabels(labels)
+	if status != nil {
+		u.Object["status"] = status
+	}
+	return u
+}
+
+// within retries f until it passes or 10 s have passed (informers are asynchronous).
+func within(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func listNames(raw []byte) ([]string, error) {
+	var items []struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, it := range items {
+		if _, has := it.Metadata["managedFields"]; has {
+			return nil, fmt.Errorf("%v carries managedFields", it.Metadata["name"])
+		}
+		out = append(out, fmt.Sprint(it.Metadata["name"]))
+	}
+	return out, nil
+}
+
+// TestResourceViews: release 2.0's reads see every Validator and Application
+// of the namespace, whoever wrote it, and nothing of other namespaces; on
+// client-go's fakes and, when KUBEBUILDER_ASSETS is set, a real API server
+// (where the CRDs of deploy/crds are installed).
+func TestResourceViews(t *testing.T) {
+	type clients struct {
+		core kubernetes.Interface
+		dyn  dynamic.Interface
+		ns   string
+	}
+	setups := map[string]func(t *testing.T) clients{
+		"fakes": func(t *testing.T) clients {
+			return clients{kubefake.NewClientset(), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"}), "validators"}
+		},
+	}
+	if realServer != nil {
+		setups["envtest"] = func(t *testing.T) clients {
+			core, err := kubernetes.NewForConfig(realServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dyn, err := dynamic.NewForConfig(realServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := fmt.Sprintf("v%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
+			if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return clients{core, dyn, ns}
+		}
+	}
+	for name, setup := range setups {
+		t.Run(name, func(t *testing.T) {
+			c := setup(t)
+			ctx := context.Background()
+			other := "elsewhere"
+			if name == "envtest" {
+				other = c.ns + "-other"
+				if _, err := c.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			create := func(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+				t.Helper()
+				if _, err := c.dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			managed := map[string]string{cluster.ManagedByLabel: cluster.ManagedBy}
+			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "mine", managed, nil))
+			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "foreign", nil, nil))
+			create(cluster.ValidatorResource, customResource(cluster.Kind, other, "outside", nil, nil))
+			create(cluster.ApplicationGVR, customResource(cluster.ApplicationKind, c.ns, "web", nil, nil))
+
+			k, err := cluster.NewKubeForClients(c.core, c.dyn, c.ns, cluster.KubeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(k.Close)
+			startKube(t, k.Start)
+			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "added-later", nil, nil))
+
+			within(t, func() error {
+				raw, err := k.ResourceList(domain.KindValidator)
+				if err != nil {
+					return err
+				}
+				got, err := listNames(raw)
+				if want := []string{"added-later", "foreign", "mine"}; err != nil || !slices.Equal(got, want) {
+					return fmt.Errorf("validators: got %v %v, want %v", got, err, want)
+				}
+				return nil
+			})
+			raw, err := k.ResourceList(domain.KindApplication)
+			if got, _ := listNames(raw); err != nil || !slices.Equal(got, []string{"web"}) {
+				t.Fatalf("applications: got %v %v, want [web]", got, err)
+			}
+			if _, err := k.ResourceObject(domain.KindValidator, "outside"); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("other namespace: got %v, want not found", err)
+			}
+			if st, err := k.ResourceStatus(domain.KindValidator, "foreign"); err != nil || string(st) != "{}" {
+				t.Fatalf("status of a resource without one: got %s %v, want {}", st, err)
+			}
+			// The managed view (release 1.11) still sees only its own (the
+			// dynamic fake's watch ignores label selectors: real server only).
+			if states, err := k.ValidatorStates(ctx); name == "envtest" && (err != nil || len(states) != 1) {
+				t.Fatalf("managed view: got %v %v, want only mine", states, err)
+			}
+			sync := k.SyncState()
+			if !sync["validators"] || !sync["applications"] || !sync["validators.managed"] {
+				t.Fatalf("sync state: got %v, want all synced", sync)
+			}
+		})
+	}
+}
+
+// TestApplicationsNotServed: without the Application CRD the gateway runs;
+// application reads say what is missing.
+func TestApplicationsNotServed(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"})
+	dyn.PrependReactor("list", cluster.ApplicationResource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(cluster.ApplicationGVR.GroupResource(), "")
+	})
+	k, err := cluster.NewKubeForClients(kubefake.NewClientset(), dyn, "validators", cluster.KubeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	startKube(t, k.Start)
+	if _, err := k.ResourceList(domain.KindValidator); err != nil {
+		t.Fatalf("validators: %v", err)
+	}
+	_, err = k.ResourceList(domain.KindApplication)
+	if !errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "deploy/crds") {
+		t.Fatalf("applications: got %v, want unavailable naming deploy/crds", err)
+	}
+	if _, err := k.ApplicationMetrics(context.Background()); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("metrics: got %v, want unavailable", err)
+	}
+}
+
+// TestApplicationMetricsUnavailable: a metrics API that fails (or none)
+// makes metricsAvailable false with usage null; requests and limits stay.
+func TestApplicationMetricsUnavailable(t *testing.T) {
+	ns := "validators"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{cluster.InstanceLabel: "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Mi")},
+		}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	failing := metricsfake.NewSimpleClientset()
+	failing.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the server is currently unable to handle the request (get pods.metrics.k8s.io)")
+	})
+	working := metricsfake.NewSimpleClientset()
+	working.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &metricsv1beta1.PodMetricsList{Items: []metricsv1beta1.PodMetrics{{
+			// metrics-server copies the pod's labels.
+			ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{cluster.InstanceLabel: "web"}},
+			Containers: []metricsv1beta1.ContainerMetrics{{Name: "c", Usage: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("42m"), corev1.ResourceMemory: resource.MustParse("3Mi"),
+			}}},
+		}}}, nil
+	})
+	i64 := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name string
+		opts cluster.KubeOptions
+		want domain.ApplicationMetrics
+	}{
+		{"failing", cluster.KubeOptions{Metrics: failing}, domain.ApplicationMetrics{Name: "web", Namespace: ns, CPURequest: i64(100), MemoryRequest: i64(1 << 20)}},
+		{"none", cluster.KubeOptions{}, domain.ApplicationMetrics{Name: "web", Namespace: ns, CPURequest: i64(100), MemoryRequest: i64(1 << 20)}},
+		{"working", cluster.KubeOptions{Metrics: working}, domain.ApplicationMetrics{Name: "web", Namespace: ns, Available: true,
+			CPURequest: i64(100), MemoryRequest: i64(1 << 20), CPUUsage: i64(42), MemoryUsage: i64(3 << 20)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"},
+				customResource(cluster.ApplicationKind, ns, "web", nil, nil))
+			k, err := cluster.NewKubeForClients(kubefake.NewClientset(pod), dyn, ns, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(k.Close)
+			startKube(t, k.Start)
+			got, err := k.ApplicationMetrics(context.Background(), "web")
+			if err != nil || len(got) != 1 {
+				t.Fatalf("got %v %v", got, err)
+			}
+			if g, w := toJSONMap(t, got[0]), toJSONMap(t, tc.want); fmt.Sprint(g) != fmt.Sprint(w) {
+				t.Fatalf("got %v, want %v", g, w)
+			}
+			if _, err := k.ApplicationMetrics(context.Background(), "absent"); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("absent application: got %v, want not found", err)
+			}
+		})
+	}
+}

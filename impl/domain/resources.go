@@ -1,0 +1,40 @@
+package domain
+
+import "time"
+
+// ResourceKind names a custom resource kind release 2.0 reads.
+type ResourceKind string
+
+const (
+	KindValidator   ResourceKind = "Validator"
+	KindApplication ResourceKind = "Application"
+)
+
+// ApplicationMetrics is the resource use of one application, summed over the
+// containers of its pods. A nil value is unknown: a request or limit that not
+// every container sets, a usage the metrics API did not report.
+type ApplicationMetrics struct {
+	Name      string
+	Namespace string
+	// Available is false when the cluster metrics API could not be reached.
+	Available     bool
+	CPUUsage      *int64 // millicores
+	CPURequest    *int64
+	CPULimit      *int64
+	MemoryUsage   *int64 // bytes
+	MemoryRequest *int64
+	MemoryLimit   *int64
+}
+
+// AuditEntry is one mutating call as the audit log keeps it: who, what,
+// outcome. It never holds a request body, a secret or key material.
+type AuditEntry struct {
+	At        time.Time
+	Subject   string // the token's subject
+	Operation string // operationId
+	Validator string // the path parameter name, when the operation has one
+	// Targets are the other path parameters (userId, username), by name.
+	Targets   map[string]string
+	Status    int
+	RequestID string
+}

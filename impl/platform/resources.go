@@ -1,0 +1,96 @@
+package platform
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Resources is the cluster's cached view of the Validator and Application
+// resources of the watched namespace. Reads come from informers, never from
+// the API server. The JSON is encoded once per change of the resource (as
+// stored, minus metadata.managedFields), so a read costs a copy.
+type Resources interface {
+	// ResourceList is every resource of kind, as a JSON array sorted by
+	// namespace then name.
+	ResourceList(kind domain.ResourceKind) ([]byte, error)
+	// ResourceObject is one resource as JSON; domain.ErrNotFound when absent.
+	ResourceObject(kind domain.ResourceKind, name string) ([]byte, error)
+	// ResourceStatus is one resource's status as JSON ({} when none).
+	ResourceStatus(kind domain.ResourceKind, name string) ([]byte, error)
+	// ApplicationMetrics is the resource use of the named applications
+	// (every one when none is named), sorted by name.
+	ApplicationMetrics(ctx context.Context, names ...string) ([]domain.ApplicationMetrics, error)
+}
+
+// rawJSON is a 200 answer whose body the cache has already encoded (the
+// contract's ValidatorResource, ApplicationResource and ResourceStatus are
+// open objects: the bytes are the resource as stored). Writing them as they
+// are spares a decode and an encode of every resource on every read.
+type rawJSON []byte
+
+func (b rawJSON) write(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
+}
+
+func (b rawJSON) VisitListValidatorsResponse(w http.ResponseWriter) error       { return b.write(w) }
+func (b rawJSON) VisitGetValidatorResponse(w http.ResponseWriter) error         { return b.write(w) }
+func (b rawJSON) VisitGetValidatorStatusResponse(w http.ResponseWriter) error   { return b.write(w) }
+func (b rawJSON) VisitListApplicationsResponse(w http.ResponseWriter) error     { return b.write(w) }
+func (b rawJSON) VisitGetApplicationResponse(w http.ResponseWriter) error       { return b.write(w) }
+func (b rawJSON) VisitGetApplicationStatusResponse(w http.ResponseWriter) error { return b.write(w) }
+
+func (s *Server) resources() (Resources, error) {
+	if s.cluster == nil {
+		return nil, notBuilt("cluster reads", needsCluster)
+	}
+	return s.cluster, nil
+}
+
+func (s *Server) list(kind domain.ResourceKind) (rawJSON, error) {
+	r, err := s.resources()
+	if err != nil {
+		return nil, err
+	}
+	return r.ResourceList(kind)
+}
+
+func (s *Server) object(kind domain.ResourceKind, name string) (rawJSON, error) {
+	r, err := s.resources()
+	if err != nil {
+		return nil, err
+	}
+	return r.ResourceObject(kind, name)
+}
+
+func (s *Server) status(kind domain.ResourceKind, name string) (rawJSON, error) {
+	r, err := s.resources()
+	if err != nil {
+		return nil, err
+	}
+	return r.ResourceStatus(kind, name)
+}
+
+// applicationMetrics maps the cluster's figures to the contract's shape.
+func applicationMetrics(m domain.ApplicationMetrics) platformapi.ApplicationMetrics {
+	return platformapi.ApplicationMetrics{
+		Name:             m.Name,
+		Namespace:        m.Namespace,
+		MetricsAvailable: m.Available,
+		Cpu: platformapi.CpuMetrics{
+			UsageMillicores:   m.CPUUsage,
+			RequestMillicores: m.CPURequest,
+			LimitMillicores:   m.CPULimit,
+		},
+		Memory: platformapi.MemoryMetrics{
+			UsageBytes:   m.MemoryUsage,
+			RequestBytes: m.MemoryRequest,
+			LimitBytes:   m.MemoryLimit,
+		},
+	}
+}

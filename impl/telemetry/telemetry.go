@@ -1,0 +1,183 @@
+// Package telemetry holds the server's operational metrics, served in the
+// Prometheus text format at /actuator/prometheus: requests by operationId and
+// status, upstream calls by upstream and outcome, and whether the cluster
+// gateway's caches have synced.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+const namespace = "validator_manager"
+
+// Outcomes of an upstream call (the label outcome of
+// validator_manager_upstream_request_duration_seconds).
+const (
+	OutcomeOK       = "ok"       // a 2xx or 3xx answer
+	OutcomeRejected = "rejected" // a 4xx answer: the upstream refused the request
+	OutcomeFailed   = "failed"   // a 5xx answer
+	OutcomeError    = "error"    // no answer: connection refused, reset, TLS, ...
+	OutcomeTimeout  = "timeout"  // no answer within the call's deadline
+)
+
+// Metrics is one process's metrics, in a registry of its own (several
+// servers in one test binary do not mix their counts). A nil *Metrics
+// records nothing, so callers need no check.
+type Metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	upstream *prometheus.HistogramVec
+}
+
+// New registers the metrics, with Go runtime and process metrics beside them.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_requests_total",
+			Help: "API requests answered, by operationId and HTTP status.",
+		}, []string{"operation", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "http_request_duration_seconds",
+			Help:    "Time to answer an API request, by operationId and HTTP status.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"operation", "status"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "upstream_request_duration_seconds",
+			Help:    "Time of a call to an upstream (ledger, scan, validator app, participant admin), by upstream and outcome (ok, rejected, failed, error, timeout).",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"upstream", "outcome"}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.upstream,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Registry is where the metrics live (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// ObserveRequest records one answered API request.
+func (m *Metrics) ObserveRequest(operation string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	s := strconv.Itoa(status)
+	m.requests.WithLabelValues(operation, s).Inc()
+	m.latency.WithLabelValues(operation, s).Observe(d.Seconds())
+}
+
+// ObserveUpstream records one call to an upstream. upstream names the API,
+// not an address (ledger, scan, validator-app, participant-admin): labels
+// must stay few. outcome is one of the Outcome constants; Outcome and
+// StatusOutcome compute it.
+func (m *Metrics) ObserveUpstream(upstream, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.upstream.WithLabelValues(upstream, outcome).Observe(d.Seconds())
+}
+
+// StatusOutcome is the outcome of a call that got an HTTP answer.
+func StatusOutcome(status int) string {
+	switch {
+	case status >= 500:
+		return OutcomeFailed
+	case status >= 400:
+		return OutcomeRejected
+	}
+	return OutcomeOK
+}
+
+// Outcome is the outcome of a call that ended with err (nil: ok): a
+// deadline is a timeout, a domain.UpstreamError its status's outcome (or
+// rejected when the upstream refused the input), anything else an error.
+func Outcome(err error) string {
+	var ue *domain.UpstreamError
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.As(err, &ue) && ue.Rejected:
+		return OutcomeRejected
+	case errors.As(err, &ue) && ue.Status > 0:
+		return StatusOutcome(ue.Status)
+	}
+	return OutcomeError
+}
+
+// Transport wraps next (nil: http.DefaultTransport) so that every call through it is
+// observed under upstream: give the generated upstream clients an
+// http.Client with this transport and each call is measured, whatever its
+// outcome.
+func (m *Metrics) Transport(upstream string, next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if m == nil {
+		return next
+	}
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		start := time.Now()
+		resp, err := next.RoundTrip(r)
+		outcome := OutcomeError
+		switch {
+		case err == nil:
+			outcome = StatusOutcome(resp.StatusCode)
+		case errors.Is(err, context.DeadlineExceeded) || r.Context().Err() == context.DeadlineExceeded:
+			outcome = OutcomeTimeout
+		}
+		m.ObserveUpstream(upstream, outcome, time.Since(start))
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// WatchSync publishes validator_manager_informer_synced{informer}: 1 when
+// that cache of the cluster gateway has synced, read from state at each
+// scrape.
+func (m *Metrics) WatchSync(state func() map[string]bool) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(syncCollector{state: state, desc: prometheus.NewDesc(
+		prometheus.BuildFQName(namespace, "", "informer_synced"),
+		"1 when the cluster gateway's cache of that kind has synced (reads are served from it), else 0.",
+		[]string{"informer"}, nil)})
+}
+
+type syncCollector struct {
+	state func() map[string]bool
+	desc  *prometheus.Desc
+}
+
+func (c syncCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c syncCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, ok := range c.state() {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, name)
+	}
+}
