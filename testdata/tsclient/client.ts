@@ -20,13 +20,13 @@ export async function run(baseUrl: string, token: string): Promise<string[]> {
     problems.push(`getHealth: ${health.response.status} ${status}`);
   }
 
-  // Protected 2.0 operation with a path parameter (not built yet: 501 in the Error shape).
+  // Protected 2.0 operation with a path parameter (no such validator: 404 in the Error shape).
   const validator = await platform.GET("/api/v1/validators/{name}", {
     params: { path: { name: "validator-1" } },
     headers,
   });
-  const notBuilt: number | undefined = validator.error?.status;
-  if (validator.response.status !== 501 || notBuilt !== 501) {
+  const notFound: number | undefined = validator.error?.status;
+  if (validator.response.status !== 404 || notFound !== 404) {
     problems.push(`getValidator: ${validator.response.status} ${JSON.stringify(validator.error)}`);
   }
 
