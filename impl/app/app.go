@@ -23,6 +23,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/platform"
+	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/server"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
@@ -60,12 +61,17 @@ type App struct {
 	Issuer     *auth.DevIssuer
 	Management *management.Server
 	Server     *server.Server
+
+	// Sandbox is the embedded default's simulated network (nil otherwise).
+	Sandbox *sandbox.Network
 }
 
 // Wiring is what options may change before the parts are assembled.
 type Wiring struct {
 	Management *management.Options
 	Server     *server.Options
+
+	Sandbox *sandbox.Options // the embedded default's network (issue 9)
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -137,10 +143,16 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		opt(Wiring{Management: &mo})
 	}
 	a.Management = management.New(mo)
+	ups, err := a.openUpstreams(opts)
+	if err != nil {
+		return nil, err
+	}
 	plat := platform.New(platform.Options{
 		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
 		Version: version,
 		Docs:    d,
+
+		Upstreams: ups, // release 2.0's upstream proxy (issue 9)
 	})
 	so := server.Options{
 		Logger:         log,
@@ -302,6 +314,9 @@ func (a *App) DevToken() (string, error) {
 
 // Close releases what Open acquired.
 func (a *App) Close() error {
+	if a.Sandbox != nil {
+		a.Sandbox.Close()
+	}
 	if a.Embedded != nil {
 		a.Embedded.Close() // the gateway, then its object store
 	} else if a.kube != nil {

@@ -67,6 +67,10 @@ type Config struct {
 	MaxHeaderBytes  int64
 	TokenTTL        time.Duration
 	LogLevel        string
+
+	// Upstream calls of release 2.0 (ledger, scan, validator app).
+	UpstreamTimeout  time.Duration
+	UpstreamTokenURL string
 }
 
 // Default is the embedded default: everything local, in ./data.
@@ -86,6 +90,7 @@ func Default() Config {
 		MaxHeaderBytes:  64 << 10,
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
+		UpstreamTimeout: 30 * time.Second,
 	}
 }
 
@@ -122,6 +127,8 @@ func (c *Config) settings() []setting {
 		{"server.maxHeaderBytes", "largest request line and headers (431 beyond)", &c.MaxHeaderBytes, false},
 		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
 		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
+		{"upstream.timeout", "deadline of one call to a validator's ledger API, scan or validator app (502 beyond)", &c.UpstreamTimeout, false},
+		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }
 
@@ -326,6 +333,9 @@ func (c *Config) validate() error {
 	}
 	if c.BodyReadTimeout <= 0 {
 		return fmt.Errorf("server.bodyReadTimeout: must be positive")
+	}
+	if c.UpstreamTimeout <= 0 {
+		return fmt.Errorf("upstream.timeout: must be positive")
 	}
 	return nil
 }

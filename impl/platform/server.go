@@ -23,6 +23,9 @@ type Options struct {
 	Health  map[string]Pinger
 	Version string
 	Docs    *docs.Docs
+	// Upstreams reaches validators' ledger, scan and validator app; nil
+	// leaves the proxy operations at 501.
+	Upstreams Upstreams
 }
 
 // Server serves release 2.0.
@@ -30,6 +33,8 @@ type Server struct {
 	health  map[string]Pinger
 	version string
 	docs    *docs.Docs
+	// upstreams: see Options.Upstreams.
+	upstreams Upstreams
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -37,6 +42,7 @@ type Server struct {
 // New returns the release 2.0 handlers.
 func New(o Options) *Server {
 	s := &Server{health: o.Health, version: o.Version, docs: o.Docs}
+	s.upstreams = o.Upstreams
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)
