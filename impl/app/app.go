@@ -153,6 +153,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Docs:    d,
 
 		Upstreams: ups, // release 2.0's upstream proxy (issue 9)
+		Logger:    log,
 	})
 	so := server.Options{
 		Logger:         log,

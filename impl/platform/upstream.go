@@ -47,3 +47,11 @@ func passThrough(up, endpoint string, body []byte, v any) error {
 	}
 	return nil
 }
+
+// logUpstream logs a failure the response does not carry as an error
+// status (a section of a view that still answers 200).
+func (s *Server) logUpstream(ctx context.Context, operation string, err error) {
+	if s.log != nil {
+		s.log.WarnContext(ctx, "upstream call failed", "operation", operation, "error", err)
+	}
+}

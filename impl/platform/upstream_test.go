@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
@@ -30,6 +32,12 @@ func ptr[T any](v T) *T { return &v }
 func start(t *testing.T, cfg func(*config.Config)) *apitest.Server {
 	t.Helper()
 	s := apitest.Start(t, apitest.Options{Config: cfg, App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.PageSize = 2 })}})
+	createValidator(t, s)
+	return s
+}
+
+func createValidator(t *testing.T, s *apitest.Server) {
+	t.Helper()
 	none := []managementapi.EnvVar{}
 	v := managementapi.ValidatorDto{
 		Name: validator, ImageRepo: "registry.example.com/splice/validator-app", ImageTag: "0.4.2",
@@ -47,7 +55,6 @@ func start(t *testing.T, cfg func(*config.Config)) *apitest.Server {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), v); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, r.Body)
 	}
-	return s
 }
 
 // platformError decodes 2.0's {timestamp, status, error} or {endpoint, error}.
@@ -511,4 +518,224 @@ func sandboxToken(ctx context.Context, tokenURL, secret string) (string, error) 
 	}
 	err = json.NewDecoder(resp.Body).Decode(&out)
 	return out.AccessToken, err
+}
+
+// faults switches the sandbox's failures during a test.
+type faults struct {
+	mu sync.Mutex
+	f  func(up string, r *http.Request) int
+}
+
+func (f *faults) set(fn func(up string, r *http.Request) int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.f = fn
+}
+
+func (f *faults) hook(up string, r *http.Request) int {
+	f.mu.Lock()
+	fn := f.f
+	f.mu.Unlock()
+	if fn == nil {
+		return 0
+	}
+	return fn(up, r)
+}
+
+func TestValidatorViews(t *testing.T) {
+	var fl faults
+	s := apitest.Start(t, apitest.Options{
+		Config: func(c *config.Config) { c.UpstreamTimeout = 300 * time.Millisecond },
+		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Fault = fl.hook })},
+	})
+	createValidator(t, s)
+	ctx := t.Context()
+
+	t.Run("traffic status", func(t *testing.T) {
+		r, err := s.Platform.GetValidatorTrafficStatusWithResponse(ctx, validator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "traffic", r.StatusCode(), r.Body, http.StatusOK)
+		before := r.JSON200.TrafficStatus.Actual.TotalConsumed
+		if r.JSON200.TrafficStatus.Actual.TotalLimit <= 0 || r.JSON200.TrafficStatus.Target.TotalPurchased <= 0 {
+			t.Fatalf("counters: got %s", r.Body)
+		}
+		if a, _ := s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: "traffic"}); a.StatusCode() != http.StatusOK {
+			t.Fatalf("allocate: %s", a.Body)
+		}
+		r, _ = s.Platform.GetValidatorTrafficStatusWithResponse(ctx, validator)
+		if after := r.JSON200.TrafficStatus.Actual.TotalConsumed; after <= before {
+			t.Fatalf("consumed: got %d after a submission, want more than %d", after, before)
+		}
+	})
+	t.Run("balances", func(t *testing.T) {
+		r, err := s.Platform.GetValidatorBalancesWithResponse(ctx, validator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "balances", r.StatusCode(), r.Body, http.StatusOK)
+		b := r.JSON200
+		if b.Error != nil || b.PartyId == nil || !strings.HasPrefix(*b.PartyId, validator+"-validator-1::1220") || b.TotalUnlockedCoin == nil || *b.TotalUnlockedCoin != "1000.0000000000" || b.RecordTime == nil {
+			t.Fatalf("balances: got %s", r.Body)
+		}
+	})
+	t.Run("balances when scan fails", func(t *testing.T) {
+		fl.set(func(up string, r *http.Request) int {
+			if up == "scan" {
+				return http.StatusInternalServerError
+			}
+			return 0
+		})
+		defer fl.set(nil)
+		r, err := s.Platform.GetValidatorBalancesWithResponse(ctx, validator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "balances", r.StatusCode(), r.Body, http.StatusOK)
+		var body map[string]any
+		_ = json.Unmarshal(r.Body, &body)
+		if len(body) != 2 || body["error"] == nil || body["party_id"] == nil {
+			t.Fatalf("body: got %s, want only error and party_id", r.Body)
+		}
+	})
+	t.Run("identity dump", func(t *testing.T) {
+		r, err := s.Platform.GetIdentityDumpWithResponse(ctx, validator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "dump", r.StatusCode(), r.Body, http.StatusOK)
+		h := r.HTTPResponse.Header
+		if h.Get("Content-Type") != "application/octet-stream" || h.Get("Cache-Control") != "no-store" ||
+			h.Get("Content-Disposition") != `attachment; filename="validator-1-participant-identities.json"` {
+			t.Fatalf("headers: got %v", h)
+		}
+		var dump struct {
+			ID   string `json:"id"`
+			Keys []struct {
+				KeyPair string `json:"keyPair"`
+			} `json:"keys"`
+			AuthorizedStoreSnapshot string `json:"authorizedStoreSnapshot"`
+		}
+		if err := json.Unmarshal(r.Body, &dump); err != nil || !strings.HasPrefix(dump.ID, "participant-validator-1::1220") || len(dump.Keys) == 0 {
+			t.Fatalf("dump: got %s (%v)", r.Body, err)
+		}
+		if strings.Contains(s.Logs(), dump.Keys[0].KeyPair) {
+			t.Fatal("the key material is in the log")
+		}
+	})
+
+	failures := []struct {
+		name  string
+		fault func(up string, r *http.Request) int
+		want  string
+	}{
+		{"ledger unavailable", func(up string, r *http.Request) int {
+			if up == "ledger" {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		}, "INJECTED_FAILURE"},
+		{"ledger too slow", func(up string, r *http.Request) int {
+			if up == "ledger" {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(2 * time.Second):
+				}
+			}
+			return 0
+		}, "did not answer in time"},
+	}
+	for _, tt := range failures {
+		t.Run("502 "+tt.name, func(t *testing.T) {
+			fl.set(tt.fault)
+			defer fl.set(nil)
+			calls := map[string]func() (int, []byte){
+				"listParties": func() (int, []byte) {
+					r, _ := s.Platform.ListPartiesWithResponse(ctx, validator, nil)
+					return r.StatusCode(), r.Body
+				},
+				"allocateParty": func() (int, []byte) {
+					r, _ := s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: "x"})
+					return r.StatusCode(), r.Body
+				},
+				"createUser": func() (int, []byte) {
+					r, _ := s.Platform.CreateUserWithResponse(ctx, validator, &platformapi.CreateUserParams{UserId: "x"})
+					return r.StatusCode(), r.Body
+				},
+				"updateUser": func() (int, []byte) {
+					r, _ := s.Platform.UpdateUserWithResponse(ctx, validator, "x", &platformapi.UpdateUserParams{IsDeactivated: ptr(true)})
+					return r.StatusCode(), r.Body
+				},
+				"listUserRights": func() (int, []byte) {
+					r, _ := s.Platform.ListUserRightsWithResponse(ctx, validator, "x")
+					return r.StatusCode(), r.Body
+				},
+				"updateUserRights": func() (int, []byte) {
+					r, _ := s.Platform.UpdateUserRightsWithResponse(ctx, validator, "x", &platformapi.UpdateUserRightsParams{})
+					return r.StatusCode(), r.Body
+				},
+				"getValidatorTrafficStatus": func() (int, []byte) {
+					r, _ := s.Platform.GetValidatorTrafficStatusWithResponse(ctx, validator)
+					return r.StatusCode(), r.Body
+				},
+			}
+			for op, call := range calls {
+				status, raw := call()
+				if status != http.StatusBadGateway {
+					t.Fatalf("%s: got %d %s, want 502", op, status, raw)
+				}
+				body := platformError(t, raw)
+				if ep, _ := body["endpoint"].(string); !strings.HasPrefix(ep, "http://127.0.0.1:") || !strings.Contains(ep, "/v2/") {
+					t.Fatalf("%s endpoint: got %q", op, ep)
+				}
+				if msg, _ := body["error"].(string); !strings.Contains(msg, tt.want) {
+					t.Fatalf("%s error: got %q, want it to contain %q", op, msg, tt.want)
+				}
+			}
+		})
+	}
+	t.Run("502 validator app unavailable", func(t *testing.T) {
+		fl.set(func(up string, r *http.Request) int {
+			if up == "validator-app" {
+				return http.StatusInternalServerError
+			}
+			return 0
+		})
+		defer fl.set(nil)
+		for op, call := range map[string]func() (int, []byte){
+			"listWalletUsers": func() (int, []byte) {
+				r, _ := s.Platform.ListWalletUsersWithResponse(ctx, validator)
+				return r.StatusCode(), r.Body
+			},
+			"onboardWalletUser": func() (int, []byte) {
+				r, _ := s.Platform.OnboardWalletUserWithResponse(ctx, validator, platformapi.OnboardWalletUserRequest{Name: "x"})
+				return r.StatusCode(), r.Body
+			},
+			"offboardWalletUser": func() (int, []byte) {
+				r, _ := s.Platform.OffboardWalletUserWithResponse(ctx, validator, "x")
+				return r.StatusCode(), r.Body
+			},
+			"getIdentityDump": func() (int, []byte) {
+				r, _ := s.Platform.GetIdentityDumpWithResponse(ctx, validator)
+				return r.StatusCode(), r.Body
+			},
+		} {
+			if status, raw := call(); status != http.StatusBadGateway {
+				t.Fatalf("%s: got %d %s, want 502", op, status, raw)
+			}
+		}
+	})
+	t.Run("502 DAR upload", func(t *testing.T) {
+		fl.set(func(up string, r *http.Request) int {
+			if up == "ledger" {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		})
+		defer fl.set(nil)
+		ct, body := multipartBody(t, "file", "m.dar", []byte("abc"))
+		r, _ := s.Platform.UploadDarWithBodyWithResponse(ctx, validator, ct, body)
+		expect(t, "upload", r.StatusCode(), r.Body, http.StatusBadGateway)
+	})
 }

@@ -82,6 +82,16 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("PATCH /v2/users/{id}/rights", n.ledger(name, true, revokeRights))
 	mux.HandleFunc("GET /v2/packages", n.ledger(name, false, listPackages))
 	mux.HandleFunc("POST /v2/dars", n.ledger(name, true, n.uploadDar))
+	mux.HandleFunc("GET /v2/parties/participant-id", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		writeJSON(w, http.StatusOK, map[string]string{"participantId": ns.participantUID(name)})
+		return false
+	}))
+	mux.HandleFunc("GET /v2/state/connected-synchronizers", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": []any{
+			map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID},
+		}})
+		return false
+	}))
 }
 
 // page returns the ids after the page token, at most size of them, and the next token.

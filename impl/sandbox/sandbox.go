@@ -47,6 +47,10 @@ type Exchange struct {
 type Options struct {
 	Logger *slog.Logger
 	Hook   Hook
+	// Fault, when set, sees each request first (tests inject failures): it
+	// may block, and a status other than 0 is answered instead, with the
+	// upstream's error body.
+	Fault func(upstream string, r *http.Request) int
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
@@ -57,6 +61,7 @@ type Network struct {
 	dir      string
 	log      *slog.Logger
 	hook     Hook
+	fault    func(string, *http.Request) int
 	pageSize int
 
 	mu    sync.Mutex
@@ -87,7 +92,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, pageSize: o.PageSize, nodes: map[string]*node{}}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -148,10 +153,13 @@ type resolver struct {
 }
 
 func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, error) {
-	if _, err := r.records.GetValidator(ctx, name); err != nil {
+	v, err := r.records.GetValidator(ctx, name)
+	if err != nil {
 		return upstream.Target{}, err
 	}
-	return r.n.Target(name)
+	t, err := r.n.Target(name)
+	t.MigrationID = int64(v.MigrationID)
+	return t, err
 }
 
 // Target starts (once) and returns the nodes of validator name.

@@ -179,6 +179,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // observe hands every exchange to the hook.
 func (n *Network) observe(up string, h http.Handler) http.Handler {
+	if n.fault != nil {
+		h = n.faulty(up, h)
+	}
 	if n.hook == nil {
 		return h
 	}
@@ -205,4 +208,19 @@ func (r *recorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.WriteHead
 func (r *recorder) Write(b []byte) (int, error) {
 	r.buf.Write(b)
 	return r.ResponseWriter.Write(b)
+}
+
+// faulty answers what the fault hook says before h does.
+func (n *Network) faulty(up string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := n.fault(up, r)
+		switch {
+		case status == 0 || r.URL.Path == "/oauth2/token":
+			h.ServeHTTP(w, r)
+		case up == "ledger":
+			cantonError(w, status, "INJECTED_FAILURE", "injected by the test", 1, 14)
+		default:
+			spliceError(w, status, "injected by the test")
+		}
+	})
 }

@@ -179,11 +179,11 @@ func operationCases() []operationCase {
 		p("getValidatorDetails", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorDetailsWithResponse(ctx, validator)
 		}),
-		p("getValidatorBalances", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetValidatorBalancesWithResponse(ctx, validator)
+		built404("getValidatorBalances", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorBalancesWithResponse(ctx, absent)
 		}),
-		p("getValidatorTrafficStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetValidatorTrafficStatusWithResponse(ctx, validator)
+		built404("getValidatorTrafficStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorTrafficStatusWithResponse(ctx, absent)
 		}),
 		p("getParticipantStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetParticipantStatusWithResponse(ctx, validator)
@@ -191,8 +191,8 @@ func operationCases() []operationCase {
 		p("getValidatorKeys", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorKeysWithResponse(ctx, validator)
 		}),
-		p("getIdentityDump", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetIdentityDumpWithResponse(ctx, validator)
+		built404("getIdentityDump", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetIdentityDumpWithResponse(ctx, absent)
 		}),
 		p("listApplications", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListApplicationsWithResponse(ctx)

@@ -42,6 +42,7 @@ func (r ClusterResolver) Resolve(ctx context.Context, name string) (Target, erro
 	}
 	t := Target{
 		Validator:       name,
+		MigrationID:     int64(v.MigrationID),
 		LedgerURL:       domain.JSONAPIURL(name, r.Namespace),
 		ValidatorAppURL: domain.ValidatorAppURL(name, r.Namespace),
 		ScanURL:         strings.TrimSuffix(strings.TrimSuffix(cfg.Cluster.ScanAddress, "/"), "/api/scan"),

@@ -41,6 +41,9 @@ type Target struct {
 	ScanURL string
 	// ValidatorAppURL is the validator app's base URL, before /api/validator.
 	ValidatorAppURL string
+	// MigrationID is the validator's synchronizer migration id (scan
+	// snapshots are per migration).
+	MigrationID int64
 	// Credentials is nil when the nodes take no token.
 	Credentials *Credentials
 }

@@ -126,6 +126,16 @@ type ClientInterface interface {
 	// Corresponds with POST /v2/parties (the `PostV2Parties` operationId).
 	PostV2Parties(ctx context.Context, body PostV2PartiesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetV2PartiesParticipantId Return the identifier of the participant.
+	//
+	// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
+	GetV2PartiesParticipantId(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetV2StateConnectedSynchronizers Get the list of connected synchronizers at the time of the query.
+	//
+	// Corresponds with GET /v2/state/connected-synchronizers (the `GetV2StateConnectedSynchronizers` operationId).
+	GetV2StateConnectedSynchronizers(ctx context.Context, params *GetV2StateConnectedSynchronizersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetV2Users List all existing users.
 	//
 	// Corresponds with GET /v2/users (the `GetV2Users` operationId).
@@ -284,6 +294,36 @@ func (c *Client) PostV2PartiesWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /v2/parties (the `PostV2Parties` operationId).
 func (c *Client) PostV2Parties(ctx context.Context, body PostV2PartiesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostV2PartiesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetV2PartiesParticipantId Return the identifier of the participant.
+//
+// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
+func (c *Client) GetV2PartiesParticipantId(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetV2PartiesParticipantIdRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetV2StateConnectedSynchronizers Get the list of connected synchronizers at the time of the query.
+//
+// Corresponds with GET /v2/state/connected-synchronizers (the `GetV2StateConnectedSynchronizers` operationId).
+func (c *Client) GetV2StateConnectedSynchronizers(ctx context.Context, params *GetV2StateConnectedSynchronizersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetV2StateConnectedSynchronizersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -754,6 +794,111 @@ func NewPostV2PartiesRequestWithBody(server string, contentType string, body io.
 	return req, nil
 }
 
+// NewGetV2PartiesParticipantIdRequest constructs an http.Request for the GetV2PartiesParticipantId method
+func NewGetV2PartiesParticipantIdRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/parties/participant-id")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetV2StateConnectedSynchronizersRequest constructs an http.Request for the GetV2StateConnectedSynchronizers method
+func NewGetV2StateConnectedSynchronizersRequest(server string, params *GetV2StateConnectedSynchronizersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/state/connected-synchronizers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Party != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "party", *params.Party, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ParticipantId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "participantId", *params.ParticipantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IdentityProviderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "identityProviderId", *params.IdentityProviderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetV2UsersRequest constructs an http.Request for the GetV2Users method
 func NewGetV2UsersRequest(server string, params *GetV2UsersParams) (*http.Request, error) {
 	var err error
@@ -1182,6 +1327,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v2/parties (the `PostV2Parties` operationId).
 	PostV2PartiesWithResponse(ctx context.Context, body PostV2PartiesJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2PartiesResponse, error)
 
+	// GetV2PartiesParticipantIdWithResponse Return the identifier of the participant.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
+	GetV2PartiesParticipantIdWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetV2PartiesParticipantIdResponse, error)
+
+	// GetV2StateConnectedSynchronizersWithResponse Get the list of connected synchronizers at the time of the query.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/state/connected-synchronizers (the `GetV2StateConnectedSynchronizers` operationId).
+	GetV2StateConnectedSynchronizersWithResponse(ctx context.Context, params *GetV2StateConnectedSynchronizersParams, reqEditors ...RequestEditorFn) (*GetV2StateConnectedSynchronizersResponse, error)
+
 	// GetV2UsersWithResponse List all existing users.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1494,6 +1653,102 @@ func (r PostV2PartiesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostV2PartiesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetV2PartiesParticipantIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GetParticipantIdResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *JsCantonError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetV2PartiesParticipantIdResponse) GetJSON200() *GetParticipantIdResponse {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetV2PartiesParticipantIdResponse) GetJSONDefault() *JsCantonError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetV2PartiesParticipantIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetV2PartiesParticipantIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetV2PartiesParticipantIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetV2PartiesParticipantIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetV2StateConnectedSynchronizersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GetConnectedSynchronizersResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *JsCantonError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetV2StateConnectedSynchronizersResponse) GetJSON200() *GetConnectedSynchronizersResponse {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetV2StateConnectedSynchronizersResponse) GetJSONDefault() *JsCantonError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetV2StateConnectedSynchronizersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetV2StateConnectedSynchronizersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetV2StateConnectedSynchronizersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetV2StateConnectedSynchronizersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -1914,6 +2169,32 @@ func (c *ClientWithResponses) PostV2PartiesWithResponse(ctx context.Context, bod
 	return ParsePostV2PartiesResponse(rsp)
 }
 
+// GetV2PartiesParticipantIdWithResponse Return the identifier of the participant.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
+func (c *ClientWithResponses) GetV2PartiesParticipantIdWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetV2PartiesParticipantIdResponse, error) {
+	rsp, err := c.GetV2PartiesParticipantId(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetV2PartiesParticipantIdResponse(rsp)
+}
+
+// GetV2StateConnectedSynchronizersWithResponse Get the list of connected synchronizers at the time of the query.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/state/connected-synchronizers (the `GetV2StateConnectedSynchronizers` operationId).
+func (c *ClientWithResponses) GetV2StateConnectedSynchronizersWithResponse(ctx context.Context, params *GetV2StateConnectedSynchronizersParams, reqEditors ...RequestEditorFn) (*GetV2StateConnectedSynchronizersResponse, error) {
+	rsp, err := c.GetV2StateConnectedSynchronizers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetV2StateConnectedSynchronizersResponse(rsp)
+}
+
 // GetV2UsersWithResponse List all existing users.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -2205,6 +2486,72 @@ func ParsePostV2PartiesResponse(rsp *http.Response) (*PostV2PartiesResponse, err
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest AllocatePartyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest JsCantonError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetV2PartiesParticipantIdResponse parses an HTTP response from a GetV2PartiesParticipantIdWithResponse call
+func ParseGetV2PartiesParticipantIdResponse(rsp *http.Response) (*GetV2PartiesParticipantIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetV2PartiesParticipantIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GetParticipantIdResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest JsCantonError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetV2StateConnectedSynchronizersResponse parses an HTTP response from a GetV2StateConnectedSynchronizersWithResponse call
+func ParseGetV2StateConnectedSynchronizersResponse(rsp *http.Response) (*GetV2StateConnectedSynchronizersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetV2StateConnectedSynchronizersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GetConnectedSynchronizersResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

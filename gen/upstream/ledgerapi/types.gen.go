@@ -9,6 +9,30 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ConnectedSynchronizerPermission.
+const (
+	PARTICIPANTPERMISSIONCONFIRMATION ConnectedSynchronizerPermission = "PARTICIPANT_PERMISSION_CONFIRMATION"
+	PARTICIPANTPERMISSIONOBSERVATION  ConnectedSynchronizerPermission = "PARTICIPANT_PERMISSION_OBSERVATION"
+	PARTICIPANTPERMISSIONSUBMISSION   ConnectedSynchronizerPermission = "PARTICIPANT_PERMISSION_SUBMISSION"
+	PARTICIPANTPERMISSIONUNSPECIFIED  ConnectedSynchronizerPermission = "PARTICIPANT_PERMISSION_UNSPECIFIED"
+)
+
+// Valid indicates whether the value is a known member of the ConnectedSynchronizerPermission enum.
+func (e ConnectedSynchronizerPermission) Valid() bool {
+	switch e {
+	case PARTICIPANTPERMISSIONCONFIRMATION:
+		return true
+	case PARTICIPANTPERMISSIONOBSERVATION:
+		return true
+	case PARTICIPANTPERMISSIONSUBMISSION:
+		return true
+	case PARTICIPANTPERMISSIONUNSPECIFIED:
+		return true
+	default:
+		return false
+	}
+}
+
 // AllocatePartyRequest defines model for AllocatePartyRequest.
 type AllocatePartyRequest struct {
 	IdentityProviderId *string     `json:"identityProviderId,omitempty"`
@@ -77,6 +101,16 @@ type CanReadAsAnyParty struct {
 // CanReadAsAnyParty1 defines model for CanReadAsAnyParty1.
 type CanReadAsAnyParty1 = map[string]interface{}
 
+// ConnectedSynchronizer defines model for ConnectedSynchronizer.
+type ConnectedSynchronizer struct {
+	Permission        *ConnectedSynchronizerPermission `json:"permission,omitempty"`
+	SynchronizerAlias string                           `json:"synchronizerAlias"`
+	SynchronizerId    string                           `json:"synchronizerId"`
+}
+
+// ConnectedSynchronizerPermission defines model for ConnectedSynchronizer.Permission.
+type ConnectedSynchronizerPermission string
+
 // CreateUserRequest defines model for CreateUserRequest.
 type CreateUserRequest struct {
 	Rights *[]Right `json:"rights,omitempty"`
@@ -103,6 +137,16 @@ type Field struct {
 type FieldMask struct {
 	Paths         *[]string       `json:"paths,omitempty"`
 	UnknownFields UnknownFieldSet `json:"unknownFields"`
+}
+
+// GetConnectedSynchronizersResponse defines model for GetConnectedSynchronizersResponse.
+type GetConnectedSynchronizersResponse struct {
+	ConnectedSynchronizers *[]ConnectedSynchronizer `json:"connectedSynchronizers,omitempty"`
+}
+
+// GetParticipantIdResponse defines model for GetParticipantIdResponse.
+type GetParticipantIdResponse struct {
+	ParticipantId string `json:"participantId"`
 }
 
 // GetUserResponse defines model for GetUserResponse.
@@ -310,6 +354,13 @@ type GetV2PartiesParams struct {
 	FilterParty        *string `form:"filter-party,omitempty" json:"filter-party,omitempty"`
 	PageSize           *int32  `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 	PageToken          *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+}
+
+// GetV2StateConnectedSynchronizersParams defines parameters for GetV2StateConnectedSynchronizers.
+type GetV2StateConnectedSynchronizersParams struct {
+	Party              *string `form:"party,omitempty" json:"party,omitempty"`
+	ParticipantId      *string `form:"participantId,omitempty" json:"participantId,omitempty"`
+	IdentityProviderId *string `form:"identityProviderId,omitempty" json:"identityProviderId,omitempty"`
 }
 
 // GetV2UsersParams defines parameters for GetV2Users.
