@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -144,7 +145,37 @@ func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
 	if creds != nil {
 		rt = &oauth2.Transport{Source: c.tokenSource(*creds), Base: rt}
 	}
-	return &http.Client{Transport: rt, Timeout: c.timeout}
+	return &http.Client{Transport: bounded{base: rt, timeout: c.timeout}}
+}
+
+// bounded gives each call, token fetch and body read included, the
+// timeout on top of the request's context (what http.Client.Timeout does,
+// without asking the oauth2 transport to cancel by the deprecated way).
+type bounded struct {
+	base    http.RoundTripper
+	timeout time.Duration
+}
+
+func (b bounded) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), b.timeout)
+	resp, err := b.base.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // tokenSource caches one token source per grant; it refreshes the token
