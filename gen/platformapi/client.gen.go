@@ -169,7 +169,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
 	UploadDarWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetails Get the aggregate view of a validator
 	//
 	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 	//
@@ -698,7 +698,7 @@ func (c *Client) UploadDarWithBody(ctx context.Context, name ValidatorNamePath, 
 	return c.Client.Do(req)
 }
 
-// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+// GetValidatorDetails Get the aggregate view of a validator
 //
 // The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 //
@@ -3502,7 +3502,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
 	UploadDarWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadDarResponse, error)
 
-	// GetValidatorDetailsWithResponse Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetailsWithResponse Get the aggregate view of a validator
 	//
 	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 	//
@@ -7173,7 +7173,7 @@ func (c *ClientWithResponses) UploadDarWithBodyWithResponse(ctx context.Context,
 	return ParseUploadDarResponse(rsp)
 }
 
-// GetValidatorDetailsWithResponse Get the aggregate view of a validator (not built yet)
+// GetValidatorDetailsWithResponse Get the aggregate view of a validator
 //
 // The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 //

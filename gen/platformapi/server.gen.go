@@ -51,7 +51,7 @@ type ServerInterface interface {
 	// UploadDar Upload a DAR package
 	// (POST /api/v1/validators/{name}/dars/upload)
 	UploadDar(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetails Get the aggregate view of a validator
 	// (GET /api/v1/validators/{name}/details)
 	GetValidatorDetails(ctx echo.Context, name ValidatorNamePath) error
 	// ListExternalParties List externally signed parties onboarded here (not built yet)
@@ -4855,7 +4855,7 @@ type StrictServerInterface interface {
 	// UploadDar Upload a DAR package
 	// (POST /api/v1/validators/{name}/dars/upload)
 	UploadDar(ctx context.Context, request UploadDarRequestObject) (UploadDarResponseObject, error)
-	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetails Get the aggregate view of a validator
 	// (GET /api/v1/validators/{name}/details)
 	GetValidatorDetails(ctx context.Context, request GetValidatorDetailsRequestObject) (GetValidatorDetailsResponseObject, error)
 	// ListExternalParties List externally signed parties onboarded here (not built yet)

@@ -154,6 +154,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 
 		Upstreams: ups, // release 2.0's upstream proxy (issue 9)
 		Logger:    log,
+
+		ValidatorResources: a.kube, // details' resource (issue 9)
 	})
 	so := server.Options{
 		Logger:         log,

@@ -29,6 +29,9 @@ type Options struct {
 	Upstreams Upstreams
 	// Logger gets what a 200 answer hides (a view's failed section).
 	Logger *slog.Logger
+	// ValidatorResources reads a Validator resource for details (issue 9;
+	// the informer's lister can take its place).
+	ValidatorResources ValidatorResources
 }
 
 // Server serves release 2.0.
@@ -39,6 +42,7 @@ type Server struct {
 	// upstreams: see Options.Upstreams.
 	upstreams Upstreams
 	log       *slog.Logger
+	resources ValidatorResources
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -48,6 +52,7 @@ func New(o Options) *Server {
 	s := &Server{health: o.Health, version: o.Version, docs: o.Docs}
 	s.upstreams = o.Upstreams
 	s.log = o.Logger
+	s.resources = o.ValidatorResources
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)

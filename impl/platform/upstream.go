@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -13,6 +15,11 @@ import (
 // domain.ErrNotFound for an unknown validator.
 type Upstreams interface {
 	For(ctx context.Context, validator string) (*upstream.Node, error)
+}
+
+// ValidatorResources reads a Validator resource as stored; domain.ErrNotFound when absent.
+type ValidatorResources interface {
+	Resource(ctx context.Context, name string) (*unstructured.Unstructured, error)
 }
 
 // node resolves validator's nodes, or says the proxy is not configured.

@@ -739,3 +739,74 @@ func TestValidatorViews(t *testing.T) {
 		expect(t, "upload", r.StatusCode(), r.Body, http.StatusBadGateway)
 	})
 }
+
+// TestEndToEnd drives a validator created through 1.11 through 2.0:
+// allocate a party, create a user with rights, onboard a wallet user,
+// upload a DAR, and see all of it in details.
+func TestEndToEnd(t *testing.T) {
+	var fl faults
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.PageSize = 2; o.Fault = fl.hook })}})
+	createValidator(t, s)
+	ctx := t.Context()
+
+	p, _ := s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: "alice"})
+	expect(t, "allocate", p.StatusCode(), p.Body, http.StatusOK)
+	alice := p.JSON200.PartyDetails.Party
+	u, _ := s.Platform.CreateUserWithResponse(ctx, validator, &platformapi.CreateUserParams{UserId: "alice", PrimaryParty: &alice, CanActAs: &[]string{alice}})
+	expect(t, "create user", u.StatusCode(), u.Body, http.StatusOK)
+	w, _ := s.Platform.OnboardWalletUserWithResponse(ctx, validator, platformapi.OnboardWalletUserRequest{Name: "bob"})
+	expect(t, "onboard", w.StatusCode(), w.Body, http.StatusOK)
+	ct, body := multipartBody(t, "file", "model.dar", dar(t, map[string]string{"m.dalf": "model"}, "m.dalf"))
+	d, _ := s.Platform.UploadDarWithBodyWithResponse(ctx, validator, ct, body)
+	expect(t, "upload", d.StatusCode(), d.Body, http.StatusOK)
+
+	r, err := s.Platform.GetValidatorDetailsWithResponse(ctx, validator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "details", r.StatusCode(), r.Body, http.StatusOK)
+	det := r.JSON200
+	if det.Validator.Metadata == nil || det.Validator.Metadata.Name == nil || *det.Validator.Metadata.Name != validator {
+		t.Fatalf("validator: got %s", r.Body)
+	}
+	if strings.Contains(string(r.Body), "managedFields") {
+		t.Fatal("details carry metadata.managedFields")
+	}
+	if det.LedgerApiEndpoint == nil || !strings.HasPrefix(*det.LedgerApiEndpoint, "http://127.0.0.1:") {
+		t.Fatalf("ledgerApiEndpoint: got %v, want the sandbox ledger", det.LedgerApiEndpoint)
+	}
+	if det.AuthenticatedUser == nil || det.AuthenticatedUser.User == nil || det.AuthenticatedUser.User.Id != validator+"-validator-operator" {
+		t.Fatalf("authenticatedUser: got %s", r.Body)
+	}
+	var users []string
+	for _, u := range *det.AllUsers {
+		users = append(users, u.Id)
+	}
+	if want := []string{"alice", "bob", validator + "-validator-operator"}; strings.Join(users, ",") != strings.Join(want, ",") {
+		t.Fatalf("allUsers (over pages of two): got %v, want %v", users, want)
+	}
+	if det.Dars == nil || len(*det.Dars) != 4 { // three Splice packages and the DAR's one
+		t.Fatalf("dars: got %v", det.Dars)
+	}
+	if det.AuthenticatedUserError != nil || det.AllUsersError != nil || det.DarsError != nil {
+		t.Fatalf("no section failed, got errors in %s", r.Body)
+	}
+
+	t.Run("a failed section", func(t *testing.T) {
+		fl.set(func(up string, r *http.Request) int {
+			if r.URL.Path == "/v2/packages" {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		})
+		defer fl.set(nil)
+		r, err := s.Platform.GetValidatorDetailsWithResponse(ctx, validator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "details", r.StatusCode(), r.Body, http.StatusOK)
+		if r.JSON200.Dars != nil || r.JSON200.DarsError == nil || !strings.Contains(*r.JSON200.DarsError, "INJECTED_FAILURE") || r.JSON200.AllUsers == nil {
+			t.Fatalf("got %s, want darsError in place of dars and the other sections", r.Body)
+		}
+	})
+}

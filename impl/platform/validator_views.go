@@ -2,19 +2,128 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"net/http"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
+// GetValidatorDetails is the Validator resource with the ledger's
+// authenticated user, every user (all pages) and every package, fetched
+// concurrently; a section that fails is replaced by <section>Error and the
+// answer stays 200.
 func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetValidatorDetailsRequestObject) (platformapi.GetValidatorDetailsResponseObject, error) {
-	return nil, notBuilt("getValidatorDetails", needsCluster)
+	if s.resources == nil {
+		return nil, notBuilt("getValidatorDetails", needsCluster)
+	}
+	n, err := s.node(ctx, "getValidatorDetails", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.resources.Resource(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out platformapi.GetValidatorDetails200JSONResponse
+	res := obj.DeepCopy()
+	unstructured.RemoveNestedField(res.Object, "metadata", "managedFields")
+	raw, err := json.Marshal(res.Object)
+	if err != nil {
+		return nil, domain.Internal(err)
+	}
+	if err := json.Unmarshal(raw, &out.Validator); err != nil {
+		return nil, domain.Internal(err)
+	}
+	endpoint := n.Target.LedgerURL
+	out.LedgerApiEndpoint = &endpoint
+
+	var wg sync.WaitGroup
+	section := func(name string, fetch func() error, failed **string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fetch(); err != nil {
+				s.logUpstream(ctx, "getValidatorDetails", err)
+				msg := sectionError(err)
+				*failed = &msg
+			}
+		}()
+	}
+	section("authenticatedUser", func() error {
+		r, err := n.Ledger.GetV2AuthenticatedUserWithResponse(ctx, nil)
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+			return err
+		}
+		var u platformapi.AuthenticatedUser
+		if err := passThrough("ledger API", r.HTTPResponse.Request.URL.String(), r.Body, &u); err != nil {
+			return err
+		}
+		out.AuthenticatedUser = &u
+		return nil
+	}, &out.AuthenticatedUserError)
+	section("allUsers", func() error {
+		users := []platformapi.LedgerUser{}
+		params := &ledgerapi.GetV2UsersParams{}
+		for range maxPages {
+			r, err := n.Ledger.GetV2UsersWithResponse(ctx, params)
+			if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+				return err
+			}
+			var page struct {
+				Users         []platformapi.LedgerUser `json:"users"`
+				NextPageToken string                   `json:"nextPageToken"`
+			}
+			if err := passThrough("ledger API", r.HTTPResponse.Request.URL.String(), r.Body, &page); err != nil {
+				return err
+			}
+			users = append(users, page.Users...)
+			if page.NextPageToken == "" {
+				break
+			}
+			params.PageToken = &page.NextPageToken
+		}
+		out.AllUsers = &users
+		return nil
+	}, &out.AllUsersError)
+	section("dars", func() error {
+		r, err := n.Ledger.GetV2PackagesWithResponse(ctx)
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+			return err
+		}
+		if r.JSON200 == nil {
+			return &domain.UpstreamError{Endpoint: upstream.Call{URL: r.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "the ledger API answered no package ids"}
+		}
+		ids := append([]string{}, r.JSON200.PackageIds...)
+		out.Dars = &ids
+		return nil
+	}, &out.DarsError)
+	wg.Wait()
+	return out, nil
+}
+
+// sectionError is what a failed section says: the safe message, with the
+// address for an upstream failure.
+func sectionError(err error) string {
+	var up *domain.UpstreamError
+	var de *domain.Error
+	switch {
+	case errors.As(err, &de):
+		return de.Message
+	case errors.As(err, &up):
+		return up.Endpoint + ": " + up.Message
+	}
+	return "internal error"
 }
 
 // GetValidatorBalances looks up the validator party's holdings in scan:

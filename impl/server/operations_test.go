@@ -176,8 +176,8 @@ func operationCases() []operationCase {
 		p("getValidatorStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorStatusWithResponse(ctx, validator)
 		}),
-		p("getValidatorDetails", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetValidatorDetailsWithResponse(ctx, validator)
+		built404("getValidatorDetails", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorDetailsWithResponse(ctx, absent)
 		}),
 		built404("getValidatorBalances", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorBalancesWithResponse(ctx, absent)
