@@ -26,10 +26,13 @@ build: prereqs
 	@if [ ! -x $(BIN) ]; then echo "Building $(BIN): the first build downloads the Go modules and compiles SQLite's C code; on cold caches it takes a few minutes (packages are listed as they compile)."; fi
 	$(GO) build -v -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/validator-manager
 
-## generate: regenerate gen/ from the OpenAPI documents
+## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/)
 generate:
 	cd gen/managementapi && $(GO) generate .
 	cd gen/platformapi && $(GO) generate .
+	cd gen/upstream/ledgerapi && $(GO) generate .
+	cd gen/upstream/scanapi && $(GO) generate .
+	cd gen/upstream/validatorapi && $(GO) generate .
 
 ## check-generated: fail when gen/ is not what `make generate` produces
 check-generated:

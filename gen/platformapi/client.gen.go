@@ -175,14 +175,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
 	GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+	// GetValidatorBalances Get the validator party's native coin balance
 	//
 	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
 	GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UploadDarWithBody Upload a DAR package (not built yet)
+	// UploadDarWithBody Upload a DAR package
 	//
 	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
 	//
@@ -191,7 +191,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
 	UploadDarWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetails Get the aggregate view of a validator
 	//
 	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 	//
@@ -309,7 +309,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
 	GenerateExternalPartyTopology(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetIdentityDump Download the participant identity export (not built yet)
+	// GetIdentityDump Download the participant identity export
 	//
 	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
 	//
@@ -344,14 +344,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
 	GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListParties Look up parties by id prefix (not built yet)
+	// ListParties Look up parties by id prefix
 	//
 	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
 	ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AllocateParty Allocate a participant-managed party (not built yet)
+	// AllocateParty Allocate a participant-managed party
 	//
 	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
 	//
@@ -372,35 +372,35 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
 	ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
 	//
 	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
 	//
 	// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
 	GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateUser Create a ledger user (not built yet)
+	// CreateUser Create a ledger user
 	//
 	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
 	CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateUser Update a ledger user (not built yet)
+	// UpdateUser Update a ledger user
 	//
 	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListUserRights List a ledger user's rights (not built yet)
+	// ListUserRights List a ledger user's rights
 	//
 	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 	//
 	// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
 	ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateUserRights Replace a ledger user's rights (not built yet)
+	// UpdateUserRights Replace a ledger user's rights
 	//
 	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
 	//
@@ -457,14 +457,14 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
 	CreateGatewayWallet(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListWalletUsers List wallet usernames (not built yet)
+	// ListWalletUsers List wallet usernames
 	//
 	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
 	ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OnboardWalletUserWithBody Onboard a wallet user (not built yet)
+	// OnboardWalletUserWithBody Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 	//
@@ -473,7 +473,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
 	OnboardWalletUserWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OnboardWalletUser Onboard a wallet user (not built yet)
+	// OnboardWalletUser Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 	//
@@ -482,7 +482,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
 	OnboardWalletUser(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OffboardWalletUser Offboard a wallet user (not built yet)
+	// OffboardWalletUser Offboard a wallet user
 	//
 	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
 	//
@@ -716,7 +716,7 @@ func (c *Client) GetValidator(ctx context.Context, name ValidatorNamePath, reqEd
 	return c.Client.Do(req)
 }
 
-// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+// GetValidatorBalances Get the validator party's native coin balance
 //
 // The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
 //
@@ -733,7 +733,7 @@ func (c *Client) GetValidatorBalances(ctx context.Context, name ValidatorNamePat
 	return c.Client.Do(req)
 }
 
-// UploadDarWithBody Upload a DAR package (not built yet)
+// UploadDarWithBody Upload a DAR package
 //
 // Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
 //
@@ -752,7 +752,7 @@ func (c *Client) UploadDarWithBody(ctx context.Context, name ValidatorNamePath, 
 	return c.Client.Do(req)
 }
 
-// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+// GetValidatorDetails Get the aggregate view of a validator
 //
 // The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 //
@@ -990,7 +990,7 @@ func (c *Client) GenerateExternalPartyTopology(ctx context.Context, name Validat
 	return c.Client.Do(req)
 }
 
-// GetIdentityDump Download the participant identity export (not built yet)
+// GetIdentityDump Download the participant identity export
 //
 // Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
 //
@@ -1075,7 +1075,7 @@ func (c *Client) GetParticipantStatus(ctx context.Context, name ValidatorNamePat
 	return c.Client.Do(req)
 }
 
-// ListParties Look up parties by id prefix (not built yet)
+// ListParties Look up parties by id prefix
 //
 // Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
 //
@@ -1092,7 +1092,7 @@ func (c *Client) ListParties(ctx context.Context, name ValidatorNamePath, params
 	return c.Client.Do(req)
 }
 
-// AllocateParty Allocate a participant-managed party (not built yet)
+// AllocateParty Allocate a participant-managed party
 //
 // Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
 //
@@ -1143,7 +1143,7 @@ func (c *Client) ListTopologyProposals(ctx context.Context, name ValidatorNamePa
 	return c.Client.Do(req)
 }
 
-// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
 //
 // Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
 //
@@ -1160,7 +1160,7 @@ func (c *Client) GetValidatorTrafficStatus(ctx context.Context, name ValidatorNa
 	return c.Client.Do(req)
 }
 
-// CreateUser Create a ledger user (not built yet)
+// CreateUser Create a ledger user
 //
 // Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
 //
@@ -1177,7 +1177,7 @@ func (c *Client) CreateUser(ctx context.Context, name ValidatorNamePath, params 
 	return c.Client.Do(req)
 }
 
-// UpdateUser Update a ledger user (not built yet)
+// UpdateUser Update a ledger user
 //
 // Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
 //
@@ -1194,7 +1194,7 @@ func (c *Client) UpdateUser(ctx context.Context, name ValidatorNamePath, userId 
 	return c.Client.Do(req)
 }
 
-// ListUserRights List a ledger user's rights (not built yet)
+// ListUserRights List a ledger user's rights
 //
 // The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 //
@@ -1211,7 +1211,7 @@ func (c *Client) ListUserRights(ctx context.Context, name ValidatorNamePath, use
 	return c.Client.Do(req)
 }
 
-// UpdateUserRights Replace a ledger user's rights (not built yet)
+// UpdateUserRights Replace a ledger user's rights
 //
 // The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
 //
@@ -1338,7 +1338,7 @@ func (c *Client) CreateGatewayWallet(ctx context.Context, name ValidatorNamePath
 	return c.Client.Do(req)
 }
 
-// ListWalletUsers List wallet usernames (not built yet)
+// ListWalletUsers List wallet usernames
 //
 // The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 //
@@ -1355,7 +1355,7 @@ func (c *Client) ListWalletUsers(ctx context.Context, name ValidatorNamePath, re
 	return c.Client.Do(req)
 }
 
-// OnboardWalletUserWithBody Onboard a wallet user (not built yet)
+// OnboardWalletUserWithBody Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 //
@@ -1374,7 +1374,7 @@ func (c *Client) OnboardWalletUserWithBody(ctx context.Context, name ValidatorNa
 	return c.Client.Do(req)
 }
 
-// OnboardWalletUser Onboard a wallet user (not built yet)
+// OnboardWalletUser Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 //
@@ -1393,7 +1393,7 @@ func (c *Client) OnboardWalletUser(ctx context.Context, name ValidatorNamePath, 
 	return c.Client.Do(req)
 }
 
-// OffboardWalletUser Offboard a wallet user (not built yet)
+// OffboardWalletUser Offboard a wallet user
 //
 // Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
 //
@@ -3589,7 +3589,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
 	GetValidatorWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorResponse, error)
 
-	// GetValidatorBalancesWithResponse Get the validator party's native coin balance (not built yet)
+	// GetValidatorBalancesWithResponse Get the validator party's native coin balance
 	//
 	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
 	//
@@ -3598,7 +3598,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
 	GetValidatorBalancesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorBalancesResponse, error)
 
-	// UploadDarWithBodyWithResponse Upload a DAR package (not built yet)
+	// UploadDarWithBodyWithResponse Upload a DAR package
 	//
 	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
 	//
@@ -3607,7 +3607,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/dars/upload (the `UploadDar` operationId).
 	UploadDarWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadDarResponse, error)
 
-	// GetValidatorDetailsWithResponse Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetailsWithResponse Get the aggregate view of a validator
 	//
 	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 	//
@@ -3729,7 +3729,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
 	GenerateExternalPartyTopologyWithResponse(ctx context.Context, name ValidatorNamePath, body GenerateExternalPartyTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error)
 
-	// GetIdentityDumpWithResponse Download the participant identity export (not built yet)
+	// GetIdentityDumpWithResponse Download the participant identity export
 	//
 	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
 	//
@@ -3774,7 +3774,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
 	GetParticipantStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetParticipantStatusResponse, error)
 
-	// ListPartiesWithResponse Look up parties by id prefix (not built yet)
+	// ListPartiesWithResponse Look up parties by id prefix
 	//
 	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
 	//
@@ -3783,7 +3783,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
 	ListPartiesWithResponse(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*ListPartiesResponse, error)
 
-	// AllocatePartyWithResponse Allocate a participant-managed party (not built yet)
+	// AllocatePartyWithResponse Allocate a participant-managed party
 	//
 	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
 	//
@@ -3810,7 +3810,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
 	ListTopologyProposalsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListTopologyProposalsResponse, error)
 
-	// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters (not built yet)
+	// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters
 	//
 	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
 	//
@@ -3819,7 +3819,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
 	GetValidatorTrafficStatusWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetValidatorTrafficStatusResponse, error)
 
-	// CreateUserWithResponse Create a ledger user (not built yet)
+	// CreateUserWithResponse Create a ledger user
 	//
 	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
 	//
@@ -3828,7 +3828,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
 	CreateUserWithResponse(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*CreateUserResponse, error)
 
-	// UpdateUserWithResponse Update a ledger user (not built yet)
+	// UpdateUserWithResponse Update a ledger user
 	//
 	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
 	//
@@ -3837,7 +3837,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
 	UpdateUserWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
 
-	// ListUserRightsWithResponse List a ledger user's rights (not built yet)
+	// ListUserRightsWithResponse List a ledger user's rights
 	//
 	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 	//
@@ -3846,7 +3846,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
 	ListUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*ListUserRightsResponse, error)
 
-	// UpdateUserRightsWithResponse Replace a ledger user's rights (not built yet)
+	// UpdateUserRightsWithResponse Replace a ledger user's rights
 	//
 	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
 	//
@@ -3909,7 +3909,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
 	CreateGatewayWalletWithResponse(ctx context.Context, name ValidatorNamePath, body CreateGatewayWalletJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
 
-	// ListWalletUsersWithResponse List wallet usernames (not built yet)
+	// ListWalletUsersWithResponse List wallet usernames
 	//
 	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 	//
@@ -3918,7 +3918,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
 	ListWalletUsersWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListWalletUsersResponse, error)
 
-	// OnboardWalletUserWithBodyWithResponse Onboard a wallet user (not built yet)
+	// OnboardWalletUserWithBodyWithResponse Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 	//
@@ -3927,7 +3927,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
 	OnboardWalletUserWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error)
 
-	// OnboardWalletUserWithResponse Onboard a wallet user (not built yet)
+	// OnboardWalletUserWithResponse Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 	//
@@ -3936,7 +3936,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/wallet-users (the `OnboardWalletUser` operationId).
 	OnboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, body OnboardWalletUserJSONRequestBody, reqEditors ...RequestEditorFn) (*OnboardWalletUserResponse, error)
 
-	// OffboardWalletUserWithResponse Offboard a wallet user (not built yet)
+	// OffboardWalletUserWithResponse Offboard a wallet user
 	//
 	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
 	//
@@ -7326,7 +7326,7 @@ func (c *ClientWithResponses) GetValidatorWithResponse(ctx context.Context, name
 	return ParseGetValidatorResponse(rsp)
 }
 
-// GetValidatorBalancesWithResponse Get the validator party's native coin balance (not built yet)
+// GetValidatorBalancesWithResponse Get the validator party's native coin balance
 //
 // The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
 //
@@ -7341,7 +7341,7 @@ func (c *ClientWithResponses) GetValidatorBalancesWithResponse(ctx context.Conte
 	return ParseGetValidatorBalancesResponse(rsp)
 }
 
-// UploadDarWithBodyWithResponse Upload a DAR package (not built yet)
+// UploadDarWithBodyWithResponse Upload a DAR package
 //
 // Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
 //
@@ -7356,7 +7356,7 @@ func (c *ClientWithResponses) UploadDarWithBodyWithResponse(ctx context.Context,
 	return ParseUploadDarResponse(rsp)
 }
 
-// GetValidatorDetailsWithResponse Get the aggregate view of a validator (not built yet)
+// GetValidatorDetailsWithResponse Get the aggregate view of a validator
 //
 // The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and all package ids (`GET /v2/packages`). A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
 //
@@ -7550,7 +7550,7 @@ func (c *ClientWithResponses) GenerateExternalPartyTopologyWithResponse(ctx cont
 	return ParseGenerateExternalPartyTopologyResponse(rsp)
 }
 
-// GetIdentityDumpWithResponse Download the participant identity export (not built yet)
+// GetIdentityDumpWithResponse Download the participant identity export
 //
 // Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
 //
@@ -7625,7 +7625,7 @@ func (c *ClientWithResponses) GetParticipantStatusWithResponse(ctx context.Conte
 	return ParseGetParticipantStatusResponse(rsp)
 }
 
-// ListPartiesWithResponse Look up parties by id prefix (not built yet)
+// ListPartiesWithResponse Look up parties by id prefix
 //
 // Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
 //
@@ -7640,7 +7640,7 @@ func (c *ClientWithResponses) ListPartiesWithResponse(ctx context.Context, name 
 	return ParseListPartiesResponse(rsp)
 }
 
-// AllocatePartyWithResponse Allocate a participant-managed party (not built yet)
+// AllocatePartyWithResponse Allocate a participant-managed party
 //
 // Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
 //
@@ -7685,7 +7685,7 @@ func (c *ClientWithResponses) ListTopologyProposalsWithResponse(ctx context.Cont
 	return ParseListTopologyProposalsResponse(rsp)
 }
 
-// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters (not built yet)
+// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters
 //
 // Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
 //
@@ -7700,7 +7700,7 @@ func (c *ClientWithResponses) GetValidatorTrafficStatusWithResponse(ctx context.
 	return ParseGetValidatorTrafficStatusResponse(rsp)
 }
 
-// CreateUserWithResponse Create a ledger user (not built yet)
+// CreateUserWithResponse Create a ledger user
 //
 // Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
 //
@@ -7715,7 +7715,7 @@ func (c *ClientWithResponses) CreateUserWithResponse(ctx context.Context, name V
 	return ParseCreateUserResponse(rsp)
 }
 
-// UpdateUserWithResponse Update a ledger user (not built yet)
+// UpdateUserWithResponse Update a ledger user
 //
 // Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
 //
@@ -7730,7 +7730,7 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, name V
 	return ParseUpdateUserResponse(rsp)
 }
 
-// ListUserRightsWithResponse List a ledger user's rights (not built yet)
+// ListUserRightsWithResponse List a ledger user's rights
 //
 // The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 //
@@ -7745,7 +7745,7 @@ func (c *ClientWithResponses) ListUserRightsWithResponse(ctx context.Context, na
 	return ParseListUserRightsResponse(rsp)
 }
 
-// UpdateUserRightsWithResponse Replace a ledger user's rights (not built yet)
+// UpdateUserRightsWithResponse Replace a ledger user's rights
 //
 // The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
 //
@@ -7850,7 +7850,7 @@ func (c *ClientWithResponses) CreateGatewayWalletWithResponse(ctx context.Contex
 	return ParseCreateGatewayWalletResponse(rsp)
 }
 
-// ListWalletUsersWithResponse List wallet usernames (not built yet)
+// ListWalletUsersWithResponse List wallet usernames
 //
 // The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 //
@@ -7865,7 +7865,7 @@ func (c *ClientWithResponses) ListWalletUsersWithResponse(ctx context.Context, n
 	return ParseListWalletUsersResponse(rsp)
 }
 
-// OnboardWalletUserWithBodyWithResponse Onboard a wallet user (not built yet)
+// OnboardWalletUserWithBodyWithResponse Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 //
@@ -7880,7 +7880,7 @@ func (c *ClientWithResponses) OnboardWalletUserWithBodyWithResponse(ctx context.
 	return ParseOnboardWalletUserResponse(rsp)
 }
 
-// OnboardWalletUserWithResponse Onboard a wallet user (not built yet)
+// OnboardWalletUserWithResponse Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
 //
@@ -7895,7 +7895,7 @@ func (c *ClientWithResponses) OnboardWalletUserWithResponse(ctx context.Context,
 	return ParseOnboardWalletUserResponse(rsp)
 }
 
-// OffboardWalletUserWithResponse Offboard a wallet user (not built yet)
+// OffboardWalletUserWithResponse Offboard a wallet user
 //
 // Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
 //

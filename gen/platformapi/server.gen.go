@@ -48,13 +48,13 @@ type ServerInterface interface {
 	// GetValidator Get a validator
 	// (GET /api/v1/validators/{name})
 	GetValidator(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+	// GetValidatorBalances Get the validator party's native coin balance
 	// (GET /api/v1/validators/{name}/balances)
 	GetValidatorBalances(ctx echo.Context, name ValidatorNamePath) error
-	// UploadDar Upload a DAR package (not built yet)
+	// UploadDar Upload a DAR package
 	// (POST /api/v1/validators/{name}/dars/upload)
 	UploadDar(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetails Get the aggregate view of a validator
 	// (GET /api/v1/validators/{name}/details)
 	GetValidatorDetails(ctx echo.Context, name ValidatorNamePath) error
 	// ListExternalParties List externally signed parties onboarded here (not built yet)
@@ -75,7 +75,7 @@ type ServerInterface interface {
 	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
 	// (POST /api/v1/validators/{name}/external-parties/generate-topology)
 	GenerateExternalPartyTopology(ctx echo.Context, name ValidatorNamePath) error
-	// GetIdentityDump Download the participant identity export (not built yet)
+	// GetIdentityDump Download the participant identity export
 	// (GET /api/v1/validators/{name}/identity-dump)
 	GetIdentityDump(ctx echo.Context, name ValidatorNamePath) error
 	// GetValidatorKeys List the participant's public keys (not built yet)
@@ -90,10 +90,10 @@ type ServerInterface interface {
 	// GetParticipantStatus Get participant node health (not built yet)
 	// (GET /api/v1/validators/{name}/participant-status)
 	GetParticipantStatus(ctx echo.Context, name ValidatorNamePath) error
-	// ListParties Look up parties by id prefix (not built yet)
+	// ListParties Look up parties by id prefix
 	// (GET /api/v1/validators/{name}/parties)
 	ListParties(ctx echo.Context, name ValidatorNamePath, params ListPartiesParams) error
-	// AllocateParty Allocate a participant-managed party (not built yet)
+	// AllocateParty Allocate a participant-managed party
 	// (POST /api/v1/validators/{name}/parties)
 	AllocateParty(ctx echo.Context, name ValidatorNamePath, params AllocatePartyParams) error
 	// GetValidatorStatus Get a validator's resource status
@@ -102,19 +102,19 @@ type ServerInterface interface {
 	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
 	// (GET /api/v1/validators/{name}/topology-proposals)
 	ListTopologyProposals(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
 	// (GET /api/v1/validators/{name}/traffic-status)
 	GetValidatorTrafficStatus(ctx echo.Context, name ValidatorNamePath) error
-	// CreateUser Create a ledger user (not built yet)
+	// CreateUser Create a ledger user
 	// (POST /api/v1/validators/{name}/users)
 	CreateUser(ctx echo.Context, name ValidatorNamePath, params CreateUserParams) error
-	// UpdateUser Update a ledger user (not built yet)
+	// UpdateUser Update a ledger user
 	// (POST /api/v1/validators/{name}/users/{userId})
 	UpdateUser(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserParams) error
-	// ListUserRights List a ledger user's rights (not built yet)
+	// ListUserRights List a ledger user's rights
 	// (GET /api/v1/validators/{name}/users/{userId}/rights)
 	ListUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath) error
-	// UpdateUserRights Replace a ledger user's rights (not built yet)
+	// UpdateUserRights Replace a ledger user's rights
 	// (POST /api/v1/validators/{name}/users/{userId}/rights)
 	UpdateUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserRightsParams) error
 	// GetCustodyProviderSettings Read custody provider settings (not built yet)
@@ -129,13 +129,13 @@ type ServerInterface interface {
 	// CreateGatewayWallet Create a wallet for a party (not built yet)
 	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
 	CreateGatewayWallet(ctx echo.Context, name ValidatorNamePath) error
-	// ListWalletUsers List wallet usernames (not built yet)
+	// ListWalletUsers List wallet usernames
 	// (GET /api/v1/validators/{name}/wallet-users)
 	ListWalletUsers(ctx echo.Context, name ValidatorNamePath) error
-	// OnboardWalletUser Onboard a wallet user (not built yet)
+	// OnboardWalletUser Onboard a wallet user
 	// (POST /api/v1/validators/{name}/wallet-users)
 	OnboardWalletUser(ctx echo.Context, name ValidatorNamePath) error
-	// OffboardWalletUser Offboard a wallet user (not built yet)
+	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx echo.Context, name ValidatorNamePath, username string) error
 	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
@@ -4910,13 +4910,13 @@ type StrictServerInterface interface {
 	// GetValidator Get a validator
 	// (GET /api/v1/validators/{name})
 	GetValidator(ctx context.Context, request GetValidatorRequestObject) (GetValidatorResponseObject, error)
-	// GetValidatorBalances Get the validator party's native coin balance (not built yet)
+	// GetValidatorBalances Get the validator party's native coin balance
 	// (GET /api/v1/validators/{name}/balances)
 	GetValidatorBalances(ctx context.Context, request GetValidatorBalancesRequestObject) (GetValidatorBalancesResponseObject, error)
-	// UploadDar Upload a DAR package (not built yet)
+	// UploadDar Upload a DAR package
 	// (POST /api/v1/validators/{name}/dars/upload)
 	UploadDar(ctx context.Context, request UploadDarRequestObject) (UploadDarResponseObject, error)
-	// GetValidatorDetails Get the aggregate view of a validator (not built yet)
+	// GetValidatorDetails Get the aggregate view of a validator
 	// (GET /api/v1/validators/{name}/details)
 	GetValidatorDetails(ctx context.Context, request GetValidatorDetailsRequestObject) (GetValidatorDetailsResponseObject, error)
 	// ListExternalParties List externally signed parties onboarded here (not built yet)
@@ -4937,7 +4937,7 @@ type StrictServerInterface interface {
 	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
 	// (POST /api/v1/validators/{name}/external-parties/generate-topology)
 	GenerateExternalPartyTopology(ctx context.Context, request GenerateExternalPartyTopologyRequestObject) (GenerateExternalPartyTopologyResponseObject, error)
-	// GetIdentityDump Download the participant identity export (not built yet)
+	// GetIdentityDump Download the participant identity export
 	// (GET /api/v1/validators/{name}/identity-dump)
 	GetIdentityDump(ctx context.Context, request GetIdentityDumpRequestObject) (GetIdentityDumpResponseObject, error)
 	// GetValidatorKeys List the participant's public keys (not built yet)
@@ -4952,10 +4952,10 @@ type StrictServerInterface interface {
 	// GetParticipantStatus Get participant node health (not built yet)
 	// (GET /api/v1/validators/{name}/participant-status)
 	GetParticipantStatus(ctx context.Context, request GetParticipantStatusRequestObject) (GetParticipantStatusResponseObject, error)
-	// ListParties Look up parties by id prefix (not built yet)
+	// ListParties Look up parties by id prefix
 	// (GET /api/v1/validators/{name}/parties)
 	ListParties(ctx context.Context, request ListPartiesRequestObject) (ListPartiesResponseObject, error)
-	// AllocateParty Allocate a participant-managed party (not built yet)
+	// AllocateParty Allocate a participant-managed party
 	// (POST /api/v1/validators/{name}/parties)
 	AllocateParty(ctx context.Context, request AllocatePartyRequestObject) (AllocatePartyResponseObject, error)
 	// GetValidatorStatus Get a validator's resource status
@@ -4964,19 +4964,19 @@ type StrictServerInterface interface {
 	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
 	// (GET /api/v1/validators/{name}/topology-proposals)
 	ListTopologyProposals(ctx context.Context, request ListTopologyProposalsRequestObject) (ListTopologyProposalsResponseObject, error)
-	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters (not built yet)
+	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
 	// (GET /api/v1/validators/{name}/traffic-status)
 	GetValidatorTrafficStatus(ctx context.Context, request GetValidatorTrafficStatusRequestObject) (GetValidatorTrafficStatusResponseObject, error)
-	// CreateUser Create a ledger user (not built yet)
+	// CreateUser Create a ledger user
 	// (POST /api/v1/validators/{name}/users)
 	CreateUser(ctx context.Context, request CreateUserRequestObject) (CreateUserResponseObject, error)
-	// UpdateUser Update a ledger user (not built yet)
+	// UpdateUser Update a ledger user
 	// (POST /api/v1/validators/{name}/users/{userId})
 	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
-	// ListUserRights List a ledger user's rights (not built yet)
+	// ListUserRights List a ledger user's rights
 	// (GET /api/v1/validators/{name}/users/{userId}/rights)
 	ListUserRights(ctx context.Context, request ListUserRightsRequestObject) (ListUserRightsResponseObject, error)
-	// UpdateUserRights Replace a ledger user's rights (not built yet)
+	// UpdateUserRights Replace a ledger user's rights
 	// (POST /api/v1/validators/{name}/users/{userId}/rights)
 	UpdateUserRights(ctx context.Context, request UpdateUserRightsRequestObject) (UpdateUserRightsResponseObject, error)
 	// GetCustodyProviderSettings Read custody provider settings (not built yet)
@@ -4991,13 +4991,13 @@ type StrictServerInterface interface {
 	// CreateGatewayWallet Create a wallet for a party (not built yet)
 	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
 	CreateGatewayWallet(ctx context.Context, request CreateGatewayWalletRequestObject) (CreateGatewayWalletResponseObject, error)
-	// ListWalletUsers List wallet usernames (not built yet)
+	// ListWalletUsers List wallet usernames
 	// (GET /api/v1/validators/{name}/wallet-users)
 	ListWalletUsers(ctx context.Context, request ListWalletUsersRequestObject) (ListWalletUsersResponseObject, error)
-	// OnboardWalletUser Onboard a wallet user (not built yet)
+	// OnboardWalletUser Onboard a wallet user
 	// (POST /api/v1/validators/{name}/wallet-users)
 	OnboardWalletUser(ctx context.Context, request OnboardWalletUserRequestObject) (OnboardWalletUserResponseObject, error)
-	// OffboardWalletUser Offboard a wallet user (not built yet)
+	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx context.Context, request OffboardWalletUserRequestObject) (OffboardWalletUserResponseObject, error)
 	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)

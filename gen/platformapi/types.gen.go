@@ -821,7 +821,7 @@ type ValidatorDetails struct {
 	// DarsError Why `dars` could not be fetched.
 	DarsError *string `json:"darsError,omitempty"`
 
-	// LedgerApiEndpoint Address of the validator's ledger API, from the resource; absent when the resource names none.
+	// LedgerApiEndpoint Address of the validator's JSON Ledger API that this server calls, derived from the resource by the Helm service convention (`<name>-participant.<namespace>:7575`; on the embedded default, the sandbox ledger's loopback address).
 	//
 	// Example: http://participant-1:7575
 	LedgerApiEndpoint *string `json:"ledgerApiEndpoint,omitempty"`

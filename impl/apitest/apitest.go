@@ -28,6 +28,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
@@ -76,7 +77,14 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	logs := &Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.Open(context.Background(), cfg, log, "test", o.App...)
+	// Every exchange with the sandbox network must match the upstreams'
+	// published descriptions, as every response must match ours.
+	hook, err := sandbox.ContractHook(func(problem string) { t.Errorf("%s", problem) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append([]app.Option{app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook })}, o.App...)
+	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/platform"
+	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/server"
 	"github.com/validator-manager/validator-manager/impl/store"
 	"github.com/validator-manager/validator-manager/impl/telemetry"
@@ -66,6 +67,9 @@ type App struct {
 	// Telemetry is the process's operational metrics (/actuator/prometheus);
 	// upstream clients observe their calls through it (Transport, ObserveUpstream).
 	Telemetry *telemetry.Metrics
+
+	// Sandbox is the embedded default's simulated network (nil otherwise).
+	Sandbox *sandbox.Network
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -74,6 +78,8 @@ type Wiring struct {
 	Server     *server.Options
 	// Embedded is the embedded cluster's options (cluster.mode simulated).
 	Embedded *cluster.EmbeddedOptions
+
+	Sandbox *sandbox.Options // the embedded default's network (issue 9)
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -163,12 +169,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	a.Management = management.New(mo)
 	a.Telemetry = telemetry.New()
 	a.Telemetry.WatchSync(a.kube.SyncState)
+	ups, err := a.openUpstreams(opts)
+	if err != nil {
+		return nil, err
+	}
 	plat := platform.New(platform.Options{
 		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
 		Version: version,
 		Docs:    d,
 		// Release 2.0's Validator/Application reads and application metrics.
 		Resources: a.kube,
+
+		Upstreams: ups, // release 2.0's upstream proxy (issue 9)
+		Logger:    log,
 	})
 	so := server.Options{
 		Logger:     log,
@@ -365,6 +378,9 @@ func (a *App) DevToken() (string, error) {
 
 // Close releases what Open acquired.
 func (a *App) Close() error {
+	if a.Sandbox != nil {
+		a.Sandbox.Close()
+	}
 	if a.Embedded != nil {
 		a.Embedded.Close() // the gateway, then its object store
 	} else if a.kube != nil {

@@ -825,3 +825,19 @@ func (k *Kube) BackupCronJob(ctx context.Context, validator string) (*batchv1.Cr
 	cj, err := k.core.BatchV1().CronJobs(k.namespace).Get(ctx, BackupCronJobName(validator), metav1.GetOptions{})
 	return cj, translate(fmt.Sprintf("read backup schedule of %q", validator), err)
 }
+
+// LedgerAPIClientSecret reads the client secret of a validator's ledger API
+// client from its Secret; domain.ErrNotFound when the Secret or its key is
+// absent. The value is never logged and its errors never quote it.
+func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (string, error) {
+	name := domain.LedgerAPIAuthSecretName(validator)
+	sec, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", translate(fmt.Sprintf("read Secret %q", name), redact(err))
+	}
+	v, ok := sec.Data[LedgerAPIAuthSecretKey]
+	if !ok {
+		return "", domain.NotFound("Secret %q has no key %q", name, LedgerAPIAuthSecretKey)
+	}
+	return string(v), nil
+}

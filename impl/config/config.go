@@ -77,6 +77,10 @@ type Config struct {
 	LogLevel        string
 	// PprofListen is the loopback address of the profiling listener; empty: off.
 	PprofListen string
+
+	// Upstream calls of release 2.0 (ledger, scan, validator app).
+	UpstreamTimeout  time.Duration
+	UpstreamTokenURL string
 }
 
 // Default is the embedded default: everything local, in ./data.
@@ -103,6 +107,7 @@ func Default() Config {
 		DatabaseMaxIdleConns:    10,
 		DatabaseConnMaxLifetime: 30 * time.Minute,
 		DatabaseConnMaxIdleTime: 10 * time.Minute,
+		UpstreamTimeout:         30 * time.Second,
 	}
 }
 
@@ -145,6 +150,8 @@ func (c *Config) settings() []setting {
 		{"server.pprofListen", "loopback address (127.0.0.1:6060) of a Go profiling listener (net/http/pprof); empty = off", &c.PprofListen, false},
 		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
 		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
+		{"upstream.timeout", "deadline of one call to a validator's ledger API, scan or validator app (502 beyond)", &c.UpstreamTimeout, false},
+		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }
 
@@ -364,6 +371,9 @@ func (c *Config) validate() error {
 	}
 	if c.PprofListen != "" && !Loopback(c.PprofListen) {
 		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)
+	}
+	if c.UpstreamTimeout <= 0 {
+		return fmt.Errorf("upstream.timeout: must be positive")
 	}
 	return nil
 }

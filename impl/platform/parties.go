@@ -2,16 +2,69 @@ package platform
 
 import (
 	"context"
+	"net/http"
+	"strings"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
+// maxPages bounds the pages followed for one listing, against a ledger
+// that keeps answering a next page token.
+const maxPages = 10_000
+
+// ListParties follows every page of the ledger's GET /v2/parties and keeps
+// the parties whose id starts with partyId.
 func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesRequestObject) (platformapi.ListPartiesResponseObject, error) {
-	return nil, notBuilt("listParties", needsLedger)
+	n, err := s.node(ctx, "listParties", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	prefix := ""
+	if req.Params.PartyId != nil {
+		prefix = *req.Params.PartyId
+	}
+	out := platformapi.ListParties200JSONResponse{}
+	params := &ledgerapi.GetV2PartiesParams{}
+	for range maxPages {
+		resp, err := n.Ledger.GetV2PartiesWithResponse(ctx, params)
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+			return nil, err
+		}
+		var page struct {
+			PartyDetails  []platformapi.PartyDetails `json:"partyDetails"`
+			NextPageToken string                     `json:"nextPageToken"`
+		}
+		if err := passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &page); err != nil {
+			return nil, err
+		}
+		for _, p := range page.PartyDetails {
+			if strings.HasPrefix(p.Party, prefix) {
+				out = append(out, p)
+			}
+		}
+		if page.NextPageToken == "" {
+			return out, nil
+		}
+		params.PageToken = &page.NextPageToken
+	}
+	return out, nil
 }
 
+// AllocateParty allocates a participant-managed party (ledger POST /v2/parties).
 func (s *Server) AllocateParty(ctx context.Context, req platformapi.AllocatePartyRequestObject) (platformapi.AllocatePartyResponseObject, error) {
-	return nil, notBuilt("allocateParty", needsLedger)
+	n, err := s.node(ctx, "allocateParty", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	hint := req.Params.PartyIdHint
+	resp, err := n.Ledger.PostV2PartiesWithResponse(ctx, ledgerapi.AllocatePartyRequest{PartyIdHint: &hint})
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	var out platformapi.AllocateParty200JSONResponse
+	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
 }
 
 func (s *Server) ListLocalParties(ctx context.Context, req platformapi.ListLocalPartiesRequestObject) (platformapi.ListLocalPartiesResponseObject, error) {

@@ -4,6 +4,7 @@ package platform
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/docs"
@@ -25,6 +26,11 @@ type Options struct {
 	Docs    *docs.Docs
 	// Resources serves the Validator and Application reads and metrics; nil: 501.
 	Resources Resources
+	// Upstreams reaches validators' ledger, scan and validator app; nil
+	// leaves the proxy operations at 501.
+	Upstreams Upstreams
+	// Logger gets what a 200 answer hides (a view's failed section).
+	Logger *slog.Logger
 }
 
 // Server serves release 2.0.
@@ -33,6 +39,9 @@ type Server struct {
 	version string
 	docs    *docs.Docs
 	cluster Resources
+	// upstreams: see Options.Upstreams.
+	upstreams Upstreams
+	log       *slog.Logger
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -41,6 +50,8 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{health: o.Health, version: o.Version, docs: o.Docs}
 	s.cluster = o.Resources
+	s.upstreams = o.Upstreams
+	s.log = o.Logger
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)
@@ -54,8 +65,9 @@ func notBuilt(operation, missing string) error {
 }
 
 const (
-	needsCluster = "the release 2.0 cluster resource reader (Validator/Application informers) is not built yet"
-	needsLedger  = "the release 2.0 upstream proxy (ledger JSON API, participant admin API, scan, validator app) is not built yet"
-	needsConsole = "the release 2.0 ledger console stream is not built yet"
-	needsGateway = "the release 2.0 wallet gateway custody integration is not built yet"
+	needsCluster  = "the release 2.0 cluster resource reader (Validator/Application informers) is not built yet"
+	needsLedger   = "the release 2.0 upstream proxy (ledger JSON API, participant admin API, scan, validator app) is not built yet"
+	needsAdminAPI = "the release 2.0 client of the participant admin gRPC API is not built yet"
+	needsConsole  = "the release 2.0 ledger console stream is not built yet"
+	needsGateway  = "the release 2.0 wallet gateway custody integration is not built yet"
 )

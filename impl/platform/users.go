@@ -2,22 +2,245 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
+// rightSet is the rights that query or form parameters name, in the
+// ledger's shape, keyed by kind and party.
+type rightSet map[string]ledgerapi.Right
+
+func rightKey(kind, party string) string { return kind + "\x00" + party }
+
+func (rs rightSet) add(kind, party string) error {
+	raw, err := json.Marshal(map[string]any{kind: map[string]any{"value": rightValue(party)}})
+	if err != nil {
+		return err
+	}
+	var k ledgerapi.Kind
+	if err := k.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	rs[rightKey(kind, party)] = ledgerapi.Right{Kind: &k}
+	return nil
+}
+
+func rightValue(party string) map[string]string {
+	if party == "" {
+		return map[string]string{}
+	}
+	return map[string]string{"party": party}
+}
+
+// list is the set in a stable order.
+func (rs rightSet) list(keys ...string) *[]ledgerapi.Right {
+	if keys == nil {
+		for k := range rs {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]ledgerapi.Right, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, rs[k])
+	}
+	return &out
+}
+
+// rightsFrom reads the right parameters shared by createUser and updateUserRights.
+func rightsFrom(participantAdmin, idpAdmin, readAny, execAny *bool, actAs, readAs, execAs *[]string) (rightSet, error) {
+	rs := rightSet{}
+	for kind, on := range map[string]*bool{"ParticipantAdmin": participantAdmin, "IdentityProviderAdmin": idpAdmin, "CanReadAsAnyParty": readAny, "CanExecuteAsAnyParty": execAny} {
+		if on != nil && *on {
+			if err := rs.add(kind, ""); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for kind, parties := range map[string]*[]string{"CanActAs": actAs, "CanReadAs": readAs, "CanExecuteAs": execAs} {
+		if parties == nil {
+			continue
+		}
+		for _, p := range *parties {
+			if strings.TrimSpace(p) == "" {
+				return nil, domain.Invalid(strings.ToLower(kind[:1])+kind[1:], "must name a party")
+			}
+			if err := rs.add(kind, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rs, nil
+}
+
+// wireRights reads a ledger answer's rights: each right's key and raw form.
+func wireRights(raw []json.RawMessage) (map[string]ledgerapi.Right, error) {
+	out := map[string]ledgerapi.Right{}
+	for _, r := range raw {
+		var w struct {
+			Kind map[string]struct {
+				Value struct {
+					Party string `json:"party"`
+				} `json:"value"`
+			} `json:"kind"`
+		}
+		if err := json.Unmarshal(r, &w); err != nil {
+			return nil, err
+		}
+		var lr ledgerapi.Right
+		if err := json.Unmarshal(r, &lr); err != nil {
+			return nil, err
+		}
+		for kind, v := range w.Kind {
+			out[rightKey(kind, v.Value.Party)] = lr
+		}
+	}
+	return out, nil
+}
+
+// CreateUser creates a ledger user with the rights named (ledger POST /v2/users).
 func (s *Server) CreateUser(ctx context.Context, req platformapi.CreateUserRequestObject) (platformapi.CreateUserResponseObject, error) {
-	return nil, notBuilt("createUser", needsLedger)
+	p := req.Params
+	rs, err := rightsFrom(p.ParticipantAdmin, p.IdentityProviderAdmin, p.CanReadAsAnyParty, p.CanExecuteAsAnyParty, p.CanActAs, p.CanReadAs, p.CanExecuteAs)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.node(ctx, "createUser", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	u := ledgerapi.User{Id: p.UserId}
+	if p.PrimaryParty != nil && *p.PrimaryParty != "" {
+		u.PrimaryParty = p.PrimaryParty
+	}
+	resp, err := n.Ledger.PostV2UsersWithResponse(ctx, ledgerapi.CreateUserRequest{User: u, Rights: rs.list()})
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	var out platformapi.CreateUser200JSONResponse
+	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
 }
 
+// UpdateUser changes what is sent of a ledger user (ledger PATCH
+// /v2/users/{user-id} with an update mask naming exactly that).
 func (s *Server) UpdateUser(ctx context.Context, req platformapi.UpdateUserRequestObject) (platformapi.UpdateUserResponseObject, error) {
-	return nil, notBuilt("updateUser", needsLedger)
+	p := req.Params
+	u := ledgerapi.User{Id: req.UserId}
+	var paths []string
+	if p.PrimaryParty != nil {
+		u.PrimaryParty, paths = p.PrimaryParty, append(paths, "primary_party")
+	}
+	if p.IsDeactivated != nil {
+		u.IsDeactivated, paths = p.IsDeactivated, append(paths, "is_deactivated")
+	}
+	if p.Annotation != nil && len(*p.Annotation) > 0 {
+		ann := ledgerapi.MapString{}
+		for _, a := range *p.Annotation {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok || k == "" {
+				return nil, domain.Invalid("annotation", "%q is not key=value", a)
+			}
+			ann[k] = v
+		}
+		u.Metadata, paths = &ledgerapi.ObjectMeta{Annotations: &ann}, append(paths, "metadata.annotations")
+	}
+	if len(paths) == 0 {
+		return nil, domain.Invalid("", "nothing to update: send primaryParty, isDeactivated or annotation")
+	}
+	n, err := s.node(ctx, "updateUser", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	mask := ledgerapi.FieldMask{Paths: &paths, UnknownFields: ledgerapi.UnknownFieldSet{Fields: ledgerapi.MapIntField{}}}
+	resp, err := n.Ledger.PatchV2UsersUserIdWithResponse(ctx, req.UserId, ledgerapi.UpdateUserRequest{User: u, UpdateMask: mask})
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	var out platformapi.UpdateUser200JSONResponse
+	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
 }
 
+// ListUserRights passes the ledger's GET /v2/users/{user-id}/rights through.
 func (s *Server) ListUserRights(ctx context.Context, req platformapi.ListUserRightsRequestObject) (platformapi.ListUserRightsResponseObject, error) {
-	return nil, notBuilt("listUserRights", needsLedger)
+	n, err := s.node(ctx, "listUserRights", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out platformapi.ListUserRights200JSONResponse
+	_, err = s.userRights(ctx, n, req.UserId, (*platformapi.UserRights)(&out))
+	return out, err
 }
 
+// userRights reads a user's rights into out and returns them by key.
+func (s *Server) userRights(ctx context.Context, n *upstream.Node, userID string, out *platformapi.UserRights) (map[string]ledgerapi.Right, error) {
+	resp, err := n.Ledger.GetV2UsersUserIdRightsWithResponse(ctx, userID)
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	endpoint := resp.HTTPResponse.Request.URL.String()
+	if err := passThrough("ledger API", endpoint, resp.Body, out); err != nil {
+		return nil, err
+	}
+	var raw struct {
+		Rights []json.RawMessage `json:"rights"`
+	}
+	if err := passThrough("ledger API", endpoint, resp.Body, &raw); err != nil {
+		return nil, err
+	}
+	have, err := wireRights(raw.Rights)
+	if err != nil {
+		return nil, &domain.UpstreamError{Endpoint: upstream.Call{URL: endpoint}.Endpoint(), Message: "the ledger API answered with rights that do not match its description", Cause: err}
+	}
+	return have, nil
+}
+
+// UpdateUserRights makes the rights sent the user's complete set: revoke
+// what the user has and is not sent, then grant what is new.
 func (s *Server) UpdateUserRights(ctx context.Context, req platformapi.UpdateUserRightsRequestObject) (platformapi.UpdateUserRightsResponseObject, error) {
-	return nil, notBuilt("updateUserRights", needsLedger)
+	p := req.Params
+	want, err := rightsFrom(p.ParticipantAdmin, p.IdentityProviderAdmin, p.CanReadAsAnyParty, p.CanExecuteAsAnyParty, p.CanActAs, p.CanReadAs, p.CanExecuteAs)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.node(ctx, "updateUserRights", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	have, err := s.userRights(ctx, n, req.UserId, &platformapi.UserRights{})
+	if err != nil {
+		return nil, err
+	}
+	revoke, grant := rightSet{}, []string{}
+	for k, r := range have {
+		if _, ok := want[k]; !ok {
+			revoke[k] = r
+		}
+	}
+	for k := range want {
+		if _, ok := have[k]; !ok {
+			grant = append(grant, k)
+		}
+	}
+	if len(revoke) > 0 {
+		resp, err := n.Ledger.PatchV2UsersUserIdRightsWithResponse(ctx, req.UserId, ledgerapi.RevokeUserRightsRequest{UserId: req.UserId, Rights: revoke.list()})
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+			return nil, err
+		}
+	}
+	if len(grant) > 0 {
+		resp, err := n.Ledger.PostV2UsersUserIdRightsWithResponse(ctx, req.UserId, ledgerapi.GrantUserRightsRequest{UserId: req.UserId, Rights: want.list(grant...)})
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+			return nil, err
+		}
+	}
+	var out platformapi.UpdateUserRights200JSONResponse
+	_, err = s.userRights(ctx, n, req.UserId, (*platformapi.UserRights)(&out))
+	return out, err
 }

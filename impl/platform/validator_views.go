@@ -2,30 +2,249 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"fmt"
+	"io"
+	"net/http"
+	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
+// GetValidatorDetails is the Validator resource with the ledger's
+// authenticated user, every user (all pages) and every package, fetched
+// concurrently; a section that fails is replaced by <section>Error and the
+// answer stays 200.
 func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetValidatorDetailsRequestObject) (platformapi.GetValidatorDetailsResponseObject, error) {
-	return nil, notBuilt("getValidatorDetails", needsLedger)
+	resources, err := s.resources()
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.node(ctx, "getValidatorDetails", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	// From the cache, as stored minus managedFields, like getValidator.
+	raw, err := resources.ResourceObject(domain.KindValidator, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out platformapi.GetValidatorDetails200JSONResponse
+	if err := json.Unmarshal(raw, &out.Validator); err != nil {
+		return nil, domain.Internal(err)
+	}
+	endpoint := n.Target.LedgerURL
+	out.LedgerApiEndpoint = &endpoint
+
+	var wg sync.WaitGroup
+	section := func(name string, fetch func() error, failed **string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fetch(); err != nil {
+				s.logUpstream(ctx, "getValidatorDetails", err)
+				msg := sectionError(err)
+				*failed = &msg
+			}
+		}()
+	}
+	section("authenticatedUser", func() error {
+		r, err := n.Ledger.GetV2AuthenticatedUserWithResponse(ctx, nil)
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+			return err
+		}
+		var u platformapi.AuthenticatedUser
+		if err := passThrough("ledger API", r.HTTPResponse.Request.URL.String(), r.Body, &u); err != nil {
+			return err
+		}
+		out.AuthenticatedUser = &u
+		return nil
+	}, &out.AuthenticatedUserError)
+	section("allUsers", func() error {
+		users := []platformapi.LedgerUser{}
+		params := &ledgerapi.GetV2UsersParams{}
+		for range maxPages {
+			r, err := n.Ledger.GetV2UsersWithResponse(ctx, params)
+			if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+				return err
+			}
+			var page struct {
+				Users         []platformapi.LedgerUser `json:"users"`
+				NextPageToken string                   `json:"nextPageToken"`
+			}
+			if err := passThrough("ledger API", r.HTTPResponse.Request.URL.String(), r.Body, &page); err != nil {
+				return err
+			}
+			users = append(users, page.Users...)
+			if page.NextPageToken == "" {
+				break
+			}
+			params.PageToken = &page.NextPageToken
+		}
+		out.AllUsers = &users
+		return nil
+	}, &out.AllUsersError)
+	section("dars", func() error {
+		r, err := n.Ledger.GetV2PackagesWithResponse(ctx)
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+			return err
+		}
+		if r.JSON200 == nil {
+			return &domain.UpstreamError{Endpoint: upstream.Call{URL: r.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "the ledger API answered no package ids"}
+		}
+		ids := append([]string{}, r.JSON200.PackageIds...)
+		out.Dars = &ids
+		return nil
+	}, &out.DarsError)
+	wg.Wait()
+	return out, nil
 }
 
+// sectionError is what a failed section says: the safe message, with the
+// address for an upstream failure.
+func sectionError(err error) string {
+	var up *domain.UpstreamError
+	var de *domain.Error
+	switch {
+	case errors.As(err, &de):
+		return de.Message
+	case errors.As(err, &up):
+		return up.Endpoint + ": " + up.Message
+	}
+	return "internal error"
+}
+
+// GetValidatorBalances looks up the validator party's holdings in scan:
+// the party from the validator app, the latest snapshot before now of the
+// validator's migration, then the holdings summary at it. A failed lookup
+// is still 200, with error (and party_id when known).
 func (s *Server) GetValidatorBalances(ctx context.Context, req platformapi.GetValidatorBalancesRequestObject) (platformapi.GetValidatorBalancesResponseObject, error) {
-	return nil, notBuilt("getValidatorBalances", needsLedger)
+	n, err := s.node(ctx, "getValidatorBalances", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := balances(ctx, n)
+	if err != nil {
+		msg := err.Error()
+		if up, ok := err.(*domain.UpstreamError); ok {
+			msg = up.Message
+		}
+		s.logUpstream(ctx, "getValidatorBalances", err)
+		out.Error = &msg
+		out.AccumulatedHoldingFeesLocked, out.AccumulatedHoldingFeesTotal, out.AccumulatedHoldingFeesUnlocked = nil, nil, nil
+		out.ComputedAsOfRound, out.MigrationId, out.RecordTime = nil, nil, nil
+		out.TotalAvailableCoin, out.TotalCoinHoldings, out.TotalLockedCoin, out.TotalUnlockedCoin = nil, nil, nil, nil
+	}
+	return platformapi.GetValidatorBalances200JSONResponse(out), nil
 }
 
+func balances(ctx context.Context, n *upstream.Node) (platformapi.ValidatorBalances, error) {
+	var out platformapi.ValidatorBalances
+	who, err := n.Validator.GetValidatorUserInfoWithResponse(ctx)
+	if err := answered(upstream.ValidatorApp, n.Target.ValidatorAppURL, err, func() (*http.Response, []byte) { return who.HTTPResponse, who.Body }); err != nil {
+		return out, err
+	}
+	if who.JSON200 == nil {
+		return out, fmt.Errorf("the validator app did not name the validator party")
+	}
+	party := who.JSON200.PartyId
+	out.PartyId = &party
+	snap, err := n.Scan.GetDateOfMostRecentSnapshotBeforeWithResponse(ctx, &scanapi.GetDateOfMostRecentSnapshotBeforeParams{Before: time.Now().UTC(), MigrationId: n.Target.MigrationID})
+	if err := answered(upstream.Scan, n.Target.ScanURL, err, func() (*http.Response, []byte) { return snap.HTTPResponse, snap.Body }); err != nil {
+		return out, err
+	}
+	if snap.JSON200 == nil {
+		return out, fmt.Errorf("the scan service answered no snapshot time")
+	}
+	sum, err := n.Scan.GetHoldingsSummaryAtWithResponse(ctx, scanapi.HoldingsSummaryRequest{
+		MigrationId: n.Target.MigrationID, RecordTime: snap.JSON200.RecordTime, OwnerPartyIds: []string{party},
+	})
+	if err := answered(upstream.Scan, n.Target.ScanURL, err, func() (*http.Response, []byte) { return sum.HTTPResponse, sum.Body }); err != nil {
+		return out, err
+	}
+	if sum.JSON200 == nil {
+		return out, fmt.Errorf("the scan service answered no holdings summary")
+	}
+	for _, h := range sum.JSON200.Summaries {
+		if h.PartyId != party {
+			continue
+		}
+		rt, mig, round := sum.JSON200.RecordTime, sum.JSON200.MigrationId, sum.JSON200.ComputedAsOfRound
+		out.RecordTime, out.MigrationId, out.ComputedAsOfRound = &rt, &mig, &round
+		out.TotalUnlockedCoin, out.TotalLockedCoin, out.TotalCoinHoldings = &h.TotalUnlockedCoin, &h.TotalLockedCoin, &h.TotalCoinHoldings
+		out.AccumulatedHoldingFeesUnlocked, out.AccumulatedHoldingFeesLocked, out.AccumulatedHoldingFeesTotal = &h.AccumulatedHoldingFeesUnlocked, &h.AccumulatedHoldingFeesLocked, &h.AccumulatedHoldingFeesTotal
+		out.TotalAvailableCoin = &h.TotalAvailableCoin
+		return out, nil
+	}
+	return out, fmt.Errorf("the scan service's holdings summary has no entry for the validator party")
+}
+
+// GetValidatorTrafficStatus passes scan's traffic status of the
+// participant (ledger GET /v2/parties/participant-id) on the synchronizer
+// it is connected to (ledger GET /v2/state/connected-synchronizers) through.
 func (s *Server) GetValidatorTrafficStatus(ctx context.Context, req platformapi.GetValidatorTrafficStatusRequestObject) (platformapi.GetValidatorTrafficStatusResponseObject, error) {
-	return nil, notBuilt("getValidatorTrafficStatus", needsLedger)
+	n, err := s.node(ctx, "getValidatorTrafficStatus", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := n.Ledger.GetV2PartiesParticipantIdWithResponse(ctx)
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return pid.HTTPResponse, pid.Body }); err != nil {
+		return nil, err
+	}
+	syncs, err := n.Ledger.GetV2StateConnectedSynchronizersWithResponse(ctx, nil)
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return syncs.HTTPResponse, syncs.Body }); err != nil {
+		return nil, err
+	}
+	if pid.JSON200 == nil || syncs.JSON200 == nil || syncs.JSON200.ConnectedSynchronizers == nil || len(*syncs.JSON200.ConnectedSynchronizers) == 0 {
+		return nil, &domain.UpstreamError{Endpoint: upstream.Call{URL: syncs.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "the participant is not connected to a synchronizer"}
+	}
+	sync := (*syncs.JSON200.ConnectedSynchronizers)[0].SynchronizerId
+	resp, err := n.Scan.GetMemberTrafficStatusWithResponse(ctx, sync, "PAR::"+pid.JSON200.ParticipantId)
+	if err := answered(upstream.Scan, n.Target.ScanURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	var out platformapi.GetValidatorTrafficStatus200JSONResponse
+	return out, passThrough("scan service", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
 }
 
 func (s *Server) GetParticipantStatus(ctx context.Context, req platformapi.GetParticipantStatusRequestObject) (platformapi.GetParticipantStatusResponseObject, error) {
-	return nil, notBuilt("getParticipantStatus", needsLedger)
+	return nil, notBuilt("getParticipantStatus", needsAdminAPI)
 }
 
 func (s *Server) GetValidatorKeys(ctx context.Context, req platformapi.GetValidatorKeysRequestObject) (platformapi.GetValidatorKeysResponseObject, error) {
-	return nil, notBuilt("getValidatorKeys", needsLedger)
+	return nil, notBuilt("getValidatorKeys", needsAdminAPI)
 }
 
+// GetIdentityDump streams the validator app's identities dump to the
+// client as it arrives: the body is a private key export, so it is never
+// held whole, logged or cached.
 func (s *Server) GetIdentityDump(ctx context.Context, req platformapi.GetIdentityDumpRequestObject) (platformapi.GetIdentityDumpResponseObject, error) {
-	return nil, notBuilt("getIdentityDump", needsLedger)
+	n, err := s.node(ctx, "getIdentityDump", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.Validator.DumpParticipantIdentities(ctx)
+	if err != nil {
+		return nil, upstream.Check(upstream.ValidatorApp, nil, nil, err, n.Target.ValidatorAppURL)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		// An error answer carries no key material; read a bounded part for the message.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, upstream.Check(upstream.ValidatorApp, resp, b, nil, n.Target.ValidatorAppURL)
+	}
+	noStore := "no-store"
+	disposition := fmt.Sprintf("attachment; filename=%q", req.Name+"-participant-identities.json")
+	return platformapi.GetIdentityDump200ApplicationoctetStreamResponse{
+		Body:          resp.Body, // closed by the response writer
+		ContentLength: max(resp.ContentLength, 0),
+		Headers:       platformapi.GetIdentityDump200ResponseHeaders{CacheControl: &noStore, ContentDisposition: &disposition},
+	}, nil
 }

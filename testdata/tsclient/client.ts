@@ -42,7 +42,8 @@ export async function run(baseUrl: string, token: string): Promise<string[]> {
     params: { path: { name: "validator-1" }, query: { userId: "alice", canActAs: ["alice::1220ab"] } },
     headers,
   });
-  if (user.response.status !== 501) {
+  // No validator of that name here: 404 in the Error shape, before any upstream call.
+  if (user.response.status !== 404 || !user.error || !("status" in user.error) || user.error.status !== 404) {
     problems.push(`createUser: ${user.response.status}`);
   }
 

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"path/filepath"
+
+	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/upstream"
+)
+
+// openUpstreams builds the clients release 2.0 reaches validators' nodes
+// with. On the embedded default every validator's nodes are the sandbox
+// network's (in dataDir/sandbox), whatever its configuration names; in a
+// real cluster they are found by the Helm convention and its Secret.
+func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
+	cfg := a.Config
+	var r upstream.Resolver
+	if cfg.ClusterMode == config.ClusterSimulated {
+		so := sandbox.Options{Logger: a.Log}
+		for _, opt := range opts {
+			opt(Wiring{Sandbox: &so})
+		}
+		n, err := sandbox.Open(filepath.Join(cfg.DataDir, "sandbox"), so)
+		if err != nil {
+			return nil, err
+		}
+		a.Sandbox = n
+		r = n.Resolver(a.Store)
+	} else {
+		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.kube, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
+	}
+	// Observe is where the upstream latency metric plugs in.
+	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout}), nil
+}
+
+// WithSandbox edits the sandbox network's options (tests check its exchanges).
+func WithSandbox(f func(*sandbox.Options)) Option {
+	return func(w Wiring) {
+		if w.Sandbox != nil {
+			f(w.Sandbox)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/upstream"
+)
+
+// Upstreams hands out the generated clients of a validator's nodes;
+// domain.ErrNotFound for an unknown validator.
+type Upstreams interface {
+	For(ctx context.Context, validator string) (*upstream.Node, error)
+}
+
+// node resolves validator's nodes, or says the proxy is not configured.
+func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
+	if s.upstreams == nil {
+		return nil, notBuilt(operation, needsLedger)
+	}
+	n, err := s.upstreams.For(ctx, validator)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// answered turns a generated client's result into an error: no answer
+// (err), or a status other than 2xx (translated by upstream.Call.Answer).
+// res reads the result, which exists only when err is nil; base is the
+// upstream's base URL, shown when the request URL is unknown.
+func answered(up, base string, err error, res func() (*http.Response, []byte)) error {
+	if err != nil {
+		return upstream.Check(up, nil, nil, err, base)
+	}
+	hr, b := res()
+	return upstream.Check(up, hr, b, nil, base)
+}
+
+// passThrough decodes an upstream's JSON answer into the response type
+// that passes it on (unknown fields kept where the type keeps them).
+func passThrough(up, endpoint string, body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return &domain.UpstreamError{Endpoint: upstream.Call{URL: endpoint}.Endpoint(), Message: "the " + up + " answered with a body that does not match its description", Cause: err}
+	}
+	return nil
+}
+
+// logUpstream logs a failure the response does not carry as an error
+// status (a section of a view that still answers 200).
+func (s *Server) logUpstream(ctx context.Context, operation string, err error) {
+	if s.log != nil {
+		s.log.WarnContext(ctx, "upstream call failed", "operation", operation, "error", err)
+	}
+}

@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/validatorapi"
+	"github.com/validator-manager/validator-manager/impl/upstream"
+)
+
+// ContractHook checks every exchange against the published descriptions the
+// clients are generated from (openapi/upstream/): the request and, for a
+// 2xx answer, the response; an error answer must be the upstream's error
+// shape (JsCantonError for the ledger, ErrorResponse for Splice). Token
+// requests are not described there and pass. report gets each violation.
+func ContractHook(report func(string)) (Hook, error) {
+	docs := map[string]*upstreamDoc{}
+	for up, load := range map[string]func() (*openapi3.T, error){
+		upstream.Ledger: ledgerapi.GetSwagger, upstream.Scan: scanapi.GetSwagger, upstream.ValidatorApp: validatorapi.GetSwagger,
+	} {
+		d, err := newUpstreamDoc(load)
+		if err != nil {
+			return nil, fmt.Errorf("%s description: %w", up, err)
+		}
+		docs[up] = d
+	}
+	errShape := map[string]string{upstream.Ledger: "JsCantonError", upstream.Scan: "ErrorResponse", upstream.ValidatorApp: "ErrorResponse"}
+	var mu sync.Mutex
+	return func(x Exchange) {
+		if x.Request.URL.Path == "/oauth2/token" {
+			return
+		}
+		d := docs[x.Upstream]
+		if problem := d.check(x, errShape[x.Upstream]); problem != "" {
+			mu.Lock()
+			defer mu.Unlock()
+			report(fmt.Sprintf("%s %s %s -> %d breaks the published description: %s\nrequest: %s\nresponse: %s", x.Upstream, x.Request.Method, x.Request.URL.Path, x.Status, problem, clip(x.RequestBody), clip(x.ResponseBody)))
+		}
+	}, nil
+}
+
+type upstreamDoc struct {
+	doc    *openapi3.T
+	prefix string
+	router routers.Router
+}
+
+func newUpstreamDoc(load func() (*openapi3.T, error)) (*upstreamDoc, error) {
+	doc, err := load()
+	if err != nil {
+		return nil, err
+	}
+	d := &upstreamDoc{doc: doc}
+	if len(doc.Servers) > 0 {
+		d.prefix = strings.TrimSuffix(doc.Servers[0].URL, "/")
+	}
+	routed, err := load()
+	if err != nil {
+		return nil, err
+	}
+	routed.Servers = nil
+	if d.router, err = gorillamux.NewRouter(routed); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *upstreamDoc) check(x Exchange, errShape string) string {
+	req := x.Request.Clone(context.Background())
+	req.URL.Path = strings.TrimPrefix(req.URL.Path, d.prefix)
+	req.URL.RawPath = ""
+	route, params, err := d.router.FindRoute(req)
+	if err != nil {
+		return "no operation of the description: " + err.Error()
+	}
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, IncludeResponseStatus: true}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	if x.RequestBody != nil {
+		req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
+	} else {
+		opts.ExcludeRequestBody = true
+	}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		return "request: " + err.Error()
+	}
+	if x.Status/100 != 2 {
+		if len(x.ResponseBody) == 0 {
+			return "an error answer without a body"
+		}
+		var v any
+		if err := json.Unmarshal(x.ResponseBody, &v); err != nil {
+			return "error body is not JSON"
+		}
+		if err := d.doc.Components.Schemas[errShape].Value.VisitJSON(v); err != nil {
+			return "error body is not a " + errShape + ": " + err.Error()
+		}
+		return ""
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: x.Status, Header: x.Header,
+		Body: io.NopCloser(bytes.NewReader(x.ResponseBody)), Options: opts}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return "response: " + err.Error()
+	}
+	return ""
+}
+
+func clip(b []byte) string {
+	if len(b) > 1000 {
+		return string(b[:1000]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,590 @@
+package sandbox
+
+import (
+	"archive/zip"
+	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Canton error categories and gRPC codes the sandbox answers with.
+const (
+	catInvalid  = 8
+	catExists   = 10
+	catMissing  = 11
+	catAuth     = 6
+	grpcInvalid = 3
+	grpcMissing = 5
+	grpcExists  = 6
+	grpcUnauth  = 16
+)
+
+// cantonError writes a JsCantonError.
+func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) {
+	writeJSON(w, status, map[string]any{
+		"code": code, "cause": cause, "context": map[string]string{}, "resources": []any{},
+		"errorCategory": category, "grpcCodeValue": grpc, "correlationId": randomHex(8), "traceId": randomHex(16),
+		"definiteAnswer": false,
+	})
+}
+
+func invalid(w http.ResponseWriter, code, format string, args ...any) {
+	cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
+}
+
+// Party hints and user ids as Canton accepts them.
+var (
+	partyHintRE = regexp.MustCompile(`^[a-zA-Z0-9:\-_ ]{1,185}$`)
+	partyIDRE   = regexp.MustCompile(`^[a-zA-Z0-9:\-_ ]{1,185}::1220[0-9a-f]{64}$`)
+	userIDRE    = regexp.MustCompile("^[a-zA-Z0-9@^$.!`\\-#+'~_|:()]{1,128}$")
+)
+
+// ledger wraps a handler of the JSON Ledger API of validator name: bearer
+// token checked, the node's state locked, saved after a change.
+func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !n.authorized(r) {
+			cantonError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The command is missing a (valid) JWT token", catAuth, grpcUnauth)
+			return
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		ns := n.st.Nodes[name]
+		if h(w, r, ns) && mutates {
+			ns.Traffic.Consumed += 1_000 + r.ContentLength
+			if err := n.saveLocked(); err != nil {
+				n.log.Error("sandbox: saving state failed", "error", err)
+			}
+		}
+	}
+}
+
+func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
+	mux.HandleFunc("GET /v2/parties", n.ledger(name, false, n.listParties))
+	mux.HandleFunc("POST /v2/parties", n.ledger(name, true, allocateParty))
+	mux.HandleFunc("GET /v2/users", n.ledger(name, false, n.listUsers))
+	mux.HandleFunc("POST /v2/users", n.ledger(name, true, createUser))
+	mux.HandleFunc("GET /v2/users/{id}", n.ledger(name, false, getUser))
+	mux.HandleFunc("PATCH /v2/users/{id}", n.ledger(name, true, updateUser))
+	mux.HandleFunc("GET /v2/authenticated-user", n.ledger(name, false, authenticatedUser))
+	mux.HandleFunc("GET /v2/users/{id}/rights", n.ledger(name, false, listRights))
+	mux.HandleFunc("POST /v2/users/{id}/rights", n.ledger(name, true, grantRights))
+	mux.HandleFunc("PATCH /v2/users/{id}/rights", n.ledger(name, true, revokeRights))
+	mux.HandleFunc("GET /v2/packages", n.ledger(name, false, listPackages))
+	mux.HandleFunc("POST /v2/dars", n.ledger(name, true, n.uploadDar))
+	mux.HandleFunc("GET /v2/parties/participant-id", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		writeJSON(w, http.StatusOK, map[string]string{"participantId": ns.participantUID(name)})
+		return false
+	}))
+	mux.HandleFunc("GET /v2/state/connected-synchronizers", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": []any{
+			map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID},
+		}})
+		return false
+	}))
+}
+
+// page returns the ids after the page token, at most size of them, and the next token.
+func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
+	sort.Strings(ids)
+	size := max
+	if s := r.URL.Query().Get("pageSize"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			return nil, "", false
+		}
+		if v > 0 && v < max {
+			size = v
+		}
+	}
+	start := 0
+	if tok := r.URL.Query().Get("pageToken"); tok != "" {
+		after, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			return nil, "", false
+		}
+		start = sort.SearchStrings(ids, string(after)+"\x00")
+	}
+	end := min(start+size, len(ids))
+	next := ""
+	if end < len(ids) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(ids[end-1]))
+	}
+	return ids[start:end], next, true
+}
+
+func partyDetails(p *party) map[string]any {
+	ann := p.Annotations
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	return map[string]any{"party": p.ID, "isLocal": true, "identityProviderId": "",
+		"localMetadata": map[string]any{"resourceVersion": p.ResourceVersion, "annotations": ann}}
+}
+
+func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	ids := make([]string, 0, len(ns.Parties))
+	for id := range ns.Parties {
+		ids = append(ids, id)
+	}
+	ids, next, ok := page(ids, r, n.pageSize)
+	if !ok {
+		invalid(w, "INVALID_ARGUMENT", "invalid pageSize or pageToken")
+		return false
+	}
+	out := []any{}
+	for _, id := range ids {
+		out = append(out, partyDetails(ns.Parties[id]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partyDetails": out, "nextPageToken": next})
+	return false
+}
+
+func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	var req struct {
+		PartyIDHint string `json:"partyIdHint"`
+		UserID      string `json:"userId"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	if req.PartyIDHint == "" {
+		req.PartyIDHint = "party-" + randomHex(8)
+	}
+	if !partyHintRE.MatchString(req.PartyIDHint) || strings.Contains(req.PartyIDHint, "::") {
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: Party hint %q is not a valid PartyIdString", req.PartyIDHint)
+		return false
+	}
+	if _, ok := ns.Parties[req.PartyIDHint+"::"+ns.Fingerprint]; ok {
+		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+req.PartyIDHint+"::"+ns.Fingerprint+" is already allocated on this node", catExists, grpcExists)
+		return false
+	}
+	var u *user
+	if req.UserID != "" {
+		if u = ns.Users[req.UserID]; u == nil {
+			cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+req.UserID, catMissing, grpcMissing)
+			return false
+		}
+	}
+	id := ns.addParty(req.PartyIDHint)
+	if u != nil {
+		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: id}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partyDetails": partyDetails(ns.Parties[id])})
+	return true
+}
+
+func userJSON(u *user) map[string]any {
+	ann := u.Annotations
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	out := map[string]any{"id": u.ID, "isDeactivated": u.IsDeactivated, "identityProviderId": "",
+		"metadata": map[string]any{"resourceVersion": u.ResourceVersion, "annotations": ann}}
+	if u.PrimaryParty != "" {
+		out["primaryParty"] = u.PrimaryParty
+	}
+	return out
+}
+
+func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	ids := make([]string, 0, len(ns.Users))
+	for id := range ns.Users {
+		ids = append(ids, id)
+	}
+	ids, next, ok := page(ids, r, n.pageSize)
+	if !ok {
+		invalid(w, "INVALID_ARGUMENT", "invalid pageSize or pageToken")
+		return false
+	}
+	out := []any{}
+	for _, id := range ids {
+		out = append(out, userJSON(ns.Users[id]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"users": out, "nextPageToken": next})
+	return false
+}
+
+// wireUser is the User of requests.
+type wireUser struct {
+	ID            string `json:"id"`
+	PrimaryParty  string `json:"primaryParty"`
+	IsDeactivated bool   `json:"isDeactivated"`
+	Metadata      *struct {
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+}
+
+// wireRight is {"kind": {"<Kind>": {"value": {...}}}}.
+type wireRight struct {
+	Kind map[string]struct {
+		Value struct {
+			Party string `json:"party"`
+		} `json:"value"`
+	} `json:"kind"`
+}
+
+var partyKinds = map[string]bool{"CanActAs": true, "CanReadAs": true, "CanExecuteAs": true}
+var plainKinds = map[string]bool{"ParticipantAdmin": true, "IdentityProviderAdmin": true, "CanReadAsAnyParty": true, "CanExecuteAsAnyParty": true, "CanActAsAnyParty": true}
+
+// parseRights checks each right: a known kind, and a known party where the kind takes one.
+func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right, bool) {
+	var out []right
+	for _, wr := range in {
+		if len(wr.Kind) != 1 {
+			invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: a right must have exactly one kind")
+			return nil, false
+		}
+		for k, v := range wr.Kind {
+			switch {
+			case partyKinds[k]:
+				if _, ok := ns.Parties[v.Value.Party]; !ok {
+					invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: party %q of right %s is not known on this participant", v.Value.Party, k)
+					return nil, false
+				}
+				out = append(out, right{Kind: k, Party: v.Value.Party})
+			case plainKinds[k]:
+				out = append(out, right{Kind: k})
+			case k == "Empty":
+			default:
+				invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: unknown right kind %q", k)
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
+func rightsJSON(rs []right) []any {
+	out := []any{}
+	for _, r := range rs {
+		v := map[string]any{}
+		if r.Party != "" {
+			v["party"] = r.Party
+		}
+		out = append(out, map[string]any{"kind": map[string]any{r.Kind: map[string]any{"value": v}}})
+	}
+	return out
+}
+
+func addRights(have, add []right) []right {
+	for _, a := range add {
+		if !containsRight(have, a) {
+			have = append(have, a)
+		}
+	}
+	return have
+}
+
+func containsRight(rs []right, r right) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	var req struct {
+		User   wireUser    `json:"user"`
+		Rights []wireRight `json:"rights"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	if !userIDRE.MatchString(req.User.ID) {
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: user id %q is not a valid UserId", req.User.ID)
+		return false
+	}
+	if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: primary party %q is not a valid party id", req.User.PrimaryParty)
+		return false
+	}
+	if _, ok := ns.Users[req.User.ID]; ok {
+		cantonError(w, http.StatusConflict, "USER_ALREADY_EXISTS", "User already exists: "+req.User.ID, catExists, grpcExists)
+		return false
+	}
+	rights, ok := parseRights(w, req.Rights, ns)
+	if !ok {
+		return false
+	}
+	u := &user{ID: req.User.ID, PrimaryParty: req.User.PrimaryParty, IsDeactivated: req.User.IsDeactivated, ResourceVersion: ns.nextVersion(), Rights: addRights(nil, rights)}
+	if req.User.Metadata != nil {
+		u.Annotations = req.User.Metadata.Annotations
+	}
+	ns.Users[u.ID] = u
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(u)})
+	return true
+}
+
+func userOr404(w http.ResponseWriter, r *http.Request, ns *nodeState) *user {
+	u := ns.Users[r.PathValue("id")]
+	if u == nil {
+		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+r.PathValue("id"), catMissing, grpcMissing)
+	}
+	return u
+}
+
+func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	if u := userOr404(w, r, ns); u != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(u)})
+	}
+	return false
+}
+
+func authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(ns.Users[ns.OperatorUser])})
+	return false
+}
+
+func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	var req struct {
+		User       wireUser `json:"user"`
+		UpdateMask struct {
+			Paths []string `json:"paths"`
+		} `json:"updateMask"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	u := userOr404(w, r, ns)
+	if u == nil {
+		return false
+	}
+	if req.User.ID != u.ID {
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: user.id must be the user of the path")
+		return false
+	}
+	if len(req.UpdateMask.Paths) == 0 {
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: empty update mask")
+		return false
+	}
+	next := *u
+	for _, p := range req.UpdateMask.Paths {
+		switch p {
+		case "primary_party":
+			if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
+				invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: primary party %q is not a valid party id", req.User.PrimaryParty)
+				return false
+			}
+			next.PrimaryParty = req.User.PrimaryParty
+		case "is_deactivated":
+			next.IsDeactivated = req.User.IsDeactivated
+		case "metadata.annotations", "metadata":
+			ann := map[string]string{}
+			for k, v := range u.Annotations {
+				ann[k] = v
+			}
+			if req.User.Metadata != nil {
+				for k, v := range req.User.Metadata.Annotations {
+					if v == "" {
+						delete(ann, k)
+					} else {
+						ann[k] = v
+					}
+				}
+			}
+			next.Annotations = ann
+		default:
+			invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: unknown update path %q", p)
+			return false
+		}
+	}
+	next.ResourceVersion = ns.nextVersion()
+	*u = next
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(u)})
+	return true
+}
+
+func listRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	if u := userOr404(w, r, ns); u != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"rights": rightsJSON(u.Rights)})
+	}
+	return false
+}
+
+type rightsRequest struct {
+	UserID string      `json:"userId"`
+	Rights []wireRight `json:"rights"`
+}
+
+func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, []right, bool) {
+	var req rightsRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return nil, nil, false
+	}
+	u := userOr404(w, r, ns)
+	if u == nil {
+		return nil, nil, false
+	}
+	if req.UserID != u.ID {
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: userId must be the user of the path")
+		return nil, nil, false
+	}
+	rs, ok := parseRights(w, req.Rights, ns)
+	return u, rs, ok
+}
+
+func grantRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	u, rs, ok := rightsBody(w, r, ns)
+	if !ok {
+		return false
+	}
+	var granted []right
+	for _, x := range rs {
+		if !containsRight(u.Rights, x) && !containsRight(granted, x) {
+			granted = append(granted, x)
+		}
+	}
+	u.Rights = append(u.Rights, granted...)
+	writeJSON(w, http.StatusOK, map[string]any{"newlyGrantedRights": rightsJSON(granted)})
+	return true
+}
+
+func revokeRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	u, rs, ok := rightsBody(w, r, ns)
+	if !ok {
+		return false
+	}
+	var kept, revoked []right
+	for _, x := range u.Rights {
+		if containsRight(rs, x) {
+			revoked = append(revoked, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	u.Rights = kept
+	writeJSON(w, http.StatusOK, map[string]any{"newlyRevokedRights": rightsJSON(revoked)})
+	return true
+}
+
+func listPackages(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	ids := append([]string{}, ns.Packages...)
+	sort.Strings(ids)
+	writeJSON(w, http.StatusOK, map[string]any{"packageIds": ids})
+	return false
+}
+
+// uploadDar spools the body to a temporary file (a zip needs random
+// access), reads META-INF/MANIFEST.MF and takes each listed DALF's SHA-256
+// as its package id.
+func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	f, err := os.CreateTemp(n.dir, "upload-*.dar")
+	if err != nil {
+		cantonError(w, http.StatusInternalServerError, "INTERNAL", "spooling failed", 4, 13)
+		return false
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	size, err := io.Copy(f, r.Body)
+	if err != nil {
+		invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
+		return false
+	}
+	pkgs, main, err := darPackages(f, size)
+	if err != nil {
+		invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
+		return false
+	}
+	for _, p := range pkgs {
+		if !containsString(ns.Packages, p) {
+			ns.Packages = append(ns.Packages, p)
+		}
+	}
+	ns.Dars = append(ns.Dars, dar{MainPackageID: main, Packages: pkgs, SizeBytes: size})
+	writeJSON(w, http.StatusOK, map[string]any{})
+	return true
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// darPackages reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated,
+// continuation lines start with a space).
+func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
+	zr, err := zip.NewReader(f, size)
+	if err != nil {
+		return nil, "", fmt.Errorf("not a zip archive")
+	}
+	files := map[string]*zip.File{}
+	for _, zf := range zr.File {
+		files[zf.Name] = zf
+	}
+	mf, ok := files["META-INF/MANIFEST.MF"]
+	if !ok {
+		return nil, "", fmt.Errorf("no META-INF/MANIFEST.MF")
+	}
+	rc, err := mf.Open()
+	if err != nil {
+		return nil, "", err
+	}
+	defer rc.Close()
+	attrs := map[string]string{}
+	var last string
+	sc := bufio.NewScanner(rc)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasPrefix(line, " ") && last != "" {
+			attrs[last] += line[1:]
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			last = strings.TrimSpace(k)
+			attrs[last] = strings.TrimSpace(v)
+		}
+	}
+	if attrs["Format"] != "" && attrs["Format"] != "daml-lf" {
+		return nil, "", fmt.Errorf("unsupported format %q", attrs["Format"])
+	}
+	mainName := attrs["Main-Dalf"]
+	if mainName == "" {
+		return nil, "", fmt.Errorf("the manifest names no Main-Dalf")
+	}
+	names := []string{mainName}
+	for _, d := range strings.Split(attrs["Dalfs"], ",") {
+		if d = strings.TrimSpace(d); d != "" && d != mainName {
+			names = append(names, d)
+		}
+	}
+	var ids []string
+	for _, name := range names {
+		zf, ok := files[name]
+		if !ok {
+			return nil, "", fmt.Errorf("the manifest names %s, which is not in the archive", name)
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			return nil, "", err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, rc)
+		rc.Close()
+		if err != nil {
+			return nil, "", err
+		}
+		ids = append(ids, hex.EncodeToString(h.Sum(nil)))
+	}
+	return ids, ids[0], nil
+}

@@ -1,0 +1,263 @@
+// Package sandbox is the embedded default's simulated Canton network: each
+// validator gets a JSON Ledger API and a validator app, the network a scan
+// service and an OAuth2 token endpoint, all on loopback ports and speaking
+// the wire formats of the descriptions in openapi/upstream/. The server
+// reaches them through the same generated clients, token flow and error
+// translation as real nodes. State (parties, users and rights, wallet users,
+// packages, traffic counters, node keys) is kept in the data directory.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/upstream"
+)
+
+// ClientID is the client id of the server's grant at the sandbox token endpoint.
+const ClientID = "validator-manager"
+
+// Hook sees every exchange with a simulated upstream (tests check them
+// against the published descriptions). Bodies of binary requests are nil.
+type Hook func(x Exchange)
+
+// Exchange is one request to a simulated upstream and its answer.
+type Exchange struct {
+	Upstream     string
+	Request      *http.Request
+	RequestBody  []byte
+	Status       int
+	Header       http.Header
+	ResponseBody []byte
+}
+
+// Options configure a Network.
+type Options struct {
+	Logger *slog.Logger
+	Hook   Hook
+	// Fault, when set, sees each request first (tests inject failures): it
+	// may block, and a status other than 0 is answered instead, with the
+	// upstream's error body.
+	Fault func(upstream string, r *http.Request) int
+	// PageSize is the largest page the ledger answers (default 100), so that
+	// callers exercise pagination.
+	PageSize int
+}
+
+// Network is the running sandbox.
+type Network struct {
+	dir      string
+	log      *slog.Logger
+	hook     Hook
+	fault    func(string, *http.Request) int
+	pageSize int
+
+	mu    sync.Mutex
+	st    *state
+	nodes map[string]*node // running listeners by validator
+
+	scan *listener // scan and the token endpoint
+}
+
+type node struct {
+	ledger, app *listener
+}
+
+type listener struct {
+	url string
+	srv *http.Server
+}
+
+// Open loads the network's state from dir (created 0700; the state file is
+// 0600) and starts the scan service and token endpoint.
+func Open(dir string, o Options) (*Network, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 100
+	}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}}
+	st, err := loadState(n.statePath())
+	if err != nil {
+		return nil, err
+	}
+	n.st = st
+	if n.st.ClientSecret == "" {
+		n.st.ClientSecret = randomHex(32)
+		n.st.SynchronizerID = "global-domain::" + fingerprint()
+		if err := n.saveLocked(); err != nil {
+			return nil, err
+		}
+	}
+	mux := http.NewServeMux()
+	n.scanRoutes(mux)
+	mux.HandleFunc("POST /oauth2/token", n.token)
+	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Close stops every listener.
+func (n *Network) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, nd := range n.nodes {
+		nd.ledger.srv.Close()
+		nd.app.srv.Close()
+	}
+	n.nodes = map[string]*node{}
+	if n.scan != nil {
+		n.scan.srv.Close()
+	}
+}
+
+func (n *Network) statePath() string { return filepath.Join(n.dir, "state.json") }
+
+// serve starts h on a fresh loopback port.
+func (n *Network) serve(up string, h http.Handler) (*listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: n.observe(up, h), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return &listener{url: "http://" + ln.Addr().String(), srv: srv}, nil
+}
+
+// Resolver maps every validator the records know to its sandbox nodes,
+// whatever addresses its configuration names (the network's scan included).
+func (n *Network) Resolver(records upstream.Records) upstream.Resolver {
+	return resolver{n: n, records: records}
+}
+
+type resolver struct {
+	n       *Network
+	records upstream.Records
+}
+
+func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, error) {
+	v, err := r.records.GetValidator(ctx, name)
+	if err != nil {
+		return upstream.Target{}, err
+	}
+	t, err := r.n.Target(name)
+	t.MigrationID = int64(v.MigrationID)
+	return t, err
+}
+
+// Target starts (once) and returns the nodes of validator name.
+func (n *Network) Target(name string) (upstream.Target, error) {
+	nd, err := n.node(name)
+	if err != nil {
+		return upstream.Target{}, err
+	}
+	return upstream.Target{
+		Validator:       name,
+		LedgerURL:       nd.ledger.url,
+		ValidatorAppURL: nd.app.url,
+		ScanURL:         n.scan.url,
+		Credentials: &upstream.Credentials{
+			TokenURL:     n.scan.url + "/oauth2/token",
+			ClientID:     ClientID,
+			ClientSecret: n.ClientSecret(),
+		},
+	}, nil
+}
+
+// ClientSecret is the secret of the server's grant.
+func (n *Network) ClientSecret() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.st.ClientSecret
+}
+
+func (n *Network) node(name string) (*node, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if nd, ok := n.nodes[name]; ok {
+		return nd, nil
+	}
+	if _, ok := n.st.Nodes[name]; !ok {
+		n.st.Nodes[name] = newNodeState(name)
+		if err := n.saveLocked(); err != nil {
+			return nil, err
+		}
+	}
+	lm := http.NewServeMux()
+	n.ledgerRoutes(lm, name)
+	am := http.NewServeMux()
+	n.appRoutes(am, name)
+	l, err := n.serve(upstream.Ledger, lm)
+	if err != nil {
+		return nil, err
+	}
+	a, err := n.serve(upstream.ValidatorApp, am)
+	if err != nil {
+		l.srv.Close()
+		return nil, err
+	}
+	nd := &node{ledger: l, app: a}
+	n.nodes[name] = nd
+	return nd, nil
+}
+
+// saveLocked writes the state atomically, readable by the owner only.
+func (n *Network) saveLocked() error {
+	raw, err := json.MarshalIndent(n.st, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := n.statePath() + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, n.statePath())
+}
+
+func loadState(path string) (*state, error) {
+	st := &state{Nodes: map[string]*nodeState{}}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, st); err != nil {
+		return nil, fmt.Errorf("sandbox state %s: %w", path, err)
+	}
+	if st.Nodes == nil {
+		st.Nodes = map[string]*nodeState{}
+	}
+	return st, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// fingerprint is a fresh Canton namespace fingerprint: the multihash prefix
+// 1220 (SHA-256) and 32 bytes in hex.
+func fingerprint() string {
+	h := sha256.Sum256([]byte(randomHex(32)))
+	return "1220" + hex.EncodeToString(h[:])
+}

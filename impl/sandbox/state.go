@@ -1,0 +1,226 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// state is what the sandbox keeps in its data directory.
+type state struct {
+	ClientSecret   string                `json:"clientSecret"`
+	SynchronizerID string                `json:"synchronizerId"`
+	Nodes          map[string]*nodeState `json:"nodes"`
+}
+
+// nodeState is one validator's participant and validator app.
+type nodeState struct {
+	// Fingerprint is the participant's namespace: parties allocated here are
+	// hint::Fingerprint.
+	Fingerprint string `json:"fingerprint"`
+	// OperatorUser is the validator operator's ledger user, also its own
+	// wallet user.
+	OperatorUser  string            `json:"operatorUser"`
+	OperatorParty string            `json:"operatorParty"`
+	Parties       map[string]*party `json:"parties"`
+	Users         map[string]*user  `json:"users"`
+	WalletUsers   map[string]string `json:"walletUsers"` // username -> party
+	Packages      []string          `json:"packages"`
+	Dars          []dar             `json:"dars"`
+	Traffic       traffic           `json:"traffic"`
+	Keys          []nodeKey         `json:"keys"`
+	Version       int64             `json:"version"` // resource version counter
+}
+
+type party struct {
+	ID              string            `json:"id"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
+	ResourceVersion string            `json:"resourceVersion"`
+}
+
+type user struct {
+	ID              string            `json:"id"`
+	PrimaryParty    string            `json:"primaryParty,omitempty"`
+	IsDeactivated   bool              `json:"isDeactivated,omitempty"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
+	ResourceVersion string            `json:"resourceVersion"`
+	Rights          []right           `json:"rights,omitempty"`
+}
+
+// right is a user right: Kind is the ledger's kind name (CanActAs, ...),
+// Party is set for the party-scoped kinds.
+type right struct {
+	Kind  string `json:"kind"`
+	Party string `json:"party,omitempty"`
+}
+
+type dar struct {
+	MainPackageID string   `json:"mainPackageId"`
+	Packages      []string `json:"packages"`
+	SizeBytes     int64    `json:"sizeBytes"`
+}
+
+type traffic struct {
+	Consumed  int64 `json:"consumed"`
+	Limit     int64 `json:"limit"`
+	Purchased int64 `json:"purchased"`
+}
+
+type nodeKey struct {
+	Name    string `json:"name"`
+	KeyPair string `json:"keyPair"` // base64, as the identities dump carries it
+}
+
+func newNodeState(validator string) *nodeState {
+	fp := fingerprint()
+	ns := &nodeState{
+		Fingerprint:  fp,
+		OperatorUser: validator + "-validator-operator",
+		Parties:      map[string]*party{},
+		Users:        map[string]*user{},
+		WalletUsers:  map[string]string{},
+		Traffic:      traffic{Limit: 5_000_000, Purchased: 5_000_000},
+	}
+	ns.OperatorParty = ns.addParty(validator + "-validator-1")
+	ns.Users[ns.OperatorUser] = &user{ID: ns.OperatorUser, PrimaryParty: ns.OperatorParty, ResourceVersion: ns.nextVersion(),
+		Rights: []right{{Kind: "ParticipantAdmin"}, {Kind: "CanActAs", Party: ns.OperatorParty}}}
+	ns.WalletUsers[ns.OperatorUser] = ns.OperatorParty
+	// The Splice packages every validator runs.
+	for _, name := range []string{"splice-amulet", "splice-wallet", "splice-wallet-payments"} {
+		h := sha256.Sum256([]byte(name + fp))
+		ns.Packages = append(ns.Packages, hex.EncodeToString(h[:]))
+	}
+	for _, name := range []string{"participant-signing", "participant-encryption", "participant-namespace"} {
+		k := make([]byte, 64)
+		_, _ = rand.Read(k)
+		ns.Keys = append(ns.Keys, nodeKey{Name: name, KeyPair: base64.StdEncoding.EncodeToString(k)})
+	}
+	return ns
+}
+
+func (ns *nodeState) nextVersion() string {
+	ns.Version++
+	return strconv.FormatInt(ns.Version, 10)
+}
+
+func (ns *nodeState) addParty(hint string) string {
+	id := hint + "::" + ns.Fingerprint
+	ns.Parties[id] = &party{ID: id, ResourceVersion: ns.nextVersion()}
+	return id
+}
+
+// participantUID is the participant's unique identifier.
+func (ns *nodeState) participantUID(validator string) string {
+	return "participant-" + validator + "::" + ns.Fingerprint
+}
+
+// Tokens: expiry and an HMAC of it under the client secret, so that they
+// stay valid across a restart of the sandbox.
+const tokenTTL = 10 * time.Minute
+
+func (n *Network) issue(now time.Time) (string, time.Duration) {
+	exp := now.Add(tokenTTL).Unix()
+	return strconv.FormatInt(exp, 10) + "." + n.mac(exp), tokenTTL
+}
+
+func (n *Network) mac(exp int64) string {
+	m := hmac.New(sha256.New, []byte(n.ClientSecret()))
+	m.Write([]byte(strconv.FormatInt(exp, 10)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// authorized checks the bearer token of r.
+func (n *Network) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	expS, mac, ok := strings.Cut(tok, ".")
+	exp, err := strconv.ParseInt(expS, 10, 64)
+	if !ok || err != nil || time.Now().Unix() > exp {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(n.mac(exp)))
+}
+
+// token is the client-credentials grant of RFC 6749 section 4.4.
+func (n *Network) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if id != ClientID || !hmac.Equal([]byte(secret), []byte(n.ClientSecret())) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
+	tok, ttl := n.issue(time.Now())
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl.Seconds())})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// observe hands every exchange to the hook.
+func (n *Network) observe(up string, h http.Handler) http.Handler {
+	if n.fault != nil {
+		h = n.faulty(up, h)
+	}
+	if n.hook == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Header.Get("Content-Type") != "application/octet-stream" {
+			body, _ = io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		n.hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.status, Header: w.Header(), ResponseBody: rec.buf.Bytes()})
+	})
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.WriteHeader(s) }
+func (r *recorder) Write(b []byte) (int, error) {
+	r.buf.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+// faulty answers what the fault hook says before h does.
+func (n *Network) faulty(up string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := n.fault(up, r)
+		switch {
+		case status == 0 || r.URL.Path == "/oauth2/token":
+			h.ServeHTTP(w, r)
+		case up == "ledger":
+			cantonError(w, status, "INJECTED_FAILURE", "injected by the test", 1, 14)
+		default:
+			spliceError(w, status, "injected by the test")
+		}
+	})
+}

@@ -1,0 +1,226 @@
+// Package upstream reaches a validator's nodes for release 2.0: the JSON
+// Ledger API, scan and the validator app, through clients generated from the
+// subsets in openapi/upstream/. A Resolver says where a validator's nodes
+// answer and with which credentials; Clients adds the OAuth2
+// client-credentials grant (tokens cached), the call timeout and the one
+// place where call latency is observed.
+package upstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/validatorapi"
+)
+
+// Names of the upstreams, as errors and latency observations name them.
+const (
+	Ledger       = "ledger"
+	Scan         = "scan"
+	ValidatorApp = "validator-app"
+)
+
+// Target is where one validator's nodes answer and how to authenticate.
+type Target struct {
+	Validator string
+	// LedgerURL is the JSON Ledger API's base URL (paths /v2/...).
+	LedgerURL string
+	// ScanURL is the scan service's base URL, before /api/scan.
+	ScanURL string
+	// ValidatorAppURL is the validator app's base URL, before /api/validator.
+	ValidatorAppURL string
+	// MigrationID is the validator's synchronizer migration id (scan
+	// snapshots are per migration).
+	MigrationID int64
+	// Credentials is nil when the nodes take no token.
+	Credentials *Credentials
+}
+
+// Credentials are a client-credentials grant's parameters.
+type Credentials struct {
+	TokenURL     string
+	ClientID     string
+	ClientSecret string
+	Audience     string
+	Scope        string
+}
+
+// key identifies a grant in the token cache without keeping the secret in clear.
+func (c Credentials) key() string {
+	h := sha256.Sum256([]byte(c.TokenURL + "\x00" + c.ClientID + "\x00" + c.ClientSecret + "\x00" + c.Audience + "\x00" + c.Scope))
+	return hex.EncodeToString(h[:])
+}
+
+// Resolver finds a validator's Target; domain.ErrNotFound for an unknown validator.
+type Resolver interface {
+	Resolve(ctx context.Context, validator string) (Target, error)
+}
+
+// Observer records the latency of one upstream call: upstream is Ledger,
+// Scan or ValidatorApp, outcome "ok", "error" (an answer of 4xx or 5xx) or
+// "failed" (no answer).
+type Observer func(upstream, method string, d time.Duration, outcome string)
+
+// Options configure Clients.
+type Options struct {
+	Resolver Resolver
+	// Timeout bounds each call (config upstream.timeout), token fetch included.
+	Timeout time.Duration
+	// Transport is the base transport; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// Observe, when set, sees every call's latency (the metrics hook).
+	Observe Observer
+}
+
+// Clients hands out generated clients bound to a validator's nodes.
+type Clients struct {
+	resolver  Resolver
+	timeout   time.Duration
+	transport http.RoundTripper
+	observe   Observer
+
+	mu     sync.Mutex
+	tokens map[string]oauth2.TokenSource
+}
+
+// New returns Clients over o.
+func New(o Options) *Clients {
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, observe: o.Observe, tokens: map[string]oauth2.TokenSource{}}
+}
+
+// Node is one validator's clients.
+type Node struct {
+	Target    Target
+	Ledger    *ledgerapi.ClientWithResponses
+	Scan      *scanapi.ClientWithResponses
+	Validator *validatorapi.ClientWithResponses
+	// HTTP is the authenticated client the generated ones use (for streams).
+	HTTP map[string]*http.Client
+}
+
+// For resolves validator and returns clients for its nodes.
+func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
+	t, err := c.resolver.Resolve(ctx, validator)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Target: t, HTTP: map[string]*http.Client{}}
+	for _, up := range []string{Ledger, Scan, ValidatorApp} {
+		n.HTTP[up] = c.httpClient(up, t.Credentials)
+	}
+	if n.Ledger, err = ledgerapi.NewClientWithResponses(t.LedgerURL, ledgerapi.WithHTTPClient(n.HTTP[Ledger])); err != nil {
+		return nil, fmt.Errorf("ledger client: %w", err)
+	}
+	if n.Scan, err = scanapi.NewClientWithResponses(strings.TrimSuffix(t.ScanURL, "/")+"/api/scan", scanapi.WithHTTPClient(n.HTTP[Scan])); err != nil {
+		return nil, fmt.Errorf("scan client: %w", err)
+	}
+	if n.Validator, err = validatorapi.NewClientWithResponses(strings.TrimSuffix(t.ValidatorAppURL, "/")+"/api/validator", validatorapi.WithHTTPClient(n.HTTP[ValidatorApp])); err != nil {
+		return nil, fmt.Errorf("validator app client: %w", err)
+	}
+	return n, nil
+}
+
+// httpClient authenticates with creds' cached token and bounds each call by the timeout.
+func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
+	var rt http.RoundTripper = observed{up: up, base: c.transport, observe: c.observe}
+	if creds != nil {
+		rt = &oauth2.Transport{Source: c.tokenSource(*creds), Base: rt}
+	}
+	return &http.Client{Transport: bounded{base: rt, timeout: c.timeout}}
+}
+
+// bounded gives each call, token fetch and body read included, the
+// timeout on top of the request's context (what http.Client.Timeout does,
+// without asking the oauth2 transport to cancel by the deprecated way).
+type bounded struct {
+	base    http.RoundTripper
+	timeout time.Duration
+}
+
+func (b bounded) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), b.timeout)
+	resp, err := b.base.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// tokenSource caches one token source per grant; it refreshes the token
+// shortly before it expires.
+func (c *Clients) tokenSource(creds Credentials) oauth2.TokenSource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := creds.key()
+	if ts, ok := c.tokens[k]; ok {
+		return ts
+	}
+	cfg := clientcredentials.Config{ClientID: creds.ClientID, ClientSecret: creds.ClientSecret, TokenURL: creds.TokenURL}
+	if creds.Scope != "" {
+		cfg.Scopes = strings.Fields(creds.Scope)
+	}
+	if creds.Audience != "" {
+		cfg.EndpointParams = url.Values{"audience": {creds.Audience}}
+	}
+	// The token fetch has the same bound as a call; it outlives any one request.
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: c.transport, Timeout: c.timeout})
+	ts := cfg.TokenSource(ctx)
+	c.tokens[k] = ts
+	return ts
+}
+
+// observed times each round trip. It is the single call site of the
+// upstream latency metric (Options.Observe).
+type observed struct {
+	up      string
+	base    http.RoundTripper
+	observe Observer
+}
+
+func (o observed) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := o.base.RoundTrip(r)
+	if o.observe != nil {
+		outcome := "ok"
+		switch {
+		case err != nil:
+			outcome = "failed"
+		case resp.StatusCode >= 400:
+			outcome = "error"
+		}
+		o.observe(o.up, r.Method, time.Since(start), outcome)
+	}
+	return resp, err
+}
