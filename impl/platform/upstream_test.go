@@ -36,7 +36,7 @@ func start(t *testing.T, cfg func(*config.Config)) *apitest.Server {
 	return s
 }
 
-func createValidator(t *testing.T, s *apitest.Server) {
+func createValidator(t testing.TB, s *apitest.Server) {
 	t.Helper()
 	none := []managementapi.EnvVar{}
 	v := managementapi.ValidatorDto{
