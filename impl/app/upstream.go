@@ -29,8 +29,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	} else {
 		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.kube, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
 	}
-	// Observe is where the upstream latency metric plugs in.
-	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout}), nil
+	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport}), nil
 }
 
 // WithSandbox edits the sandbox network's options (tests check its exchanges).

@@ -2,6 +2,8 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 
@@ -15,7 +17,8 @@ import (
 const maxPages = 10_000
 
 // ListParties follows every page of the ledger's GET /v2/parties and keeps
-// the parties whose id starts with partyId.
+// the parties whose id starts with partyId. Entries pass through as the
+// ledger wrote them: each is decoded only as far as its party id.
 func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesRequestObject) (platformapi.ListPartiesResponseObject, error) {
 	n, err := s.node(ctx, "listParties", req.Name)
 	if err != nil {
@@ -25,31 +28,51 @@ func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesReq
 	if req.Params.PartyId != nil {
 		prefix = *req.Params.PartyId
 	}
-	out := platformapi.ListParties200JSONResponse{}
+	out := rawParties{}
 	params := &ledgerapi.GetV2PartiesParams{}
 	for range maxPages {
-		resp, err := n.Ledger.GetV2PartiesWithResponse(ctx, params)
-		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		resp, err := n.Ledger.GetV2Parties(ctx, params)
+		var raw []byte
+		if err == nil {
+			raw, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp, raw }); err != nil {
 			return nil, err
 		}
 		var page struct {
-			PartyDetails  []platformapi.PartyDetails `json:"partyDetails"`
-			NextPageToken string                     `json:"nextPageToken"`
+			PartyDetails  []json.RawMessage `json:"partyDetails"`
+			NextPageToken string            `json:"nextPageToken"`
 		}
-		if err := passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &page); err != nil {
+		if err := passThrough("ledger API", resp.Request.URL.String(), raw, &page); err != nil {
 			return nil, err
 		}
 		for _, p := range page.PartyDetails {
-			if strings.HasPrefix(p.Party, prefix) {
+			var id struct {
+				Party string `json:"party"`
+			}
+			if err := passThrough("ledger API", resp.Request.URL.String(), p, &id); err != nil {
+				return nil, err
+			}
+			if strings.HasPrefix(id.Party, prefix) {
 				out = append(out, p)
 			}
 		}
 		if page.NextPageToken == "" {
-			return out, nil
+			break
 		}
 		params.PageToken = &page.NextPageToken
 	}
 	return out, nil
+}
+
+// rawParties is listParties' 200: the ledger's partyDetails entries, unchanged.
+type rawParties []json.RawMessage
+
+func (r rawParties) VisitListPartiesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode([]json.RawMessage(r))
 }
 
 // AllocateParty allocates a participant-managed party (ledger POST /v2/parties).

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -34,7 +35,7 @@ func startWithValidator(t *testing.T, cfg func(*config.Config)) *apitest.Server 
 	return s
 }
 
-func createValidator(t *testing.T, s *apitest.Server) {
+func createValidator(t testing.TB, s *apitest.Server) {
 	t.Helper()
 	none := []managementapi.EnvVar{}
 	v := managementapi.ValidatorDto{
@@ -807,4 +808,25 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("got %s, want darsError in place of dars and the other sections", r.Body)
 		}
 	})
+}
+
+// TestUpstreamCallsAreMeasured: a proxied call shows in /actuator/prometheus
+// by upstream and outcome.
+func TestUpstreamCallsAreMeasured(t *testing.T) {
+	s := startWithValidator(t, nil)
+	if r, err := s.Platform.ListPartiesWithResponse(t.Context(), validator, nil); err != nil || r.StatusCode() != http.StatusOK {
+		t.Fatalf("listParties: %v %v", err, r.StatusCode())
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+"/actuator/prometheus", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := `validator_manager_upstream_request_duration_seconds_count{outcome="ok",upstream="ledger"}`
+	if !strings.Contains(string(body), want) {
+		t.Errorf("metrics: got no %s in\n%s", want, body)
+	}
 }

@@ -69,10 +69,10 @@ type Resolver interface {
 	Resolve(ctx context.Context, validator string) (Target, error)
 }
 
-// Observer records the latency of one upstream call: upstream is Ledger,
-// Scan or ValidatorApp, outcome "ok", "error" (an answer of 4xx or 5xx) or
-// "failed" (no answer).
-type Observer func(upstream, method string, d time.Duration, outcome string)
+// Instrument wraps the transport of one upstream (Ledger, Scan or
+// ValidatorApp) to observe its calls: the metrics hook
+// (telemetry.Metrics.Transport).
+type Instrument func(upstream string, next http.RoundTripper) http.RoundTripper
 
 // Options configure Clients.
 type Options struct {
@@ -81,16 +81,16 @@ type Options struct {
 	Timeout time.Duration
 	// Transport is the base transport; nil means http.DefaultTransport.
 	Transport http.RoundTripper
-	// Observe, when set, sees every call's latency (the metrics hook).
-	Observe Observer
+	// Instrument, when set, wraps each upstream's transport (the metrics hook).
+	Instrument Instrument
 }
 
 // Clients hands out generated clients bound to a validator's nodes.
 type Clients struct {
-	resolver  Resolver
-	timeout   time.Duration
-	transport http.RoundTripper
-	observe   Observer
+	resolver   Resolver
+	timeout    time.Duration
+	transport  http.RoundTripper
+	instrument Instrument
 
 	mu     sync.Mutex
 	tokens map[string]oauth2.TokenSource
@@ -104,7 +104,7 @@ func New(o Options) *Clients {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, observe: o.Observe, tokens: map[string]oauth2.TokenSource{}}
+	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, tokens: map[string]oauth2.TokenSource{}}
 }
 
 // Node is one validator's clients.
@@ -141,7 +141,10 @@ func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 
 // httpClient authenticates with creds' cached token and bounds each call by the timeout.
 func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
-	var rt http.RoundTripper = observed{up: up, base: c.transport, observe: c.observe}
+	rt := c.transport
+	if c.instrument != nil {
+		rt = c.instrument(up, rt)
+	}
 	if creds != nil {
 		rt = &oauth2.Transport{Source: c.tokenSource(*creds), Base: rt}
 	}
@@ -199,28 +202,4 @@ func (c *Clients) tokenSource(creds Credentials) oauth2.TokenSource {
 	ts := cfg.TokenSource(ctx)
 	c.tokens[k] = ts
 	return ts
-}
-
-// observed times each round trip. It is the single call site of the
-// upstream latency metric (Options.Observe).
-type observed struct {
-	up      string
-	base    http.RoundTripper
-	observe Observer
-}
-
-func (o observed) RoundTrip(r *http.Request) (*http.Response, error) {
-	start := time.Now()
-	resp, err := o.base.RoundTrip(r)
-	if o.observe != nil {
-		outcome := "ok"
-		switch {
-		case err != nil:
-			outcome = "failed"
-		case resp.StatusCode >= 400:
-			outcome = "error"
-		}
-		o.observe(o.up, r.Method, time.Since(start), outcome)
-	}
-	return resp, err
 }
