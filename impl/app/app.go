@@ -113,7 +113,8 @@ func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
 	}
 }
 
-// Open builds the process; Background starts its background work.
+// Open builds the process without starting anything; Run serves and runs
+// its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
 	a := &App{Config: cfg, Log: log}
 	ok := false
@@ -177,10 +178,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
 		Version: version,
 		Docs:    d,
-		// Release 2.0's Validator/Application reads and application metrics.
+		// Release 2.0's Validator/Application reads and application metrics,
+		// and its upstream proxy.
 		Resources: a.kube,
-
-		Upstreams: ups, // release 2.0's upstream proxy (issue 9)
+		Upstreams: ups,
 		Logger:    log,
 	})
 	so := server.Options{

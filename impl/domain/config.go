@@ -347,15 +347,25 @@ func EncodeValidatorConfig(c ValidatorConfig) ([]byte, error) {
 // ErrConfigVersion, and a field this server does not know with an error:
 // re-encoding would drop it silently.
 func DecodeValidatorConfig(b []byte) (ValidatorConfig, error) {
+	// One strict pass in the common case (a list decodes a configuration
+	// per row); the version marker is read on its own only to explain a
+	// failure.
+	var c ValidatorConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&c)
+	if err == nil && c.Version >= 0 && c.Version <= ValidatorConfigVersion {
+		return c, nil
+	}
 	var marker struct {
 		Version json.RawMessage `json:"version"`
 	}
-	if err := json.Unmarshal(b, &marker); err != nil {
-		return ValidatorConfig{}, fmt.Errorf("stored validator configuration: %w", err)
+	if merr := json.Unmarshal(b, &marker); merr != nil {
+		return ValidatorConfig{}, fmt.Errorf("stored validator configuration: %w", merr)
 	}
 	version := 0
 	if len(marker.Version) > 0 {
-		if err := json.Unmarshal(marker.Version, &version); err != nil || version < 0 {
+		if verr := json.Unmarshal(marker.Version, &version); verr != nil || version < 0 {
 			return ValidatorConfig{}, fmt.Errorf("%w: %s", ErrConfigVersion, marker.Version)
 		}
 	}
@@ -363,13 +373,7 @@ func DecodeValidatorConfig(b []byte) (ValidatorConfig, error) {
 		return ValidatorConfig{}, fmt.Errorf("%w: version %d was written by a newer server; this one reads up to version %d",
 			ErrConfigVersion, version, ValidatorConfigVersion)
 	}
-	var c ValidatorConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return ValidatorConfig{}, fmt.Errorf("stored validator configuration (version %d): %w", version, err)
-	}
-	return c, nil
+	return ValidatorConfig{}, fmt.Errorf("stored validator configuration (version %d): %w", version, err)
 }
 
 // Config decodes v.Spec.
