@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
@@ -37,21 +36,7 @@ func startWithValidator(t *testing.T, cfg func(*config.Config)) *apitest.Server 
 
 func createValidator(t testing.TB, s *apitest.Server) {
 	t.Helper()
-	none := []managementapi.EnvVar{}
-	v := managementapi.ValidatorDto{
-		Name: validator, ImageRepo: "registry.example.com/splice/validator-app", ImageTag: "0.4.2",
-		ClusterConfig: managementapi.ClusterConfigDto{
-			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
-			AppInfoValidator:         managementapi.AppInfoDto{EnvVars: none},
-			DefaultJvmOptions:        "-Xmx2g",
-			PartyHint:                "acme",
-			ScanAddress:              "https://scan.example.com",
-			SvSponsorAddress:         "https://sv.example.com",
-		},
-		Participant:      managementapi.AppInfoDto{EnvVars: none},
-		OnboardingSecret: ptr("onboarding-secret"),
-	}
-	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), v); err != nil || r.StatusCode() != http.StatusCreated {
+	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(validator)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, r.Body)
 	}
 }
