@@ -394,12 +394,16 @@ func (w *world) checkAgreement(t *testing.T) {
 	if !ok {
 		t.Fatalf("cluster gateway %T cannot be inspected", w.app.Cluster)
 	}
-	intents, err := w.app.Store.ValidatorIntents(ctx, "", 1000)
+	names, err := w.app.Store.ValidatorNames(ctx, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recorded := map[string]bool{}
-	for _, in := range intents {
+	for _, name := range names {
+		in, err := w.app.Store.ValidatorIntent(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		v := in.Validator
 		recorded[v.Name] = true
 		if v.Creating {

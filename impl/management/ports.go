@@ -21,9 +21,9 @@ type Store interface {
 	FinishCreate(ctx context.Context, name string) error
 	// ValidatorIntent reads a validator (creating or not) with its schedules.
 	ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error)
-	// ValidatorIntents reads up to limit validators named after after, in
-	// name order, with their schedules.
-	ValidatorIntents(ctx context.Context, after string, limit int) ([]domain.ValidatorIntent, error)
+	// ValidatorNames reads up to limit names of validators (creating or
+	// not) after after, in name order.
+	ValidatorNames(ctx context.Context, after string, limit int) ([]string, error)
 
 	GetPruneSchedule(ctx context.Context, validator string) (domain.PruneSchedule, error)
 	CreatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error

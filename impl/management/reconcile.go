@@ -49,7 +49,7 @@ type Reconciler struct {
 // asked for it.
 const DefaultResync = 5 * time.Minute
 
-// intentPage is how many validators a full pass reads at once.
+// intentPage is how many validator names a full pass reads at once.
 const intentPage = 500
 
 func newReconciler(o Options, locks *keyedMutex, log *slog.Logger) *Reconciler {
@@ -145,14 +145,13 @@ func (r *Reconciler) ReconcileAll(ctx context.Context) error {
 	failed := 0
 	var first error
 	for after := ""; ; {
-		page, err := r.store.ValidatorIntents(ctx, after, intentPage)
+		page, err := r.store.ValidatorNames(ctx, after, intentPage)
 		if err != nil {
 			return err
 		}
-		for _, in := range page {
-			name := in.Validator.Name
+		for _, name := range page {
 			seen[name] = true
-			// The page may be stale by now: resync re-reads under the lock.
+			// Read under the lock, so that no write of the name interleaves.
 			if err := r.resyncOne(ctx, name); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -165,7 +164,7 @@ func (r *Reconciler) ReconcileAll(ctx context.Context) error {
 		if len(page) < intentPage {
 			break
 		}
-		after = page[len(page)-1].Validator.Name
+		after = page[len(page)-1]
 	}
 	states, err := r.cluster.ValidatorStates(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -79,60 +80,39 @@ func (s *Store) FinishCreate(ctx context.Context, name string) error {
 	return nil
 }
 
-// ValidatorIntent reads one validator with its schedules.
+// ValidatorIntent reads one validator, creating or not, with its schedules.
 func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error) {
-	out, err := s.validatorIntents(ctx, s.db.Where("name = ?", name), 1)
-	if err != nil {
-		return domain.ValidatorIntent{}, err
+	var row validatorRow
+	if err := s.db.WithContext(ctx).Take(&row, "name = ?", name).Error; err != nil {
+		return domain.ValidatorIntent{}, translate(err, validatorWhat(name), "")
 	}
-	if len(out) == 0 {
-		return domain.ValidatorIntent{}, translate(gorm.ErrRecordNotFound, validatorWhat(name), "")
+	in := domain.ValidatorIntent{Validator: row.domain()}
+	var prune pruneRow
+	switch err := s.db.WithContext(ctx).Take(&prune, "validator = ?", name).Error; {
+	case err == nil:
+		d := prune.domain()
+		in.Prune = &d
+	case !errors.Is(err, gorm.ErrRecordNotFound):
+		return domain.ValidatorIntent{}, translate(err, pruneWhat(name), name)
 	}
-	return out[0], nil
+	var backup backupRow
+	switch err := s.db.WithContext(ctx).Unscoped().Take(&backup, "validator = ?", name).Error; {
+	case err == nil:
+		d := backup.domain()
+		in.Backup = &d
+	case !errors.Is(err, gorm.ErrRecordNotFound):
+		return domain.ValidatorIntent{}, translate(err, backupWhat(name), name)
+	}
+	return in, nil
 }
 
-// ValidatorIntents reads up to limit validators named after after, in name
-// order, with their schedules: the reconciler walks every validator this
-// way, a page at a time, in three statements a page.
-func (s *Store) ValidatorIntents(ctx context.Context, after string, limit int) ([]domain.ValidatorIntent, error) {
-	return s.validatorIntents(ctx, s.db.Where("name > ?", after), limit)
-}
-
-func (s *Store) validatorIntents(ctx context.Context, where *gorm.DB, limit int) ([]domain.ValidatorIntent, error) {
-	var rows []validatorRow
-	if err := where.WithContext(ctx).Order("name").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, translate(err, "read validators", "")
-	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	names := make([]string, len(rows))
-	for i, r := range rows {
-		names[i] = r.Name
-	}
-	var prunes []pruneRow
-	if err := s.db.WithContext(ctx).Where("validator IN ?", names).Find(&prunes).Error; err != nil {
-		return nil, translate(err, "read prune schedules", "")
-	}
-	var backups []backupRow
-	if err := s.db.WithContext(ctx).Unscoped().Where("validator IN ?", names).Find(&backups).Error; err != nil {
-		return nil, translate(err, "read backup schedules", "")
-	}
-	out := make([]domain.ValidatorIntent, len(rows))
-	at := make(map[string]*domain.ValidatorIntent, len(rows))
-	for i, r := range rows {
-		out[i].Validator = r.domain()
-		at[r.Name] = &out[i]
-	}
-	for _, p := range prunes {
-		d := p.domain()
-		at[p.Validator].Prune = &d
-	}
-	for _, b := range backups {
-		d := b.domain()
-		at[b.Validator].Backup = &d
-	}
-	return out, nil
+// ValidatorNames reads up to limit names of validators (creating or not)
+// after after, in name order: the reconciler walks every validator this
+// way, a page at a time, and reads each one's intent under its lock.
+func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]string, error) {
+	var names []string
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name > ?", after).Order("name").Limit(limit).Pluck("name", &names).Error
+	return names, translate(err, "read validator names", "")
 }
 
 // ListValidators returns one page ordered by name and the number of

@@ -370,6 +370,13 @@ func TestCreatingValidatorsHidden(t *testing.T) {
 				t.Errorf("%+v while creating: got %v, want a0 hidden", f, got)
 			}
 		}
+		// The reconciler walks every name, creating ones included.
+		if names, err := s.ValidatorNames(ctx, "", 10); err != nil || !slices.Equal(names, []string{"a0", "a1", "a2", "a3"}) {
+			t.Errorf("names: got %v %v, want a0..a3", names, err)
+		}
+		if names, err := s.ValidatorNames(ctx, "a1", 1); err != nil || !slices.Equal(names, []string{"a2"}) {
+			t.Errorf("names after a1, one: got %v %v, want [a2]", names, err)
+		}
 		in, err := s.ValidatorIntent(ctx, "a0")
 		if err != nil || !in.Validator.Creating || in.Validator.Claim != "claim" || in.Validator.Phase != domain.PhasePending {
 			t.Fatalf("intent while creating: got %+v %v, want Creating with its claim, phase untouched", in.Validator, err)
