@@ -50,6 +50,8 @@ var (
 	maxReq   = flag.Int("max-requests", 200000, "most requests in one round")
 	creates  = flag.Int("creates", 8, "validators created (then deleted) per data set to measure a create's CPU")
 	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
+	profiles = flag.String("cpuprofile", "", "with -pprof: write a CPU profile of the server's first round of each case into this directory")
+	only     = flag.String("cases", "", "run only the cases whose name contains this text")
 	baseline = flag.String("baseline", "", "internal: serve the baseline from this file")
 )
 
@@ -606,11 +608,24 @@ func bench(ds dataset) error {
 	fmt.Println("| case | baseline req/s | server req/s | ratio | baseline p50 / p99 | server p50 / p99 | server CPU per request | errors |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for i, c := range cs {
+		if !strings.Contains(c.name, *only) {
+			continue
+		}
 		var b, s result
 		for r := range *rounds {
 			seed := uint64(i*100 + r)
 			b.add(load(base, c, seed))
+			var profiled chan error
+			if r == 0 && *profiles != "" && *pprof != "" {
+				profiled = make(chan error, 1)
+				go func() { profiled <- cpuProfile(filepath.Join(*profiles, fmt.Sprintf("%s-%d-case%d.pprof", ds.db, ds.n, i))) }()
+			}
 			s.add(load(srv, c, seed))
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+			}
 		}
 		fmt.Printf("| %s | %.0f | %.0f | %.3f | %s / %s | %s / %s | %s | %d / %d |\n",
 			c.name, b.throughput(), s.throughput(), s.throughput()/b.throughput(),
@@ -646,6 +661,32 @@ func bench(ds dataset) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// cpuProfile takes a CPU profile of the server, as long as a round, from
+// its profiling listener.
+func cpuProfile(file string) error {
+	secs := max(1, int(round.Seconds()))
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", *pprof, secs))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", *pprof, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func dedupe(rs []captured) []captured {
