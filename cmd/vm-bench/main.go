@@ -269,6 +269,8 @@ func seed(ds dataset) error {
 		v := tmpl
 		v.Name = name(i)
 		v.Spec = bytes.ReplaceAll(tmpl.Spec, []byte(`"`+template+`"`), []byte(`"`+v.Name+`"`))
+		// The list view names the validator's onboarding Secret.
+		v.ListView = bytes.ReplaceAll(tmpl.ListView, []byte(`"`+template+`-`), []byte(`"`+v.Name+`-`))
 		v.Phase = []domain.Phase{domain.PhaseRunning, domain.PhasePending, domain.PhaseCompleted}[i%3]
 		vs = append(vs, v)
 	}
@@ -618,7 +620,9 @@ func bench(ds dataset) error {
 			var profiled chan error
 			if r == 0 && *profiles != "" && *pprof != "" {
 				profiled = make(chan error, 1)
-				go func() { profiled <- cpuProfile(filepath.Join(*profiles, fmt.Sprintf("%s-%d-case%d.pprof", ds.db, ds.n, i))) }()
+				go func() {
+					profiled <- cpuProfile(filepath.Join(*profiles, fmt.Sprintf("%s-%d-case%d.pprof", ds.db, ds.n, i)))
+				}()
 			}
 			s.add(load(srv, c, seed))
 			if profiled != nil {

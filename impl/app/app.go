@@ -287,7 +287,7 @@ func (a *App) StartCluster(ctx context.Context) error {
 // Run serves on ln and runs every piece of background work in one group
 // until ctx ends or one of them fails: the cluster gateway's caches (and, on
 // the embedded default, its simulated kubelet), the reconciler, the phase
-// sync and the remote-participant probes. It returns once all of them have
+// sync, the remote-participant probes and the refresh of stale list views. It returns once all of them have
 // returned, so Close may then release the gateway and the store.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	g, ctx := errgroup.WithContext(ctx)
@@ -309,6 +309,14 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		return nil
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
+	g.Go(func() error {
+		// Lists are right without it (a stale view is rendered on read);
+		// a failure is logged and the next start tries again.
+		if err := a.Management.RefreshListViews(ctx); err != nil && ctx.Err() == nil {
+			a.Log.WarnContext(ctx, "refreshing the validators' list views", "error", err)
+		}
+		return nil
+	})
 	return g.Wait()
 }
 

@@ -1,6 +1,6 @@
 package domain
 
-import "fmt"
+import "strconv"
 
 // Services of a validator, by the Helm charts' naming convention: each
 // answers at <validator>-<service>.<namespace>.svc.cluster.local. Release
@@ -23,15 +23,15 @@ const (
 
 // ServiceHost is the cluster DNS name of one of a validator's services.
 func ServiceHost(validator, service, namespace string) string {
-	return fmt.Sprintf("%s-%s.%s.svc.cluster.local", validator, service, namespace)
+	return validator + "-" + service + "." + namespace + ".svc.cluster.local"
 }
 
 // ValidatorAppURL is the base URL of a validator's validator app.
 func ValidatorAppURL(validator, namespace string) string {
-	return fmt.Sprintf("http://%s:%d", ServiceHost(validator, ServiceValidatorApp, namespace), ValidatorAppPort)
+	return "http://" + ServiceHost(validator, ServiceValidatorApp, namespace) + ":" + strconv.Itoa(ValidatorAppPort)
 }
 
 // JSONAPIURL is the base URL of a validator's JSON Ledger API.
 func JSONAPIURL(validator, namespace string) string {
-	return fmt.Sprintf("http://%s:%d", ServiceHost(validator, ServiceParticipant, namespace), JSONAPIPort)
+	return "http://" + ServiceHost(validator, ServiceParticipant, namespace) + ":" + strconv.Itoa(JSONAPIPort)
 }

@@ -31,6 +31,15 @@ type Validator struct {
 	// is the database column validators.spec; the Validator resource's
 	// spec.config is the same configuration.
 	Spec []byte
+	// ListView is the validator as release 1.11 lists it but for Name, Phase
+	// and Immutable (which change without a write of the configuration)
+	// and the addresses (which depend on the server's namespace): the API
+	// layer renders it from Spec and the other columns whenever it writes
+	// Spec (column list_view), so that a page need not decode whole
+	// configurations. ListViewVersion names that rendering; a view of
+	// another version than the API layer's (0: none) is not used.
+	ListView        []byte
+	ListViewVersion int
 	// WalletUserID is the identity provider's id of the wallet user created
 	// for the validator; empty with custom authentication.
 	WalletUserID string
@@ -43,6 +52,25 @@ type Validator struct {
 	Claim     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// ListedValidator is a validator as a list page reads it: the columns that
+// change without its configuration, and its list view.
+type ListedValidator struct {
+	Name            string
+	Phase           Phase
+	Immutable       bool
+	ListView        []byte
+	ListViewVersion int
+}
+
+// ListViewUpdate is a list view rendered from a validator's row as it was
+// when last written, at UpdatedAt.
+type ListViewUpdate struct {
+	Name      string
+	UpdatedAt time.Time
+	View      []byte
+	Version   int
 }
 
 // ValidatorIntent is what the operator asked for one validator: the record

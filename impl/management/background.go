@@ -36,7 +36,17 @@ func (s *Server) SyncStatesOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One read of what is recorded, then a write per validator that
+	// differs: a pass over many validators in step writes nothing.
+	recorded, err := s.store.ValidatorStates(ctx)
+	if err != nil {
+		return err
+	}
 	for name, st := range states {
+		r, ok := recorded[name]
+		if !ok || (r.Phase == st.Phase && r.DisableUserEdit == st.DisableUserEdit) {
+			continue // not shown (no row, or still creating), or in step
+		}
 		if err := s.store.SyncValidatorState(ctx, name, st); err != nil {
 			return err
 		}

@@ -14,9 +14,17 @@ type Store interface {
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
 	DeleteValidator(ctx context.Context, name string) error
-	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.Validator, int64, error)
+	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error)
 	// SyncValidatorState records what the cluster reports (phase, disableUserEdit).
 	SyncValidatorState(ctx context.Context, name string, s domain.ValidatorState) error
+	// ValidatorStates reads the recorded state of every validator shown.
+	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
+	// StaleListViews reads up to limit validators after after, in name
+	// order, whose list view is not of version, with their Spec.
+	StaleListViews(ctx context.Context, version int, after string, limit int) ([]domain.Validator, error)
+	// SetListViews stores list views in one transaction, each unless its
+	// row was written since it was rendered.
+	SetListViews(ctx context.Context, updates []domain.ListViewUpdate) error
 	// FinishCreate clears the row's Creating flag.
 	FinishCreate(ctx context.Context, name string) error
 	// ValidatorIntent reads a validator (creating or not) with its schedules.

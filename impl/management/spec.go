@@ -103,22 +103,29 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 	if err != nil {
 		return managementapi.ValidatorResponseDto{}, err
 	}
-	r := configResponse(c)
-	host := func(service string) string { return domain.ServiceHost(v.Name, service, s.namespace) }
-	phase := managementapi.Phase(v.Phase)
+	r := viewed(v, c)
 	r.Name = ptr(v.Name)
-	r.Phase = &phase
-	r.CustomAuth = ptr(v.CustomAuth)
+	r.Phase = ptr(managementapi.Phase(v.Phase))
 	r.Immutable = ptr(v.Immutable)
+	a := s.addresses(v.Name)
+	r.Participant, r.LedgerApiAddress, r.JsonApiAddress = &a.participant, &a.ledgerAPI, &a.jsonAPI
+	r.ValidatorApiAddress, r.Application = &a.validatorAPI, &a.application
+	r.ApplicationWallet, r.ApplicationLedgerNameServer = &a.wallet, &a.nameServer
+	return r, nil
+}
+
+// viewed is the part of a validator's response that its list view holds
+// (listView): everything but the name, the phase and the disableUserEdit
+// flag (which change without a write of the configuration) and the
+// addresses (which depend on the namespace the server runs in).
+func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.ValidatorResponseDto {
+	r := configResponse(c)
+	if c.WrittenSecrets.Onboarding {
+		r.OnboardingSecretName = ptr(domain.OnboardingSecretName(v.Name))
+	}
+	r.CustomAuth = ptr(v.CustomAuth)
 	r.MigrationId = ptr(strconv.FormatInt(int64(v.MigrationID), 10))
 	r.MigrationMigrating = ptr(v.Migrating)
-	r.Participant = ptr(host(domain.ServiceParticipant))
-	r.LedgerApiAddress = ptr(fmt.Sprintf("%s:%d", host(domain.ServiceParticipant), domain.LedgerAPIPort))
-	r.JsonApiAddress = ptr(domain.JSONAPIURL(v.Name, s.namespace))
-	r.ValidatorApiAddress = ptr(domain.ValidatorAppURL(v.Name, s.namespace))
-	r.Application = ptr(host(domain.ServiceValidatorApp))
-	r.ApplicationWallet = ptr(host(domain.ServiceWalletUI))
-	r.ApplicationLedgerNameServer = ptr(host(domain.ServiceANSUI))
 	storage := v.DatabaseStorage
 	if storage == "" && !v.ExternalDatabase {
 		storage = defaultDatabaseStorage
@@ -126,10 +133,26 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 	if storage != "" {
 		r.DatabaseStorage = &storage
 	}
-	if c.WrittenSecrets.Onboarding {
-		r.OnboardingSecretName = ptr(domain.OnboardingSecretName(v.Name))
+	return r
+}
+
+// addresses are a validator's service addresses as release 1.11 shows
+// them, by the Helm charts' convention in the server's namespace.
+type addresses struct {
+	participant, ledgerAPI, jsonAPI, validatorAPI, application, wallet, nameServer string
+}
+
+func (s *Server) addresses(name string) addresses {
+	host := func(service string) string { return domain.ServiceHost(name, service, s.namespace) }
+	return addresses{
+		participant:  host(domain.ServiceParticipant),
+		ledgerAPI:    host(domain.ServiceParticipant) + ":" + strconv.Itoa(domain.LedgerAPIPort),
+		jsonAPI:      domain.JSONAPIURL(name, s.namespace),
+		validatorAPI: domain.ValidatorAppURL(name, s.namespace),
+		application:  host(domain.ServiceValidatorApp),
+		wallet:       host(domain.ServiceWalletUI),
+		nameServer:   host(domain.ServiceANSUI),
 	}
-	return r, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -7,9 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/management"
 )
 
 // TestStoredVersions: a row written before the version marker reads as
@@ -47,6 +49,9 @@ func TestStoredVersions(t *testing.T) {
 		}
 		return m
 	}
+	// setRow stores config without a list view, as a row from before
+	// migration 0006 (or one whose view is of another rendering): reads
+	// render it from the configuration.
 	setRow := func(config map[string]any) {
 		t.Helper()
 		row, _ := e.row(t, "omega")
@@ -54,6 +59,7 @@ func TestStoredVersions(t *testing.T) {
 		if row.Spec, err = json.Marshal(config); err != nil {
 			t.Fatal(err)
 		}
+		row.ListView, row.ListViewVersion = nil, 0
 		if err := e.App.Store.UpdateValidator(ctx, &row); err != nil {
 			t.Fatal(err)
 		}
@@ -105,5 +111,76 @@ func TestStoredVersions(t *testing.T) {
 	}
 	if !strings.Contains(e.Logs(), "newer server") {
 		t.Error("log: want the reason (a newer server wrote the row)")
+	}
+
+	// A newer server that wrote a list view of this server's rendering: the
+	// list shows that view (it is what this release lists); edits still fail.
+	row, _ := e.row(t, "omega")
+	row.ListView, row.ListViewVersion = []byte(`{"imageTag":"0.7.0"}`), management.ListViewVersion
+	if err := e.App.Store.UpdateValidator(ctx, &row); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got.JSON200 == nil || len(got.JSON200.Validators) != 1 || *got.JSON200.Validators[0].ImageTag != "0.7.0" {
+		t.Errorf("list with a newer row and a current view: got %d %s, want 200 with imageTag 0.7.0", got.StatusCode(), got.Body)
+	}
+}
+
+// TestRefreshListViews: rows without a current list view (from before
+// migration 0006) list the same as with one; the refresh writes their
+// views, and leaves alone a row whose configuration changed since it read it.
+func TestRefreshListViews(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	for _, name := range []string{"alpha", "beta"} {
+		if resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator(name)); err != nil || resp.StatusCode() != http.StatusCreated {
+			t.Fatalf("create %s: %v %v", name, resp.StatusCode(), err)
+		}
+	}
+	list := func() string {
+		t.Helper()
+		resp, err := e.Management.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{})
+		if err != nil || resp.JSON200 == nil {
+			t.Fatalf("list: %v %v", resp.StatusCode(), err)
+		}
+		return string(resp.Body)
+	}
+	before := list()
+	for _, name := range []string{"alpha", "beta"} {
+		row, _ := e.row(t, name)
+		row.ListView, row.ListViewVersion = nil, 0
+		if err := e.App.Store.UpdateValidator(ctx, &row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list(); got != before {
+		t.Fatalf("list of rows without views:\ngot  %s\nwant %s", got, before)
+	}
+
+	// beta is written after the refresh read it: its view is not written
+	// from the old row.
+	stale, err := e.App.Store.StaleListViews(ctx, management.ListViewVersion, "", 10)
+	if err != nil || len(stale) != 2 {
+		t.Fatalf("stale views: got %d %v, want 2", len(stale), err)
+	}
+	if err := e.App.Store.SetListViews(ctx, []domain.ListViewUpdate{{Name: "beta", UpdatedAt: stale[1].UpdatedAt.Add(-time.Millisecond), View: []byte(`{"imageTag":"wrong"}`), Version: management.ListViewVersion}}); err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := e.row(t, "beta"); row.ListView != nil {
+		t.Errorf("a view rendered from an old configuration was stored: %s", row.ListView)
+	}
+
+	if err := e.App.Management.RefreshListViews(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if row, _ := e.row(t, name); row.ListViewVersion != management.ListViewVersion || len(row.ListView) < 100 {
+			t.Errorf("%s after the refresh: version %d view %s", name, row.ListViewVersion, row.ListView)
+		}
+	}
+	if stale, err := e.App.Store.StaleListViews(ctx, management.ListViewVersion, "", 10); err != nil || len(stale) != 0 {
+		t.Errorf("stale views after the refresh: %d %v", len(stale), err)
+	}
+	if got := list(); got != before {
+		t.Errorf("list after the refresh:\ngot  %s\nwant %s", got, before)
 	}
 }

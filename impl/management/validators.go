@@ -43,15 +43,7 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	if err != nil {
 		return nil, err
 	}
-	out := managementapi.ListValidators200JSONResponse{Validators: make([]managementapi.ValidatorResponseDto, 0, len(rows)), TotalCount: total}
-	for _, v := range rows {
-		r, err := s.response(v)
-		if err != nil {
-			return nil, err
-		}
-		out.Validators = append(out.Validators, r)
-	}
-	return out, nil
+	return s.renderPage(ctx, rows, total)
 }
 
 // CreateValidator records the validator first, marked Creating (so that of
@@ -89,7 +81,7 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if !v.ExternalDatabase {
 		v.DatabaseStorage = defaultDatabaseStorage
 	}
-	if v.Spec, err = domain.EncodeValidatorConfig(cfg); err != nil {
+	if err := setConfig(&v, cfg); err != nil {
 		return nil, err
 	}
 
@@ -258,7 +250,7 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 		return nil, err
 	}
 	cfg.MarkWritten(secrets)
-	if next.Spec, err = domain.EncodeValidatorConfig(cfg); err != nil {
+	if err := setConfig(&next, cfg); err != nil {
 		return nil, err
 	}
 	if err := s.cluster.WriteSecrets(ctx, next.Name, secrets); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 
 	"gorm.io/gorm"
 
@@ -41,8 +42,20 @@ SELECT t.total, x.lo, x.before
 FROM (SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM b) AS t
 LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? ORDER BY lo LIMIT 1) AS x ON 1 = 1`
 	var b *int64
-	row := s.db.WithContext(ctx).Raw(q, append(args, offset)...).Row()
-	if err := row.Scan(&total, &lo, &b); err != nil {
+	// Rows, not Row: with prepared statements GORM's Row hides a failed
+	// prepare (a closed database) behind a nil result.
+	rows, err := s.reads.WithContext(ctx).Raw(q, append(args, offset)...).Rows()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, 0, 0, err
+		}
+		return nil, 0, 0, sql.ErrNoRows
+	}
+	if err := rows.Scan(&total, &lo, &b); err != nil {
 		return nil, 0, 0, err
 	}
 	if b != nil {
@@ -53,10 +66,10 @@ LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? O
 
 // pageByBlocks reads a page of validators filtered at most by phase: the
 // block counts locate the offset, and the page walks only inside its block.
-func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) ([]validatorRow, int64, error) {
+func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) (*gorm.DB, int64, error) {
 	lo, before, total, err := s.locate(ctx, f.Phase, int64(f.Offset))
 	if err != nil || lo == nil {
-		return []validatorRow{}, total, err
+		return nil, total, err
 	}
 	filter := shown(func(tx *gorm.DB) *gorm.DB {
 		tx = tx.Where("name >= ?", *lo)
@@ -66,8 +79,7 @@ func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) ([]v
 		return tx
 	})
 	p := domain.Page{Offset: f.Offset - int(before), Limit: f.Limit}
-	rows, err := page[validatorRow](ctx, s.db, filter, p, total-before)
-	return rows, total, err
+	return pageNames[validatorRow](ctx, s.reads, filter, p, total-before), total, nil
 }
 
 // splitBlock splits the block holding name when it has grown past

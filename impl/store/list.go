@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -58,37 +57,38 @@ func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *go
 }
 
 // page reads one page of R's table, ordered by name, given the size of the
-// filtered set. It never reads more rows than the page: the page's names
-// come from a walk of the name index (index-only: nothing decoded) from the
-// nearer end, so the walk is at most half the filtered set, and then the
-// page's rows by primary key. Total comes from the caller (maintained
-// counters, or a count over an index).
+// filtered set: the rows named by pageNames.
+func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
+	out := []R{}
+	names := pageNames[R](ctx, db, filter, p, total)
+	if names == nil {
+		return out, nil
+	}
+	err := db.WithContext(ctx).Where("name IN (?)", names).Order("name").Find(&out).Error
+	return out, err
+}
+
+// pageNames is the query of the names of one page of R's table, given the
+// size of the filtered set; nil when the page is empty. It never reads more
+// than the page: the names come from a walk of the name index (index-only
+// where an index holds the filter's columns) from the nearer end, so the
+// walk is at most half the filtered set; the rows are then read by primary
+// key (name IN (pageNames), ordered by name). Total comes from the caller
+// (maintained counters, or a count over an index).
 //
 // Under concurrent writes a page may shift by the rows written between the
 // count and the page, as any offset page does.
-func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
-	out := []R{}
+func pageNames[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) *gorm.DB {
 	offset := int64(p.Offset)
 	if offset >= total {
-		return out, nil
+		return nil
 	}
 	n := min(int64(p.Limit), total-offset)
 	q := db.WithContext(ctx).Model(new(R)).Scopes(filter).Select("name").Limit(int(n))
-	fromEnd := offset > total/2
-	if fromEnd {
-		q = q.Order("name DESC").Offset(int(total - offset - n))
-	} else {
-		q = q.Order("name").Offset(p.Offset)
+	if offset > total/2 {
+		return q.Order("name DESC").Offset(int(total - offset - n))
 	}
-	var names []string
-	if err := q.Scan(&names).Error; err != nil || len(names) == 0 {
-		return out, err
-	}
-	if fromEnd {
-		slices.Reverse(names)
-	}
-	err := db.WithContext(ctx).Where("name IN ?", names).Order("name").Find(&out).Error
-	return out, err
+	return q.Order("name").Offset(p.Offset)
 }
 
 // count is the size of R's filtered set, counted by the database (the

@@ -21,6 +21,8 @@ type validatorRow struct {
 	MigrationID      int32
 	Migrating        bool
 	Spec             string
+	ListView         *string
+	ListViewVersion  int
 	WalletUserID     string
 	Creating         bool
 	Claim            string
@@ -41,6 +43,8 @@ func validatorFrom(v *domain.Validator) validatorRow {
 		MigrationID:      v.MigrationID,
 		Migrating:        v.Migrating,
 		Spec:             string(v.Spec),
+		ListView:         viewText(v.ListView),
+		ListViewVersion:  v.ListViewVersion,
 		WalletUserID:     v.WalletUserID,
 		Creating:         v.Creating,
 		Claim:            v.Claim,
@@ -60,12 +64,30 @@ func (r validatorRow) domain() domain.Validator {
 		MigrationID:      r.MigrationID,
 		Migrating:        r.Migrating,
 		Spec:             specBytes(r.Spec),
+		ListView:         viewBytes(r.ListView),
+		ListViewVersion:  r.ListViewVersion,
 		WalletUserID:     r.WalletUserID,
 		Creating:         r.Creating,
 		Claim:            r.Claim,
 		CreatedAt:        r.CreatedAt.UTC(),
 		UpdatedAt:        r.UpdatedAt.UTC(),
 	}
+}
+
+// viewText and viewBytes map a list view to its nullable column.
+func viewText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+func viewBytes(s *string) []byte {
+	if s == nil {
+		return nil
+	}
+	return []byte(*s)
 }
 
 type pruneRow struct {

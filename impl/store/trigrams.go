@@ -43,7 +43,7 @@ func (s *Store) validatorNameFilter(ctx context.Context, sub string, phase domai
 		Tri string
 		N   int64
 	}
-	err := s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY n LIMIT 1", args...).Scan(&rarest).Error
+	err := s.reads.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY n LIMIT 1", args...).Scan(&rarest).Error
 	if err != nil || rarest.N > rareTrigram {
 		return scan, err
 	}

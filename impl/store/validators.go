@@ -46,7 +46,7 @@ func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error 
 		// phase and immutable are the cluster's to say (SyncValidatorState):
 		// an edit read before a sync must not put an old phase back.
 		Select("custom_auth", "external_database", "database_storage",
-			"migration_id", "migrating", "spec", "wallet_user_id", "updated_at").
+			"migration_id", "migrating", "spec", "list_view", "list_view_version", "wallet_user_id", "updated_at").
 		Updates(&row)
 	if err := affected(res, validatorWhat(v.Name), ""); err != nil {
 		return err
@@ -115,34 +115,109 @@ func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]
 	return names, translate(err, "read validator names", "")
 }
 
-// ListValidators returns one page ordered by name and the number of
-// validators that match the filter.
-func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.Validator, int64, error) {
+// ListValidators returns one page ordered by name, as a list shows it
+// (ListedValidator), and the number of validators that match the filter.
+// A page is one query: its names, then their rows by primary key.
+func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	var rows []validatorRow
+	ctx = s.bounded(ctx)
+	var names *gorm.DB
 	var total int64
 	var err error
 	if f.NameContains == "" {
-		rows, total, err = s.pageByBlocks(ctx, f)
+		names, total, err = s.pageByBlocks(ctx, f)
 	} else {
 		var filter func(*gorm.DB) *gorm.DB
 		if filter, err = s.validatorNameFilter(ctx, f.NameContains, f.Phase); err == nil {
 			filter = shown(filter)
-			if total, err = count[validatorRow](ctx, s.db, filter); err == nil {
-				rows, err = page[validatorRow](ctx, s.db, filter, f.Page, total)
+			if total, err = count[validatorRow](ctx, s.reads, filter); err == nil {
+				names = pageNames[validatorRow](ctx, s.reads, filter, f.Page, total)
 			}
 		}
 	}
+	out := []domain.ListedValidator{}
+	if err == nil && names != nil {
+		out, err = s.listed(ctx, names)
+	}
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
+	}
+	return out, total, nil
+}
+
+// listed reads the listed columns of the validators names selects, in name
+// order.
+func (s *Store) listed(ctx context.Context, names *gorm.DB) ([]domain.ListedValidator, error) {
+	rows, err := s.reads.WithContext(ctx).Raw(`SELECT name, phase, immutable, list_view, list_view_version
+FROM validators WHERE name IN (?) ORDER BY name`, names).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]domain.ListedValidator, 0, 50)
+	for rows.Next() {
+		var v domain.ListedValidator
+		if err := rows.Scan(&v.Name, &v.Phase, &v.Immutable, &v.ListView, &v.ListViewVersion); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// StaleListViews reads up to limit validators after after, in name order,
+// whose list view is not of version (with Spec, to render it from).
+func (s *Store) StaleListViews(ctx context.Context, version int, after string, limit int) ([]domain.Validator, error) {
+	var rows []validatorRow
+	err := s.db.WithContext(ctx).Where("name > ? AND (list_view_version <> ? OR list_view IS NULL)", after, version).
+		Order("name").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, translate(err, "read stale list views", "")
 	}
 	out := make([]domain.Validator, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
-	return out, total, nil
+	return out, nil
+}
+
+// SetListViews stores list views in one transaction, each unless its row
+// was written since it was rendered (an edit wrote its own view).
+func (s *Store) SetListViews(ctx context.Context, updates []domain.ListViewUpdate) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, u := range updates {
+			err := tx.Model(&validatorRow{}).Where("name = ? AND updated_at = ?", u.Name, stamp(u.UpdatedAt)).
+				Updates(map[string]any{"list_view": string(u.View), "list_view_version": u.Version}).Error
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return translate(err, "store list views", "")
+}
+
+// ValidatorStates reads the recorded phase and disableUserEdit flag of
+// every validator shown: one pass over three columns, so that a sync of
+// states from the cluster writes only the rows that differ.
+func (s *Store) ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error) {
+	rows, err := s.db.WithContext(ctx).Raw("SELECT name, phase, immutable FROM validators WHERE NOT creating").Rows()
+	if err != nil {
+		return nil, translate(err, "read validator states", "")
+	}
+	defer rows.Close()
+	out := map[string]domain.ValidatorState{}
+	for rows.Next() {
+		var name string
+		var st domain.ValidatorState
+		if err := rows.Scan(&name, &st.Phase, &st.DisableUserEdit); err != nil {
+			return nil, translate(err, "read validator states", "")
+		}
+		out[name] = st
+	}
+	return out, translate(rows.Err(), "read validator states", "")
 }
 
 // SyncValidatorState records the cluster's phase and disableUserEdit flag.

@@ -237,7 +237,7 @@ func TestListValidators(t *testing.T) {
 	})
 }
 
-func validatorNames(vs []domain.Validator) []string {
+func validatorNames(vs []domain.ListedValidator) []string {
 	var out []string
 	for _, v := range vs {
 		out = append(out, v.Name)
@@ -392,6 +392,39 @@ func TestCreatingValidatorsHidden(t *testing.T) {
 		}
 		if err := s.FinishCreate(ctx, "nobody"); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("finish an absent validator: got %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// TestListedColumns: a page carries each row's name, phase, flag and list
+// view as written; a row without a view reads as version 0, and the stale
+// views are those of another version, each once.
+func TestListedColumns(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		a := newValidator("alpha")
+		a.Phase, a.ListView, a.ListViewVersion = domain.PhaseRunning, []byte(`{"imageTag":"1.0"}`), 3
+		mustCreateValidator(t, s, a)
+		mustCreateValidator(t, s, newValidator("beta")) // no view
+		wantErr(t, s.SyncValidatorState(ctx, "alpha", domain.ValidatorState{Phase: domain.PhaseCompleted, DisableUserEdit: true}), nil)
+
+		page, total, err := s.ListValidators(ctx, domain.ValidatorFilter{Page: domain.Page{Limit: 10}})
+		wantErr(t, err, nil)
+		want := []domain.ListedValidator{
+			{Name: "alpha", Phase: domain.PhaseCompleted, Immutable: true, ListView: []byte(`{"imageTag":"1.0"}`), ListViewVersion: 3},
+			{Name: "beta", Phase: newValidator("beta").Phase},
+		}
+		if total != 2 || !reflect.DeepEqual(page, want) {
+			t.Errorf("got %d %+v, want 2 %+v", total, page, want)
+		}
+
+		stale, err := s.StaleListViews(ctx, 3, "", 10)
+		wantErr(t, err, nil)
+		if len(stale) != 1 || stale[0].Name != "beta" || len(stale[0].Spec) == 0 {
+			t.Errorf("stale views of version 3: got %+v, want beta with its spec", stale)
+		}
+		if stale, _ := s.StaleListViews(ctx, 3, "beta", 10); len(stale) != 0 {
+			t.Errorf("stale views after beta: got %+v, want none", stale)
 		}
 	})
 }

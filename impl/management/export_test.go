@@ -1,0 +1,4 @@
+package management
+
+// ListViewVersion is listViewVersion, for the external tests.
+const ListViewVersion = listViewVersion

@@ -1,0 +1,189 @@
+package management
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// listViewVersion names the rendering of listView. Bump it whenever what
+// listView writes for a stored validator changes (configResponse, viewed):
+// rows of an older version are then read whole and rendered on read, and
+// rewritten by RefreshListViews. TestListViewGolden fails when the
+// rendering changes under one version.
+const listViewVersion = 1
+
+// listView is a validator's list item but for what writeItem adds (name,
+// phase, disableUserEdit flag, addresses), as JSON: the column list_view,
+// written with the configuration, so that a page splices it instead of
+// decoding the configuration of every row.
+func listView(v domain.Validator, c domain.ValidatorConfig) ([]byte, error) {
+	return json.Marshal(viewed(v, c))
+}
+
+// setConfig stores c as v's configuration, with v's list view: call it
+// after the other columns are set.
+func setConfig(v *domain.Validator, c domain.ValidatorConfig) error {
+	spec, err := domain.EncodeValidatorConfig(c)
+	if err != nil {
+		return err
+	}
+	view, err := listView(*v, c)
+	if err != nil {
+		return err
+	}
+	v.Spec, v.ListView, v.ListViewVersion = spec, view, listViewVersion
+	return nil
+}
+
+// listPage is a page of validators as JSON: the bytes
+// ListValidators200JSONResponse would write for it.
+type listPage struct{ body []byte }
+
+func (p listPage) VisitListValidatorsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(p.body)
+	return err
+}
+
+// renderPage writes a page: each item is its name, phase, flag and
+// addresses followed by its stored list view. A row whose view is missing
+// or of another version is read whole and rendered (rows from before
+// migration 0006 until RefreshListViews has rewritten them).
+func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, total int64) (listPage, error) {
+	var b bytes.Buffer
+	b.Grow(len(rows)*1400 + 64)
+	b.WriteString(`{"validators":[`)
+	for i, v := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		view := v.ListView
+		if v.ListViewVersion != listViewVersion || len(view) < 2 {
+			full, err := s.store.GetValidator(ctx, v.Name)
+			if err != nil {
+				return listPage{}, err
+			}
+			c, err := full.Config()
+			if err != nil {
+				return listPage{}, err
+			}
+			if view, err = listView(full, c); err != nil {
+				return listPage{}, err
+			}
+			v.Phase, v.Immutable = full.Phase, full.Immutable
+		}
+		s.writeItem(&b, v.Name, v.Phase, v.Immutable, view)
+	}
+	b.WriteString(`],"totalCount":`)
+	b.Write(strconv.AppendInt(nil, total, 10))
+	b.WriteString("}\n")
+	return listPage{body: b.Bytes()}, nil
+}
+
+// writeItem writes one item: the fields a list view leaves out, then the
+// view's fields. The field names are the contract's (ValidatorResponseDto);
+// TestListItemIsTheResponse holds the item equal to the validator's response.
+func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, immutable bool, view []byte) {
+	b.WriteString(`{"name":`)
+	writeString(b, name)
+	b.WriteString(`,"phase":`)
+	writeString(b, string(phase))
+	b.WriteString(`,"immutable":`)
+	b.WriteString(strconv.FormatBool(immutable))
+	if plainJSON(name) && plainJSON(s.namespace) {
+		// The addresses as addresses() spells them, without building them.
+		host := func(key, prefix, service, suffix string) {
+			b.WriteString(`,"` + key + `":"` + prefix)
+			b.WriteString(name)
+			b.WriteString("-" + service + "." + s.namespace + ".svc.cluster.local" + suffix + `"`)
+		}
+		host("participant", "", domain.ServiceParticipant, "")
+		host("ledgerApiAddress", "", domain.ServiceParticipant, ":"+strconv.Itoa(domain.LedgerAPIPort))
+		host("jsonApiAddress", "http://", domain.ServiceParticipant, ":"+strconv.Itoa(domain.JSONAPIPort))
+		host("validatorApiAddress", "http://", domain.ServiceValidatorApp, ":"+strconv.Itoa(domain.ValidatorAppPort))
+		host("application", "", domain.ServiceValidatorApp, "")
+		host("applicationWallet", "", domain.ServiceWalletUI, "")
+		host("applicationLedgerNameServer", "", domain.ServiceANSUI, "")
+	} else {
+		a := s.addresses(name)
+		for _, f := range [][2]string{
+			{"participant", a.participant}, {"ledgerApiAddress", a.ledgerAPI}, {"jsonApiAddress", a.jsonAPI},
+			{"validatorApiAddress", a.validatorAPI}, {"application", a.application},
+			{"applicationWallet", a.wallet}, {"applicationLedgerNameServer", a.nameServer},
+		} {
+			b.WriteString(`,"` + f[0] + `":`)
+			writeString(b, f[1])
+		}
+	}
+	if len(view) > 2 {
+		b.WriteByte(',')
+		b.Write(view[1:])
+	} else {
+		b.WriteByte('}')
+	}
+}
+
+// plainJSON tells whether s is written as a JSON string as it is: no
+// character encoding/json escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeString writes s as a JSON string as encoding/json writes it.
+func writeString(b *bytes.Buffer, s string) {
+	if !plainJSON(s) {
+		raw, _ := json.Marshal(s)
+		b.Write(raw)
+		return
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+}
+
+// RefreshListViews rewrites, a batch at a time, the list views that are not
+// of this server's version (rows from before migration 0006, or from a
+// server that rendered them otherwise). Reads are right without it (they
+// render such rows whole); it only makes them cheap again. A row edited
+// meanwhile is left to its edit, which wrote its view.
+func (s *Server) RefreshListViews(ctx context.Context) error {
+	const batch = 500
+	for after := ""; ; {
+		stale, err := s.store.StaleListViews(ctx, listViewVersion, after, batch)
+		if err != nil || len(stale) == 0 {
+			return err
+		}
+		updates := make([]domain.ListViewUpdate, 0, len(stale))
+		for _, v := range stale {
+			after = v.Name
+			c, err := v.Config()
+			if err != nil {
+				// Reads report the broken configuration; skip it here.
+				s.log.WarnContext(ctx, "list view not refreshed: stored configuration unreadable", "validator", v.Name, "error", err)
+				continue
+			}
+			view, err := listView(v, c)
+			if err != nil {
+				return err
+			}
+			updates = append(updates, domain.ListViewUpdate{Name: v.Name, UpdatedAt: v.UpdatedAt, View: view, Version: listViewVersion})
+		}
+		if err := s.store.SetListViews(ctx, updates); err != nil {
+			return err
+		}
+		if len(stale) < batch {
+			return nil
+		}
+	}
+}
