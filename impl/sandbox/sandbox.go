@@ -232,7 +232,7 @@ func (n *Network) saveLocked() error {
 }
 
 func loadState(path string) (*state, error) {
-	st := &state{Nodes: map[string]*nodeState{}}
+	st := &state{Nodes: map[string]*nodeState{}, Hosting: map[string]*hosting{}, UsedMultiHashes: map[string]string{}}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -245,6 +245,12 @@ func loadState(path string) (*state, error) {
 	}
 	if st.Nodes == nil {
 		st.Nodes = map[string]*nodeState{}
+	}
+	if st.Hosting == nil {
+		st.Hosting = map[string]*hosting{}
+	}
+	if st.UsedMultiHashes == nil {
+		st.UsedMultiHashes = map[string]string{}
 	}
 	return st, nil
 }
