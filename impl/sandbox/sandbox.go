@@ -3,8 +3,9 @@
 // service and an OAuth2 token endpoint, all on loopback ports and speaking
 // the wire formats of the descriptions in openapi/upstream/. The server
 // reaches them through the same generated clients, token flow and error
-// translation as real nodes. State (parties, users and rights, wallet users,
-// packages, traffic counters, node keys) is kept in the data directory.
+// translation as real nodes. State (parties, external parties' hosting and
+// spent multi-hashes, users and rights, wallet users, packages, traffic
+// counters, node keys) is kept in the data directory.
 package sandbox
 
 import (
