@@ -50,7 +50,7 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 	seen := map[string]bool{}
 	for i, h := range hosts {
 		if seen[h.ParticipantUid] {
-			return nil, domain.Invalid(fmt.Sprintf("hosts[%d].participantUid", i), "participant %s is named more than once", h.ParticipantUid)
+			return nil, domain.Invalid(fmt.Sprintf("hosts.%d.participantUid", i), "participant %s is named more than once", h.ParticipantUid)
 		}
 		seen[h.ParticipantUid] = true
 		uids = append(uids, h.ParticipantUid)
@@ -74,7 +74,7 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 	}
 	for i, h := range hosts {
 		if h.ParticipantUid == self {
-			return nil, domain.Invalid(fmt.Sprintf("hosts[%d].participantUid", i), "%s is this validator's participant, which hosts the party anyway: name only other participants", self)
+			return nil, domain.Invalid(fmt.Sprintf("hosts.%d.participantUid", i), "%s is this validator's participant, which hosts the party anyway: name only other participants", self)
 		}
 	}
 	sync, err := connectedSynchronizer(ctx, n)
@@ -152,7 +152,7 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 	for i, raw := range b.TopologyTransactions {
 		tx, err := topology.Unmarshal(raw)
 		if err != nil {
-			return nil, domain.Invalid(fmt.Sprintf("topologyTransactions[%d]", i), "is not a Canton topology transaction (%v): send the topologyTransactions of generate-topology unchanged", err)
+			return nil, domain.Invalid(fmt.Sprintf("topologyTransactions.%d", i), "is not a Canton topology transaction (%v): send the topologyTransactions of generate-topology unchanged", err)
 		}
 		if tx.PartyToParticipant != nil && hosting == nil {
 			hosting, serial = tx.PartyToParticipant, int64(tx.Serial)

@@ -307,9 +307,9 @@ func TestExternalParties(t *testing.T) {
 			{name: "observing here and no confirming host", req: platformapi.GenerateTopologyRequest{PartyHint: "t", PublicKeyBase64: ed.spki, LocalParticipantObservationOnly: ptr(true),
 				Hosts: &[]platformapi.HostingParticipant{observe(cohost)}}, status: http.StatusBadRequest, want: "confirmationThreshold: 1 exceeds the number of confirming participants, 0"},
 			{name: "a host is this participant", req: platformapi.GenerateTopologyRequest{PartyHint: "t", PublicKeyBase64: ed.spki,
-				Hosts: &[]platformapi.HostingParticipant{confirm(cohost), confirm(self)}}, status: http.StatusBadRequest, want: "hosts[1].participantUid: " + self + " is this validator's participant"},
+				Hosts: &[]platformapi.HostingParticipant{confirm(cohost), confirm(self)}}, status: http.StatusBadRequest, want: "hosts.1.participantUid: " + self + " is this validator's participant"},
 			{name: "a host named twice", req: platformapi.GenerateTopologyRequest{PartyHint: "t", PublicKeyBase64: ed.spki,
-				Hosts: &[]platformapi.HostingParticipant{confirm(cohost), observe(cohost)}}, status: http.StatusBadRequest, want: "hosts[1].participantUid: participant " + cohost + " is named more than once"},
+				Hosts: &[]platformapi.HostingParticipant{confirm(cohost), observe(cohost)}}, status: http.StatusBadRequest, want: "hosts.1.participantUid: participant " + cohost + " is named more than once"},
 			{name: "key not Base64", body: `{"partyHint":"t","publicKeyBase64":"not*base64!"}`, status: http.StatusBadRequest, want: "publicKeyBase64"},
 			{name: "key not a SubjectPublicKeyInfo", req: platformapi.GenerateTopologyRequest{PartyHint: "t", PublicKeyBase64: ed.fingerprinted},
 				status: http.StatusBadRequest, want: "publicKeyBase64: must be the Base64 of a DER X.509 SubjectPublicKeyInfo of a key of keySpec Ed25519"},
@@ -385,7 +385,7 @@ func TestExternalParties(t *testing.T) {
 				r := signed(k, top)
 				r.TopologyTransactions = [][]byte{[]byte("hello")}
 				return r
-			}, http.StatusBadRequest, "topologyTransactions[0]: is not a Canton topology transaction", false},
+			}, http.StatusBadRequest, "topologyTransactions.0: is not a Canton topology transaction", false},
 			{"no PartyToParticipant", "", func() platformapi.AllocateExternalPartyRequest {
 				r := signed(k, top)
 				r.TopologyTransactions = top.TopologyTransactions[:1]
