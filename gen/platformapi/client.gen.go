@@ -205,32 +205,62 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
 	ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature (not built yet)
+	// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature
 	//
 	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+	// `publicKeyFingerprint`). Allocate affects this participant only.
+	//
+	// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+	// lists the co-hosts still owing approval: every participant other than this one that the
+	// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+	// answers only the party id). Each co-host authorizes independently with approve-pending on
+	// its own validator, and the party is complete (`complete: true`) when every named host has
+	// authorized; a party hosted here only is complete at once.
+	//
+	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+	// allocate with the same transactions is 409; generate the topology again and sign the new
+	// multi-hash. A signature the ledger does not accept consumes nothing.
+	//
+	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+	// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+	// multi-hash was used before, or the party exists already.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
 	AllocateExternalPartyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+	// AllocateExternalParty Allocate an external party from its multi-hash signature
 	//
 	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+	// `publicKeyFingerprint`). Allocate affects this participant only.
+	//
+	// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+	// lists the co-hosts still owing approval: every participant other than this one that the
+	// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+	// answers only the party id). Each co-host authorizes independently with approve-pending on
+	// its own validator, and the party is complete (`complete: true`) when every named host has
+	// authorized; a party hosted here only is complete at once.
+	//
+	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+	// allocate with the same transactions is 409; generate the topology again and sign the new
+	// multi-hash. A signature the ledger does not accept consumes nothing.
+	//
+	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+	// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+	// multi-hash was used before, or the party exists already.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -291,18 +321,48 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
 	ApprovePendingHosting(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party (not built yet)
+	// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party
 	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+	// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+	// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+	// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+	// multi-hash the party signs for allocate. Nothing is allocated yet.
+	//
+	// It does not verify that the named participant UIDs exist: check each with
+	// participant-lookup first (allocate fails for an unknown co-host).
+	//
+	// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+	// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+	// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+	// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+	// `confirmationThreshold` exceeds the number of confirming participants (this participant
+	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
 	GenerateExternalPartyTopologyWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
 	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+	// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+	// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+	// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+	// multi-hash the party signs for allocate. Nothing is allocated yet.
+	//
+	// It does not verify that the named participant UIDs exist: check each with
+	// participant-lookup first (allocate fails for an unknown co-host).
+	//
+	// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+	// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+	// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+	// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+	// `confirmationThreshold` exceeds the number of confirming participants (this participant
+	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -786,16 +846,31 @@ func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath
 	return c.Client.Do(req)
 }
 
-// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature (not built yet)
+// AllocateExternalPartyWithBody Allocate an external party from its multi-hash signature
 //
 // Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+// `publicKeyFingerprint`). Allocate affects this participant only.
+//
+// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+// lists the co-hosts still owing approval: every participant other than this one that the
+// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+// answers only the party id). Each co-host authorizes independently with approve-pending on
+// its own validator, and the party is complete (`complete: true`) when every named host has
+// authorized; a party hosted here only is complete at once.
+//
+// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+// allocate with the same transactions is 409; generate the topology again and sign the new
+// multi-hash. A signature the ledger does not accept consumes nothing.
+//
+// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+// multi-hash was used before, or the party exists already.
 //
 // Takes any type of body and a specified content type.
 //
@@ -812,16 +887,31 @@ func (c *Client) AllocateExternalPartyWithBody(ctx context.Context, name Validat
 	return c.Client.Do(req)
 }
 
-// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+// AllocateExternalParty Allocate an external party from its multi-hash signature
 //
 // Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+// `publicKeyFingerprint`). Allocate affects this participant only.
+//
+// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+// lists the co-hosts still owing approval: every participant other than this one that the
+// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+// answers only the party id). Each co-host authorizes independently with approve-pending on
+// its own validator, and the party is complete (`complete: true`) when every named host has
+// authorized; a party hosted here only is complete at once.
+//
+// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+// allocate with the same transactions is 409; generate the topology again and sign the new
+// multi-hash. A signature the ledger does not accept consumes nothing.
+//
+// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+// multi-hash was used before, or the party exists already.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -952,9 +1042,24 @@ func (c *Client) ApprovePendingHosting(ctx context.Context, name ValidatorNamePa
 	return c.Client.Do(req)
 }
 
-// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party (not built yet)
+// GenerateExternalPartyTopologyWithBody Generate the onboarding topology of an external party
 //
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+// multi-hash the party signs for allocate. Nothing is allocated yet.
+//
+// It does not verify that the named participant UIDs exist: check each with
+// participant-lookup first (allocate fails for an unknown co-host).
+//
+// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+// `confirmationThreshold` exceeds the number of confirming participants (this participant
+// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+// 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
 // Takes any type of body and a specified content type.
 //
@@ -971,9 +1076,24 @@ func (c *Client) GenerateExternalPartyTopologyWithBody(ctx context.Context, name
 	return c.Client.Do(req)
 }
 
-// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+// GenerateExternalPartyTopology Generate the onboarding topology of an external party
 //
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+// multi-hash the party signs for allocate. Nothing is allocated yet.
+//
+// It does not verify that the named participant UIDs exist: check each with
+// participant-lookup first (allocate fails for an unknown co-host).
+//
+// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+// `confirmationThreshold` exceeds the number of confirming participants (this participant
+// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+// 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3625,32 +3745,62 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
 	ListExternalPartiesWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListExternalPartiesResponse, error)
 
-	// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+	// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature
 	//
 	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+	// `publicKeyFingerprint`). Allocate affects this participant only.
+	//
+	// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+	// lists the co-hosts still owing approval: every participant other than this one that the
+	// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+	// answers only the party id). Each co-host authorizes independently with approve-pending on
+	// its own validator, and the party is complete (`complete: true`) when every named host has
+	// authorized; a party hosted here only is complete at once.
+	//
+	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+	// allocate with the same transactions is 409; generate the topology again and sign the new
+	// multi-hash. A signature the ledger does not accept consumes nothing.
+	//
+	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+	// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+	// multi-hash was used before, or the party exists already.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
 	AllocateExternalPartyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AllocateExternalPartyResponse, error)
 
-	// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+	// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature
 	//
 	// Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-	// transactions and the party's signature over the multi-hash. Allocate affects this
-	// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-	// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-	// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-	// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-	// even one that fails after signing: to retry, generate the topology again and sign the new
-	// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+	// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+	// `publicKeyFingerprint`). Allocate affects this participant only.
+	//
+	// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+	// lists the co-hosts still owing approval: every participant other than this one that the
+	// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+	// answers only the party id). Each co-host authorizes independently with approve-pending on
+	// its own validator, and the party is complete (`complete: true`) when every named host has
+	// authorized; a party hosted here only is complete at once.
+	//
+	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+	// allocate with the same transactions is 409; generate the topology again and sign the new
+	// multi-hash. A signature the ledger does not accept consumes nothing.
+	//
+	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+	// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+	// multi-hash was used before, or the party exists already.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3711,18 +3861,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/approve-pending (the `ApprovePendingHosting` operationId).
 	ApprovePendingHostingWithResponse(ctx context.Context, name ValidatorNamePath, body ApprovePendingHostingJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePendingHostingResponse, error)
 
-	// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party (not built yet)
+	// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party
 	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+	// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+	// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+	// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+	// multi-hash the party signs for allocate. Nothing is allocated yet.
+	//
+	// It does not verify that the named participant UIDs exist: check each with
+	// participant-lookup first (allocate fails for an unknown co-host).
+	//
+	// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+	// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+	// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+	// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+	// `confirmationThreshold` exceeds the number of confirming participants (this participant
+	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
 	GenerateExternalPartyTopologyWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateExternalPartyTopologyResponse, error)
 
-	// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party (not built yet)
+	// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party
 	//
-	// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+	// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+	// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+	// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+	// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+	// multi-hash the party signs for allocate. Nothing is allocated yet.
+	//
+	// It does not verify that the named participant UIDs exist: check each with
+	// participant-lookup first (allocate fails for an unknown co-host).
+	//
+	// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+	// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+	// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+	// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+	// `confirmationThreshold` exceeds the number of confirming participants (this participant
+	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7386,16 +7566,31 @@ func (c *ClientWithResponses) ListExternalPartiesWithResponse(ctx context.Contex
 	return ParseListExternalPartiesResponse(rsp)
 }
 
-// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+// AllocateExternalPartyWithBodyWithResponse Allocate an external party from its multi-hash signature
 //
 // Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+// `publicKeyFingerprint`). Allocate affects this participant only.
+//
+// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+// lists the co-hosts still owing approval: every participant other than this one that the
+// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+// answers only the party id). Each co-host authorizes independently with approve-pending on
+// its own validator, and the party is complete (`complete: true`) when every named host has
+// authorized; a party hosted here only is complete at once.
+//
+// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+// allocate with the same transactions is 409; generate the topology again and sign the new
+// multi-hash. A signature the ledger does not accept consumes nothing.
+//
+// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+// multi-hash was used before, or the party exists already.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7408,16 +7603,31 @@ func (c *ClientWithResponses) AllocateExternalPartyWithBodyWithResponse(ctx cont
 	return ParseAllocateExternalPartyResponse(rsp)
 }
 
-// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature (not built yet)
+// AllocateExternalPartyWithResponse Allocate an external party from its multi-hash signature
 //
 // Proxies the ledger API `POST /v2/parties/external/allocate` with the generated topology
-// transactions and the party's signature over the multi-hash. Allocate affects this
-// participant only. Hosting state: after allocate the party is incomplete (`complete: false`)
-// while `hosts` lists the co-hosts still owing approval; each co-host authorizes independently
-// with approve-pending on its own validator, and the party is complete (`complete: true`) when
-// every named host has authorized. A signed multi-hash is consumed by an allocate attempt,
-// even one that fails after signing: to retry, generate the topology again and sign the new
-// multi-hash. A signature that does not verify is 422; an unknown co-host UID fails.
+// transactions and the party's signature over the multi-hash (`multiHashSignatures`, signed by
+// `publicKeyFingerprint`). Allocate affects this participant only.
+//
+// Hosting state: after allocate the party is incomplete (`complete: false`) while `hosts`
+// lists the co-hosts still owing approval: every participant other than this one that the
+// topology's PartyToParticipant mapping names (read from `topologyTransactions`; the ledger
+// answers only the party id). Each co-host authorizes independently with approve-pending on
+// its own validator, and the party is complete (`complete: true`) when every named host has
+// authorized; a party hosted here only is complete at once.
+//
+// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
+// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
+// allocate with the same transactions is 409; generate the topology again and sign the new
+// multi-hash. A signature the ledger does not accept consumes nothing.
+//
+// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
+// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
+// `signingAlgorithmSpec` (Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in
+// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
+// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
+// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
+// multi-hash was used before, or the party exists already.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7520,9 +7730,24 @@ func (c *ClientWithResponses) ApprovePendingHostingWithResponse(ctx context.Cont
 	return ParseApprovePendingHostingResponse(rsp)
 }
 
-// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party (not built yet)
+// GenerateExternalPartyTopologyWithBodyWithResponse Generate the onboarding topology of an external party
 //
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+// multi-hash the party signs for allocate. Nothing is allocated yet.
+//
+// It does not verify that the named participant UIDs exist: check each with
+// participant-lookup first (allocate fails for an unknown co-host).
+//
+// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+// `confirmationThreshold` exceeds the number of confirming participants (this participant
+// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+// 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7535,9 +7760,24 @@ func (c *ClientWithResponses) GenerateExternalPartyTopologyWithBodyWithResponse(
 	return ParseGenerateExternalPartyTopologyResponse(rsp)
 }
 
-// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party (not built yet)
+// GenerateExternalPartyTopologyWithResponse Generate the onboarding topology of an external party
 //
-// Proxies the ledger API `POST /v2/parties/external/generate-topology` on the synchronizer this validator is connected to, returning the topology transactions and the multi-hash the party must sign. It does not verify that the named participant UIDs exist: check each with participant-lookup first (allocate fails for an unknown co-host). `confirmationThreshold` must not exceed the number of confirming participants (this participant confirms unless `localParticipantObservationOnly`), otherwise 400.
+// Asks the validator's ledger API for its participant id (`GET /v2/parties/participant-id`)
+// and the synchronizer it is connected to (the first of `GET /v2/state/connected-synchronizers`),
+// then proxies `POST /v2/parties/external/generate-topology` for that synchronizer: the answer
+// holds the party id (`partyHint::<fingerprint of the key>`), the topology transactions and the
+// multi-hash the party signs for allocate. Nothing is allocated yet.
+//
+// It does not verify that the named participant UIDs exist: check each with
+// participant-lookup first (allocate fails for an unknown co-host).
+//
+// 400, before the ledger is asked to generate anything: `publicKeyBase64` is not the Base64 of
+// a DER X.509 SubjectPublicKeyInfo of a key of `keySpec` (an EC point must be on its curve);
+// a participant is named twice in `hosts`; `hosts` names this validator's participant (it
+// hosts the party anyway, confirming unless `localParticipantObservationOnly`);
+// `confirmationThreshold` exceeds the number of confirming participants (this participant
+// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
+// 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

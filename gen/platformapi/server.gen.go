@@ -60,7 +60,7 @@ type ServerInterface interface {
 	// ListExternalParties List externally signed parties onboarded here (not built yet)
 	// (GET /api/v1/validators/{name}/external-parties)
 	ListExternalParties(ctx echo.Context, name ValidatorNamePath) error
-	// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+	// AllocateExternalParty Allocate an external party from its multi-hash signature
 	// (POST /api/v1/validators/{name}/external-parties/allocate)
 	AllocateExternalParty(ctx echo.Context, name ValidatorNamePath) error
 	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
@@ -72,7 +72,7 @@ type ServerInterface interface {
 	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
 	// (POST /api/v1/validators/{name}/external-parties/approve-pending)
 	ApprovePendingHosting(ctx echo.Context, name ValidatorNamePath) error
-	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
 	// (POST /api/v1/validators/{name}/external-parties/generate-topology)
 	GenerateExternalPartyTopology(ctx echo.Context, name ValidatorNamePath) error
 	// GetIdentityDump Download the participant identity export
@@ -4922,7 +4922,7 @@ type StrictServerInterface interface {
 	// ListExternalParties List externally signed parties onboarded here (not built yet)
 	// (GET /api/v1/validators/{name}/external-parties)
 	ListExternalParties(ctx context.Context, request ListExternalPartiesRequestObject) (ListExternalPartiesResponseObject, error)
-	// AllocateExternalParty Allocate an external party from its multi-hash signature (not built yet)
+	// AllocateExternalParty Allocate an external party from its multi-hash signature
 	// (POST /api/v1/validators/{name}/external-parties/allocate)
 	AllocateExternalParty(ctx context.Context, request AllocateExternalPartyRequestObject) (AllocateExternalPartyResponseObject, error)
 	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
@@ -4934,7 +4934,7 @@ type StrictServerInterface interface {
 	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
 	// (POST /api/v1/validators/{name}/external-parties/approve-pending)
 	ApprovePendingHosting(ctx context.Context, request ApprovePendingHostingRequestObject) (ApprovePendingHostingResponseObject, error)
-	// GenerateExternalPartyTopology Generate the onboarding topology of an external party (not built yet)
+	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
 	// (POST /api/v1/validators/{name}/external-parties/generate-topology)
 	GenerateExternalPartyTopology(ctx context.Context, request GenerateExternalPartyTopologyRequestObject) (GenerateExternalPartyTopologyResponseObject, error)
 	// GetIdentityDump Download the participant identity export

@@ -176,7 +176,7 @@ type ActualTrafficState struct {
 
 // AllocateExternalPartyRequest defines model for AllocateExternalPartyRequest.
 type AllocateExternalPartyRequest struct {
-	// PublicKeyFingerprint Fingerprint of the key that made the signature.
+	// PublicKeyFingerprint Fingerprint of the key that made the signature (`publicKeyFingerprint` of generate-topology).
 	PublicKeyFingerprint string `json:"publicKeyFingerprint"`
 
 	// Signature The party's signature over the multi-hash, Base64.
@@ -351,7 +351,7 @@ type ExternalPartyHosting struct {
 	Hosts   []HostingParticipant `json:"hosts"`
 	PartyId string               `json:"partyId"`
 
-	// Serial Serial of the party's party-to-participant mapping, when known.
+	// Serial Serial of the party's party-to-participant mapping, when known (allocate: the serial of the allocated mapping, 1 for a new party).
 	Serial *int64 `json:"serial,omitempty"`
 }
 
@@ -403,19 +403,19 @@ type GenerateTopologyRequest struct {
 
 // GenerateTopologyResponse defines model for GenerateTopologyResponse.
 type GenerateTopologyResponse struct {
-	// MultiHash The hash over all topology transactions, Base64; the party signs its decoded bytes.
+	// MultiHash The hash over all topology transactions (Canton's multi-hash: 34 bytes, `0x12 0x20` and a SHA-256), Base64; the party signs its decoded bytes.
 	MultiHash []byte `json:"multiHash"`
 
-	// OtherHostingParticipantUids UIDs of the co-hosts named in `hosts`.
+	// OtherHostingParticipantUids UIDs of the co-hosts named in `hosts`, in the order given.
 	OtherHostingParticipantUids []string `json:"otherHostingParticipantUids"`
 
 	// PartyId The party id the party will have.
 	PartyId string `json:"partyId"`
 
-	// PublicKeyFingerprint Fingerprint of the submitted public key (our addition, from the ledger's answer); send it to allocate.
+	// PublicKeyFingerprint Fingerprint of the submitted public key (`1220…`, the party id's namespace), from the ledger's answer (beyond the fields the release document lists); send it to allocate.
 	PublicKeyFingerprint string `json:"publicKeyFingerprint"`
 
-	// SynchronizerId Synchronizer the topology is for; send it unchanged to allocate.
+	// SynchronizerId Synchronizer the topology is for (the first one the participant is connected to); send it unchanged to allocate.
 	SynchronizerId string `json:"synchronizerId"`
 
 	// TopologyTransactions Serialized topology transactions, Base64; send them unchanged to allocate.

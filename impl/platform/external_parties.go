@@ -2,16 +2,198 @@ package platform
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/topology"
+	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platformapi.GenerateExternalPartyTopologyRequestObject) (platformapi.GenerateExternalPartyTopologyResponseObject, error) {
-	return nil, notBuilt("generateExternalPartyTopology", needsLedger)
+// keySpecs are the ledger's names of the contract's key specs.
+var keySpecs = map[platformapi.KeySpec]string{
+	platformapi.KeySpecEd25519:     topology.SpecEd25519,
+	platformapi.KeySpecEcP256:      topology.SpecP256,
+	platformapi.KeySpecEcP384:      topology.SpecP384,
+	platformapi.KeySpecEcSecp256k1: topology.SpecSecp256k1,
 }
 
+// GenerateExternalPartyTopology checks the request (key, hosts, threshold),
+// then asks the ledger for its participant id (no host may be this
+// participant) and the synchronizer it is connected to, and proxies
+// generate-topology for that synchronizer.
+func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platformapi.GenerateExternalPartyTopologyRequestObject) (platformapi.GenerateExternalPartyTopologyResponseObject, error) {
+	n, err := s.node(ctx, "generateExternalPartyTopology", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	spec := platformapi.KeySpecEd25519
+	if b.KeySpec != nil {
+		spec = *b.KeySpec
+	}
+	if _, err := topology.ParseKey(b.PublicKeyBase64, keySpecs[spec]); err != nil {
+		return nil, domain.Invalid("publicKeyBase64", "must be the Base64 of a DER X.509 SubjectPublicKeyInfo of a key of keySpec %s: %v", spec, err)
+	}
+	var hosts []platformapi.HostingParticipant
+	if b.Hosts != nil {
+		hosts = *b.Hosts
+	}
+	confirming, uids := 1, make([]string, 0, len(hosts))
+	if b.LocalParticipantObservationOnly != nil && *b.LocalParticipantObservationOnly {
+		confirming = 0
+	}
+	var others, observers []string
+	seen := map[string]bool{}
+	for i, h := range hosts {
+		if seen[h.ParticipantUid] {
+			return nil, domain.Invalid(fmt.Sprintf("hosts.%d.participantUid", i), "participant %s is named more than once", h.ParticipantUid)
+		}
+		seen[h.ParticipantUid] = true
+		uids = append(uids, h.ParticipantUid)
+		if h.Permission == platformapi.HostingPermissionConfirming {
+			confirming++
+			others = append(others, h.ParticipantUid)
+		} else {
+			observers = append(observers, h.ParticipantUid)
+		}
+	}
+	threshold := int32(1)
+	if b.ConfirmationThreshold != nil {
+		threshold = *b.ConfirmationThreshold
+	}
+	if int(threshold) > confirming {
+		return nil, domain.Invalid("confirmationThreshold", "%d exceeds the number of confirming participants, %d (this participant confirms unless localParticipantObservationOnly, and each host with permission CONFIRMING)", threshold, confirming)
+	}
+	self, err := participantID(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range hosts {
+		if h.ParticipantUid == self {
+			return nil, domain.Invalid(fmt.Sprintf("hosts.%d.participantUid", i), "%s is this validator's participant, which hosts the party anyway: name only other participants", self)
+		}
+	}
+	sync, err := connectedSynchronizer(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	up := ledgerapi.GenerateExternalPartyTopologyRequest{
+		Synchronizer: sync,
+		PartyHint:    b.PartyHint,
+		PublicKey: ledgerapi.SigningPublicKey{
+			Format: topology.KeyFormatSPKI, KeyData: base64.StdEncoding.EncodeToString(b.PublicKeyBase64), KeySpec: keySpecs[spec],
+		},
+		LocalParticipantObservationOnly: b.LocalParticipantObservationOnly,
+		ConfirmationThreshold:           &threshold,
+	}
+	if len(others) > 0 {
+		up.OtherConfirmingParticipantUids = &others
+	}
+	if len(observers) > 0 {
+		up.ObservingParticipantUids = &observers
+	}
+	resp, err := n.Ledger.PostV2PartiesExternalGenerateTopologyWithResponse(ctx, up)
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	endpoint := resp.HTTPResponse.Request.URL.String()
+	var got ledgerapi.GenerateExternalPartyTopologyResponse
+	if err := passThrough("ledger API", endpoint, resp.Body, &got); err != nil {
+		return nil, err
+	}
+	out := platformapi.GenerateExternalPartyTopology200JSONResponse{
+		PartyId: got.PartyId, PublicKeyFingerprint: got.PublicKeyFingerprint, SynchronizerId: sync, OtherHostingParticipantUids: uids,
+	}
+	if out.MultiHash, err = base64.StdEncoding.DecodeString(got.MultiHash); err != nil || len(out.MultiHash) == 0 {
+		return nil, unexpectedAnswer(endpoint, "a multi-hash that is not Base64")
+	}
+	for _, tx := range got.TopologyTransactions {
+		raw, err := base64.StdEncoding.DecodeString(tx)
+		if err != nil {
+			return nil, unexpectedAnswer(endpoint, "a topology transaction that is not Base64")
+		}
+		out.TopologyTransactions = append(out.TopologyTransactions, raw)
+	}
+	if len(out.TopologyTransactions) == 0 {
+		return nil, unexpectedAnswer(endpoint, "no topology transactions")
+	}
+	return out, nil
+}
+
+// AllocateExternalParty proxies allocate with the party's signature over
+// the multi-hash. The ledger answers only the party id; the hosting state
+// comes from the PartyToParticipant mapping among the transactions: every
+// host other than this participant owes approval.
 func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.AllocateExternalPartyRequestObject) (platformapi.AllocateExternalPartyResponseObject, error) {
-	return nil, notBuilt("allocateExternalParty", needsLedger)
+	n, err := s.node(ctx, "allocateExternalParty", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
+	if b.SignatureFormat != nil {
+		format = *b.SignatureFormat
+	}
+	if b.SigningAlgorithmSpec != nil {
+		algorithm = *b.SigningAlgorithmSpec
+	}
+	// The pairs that cannot be right for any key; which key signed is the ledger's to check.
+	if algorithm == platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatDer ||
+		algorithm != platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatConcat {
+		return nil, domain.Invalid("signatureFormat", "%s does not go with %s: Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in SIGNATURE_FORMAT_DER", format, algorithm)
+	}
+	var hosting *topology.PartyToParticipant
+	var serial int64
+	txs := make([]ledgerapi.SignedTransaction, len(b.TopologyTransactions))
+	for i, raw := range b.TopologyTransactions {
+		tx, err := topology.Unmarshal(raw)
+		if err != nil {
+			return nil, domain.Invalid(fmt.Sprintf("topologyTransactions.%d", i), "is not a Canton topology transaction (%v): send the topologyTransactions of generate-topology unchanged", err)
+		}
+		if tx.PartyToParticipant != nil && hosting == nil {
+			hosting, serial = tx.PartyToParticipant, int64(tx.Serial)
+		}
+		txs[i] = ledgerapi.SignedTransaction{Transaction: base64.StdEncoding.EncodeToString(raw)}
+	}
+	if hosting == nil {
+		return nil, domain.Invalid("topologyTransactions", "no transaction maps the party to its participants (PartyToParticipant): send the topologyTransactions of generate-topology unchanged")
+	}
+	self, err := participantID(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	sigs := []ledgerapi.Signature{{
+		Format: string(format), Signature: base64.StdEncoding.EncodeToString(b.Signature),
+		SignedBy: b.PublicKeyFingerprint, SigningAlgorithmSpec: string(algorithm),
+	}}
+	resp, err := n.Ledger.PostV2PartiesExternalAllocateWithResponse(ctx, ledgerapi.AllocateExternalPartyRequest{
+		Synchronizer: b.SynchronizerId, OnboardingTransactions: txs, MultiHashSignatures: &sigs,
+	})
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return nil, err
+	}
+	var got ledgerapi.AllocateExternalPartyResponse
+	if err := passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &got); err != nil {
+		return nil, err
+	}
+	out := platformapi.AllocateExternalParty200JSONResponse{PartyId: got.PartyId, Hosts: []platformapi.HostingParticipant{}, Serial: &serial}
+	for _, h := range hosting.Participants {
+		if h.ParticipantUID == self {
+			continue
+		}
+		// An external party's hosts confirm or observe; submission includes confirmation.
+		perm := platformapi.HostingPermissionConfirming
+		if h.Permission == topology.PermissionObservation {
+			perm = platformapi.HostingPermissionObserving
+		}
+		out.Hosts = append(out.Hosts, platformapi.HostingParticipant{ParticipantUid: h.ParticipantUID, Permission: perm})
+	}
+	out.Complete = len(out.Hosts) == 0
+	return out, nil
 }
 
 func (s *Server) ApprovePendingHosting(ctx context.Context, req platformapi.ApprovePendingHostingRequestObject) (platformapi.ApprovePendingHostingResponseObject, error) {

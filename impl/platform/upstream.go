@@ -55,3 +55,34 @@ func (s *Server) logUpstream(ctx context.Context, operation string, err error) {
 		s.log.WarnContext(ctx, "upstream call failed", "operation", operation, "error", err)
 	}
 }
+
+// unexpectedAnswer is a 2xx answer of the ledger that lacks what its description promises.
+func unexpectedAnswer(endpoint, what string) error {
+	return &domain.UpstreamError{Endpoint: upstream.Call{URL: endpoint}.Endpoint(), Message: "the ledger API answered " + what}
+}
+
+// participantID asks the ledger for its participant's id (GET /v2/parties/participant-id).
+func participantID(ctx context.Context, n *upstream.Node) (string, error) {
+	r, err := n.Ledger.GetV2PartiesParticipantIdWithResponse(ctx)
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+		return "", err
+	}
+	if r.JSON200 == nil || r.JSON200.ParticipantId == "" {
+		return "", unexpectedAnswer(r.HTTPResponse.Request.URL.String(), "no participant id")
+	}
+	return r.JSON200.ParticipantId, nil
+}
+
+// connectedSynchronizer is the first synchronizer the ledger says its
+// participant is connected to (GET /v2/state/connected-synchronizers); none
+// is a 502.
+func connectedSynchronizer(ctx context.Context, n *upstream.Node) (string, error) {
+	r, err := n.Ledger.GetV2StateConnectedSynchronizersWithResponse(ctx, nil)
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+		return "", err
+	}
+	if r.JSON200 == nil || r.JSON200.ConnectedSynchronizers == nil || len(*r.JSON200.ConnectedSynchronizers) == 0 {
+		return "", &domain.UpstreamError{Endpoint: upstream.Call{URL: r.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "the participant is not connected to a synchronizer"}
+	}
+	return (*r.JSON200.ConnectedSynchronizers)[0].SynchronizerId, nil
+}

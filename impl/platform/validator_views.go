@@ -194,19 +194,15 @@ func (s *Server) GetValidatorTrafficStatus(ctx context.Context, req platformapi.
 	if err != nil {
 		return nil, err
 	}
-	pid, err := n.Ledger.GetV2PartiesParticipantIdWithResponse(ctx)
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return pid.HTTPResponse, pid.Body }); err != nil {
+	pid, err := participantID(ctx, n)
+	if err != nil {
 		return nil, err
 	}
-	syncs, err := n.Ledger.GetV2StateConnectedSynchronizersWithResponse(ctx, nil)
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return syncs.HTTPResponse, syncs.Body }); err != nil {
+	sync, err := connectedSynchronizer(ctx, n)
+	if err != nil {
 		return nil, err
 	}
-	if pid.JSON200 == nil || syncs.JSON200 == nil || syncs.JSON200.ConnectedSynchronizers == nil || len(*syncs.JSON200.ConnectedSynchronizers) == 0 {
-		return nil, &domain.UpstreamError{Endpoint: upstream.Call{URL: syncs.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "the participant is not connected to a synchronizer"}
-	}
-	sync := (*syncs.JSON200.ConnectedSynchronizers)[0].SynchronizerId
-	resp, err := n.Scan.GetMemberTrafficStatusWithResponse(ctx, sync, "PAR::"+pid.JSON200.ParticipantId)
+	resp, err := n.Scan.GetMemberTrafficStatusWithResponse(ctx, sync, "PAR::"+pid)
 	if err := answered(upstream.Scan, n.Target.ScanURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
 		return nil, err
 	}

@@ -82,6 +82,7 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("PATCH /v2/users/{id}/rights", n.ledger(name, true, revokeRights))
 	mux.HandleFunc("GET /v2/packages", n.ledger(name, false, listPackages))
 	mux.HandleFunc("POST /v2/dars", n.ledger(name, true, n.uploadDar))
+	n.externalRoutes(mux, name)
 	mux.HandleFunc("GET /v2/parties/participant-id", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		writeJSON(w, http.StatusOK, map[string]string{"participantId": ns.participantUID(name)})
 		return false

@@ -3,8 +3,9 @@
 // service and an OAuth2 token endpoint, all on loopback ports and speaking
 // the wire formats of the descriptions in openapi/upstream/. The server
 // reaches them through the same generated clients, token flow and error
-// translation as real nodes. State (parties, users and rights, wallet users,
-// packages, traffic counters, node keys) is kept in the data directory.
+// translation as real nodes. State (parties, external parties' hosting and
+// spent multi-hashes, users and rights, wallet users, packages, traffic
+// counters, node keys) is kept in the data directory.
 package sandbox
 
 import (
@@ -232,7 +233,7 @@ func (n *Network) saveLocked() error {
 }
 
 func loadState(path string) (*state, error) {
-	st := &state{Nodes: map[string]*nodeState{}}
+	st := &state{Nodes: map[string]*nodeState{}, Hosting: map[string]*hosting{}, UsedMultiHashes: map[string]string{}}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -245,6 +246,12 @@ func loadState(path string) (*state, error) {
 	}
 	if st.Nodes == nil {
 		st.Nodes = map[string]*nodeState{}
+	}
+	if st.Hosting == nil {
+		st.Hosting = map[string]*hosting{}
+	}
+	if st.UsedMultiHashes == nil {
+		st.UsedMultiHashes = map[string]string{}
 	}
 	return st, nil
 }

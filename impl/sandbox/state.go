@@ -20,6 +20,29 @@ type state struct {
 	ClientSecret   string                `json:"clientSecret"`
 	SynchronizerID string                `json:"synchronizerId"`
 	Nodes          map[string]*nodeState `json:"nodes"`
+	// Hosting is the synchronizer's party-to-participant mappings of
+	// external parties, by party id.
+	Hosting map[string]*hosting `json:"hosting,omitempty"`
+	// UsedMultiHashes are the multi-hashes (hex) whose signature an
+	// allocate accepted, with the party it was for: each is good once.
+	UsedMultiHashes map[string]string `json:"usedMultiHashes,omitempty"`
+}
+
+// hosting is an external party's party-to-participant mapping.
+type hosting struct {
+	Threshold uint32        `json:"threshold"`
+	Serial    uint32        `json:"serial"`
+	Hosts     []hostingPart `json:"hosts"`
+	// Pending are the UIDs of the hosts that have not authorized the
+	// mapping yet (the co-hosts, until each approves on its own node).
+	Pending []string `json:"pending,omitempty"`
+	// SigningKey is the fingerprint of the party's namespace and signing key.
+	SigningKey string `json:"signingKey"`
+}
+
+type hostingPart struct {
+	ParticipantUID string `json:"participantUid"`
+	Permission     string `json:"permission"` // CONFIRMATION or OBSERVATION
 }
 
 // nodeState is one validator's participant and validator app.
@@ -42,7 +65,9 @@ type nodeState struct {
 }
 
 type party struct {
-	ID              string            `json:"id"`
+	ID string `json:"id"`
+	// External parties hold their own key (allocated from a signed topology).
+	External        bool              `json:"external,omitempty"`
 	Annotations     map[string]string `json:"annotations,omitempty"`
 	ResourceVersion string            `json:"resourceVersion"`
 }

@@ -239,14 +239,14 @@ func operationCases() []operationCase {
 		p("lookupParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.LookupParticipantWithResponse(ctx, validator, &platformapi.LookupParticipantParams{ParticipantUid: "participant2::1220"})
 		}),
-		p("generateExternalPartyTopology", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GenerateExternalPartyTopologyWithResponse(ctx, validator, platformapi.GenerateTopologyRequest{
+		built404("generateExternalPartyTopology", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GenerateExternalPartyTopologyWithResponse(ctx, absent, platformapi.GenerateTopologyRequest{
 				PartyHint: "alice", PublicKeyBase64: []byte("public key DER"), KeySpec: ptr(platformapi.KeySpecEd25519),
 				Hosts: &[]platformapi.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](2),
 			})
 		}),
-		p("allocateExternalParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.AllocateExternalPartyWithResponse(ctx, validator, platformapi.AllocateExternalPartyRequest{
+		built404("allocateExternalParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.AllocateExternalPartyWithResponse(ctx, absent, platformapi.AllocateExternalPartyRequest{
 				SynchronizerId: "global-domain::1220ab", TopologyTransactions: [][]byte{[]byte("tx-1"), []byte("tx-2")},
 				Signature: []byte("signature"), PublicKeyFingerprint: "1220fingerprint",
 				SignatureFormat: ptr(platformapi.SignatureFormatConcat), SigningAlgorithmSpec: ptr(platformapi.SigningAlgorithmEd25519),

@@ -126,6 +126,34 @@ type ClientInterface interface {
 	// Corresponds with POST /v2/parties (the `PostV2Parties` operationId).
 	PostV2Parties(ctx context.Context, body PostV2PartiesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostV2PartiesExternalAllocateWithBody Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+	PostV2PartiesExternalAllocateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostV2PartiesExternalAllocate Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+	PostV2PartiesExternalAllocate(ctx context.Context, body PostV2PartiesExternalAllocateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostV2PartiesExternalGenerateTopologyWithBody Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+	PostV2PartiesExternalGenerateTopologyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostV2PartiesExternalGenerateTopology Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+	PostV2PartiesExternalGenerateTopology(ctx context.Context, body PostV2PartiesExternalGenerateTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetV2PartiesParticipantId Return the identifier of the participant.
 	//
 	// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
@@ -294,6 +322,74 @@ func (c *Client) PostV2PartiesWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /v2/parties (the `PostV2Parties` operationId).
 func (c *Client) PostV2Parties(ctx context.Context, body PostV2PartiesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostV2PartiesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostV2PartiesExternalAllocateWithBody Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+func (c *Client) PostV2PartiesExternalAllocateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostV2PartiesExternalAllocateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostV2PartiesExternalAllocate Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+func (c *Client) PostV2PartiesExternalAllocate(ctx context.Context, body PostV2PartiesExternalAllocateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostV2PartiesExternalAllocateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostV2PartiesExternalGenerateTopologyWithBody Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+func (c *Client) PostV2PartiesExternalGenerateTopologyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostV2PartiesExternalGenerateTopologyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostV2PartiesExternalGenerateTopology Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+func (c *Client) PostV2PartiesExternalGenerateTopology(ctx context.Context, body PostV2PartiesExternalGenerateTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostV2PartiesExternalGenerateTopologyRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -775,6 +871,86 @@ func NewPostV2PartiesRequestWithBody(server string, contentType string, body io.
 	}
 
 	operationPath := fmt.Sprintf("/v2/parties")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostV2PartiesExternalAllocateRequest calls the generic PostV2PartiesExternalAllocate builder with application/json body
+func NewPostV2PartiesExternalAllocateRequest(server string, body PostV2PartiesExternalAllocateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostV2PartiesExternalAllocateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostV2PartiesExternalAllocateRequestWithBody constructs an http.Request for the PostV2PartiesExternalAllocate method, with any body, and a specified content type
+func NewPostV2PartiesExternalAllocateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/parties/external/allocate")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostV2PartiesExternalGenerateTopologyRequest calls the generic PostV2PartiesExternalGenerateTopology builder with application/json body
+func NewPostV2PartiesExternalGenerateTopologyRequest(server string, body PostV2PartiesExternalGenerateTopologyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostV2PartiesExternalGenerateTopologyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostV2PartiesExternalGenerateTopologyRequestWithBody constructs an http.Request for the PostV2PartiesExternalGenerateTopology method, with any body, and a specified content type
+func NewPostV2PartiesExternalGenerateTopologyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/parties/external/generate-topology")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1327,6 +1503,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v2/parties (the `PostV2Parties` operationId).
 	PostV2PartiesWithResponse(ctx context.Context, body PostV2PartiesJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2PartiesResponse, error)
 
+	// PostV2PartiesExternalAllocateWithBodyWithResponse Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+	PostV2PartiesExternalAllocateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalAllocateResponse, error)
+
+	// PostV2PartiesExternalAllocateWithResponse Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+	PostV2PartiesExternalAllocateWithResponse(ctx context.Context, body PostV2PartiesExternalAllocateJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalAllocateResponse, error)
+
+	// PostV2PartiesExternalGenerateTopologyWithBodyWithResponse Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+	PostV2PartiesExternalGenerateTopologyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalGenerateTopologyResponse, error)
+
+	// PostV2PartiesExternalGenerateTopologyWithResponse Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+	PostV2PartiesExternalGenerateTopologyWithResponse(ctx context.Context, body PostV2PartiesExternalGenerateTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalGenerateTopologyResponse, error)
+
 	// GetV2PartiesParticipantIdWithResponse Return the identifier of the participant.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1653,6 +1857,102 @@ func (r PostV2PartiesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostV2PartiesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostV2PartiesExternalAllocateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AllocateExternalPartyResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *JsCantonError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostV2PartiesExternalAllocateResponse) GetJSON200() *AllocateExternalPartyResponse {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostV2PartiesExternalAllocateResponse) GetJSONDefault() *JsCantonError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostV2PartiesExternalAllocateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostV2PartiesExternalAllocateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostV2PartiesExternalAllocateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostV2PartiesExternalAllocateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostV2PartiesExternalGenerateTopologyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GenerateExternalPartyTopologyResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *JsCantonError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostV2PartiesExternalGenerateTopologyResponse) GetJSON200() *GenerateExternalPartyTopologyResponse {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostV2PartiesExternalGenerateTopologyResponse) GetJSONDefault() *JsCantonError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostV2PartiesExternalGenerateTopologyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostV2PartiesExternalGenerateTopologyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostV2PartiesExternalGenerateTopologyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostV2PartiesExternalGenerateTopologyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2169,6 +2469,58 @@ func (c *ClientWithResponses) PostV2PartiesWithResponse(ctx context.Context, bod
 	return ParsePostV2PartiesResponse(rsp)
 }
 
+// PostV2PartiesExternalAllocateWithBodyWithResponse Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+func (c *ClientWithResponses) PostV2PartiesExternalAllocateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalAllocateResponse, error) {
+	rsp, err := c.PostV2PartiesExternalAllocateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostV2PartiesExternalAllocateResponse(rsp)
+}
+
+// PostV2PartiesExternalAllocateWithResponse Alpha 3.3: Endpoint to allocate a new external party on a synchronizer
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/parties/external/allocate (the `PostV2PartiesExternalAllocate` operationId).
+func (c *ClientWithResponses) PostV2PartiesExternalAllocateWithResponse(ctx context.Context, body PostV2PartiesExternalAllocateJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalAllocateResponse, error) {
+	rsp, err := c.PostV2PartiesExternalAllocate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostV2PartiesExternalAllocateResponse(rsp)
+}
+
+// PostV2PartiesExternalGenerateTopologyWithBodyWithResponse Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+func (c *ClientWithResponses) PostV2PartiesExternalGenerateTopologyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalGenerateTopologyResponse, error) {
+	rsp, err := c.PostV2PartiesExternalGenerateTopologyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostV2PartiesExternalGenerateTopologyResponse(rsp)
+}
+
+// PostV2PartiesExternalGenerateTopologyWithResponse Alpha 3.3: Convenience endpoint to generate topology transactions for external signing
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/parties/external/generate-topology (the `PostV2PartiesExternalGenerateTopology` operationId).
+func (c *ClientWithResponses) PostV2PartiesExternalGenerateTopologyWithResponse(ctx context.Context, body PostV2PartiesExternalGenerateTopologyJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2PartiesExternalGenerateTopologyResponse, error) {
+	rsp, err := c.PostV2PartiesExternalGenerateTopology(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostV2PartiesExternalGenerateTopologyResponse(rsp)
+}
+
 // GetV2PartiesParticipantIdWithResponse Return the identifier of the participant.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -2486,6 +2838,72 @@ func ParsePostV2PartiesResponse(rsp *http.Response) (*PostV2PartiesResponse, err
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest AllocatePartyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest JsCantonError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostV2PartiesExternalAllocateResponse parses an HTTP response from a PostV2PartiesExternalAllocateWithResponse call
+func ParsePostV2PartiesExternalAllocateResponse(rsp *http.Response) (*PostV2PartiesExternalAllocateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostV2PartiesExternalAllocateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AllocateExternalPartyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest JsCantonError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostV2PartiesExternalGenerateTopologyResponse parses an HTTP response from a PostV2PartiesExternalGenerateTopologyWithResponse call
+func ParsePostV2PartiesExternalGenerateTopologyResponse(rsp *http.Response) (*PostV2PartiesExternalGenerateTopologyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostV2PartiesExternalGenerateTopologyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GenerateExternalPartyTopologyResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

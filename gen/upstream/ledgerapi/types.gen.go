@@ -33,6 +33,21 @@ func (e ConnectedSynchronizerPermission) Valid() bool {
 	}
 }
 
+// AllocateExternalPartyRequest defines model for AllocateExternalPartyRequest.
+type AllocateExternalPartyRequest struct {
+	IdentityProviderId     *string             `json:"identityProviderId,omitempty"`
+	MultiHashSignatures    *[]Signature        `json:"multiHashSignatures,omitempty"`
+	OnboardingTransactions []SignedTransaction `json:"onboardingTransactions"`
+	Synchronizer           string              `json:"synchronizer"`
+	UserId                 *string             `json:"userId,omitempty"`
+	WaitForAllocation      *bool               `json:"waitForAllocation,omitempty"`
+}
+
+// AllocateExternalPartyResponse defines model for AllocateExternalPartyResponse.
+type AllocateExternalPartyResponse struct {
+	PartyId string `json:"partyId"`
+}
+
 // AllocatePartyRequest defines model for AllocatePartyRequest.
 type AllocatePartyRequest struct {
 	IdentityProviderId *string     `json:"identityProviderId,omitempty"`
@@ -137,6 +152,25 @@ type Field struct {
 type FieldMask struct {
 	Paths         *[]string       `json:"paths,omitempty"`
 	UnknownFields UnknownFieldSet `json:"unknownFields"`
+}
+
+// GenerateExternalPartyTopologyRequest defines model for GenerateExternalPartyTopologyRequest.
+type GenerateExternalPartyTopologyRequest struct {
+	ConfirmationThreshold           *int32           `json:"confirmationThreshold,omitempty"`
+	LocalParticipantObservationOnly *bool            `json:"localParticipantObservationOnly,omitempty"`
+	ObservingParticipantUids        *[]string        `json:"observingParticipantUids,omitempty"`
+	OtherConfirmingParticipantUids  *[]string        `json:"otherConfirmingParticipantUids,omitempty"`
+	PartyHint                       string           `json:"partyHint"`
+	PublicKey                       SigningPublicKey `json:"publicKey"`
+	Synchronizer                    string           `json:"synchronizer"`
+}
+
+// GenerateExternalPartyTopologyResponse defines model for GenerateExternalPartyTopologyResponse.
+type GenerateExternalPartyTopologyResponse struct {
+	MultiHash            string   `json:"multiHash"`
+	PartyId              string   `json:"partyId"`
+	PublicKeyFingerprint string   `json:"publicKeyFingerprint"`
+	TopologyTransactions []string `json:"topologyTransactions"`
 }
 
 // GetConnectedSynchronizersResponse defines model for GetConnectedSynchronizersResponse.
@@ -305,6 +339,27 @@ type Right struct {
 	Kind *Kind `json:"kind,omitempty"`
 }
 
+// Signature defines model for Signature.
+type Signature struct {
+	Format               string `json:"format"`
+	Signature            string `json:"signature"`
+	SignedBy             string `json:"signedBy"`
+	SigningAlgorithmSpec string `json:"signingAlgorithmSpec"`
+}
+
+// SignedTransaction defines model for SignedTransaction.
+type SignedTransaction struct {
+	Signatures  *[]Signature `json:"signatures,omitempty"`
+	Transaction string       `json:"transaction"`
+}
+
+// SigningPublicKey defines model for SigningPublicKey.
+type SigningPublicKey struct {
+	Format  string `json:"format"`
+	KeyData string `json:"keyData"`
+	KeySpec string `json:"keySpec"`
+}
+
 // Tuple2StringString defines model for Tuple2_String_String.
 type Tuple2StringString = []string
 
@@ -376,6 +431,12 @@ type GetV2UsersUserIdParams struct {
 
 // PostV2PartiesJSONRequestBody defines body for PostV2Parties for application/json ContentType.
 type PostV2PartiesJSONRequestBody = AllocatePartyRequest
+
+// PostV2PartiesExternalAllocateJSONRequestBody defines body for PostV2PartiesExternalAllocate for application/json ContentType.
+type PostV2PartiesExternalAllocateJSONRequestBody = AllocateExternalPartyRequest
+
+// PostV2PartiesExternalGenerateTopologyJSONRequestBody defines body for PostV2PartiesExternalGenerateTopology for application/json ContentType.
+type PostV2PartiesExternalGenerateTopologyJSONRequestBody = GenerateExternalPartyTopologyRequest
 
 // PostV2UsersJSONRequestBody defines body for PostV2Users for application/json ContentType.
 type PostV2UsersJSONRequestBody = CreateUserRequest

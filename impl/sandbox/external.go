@@ -1,0 +1,406 @@
+package sandbox
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
+
+	"github.com/validator-manager/validator-manager/impl/topology"
+)
+
+// External parties: generate-topology builds the transactions Canton builds
+// (a NamespaceDelegation of the party's key, a PartyToKeyMapping and a
+// PartyToParticipant), in its wire format, and the multi-hash over them;
+// allocate decodes them back, checks the party's signature and records the
+// party here and its hosting on the synchronizer, with the co-hosts owing
+// approval.
+
+// Error codes of the sandbox's external-party answers. Canton's own names
+// where known (TopologyManagerError); the sandbox's otherwise.
+const (
+	codeInvalidSignature = "INVALID_TOPOLOGY_TX_SIGNATURE_ERROR"
+	codeUnknownMembers   = "UNKNOWN_MEMBERS"
+	codeMultiHashUsed    = "MULTI_HASH_ALREADY_USED" // the sandbox's
+)
+
+func (n *Network) externalRoutes(mux *http.ServeMux, name string) {
+	mux.HandleFunc("POST /v2/parties/external/generate-topology", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		return n.generateTopology(w, r, name, ns)
+	}))
+	mux.HandleFunc("POST /v2/parties/external/allocate", n.ledger(name, true, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		return n.allocateExternal(w, r, name, ns)
+	}))
+}
+
+type signingPublicKey struct {
+	Format  string `json:"format"`
+	KeyData string `json:"keyData"`
+	KeySpec string `json:"keySpec"`
+}
+
+type wireSignature struct {
+	Format               string `json:"format"`
+	Signature            string `json:"signature"`
+	SignedBy             string `json:"signedBy"`
+	SigningAlgorithmSpec string `json:"signingAlgorithmSpec"`
+}
+
+// badRequest answers INVALID_ARGUMENT the way the ledger words it.
+func badRequest(w http.ResponseWriter, format string, args ...any) {
+	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
+}
+
+func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
+	var req struct {
+		Synchronizer                    string           `json:"synchronizer"`
+		PartyHint                       string           `json:"partyHint"`
+		PublicKey                       signingPublicKey `json:"publicKey"`
+		LocalParticipantObservationOnly bool             `json:"localParticipantObservationOnly"`
+		OtherConfirmingParticipantUids  []string         `json:"otherConfirmingParticipantUids"`
+		ConfirmationThreshold           uint32           `json:"confirmationThreshold"`
+		ObservingParticipantUids        []string         `json:"observingParticipantUids"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	if req.Synchronizer != n.st.SynchronizerID {
+		badRequest(w, "this participant is not connected to synchronizer %q", req.Synchronizer)
+		return false
+	}
+	if !partyHintRE.MatchString(req.PartyHint) || strings.Contains(req.PartyHint, "::") {
+		badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyHint)
+		return false
+	}
+	key, err := parsePublicKey(req.PublicKey)
+	if err != nil {
+		badRequest(w, "public_key: %v", err)
+		return false
+	}
+	local := ns.participantUID(name)
+	localPermission := uint64(topology.PermissionConfirmation)
+	confirmers := uint32(1)
+	if req.LocalParticipantObservationOnly {
+		localPermission, confirmers = topology.PermissionObservation, 0
+	}
+	hosts := []topology.Host{{ParticipantUID: local, Permission: localPermission}}
+	seen := map[string]bool{local: true}
+	for _, group := range []struct {
+		uids       []string
+		permission uint64
+	}{{req.OtherConfirmingParticipantUids, topology.PermissionConfirmation}, {req.ObservingParticipantUids, topology.PermissionObservation}} {
+		for _, uid := range group.uids {
+			switch {
+			case uid == local:
+				badRequest(w, "participant %s is this participant, which hosts the party already", uid)
+				return false
+			case seen[uid]:
+				badRequest(w, "participant %s is named more than once", uid)
+				return false
+			}
+			seen[uid] = true
+			hosts = append(hosts, topology.Host{ParticipantUID: uid, Permission: group.permission})
+		}
+		if group.permission == topology.PermissionConfirmation {
+			confirmers += uint32(len(group.uids))
+		}
+	}
+	threshold := req.ConfirmationThreshold
+	if threshold == 0 {
+		threshold = confirmers // Canton's default: all confirmers
+	}
+	switch {
+	case confirmers == 0:
+		badRequest(w, "at least one participant must confirm for the party")
+		return false
+	case threshold > confirmers:
+		badRequest(w, "confirmation threshold %d exceeds the %d confirming participants", threshold, confirmers)
+		return false
+	}
+	fp := key.Fingerprint()
+	partyID := req.PartyHint + "::" + fp
+	signing := func(usage uint64) topology.SigningKey {
+		return topology.SigningKey{Format: topology.FormatSPKI, Data: key.SPKI, Usage: []uint64{usage}, Spec: topology.SpecNumber(key.Spec)}
+	}
+	txs := []topology.Transaction{
+		{Operation: topology.OpAddReplace, Serial: 1, NamespaceDelegation: &topology.NamespaceDelegation{Namespace: fp, Key: signing(topology.UsageNamespace)}},
+		{Operation: topology.OpAddReplace, Serial: 1, PartyToKey: &topology.PartyToKeyMapping{Party: partyID, Threshold: 1, Keys: []topology.SigningKey{signing(topology.UsageProtocol)}}},
+		{Operation: topology.OpAddReplace, Serial: 1, PartyToParticipant: &topology.PartyToParticipant{Party: partyID, Threshold: threshold, Participants: hosts}},
+	}
+	raw := make([][]byte, len(txs))
+	encoded := make([]string, len(txs))
+	for i, tx := range txs {
+		raw[i] = tx.Marshal()
+		encoded[i] = base64.StdEncoding.EncodeToString(raw[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"partyId": partyID, "publicKeyFingerprint": fp, "topologyTransactions": encoded,
+		"multiHash": base64.StdEncoding.EncodeToString(topology.MultiHash(raw)),
+	})
+	return false
+}
+
+// parsePublicKey reads a SigningPublicKey: DER SubjectPublicKeyInfo only.
+func parsePublicKey(pk signingPublicKey) (topology.Key, error) {
+	if pk.Format != topology.KeyFormatSPKI {
+		return topology.Key{}, fmt.Errorf("key format %q is not supported here, only %s", pk.Format, topology.KeyFormatSPKI)
+	}
+	der, err := base64.StdEncoding.DecodeString(pk.KeyData)
+	if err != nil {
+		return topology.Key{}, errors.New("key_data is not base64")
+	}
+	return topology.ParseKey(der, pk.KeySpec)
+}
+
+// onboarding is a decoded allocate request's transactions.
+type onboarding struct {
+	raw        [][]byte
+	sigs       [][]wireSignature
+	party      string
+	key        topology.Key
+	toKey      *topology.PartyToKeyMapping
+	toHosts    *topology.PartyToParticipant
+	serial     uint32
+	delegation bool
+}
+
+func decodeOnboarding(txs []struct {
+	Transaction string          `json:"transaction"`
+	Signatures  []wireSignature `json:"signatures"`
+}) (*onboarding, error) {
+	if len(txs) == 0 {
+		return nil, errors.New("onboarding_transactions must not be empty")
+	}
+	o := &onboarding{}
+	for i, st := range txs {
+		raw, err := base64.StdEncoding.DecodeString(st.Transaction)
+		if err != nil {
+			return nil, fmt.Errorf("onboarding_transactions[%d] is not base64", i)
+		}
+		tx, err := topology.Unmarshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("onboarding_transactions[%d]: %v", i, err)
+		}
+		if tx.Operation != topology.OpAddReplace {
+			return nil, fmt.Errorf("onboarding_transactions[%d] does not add a mapping", i)
+		}
+		o.raw, o.sigs = append(o.raw, raw), append(o.sigs, st.Signatures)
+		switch {
+		case tx.NamespaceDelegation != nil && !o.delegation:
+			nd := tx.NamespaceDelegation
+			if nd.Key.Format != topology.FormatSPKI {
+				return nil, fmt.Errorf("the namespace key's format is not supported here, only %s", topology.KeyFormatSPKI)
+			}
+			if o.key, err = topology.ParseKey(nd.Key.Data, topology.SpecName(nd.Key.Spec)); err != nil {
+				return nil, fmt.Errorf("the namespace key: %v", err)
+			}
+			if o.key.Fingerprint() != nd.Namespace {
+				return nil, fmt.Errorf("namespace %s is not the fingerprint of its root key", nd.Namespace)
+			}
+			o.delegation = true
+		case tx.PartyToKey != nil && o.toKey == nil:
+			o.toKey = tx.PartyToKey
+		case tx.PartyToParticipant != nil && o.toHosts == nil:
+			o.toHosts, o.serial = tx.PartyToParticipant, tx.Serial
+		default:
+			return nil, fmt.Errorf("onboarding_transactions[%d] is not a mapping an external party is onboarded with, or repeats one", i)
+		}
+	}
+	if o.toHosts == nil {
+		return nil, errors.New("a PartyToParticipant mapping must be provided")
+	}
+	if !o.delegation {
+		return nil, errors.New("the party's namespace is not known here: provide its NamespaceDelegation")
+	}
+	o.party = o.toHosts.Party
+	if _, ns, _ := strings.Cut(o.party, "::"); ns != o.key.Fingerprint() {
+		return nil, fmt.Errorf("party %s is not in the namespace of the delegated key", o.party)
+	}
+	if o.toKey != nil && o.toKey.Party != o.party {
+		return nil, errors.New("the PartyToKeyMapping is for another party")
+	}
+	return o, nil
+}
+
+func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
+	var req struct {
+		Synchronizer           string `json:"synchronizer"`
+		OnboardingTransactions []struct {
+			Transaction string          `json:"transaction"`
+			Signatures  []wireSignature `json:"signatures"`
+		} `json:"onboardingTransactions"`
+		MultiHashSignatures []wireSignature `json:"multiHashSignatures"`
+		UserID              string          `json:"userId"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	if req.Synchronizer != n.st.SynchronizerID {
+		badRequest(w, "this participant is not connected to synchronizer %q", req.Synchronizer)
+		return false
+	}
+	o, err := decodeOnboarding(req.OnboardingTransactions)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return false
+	}
+	var u *user
+	if req.UserID != "" {
+		if u = ns.Users[req.UserID]; u == nil {
+			cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+req.UserID, catMissing, grpcMissing)
+			return false
+		}
+	}
+	multiHash := topology.MultiHash(o.raw)
+	used := hex.EncodeToString(multiHash)
+	if _, ok := n.st.UsedMultiHashes[used]; ok {
+		cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
+		return false
+	}
+	if err := authorized(o, req.MultiHashSignatures, multiHash); err != nil {
+		invalid(w, codeInvalidSignature, "%v", err)
+		return false
+	}
+	// The signature is accepted: the multi-hash is spent whatever follows.
+	n.st.UsedMultiHashes[used] = o.party
+
+	local := ns.participantUID(name)
+	known := map[string]bool{}
+	for v, other := range n.st.Nodes {
+		known[other.participantUID(v)] = true
+	}
+	var hosts []hostingPart
+	var pending, unknown []string
+	hostedHere := false
+	confirmers := uint32(0)
+	for _, h := range o.toHosts.Participants {
+		perm := map[uint64]string{topology.PermissionConfirmation: "CONFIRMATION", topology.PermissionObservation: "OBSERVATION"}[h.Permission]
+		if perm == "" {
+			badRequest(w, "participant %s of an external party must confirm or observe", h.ParticipantUID)
+			return true
+		}
+		if perm == "CONFIRMATION" {
+			confirmers++
+		}
+		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
+		switch {
+		case h.ParticipantUID == local:
+			hostedHere = true
+		case !known[h.ParticipantUID]:
+			unknown = append(unknown, h.ParticipantUID)
+		default:
+			pending = append(pending, h.ParticipantUID)
+		}
+	}
+	switch {
+	case !hostedHere:
+		badRequest(w, "the external party must be hosted on this participant (%s)", local)
+		return true
+	case len(unknown) > 0:
+		sort.Strings(unknown)
+		cantonError(w, http.StatusNotFound, codeUnknownMembers, "The following members are not known on the synchronizer: "+strings.Join(unknown, ", "), catMissing, grpcMissing)
+		return true
+	case o.toHosts.Threshold < 1 || o.toHosts.Threshold > confirmers:
+		badRequest(w, "confirmation threshold %d is not between 1 and the %d confirming participants", o.toHosts.Threshold, confirmers)
+		return true
+	}
+	if _, ok := n.st.Hosting[o.party]; ok || ns.Parties[o.party] != nil {
+		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+o.party+" is already allocated", catExists, grpcExists)
+		return true
+	}
+	n.st.Hosting[o.party] = &hosting{Threshold: o.toHosts.Threshold, Serial: o.serial, Hosts: hosts, Pending: pending, SigningKey: o.key.Fingerprint()}
+	ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
+	if u != nil {
+		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
+	return true
+}
+
+// authorized checks every signature given and requires the party's key to
+// have signed the multi-hash, or each transaction's own hash.
+func authorized(o *onboarding, multi []wireSignature, multiHash []byte) error {
+	fp := o.key.Fingerprint()
+	check := func(s wireSignature, msg []byte) error {
+		if s.SignedBy != fp {
+			return fmt.Errorf("signature by key %s, which is not the party's key %s", s.SignedBy, fp)
+		}
+		return verify(o.key, s, msg)
+	}
+	signedMulti := false
+	for _, s := range multi {
+		if err := check(s, multiHash); err != nil {
+			return err
+		}
+		signedMulti = true
+	}
+	signedEach := true
+	for i, sigs := range o.sigs {
+		for _, s := range sigs {
+			if err := check(s, topology.TransactionHash(o.raw[i])); err != nil {
+				return err
+			}
+		}
+		signedEach = signedEach && len(sigs) > 0
+	}
+	if !signedMulti && !signedEach {
+		return errors.New("the onboarding transactions are not signed by the party's key")
+	}
+	return nil
+}
+
+// verify checks one signature of msg by key, its format and algorithm
+// as Canton pairs them with the key spec.
+func verify(key topology.Key, s wireSignature, msg []byte) error {
+	sig, err := base64.StdEncoding.DecodeString(s.Signature)
+	if err != nil || len(sig) == 0 {
+		return errors.New("the signature is not base64")
+	}
+	pub, err := key.Public()
+	if err != nil {
+		return err
+	}
+	want := map[string][2]string{
+		topology.SpecEd25519:   {"SIGNING_ALGORITHM_SPEC_ED25519", "SIGNATURE_FORMAT_CONCAT"},
+		topology.SpecP256:      {"SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256", "SIGNATURE_FORMAT_DER"},
+		topology.SpecP384:      {"SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_384", "SIGNATURE_FORMAT_DER"},
+		topology.SpecSecp256k1: {"SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256", "SIGNATURE_FORMAT_DER"},
+	}[key.Spec]
+	if s.SigningAlgorithmSpec != want[0] || s.Format != want[1] {
+		return fmt.Errorf("a key of spec %s signs with %s in %s, not %s in %s", key.Spec, want[0], want[1], s.SigningAlgorithmSpec, s.Format)
+	}
+	ok := false
+	switch k := pub.(type) {
+	case ed25519.PublicKey:
+		ok = ed25519.Verify(k, msg, sig)
+	case *ecdsa.PublicKey:
+		if key.Spec == topology.SpecP384 {
+			d := sha512.Sum384(msg)
+			ok = ecdsa.VerifyASN1(k, d[:], sig)
+		} else {
+			d := sha256.Sum256(msg)
+			ok = ecdsa.VerifyASN1(k, d[:], sig)
+		}
+	case *secp256k1.PublicKey:
+		d := sha256.Sum256(msg)
+		parsed, err := secpecdsa.ParseDERSignature(sig)
+		ok = err == nil && parsed.Verify(d[:], k)
+	}
+	if !ok {
+		return fmt.Errorf("the signature by %s does not verify", key.Fingerprint())
+	}
+	return nil
+}
