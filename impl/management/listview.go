@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -41,14 +42,25 @@ func setConfig(v *domain.Validator, c domain.ValidatorConfig) error {
 }
 
 // listPage is a page of validators as JSON: the bytes
-// ListValidators200JSONResponse would write for it.
-type listPage struct{ body []byte }
+// ListValidators200JSONResponse would write for it, in a buffer of pages
+// that goes back to the pool once written (a page is tens of kilobytes).
+type listPage struct{ buf *bytes.Buffer }
+
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (p listPage) VisitListValidatorsResponse(w http.ResponseWriter) error {
+	defer p.release()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(p.body)
+	_, err := w.Write(p.buf.Bytes())
 	return err
+}
+
+func (p listPage) release() {
+	if p.buf.Cap() <= 1<<20 { // an outsized page is not kept
+		p.buf.Reset()
+		pageBuffers.Put(p.buf)
+	}
 }
 
 // renderPage writes a page: each item is its name, phase, flag and
@@ -56,7 +68,8 @@ func (p listPage) VisitListValidatorsResponse(w http.ResponseWriter) error {
 // or of another version is read whole and rendered (rows from before
 // migration 0006 until RefreshListViews has rewritten them).
 func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, total int64) (listPage, error) {
-	var b bytes.Buffer
+	b := pageBuffers.Get().(*bytes.Buffer)
+	page := listPage{buf: b}
 	b.Grow(len(rows)*1400 + 64)
 	b.WriteString(`{"validators":[`)
 	for i, v := range rows {
@@ -66,24 +79,24 @@ func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, 
 		view := v.ListView
 		if v.ListViewVersion != listViewVersion || len(view) < 2 {
 			full, err := s.store.GetValidator(ctx, v.Name)
-			if err != nil {
-				return listPage{}, err
+			if err == nil {
+				var c domain.ValidatorConfig
+				if c, err = full.Config(); err == nil {
+					view, err = listView(full, c)
+				}
 			}
-			c, err := full.Config()
 			if err != nil {
-				return listPage{}, err
-			}
-			if view, err = listView(full, c); err != nil {
+				page.release()
 				return listPage{}, err
 			}
 			v.Phase, v.Immutable = full.Phase, full.Immutable
 		}
-		s.writeItem(&b, v.Name, v.Phase, v.Immutable, view)
+		s.writeItem(b, v.Name, v.Phase, v.Immutable, view)
 	}
 	b.WriteString(`],"totalCount":`)
-	b.Write(strconv.AppendInt(nil, total, 10))
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), total, 10))
 	b.WriteString("}\n")
-	return listPage{body: b.Bytes()}, nil
+	return page, nil
 }
 
 // writeItem writes one item: the fields a list view leaves out, then the
@@ -99,9 +112,9 @@ func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, imm
 	if plainJSON(name) && plainJSON(s.namespace) {
 		// The addresses as addresses() spells them, without building them.
 		host := func(key, prefix, service, suffix string) {
-			b.WriteString(`,"` + key + `":"` + prefix)
-			b.WriteString(name)
-			b.WriteString("-" + service + "." + s.namespace + ".svc.cluster.local" + suffix + `"`)
+			for _, part := range [...]string{`,"`, key, `":"`, prefix, name, "-", service, ".", s.namespace, ".svc.cluster.local", suffix, `"`} {
+				b.WriteString(part)
+			}
 		}
 		host("participant", "", domain.ServiceParticipant, "")
 		host("ledgerApiAddress", "", domain.ServiceParticipant, ":"+strconv.Itoa(domain.LedgerAPIPort))

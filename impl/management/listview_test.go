@@ -107,16 +107,17 @@ func checkListItems(t *testing.T, s *Server, store *wholeRows, full domain.Valid
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkNoDuplicateKeys(t, page.body)
+			body := page.buf.Bytes()
+			checkNoDuplicateKeys(t, body)
 			var got struct {
 				Validators []json.RawMessage `json:"validators"`
 				TotalCount int64             `json:"totalCount"`
 			}
-			if err := json.Unmarshal(page.body, &got); err != nil {
-				t.Fatalf("%v: %s", err, page.body)
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("%v: %s", err, body)
 			}
 			if got.TotalCount != 7 || len(got.Validators) != 1 {
-				t.Fatalf("got %s", page.body)
+				t.Fatalf("got %s", body)
 			}
 			for _, d := range diffJSON("", toJSONObject(t, []byte(got.Validators[0])), toJSONObject(t, tc.want)) {
 				t.Errorf("list item differs from the response at %s", d)

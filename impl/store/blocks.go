@@ -41,10 +41,7 @@ func (s *Store) locate(ctx context.Context, phase domain.Phase, offset int64) (l
 SELECT t.total, x.lo, x.before
 FROM (SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM b) AS t
 LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? ORDER BY lo LIMIT 1) AS x ON 1 = 1`
-	var b *int64
-	// Rows, not Row: with prepared statements GORM's Row hides a failed
-	// prepare (a closed database) behind a nil result.
-	rows, err := s.reads.WithContext(ctx).Raw(q, append(args, offset)...).Rows()
+	rows, err := s.query(ctx, q, append(args, offset)...)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -55,31 +52,44 @@ LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? O
 		}
 		return nil, 0, 0, sql.ErrNoRows
 	}
+	var b *int64
 	if err := rows.Scan(&total, &lo, &b); err != nil {
 		return nil, 0, 0, err
 	}
 	if b != nil {
 		before = *b
 	}
-	return lo, before, total, nil
+	return lo, before, total, rows.Close()
 }
 
 // pageByBlocks reads a page of validators filtered at most by phase: the
-// block counts locate the offset, and the page walks only inside its block.
-func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) (*gorm.DB, int64, error) {
+// block counts locate the offset, and the page walks only inside its block
+// (the names from the block's lo, then their rows by primary key; one
+// statement).
+func (s *Store) pageByBlocks(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
 	lo, before, total, err := s.locate(ctx, f.Phase, int64(f.Offset))
 	if err != nil || lo == nil {
-		return nil, total, err
+		return []domain.ListedValidator{}, total, err
 	}
-	filter := shown(func(tx *gorm.DB) *gorm.DB {
-		tx = tx.Where("name >= ?", *lo)
-		if f.Phase != "" {
-			tx = tx.Where("phase = ?", string(f.Phase))
-		}
-		return tx
-	})
-	p := domain.Page{Offset: f.Offset - int(before), Limit: f.Limit}
-	return pageNames[validatorRow](ctx, s.reads, filter, p, total-before), total, nil
+	// As pageNames: walk from the nearer end of what follows lo.
+	offset, rest := int64(f.Offset)-before, total-before
+	n := min(int64(f.Limit), rest-offset)
+	order := "name"
+	if offset > rest/2 {
+		order, offset = "name DESC", rest-offset-n
+	}
+	where, args := "name >= ?", []any{*lo}
+	if f.Phase != "" {
+		where, args = where+" AND phase = ?", append(args, string(f.Phase))
+	}
+	rows, err := s.query(ctx, `SELECT `+listedColumns+` FROM validators WHERE name IN (
+	SELECT name FROM validators WHERE `+where+` AND NOT creating ORDER BY `+order+` LIMIT ? OFFSET ?)
+ORDER BY name`, append(args, n, offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := scanListed(rows)
+	return out, total, err
 }
 
 // splitBlock splits the block holding name when it has grown past

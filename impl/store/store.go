@@ -4,11 +4,15 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +30,8 @@ type Store struct {
 	dialect string
 	// reads is db for the list pages' reads, with prepared statements kept.
 	reads *gorm.DB
+	// stmts are the list pages' own statements (query), prepared once.
+	stmts sync.Map // query text -> *sql.Stmt
 }
 
 // Pool is the connection pool's settings (database/sql's; zero: no limit).
@@ -152,6 +158,49 @@ func (s *Store) bounded(ctx context.Context) context.Context {
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
+}
+
+// query runs one of the list pages' fixed statements, written with ?
+// placeholders, through database/sql alone: prepared once (database/sql
+// prepares it again on each connection that needs it), no statement
+// building per call.
+func (s *Store) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	if st, ok := s.stmts.Load(text); ok {
+		return st.(*sql.Stmt).QueryContext(ctx, args...)
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	q := text
+	if s.dialect == "postgres" {
+		q = numberPlaceholders(text)
+	}
+	st, err := sqlDB.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.stmts.LoadOrStore(text, st); loaded {
+		st.Close()
+		st = prev.(*sql.Stmt)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// numberPlaceholders turns ? into PostgreSQL's $1, $2, ... (the fixed
+// statements have no ? inside literals).
+func numberPlaceholders(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (s *Store) Ping(ctx context.Context) error {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"gorm.io/gorm"
@@ -117,29 +118,18 @@ func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]
 
 // ListValidators returns one page ordered by name, as a list shows it
 // (ListedValidator), and the number of validators that match the filter.
-// A page is one query: its names, then their rows by primary key.
 func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
 	ctx = s.bounded(ctx)
-	var names *gorm.DB
+	var out []domain.ListedValidator
 	var total int64
 	var err error
 	if f.NameContains == "" {
-		names, total, err = s.pageByBlocks(ctx, f)
+		out, total, err = s.pageByBlocks(ctx, f)
 	} else {
-		var filter func(*gorm.DB) *gorm.DB
-		if filter, err = s.validatorNameFilter(ctx, f.NameContains, f.Phase); err == nil {
-			filter = shown(filter)
-			if total, err = count[validatorRow](ctx, s.reads, filter); err == nil {
-				names = pageNames[validatorRow](ctx, s.reads, filter, f.Page, total)
-			}
-		}
-	}
-	out := []domain.ListedValidator{}
-	if err == nil && names != nil {
-		out, err = s.listed(ctx, names)
+		out, total, err = s.pageByName(ctx, f)
 	}
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
@@ -147,14 +137,36 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	return out, total, nil
 }
 
-// listed reads the listed columns of the validators names selects, in name
-// order.
-func (s *Store) listed(ctx context.Context, names *gorm.DB) ([]domain.ListedValidator, error) {
-	rows, err := s.reads.WithContext(ctx).Raw(`SELECT name, phase, immutable, list_view, list_view_version
-FROM validators WHERE name IN (?) ORDER BY name`, names).Rows()
+// pageByName reads a page of validators filtered by a name substring (and
+// perhaps a phase): counted, then the page's names, then their rows by
+// primary key (one statement).
+func (s *Store) pageByName(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
+	filter, err := s.validatorNameFilter(ctx, f.NameContains, f.Phase)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	filter = shown(filter)
+	total, err := count[validatorRow](ctx, s.reads, filter)
+	if err != nil {
+		return nil, 0, err
+	}
+	names := pageNames[validatorRow](ctx, s.reads, filter, f.Page, total)
+	if names == nil {
+		return []domain.ListedValidator{}, total, nil
+	}
+	rows, err := s.reads.WithContext(ctx).Raw(`SELECT `+listedColumns+` FROM validators WHERE name IN (?) ORDER BY name`, names).Rows()
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := scanListed(rows)
+	return out, total, err
+}
+
+// listedColumns are the columns of a ListedValidator, in scanListed's order.
+const listedColumns = "name, phase, immutable, list_view, list_view_version"
+
+// scanListed reads and closes rows of listedColumns.
+func scanListed(rows *sql.Rows) ([]domain.ListedValidator, error) {
 	defer rows.Close()
 	out := make([]domain.ListedValidator, 0, 50)
 	for rows.Next() {
