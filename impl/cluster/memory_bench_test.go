@@ -76,8 +76,12 @@ func measureEmbedded(b *testing.B, dir string, n int) {
 	}
 	defer c.Close()
 	loaded := time.Now()
-	startKube(b, c.Start)
 	ctx := context.Background()
+	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := c.Start(startCtx); err != nil {
+		b.Fatal(err)
+	}
 	if err := c.Settle(ctx); err != nil {
 		b.Fatal(err)
 	}
