@@ -31,17 +31,19 @@ import (
 // refuses an update carrying a stale resourceVersion (409, so conflict
 // retries work), keeps status apart from the rest of a custom resource
 // (status subresource), resumes watches from a resourceVersion, and writes
-// every change through to one row of a SQLite table before it becomes
-// visible. Writes cost one row, whatever the number of objects.
+// every change to one row of a SQLite table before it becomes visible.
+// Writes cost one row, whatever the number of objects. The objects live in
+// SQLite only (as in etcd), not in memory: a read decodes its rows, under
+// mu, so that it sees each change whole and watches miss none. The
+// informers over the fakes keep what the gateway reads.
 type tracker struct {
 	scheme *runtime.Scheme
-	db     *sql.DB // nil: in memory only
+	db     *sql.DB
 	now    func() time.Time
 
-	mu      sync.RWMutex
-	rv      int64 // the last resourceVersion handed out
-	objects map[schema.GroupResource]map[types.NamespacedName]runtime.Object
-	lastRV  map[schema.GroupResource]int64 // last change per resource, deletes included
+	mu     sync.RWMutex
+	rv     int64                          // the last resourceVersion handed out
+	lastRV map[schema.GroupResource]int64 // last change per resource, deletes included
 	// lastManaged is lastRV counting only objects labelled managed-by
 	// validator-manager: the last change the gateway's filtered informers see.
 	lastManaged map[schema.GroupResource]int64
@@ -59,6 +61,8 @@ type trackerEvent struct {
 	ns  string
 	typ watch.EventType
 	obj runtime.Object
+	// owned: obj was decoded for this one watcher (no copy needed).
+	owned bool
 }
 
 // change is one entry of the history: which object changed how. It holds
@@ -96,15 +100,15 @@ func newTracker(scheme *runtime.Scheme, now func() time.Time) *tracker {
 	return &tracker{
 		scheme:      scheme,
 		now:         now,
-		objects:     map[schema.GroupResource]map[types.NamespacedName]runtime.Object{},
 		lastRV:      map[schema.GroupResource]int64{},
 		lastManaged: map[schema.GroupResource]int64{},
 		watchers:    map[*trackerWatcher]struct{}{},
 	}
 }
 
-// load reads every stored object into memory; it reports whether the store
-// was new (never initialised).
+// load opens the store in db (creating its tables) and reads where the
+// resourceVersions are; it reports whether the store was new (never
+// initialised). Objects are read when asked for.
 func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
 	if _, err := db.Exec(trackerSchema); err != nil {
 		return false, err
@@ -116,35 +120,21 @@ func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
 	} else if err != nil {
 		return false, err
 	}
-	rows, err := db.Query(`SELECT api_group, resource, version, kind, resource_version, object FROM objects`)
+	rows, err := db.Query(`SELECT api_group, resource, MAX(resource_version) FROM objects GROUP BY api_group, resource`)
 	if err != nil {
 		return false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			group, resource, version, kind string
-			rv                             int64
-			data                           []byte
+			gr schema.GroupResource
+			rv int64
 		)
-		if err := rows.Scan(&group, &resource, &version, &kind, &rv, &data); err != nil {
+		if err := rows.Scan(&gr.Group, &gr.Resource, &rv); err != nil {
 			return false, err
 		}
-		obj, err := t.decode(schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, data)
-		if err != nil {
-			return false, fmt.Errorf("object %s/%s: %w", resource, kind, err)
-		}
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return false, err
-		}
-		gr := schema.GroupResource{Group: group, Resource: resource}
-		if t.objects[gr] == nil {
-			t.objects[gr] = map[types.NamespacedName]runtime.Object{}
-		}
-		t.objects[gr][types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = obj
 		t.rv = max(t.rv, rv)
-		t.lastRV[gr] = max(t.lastRV[gr], rv)
+		t.lastRV[gr] = rv
 	}
 	if err := rows.Err(); err != nil {
 		return false, err
@@ -181,11 +171,63 @@ func (t *tracker) kindOf(gvr schema.GroupVersionResource, obj runtime.Object) sc
 	return gvr.GroupVersion().WithKind(gvr.Resource)
 }
 
+// read decodes one stored object; nil when there is none. Callers hold t.mu.
+func (t *tracker) read(gr schema.GroupResource, key types.NamespacedName) (runtime.Object, error) {
+	var (
+		version, kind string
+		data          []byte
+	)
+	err := t.db.QueryRow(`SELECT version, kind, object FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&version, &kind, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	obj, err := t.decode(schema.GroupVersionKind{Group: gr.Group, Version: version, Kind: kind}, data)
+	if err != nil {
+		return nil, storageError(fmt.Errorf("%s %s: %w", gr, key, err))
+	}
+	return obj, nil
+}
+
+// each decodes every stored object of gr in ns (all namespaces when empty),
+// in namespace then name order, and passes it to fn. Callers hold t.mu.
+func (t *tracker) each(gr schema.GroupResource, ns string, fn func(runtime.Object)) error {
+	q := `SELECT version, kind, namespace, name, object FROM objects WHERE api_group = ? AND resource = ?`
+	args := []any{gr.Group, gr.Resource}
+	if ns != "" {
+		q += ` AND namespace = ?`
+		args = append(args, ns)
+	}
+	rows, err := t.db.Query(q+` ORDER BY namespace, name`, args...)
+	if err != nil {
+		return storageError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			version, kind, namespace, name string
+			data                           []byte
+		)
+		if err := rows.Scan(&version, &kind, &namespace, &name, &data); err != nil {
+			return storageError(err)
+		}
+		obj, err := t.decode(schema.GroupVersionKind{Group: gr.Group, Version: version, Kind: kind}, data)
+		if err != nil {
+			return storageError(fmt.Errorf("%s %s/%s: %w", gr, namespace, name, err))
+		}
+		fn(obj)
+	}
+	if err := rows.Err(); err != nil {
+		return storageError(err)
+	}
+	return nil
+}
+
 // persist writes one object's row (obj nil: deletes it). Callers hold t.mu.
 func (t *tracker) persist(gvr schema.GroupVersionResource, ns, name string, obj runtime.Object, rv int64) error {
-	if t.db == nil {
-		return nil
-	}
 	if obj == nil {
 		_, err := t.db.Exec(`DELETE FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
 			gvr.Group, gvr.Resource, ns, name)
@@ -232,15 +274,18 @@ func (t *tracker) Add(obj runtime.Object) error {
 	return t.Create(gvr, obj, m.GetNamespace())
 }
 
-// Get returns a copy of the object.
+// Get returns the object, decoded for the caller.
 func (t *tracker) Get(gvr schema.GroupVersionResource, ns, name string, _ ...metav1.GetOptions) (runtime.Object, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	obj, ok := t.objects[gvr.GroupResource()][types.NamespacedName{Namespace: ns, Name: name}]
-	if !ok {
+	obj, err := t.read(gvr.GroupResource(), types.NamespacedName{Namespace: ns, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	return obj.DeepCopyObject(), nil
+	return obj, nil
 }
 
 // List returns copies of the objects of gvr in ns (all namespaces when
@@ -255,10 +300,8 @@ func (t *tracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionK
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var items []runtime.Object
-	for key, obj := range t.objects[gvr.GroupResource()] {
-		if ns == "" || key.Namespace == ns {
-			items = append(items, obj.DeepCopyObject())
-		}
+	if err := t.each(gvr.GroupResource(), ns, func(obj runtime.Object) { items = append(items, obj) }); err != nil {
+		return nil, err
 	}
 	if err := meta.SetList(list, items); err != nil {
 		return nil, err
@@ -292,8 +335,13 @@ func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
-	if _, ok := t.objects[gr][key]; ok {
+	var one int
+	switch err := t.db.QueryRow(`SELECT 1 FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&one); {
+	case err == nil:
 		return apierrors.NewAlreadyExists(gr, m.GetName())
+	case !errors.Is(err, sql.ErrNoRows):
+		return storageError(err)
 	}
 	rv := t.rv + 1
 	m.SetUID(types.UID(uuid.NewString()))
@@ -343,8 +391,11 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
-	cur, ok := t.objects[gr][key]
-	if !ok {
+	cur, err := t.read(gr, key)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
 		return apierrors.NewNotFound(gr, m.GetName())
 	}
 	cm, _ := meta.Accessor(cur)
@@ -357,7 +408,7 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 			return apierrors.NewBadRequest("object kind does not match the stored object")
 		}
 		if subresource == "status" {
-			next := cu.DeepCopy()
+			next := cu // decoded for this update: not shared
 			if status, found := u.Object["status"]; found {
 				next.Object["status"] = status
 			} else {
@@ -400,8 +451,11 @@ func (t *tracker) Delete(gvr schema.GroupVersionResource, ns, name string, _ ...
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	cur, ok := t.objects[gr][key]
-	if !ok {
+	last, err := t.read(gr, key)
+	if err != nil {
+		return err
+	}
+	if last == nil {
 		return apierrors.NewNotFound(gr, name)
 	}
 	rv := t.rv + 1
@@ -409,7 +463,6 @@ func (t *tracker) Delete(gvr schema.GroupVersionResource, ns, name string, _ ...
 		return storageError(err)
 	}
 	// The delete event carries the object at the deletion's resourceVersion.
-	last := cur.DeepCopyObject()
 	if m, err := meta.Accessor(last); err == nil {
 		m.SetResourceVersion(strconv.FormatInt(rv, 10))
 	}
@@ -434,14 +487,6 @@ func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj 
 	t.lastRV[gr] = rv
 	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[ManagedByLabel] == ManagedBy {
 		t.lastManaged[gr] = rv
-	}
-	if typ == watch.Deleted {
-		delete(t.objects[gr], key)
-	} else {
-		if t.objects[gr] == nil {
-			t.objects[gr] = map[types.NamespacedName]runtime.Object{}
-		}
-		t.objects[gr][key] = obj
 	}
 	ev := trackerEvent{rv: rv, gr: gr, ns: key.Namespace, typ: typ, obj: obj}
 	c := change{rv: rv, gr: gr, key: key, typ: typ}
@@ -496,8 +541,13 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 	defer t.mu.Unlock()
 	var backlog []trackerEvent
 	if o.ResourceVersion == "" || o.ResourceVersion == "0" {
-		for key, obj := range t.objects[gr] {
-			backlog = append(backlog, trackerEvent{gr: gr, ns: key.Namespace, typ: watch.Added, obj: obj})
+		err := t.each(gr, ns, func(obj runtime.Object) {
+			if m, err := meta.Accessor(obj); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+				backlog = append(backlog, trackerEvent{gr: gr, ns: m.GetNamespace(), typ: watch.Added, obj: obj, owned: true})
+			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	} else {
 		from, err := strconv.ParseInt(o.ResourceVersion, 10, 64)
@@ -508,7 +558,9 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 			if len(t.history) == 0 || t.history[0].rv > from+1 {
 				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, t.rv))
 			}
-			backlog = t.replay(gr, from)
+			if backlog, err = t.replay(gr, from); err != nil {
+				return nil, err
+			}
 		}
 	}
 	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, ch: make(chan watch.Event, len(backlog)+watchBuffer)}
@@ -522,21 +574,20 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 // replay is what a watch from resourceVersion from missed, one event per
 // object, with the object as it is now (informers are level-based: the
 // latest state is what they need). Callers hold t.mu.
-func (t *tracker) replay(gr schema.GroupResource, from int64) []trackerEvent {
+func (t *tracker) replay(gr schema.GroupResource, from int64) ([]trackerEvent, error) {
 	first := map[types.NamespacedName]int{} // index into out
 	var out []trackerEvent
+	var keys []types.NamespacedName // of out
 	for _, c := range t.history {
 		if c.rv <= from || c.gr != gr {
 			continue
 		}
 		ev := trackerEvent{rv: c.rv, gr: gr, ns: c.key.Namespace, typ: c.typ, obj: c.deleted}
-		if c.typ != watch.Deleted {
-			ev.obj = t.objects[gr][c.key]
-		}
 		i, seen := first[c.key]
 		if !seen {
 			first[c.key] = len(out)
 			out = append(out, ev)
+			keys = append(keys, c.key)
 			continue
 		}
 		if out[i].typ == watch.Added && c.typ != watch.Deleted {
@@ -544,7 +595,17 @@ func (t *tracker) replay(gr schema.GroupResource, from int64) []trackerEvent {
 		}
 		out[i] = ev
 	}
-	return out
+	for i, ev := range out {
+		if ev.typ == watch.Deleted {
+			continue
+		}
+		obj, err := t.read(gr, keys[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i].obj, out[i].owned = obj, true
+	}
+	return out, nil
 }
 
 // skeleton is obj's kind and metadata: what a delete event needs.
@@ -610,8 +671,12 @@ func (w *trackerWatcher) send(ev trackerEvent) bool {
 	if m, err := meta.Accessor(ev.obj); err != nil || !w.sel.Matches(labels.Set(m.GetLabels())) {
 		return true
 	}
+	obj := ev.obj
+	if !ev.owned {
+		obj = obj.DeepCopyObject()
+	}
 	select {
-	case w.ch <- watch.Event{Type: ev.typ, Object: ev.obj.DeepCopyObject()}:
+	case w.ch <- watch.Event{Type: ev.typ, Object: obj}:
 		return true
 	default:
 		w.stopped = true
