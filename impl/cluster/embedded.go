@@ -194,7 +194,7 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 			if err := e.Settle(ctx); err != nil {
 				return nil, err
 			}
-			return cachedObjects(e.applicationView)
+			return e.applicationView.objects()
 		},
 		applications: dyn.Resource(ApplicationGVR).Namespace(opts.Namespace),
 		pods:         core.CoreV1().Pods(opts.Namespace),
@@ -254,20 +254,6 @@ func (e *Embedded) Settle(ctx context.Context) error {
 	return nil
 }
 
-// cachedObjects lists what a view's informer holds (shared: read only).
-func cachedObjects(v *view) ([]*unstructured.Unstructured, error) {
-	if err := v.ready(); err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range v.informer.GetStore().List() {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
-
 // Applications is the dynamic client of the Application resources in the
 // gateway's namespace (tests and operators add them as kubectl would).
 func (e *Embedded) Applications() dynamic.ResourceInterface {
@@ -292,7 +278,7 @@ func sampleApplication(namespace string) *unstructured.Unstructured {
 	return u
 }
 
-func (e *Embedded) cachedValidators(ctx context.Context) ([]*unstructured.Unstructured, error) {
+func (e *Embedded) cachedValidators(ctx context.Context) ([]*validatorSummary, error) {
 	if err := e.Settle(ctx); err != nil {
 		return nil, err
 	}
@@ -303,10 +289,10 @@ func (e *Embedded) cachedValidators(ctx context.Context) ([]*unstructured.Unstru
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
+	out := make([]*validatorSummary, 0, len(objs))
 	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
+		if s, ok := o.(*validatorSummary); ok {
+			out = append(out, s)
 		}
 	}
 	return out, nil

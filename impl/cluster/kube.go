@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -75,7 +75,7 @@ type Kube struct {
 	// nothing costs the API server nothing.
 	typed      informers.SharedInformerFactory
 	cronJobs   cache.SharedIndexInformer
-	cronLister batchlisters.CronJobNamespaceLister
+	cronLister cache.GenericNamespaceLister // of *metav1.PartialObjectMetadata
 	synced     atomic.Bool
 	// seen and seenCronJobs are the highest resourceVersions the informers
 	// have delivered (numeric resourceVersions only; the embedded cluster
@@ -167,12 +167,20 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	generic := k.factory.ForResource(ValidatorResource)
 	k.informer = generic.Informer()
-	k.lister = generic.Lister().ByNamespace(namespace)
+	// The cache holds validatorSummary values, not the resources.
+	if err := k.informer.SetTransform(summarizeValidator); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	k.lister = cache.NewGenericLister(k.informer.GetIndexer(), ValidatorResource.GroupResource()).ByNamespace(namespace)
 	k.typed = informers.NewSharedInformerFactoryWithOptions(core, opts.Resync, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
 	cj := k.typed.Batch().V1().CronJobs()
 	k.cronJobs = cj.Informer()
-	k.cronLister = cj.Lister().CronJobs(namespace)
+	// InStep reads the CronJobs' metadata only: the cache holds no spec.
+	if err := k.cronJobs.SetTransform(cronJobMetadata); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	k.cronLister = cache.NewGenericLister(k.cronJobs.GetIndexer(), batchv1.Resource("cronjobs")).ByNamespace(namespace)
 	for informer, seen := range map[cache.SharedIndexInformer]*atomic.Int64{k.informer: &k.seen, k.cronJobs: &k.seenCronJobs} {
 		see := func(obj any) { observe(seen, obj) }
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -184,6 +192,31 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 		}
 	}
 	return k, nil
+}
+
+// cronJobMetadata is the CronJob informer's transform: the CronJob's
+// metadata that InStep compares (labels, the spec hash, owners), no spec.
+// It must be idempotent: what it returns may come back to it.
+func cronJobMetadata(obj any) (any, error) {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok {
+		return obj, nil
+	}
+	out := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name:            strings.Clone(cj.Name),
+		Namespace:       strings.Clone(cj.Namespace),
+		UID:             types.UID(strings.Clone(string(cj.UID))),
+		ResourceVersion: strings.Clone(cj.ResourceVersion),
+		Labels:          cloneMap(cj.Labels),
+		Annotations:     cloneMap(cj.Annotations, specHashAnnotation),
+	}}
+	for _, r := range cj.OwnerReferences {
+		out.OwnerReferences = append(out.OwnerReferences, metav1.OwnerReference{
+			APIVersion: strings.Clone(r.APIVersion), Kind: strings.Clone(r.Kind), Name: strings.Clone(r.Name),
+			UID: types.UID(strings.Clone(string(r.UID))), Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion,
+		})
+	}
+	return out, nil
 }
 
 // see records the resourceVersion of an object the informer delivered (its
@@ -458,9 +491,9 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 	return l
 }
 
-// cachedValidator reads a validator from the informer's cache; false when
-// the cache is not synced or has no such validator.
-func (k *Kube) cachedValidator(name string) (*unstructured.Unstructured, bool) {
+// cachedValidator reads a validator's summary from the informer's cache;
+// false when the cache is not synced or has no such validator.
+func (k *Kube) cachedValidator(name string) (*validatorSummary, bool) {
 	if !k.synced.Load() {
 		return nil, false
 	}
@@ -468,8 +501,8 @@ func (k *Kube) cachedValidator(name string) (*unstructured.Unstructured, bool) {
 	if err != nil {
 		return nil, false
 	}
-	u, ok := o.(*unstructured.Unstructured)
-	return u, ok
+	s, ok := o.(*validatorSummary)
+	return s, ok
 }
 
 // upToDate tells whether obj carries the spec of hash and the labels want.
@@ -621,7 +654,7 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 	if err != nil {
 		return domain.ValidatorState{}, translate(fmt.Sprintf("read validator %q", name), err)
 	}
-	return stateFromObject(obj), nil
+	return summarize(obj).state(), nil
 }
 
 // ValidatorStates reads every managed validator's state from the informer's cache.
@@ -636,17 +669,11 @@ func (k *Kube) ValidatorStates(context.Context) (map[string]domain.ValidatorStat
 	out := make(map[string]domain.ValidatorState, len(objs))
 	for _, o := range objs {
 		// Cached objects are shared: read them, never change them.
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out[u.GetName()] = stateFromObject(u)
+		if s, ok := o.(*validatorSummary); ok {
+			out[s.Name] = s.state()
 		}
 	}
 	return out, nil
-}
-
-func stateFromObject(u *unstructured.Unstructured) domain.ValidatorState {
-	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-	status, _, _ := unstructured.NestedMap(u.Object, "status")
-	return stateOf(u.GetAnnotations(), spec, status)
 }
 
 // checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
@@ -689,7 +716,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 	if err != nil {
 		return err
 	}
-	want, err := k.desiredCronJob(v, *b)
+	want, err := k.desiredCronJob(summarize(v), *b)
 	if err != nil {
 		return err
 	}
@@ -735,20 +762,19 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 
 // desiredCronJob is the backup CronJob of the Validator resource v for b,
 // annotated with the hash of its spec.
-func (k *Kube) desiredCronJob(v *unstructured.Unstructured, b domain.BackupSchedule) (*batchv1.CronJob, error) {
-	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
-	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
-		return nil, errExternalDatabase(v.GetName())
+func (k *Kube) desiredCronJob(v *validatorSummary, b domain.BackupSchedule) (*batchv1.CronJob, error) {
+	if v.externalDatabase && !b.Deleted {
+		return nil, errExternalDatabase(v.Name)
 	}
 	want := backupCronJob(backupTarget{
 		namespace:    k.namespace,
-		validator:    v.GetName(),
-		uid:          v.GetUID(),
+		validator:    v.Name,
+		uid:          v.UID,
 		image:        k.image,
 		cron:         b.Cron,
 		maxBackups:   b.MaxBackups,
 		suspend:      b.Deleted,
-		databaseUser: specString(spec, "database", "user"),
+		databaseUser: v.databaseUser,
 	})
 	hash, err := specHash(want.Spec)
 	if err != nil {
@@ -776,15 +802,19 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	if !ok || !upToDate(cur, hash, k.validatorLabels(v.Name)) {
 		return false
 	}
-	cj, err := k.cronLister.Get(BackupCronJobName(v.Name))
+	o, err := k.cronLister.Get(BackupCronJobName(v.Name))
 	if in.Backup == nil {
 		return apierrors.IsNotFound(err)
 	}
 	if err != nil {
 		return false
 	}
+	cj, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return false
+	}
 	want, err := k.desiredCronJob(cur, *in.Backup)
-	return err == nil && upToDate(cj, want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.OwnerReferences, cur.GetUID())
+	return err == nil && upToDate(cj, want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.OwnerReferences, cur.UID)
 }
 
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,7 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -31,6 +32,12 @@ var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version,
 // of the namespace (an unfiltered informer, whatever wrote the object), kept
 // encoded as it is returned (as stored, minus metadata.managedFields), and
 // the sorted list encoded once per change, so that a read costs a copy.
+//
+// Each object is held encoded once: the informer's transform encodes it on
+// its way into the cache, which keeps a viewObject (key, resourceVersion and
+// the encoding) instead of the decoded object; the entries share those
+// encodings, and a rebuilt list takes them over (each entry then points into
+// the list), so that the list is no second copy.
 type view struct {
 	kind domain.ResourceKind
 	gvr  schema.GroupVersionResource
@@ -41,8 +48,9 @@ type view struct {
 	synced   cache.InformerSynced
 	seen     atomic.Int64
 
+	// mu guards entries, list and the object field of every entry.
 	mu      sync.RWMutex
-	entries map[types.NamespacedName]viewEntry
+	entries map[types.NamespacedName]*viewEntry
 	list    []byte // nil: to be rebuilt
 }
 
@@ -51,12 +59,50 @@ type viewEntry struct {
 	status []byte
 }
 
-func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
-	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]viewEntry{}}
+// viewObject is what a view's informer caches in place of a resource.
+type viewObject struct {
+	metav1.ObjectMeta // name, namespace and resourceVersion only
+	entry             *viewEntry
 }
 
-// attach starts following informer.
+var _ runtime.Object = (*viewObject)(nil)
+
+func (o *viewObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the metadata; the entry is shared (its encoding
+// never changes, only where it is kept).
+func (o *viewObject) DeepCopyObject() runtime.Object {
+	c := &viewObject{entry: o.entry}
+	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return c
+}
+
+// encodeView is the views' informer transform. It must be idempotent: what
+// it returns may come back to it.
+func encodeView(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	e, err := encodeEntry(u)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return &viewObject{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.Clone(u.GetName()), Namespace: strings.Clone(u.GetNamespace()), ResourceVersion: strings.Clone(u.GetResourceVersion())},
+		entry:      &e,
+	}, nil
+}
+
+func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
+	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]*viewEntry{}}
+}
+
+// attach starts following informer (not started yet).
 func (v *view) attach(informer cache.SharedIndexInformer) error {
+	if err := informer.SetTransform(encodeView); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    v.put,
 		UpdateFunc: func(_, obj any) { v.put(obj) },
@@ -70,16 +116,12 @@ func (v *view) attach(informer cache.SharedIndexInformer) error {
 }
 
 func (v *view) put(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	o, ok := obj.(*viewObject)
 	if !ok {
 		return
 	}
-	e, err := encodeEntry(u)
-	if err != nil {
-		return // cannot happen for an object decoded from JSON
-	}
 	v.mu.Lock()
-	v.entries[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = e
+	v.entries[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}] = o.entry
 	v.list = nil
 	v.mu.Unlock()
 	observe(&v.seen, obj)
@@ -89,12 +131,12 @@ func (v *view) remove(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
+	o, ok := obj.(*viewObject)
 	if !ok {
 		return
 	}
 	v.mu.Lock()
-	delete(v.entries, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	delete(v.entries, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
 	v.list = nil
 	v.mu.Unlock()
 	observe(&v.seen, obj)
@@ -102,8 +144,7 @@ func (v *view) remove(obj any) {
 
 // encodeEntry encodes u as stored minus metadata.managedFields (bookkeeping
 // of server-side apply, large and of no use to a reader), and its status
-// alone ({} when it has none). u is shared with the informer's cache: it is
-// copied where it differs, never changed.
+// alone ({} when it has none). u is not changed.
 func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
 	obj := u.Object
 	if md, ok := obj["metadata"].(map[string]any); ok {
@@ -171,17 +212,19 @@ func (v *view) List() ([]byte, error) {
 			}
 			return strings.Compare(a.Name, b.Name)
 		})
-		var buf bytes.Buffer
-		buf.Grow(size)
-		buf.WriteByte('[')
+		list := make([]byte, 0, size)
+		list = append(list, '[')
 		for i, k := range keys {
 			if i > 0 {
-				buf.WriteByte(',')
+				list = append(list, ',')
 			}
-			buf.Write(v.entries[k].object)
+			e := v.entries[k]
+			start := len(list)
+			list = append(list, e.object...)
+			// The entry's encoding is now kept in the list only.
+			e.object = list[start:len(list):len(list)]
 		}
-		buf.WriteByte(']')
-		v.list = buf.Bytes()
+		v.list = append(list, ']')
 	}
 	// Callers only read it; a change replaces it, never edits it.
 	return v.list, nil
@@ -192,12 +235,35 @@ func (v *view) entry(namespace, name string) (viewEntry, error) {
 		return viewEntry{}, err
 	}
 	v.mu.RLock()
+	defer v.mu.RUnlock()
 	e, ok := v.entries[types.NamespacedName{Namespace: namespace, Name: name}]
-	v.mu.RUnlock()
 	if !ok {
 		return viewEntry{}, domain.NotFound("%s %q does not exist in namespace %q", strings.ToLower(string(v.kind)), name, namespace)
 	}
-	return e, nil
+	return *e, nil
+}
+
+// objects decodes every object of the view (for the simulated kubelet,
+// which reads the few Applications).
+func (v *view) objects() ([]*unstructured.Unstructured, error) {
+	if err := v.ready(); err != nil {
+		return nil, err
+	}
+	v.mu.RLock()
+	encoded := make([][]byte, 0, len(v.entries))
+	for _, e := range v.entries {
+		encoded = append(encoded, e.object)
+	}
+	v.mu.RUnlock()
+	out := make([]*unstructured.Unstructured, 0, len(encoded))
+	for _, data := range encoded {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // names lists the objects' names, sorted.
