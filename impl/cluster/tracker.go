@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,8 +40,14 @@ import (
 // informers over the fakes keep what the gateway reads.
 type tracker struct {
 	scheme *runtime.Scheme
-	db     *sql.DB
-	now    func() time.Time
+	db     *sql.DB // writes, one connection
+	// reads serves reads, in parallel, and the snapshots that watches
+	// stream their initial events from.
+	reads *sql.DB
+	now   func() time.Time
+	// kinds is the kind stored under each resource the scheme knows (for
+	// the bookmark that ends a watch's initial events).
+	kinds map[schema.GroupVersionResource]schema.GroupVersionKind
 
 	mu     sync.RWMutex
 	rv     int64                          // the last resourceVersion handed out
@@ -58,7 +66,6 @@ const historySize = 1024
 type trackerEvent struct {
 	rv  int64
 	gr  schema.GroupResource
-	ns  string
 	typ watch.EventType
 	obj runtime.Object
 	// owned: obj was decoded for this one watcher (no copy needed).
@@ -97,19 +104,29 @@ CREATE TABLE IF NOT EXISTS meta (
 );`
 
 func newTracker(scheme *runtime.Scheme, now func() time.Time) *tracker {
+	kinds := map[schema.GroupVersionResource]schema.GroupVersionKind{}
+	for gvk := range scheme.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") {
+			continue
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		kinds[gvr] = gvk
+	}
 	return &tracker{
 		scheme:      scheme,
 		now:         now,
+		kinds:       kinds,
 		lastRV:      map[schema.GroupResource]int64{},
 		lastManaged: map[schema.GroupResource]int64{},
 		watchers:    map[*trackerWatcher]struct{}{},
 	}
 }
 
-// load opens the store in db (creating its tables) and reads where the
-// resourceVersions are; it reports whether the store was new (never
-// initialised). Objects are read when asked for.
-func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
+// load opens the store in db (creating its tables; reads: the same
+// database, for reads) and reads where the resourceVersions are; it reports
+// whether the store was new (never initialised). Objects are read when asked
+// for.
+func (t *tracker) load(db, reads *sql.DB) (fresh bool, err error) {
 	if _, err := db.Exec(trackerSchema); err != nil {
 		return false, err
 	}
@@ -139,7 +156,7 @@ func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	t.db = db
+	t.db, t.reads = db, reads
 	return fresh, nil
 }
 
@@ -177,7 +194,7 @@ func (t *tracker) read(gr schema.GroupResource, key types.NamespacedName) (runti
 		version, kind string
 		data          []byte
 	)
-	err := t.db.QueryRow(`SELECT version, kind, object FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+	err := t.reads.QueryRow(`SELECT version, kind, object FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
 		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&version, &kind, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -192,38 +209,45 @@ func (t *tracker) read(gr schema.GroupResource, key types.NamespacedName) (runti
 	return obj, nil
 }
 
-// each decodes every stored object of gr in ns (all namespaces when empty),
-// in namespace then name order, and passes it to fn. Callers hold t.mu.
-func (t *tracker) each(gr schema.GroupResource, ns string, fn func(runtime.Object)) error {
-	q := `SELECT version, kind, namespace, name, object FROM objects WHERE api_group = ? AND resource = ?`
+// objectRows are the stored objects of gr in ns (all namespaces when empty)
+// after key from (none when empty), in namespace then name order, at most
+// limit (0: all).
+func objectRows(q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}, gr schema.GroupResource, ns string, from types.NamespacedName, limit int64) (*sql.Rows, error) {
+	query := `SELECT version, kind, namespace, name, object FROM objects WHERE api_group = ? AND resource = ?`
 	args := []any{gr.Group, gr.Resource}
 	if ns != "" {
-		q += ` AND namespace = ?`
+		query += ` AND namespace = ?`
 		args = append(args, ns)
 	}
-	rows, err := t.db.Query(q+` ORDER BY namespace, name`, args...)
+	if from != (types.NamespacedName{}) {
+		query += ` AND (namespace, name) > (?, ?)`
+		args = append(args, from.Namespace, from.Name)
+	}
+	query += ` ORDER BY namespace, name`
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	return q.Query(query, args...)
+}
+
+// scanObject decodes the object of the current row of objectRows.
+func (t *tracker) scanObject(gr schema.GroupResource, rows *sql.Rows) (runtime.Object, types.NamespacedName, error) {
+	var (
+		version, kind string
+		key           types.NamespacedName
+		data          []byte
+	)
+	if err := rows.Scan(&version, &kind, &key.Namespace, &key.Name, &data); err != nil {
+		return nil, key, storageError(err)
+	}
+	obj, err := t.decode(schema.GroupVersionKind{Group: gr.Group, Version: version, Kind: kind}, data)
 	if err != nil {
-		return storageError(err)
+		return nil, key, storageError(fmt.Errorf("%s %s: %w", gr, key, err))
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			version, kind, namespace, name string
-			data                           []byte
-		)
-		if err := rows.Scan(&version, &kind, &namespace, &name, &data); err != nil {
-			return storageError(err)
-		}
-		obj, err := t.decode(schema.GroupVersionKind{Group: gr.Group, Version: version, Kind: kind}, data)
-		if err != nil {
-			return storageError(fmt.Errorf("%s %s/%s: %w", gr, namespace, name, err))
-		}
-		fn(obj)
-	}
-	if err := rows.Err(); err != nil {
-		return storageError(err)
-	}
-	return nil
+	return obj, key, nil
 }
 
 // persist writes one object's row (obj nil: deletes it). Callers hold t.mu.
@@ -288,28 +312,102 @@ func (t *tracker) Get(gvr schema.GroupVersionResource, ns, name string, _ ...met
 	return obj, nil
 }
 
-// List returns copies of the objects of gvr in ns (all namespaces when
-// empty); the clients filter by label.
-func (t *tracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, _ ...metav1.ListOptions) (runtime.Object, error) {
+// List returns the objects of gvr in ns (all namespaces when empty), sorted
+// by namespace and name; the clients filter by label. A limit pages the
+// list as an API server does; a continue token is good until the next
+// change (then 410 Gone: the pager lists again in full).
+func (t *tracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, opts ...metav1.ListOptions) (runtime.Object, error) {
+	var o metav1.ListOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	listGVK := gvk
 	listGVK.Kind += "List"
 	list, err := t.scheme.New(listGVK)
 	if err != nil {
 		return nil, err
 	}
+	gr := gvr.GroupResource()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	var items []runtime.Object
-	if err := t.each(gvr.GroupResource(), ns, func(obj runtime.Object) { items = append(items, obj) }); err != nil {
-		return nil, err
+	var from types.NamespacedName
+	if o.Continue != "" {
+		rv, key, err := parseContinue(o.Continue)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if rv != t.rv {
+			return nil, apierrors.NewResourceExpired("the provided continue parameter is too old: the list has changed since; list again from the start")
+		}
+		from = key
+	}
+	limit := o.Limit
+	if limit > 0 {
+		limit++ // one more tells whether there is a next page
+	}
+	rows, err := objectRows(t.reads, gr, ns, from, limit)
+	if err != nil {
+		return nil, storageError(err)
+	}
+	defer rows.Close()
+	var (
+		items []runtime.Object
+		last  types.NamespacedName
+		more  bool
+	)
+	for rows.Next() {
+		if o.Limit > 0 && int64(len(items)) == o.Limit {
+			more = true
+			break
+		}
+		obj, key, err := t.scanObject(gr, rows)
+		if err != nil {
+			return nil, err
+		}
+		items, last = append(items, obj), key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storageError(err)
 	}
 	if err := meta.SetList(list, items); err != nil {
 		return nil, err
 	}
 	if lm, err := meta.ListAccessor(list); err == nil {
 		lm.SetResourceVersion(strconv.FormatInt(t.rv, 10))
+		if more {
+			lm.SetContinue(continueToken(t.rv, last))
+		}
 	}
 	return list, nil
+}
+
+// continueToken resumes a list after key, if nothing changed since rv.
+func continueToken(rv int64, key types.NamespacedName) string {
+	raw, _ := json.Marshal([]any{rv, key.Namespace, key.Name})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func parseContinue(token string) (int64, types.NamespacedName, error) {
+	var (
+		raw []byte
+		v   []json.RawMessage
+		rv  int64
+		key types.NamespacedName
+	)
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
+	if err == nil && len(v) != 3 {
+		err = errors.New("wrong length")
+	}
+	if err == nil {
+		err = errors.Join(json.Unmarshal(v[0], &rv), json.Unmarshal(v[1], &key.Namespace), json.Unmarshal(v[2], &key.Name))
+	}
+	if err != nil {
+		return 0, key, fmt.Errorf("invalid continue token: %w", err)
+	}
+	return rv, key, nil
 }
 
 // Create stores a new object, stamped as an API server stamps it.
@@ -336,7 +434,7 @@ func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
 	var one int
-	switch err := t.db.QueryRow(`SELECT 1 FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+	switch err := t.reads.QueryRow(`SELECT 1 FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
 		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&one); {
 	case err == nil:
 		return apierrors.NewAlreadyExists(gr, m.GetName())
@@ -488,7 +586,7 @@ func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj 
 	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[ManagedByLabel] == ManagedBy {
 		t.lastManaged[gr] = rv
 	}
-	ev := trackerEvent{rv: rv, gr: gr, ns: key.Namespace, typ: typ, obj: obj}
+	ev := trackerEvent{rv: rv, gr: gr, typ: typ, obj: obj}
 	c := change{rv: rv, gr: gr, key: key, typ: typ}
 	if typ == watch.Deleted {
 		c.deleted = t.skeleton(obj)
@@ -521,8 +619,12 @@ func (t *tracker) lastManagedChange(gr schema.GroupResource) int64 {
 }
 
 // Watch streams changes of gvr in ns (all namespaces when empty) that match
-// the label selector: from the given resourceVersion on, or, without one,
-// every existing object first, as an API server does.
+// the label selector, as an API server does: from the given resourceVersion
+// on; or, without one (or with sendInitialEvents), every existing object
+// first, then (sendInitialEvents) a bookmark that says the initial events
+// are complete (the watch-list of client-go's informers). Initial events
+// are decoded one at a time from a snapshot of the store, as the watcher
+// takes them, so that a watch of 100,000 objects never holds them all.
 func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
 	var o metav1.ListOptions
 	if len(opts) > 0 {
@@ -536,24 +638,59 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 		}
 		sel = s
 	}
+	initial := o.ResourceVersion == "" || o.ResourceVersion == "0"
+	if o.SendInitialEvents != nil {
+		initial = *o.SendInitialEvents
+	}
+	sendBookmark := o.SendInitialEvents != nil && *o.SendInitialEvents
 	gr := gvr.GroupResource()
+	var bookmark runtime.Object
+	if sendBookmark {
+		gvk, ok := t.kinds[gvr]
+		if !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("sendInitialEvents is not served for %s", gvr))
+		}
+		obj, err := t.scheme.New(gvk)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("sendInitialEvents is not served for %s: %v", gvr, err))
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetGroupVersionKind(gvk)
+		}
+		bookmark = obj
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var backlog []trackerEvent
-	if o.ResourceVersion == "" || o.ResourceVersion == "0" {
-		err := t.each(gr, ns, func(obj runtime.Object) {
-			if m, err := meta.Accessor(obj); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
-				backlog = append(backlog, trackerEvent{gr: gr, ns: m.GetNamespace(), typ: watch.Added, obj: obj, owned: true})
-			}
-		})
+	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, done: make(chan struct{})}
+	switch {
+	case initial:
+		// The snapshot: a read transaction that starts (reads) while no
+		// change can be made, then streams after the lock is released.
+		tx, err := t.reads.Begin()
 		if err != nil {
-			return nil, err
+			return nil, storageError(err)
 		}
-	} else {
+		var n int
+		if err := tx.QueryRow(`SELECT COUNT(*) FROM meta`).Scan(&n); err != nil {
+			_ = tx.Rollback()
+			return nil, storageError(err)
+		}
+		if bookmark != nil {
+			m, _ := meta.Accessor(bookmark)
+			m.SetResourceVersion(strconv.FormatInt(t.rv, 10))
+			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		w.ch = make(chan watch.Event, watchBuffer)
+		w.streaming = true
+		go w.stream(tx, bookmark)
+	case o.ResourceVersion == "" || o.ResourceVersion == "0":
+		w.ch = make(chan watch.Event, watchBuffer) // from now on
+	default:
 		from, err := strconv.ParseInt(o.ResourceVersion, 10, 64)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", o.ResourceVersion))
 		}
+		var backlog []trackerEvent
 		if from < t.rv {
 			if len(t.history) == 0 || t.history[0].rv > from+1 {
 				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, t.rv))
@@ -562,10 +699,10 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 				return nil, err
 			}
 		}
-	}
-	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, ch: make(chan watch.Event, len(backlog)+watchBuffer)}
-	for _, ev := range backlog {
-		w.send(ev)
+		w.ch = make(chan watch.Event, len(backlog)+watchBuffer)
+		for _, ev := range backlog {
+			w.send(ev)
+		}
 	}
 	t.watchers[w] = struct{}{}
 	return w, nil
@@ -582,7 +719,7 @@ func (t *tracker) replay(gr schema.GroupResource, from int64) ([]trackerEvent, e
 		if c.rv <= from || c.gr != gr {
 			continue
 		}
-		ev := trackerEvent{rv: c.rv, gr: gr, ns: c.key.Namespace, typ: c.typ, obj: c.deleted}
+		ev := trackerEvent{rv: c.rv, gr: gr, typ: c.typ, obj: c.deleted}
 		i, seen := first[c.key]
 		if !seen {
 			first[c.key] = len(out)
@@ -656,6 +793,20 @@ type trackerWatcher struct {
 	mu      sync.Mutex
 	ch      chan watch.Event
 	stopped bool
+	done    chan struct{} // closed when the watch ends
+	// streaming: the initial events are being sent (by stream, which then
+	// owns ch and closes it); changes wait in pending meanwhile.
+	streaming bool
+	pending   []watch.Event
+}
+
+// matches tells whether ev is for this watcher.
+func (w *trackerWatcher) matches(gr schema.GroupResource, obj runtime.Object) bool {
+	if gr != w.gr {
+		return false
+	}
+	m, err := meta.Accessor(obj)
+	return err == nil && (w.ns == "" || m.GetNamespace() == w.ns) && w.sel.Matches(labels.Set(m.GetLabels()))
 }
 
 // send delivers ev when it matches; false when the watcher is done.
@@ -665,24 +816,107 @@ func (w *trackerWatcher) send(ev trackerEvent) bool {
 	if w.stopped {
 		return false
 	}
-	if ev.gr != w.gr || (w.ns != "" && ev.ns != w.ns) {
-		return true
-	}
-	if m, err := meta.Accessor(ev.obj); err != nil || !w.sel.Matches(labels.Set(m.GetLabels())) {
+	if !w.matches(ev.gr, ev.obj) {
 		return true
 	}
 	obj := ev.obj
 	if !ev.owned {
 		obj = obj.DeepCopyObject()
 	}
+	if w.streaming {
+		if len(w.pending) == watchBuffer {
+			w.end()
+			return false
+		}
+		w.pending = append(w.pending, watch.Event{Type: ev.typ, Object: obj})
+		return true
+	}
 	select {
 	case w.ch <- watch.Event{Type: ev.typ, Object: obj}:
 		return true
 	default:
-		w.stopped = true
-		close(w.ch)
+		w.end()
 		return false
 	}
+}
+
+// end ends the watch; callers hold w.mu.
+func (w *trackerWatcher) end() {
+	w.stopped = true
+	close(w.done)
+	if !w.streaming {
+		close(w.ch)
+	}
+}
+
+// stream sends the initial events from the snapshot tx, then bookmark
+// (unless nil), then the changes made meanwhile, and hands the watch over
+// to send.
+func (w *trackerWatcher) stream(tx *sql.Tx, bookmark runtime.Object) {
+	defer func() { _ = tx.Rollback() }()
+	emit := func(ev watch.Event) bool {
+		select {
+		case w.ch <- ev:
+			return true
+		case <-w.done:
+			return false
+		}
+	}
+	live := w.initial(tx, bookmark, emit)
+	for {
+		w.mu.Lock()
+		if !live || w.stopped || len(w.pending) == 0 {
+			break // holding w.mu: no change can slip in before streaming ends
+		}
+		pending := w.pending
+		w.pending = nil
+		w.mu.Unlock()
+		for _, ev := range pending {
+			if !emit(ev) {
+				live = false
+				break
+			}
+		}
+	}
+	w.streaming = false
+	switch {
+	case w.stopped:
+		close(w.ch)
+	case !live: // an error was the last event
+		w.end()
+	}
+	w.mu.Unlock()
+}
+
+// initial sends the initial events and the bookmark; false when the watch
+// is to end (stopped, or an error sent).
+func (w *trackerWatcher) initial(tx *sql.Tx, bookmark runtime.Object, emit func(watch.Event) bool) bool {
+	fail := func(err error) bool {
+		var status *apierrors.StatusError
+		if !errors.As(err, &status) {
+			status = apierrors.NewInternalError(err)
+		}
+		emit(watch.Event{Type: watch.Error, Object: &status.ErrStatus})
+		return false
+	}
+	rows, err := objectRows(tx, w.gr, w.ns, types.NamespacedName{}, 0)
+	if err != nil {
+		return fail(storageError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		obj, _, err := w.t.scanObject(w.gr, rows)
+		if err != nil {
+			return fail(err)
+		}
+		if w.matches(w.gr, obj) && !emit(watch.Event{Type: watch.Added, Object: obj}) {
+			return false
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(storageError(err))
+	}
+	return bookmark == nil || emit(watch.Event{Type: watch.Bookmark, Object: bookmark})
 }
 
 func (w *trackerWatcher) Stop() {
@@ -692,8 +926,7 @@ func (w *trackerWatcher) Stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.stopped {
-		w.stopped = true
-		close(w.ch)
+		w.end()
 	}
 }
 
