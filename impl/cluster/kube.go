@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,7 +74,7 @@ type Kube struct {
 	// nothing costs the API server nothing.
 	typed      informers.SharedInformerFactory
 	cronJobs   cache.SharedIndexInformer
-	cronLister cache.GenericNamespaceLister // of *metav1.PartialObjectMetadata
+	cronLister cache.GenericNamespaceLister // of *cronJobSummary
 	synced     atomic.Bool
 	// seen and seenCronJobs are the highest resourceVersions the informers
 	// have delivered (numeric resourceVersions only; the embedded cluster
@@ -176,8 +175,8 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
 	cj := k.typed.Batch().V1().CronJobs()
 	k.cronJobs = cj.Informer()
-	// InStep reads the CronJobs' metadata only: the cache holds no spec.
-	if err := k.cronJobs.SetTransform(cronJobMetadata); err != nil {
+	// The cache holds cronJobSummary values, not the CronJobs.
+	if err := k.cronJobs.SetTransform(summarizeCronJob); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	k.cronLister = cache.NewGenericLister(k.cronJobs.GetIndexer(), batchv1.Resource("cronjobs")).ByNamespace(namespace)
@@ -192,31 +191,6 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 		}
 	}
 	return k, nil
-}
-
-// cronJobMetadata is the CronJob informer's transform: the CronJob's
-// metadata that InStep compares (labels, the spec hash, owners), no spec.
-// It must be idempotent: what it returns may come back to it.
-func cronJobMetadata(obj any) (any, error) {
-	cj, ok := obj.(*batchv1.CronJob)
-	if !ok {
-		return obj, nil
-	}
-	out := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Name:            strings.Clone(cj.Name),
-		Namespace:       strings.Clone(cj.Namespace),
-		UID:             types.UID(strings.Clone(string(cj.UID))),
-		ResourceVersion: strings.Clone(cj.ResourceVersion),
-		Labels:          cloneMap(cj.Labels),
-		Annotations:     cloneMap(cj.Annotations, specHashAnnotation),
-	}}
-	for _, r := range cj.OwnerReferences {
-		out.OwnerReferences = append(out.OwnerReferences, metav1.OwnerReference{
-			APIVersion: strings.Clone(r.APIVersion), Kind: strings.Clone(r.Kind), Name: strings.Clone(r.Name),
-			UID: types.UID(strings.Clone(string(r.UID))), Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion,
-		})
-	}
-	return out, nil
 }
 
 // see records the resourceVersion of an object the informer delivered (its
@@ -670,7 +644,7 @@ func (k *Kube) ValidatorStates(context.Context) (map[string]domain.ValidatorStat
 	for _, o := range objs {
 		// Cached objects are shared: read them, never change them.
 		if s, ok := o.(*validatorSummary); ok {
-			out[s.Name] = s.state()
+			out[s.name] = s.state()
 		}
 	}
 	return out, nil
@@ -764,12 +738,12 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 // annotated with the hash of its spec.
 func (k *Kube) desiredCronJob(v *validatorSummary, b domain.BackupSchedule) (*batchv1.CronJob, error) {
 	if v.externalDatabase && !b.Deleted {
-		return nil, errExternalDatabase(v.Name)
+		return nil, errExternalDatabase(v.name)
 	}
 	want := backupCronJob(backupTarget{
 		namespace:    k.namespace,
-		validator:    v.Name,
-		uid:          v.UID,
+		validator:    v.name,
+		uid:          v.uid,
 		image:        k.image,
 		cron:         b.Cron,
 		maxBackups:   b.MaxBackups,
@@ -799,7 +773,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 		return false
 	}
 	cur, ok := k.cachedValidator(v.Name)
-	if !ok || !upToDate(cur, hash, k.validatorLabels(v.Name)) {
+	if !ok || !upToDate(cur.GetObjectMeta(), hash, k.validatorLabels(v.Name)) {
 		return false
 	}
 	o, err := k.cronLister.Get(BackupCronJobName(v.Name))
@@ -809,12 +783,12 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	if err != nil {
 		return false
 	}
-	cj, ok := o.(*metav1.PartialObjectMetadata)
+	cj, ok := o.(*cronJobSummary)
 	if !ok {
 		return false
 	}
 	want, err := k.desiredCronJob(cur, *in.Backup)
-	return err == nil && upToDate(cj, want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.OwnerReferences, cur.UID)
+	return err == nil && upToDate(cj.GetObjectMeta(), want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.owners, cur.uid)
 }
 
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {

@@ -95,7 +95,7 @@ func (k *Kubelet) Step(ctx context.Context) error {
 	now := k.opts.Now()
 	var errs []error
 	for _, o := range objs {
-		want := k.opts.statusAt(o.CreationTimestamp.Time, now)
+		want := k.opts.statusAt(o.created.Time, now)
 		if o.phase == want["phase"] && o.databaseReady == want["databaseReady"] {
 			continue
 		}
@@ -106,15 +106,15 @@ func (k *Kubelet) Step(ctx context.Context) error {
 			"kind":       Kind,
 			"status":     want,
 		}}
-		u.SetName(o.Name)
-		u.SetNamespace(o.Namespace)
-		u.SetResourceVersion(o.ResourceVersion)
+		u.SetName(o.name)
+		u.SetNamespace(o.namespace)
+		u.SetResourceVersion(o.resourceVersion)
 		_, err := k.validators.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue // changed or gone meanwhile: the next step sees it
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("status of validator %q: %w", u.GetName(), err))
+			errs = append(errs, fmt.Errorf("status of validator %q: %w", o.name, err))
 		}
 	}
 	if k.apps != nil {

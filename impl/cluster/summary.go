@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,15 +13,107 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// validatorSummary is what the gateway reads of a Validator resource from
-// its managed informer (InStep, ValidatorStates, the simulated kubelet).
-// The informer's cache holds this in place of the resource (a transform):
-// a few hundred bytes instead of the whole decoded object, whose spec.config
-// is most of it and is never read from the cache.
+// The gateway's managed informers (Validators, CronJobs) keep summaries
+// instead of the objects (a transform): what InStep, ValidatorStates and the
+// simulated kubelet read, a few hundred bytes where the decoded Validator
+// takes some 17 KB (its spec.config is most of it, never read from the
+// cache) and a CronJob some 5 KB.
+
+// objectSummary is the metadata a summary keeps: labels and the annotations
+// asked for as key/value pairs (a map costs some 300 bytes however few its
+// entries). Its strings are copies: a summary shares no memory with the
+// decoded object, which would otherwise stay (with the heap spans around
+// it) as long as the cache.
+type objectSummary struct {
+	name, namespace, resourceVersion string
+	uid                              types.UID
+	created                          metav1.Time
+	labels                           []string // key, value, …
+	annotations                      []string // key, value, …
+	owners                           []metav1.OwnerReference
+}
+
+func summarizeMeta(m metav1.Object, annotations ...string) objectSummary {
+	s := objectSummary{
+		name:            strings.Clone(m.GetName()),
+		namespace:       strings.Clone(m.GetNamespace()),
+		resourceVersion: strings.Clone(m.GetResourceVersion()),
+		uid:             types.UID(strings.Clone(string(m.GetUID()))),
+		created:         m.GetCreationTimestamp(),
+	}
+	for k, v := range m.GetLabels() {
+		s.labels = append(s.labels, intern(k, s.name), intern(v, s.name))
+	}
+	have := m.GetAnnotations()
+	for _, k := range annotations {
+		if v, ok := have[k]; ok {
+			s.annotations = append(s.annotations, k, strings.Clone(v))
+		}
+	}
+	for _, r := range m.GetOwnerReferences() {
+		s.owners = append(s.owners, metav1.OwnerReference{
+			APIVersion: intern(r.APIVersion, ""), Kind: intern(r.Kind, ""), Name: intern(r.Name, s.name),
+			UID: types.UID(strings.Clone(string(r.UID))), Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion,
+		})
+	}
+	return s
+}
+
+// intern is s, sharing the memory of a constant or of name when equal.
+func intern(s, name string) string {
+	for _, c := range [...]string{ManagedByLabel, ManagedBy, ValidatorLabel, InstallationLabel, Group + "/" + Version, Kind, name} {
+		if s == c {
+			return c
+		}
+	}
+	return strings.Clone(s)
+}
+
+func pairs(kv []string) map[string]string {
+	if len(kv) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// GetObjectMeta is the metadata kept, as client-go reads it (keys, the
+// namespace index) and upToDate compares it.
+func (s *objectSummary) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{
+		Name:              s.name,
+		Namespace:         s.namespace,
+		ResourceVersion:   s.resourceVersion,
+		UID:               s.uid,
+		CreationTimestamp: s.created,
+		Labels:            pairs(s.labels),
+		Annotations:       pairs(s.annotations),
+		OwnerReferences:   s.owners,
+	}
+}
+
+func (s *objectSummary) annotation(key string) string {
+	for i := 0; i < len(s.annotations); i += 2 {
+		if s.annotations[i] == key {
+			return s.annotations[i+1]
+		}
+	}
+	return ""
+}
+
+func (s objectSummary) deepCopy() objectSummary {
+	s.labels = slices.Clone(s.labels)
+	s.annotations = slices.Clone(s.annotations)
+	s.owners = slices.Clone(s.owners)
+	return s
+}
+
+// validatorSummary is what the managed informer keeps of a Validator.
 type validatorSummary struct {
-	// Name, namespace, uid, resourceVersion, creationTimestamp and labels;
-	// of the annotations, the spec hash and disable-user-edit only.
-	metav1.ObjectMeta
+	objectSummary    // the spec hash and disable-user-edit annotations
 	externalDatabase bool   // spec.externalDatabase
 	databaseUser     string // spec.database.user
 	// status.phase and status.databaseReady as stored (nil: absent).
@@ -33,55 +126,18 @@ func (s *validatorSummary) GetObjectKind() schema.ObjectKind { return schema.Emp
 
 func (s *validatorSummary) DeepCopyObject() runtime.Object {
 	c := *s
-	s.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.objectSummary = s.objectSummary.deepCopy()
 	return &c
 }
 
-// summaryAnnotations are the annotations a summary keeps.
-var summaryAnnotations = []string{specHashAnnotation, domain.DisableUserEditAnnotation}
-
-// summarize reads the summary of u. It copies what it keeps: the summary
-// shares no memory with u (a cache of summaries would otherwise keep parts
-// of every decoded object, and the heap spans around them).
 func summarize(u *unstructured.Unstructured) *validatorSummary {
-	s := &validatorSummary{ObjectMeta: metav1.ObjectMeta{
-		Name:              strings.Clone(u.GetName()),
-		Namespace:         strings.Clone(u.GetNamespace()),
-		UID:               types.UID(strings.Clone(string(u.GetUID()))),
-		ResourceVersion:   strings.Clone(u.GetResourceVersion()),
-		CreationTimestamp: u.GetCreationTimestamp(),
-		Labels:            cloneMap(u.GetLabels()),
-		Annotations:       cloneMap(u.GetAnnotations(), summaryAnnotations...),
-	}}
+	s := &validatorSummary{objectSummary: summarizeMeta(u, specHashAnnotation, domain.DisableUserEditAnnotation)}
 	spec, _ := u.Object["spec"].(map[string]any)
 	s.externalDatabase, _ = spec["externalDatabase"].(bool)
 	s.databaseUser = strings.Clone(specString(spec, "database", "user"))
 	status, _ := u.Object["status"].(map[string]any)
 	s.phase, s.databaseReady = cloneScalar(status["phase"]), status["databaseReady"]
 	return s
-}
-
-// cloneMap copies m (only the keys given, when any); nil when empty.
-func cloneMap(m map[string]string, keys ...string) map[string]string {
-	var out map[string]string
-	put := func(k, v string) {
-		if out == nil {
-			out = make(map[string]string, len(m))
-		}
-		out[strings.Clone(k)] = strings.Clone(v)
-	}
-	if len(keys) == 0 {
-		for k, v := range m {
-			put(k, v)
-		}
-		return out
-	}
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			put(k, v)
-		}
-	}
-	return out
 }
 
 // cloneScalar copies a string; other values are kept as they are.
@@ -114,6 +170,30 @@ func (s *validatorSummary) state() domain.ValidatorState {
 	return domain.ValidatorState{
 		Phase:           phase,
 		DatabaseRunning: ready && !s.externalDatabase,
-		DisableUserEdit: strings.EqualFold(s.Annotations[domain.DisableUserEditAnnotation], "true"),
+		DisableUserEdit: strings.EqualFold(s.annotation(domain.DisableUserEditAnnotation), "true"),
 	}
+}
+
+// cronJobSummary is what the CronJob informer keeps of a CronJob: the
+// metadata InStep compares (labels, the spec hash, owners), no spec.
+type cronJobSummary struct {
+	objectSummary // the spec hash annotation
+}
+
+var _ runtime.Object = (*cronJobSummary)(nil)
+
+func (s *cronJobSummary) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (s *cronJobSummary) DeepCopyObject() runtime.Object {
+	return &cronJobSummary{s.objectSummary.deepCopy()}
+}
+
+// summarizeCronJob is the CronJob informer's transform (idempotent).
+func summarizeCronJob(obj any) (any, error) {
+	if cj, ok := obj.(metav1.Object); ok {
+		if _, isSummary := obj.(*cronJobSummary); !isSummary {
+			return &cronJobSummary{summarizeMeta(cj, specHashAnnotation)}, nil
+		}
+	}
+	return obj, nil
 }
