@@ -489,3 +489,44 @@ func TestEmbeddedViewAfterChanges(t *testing.T) {
 			string(was[0]) != string(now[0]), string(was[2]) != string(now[2]), string(was[1]) != string(now[1]))
 	}
 }
+
+// TestEmbeddedInStepOwner: a backup CronJob owned by an earlier Validator
+// of the same name (deleted by hand, then written again) is not in step.
+func TestEmbeddedInStepOwner(t *testing.T) {
+	ctx := context.Background()
+	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	v := validator(t, "v1", config("v1", "0.4.1", nil))
+	in := domain.ValidatorIntent{Validator: v, Backup: &domain.BackupSchedule{Validator: "v1", Cron: "0 3 * * *", MaxBackups: 7}}
+	apply := func() {
+		t.Helper()
+		if err := c.ApplyValidator(ctx, v, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ApplyBackupSchedule(ctx, "v1", in.Backup); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Settle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply()
+	if !c.InStep(in) {
+		t.Fatal("after apply: got not in step, want in step")
+	}
+	if err := c.Validators().Delete(ctx, "v1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyValidator(ctx, v, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.InStep(in) {
+		t.Error("CronJob owned by the deleted Validator: got in step, want not")
+	}
+	apply()
+	if !c.InStep(in) {
+		t.Error("after the CronJob's owner is the new Validator: got not in step, want in step")
+	}
+}
