@@ -113,7 +113,7 @@ func (s objectSummary) deepCopy() objectSummary {
 
 // validatorSummary is what the managed informer keeps of a Validator.
 type validatorSummary struct {
-	objectSummary    // the spec hash and disable-user-edit annotations
+	objectSummary           // the spec hash and disable-user-edit annotations
 	externalDatabase bool   // spec.externalDatabase
 	databaseUser     string // spec.database.user
 	// status.phase and status.databaseReady as stored (nil: absent).
