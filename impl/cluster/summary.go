@@ -53,10 +53,18 @@ func summarizeMeta(m metav1.Object, annotations ...string) objectSummary {
 	for _, r := range m.GetOwnerReferences() {
 		s.owners = append(s.owners, metav1.OwnerReference{
 			APIVersion: intern(r.APIVersion, ""), Kind: intern(r.Kind, ""), Name: intern(r.Name, s.name),
-			UID: types.UID(strings.Clone(string(r.UID))), Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion,
+			UID: types.UID(strings.Clone(string(r.UID))), Controller: cloneBool(r.Controller), BlockOwnerDeletion: cloneBool(r.BlockOwnerDeletion),
 		})
 	}
 	return s
+}
+
+func cloneBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	c := *b
+	return &c
 }
 
 // intern is s, sharing the memory of a constant or of name when equal.

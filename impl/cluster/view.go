@@ -59,22 +59,29 @@ type viewEntry struct {
 	status []byte
 }
 
-// viewObject is what a view's informer caches in place of a resource.
+// viewObject is what a view's informer caches in place of a resource: the
+// metadata client-go reads of it (its key and resourceVersion) and its
+// encoding.
 type viewObject struct {
-	metav1.ObjectMeta // name, namespace and resourceVersion only
-	entry             *viewEntry
+	name, namespace, resourceVersion string
+	entry                            *viewEntry
 }
 
 var _ runtime.Object = (*viewObject)(nil)
 
 func (o *viewObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
+// GetObjectMeta is what client-go reads (meta.Accessor): name, namespace
+// and resourceVersion.
+func (o *viewObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
+}
+
 // DeepCopyObject copies the metadata; the entry is shared (its encoding
 // never changes, only where it is kept).
 func (o *viewObject) DeepCopyObject() runtime.Object {
-	c := &viewObject{entry: o.entry}
-	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
-	return c
+	c := *o
+	return &c
 }
 
 // encodeView is the views' informer transform. It must be idempotent: what
@@ -89,8 +96,10 @@ func encodeView(obj any) (any, error) {
 		return nil, fmt.Errorf("cluster: encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	return &viewObject{
-		ObjectMeta: metav1.ObjectMeta{Name: strings.Clone(u.GetName()), Namespace: strings.Clone(u.GetNamespace()), ResourceVersion: strings.Clone(u.GetResourceVersion())},
-		entry:      &e,
+		name:            strings.Clone(u.GetName()),
+		namespace:       strings.Clone(u.GetNamespace()),
+		resourceVersion: strings.Clone(u.GetResourceVersion()),
+		entry:           &e,
 	}, nil
 }
 
@@ -121,7 +130,7 @@ func (v *view) put(obj any) {
 		return
 	}
 	v.mu.Lock()
-	v.entries[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}] = o.entry
+	v.entries[types.NamespacedName{Namespace: o.namespace, Name: o.name}] = o.entry
 	v.list = nil
 	v.mu.Unlock()
 	observe(&v.seen, obj)
@@ -136,7 +145,7 @@ func (v *view) remove(obj any) {
 		return
 	}
 	v.mu.Lock()
-	delete(v.entries, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+	delete(v.entries, types.NamespacedName{Namespace: o.namespace, Name: o.name})
 	v.list = nil
 	v.mu.Unlock()
 	observe(&v.seen, obj)
