@@ -412,23 +412,29 @@ func parseContinue(token string) (int64, types.NamespacedName, error) {
 
 // Create stores a new object, stamped as an API server stamps it.
 func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.CreateOptions) error {
+	_, err := t.create(gvr, obj, ns)
+	return err
+}
+
+// create is Create; it returns (a copy of) what it stored.
+func (t *tracker) create(gvr schema.GroupVersionResource, obj runtime.Object, ns string) (runtime.Object, error) {
 	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkNamespace(m, ns); err != nil {
-		return err
+		return nil, err
 	}
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	gr := gvr.GroupResource()
 	if m.GetName() == "" {
-		return apierrors.NewBadRequest("name or generateName is required")
+		return nil, apierrors.NewBadRequest("name or generateName is required")
 	}
 	if m.GetResourceVersion() != "" {
-		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -437,9 +443,9 @@ func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	switch err := t.reads.QueryRow(`SELECT 1 FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
 		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&one); {
 	case err == nil:
-		return apierrors.NewAlreadyExists(gr, m.GetName())
+		return nil, apierrors.NewAlreadyExists(gr, m.GetName())
 	case !errors.Is(err, sql.ErrNoRows):
-		return storageError(err)
+		return nil, storageError(err)
 	}
 	rv := t.rv + 1
 	m.SetUID(types.UID(uuid.NewString()))
@@ -449,21 +455,23 @@ func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns
 		m.SetGeneration(1)
 	}
 	if err := t.persist(gvr, key.Namespace, key.Name, obj, rv); err != nil {
-		return storageError(err)
+		return nil, storageError(err)
 	}
 	t.commit(gr, key, obj, rv, watch.Added)
-	return nil
+	return obj.DeepCopyObject(), nil
 }
 
 // Update replaces an object (the whole of it; see update for the status
 // subresource).
 func (t *tracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.UpdateOptions) error {
-	return t.update(gvr, obj, ns, "")
+	_, err := t.update(gvr, obj, ns, "")
+	return err
 }
 
 // Patch stores the patched object the reactor computed from the current one.
 func (t *tracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.PatchOptions) error {
-	return t.update(gvr, obj, ns, "")
+	_, err := t.update(gvr, obj, ns, "")
+	return err
 }
 
 // Apply (server-side apply) is not served by the embedded cluster; the
@@ -472,18 +480,18 @@ func (t *tracker) Apply(gvr schema.GroupVersionResource, _ runtime.Object, _ str
 	return apierrors.NewMethodNotSupported(gvr.GroupResource(), "apply")
 }
 
-// update stores obj over the existing object. Custom resources have a
-// status subresource: subresource "status" changes status only, the main
-// resource everything but status. A non-empty resourceVersion must be the
-// current one.
-func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns, subresource string) error {
+// update stores obj over the existing object and returns (a copy of) what
+// it stored. Custom resources have a status subresource: subresource
+// "status" changes status only, the main resource everything but status. A
+// non-empty resourceVersion must be the current one.
+func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns, subresource string) (runtime.Object, error) {
 	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkNamespace(m, ns); err != nil {
-		return err
+		return nil, err
 	}
 	gr := gvr.GroupResource()
 	t.mu.Lock()
@@ -491,19 +499,19 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
 	cur, err := t.read(gr, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cur == nil {
-		return apierrors.NewNotFound(gr, m.GetName())
+		return nil, apierrors.NewNotFound(gr, m.GetName())
 	}
 	cm, _ := meta.Accessor(cur)
 	if v := m.GetResourceVersion(); v != "" && v != cm.GetResourceVersion() {
-		return apierrors.NewConflict(gr, m.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+		return nil, apierrors.NewConflict(gr, m.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if u, isCustom := obj.(*unstructured.Unstructured); isCustom {
 		cu, _ := cur.(*unstructured.Unstructured)
 		if cu == nil {
-			return apierrors.NewBadRequest("object kind does not match the stored object")
+			return nil, apierrors.NewBadRequest("object kind does not match the stored object")
 		}
 		if subresource == "status" {
 			next := cu // decoded for this update: not shared
@@ -515,7 +523,7 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 			obj, m, u = next, next, next
 		} else {
 			if status, found := cu.Object["status"]; found {
-				u.Object["status"] = runtime.DeepCopyJSONValue(status)
+				u.Object["status"] = status // cu was decoded for this update
 			} else {
 				delete(u.Object, "status")
 			}
@@ -531,10 +539,10 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	m.SetCreationTimestamp(cm.GetCreationTimestamp())
 	m.SetResourceVersion(strconv.FormatInt(rv, 10))
 	if err := t.persist(gvr, key.Namespace, key.Name, obj, rv); err != nil {
-		return storageError(err)
+		return nil, storageError(err)
 	}
 	t.commit(gr, key, obj, rv, watch.Modified)
-	return nil
+	return obj.DeepCopyObject(), nil
 }
 
 func equalJSON(a, b any) bool {
@@ -933,24 +941,23 @@ func (w *trackerWatcher) Stop() {
 func (w *trackerWatcher) ResultChan() <-chan watch.Event { return w.ch }
 
 // reaction is the fake clientsets' reactor over t: client-go's
-// ObjectReaction, except that updates keep their subresource (status).
+// ObjectReaction, except that updates keep their subresource (status), and
+// creates and updates answer with what they stored (client-go's reads it
+// back: one more decode of the row).
 func (t *tracker) reaction() clienttesting.ReactionFunc {
 	generic := clienttesting.ObjectReaction(t)
 	return func(action clienttesting.Action) (bool, runtime.Object, error) {
-		up, ok := action.(clienttesting.UpdateActionImpl)
-		if !ok {
-			return generic(action)
+		switch a := action.(type) {
+		case clienttesting.UpdateActionImpl:
+			got, err := t.update(a.GetResource(), a.GetObject(), a.GetNamespace(), a.GetSubresource())
+			return true, got, err
+		case clienttesting.CreateActionImpl:
+			if a.GetSubresource() == "" {
+				got, err := t.create(a.GetResource(), a.GetObject(), a.GetNamespace())
+				return true, got, err
+			}
 		}
-		obj := up.GetObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		if err := t.update(up.GetResource(), obj, up.GetNamespace(), up.GetSubresource()); err != nil {
-			return true, nil, err
-		}
-		got, err := t.Get(up.GetResource(), up.GetNamespace(), m.GetName())
-		return true, got, err
+		return generic(action)
 	}
 }
 
