@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -248,14 +247,11 @@ func (e *Embedded) Validators() dynamic.ResourceInterface {
 func (e *Embedded) Namespace() string { return e.namespace }
 
 // Settle waits until the gateway's caches hold every write made so far: the
-// managed informers (validators, CronJobs) every write to an object labelled
-// managed-by, release 2.0's views every write to a Validator or Application
-// (at most a few seconds each).
+// CronJob informer every write to a CronJob labelled managed-by, the views
+// (whose Validator cache release 1.11 reads too) every write to a Validator
+// or Application (at most a few seconds each).
 func (e *Embedded) Settle(ctx context.Context) error {
-	// The gateway's own informers watch the objects labelled managed-by.
-	if err := waitSeen(ctx, &e.seen, e.tracker.lastManagedChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
-		return err
-	}
+	// The CronJob informer watches the objects labelled managed-by.
 	if err := waitSeen(ctx, &e.seenCronJobs, e.tracker.lastManagedChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second); err != nil {
 		return err
 	}
@@ -296,20 +292,7 @@ func (e *Embedded) cachedValidators(ctx context.Context) ([]*validatorSummary, e
 	if err := e.Settle(ctx); err != nil {
 		return nil, err
 	}
-	if !e.synced.Load() {
-		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
-	}
-	objs, err := e.lister.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*validatorSummary, 0, len(objs))
-	for _, o := range objs {
-		if s, ok := o.(*validatorSummary); ok {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return e.Kube.cachedValidators()
 }
 
 // Ping checks the object store, then the gateway.

@@ -67,23 +67,25 @@ type Kube struct {
 	backupSize resource.Quantity
 	// instance is KubeOptions.Instance.
 	instance string
-	factory  dynamicinformer.DynamicSharedInformerFactory
-	informer cache.SharedIndexInformer
-	lister   cache.GenericNamespaceLister
+	// managed selects the Validators this installation manages: release
+	// 1.11 and the reconciler read their summaries, kept beside release
+	// 2.0's encodings in the one Validator cache (validatorView).
+	managed labels.Selector
 	// CronJobs the gateway wrote, cached, so that a reconcile that changes
 	// nothing costs the API server nothing.
 	typed      informers.SharedInformerFactory
 	cronJobs   cache.SharedIndexInformer
 	cronLister cache.GenericNamespaceLister // of *cronJobSummary
 	synced     atomic.Bool
-	// seen and seenCronJobs are the highest resourceVersions the informers
-	// have delivered (numeric resourceVersions only; the embedded cluster
-	// waits on them).
-	seen, seenCronJobs atomic.Int64
+	// seenCronJobs is the highest resourceVersion the CronJob informer has
+	// delivered (numeric resourceVersions only; the embedded cluster waits
+	// on it).
+	seenCronJobs atomic.Int64
 	stop               chan struct{}
 	stopOnce           sync.Once
 	// Release 2.0's read model: every Validator and Application of the
-	// namespace (unfiltered informers), kept encoded.
+	// namespace (unfiltered informers), kept encoded; the Validators this
+	// installation manages also summarised (managed).
 	views           dynamicinformer.DynamicSharedInformerFactory
 	validatorView   *view
 	applicationView *view
@@ -153,24 +155,18 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	}
 	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, instance: opts.Instance, stop: make(chan struct{}), metrics: opts.Metrics}
 	k.views = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace, nil)
-	k.validatorView = newView(domain.KindValidator, ValidatorResource)
-	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
-	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer()); err != nil {
-		return nil, err
-	}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
 	}
-	k.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace,
-		func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	generic := k.factory.ForResource(ValidatorResource)
-	k.informer = generic.Informer()
-	// The cache holds validatorSummary values, not the resources.
-	if err := k.informer.SetTransform(summarizeValidator); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+	if k.managed, err = labels.Parse(selector); err != nil {
+		return nil, fmt.Errorf("cluster: installation %q: %w", k.instance, err)
 	}
-	k.lister = cache.NewGenericLister(k.informer.GetIndexer(), ValidatorResource.GroupResource()).ByNamespace(namespace)
+	k.validatorView = newView(domain.KindValidator, ValidatorResource)
+	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
+	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer(), k.managed); err != nil {
+		return nil, err
+	}
 	k.typed = informers.NewSharedInformerFactoryWithOptions(core, opts.Resync, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
 	cj := k.typed.Batch().V1().CronJobs()
@@ -180,15 +176,13 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	k.cronLister = cache.NewGenericLister(k.cronJobs.GetIndexer(), batchv1.Resource("cronjobs")).ByNamespace(namespace)
-	for informer, seen := range map[cache.SharedIndexInformer]*atomic.Int64{k.informer: &k.seen, k.cronJobs: &k.seenCronJobs} {
-		see := func(obj any) { observe(seen, obj) }
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    see,
-			UpdateFunc: func(_, obj any) { see(obj) },
-			DeleteFunc: see,
-		}); err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
+	see := func(obj any) { observe(&k.seenCronJobs, obj) }
+	if _, err := k.cronJobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    see,
+		UpdateFunc: func(_, obj any) { see(obj) },
+		DeleteFunc: see,
+	}); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return k, nil
 }
@@ -250,14 +244,13 @@ func (k *Kube) Start(ctx context.Context) error {
 	case err != nil:
 		return translate("list applications", err)
 	case !k.applicationView.served:
-		if err := k.applicationView.attach(k.views.ForResource(ApplicationGVR).Informer()); err != nil {
+		if err := k.applicationView.attach(k.views.ForResource(ApplicationGVR).Informer(), nil); err != nil {
 			return err
 		}
 	}
-	k.factory.Start(k.stop)
 	k.typed.Start(k.stop)
 	k.views.Start(k.stop)
-	waits := []cache.InformerSynced{k.informer.HasSynced, k.cronJobs.HasSynced, k.validatorView.synced}
+	waits := []cache.InformerSynced{k.cronJobs.HasSynced, k.validatorView.synced}
 	if k.applicationView.served {
 		waits = append(waits, k.applicationView.synced)
 	}
@@ -281,7 +274,6 @@ func (k *Kube) Close() {
 	k.stopOnce.Do(func() {
 		k.synced.Store(false)
 		close(k.stop)
-		k.factory.Shutdown()
 		k.typed.Shutdown()
 		k.views.Shutdown()
 	})
@@ -465,18 +457,38 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 	return l
 }
 
-// cachedValidator reads a validator's summary from the informer's cache;
-// false when the cache is not synced or has no such validator.
+// cachedValidator reads the summary of a validator this installation
+// manages from the cache; false when the cache is not synced or has no such
+// validator.
 func (k *Kube) cachedValidator(name string) (*validatorSummary, bool) {
 	if !k.synced.Load() {
 		return nil, false
 	}
-	o, err := k.lister.Get(name)
-	if err != nil {
+	o, ok, err := k.validatorView.informer.GetIndexer().GetByKey(k.namespace + "/" + name)
+	if err != nil || !ok {
 		return nil, false
 	}
-	s, ok := o.(*validatorSummary)
-	return s, ok
+	v, _ := o.(*viewObject)
+	if v == nil || v.managed == nil {
+		return nil, false
+	}
+	return v.managed, true
+}
+
+// cachedValidators are the summaries of every validator this installation
+// manages, from the cache (shared: read them, never change them).
+func (k *Kube) cachedValidators() ([]*validatorSummary, error) {
+	if !k.synced.Load() {
+		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
+	}
+	objs := k.validatorView.informer.GetStore().List()
+	out := make([]*validatorSummary, 0, len(objs))
+	for _, o := range objs {
+		if v, _ := o.(*viewObject); v != nil && v.managed != nil {
+			out = append(out, v.managed)
+		}
+	}
+	return out, nil
 }
 
 // upToDate tells whether obj carries the spec of hash and the labels want.
@@ -633,19 +645,13 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 
 // ValidatorStates reads every managed validator's state from the informer's cache.
 func (k *Kube) ValidatorStates(context.Context) (map[string]domain.ValidatorState, error) {
-	if !k.synced.Load() {
-		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
-	}
-	objs, err := k.lister.List(labels.Everything())
+	summaries, err := k.cachedValidators()
 	if err != nil {
-		return nil, translate("list validators", err)
+		return nil, err
 	}
-	out := make(map[string]domain.ValidatorState, len(objs))
-	for _, o := range objs {
-		// Cached objects are shared: read them, never change them.
-		if s, ok := o.(*validatorSummary); ok {
-			out[s.name] = s.state()
-		}
+	out := make(map[string]domain.ValidatorState, len(summaries))
+	for _, s := range summaries {
+		out[s.name] = s.state()
 	}
 	return out, nil
 }

@@ -156,15 +156,6 @@ func cloneScalar(v any) any {
 	return v
 }
 
-// summarizeValidator is the managed informer's transform. It must be
-// idempotent: what it returns may come back to it.
-func summarizeValidator(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return summarize(u), nil
-	}
-	return obj, nil
-}
-
 // state is the validator's state as the resource's fields say.
 func (s *validatorSummary) state() domain.ValidatorState {
 	phase := domain.PhasePending

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,6 +66,9 @@ type viewEntry struct {
 type viewObject struct {
 	name, namespace, resourceVersion string
 	entry                            *viewEntry
+	// managed is the summary of a Validator this installation manages
+	// (what release 1.11 and the reconciler read); nil for the others.
+	managed *validatorSummary
 }
 
 var _ runtime.Object = (*viewObject)(nil)
@@ -77,16 +81,20 @@ func (o *viewObject) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
 }
 
-// DeepCopyObject copies the metadata; the entry is shared (its encoding
-// never changes, only where it is kept).
+// DeepCopyObject copies the metadata and the summary; the entry is shared
+// (its encoding never changes, only where it is kept).
 func (o *viewObject) DeepCopyObject() runtime.Object {
 	c := *o
+	if o.managed != nil {
+		c.managed = o.managed.DeepCopyObject().(*validatorSummary)
+	}
 	return &c
 }
 
-// encodeView is the views' informer transform. It must be idempotent: what
-// it returns may come back to it.
-func encodeView(obj any) (any, error) {
+// encodeView is the views' informer transform: the object encoded, and
+// summarised too when managed (nil: never) selects it. It must be
+// idempotent: what it returns may come back to it.
+func encodeView(obj any, managed labels.Selector) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
@@ -95,21 +103,24 @@ func encodeView(obj any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	return &viewObject{
-		name:            strings.Clone(u.GetName()),
-		namespace:       strings.Clone(u.GetNamespace()),
-		resourceVersion: strings.Clone(u.GetResourceVersion()),
-		entry:           &e,
-	}, nil
+	o := &viewObject{entry: &e}
+	if managed != nil && managed.Matches(labels.Set(u.GetLabels())) {
+		o.managed = summarize(u)
+		o.name, o.namespace, o.resourceVersion = o.managed.name, o.managed.namespace, o.managed.resourceVersion
+	} else {
+		o.name, o.namespace, o.resourceVersion = strings.Clone(u.GetName()), strings.Clone(u.GetNamespace()), strings.Clone(u.GetResourceVersion())
+	}
+	return o, nil
 }
 
 func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
 	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]*viewEntry{}}
 }
 
-// attach starts following informer (not started yet).
-func (v *view) attach(informer cache.SharedIndexInformer) error {
-	if err := informer.SetTransform(encodeView); err != nil {
+// attach starts following informer (not started yet); managed (nil: none)
+// selects the objects the view also keeps a summary of.
+func (v *view) attach(informer cache.SharedIndexInformer, managed labels.Selector) error {
+	if err := informer.SetTransform(func(obj any) (any, error) { return encodeView(obj, managed) }); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -339,7 +350,7 @@ func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
 // operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	out := map[string]bool{
-		"validators.managed": k.synced.Load() && k.informer.HasSynced(),
+		"validators.managed": k.synced.Load() && k.validatorView.informer.HasSynced(),
 		"cronjobs.managed":   k.synced.Load() && k.cronJobs.HasSynced(),
 	}
 	for name, v := range map[string]*view{"validators": k.validatorView, "applications": k.applicationView} {
