@@ -81,8 +81,8 @@ type Kube struct {
 	// delivered (numeric resourceVersions only; the embedded cluster waits
 	// on it).
 	seenCronJobs atomic.Int64
-	stop               chan struct{}
-	stopOnce           sync.Once
+	stop         chan struct{}
+	stopOnce     sync.Once
 	// Release 2.0's read model: every Validator and Application of the
 	// namespace (unfiltered informers), kept encoded; the Validators this
 	// installation manages also summarised (managed).
