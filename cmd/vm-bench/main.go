@@ -618,7 +618,9 @@ func bench(ds dataset) error {
 			var profiled chan error
 			if r == 0 && *profiles != "" && *pprof != "" {
 				profiled = make(chan error, 1)
-				go func() { profiled <- cpuProfile(filepath.Join(*profiles, fmt.Sprintf("%s-%d-case%d.pprof", ds.db, ds.n, i))) }()
+				go func() {
+					profiled <- cpuProfile(filepath.Join(*profiles, fmt.Sprintf("%s-%d-case%d.pprof", ds.db, ds.n, i)))
+				}()
 			}
 			s.add(load(srv, c, seed))
 			if profiled != nil {
