@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -281,6 +282,10 @@ func (a *App) StartCluster(ctx context.Context) error {
 	if err := a.kube.Start(ctx); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	// The first sync decoded every cached object once: give that garbage
+	// back to the OS now rather than over minutes (at 100,000 validators
+	// the caches keep about 0.5 GB; the sync had the heap at twice that).
+	debug.FreeOSMemory()
 	return nil
 }
 

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -64,7 +63,8 @@ type Embedded struct {
 	core      *kubefake.Clientset
 	dyn       *dynamicfake.FakeDynamicClient
 	tracker   *tracker
-	db        *sql.DB
+	db        *sql.DB // writes
+	reads     *sql.DB
 	kubelet   *Kubelet
 	namespace string
 	fresh     bool // the object store was created by this open
@@ -97,13 +97,14 @@ func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
 	if err := opts.Kubelet.defaults(); err != nil {
 		return nil, err
 	}
-	db, err := openObjectStore(dir)
+	db, reads, err := openObjectStore(dir)
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	e, err := newEmbedded(db, opts)
+	e, err := newEmbedded(db, reads, opts)
 	if err != nil {
 		db.Close()
+		reads.Close()
 		return nil, fmt.Errorf("embedded cluster: %s: %w", filepath.Join(dir, EmbeddedFile), err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, legacyStateFile)); err == nil && e.fresh {
@@ -115,39 +116,47 @@ func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
 
 // openObjectStore opens <dir>/objects.db: directory 0700, file 0600 (SQLite
 // gives its journal files the database file's mode). Each commit is synced
-// to disk, as etcd syncs its log.
-func openObjectStore(dir string) (*sql.DB, error) {
+// to disk, as etcd syncs its log. db writes (one connection); reads reads
+// (a pool: with the write-ahead log, reads and snapshots run beside writes).
+func openObjectStore(dir string) (db, reads *sql.DB, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	path := filepath.Join(dir, EmbeddedFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f.Close()
 	if err := os.Chmod(path, 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_busy_timeout", "5000")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, err
+	if db, err = sql.Open("sqlite3", "file:"+path+"?"+q.Encode()); err != nil {
+		return nil, nil, err
 	}
 	// One writer at a time, in the tracker's order.
 	db.SetMaxOpenConns(1)
-	return db, nil
+	r := url.Values{}
+	r.Set("_busy_timeout", "5000")
+	r.Set("_query_only", "true")
+	if reads, err = sql.Open("sqlite3", "file:"+path+"?"+r.Encode()); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	reads.SetMaxIdleConns(4)
+	return db, reads, nil
 }
 
-func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
+func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	t := newTracker(embeddedScheme(), opts.Kubelet.Now)
-	fresh, err := t.load(db)
+	fresh, err := t.load(db, reads)
 	if err != nil {
 		return nil, err
 	}
@@ -182,11 +191,15 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 		metrics = simulatedMetrics(core, opts.Kubelet.Now)
 		opts.Kube.Metrics = metrics
 	}
-	k, err := NewKubeForClients(core, dyn, opts.Namespace, opts.Kube)
+	// The fakes tell client-go's informers that they do not serve
+	// watch-lists (client-go's own tracker does not); t does: behind these
+	// wrappers, the informers stream their initial state instead of listing
+	// it whole.
+	k, err := NewKubeForClients(struct{ kubernetes.Interface }{core}, struct{ dynamic.Interface }{dyn}, opts.Namespace, opts.Kube)
 	if err != nil {
 		return nil, err
 	}
-	e := &Embedded{Kube: k, core: core, dyn: dyn, tracker: t, db: db, namespace: opts.Namespace, fresh: fresh}
+	e := &Embedded{Kube: k, core: core, dyn: dyn, tracker: t, db: db, reads: reads, namespace: opts.Namespace, fresh: fresh}
 	e.kubelet = &Kubelet{
 		validators: dyn.Resource(ValidatorResource).Namespace(opts.Namespace),
 		list:       e.cachedValidators,
@@ -194,7 +207,7 @@ func newEmbedded(db *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 			if err := e.Settle(ctx); err != nil {
 				return nil, err
 			}
-			return cachedObjects(e.applicationView)
+			return e.applicationView.objects()
 		},
 		applications: dyn.Resource(ApplicationGVR).Namespace(opts.Namespace),
 		pods:         core.CoreV1().Pods(opts.Namespace),
@@ -234,14 +247,11 @@ func (e *Embedded) Validators() dynamic.ResourceInterface {
 func (e *Embedded) Namespace() string { return e.namespace }
 
 // Settle waits until the gateway's caches hold every write made so far: the
-// managed informers (validators, CronJobs) every write to an object labelled
-// managed-by, release 2.0's views every write to a Validator or Application
-// (at most a few seconds each).
+// CronJob informer every write to a CronJob labelled managed-by, the views
+// (whose Validator cache release 1.11 reads too) every write to a Validator
+// or Application (at most a few seconds each).
 func (e *Embedded) Settle(ctx context.Context) error {
-	// The gateway's own informers watch the objects labelled managed-by.
-	if err := waitSeen(ctx, &e.seen, e.tracker.lastManagedChange(ValidatorResource.GroupResource()), 5*time.Second); err != nil {
-		return err
-	}
+	// The CronJob informer watches the objects labelled managed-by.
 	if err := waitSeen(ctx, &e.seenCronJobs, e.tracker.lastManagedChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second); err != nil {
 		return err
 	}
@@ -252,20 +262,6 @@ func (e *Embedded) Settle(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// cachedObjects lists what a view's informer holds (shared: read only).
-func cachedObjects(v *view) ([]*unstructured.Unstructured, error) {
-	if err := v.ready(); err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range v.informer.GetStore().List() {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
-		}
-	}
-	return out, nil
 }
 
 // Applications is the dynamic client of the Application resources in the
@@ -292,24 +288,11 @@ func sampleApplication(namespace string) *unstructured.Unstructured {
 	return u
 }
 
-func (e *Embedded) cachedValidators(ctx context.Context) ([]*unstructured.Unstructured, error) {
+func (e *Embedded) cachedValidators(ctx context.Context) ([]*validatorSummary, error) {
 	if err := e.Settle(ctx); err != nil {
 		return nil, err
 	}
-	if !e.synced.Load() {
-		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
-	}
-	objs, err := e.lister.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
-		}
-	}
-	return out, nil
+	return e.Kube.cachedValidators()
 }
 
 // Ping checks the object store, then the gateway.
@@ -325,6 +308,7 @@ func (e *Embedded) Close() {
 	e.closeOnce.Do(func() {
 		e.Kube.Close()
 		e.db.Close()
+		e.reads.Close()
 	})
 }
 

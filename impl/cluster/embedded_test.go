@@ -2,10 +2,12 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -317,5 +320,213 @@ func TestEmbeddedRun(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run after cancel: got %v, want nil", err)
+	}
+}
+
+// TestEmbeddedWatchList: the embedded cluster serves client-go's watch-list
+// (what its informers use): the objects as initial events, then a bookmark
+// at the current resourceVersion, then the changes, as an API server does.
+func TestEmbeddedWatchList(t *testing.T) {
+	ctx := context.Background()
+	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	for _, name := range []string{"v2", "v1", "v3"} {
+		if err := c.ApplyValidator(ctx, validator(t, name, config(name, "0.4.1", nil)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.Validators().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	w, err := c.Validators().Watch(ctx, metav1.ListOptions{
+		SendInitialEvents: &yes, AllowWatchBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		LabelSelector: cluster.ManagedByLabel + "=" + cluster.ManagedBy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A change made while the initial events stream comes after them.
+	if err := c.SetDisableUserEdit(ctx, "v2", true); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 5 {
+		select {
+		case ev := <-w.ResultChan():
+			m := ev.Object.(metav1.Object)
+			entry := fmt.Sprintf("%s %s %s", ev.Type, m.GetName(), m.GetResourceVersion())
+			if ev.Type == watch.Bookmark {
+				entry = fmt.Sprintf("%s %s %s", ev.Type, m.GetResourceVersion(), m.GetAnnotations()[metav1.InitialEventsAnnotationKey])
+			}
+			got = append(got, entry)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("watch-list: got %v, then nothing", got)
+		}
+	}
+	rv := mustInt(t, list.GetResourceVersion())
+	want := []string{
+		fmt.Sprintf("ADDED v1 %s", list.Items[0].GetResourceVersion()),
+		fmt.Sprintf("ADDED v2 %s", list.Items[1].GetResourceVersion()),
+		fmt.Sprintf("ADDED v3 %s", list.Items[2].GetResourceVersion()),
+		fmt.Sprintf("BOOKMARK %d true", rv),
+		fmt.Sprintf("MODIFIED v2 %d", rv+1),
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("watch-list: got %v, want %v", got, want)
+	}
+}
+
+// TestEmbeddedListPages: a list with a limit pages as an API server's does;
+// a continue token is good until the next change (then 410 Gone, and
+// client-go's pager lists again in full).
+func TestEmbeddedListPages(t *testing.T) {
+	ctx := context.Background()
+	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	for _, name := range []string{"v1", "v2", "v3"} {
+		if err := c.ApplyValidator(ctx, validator(t, name, config(name, "0.4.1", nil)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(items []unstructured.Unstructured) (out []string) {
+		for _, it := range items {
+			out = append(out, it.GetName())
+		}
+		return out
+	}
+	first, err := c.Validators().List(ctx, metav1.ListOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(first.Items); !slices.Equal(got, []string{"v1", "v2"}) || first.GetContinue() == "" {
+		t.Fatalf("first page: got %v continue %q, want [v1 v2] and a continue token", got, first.GetContinue())
+	}
+	second, err := c.Validators().List(ctx, metav1.ListOptions{Limit: 2, Continue: first.GetContinue()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(second.Items); !slices.Equal(got, []string{"v3"}) || second.GetContinue() != "" {
+		t.Fatalf("second page: got %v continue %q, want [v3] and no continue token", got, second.GetContinue())
+	}
+	if err := c.SetDisableUserEdit(ctx, "v1", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Validators().List(ctx, metav1.ListOptions{Limit: 2, Continue: first.GetContinue()}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("continue after a change: got %v, want 410 Expired", err)
+	}
+	if _, err := c.Validators().List(ctx, metav1.ListOptions{Limit: 2, Continue: "not a token"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("continue with a malformed token: got %v, want 400", err)
+	}
+}
+
+// TestEmbeddedViewAfterChanges: release 2.0's list and objects are the
+// same bytes, and a list already handed out does not change when an object
+// does (the view's entries move into the list it builds).
+func TestEmbeddedViewAfterChanges(t *testing.T) {
+	ctx := context.Background()
+	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	for _, name := range []string{"v1", "v2", "v3"} {
+		if err := c.ApplyValidator(ctx, validator(t, name, config(name, "0.4.1", nil)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items := func(raw []byte) []json.RawMessage {
+		t.Helper()
+		var out []json.RawMessage
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	check := func(list []byte) {
+		t.Helper()
+		for i, name := range []string{"v1", "v2", "v3"} {
+			obj, err := c.ResourceObject(domain.KindValidator, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := items(list)[i]; string(got) != string(obj) {
+				t.Errorf("%s in the list: got %s, want the object's bytes %s", name, got, obj)
+			}
+		}
+	}
+	if err := c.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.ResourceList(domain.KindValidator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := string(before)
+	check(before)
+
+	u, err := c.Validators().Get(ctx, "v2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = map[string]any{"phase": "RUNNING"}
+	if _, err := c.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.ResourceStatus(domain.KindValidator, "v2"); err != nil || string(st) != `{"phase":"RUNNING"}` {
+		t.Errorf("status after the change: got %s %v, want {\"phase\":\"RUNNING\"}", st, err)
+	}
+	after, err := c.ResourceList(domain.KindValidator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(after)
+	if string(before) != kept {
+		t.Error("the list handed out before the change changed")
+	}
+	was, now := items(before), items(after)
+	if string(was[0]) != string(now[0]) || string(was[2]) != string(now[2]) || string(was[1]) == string(now[1]) {
+		t.Errorf("after a change of v2: got v1, v3 changed %v, %v and v2 changed %v, want only v2 changed",
+			string(was[0]) != string(now[0]), string(was[2]) != string(now[2]), string(was[1]) != string(now[1]))
+	}
+}
+
+// TestEmbeddedInStepOwner: a backup CronJob owned by an earlier Validator
+// of the same name (deleted by hand, then written again) is not in step.
+func TestEmbeddedInStepOwner(t *testing.T) {
+	ctx := context.Background()
+	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	v := validator(t, "v1", config("v1", "0.4.1", nil))
+	in := domain.ValidatorIntent{Validator: v, Backup: &domain.BackupSchedule{Validator: "v1", Cron: "0 3 * * *", MaxBackups: 7}}
+	apply := func() {
+		t.Helper()
+		if err := c.ApplyValidator(ctx, v, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ApplyBackupSchedule(ctx, "v1", in.Backup); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Settle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply()
+	if !c.InStep(in) {
+		t.Fatal("after apply: got not in step, want in step")
+	}
+	if err := c.Validators().Delete(ctx, "v1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyValidator(ctx, v, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.InStep(in) {
+		t.Error("CronJob owned by the deleted Validator: got in step, want not")
+	}
+	apply()
+	if !c.InStep(in) {
+		t.Error("after the CronJob's owner is the new Validator: got not in step, want in step")
 	}
 }

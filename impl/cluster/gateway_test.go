@@ -32,6 +32,7 @@ func TestGateway(t *testing.T) {
 		{"pruning schedule", testPruneSchedule},
 		{"backup schedule", testBackupSchedule},
 		{"backup schedule refusals", testBackupScheduleRefusals},
+		{"in step reads the caches", testInStep},
 		{"ping", testPing},
 		{"close stops the cache", testClose},
 	}
@@ -676,4 +677,64 @@ func testClose(t *testing.T, e *env) {
 	if err := k.Start(ctx); !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("Start after Close: got %v, want ErrUnavailable", err)
 	}
+}
+
+// testInStep: InStep tells from the caches (which keep summaries of the
+// Validators and CronJobs, not the objects) whether the cluster runs an
+// intent: the resource's spec and labels, the backup CronJob's spec, labels
+// and owner.
+func testInStep(t *testing.T, e *env) {
+	ctx := context.Background()
+	cfg := config("iota", "0.4.1", map[string]any{"databaseConfig": map[string]any{"username": "cnadmin"}})
+	v := validator(t, "iota", cfg)
+	prune := &domain.PruneSchedule{Cron: "0 0 20 * * ?", MaxDurationText: "5m", RetentionText: "48h"}
+	backup := &domain.BackupSchedule{Validator: "iota", Cron: "0 3 * * *", MaxBackups: 7}
+	in := domain.ValidatorIntent{Validator: v, Prune: prune, Backup: backup}
+	if e.gw.InStep(in) {
+		t.Error("before any write: got in step, want not")
+	}
+	mustApplyPruned(t, e, v, prune, domain.ValidatorSecrets{})
+	if err := e.gw.ApplyBackupSchedule(ctx, "iota", backup); err != nil {
+		t.Fatal(err)
+	}
+	inStep := func(in domain.ValidatorIntent, want bool) func() error {
+		return func() error {
+			if got := e.gw.InStep(in); got != want {
+				return fmt.Errorf("InStep(%+v): got %v, want %v", in, got, want)
+			}
+			return nil
+		}
+	}
+	within(t, inStep(in, true))
+	newer := validator(t, "iota", config("iota", "0.5.0", map[string]any{"databaseConfig": map[string]any{"username": "cnadmin"}}))
+	otherUser := validator(t, "iota", config("iota", "0.4.1", map[string]any{"databaseConfig": map[string]any{"username": "other"}}))
+	for name, other := range map[string]domain.ValidatorIntent{
+		"another image tag":         {Validator: newer, Prune: prune, Backup: backup},
+		"another database user":     {Validator: otherUser, Prune: prune, Backup: backup},
+		"no pruning schedule":       {Validator: v, Backup: backup},
+		"another backup schedule":   {Validator: v, Prune: prune, Backup: &domain.BackupSchedule{Validator: "iota", Cron: "0 4 * * *", MaxBackups: 7}},
+		"a suspended backup":        {Validator: v, Prune: prune, Backup: &domain.BackupSchedule{Validator: "iota", Cron: "0 3 * * *", MaxBackups: 7, Deleted: true}},
+		"no backup schedule":        {Validator: v, Prune: prune},
+		"a validator never written": {Validator: validator(t, "kappa", config("kappa", "0.4.1", nil))},
+	} {
+		if e.gw.InStep(other) {
+			t.Errorf("%s: got in step, want not", name)
+		}
+	}
+	// An operator's annotation is not part of the intent.
+	e.setDisableUserEdit(t, "iota", true)
+	within(t, func() error {
+		states, err := e.gw.ValidatorStates(ctx)
+		if err != nil || !states["iota"].DisableUserEdit {
+			return fmt.Errorf("state after the annotation: got %+v %v, want disableUserEdit", states["iota"], err)
+		}
+		return nil
+	})
+	within(t, inStep(in, true))
+
+	if err := e.gw.ApplyBackupSchedule(ctx, "iota", nil); err != nil {
+		t.Fatal(err)
+	}
+	within(t, inStep(domain.ValidatorIntent{Validator: v, Prune: prune}, true))
+	within(t, inStep(in, false))
 }

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -68,23 +67,25 @@ type Kube struct {
 	backupSize resource.Quantity
 	// instance is KubeOptions.Instance.
 	instance string
-	factory  dynamicinformer.DynamicSharedInformerFactory
-	informer cache.SharedIndexInformer
-	lister   cache.GenericNamespaceLister
+	// managed selects the Validators this installation manages: release
+	// 1.11 and the reconciler read their summaries, kept beside release
+	// 2.0's encodings in the one Validator cache (validatorView).
+	managed labels.Selector
 	// CronJobs the gateway wrote, cached, so that a reconcile that changes
 	// nothing costs the API server nothing.
 	typed      informers.SharedInformerFactory
 	cronJobs   cache.SharedIndexInformer
-	cronLister batchlisters.CronJobNamespaceLister
+	cronLister cache.GenericNamespaceLister // of *cronJobSummary
 	synced     atomic.Bool
-	// seen and seenCronJobs are the highest resourceVersions the informers
-	// have delivered (numeric resourceVersions only; the embedded cluster
-	// waits on them).
-	seen, seenCronJobs atomic.Int64
-	stop               chan struct{}
-	stopOnce           sync.Once
+	// seenCronJobs is the highest resourceVersion the CronJob informer has
+	// delivered (numeric resourceVersions only; the embedded cluster waits
+	// on it).
+	seenCronJobs atomic.Int64
+	stop         chan struct{}
+	stopOnce     sync.Once
 	// Release 2.0's read model: every Validator and Application of the
-	// namespace (unfiltered informers), kept encoded.
+	// namespace (unfiltered informers), kept encoded; the Validators this
+	// installation manages also summarised (managed).
 	views           dynamicinformer.DynamicSharedInformerFactory
 	validatorView   *view
 	applicationView *view
@@ -154,34 +155,34 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	}
 	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, instance: opts.Instance, stop: make(chan struct{}), metrics: opts.Metrics}
 	k.views = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace, nil)
-	k.validatorView = newView(domain.KindValidator, ValidatorResource)
-	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
-	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer()); err != nil {
-		return nil, err
-	}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
 	}
-	k.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace,
-		func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	generic := k.factory.ForResource(ValidatorResource)
-	k.informer = generic.Informer()
-	k.lister = generic.Lister().ByNamespace(namespace)
+	if k.managed, err = labels.Parse(selector); err != nil {
+		return nil, fmt.Errorf("cluster: installation %q: %w", k.instance, err)
+	}
+	k.validatorView = newView(domain.KindValidator, ValidatorResource)
+	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
+	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer(), k.managed); err != nil {
+		return nil, err
+	}
 	k.typed = informers.NewSharedInformerFactoryWithOptions(core, opts.Resync, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
 	cj := k.typed.Batch().V1().CronJobs()
 	k.cronJobs = cj.Informer()
-	k.cronLister = cj.Lister().CronJobs(namespace)
-	for informer, seen := range map[cache.SharedIndexInformer]*atomic.Int64{k.informer: &k.seen, k.cronJobs: &k.seenCronJobs} {
-		see := func(obj any) { observe(seen, obj) }
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    see,
-			UpdateFunc: func(_, obj any) { see(obj) },
-			DeleteFunc: see,
-		}); err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
+	// The cache holds cronJobSummary values, not the CronJobs.
+	if err := k.cronJobs.SetTransform(summarizeCronJob); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	k.cronLister = cache.NewGenericLister(k.cronJobs.GetIndexer(), batchv1.Resource("cronjobs")).ByNamespace(namespace)
+	see := func(obj any) { observe(&k.seenCronJobs, obj) }
+	if _, err := k.cronJobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    see,
+		UpdateFunc: func(_, obj any) { see(obj) },
+		DeleteFunc: see,
+	}); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return k, nil
 }
@@ -243,14 +244,13 @@ func (k *Kube) Start(ctx context.Context) error {
 	case err != nil:
 		return translate("list applications", err)
 	case !k.applicationView.served:
-		if err := k.applicationView.attach(k.views.ForResource(ApplicationGVR).Informer()); err != nil {
+		if err := k.applicationView.attach(k.views.ForResource(ApplicationGVR).Informer(), nil); err != nil {
 			return err
 		}
 	}
-	k.factory.Start(k.stop)
 	k.typed.Start(k.stop)
 	k.views.Start(k.stop)
-	waits := []cache.InformerSynced{k.informer.HasSynced, k.cronJobs.HasSynced, k.validatorView.synced}
+	waits := []cache.InformerSynced{k.cronJobs.HasSynced, k.validatorView.synced}
 	if k.applicationView.served {
 		waits = append(waits, k.applicationView.synced)
 	}
@@ -274,7 +274,6 @@ func (k *Kube) Close() {
 	k.stopOnce.Do(func() {
 		k.synced.Store(false)
 		close(k.stop)
-		k.factory.Shutdown()
 		k.typed.Shutdown()
 		k.views.Shutdown()
 	})
@@ -458,18 +457,38 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 	return l
 }
 
-// cachedValidator reads a validator from the informer's cache; false when
-// the cache is not synced or has no such validator.
-func (k *Kube) cachedValidator(name string) (*unstructured.Unstructured, bool) {
+// cachedValidator reads the summary of a validator this installation
+// manages from the cache; false when the cache is not synced or has no such
+// validator.
+func (k *Kube) cachedValidator(name string) (*validatorSummary, bool) {
 	if !k.synced.Load() {
 		return nil, false
 	}
-	o, err := k.lister.Get(name)
-	if err != nil {
+	o, ok, err := k.validatorView.informer.GetIndexer().GetByKey(k.namespace + "/" + name)
+	if err != nil || !ok {
 		return nil, false
 	}
-	u, ok := o.(*unstructured.Unstructured)
-	return u, ok
+	v, _ := o.(*viewObject)
+	if v == nil || v.managed == nil {
+		return nil, false
+	}
+	return v.managed, true
+}
+
+// cachedValidators are the summaries of every validator this installation
+// manages, from the cache (shared: read them, never change them).
+func (k *Kube) cachedValidators() ([]*validatorSummary, error) {
+	if !k.synced.Load() {
+		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
+	}
+	objs := k.validatorView.informer.GetStore().List()
+	out := make([]*validatorSummary, 0, len(objs))
+	for _, o := range objs {
+		if v, _ := o.(*viewObject); v != nil && v.managed != nil {
+			out = append(out, v.managed)
+		}
+	}
+	return out, nil
 }
 
 // upToDate tells whether obj carries the spec of hash and the labels want.
@@ -621,32 +640,20 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 	if err != nil {
 		return domain.ValidatorState{}, translate(fmt.Sprintf("read validator %q", name), err)
 	}
-	return stateFromObject(obj), nil
+	return summarize(obj).state(), nil
 }
 
 // ValidatorStates reads every managed validator's state from the informer's cache.
 func (k *Kube) ValidatorStates(context.Context) (map[string]domain.ValidatorState, error) {
-	if !k.synced.Load() {
-		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
-	}
-	objs, err := k.lister.List(labels.Everything())
+	summaries, err := k.cachedValidators()
 	if err != nil {
-		return nil, translate("list validators", err)
+		return nil, err
 	}
-	out := make(map[string]domain.ValidatorState, len(objs))
-	for _, o := range objs {
-		// Cached objects are shared: read them, never change them.
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out[u.GetName()] = stateFromObject(u)
-		}
+	out := make(map[string]domain.ValidatorState, len(summaries))
+	for _, s := range summaries {
+		out[s.name] = s.state()
 	}
 	return out, nil
-}
-
-func stateFromObject(u *unstructured.Unstructured) domain.ValidatorState {
-	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-	status, _, _ := unstructured.NestedMap(u.Object, "status")
-	return stateOf(u.GetAnnotations(), spec, status)
 }
 
 // checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
@@ -689,7 +696,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 	if err != nil {
 		return err
 	}
-	want, err := k.desiredCronJob(v, *b)
+	want, err := k.desiredCronJob(summarize(v), *b)
 	if err != nil {
 		return err
 	}
@@ -735,20 +742,19 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 
 // desiredCronJob is the backup CronJob of the Validator resource v for b,
 // annotated with the hash of its spec.
-func (k *Kube) desiredCronJob(v *unstructured.Unstructured, b domain.BackupSchedule) (*batchv1.CronJob, error) {
-	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
-	if external, _ := spec["externalDatabase"].(bool); external && !b.Deleted {
-		return nil, errExternalDatabase(v.GetName())
+func (k *Kube) desiredCronJob(v *validatorSummary, b domain.BackupSchedule) (*batchv1.CronJob, error) {
+	if v.externalDatabase && !b.Deleted {
+		return nil, errExternalDatabase(v.name)
 	}
 	want := backupCronJob(backupTarget{
 		namespace:    k.namespace,
-		validator:    v.GetName(),
-		uid:          v.GetUID(),
+		validator:    v.name,
+		uid:          v.uid,
 		image:        k.image,
 		cron:         b.Cron,
 		maxBackups:   b.MaxBackups,
 		suspend:      b.Deleted,
-		databaseUser: specString(spec, "database", "user"),
+		databaseUser: v.databaseUser,
 	})
 	hash, err := specHash(want.Spec)
 	if err != nil {
@@ -773,18 +779,22 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 		return false
 	}
 	cur, ok := k.cachedValidator(v.Name)
-	if !ok || !upToDate(cur, hash, k.validatorLabels(v.Name)) {
+	if !ok || !upToDate(cur.GetObjectMeta(), hash, k.validatorLabels(v.Name)) {
 		return false
 	}
-	cj, err := k.cronLister.Get(BackupCronJobName(v.Name))
+	o, err := k.cronLister.Get(BackupCronJobName(v.Name))
 	if in.Backup == nil {
 		return apierrors.IsNotFound(err)
 	}
 	if err != nil {
 		return false
 	}
+	cj, ok := o.(*cronJobSummary)
+	if !ok {
+		return false
+	}
 	want, err := k.desiredCronJob(cur, *in.Backup)
-	return err == nil && upToDate(cj, want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.OwnerReferences, cur.GetUID())
+	return err == nil && upToDate(cj.GetObjectMeta(), want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.owners, cur.uid)
 }
 
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -169,24 +168,6 @@ func durationText(text string, d time.Duration) string {
 		return fmt.Sprintf("%dm", d/time.Minute)
 	default:
 		return fmt.Sprintf("%ds", d/time.Second)
-	}
-}
-
-// stateOf reads a validator's state from its resource's fields.
-func stateOf(annotations map[string]string, spec, status map[string]any) domain.ValidatorState {
-	phase := domain.PhasePending
-	if p, _ := status["phase"].(string); p != "" {
-		switch domain.Phase(p) {
-		case domain.PhasePending, domain.PhaseRunning, domain.PhaseCompleted:
-			phase = domain.Phase(p)
-		}
-	}
-	ready, _ := status["databaseReady"].(bool)
-	external, _ := spec["externalDatabase"].(bool)
-	return domain.ValidatorState{
-		Phase:           phase,
-		DatabaseRunning: ready && !external,
-		DisableUserEdit: strings.EqualFold(annotations[domain.DisableUserEditAnnotation], "true"),
 	}
 }
 

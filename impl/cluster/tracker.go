@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,17 +33,25 @@ import (
 // refuses an update carrying a stale resourceVersion (409, so conflict
 // retries work), keeps status apart from the rest of a custom resource
 // (status subresource), resumes watches from a resourceVersion, and writes
-// every change through to one row of a SQLite table before it becomes
-// visible. Writes cost one row, whatever the number of objects.
+// every change to one row of a SQLite table before it becomes visible.
+// Writes cost one row, whatever the number of objects. The objects live in
+// SQLite only (as in etcd), not in memory: a read decodes its rows, under
+// mu, so that it sees each change whole and watches miss none. The
+// informers over the fakes keep what the gateway reads.
 type tracker struct {
 	scheme *runtime.Scheme
-	db     *sql.DB // nil: in memory only
-	now    func() time.Time
+	db     *sql.DB // writes, one connection
+	// reads serves reads, in parallel, and the snapshots that watches
+	// stream their initial events from.
+	reads *sql.DB
+	now   func() time.Time
+	// kinds is the kind stored under each resource the scheme knows (for
+	// the bookmark that ends a watch's initial events).
+	kinds map[schema.GroupVersionResource]schema.GroupVersionKind
 
-	mu      sync.RWMutex
-	rv      int64 // the last resourceVersion handed out
-	objects map[schema.GroupResource]map[types.NamespacedName]runtime.Object
-	lastRV  map[schema.GroupResource]int64 // last change per resource, deletes included
+	mu     sync.RWMutex
+	rv     int64                          // the last resourceVersion handed out
+	lastRV map[schema.GroupResource]int64 // last change per resource, deletes included
 	// lastManaged is lastRV counting only objects labelled managed-by
 	// validator-manager: the last change the gateway's filtered informers see.
 	lastManaged map[schema.GroupResource]int64
@@ -56,9 +66,10 @@ const historySize = 1024
 type trackerEvent struct {
 	rv  int64
 	gr  schema.GroupResource
-	ns  string
 	typ watch.EventType
 	obj runtime.Object
+	// owned: obj was decoded for this one watcher (no copy needed).
+	owned bool
 }
 
 // change is one entry of the history: which object changed how. It holds
@@ -93,19 +104,29 @@ CREATE TABLE IF NOT EXISTS meta (
 );`
 
 func newTracker(scheme *runtime.Scheme, now func() time.Time) *tracker {
+	kinds := map[schema.GroupVersionResource]schema.GroupVersionKind{}
+	for gvk := range scheme.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") {
+			continue
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		kinds[gvr] = gvk
+	}
 	return &tracker{
 		scheme:      scheme,
 		now:         now,
-		objects:     map[schema.GroupResource]map[types.NamespacedName]runtime.Object{},
+		kinds:       kinds,
 		lastRV:      map[schema.GroupResource]int64{},
 		lastManaged: map[schema.GroupResource]int64{},
 		watchers:    map[*trackerWatcher]struct{}{},
 	}
 }
 
-// load reads every stored object into memory; it reports whether the store
-// was new (never initialised).
-func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
+// load opens the store in db (creating its tables; reads: the same
+// database, for reads) and reads where the resourceVersions are; it reports
+// whether the store was new (never initialised). Objects are read when asked
+// for.
+func (t *tracker) load(db, reads *sql.DB) (fresh bool, err error) {
 	if _, err := db.Exec(trackerSchema); err != nil {
 		return false, err
 	}
@@ -116,40 +137,26 @@ func (t *tracker) load(db *sql.DB) (fresh bool, err error) {
 	} else if err != nil {
 		return false, err
 	}
-	rows, err := db.Query(`SELECT api_group, resource, version, kind, resource_version, object FROM objects`)
+	rows, err := db.Query(`SELECT api_group, resource, MAX(resource_version) FROM objects GROUP BY api_group, resource`)
 	if err != nil {
 		return false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			group, resource, version, kind string
-			rv                             int64
-			data                           []byte
+			gr schema.GroupResource
+			rv int64
 		)
-		if err := rows.Scan(&group, &resource, &version, &kind, &rv, &data); err != nil {
+		if err := rows.Scan(&gr.Group, &gr.Resource, &rv); err != nil {
 			return false, err
 		}
-		obj, err := t.decode(schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, data)
-		if err != nil {
-			return false, fmt.Errorf("object %s/%s: %w", resource, kind, err)
-		}
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return false, err
-		}
-		gr := schema.GroupResource{Group: group, Resource: resource}
-		if t.objects[gr] == nil {
-			t.objects[gr] = map[types.NamespacedName]runtime.Object{}
-		}
-		t.objects[gr][types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = obj
 		t.rv = max(t.rv, rv)
-		t.lastRV[gr] = max(t.lastRV[gr], rv)
+		t.lastRV[gr] = rv
 	}
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	t.db = db
+	t.db, t.reads = db, reads
 	return fresh, nil
 }
 
@@ -181,11 +188,70 @@ func (t *tracker) kindOf(gvr schema.GroupVersionResource, obj runtime.Object) sc
 	return gvr.GroupVersion().WithKind(gvr.Resource)
 }
 
+// read decodes one stored object; nil when there is none. Callers hold t.mu.
+func (t *tracker) read(gr schema.GroupResource, key types.NamespacedName) (runtime.Object, error) {
+	var (
+		version, kind string
+		data          []byte
+	)
+	err := t.reads.QueryRow(`SELECT version, kind, object FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&version, &kind, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	obj, err := t.decode(schema.GroupVersionKind{Group: gr.Group, Version: version, Kind: kind}, data)
+	if err != nil {
+		return nil, storageError(fmt.Errorf("%s %s: %w", gr, key, err))
+	}
+	return obj, nil
+}
+
+// objectRows are the stored objects of gr in ns (all namespaces when empty)
+// after key from (none when empty), in namespace then name order, at most
+// limit (0: all).
+func objectRows(q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}, gr schema.GroupResource, ns string, from types.NamespacedName, limit int64) (*sql.Rows, error) {
+	query := `SELECT version, kind, namespace, name, object FROM objects WHERE api_group = ? AND resource = ?`
+	args := []any{gr.Group, gr.Resource}
+	if ns != "" {
+		query += ` AND namespace = ?`
+		args = append(args, ns)
+	}
+	if from != (types.NamespacedName{}) {
+		query += ` AND (namespace, name) > (?, ?)`
+		args = append(args, from.Namespace, from.Name)
+	}
+	query += ` ORDER BY namespace, name`
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	return q.Query(query, args...)
+}
+
+// scanObject decodes the object of the current row of objectRows.
+func (t *tracker) scanObject(gr schema.GroupResource, rows *sql.Rows) (runtime.Object, types.NamespacedName, error) {
+	var (
+		version, kind string
+		key           types.NamespacedName
+		data          []byte
+	)
+	if err := rows.Scan(&version, &kind, &key.Namespace, &key.Name, &data); err != nil {
+		return nil, key, storageError(err)
+	}
+	obj, err := t.decode(schema.GroupVersionKind{Group: gr.Group, Version: version, Kind: kind}, data)
+	if err != nil {
+		return nil, key, storageError(fmt.Errorf("%s %s: %w", gr, key, err))
+	}
+	return obj, key, nil
+}
+
 // persist writes one object's row (obj nil: deletes it). Callers hold t.mu.
 func (t *tracker) persist(gvr schema.GroupVersionResource, ns, name string, obj runtime.Object, rv int64) error {
-	if t.db == nil {
-		return nil
-	}
 	if obj == nil {
 		_, err := t.db.Exec(`DELETE FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
 			gvr.Group, gvr.Resource, ns, name)
@@ -232,68 +298,154 @@ func (t *tracker) Add(obj runtime.Object) error {
 	return t.Create(gvr, obj, m.GetNamespace())
 }
 
-// Get returns a copy of the object.
+// Get returns the object, decoded for the caller.
 func (t *tracker) Get(gvr schema.GroupVersionResource, ns, name string, _ ...metav1.GetOptions) (runtime.Object, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	obj, ok := t.objects[gvr.GroupResource()][types.NamespacedName{Namespace: ns, Name: name}]
-	if !ok {
+	obj, err := t.read(gvr.GroupResource(), types.NamespacedName{Namespace: ns, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	return obj.DeepCopyObject(), nil
+	return obj, nil
 }
 
-// List returns copies of the objects of gvr in ns (all namespaces when
-// empty); the clients filter by label.
-func (t *tracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, _ ...metav1.ListOptions) (runtime.Object, error) {
+// List returns the objects of gvr in ns (all namespaces when empty), sorted
+// by namespace and name; the clients filter by label. A limit pages the
+// list as an API server does; a continue token is good until the next
+// change (then 410 Gone: the pager lists again in full).
+func (t *tracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, opts ...metav1.ListOptions) (runtime.Object, error) {
+	var o metav1.ListOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	listGVK := gvk
 	listGVK.Kind += "List"
 	list, err := t.scheme.New(listGVK)
 	if err != nil {
 		return nil, err
 	}
+	gr := gvr.GroupResource()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	var items []runtime.Object
-	for key, obj := range t.objects[gvr.GroupResource()] {
-		if ns == "" || key.Namespace == ns {
-			items = append(items, obj.DeepCopyObject())
+	var from types.NamespacedName
+	if o.Continue != "" {
+		rv, key, err := parseContinue(o.Continue)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		if rv != t.rv {
+			return nil, apierrors.NewResourceExpired("the provided continue parameter is too old: the list has changed since; list again from the start")
+		}
+		from = key
+	}
+	limit := o.Limit
+	if limit > 0 {
+		limit++ // one more tells whether there is a next page
+	}
+	rows, err := objectRows(t.reads, gr, ns, from, limit)
+	if err != nil {
+		return nil, storageError(err)
+	}
+	defer rows.Close()
+	var (
+		items []runtime.Object
+		last  types.NamespacedName
+		more  bool
+	)
+	for rows.Next() {
+		if o.Limit > 0 && int64(len(items)) == o.Limit {
+			more = true
+			break
+		}
+		obj, key, err := t.scanObject(gr, rows)
+		if err != nil {
+			return nil, err
+		}
+		items, last = append(items, obj), key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storageError(err)
 	}
 	if err := meta.SetList(list, items); err != nil {
 		return nil, err
 	}
 	if lm, err := meta.ListAccessor(list); err == nil {
 		lm.SetResourceVersion(strconv.FormatInt(t.rv, 10))
+		if more {
+			lm.SetContinue(continueToken(t.rv, last))
+		}
 	}
 	return list, nil
 }
 
+// continueToken resumes a list after key, if nothing changed since rv.
+func continueToken(rv int64, key types.NamespacedName) string {
+	raw, _ := json.Marshal([]any{rv, key.Namespace, key.Name})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func parseContinue(token string) (int64, types.NamespacedName, error) {
+	var (
+		raw []byte
+		v   []json.RawMessage
+		rv  int64
+		key types.NamespacedName
+	)
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
+	if err == nil && len(v) != 3 {
+		err = errors.New("wrong length")
+	}
+	if err == nil {
+		err = errors.Join(json.Unmarshal(v[0], &rv), json.Unmarshal(v[1], &key.Namespace), json.Unmarshal(v[2], &key.Name))
+	}
+	if err != nil {
+		return 0, key, fmt.Errorf("invalid continue token: %w", err)
+	}
+	return rv, key, nil
+}
+
 // Create stores a new object, stamped as an API server stamps it.
 func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.CreateOptions) error {
+	_, err := t.create(gvr, obj, ns)
+	return err
+}
+
+// create is Create; it returns (a copy of) what it stored.
+func (t *tracker) create(gvr schema.GroupVersionResource, obj runtime.Object, ns string) (runtime.Object, error) {
 	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkNamespace(m, ns); err != nil {
-		return err
+		return nil, err
 	}
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	gr := gvr.GroupResource()
 	if m.GetName() == "" {
-		return apierrors.NewBadRequest("name or generateName is required")
+		return nil, apierrors.NewBadRequest("name or generateName is required")
 	}
 	if m.GetResourceVersion() != "" {
-		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
-	if _, ok := t.objects[gr][key]; ok {
-		return apierrors.NewAlreadyExists(gr, m.GetName())
+	var one int
+	switch err := t.reads.QueryRow(`SELECT 1 FROM objects WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ?`,
+		gr.Group, gr.Resource, key.Namespace, key.Name).Scan(&one); {
+	case err == nil:
+		return nil, apierrors.NewAlreadyExists(gr, m.GetName())
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, storageError(err)
 	}
 	rv := t.rv + 1
 	m.SetUID(types.UID(uuid.NewString()))
@@ -303,21 +455,23 @@ func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns
 		m.SetGeneration(1)
 	}
 	if err := t.persist(gvr, key.Namespace, key.Name, obj, rv); err != nil {
-		return storageError(err)
+		return nil, storageError(err)
 	}
 	t.commit(gr, key, obj, rv, watch.Added)
-	return nil
+	return obj.DeepCopyObject(), nil
 }
 
 // Update replaces an object (the whole of it; see update for the status
 // subresource).
 func (t *tracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.UpdateOptions) error {
-	return t.update(gvr, obj, ns, "")
+	_, err := t.update(gvr, obj, ns, "")
+	return err
 }
 
 // Patch stores the patched object the reactor computed from the current one.
 func (t *tracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, _ ...metav1.PatchOptions) error {
-	return t.update(gvr, obj, ns, "")
+	_, err := t.update(gvr, obj, ns, "")
+	return err
 }
 
 // Apply (server-side apply) is not served by the embedded cluster; the
@@ -326,38 +480,41 @@ func (t *tracker) Apply(gvr schema.GroupVersionResource, _ runtime.Object, _ str
 	return apierrors.NewMethodNotSupported(gvr.GroupResource(), "apply")
 }
 
-// update stores obj over the existing object. Custom resources have a
-// status subresource: subresource "status" changes status only, the main
-// resource everything but status. A non-empty resourceVersion must be the
-// current one.
-func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns, subresource string) error {
+// update stores obj over the existing object and returns (a copy of) what
+// it stored. Custom resources have a status subresource: subresource
+// "status" changes status only, the main resource everything but status. A
+// non-empty resourceVersion must be the current one.
+func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns, subresource string) (runtime.Object, error) {
 	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkNamespace(m, ns); err != nil {
-		return err
+		return nil, err
 	}
 	gr := gvr.GroupResource()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
-	cur, ok := t.objects[gr][key]
-	if !ok {
-		return apierrors.NewNotFound(gr, m.GetName())
+	cur, err := t.read(gr, key)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, apierrors.NewNotFound(gr, m.GetName())
 	}
 	cm, _ := meta.Accessor(cur)
 	if v := m.GetResourceVersion(); v != "" && v != cm.GetResourceVersion() {
-		return apierrors.NewConflict(gr, m.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+		return nil, apierrors.NewConflict(gr, m.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if u, isCustom := obj.(*unstructured.Unstructured); isCustom {
 		cu, _ := cur.(*unstructured.Unstructured)
 		if cu == nil {
-			return apierrors.NewBadRequest("object kind does not match the stored object")
+			return nil, apierrors.NewBadRequest("object kind does not match the stored object")
 		}
 		if subresource == "status" {
-			next := cu.DeepCopy()
+			next := cu // decoded for this update: not shared
 			if status, found := u.Object["status"]; found {
 				next.Object["status"] = status
 			} else {
@@ -366,7 +523,7 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 			obj, m, u = next, next, next
 		} else {
 			if status, found := cu.Object["status"]; found {
-				u.Object["status"] = runtime.DeepCopyJSONValue(status)
+				u.Object["status"] = status // cu was decoded for this update
 			} else {
 				delete(u.Object, "status")
 			}
@@ -382,10 +539,10 @@ func (t *tracker) update(gvr schema.GroupVersionResource, obj runtime.Object, ns
 	m.SetCreationTimestamp(cm.GetCreationTimestamp())
 	m.SetResourceVersion(strconv.FormatInt(rv, 10))
 	if err := t.persist(gvr, key.Namespace, key.Name, obj, rv); err != nil {
-		return storageError(err)
+		return nil, storageError(err)
 	}
 	t.commit(gr, key, obj, rv, watch.Modified)
-	return nil
+	return obj.DeepCopyObject(), nil
 }
 
 func equalJSON(a, b any) bool {
@@ -400,8 +557,11 @@ func (t *tracker) Delete(gvr schema.GroupVersionResource, ns, name string, _ ...
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	cur, ok := t.objects[gr][key]
-	if !ok {
+	last, err := t.read(gr, key)
+	if err != nil {
+		return err
+	}
+	if last == nil {
 		return apierrors.NewNotFound(gr, name)
 	}
 	rv := t.rv + 1
@@ -409,7 +569,6 @@ func (t *tracker) Delete(gvr schema.GroupVersionResource, ns, name string, _ ...
 		return storageError(err)
 	}
 	// The delete event carries the object at the deletion's resourceVersion.
-	last := cur.DeepCopyObject()
 	if m, err := meta.Accessor(last); err == nil {
 		m.SetResourceVersion(strconv.FormatInt(rv, 10))
 	}
@@ -435,15 +594,7 @@ func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj 
 	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[ManagedByLabel] == ManagedBy {
 		t.lastManaged[gr] = rv
 	}
-	if typ == watch.Deleted {
-		delete(t.objects[gr], key)
-	} else {
-		if t.objects[gr] == nil {
-			t.objects[gr] = map[types.NamespacedName]runtime.Object{}
-		}
-		t.objects[gr][key] = obj
-	}
-	ev := trackerEvent{rv: rv, gr: gr, ns: key.Namespace, typ: typ, obj: obj}
+	ev := trackerEvent{rv: rv, gr: gr, typ: typ, obj: obj}
 	c := change{rv: rv, gr: gr, key: key, typ: typ}
 	if typ == watch.Deleted {
 		c.deleted = t.skeleton(obj)
@@ -476,8 +627,12 @@ func (t *tracker) lastManagedChange(gr schema.GroupResource) int64 {
 }
 
 // Watch streams changes of gvr in ns (all namespaces when empty) that match
-// the label selector: from the given resourceVersion on, or, without one,
-// every existing object first, as an API server does.
+// the label selector, as an API server does: from the given resourceVersion
+// on; or, without one (or with sendInitialEvents), every existing object
+// first, then (sendInitialEvents) a bookmark that says the initial events
+// are complete (the watch-list of client-go's informers). Initial events
+// are decoded one at a time from a snapshot of the store, as the watcher
+// takes them, so that a watch of 100,000 objects never holds them all.
 func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
 	var o metav1.ListOptions
 	if len(opts) > 0 {
@@ -491,29 +646,71 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 		}
 		sel = s
 	}
+	initial := o.ResourceVersion == "" || o.ResourceVersion == "0"
+	if o.SendInitialEvents != nil {
+		initial = *o.SendInitialEvents
+	}
+	sendBookmark := o.SendInitialEvents != nil && *o.SendInitialEvents
 	gr := gvr.GroupResource()
+	var bookmark runtime.Object
+	if sendBookmark {
+		gvk, ok := t.kinds[gvr]
+		if !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("sendInitialEvents is not served for %s", gvr))
+		}
+		obj, err := t.scheme.New(gvk)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("sendInitialEvents is not served for %s: %v", gvr, err))
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetGroupVersionKind(gvk)
+		}
+		bookmark = obj
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var backlog []trackerEvent
-	if o.ResourceVersion == "" || o.ResourceVersion == "0" {
-		for key, obj := range t.objects[gr] {
-			backlog = append(backlog, trackerEvent{gr: gr, ns: key.Namespace, typ: watch.Added, obj: obj})
+	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, done: make(chan struct{})}
+	switch {
+	case initial:
+		// The snapshot: a read transaction that starts (reads) while no
+		// change can be made, then streams after the lock is released.
+		tx, err := t.reads.Begin()
+		if err != nil {
+			return nil, storageError(err)
 		}
-	} else {
+		var n int
+		if err := tx.QueryRow(`SELECT COUNT(*) FROM meta`).Scan(&n); err != nil {
+			_ = tx.Rollback()
+			return nil, storageError(err)
+		}
+		if bookmark != nil {
+			m, _ := meta.Accessor(bookmark)
+			m.SetResourceVersion(strconv.FormatInt(t.rv, 10))
+			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		w.ch = make(chan watch.Event, watchBuffer)
+		w.streaming = true
+		go w.stream(tx, bookmark)
+	case o.ResourceVersion == "" || o.ResourceVersion == "0":
+		w.ch = make(chan watch.Event, watchBuffer) // from now on
+	default:
 		from, err := strconv.ParseInt(o.ResourceVersion, 10, 64)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", o.ResourceVersion))
 		}
+		var backlog []trackerEvent
 		if from < t.rv {
 			if len(t.history) == 0 || t.history[0].rv > from+1 {
 				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, t.rv))
 			}
-			backlog = t.replay(gr, from)
+			if backlog, err = t.replay(gr, from); err != nil {
+				return nil, err
+			}
 		}
-	}
-	w := &trackerWatcher{t: t, gr: gr, ns: ns, sel: sel, ch: make(chan watch.Event, len(backlog)+watchBuffer)}
-	for _, ev := range backlog {
-		w.send(ev)
+		w.ch = make(chan watch.Event, len(backlog)+watchBuffer)
+		for _, ev := range backlog {
+			w.send(ev)
+		}
 	}
 	t.watchers[w] = struct{}{}
 	return w, nil
@@ -522,21 +719,20 @@ func (t *tracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...meta
 // replay is what a watch from resourceVersion from missed, one event per
 // object, with the object as it is now (informers are level-based: the
 // latest state is what they need). Callers hold t.mu.
-func (t *tracker) replay(gr schema.GroupResource, from int64) []trackerEvent {
+func (t *tracker) replay(gr schema.GroupResource, from int64) ([]trackerEvent, error) {
 	first := map[types.NamespacedName]int{} // index into out
 	var out []trackerEvent
+	var keys []types.NamespacedName // of out
 	for _, c := range t.history {
 		if c.rv <= from || c.gr != gr {
 			continue
 		}
-		ev := trackerEvent{rv: c.rv, gr: gr, ns: c.key.Namespace, typ: c.typ, obj: c.deleted}
-		if c.typ != watch.Deleted {
-			ev.obj = t.objects[gr][c.key]
-		}
+		ev := trackerEvent{rv: c.rv, gr: gr, typ: c.typ, obj: c.deleted}
 		i, seen := first[c.key]
 		if !seen {
 			first[c.key] = len(out)
 			out = append(out, ev)
+			keys = append(keys, c.key)
 			continue
 		}
 		if out[i].typ == watch.Added && c.typ != watch.Deleted {
@@ -544,7 +740,17 @@ func (t *tracker) replay(gr schema.GroupResource, from int64) []trackerEvent {
 		}
 		out[i] = ev
 	}
-	return out
+	for i, ev := range out {
+		if ev.typ == watch.Deleted {
+			continue
+		}
+		obj, err := t.read(gr, keys[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i].obj, out[i].owned = obj, true
+	}
+	return out, nil
 }
 
 // skeleton is obj's kind and metadata: what a delete event needs.
@@ -595,6 +801,20 @@ type trackerWatcher struct {
 	mu      sync.Mutex
 	ch      chan watch.Event
 	stopped bool
+	done    chan struct{} // closed when the watch ends
+	// streaming: the initial events are being sent (by stream, which then
+	// owns ch and closes it); changes wait in pending meanwhile.
+	streaming bool
+	pending   []watch.Event
+}
+
+// matches tells whether ev is for this watcher.
+func (w *trackerWatcher) matches(gr schema.GroupResource, obj runtime.Object) bool {
+	if gr != w.gr {
+		return false
+	}
+	m, err := meta.Accessor(obj)
+	return err == nil && (w.ns == "" || m.GetNamespace() == w.ns) && w.sel.Matches(labels.Set(m.GetLabels()))
 }
 
 // send delivers ev when it matches; false when the watcher is done.
@@ -604,20 +824,107 @@ func (w *trackerWatcher) send(ev trackerEvent) bool {
 	if w.stopped {
 		return false
 	}
-	if ev.gr != w.gr || (w.ns != "" && ev.ns != w.ns) {
+	if !w.matches(ev.gr, ev.obj) {
 		return true
 	}
-	if m, err := meta.Accessor(ev.obj); err != nil || !w.sel.Matches(labels.Set(m.GetLabels())) {
+	obj := ev.obj
+	if !ev.owned {
+		obj = obj.DeepCopyObject()
+	}
+	if w.streaming {
+		if len(w.pending) == watchBuffer {
+			w.end()
+			return false
+		}
+		w.pending = append(w.pending, watch.Event{Type: ev.typ, Object: obj})
 		return true
 	}
 	select {
-	case w.ch <- watch.Event{Type: ev.typ, Object: ev.obj.DeepCopyObject()}:
+	case w.ch <- watch.Event{Type: ev.typ, Object: obj}:
 		return true
 	default:
-		w.stopped = true
-		close(w.ch)
+		w.end()
 		return false
 	}
+}
+
+// end ends the watch; callers hold w.mu.
+func (w *trackerWatcher) end() {
+	w.stopped = true
+	close(w.done)
+	if !w.streaming {
+		close(w.ch)
+	}
+}
+
+// stream sends the initial events from the snapshot tx, then bookmark
+// (unless nil), then the changes made meanwhile, and hands the watch over
+// to send.
+func (w *trackerWatcher) stream(tx *sql.Tx, bookmark runtime.Object) {
+	defer func() { _ = tx.Rollback() }()
+	emit := func(ev watch.Event) bool {
+		select {
+		case w.ch <- ev:
+			return true
+		case <-w.done:
+			return false
+		}
+	}
+	live := w.initial(tx, bookmark, emit)
+	for {
+		w.mu.Lock()
+		if !live || w.stopped || len(w.pending) == 0 {
+			break // holding w.mu: no change can slip in before streaming ends
+		}
+		pending := w.pending
+		w.pending = nil
+		w.mu.Unlock()
+		for _, ev := range pending {
+			if !emit(ev) {
+				live = false
+				break
+			}
+		}
+	}
+	w.streaming = false
+	switch {
+	case w.stopped:
+		close(w.ch)
+	case !live: // an error was the last event
+		w.end()
+	}
+	w.mu.Unlock()
+}
+
+// initial sends the initial events and the bookmark; false when the watch
+// is to end (stopped, or an error sent).
+func (w *trackerWatcher) initial(tx *sql.Tx, bookmark runtime.Object, emit func(watch.Event) bool) bool {
+	fail := func(err error) bool {
+		var status *apierrors.StatusError
+		if !errors.As(err, &status) {
+			status = apierrors.NewInternalError(err)
+		}
+		emit(watch.Event{Type: watch.Error, Object: &status.ErrStatus})
+		return false
+	}
+	rows, err := objectRows(tx, w.gr, w.ns, types.NamespacedName{}, 0)
+	if err != nil {
+		return fail(storageError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		obj, _, err := w.t.scanObject(w.gr, rows)
+		if err != nil {
+			return fail(err)
+		}
+		if w.matches(w.gr, obj) && !emit(watch.Event{Type: watch.Added, Object: obj}) {
+			return false
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(storageError(err))
+	}
+	return bookmark == nil || emit(watch.Event{Type: watch.Bookmark, Object: bookmark})
 }
 
 func (w *trackerWatcher) Stop() {
@@ -627,32 +934,30 @@ func (w *trackerWatcher) Stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.stopped {
-		w.stopped = true
-		close(w.ch)
+		w.end()
 	}
 }
 
 func (w *trackerWatcher) ResultChan() <-chan watch.Event { return w.ch }
 
 // reaction is the fake clientsets' reactor over t: client-go's
-// ObjectReaction, except that updates keep their subresource (status).
+// ObjectReaction, except that updates keep their subresource (status), and
+// creates and updates answer with what they stored (client-go's reads it
+// back: one more decode of the row).
 func (t *tracker) reaction() clienttesting.ReactionFunc {
 	generic := clienttesting.ObjectReaction(t)
 	return func(action clienttesting.Action) (bool, runtime.Object, error) {
-		up, ok := action.(clienttesting.UpdateActionImpl)
-		if !ok {
-			return generic(action)
+		switch a := action.(type) {
+		case clienttesting.UpdateActionImpl:
+			got, err := t.update(a.GetResource(), a.GetObject(), a.GetNamespace(), a.GetSubresource())
+			return true, got, err
+		case clienttesting.CreateActionImpl:
+			if a.GetSubresource() == "" {
+				got, err := t.create(a.GetResource(), a.GetObject(), a.GetNamespace())
+				return true, got, err
+			}
 		}
-		obj := up.GetObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		if err := t.update(up.GetResource(), obj, up.GetNamespace(), up.GetSubresource()); err != nil {
-			return true, nil, err
-		}
-		got, err := t.Get(up.GetResource(), up.GetNamespace(), m.GetName())
-		return true, got, err
+		return generic(action)
 	}
 }
 

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,7 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -31,6 +33,12 @@ var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version,
 // of the namespace (an unfiltered informer, whatever wrote the object), kept
 // encoded as it is returned (as stored, minus metadata.managedFields), and
 // the sorted list encoded once per change, so that a read costs a copy.
+//
+// Each object is held encoded once: the informer's transform encodes it on
+// its way into the cache, which keeps a viewObject (key, resourceVersion and
+// the encoding) instead of the decoded object; the entries share those
+// encodings, and a rebuilt list takes them over (each entry then points into
+// the list), so that the list is no second copy.
 type view struct {
 	kind domain.ResourceKind
 	gvr  schema.GroupVersionResource
@@ -41,8 +49,9 @@ type view struct {
 	synced   cache.InformerSynced
 	seen     atomic.Int64
 
+	// mu guards entries, list and the object field of every entry.
 	mu      sync.RWMutex
-	entries map[types.NamespacedName]viewEntry
+	entries map[types.NamespacedName]*viewEntry
 	list    []byte // nil: to be rebuilt
 }
 
@@ -51,12 +60,69 @@ type viewEntry struct {
 	status []byte
 }
 
-func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
-	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]viewEntry{}}
+// viewObject is what a view's informer caches in place of a resource: the
+// metadata client-go reads of it (its key and resourceVersion) and its
+// encoding.
+type viewObject struct {
+	name, namespace, resourceVersion string
+	entry                            *viewEntry
+	// managed is the summary of a Validator this installation manages
+	// (what release 1.11 and the reconciler read); nil for the others.
+	managed *validatorSummary
 }
 
-// attach starts following informer.
-func (v *view) attach(informer cache.SharedIndexInformer) error {
+var _ runtime.Object = (*viewObject)(nil)
+
+func (o *viewObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// GetObjectMeta is what client-go reads (meta.Accessor): name, namespace
+// and resourceVersion.
+func (o *viewObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
+}
+
+// DeepCopyObject copies the metadata and the summary; the entry is shared
+// (its encoding never changes, only where it is kept).
+func (o *viewObject) DeepCopyObject() runtime.Object {
+	c := *o
+	if o.managed != nil {
+		c.managed = o.managed.DeepCopyObject().(*validatorSummary)
+	}
+	return &c
+}
+
+// encodeView is the views' informer transform: the object encoded, and
+// summarised too when managed (nil: never) selects it. It must be
+// idempotent: what it returns may come back to it.
+func encodeView(obj any, managed labels.Selector) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	e, err := encodeEntry(u)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	o := &viewObject{entry: &e}
+	if managed != nil && managed.Matches(labels.Set(u.GetLabels())) {
+		o.managed = summarize(u)
+		o.name, o.namespace, o.resourceVersion = o.managed.name, o.managed.namespace, o.managed.resourceVersion
+	} else {
+		o.name, o.namespace, o.resourceVersion = strings.Clone(u.GetName()), strings.Clone(u.GetNamespace()), strings.Clone(u.GetResourceVersion())
+	}
+	return o, nil
+}
+
+func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
+	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]*viewEntry{}}
+}
+
+// attach starts following informer (not started yet); managed (nil: none)
+// selects the objects the view also keeps a summary of.
+func (v *view) attach(informer cache.SharedIndexInformer, managed labels.Selector) error {
+	if err := informer.SetTransform(func(obj any) (any, error) { return encodeView(obj, managed) }); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    v.put,
 		UpdateFunc: func(_, obj any) { v.put(obj) },
@@ -70,16 +136,12 @@ func (v *view) attach(informer cache.SharedIndexInformer) error {
 }
 
 func (v *view) put(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	o, ok := obj.(*viewObject)
 	if !ok {
 		return
 	}
-	e, err := encodeEntry(u)
-	if err != nil {
-		return // cannot happen for an object decoded from JSON
-	}
 	v.mu.Lock()
-	v.entries[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = e
+	v.entries[types.NamespacedName{Namespace: o.namespace, Name: o.name}] = o.entry
 	v.list = nil
 	v.mu.Unlock()
 	observe(&v.seen, obj)
@@ -89,12 +151,12 @@ func (v *view) remove(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
+	o, ok := obj.(*viewObject)
 	if !ok {
 		return
 	}
 	v.mu.Lock()
-	delete(v.entries, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	delete(v.entries, types.NamespacedName{Namespace: o.namespace, Name: o.name})
 	v.list = nil
 	v.mu.Unlock()
 	observe(&v.seen, obj)
@@ -102,8 +164,7 @@ func (v *view) remove(obj any) {
 
 // encodeEntry encodes u as stored minus metadata.managedFields (bookkeeping
 // of server-side apply, large and of no use to a reader), and its status
-// alone ({} when it has none). u is shared with the informer's cache: it is
-// copied where it differs, never changed.
+// alone ({} when it has none). u is not changed.
 func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
 	obj := u.Object
 	if md, ok := obj["metadata"].(map[string]any); ok {
@@ -171,17 +232,19 @@ func (v *view) List() ([]byte, error) {
 			}
 			return strings.Compare(a.Name, b.Name)
 		})
-		var buf bytes.Buffer
-		buf.Grow(size)
-		buf.WriteByte('[')
+		list := make([]byte, 0, size)
+		list = append(list, '[')
 		for i, k := range keys {
 			if i > 0 {
-				buf.WriteByte(',')
+				list = append(list, ',')
 			}
-			buf.Write(v.entries[k].object)
+			e := v.entries[k]
+			start := len(list)
+			list = append(list, e.object...)
+			// The entry's encoding is now kept in the list only.
+			e.object = list[start:len(list):len(list)]
 		}
-		buf.WriteByte(']')
-		v.list = buf.Bytes()
+		v.list = append(list, ']')
 	}
 	// Callers only read it; a change replaces it, never edits it.
 	return v.list, nil
@@ -192,12 +255,35 @@ func (v *view) entry(namespace, name string) (viewEntry, error) {
 		return viewEntry{}, err
 	}
 	v.mu.RLock()
+	defer v.mu.RUnlock()
 	e, ok := v.entries[types.NamespacedName{Namespace: namespace, Name: name}]
-	v.mu.RUnlock()
 	if !ok {
 		return viewEntry{}, domain.NotFound("%s %q does not exist in namespace %q", strings.ToLower(string(v.kind)), name, namespace)
 	}
-	return e, nil
+	return *e, nil
+}
+
+// objects decodes every object of the view (for the simulated kubelet,
+// which reads the few Applications).
+func (v *view) objects() ([]*unstructured.Unstructured, error) {
+	if err := v.ready(); err != nil {
+		return nil, err
+	}
+	v.mu.RLock()
+	encoded := make([][]byte, 0, len(v.entries))
+	for _, e := range v.entries {
+		encoded = append(encoded, e.object)
+	}
+	v.mu.RUnlock()
+	out := make([]*unstructured.Unstructured, 0, len(encoded))
+	for _, data := range encoded {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // names lists the objects' names, sorted.
@@ -264,7 +350,7 @@ func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
 // operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	out := map[string]bool{
-		"validators.managed": k.synced.Load() && k.informer.HasSynced(),
+		"validators.managed": k.synced.Load() && k.validatorView.informer.HasSynced(),
 		"cronjobs.managed":   k.synced.Load() && k.cronJobs.HasSynced(),
 	}
 	for name, v := range map[string]*view{"validators": k.validatorView, "applications": k.applicationView} {

@@ -162,15 +162,30 @@ func TestResourceViews(t *testing.T) {
 			if st, err := k.ResourceStatus(domain.KindValidator, "foreign"); err != nil || string(st) != "{}" {
 				t.Fatalf("status of a resource without one: got %s %v, want {}", st, err)
 			}
-			// The managed view (release 1.11) still sees only its own (the
-			// dynamic fake's watch ignores label selectors: real server only).
-			if states, err := k.ValidatorStates(ctx); name == "envtest" && (err != nil || len(states) != 1) {
+			// Release 1.11 sees only its own (the summaries the cache keeps
+			// of the validators labelled managed-by).
+			if states, err := k.ValidatorStates(ctx); err != nil || len(states) != 1 || states["mine"] != (domain.ValidatorState{Phase: domain.PhasePending}) {
 				t.Fatalf("managed view: got %v %v, want only mine", states, err)
 			}
 			sync := k.SyncState()
 			if !sync["validators"] || !sync["applications"] || !sync["validators.managed"] {
 				t.Fatalf("sync state: got %v, want all synced", sync)
 			}
+			// An installation sees only the validators labelled with it.
+			inst, err := cluster.NewKubeForClients(c.core, c.dyn, c.ns, cluster.KubeOptions{Instance: "inst-b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(inst.Close)
+			startKube(t, inst.Start)
+			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "theirs", map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.InstallationLabel: "inst-b"}, nil))
+			within(t, func() error {
+				states, err := inst.ValidatorStates(ctx)
+				if _, ok := states["theirs"]; err != nil || len(states) != 1 || !ok {
+					return fmt.Errorf("installation inst-b: got %v %v, want only theirs", states, err)
+				}
+				return nil
+			})
 		})
 	}
 }
