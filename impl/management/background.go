@@ -30,25 +30,52 @@ func (s *Server) SyncStates(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// recordedStates is the phase sync's knowledge of the states the database
+// holds: read whole at most every statesRefresh, and kept up to date with
+// what the sync writes, so that a pass over many validators in step reads
+// the cluster's cache and writes nothing. Only the sync writes phases and
+// flags (a create inserts PENDING, which the next pass finds unknown and
+// writes if the cluster says otherwise).
+type recordedStates struct {
+	mu     sync.Mutex
+	states map[string]domain.ValidatorState
+	read   time.Time
+}
+
+// statesRefresh is how old the phase sync's knowledge of the database may
+// get before a pass reads it whole again.
+const statesRefresh = 5 * time.Minute
+
 // SyncStatesOnce is one pass of SyncStates.
 func (s *Server) SyncStatesOnce(ctx context.Context) error {
 	states, err := s.cluster.ValidatorStates(ctx)
 	if err != nil {
 		return err
 	}
-	// One read of what is recorded, then a write per validator that
-	// differs: a pass over many validators in step writes nothing.
-	recorded, err := s.store.ValidatorStates(ctx)
-	if err != nil {
-		return err
+	r := &s.states
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.states == nil || s.now().Sub(r.read) >= statesRefresh {
+		if r.states, err = s.store.ValidatorStates(ctx); err != nil {
+			r.states = nil
+			return err
+		}
+		r.read = s.now()
 	}
 	for name, st := range states {
-		r, ok := recorded[name]
-		if !ok || (r.Phase == st.Phase && r.DisableUserEdit == st.DisableUserEdit) {
-			continue // not shown (no row, or still creating), or in step
+		known, ok := r.states[name]
+		if ok && known.Phase == st.Phase && known.DisableUserEdit == st.DisableUserEdit {
+			continue // in step
 		}
 		if err := s.store.SyncValidatorState(ctx, name, st); err != nil {
+			r.states = nil // read it whole next time
 			return err
+		}
+		// A validator unknown here (created since the last read, or still
+		// creating: the write leaves its row alone) is written again each
+		// pass (a no-op once in step) until the next read knows it.
+		if ok {
+			r.states[name] = domain.ValidatorState{Phase: st.Phase, DisableUserEdit: st.DisableUserEdit}
 		}
 	}
 	return nil

@@ -44,6 +44,8 @@ type Server struct {
 	// reconciler's.
 	locks *keyedMutex
 	rec   *Reconciler
+	// states is what the phase sync last read or wrote (SyncStatesOnce).
+	states recordedStates
 }
 
 // New returns the release 1.11 handlers.
