@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
+	"sort"
 
 	"gorm.io/gorm"
 
@@ -28,38 +28,86 @@ SELECT l.lo, r.phase, COUNT(*) FROM r JOIN l ON l.b = r.b GROUP BY l.lo, r.phase
 
 // locate finds, from the block counts alone, the block that holds position
 // offset of the validators (of one phase, or of all): its lo, the number
-// of validators before it, and the total. The running sum is a window over
-// the blocks (n/blockSize rows), not over the validators. lo is nil when
-// offset is past the end.
+// of validators before it, and the total. lo is nil when offset is past
+// the end. The counts come from memory (blockCounts) while the generation
+// of validator_blocks has not moved.
 func (s *Store) locate(ctx context.Context, phase domain.Phase, offset int64) (lo *string, before, total int64, err error) {
-	where, args := "", []any{}
-	if phase != "" {
-		where, args = "WHERE phase = ?", append(args, string(phase))
-	}
-	q := `WITH b AS (SELECT lo, CAST(SUM(n) AS BIGINT) AS n FROM validator_blocks ` + where + ` GROUP BY lo),
-     c AS (SELECT lo, n, SUM(n) OVER (ORDER BY lo) AS upto FROM b)
-SELECT t.total, x.lo, x.before
-FROM (SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM b) AS t
-LEFT JOIN (SELECT lo, CAST(upto - n AS BIGINT) AS before FROM c WHERE upto > ? ORDER BY lo LIMIT 1) AS x ON 1 = 1`
-	rows, err := s.query(ctx, q, append(args, offset)...)
+	c, err := s.blockCounts(ctx)
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	spans := c.all
+	if phase != "" {
+		spans = c.phases[phase]
+	}
+	if len(spans) == 0 {
+		return nil, 0, 0, nil
+	}
+	total = spans[len(spans)-1].upto
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].upto > offset })
+	if i == len(spans) {
+		return nil, 0, total, nil
+	}
+	return &spans[i].lo, spans[i].before, total, nil
+}
+
+// blockCounts are the counts of validator_blocks as of generation gen: for
+// all phases and per phase, each block in lo order with the running sums.
+type blockCounts struct {
+	gen    int64
+	all    []blockSpan
+	phases map[domain.Phase][]blockSpan
+}
+
+type blockSpan struct {
+	lo     string
+	before int64 // validators in the blocks before this one
+	upto   int64 // before, plus this block's
+}
+
+// blockCounts returns the block counts of the current generation: from
+// memory when list_generation has not moved since they were read, else read
+// again (the generation first, so counts read later are at least as new).
+func (s *Store) blockCounts(ctx context.Context) (*blockCounts, error) {
+	var gen int64
+	if err := s.queryRow(ctx, "SELECT g FROM list_generation", nil, &gen); err != nil {
+		return nil, err
+	}
+	if c := s.blocks.Load(); c != nil && c.gen == gen {
+		return c, nil
+	}
+	rows, err := s.query(ctx, "SELECT lo, phase, n FROM validator_blocks ORDER BY lo, phase")
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, 0, 0, err
+	c := &blockCounts{gen: gen, phases: map[domain.Phase][]blockSpan{}}
+	add := func(spans []blockSpan, lo string, n int64) []blockSpan {
+		if k := len(spans); k > 0 && spans[k-1].lo == lo {
+			spans[k-1].upto += n
+			return spans
 		}
-		return nil, 0, 0, sql.ErrNoRows
+		var before int64
+		if k := len(spans); k > 0 {
+			before = spans[k-1].upto
+		}
+		return append(spans, blockSpan{lo: lo, before: before, upto: before + n})
 	}
-	var b *int64
-	if err := rows.Scan(&total, &lo, &b); err != nil {
-		return nil, 0, 0, err
+	for rows.Next() {
+		var lo string
+		var phase domain.Phase
+		var n int64
+		if err := rows.Scan(&lo, &phase, &n); err != nil {
+			return nil, err
+		}
+		c.all = add(c.all, lo, n)
+		c.phases[phase] = add(c.phases[phase], lo, n)
 	}
-	if b != nil {
-		before = *b
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
-	return lo, before, total, rows.Close()
+	s.blocks.Store(c)
+	return c, nil
 }
 
 // pageByBlocks reads a page of validators filtered at most by phase: the

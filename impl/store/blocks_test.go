@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
@@ -91,5 +93,63 @@ func check(t *testing.T, s *store.Store, phases map[string]domain.Phase, when st
 	}
 	if n := count(t, s, "SELECT COUNT(DISTINCT lo) FROM validator_blocks"); n < int64(len(phases))/6 {
 		t.Fatalf("%s: got %d blocks for %d validators, want them split", when, n, len(phases))
+	}
+}
+
+// TestBlockCountsFollowWrites: the block counts a store keeps in memory are
+// read again after any write that changes them, whoever writes (this store
+// or another process on the same database): totals and pages stay exact.
+func TestBlockCountsFollowWrites(t *testing.T) {
+	type pair struct{ reader, writer *store.Store }
+	pairs := map[string]pair{}
+	path := filepath.Join(t.TempDir(), "vm.db")
+	lite, err := store.Open("sqlite", path)
+	wantErr(t, err, nil)
+	t.Cleanup(func() { lite.Close() })
+	other, err := store.Open("sqlite", path)
+	wantErr(t, err, nil)
+	t.Cleanup(func() { other.Close() })
+	pairs["sqlite"] = pair{lite, other}
+	if os.Getenv("TEST_POSTGRES_DSN") != "" {
+		dsn := throwawayPostgres(t)
+		pg, err := store.Open("postgres", dsn)
+		wantErr(t, err, nil)
+		t.Cleanup(func() { pg.Close() })
+		pg2, err := store.Open("postgres", dsn)
+		wantErr(t, err, nil)
+		t.Cleanup(func() { pg2.Close() })
+		pairs["postgres"] = pair{pg, pg2}
+	}
+	for name, p := range pairs {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			list := func(phase domain.Phase) (int64, []string) {
+				t.Helper()
+				page, total, err := p.reader.ListValidators(ctx, domain.ValidatorFilter{Phase: phase, Page: domain.Page{Limit: 100}})
+				wantErr(t, err, nil)
+				return total, validatorNames(page)
+			}
+			check := func(step string, phase domain.Phase, want ...string) {
+				t.Helper()
+				total, names := list(phase)
+				if total != int64(len(want)) || !reflect.DeepEqual(names, want) && len(want) > 0 {
+					t.Errorf("%s (phase %q): got %d %v, want %v", step, phase, total, names, want)
+				}
+			}
+			for _, w := range []*store.Store{p.reader, p.writer} {
+				for _, n := range []string{"a", "b"} {
+					mustCreateValidator(t, w, newValidator(n+fmt.Sprint(w == p.writer)))
+				}
+			}
+			check("four created", "", "afalse", "atrue", "bfalse", "btrue")
+			mustCreateValidator(t, p.writer, newValidator("c"))
+			check("created by the other store", "", "afalse", "atrue", "bfalse", "btrue", "c")
+			wantErr(t, p.writer.SyncValidatorState(ctx, "c", domain.ValidatorState{Phase: domain.PhaseRunning}), nil)
+			check("phase changed by the other store", domain.PhaseRunning, "c")
+			wantErr(t, p.writer.DeleteValidator(ctx, "afalse"), nil)
+			check("deleted by the other store", "", "atrue", "bfalse", "btrue", "c")
+			wantErr(t, p.reader.DeleteValidator(ctx, "c"), nil)
+			check("deleted by this store", domain.PhaseRunning)
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +33,8 @@ type Store struct {
 	reads *gorm.DB
 	// stmts are the list pages' own statements (query), prepared once.
 	stmts sync.Map // query text -> *sql.Stmt
+	// blocks are the block counts last read (blockCounts).
+	blocks atomic.Pointer[blockCounts]
 }
 
 // Pool is the connection pool's settings (database/sql's; zero: no limit).
@@ -185,6 +188,25 @@ func (s *Store) query(ctx context.Context, text string, args ...any) (*sql.Rows,
 		st = prev.(*sql.Stmt)
 	}
 	return st.QueryContext(ctx, args...)
+}
+
+// queryRow runs a fixed statement (query) that returns one row into dest.
+func (s *Store) queryRow(ctx context.Context, text string, args []any, dest ...any) error {
+	rows, err := s.query(ctx, text, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // numberPlaceholders turns ? into PostgreSQL's $1, $2, ... (the fixed
