@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -72,13 +73,14 @@ func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, 
 	page := listPage{buf: b}
 	b.Grow(len(rows)*1400 + 64)
 	b.WriteString(`{"validators":[`)
-	for i, v := range rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
+	written := 0
+	for _, v := range rows {
 		view := v.ListView
 		if v.ListViewVersion != listViewVersion || len(view) < 2 {
 			full, err := s.store.GetValidator(ctx, v.Name)
+			if errors.Is(err, domain.ErrNotFound) {
+				continue // removed since the page was read
+			}
 			if err == nil {
 				var c domain.ValidatorConfig
 				if c, err = full.Config(); err == nil {
@@ -91,7 +93,11 @@ func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, 
 			}
 			v.Phase, v.Immutable = full.Phase, full.Immutable
 		}
+		if written > 0 {
+			b.WriteByte(',')
+		}
 		s.writeItem(b, v.Name, v.Phase, v.Immutable, view)
+		written++
 	}
 	b.WriteString(`],"totalCount":`)
 	b.Write(strconv.AppendInt(b.AvailableBuffer(), total, 10))

@@ -56,7 +56,11 @@ type wholeRows struct {
 
 func (w *wholeRows) GetValidator(_ context.Context, name string) (domain.Validator, error) {
 	w.read = append(w.read, name)
-	return w.rows[name], nil
+	v, ok := w.rows[name]
+	if !ok {
+		return domain.Validator{}, domain.NotFound("validator %q not found", name)
+	}
+	return v, nil
 }
 
 // TestListItemIsTheResponse: a list item, spliced from the listed columns
@@ -160,4 +164,29 @@ func checkNoDuplicateKeys(t *testing.T, raw []byte) {
 		}
 	}
 	walk()
+}
+
+// TestListSkipsRowsRemovedMeanwhile: a row whose view must be rendered
+// whole but that is gone by then is left out of the page, not a failure.
+func TestListSkipsRowsRemovedMeanwhile(t *testing.T) {
+	full := goldenValidator
+	if err := setConfig(&full, fullConfig()); err != nil {
+		t.Fatal(err)
+	}
+	store := &wholeRows{rows: map[string]domain.Validator{full.Name: full}}
+	s := &Server{namespace: "validators", store: store}
+	gone := domain.ListedValidator{Name: "gone", Phase: domain.PhasePending}
+	listed := domain.ListedValidator{Name: full.Name, Phase: full.Phase, ListView: full.ListView, ListViewVersion: listViewVersion}
+	page, err := s.renderPage(context.Background(), []domain.ListedValidator{gone, listed, gone}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Validators []struct {
+			Name string `json:"name"`
+		} `json:"validators"`
+	}
+	if err := json.Unmarshal(page.buf.Bytes(), &got); err != nil || len(got.Validators) != 1 || got.Validators[0].Name != full.Name {
+		t.Fatalf("got %v %s, want golden alone", err, page.buf.Bytes())
+	}
 }

@@ -11,8 +11,9 @@ import (
 
 // Block sizes of validator_blocks (migration 0003): a rebuild cuts blocks
 // of blockSize names; a block that grows past blockMax is split in two.
-// A page reads n/blockSize block rows per phase and walks at most blockMax
-// index entries.
+// A page walks at most blockMax index entries; the block counts it locates
+// its block with (n/blockSize rows per phase) are read again only when
+// they changed (blockCounts).
 // (Variables only so that the tests can cut small blocks.)
 var (
 	blockSize int64 = 1000
