@@ -23,15 +23,50 @@ const (
 
 // ServiceHost is the cluster DNS name of one of a validator's services.
 func ServiceHost(validator, service, namespace string) string {
-	return validator + "-" + service + "." + namespace + ".svc.cluster.local"
+	return string(AppendServiceHost(nil, validator, service, namespace))
+}
+
+// LedgerAPIAddress is host:port of a validator's gRPC Ledger API.
+func LedgerAPIAddress(validator, namespace string) string {
+	return string(AppendLedgerAPIAddress(nil, validator, namespace))
 }
 
 // ValidatorAppURL is the base URL of a validator's validator app.
 func ValidatorAppURL(validator, namespace string) string {
-	return "http://" + ServiceHost(validator, ServiceValidatorApp, namespace) + ":" + strconv.Itoa(ValidatorAppPort)
+	return string(AppendValidatorAppURL(nil, validator, namespace))
 }
 
 // JSONAPIURL is the base URL of a validator's JSON Ledger API.
 func JSONAPIURL(validator, namespace string) string {
-	return "http://" + ServiceHost(validator, ServiceParticipant, namespace) + ":" + strconv.Itoa(JSONAPIPort)
+	return string(AppendJSONAPIURL(nil, validator, namespace))
+}
+
+// The Append forms append the same to b: for writers that build many
+// addresses (a list page) without a string each.
+
+func AppendServiceHost(b []byte, validator, service, namespace string) []byte {
+	b = append(b, validator...)
+	b = append(b, '-')
+	b = append(b, service...)
+	b = append(b, '.')
+	b = append(b, namespace...)
+	return append(b, ".svc.cluster.local"...)
+}
+
+func AppendLedgerAPIAddress(b []byte, validator, namespace string) []byte {
+	return appendAddress(b, validator, ServiceParticipant, namespace, LedgerAPIPort)
+}
+
+func AppendValidatorAppURL(b []byte, validator, namespace string) []byte {
+	return appendAddress(append(b, "http://"...), validator, ServiceValidatorApp, namespace, ValidatorAppPort)
+}
+
+func AppendJSONAPIURL(b []byte, validator, namespace string) []byte {
+	return appendAddress(append(b, "http://"...), validator, ServiceParticipant, namespace, JSONAPIPort)
+}
+
+// appendAddress appends host:port of a validator's service.
+func appendAddress(b []byte, validator, service, namespace string, port int) []byte {
+	b = append(AppendServiceHost(b, validator, service, namespace), ':')
+	return strconv.AppendInt(b, int64(port), 10)
 }

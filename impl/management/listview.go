@@ -115,30 +115,32 @@ func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, imm
 	writeString(b, string(phase))
 	b.WriteString(`,"immutable":`)
 	b.WriteString(strconv.FormatBool(immutable))
-	if plainJSON(name) && plainJSON(s.namespace) {
-		// The addresses as addresses() spells them, without building them.
-		host := func(key, prefix, service, suffix string) {
-			for _, part := range [...]string{`,"`, key, `":"`, prefix, name, "-", service, ".", s.namespace, ".svc.cluster.local", suffix, `"`} {
-				b.WriteString(part)
-			}
+	// The addresses as addresses() has them, each appended in the page's
+	// buffer rather than built as a string (half a page's rendering).
+	for _, f := range [...]struct {
+		key  string
+		addr func([]byte, string, string) []byte
+	}{
+		{"participant", appendHost(domain.ServiceParticipant)},
+		{"ledgerApiAddress", domain.AppendLedgerAPIAddress},
+		{"jsonApiAddress", domain.AppendJSONAPIURL},
+		{"validatorApiAddress", domain.AppendValidatorAppURL},
+		{"application", appendHost(domain.ServiceValidatorApp)},
+		{"applicationWallet", appendHost(domain.ServiceWalletUI)},
+		{"applicationLedgerNameServer", appendHost(domain.ServiceANSUI)},
+	} {
+		b.WriteString(`,"`)
+		b.WriteString(f.key)
+		b.WriteString(`":`)
+		b.WriteByte('"')
+		addr := f.addr(b.AvailableBuffer(), name, s.namespace)
+		if !plainJSON(addr) {
+			b.Truncate(b.Len() - 1)
+			writeString(b, string(addr))
+			continue
 		}
-		host("participant", "", domain.ServiceParticipant, "")
-		host("ledgerApiAddress", "", domain.ServiceParticipant, ":"+strconv.Itoa(domain.LedgerAPIPort))
-		host("jsonApiAddress", "http://", domain.ServiceParticipant, ":"+strconv.Itoa(domain.JSONAPIPort))
-		host("validatorApiAddress", "http://", domain.ServiceValidatorApp, ":"+strconv.Itoa(domain.ValidatorAppPort))
-		host("application", "", domain.ServiceValidatorApp, "")
-		host("applicationWallet", "", domain.ServiceWalletUI, "")
-		host("applicationLedgerNameServer", "", domain.ServiceANSUI, "")
-	} else {
-		a := s.addresses(name)
-		for _, f := range [][2]string{
-			{"participant", a.participant}, {"ledgerApiAddress", a.ledgerAPI}, {"jsonApiAddress", a.jsonAPI},
-			{"validatorApiAddress", a.validatorAPI}, {"application", a.application},
-			{"applicationWallet", a.wallet}, {"applicationLedgerNameServer", a.nameServer},
-		} {
-			b.WriteString(`,"` + f[0] + `":`)
-			writeString(b, f[1])
-		}
+		b.Write(addr)
+		b.WriteByte('"')
 	}
 	if len(view) > 2 {
 		b.WriteByte(',')
@@ -148,15 +150,11 @@ func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, imm
 	}
 }
 
-// plainJSON tells whether s is written as a JSON string as it is: no
-// character encoding/json escapes.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
+// appendHost is domain.AppendServiceHost of one service.
+func appendHost(service string) func([]byte, string, string) []byte {
+	return func(b []byte, validator, namespace string) []byte {
+		return domain.AppendServiceHost(b, validator, service, namespace)
 	}
-	return true
 }
 
 // writeString writes s as a JSON string as encoding/json writes it.
@@ -169,6 +167,18 @@ func writeString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 	b.WriteString(s)
 	b.WriteByte('"')
+}
+
+// plainJSON tells whether s is written as a JSON string as it is: no
+// character encoding/json escapes. Names, phases and addresses are
+// DNS-like.
+func plainJSON[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // RefreshListViews rewrites, a batch at a time, the list views that are not

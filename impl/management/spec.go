@@ -146,7 +146,7 @@ func (s *Server) addresses(name string) addresses {
 	host := func(service string) string { return domain.ServiceHost(name, service, s.namespace) }
 	return addresses{
 		participant:  host(domain.ServiceParticipant),
-		ledgerAPI:    host(domain.ServiceParticipant) + ":" + strconv.Itoa(domain.LedgerAPIPort),
+		ledgerAPI:    domain.LedgerAPIAddress(name, s.namespace),
 		jsonAPI:      domain.JSONAPIURL(name, s.namespace),
 		validatorAPI: domain.ValidatorAppURL(name, s.namespace),
 		application:  host(domain.ServiceValidatorApp),
