@@ -65,14 +65,14 @@ type crashCase struct {
 
 func create(name string) func(c *managementapi.ClientWithResponses) error {
 	return func(c *managementapi.ClientWithResponses) error {
-		_, err := c.CreateValidatorWithResponse(context.Background(), crashValidator(name))
+		_, err := c.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload(name))
 		return err
 	}
 }
 
 func setupValidator(t *testing.T, c *managementapi.ClientWithResponses) {
 	t.Helper()
-	r, err := c.CreateValidatorWithResponse(context.Background(), crashValidator("v"))
+	r, err := c.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("v"))
 	if err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("setup create: %v %v", statusOf(r), err)
 	}
@@ -502,33 +502,6 @@ func slicesContains(s []string, v string) bool {
 
 func ptr[T any](v T) *T { return &v }
 
-// crashValidator is a complete create payload.
-func crashValidator(name string) managementapi.ValidatorDto {
-	none := []managementapi.EnvVar{}
-	return managementapi.ValidatorDto{
-		Name:      name,
-		ImageRepo: "registry.example.com/splice/validator-app",
-		ImageTag:  "0.4.2",
-		ClusterConfig: managementapi.ClusterConfigDto{
-			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
-			AppInfoValidator:         managementapi.AppInfoDto{EnvVars: none},
-			DefaultJvmOptions:        "-Xms1g",
-			Migration:                managementapi.MigrationDto{Id: 1},
-			PartyHint:                "acme-validator",
-			ScanAddress:              "https://scan.example.test",
-			SvSponsorAddress:         "https://sv.example.test",
-		},
-		Participant: managementapi.AppInfoDto{EnvVars: none},
-		Auth: &managementapi.ValidatorAuthDto{
-			Audience: "https://ledger.example.test", CnsClientId: "cns", WalletClientId: "wallet",
-			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr("client-secret-value"),
-			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
-		},
-		OnboardingSecret: ptr("onboarding-secret-value"),
-		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("database-password")},
-	}
-}
-
 // BenchmarkRestartConverges measures how long a restarted server takes to
 // report healthy, that is to open the database and the embedded cluster,
 // sync the caches and reconcile every validator once, with 1,000 validators
@@ -537,7 +510,7 @@ func BenchmarkRestartConverges(b *testing.B) {
 	dir := b.TempDir()
 	serveInProcess(b, dir, "", func(w *world) {
 		for i := range 1000 {
-			v := crashValidator(fmt.Sprintf("v%04d", i))
+			v := apitest.ValidatorPayload(fmt.Sprintf("v%04d", i))
 			v.CustomAuth = ptr(true)
 			if r, err := w.client.CreateValidatorWithResponse(context.Background(), v); err != nil || r.StatusCode() != http.StatusCreated {
 				b.Fatalf("seed %d: %v %v", i, statusOf(r), err)

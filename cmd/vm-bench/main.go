@@ -35,7 +35,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
@@ -308,33 +308,9 @@ func openStore(ds dataset) (*store.Store, error) {
 	return store.Open("sqlite", filepath.Join(ds.data, "validator-manager.db"))
 }
 
-// createBody is a complete create payload (the management tests' newValidator).
+// createBody is a complete create payload: the one the tests create.
 func createBody(name string) []byte {
-	none := []managementapi.EnvVar{}
-	body, _ := json.Marshal(managementapi.ValidatorDto{
-		Name:      name,
-		ImageRepo: "registry.example.com/splice/validator-app",
-		ImageTag:  "0.4.2",
-		ClusterConfig: managementapi.ClusterConfigDto{
-			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
-			AppInfoValidator: managementapi.AppInfoDto{
-				EnvVars: []managementapi.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
-			},
-			DefaultJvmOptions: "-Xms1g",
-			Migration:         managementapi.MigrationDto{Id: 1},
-			PartyHint:         "acme-validator",
-			ScanAddress:       "https://scan.example.com",
-			SvSponsorAddress:  "https://sv.example.com",
-		},
-		Participant: managementapi.AppInfoDto{EnvVars: none},
-		Auth: &managementapi.ValidatorAuthDto{
-			Audience: "https://ledger.example.com", CnsClientId: "cns", WalletClientId: "wallet",
-			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr("bench-client-secret"),
-			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
-		},
-		OnboardingSecret: ptr("bench-onboarding-secret"),
-		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("bench-database-password")},
-	})
+	body, _ := json.Marshal(apitest.ValidatorPayload(name))
 	return body
 }
 

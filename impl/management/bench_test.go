@@ -22,7 +22,7 @@ func BenchmarkCreateEdit(b *testing.B) {
 			s := apitest.Start(b, apitest.Options{})
 			ctx := context.Background()
 			for i := range n {
-				if r, err := s.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator(fmt.Sprintf("seed%04d", i)))); err != nil || r.StatusCode() != http.StatusCreated {
+				if r, err := s.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload(fmt.Sprintf("seed%04d", i)))); err != nil || r.StatusCode() != http.StatusCreated {
 					b.Fatalf("seed %d: %v %v", i, statusCode(r), err)
 				}
 			}
@@ -31,7 +31,7 @@ func BenchmarkCreateEdit(b *testing.B) {
 				for b.Loop() {
 					created++
 					i := created
-					if r, err := s.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator(fmt.Sprintf("new%06d", i)))); err != nil || r.StatusCode() != http.StatusCreated {
+					if r, err := s.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload(fmt.Sprintf("new%06d", i)))); err != nil || r.StatusCode() != http.StatusCreated {
 						b.Fatalf("create: %v %v", statusCode(r), err)
 					}
 				}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -24,7 +25,7 @@ func TestReconcilerConverges(t *testing.T) {
 	ctx := context.Background()
 	rec := e.App.Management.Reconciler()
 
-	alpha := newValidator("alpha")
+	alpha := apitest.ValidatorPayload("alpha")
 	alpha.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, alpha); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", r.StatusCode(), err)
@@ -237,7 +238,7 @@ func TestReconcilerUndoesInterruptedCreates(t *testing.T) {
 	if users := e.idpUsers(t); !slices.Equal(users, []string{"foreign_walletuser"}) {
 		t.Errorf("wallet users: got %v, want only foreign_walletuser (another claim)", users)
 	}
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("with-everything")); err != nil || r.StatusCode() != http.StatusCreated {
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("with-everything")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create after the undo: got %v %v, want 201", r.StatusCode(), err)
 	}
 }
@@ -251,7 +252,7 @@ func TestCreateUndoFinishedByReconciler(t *testing.T) {
 	ctx := context.Background()
 	e.faults.failBefore("cluster.WriteSecrets")
 	e.faults.failBefore("cluster.DeleteValidator")
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("kappa")); err != nil || r.StatusCode() != http.StatusInternalServerError {
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); err != nil || r.StatusCode() != http.StatusInternalServerError {
 		t.Fatalf("create: got %v %v, want 500", r.StatusCode(), err)
 	}
 	if v, ok := e.row(t, "kappa"); !ok || !v.Creating {
@@ -260,7 +261,7 @@ func TestCreateUndoFinishedByReconciler(t *testing.T) {
 	if r, _ := e.Management.ListValidatorsWithResponse(ctx, nil); r.JSON200 == nil || r.JSON200.TotalCount != 0 {
 		t.Fatalf("list: got %s, want the half-created validator hidden", r.Body)
 	}
-	if r, _ := e.Management.CreateValidatorWithResponse(ctx, newValidator("kappa")); r.StatusCode() != http.StatusConflict {
+	if r, _ := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); r.StatusCode() != http.StatusConflict {
 		t.Fatalf("create while the undo cannot run: got %d %s, want 409", r.StatusCode(), r.Body)
 	}
 
@@ -269,7 +270,7 @@ func TestCreateUndoFinishedByReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNothingCreated(t, e, "kappa")
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("kappa")); err != nil || r.StatusCode() != http.StatusCreated {
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create after the undo: got %v %v, want 201", r.StatusCode(), err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 )
 
 // TestPruneScheduleStates walks the document's state table of the pruning
@@ -18,7 +19,7 @@ import (
 func TestPruneScheduleStates(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator("eta"))); err != nil || resp.StatusCode() != http.StatusCreated {
+	if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload("eta"))); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
 	daily := managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
@@ -163,7 +164,7 @@ func TestPruneScheduleStates(t *testing.T) {
 func TestBackupScheduleStates(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	theta := customAuth(newValidator("theta"))
+	theta := customAuth(apitest.ValidatorPayload("theta"))
 	theta.ClusterConfig.PvcVolumeStorageClass = ptr("standard")
 	if resp, err := e.Management.CreateValidatorWithResponse(ctx, theta); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
@@ -272,7 +273,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 
 	// External database: 400, nothing stored; unknown validators: 404.
-	ext := customAuth(newValidator("iota"))
+	ext := customAuth(apitest.ValidatorPayload("iota"))
 	ext.DatabaseConfig = &managementapi.ValidatorDbConfigDto{External: ptr(true), Hostname: ptr("db.example.com"), Port: ptr("5432")}
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, ext); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create external: %v %v", r.StatusCode(), err)
@@ -294,7 +295,7 @@ func TestBackupScheduleStates(t *testing.T) {
 
 	// A cluster failure on a first POST leaves no record behind (a later
 	// POST is a create again, so the database check still applies).
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator("kappa"))); err != nil || r.StatusCode() != http.StatusCreated {
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload("kappa"))); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatal("create kappa")
 	}
 	e.advance(t, 3*time.Second)

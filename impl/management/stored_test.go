@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/management"
 )
@@ -20,7 +21,7 @@ import (
 func TestStoredVersions(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	if resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("omega")); err != nil || resp.StatusCode() != http.StatusCreated {
+	if resp, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("omega")); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
 	list := func() *managementapi.ListValidatorsResponse {
@@ -132,7 +133,7 @@ func TestRefreshListViews(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	for _, name := range []string{"alpha", "beta"} {
-		if resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator(name)); err != nil || resp.StatusCode() != http.StatusCreated {
+		if resp, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload(name)); err != nil || resp.StatusCode() != http.StatusCreated {
 			t.Fatalf("create %s: %v %v", name, resp.StatusCode(), err)
 		}
 	}

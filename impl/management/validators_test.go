@@ -13,45 +13,11 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-const (
-	onboardingSecret = "onboarding-Secret-Value-1"
-	clientSecret     = "client-Secret-Value-2"
-	databasePassword = "database-Password-Value-3"
-)
-
 func ptr[T any](v T) *T { return &v }
-
-// newValidator is a complete, valid create payload carrying every secret.
-func newValidator(name string) managementapi.ValidatorDto {
-	none := []managementapi.EnvVar{}
-	return managementapi.ValidatorDto{
-		Name:      name,
-		ImageRepo: "registry.example.com/splice/validator-app",
-		ImageTag:  "0.4.2",
-		ClusterConfig: managementapi.ClusterConfigDto{
-			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
-			AppInfoValidator: managementapi.AppInfoDto{
-				EnvVars: []managementapi.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
-			},
-			DefaultJvmOptions: "-Xms1g",
-			Migration:         managementapi.MigrationDto{Id: 1},
-			PartyHint:         "acme-validator",
-			ScanAddress:       "https://scan.example.com",
-			SvSponsorAddress:  "https://sv.example.com",
-		},
-		Participant: managementapi.AppInfoDto{EnvVars: none},
-		Auth: &managementapi.ValidatorAuthDto{
-			Audience: "https://ledger.example.com", CnsClientId: "cns", WalletClientId: "wallet",
-			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr(clientSecret),
-			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
-		},
-		OnboardingSecret: ptr(onboardingSecret),
-		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr(databasePassword)},
-	}
-}
 
 func customAuth(v managementapi.ValidatorDto) managementapi.ValidatorDto {
 	v.CustomAuth = ptr(true)
@@ -62,7 +28,7 @@ func TestCreateValidator(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 
-	resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("alpha"))
+	resp, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("alpha"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +67,7 @@ func TestCreateValidator(t *testing.T) {
 
 	// The temporary password is shown once: a second create of the name is
 	// 409 with the existing validator and no created user.
-	again, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("alpha"))
+	again, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("alpha"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +89,7 @@ func TestCreateValidator(t *testing.T) {
 
 func TestCreateValidatorCustomAuth(t *testing.T) {
 	e := start(t)
-	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), customAuth(newValidator("beta")))
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), customAuth(apitest.ValidatorPayload("beta")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +143,7 @@ func TestCreateValidatorRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := newValidator("gamma")
+			v := apitest.ValidatorPayload("gamma")
 			tc.edit(&v)
 			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v)
 			if err != nil {
@@ -197,7 +163,7 @@ func TestCreateValidatorRejects(t *testing.T) {
 	if err := e.sim.AddSecret(context.Background(), "regcred", map[string]string{".dockerconfigjson": "{}"}); err != nil {
 		t.Fatal(err)
 	}
-	v := newValidator("gamma")
+	v := apitest.ValidatorPayload("gamma")
 	v.Participant.Resources = &managementapi.ResourcesDto{ImagePullSecret: ptr("regcred")}
 	v.EnvVars = &[]managementapi.EnvVar{{Name: ptr("OPTIONAL"), ValueFrom: &managementapi.EnvVarSource{SecretKeyRef: &managementapi.SecretKeySelector{Name: ptr("nowhere"), Key: ptr("k"), Optional: ptr(true)}}}}
 	if resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v); err != nil || resp.StatusCode() != http.StatusCreated {
@@ -216,7 +182,7 @@ func TestCreateValidatorConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("delta"))
+			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("delta"))
 			if err != nil {
 				t.Error(err)
 				return
@@ -268,7 +234,7 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			t.Cleanup(e.faults.clear)
 			step.inject()
-			v := newValidator("epsilon")
+			v := apitest.ValidatorPayload("epsilon")
 			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
 			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v)
 			if err != nil {
@@ -286,7 +252,7 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 			assertNothingCreated(t, e, "epsilon")
 		})
 	}
-	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("epsilon"))
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("epsilon"))
 	if err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("after the failures: got %v %v, want 201", resp.StatusCode(), err)
 	}
@@ -299,7 +265,7 @@ func TestCreateValidatorUserExists(t *testing.T) {
 	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega", ""); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), newValidator("omega"))
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("omega"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +285,7 @@ func TestListValidators(t *testing.T) {
 		names = append(names, fmt.Sprintf("v%02d", i))
 	}
 	for _, n := range names {
-		if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(newValidator(n))); err != nil || resp.StatusCode() != http.StatusCreated {
+		if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload(n))); err != nil || resp.StatusCode() != http.StatusCreated {
 			t.Fatalf("create %s: %v %v", n, resp.StatusCode(), err)
 		}
 		e.clock.Add(time.Second) // creation times differ: phases advance at different moments
@@ -375,7 +341,7 @@ func TestListValidators(t *testing.T) {
 func TestUpdateValidator(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	if resp, err := e.Management.CreateValidatorWithResponse(ctx, newValidator("zeta")); err != nil || resp.StatusCode() != http.StatusCreated {
+	if resp, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("zeta")); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", resp.StatusCode(), err)
 	}
 	get := func() managementapi.ValidatorResponseDto {
@@ -452,7 +418,7 @@ func TestUpdateValidator(t *testing.T) {
 	}
 
 	// A new database password goes to the cluster Secret, never to a response.
-	if st, body := put(`{"name":"zeta","databaseConfig":{"username":"admin2","password":"` + databasePassword + `-new"}}`); st != http.StatusOK {
+	if st, body := put(`{"name":"zeta","databaseConfig":{"username":"admin2","password":"` + apitest.DatabasePassword + `-new"}}`); st != http.StatusOK {
 		t.Fatalf("got %d %v, want 200", st, body)
 	}
 	if got := get(); *got.DatabaseConfig.Username != "admin2" || got.DatabaseConfig.Password != nil {
@@ -528,7 +494,7 @@ func assertNoSecrets(t *testing.T, e *env, validator string, bodies ...[]byte) {
 	for i, b := range bodies {
 		texts[fmt.Sprintf("response %d", i+1)] = string(b)
 	}
-	for _, secret := range []string{onboardingSecret, clientSecret, databasePassword} {
+	for _, secret := range []string{apitest.OnboardingSecret, apitest.ClientSecret, apitest.DatabasePassword} {
 		for where, text := range texts {
 			if strings.Contains(text, secret) {
 				t.Errorf("the %s contains a secret value", where)
