@@ -257,12 +257,9 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		badRequest(w, "%v", err)
 		return false
 	}
-	var u *user
-	if req.UserID != "" {
-		if u = ns.Users[req.UserID]; u == nil {
-			cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+req.UserID, catMissing, grpcMissing)
-			return false
-		}
+	u, ok := ns.userOf(w, req.UserID)
+	if !ok {
+		return false
 	}
 	multiHash := topology.MultiHash(o.raw)
 	used := hex.EncodeToString(multiHash)

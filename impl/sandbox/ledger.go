@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +126,36 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 	return ids[start:end], next, true
 }
 
+// writePage answers one page of m's entries in key order (page), each as
+// render makes it, under field, with the next page's token; an invalid
+// page request is answered 400.
+func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, field string, render func(T) map[string]any) {
+	ids, next, ok := page(slices.Collect(maps.Keys(m)), r, max)
+	if !ok {
+		invalid(w, "INVALID_ARGUMENT", "invalid pageSize or pageToken")
+		return
+	}
+	out := make([]any, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, render(m[id]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{field: out, "nextPageToken": next})
+}
+
+// userOf is the user a request names by id, nil when it names none; false
+// when it names one that does not exist, answered 404 as the ledger does.
+func (ns *nodeState) userOf(w http.ResponseWriter, id string) (*user, bool) {
+	if id == "" {
+		return nil, true
+	}
+	u := ns.Users[id]
+	if u == nil {
+		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+id, catMissing, grpcMissing)
+		return nil, false
+	}
+	return u, true
+}
+
 func partyDetails(p *party) map[string]any {
 	ann := p.Annotations
 	if ann == nil {
@@ -134,20 +166,7 @@ func partyDetails(p *party) map[string]any {
 }
 
 func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	ids := make([]string, 0, len(ns.Parties))
-	for id := range ns.Parties {
-		ids = append(ids, id)
-	}
-	ids, next, ok := page(ids, r, n.pageSize)
-	if !ok {
-		invalid(w, "INVALID_ARGUMENT", "invalid pageSize or pageToken")
-		return false
-	}
-	out := []any{}
-	for _, id := range ids {
-		out = append(out, partyDetails(ns.Parties[id]))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"partyDetails": out, "nextPageToken": next})
+	writePage(w, r, n.pageSize, ns.Parties, "partyDetails", partyDetails)
 	return false
 }
 
@@ -171,12 +190,9 @@ func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+req.PartyIDHint+"::"+ns.Fingerprint+" is already allocated on this node", catExists, grpcExists)
 		return false
 	}
-	var u *user
-	if req.UserID != "" {
-		if u = ns.Users[req.UserID]; u == nil {
-			cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+req.UserID, catMissing, grpcMissing)
-			return false
-		}
+	u, ok := ns.userOf(w, req.UserID)
+	if !ok {
+		return false
 	}
 	id := ns.addParty(req.PartyIDHint)
 	if u != nil {
@@ -200,20 +216,7 @@ func userJSON(u *user) map[string]any {
 }
 
 func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	ids := make([]string, 0, len(ns.Users))
-	for id := range ns.Users {
-		ids = append(ids, id)
-	}
-	ids, next, ok := page(ids, r, n.pageSize)
-	if !ok {
-		invalid(w, "INVALID_ARGUMENT", "invalid pageSize or pageToken")
-		return false
-	}
-	out := []any{}
-	for _, id := range ids {
-		out = append(out, userJSON(ns.Users[id]))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": out, "nextPageToken": next})
+	writePage(w, r, n.pageSize, ns.Users, "users", userJSON)
 	return false
 }
 
