@@ -443,33 +443,13 @@ func TestExternalParties(t *testing.T) {
 		k := newPartyKey(t, platformapi.KeySpecEd25519)
 		g := generate(t, validator, platformapi.GenerateTopologyRequest{PartyHint: "unreached", PublicKeyBase64: k.spki})
 		expect(t, "generate", g.StatusCode(), g.Body, http.StatusOK)
-		faults := []struct {
-			name  string
-			fault func(up string, r *http.Request) int
-			want  string
-		}{
-			{"ledger unavailable", func(up string, r *http.Request) int {
-				if up == "ledger" {
-					return http.StatusServiceUnavailable
-				}
-				return 0
-			}, "INJECTED_FAILURE"},
-			{"ledger too slow", func(up string, r *http.Request) int {
-				if up == "ledger" {
-					select {
-					case <-r.Context().Done():
-					case <-time.After(3 * time.Second):
-					}
-				}
-				return 0
-			}, "did not answer in time"},
-			{"only allocate fails", func(up string, r *http.Request) int {
-				if strings.HasPrefix(r.URL.Path, "/v2/parties/external/") {
-					return http.StatusServiceUnavailable
-				}
-				return 0
-			}, "INJECTED_FAILURE"},
-		}
+		onlyExternal := upstreamFault{"only allocate fails", func(up string, r *http.Request) int {
+			if strings.HasPrefix(r.URL.Path, "/v2/parties/external/") {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		}, "INJECTED_FAILURE"}
+		faults := []upstreamFault{ledgerUnavailable, ledgerTooSlow(3 * time.Second), onlyExternal}
 		for _, tt := range faults {
 			t.Run(tt.name, func(t *testing.T) {
 				calls.set(tt.fault)

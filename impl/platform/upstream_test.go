@@ -609,28 +609,7 @@ func TestValidatorViews(t *testing.T) {
 		}
 	})
 
-	failures := []struct {
-		name  string
-		fault func(up string, r *http.Request) int
-		want  string
-	}{
-		{"ledger unavailable", func(up string, r *http.Request) int {
-			if up == "ledger" {
-				return http.StatusServiceUnavailable
-			}
-			return 0
-		}, "INJECTED_FAILURE"},
-		{"ledger too slow", func(up string, r *http.Request) int {
-			if up == "ledger" {
-				select {
-				case <-r.Context().Done():
-				case <-time.After(2 * time.Second):
-				}
-			}
-			return 0
-		}, "did not answer in time"},
-	}
-	for _, tt := range failures {
+	for _, tt := range []upstreamFault{ledgerUnavailable, ledgerTooSlow(2 * time.Second)} {
 		t.Run("502 "+tt.name, func(t *testing.T) {
 			fl.set(tt.fault)
 			defer fl.set(nil)
@@ -814,4 +793,34 @@ func TestUpstreamCallsAreMeasured(t *testing.T) {
 	if !strings.Contains(string(body), want) {
 		t.Errorf("metrics: got no %s in\n%s", want, body)
 	}
+}
+
+// upstreamFault makes the sandbox's upstreams misbehave (fault: a status to
+// answer instead, or 0 to answer as usual), and says what the 502's error
+// must then contain.
+type upstreamFault struct {
+	name  string
+	fault func(up string, r *http.Request) int
+	want  string
+}
+
+var ledgerUnavailable = upstreamFault{"ledger unavailable", func(up string, r *http.Request) int {
+	if up == "ledger" {
+		return http.StatusServiceUnavailable
+	}
+	return 0
+}, "INJECTED_FAILURE"}
+
+// ledgerTooSlow holds every ledger request for d (or until its caller
+// gives up), longer than the tests' upstream timeout.
+func ledgerTooSlow(d time.Duration) upstreamFault {
+	return upstreamFault{"ledger too slow", func(up string, r *http.Request) int {
+		if up == "ledger" {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(d):
+			}
+		}
+		return 0
+	}, "did not answer in time"}
 }
