@@ -34,11 +34,26 @@ import (
 )
 
 // childVariable makes the test binary run the command line it is given
-// instead of the tests: the crash test's server process.
-const childVariable = "VALIDATOR_MANAGER_CRASHTEST_CHILD"
+// instead of the tests: the crash test's server process. faultVariable names
+// the fault point at which that process kills itself, as `kill -9` would:
+// nothing after that line runs, no deferred function, no compensation.
+const (
+	childVariable = "VALIDATOR_MANAGER_CRASHTEST_CHILD"
+	faultVariable = "VALIDATOR_MANAGER_CRASHTEST_FAULTPOINT"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childVariable) != "" {
+		if point := os.Getenv(faultVariable); point != "" {
+			faultpoint.Arm(func(name string) {
+				if name != point {
+					return
+				}
+				fmt.Fprintf(os.Stderr, "faultpoint %s reached: killing the process\n", name)
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			})
+		}
 		cmd := root()
 		cmd.SetArgs(os.Args[1:])
 		if err := cmd.Execute(); err != nil {
@@ -320,7 +335,7 @@ type child struct {
 func startChild(t *testing.T, dir, dsn, point string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn")
-	cmd.Env = append(os.Environ(), childVariable+"=1", faultpoint.Variable+"="+point, "VM_DATABASE_DSN="+dsn)
+	cmd.Env = append(os.Environ(), childVariable+"=1", faultVariable+"="+point, "VM_DATABASE_DSN="+dsn)
 	out := &apitest.Buffer{}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -390,10 +405,7 @@ type inspector interface {
 func (w *world) checkAgreement(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	insp, ok := w.app.Cluster.(inspector)
-	if !ok {
-		t.Fatalf("cluster gateway %T cannot be inspected", w.app.Cluster)
-	}
+	var insp inspector = w.app.Cluster
 	names, err := w.app.Store.ValidatorNames(ctx, "", 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -477,7 +489,7 @@ func (w *world) users(t *testing.T) []string {
 
 func (w *world) imageTag(t *testing.T, name string) string {
 	t.Helper()
-	res, err := w.app.Cluster.(inspector).Resource(context.Background(), name)
+	res, err := w.app.Cluster.Resource(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

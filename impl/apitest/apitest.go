@@ -88,21 +88,28 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	// What Run does before health reports UP, without the periodic work (the
-	// tests move their clocks and sync phases themselves).
+	// What Run does before health reports UP, without the periodic work
+	// (the tests move their clocks themselves): the caches, then the intent
+	// controller until the test ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := a.StartCluster(ctx); err != nil {
 		a.Close()
 		t.Fatalf("start cluster: %v", err)
 	}
-	if err := a.Management.Reconciler().RunOnce(ctx); err != nil {
-		a.Close()
-		t.Fatalf("first reconcile: %v", err)
+	stop := a.StartIntent(t)
+	for a.Intent.Ping(ctx) != nil {
+		if ctx.Err() != nil {
+			stop()
+			a.Close()
+			t.Fatalf("first reconcile: %v", a.Intent.Ping(ctx))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	ts := httptest.NewServer(a.Server)
 	t.Cleanup(func() {
 		ts.Close()
+		stop()
 		a.Close()
 	})
 	s := &Server{App: a, URL: ts.URL, logs: logs}

@@ -20,6 +20,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/docs"
 	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/management"
@@ -32,20 +33,21 @@ import (
 
 // Conformance of the adapters to the ports their consumers declare.
 var (
-	_ management.Store    = (*store.Store)(nil)
-	_ management.Cluster  = (*cluster.Kube)(nil)
-	_ management.Cluster  = (*cluster.Embedded)(nil)
-	_ management.Identity = (*idp.Keycloak)(nil)
-	_ management.Identity = (*idp.Local)(nil)
-	_ platform.Resources  = (*cluster.Kube)(nil)
-	_ server.Auditor      = (*store.Store)(nil)
+	_ management.Store   = (*store.Store)(nil)
+	_ management.Cluster = (*cluster.Kube)(nil)
+	_ management.Intent  = (*intent.Controller)(nil)
+	_ intent.Store       = (*store.Store)(nil)
+	_ intent.Cluster     = (*cluster.Kube)(nil)
+	_ intent.Identity    = (*idp.Keycloak)(nil)
+	_ intent.Identity    = (*idp.Local)(nil)
+	_ platform.Resources = (*cluster.Kube)(nil)
+	_ server.Auditor     = (*store.Store)(nil)
 )
 
 // Intervals of the background work.
 const (
-	stateSyncInterval = 2 * time.Second
-	probeInterval     = 30 * time.Second
-	probeTimeout      = 3 * time.Second
+	probeInterval = 30 * time.Second
+	probeTimeout  = 3 * time.Second
 )
 
 // App is a running process's parts.
@@ -56,10 +58,12 @@ type App struct {
 	// Cluster is the gateway release 1.11 uses; Embedded is set when it is
 	// the embedded default's cluster (client-go fakes persisted in the data
 	// directory, with a simulated kubelet).
-	Cluster  management.Cluster
+	Cluster  *cluster.Kube
 	Embedded *cluster.Embedded
-	kube     *cluster.Kube
-	Identity management.Identity
+	Identity intent.Identity
+	// Intent keeps the identity provider and the cluster in step with the
+	// database.
+	Intent *intent.Controller
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
 	Issuer     *auth.DevIssuer
@@ -76,6 +80,7 @@ type App struct {
 // Wiring is what options may change before the parts are assembled.
 type Wiring struct {
 	Management *management.Options
+	Intent     *intent.Options
 	Server     *server.Options
 	// Embedded is the embedded cluster's options (cluster.mode simulated).
 	Embedded *cluster.EmbeddedOptions
@@ -91,6 +96,15 @@ func WithManagement(f func(*management.Options)) Option {
 	return func(w Wiring) {
 		if w.Management != nil {
 			f(w.Management)
+		}
+	}
+}
+
+// WithIntent edits the intent controller's parts before it is built.
+func WithIntent(f func(*intent.Options)) Option {
+	return func(w Wiring) {
+		if w.Intent != nil {
+			f(w.Intent)
 		}
 	}
 }
@@ -158,10 +172,17 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, err
 	}
 
+	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log}
+	for _, opt := range opts {
+		opt(Wiring{Intent: &io})
+	}
+	if a.Intent, err = intent.New(io); err != nil {
+		return nil, err
+	}
 	mo := management.Options{
 		Store:     a.Store,
 		Cluster:   a.Cluster,
-		Identity:  a.Identity,
+		Intent:    a.Intent,
 		Namespace: cfg.Namespace,
 		Logger:    log,
 	}
@@ -170,7 +191,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	}
 	a.Management = management.New(mo)
 	a.Telemetry = telemetry.New()
-	a.Telemetry.WatchSync(a.kube.SyncState)
+	a.Telemetry.WatchSync(a.Cluster.SyncState)
 	ups, err := a.openUpstreams(opts)
 	if err != nil {
 		return nil, err
@@ -181,7 +202,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Docs:    d,
 		// Release 2.0's Validator/Application reads and application metrics,
 		// and its upstream proxy.
-		Resources: a.kube,
+		Resources: a.Cluster,
 		Upstreams: ups,
 		Logger:    log,
 	})
@@ -245,10 +266,7 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 			return err
 		}
 	}
-	a.kube, a.Cluster = k, k
-	if a.Embedded != nil {
-		a.Cluster = a.Embedded
-	}
+	a.Cluster = k
 	return nil
 }
 
@@ -279,7 +297,7 @@ func (a *App) openIdentity() error {
 // ends, for their first sync; they run until Close. It fails fast when the
 // cluster does not serve the Validator resource.
 func (a *App) StartCluster(ctx context.Context) error {
-	if err := a.kube.Start(ctx); err != nil {
+	if err := a.Cluster.Start(ctx); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	// The first sync decoded every cached object once: give that garbage
@@ -309,9 +327,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		if a.Embedded != nil {
 			g.Go(func() error { return a.Embedded.Run(ctx) })
 		}
-		g.Go(func() error { return a.Management.Reconciler().Run(ctx) })
-		a.Management.SyncStates(ctx, stateSyncInterval)
-		return nil
+		return a.Intent.Start(ctx)
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
 	g.Go(func() error {
@@ -323,6 +339,20 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// StartIntent runs the intent controller until the returned stop is called
+// (tests that drive the rest of the background work themselves).
+func (a *App) StartIntent(t interface{ Errorf(string, ...any) }) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Intent.Start(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("intent controller: %v", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // plainHandler serves an operation with a net/http handler.
@@ -347,10 +377,14 @@ func metricsPublic(cfg config.Config) []string {
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
-	if err := h.a.Cluster.Ping(ctx); err != nil {
+	if h.a.Embedded != nil {
+		if err := h.a.Embedded.Ping(ctx); err != nil {
+			return err
+		}
+	} else if err := h.a.Cluster.Ping(ctx); err != nil {
 		return err
 	}
-	return h.a.Management.Reconciler().Ping(ctx)
+	return h.a.Intent.Ping(ctx)
 }
 
 // verifier trusts the configured JWKS, or the development issuer of the data
@@ -397,8 +431,8 @@ func (a *App) Close() error {
 	}
 	if a.Embedded != nil {
 		a.Embedded.Close() // the gateway, then its object store
-	} else if a.kube != nil {
-		a.kube.Close()
+	} else if a.Cluster != nil {
+		a.Cluster.Close()
 	}
 	if a.Store != nil {
 		return a.Store.Close()

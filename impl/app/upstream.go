@@ -27,7 +27,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 		a.Sandbox = n
 		r = n.Resolver(a.Store)
 	} else {
-		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.kube, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
+		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
 	}
 	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport}), nil
 }

@@ -26,12 +26,19 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-// gateway is the port impl/management consumes.
-type gateway = management.Cluster
+// gateway is the cluster as its consumers use it: the release 1.11
+// handlers and the intent controller.
+type gateway interface {
+	management.Cluster
+	intent.Cluster
+	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
+	Ping(ctx context.Context) error
+}
 
 var (
 	_ gateway = (*cluster.Kube)(nil)

@@ -851,3 +851,60 @@ func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (str
 	}
 	return string(v), nil
 }
+
+// CachedState reads a managed validator's state from the cache; false when
+// the cache is not synced or has no such resource.
+func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
+	s, ok := k.cachedValidator(name)
+	if !ok {
+		return domain.ValidatorState{}, false
+	}
+	return s.state(), true
+}
+
+// ManagedValidators names every Validator resource this installation
+// manages, from the cache.
+func (k *Kube) ManagedValidators() ([]string, error) {
+	summaries, err := k.cachedValidators()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(summaries))
+	for i, s := range summaries {
+		names[i] = s.name
+	}
+	return names, nil
+}
+
+// Watch calls f with the validator's name whenever a managed Validator
+// resource or a backup CronJob the gateway wrote is added, changed or
+// deleted (after the cache holds the change).
+func (k *Kube) Watch(f func(name string)) error {
+	named := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		switch o := obj.(type) {
+		case *viewObject:
+			if o.managed != nil {
+				f(o.name)
+			}
+		case *cronJobSummary:
+			if name := o.GetObjectMeta().GetLabels()[ValidatorLabel]; name != "" {
+				f(name)
+			}
+		}
+	}
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    named,
+		UpdateFunc: func(_, obj any) { named(obj) },
+		DeleteFunc: named,
+	}
+	if _, err := k.validatorView.informer.AddEventHandler(h); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if _, err := k.cronJobs.AddEventHandler(h); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}

@@ -276,9 +276,8 @@ func Keys() []string {
 }
 
 // OtherEnv are VM_ variables that are no configuration key but that commands
-// read (recover's token and wallet password, the configuration file, the
-// crash test's fault point).
-var OtherEnv = []string{"VM_CONFIG", "VM_TOKEN", "VM_WALLET_PASSWORD", "VM_FAULTPOINT"}
+// read (recover's token and wallet password, the configuration file).
+var OtherEnv = []string{"VM_CONFIG", "VM_TOKEN", "VM_WALLET_PASSWORD"}
 
 // UnknownEnv lists the VM_ variables of environ (KEY=value lines) that name
 // no key: most likely a misspelling, which would otherwise be ignored.

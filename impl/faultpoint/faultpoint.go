@@ -1,27 +1,19 @@
-// Package faultpoint lets a crash test kill the process at a named line.
-// With VM_FAULTPOINT=<name> in the environment, the process sends itself
-// SIGKILL when it reaches Reach(<name>): nothing after that line runs, no
-// deferred function, no compensation, exactly as after `kill -9`. Without
-// the variable, Reach is a comparison against the empty string.
+// Package faultpoint marks the lines where a crash test kills the process.
+// A production binary never arms one: only a test binary calls Arm (the
+// crash test's server process, which is the test binary re-executed), so in
+// production Reach is a load of a nil pointer.
 package faultpoint
 
-import (
-	"fmt"
-	"os"
-	"syscall"
-)
+import "sync/atomic"
 
-// Variable names the fault point to die at.
-const Variable = "VM_FAULTPOINT"
+var hook atomic.Pointer[func(name string)]
 
-var armed = os.Getenv(Variable)
-
-// Reach kills the process when name is the armed fault point.
+// Reach calls the armed hook with the fault point's name.
 func Reach(name string) {
-	if armed == "" || armed != name {
-		return
+	if h := hook.Load(); h != nil {
+		(*h)(name)
 	}
-	fmt.Fprintf(os.Stderr, "faultpoint %s reached: killing the process\n", name)
-	syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {} // the signal is on its way
 }
+
+// Arm makes Reach call f; tests only.
+func Arm(f func(name string)) { hook.Store(&f) }

@@ -16,7 +16,6 @@ const defaultBackupCron = "0 0 * * *"
 // CreateBackupSchedule: absent -> active (database must run), soft-deleted ->
 // active (reactivated), active -> 409.
 func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.CreateBackupScheduleRequestObject) (managementapi.CreateBackupScheduleResponseObject, error) {
-	defer s.locks.lock(req.Name)()
 	v, err := s.backupValidator(ctx, req.Name)
 	if err != nil {
 		return nil, err
@@ -40,7 +39,7 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.Cre
 	case !old.Deleted:
 		return nil, domain.Conflict("validator %q already has an active backup schedule; change it with PUT", v.Name)
 	}
-	if err := s.saveBackup(ctx, &b, old, err == nil); err != nil {
+	if err := s.saveBackup(ctx, &b); err != nil {
 		return nil, err
 	}
 	return managementapi.CreateBackupSchedule201JSONResponse(s.backupResponse(b)), nil
@@ -61,12 +60,10 @@ func (s *Server) GetBackupSchedule(ctx context.Context, req managementapi.GetBac
 // UpdateBackupSchedule replaces cron and retention; it also reactivates a
 // soft-deleted schedule. 404 only when there is no record at all.
 func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.UpdateBackupScheduleRequestObject) (managementapi.UpdateBackupScheduleResponseObject, error) {
-	defer s.locks.lock(req.Name)()
 	if _, err := s.backupValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	old, err := s.store.GetBackupSchedule(ctx, req.Name)
-	if err != nil {
+	if _, err := s.store.GetBackupSchedule(ctx, req.Name); err != nil {
 		if isNotFound(err) {
 			return nil, domain.NotFound("validator %q has no backup schedule", req.Name)
 		}
@@ -76,7 +73,7 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 	if err != nil {
 		return nil, err
 	}
-	if err := s.saveBackup(ctx, &b, old, true); err != nil {
+	if err := s.saveBackup(ctx, &b); err != nil {
 		return nil, err
 	}
 	return managementapi.UpdateBackupSchedule200JSONResponse(s.backupResponse(b)), nil
@@ -85,17 +82,14 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 // DeleteBackupSchedule soft-deletes: the record stays, the CronJob is
 // suspended, no further backups run.
 func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.DeleteBackupScheduleRequestObject) (managementapi.DeleteBackupScheduleResponseObject, error) {
-	defer s.locks.lock(req.Name)()
 	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	b, err := s.activeBackup(ctx, req.Name)
-	if err != nil {
+	if _, err := s.activeBackup(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name, "backup.delete",
-		func(ctx context.Context) error { return s.store.SoftDeleteBackupSchedule(ctx, req.Name) },
-		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, &b) })
+	err := s.record(ctx, req.Name, "backup.delete",
+		func(ctx context.Context) error { return s.store.SoftDeleteBackupSchedule(ctx, req.Name) })
 	if err != nil {
 		return nil, err
 	}
@@ -126,20 +120,10 @@ func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSc
 	return b, err
 }
 
-// saveBackup records b, then drives the CronJob to it; when the cluster
-// refuses, the record is put back as it was (or removed when there was none).
-func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule, old domain.BackupSchedule, existed bool) error {
-	return s.change(ctx, b.Validator, "backup.save",
-		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, b) },
-		func(ctx context.Context) error {
-			if !existed {
-				return s.store.DeleteBackupSchedule(ctx, b.Validator)
-			}
-			if err := s.store.SaveBackupSchedule(ctx, &old); err != nil || !old.Deleted {
-				return err
-			}
-			return s.store.SoftDeleteBackupSchedule(ctx, old.Validator)
-		})
+// saveBackup records b; the intent controller drives the CronJob to it.
+func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule) error {
+	return s.record(ctx, b.Validator, "backup.save",
+		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, b) })
 }
 
 func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain.BackupSchedule, error) {

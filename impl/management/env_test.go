@@ -18,6 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/management"
 )
@@ -52,12 +53,18 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.sim = sim
-	e.Server = apitest.Start(t, apitest.Options{App: []app.Option{app.WithManagement(func(o *management.Options) {
-		o.Now = e.clock.Now
-		o.Cluster = faultyCluster{Cluster: sim, faults: e.faults}
-		o.Identity = faultyIdentity{Identity: o.Identity, faults: e.faults}
-		o.Store = faultyStore{Store: o.Store, faults: e.faults}
-	})}})
+	e.Server = apitest.Start(t, apitest.Options{App: []app.Option{
+		app.WithManagement(func(o *management.Options) {
+			o.Now = e.clock.Now
+			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}
+			o.Store = faultyStore{Store: o.Store, faults: e.faults}
+		}),
+		app.WithIntent(func(o *intent.Options) {
+			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}
+			o.Identity = faultyIdentity{Identity: o.Identity, faults: e.faults}
+			o.Store = faultyIntentStore{Store: o.Store, faults: e.faults}
+		}),
+	}})
 	e.idpFile = filepath.Join(e.App.Config.DataDir, "idp", "users.json")
 	return e
 }
@@ -74,8 +81,64 @@ func (e *env) advance(t *testing.T, d time.Duration) {
 	if err := e.sim.Settle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.App.Management.SyncStatesOnce(ctx); err != nil {
+	e.settle(t)
+}
+
+// settle waits until the intent controller has copied every phase the
+// cluster reports into the database (its Validator events drive it).
+func (e *env) settle(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		states, err := e.sim.ValidatorStates(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind := ""
+		for name, st := range states {
+			row, ok := e.row(t, name)
+			if ok && !row.Creating && (row.Phase != st.Phase || row.Immutable != st.DisableUserEdit) {
+				behind = name
+				break
+			}
+		}
+		if behind == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("validator %q: the database did not take the cluster's state", behind)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// reconcileAll has the intent controller reconcile every validator of the
+// database and every managed resource now, as it does at start.
+func (e *env) reconcileAll(t *testing.T) {
+	t.Helper()
+	names, err := e.App.Store.ValidatorNames(context.Background(), "", 10000)
+	if err != nil {
 		t.Fatal(err)
+	}
+	managed, err := e.sim.ManagedValidators()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append(names, managed...) {
+		if _, err := e.App.Intent.Reconcile(context.Background(), n); err != nil {
+			t.Fatalf("reconcile %s: %v", n, err)
+		}
+	}
+}
+
+// reconcile has the intent controller reconcile names now.
+func (e *env) reconcile(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := e.App.Intent.Reconcile(context.Background(), n); err != nil {
+			t.Fatalf("reconcile %s: %v", n, err)
+		}
 	}
 }
 
@@ -98,6 +161,7 @@ type clusterState struct {
 }
 
 func (e *env) cluster(t *testing.T) clusterState {
+	e.reconcileAll(t) // what the intent controller makes of the records
 	t.Helper()
 	ctx := context.Background()
 	ns := e.sim.Namespace()
@@ -288,29 +352,31 @@ func (f *faults) around(op string, call func() error) error {
 	return after
 }
 
+// faultyCluster is the cluster as both the handlers and the intent
+// controller use it.
 type faultyCluster struct {
-	management.Cluster
+	*cluster.Embedded
 	faults *faults
 }
 
 func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p *domain.PruneSchedule) error {
-	return c.faults.around("cluster.ApplyValidator", func() error { return c.Cluster.ApplyValidator(ctx, v, p) })
+	return c.faults.around("cluster.ApplyValidator", func() error { return c.Embedded.ApplyValidator(ctx, v, p) })
 }
 
 func (c faultyCluster) WriteSecrets(ctx context.Context, name string, s domain.ValidatorSecrets) error {
-	return c.faults.around("cluster.WriteSecrets", func() error { return c.Cluster.WriteSecrets(ctx, name, s) })
+	return c.faults.around("cluster.WriteSecrets", func() error { return c.Embedded.WriteSecrets(ctx, name, s) })
 }
 
 func (c faultyCluster) DeleteValidator(ctx context.Context, name string) error {
-	return c.faults.around("cluster.DeleteValidator", func() error { return c.Cluster.DeleteValidator(ctx, name) })
+	return c.faults.around("cluster.DeleteValidator", func() error { return c.Embedded.DeleteValidator(ctx, name) })
 }
 
 func (c faultyCluster) ApplyBackupSchedule(ctx context.Context, name string, b *domain.BackupSchedule) error {
-	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Cluster.ApplyBackupSchedule(ctx, name, b) })
+	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Embedded.ApplyBackupSchedule(ctx, name, b) })
 }
 
 type faultyIdentity struct {
-	management.Identity
+	intent.Identity
 	faults *faults
 }
 
@@ -330,6 +396,15 @@ type faultyStore struct {
 
 func (s faultyStore) UpdateValidator(ctx context.Context, v *domain.Validator) error {
 	return s.faults.around("store.UpdateValidator", func() error { return s.Store.UpdateValidator(ctx, v) })
+}
+
+type faultyIntentStore struct {
+	intent.Store
+	faults *faults
+}
+
+func (s faultyIntentStore) SetWalletUser(ctx context.Context, name, id string) error {
+	return s.faults.around("store.SetWalletUser", func() error { return s.Store.SetWalletUser(ctx, name, id) })
 }
 
 func (s faultyStore) CreatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error {

@@ -35,7 +35,6 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 }
 
 func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.CreatePruneScheduleRequestObject) (managementapi.CreatePruneScheduleResponseObject, error) {
-	defer s.locks.lock(req.Name)()
 	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
@@ -43,9 +42,8 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.Crea
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name, "prune.create",
-		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &p) },
-		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
+	err = s.record(ctx, req.Name, "prune.create",
+		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &p) })
 	if err != nil {
 		return nil, err
 	}
@@ -53,21 +51,18 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.Crea
 }
 
 func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.UpdatePruneScheduleRequestObject) (managementapi.UpdatePruneScheduleResponseObject, error) {
-	defer s.locks.lock(req.Name)()
 	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	old, err := s.store.GetPruneSchedule(ctx, req.Name)
-	if err != nil {
+	if _, err := s.store.GetPruneSchedule(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	p, err := parsePrune(req.Name, *req.Body)
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name, "prune.update",
-		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &p) },
-		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &old) })
+	err = s.record(ctx, req.Name, "prune.update",
+		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &p) })
 	if err != nil {
 		return nil, err
 	}
@@ -76,20 +71,18 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.Upda
 
 // DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.
 func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.DeletePruneScheduleRequestObject) (managementapi.DeletePruneScheduleResponseObject, error) {
-	defer s.locks.lock(req.Name)()
 	if _, err := s.validator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	old, err := s.store.GetPruneSchedule(ctx, req.Name)
+	_, err := s.store.GetPruneSchedule(ctx, req.Name)
 	if isNotFound(err) {
 		return managementapi.DeletePruneSchedule204Response{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	err = s.change(ctx, req.Name, "prune.delete",
-		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) },
-		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &old) })
+	err = s.record(ctx, req.Name, "prune.delete",
+		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
 	if err != nil {
 		return nil, err
 	}

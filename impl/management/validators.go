@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -46,11 +45,12 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	return s.renderPage(ctx, rows, total)
 }
 
-// CreateValidator records the validator first, marked Creating (so that of
-// two concurrent creates exactly one wins, and so that a crash leaves a
-// record the reconciler undoes), then creates the wallet user, the cluster
-// objects and the Secrets, and clears the mark last. A failure undoes the
-// steps done; an undo that fails is finished by the reconciler.
+// CreateValidator records the validator, marked Creating, and hands the
+// create to the intent controller, which makes the wallet user, the
+// Validator resource and its Secrets and then clears the mark; the handler
+// answers with what the controller did. Of two concurrent creates of one name
+// the database lets exactly one record it. A create that does not finish (a
+// crash, a failure, a request that gave up) is undone by the controller.
 func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateValidatorRequestObject) (managementapi.CreateValidatorResponseObject, error) {
 	dto := *req.Body
 	if err := checkCreate(dto); err != nil {
@@ -85,58 +85,28 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 		return nil, err
 	}
 
-	defer s.locks.lock(v.Name)()
-	if err := s.claim(ctx, &v); err != nil {
+	cr := s.intent.Expect(v.Name, v.Claim, secrets)
+	if err := s.store.CreateValidator(ctx, &v); err != nil {
+		s.intent.Cancel(cr)
 		if errors.Is(err, domain.ErrConflict) {
 			return s.createConflict(ctx, dto.Name, err)
 		}
 		return nil, err
 	}
 	faultpoint.Reach("create.recorded")
-	// After the name is claimed, a failing step is the server's problem, not
-	// the caller's: 500, the cause in the log.
-	fail := func(err error) (managementapi.CreateValidatorResponseObject, error) {
-		s.undoCreate(ctx, v, err)
-		return nil, domain.Internal(fmt.Errorf("create validator %q: %w", v.Name, err))
-	}
-
-	var created *domain.CreatedUser
-	if !customAuth {
-		user, err := s.identity.CreateWalletUser(ctx, v.Name, v.Claim)
-		if errors.Is(err, domain.ErrConflict) {
-			// A user left from elsewhere: the caller can pick another name.
-			s.undoCreate(ctx, v, err)
-			return nil, domain.Invalid("name", "the identity provider already has a user %s_walletuser; remove it or choose another name", v.Name)
-		}
-		if err != nil {
-			return fail(fmt.Errorf("create wallet user: %w", err))
-		}
-		faultpoint.Reach("create.walletUser")
-		created = &user
-		v.WalletUserID = user.ID
-		if err := s.store.UpdateValidator(ctx, &v); err != nil {
-			return fail(err)
-		}
-	}
 	if prune != nil {
 		if err := s.store.CreatePruneSchedule(ctx, prune); err != nil {
-			return fail(err)
+			// The record stays Creating with no create waiting: undone.
+			s.intent.Cancel(cr)
+			s.intent.Enqueue(v.Name)
+			return nil, err
 		}
 	}
-	if err := s.cluster.ApplyValidator(ctx, v, prune); err != nil {
-		return fail(err)
-	}
-	faultpoint.Reach("create.applied")
-	if err := s.cluster.WriteSecrets(ctx, v.Name, secrets); err != nil {
-		return fail(err)
-	}
-	faultpoint.Reach("create.secrets")
-	if err := s.store.FinishCreate(ctx, v.Name); err != nil {
-		return fail(err)
+	created, err := s.intent.Wait(ctx, cr)
+	if err != nil {
+		return nil, err
 	}
 	v.Creating = false
-	faultpoint.Reach("create.finished")
-
 	r, err := s.response(v)
 	if err != nil {
 		return nil, err
@@ -152,41 +122,21 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	return managementapi.CreateValidator201JSONResponse(r), nil
 }
 
-// claim inserts the Creating record. A record of the same name left Creating
-// by a create that died is undone first, so the name is free again.
-func (s *Server) claim(ctx context.Context, v *domain.Validator) error {
-	err := s.store.CreateValidator(ctx, v)
-	if !errors.Is(err, domain.ErrConflict) {
-		return err
-	}
-	existing, gerr := s.store.GetValidator(ctx, v.Name)
-	if gerr != nil || !existing.Creating {
-		return err
-	}
-	if uerr := s.rec.undoCreate(ctx, existing); uerr != nil {
-		s.rec.retry(v.Name, uerr)
-		return domain.Conflict("an interrupted create of validator %q is still being undone; try again shortly", v.Name)
-	}
-	return s.store.CreateValidator(ctx, v)
-}
-
-// undoCreate removes what a failed create made; what it cannot remove now,
-// the reconciler removes later (the record stays Creating until then).
-func (s *Server) undoCreate(ctx context.Context, v domain.Validator, cause error) {
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := s.rec.undoCreate(bg, v); err != nil {
-		s.log.ErrorContext(ctx, "undoing a failed create failed; the reconciler will finish it", "validator", v.Name, "error", err, "cause", cause)
-		s.rec.retry(v.Name, err)
-	}
-}
-
 // createConflict answers 409 with the existing validator, as the document
-// asks (never with its created user: that was shown once).
+// asks (never with its created user: that was shown once). A record left by
+// a create that did not finish is being undone: the caller may retry.
 func (s *Server) createConflict(ctx context.Context, name string, cause error) (managementapi.CreateValidatorResponseObject, error) {
 	existing, err := s.store.GetValidator(ctx, name)
-	if err != nil || existing.Creating {
-		// Deleted in between, or still being undone: a conflict without a body.
+	if err == nil && existing.Creating {
+		// A concurrent create of the name: its outcome decides the answer.
+		s.intent.Await(ctx, existing.Claim)
+		existing, err = s.store.GetValidator(ctx, name)
+	}
+	if err == nil && existing.Creating {
+		s.intent.Enqueue(name)
+		return nil, domain.Conflict("validator %q is being created, or an unfinished create of it is being undone; try again shortly", name)
+	}
+	if err != nil {
 		return nil, cause
 	}
 	r, err := s.response(existing)
@@ -229,7 +179,6 @@ func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Inval
 // record, then the cluster is driven to it.
 func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
 	edit := *req.Body
-	defer s.locks.lock(edit.Name)()
 	old, err := s.validator(ctx, edit.Name)
 	if err != nil {
 		return nil, err
@@ -257,9 +206,8 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}
 	faultpoint.Reach("edit.secrets")
-	err = s.change(ctx, next.Name, "edit",
-		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &next) },
-		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &old) })
+	err = s.record(ctx, next.Name, "edit",
+		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &next) })
 	if err != nil {
 		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
 	}

@@ -218,7 +218,7 @@ func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
 		inject func()
 	}{
 		{"identity provider refuses the user", func() { e.faults.failBefore("identity.CreateWalletUser") }},
-		{"database fails after the user exists", func() { e.faults.failBefore("store.UpdateValidator") }},
+		{"database fails after the user exists", func() { e.faults.failBefore("store.SetWalletUser") }},
 		{"cluster refuses the resource", func() { e.faults.failBefore("cluster.ApplyValidator") }},
 		{"cluster fails halfway through the resource", func() { e.faults.failAfter("cluster.ApplyValidator") }},
 		{"database refuses the prune schedule", func() { e.faults.failBefore("store.CreatePruneSchedule") }},
@@ -446,25 +446,35 @@ func TestUpdateValidator(t *testing.T) {
 		t.Fatalf("frozen validator: got %d %v, want 409 not editable", st, body)
 	}
 
-	// A cluster failure leaves the row as it was.
+	// An edit is recorded even while the cluster refuses it; the
+	// controller applies it once the cluster accepts.
 	if err := e.sim.SetDisableUserEdit(context.Background(), "zeta", false); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(t, 0)
-	before = get()
 	e.faults.failBefore("cluster.ApplyValidator")
-	defer e.faults.clear()
-	if st, _ := put(`{"name":"zeta","imageTag":"9.9.9"}`); st != http.StatusInternalServerError {
-		t.Fatalf("cluster failure: got %d, want 500", st)
+	if st, _ := put(`{"name":"zeta","imageTag":"9.9.9"}`); st != http.StatusOK {
+		t.Fatalf("edit while the cluster refuses: got %d, want 200", st)
 	}
-	if *get().ImageTag != *before.ImageTag {
-		t.Fatal("a failed edit changed the stored validator")
+	if *get().ImageTag != "9.9.9" {
+		t.Fatal("the edit was not recorded")
+	}
+	e.faults.clear()
+	e.reconcile(t, "zeta")
+	if cfg, _ := e.cluster(t).Validators["zeta"].Spec["config"].(map[string]any); cfg["imageTag"] != "9.9.9" {
+		t.Fatalf("cluster resource after the failure cleared: got imageTag %v, want 9.9.9", cfg["imageTag"])
 	}
 }
 
-// assertNothingCreated: no row, wallet user, resource or Secret of name.
+// assertNothingCreated: no row, wallet user, resource or Secret of name,
+// once the intent controller has undone what a failed create left.
 func assertNothingCreated(t *testing.T, e *env, name string) {
 	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, ok := e.row(t, name); !ok {
+			break
+		}
+	}
 	if _, ok := e.row(t, name); ok {
 		t.Errorf("row %s left behind", name)
 	}

@@ -81,6 +81,13 @@ func (s *Store) FinishCreate(ctx context.Context, name string) error {
 	return nil
 }
 
+// SetWalletUser records the identity provider's id of the validator's
+// wallet user.
+func (s *Store) SetWalletUser(ctx context.Context, name, id string) error {
+	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("wallet_user_id", id)
+	return affected(res, validatorWhat(name), "")
+}
+
 // ValidatorIntent reads one validator, creating or not, with its schedules.
 func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error) {
 	var row validatorRow

@@ -1,0 +1,380 @@
+// Package intent is the controller that keeps the identity provider and the
+// cluster in step with the database, which is the record of what operators
+// asked for. Handlers validate, record and enqueue; this controller does the
+// rest, level-triggered and idempotent, one worker per validator at a time
+// (the work queue's guarantee), so a process killed at any line converges
+// when the next one starts:
+//   - a row still Creating is finished when the create that inserted it is
+//     waiting in this process (Expect/Wait), and undone otherwise;
+//   - any other row is applied: Validator resource with its pruning
+//     schedule, backup CronJob; the phase the cluster reports is copied back
+//     into the row, so that list filters and pages, which run in the
+//     database, see it;
+//   - a managed Validator resource without a row is removed.
+package intent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/faultpoint"
+)
+
+// Store is the database as this controller reads and writes it.
+type Store interface {
+	// ValidatorIntent reads a validator (creating or not) with its schedules.
+	ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error)
+	// ValidatorNames reads up to limit names (creating or not) after after.
+	ValidatorNames(ctx context.Context, after string, limit int) ([]string, error)
+	// SetWalletUser records the identity provider's id of the wallet user.
+	SetWalletUser(ctx context.Context, name, id string) error
+	FinishCreate(ctx context.Context, name string) error
+	DeleteValidator(ctx context.Context, name string) error
+	// SyncValidatorState records what the cluster reports.
+	SyncValidatorState(ctx context.Context, name string, s domain.ValidatorState) error
+}
+
+// Cluster is the cluster gateway as this controller uses it.
+type Cluster interface {
+	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
+	WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error
+	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
+	// InStep tells from caches alone whether the cluster runs what in says.
+	InStep(in domain.ValidatorIntent) bool
+	DeleteValidator(ctx context.Context, name string) error
+	// CachedState reads a managed validator's state from the cache; false
+	// when the cache has no such resource.
+	CachedState(name string) (domain.ValidatorState, bool)
+	// ManagedValidators names every managed Validator resource (cache).
+	ManagedValidators() ([]string, error)
+	// Watch calls f with the name of each managed validator whose resource,
+	// or an object it owns, changes.
+	Watch(f func(name string)) error
+}
+
+// Identity is the identity provider of wallet users.
+type Identity interface {
+	CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error)
+	DeleteWalletUser(ctx context.Context, validator, claim string) error
+}
+
+// Options build a Controller.
+type Options struct {
+	Store    Store
+	Cluster  Cluster
+	Identity Identity
+	Logger   *slog.Logger
+	// Workers reconcile different validators at once; default 4.
+	Workers int
+	// Resync enqueues every validator this often, for changes no event
+	// announces (the identity provider's, another process's database
+	// writes); default 10 minutes, as controller-runtime's sync period.
+	Resync time.Duration
+}
+
+// Controller is the intent controller; Start runs it.
+type Controller struct {
+	store    Store
+	cluster  Cluster
+	identity Identity
+	log      *slog.Logger
+	resync   time.Duration
+	ctrl     controller.TypedController[string]
+	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
+	creates  creates
+
+	// initial holds the names found at start that have not been reconciled
+	// yet; the controller is in step (Ping) once it is empty.
+	mu      sync.Mutex
+	initial map[string]bool
+	synced  atomic.Bool
+}
+
+// namesPage is how many names one read of the database returns.
+const namesPage = 500
+
+// New builds the controller; Start runs it.
+func New(o Options) (*Controller, error) {
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, resync: o.Resync}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.resync <= 0 {
+		c.resync = 10 * time.Minute
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	needLeader := false
+	ctrl, err := controller.NewTypedUnmanaged("validator-intent", controller.TypedOptions[string]{
+		Reconciler:              reconcile.TypedFunc[string](c.Reconcile),
+		MaxConcurrentReconciles: workers,
+		NeedLeaderElection:      &needLeader,
+		SkipNameValidation:      ptr(true),
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+		LogConstructor:          nil,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := ctrl.Watch(source.TypedFunc[string](c.startSources)); err != nil {
+		return nil, err
+	}
+	c.ctrl = ctrl
+	return c, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Start runs the controller until ctx ends; it returns once its workers
+// have finished.
+func (c *Controller) Start(ctx context.Context) error { return c.ctrl.Start(ctx) }
+
+// NeedLeaderElection: the controller runs on every process for now (one
+// replica; see the README).
+func (c *Controller) NeedLeaderElection() bool { return false }
+
+// Enqueue asks for name to be reconciled (a handler recorded a change).
+func (c *Controller) Enqueue(name string) {
+	if q := c.queue.Load(); q != nil {
+		(*q).Add(name)
+	}
+}
+
+// startSources is the controller's event source: the cluster's changes,
+// every name known at start (database rows and managed resources), and the
+// periodic resync.
+func (c *Controller) startSources(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) error {
+	c.queue.Store(&q)
+	if err := c.cluster.Watch(q.Add); err != nil {
+		return err
+	}
+	names, err := c.allNames(ctx)
+	if err != nil {
+		return fmt.Errorf("intent controller: %w", err)
+	}
+	c.mu.Lock()
+	c.initial = make(map[string]bool, len(names))
+	for _, n := range names {
+		c.initial[n] = true
+	}
+	c.mu.Unlock()
+	if len(names) == 0 {
+		c.markSynced()
+	}
+	for _, n := range names {
+		q.Add(n)
+	}
+	go func() {
+		tick := time.NewTicker(c.resync)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				names, err := c.allNames(ctx)
+				if err != nil {
+					c.log.WarnContext(ctx, "resync of validators", "error", err)
+					continue
+				}
+				for _, n := range names {
+					q.Add(n)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// allNames names every validator of the database and every managed
+// Validator resource.
+func (c *Controller) allNames(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var names []string
+	for after := ""; ; {
+		page, err := c.store.ValidatorNames(ctx, after, namesPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page {
+			seen[n] = true
+			names = append(names, n)
+		}
+		if len(page) < namesPage {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	managed, err := c.cluster.ManagedValidators()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range managed {
+		if !seen[n] {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func (c *Controller) markSynced() {
+	if !c.synced.Swap(true) {
+		c.log.Info("validators reconciled with their records")
+	}
+}
+
+// reconciled notes that name had its first reconcile since start.
+func (c *Controller) reconciled(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initial == nil || !c.initial[name] {
+		return
+	}
+	delete(c.initial, name)
+	if len(c.initial) == 0 {
+		c.markSynced()
+	}
+}
+
+// Ping is DOWN until every validator known at start was reconciled once:
+// before that, records of creates that a crash interrupted may still show
+// in the cluster.
+func (c *Controller) Ping(context.Context) error {
+	if !c.synced.Load() {
+		return domain.Unavailable("the first reconcile of validators with their records has not finished")
+	}
+	return nil
+}
+
+// Reconcile drives one validator to its record.
+func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
+	defer c.reconciled(name)
+	err := c.reconcile(ctx, name)
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
+	}
+	return reconcile.Result{}, err
+}
+
+func (c *Controller) reconcile(ctx context.Context, name string) error {
+	in, err := c.store.ValidatorIntent(ctx, name)
+	if errors.Is(err, domain.ErrNotFound) {
+		// No record: whatever the cluster has of it goes.
+		return c.cluster.DeleteValidator(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	if in.Validator.Creating {
+		if cr := c.creates.get(in.Validator.Claim); cr != nil {
+			return c.finishCreate(ctx, in, cr)
+		}
+		return c.undoCreate(ctx, in.Validator)
+	}
+	if !c.cluster.InStep(in) {
+		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune); err != nil {
+			return err
+		}
+		if err := c.cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
+			return err
+		}
+	}
+	return c.syncState(ctx, in.Validator)
+}
+
+// syncState copies the phase and the edit flag the cluster reports into the
+// row when they differ.
+func (c *Controller) syncState(ctx context.Context, v domain.Validator) error {
+	st, ok := c.cluster.CachedState(v.Name)
+	if !ok || (st.Phase == v.Phase && st.DisableUserEdit == v.Immutable) {
+		return nil
+	}
+	return c.store.SyncValidatorState(ctx, v.Name, st)
+}
+
+// finishCreate provisions a create whose handler is waiting: wallet user,
+// Validator resource, Secrets, then the row's Creating flag is cleared. A
+// failure answers the handler and undoes the create.
+func (c *Controller) finishCreate(ctx context.Context, in domain.ValidatorIntent, cr *Create) error {
+	v := in.Validator
+	user, err := c.provision(ctx, in, cr)
+	if err == nil && !cr.commit() {
+		err = errors.New("the create was given up")
+	}
+	if err == nil {
+		if err = c.store.FinishCreate(ctx, v.Name); err == nil {
+			faultpoint.Reach("create.finished")
+			cr.finish(user, nil)
+			return c.syncState(ctx, v)
+		}
+	}
+	// Undone before the handler answers, so that a failed create leaves
+	// nothing behind when its answer arrives (an undo that fails is
+	// retried: the row stays Creating, hidden, until it succeeds).
+	c.creates.remove(cr.Claim)
+	uerr := c.undoCreate(ctx, v)
+	cr.finish(nil, err)
+	return uerr
+}
+
+func (c *Controller) provision(ctx context.Context, in domain.ValidatorIntent, cr *Create) (*domain.CreatedUser, error) {
+	v := in.Validator
+	var user *domain.CreatedUser
+	if !v.CustomAuth {
+		u, err := c.identity.CreateWalletUser(ctx, v.Name, v.Claim)
+		if errors.Is(err, domain.ErrConflict) {
+			// A user made elsewhere: the caller can pick another name.
+			return nil, domain.Invalid("name", "the identity provider already has a user %s_walletuser; remove it or choose another name", v.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create wallet user: %w", err)
+		}
+		faultpoint.Reach("create.walletUser")
+		user = &u
+		if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.cluster.ApplyValidator(ctx, v, in.Prune); err != nil {
+		return nil, err
+	}
+	faultpoint.Reach("create.applied")
+	if err := c.cluster.WriteSecrets(ctx, v.Name, cr.Secrets); err != nil {
+		return nil, err
+	}
+	faultpoint.Reach("create.secrets")
+	return user, nil
+}
+
+// undoCreate removes what a create made, the record last: a crash half way
+// leaves the record, and the next reconcile finishes the undo.
+func (c *Controller) undoCreate(ctx context.Context, v domain.Validator) error {
+	if err := c.cluster.DeleteValidator(ctx, v.Name); err != nil {
+		return fmt.Errorf("undo create of %q: %w", v.Name, err)
+	}
+	faultpoint.Reach("undo.cluster")
+	if !v.CustomAuth {
+		if err := c.identity.DeleteWalletUser(ctx, v.Name, v.Claim); err != nil {
+			return fmt.Errorf("undo create of %q: %w", v.Name, err)
+		}
+	}
+	faultpoint.Reach("undo.identity")
+	if err := c.store.DeleteValidator(ctx, v.Name); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return fmt.Errorf("undo create of %q: %w", v.Name, err)
+	}
+	c.log.Info("unfinished validator create undone", "validator", v.Name)
+	return nil
+}
