@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -379,4 +381,32 @@ func exampleRequests(path string, op *openapi3.Operation, exs []docExample) ([]e
 		out = append(out, r)
 	}
 	return out, ""
+}
+
+// TestReadmeCreatePayloadIsTheExample: the README's curl create sends the
+// createValidator example of the document.
+func TestReadmeCreatePayloadIsTheExample(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "/api/validators -d '")
+	if start < 0 {
+		t.Fatal("README shows no curl create (/api/validators -d '...')")
+	}
+	payload := text[start+len("/api/validators -d '"):]
+	payload = payload[:strings.Index(payload, "'")]
+	var got any
+	if err := json.Unmarshal([]byte(payload), &got); err != nil {
+		t.Fatalf("README's payload is not JSON: %v", err)
+	}
+	doc, err := openapi.Management()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := doc.Paths.Value("/api/validators").Post.RequestBody.Value.Content.Get("application/json").Example
+	if !jsonEqual(got, want) {
+		t.Errorf("README's payload %v is not the document's example %v", got, want)
+	}
 }
