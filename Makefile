@@ -20,11 +20,10 @@ prereqs:
 prereqs-test:
 	@GO="$(GO)" bash .ci/prereqs test
 
-## build: compile the binary into bin/ (it lists packages as they compile: the first build on cold
-## caches downloads modules and compiles SQLite's C code, a few minutes)
+## build: compile the binary into bin/, a line per stage with its elapsed time (the first build on
+## cold caches downloads the modules and compiles SQLite's C code: a few minutes)
 build: prereqs
-	@if [ ! -x $(BIN) ]; then echo "Building $(BIN): the first build downloads the Go modules and compiles SQLite's C code; on cold caches it takes a few minutes (packages are listed as they compile)."; fi
-	$(GO) build -v -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/validator-manager
+	@GO="$(GO)" LDFLAGS="$(LDFLAGS)" BIN="$(BIN)" bash .ci/build
 
 ## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/)
 generate:
@@ -45,7 +44,7 @@ node_modules/.bin/redocly: package.json package-lock.json
 
 ## lint: OpenAPI lint of both contracts, gofmt, go vet
 lint: prereqs-test node_modules/.bin/redocly
-	$(REDOCLY) lint $(SPECS)
+	$(REDOCLY) lint --config .ci/redocly.yaml $(SPECS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -60,8 +59,10 @@ test-go:
 	@bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
 
 
-## test: everything CI checks; ends with the line `N passed, N failed, N skipped`
-test: lint check-generated test-go
+## test: everything CI checks; prints each stage's duration and ends with the skipped tests (and
+## why) and the line `N passed, N failed, N skipped`
+test:
+	@bash .ci/stages "$(MAKE) --no-print-directory" lint check-generated test-go
 
 ## bench: load benchmark of the server against a bare echo baseline on 1,000 and 100,000 validators
 ## (not part of test; PostgreSQL too when TEST_POSTGRES_DSN is set; about 4 minutes once seeded; the

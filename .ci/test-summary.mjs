@@ -1,11 +1,21 @@
 // Reads `go test -json` on stdin and prints what plain `go test` prints (a line per package, and
-// the output of failing tests), then the closing line `N passed, N failed, N skipped` (tests and
-// subtests). Exits 1 when a test or a package failed.
+// the output of failing tests), then every skipped test with the reason it gave, then the closing
+// line `N passed, N failed, N skipped` (tests and subtests). Exits 1 when a test or a package failed.
 import { createInterface } from 'node:readline';
 
 const counts = { pass: 0, fail: 0, skip: 0 };
 const held = new Map(); // "pkg test" -> output lines, printed only if the test fails
 let failed = false;
+const skipped = []; // {pkg, test, reason}
+
+// reason is what a skipped test said (t.Skip's message), without go test's own lines.
+function reason(lines) {
+  return lines
+    .filter((l) => !/^\s*(=== |--- SKIP)/.test(l))
+    .map((l) => l.trim().replace(/^[\w.-]+\.go:\d+: /, ''))
+    .filter((l) => l !== '')
+    .join(' ');
+}
 
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   let e;
@@ -34,6 +44,9 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
         failed = true;
         process.stdout.write((held.get(key) ?? []).join(''));
       }
+      if (e.Action === 'skip') {
+        skipped.push({ pkg: e.Package, test: e.Test, reason: reason(held.get(key) ?? []) });
+      }
       held.delete(key);
     }
     continue;
@@ -44,5 +57,12 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   if (e.Action === 'fail') failed = true;
 }
 
+if (skipped.length > 0) {
+  process.stdout.write(`\nSkipped (${skipped.length}):\n`);
+  for (const s of skipped) {
+    process.stdout.write(`  ${s.pkg.replace(/^github\.com\/[^/]+\/[^/]+\//, '')} ${s.test}: ${s.reason || '(no reason given)'}\n`);
+  }
+  process.stdout.write('\n');
+}
 process.stdout.write(`${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped\n`);
 process.exit(failed ? 1 : 0);

@@ -3,15 +3,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/auth"
@@ -37,7 +41,51 @@ func root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	cmd.AddCommand(serveCmd(), tokenCmd(), recoverCmd(), versionCmd())
+	cmd.SetFlagErrorFunc(suggestFlag)
+	plainBools(cmd)
 	return cmd
+}
+
+// plainBools makes help show boolean flags as they are used (--dry-run)
+// rather than as pflag writes them (--dry-run[=true|false]); they still
+// take --dry-run=false.
+func plainBools(c *cobra.Command) {
+	c.InitDefaultHelpFlag()
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" {
+			f.Value = plainBool{f.Value}
+		}
+	})
+	for _, sub := range c.Commands() {
+		plainBools(sub)
+	}
+}
+
+// plainBool hides the IsBoolFlag method of a bool flag's value, which is
+// what makes pflag print [=true|false]; NoOptDefVal "true" still lets the
+// flag stand alone.
+type plainBool struct{ pflag.Value }
+
+// unknownFlag matches pflag's error for a flag the command does not have.
+var unknownFlag = regexp.MustCompile(`^unknown flag: --([^= ]+)`)
+
+// suggestFlag adds the nearest flag of the command (or, for a setting that
+// has no flag, its environment variable) to an unknown flag's error:
+// --port → --listen.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	m := unknownFlag.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if near := config.Nearest(m[1], names); near != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, near)
+	}
+	if key := config.Nearest(m[1], config.Keys()); key != "" {
+		return fmt.Errorf("%w (setting %s has no flag here; its environment variable is %s)", err, key, config.EnvName(key))
+	}
+	return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
 }
 
 func serveCmd() *cobra.Command {
@@ -70,12 +118,15 @@ func serveCmd() *cobra.Command {
 					}
 				}()
 			}
-			a, err := app.Open(ctx, cfg, log, version)
+			// The port first: a second server on a taken port stops here,
+			// before it creates or migrates anything in the data directory.
+			// Connections wait in the backlog until Run serves.
+			ln, err := net.Listen("tcp", cfg.Listen)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
-			ln, err := net.Listen("tcp", cfg.Listen)
+			defer ln.Close()
+			a, err := app.Open(ctx, cfg, log, version)
 			if err != nil {
 				return err
 			}
@@ -91,7 +142,15 @@ func serveCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nDevelopment bearer token (valid %s; `validator-manager token --data-dir %s` prints another):\n\n%s\n\nDocs: http://%s/docs-ui.html\n\n",
 					cfg.TokenTTL, cfg.DataDir, token, ln.Addr().String())
 			}
-			return a.Run(ctx, ln)
+			// When ctx ends, shutdown begins; the last line says it is over.
+			stopping := make(chan time.Time, 1)
+			go func() { <-ctx.Done(); stopping <- time.Now() }()
+			runErr := a.Run(ctx, ln)
+			closeErr := a.Close()
+			if ctx.Err() != nil {
+				log.Info("validator-manager stopped", "shutdown_seconds", time.Since(<-stopping).Seconds())
+			}
+			return errors.Join(runErr, closeErr)
 		},
 	}
 	config.RegisterFlags(cmd.Flags())

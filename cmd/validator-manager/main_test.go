@@ -136,3 +136,45 @@ func TestTokenHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagHelp: an unknown flag names the nearest one, and help shows
+// boolean flags as they are typed.
+func TestFlagHelp(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--port", "9090"}, "unknown flag: --port (did you mean --listen?)"},
+		{[]string{"recover", "--dryrun"}, "unknown flag: --dryrun (did you mean --dry-run?)"},
+		{[]string{"token", "--namespace", "x"}, "setting api.namespace has no flag here; its environment variable is VM_API_NAMESPACE"},
+	}
+	for _, tc := range cases {
+		cmd := root()
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	for _, sub := range []string{"serve", "recover"} {
+		var help bytes.Buffer
+		cmd := root()
+		cmd.SetOut(&help)
+		cmd.SetArgs([]string{sub, "--help"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(help.String(), "[=true|false]") || !strings.Contains(help.String(), "-h, --help ") {
+			t.Errorf("%s --help shows booleans with [=true|false]:\n%s", sub, help.String())
+		}
+	}
+	// A plain boolean flag still takes a value.
+	cmd := root()
+	serve, _, _ := cmd.Find([]string{"serve"})
+	if err := serve.ParseFlags([]string{"--api.metrics.public=false", "--api.metrics.public"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := serve.Flags().Lookup("api.metrics.public").Value.String(); got != "true" {
+		t.Errorf("--api.metrics.public: got %s, want true", got)
+	}
+}

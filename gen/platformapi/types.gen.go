@@ -329,7 +329,7 @@ type DarUploadResponse struct {
 type Error struct {
 	// Error What is wrong.
 	//
-	// Example: validator "validator-9" not found
+	// Example: validator "validator-9" does not exist in namespace "default"
 	Error string `json:"error"`
 
 	// Status The HTTP status code of the response.

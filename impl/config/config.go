@@ -233,12 +233,16 @@ func (c *Config) loadFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	var tree map[string]any
-	if err := yaml.Unmarshal(raw, &tree); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("config file %s: %w", path, syntaxError(raw, err))
 	}
-	flat := map[string]any{}
-	flatten("", tree, flat)
+	flat := map[string]leaf{}
+	if len(doc.Content) > 0 {
+		if err := flatten("", doc.Content[0], flat); err != nil {
+			return fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
 	byKey := map[string]setting{}
 	for _, s := range c.settings() {
 		byKey[s.key] = s
@@ -247,20 +251,87 @@ func (c *Config) loadFile(path string) error {
 	for k := range flat {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return flat[keys[i]].line < flat[keys[j]].line })
 	var unknown []string
 	for _, k := range keys {
 		if _, ok := byKey[k]; !ok {
-			unknown = append(unknown, strconv.Quote(k))
+			u := fmt.Sprintf("line %d: %q", flat[k].line, k)
+			if near := Nearest(k, Keys()); near != "" {
+				u += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			unknown = append(unknown, u)
 		}
 	}
 	if len(unknown) > 0 {
-		return fmt.Errorf("config file %s: unknown keys %s (known keys: %s)", path, strings.Join(unknown, ", "), strings.Join(Keys(), ", "))
+		return fmt.Errorf("config file %s: unknown keys: %s (known keys: %s)", path, strings.Join(unknown, ", "), strings.Join(Keys(), ", "))
 	}
 	for _, k := range keys {
-		if err := set(byKey[k], fmt.Sprint(flat[k])); err != nil {
-			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+		if err := set(byKey[k], flat[k].value); err != nil {
+			return fmt.Errorf("config file %s: line %d: %s: %w", path, flat[k].line, k, err)
 		}
+	}
+	return nil
+}
+
+// leaf is one key's value in a configuration file and the line it is on.
+type leaf struct {
+	value string
+	line  int
+}
+
+// syntaxError names the line where a YAML file stops parsing. yaml.v3
+// reports the line where the enclosing block starts (its context mark),
+// which for a mis-indented key or an unclosed bracket is lines above the
+// mistake; the first line whose prefix of the file no longer parses is
+// where the mistake is.
+func syntaxError(raw []byte, err error) error {
+	lines := strings.SplitAfter(string(raw), "\n")
+	for n := 1; n <= len(lines); n++ {
+		var probe yaml.Node
+		if perr := yaml.Unmarshal([]byte(strings.Join(lines[:n], "")), &probe); perr != nil {
+			msg := strings.TrimPrefix(perr.Error(), "yaml: ")
+			if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
+				msg = after
+			}
+			return fmt.Errorf("line %d: %s: %q", n, msg, strings.TrimRight(lines[n-1], "\r\n"))
+		}
+	}
+	return err
+}
+
+// flatten collects the leaves of a mapping node under dotted keys.
+func flatten(prefix string, n *yaml.Node, out map[string]leaf) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		if prefix == "" {
+			return fmt.Errorf("line %d: the file must be a mapping of keys (listen: ..., api: {...})", n.Line)
+		}
+		return fmt.Errorf("line %d: %s: want a single value, got a list", n.Line, prefix)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if prefix != "" {
+			key = prefix + "." + k.Value
+		}
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		if v.Kind == yaml.MappingNode {
+			if err := flatten(key, v, out); err != nil {
+				return err
+			}
+			continue
+		}
+		if prev, ok := out[key]; ok {
+			return fmt.Errorf("line %d: %s: given twice (first on line %d)", k.Line, key, prev.line)
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: %s: want a single value, got a list", v.Line, key)
+		}
+		out[key] = leaf{value: v.Value, line: k.Line}
 	}
 	return nil
 }
@@ -298,20 +369,6 @@ func UnknownEnv(environ []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func flatten(prefix string, in map[string]any, out map[string]any) {
-	for k, v := range in {
-		key := k
-		if prefix != "" {
-			key = prefix + "." + k
-		}
-		if m, ok := v.(map[string]any); ok {
-			flatten(key, m, out)
-			continue
-		}
-		out[key] = v
-	}
 }
 
 func set(s setting, v string) error {
@@ -405,4 +462,68 @@ func (c Config) SQLitePath() string {
 		return c.DatabaseDSN
 	}
 	return filepath.Join(c.DataDir, "validator-manager.db")
+}
+
+// aliases are words people try for a setting under another name.
+var aliases = map[string]string{
+	"port": "listen", "address": "listen", "addr": "listen", "host": "listen", "bind": "listen",
+	"data": "dataDir", "dir": "dataDir", "datadir": "dataDir",
+	"kubeconfig": "cluster.kubeconfig", "namespace": "api.namespace", "jwks": "api.auth.jwksUri",
+	"loglevel": "log.level", "verbose": "log.level", "debug": "log.level",
+	"timeout": "server.requestTimeout", "dsn": "database.dsn", "db": "database.dsn", "database": "database.dsn",
+}
+
+// Nearest is the candidate closest to name, "" when none is close: a known
+// alias (port → listen), the candidate whose last segment is name
+// (namespace → api.namespace), or the one within a few edits of it. name and
+// the candidates compare case-insensitively and ignoring '-', as keys and
+// flags spell the same words differently.
+func Nearest(name string, candidates []string) string {
+	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s)) }
+	n := norm(name)
+	has := func(c string) bool { return slices.Contains(candidates, c) }
+	if a, ok := aliases[n]; ok {
+		for _, c := range candidates {
+			if norm(c) == norm(a) || norm(c) == norm(FlagName(a)) {
+				return c
+			}
+		}
+	}
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		cn := norm(c)
+		last := cn[strings.LastIndex(cn, ".")+1:]
+		if last == n && !has(name) {
+			return c
+		}
+		d := min(editDistance(n, cn), editDistance(n, last))
+		if best == "" || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" || bestDist > max(2, len(n)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

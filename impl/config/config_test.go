@@ -94,8 +94,17 @@ func TestRejects(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"unknown key in file", map[string]string{"VM_CONFIG": write("a.yaml", "api:\n  namespaces: x\n")}, `unknown keys "api.namespaces"`},
-		{"every unknown key in file", map[string]string{"VM_CONFIG": write("b.yaml", "listn: x\nlog:\n  levl: debug\n")}, `unknown keys "listn", "log.levl"`},
+		{"unknown key in file", map[string]string{"VM_CONFIG": write("a.yaml", "api:\n  namespaces: x\n")}, `unknown keys: line 2: "api.namespaces" (did you mean "api.namespace"?)`},
+		{"every unknown key in file", map[string]string{"VM_CONFIG": write("b.yaml", "listn: x\nlog:\n  levl: debug\n")}, `unknown keys: line 1: "listn" (did you mean "listen"?), line 3: "log.levl" (did you mean "log.level"?)`},
+		{"port is listen", map[string]string{"VM_CONFIG": write("port.yaml", "port: 8080\n")}, `line 1: "port" (did you mean "listen"?)`},
+		// yaml.v3 names the line where the enclosing block starts (1 or 2
+		// here); the mistake is on the line named.
+		{"mis-indented key", map[string]string{"VM_CONFIG": write("c.yaml", "api:\n  namespace: x\n listen: y\n")}, `line 3: did not find expected key: " listen: y"`},
+		{"unclosed flow mapping", map[string]string{"VM_CONFIG": write("d.yaml", "log:\n  level: info\napi:\n  auth: {jwksUri: a\nlisten: b\n")}, `line 4:`},
+		{"missing colon", map[string]string{"VM_CONFIG": write("e.yaml", "server:\n  requestTimeout: 60s\n  shutdownTimeout 15s\nlisten: a\n")}, `line 3:`},
+		{"bad value in file", map[string]string{"VM_CONFIG": write("f.yaml", "listen: a\n\nserver:\n  shutdownTimeout: soon\n")}, `line 4: server.shutdownTimeout: not a duration: "soon"`},
+		{"key given twice", map[string]string{"VM_CONFIG": write("g.yaml", "listen: a\nlog:\n  level: info\nlisten: b\n")}, `line 4: listen: given twice (first on line 1)`},
+		{"list for a value", map[string]string{"VM_CONFIG": write("h.yaml", "api:\n  namespace:\n    - a\n")}, `line 3: api.namespace: want a single value`},
 		{"bad log level", map[string]string{"VM_LOG_LEVEL": "verbose"}, `log.level: "verbose" is not one of`},
 		{"unknown cluster mode", map[string]string{"VM_CLUSTER_MODE": "docker"}, "cluster.mode"},
 		{"unknown identity provider", map[string]string{"VM_IDP_MODE": "ldap"}, "idp.mode"},
@@ -109,6 +118,20 @@ func TestRejects(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNearest: the suggestion for a misspelt or misnamed flag or key.
+func TestNearest(t *testing.T) {
+	flags := []string{"listen", "data-dir", "api.namespace", "api.auth.jwks-uri", "log.level", "config"}
+	cases := map[string]string{
+		"port": "listen", "listn": "listen", "address": "listen", "namespace": "api.namespace",
+		"jwks-uri": "api.auth.jwks-uri", "datadir": "data-dir", "log.levl": "log.level", "zzzzzz": "",
+	}
+	for in, want := range cases {
+		if got := config.Nearest(in, flags); got != want {
+			t.Errorf("Nearest(%q): got %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -54,6 +54,11 @@ func New(platform, management *openapi3.T) (*Docs, error) {
 		SwaggerJSON: PlatformPath,
 		BasePath:    AssetsPrefix,
 		ShowTopBar:  true,
+		// Swagger UI caps the selector's label at 600 px, sharing it with
+		// "Select a definition", which cut the release names off; the
+		// selector takes the room its longest name needs.
+		AppendHead: `<style>.swagger-ui .topbar .download-url-wrapper .select-label{max-width:none}` +
+			`.swagger-ui .topbar .download-url-wrapper .select-label select{min-width:34em;flex:none;width:auto}</style>`,
 		SettingsUI: map[string]string{
 			// The top bar's selector switches between the two releases.
 			"urls":                 string(urls),

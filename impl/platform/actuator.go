@@ -77,5 +77,5 @@ func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (pla
 // client's own handler (telemetry.Metrics.Handler), a plain handler that
 // negotiates the exposition format.
 func (s *Server) GetPrometheus(context.Context, platformapi.GetPrometheusRequestObject) (platformapi.GetPrometheusResponseObject, error) {
-	return nil, notBuilt("getPrometheus", "the metrics are served by the telemetry handler, which is not configured")
+	return nil, notWired("getPrometheus", "the telemetry handler that serves the metrics")
 }

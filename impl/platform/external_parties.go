@@ -197,13 +197,13 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 }
 
 func (s *Server) ApprovePendingHosting(ctx context.Context, req platformapi.ApprovePendingHostingRequestObject) (platformapi.ApprovePendingHostingResponseObject, error) {
-	return nil, notBuilt("approvePendingHosting", needsLedger)
+	return nil, notBuilt("approvePendingHosting", needsAdminAPI)
 }
 
 func (s *Server) PrepareAmendHosting(ctx context.Context, req platformapi.PrepareAmendHostingRequestObject) (platformapi.PrepareAmendHostingResponseObject, error) {
-	return nil, notBuilt("prepareAmendHosting", needsLedger)
+	return nil, notBuilt("prepareAmendHosting", needsAdminAPI)
 }
 
 func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitAmendHostingRequestObject) (platformapi.SubmitAmendHostingResponseObject, error) {
-	return nil, notBuilt("submitAmendHosting", needsLedger)
+	return nil, notBuilt("submitAmendHosting", needsAdminAPI)
 }

@@ -91,17 +91,17 @@ func (s *Server) AllocateParty(ctx context.Context, req platformapi.AllocatePart
 }
 
 func (s *Server) ListLocalParties(ctx context.Context, req platformapi.ListLocalPartiesRequestObject) (platformapi.ListLocalPartiesResponseObject, error) {
-	return nil, notBuilt("listLocalParties", needsLedger)
+	return nil, notBuilt("listLocalParties", needsAdminAPI)
 }
 
 func (s *Server) ListExternalParties(ctx context.Context, req platformapi.ListExternalPartiesRequestObject) (platformapi.ListExternalPartiesResponseObject, error) {
-	return nil, notBuilt("listExternalParties", needsLedger)
+	return nil, notBuilt("listExternalParties", needsAdminAPI)
 }
 
 func (s *Server) ListTopologyProposals(ctx context.Context, req platformapi.ListTopologyProposalsRequestObject) (platformapi.ListTopologyProposalsResponseObject, error) {
-	return nil, notBuilt("listTopologyProposals", needsLedger)
+	return nil, notBuilt("listTopologyProposals", needsAdminAPI)
 }
 
 func (s *Server) LookupParticipant(ctx context.Context, req platformapi.LookupParticipantRequestObject) (platformapi.LookupParticipantResponseObject, error) {
-	return nil, notBuilt("lookupParticipant", needsLedger)
+	return nil, notBuilt("lookupParticipant", needsAdminAPI)
 }

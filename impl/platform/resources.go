@@ -47,7 +47,7 @@ func (b rawJSON) VisitGetApplicationStatusResponse(w http.ResponseWriter) error 
 
 func (s *Server) resources() (Resources, error) {
 	if s.cluster == nil {
-		return nil, notBuilt("cluster reads", needsCluster)
+		return nil, notWired("cluster reads", partCluster)
 	}
 	return s.cluster, nil
 }

@@ -4,6 +4,7 @@ package platform
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
@@ -64,10 +65,22 @@ func notBuilt(operation, missing string) error {
 	return domain.NotImplemented(operation, missing)
 }
 
+// notWired is the answer of a built operation whose part this server was
+// assembled without (a test server, or a process wired for one release).
+func notWired(operation, part string) error {
+	return &domain.Error{Code: domain.CodeNotImplemented, Message: fmt.Sprintf("%s is not available: this server was started without %s", operation, part)}
+}
+
+// The parts whose absence notWired names.
 const (
-	needsCluster  = "the release 2.0 cluster resource reader (Validator/Application informers) is not built yet"
-	needsLedger   = "the release 2.0 upstream proxy (ledger JSON API, participant admin API, scan, validator app) is not built yet"
-	needsAdminAPI = "the release 2.0 client of the participant admin gRPC API is not built yet"
-	needsConsole  = "the release 2.0 ledger console stream is not built yet"
-	needsGateway  = "the release 2.0 wallet gateway custody integration is not built yet"
+	partCluster   = "the cluster resource reader (Validator/Application informers)"
+	partUpstreams = "the upstream proxy (ledger JSON API, scan, validator app)"
+)
+
+// What notBuilt names as missing, in the words of the README's "Not built
+// yet" table.
+const (
+	needsAdminAPI = "it needs a client of the participant admin gRPC API"
+	needsConsole  = "it needs the ledger console stream (an exec stream into the participant pod)"
+	needsGateway  = "it needs the wallet gateway custody integration"
 )

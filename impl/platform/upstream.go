@@ -18,7 +18,7 @@ type Upstreams interface {
 // node resolves validator's nodes, or says the proxy is not configured.
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
 	if s.upstreams == nil {
-		return nil, notBuilt(operation, needsLedger)
+		return nil, notWired(operation, partUpstreams)
 	}
 	n, err := s.upstreams.For(ctx, validator)
 	if err != nil {

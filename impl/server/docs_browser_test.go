@@ -2,9 +2,14 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"html"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -72,4 +77,95 @@ func TestDocsPageInBrowser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// measurePage loads the documentation page in a same-origin frame, waits
+// for the release selector and reports, for each of its labels, the width
+// the text needs and the width the selector gives it.
+const measurePage = `<!doctype html><html><body style="margin:0">
+<iframe id="f" src="/docs-ui.html" style="width:1280px;height:900px;border:0"></iframe>
+<pre id="result">pending</pre>
+<script>
+function measure() {
+  const doc = document.getElementById('f').contentDocument;
+  const sel = doc && doc.querySelector('.topbar select');
+  if (!sel || sel.options.length < 2) { setTimeout(measure, 100); return; }
+  const style = doc.defaultView.getComputedStyle(sel);
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = style.fontWeight + ' ' + style.fontSize + ' ' + style.fontFamily;
+  // The room for text: the box minus its padding, borders and the arrow.
+  const arrow = 20;
+  const room = sel.getBoundingClientRect().width - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)
+    - parseFloat(style.borderLeftWidth) - parseFloat(style.borderRightWidth) - arrow;
+  const out = [...sel.options].map(o => ({label: o.text, need: Math.ceil(ctx.measureText(o.text).width), room: Math.floor(room)}));
+  document.getElementById('result').textContent = 'RESULT' + JSON.stringify(out) + 'END';
+}
+measure();
+</script></body></html>`
+
+// TestDocsReleaseSelectorShowsFullLabels: the top bar's selector is wide
+// enough for each release's whole name (it used to cut them off at
+// "…API (/ap"). It also leaves a screenshot of the page in the test's log
+// directory for a person to look at (DOCS_SCREENSHOT names a file to keep it).
+func TestDocsReleaseSelectorShowsFullLabels(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
+	}
+	s := apitest.Start(t, apitest.Options{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/measure.html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(measurePage))
+	})
+	mux.Handle("/", s.App.Server)
+	site := httptest.NewServer(mux)
+	defer site.Close()
+
+	chrome := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--no-first-run", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=20000", "--window-size=1280,900"}
+		out, err := exec.CommandContext(ctx, browser, append(base, args...)...).Output()
+		if err != nil {
+			t.Fatalf("chromium: %v", err)
+		}
+		return out
+	}
+	dom := string(chrome("--dump-dom", site.URL+"/measure.html"))
+	m := regexp.MustCompile(`RESULT(.*)END`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page reported no measurement (selector not rendered?)")
+	}
+	var labels []struct {
+		Label      string
+		Need, Room float64
+	}
+	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &labels); err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) != 2 {
+		t.Fatalf("selector lists %d releases, want 2: %+v", len(labels), labels)
+	}
+	for _, l := range labels {
+		t.Logf("%q needs %.0f px, has %.0f px", l.Label, l.Need, l.Room)
+		if l.Need > l.Room {
+			t.Errorf("%q is cut off: it needs %.0f px, the selector gives %.0f px", l.Label, l.Need, l.Room)
+		}
+	}
+	shot := os.Getenv("DOCS_SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(t.TempDir(), "docs.png")
+	}
+	chrome("--screenshot="+shot, site.URL+"/docs-ui.html")
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	t.Logf("screenshot: %s", shot)
 }

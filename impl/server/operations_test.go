@@ -7,6 +7,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -724,6 +726,44 @@ func assertNotBuilt(t *testing.T, release, id string, r apiResponse) {
 	if !strings.Contains(e.Error, want) {
 		t.Errorf("error: got %q, want it to contain %q", e.Error, want)
 	}
+	area, ok := readmeNotBuilt(t)[id]
+	if !ok {
+		t.Errorf("%s answers 501 but the README's \"Not built yet\" table does not list it", id)
+	} else if !strings.Contains(e.Error, area) {
+		t.Errorf("error: got %q, want it to name what the README says is missing: %q", e.Error, area)
+	}
+}
+
+// readmeNotBuilt reads the README's "Not built yet" table: operationId →
+// the area the README names as missing.
+func readmeNotBuilt(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "**Not built yet**")
+	if start < 0 {
+		t.Fatal("README has no **Not built yet** section")
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(text[start:], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 4 || !strings.Contains(cells[2], "`") {
+			if len(out) > 0 && !strings.HasPrefix(line, "|") {
+				break
+			}
+			continue
+		}
+		area := strings.TrimSpace(cells[1])
+		for _, op := range strings.Split(cells[2], ",") {
+			op = strings.TrimSpace(op)
+			op = strings.Trim(strings.Fields(op + " x")[0], "`")
+			out[op] = area
+		}
+	}
+	return out
 }
 
 // managementError decodes release 1.11's error body, a JSON object of string to string.

@@ -219,8 +219,11 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		HandleError:  true, // render the error first, so the logged status is the one sent
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			// 501 is an expected answer of this server version, not a failure.
-			if v.Status >= 500 && v.Status != http.StatusNotImplemented {
+			// 501 is an expected answer of this server version, not a failure;
+			// health's 503 is its report (DOWN while the caches sync at start),
+			// not a failure of the request.
+			report := v.Status == http.StatusNotImplemented || v.Status == http.StatusServiceUnavailable && v.URIPath == "/actuator/health"
+			if v.Status >= 500 && !report {
 				level = slog.LevelError
 			}
 			s.log.LogAttrs(c.Request().Context(), level, "request",

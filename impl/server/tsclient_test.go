@@ -4,17 +4,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 )
 
-// TestTypeScriptClient generates a TypeScript client with openapi-typescript
-// from each document the server serves, type-checks testdata/tsclient's
-// calls of public and protected operations with tsc, and runs them against
-// the server (openapi-fetch). The tools are the ones package-lock.json pins
-// (`npm ci`, which `make test` runs first).
+// TestTypeScriptClient runs the README's client-generation commands as
+// written, from the repository root, against a running server: the
+// TypeScript clients (openapi-typescript) type-check testdata/tsclient's
+// calls of public and protected operations with tsc and run them against the
+// server (openapi-fetch); the Go clients (oapi-codegen) compile. The Node
+// tools are the ones package-lock.json pins (`npm ci`, which `make test`
+// runs first).
 func TestTypeScriptClient(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -48,24 +51,88 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 
 	s := apitest.Start(t, apitest.Options{})
-	ctx := t.Context()
-	plat, err := s.Public.GetApiDocsWithResponse(ctx)
-	if err != nil || plat.StatusCode() != 200 {
-		t.Fatalf("/v3/api-docs: %v", err)
+	// The README's commands, as written, from the repository root (where a
+	// tool may pick up configuration files), against this server.
+	commands := readmeClientCommands(t, root)
+	if len(commands) != 4 {
+		t.Fatalf("README client commands: got %q, want two openapi-typescript and two oapi-codegen lines", commands)
 	}
-	mgmt, err := s.Public.GetManagementApiDocsWithResponse(ctx)
-	if err != nil || mgmt.StatusCode() != 200 {
-		t.Fatalf("/v3/api-docs/management: %v", err)
+	if err := os.MkdirAll(filepath.Join(dir, "gen"), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	for name, doc := range map[string][]byte{"platform": plat.Body, "management": mgmt.Body} {
-		in := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(in, doc, 0o600); err != nil {
+	for _, line := range commands {
+		line = strings.ReplaceAll(line, "https://vm.example.com", s.URL)
+		args := strings.Fields(line)
+		for i, a := range args {
+			if i > 0 && args[i-1] == "-o" {
+				args[i] = filepath.Join(dir, "gen", a) // the README writes into the working directory
+			}
+		}
+		if args[0] == "npx" {
+			args[0] = bin(args[1]) // what npx runs in the root: the pinned tool
+			args = append(args[:1], args[2:]...)
+		}
+		if args[0] == "go" {
+			args[0] = goTool(t)
+		}
+		run(t, root, args[0], args[1:]...)
+	}
+	for _, name := range []string{"platform", "management"} {
+		// client.ts imports gen/<release>.ts; the Go clients compile below.
+		if _, err := os.Stat(filepath.Join(dir, "gen", name+".ts")); err != nil {
 			t.Fatal(err)
 		}
-		run(t, dir, bin("openapi-typescript"), in, "-o", filepath.Join(dir, "gen", name+".ts"))
 	}
 	run(t, dir, bin("tsc"), "-p", filepath.Join(dir, "tsconfig.json"))
 	run(t, dir, node, filepath.Join(dir, "run.mjs"), s.URL, s.Token)
+	for _, name := range []string{"platform", "management"} {
+		// Each generated Go client compiles on its own (vet type-checks it).
+		pkg := filepath.Join(dir, "goclient", name)
+		if err := os.MkdirAll(pkg, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "gen", name+".gen.go"), filepath.Join(pkg, name+".gen.go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "goclient", "doc.go"), []byte("package goclient\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Inside this module, so the client resolves oapi-codegen's runtime as pinned.
+	check := filepath.Join(root, "impl", "server", "testdata", "readmeclient")
+	if err := os.MkdirAll(filepath.Dir(check), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "goclient"), check); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(check) })
+	run(t, root, goTool(t), "vet", "./impl/server/testdata/readmeclient/...")
+}
+
+// readmeClientCommands are the README's client-generation command lines.
+func readmeClientCommands(t *testing.T, root string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "npx openapi-typescript ") || strings.HasPrefix(line, "go run github.com/oapi-codegen/") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func goTool(t *testing.T) string {
+	t.Helper()
+	g, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	return g
 }
 
 func run(t *testing.T, dir, name string, args ...string) {
