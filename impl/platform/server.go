@@ -65,9 +65,8 @@ func notBuilt(operation, missing string) error {
 }
 
 const (
-	needsCluster  = "the release 2.0 cluster resource reader (Validator/Application informers) is not built yet"
-	needsLedger   = "the release 2.0 upstream proxy (ledger JSON API, participant admin API, scan, validator app) is not built yet"
-	needsAdminAPI = "the release 2.0 client of the participant admin gRPC API is not built yet"
-	needsConsole  = "the release 2.0 ledger console stream is not built yet"
-	needsGateway  = "the release 2.0 wallet gateway custody integration is not built yet"
+	needsCluster = "the release 2.0 cluster resource reader (Validator/Application informers) is not built yet"
+	needsLedger  = "the release 2.0 upstream proxy (ledger JSON API, participant admin API, scan, validator app) is not built yet"
+	needsConsole = "the release 2.0 ledger console stream is not built yet"
+	needsGateway = "the release 2.0 wallet gateway custody integration is not built yet"
 )
