@@ -122,13 +122,14 @@ func external(m *protocolv30.PartyToParticipant) bool {
 	})
 }
 
-// owing are the hosts of a proposal whose participant has not signed it:
-// a participant signs with its namespace key, whose fingerprint is its
-// UID's namespace.
-func owing(m *protocolv30.PartyToParticipant, signedBy []string) []platformapi.HostingParticipant {
+// owing are the hosts a proposal adds to the current mapping (nil: none
+// yet) whose participant has not signed it: Canton requires each added
+// host's consent, and a participant signs with its namespace key, whose
+// fingerprint is its UID's namespace.
+func owing(m, current *protocolv30.PartyToParticipant, signedBy []string) []platformapi.HostingParticipant {
 	out := []platformapi.HostingParticipant{}
 	for _, h := range m.GetParticipants() {
-		if slices.Contains(signedBy, namespace(h.GetParticipantUid())) {
+		if slices.Contains(signedBy, namespace(h.GetParticipantUid())) || hosts(current, h.GetParticipantUid()) {
 			continue
 		}
 		perm := platformapi.HostingPermissionConfirming

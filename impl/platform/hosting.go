@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -147,7 +148,11 @@ func (s *Server) ApprovePendingHosting(ctx context.Context, req platformapi.Appr
 		for _, sig := range res.GetTransaction().GetSignatures() {
 			signedBy = append(signedBy, sig.GetSignedBy())
 		}
-		out.Hosts = owing(pending.GetItem(), signedBy)
+		current, err := currentMapping(ctx, a, p, party)
+		if err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return nil, err
+		}
+		out.Hosts = owing(pending.GetItem(), current.GetItem(), signedBy)
 	}
 	return out, nil
 }
@@ -297,8 +302,12 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 	}
 	for _, r := range proposals {
 		if r.GetItem().GetParty() == b.PartyId && int64(r.GetContext().GetSerial()) == serial {
+			current, err := currentMapping(ctx, a, p, b.PartyId)
+			if err != nil && !errors.Is(err, domain.ErrNotFound) {
+				return nil, err
+			}
 			out.Complete = false
-			out.Hosts = owing(r.GetItem(), r.GetContext().GetSignedByFingerprints())
+			out.Hosts = owing(r.GetItem(), current.GetItem(), r.GetContext().GetSignedByFingerprints())
 		}
 	}
 	return out, nil
