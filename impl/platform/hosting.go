@@ -256,6 +256,10 @@ var (
 // signature (AddTransactions); the participant checks the signature and
 // the serial. The answer is the hosting state the change is in.
 func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitAmendHostingRequestObject) (platformapi.SubmitAmendHostingResponseObject, error) {
+	a, err := s.admin(ctx, "submitAmendHosting", req.Name)
+	if err != nil {
+		return nil, err
+	}
 	b := req.Body
 	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
 	if b.SignatureFormat != nil {
@@ -274,10 +278,6 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 	}
 	if tx.PartyToParticipant.Party != b.PartyId {
 		return nil, domain.Invalid("transaction", "maps party %s, not %s", tx.PartyToParticipant.Party, b.PartyId)
-	}
-	a, err := s.admin(ctx, "submitAmendHosting", req.Name)
-	if err != nil {
-		return nil, err
 	}
 	p, err := identify(ctx, a)
 	if err != nil {

@@ -391,11 +391,26 @@ func TestAdminOperations(t *testing.T) {
 	}
 
 	gets := map[string]call{
-		"getParticipantStatus":  func() (int, []byte) { r, _ := s.Platform.GetParticipantStatusWithResponse(ctx, validator); return r.StatusCode(), r.Body },
-		"getValidatorKeys":      func() (int, []byte) { r, _ := s.Platform.GetValidatorKeysWithResponse(ctx, validator); return r.StatusCode(), r.Body },
-		"listLocalParties":      func() (int, []byte) { r, _ := s.Platform.ListLocalPartiesWithResponse(ctx, validator); return r.StatusCode(), r.Body },
-		"listExternalParties":   func() (int, []byte) { r, _ := s.Platform.ListExternalPartiesWithResponse(ctx, validator); return r.StatusCode(), r.Body },
-		"listTopologyProposals": func() (int, []byte) { r, _ := s.Platform.ListTopologyProposalsWithResponse(ctx, validator); return r.StatusCode(), r.Body },
+		"getParticipantStatus": func() (int, []byte) {
+			r, _ := s.Platform.GetParticipantStatusWithResponse(ctx, validator)
+			return r.StatusCode(), r.Body
+		},
+		"getValidatorKeys": func() (int, []byte) {
+			r, _ := s.Platform.GetValidatorKeysWithResponse(ctx, validator)
+			return r.StatusCode(), r.Body
+		},
+		"listLocalParties": func() (int, []byte) {
+			r, _ := s.Platform.ListLocalPartiesWithResponse(ctx, validator)
+			return r.StatusCode(), r.Body
+		},
+		"listExternalParties": func() (int, []byte) {
+			r, _ := s.Platform.ListExternalPartiesWithResponse(ctx, validator)
+			return r.StatusCode(), r.Body
+		},
+		"listTopologyProposals": func() (int, []byte) {
+			r, _ := s.Platform.ListTopologyProposalsWithResponse(ctx, validator)
+			return r.StatusCode(), r.Body
+		},
 		"lookupParticipant": func() (int, []byte) {
 			r, _ := s.Platform.LookupParticipantWithResponse(ctx, validator, &platformapi.LookupParticipantParams{ParticipantUid: "participant-"})
 			return r.StatusCode(), r.Body
