@@ -26,12 +26,14 @@ build: prereqs
 	@GO="$(GO)" LDFLAGS="$(LDFLAGS)" BIN="$(BIN)" bash .ci/build
 
 ## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/)
+## and from the participant admin gRPC subset in openapi/proto/ (needs protoc: apt-get install -y protobuf-compiler)
 generate:
 	cd gen/managementapi && $(GO) generate .
 	cd gen/platformapi && $(GO) generate .
 	cd gen/upstream/ledgerapi && $(GO) generate .
 	cd gen/upstream/scanapi && $(GO) generate .
 	cd gen/upstream/validatorapi && $(GO) generate .
+	cd gen/upstream/adminapi && $(GO) generate .
 
 ## check-generated: fail when gen/ is not what `make generate` produces
 check-generated:

@@ -57,19 +57,19 @@ type ServerInterface interface {
 	// GetValidatorDetails Get the aggregate view of a validator
 	// (GET /api/v1/validators/{name}/details)
 	GetValidatorDetails(ctx echo.Context, name ValidatorNamePath) error
-	// ListExternalParties List externally signed parties onboarded here (not built yet)
+	// ListExternalParties List externally signed parties onboarded here
 	// (GET /api/v1/validators/{name}/external-parties)
 	ListExternalParties(ctx echo.Context, name ValidatorNamePath) error
 	// AllocateExternalParty Allocate an external party from its multi-hash signature
 	// (POST /api/v1/validators/{name}/external-parties/allocate)
 	AllocateExternalParty(ctx echo.Context, name ValidatorNamePath) error
-	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
+	// PrepareAmendHosting Prepare a hosting change of an external party
 	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare)
 	PrepareAmendHosting(ctx echo.Context, name ValidatorNamePath) error
-	// SubmitAmendHosting Submit a signed hosting change (not built yet)
+	// SubmitAmendHosting Submit a signed hosting change
 	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/submit)
 	SubmitAmendHosting(ctx echo.Context, name ValidatorNamePath) error
-	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
+	// ApprovePendingHosting Approve a hosting proposal naming this participant
 	// (POST /api/v1/validators/{name}/external-parties/approve-pending)
 	ApprovePendingHosting(ctx echo.Context, name ValidatorNamePath) error
 	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
@@ -78,16 +78,16 @@ type ServerInterface interface {
 	// GetIdentityDump Download the participant identity export
 	// (GET /api/v1/validators/{name}/identity-dump)
 	GetIdentityDump(ctx echo.Context, name ValidatorNamePath) error
-	// GetValidatorKeys List the participant's public keys (not built yet)
+	// GetValidatorKeys List the participant's public keys
 	// (GET /api/v1/validators/{name}/keys)
 	GetValidatorKeys(ctx echo.Context, name ValidatorNamePath) error
-	// ListLocalParties List parties hosted on this participant (not built yet)
+	// ListLocalParties List parties hosted on this participant
 	// (GET /api/v1/validators/{name}/local-parties)
 	ListLocalParties(ctx echo.Context, name ValidatorNamePath) error
-	// LookupParticipant Check a participant UID (advisory) (not built yet)
+	// LookupParticipant Check a participant UID (advisory)
 	// (GET /api/v1/validators/{name}/participant-lookup)
 	LookupParticipant(ctx echo.Context, name ValidatorNamePath, params LookupParticipantParams) error
-	// GetParticipantStatus Get participant node health (not built yet)
+	// GetParticipantStatus Get participant node health
 	// (GET /api/v1/validators/{name}/participant-status)
 	GetParticipantStatus(ctx echo.Context, name ValidatorNamePath) error
 	// ListParties Look up parties by id prefix
@@ -99,7 +99,7 @@ type ServerInterface interface {
 	// GetValidatorStatus Get a validator's resource status
 	// (GET /api/v1/validators/{name}/status)
 	GetValidatorStatus(ctx echo.Context, name ValidatorNamePath) error
-	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
+	// ListTopologyProposals List party hosting proposals on the synchronizer
 	// (GET /api/v1/validators/{name}/topology-proposals)
 	ListTopologyProposals(ctx echo.Context, name ValidatorNamePath) error
 	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
@@ -4919,19 +4919,19 @@ type StrictServerInterface interface {
 	// GetValidatorDetails Get the aggregate view of a validator
 	// (GET /api/v1/validators/{name}/details)
 	GetValidatorDetails(ctx context.Context, request GetValidatorDetailsRequestObject) (GetValidatorDetailsResponseObject, error)
-	// ListExternalParties List externally signed parties onboarded here (not built yet)
+	// ListExternalParties List externally signed parties onboarded here
 	// (GET /api/v1/validators/{name}/external-parties)
 	ListExternalParties(ctx context.Context, request ListExternalPartiesRequestObject) (ListExternalPartiesResponseObject, error)
 	// AllocateExternalParty Allocate an external party from its multi-hash signature
 	// (POST /api/v1/validators/{name}/external-parties/allocate)
 	AllocateExternalParty(ctx context.Context, request AllocateExternalPartyRequestObject) (AllocateExternalPartyResponseObject, error)
-	// PrepareAmendHosting Prepare a hosting change of an external party (not built yet)
+	// PrepareAmendHosting Prepare a hosting change of an external party
 	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/prepare)
 	PrepareAmendHosting(ctx context.Context, request PrepareAmendHostingRequestObject) (PrepareAmendHostingResponseObject, error)
-	// SubmitAmendHosting Submit a signed hosting change (not built yet)
+	// SubmitAmendHosting Submit a signed hosting change
 	// (POST /api/v1/validators/{name}/external-parties/amend-hosting/submit)
 	SubmitAmendHosting(ctx context.Context, request SubmitAmendHostingRequestObject) (SubmitAmendHostingResponseObject, error)
-	// ApprovePendingHosting Approve a hosting proposal naming this participant (not built yet)
+	// ApprovePendingHosting Approve a hosting proposal naming this participant
 	// (POST /api/v1/validators/{name}/external-parties/approve-pending)
 	ApprovePendingHosting(ctx context.Context, request ApprovePendingHostingRequestObject) (ApprovePendingHostingResponseObject, error)
 	// GenerateExternalPartyTopology Generate the onboarding topology of an external party
@@ -4940,16 +4940,16 @@ type StrictServerInterface interface {
 	// GetIdentityDump Download the participant identity export
 	// (GET /api/v1/validators/{name}/identity-dump)
 	GetIdentityDump(ctx context.Context, request GetIdentityDumpRequestObject) (GetIdentityDumpResponseObject, error)
-	// GetValidatorKeys List the participant's public keys (not built yet)
+	// GetValidatorKeys List the participant's public keys
 	// (GET /api/v1/validators/{name}/keys)
 	GetValidatorKeys(ctx context.Context, request GetValidatorKeysRequestObject) (GetValidatorKeysResponseObject, error)
-	// ListLocalParties List parties hosted on this participant (not built yet)
+	// ListLocalParties List parties hosted on this participant
 	// (GET /api/v1/validators/{name}/local-parties)
 	ListLocalParties(ctx context.Context, request ListLocalPartiesRequestObject) (ListLocalPartiesResponseObject, error)
-	// LookupParticipant Check a participant UID (advisory) (not built yet)
+	// LookupParticipant Check a participant UID (advisory)
 	// (GET /api/v1/validators/{name}/participant-lookup)
 	LookupParticipant(ctx context.Context, request LookupParticipantRequestObject) (LookupParticipantResponseObject, error)
-	// GetParticipantStatus Get participant node health (not built yet)
+	// GetParticipantStatus Get participant node health
 	// (GET /api/v1/validators/{name}/participant-status)
 	GetParticipantStatus(ctx context.Context, request GetParticipantStatusRequestObject) (GetParticipantStatusResponseObject, error)
 	// ListParties Look up parties by id prefix
@@ -4961,7 +4961,7 @@ type StrictServerInterface interface {
 	// GetValidatorStatus Get a validator's resource status
 	// (GET /api/v1/validators/{name}/status)
 	GetValidatorStatus(ctx context.Context, request GetValidatorStatusRequestObject) (GetValidatorStatusResponseObject, error)
-	// ListTopologyProposals List party hosting proposals on the synchronizer (not built yet)
+	// ListTopologyProposals List party hosting proposals on the synchronizer
 	// (GET /api/v1/validators/{name}/topology-proposals)
 	ListTopologyProposals(ctx context.Context, request ListTopologyProposalsRequestObject) (ListTopologyProposalsResponseObject, error)
 	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters

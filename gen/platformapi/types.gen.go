@@ -307,6 +307,18 @@ type CustodyProviderSettings struct {
 	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
 }
 
+// DarPackage A DAR known to the participant.
+type DarPackage struct {
+	// MainPackageId Id of the DAR's main package.
+	MainPackageId string `json:"mainPackageId"`
+
+	// Name Package name of the main package (empty when the participant does not know it).
+	Name string `json:"name"`
+
+	// Version Package version of the main package (empty when the participant does not know it).
+	Version string `json:"version"`
+}
+
 // DarUpload defines model for DarUpload.
 type DarUpload struct {
 	// File The DAR file; streamed to the ledger.
@@ -815,8 +827,8 @@ type ValidatorDetails struct {
 	// AuthenticatedUserError Why `authenticatedUser` could not be fetched.
 	AuthenticatedUserError *string `json:"authenticatedUserError,omitempty"`
 
-	// Dars Every package id known to the ledger (`GET /v2/packages`).
-	Dars *[]string `json:"dars,omitempty"`
+	// Dars Every DAR of the participant (participant admin API `PackageService.ListDars`), in its order.
+	Dars *[]DarPackage `json:"dars,omitempty"`
 
 	// DarsError Why `dars` could not be fetched.
 	DarsError *string `json:"darsError,omitempty"`

@@ -29,6 +29,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/server"
 	"github.com/validator-manager/validator-manager/impl/store"
 	"github.com/validator-manager/validator-manager/impl/telemetry"
+	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
 // Conformance of the adapters to the ports their consumers declare.
@@ -75,6 +76,8 @@ type App struct {
 
 	// Sandbox is the embedded default's simulated network (nil otherwise).
 	Sandbox *sandbox.Network
+	// Upstreams reaches validators' nodes; its admin API connections are closed by Close.
+	Upstreams *upstream.Clients
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -426,6 +429,9 @@ func (a *App) DevToken() (string, error) {
 
 // Close releases what Open acquired.
 func (a *App) Close() error {
+	if a.Upstreams != nil {
+		_ = a.Upstreams.Close()
+	}
 	if a.Sandbox != nil {
 		a.Sandbox.Close()
 	}

@@ -29,7 +29,8 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	} else {
 		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
 	}
-	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport}), nil
+	a.Upstreams = upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport, Observe: a.Telemetry.ObserveUpstream})
+	return a.Upstreams, nil
 }
 
 // WithSandbox edits the sandbox network's options (tests check its exchanges).

@@ -31,6 +31,11 @@ func LedgerAPIAddress(validator, namespace string) string {
 	return string(AppendLedgerAPIAddress(nil, validator, namespace))
 }
 
+// AdminAPIAddress is host:port of a validator's participant admin gRPC API.
+func AdminAPIAddress(validator, namespace string) string {
+	return string(appendAddress(nil, validator, ServiceParticipant, namespace, AdminAPIPort))
+}
+
 // ValidatorAppURL is the base URL of a validator's validator app.
 func ValidatorAppURL(validator, namespace string) string {
 	return string(AppendValidatorAppURL(nil, validator, namespace))

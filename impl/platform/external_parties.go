@@ -195,15 +195,3 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 	out.Complete = len(out.Hosts) == 0
 	return out, nil
 }
-
-func (s *Server) ApprovePendingHosting(ctx context.Context, req platformapi.ApprovePendingHostingRequestObject) (platformapi.ApprovePendingHostingResponseObject, error) {
-	return nil, notBuilt("approvePendingHosting", needsAdminAPI)
-}
-
-func (s *Server) PrepareAmendHosting(ctx context.Context, req platformapi.PrepareAmendHostingRequestObject) (platformapi.PrepareAmendHostingResponseObject, error) {
-	return nil, notBuilt("prepareAmendHosting", needsAdminAPI)
-}
-
-func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitAmendHostingRequestObject) (platformapi.SubmitAmendHostingResponseObject, error) {
-	return nil, notBuilt("submitAmendHosting", needsAdminAPI)
-}

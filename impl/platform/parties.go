@@ -89,19 +89,3 @@ func (s *Server) AllocateParty(ctx context.Context, req platformapi.AllocatePart
 	var out platformapi.AllocateParty200JSONResponse
 	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
 }
-
-func (s *Server) ListLocalParties(ctx context.Context, req platformapi.ListLocalPartiesRequestObject) (platformapi.ListLocalPartiesResponseObject, error) {
-	return nil, notBuilt("listLocalParties", needsAdminAPI)
-}
-
-func (s *Server) ListExternalParties(ctx context.Context, req platformapi.ListExternalPartiesRequestObject) (platformapi.ListExternalPartiesResponseObject, error) {
-	return nil, notBuilt("listExternalParties", needsAdminAPI)
-}
-
-func (s *Server) ListTopologyProposals(ctx context.Context, req platformapi.ListTopologyProposalsRequestObject) (platformapi.ListTopologyProposalsResponseObject, error) {
-	return nil, notBuilt("listTopologyProposals", needsAdminAPI)
-}
-
-func (s *Server) LookupParticipant(ctx context.Context, req platformapi.LookupParticipantRequestObject) (platformapi.LookupParticipantResponseObject, error) {
-	return nil, notBuilt("lookupParticipant", needsAdminAPI)
-}

@@ -80,7 +80,6 @@ const (
 // What notBuilt names as missing, in the words of the README's "Not built
 // yet" table.
 const (
-	needsAdminAPI = "it needs a client of the participant admin gRPC API"
-	needsConsole  = "it needs the ledger console stream (an exec stream into the participant pod)"
-	needsGateway  = "it needs the wallet gateway custody integration"
+	needsConsole = "it needs the ledger console stream (an exec stream into the participant pod)"
+	needsGateway = "it needs the wallet gateway custody integration"
 )

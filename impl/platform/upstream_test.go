@@ -748,8 +748,13 @@ func TestEndToEnd(t *testing.T) {
 	if want := []string{"alice", "bob", validator + "-validator-operator"}; strings.Join(users, ",") != strings.Join(want, ",") {
 		t.Fatalf("allUsers (over pages of two): got %v, want %v", users, want)
 	}
-	if det.Dars == nil || len(*det.Dars) != 4 { // three Splice packages and the DAR's one
+	if det.Dars == nil || len(*det.Dars) != 4 { // three Splice DARs and the uploaded one
 		t.Fatalf("dars: got %v", det.Dars)
+	}
+	for i, name := range []string{"splice-amulet", "splice-wallet", "splice-wallet-payments"} {
+		if d := (*det.Dars)[i]; d.Name != name || d.Version == "" || len(d.MainPackageId) != 64 {
+			t.Fatalf("dars[%d]: got %+v, want %s with a version and its main package id", i, d, name)
+		}
 	}
 	if det.AuthenticatedUserError != nil || det.AllUsersError != nil || det.DarsError != nil {
 		t.Fatalf("no section failed, got errors in %s", r.Body)
@@ -757,7 +762,7 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("a failed section", func(t *testing.T) {
 		fl.set(func(up string, r *http.Request) int {
-			if r.URL.Path == "/v2/packages" {
+			if r.URL.Path == "/com.digitalasset.canton.admin.participant.v30.PackageService/ListDars" {
 				return http.StatusServiceUnavailable
 			}
 			return 0

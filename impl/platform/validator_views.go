@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	participantv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/participant/v30"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -19,7 +20,7 @@ import (
 )
 
 // GetValidatorDetails is the Validator resource with the ledger's
-// authenticated user, every user (all pages) and every package, fetched
+// authenticated user, every user (all pages) and the participant's DARs, fetched
 // concurrently; a section that fails is replaced by <section>Error and the
 // answer stays 200.
 func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetValidatorDetailsRequestObject) (platformapi.GetValidatorDetailsResponseObject, error) {
@@ -92,15 +93,19 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 		return nil
 	}, &out.AllUsersError)
 	section("dars", func() error {
-		r, err := n.Ledger.GetV2PackagesWithResponse(ctx)
-		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
+		a, err := n.Admin()
+		if err != nil {
 			return err
 		}
-		if r.JSON200 == nil {
-			return &domain.UpstreamError{Endpoint: upstream.Call{URL: r.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "the ledger API answered no package ids"}
+		r, err := a.Packages.ListDars(ctx, &participantv30.ListDarsRequest{})
+		if err != nil {
+			return err
 		}
-		ids := append([]string{}, r.JSON200.PackageIds...)
-		out.Dars = &ids
+		dars := []platformapi.DarPackage{}
+		for _, d := range r.GetDars() {
+			dars = append(dars, platformapi.DarPackage{MainPackageId: d.GetMain(), Name: d.GetName(), Version: d.GetVersion()})
+		}
+		out.Dars = &dars
 		return nil
 	}, &out.DarsError)
 	wg.Wait()
@@ -208,14 +213,6 @@ func (s *Server) GetValidatorTrafficStatus(ctx context.Context, req platformapi.
 	}
 	var out platformapi.GetValidatorTrafficStatus200JSONResponse
 	return out, passThrough("scan service", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
-}
-
-func (s *Server) GetParticipantStatus(ctx context.Context, req platformapi.GetParticipantStatusRequestObject) (platformapi.GetParticipantStatusResponseObject, error) {
-	return nil, notBuilt("getParticipantStatus", needsAdminAPI)
-}
-
-func (s *Server) GetValidatorKeys(ctx context.Context, req platformapi.GetValidatorKeysRequestObject) (platformapi.GetValidatorKeysResponseObject, error) {
-	return nil, notBuilt("getValidatorKeys", needsAdminAPI)
 }
 
 // GetIdentityDump streams the validator app's identities dump to the

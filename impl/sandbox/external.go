@@ -172,6 +172,7 @@ type onboarding struct {
 	key        topology.Key
 	toKey      *topology.PartyToKeyMapping
 	toHosts    *topology.PartyToParticipant
+	toHostsRaw []byte
 	serial     uint32
 	delegation bool
 }
@@ -213,7 +214,7 @@ func decodeOnboarding(txs []struct {
 		case tx.PartyToKey != nil && o.toKey == nil:
 			o.toKey = tx.PartyToKey
 		case tx.PartyToParticipant != nil && o.toHosts == nil:
-			o.toHosts, o.serial = tx.PartyToParticipant, tx.Serial
+			o.toHosts, o.serial, o.toHostsRaw = tx.PartyToParticipant, tx.Serial, raw
 		default:
 			return nil, fmt.Errorf("onboarding_transactions[%d] is not a mapping an external party is onboarded with, or repeats one", i)
 		}
@@ -280,7 +281,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		known[other.participantUID(v)] = true
 	}
 	var hosts []hostingPart
-	var pending, unknown []string
+	var unknown []string
 	hostedHere := false
 	confirmers := uint32(0)
 	for _, h := range o.toHosts.Participants {
@@ -298,8 +299,6 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 			hostedHere = true
 		case !known[h.ParticipantUID]:
 			unknown = append(unknown, h.ParticipantUID)
-		default:
-			pending = append(pending, h.ParticipantUID)
 		}
 	}
 	switch {
@@ -318,7 +317,13 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+o.party+" is already allocated", catExists, grpcExists)
 		return true
 	}
-	n.st.Hosting[o.party] = &hosting{Threshold: o.toHosts.Threshold, Serial: o.serial, Hosts: hosts, Pending: pending, SigningKey: o.key.Fingerprint()}
+	// Allocated here: the party's key and this participant have signed the
+	// mapping; it takes effect once each co-host has signed it too.
+	h := &hosting{SigningKey: o.key.Fingerprint(), KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
+		Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
+	n.st.Hosting[o.party] = h
+	n.sign(o.party, h, o.key.Fingerprint())
+	n.sign(o.party, h, ns.Fingerprint)
 	ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
 	if u != nil {
 		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})

@@ -511,7 +511,8 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 			ns.Packages = append(ns.Packages, p)
 		}
 	}
-	ns.Dars = append(ns.Dars, dar{MainPackageID: main, Packages: pkgs, SizeBytes: size})
+	name, version := darNameVersion(f, size)
+	ns.Dars = append(ns.Dars, dar{MainPackageID: main, Name: name, Version: version, Packages: pkgs, SizeBytes: size})
 	writeJSON(w, http.StatusOK, map[string]any{})
 	return true
 }

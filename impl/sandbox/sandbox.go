@@ -70,10 +70,13 @@ type Network struct {
 	nodes map[string]*node // running listeners by validator
 
 	scan *listener // scan and the token endpoint
+	// started is when the network started (the participants' uptime).
+	started time.Time
 }
 
 type node struct {
 	ledger, app *listener
+	admin       *grpcListener // the participant admin gRPC API
 }
 
 type listener struct {
@@ -93,7 +96,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}, started: time.Now()}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -122,6 +125,7 @@ func (n *Network) Close() {
 	for _, nd := range n.nodes {
 		nd.ledger.srv.Close()
 		nd.app.srv.Close()
+		nd.admin.srv.Stop()
 	}
 	n.nodes = map[string]*node{}
 	if n.scan != nil {
@@ -173,6 +177,7 @@ func (n *Network) Target(name string) (upstream.Target, error) {
 		Validator:       name,
 		LedgerURL:       nd.ledger.url,
 		ValidatorAppURL: nd.app.url,
+		AdminAddress:    nd.admin.addr,
 		ScanURL:         n.scan.url,
 		Credentials: &upstream.Credentials{
 			TokenURL:     n.scan.url + "/oauth2/token",
@@ -214,7 +219,13 @@ func (n *Network) node(name string) (*node, error) {
 		l.srv.Close()
 		return nil, err
 	}
-	nd := &node{ledger: l, app: a}
+	adm, err := n.serveAdmin(name)
+	if err != nil {
+		l.srv.Close()
+		a.srv.Close()
+		return nil, err
+	}
+	nd := &node{ledger: l, app: a, admin: adm}
 	n.nodes[name] = nd
 	return nd, nil
 }
@@ -253,6 +264,7 @@ func loadState(path string) (*state, error) {
 	if st.UsedMultiHashes == nil {
 		st.UsedMultiHashes = map[string]string{}
 	}
+	migrateHosting(st)
 	return st, nil
 }
 

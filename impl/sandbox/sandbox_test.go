@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,14 +189,18 @@ func TestExternalPartiesSurviveRestart(t *testing.T) {
 	raw, _ := os.ReadFile(filepath.Join(dir, "state.json"))
 	var st struct {
 		Hosting map[string]struct {
-			Pending []string `json:"pending"`
+			Proposal struct {
+				SignedBy []string `json:"signedBy"`
+			} `json:"proposal"`
 		} `json:"hosting"`
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
 	}
-	if p := st.Hosting[party].Pending; len(p) != 1 || p[0] != pid.JSON200.ParticipantId {
-		t.Fatalf("co-hosts owing approval: got %v, want [%s]", p, pid.JSON200.ParticipantId)
+	// The proposal is signed by the party and the allocating participant, not by the co-host.
+	_, cohostNS, _ := strings.Cut(pid.JSON200.ParticipantId, "::")
+	if p := st.Hosting[party].Proposal.SignedBy; len(p) != 2 || slices.Contains(p, cohostNS) {
+		t.Fatalf("proposal signed by %v: want the party and the allocating participant, not the co-host %s", p, cohostNS)
 	}
 }
 

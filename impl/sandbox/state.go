@@ -28,16 +28,27 @@ type state struct {
 	UsedMultiHashes map[string]string `json:"usedMultiHashes,omitempty"`
 }
 
-// hosting is an external party's party-to-participant mapping.
+// hosting is an external party's party-to-participant mapping on the
+// synchronizer (topology.go): the effective one (Serial 0 while there is
+// none) and the proposal that awaits signatures.
 type hosting struct {
 	Threshold uint32        `json:"threshold"`
 	Serial    uint32        `json:"serial"`
 	Hosts     []hostingPart `json:"hosts"`
-	// Pending are the UIDs of the hosts that have not authorized the
-	// mapping yet (the co-hosts, until each approves on its own node).
+	// Tx is the effective mapping's versioned transaction, SignedBy the
+	// fingerprints that signed it.
+	Tx       []byte   `json:"tx,omitempty"`
+	SignedBy []string `json:"signedBy,omitempty"`
+	// Proposal is the mapping that awaits signatures, if any.
+	Proposal *proposal `json:"proposal,omitempty"`
+	// Pending is an earlier sandbox's record of the hosts that had not
+	// authorized the mapping; loadState turns it into a Proposal.
 	Pending []string `json:"pending,omitempty"`
 	// SigningKey is the fingerprint of the party's namespace and signing key.
 	SigningKey string `json:"signingKey"`
+	// KeySPKI and KeySpec are the party's key, which checks its signatures of hosting changes.
+	KeySPKI []byte `json:"keySpki,omitempty"`
+	KeySpec string `json:"keySpec,omitempty"`
 }
 
 type hostingPart struct {
@@ -90,6 +101,8 @@ type right struct {
 
 type dar struct {
 	MainPackageID string   `json:"mainPackageId"`
+	Name          string   `json:"name,omitempty"`
+	Version       string   `json:"version,omitempty"`
 	Packages      []string `json:"packages"`
 	SizeBytes     int64    `json:"sizeBytes"`
 }
@@ -106,8 +119,19 @@ type nodeKey struct {
 }
 
 func newNodeState(validator string) *nodeState {
+	var keys []nodeKey
+	for _, name := range []string{"participant-signing", "participant-encryption", "participant-namespace"} {
+		k := make([]byte, 64)
+		_, _ = rand.Read(k)
+		keys = append(keys, nodeKey{Name: name, KeyPair: base64.StdEncoding.EncodeToString(k)})
+	}
+	// The participant's namespace is its namespace key's fingerprint, as in Canton.
 	fp := fingerprint()
+	if _, nsFP, err := keys[2].public(); err == nil {
+		fp = nsFP
+	}
 	ns := &nodeState{
+		Keys:         keys,
 		Fingerprint:  fp,
 		OperatorUser: validator + "-validator-operator",
 		Parties:      map[string]*party{},
@@ -120,16 +144,28 @@ func newNodeState(validator string) *nodeState {
 		Rights: []right{{Kind: "ParticipantAdmin"}, {Kind: "CanActAs", Party: ns.OperatorParty}}}
 	ns.WalletUsers[ns.OperatorUser] = ns.OperatorParty
 	// The Splice packages every validator runs.
-	for _, name := range []string{"splice-amulet", "splice-wallet", "splice-wallet-payments"} {
+	for _, name := range spliceDars {
 		h := sha256.Sum256([]byte(name + fp))
 		ns.Packages = append(ns.Packages, hex.EncodeToString(h[:]))
 	}
-	for _, name := range []string{"participant-signing", "participant-encryption", "participant-namespace"} {
-		k := make([]byte, 64)
-		_, _ = rand.Read(k)
-		ns.Keys = append(ns.Keys, nodeKey{Name: name, KeyPair: base64.StdEncoding.EncodeToString(k)})
-	}
 	return ns
+}
+
+// spliceDars are the DARs every validator runs, their main packages the first of Packages.
+var spliceDars = []string{"splice-amulet", "splice-wallet", "splice-wallet-payments"}
+
+// spliceDarVersion is the version the sandbox gives the Splice DARs.
+const spliceDarVersion = "0.1.14"
+
+// darList is every DAR of the participant: the Splice DARs, then those uploaded.
+func (ns *nodeState) darList() []dar {
+	var out []dar
+	for i, name := range spliceDars {
+		if i < len(ns.Packages) {
+			out = append(out, dar{MainPackageID: ns.Packages[i], Name: name, Version: spliceDarVersion, Packages: []string{ns.Packages[i]}})
+		}
+	}
+	return append(out, ns.Dars...)
 }
 
 func (ns *nodeState) nextVersion() string {

@@ -194,11 +194,11 @@ func operationCases() []operationCase {
 		built404("getValidatorTrafficStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorTrafficStatusWithResponse(ctx, absent)
 		}),
-		p("getParticipantStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetParticipantStatusWithResponse(ctx, validator)
+		built404("getParticipantStatus", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetParticipantStatusWithResponse(ctx, absent)
 		}),
-		p("getValidatorKeys", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetValidatorKeysWithResponse(ctx, validator)
+		built404("getValidatorKeys", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetValidatorKeysWithResponse(ctx, absent)
 		}),
 		built404("getIdentityDump", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetIdentityDumpWithResponse(ctx, absent)
@@ -229,17 +229,17 @@ func operationCases() []operationCase {
 		built404("allocateParty", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.AllocatePartyWithResponse(ctx, absent, &platformapi.AllocatePartyParams{PartyIdHint: "alice"})
 		}),
-		p("listLocalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListLocalPartiesWithResponse(ctx, validator)
+		built404("listLocalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListLocalPartiesWithResponse(ctx, absent)
 		}),
-		p("listExternalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListExternalPartiesWithResponse(ctx, validator)
+		built404("listExternalParties", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListExternalPartiesWithResponse(ctx, absent)
 		}),
-		p("listTopologyProposals", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListTopologyProposalsWithResponse(ctx, validator)
+		built404("listTopologyProposals", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListTopologyProposalsWithResponse(ctx, absent)
 		}),
-		p("lookupParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.LookupParticipantWithResponse(ctx, validator, &platformapi.LookupParticipantParams{ParticipantUid: "participant2::1220"})
+		built404("lookupParticipant", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.LookupParticipantWithResponse(ctx, absent, &platformapi.LookupParticipantParams{ParticipantUid: "participant2::1220"})
 		}),
 		built404("generateExternalPartyTopology", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GenerateExternalPartyTopologyWithResponse(ctx, absent, platformapi.GenerateTopologyRequest{
@@ -254,16 +254,16 @@ func operationCases() []operationCase {
 				SignatureFormat: ptr(platformapi.SignatureFormatConcat), SigningAlgorithmSpec: ptr(platformapi.SigningAlgorithmEd25519),
 			})
 		}),
-		p("approvePendingHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ApprovePendingHostingWithResponse(ctx, validator, platformapi.ApprovePendingHostingRequest{PartyId: "alice::1220ab"})
+		built404("approvePendingHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ApprovePendingHostingWithResponse(ctx, absent, platformapi.ApprovePendingHostingRequest{PartyId: "alice::1220ab"})
 		}),
-		p("prepareAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.PrepareAmendHostingWithResponse(ctx, validator, platformapi.PrepareAmendHostingRequest{
+		built404("prepareAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.PrepareAmendHostingWithResponse(ctx, absent, platformapi.PrepareAmendHostingRequest{
 				PartyId: "alice::1220ab", Hosts: []platformapi.HostingParticipant{host}, ConfirmationThreshold: ptr[int32](1),
 			})
 		}),
-		p("submitAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.SubmitAmendHostingWithResponse(ctx, validator, platformapi.SubmitAmendHostingRequest{
+		built404("submitAmendHosting", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.SubmitAmendHostingWithResponse(ctx, absent, platformapi.SubmitAmendHostingRequest{
 				PartyId: "alice::1220ab", Transaction: []byte("tx"), Signature: []byte("signature"), PublicKeyFingerprint: "1220fingerprint",
 			})
 		}),

@@ -142,3 +142,17 @@ func (k Key) Public() (any, error) {
 	}
 	return nil, fmt.Errorf("keys of spec %s are not supported", k.Spec)
 }
+
+// PublicKeyFingerprint is Canton's fingerprint of a public key as the admin
+// API carries it: a DER SubjectPublicKeyInfo is fingerprinted like Key
+// (the 32 key bytes of an Ed25519 key, the whole SubjectPublicKeyInfo
+// otherwise); a key in any other format over its bytes as given.
+func PublicKeyFingerprint(spki bool, data []byte) string {
+	if spki {
+		var info subjectPublicKeyInfo
+		if rest, err := asn1.Unmarshal(data, &info); err == nil && len(rest) == 0 && info.Algorithm.Algorithm.Equal(oidEd25519) {
+			data = info.PublicKey.RightAlign()
+		}
+	}
+	return hex.EncodeToString(Hash(PurposePublicKeyFingerprint, data))
+}

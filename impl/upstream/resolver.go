@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"strings"
 
@@ -28,6 +29,9 @@ type ClusterResolver struct {
 	// TokenURL is the token endpoint of validators that name no
 	// oidcAuthorityUrl (config upstream.tokenUrl).
 	TokenURL string
+	// AdminTLS is the TLS configuration of the participants' admin APIs;
+	// nil: plaintext.
+	AdminTLS *tls.Config
 }
 
 // Resolve implements Resolver.
@@ -44,6 +48,8 @@ func (r ClusterResolver) Resolve(ctx context.Context, name string) (Target, erro
 		Validator:       name,
 		MigrationID:     int64(v.MigrationID),
 		LedgerURL:       domain.JSONAPIURL(name, r.Namespace),
+		AdminAddress:    domain.AdminAPIAddress(name, r.Namespace),
+		AdminTLS:        r.AdminTLS,
 		ValidatorAppURL: domain.ValidatorAppURL(name, r.Namespace),
 		ScanURL:         strings.TrimSuffix(strings.TrimSuffix(cfg.Cluster.ScanAddress, "/"), "/api/scan"),
 	}

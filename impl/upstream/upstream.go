@@ -1,6 +1,7 @@
 // Package upstream reaches a validator's nodes for release 2.0: the JSON
 // Ledger API, scan and the validator app, through clients generated from the
-// subsets in openapi/upstream/. A Resolver says where a validator's nodes
+// subsets in openapi/upstream/, and the participant admin gRPC API, through
+// clients generated from openapi/proto/ (admin.go). A Resolver says where a validator's nodes
 // answer and with which credentials; Clients adds the OAuth2
 // client-credentials grant (tokens cached), the call timeout and the one
 // place where call latency is observed.
@@ -9,6 +10,7 @@ package upstream
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -42,6 +44,11 @@ type Target struct {
 	ScanURL string
 	// ValidatorAppURL is the validator app's base URL, before /api/validator.
 	ValidatorAppURL string
+	// AdminAddress is host:port of the participant admin gRPC API.
+	AdminAddress string
+	// AdminTLS, when set, is the TLS configuration of the admin API; nil
+	// is plaintext (the Helm charts' default inside a cluster).
+	AdminTLS *tls.Config
 	// MigrationID is the validator's synchronizer migration id (scan
 	// snapshots are per migration).
 	MigrationID int64
@@ -83,6 +90,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// Instrument, when set, wraps each upstream's transport (the metrics hook).
 	Instrument Instrument
+	// Observe, when set, sees each admin API call's latency and outcome
+	// (telemetry.Metrics.ObserveUpstream).
+	Observe func(upstream, outcome string, d time.Duration)
 }
 
 // Clients hands out generated clients bound to a validator's nodes.
@@ -91,9 +101,11 @@ type Clients struct {
 	timeout    time.Duration
 	transport  http.RoundTripper
 	instrument Instrument
+	observe    func(upstream, outcome string, d time.Duration)
 
 	mu     sync.Mutex
 	tokens map[string]oauth2.TokenSource
+	admins map[adminKey]*AdminAPI
 }
 
 // New returns Clients over o.
@@ -104,7 +116,8 @@ func New(o Options) *Clients {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, tokens: map[string]oauth2.TokenSource{}}
+	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, observe: o.Observe,
+		tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}}
 }
 
 // Node is one validator's clients.
@@ -115,7 +128,13 @@ type Node struct {
 	Validator *validatorapi.ClientWithResponses
 	// HTTP is the authenticated client the generated ones use (for streams).
 	HTTP map[string]*http.Client
+	// admin is the participant admin API, or why there is none.
+	admin    *AdminAPI
+	adminErr error
 }
+
+// Admin is the validator's participant admin API.
+func (n *Node) Admin() (*AdminAPI, error) { return n.admin, n.adminErr }
 
 // For resolves validator and returns clients for its nodes.
 func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
@@ -136,6 +155,7 @@ func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 	if n.Validator, err = validatorapi.NewClientWithResponses(strings.TrimSuffix(t.ValidatorAppURL, "/")+"/api/validator", validatorapi.WithHTTPClient(n.HTTP[ValidatorApp])); err != nil {
 		return nil, fmt.Errorf("validator app client: %w", err)
 	}
+	n.admin, n.adminErr = c.admin(t)
 	return n, nil
 }
 
@@ -186,6 +206,10 @@ func (c cancelOnClose) Close() error {
 func (c *Clients) tokenSource(creds Credentials) oauth2.TokenSource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.tokenSourceLocked(creds)
+}
+
+func (c *Clients) tokenSourceLocked(creds Credentials) oauth2.TokenSource {
 	k := creds.key()
 	if ts, ok := c.tokens[k]; ok {
 		return ts

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"archive/zip"
+	"bufio"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// mainDalfName is a Main-Dalf file name as the Daml assistant writes it:
+// name-version-packageid.dalf (the package id optional).
+var mainDalfName = regexp.MustCompile(`^(.+?)-(\d[0-9A-Za-z.+_]*?)(?:-[0-9a-f]{64})?\.dalf$`)
+
+// darNameVersion is the DAR's package name and version: the manifest's Name
+// (name-version) or, failing that, its Main-Dalf file name. The archive was
+// read before; anything unreadable leaves both empty.
+func darNameVersion(f io.ReaderAt, size int64) (string, string) {
+	zr, err := zip.NewReader(f, size)
+	if err != nil {
+		return "", ""
+	}
+	var attrs = map[string]string{}
+	for _, zf := range zr.File {
+		if zf.Name != "META-INF/MANIFEST.MF" {
+			continue
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			return "", ""
+		}
+		sc := bufio.NewScanner(rc)
+		var last string
+		for sc.Scan() {
+			line := strings.TrimRight(sc.Text(), "\r")
+			if strings.HasPrefix(line, " ") && last != "" {
+				attrs[last] += line[1:]
+				continue
+			}
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				last = strings.TrimSpace(k)
+				attrs[last] = strings.TrimSpace(v)
+			}
+		}
+		rc.Close()
+	}
+	for _, candidate := range []string{attrs["Name"] + ".dalf", path.Base(attrs["Main-Dalf"])} {
+		if m := mainDalfName.FindStringSubmatch(candidate); m != nil {
+			return m[1], m[2]
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,208 @@
+package sandbox
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/validator-manager/validator-manager/impl/topology"
+)
+
+// The simulated synchronizer's party-to-participant topology, shared by
+// every participant's JSON Ledger API and admin API. A mapping takes effect
+// when every required signer has signed it: the party's namespace key and
+// each participant that is added as a host (Canton's rule for
+// PartyToParticipant). Until then it is a proposal, at most one per party;
+// its serial is the effective mapping's plus one. Participants sign with
+// their namespace key, whose fingerprint is their UID's namespace; the
+// sandbox records those signatures by fingerprint, while the party's
+// signatures are verified for real.
+
+// proposal is a mapping that is not fully authorized yet.
+type proposal struct {
+	Serial    uint32        `json:"serial"`
+	Threshold uint32        `json:"threshold"`
+	Hosts     []hostingPart `json:"hosts"`
+	// Tx is the versioned TopologyTransaction; its hash is what is signed.
+	Tx       []byte   `json:"tx"`
+	SignedBy []string `json:"signedBy"`
+}
+
+// namespaceOf is the namespace (fingerprint) of a UID or party id, name::namespace.
+func namespaceOf(uid string) string {
+	_, ns, _ := strings.Cut(uid, "::")
+	return ns
+}
+
+// required are the fingerprints that must sign p: the party's namespace and
+// every participant p adds as a host.
+func (h *hosting) required(party string, p *proposal) []string {
+	req := []string{namespaceOf(party)}
+	for _, host := range p.Hosts {
+		if !slices.ContainsFunc(h.Hosts, func(x hostingPart) bool { return x.ParticipantUID == host.ParticipantUID }) {
+			req = append(req, namespaceOf(host.ParticipantUID))
+		}
+	}
+	return req
+}
+
+// missing are the required signers of p that have not signed it.
+func (h *hosting) missing(party string, p *proposal) []string {
+	var out []string
+	for _, fp := range h.required(party, p) {
+		if !slices.Contains(p.SignedBy, fp) {
+			out = append(out, fp)
+		}
+	}
+	return out
+}
+
+// owing are the hosts of p whose participant has not signed it yet.
+func (h *hosting) owing(party string, p *proposal) []hostingPart {
+	miss := h.missing(party, p)
+	var out []hostingPart
+	for _, host := range p.Hosts {
+		if slices.Contains(miss, namespaceOf(host.ParticipantUID)) {
+			out = append(out, host)
+		}
+	}
+	return out
+}
+
+// sign adds fp's signature to the party's proposal and makes it effective
+// once fully authorized; it reports whether it did.
+func (n *Network) sign(party string, h *hosting, fp string) bool {
+	p := h.Proposal
+	if !slices.Contains(p.SignedBy, fp) {
+		p.SignedBy = append(p.SignedBy, fp)
+	}
+	if len(h.missing(party, p)) > 0 {
+		return false
+	}
+	n.promote(party, h)
+	return true
+}
+
+// promote makes the party's proposal its effective mapping: the party is
+// listed on each new host's ledger and no longer on removed ones.
+func (n *Network) promote(id string, h *hosting) {
+	p := h.Proposal
+	hosted := map[string]bool{}
+	for _, host := range p.Hosts {
+		hosted[host.ParticipantUID] = true
+	}
+	for v, ns := range n.st.Nodes {
+		uid := ns.participantUID(v)
+		switch {
+		case hosted[uid] && ns.Parties[id] == nil:
+			ns.Parties[id] = &party{ID: id, External: true, ResourceVersion: ns.nextVersion()}
+		case !hosted[uid] && ns.Parties[id] != nil && ns.Parties[id].External:
+			delete(ns.Parties, id)
+		}
+	}
+	h.Serial, h.Threshold, h.Hosts, h.Tx, h.SignedBy = p.Serial, p.Threshold, p.Hosts, p.Tx, p.SignedBy
+	h.Proposal = nil
+}
+
+// mappingEntry is one party-to-participant mapping as the admin API lists it.
+type mappingEntry struct {
+	party     string
+	serial    uint32
+	threshold uint32
+	hosts     []hostingPart
+	tx        []byte
+	signedBy  []string
+	signing   *partyKey // the party's signing key, for an external party
+}
+
+// partyKey is an external party's signing key.
+type partyKey struct {
+	spki []byte
+	spec string
+}
+
+// mappings lists the synchronizer's effective mappings (proposals false)
+// or its proposals: the external parties' and every participant's local
+// parties (hosted with submission permission, threshold 1, serial 1).
+func (n *Network) mappings(proposals bool) []mappingEntry {
+	var out []mappingEntry
+	for id, h := range n.st.Hosting {
+		var key *partyKey
+		if len(h.KeySPKI) > 0 {
+			key = &partyKey{spki: h.KeySPKI, spec: h.KeySpec}
+		}
+		switch {
+		case proposals && h.Proposal != nil:
+			p := h.Proposal
+			out = append(out, mappingEntry{party: id, serial: p.Serial, threshold: p.Threshold, hosts: p.Hosts, tx: p.Tx, signedBy: p.SignedBy, signing: key})
+		case !proposals && h.Serial > 0:
+			out = append(out, mappingEntry{party: id, serial: h.Serial, threshold: h.Threshold, hosts: h.Hosts, tx: h.effectiveTx(id), signedBy: h.SignedBy, signing: key})
+		}
+	}
+	if !proposals {
+		for v, ns := range n.st.Nodes {
+			uid := ns.participantUID(v)
+			for id, p := range ns.Parties {
+				if p.External {
+					continue
+				}
+				hosts := []hostingPart{{ParticipantUID: uid, Permission: "SUBMISSION"}}
+				out = append(out, mappingEntry{party: id, serial: 1, threshold: 1, hosts: hosts, tx: mappingTx(id, 1, 1, hosts), signedBy: []string{ns.Fingerprint}})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].party < out[j].party })
+	return out
+}
+
+// effectiveTx is the effective mapping's transaction; mappings recorded
+// before the transaction was kept are rebuilt from their fields.
+func (h *hosting) effectiveTx(party string) []byte {
+	if len(h.Tx) > 0 {
+		return h.Tx
+	}
+	return mappingTx(party, h.Serial, h.Threshold, h.Hosts)
+}
+
+// permissions are the topology permissions by the names the state keeps.
+var permissions = map[string]uint64{
+	"SUBMISSION":   topology.PermissionSubmission,
+	"CONFIRMATION": topology.PermissionConfirmation,
+	"OBSERVATION":  topology.PermissionObservation,
+}
+
+func permissionName(p uint64) string {
+	for name, v := range permissions {
+		if v == p {
+			return name
+		}
+	}
+	return ""
+}
+
+// mappingTx is the versioned TopologyTransaction adding a party-to-participant mapping.
+func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []byte {
+	m := &topology.PartyToParticipant{Party: party, Threshold: threshold}
+	for _, h := range hosts {
+		m.Participants = append(m.Participants, topology.Host{ParticipantUID: h.ParticipantUID, Permission: permissions[h.Permission]})
+	}
+	return topology.Transaction{Operation: topology.OpAddReplace, Serial: serial, PartyToParticipant: m}.Marshal()
+}
+
+// migrateHosting turns the hosting state of an earlier sandbox (co-hosts
+// owing approval listed in Pending) into a proposal.
+func migrateHosting(st *state) {
+	for id, h := range st.Hosting {
+		if len(h.Pending) == 0 || h.Proposal != nil {
+			h.Pending = nil
+			continue
+		}
+		p := &proposal{Serial: h.Serial, Threshold: h.Threshold, Hosts: h.Hosts, Tx: mappingTx(id, h.Serial, h.Threshold, h.Hosts), SignedBy: []string{namespaceOf(id)}}
+		for _, host := range h.Hosts {
+			if !slices.Contains(h.Pending, host.ParticipantUID) {
+				p.SignedBy = append(p.SignedBy, namespaceOf(host.ParticipantUID))
+			}
+		}
+		h.Serial, h.Threshold, h.Hosts, h.Pending, h.Proposal = 0, 0, nil, nil, p
+	}
+}

@@ -1,0 +1,229 @@
+package upstream
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	participantv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/participant/v30"
+	cryptoadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/crypto/admin/v30"
+	topologyadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/topology/admin/v30"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/telemetry"
+)
+
+// Admin is the name of the participant admin gRPC API in errors and latency observations.
+const Admin = "participant-admin"
+
+// AdminAPI is a validator's participant admin API: the generated clients
+// of the services validator-manager calls, over one connection that sends
+// the validator's bearer token with every call, bounds each call by the
+// upstream timeout and translates failures into domain errors.
+type AdminAPI struct {
+	// Address is host:port of the admin API.
+	Address        string
+	TopologyRead   topologyadminv30.TopologyManagerReadServiceClient
+	TopologyWrite  topologyadminv30.TopologyManagerWriteServiceClient
+	Vault          cryptoadminv30.VaultServiceClient
+	Status         participantv30.ParticipantStatusServiceClient
+	Packages       participantv30.PackageServiceClient
+	conn           *grpc.ClientConn
+	transportIsTLS bool
+}
+
+// adminKey identifies a cached connection: one per address, transport and grant.
+type adminKey struct {
+	address string
+	tls     *tls.Config
+	grant   string
+}
+
+// admin returns the cached admin API connection of t, dialling it the
+// first time. grpc.NewClient connects lazily: nothing is dialled before
+// the first call, whose failure is then the call's error.
+func (c *Clients) admin(t Target) (*AdminAPI, error) {
+	if t.AdminAddress == "" {
+		return nil, domain.Unavailable("the participant admin API address of validator %q is unknown", t.Validator)
+	}
+	k := adminKey{address: t.AdminAddress, tls: t.AdminTLS}
+	if t.Credentials != nil {
+		k.grant = t.Credentials.key()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.admins[k]; ok {
+		return a, nil
+	}
+	transport := insecure.NewCredentials()
+	if t.AdminTLS != nil {
+		transport = credentials.NewTLS(t.AdminTLS)
+	}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(transport),
+		grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress)),
+	}
+	if t.Credentials != nil {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{source: c.tokenSourceLocked(*t.Credentials), tls: t.AdminTLS != nil}))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+t.AdminAddress, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("participant admin API client: %w", err)
+	}
+	a := &AdminAPI{
+		Address:        t.AdminAddress,
+		TopologyRead:   topologyadminv30.NewTopologyManagerReadServiceClient(conn),
+		TopologyWrite:  topologyadminv30.NewTopologyManagerWriteServiceClient(conn),
+		Vault:          cryptoadminv30.NewVaultServiceClient(conn),
+		Status:         participantv30.NewParticipantStatusServiceClient(conn),
+		Packages:       participantv30.NewPackageServiceClient(conn),
+		conn:           conn,
+		transportIsTLS: t.AdminTLS != nil,
+	}
+	c.admins[k] = a
+	return a, nil
+}
+
+// Close closes the cached admin API connections.
+func (c *Clients) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for k, a := range c.admins {
+		errs = append(errs, a.conn.Close())
+		delete(c.admins, k)
+	}
+	return errors.Join(errs...)
+}
+
+// bearer sends the grant's access token with each call. Over plaintext
+// (the admin API inside a cluster, the sandbox on loopback) it is sent
+// too, as the JSON Ledger API client sends it over plain HTTP.
+type bearer struct {
+	source oauth2.TokenSource
+	tls    bool
+}
+
+func (b bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	tok, err := b.source.Token()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"authorization": "Bearer " + tok.AccessToken}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.tls }
+
+// adminInterceptor bounds each call by the upstream timeout (token fetch
+// included), reports its latency and outcome, and translates its failure.
+func (c *Clients) adminInterceptor(address string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		call := AdminCall{Address: address, Method: method}
+		var out error
+		if err != nil {
+			out = call.Failed(err)
+		}
+		if c.observe != nil {
+			c.observe(Admin, adminOutcome(err), time.Since(start))
+		}
+		return out
+	}
+}
+
+func adminOutcome(err error) string {
+	switch status.Code(err) {
+	case codes.OK:
+		return telemetry.OutcomeOK
+	case codes.DeadlineExceeded:
+		return telemetry.OutcomeTimeout
+	case codes.Unavailable, codes.Canceled:
+		return telemetry.OutcomeError
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.AlreadyExists, codes.OutOfRange:
+		return telemetry.OutcomeRejected
+	}
+	return telemetry.OutcomeFailed
+}
+
+// AdminCall describes one admin API call for error translation.
+type AdminCall struct {
+	Address string // host:port
+	Method  string // the full method, /package.Service/Rpc
+}
+
+// Endpoint is the address shown to the client: grpc://host:port/package.Service/Rpc.
+func (c AdminCall) Endpoint() string { return "grpc://" + c.Address + c.Method }
+
+// Canton error codes (the start of a status message, CODE(category,id): cause)
+// that get an answer of their own.
+const (
+	cantonSerialMismatch = "SERIAL_MISMATCH"
+)
+
+// Failed translates a failed admin API call: InvalidArgument, or
+// FailedPrecondition about a signature → 422 (UpstreamError.Rejected);
+// NotFound → 404; AlreadyExists and a serial mismatch → 409; Unavailable
+// and DeadlineExceeded → 502 saying so; anything else → 502 naming only
+// the status code (the participant's message goes to the log).
+func (c AdminCall) Failed(err error) error {
+	up := &domain.UpstreamError{Endpoint: c.Endpoint(), Cause: err}
+	st, ok := status.FromError(err)
+	if !ok {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			up.Message = "the participant admin API did not answer in time"
+		case errors.Is(err, context.Canceled):
+			up.Message = "the request was cancelled while calling the participant admin API"
+		default:
+			up.Message = "the participant admin API could not be reached"
+		}
+		return up
+	}
+	detail := truncate(st.Message(), 300)
+	code, _, _ := strings.Cut(st.Message(), "(")
+	switch st.Code() {
+	case codes.InvalidArgument:
+		up.Rejected, up.Message = true, detail
+		return up
+	case codes.FailedPrecondition:
+		switch {
+		case strings.Contains(strings.ToLower(st.Message()), "signature"):
+			up.Rejected, up.Message = true, detail
+			return up
+		case code == cantonSerialMismatch:
+			return &domain.Error{Code: domain.CodeConflict, Message: detail, Cause: up}
+		}
+		up.Message = "the participant admin API refused the request: " + detail
+		return up
+	case codes.NotFound:
+		return &domain.Error{Code: domain.CodeNotFound, Message: detail, Cause: up}
+	case codes.AlreadyExists:
+		return &domain.Error{Code: domain.CodeConflict, Message: detail, Cause: up}
+	case codes.DeadlineExceeded:
+		up.Message = "the participant admin API did not answer in time"
+	case codes.Unavailable:
+		up.Message = "the participant admin API could not be reached"
+		if strings.Contains(st.Message(), "oauth2") {
+			up.Message = "no token could be obtained for the participant admin API"
+		}
+	case codes.Unauthenticated, codes.PermissionDenied:
+		up.Message = "the participant admin API refused the server's credentials"
+	case codes.Canceled:
+		up.Message = "the request was cancelled while calling the participant admin API"
+	default:
+		up.Message = "the participant admin API failed (" + st.Code().String() + ")"
+	}
+	return up
+}
