@@ -143,6 +143,9 @@ type Cluster struct {
 
 // App is the environment and resources of one application.
 type App struct {
+	// EnvVars is written as null when there are none (the stored form
+	// keeps it so).
+	// +nullable
 	EnvVars   []EnvVar   `json:"envVars"`
 	Resources *Resources `json:"resources,omitempty"`
 }
