@@ -25,9 +25,12 @@ prereqs-test:
 build: prereqs
 	@GO="$(GO)" LDFLAGS="$(LDFLAGS)" BIN="$(BIN)" bash .ci/build
 
-## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/)
-## and from the participant admin gRPC subset in openapi/proto/ (needs protoc: apt-get install -y protobuf-compiler)
+## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/),
+## the participant admin gRPC subset in openapi/proto/ (needs protoc: apt-get install -y protobuf-compiler), and the
+## API types' deepcopy and the Validator CRD (deploy/crds) from impl/apis with controller-gen
 generate:
+	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen object paths=./impl/apis/... \
+	  crd:crdVersions=v1 output:crd:dir=deploy/crds
 	cd gen/managementapi && $(GO) generate .
 	cd gen/platformapi && $(GO) generate .
 	cd gen/upstream/ledgerapi && $(GO) generate .
@@ -35,10 +38,14 @@ generate:
 	cd gen/upstream/validatorapi && $(GO) generate .
 	cd gen/upstream/adminapi && $(GO) generate .
 
-## check-generated: fail when gen/ is not what `make generate` produces
+## check-generated: fail when gen/, deploy/crds or the deepcopy files are not what `make generate` produces
 check-generated:
-	@tmp=$$(mktemp -d) && cp -r gen $$tmp/ && $(MAKE) --no-print-directory generate >/dev/null && \
-	  if ! diff -r $$tmp/gen gen >/dev/null; then diff -r $$tmp/gen gen | head -40; echo "gen/ is stale: run make generate and commit"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+	@tmp=$$(mktemp -d) && cp -r gen deploy/crds $$tmp/ && cp impl/apis/v1alpha1/zz_generated.deepcopy.go $$tmp/ && \
+	  $(MAKE) --no-print-directory generate >/dev/null && \
+	  if ! diff -r $$tmp/gen gen >/dev/null || ! diff -r $$tmp/crds deploy/crds >/dev/null || \
+	     ! diff $$tmp/zz_generated.deepcopy.go impl/apis/v1alpha1/zz_generated.deepcopy.go >/dev/null; then \
+	    diff -r $$tmp/gen gen | head -40; diff -r $$tmp/crds deploy/crds | head -40; \
+	    echo "generated code is stale: run make generate and commit"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 
 node_modules/.bin/redocly: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error

@@ -16,7 +16,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
-// The Validator custom resource (deploy/crds/validators.validator-manager.io.yaml).
+// The Validator custom resource (deploy/crds/validator-manager.io_validators.yaml, generated from impl/apis/v1alpha1).
 const (
 	Group    = "validator-manager.io"
 	Version  = "v1alpha1"

@@ -1,14 +1,18 @@
 package domain
 
-import "time"
+import (
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+)
 
 // Phase is the lifecycle phase of a validator or remote participant.
-type Phase string
+type Phase = v1alpha1.Phase
 
 const (
-	PhasePending   Phase = "PENDING"
-	PhaseRunning   Phase = "RUNNING"
-	PhaseCompleted Phase = "COMPLETED"
+	PhasePending   = v1alpha1.PhasePending
+	PhaseRunning   = v1alpha1.PhaseRunning
+	PhaseCompleted = v1alpha1.PhaseCompleted
 )
 
 // Validator is one provisioned validator as validator-manager keeps it: the

@@ -43,7 +43,7 @@ func fullCreate() managementapi.ValidatorDto {
 func fullConfig() domain.ValidatorConfig {
 	dto := fullCreate()
 	c := configFromCreate(dto)
-	c.MarkWritten(splitSecrets(dto))
+	c.MarkWritten(splitSecrets(dto).Written())
 	var sweeps []managementapi.WalletSweepDto
 	fill(&sweeps)
 	c.WalletSweeps = mapSlice(sweeps, toWalletSweep)

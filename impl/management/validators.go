@@ -66,7 +66,7 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	}
 
 	secrets := splitSecrets(dto)
-	cfg.MarkWritten(secrets)
+	cfg.MarkWritten(secrets.Written())
 	customAuth := dto.CustomAuth != nil && *dto.CustomAuth
 	v := domain.Validator{
 		Name:             dto.Name,
@@ -198,7 +198,7 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {
 		return nil, err
 	}
-	cfg.MarkWritten(secrets)
+	cfg.MarkWritten(secrets.Written())
 	if err := setConfig(&next, cfg); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,169 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phase is the lifecycle phase of a validator (and of a remote participant).
+// +kubebuilder:validation:Enum=PENDING;RUNNING;COMPLETED
+type Phase string
+
+const (
+	PhasePending   Phase = "PENDING"
+	PhaseRunning   Phase = "RUNNING"
+	PhaseCompleted Phase = "COMPLETED"
+)
+
+// Condition types of a Validator's status.
+const (
+	// ConditionParticipantReady: the participant Deployment is available.
+	ConditionParticipantReady = "ParticipantReady"
+	// ConditionValidatorAppReady: the validator app Deployment is available.
+	ConditionValidatorAppReady = "ValidatorAppReady"
+	// ConditionDatabaseReady: the internal database's StatefulSet is ready
+	// (always true for an external database).
+	ConditionDatabaseReady = "DatabaseReady"
+	// ConditionReady: every workload of the validator is available at its
+	// current generation.
+	ConditionReady = "Ready"
+)
+
+// Validator is a validator managed by validator-manager. metadata.name is
+// the validator's name; labels app.kubernetes.io/managed-by=validator-manager
+// and validator-manager.io/validator=<name>. validator-manager never changes
+// annotations: operators set validator-manager.io/disable-user-edit="true" to
+// freeze the validator against edits through the API. The validator's Secrets
+// (<name>-onboarding key secret, <name>-ledger-api-auth key client-secret,
+// <name>-database key password), its workloads and its backup CronJob
+// <name>-backup carry the same labels and an ownerReference to this
+// resource; the backup PVC <name>-backups has no owner so that backups
+// survive the validator.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Validator struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ValidatorSpec   `json:"spec,omitempty"`
+	Status ValidatorStatus `json:"status,omitempty"`
+}
+
+// ValidatorList is a list of Validators.
+//
+// +kubebuilder:object:root=true
+type ValidatorList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Validator `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Validator{}, &ValidatorList{})
+}
+
+// ValidatorSpec is written by validator-manager on create and edit.
+type ValidatorSpec struct {
+	// Config is the validator's configuration in validator-manager's stored
+	// format, the same JSON as its database row, with every secret value
+	// removed. Its layout follows config.version, not the API contract; what
+	// other components need from it is written beside it as typed fields
+	// (storageClass, database).
+	Config ValidatorConfig `json:"config"`
+	// StorageClass of the validator's volumes (and of its backup volume);
+	// absent means the cluster's default.
+	StorageClass string `json:"storageClass,omitempty"`
+	// Database is the validator's database as the workloads and the backup
+	// Job reach it.
+	Database *DatabaseRef `json:"database,omitempty"`
+	// CustomAuth: the validator uses its own authentication (no
+	// identity-provider user is created).
+	CustomAuth bool `json:"customAuth"`
+	// ExternalDatabase: the validator uses an external PostgreSQL; no
+	// internal database runs and no backups are taken.
+	ExternalDatabase bool `json:"externalDatabase"`
+	// DatabaseStorage is the volume size of the internal database (a
+	// Kubernetes quantity such as 10Gi); absent means the default.
+	DatabaseStorage string `json:"databaseStorage,omitempty"`
+	// Migration is the synchronizer migration (Helm migration.id and
+	// migration.migrating).
+	Migration MigrationSpec `json:"migration"`
+	// Secrets are the validator's Secrets in this namespace. An entry is
+	// present only when its Secret exists. Values are never stored in this
+	// resource.
+	Secrets *ValidatorSecretRefs `json:"secrets,omitempty"`
+	// ParticipantPruningSchedule is the automatic pruning of the participant
+	// (Canton; Helm key participantPruningSchedule). cron is Canton's Quartz
+	// syntax (7 fields, evaluated in UTC); maxDuration and retention are
+	// durations such as 5m, 48h, 30d. Absent when no schedule is set.
+	ParticipantPruningSchedule *PruningSchedule `json:"participantPruningSchedule,omitempty"`
+}
+
+// DatabaseRef names the validator's database user.
+type DatabaseRef struct {
+	// User of the database; absent means postgres.
+	User string `json:"user,omitempty"`
+}
+
+// MigrationSpec is the synchronizer migration.
+type MigrationSpec struct {
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Minimum=0
+	ID        int32 `json:"id"`
+	Migrating bool  `json:"migrating"`
+}
+
+// ValidatorSecretRefs are the validator's Secrets.
+type ValidatorSecretRefs struct {
+	// Onboarding secret of the sponsoring super validator (Secret
+	// <name>-onboarding, key secret).
+	Onboarding *SecretKeyRef `json:"onboarding,omitempty"`
+	// LedgerAPIAuth is the client secret of the validator's ledger API client
+	// (Secret <name>-ledger-api-auth, key client-secret).
+	LedgerAPIAuth *SecretKeyRef `json:"ledgerApiAuth,omitempty"`
+	// Database is the password of the validator's database (Secret
+	// <name>-database, key password).
+	Database *SecretKeyRef `json:"database,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the validator's namespace.
+type SecretKeyRef struct {
+	// +kubebuilder:validation:Required
+	Name string `json:"name"`
+	// +kubebuilder:validation:Required
+	Key string `json:"key"`
+}
+
+// PruningSchedule is Canton's automatic pruning schedule.
+type PruningSchedule struct {
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=300
+	Cron string `json:"cron"`
+	// +kubebuilder:validation:Required
+	MaxDuration string `json:"maxDuration"`
+	// +kubebuilder:validation:Required
+	Retention string `json:"retention"`
+}
+
+// ValidatorStatus is written by the workload controller through the status
+// subresource, from the validator's workloads; validator-manager's API only
+// reads it.
+type ValidatorStatus struct {
+	// Phase is the lifecycle phase; empty reads as PENDING. PENDING until the
+	// participant and validator app Deployments are available, RUNNING from
+	// then on, COMPLETED once every workload of the validator is available
+	// at its current generation.
+	Phase Phase `json:"phase,omitempty"`
+	// DatabaseReady: the internal database is ready (backups can be
+	// scheduled). Always false for an external database.
+	DatabaseReady bool `json:"databaseReady,omitempty"`
+	// ObservedGeneration is the metadata.generation this status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready.
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// TestValidatorSpecIsTyped: the spec the gateway writes is exactly the JSON
+// of v1alpha1.ValidatorSpec: it decodes without an unknown field and encodes
+// back to the same document, so the typed controller and the gateway agree.
+func TestValidatorSpecIsTyped(t *testing.T) {
+	ptr := func(s string) *string { return &s }
+	yes := true
+	next := time.Date(2026, 11, 24, 8, 0, 0, 123456789, time.UTC)
+	cfg := domain.ValidatorConfig{
+		Name: "v", ImageRepo: "ghcr.io/example", ImageTag: "0.5.1", CustomAuth: &yes,
+		Auth: &domain.Auth{Audience: "aud", LedgerAPIClient: "c", LedgerAPIUser: "u", WalletClient: "w", NameServiceClient: "n", JWKSURL: ptr("https://idp.test/jwks")},
+		Cluster: domain.Cluster{
+			ScanAddress: "http://scan.test", PartyHint: "p-1", StorageClass: ptr("fast"),
+			ExtraSynchronizers: &[]domain.Synchronizer{{Alias: ptr("d1"), URL: ptr("https://d1.test")}},
+			TopUp:              &domain.TopUp{Enable: &yes},
+			Prune:              &domain.PruneScheduleRequest{Cron: "0 0 * * * ?", MaxDuration: "5m", Retention: "48h", NextRun: &next},
+			Migration:          domain.Migration{ID: 2, Migrating: &yes},
+			Wallet:             &domain.App{EnvVars: []domain.EnvVar{{Name: ptr("A"), ValueFrom: &domain.EnvVarSource{SecretKeyRef: &domain.SecretKeySelector{Name: ptr("s"), Key: ptr("k")}}}}},
+		},
+		Participant:      domain.App{Resources: &domain.Resources{CPULimit: ptr("2")}},
+		DatabaseWorkload: &domain.DatabaseWorkload{Volumes: &[]domain.Volume{{Name: ptr("x"), EmptyDir: &domain.EmptyDirVolume{SizeLimit: &domain.SizeLimit{Amount: ptr("1"), Format: ptr("Gi")}}}}},
+		Database:         &domain.Database{Username: ptr("cnadmin")},
+		WalletSweeps:     []domain.WalletSweep{{MaxBalanceUSD: "10", MinBalanceUSD: "1", ReceiverPartyID: "r", SenderPartyID: "s"}},
+		WrittenSecrets:   domain.WrittenSecrets{Onboarding: true},
+	}
+	stored, err := domain.EncodeValidatorConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := domain.Validator{Name: "v", DatabaseStorage: "20Gi", MigrationID: 2, Migrating: true, CustomAuth: true, Spec: stored}
+	prune := &domain.PruneSchedule{Cron: "0 0 * * * ?", MaxDuration: 5 * time.Minute, Retention: 48 * time.Hour, MaxDurationText: "5m", RetentionText: "48h"}
+	spec, err := validatorSpec(v, prune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secretSlots("v", domain.ValidatorSecrets{}) {
+		refs, _ := spec["secrets"].(map[string]any)
+		if refs == nil {
+			refs = map[string]any{}
+		}
+		refs[s.field] = secretRef(s)
+		spec["secrets"] = refs
+	}
+	written, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typed v1alpha1.ValidatorSpec
+	dec := json.NewDecoder(bytes.NewReader(written))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&typed); err != nil {
+		t.Fatalf("the gateway's spec does not decode into v1alpha1.ValidatorSpec: %v", err)
+	}
+	back, err := json.Marshal(typed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(written, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(back, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("typed spec encodes as\n%s\nwant the gateway's\n%s", back, written)
+	}
+	if typed.Config.Cluster.Prune.NextRun == nil || !typed.Config.Cluster.Prune.NextRun.Equal(next) {
+		t.Errorf("nextRun %v, want %v (sub-second precision kept)", typed.Config.Cluster.Prune.NextRun, next)
+	}
+}

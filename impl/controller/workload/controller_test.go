@@ -1,0 +1,338 @@
+package workload_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+)
+
+var namespaces atomic.Int32
+
+// create makes a fresh namespace and the Validator v1 in it (sample, edited
+// by edit), and returns the Validator as the API server stored it.
+func create(t *testing.T, edit func(*v1alpha1.Validator)) *v1alpha1.Validator {
+	t.Helper()
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	ctx := context.Background()
+	ns := fmt.Sprintf("wl-%d", namespaces.Add(1))
+	if err := apiServer.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	v := sample("v1")
+	v.Namespace, v.UID, v.Generation = ns, "", 0
+	if edit != nil {
+		edit(v)
+	}
+	if err := apiServer.Create(ctx, v); err != nil {
+		t.Fatalf("create validator: %v", err)
+	}
+	return v
+}
+
+// eventually polls cond until it holds (nil) or 20 s pass.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+func key(v *v1alpha1.Validator, component string) types.NamespacedName {
+	return types.NamespacedName{Namespace: v.Namespace, Name: workload.Name(v.Name, component)}
+}
+
+func getDeployment(ctx context.Context, v *v1alpha1.Validator, component string) (*appsv1.Deployment, error) {
+	var d appsv1.Deployment
+	err := apiServer.Get(ctx, key(v, component), &d)
+	return &d, err
+}
+
+func TestControllerCreatesWorkloads(t *testing.T) {
+	v := create(t, nil)
+	ctx := context.Background()
+	components := []string{workload.Participant, workload.ValidatorApp, workload.WalletUI, workload.ANSUI}
+	eventually(t, "workloads exist", func(ctx context.Context) error {
+		for _, c := range components {
+			if _, err := getDeployment(ctx, v, c); err != nil {
+				return err
+			}
+		}
+		var st appsv1.StatefulSet
+		return apiServer.Get(ctx, key(v, workload.Postgres), &st)
+	})
+	for _, c := range append(components, workload.Postgres) {
+		var svc corev1.Service
+		if err := apiServer.Get(ctx, key(v, c), &svc); err != nil {
+			t.Errorf("Service %s: %v", c, err)
+			continue
+		}
+		if ref := metav1.GetControllerOf(&svc); ref == nil || ref.UID != v.UID {
+			t.Errorf("Service %s: owner %+v, want Validator %s", c, ref, v.UID)
+		}
+	}
+	for _, c := range components {
+		d, _ := getDeployment(ctx, v, c)
+		if ref := metav1.GetControllerOf(d); ref == nil || ref.UID != v.UID || ref.Kind != "Validator" {
+			t.Errorf("Deployment %s: owner %+v, want Validator %s", c, ref, v.UID)
+		}
+		if d.Spec.Template.Spec.Containers[0].Image != "ghcr.io/example/docker/"+map[string]string{
+			workload.Participant: "canton-participant", workload.ValidatorApp: "validator-app",
+			workload.WalletUI: "wallet-web-ui", workload.ANSUI: "ans-web-ui"}[c]+":0.5.1" {
+			t.Errorf("Deployment %s: image %s", c, d.Spec.Template.Spec.Containers[0].Image)
+		}
+		if mf := d.ManagedFields; len(mf) == 0 || mf[0].Manager != workload.FieldOwner || mf[0].Operation != metav1.ManagedFieldsOperationApply {
+			t.Errorf("Deployment %s: managed fields %+v, want applied by %s", c, mf, workload.FieldOwner)
+		}
+	}
+	p, _ := getDeployment(ctx, v, workload.Participant)
+	pc := p.Spec.Template.Spec.Containers[0]
+	if pc.Resources.Limits.Memory().String() != "4Gi" || pc.Resources.Requests.Cpu().String() != "500m" {
+		t.Errorf("participant resources %+v", pc.Resources)
+	}
+	if pc.ReadinessProbe == nil || pc.ReadinessProbe.GRPC == nil || pc.LivenessProbe == nil {
+		t.Errorf("participant probes %+v %+v", pc.ReadinessProbe, pc.LivenessProbe)
+	}
+	if e := env(pc, "CANTON_PARTICIPANT_POSTGRES_PASSWORD"); e == nil || e.ValueFrom.SecretKeyRef.Name != "v1-database" {
+		t.Errorf("participant password env %+v", e)
+	}
+	if ps := p.Spec.Template.Spec.ImagePullSecrets; len(ps) != 1 || ps[0].Name != "regcred" {
+		t.Errorf("image pull secrets %v", ps)
+	}
+	app, _ := getDeployment(ctx, v, workload.ValidatorApp)
+	ac := app.Spec.Template.Spec.Containers[0]
+	if e := env(ac, "SPLICE_APP_VALIDATOR_ONBOARDING_SECRET"); e == nil || e.ValueFrom.SecretKeyRef.Name != "v1-onboarding" {
+		t.Errorf("onboarding env %+v", e)
+	}
+	if e := env(ac, "SPLICE_APP_VALIDATOR_SCAN_ADDRESS"); e == nil || e.Value != "http://scan.example.test" {
+		t.Errorf("scan env %+v", e)
+	}
+	var st appsv1.StatefulSet
+	if err := apiServer.Get(ctx, key(v, workload.Postgres), &st); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != "20Gi" {
+		t.Errorf("database storage %s, want 20Gi", got.String())
+	}
+}
+
+func TestControllerDisableProbes(t *testing.T) {
+	v := create(t, func(v *v1alpha1.Validator) { v.Spec.Config.Cluster.DisableProbes = ptr.To(true) })
+	eventually(t, "workloads exist", func(ctx context.Context) error {
+		var st appsv1.StatefulSet
+		return apiServer.Get(ctx, key(v, workload.Postgres), &st)
+	})
+	for _, c := range []string{workload.Participant, workload.ValidatorApp} {
+		d, err := getDeployment(context.Background(), v, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctr := d.Spec.Template.Spec.Containers[0]; ctr.LivenessProbe != nil || ctr.ReadinessProbe != nil {
+			t.Errorf("%s has probes", c)
+		}
+	}
+}
+
+func TestControllerExternalDatabase(t *testing.T) {
+	v := create(t, func(v *v1alpha1.Validator) {
+		v.Spec.ExternalDatabase = true
+		v.Spec.Config.Database = &v1alpha1.Database{External: ptr.To(true), Hostname: ptr.To("db.example.test"), Port: ptr.To("5432")}
+	})
+	eventually(t, "status written", func(ctx context.Context) error {
+		var cur v1alpha1.Validator
+		if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+			return err
+		}
+		if meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionDatabaseReady) == nil {
+			return fmt.Errorf("no DatabaseReady condition yet: %+v", cur.Status)
+		}
+		return nil
+	})
+	var st appsv1.StatefulSet
+	if err := apiServer.Get(context.Background(), key(v, workload.Postgres), &st); !apierrors.IsNotFound(err) {
+		t.Errorf("StatefulSet: got %v, want not found", err)
+	}
+}
+
+// markAvailable writes the status the Deployment controller would write
+// once the pods are ready (envtest runs no kube-controller-manager).
+func markAvailable(t *testing.T, v *v1alpha1.Validator, component string) {
+	t.Helper()
+	eventually(t, "mark "+component+" available", func(ctx context.Context) error {
+		d, err := getDeployment(ctx, v, component)
+		if err != nil {
+			return err
+		}
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
+				Reason: "MinimumReplicasAvailable", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		}
+		return apiServer.Status().Update(ctx, d)
+	})
+}
+
+func waitPhase(t *testing.T, v *v1alpha1.Validator, want v1alpha1.Phase) *v1alpha1.Validator {
+	t.Helper()
+	var cur v1alpha1.Validator
+	eventually(t, "phase "+string(want), func(ctx context.Context) error {
+		if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+			return err
+		}
+		if cur.Status.Phase != want {
+			return fmt.Errorf("phase %q, conditions %+v", cur.Status.Phase, cur.Status.Conditions)
+		}
+		return nil
+	})
+	return &cur
+}
+
+func TestControllerStatus(t *testing.T) {
+	v := create(t, nil)
+	cur := waitPhase(t, v, v1alpha1.PhasePending)
+	if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionParticipantReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("ParticipantReady %+v, want False", c)
+	}
+	markAvailable(t, v, workload.Participant)
+	markAvailable(t, v, workload.ValidatorApp)
+	cur = waitPhase(t, v, v1alpha1.PhaseRunning)
+	if !meta.IsStatusConditionTrue(cur.Status.Conditions, v1alpha1.ConditionValidatorAppReady) ||
+		meta.IsStatusConditionTrue(cur.Status.Conditions, v1alpha1.ConditionReady) || cur.Status.DatabaseReady {
+		t.Errorf("status %+v, want the apps ready, not the whole validator", cur.Status)
+	}
+	if cur.Status.ObservedGeneration != cur.Generation {
+		t.Errorf("observedGeneration %d, want %d", cur.Status.ObservedGeneration, cur.Generation)
+	}
+	markAvailable(t, v, workload.WalletUI)
+	markAvailable(t, v, workload.ANSUI)
+	eventually(t, "database ready", func(ctx context.Context) error {
+		var st appsv1.StatefulSet
+		if err := apiServer.Get(ctx, key(v, workload.Postgres), &st); err != nil {
+			return err
+		}
+		st.Status = appsv1.StatefulSetStatus{ObservedGeneration: st.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			CurrentReplicas: 1, UpdatedReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r1"}
+		return apiServer.Status().Update(ctx, &st)
+	})
+	cur = waitPhase(t, v, v1alpha1.PhaseCompleted)
+	if !cur.Status.DatabaseReady || !meta.IsStatusConditionTrue(cur.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Errorf("status %+v, want database ready and Ready", cur.Status)
+	}
+}
+
+func TestControllerEditChangesWorkloads(t *testing.T) {
+	v := create(t, nil)
+	eventually(t, "participant exists", func(ctx context.Context) error { _, err := getDeployment(ctx, v, workload.Participant); return err })
+	eventually(t, "edit", func(ctx context.Context) error {
+		var cur v1alpha1.Validator
+		if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+			return err
+		}
+		cur.Spec.Config.ImageTag = "0.5.2"
+		cur.Spec.Config.Cluster.DisabledWallet = ptr.To(true)
+		return apiServer.Update(ctx, &cur)
+	})
+	eventually(t, "new image", func(ctx context.Context) error {
+		d, err := getDeployment(ctx, v, workload.Participant)
+		if err != nil {
+			return err
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/example/docker/canton-participant:0.5.2" {
+			return fmt.Errorf("image %s", img)
+		}
+		return nil
+	})
+	eventually(t, "UIs removed with the wallet", func(ctx context.Context) error {
+		for _, c := range []string{workload.WalletUI, workload.ANSUI} {
+			if _, err := getDeployment(ctx, v, c); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s: %v", c, err)
+			}
+		}
+		return nil
+	})
+}
+
+func TestControllerCorrectsDrift(t *testing.T) {
+	v := create(t, nil)
+	ctx := context.Background()
+	eventually(t, "validator app exists", func(ctx context.Context) error { _, err := getDeployment(ctx, v, workload.ValidatorApp); return err })
+
+	// Edited by hand (an Update, as kubectl edit does).
+	eventually(t, "hand edit", func(ctx context.Context) error {
+		d, err := getDeployment(ctx, v, workload.ValidatorApp)
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "example.test/other:1"
+		d.Spec.Replicas = ptr.To[int32](3)
+		return apiServer.Update(ctx, d, client.FieldOwner("kubectl-edit"))
+	})
+	eventually(t, "hand edit corrected", func(ctx context.Context) error {
+		d, err := getDeployment(ctx, v, workload.ValidatorApp)
+		if err != nil {
+			return err
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/example/docker/validator-app:0.5.1" || *d.Spec.Replicas != 1 {
+			return fmt.Errorf("image %s replicas %d", img, *d.Spec.Replicas)
+		}
+		return nil
+	})
+
+	// Deleted by hand.
+	old, err := getDeployment(ctx, v, workload.Participant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apiServer.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted Deployment recreated", func(ctx context.Context) error {
+		d, err := getDeployment(ctx, v, workload.Participant)
+		if err != nil {
+			return err
+		}
+		if d.UID == old.UID {
+			return fmt.Errorf("still the old Deployment")
+		}
+		return nil
+	})
+
+	var svc corev1.Service
+	if err := apiServer.Get(ctx, key(v, workload.Participant), &svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiServer.Delete(ctx, &svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted Service recreated", func(ctx context.Context) error {
+		var s corev1.Service
+		if err := apiServer.Get(ctx, key(v, workload.Participant), &s); err != nil {
+			return err
+		}
+		if s.UID == svc.UID {
+			return fmt.Errorf("still the old Service")
+		}
+		return nil
+	})
+}

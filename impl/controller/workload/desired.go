@@ -1,0 +1,462 @@
+// Package workload is the controller that turns each Validator resource into
+// the workloads of a Splice validator, laid out as the splice-participant,
+// splice-validator and splice-postgres Helm charts lay them out, and reports
+// their readiness in the Validator's status.
+package workload
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Components of a validator: each is a workload and a Service named
+// <validator>-<component>, the names release 1.11's addresses use
+// (domain.ServiceHost) and the backup Job dials (<validator>-postgres).
+const (
+	Participant  = domain.ServiceParticipant
+	ValidatorApp = domain.ServiceValidatorApp
+	WalletUI     = domain.ServiceWalletUI
+	ANSUI        = domain.ServiceANSUI
+	Postgres     = "postgres"
+)
+
+// Labels of every object the controller writes. ComponentLabel with
+// ValidatorLabel selects a component's pods (the recovery command finds the
+// validator app's pod by them).
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "validator-manager"
+	ValidatorLabel = "validator-manager.io/validator"
+	ComponentLabel = "app.kubernetes.io/component"
+	// MigrationLabel is the charts' label of the synchronizer migration id.
+	MigrationLabel = "migration"
+)
+
+// Defaults where the Validator says nothing, from the charts' values.
+const (
+	defaultDatabaseStorage = "10Gi" // docs/decisions.md: the internal database starts with 10Gi
+	defaultDatabaseUser    = "postgres"
+	defaultDatabasePort    = "5432"
+	databasePasswordKey    = "password"
+	postgresImage          = "postgres:14" // splice-postgres
+	postgresDataVolume     = "pg-data"     // splice-postgres db.pvcTemplateName
+	postgresDataDir        = "/var/lib/postgresql/data"
+	uiPort                 = 8080
+	metricsPort            = 10013
+	participantProbePort   = 5061
+	identitiesDumpVolume   = "participant-bootstrapping-dump-volume"
+	identitiesDumpPath     = "/participant-bootstrapping-dump"
+)
+
+// Name is the name of a validator's workload and Service of component.
+func Name(validator, component string) string { return validator + "-" + component }
+
+// Desired is every object the controller keeps for v: Deployments of the
+// participant and the validator app, of the wallet and name-service UIs
+// unless the wallet is disabled, the internal PostgreSQL StatefulSet unless
+// the database is external, and a Service for each. Each is owned by v
+// (controller reference), so that deleting v deletes them.
+func Desired(v *v1alpha1.Validator) []client.Object {
+	b := newLayout(v)
+	objs := []client.Object{
+		b.participant(), b.service(Participant, participantPorts()),
+		b.validatorApp(), b.service(ValidatorApp, validatorAppPorts()),
+	}
+	if b.walletEnabled() {
+		objs = append(objs,
+			b.ui(WalletUI, b.cfg.Cluster.Wallet, b.auth().WalletClient), b.service(WalletUI, uiPorts()),
+			b.ui(ANSUI, &b.cfg.Cluster.NameService, b.auth().NameServiceClient), b.service(ANSUI, uiPorts()))
+	}
+	if !v.Spec.ExternalDatabase {
+		objs = append(objs, b.postgres(), b.service(Postgres, postgresPorts()))
+	}
+	return objs
+}
+
+// Unwanted is every object of the full layout that Desired does not hold for
+// v (the UIs of a validator whose wallet is disabled, the database of one
+// whose database is external): the controller deletes those it owns.
+func Unwanted(v *v1alpha1.Validator) []client.Object {
+	b := newLayout(v)
+	var objs []client.Object
+	if !b.walletEnabled() {
+		objs = append(objs, b.named(&appsv1.Deployment{}, WalletUI), b.named(&corev1.Service{}, WalletUI),
+			b.named(&appsv1.Deployment{}, ANSUI), b.named(&corev1.Service{}, ANSUI))
+	}
+	if v.Spec.ExternalDatabase {
+		objs = append(objs, b.named(&appsv1.StatefulSet{}, Postgres), b.named(&corev1.Service{}, Postgres))
+	}
+	return objs
+}
+
+// layout builds the objects of one validator.
+type layout struct {
+	v   *v1alpha1.Validator
+	cfg *v1alpha1.ValidatorConfig
+}
+
+func newLayout(v *v1alpha1.Validator) layout {
+	return layout{v: v, cfg: &v.Spec.Config}
+}
+
+func (b layout) walletEnabled() bool { return !deref(b.cfg.Cluster.DisabledWallet) }
+
+func (b layout) probes() bool { return !deref(b.cfg.Cluster.DisableProbes) }
+
+func (b layout) auth() v1alpha1.Auth {
+	if b.cfg.Auth == nil {
+		return v1alpha1.Auth{}
+	}
+	return *b.cfg.Auth
+}
+
+func (b layout) image(name string) string {
+	return b.cfg.ImageRepo + "/" + name + ":" + b.cfg.ImageTag
+}
+
+func (b layout) name(component string) string { return Name(b.v.Name, component) }
+
+// selector selects a component's pods; it never changes, as Deployments and
+// StatefulSets require.
+func (b layout) selector(component string) map[string]string {
+	return map[string]string{ValidatorLabel: b.v.Name, ComponentLabel: component}
+}
+
+func (b layout) labels(component string) map[string]string {
+	return map[string]string{
+		ManagedByLabel:               ManagedBy,
+		ValidatorLabel:               b.v.Name,
+		ComponentLabel:               component,
+		"app.kubernetes.io/name":     component,
+		"app.kubernetes.io/instance": b.v.Name,
+		"app":                        b.name(component),
+		MigrationLabel:               strconv.Itoa(int(b.v.Spec.Migration.ID)),
+	}
+}
+
+func (b layout) meta(component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            b.name(component),
+		Namespace:       b.v.Namespace,
+		Labels:          b.labels(component),
+		OwnerReferences: []metav1.OwnerReference{b.owner()},
+	}
+}
+
+// owner is the controller reference to the Validator: the garbage collector
+// deletes the workloads with it, and their events reach its reconcile.
+func (b layout) owner() metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         v1alpha1.GroupVersion.String(),
+		Kind:               "Validator",
+		Name:               b.v.Name,
+		UID:                b.v.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+func (b layout) named(obj client.Object, component string) client.Object {
+	obj.SetName(b.name(component))
+	obj.SetNamespace(b.v.Namespace)
+	return obj
+}
+
+var (
+	deploymentType  = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	statefulSetType = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
+	serviceType     = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+)
+
+// deployment is a component's Deployment with one container, as the charts
+// write them: Recreate strategy (the apps hold their database and identity
+// exclusively), pods run as 1001.
+func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Container) *appsv1.Deployment {
+	res := appResources(app)
+	c.Resources = mergeResources(c.Resources, res)
+	pod := corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1001), RunAsGroup: ptr.To[int64](1001), FSGroup: ptr.To[int64](1001)},
+		Containers:      []corev1.Container{c},
+	}
+	if res != nil && deref(res.ImagePullSecret) != "" {
+		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: *res.ImagePullSecret}}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   deploymentType,
+		ObjectMeta: b.meta(component),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas(res)),
+			Selector: &metav1.LabelSelector{MatchLabels: b.selector(component)},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: b.labels(component)},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+func (b layout) participant() *appsv1.Deployment {
+	c := corev1.Container{
+		Name:  Participant,
+		Image: b.image("canton-participant"),
+		Env:   b.participantEnv(),
+		Ports: []corev1.ContainerPort{
+			{Name: "lg-adm-api", ContainerPort: domain.AdminAPIPort, Protocol: corev1.ProtocolTCP},
+			{Name: "lg-api", ContainerPort: domain.LedgerAPIPort, Protocol: corev1.ProtocolTCP},
+			{Name: "json-api", ContainerPort: domain.JSONAPIPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics-api", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
+		},
+	}
+	// The participant chart's enableHealthProbes, which the configuration
+	// may turn off for the participant alone.
+	if b.probes() && ptr.Deref(b.cfg.ParticipantNode.EnableHealthProbes, true) {
+		c.LivenessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: participantProbePort, Service: ptr.To("liveness")}},
+			InitialDelaySeconds: 600, PeriodSeconds: 60, FailureThreshold: 5, TimeoutSeconds: 10,
+		}
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: participantProbePort}},
+			InitialDelaySeconds: 5, PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 10,
+		}
+	}
+	return b.deployment(Participant, &b.cfg.Participant, c)
+}
+
+func (b layout) validatorApp() *appsv1.Deployment {
+	c := corev1.Container{
+		Name:  ValidatorApp,
+		Image: b.image("validator-app"),
+		Env:   b.validatorAppEnv(),
+		Ports: []corev1.ContainerPort{{Name: "val-http", ContainerPort: domain.ValidatorAppPort, Protocol: corev1.ProtocolTCP}},
+	}
+	if b.probes() {
+		c.LivenessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api/validator/livez", Port: intstr.FromInt32(domain.ValidatorAppPort)}},
+			InitialDelaySeconds: 60, PeriodSeconds: 60, FailureThreshold: 5, TimeoutSeconds: 10,
+		}
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api/validator/readyz", Port: intstr.FromInt32(domain.ValidatorAppPort)}},
+			InitialDelaySeconds: 5, PeriodSeconds: 5, FailureThreshold: 5, TimeoutSeconds: 3,
+		}
+	}
+	d := b.deployment(ValidatorApp, &b.cfg.Cluster.ValidatorApp, c)
+	if imp := b.cfg.Cluster.IdentitiesImport; imp != nil && imp.SecretName != "" {
+		pod := &d.Spec.Template.Spec
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: identitiesDumpVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: imp.SecretName}}})
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: identitiesDumpVolume, MountPath: identitiesDumpPath, ReadOnly: true})
+	}
+	return d
+}
+
+// ui is a web UI's Deployment (wallet-web-ui or ans-web-ui), with the
+// charts' resources unless the configuration gives its own.
+func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1.Deployment {
+	auth := b.auth()
+	env := []corev1.EnvVar{
+		{Name: "SPLICE_APP_UI_AUTH_CLIENT_ID", Value: clientID},
+		{Name: "SPLICE_APP_UI_AUTH_URL", Value: deref(auth.OIDCAuthorityURL)},
+		{Name: "SPLICE_APP_UI_AUTH_AUDIENCE", Value: auth.Audience},
+	}
+	if app != nil {
+		env = appendEnv(env, app.EnvVars)
+	}
+	c := corev1.Container{
+		Name:  component,
+		Image: b.image(component),
+		Env:   env,
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: uiPort, Protocol: corev1.ProtocolTCP}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("240Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1536Mi")},
+		},
+	}
+	if component == WalletUI {
+		c.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1")
+	}
+	return b.deployment(component, app, c)
+}
+
+// postgres is the internal database, as splice-postgres runs it, with the
+// user and password the apps and the backup Job use.
+func (b layout) postgres() *appsv1.StatefulSet {
+	w := b.cfg.DatabaseWorkload
+	if w == nil {
+		w = &v1alpha1.DatabaseWorkload{}
+	}
+	image := deref(w.Image)
+	if image == "" {
+		image = postgresImage
+	}
+	user := b.databaseUser()
+	c := corev1.Container{
+		Name:            Postgres,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            append([]string{"-c", "max_connections=300", "-c", "max_wal_size=2GB"}, derefSlice(w.Args)...),
+		Env: []corev1.EnvVar{
+			{Name: "POSTGRES_USER", Value: user},
+			{Name: "POSTGRES_PASSWORD", ValueFrom: b.databasePassword()},
+			{Name: "PGDATA", Value: postgresDataDir + "/pgdata"},
+		},
+		Ports:        []corev1.ContainerPort{{Name: "postgresdb", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, volumeMounts(w.VolumeMounts)...),
+	}
+	if b.probes() {
+		c.LivenessProbe = &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"psql", "-U", user, "-d", "template1", "-c", "SELECT 1"}}},
+			FailureThreshold: 3, PeriodSeconds: 10, SuccessThreshold: 1, TimeoutSeconds: 1,
+		}
+	}
+	res := w.Resources
+	c.Resources = mergeResources(corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("12Gi")},
+	}, res)
+	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes(w.Volumes)}
+	if res != nil && deref(res.ImagePullSecret) != "" {
+		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: *res.ImagePullSecret}}
+	}
+	storage := b.v.Spec.DatabaseStorage
+	if storage == "" {
+		storage = defaultDatabaseStorage
+	}
+	claim := corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(storage)}},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
+		},
+	}
+	if b.v.Spec.StorageClass != "" {
+		claim.Spec.StorageClassName = ptr.To(b.v.Spec.StorageClass)
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   statefulSetType,
+		ObjectMeta: b.meta(Postgres),
+		Spec: appsv1.StatefulSetSpec{
+			ServiceName: b.name(Postgres),
+			Replicas:    ptr.To(replicas(res)),
+			Selector:    &metav1.LabelSelector{MatchLabels: b.selector(Postgres)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: b.labels(Postgres)},
+				Spec:       pod,
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
+		},
+	}
+}
+
+// DataClaimName is the PersistentVolumeClaim the StatefulSet makes for the
+// internal database's data (its first and only replica).
+func DataClaimName(validator string) string {
+	return postgresDataVolume + "-" + Name(validator, Postgres) + "-0"
+}
+
+func (b layout) service(component string, ports []corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   serviceType,
+		ObjectMeta: b.meta(component),
+		Spec: corev1.ServiceSpec{
+			Selector: b.selector(component),
+			Ports:    ports,
+		},
+	}
+}
+
+func tcp(name string, port int32, target intstr.IntOrString) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: port, TargetPort: target, Protocol: corev1.ProtocolTCP}
+}
+
+func participantPorts() []corev1.ServicePort {
+	return []corev1.ServicePort{
+		tcp("lg-adm-api", domain.AdminAPIPort, intstr.FromInt32(domain.AdminAPIPort)),
+		tcp("lg-api", domain.LedgerAPIPort, intstr.FromInt32(domain.LedgerAPIPort)),
+		tcp("metrics", metricsPort, intstr.FromInt32(metricsPort)),
+		tcp("json-api", domain.JSONAPIPort, intstr.FromInt32(domain.JSONAPIPort)),
+	}
+}
+
+func validatorAppPorts() []corev1.ServicePort {
+	return []corev1.ServicePort{
+		tcp("val-http", domain.ValidatorAppPort, intstr.FromInt32(domain.ValidatorAppPort)),
+		tcp("metrics", metricsPort, intstr.FromInt32(metricsPort)),
+	}
+}
+
+func uiPorts() []corev1.ServicePort {
+	return []corev1.ServicePort{tcp("http", 80, intstr.FromString("http"))}
+}
+
+func postgresPorts() []corev1.ServicePort {
+	return []corev1.ServicePort{tcp("postgresdb", 5432, intstr.FromInt32(5432))}
+}
+
+// replicas of a workload: the configuration's, else 1 as in the charts.
+func replicas(r *v1alpha1.Resources) int32 {
+	if r == nil || r.Replicas == nil {
+		return 1
+	}
+	return *r.Replicas
+}
+
+func appResources(app *v1alpha1.App) *v1alpha1.Resources {
+	if app == nil {
+		return nil
+	}
+	return app.Resources
+}
+
+// mergeResources sets the requests and limits r gives over base. A quantity
+// that does not parse is left out (the API validated it on the way in; a
+// bad one must not stop the other workloads).
+func mergeResources(base corev1.ResourceRequirements, r *v1alpha1.Resources) corev1.ResourceRequirements {
+	if r == nil {
+		return base
+	}
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *string) {
+		if q == nil || *q == "" {
+			return
+		}
+		v, err := resource.ParseQuantity(*q)
+		if err != nil {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = v
+	}
+	set(&base.Requests, corev1.ResourceCPU, r.CPURequest)
+	set(&base.Requests, corev1.ResourceMemory, r.MemoryRequest)
+	set(&base.Limits, corev1.ResourceCPU, r.CPULimit)
+	set(&base.Limits, corev1.ResourceMemory, r.MemoryLimit)
+	return base
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func derefSlice[T any](p *[]T) []T {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

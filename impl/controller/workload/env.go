@@ -1,0 +1,344 @@
+package workload
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Schemas of the apps in the validator's database (the charts' persistence.schema).
+const (
+	participantSchema = "participant"
+	validatorSchema   = "validator"
+)
+
+// participantEnv is the participant container's environment, as the
+// splice-participant chart writes it, then the configuration's envVars.
+func (b layout) participantEnv() []corev1.EnvVar {
+	auth := b.auth()
+	jvm := deref(b.cfg.ParticipantNode.DefaultJVMOptions)
+	if jvm == "" {
+		jvm = b.cfg.Cluster.DefaultJVMOptions
+	}
+	env := []corev1.EnvVar{
+		{Name: "JAVA_TOOL_OPTIONS", Value: jvm},
+		{Name: "CANTON_PARTICIPANT_POSTGRES_SERVER", Value: b.databaseHost()},
+		{Name: "CANTON_PARTICIPANT_POSTGRES_PORT", Value: b.databasePort()},
+		{Name: "CANTON_PARTICIPANT_POSTGRES_SCHEMA", Value: participantSchema},
+		{Name: "CANTON_PARTICIPANT_POSTGRES_PASSWORD", ValueFrom: b.databasePassword()},
+		{Name: "CANTON_PARTICIPANT_ADMIN_USER_NAME", Value: auth.LedgerAPIUser},
+		{Name: "AUTH_JWKS_URL", Value: deref(auth.JWKSURL)},
+		{Name: "AUTH_TARGET_AUDIENCE", Value: auth.Audience},
+	}
+	return appendEnv(env, b.cfg.Participant.EnvVars)
+}
+
+// validatorAppEnv is the validator app container's environment, in the
+// order the splice-validator chart writes it: the chart's variables, the
+// additional users' variables, then the configuration's envVars.
+func (b layout) validatorAppEnv() []corev1.EnvVar {
+	c := b.cfg.Cluster
+	spec := b.v.Spec
+	add := func(env []corev1.EnvVar, name, value string) []corev1.EnvVar {
+		return append(env, corev1.EnvVar{Name: name, Value: value})
+	}
+	env := []corev1.EnvVar{
+		{Name: "JAVA_TOOL_OPTIONS", Value: c.DefaultJVMOptions},
+		{Name: "SPLICE_APP_VALIDATOR_PARTICIPANT_ADDRESS", Value: b.name(Participant)},
+	}
+	if dars := deref(c.AppDars); dars != "" {
+		env = add(env, "SPLICE_APP_DARS", dars)
+	}
+	env = appendEnv(env, derefSlice(c.AdditionalUsersEnvVars))
+	if other := deref(c.AdditionalConfig); other != "" {
+		env = add(env, "ADDITIONAL_CONFIG_OTHER", other)
+	}
+	if c.SVSponsorAddress != "" {
+		env = add(env, "SPLICE_APP_VALIDATOR_SV_SPONSOR_ADDRESS", c.SVSponsorAddress)
+		if ref := secretRef(spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Onboarding }); ref != nil {
+			env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_ONBOARDING_SECRET", ValueFrom: secretKey(ref.Name, ref.Key, false)})
+		} else {
+			// Onboarding without a secret works on DevNet only, as in the chart.
+			env = add(env, "SPLICE_APP_DEVNET", "1")
+		}
+	} else {
+		env = add(env, "ADDITIONAL_CONFIG_NO_ONBOARDING", "canton.validator-apps.validator_backend.onboarding = null\n")
+	}
+	env = add(env, "SPLICE_APP_VALIDATOR_SCAN_ADDRESS", c.ScanAddress)
+	if user := deref(c.WalletUserName); user != "" {
+		env = add(env, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME", user)
+	}
+	if c.PartyHint != "" {
+		env = add(env, "SPLICE_APP_VALIDATOR_PARTY_HINT", c.PartyHint)
+	}
+	if deref(c.SVValidator) {
+		env = add(env, "SPLICE_APP_VALIDATOR_SV_VALIDATOR", "true")
+	} else {
+		env = add(env, "ADDITIONAL_CONFIG_BFT_SCAN", "canton.validator-apps.validator_backend.scan-client.type = \"bft\"\n"+
+			"canton.validator-apps.validator_backend.scan-client.seed-urls = [ ${_scan.admin-api.address} ]\n")
+	}
+	if c.SequencersFromScan != nil && !*c.SequencersFromScan {
+		env = add(env, "ADDITIONAL_CONFIG_STATIC_SEQUENCER_URL",
+			"canton.validator-apps.validator_backend.domains.global.url = "+strconv.Quote(deref(c.SynchronizerURL)))
+	}
+	for i, d := range derefSlice(c.ExtraSynchronizers) {
+		env = add(env, "ADDITIONAL_CONFIG_EXTRA_DOMAIN_"+strconv.Itoa(i), fmt.Sprintf(
+			"canton.validator-apps.validator_backend.domains.extra.%d = {\n  alias = %s\n  url = %s\n}\n",
+			i, strconv.Quote(deref(d.Alias)), strconv.Quote(deref(d.URL))))
+	}
+	if t := c.TopUp; t != nil && deref(t.Enable) {
+		env = add(env, "ADDITIONAL_CONFIG_TOPUPS", fmt.Sprintf(
+			"canton.validator-apps.validator_backend.domains.global.buy-extra-traffic.target-throughput = %d\n"+
+				"canton.validator-apps.validator_backend.domains.global.buy-extra-traffic.min-topup-interval = %s\n",
+			deref(t.TargetThroughput), deref(t.MinTopupInterval)))
+	}
+	env = add(env, "ADDITIONAL_CONFIG_PERSISTENCE", fmt.Sprintf(
+		"canton.validator-apps.validator_backend.storage {\n  config {\n    properties = {\n"+
+			"      databaseName = %q\n      currentSchema = %q\n      serverName = %q\n      portNumber = %s\n"+
+			"      user = %q\n      password = ${SPLICE_APP_POSTGRES_PASSWORD}\n    }\n  }\n}\n",
+		b.databaseName(), validatorSchema, b.databaseHost(), b.databasePort(), b.databaseUser()))
+	env = append(env, corev1.EnvVar{Name: "SPLICE_APP_POSTGRES_PASSWORD", ValueFrom: b.databasePassword()})
+	if bk := c.IdentitiesBackup; bk != nil {
+		env = add(env, "ADDITIONAL_CONFIG_SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTITIES_DUMP_PERIODIC_BACKUP", fmt.Sprintf(
+			"canton.validator-apps.validator_backend.participant-identities-backup = {\n  location {\n    type = gcp\n    bucket {\n"+
+				"      project-id = %s\n      bucket-name = %s\n      credentials {\n        type = service-account\n"+
+				"        json-credentials = ${SPLICE_APP_VALIDATOR_BACKUP_BUCKET_SERVICE_ACCOUNT_CREDENTIALS}\n      }\n    }\n"+
+				"    prefix = %q\n  }\n  backup-interval = %s\n}\n",
+			bk.BucketProjectID, bk.BucketName, bk.Prefix, bk.Interval))
+		env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_BACKUP_BUCKET_SERVICE_ACCOUNT_CREDENTIALS", ValueFrom: secretKey(bk.BucketSecretName, "json-credentials", false)})
+	}
+	if imp := c.IdentitiesImport; imp != nil {
+		id := ""
+		if imp.NewParticipantIdentifier != "" {
+			id = "  new-participant-identifier = " + strconv.Quote(imp.NewParticipantIdentifier) + "\n"
+		}
+		env = add(env, "ADDITIONAL_CONFIG_SPLICE_APP_SV_PARTICIPANT_IDENTITIES_DUMP_IMPORT",
+			"canton.validator-apps.validator_backend.participant-bootstrapping-dump {\n  type = file\n  file = "+identitiesDumpPath+"/content\n"+id+"}\n")
+	}
+	if deref(c.MigrateValidatorParty) {
+		env = add(env, "ADDITIONAL_CONFIG_MIGRATE_VALIDATOR_PARTY",
+			"canton.validator-apps.validator_backend.migrate-validator-party.scan.admin-api.url = ${_scan.admin-api.address}\n")
+	}
+	env = add(env, "ADDITIONAL_CONFIG_MIGRATION_ID",
+		fmt.Sprintf("canton.validator-apps.validator_backend {\n  domain-migration-id = %d\n}\n", spec.Migration.ID))
+	if !deref(c.SVValidator) {
+		if spec.Migration.Migrating {
+			env = add(env, "ADDITIONAL_CONFIG_VALIDATOR_MIGRATION_RESTORE",
+				"canton.validator-apps.validator_backend.restore-from-migration-dump = \"/domain-upgrade-dump/domain_migration_dump.json\"\n")
+		} else {
+			env = add(env, "ADDITIONAL_CONFIG_GLOBAL_DOMAIN_UPGRADE_DUMP_PATH",
+				"canton.validator-apps.validator_backend.domain-migration-dump-path = \"/domain-upgrade-dump/domain_migration_dump.json\"\n")
+		}
+	}
+	env = add(env, "ADDITIONAL_CONFIG_ENABLE_WALLET",
+		fmt.Sprintf("canton.validator-apps.validator_backend.enable-wallet = %q\n", strconv.FormatBool(b.walletEnabled())))
+	if len(b.cfg.WalletSweeps) > 0 {
+		var s strings.Builder
+		s.WriteString("canton.validator-apps.validator_backend.wallet-sweep {\n")
+		for _, w := range b.cfg.WalletSweeps {
+			fmt.Fprintf(&s, "  %q {\n    max-balance-usd = %s\n    min-balance-usd = %s\n    receiver = %q\n    use-transfer-preapproval = %t\n  }\n",
+				w.SenderPartyID, w.MaxBalanceUSD, w.MinBalanceUSD, w.ReceiverPartyID, w.UseTransferPreapproval)
+		}
+		s.WriteString("}\n")
+		env = add(env, "ADDITIONAL_CONFIG_WALLET_SWEEP", s.String())
+	}
+	if p := spec.ParticipantPruningSchedule; p != nil {
+		env = add(env, "ADDITIONAL_CONFIG_PARTICIPANT_PRUNING", fmt.Sprintf(
+			"canton.validator-apps.validator_backend.participant-pruning-schedule {\n  cron = %q\n  max-duration = %q\n  retention = %q\n}\n",
+			p.Cron, p.MaxDuration, p.Retention))
+	}
+	env = add(env, "FAIL_ON_APP_VERSION_MISMATCH", strconv.FormatBool(ptrOr(c.FailOnAppVersionMismatch, true)))
+	env = add(env, "SPLICE_APP_CONTACT_POINT", deref(c.ContactPoint))
+	env = add(env, "SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTIFIER", b.nodeIdentifier())
+	env = append(env, b.validatorAuthEnv()...)
+	env = appendEnv(env, c.ValidatorApp.EnvVars)
+	return appendEnv(env, derefSlice(b.cfg.EnvVars))
+}
+
+// validatorAuthEnv is the validator app's authentication: the chart reads
+// the ledger API client from a Secret of several keys; here the public parts
+// come from the configuration and only the client secret from the
+// validator's Secret.
+func (b layout) validatorAuthEnv() []corev1.EnvVar {
+	auth := b.auth()
+	env := []corev1.EnvVar{
+		{Name: "SPLICE_APP_VALIDATOR_AUTH_AUDIENCE", Value: auth.Audience},
+		{Name: "SPLICE_APP_VALIDATOR_AUTH_JWKS_URL", Value: deref(auth.JWKSURL)},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_USER_NAME", Value: auth.LedgerAPIUser},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_AUDIENCE", Value: auth.Audience},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_URL", Value: deref(auth.OIDCConfigURL)},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_ID", Value: auth.LedgerAPIClient},
+	}
+	if ref := secretRef(b.v.Spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.LedgerAPIAuth }); ref != nil {
+		env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_SECRET", ValueFrom: secretKey(ref.Name, ref.Key, false)})
+	}
+	return env
+}
+
+func (b layout) nodeIdentifier() string {
+	if id := deref(b.cfg.ParticipantNode.NodeIdentifier); id != "" {
+		return id
+	}
+	return b.v.Name
+}
+
+// databaseHost is the external database's host, else the internal
+// database's Service.
+func (b layout) databaseHost() string {
+	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && deref(b.cfg.Database.Hostname) != "" {
+		return *b.cfg.Database.Hostname
+	}
+	return b.name(Postgres)
+}
+
+func (b layout) databasePort() string {
+	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && deref(b.cfg.Database.Port) != "" {
+		return *b.cfg.Database.Port
+	}
+	return defaultDatabasePort
+}
+
+// databaseUser is the spec's database user (which the backup Job uses
+// too), else postgres.
+func (b layout) databaseUser() string {
+	if b.v.Spec.Database != nil && b.v.Spec.Database.User != "" {
+		return b.v.Spec.Database.User
+	}
+	if u := b.cfg.DatabaseUser(); u != "" {
+		return u
+	}
+	return defaultDatabaseUser
+}
+
+// databaseName is the database both apps use: PostgreSQL's default
+// database of the user (the image creates it), one schema per app.
+func (b layout) databaseName() string { return b.databaseUser() }
+
+// databasePassword is the database password's Secret: the spec's entry,
+// else the conventional <validator>-database (the pods wait for it).
+func (b layout) databasePassword() *corev1.EnvVarSource {
+	if ref := secretRef(b.v.Spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Database }); ref != nil {
+		return secretKey(ref.Name, ref.Key, false)
+	}
+	return secretKey(domain.DatabaseSecretName(b.v.Name), databasePasswordKey, false)
+}
+
+func secretRef(s *v1alpha1.ValidatorSecretRefs, field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef) *v1alpha1.SecretKeyRef {
+	if s == nil {
+		return nil
+	}
+	return field(s)
+}
+
+func secretKey(name, key string, optional bool) *corev1.EnvVarSource {
+	src := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		Key:                  key,
+	}}
+	if optional {
+		src.SecretKeyRef.Optional = &optional
+	}
+	return src
+}
+
+// appendEnv appends the configuration's variables as the charts'
+// additional-env-vars helper does: valueFrom wins over value; a variable
+// without a name is skipped (Kubernetes would refuse the pod). A later
+// variable of a name already set replaces it in place: Kubernetes keys env
+// by name, and server-side apply refuses duplicates.
+func appendEnv(env []corev1.EnvVar, vars []v1alpha1.EnvVar) []corev1.EnvVar {
+	for _, v := range vars {
+		name := deref(v.Name)
+		if name == "" {
+			continue
+		}
+		e := corev1.EnvVar{Name: name}
+		if ref := v.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
+			e.ValueFrom = secretKey(deref(ref.SecretKeyRef.Name), deref(ref.SecretKeyRef.Key), deref(ref.SecretKeyRef.Optional))
+		} else {
+			e.Value = deref(v.Value)
+		}
+		env = setEnv(env, e)
+	}
+	return env
+}
+
+func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == e.Name {
+			env[i] = e
+			return env
+		}
+	}
+	return append(env, e)
+}
+
+func ptrOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// volumeMounts and volumes translate the internal database's extra volumes.
+func volumeMounts(ms *[]v1alpha1.VolumeMount) []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for _, m := range derefSlice(ms) {
+		out = append(out, corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: deref(m.ReadOnly), SubPath: deref(m.SubPath)})
+	}
+	return out
+}
+
+func volumes(vs *[]v1alpha1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range derefSlice(vs) {
+		vol := corev1.Volume{Name: deref(v.Name)}
+		switch {
+		case v.ConfigMap != nil:
+			vol.ConfigMap = &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: deref(v.ConfigMap.Name)},
+				Items:                keyToPaths(v.ConfigMap.Items), DefaultMode: v.ConfigMap.DefaultMode, Optional: v.ConfigMap.Optional,
+			}
+		case v.Secret != nil:
+			vol.Secret = &corev1.SecretVolumeSource{
+				SecretName: deref(v.Secret.SecretName),
+				Items:      keyToPaths(v.Secret.Items), DefaultMode: v.Secret.DefaultMode, Optional: v.Secret.Optional,
+			}
+		case v.EmptyDir != nil:
+			vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(v.EmptyDir.Medium))}
+			if l := v.EmptyDir.SizeLimit; l != nil {
+				if q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format)); err == nil {
+					vol.EmptyDir.SizeLimit = &q
+				}
+			}
+		case v.HostPath != nil:
+			vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(v.HostPath.Path)}
+			if t := deref(v.HostPath.Type); t != "" {
+				ht := corev1.HostPathType(t)
+				vol.HostPath.Type = &ht
+			}
+		case v.PersistentVolumeClaim != nil:
+			vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: deref(v.PersistentVolumeClaim.ClaimName), ReadOnly: deref(v.PersistentVolumeClaim.ReadOnly),
+			}
+		default:
+			continue
+		}
+		out = append(out, vol)
+	}
+	return out
+}
+
+func keyToPaths(items *[]v1alpha1.KeyToPath) []corev1.KeyToPath {
+	var out []corev1.KeyToPath
+	for _, k := range derefSlice(items) {
+		out = append(out, corev1.KeyToPath{Key: deref(k.Key), Path: deref(k.Path), Mode: k.Mode})
+	}
+	return out
+}
