@@ -117,6 +117,7 @@ type Engine struct {
 
 	cfg       *rest.Config
 	apiServer string // https://127.0.0.1:<port>
+	fresh     bool   // etcd had no data before this start
 
 	stopOnce sync.Once
 	done     chan struct{} // closed when a child exits unexpectedly or Stop ran
@@ -164,6 +165,9 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		}
 	}
 	e := &Engine{opts: opts, log: opts.Logger, done: make(chan struct{})}
+	if _, err := os.Stat(filepath.Join(dir, "etcd", "member")); errors.Is(err, os.ErrNotExist) {
+		e.fresh = true
+	}
 	began := time.Now()
 	if killed, err := killStale(dir, binaries); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -348,6 +352,10 @@ func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client stri
 // RESTConfig is the administrator's client configuration of the API server
 // (a copy: callers may change it).
 func (e *Engine) RESTConfig() *rest.Config { return rest.CopyConfig(e.cfg) }
+
+// Fresh says whether etcd's data directory was empty before this start:
+// a new cluster, where first-run objects (a sample) may be created.
+func (e *Engine) Fresh() bool { return e.fresh }
 
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }

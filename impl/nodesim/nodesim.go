@@ -109,14 +109,14 @@ type Simulator struct {
 	log   *slog.Logger
 	queue workqueue.TypedRateLimitingInterface[key]
 
-	factories  []factory
-	pods       corelisters.PodLister
-	podIndex   cache.Indexer
-	claims     corelisters.PersistentVolumeClaimLister
-	volumes    corelisters.PersistentVolumeLister
-	deploys    appslisters.DeploymentLister
-	apps       cache.GenericLister
-	synced     []cache.InformerSynced
+	factories []factory
+	pods      corelisters.PodLister
+	podIndex  cache.Indexer
+	claims    corelisters.PersistentVolumeClaimLister
+	volumes   corelisters.PersistentVolumeLister
+	deploys   appslisters.DeploymentLister
+	apps      cache.GenericLister
+	synced    []cache.InformerSynced
 
 	started sync.Once
 	ready   chan struct{} // closed when the caches have synced and the node exists
