@@ -133,9 +133,6 @@ func baseStatus(p *corev1.Pod, now time.Time) *corev1.PodStatus {
 	if st.StartTime == nil {
 		st.StartTime = &t
 	}
-	if st.QOSClass == "" {
-		st.QOSClass = corev1.PodQOSBestEffort
-	}
 	st.InitContainerStatuses = nil
 	for _, c := range p.Spec.InitContainers {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{
