@@ -370,6 +370,19 @@ func (e *Engine) Err() error {
 	return e.err
 }
 
+// Watch blocks until ctx ends (nil) or a child exits on its own (why): a
+// Runnable for the server's manager, so that the server stops when its
+// control plane does. It does not stop the engine; Stop does, after
+// everything that uses the API server has stopped.
+func (e *Engine) Watch(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-e.done:
+		return e.Err()
+	}
+}
+
 // PIDs are the children's process ids by binary name.
 func (e *Engine) PIDs() map[string]int {
 	e.mu.Lock()

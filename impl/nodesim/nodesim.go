@@ -180,6 +180,9 @@ func (s *Simulator) Ready() <-chan struct{} { return s.ready }
 // NodeName is the simulated node's name.
 func (s *Simulator) NodeName() string { return s.opts.NodeName }
 
+// NeedLeaderElection is false: the embedded default runs one server.
+func (s *Simulator) NeedLeaderElection() bool { return false }
+
 // Start registers the node, then simulates until ctx ends (a
 // controller-runtime Runnable). It may run once.
 func (s *Simulator) Start(ctx context.Context) error {
