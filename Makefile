@@ -16,7 +16,7 @@ run: build engine
 
 ## engine: build etcd, kube-apiserver and kube-controller-manager once into the user cache
 ## (~/.cache/validator-manager/envtest/<version>), where `serve` on the embedded default finds
-## them; one progress line per stage with the elapsed seconds (cold: about 10 minutes on 2 cores).
+## them; one progress line per stage with the elapsed seconds (cold: about 8 minutes on 2 idle cores).
 engine:
 	@bash testdata/envtest/build.sh >/dev/null
 

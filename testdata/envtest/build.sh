@@ -3,7 +3,7 @@
 # user cache), each only when it is not already there. Prints only the folder
 # on stdout (for KUBEBUILDER_ASSETS and the embedded default's engine);
 # progress goes to stderr, one line per stage with the elapsed seconds.
-# Cold (nothing cached, 2 cores): about 10 minutes; warm: instant.
+# Cold (nothing cached, 2 idle cores): about 8 minutes; warm: instant.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 k8s=v1.37.1
@@ -23,7 +23,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "$out"
   exit 0
 fi
-say "building ${missing[*]} $k8s into $out (cold, nothing cached: about 10 minutes on 2 cores; later runs: instant)"
+say "building ${missing[*]} $k8s into $out (cold, nothing cached: about 8 minutes on 2 idle cores; later runs: instant)"
 say "downloading modules"
 go mod download >&2
 say "modules ready"
