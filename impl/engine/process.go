@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -141,15 +140,17 @@ func (c *child) stop(grace time.Duration) error {
 }
 
 // killStale kills what is left of an earlier engine on the same directory:
-// a process running one of the engine's binaries with an argument inside
-// dir (etcd's data directory, the PKI). A server killed before its children
-// had their parent-death signal set up, or one whose children outlived it
-// for any other reason, would otherwise leave an etcd holding the data.
+// a process running one of the engine's binaries with a flag naming one of
+// the directory's own paths (etcd's data directory, the PKI, the controller
+// manager's kubeconfig). A server killed before its children had their
+// parent-death signal set up, or children that outlived it for any other
+// reason, would otherwise leave an etcd holding the data.
 func killStale(dir string, names []string) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, nil // not Linux: nothing to look at
 	}
+	marks := stalePaths(dir)
 	self := os.Getpid()
 	var killed []int
 	var errs []error
@@ -162,12 +163,12 @@ func killStale(dir string, names []string) ([]int, error) {
 		if err != nil || len(cmdline) == 0 {
 			continue
 		}
-		args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
-		if !isOurs(string(args[0]), names) || !mentions(args[1:], dir) {
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if !isOurs(args[0], names) || !namesPath(args[1:], marks) {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("kill stale %s (pid %d): %w", filepath.Base(string(args[0])), pid, err))
+			errs = append(errs, fmt.Errorf("kill stale %s (pid %d): %w", filepath.Base(args[0]), pid, err))
 			continue
 		}
 		killed = append(killed, pid)
@@ -185,6 +186,15 @@ func killStale(dir string, names []string) ([]int, error) {
 	return killed, errors.Join(errs...)
 }
 
+// stalePaths are the flag values only an engine on dir passes.
+func stalePaths(dir string) map[string]bool {
+	return map[string]bool{
+		filepath.Join(dir, "etcd"):                          true,
+		filepath.Join(dir, "pki"):                           true,
+		filepath.Join(dir, "controller-manager.kubeconfig"): true,
+	}
+}
+
 func isOurs(arg0 string, names []string) bool {
 	base := filepath.Base(arg0)
 	for _, n := range names {
@@ -195,10 +205,14 @@ func isOurs(arg0 string, names []string) bool {
 	return false
 }
 
-func mentions(args [][]byte, dir string) bool {
-	d := []byte(dir + string(filepath.Separator))
+// namesPath reports whether a --flag=value or "--flag value" argument gives
+// one of marks as its value.
+func namesPath(args []string, marks map[string]bool) bool {
 	for _, a := range args {
-		if bytes.Contains(a, d) {
+		if _, v, ok := strings.Cut(a, "="); ok && marks[v] {
+			return true
+		}
+		if marks[a] {
 			return true
 		}
 	}
@@ -212,7 +226,7 @@ func alive(pid int) bool {
 		return false
 	}
 	// Field 3, after the parenthesised command name, is the state.
-	i := bytes.LastIndexByte(b, ')')
+	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 || i+2 >= len(b) {
 		return false
 	}
