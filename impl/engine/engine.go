@@ -159,20 +159,20 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 				b, opts.BinDir, Version)
 		}
 	}
-	for _, d := range []string{dir, filepath.Join(dir, "logs"), filepath.Join(dir, "etcd")} {
+	for _, d := range []string{dir, filepath.Join(dir, "logs")} {
 		if err := mkdirPrivate(d); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
 	}
 	e := &Engine{opts: opts, log: opts.Logger, done: make(chan struct{})}
-	if _, err := os.Stat(filepath.Join(dir, "etcd", "member")); errors.Is(err, os.ErrNotExist) {
-		e.fresh = true
-	}
 	began := time.Now()
 	if killed, err := killStale(dir, binaries); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	} else if len(killed) > 0 {
 		e.log.Warn("engine: killed processes of an earlier run still using the directory", "dir", dir, "pids", killed)
+	}
+	if e.fresh, err = e.prepareEtcdDir(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.pki, err = openPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -215,6 +215,11 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	if err := e.waitHTTP(ctx, etcdURL+"/health", etcd, "apiserver-etcd-client"); err != nil {
 		return err
+	}
+	if e.fresh {
+		if err := writePrivate(e.etcdMarker(), []byte(Version+"\n")); err != nil {
+			return err
+		}
 	}
 
 	e.apiServer = "https://127.0.0.1:" + strconv.Itoa(apiPort)
@@ -279,6 +284,29 @@ func (e *Engine) start(ctx context.Context) error {
 		}
 	}
 	return installCRDs(ctx, e.RESTConfig(), e.opts.CRDs, e.opts.StartTimeout)
+}
+
+func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.initialized") }
+
+// prepareEtcdDir makes <Dir>/etcd, and says whether the cluster is new.
+// The marker file is written once etcd first answered healthy: without it,
+// whatever the directory holds is an interrupted first bootstrap (the
+// server killed within its first seconds), from which etcd may never elect
+// itself leader; nothing was stored yet, so it is started over.
+func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
+	data := filepath.Join(e.opts.Dir, "etcd")
+	if _, err := os.Stat(e.etcdMarker()); err == nil {
+		return false, mkdirPrivate(data)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {
+		e.log.Warn("engine: etcd's first start did not complete; starting it over", "dir", data)
+		if err := os.RemoveAll(data); err != nil {
+			return false, err
+		}
+	}
+	return true, mkdirPrivate(data)
 }
 
 // run starts a child and watches it: an exit before Stop is reported

@@ -245,13 +245,23 @@ func TestChildrenDieWithKilledServer(t *testing.T) {
 
 // TestStaleEtcdIsReplaced: an etcd left running on the directory by
 // anything (here: started by hand, without a parent-death signal) is killed
-// at start instead of holding the data directory.
+// at start instead of holding the data directory; the cluster's objects are
+// still there.
 func TestStaleEtcdIsReplaced(t *testing.T) {
 	bin := binaries(t)
+	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "cluster")
-	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {
+	opts := engine.Options{Dir: dir, Logger: testLogger(t)}
+	first, err := engine.Start(ctx, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "default"}}
+	if _, err := kubernetes.NewForConfigOrDie(first.RESTConfig()).CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+
 	stale := exec.Command(filepath.Join(bin, engine.Etcd), "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls=http://127.0.0.1:0", "--advertise-client-urls=http://127.0.0.1:2379",
 		"--listen-peer-urls=http://127.0.0.1:0")
@@ -262,12 +272,12 @@ func TestStaleEtcdIsReplaced(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { _ = stale.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = stale.Process.Kill() })
-	time.Sleep(500 * time.Millisecond) // let it take the directory's lock
+	time.Sleep(time.Second) // let it take the directory's lock
 	if !alive(stale.Process.Pid) {
 		t.Fatal("the stand-in stale etcd did not start")
 	}
 
-	e, err := engine.Start(context.Background(), engine.Options{Dir: dir, Logger: testLogger(t)})
+	e, err := engine.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +286,35 @@ func TestStaleEtcdIsReplaced(t *testing.T) {
 	case <-exited:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stale etcd still runs")
+	}
+	if e.Fresh() {
+		t.Error("Fresh() true on a directory holding a cluster")
+	}
+	if _, err := kubernetes.NewForConfigOrDie(e.RESTConfig()).CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after replacing the stale etcd: %v", err)
+	}
+}
+
+// TestInterruptedFirstStartIsRedone: a data directory that etcd began but
+// never finished initialising (the server killed in its first second) is
+// started over instead of leaving an etcd that never becomes ready.
+func TestInterruptedFirstStartIsRedone(t *testing.T) {
+	binaries(t)
+	dir := filepath.Join(t.TempDir(), "cluster")
+	wal := filepath.Join(dir, "etcd", "member", "wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), []byte("torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Start(context.Background(), engine.Options{Dir: dir, Logger: testLogger(t), StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	if !e.Fresh() {
+		t.Error("Fresh() false, want true: no start had completed on the directory")
 	}
 }
 
