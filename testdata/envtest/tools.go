@@ -1,6 +1,10 @@
 //go:build tools
 
-// Package tools pins kube-apiserver for `go build k8s.io/kubernetes/cmd/kube-apiserver`.
+// Package tools pins kube-apiserver and kube-controller-manager for
+// `go build k8s.io/kubernetes/cmd/...`.
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)

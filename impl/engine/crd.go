@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/validator-manager/validator-manager/deploy/crds"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// FieldManager is the engine's name in managedFields.
+const FieldManager = "validator-manager-engine"
+
+// installCRDs applies each CRD (server-side, so a changed file updates the
+// stored definition on the next start) and waits until all are established.
+func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifest, timeout time.Duration) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := dyn.Resource(crdResource)
+	var names []string
+	for _, m := range manifests {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(m.YAML, &u.Object); err != nil {
+			return fmt.Errorf("CRD %s: %w", m.Name, err)
+		}
+		body, err := u.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("CRD %s: %w", m.Name, err)
+		}
+		force := true
+		if _, err := api.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+			return fmt.Errorf("install CRD %s: %w", m.Name, err)
+		}
+		names = append(names, u.GetName())
+	}
+	for _, n := range names {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			u, err := api.Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			last = "not established"
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s: %s: %w", n, last, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,501 @@
+// Package engine runs the Kubernetes control plane of the embedded default:
+// etcd, kube-apiserver and kube-controller-manager as child processes on
+// loopback, with etcd's data, the PKI and the logs in one directory, so that
+// every object survives a restart and an operator's kubectl sees what the
+// server made. The binaries come from testdata/envtest/build.sh (`make
+// engine`).
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/validator-manager/validator-manager/deploy/crds"
+)
+
+// Version is the Kubernetes release testdata/envtest/build.sh builds.
+const Version = "v1.37.1"
+
+// ServiceCIDR is the virtual range Services get addresses from: nothing
+// routes it, and nothing on the embedded default may dial a ClusterIP.
+const ServiceCIDR = "10.96.0.0/12"
+
+// Binaries the engine runs, in start order.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+)
+
+var binaries = []string{Etcd, APIServer, ControllerManager}
+
+// Controllers is what kube-controller-manager runs: those that turn
+// workloads into Pods and collect garbage, and those they depend on
+// (service accounts for Pod admission, claim binding and protection for
+// StatefulSet volumes, namespace deletion). The node lifecycle controller
+// is left out: the simulated node would otherwise need a heartbeat to keep
+// its Pods from being evicted.
+var Controllers = []string{
+	"garbage-collector-controller",
+	"deployment-controller",
+	"replicaset-controller",
+	"statefulset-controller",
+	"job-controller",
+	"cronjob-controller",
+	"ttl-after-finished-controller",
+	"serviceaccount-controller",
+	"root-ca-certificate-publisher-controller",
+	"namespace-controller",
+	"persistentvolume-binder-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
+	"pod-garbage-collector-controller",
+}
+
+// Options configure Start; zero values take the defaults.
+type Options struct {
+	// Dir holds etcd's data (Dir/etcd), the PKI (Dir/pki), the children's
+	// logs (Dir/logs) and the controller manager's kubeconfig; required.
+	Dir string
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager; default
+	// $KUBEBUILDER_ASSETS, else <user cache>/validator-manager/envtest/<Version>.
+	BinDir string
+	// Kubeconfig, when set, is where the administrator's kubeconfig is
+	// written (credentials embedded, mode 0600), e.g. DATA_DIR/kubeconfig.
+	Kubeconfig string
+	// CRDs are installed, and established, before Start returns; nil means
+	// every CRD of deploy/crds.
+	CRDs []crds.Manifest
+	// StartTimeout bounds each child's wait for readiness; default 60 s.
+	StartTimeout time.Duration
+	// StopTimeout is each child's grace after SIGTERM; default 5 s.
+	StopTimeout time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultBinDir is where Start looks for the binaries without
+// Options.BinDir: $KUBEBUILDER_ASSETS if set, else the folder
+// testdata/envtest/build.sh fills.
+func DefaultBinDir() string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache")
+	}
+	return filepath.Join(cache, "validator-manager", "envtest", Version)
+}
+
+// Engine is a running control plane.
+type Engine struct {
+	opts  Options
+	log   *slog.Logger
+	spawn *spawner
+	pki   *pki
+
+	mu       sync.Mutex
+	children []*child // in start order
+
+	cfg       *rest.Config
+	apiServer string // https://127.0.0.1:<port>
+	fresh     bool   // etcd had no data before this start
+
+	stopOnce sync.Once
+	done     chan struct{} // closed when a child exits unexpectedly or Stop ran
+	doneOnce sync.Once
+	err      error
+}
+
+// Start starts etcd, kube-apiserver and kube-controller-manager, installs
+// the CRDs and returns when the API server is ready and the CRDs are
+// established. ctx bounds the start only; the processes run until Stop (or
+// until the server's process ends: they get a parent-death signal).
+func Start(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("engine: Options.Dir is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	opts.Dir = dir
+	if opts.BinDir == "" {
+		opts.BinDir = DefaultBinDir()
+	}
+	if opts.CRDs == nil {
+		opts.CRDs = crds.All()
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	for _, b := range binaries {
+		if fi, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("engine: %s is missing in %s: run `make engine` (it builds etcd, kube-apiserver and kube-controller-manager %s there once), or set KUBEBUILDER_ASSETS to a folder holding them",
+				b, opts.BinDir, Version)
+		}
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "logs")} {
+		if err := mkdirPrivate(d); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+	}
+	e := &Engine{opts: opts, log: opts.Logger, done: make(chan struct{})}
+	began := time.Now()
+	if killed, err := killStale(dir, binaries); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	} else if len(killed) > 0 {
+		e.log.Warn("engine: killed processes of an earlier run still using the directory", "dir", dir, "pids", killed)
+	}
+	if e.fresh, err = e.prepareEtcdDir(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if e.pki, err = openPKI(filepath.Join(dir, "pki")); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.spawn = newSpawner()
+	if err := e.start(ctx); err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.log.Info("engine: ready", "apiServer", e.apiServer, "dir", dir, "kubeconfig", opts.Kubeconfig,
+		"elapsed", time.Since(began).Round(time.Millisecond).String())
+	return e, nil
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	p := e.pki.file
+	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "https://127.0.0.1:" + strconv.Itoa(etcdPeer)
+
+	etcd, err := e.run(Etcd,
+		"--name=embedded",
+		"--data-dir="+filepath.Join(e.opts.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=embedded="+peerURL,
+		"--cert-file="+p("etcd.crt"), "--key-file="+p("etcd.key"),
+		"--client-cert-auth", "--trusted-ca-file="+p("ca.crt"),
+		"--peer-cert-file="+p("etcd.crt"), "--peer-key-file="+p("etcd.key"),
+		"--peer-client-cert-auth", "--peer-trusted-ca-file="+p("ca.crt"),
+	)
+	if err != nil {
+		return err
+	}
+	if err := e.waitHTTP(ctx, etcdURL+"/health", etcd, "apiserver-etcd-client"); err != nil {
+		return err
+	}
+	if e.fresh {
+		if err := writePrivate(e.etcdMarker(), []byte(Version+"\n")); err != nil {
+			return err
+		}
+	}
+
+	e.apiServer = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	api, err := e.run(APIServer,
+		"--etcd-servers="+etcdURL,
+		"--etcd-cafile="+p("ca.crt"), "--etcd-certfile="+p("apiserver-etcd-client.crt"), "--etcd-keyfile="+p("apiserver-etcd-client.key"),
+		// Loopback only: it must start on a machine without a default
+		// route, and no one but this machine's users may reach it.
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none",
+		"--secure-port="+strconv.Itoa(apiPort),
+		"--service-cluster-ip-range="+ServiceCIDR,
+		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
+		"--cert-dir="+e.pki.dir,
+		"--client-ca-file="+p("ca.crt"),
+		"--anonymous-auth=false",
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+p("sa.pub"),
+		"--service-account-signing-key-file="+p("sa.key"),
+		"--allow-privileged=true",
+		"--profiling=false",
+	)
+	if err != nil {
+		return err
+	}
+	if err := e.waitHTTP(ctx, e.apiServer+"/readyz", api, "admin"); err != nil {
+		return err
+	}
+
+	kcmConfig := filepath.Join(e.opts.Dir, "controller-manager.kubeconfig")
+	if err := writeKubeconfig(kcmConfig, e.apiServer, e.pki, "controller-manager"); err != nil {
+		return err
+	}
+	if _, err := e.run(ControllerManager,
+		"--kubeconfig="+kcmConfig,
+		"--controllers="+strings.Join(Controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0", // serves nothing: one listening port fewer
+		"--root-ca-file="+p("ca.crt"),
+		"--use-service-account-credentials=false",
+		"--cluster-name=embedded",
+	); err != nil {
+		return err
+	}
+
+	ca, cert, key, err := e.pki.read("admin")
+	if err != nil {
+		return err
+	}
+	e.cfg = &rest.Config{
+		Host:            e.apiServer,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertData: cert, KeyData: key},
+		// One local client of a local server: the defaults (5/10) would
+		// throttle a controller catching up after a restart.
+		QPS:   200,
+		Burst: 400,
+	}
+	if e.opts.Kubeconfig != "" {
+		if err := writeKubeconfig(e.opts.Kubeconfig, e.apiServer, e.pki, "admin"); err != nil {
+			return err
+		}
+	}
+	return installCRDs(ctx, e.RESTConfig(), e.opts.CRDs, e.opts.StartTimeout)
+}
+
+func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.initialized") }
+
+// prepareEtcdDir makes <Dir>/etcd, and says whether the cluster is new.
+// The marker file is written once etcd first answered healthy: without it,
+// whatever the directory holds is an interrupted first bootstrap (the
+// server killed within its first seconds), from which etcd may never elect
+// itself leader; nothing was stored yet, so it is started over.
+func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
+	data := filepath.Join(e.opts.Dir, "etcd")
+	if _, err := os.Stat(e.etcdMarker()); err == nil {
+		return false, mkdirPrivate(data)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {
+		e.log.Warn("engine: etcd's first start did not complete; starting it over", "dir", data)
+		if err := os.RemoveAll(data); err != nil {
+			return false, err
+		}
+	}
+	return true, mkdirPrivate(data)
+}
+
+// run starts a child and watches it: an exit before Stop is reported
+// through Done and Err.
+func (e *Engine) run(name string, args ...string) (*child, error) {
+	c, err := e.startChild(name, args...)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.children = append(e.children, c)
+	e.mu.Unlock()
+	go func() {
+		<-c.done
+		e.finish(fmt.Errorf("%s exited: %v (see %s)", c.name, c.err, filepath.Join(e.opts.Dir, "logs", c.name+".log")))
+	}()
+	return c, nil
+}
+
+func (e *Engine) finish(err error) {
+	e.doneOnce.Do(func() {
+		e.mu.Lock()
+		e.err = err
+		e.mu.Unlock()
+		if err != nil {
+			e.log.Error("engine: " + err.Error())
+		}
+		close(e.done)
+	})
+}
+
+// waitHTTP waits until url answers 200 over TLS with the named client
+// certificate, or the child exits, or the start timeout passes.
+func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client string) error {
+	ca, cert, key, err := e.pki.read(client)
+	if err != nil {
+		return err
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		Proxy:           nil,
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+	}}
+	defer hc.CloseIdleConnections()
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, e.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
+		if c.exited() {
+			return false, fmt.Errorf("%s exited while starting: %v (see %s)", c.name, c.err, filepath.Join(e.opts.Dir, "logs", c.name+".log"))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil && !c.exited() {
+		return fmt.Errorf("%s not ready (%s, last answer: %s; see %s): %w", c.name, url, last, filepath.Join(e.opts.Dir, "logs", c.name+".log"), err)
+	}
+	return err
+}
+
+// RESTConfig is the administrator's client configuration of the API server
+// (a copy: callers may change it).
+func (e *Engine) RESTConfig() *rest.Config { return rest.CopyConfig(e.cfg) }
+
+// Fresh says whether etcd's data directory was empty before this start:
+// a new cluster, where first-run objects (a sample) may be created.
+func (e *Engine) Fresh() bool { return e.fresh }
+
+// Host is the API server's URL, https://127.0.0.1:<port>.
+func (e *Engine) Host() string { return e.apiServer }
+
+// Done is closed when a child exits on its own (Err says which) or after Stop.
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// Err is why Done closed: nil after Stop, else the child that exited.
+func (e *Engine) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// Watch blocks until ctx ends (nil) or a child exits on its own (why): a
+// Runnable for the server's manager, so that the server stops when its
+// control plane does. It does not stop the engine; Stop does, after
+// everything that uses the API server has stopped.
+func (e *Engine) Watch(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-e.done:
+		return e.Err()
+	}
+}
+
+// PIDs are the children's process ids by binary name.
+func (e *Engine) PIDs() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]int{}
+	for _, c := range e.children {
+		out[c.name] = c.cmd.Process.Pid
+	}
+	return out
+}
+
+// Stop stops the controller manager, then the API server, then etcd, each
+// given Options.StopTimeout after SIGTERM before it is killed. Safe to call
+// more than once.
+func (e *Engine) Stop() {
+	e.stopOnce.Do(func() {
+		e.finish(nil) // exits from here on are expected
+		e.mu.Lock()
+		children := append([]*child(nil), e.children...)
+		e.mu.Unlock()
+		for i := len(children) - 1; i >= 0; i-- {
+			if err := children[i].stop(e.opts.StopTimeout); err != nil {
+				e.log.Warn("engine: " + err.Error())
+			}
+		}
+		if e.spawn != nil {
+			e.spawn.close()
+		}
+		e.log.Info("engine: stopped", "dir", e.opts.Dir)
+	})
+}
+
+// freePorts reserves n distinct loopback ports and releases them for the
+// children to bind.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free loopback port: %w", err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func (p *pki) read(name string) (ca, cert, key []byte, err error) {
+	if ca, err = os.ReadFile(p.file("ca.crt")); err != nil {
+		return nil, nil, nil, err
+	}
+	if cert, err = os.ReadFile(p.file(name + ".crt")); err != nil {
+		return nil, nil, nil, err
+	}
+	if key, err = os.ReadFile(p.file(name + ".key")); err != nil {
+		return nil, nil, nil, err
+	}
+	return ca, cert, key, nil
+}
+
+// writeKubeconfig writes a kubeconfig (mode 0600) for the API server at
+// host with the named client certificate, everything embedded so the file
+// works from any directory.
+func writeKubeconfig(file, host string, p *pki, user string) error {
+	ca, cert, key, err := p.read(user)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["embedded"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts["embedded"] = &clientcmdapi.Context{Cluster: "embedded", AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = "embedded"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	return writePrivate(file, b)
+}

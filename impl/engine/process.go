@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// spawner starts the children from one goroutine locked to its OS thread.
+// The parent-death signal fires when the thread that forked a child ends,
+// not when the process does; Go may retire idle threads, so every child is
+// forked from this thread, which lives until the engine stops. If the
+// server dies (even by SIGKILL), the kernel kills the children.
+type spawner struct {
+	reqs chan spawnRequest
+	quit chan struct{}
+}
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnRequest), quit: make(chan struct{})}
+	go func() {
+		// Never unlocked: when this goroutine returns, its thread exits too,
+		// and any child still running gets its parent-death signal.
+		runtime.LockOSThread()
+		for {
+			select {
+			case r := <-s.reqs:
+				r.done <- r.cmd.Start()
+			case <-s.quit:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *spawner) start(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	done := make(chan error, 1)
+	s.reqs <- spawnRequest{cmd: cmd, done: done}
+	return <-done
+}
+
+func (s *spawner) close() { close(s.quit) }
+
+// child is one running binary; its stdout and stderr go to <Dir>/logs/<name>.log.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{} // closed when it has exited
+	err  error         // its exit status, set before done closes
+}
+
+func (e *Engine) startChild(name string, args ...string) (*child, error) {
+	bin := filepath.Join(e.opts.BinDir, name)
+	logFile := filepath.Join(e.opts.Dir, "logs", name+".log")
+	// Keep the previous run's log beside the new one.
+	if _, err := os.Stat(logFile); err == nil {
+		_ = os.Rename(logFile, logFile+".1")
+	}
+	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = e.opts.Dir
+	cmd.Env = childEnv()
+	if err := e.spawn.start(cmd); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, log: f, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		f.Close()
+		close(c.done)
+	}()
+	e.log.Debug("engine: started", "process", name, "pid", cmd.Process.Pid, "log", logFile)
+	return c, nil
+}
+
+// childEnv is the server's environment without proxy settings: the children
+// talk to each other on loopback only.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToLower(k) {
+		case "http_proxy", "https_proxy", "no_proxy", "all_proxy":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the child's process group and waits up to grace,
+// then kills it.
+func (c *child) stop(grace time.Duration) error {
+	if c.exited() {
+		return nil
+	}
+	pid := c.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	select {
+	case <-c.done:
+		return fmt.Errorf("%s did not stop within %s and was killed", c.name, grace)
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", c.name, pid)
+	}
+}
+
+// killStale kills what is left of an earlier engine on the same directory:
+// a process running one of the engine's binaries with a flag naming one of
+// the directory's own paths (etcd's data directory, the PKI, the controller
+// manager's kubeconfig). A server killed before its children had their
+// parent-death signal set up, or children that outlived it for any other
+// reason, would otherwise leave an etcd holding the data.
+func killStale(dir string, names []string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, nil // not Linux: nothing to look at
+	}
+	marks := stalePaths(dir)
+	self := os.Getpid()
+	var killed []int
+	var errs []error
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if !isOurs(args[0], names) || !namesPath(args[1:], marks) {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("kill stale %s (pid %d): %w", filepath.Base(args[0]), pid, err))
+			continue
+		}
+		killed = append(killed, pid)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range killed {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				errs = append(errs, fmt.Errorf("stale process %d still running", pid))
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return killed, errors.Join(errs...)
+}
+
+// stalePaths are the flag values only an engine on dir passes.
+func stalePaths(dir string) map[string]bool {
+	return map[string]bool{
+		filepath.Join(dir, "etcd"):                          true,
+		filepath.Join(dir, "pki"):                           true,
+		filepath.Join(dir, "controller-manager.kubeconfig"): true,
+	}
+}
+
+func isOurs(arg0 string, names []string) bool {
+	base := filepath.Base(arg0)
+	for _, n := range names {
+		if base == n {
+			return true
+		}
+	}
+	return false
+}
+
+// namesPath reports whether a --flag=value or "--flag value" argument gives
+// one of marks as its value.
+func namesPath(args []string, marks map[string]bool) bool {
+	for _, a := range args {
+		if _, v, ok := strings.Cut(a, "="); ok && marks[v] {
+			return true
+		}
+		if marks[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// alive: the process exists and is not a zombie (a zombie holds no files).
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// Field 3, after the parenthesised command name, is the state.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] != 'Z'
+}

@@ -1,0 +1,114 @@
+package nodesim
+
+import (
+	"context"
+	"hash/fnv"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+)
+
+// Metrics answers as metrics.k8s.io would for the Pods the simulator runs
+// (a metrics-server has nothing to scrape without a kubelet): each running
+// container uses 20–70% of its CPU request and 50–70% of its memory request
+// (50m and 64Mi without one), varying over a five-minute cycle and
+// differently per Pod. It is the PodMetricses part of the metrics clientset
+// (the real one's MetricsV1beta1() satisfies the same interface).
+type Metrics struct {
+	pods corelisters.PodLister
+	now  func() time.Time
+}
+
+var _ metricsclient.PodMetricsesGetter = (*Metrics)(nil)
+
+// PodMetricses is the metrics of the Pods of namespace ("" for all).
+func (m *Metrics) PodMetricses(namespace string) metricsclient.PodMetricsInterface {
+	return podMetricses{m: m, namespace: namespace}
+}
+
+type podMetricses struct {
+	m         *Metrics
+	namespace string
+}
+
+var podMetricsResource = metricsv1beta1.SchemeGroupVersion.WithResource("pods").GroupResource()
+
+func (p podMetricses) List(_ context.Context, opts metav1.ListOptions) (*metricsv1beta1.PodMetricsList, error) {
+	sel, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	var pods []*corev1.Pod
+	if p.namespace == "" {
+		pods, err = p.m.pods.List(sel)
+	} else {
+		pods, err = p.m.pods.Pods(p.namespace).List(sel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := p.m.now()
+	out := &metricsv1beta1.PodMetricsList{}
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodRunning {
+			out.Items = append(out.Items, podMetrics(pod, t))
+		}
+	}
+	return out, nil
+}
+
+func (p podMetricses) Get(_ context.Context, name string, _ metav1.GetOptions) (*metricsv1beta1.PodMetrics, error) {
+	pod, err := p.m.pods.Pods(p.namespace).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		return nil, apierrors.NewNotFound(podMetricsResource, name)
+	}
+	pm := podMetrics(pod, p.m.now())
+	return &pm, nil
+}
+
+// Watch is not served, as metrics-server does not serve it either.
+func (p podMetricses) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, apierrors.NewMethodNotSupported(podMetricsResource, "watch")
+}
+
+func podMetrics(p *corev1.Pod, t time.Time) metricsv1beta1.PodMetrics {
+	h := fnv.New32a()
+	h.Write([]byte(p.Namespace + "/" + p.Name))
+	phase := float64(h.Sum32()%1000) / 1000 * 2 * math.Pi
+	wave := math.Sin(float64(t.Unix())/300*2*math.Pi + phase) // a five-minute cycle
+	pm := metricsv1beta1.PodMetrics{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
+		Timestamp:  metav1.NewTime(t.UTC().Truncate(time.Second)),
+		Window:     metav1.Duration{Duration: 30 * time.Second},
+	}
+	for _, c := range p.Spec.Containers {
+		cpu := c.Resources.Requests.Cpu().MilliValue()
+		if cpu == 0 {
+			cpu = 50
+		}
+		mem := c.Resources.Requests.Memory().Value()
+		if mem == 0 {
+			mem = 64 << 20
+		}
+		pm.Containers = append(pm.Containers, metricsv1beta1.ContainerMetrics{
+			Name: c.Name,
+			Usage: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(float64(cpu)*(0.45+0.25*wave)), resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(int64(float64(mem)*(0.6+0.1*wave)), resource.BinarySI),
+			},
+		})
+	}
+	return pm
+}

@@ -1,0 +1,156 @@
+package nodesim
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Volumes: the simulator is the provisioner of every claim in its
+// namespace. For a pending claim it creates a hostPath PersistentVolume
+// pre-bound to the claim (nothing is ever written to the path); the real
+// persistent volume binder of kube-controller-manager then binds the two,
+// as it does for any provisioner. A Pod is bound to the node only once all
+// its claims are bound, as the scheduler's volume binding requires. A
+// volume released by its claim is deleted (reclaim policy Delete).
+
+// Provisioner is the provisioner name of the simulator's storage class and
+// volumes.
+const Provisioner = "nodesim.validator-manager.io/hostpath"
+
+// provisionedLabel marks the volumes the simulator made.
+const provisionedLabel = "nodesim.validator-manager.io/provisioned"
+
+const claimIndex = "claim"
+
+// podClaims indexes a Pod by the claims its volumes name.
+func podClaims(o any) ([]string, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return out, nil
+}
+
+// claimChanged enqueues the claim, and the Pods waiting for it.
+func (s *Simulator) claimChanged(o any) {
+	c, ok := o.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	s.queue.Add(key{kind: claimKey, namespace: c.Namespace, name: c.Name})
+	pods, _ := s.podIndex.ByIndex(claimIndex, c.Namespace+"/"+c.Name)
+	for _, p := range pods {
+		if p, ok := p.(*corev1.Pod); ok {
+			s.queue.Add(key{kind: podKey, namespace: p.Namespace, name: p.Name})
+		}
+	}
+}
+
+func (s *Simulator) claimsBound(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		c, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		if err != nil || c.Status.Phase != corev1.ClaimBound {
+			return false
+		}
+	}
+	return true
+}
+
+// syncClaim provisions a volume for a pending claim.
+func (s *Simulator) syncClaim(ctx context.Context, namespace, name string) error {
+	c, err := s.claims.PersistentVolumeClaims(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.DeletionTimestamp != nil || c.Spec.VolumeName != "" || c.Status.Phase != corev1.ClaimPending {
+		return nil
+	}
+	pvName := "pvc-" + string(c.UID)
+	if _, err := s.volumes.Get(pvName); err == nil {
+		return nil
+	}
+	size := c.Spec.Resources.Requests[corev1.ResourceStorage]
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        pvName,
+			Labels:      map[string]string{provisionedLabel: "true"},
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": Provisioner},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   c.Spec.AccessModes,
+			VolumeMode:                    c.Spec.VolumeMode,
+			StorageClassName:              ptr.Deref(c.Spec.StorageClassName, ""),
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: c.Namespace, Name: c.Name, UID: c.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: "/var/lib/nodesim/volumes/" + pvName,
+			}},
+		},
+	}
+	if len(pv.Spec.AccessModes) == 0 {
+		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	_, err = s.core.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// syncVolume deletes a volume the simulator made once its claim released it.
+func (s *Simulator) syncVolume(ctx context.Context, name string) error {
+	pv, err := s.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pv.Labels[provisionedLabel] != "true" || pv.DeletionTimestamp != nil || pv.Status.Phase != corev1.VolumeReleased {
+		return nil
+	}
+	err = s.core.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// ensureStorageClass makes the default storage class when it is absent.
+func (s *Simulator) ensureStorageClass(ctx context.Context) error {
+	if s.opts.StorageClass == "-" {
+		return nil
+	}
+	sc := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        s.opts.StorageClass,
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+		},
+		Provisioner:       Provisioner,
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	_, err := s.core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
