@@ -67,17 +67,16 @@ lint: prereqs-test node_modules/.bin/redocly
 ## test-go: the Go test suites (PostgreSQL when TEST_POSTGRES_DSN is set; browser test when chromium is installed)
 test-go:
 	@echo "store suite: SQLite$${TEST_POSTGRES_DSN:+ and PostgreSQL (TEST_POSTGRES_DSN)}"
-	@if [ -n "$$KUBEBUILDER_ASSETS" ]; then echo "cluster gateway suite: embedded cluster, client-go fakes, real kube-apiserver and etcd (KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS)"; \
-	  else echo "cluster gateway suite: embedded cluster, client-go fakes (set KUBEBUILDER_ASSETS=\$$(bash testdata/envtest/build.sh) for a real API server too)"; fi
+	@echo "control plane: etcd, kube-apiserver and kube-controller-manager from $${KUBEBUILDER_ASSETS:-the user cache (make engine)}: the embedded default end to end, the engine and node simulator, the controllers and the cluster gateway"
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
 	@echo "TypeScript client: openapi-typescript, tsc and openapi-fetch from node_modules (npm ci)"
-	@bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
-
+	@assets="$${KUBEBUILDER_ASSETS:-$$(bash testdata/envtest/build.sh)}" && \
+	  KUBEBUILDER_ASSETS="$$assets" bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
 
 ## test: everything CI checks; prints each stage's duration and ends with the skipped tests (and
 ## why) and the line `N passed, N failed, N skipped`
 test:
-	@bash .ci/stages "$(MAKE) --no-print-directory" lint check-generated test-go
+	@bash .ci/stages "$(MAKE) --no-print-directory" lint check-generated engine test-go
 
 ## bench: load benchmark of the server against a bare echo baseline on 1,000 and 100,000 validators
 ## (not part of test; PostgreSQL too when TEST_POSTGRES_DSN is set; about 4 minutes once seeded; the

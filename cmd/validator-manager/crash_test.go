@@ -257,6 +257,7 @@ type world struct {
 func serveInProcess(t testing.TB, dir, dsn string, f func(w *world)) {
 	t.Helper()
 	cfg := config.Default()
+	cfg.ClusterMode = config.ClusterSimulated
 	cfg.DataDir, cfg.DatabaseDSN = dir, dsn
 	logs := &apitest.Buffer{}
 	start := time.Now()
@@ -334,7 +335,7 @@ type child struct {
 
 func startChild(t *testing.T, dir, dsn, point string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn")
+	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn", "--cluster.mode", "simulated")
 	cmd.Env = append(os.Environ(), childVariable+"=1", faultVariable+"="+point, "VM_DATABASE_DSN="+dsn)
 	out := &apitest.Buffer{}
 	stdout, err := cmd.StdoutPipe()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,7 +32,9 @@ func TestEmbeddedDefault(t *testing.T) {
 
 	addr := regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`)
 	var printed []string
-	deadline := time.Now().Add(20 * time.Second)
+	// The embedded control plane starts first (etcd, kube-apiserver,
+	// kube-controller-manager): seconds, more on a loaded machine.
+	deadline := time.Now().Add(120 * time.Second)
 	for printed == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve printed no address in time; output: %s", out.String())
@@ -74,14 +78,21 @@ func TestEmbeddedDefault(t *testing.T) {
 	if got := status(t, base+"/api/v1/validators", "not-a-token"); got != http.StatusUnauthorized {
 		t.Errorf("bad token: got %d, want 401", got)
 	}
+	t.Run("a validator becomes workloads on the control plane", func(t *testing.T) {
+		checkWorkloads(t, base, startToken, dataDir)
+	})
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("serve after cancel: %v", err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not shut down")
+	}
+	// Its children went with it: nothing holds etcd's data directory.
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dataDir, "cluster")).Output(); len(out) > 0 {
+		t.Fatalf("control plane processes outlived the server: %s", out)
 	}
 }
 

@@ -71,6 +71,8 @@ type Options struct {
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	cfg := config.Default()
+	// The client-go fakes: a process needs no control plane of its own.
+	cfg.ClusterMode = config.ClusterSimulated
 	cfg.DataDir = t.TempDir()
 	if o.Config != nil {
 		o.Config(&cfg)

@@ -15,7 +15,25 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/engine"
+	"github.com/validator-manager/validator-manager/impl/nodesim"
 
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -65,6 +83,13 @@ type App struct {
 	// Intent keeps the identity provider and the cluster in step with the
 	// database.
 	Intent *intent.Controller
+	// Engine is the embedded default's control plane (cluster.mode
+	// embedded), Nodes its simulated node; nil otherwise.
+	Engine *engine.Engine
+	Nodes  *nodesim.Simulator
+	// rest reaches the API server (nil on the simulated cluster, which has
+	// none): the controllers' manager is built on it.
+	rest *rest.Config
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
 	Issuer     *auth.DevIssuer
@@ -250,7 +275,8 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	}
 	ko := cluster.KubeOptions{Instance: instance}
 	var k *cluster.Kube
-	if cfg.ClusterMode == config.ClusterSimulated {
+	switch cfg.ClusterMode {
+	case config.ClusterSimulated:
 		eo := cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log, Kube: ko}
 		for _, opt := range opts {
 			opt(Wiring{Embedded: &eo})
@@ -260,17 +286,65 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 			return err
 		}
 		a.Embedded, k = e, e.Kube
-	} else {
-		rc, err := cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig)
-		if err != nil {
+	case config.ClusterEmbedded:
+		if a.rest, err = a.startEngine(ctx); err != nil {
+			return err
+		}
+		ko.Metrics = a.Nodes.Metrics()
+		if k, err = cluster.NewKube(a.rest, cfg.Namespace, ko); err != nil {
+			return err
+		}
+	default:
+		if a.rest, err = cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig); err != nil {
 			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
 		}
-		if k, err = cluster.NewKube(rc, cfg.Namespace, ko); err != nil {
+		if k, err = cluster.NewKube(a.rest, cfg.Namespace, ko); err != nil {
 			return err
 		}
 	}
 	a.Cluster = k
 	return nil
+}
+
+// startEngine starts the embedded default's control plane in the data
+// directory (etcd's data there, so everything survives a restart; the
+// administrator's kubeconfig at dataDir/kubeconfig) and its simulated node.
+func (a *App) startEngine(ctx context.Context) (*rest.Config, error) {
+	cfg := a.Config
+	a.Log.Info("starting the embedded control plane (etcd, kube-apiserver, kube-controller-manager)", "kubeconfig", filepath.Join(cfg.DataDir, "kubeconfig"))
+	start := time.Now()
+	eng, err := engine.Start(ctx, engine.Options{
+		Dir:        filepath.Join(cfg.DataDir, "cluster"),
+		Kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig"),
+		Logger:     a.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded control plane: %w", err)
+	}
+	a.Engine = eng
+	rc := eng.RESTConfig()
+	core, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Namespace != metav1.NamespaceDefault {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
+		if _, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("embedded control plane: namespace %s: %w", cfg.Namespace, err)
+		}
+	}
+	if eng.Fresh() {
+		if err := nodesim.CreateSampleApplication(ctx, dyn, cfg.Namespace); err != nil {
+			return nil, fmt.Errorf("embedded control plane: %w", err)
+		}
+	}
+	a.Nodes = nodesim.New(core, dyn, nodesim.Options{Logger: a.Log})
+	a.Log.Info("embedded control plane ready", "seconds", time.Since(start).Seconds(), "apiServer", eng.Host())
+	return rc, nil
 }
 
 func (a *App) openIdentity() error {
@@ -316,31 +390,118 @@ func (a *App) StartCluster(ctx context.Context) error {
 // sync, the remote-participant probes and the refresh of stale list views. It returns once all of them have
 // returned, so Close may then release the gateway and the store.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	if a.rest == nil {
+		return a.runGroup(ctx, ln)
+	}
+	mgr, err := a.manager(ln)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// manager assembles every long-running part as a Runnable of one
+// controller-runtime Manager, which starts them together and stops them in
+// order: the HTTP server first (it stops taking requests), then the
+// controllers, schedules and probes (they drain), then the caches.
+func (a *App) manager(ln net.Listener) (manager.Manager, error) {
+	ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler()))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	grace := a.Config.ShutdownTimeout
+	mgr, err := manager.New(a.rest, manager.Options{
+		Scheme:                  scheme,
+		Cache:                   ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{a.Config.Namespace: {}}},
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: &grace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	runnables := []manager.Runnable{
+		// Not leader-elected: these stop before the controllers.
+		runnable(false, func(ctx context.Context) error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) }),
+		runnable(false, a.refreshListViews),
+		// The controllers and schedules.
+		runnable(true, a.runIntent),
+		runnable(true, func(ctx context.Context) error {
+			a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
+			return nil
+		}),
+	}
+	if a.Nodes != nil {
+		runnables = append(runnables, a.Nodes, runnable(false, a.Engine.Watch))
+	}
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			return nil, err
+		}
+	}
+	if err := workload.New(mgr.GetClient(), workload.Options{}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("workload controller: %w", err)
+	}
+	return mgr, nil
+}
+
+// runIntent starts the gateway's caches and then the intent controller
+// (its first pass reads them); until both are done, health reports the
+// cluster DOWN (clusterHealth).
+func (a *App) runIntent(ctx context.Context) error {
+	if err := a.StartCluster(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	return a.Intent.Start(ctx)
+}
+
+// refreshListViews rewrites stale list views once. Lists are right without
+// it (a stale view is rendered on read); a failure is logged and the next
+// start tries again.
+func (a *App) refreshListViews(ctx context.Context) error {
+	if err := a.Management.RefreshListViews(ctx); err != nil && ctx.Err() == nil {
+		a.Log.WarnContext(ctx, "refreshing the validators' list views", "error", err)
+	}
+	return nil
+}
+
+// runnable is a Runnable of the Manager; leader tells whether only the
+// elected replica may run it (with leader election off, every process is).
+func runnable(leader bool, start func(ctx context.Context) error) manager.Runnable {
+	return leaderRunnable{RunnableFunc: manager.RunnableFunc(start), leader: leader}
+}
+
+type leaderRunnable struct {
+	manager.RunnableFunc
+	leader bool
+}
+
+func (r leaderRunnable) NeedLeaderElection() bool { return r.leader }
+
+// runGroup runs the simulated cluster's process (no API server, so no
+// Manager): the same parts in one errgroup.
+func (a *App) runGroup(ctx context.Context, ln net.Listener) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) })
 	g.Go(func() error {
-		// Until the caches have synced and the reconciler's first pass is
-		// done, health reports the cluster DOWN (clusterHealth).
 		if err := a.StartCluster(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		if a.Embedded != nil {
-			g.Go(func() error { return a.Embedded.Run(ctx) })
-		}
+		g.Go(func() error { return a.Embedded.Run(ctx) })
 		return a.Intent.Start(ctx)
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
-	g.Go(func() error {
-		// Lists are right without it (a stale view is rendered on read);
-		// a failure is logged and the next start tries again.
-		if err := a.Management.RefreshListViews(ctx); err != nil && ctx.Err() == nil {
-			a.Log.WarnContext(ctx, "refreshing the validators' list views", "error", err)
-		}
-		return nil
-	})
+	g.Go(func() error { return a.refreshListViews(ctx) })
 	return g.Wait()
 }
 
@@ -439,6 +600,9 @@ func (a *App) Close() error {
 		a.Embedded.Close() // the gateway, then its object store
 	} else if a.Cluster != nil {
 		a.Cluster.Close()
+	}
+	if a.Engine != nil {
+		a.Engine.Stop() // controller manager, API server, etcd
 	}
 	if a.Store != nil {
 		return a.Store.Close()

@@ -3,7 +3,6 @@ package app
 import (
 	"path/filepath"
 
-	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -15,7 +14,7 @@ import (
 func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	cfg := a.Config
 	var r upstream.Resolver
-	if cfg.ClusterMode == config.ClusterSimulated {
+	if cfg.EmbeddedDefault() {
 		so := sandbox.Options{Logger: a.Log}
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})

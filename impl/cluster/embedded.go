@@ -189,7 +189,7 @@ func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	var metrics *metricsfake.Clientset
 	if opts.Kube.Metrics == nil {
 		metrics = simulatedMetrics(core, opts.Kubelet.Now)
-		opts.Kube.Metrics = metrics
+		opts.Kube.Metrics = metrics.MetricsV1beta1()
 	}
 	// The fakes tell client-go's informers that they do not serve
 	// watch-lists (client-go's own tracker does not); t does: behind these

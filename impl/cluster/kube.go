@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	metricsv1beta1 "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -45,9 +46,10 @@ type KubeOptions struct {
 	// resources the gateway writes carry it (InstallationLabel), and its
 	// informer sees only those. Empty: every managed resource.
 	Instance string
-	// Metrics is the metrics.k8s.io client; nil means the metrics API is
-	// unavailable (application metrics then say metricsAvailable false).
-	Metrics metricsclient.Interface
+	// Metrics reads metrics.k8s.io (or the embedded default's node
+	// simulator); nil means the metrics API is unavailable (application
+	// metrics then say metricsAvailable false).
+	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
 // Defaults of KubeOptions.
@@ -90,7 +92,7 @@ type Kube struct {
 	validatorView   *view
 	applicationView *view
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
-	metrics metricsclient.Interface
+	metrics metricsv1beta1.PodMetricsesGetter
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -130,9 +132,11 @@ func NewKube(cfg *rest.Config, namespace string, opts KubeOptions) (*Kube, error
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if opts.Metrics == nil {
-		if opts.Metrics, err = metricsclient.NewForConfig(cfg); err != nil {
+		mc, err := metricsclient.NewForConfig(cfg)
+		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
+		opts.Metrics = mc.MetricsV1beta1()
 	}
 	return NewKubeForClients(core, dyn, namespace, opts)
 }

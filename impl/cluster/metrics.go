@@ -49,7 +49,7 @@ func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domai
 	}
 	var usage map[string]corev1.ResourceList
 	if k.metrics != nil {
-		pm, err := k.metrics.MetricsV1beta1().PodMetricses(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		pm, err := k.metrics.PodMetricses(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err == nil {
 			usage = podUsage(pm.Items)
 		}

@@ -247,9 +247,9 @@ func TestApplicationMetricsUnavailable(t *testing.T) {
 		opts cluster.KubeOptions
 		want domain.ApplicationMetrics
 	}{
-		{"failing", cluster.KubeOptions{Metrics: failing}, domain.ApplicationMetrics{Name: "web", Namespace: ns, CPURequest: i64(100), MemoryRequest: i64(1 << 20)}},
+		{"failing", cluster.KubeOptions{Metrics: failing.MetricsV1beta1()}, domain.ApplicationMetrics{Name: "web", Namespace: ns, CPURequest: i64(100), MemoryRequest: i64(1 << 20)}},
 		{"none", cluster.KubeOptions{}, domain.ApplicationMetrics{Name: "web", Namespace: ns, CPURequest: i64(100), MemoryRequest: i64(1 << 20)}},
-		{"working", cluster.KubeOptions{Metrics: working}, domain.ApplicationMetrics{Name: "web", Namespace: ns, Available: true,
+		{"working", cluster.KubeOptions{Metrics: working.MetricsV1beta1()}, domain.ApplicationMetrics{Name: "web", Namespace: ns, Available: true,
 			CPURequest: i64(100), MemoryRequest: i64(1 << 20), CPUUsage: i64(42), MemoryUsage: i64(3 << 20)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,10 @@ import (
 
 // Cluster modes.
 const (
+	// ClusterEmbedded is the embedded default: a kube-apiserver, etcd and
+	// kube-controller-manager the server starts on loopback (impl/engine),
+	// with a simulated node.
+	ClusterEmbedded   = "embedded"
 	ClusterSimulated  = "simulated"
 	ClusterKubeconfig = "kubeconfig"
 	ClusterInCluster  = "in-cluster"
@@ -89,7 +93,7 @@ func Default() Config {
 		Listen:          "127.0.0.1:8080",
 		DataDir:         "data",
 		Namespace:       "default",
-		ClusterMode:     ClusterSimulated,
+		ClusterMode:     ClusterEmbedded,
 		IdentityMode:    IdentityLocal,
 		KeycloakRealm:   "master",
 		RequestTimeout:  60 * time.Second,
@@ -134,7 +138,7 @@ func (c *Config) settings() []setting {
 		{"api.auth.audience", "when set, tokens must name this audience (aud claim)", &c.Audience, false},
 		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware, false},
 		{"api.metrics.public", "serve /actuator/prometheus without a bearer token (for a scraper inside the cluster)", &c.MetricsPublic, false},
-		{"cluster.mode", "cluster gateway: simulated (the embedded cluster in dataDir), kubeconfig or in-cluster", &c.ClusterMode, false},
+		{"cluster.mode", "cluster: embedded (a control plane the server runs in dataDir), kubeconfig, in-cluster, or simulated (client-go fakes, for tests)", &c.ClusterMode, false},
 		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
 		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
 		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL, false},
@@ -397,11 +401,18 @@ func set(s setting, v string) error {
 	return nil
 }
 
+// EmbeddedDefault tells whether the cluster is one the server runs itself
+// (embedded, or the client-go fakes of simulated), whose validators' nodes
+// are the sandbox network's.
+func (c Config) EmbeddedDefault() bool {
+	return c.ClusterMode == ClusterEmbedded || c.ClusterMode == ClusterSimulated
+}
+
 func (c *Config) validate() error {
 	switch c.ClusterMode {
-	case ClusterSimulated, ClusterKubeconfig, ClusterInCluster:
+	case ClusterEmbedded, ClusterSimulated, ClusterKubeconfig, ClusterInCluster:
 	default:
-		return fmt.Errorf("cluster.mode: %q is not one of simulated, kubeconfig, in-cluster", c.ClusterMode)
+		return fmt.Errorf("cluster.mode: %q is not one of embedded, simulated, kubeconfig, in-cluster", c.ClusterMode)
 	}
 	switch c.IdentityMode {
 	case IdentityLocal, IdentityKeycloak:

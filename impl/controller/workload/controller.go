@@ -68,7 +68,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile applies the validator's workloads, deletes those its
 // configuration no longer wants, and writes its status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer func() {
+		if ctx.Err() != nil {
+			// Stopping: the next process reconciles again, no error to report.
+			res, err = ctrl.Result{}, nil
+		}
+	}()
 	var v v1alpha1.Validator
 	if err := r.client.Get(ctx, req.NamespacedName, &v); err != nil {
 		// Gone: the garbage collector deletes what it owned.

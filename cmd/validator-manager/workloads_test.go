@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
+)
+
+// checkWorkloads is what a newcomer does after `make run`: create a
+// validator through release 1.11, see its workloads with the kubeconfig the
+// server wrote (as `kubectl --kubeconfig data/kubeconfig get deploy,sts,svc`
+// would), watch its phase move to RUNNING because they became ready, and
+// schedule a backup, which needs its database running.
+func checkWorkloads(t *testing.T, base, token, dataDir string) {
+	ctx := context.Background()
+	bearer := func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}
+	c, err := managementapi.NewClientWithResponses(base, managementapi.WithRequestEditorFn(bearer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := c.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("alpha"))
+	if err != nil || created.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)
+	}
+
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatalf("the kubeconfig the server wrote: %v", err)
+	}
+	core, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDeployments := []string{"alpha-participant", "alpha-validator-app", "alpha-wallet-web-ui", "alpha-ans-web-ui"}
+	eventually(t, 60*time.Second, "the validator's workloads", func() bool {
+		for _, name := range wantDeployments {
+			d, err := core.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			if len(d.OwnerReferences) != 1 || d.OwnerReferences[0].Kind != "Validator" || d.OwnerReferences[0].Name != "alpha" {
+				t.Fatalf("deployment %s: owner references %v, want the Validator alpha", name, d.OwnerReferences)
+			}
+		}
+		_, err := core.AppsV1().StatefulSets("default").Get(ctx, "alpha-postgres", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		_, err = core.CoreV1().Services("default").Get(ctx, "alpha-participant", metav1.GetOptions{})
+		return err == nil
+	})
+
+	// Readiness comes from the simulated node through the real Deployment
+	// and StatefulSet controllers; the phase from the workload controller.
+	start := time.Now()
+	eventually(t, 90*time.Second, "phase RUNNING", func() bool {
+		r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr("alpha")})
+		if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 {
+			return false
+		}
+		p := r.JSON200.Validators[0].Phase
+		return p != nil && *p != managementapi.PENDING
+	})
+	t.Logf("create to RUNNING: %s after the workloads existed", time.Since(start).Round(100*time.Millisecond))
+	eventually(t, 60*time.Second, "a backup schedule (the database runs)", func() bool {
+		r, err := c.CreateBackupScheduleWithResponse(ctx, "alpha", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 3})
+		return err == nil && r.StatusCode() == http.StatusCreated
+	})
+	eventually(t, 30*time.Second, "the backup CronJob", func() bool {
+		_, err := core.BatchV1().CronJobs("default").Get(ctx, "alpha-backup", metav1.GetOptions{})
+		return err == nil
+	})
+
+	// Drift: a Deployment deleted by hand comes back.
+	if err := core.AppsV1().Deployments("default").Delete(ctx, "alpha-participant", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deleted Deployment recreated", func() bool {
+		d, err := core.AppsV1().Deployments("default").Get(ctx, "alpha-participant", metav1.GetOptions{})
+		return err == nil && d.DeletionTimestamp == nil
+	})
+}
+
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+	}
+}
