@@ -189,7 +189,7 @@ func TestResponseExamplesAreWhatTheServerSends(t *testing.T) {
 		{"1.11 404", release111, http.MethodGet, "/api/validators/{name}/prune", "/api/validators/x/prune", s.Token, http.StatusNotFound, true},
 		{"2.0 404", release20, http.MethodGet, "/api/v1/validators/{name}", "/api/v1/validators/validator-9", s.Token, http.StatusNotFound, true},
 		{"2.0 400", release20, http.MethodPost, "/api/v1/validators/{name}/parties", "/api/v1/validators/validator-1/parties", s.Token, http.StatusBadRequest, true},
-		{"2.0 501", release20, http.MethodGet, "/api/v1/validators/{name}/local-parties", "/api/v1/validators/validator-1/local-parties", s.Token, http.StatusNotImplemented, true},
+		{"2.0 501", release20, http.MethodGet, "/api/v1/validators/{name}/wallet-gateway/wallets", "/api/v1/validators/validator-1/wallet-gateway/wallets", s.Token, http.StatusNotImplemented, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
