@@ -115,7 +115,7 @@ func New(o Options) (*Server, error) {
 	s.maxHeader = o.MaxHeaderBytes
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout)
 	e.Use(
-		middleware.RequestID(),
+		requestIDs(),
 		s.logRequests(),
 		limitHeaders(o.MaxHeaderBytes),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
