@@ -34,7 +34,7 @@ type AuditEntry struct {
 	Operation string // operationId
 	Validator string // the path parameter name, when the operation has one
 	// Targets are the other path parameters (userId, username), by name.
-	Targets   map[string]string
+	Targets map[string]string
 	// Status is the answer's status; 0 while Outcome is AuditPending or
 	// AuditUnknown.
 	Status    int
