@@ -221,6 +221,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		RequestTimeout: cfg.RequestTimeout,
 		// Robustness against slow or oversized requests (issue 7).
 		BodyReadTimeout: cfg.BodyReadTimeout,
+		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
 		ManagementDoc:   mgmtDoc,
 		PlatformDoc:     platDoc,
