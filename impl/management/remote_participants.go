@@ -87,6 +87,17 @@ func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.
 }
 
 func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemoteParticipant, error) {
+	// The contract's patterns say the same; the name is a key and the
+	// ports are dialled, so they are checked here whatever the route.
+	var bad domain.Invalids
+	for _, e := range []*domain.Error{domain.KeyName("name", dto.Name), domain.Port("adminPort", dto.AdminPort), domain.Port("ledgerPort", dto.LedgerPort)} {
+		if e != nil {
+			bad = append(bad, e)
+		}
+	}
+	if len(bad) > 0 {
+		return domain.RemoteParticipant{}, bad
+	}
 	phase := domain.PhasePending
 	if dto.Phase != nil {
 		phase = domain.Phase(*dto.Phase)
