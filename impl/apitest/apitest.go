@@ -72,6 +72,10 @@ func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	// The hosts test fixtures name (remote participants, validators'
+	// addresses) stand for an operator's allowance; a test of the default
+	// outbound address policy clears it.
+	cfg.OutboundAllowedHosts = "*.example.com,*.test"
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

@@ -185,6 +185,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Intent:    a.Intent,
 		Namespace: cfg.Namespace,
 		Logger:    log,
+		// The outbound address policy (outbound.go).
+		ValidatorAddresses:   a.validatorAddressPolicy(),
+		ParticipantAddresses: a.outboundPolicy(),
+		Dial:                 a.outboundPolicy().DialContext,
 	}
 	for _, opt := range opts {
 		opt(Wiring{Management: &mo})

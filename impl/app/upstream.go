@@ -29,7 +29,9 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	} else {
 		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
 	}
-	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport}), nil
+	policy := a.outboundPolicy()
+	return upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
+		Transport: policy.Transport(), CheckURL: policy.CheckURL}), nil
 }
 
 // WithSandbox edits the sandbox network's options (tests check its exchanges).

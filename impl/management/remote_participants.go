@@ -37,6 +37,9 @@ func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkParticipantAddresses(p); err != nil {
+		return nil, err
+	}
 	if err := s.store.CreateRemoteParticipant(ctx, &p); err != nil {
 		return nil, err
 	}
@@ -66,6 +69,9 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req managementapi.
 	}
 	p, err := participantRow(*req.Body)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkParticipantAddresses(p); err != nil {
 		return nil, err
 	}
 	// The store reads the row back into p, health record included.

@@ -2,13 +2,18 @@ package management_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 func participant(name, host, port string) managementapi.RemoteParticipantDto {
@@ -21,7 +26,9 @@ func participant(name, host, port string) managementapi.RemoteParticipantDto {
 }
 
 func TestRemoteParticipants(t *testing.T) {
-	e := start(t)
+	// The probes below dial loopback, which the outbound address policy
+	// refuses unless configured.
+	e := start(t, func(c *config.Config) { c.OutboundAllowedHosts = "127.0.0.1" })
 	ctx := context.Background()
 
 	// One participant whose admin port answers, one whose port is closed.
@@ -138,5 +145,54 @@ func TestRemoteParticipants(t *testing.T) {
 	}
 	if g, _ := e.Management.GetRemoteParticipantWithResponse(ctx, "up_1"); g.StatusCode() != http.StatusNotFound {
 		t.Fatalf("get after delete: got %d, want 404", g.StatusCode())
+	}
+}
+
+// TestParticipantAddressPolicy: on the embedded default the outbound
+// address policy allows the server's own sandbox only: a remote participant
+// at a loopback port (the profiling port, the server itself) is 400 at
+// write time naming the policy, and one stored before the policy is not
+// dialled by the health probe and reads unhealthy.
+func TestParticipantAddressPolicy(t *testing.T) {
+	e := start(t, func(c *config.Config) { c.OutboundAllowedHosts = "" }) // the default
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for _, host := range []string{"127.0.0.1", "localhost", "169.254.169.254", "rp.example.com"} {
+		r, err := e.Management.CreateRemoteParticipantWithResponse(ctx, participant("rp-1", host, port))
+		if err != nil || r.StatusCode() != http.StatusBadRequest || !strings.Contains(errorMap(t, r.Body)["adminAddress"], "outbound address policy") {
+			t.Fatalf("register at %s: got %d %s, want 400 naming the policy", host, r.StatusCode(), r.Body)
+		}
+	}
+	dto := participant("legacy", "127.0.0.1", port)
+	spec, _ := json.Marshal(dto)
+	if err := e.App.Store.CreateRemoteParticipant(ctx, &domain.RemoteParticipant{Name: "legacy", Spec: spec, Phase: domain.PhasePending,
+		AdminAddress: "127.0.0.1", AdminPort: port, LedgerAddress: "127.0.0.1", LedgerPort: port}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Management.ProbeParticipantsOnce(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Management.GetRemoteParticipantWithResponse(ctx, "legacy")
+	if err != nil || g.JSON200 == nil || g.JSON200.HealthStatus == nil || *g.JSON200.HealthStatus {
+		t.Fatalf("legacy: got %v %s, want healthStatus false", err, g.Body)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("the probe connected %d times to a refused address", n)
 	}
 }
