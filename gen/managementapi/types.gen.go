@@ -380,7 +380,7 @@ type RemoteParticipantDto struct {
 	// AdminAddress Host of the admin API.
 	AdminAddress string `json:"adminAddress"`
 
-	// AdminPort Port of the admin API.
+	// AdminPort Port of the admin API, a decimal number from 1 to 65535.
 	AdminPort string `json:"adminPort"`
 
 	// AuthProvider Identity provider in front of the participant.
@@ -410,10 +410,10 @@ type RemoteParticipantDto struct {
 	// LedgerId Ledger identifier.
 	LedgerId string `json:"ledgerId"`
 
-	// LedgerPort Port of the ledger API.
+	// LedgerPort Port of the ledger API, a decimal number from 1 to 65535.
 	LedgerPort string `json:"ledgerPort"`
 
-	// Name Unique name of the registration.
+	// Name Unique name of the registration: letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit, at most 253 characters. Names become keys and path segments, so look-alike, zero-width, bidirectional and control characters and path separators are refused.
 	Name string `json:"name"`
 
 	// Phase Lifecycle phase of a validator or remote participant.

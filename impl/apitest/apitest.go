@@ -74,6 +74,10 @@ func Start(t testing.TB, o Options) *Server {
 	// The client-go fakes: a process needs no control plane of its own.
 	cfg.ClusterMode = config.ClusterSimulated
 	cfg.DataDir = t.TempDir()
+	// The hosts test fixtures name (remote participants, validators'
+	// addresses) stand for an operator's allowance; a test of the default
+	// outbound address policy clears it.
+	cfg.OutboundAllowedHosts = "*.example.com,*.test"
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

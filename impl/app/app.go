@@ -213,6 +213,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Intent:    a.Intent,
 		Namespace: cfg.Namespace,
 		Logger:    log,
+		// The outbound address policy (outbound.go).
+		ValidatorAddresses:   a.validatorAddressPolicy(),
+		ParticipantAddresses: a.outboundPolicy(),
+		Dial:                 a.outboundPolicy().DialContext,
 	}
 	for _, opt := range opts {
 		opt(Wiring{Management: &mo})
@@ -249,6 +253,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		RequestTimeout: cfg.RequestTimeout,
 		// Robustness against slow or oversized requests (issue 7).
 		BodyReadTimeout: cfg.BodyReadTimeout,
+		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
 		ManagementDoc:   mgmtDoc,
 		PlatformDoc:     platDoc,

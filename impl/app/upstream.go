@@ -28,7 +28,9 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	} else {
 		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
 	}
-	a.Upstreams = upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport, Observe: a.Telemetry.ObserveUpstream})
+	policy := a.outboundPolicy()
+	a.Upstreams = upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
+		Observe: a.Telemetry.ObserveUpstream, Transport: policy.Transport(), CheckURL: policy.CheckURL})
 	return a.Upstreams, nil
 }
 

@@ -62,6 +62,13 @@ type Config struct {
 	// MetricsPublic serves /actuator/prometheus without a bearer token.
 	MetricsPublic bool
 
+	// The outbound address policy (impl/outbound): hosts allowed besides
+	// the defaults (comma-separated names, *.suffix patterns, IPs, CIDRs),
+	// plain http outside the namespace, loopback/link-local/metadata.
+	OutboundAllowedHosts string
+	OutboundAllowHTTP    bool
+	OutboundAllowPrivate bool
+
 	ClusterMode string
 	Kubeconfig  string
 
@@ -154,6 +161,9 @@ func (c *Config) settings() []setting {
 		{"server.pprofListen", "loopback address (127.0.0.1:6060) of a Go profiling listener (net/http/pprof); empty = off", &c.PprofListen, false},
 		{"token.ttl", "lifetime of development tokens", &c.TokenTTL, false},
 		{"log.level", "debug, info, warn or error", &c.LogLevel, false},
+		{"outbound.allowedHosts", "hosts the server may dial on a caller's behalf besides the defaults (comma-separated names, *.suffix patterns, IPs or CIDRs): scan, token endpoints, remote participants", &c.OutboundAllowedHosts, false},
+		{"outbound.allowHttp", "allow plain http to allowed hosts outside the namespace (in a cluster https is required otherwise)", &c.OutboundAllowHTTP, false},
+		{"outbound.allowPrivate", "allow loopback, link-local and cloud metadata addresses (refused otherwise unless listed as an IP or CIDR)", &c.OutboundAllowPrivate, false},
 		{"upstream.timeout", "deadline of one call to a validator's ledger API, scan or validator app (502 beyond)", &c.UpstreamTimeout, false},
 		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}

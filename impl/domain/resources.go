@@ -34,7 +34,20 @@ type AuditEntry struct {
 	Operation string // operationId
 	Validator string // the path parameter name, when the operation has one
 	// Targets are the other path parameters (userId, username), by name.
-	Targets   map[string]string
+	Targets map[string]string
+	// Status is the answer's status; 0 while Outcome is AuditPending or
+	// AuditUnknown.
 	Status    int
 	RequestID string
+	// Outcome says whether the call finished: AuditDone, AuditPending
+	// (written before the operation was attempted) or AuditUnknown (the
+	// server stopped between the two writes). Empty reads as AuditDone.
+	Outcome string
 }
+
+// Audit outcomes.
+const (
+	AuditPending = "pending"
+	AuditDone    = "done"
+	AuditUnknown = "unknown"
+)

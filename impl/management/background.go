@@ -46,8 +46,19 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				d := net.Dialer{Timeout: timeout}
-				conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.AdminAddress, p.AdminPort))
+				// The probe follows the outbound address policy: a refused
+				// address (stored before the policy, or since disallowed) is
+				// not dialled and reads unhealthy.
+				var conn net.Conn
+				err := error(nil)
+				if s.participantAddresses != nil {
+					err = s.participantAddresses.CheckHost(p.AdminAddress, p.AdminPort)
+				}
+				if err == nil {
+					conn, err = s.dial(ctx, timeout, p.AdminAddress, p.AdminPort)
+				} else {
+					s.log.WarnContext(ctx, "remote participant not probed", "participant", p.Name, "error", err)
+				}
 				healthy := err == nil
 				if healthy {
 					conn.Close()

@@ -18,6 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/management"
@@ -36,7 +37,7 @@ type env struct {
 // testInstance is the installation id of the tests' cluster gateway.
 const testInstance = "test-installation"
 
-func start(t *testing.T) *env {
+func start(t *testing.T, configure ...func(*config.Config)) *env {
 	t.Helper()
 	e := &env{clock: &clock{now: time.Date(2026, 11, 22, 18, 36, 0, 0, time.UTC)}, faults: &faults{}}
 	sim, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{
@@ -53,7 +54,11 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.sim = sim
-	e.Server = apitest.Start(t, apitest.Options{App: []app.Option{
+	e.Server = apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
+		for _, f := range configure {
+			f(c)
+		}
+	}, App: []app.Option{
 		app.WithManagement(func(o *management.Options) {
 			o.Now = e.clock.Now
 			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}

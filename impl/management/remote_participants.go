@@ -37,6 +37,9 @@ func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkParticipantAddresses(p); err != nil {
+		return nil, err
+	}
 	if err := s.store.CreateRemoteParticipant(ctx, &p); err != nil {
 		return nil, err
 	}
@@ -68,6 +71,9 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req managementapi.
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkParticipantAddresses(p); err != nil {
+		return nil, err
+	}
 	// The store reads the row back into p, health record included.
 	if err := s.store.UpdateRemoteParticipant(ctx, &p); err != nil {
 		return nil, err
@@ -87,6 +93,17 @@ func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.
 }
 
 func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemoteParticipant, error) {
+	// The contract's patterns say the same; the name is a key and the
+	// ports are dialled, so they are checked here whatever the route.
+	var bad domain.Invalids
+	for _, e := range []*domain.Error{domain.KeyName("name", dto.Name), domain.Port("adminPort", dto.AdminPort), domain.Port("ledgerPort", dto.LedgerPort)} {
+		if e != nil {
+			bad = append(bad, e)
+		}
+	}
+	if len(bad) > 0 {
+		return domain.RemoteParticipant{}, bad
+	}
 	phase := domain.PhasePending
 	if dto.Phase != nil {
 		phase = domain.Phase(*dto.Phase)

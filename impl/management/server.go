@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
@@ -26,6 +27,13 @@ type Options struct {
 	Logger    *slog.Logger
 	// Now is the clock (tests inject one); time.Now when nil.
 	Now func() time.Time
+	// ValidatorAddresses checks a validator's scanAddress and
+	// auth.oidcAuthorityUrl when they are written; ParticipantAddresses a
+	// remote participant's addresses when written and before each probe.
+	// Nil: not checked.
+	ValidatorAddresses, ParticipantAddresses Addresses
+	// Dial opens the health probe's connection; net.Dialer when nil.
+	Dial func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 }
 
 // Server serves release 1.11. Its handlers validate, record what the
@@ -40,11 +48,21 @@ type Server struct {
 	namespace string
 	log       *slog.Logger
 	now       func() time.Time
+
+	validatorAddresses, participantAddresses Addresses
+	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 }
 
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
-	s := &Server{store: o.Store, cluster: o.Cluster, intent: o.Intent, namespace: o.Namespace, log: o.Logger, now: o.Now}
+	s := &Server{store: o.Store, cluster: o.Cluster, intent: o.Intent, namespace: o.Namespace, log: o.Logger, now: o.Now,
+		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial}
+	if s.dial == nil {
+		s.dial = func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error) {
+			d := net.Dialer{Timeout: timeout}
+			return d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+		}
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -61,6 +61,9 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 		return nil, err
 	}
 	cfg := configFromCreate(dto)
+	if err := s.checkValidatorAddresses(cfg); err != nil {
+		return nil, err
+	}
 	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {
 		return nil, err
 	}
@@ -193,6 +196,9 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	next := old
 	secrets, err := applyEdit(&next, &cfg, edit)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkValidatorAddresses(cfg); err != nil {
 		return nil, err
 	}
 	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {

@@ -264,6 +264,9 @@ func loadState(path string) (*state, error) {
 	if st.UsedMultiHashes == nil {
 		st.UsedMultiHashes = map[string]string{}
 	}
+	if err := st.check(); err != nil {
+		return nil, fmt.Errorf("sandbox state %s is damaged: %w; restore it from a backup, or remove it to start the sandbox afresh", path, err)
+	}
 	migrateHosting(st)
 	return st, nil
 }

@@ -185,15 +185,16 @@ func limitHeaders(max int) echo.MiddlewareFunc {
 }
 
 // bodyDeadline bounds every read of a request body: a client that sends
-// nothing for d has its connection closed, whether or not a handler reads
-// the body (net/http drains an unread body after the handler, under the
-// deadline set here). A buffered body (anything but multipart uploads) must
-// also arrive whole within total, so that trickling a byte now and then
-// holds no connection for long. Once the body is read the deadline is
-// lifted: net/http then reads the connection in the background, and a
-// deadline there would cancel the request's context. Requests without a
-// body and WebSocket upgrades are left alone.
-func bodyDeadline(next http.Handler, d, total time.Duration) http.Handler {
+// nothing for d (server.bodyReadTimeout) has its connection closed, whether
+// or not a handler reads the body (net/http drains an unread body after the
+// handler, under the deadline set here). A buffered body must also arrive
+// whole within total (server.requestTimeout), a multipart upload within
+// upload (upstream.timeout, the bound of the call it is streamed into), so
+// that trickling a byte now and then holds no connection for long. Once the
+// body is read the deadline is lifted: net/http then reads the connection
+// in the background, and a deadline there would cancel the request's
+// context. Requests without a body and WebSocket upgrades are left alone.
+func bodyDeadline(next http.Handler, d, total, upload time.Duration) http.Handler {
 	if d <= 0 {
 		return next
 	}
@@ -203,8 +204,13 @@ func bodyDeadline(next http.Handler, d, total time.Duration) http.Handler {
 			return
 		}
 		body := &deadlineReader{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); total > 0 && mt != "multipart/form-data" {
-			body.end = time.Now().Add(total)
+		whole, setting := total, "server.requestTimeout"
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+			whole, setting = upload, "upstream.timeout"
+		}
+		if whole > 0 {
+			body.end = time.Now().Add(whole)
+			body.whole = fmt.Sprintf("the request body did not arrive whole within %s (%s)", whole, setting)
 		}
 		if err := body.rc.SetReadDeadline(body.next()); err != nil {
 			next.ServeHTTP(w, r) // not a network connection (a recorder)
@@ -213,18 +219,20 @@ func bodyDeadline(next http.Handler, d, total time.Duration) http.Handler {
 		r.Body = body
 		next.ServeHTTP(w, r)
 		if !body.done {
-			// Bound the drain of what the handler left unread.
-			_ = body.rc.SetReadDeadline(time.Now().Add(d))
+			// Bound the drain of what the handler left unread, by the
+			// whole body's deadline too.
+			_ = body.rc.SetReadDeadline(body.next())
 		}
 	})
 }
 
 type deadlineReader struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	d    time.Duration
-	end  time.Time // zero: no bound on the whole body
-	done bool
+	rc    *http.ResponseController
+	d     time.Duration
+	end   time.Time // zero: no bound on the whole body
+	whole string    // what a cut at end says
+	done  bool
 }
 
 // next is the deadline of the next read.
@@ -236,6 +244,7 @@ func (b *deadlineReader) next() time.Time {
 	return t
 }
 
+// Read answers a missed deadline as 408, saying which bound was missed.
 func (b *deadlineReader) Read(p []byte) (int, error) {
 	if b.done {
 		return b.ReadCloser.Read(p)
@@ -244,8 +253,15 @@ func (b *deadlineReader) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {
 		b.done = true
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			_ = b.rc.SetReadDeadline(time.Time{})
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			msg := fmt.Sprintf("the request body stalled for longer than %s (server.bodyReadTimeout)", b.d)
+			if !b.end.IsZero() && !time.Now().Before(b.end) {
+				msg = b.whole
+			}
+			return n, echo.NewHTTPError(http.StatusRequestTimeout, msg).SetInternal(err)
 		}
 	}
 	return n, err

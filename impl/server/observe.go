@@ -14,13 +14,16 @@ import (
 	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
-// Auditor keeps the audit log (the database).
+// Auditor keeps the audit log (the database). BeginAudit writes the entry
+// of an operation about to be attempted and returns its id; CompleteAudit
+// records the answer.
 type Auditor interface {
-	RecordAudit(ctx context.Context, e domain.AuditEntry) error
+	BeginAudit(ctx context.Context, e domain.AuditEntry) (int64, error)
+	CompleteAudit(ctx context.Context, id int64, status int) error
 }
 
-// auditTimeout bounds the write of one audit entry. It runs after the
-// answer is decided and outlives the request's own cancellation.
+// auditTimeout bounds each write of one audit entry. The completion runs
+// after the answer is decided and outlives the request's own cancellation.
 const auditTimeout = 5 * time.Second
 
 // answered runs next and renders its error at once, so that the status of
@@ -54,55 +57,80 @@ func instrument(m *telemetry.Metrics, operation string) echo.MiddlewareFunc {
 // whatever its outcome: who (the token's subject), what (operationId, the
 // validator = path parameter name, the other path parameters), the status
 // and the request id. It never reads the body or the query: they can carry
-// secrets and key material. A failed write is logged; the answer stands
-// (the operation has happened).
+// secrets and key material.
+//
+// The entry is written before the operation is attempted (outcome pending)
+// and completed after it: when the first write fails the operation is not
+// attempted and the answer is 503, so no mutation goes unaudited. A failed
+// completion is logged; the answer stands (the operation has happened) and
+// the entry stays pending until a restart marks it unknown.
 func audit(log *slog.Logger, a Auditor, operation string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			status := http.StatusInternalServerError // unless answered
+			e := auditEntry(c, operation)
+			ctx := c.Request().Context()
+			attrs := auditAttrs(e)
+			if a == nil {
+				e.Status = answered(c, next)
+				log.LogAttrs(ctx, slog.LevelInfo, "audit", auditAttrs(e)...)
+				return nil
+			}
+			bctx, cancel := context.WithTimeout(ctx, auditTimeout)
+			id, err := a.BeginAudit(bctx, e)
+			cancel()
+			if err != nil {
+				log.LogAttrs(ctx, slog.LevelError, "audit entry not stored; operation not attempted", append(attrs, slog.Any("error", err))...)
+				return &domain.Error{
+					Code:    domain.CodeUnavailable,
+					Message: "the audit log (database) cannot be written; the operation was not attempted; retry later",
+					Cause:   err,
+				}
+			}
+			e.Status = http.StatusInternalServerError // unless answered
 			defer func() {
-				e := domain.AuditEntry{At: time.Now().UTC(), Operation: operation, Status: status, RequestID: requestID(c)}
-				if p, ok := auth.PrincipalFrom(c.Request().Context()); ok {
-					e.Subject = p.Subject
+				log.LogAttrs(ctx, slog.LevelInfo, "audit", auditAttrs(e)...)
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+				defer cancel()
+				if err := a.CompleteAudit(cctx, id, e.Status); err != nil {
+					log.LogAttrs(ctx, slog.LevelError, "audit entry not completed; it stays pending", append(auditAttrs(e), slog.Int64("audit_id", id), slog.Any("error", err))...)
 				}
-				for i, name := range c.ParamNames() {
-					value := c.ParamValues()[i]
-					if v, err := url.PathUnescape(value); err == nil {
-						value = v
-					}
-					if name == "name" {
-						e.Validator = value
-						continue
-					}
-					if e.Targets == nil {
-						e.Targets = map[string]string{}
-					}
-					e.Targets[name] = value
-				}
-				record(c.Request().Context(), log, a, e)
 			}()
-			status = answered(c, next)
+			e.Status = answered(c, next)
 			return nil
 		}
 	}
 }
 
-func record(ctx context.Context, log *slog.Logger, a Auditor, e domain.AuditEntry) {
-	attrs := []slog.Attr{
+// auditEntry is what the audit keeps of a call, before its answer.
+func auditEntry(c echo.Context, operation string) domain.AuditEntry {
+	e := domain.AuditEntry{At: time.Now().UTC(), Operation: operation, RequestID: requestID(c)}
+	if p, ok := auth.PrincipalFrom(c.Request().Context()); ok {
+		e.Subject = p.Subject
+	}
+	for i, name := range c.ParamNames() {
+		value := c.ParamValues()[i]
+		if v, err := url.PathUnescape(value); err == nil {
+			value = v
+		}
+		if name == "name" {
+			e.Validator = value
+			continue
+		}
+		if e.Targets == nil {
+			e.Targets = map[string]string{}
+		}
+		e.Targets[name] = value
+	}
+	return e
+}
+
+func auditAttrs(e domain.AuditEntry) []slog.Attr {
+	return []slog.Attr{
 		slog.String("request_id", e.RequestID),
 		slog.String("subject", e.Subject),
 		slog.String("operation", e.Operation),
 		slog.String("validator", e.Validator),
 		slog.Any("targets", e.Targets),
 		slog.Int("status", e.Status),
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
-	if a == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-	defer cancel()
-	if err := a.RecordAudit(ctx, e); err != nil {
-		log.LogAttrs(ctx, slog.LevelError, "audit entry not stored", append(attrs, slog.Any("error", err))...)
 	}
 }

@@ -174,14 +174,23 @@ func (r *release) bind() echo.MiddlewareFunc {
 // handler sees it. Streamed bodies are not buffered for validation; their
 // handlers check what they read.
 func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
+	// Authentication is the authenticate middleware's job. kin-openapi
+	// checks security requirements by reading the whole body into memory
+	// (for authentication functions that read it): an empty requirement
+	// list skips that, so an upload streams as it arrives.
+	noSecurity := *route.Operation
+	noSecurity.Security = &openapi3.SecurityRequirements{}
+	unsecured := *route
+	unsecured.Operation = &noSecurity
+	route = &unsecured
+	single := singleValued(route)
 	opts := &openapi3filter.Options{
 		MultiError:         true,
 		ExcludeRequestBody: streams,
 		// Read-only fields sent back (a GET sent back through PUT) are
 		// accepted and ignored: the handlers never read them.
 		ExcludeReadOnlyValidations: true,
-		// Authentication is the authenticate middleware's job.
-		AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+		AuthenticationFunc:         func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -200,6 +209,9 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 				Route:      route,
 				Options:    opts,
 			}
+			if err := repeated(c.Request(), single); err != nil {
+				return err
+			}
 			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
 				return requestInvalid(err)
 			}
@@ -213,14 +225,57 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 	}
 }
 
+// singleValued names the operation's query parameters that take one value
+// (any schema but an array).
+func singleValued(route *routers.Route) []string {
+	var out []string
+	params := append(slices.Clone(route.PathItem.Parameters), route.Operation.Parameters...)
+	for _, p := range params {
+		if p.Value == nil || p.Value.In != openapi3.ParameterInQuery {
+			continue
+		}
+		if sch := p.Value.Schema; sch != nil && sch.Value != nil && sch.Value.Type.Is(openapi3.TypeArray) {
+			continue
+		}
+		if !slices.Contains(out, p.Value.Name) {
+			out = append(out, p.Value.Name)
+		}
+	}
+	return out
+}
+
+// repeated refuses a single-valued query parameter given more than once:
+// which value was meant is not ours to guess.
+func repeated(r *http.Request, single []string) error {
+	if len(single) == 0 || r.URL.RawQuery == "" {
+		return nil
+	}
+	q := r.URL.Query()
+	var bad domain.Invalids
+	for _, name := range single {
+		if n := len(q[name]); n > 1 {
+			bad = append(bad, domain.Invalid(name, "must be given once, got %d values", n))
+		}
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
 // checkContentType does for a streamed body what validation does for the
 // others: the media type must be one the operation declares.
 func checkContentType(r *http.Request, op *openapi3.Operation) error {
 	if op.RequestBody == nil || op.RequestBody.Value == nil {
 		return nil
 	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err == nil && op.RequestBody.Value.Content.Get(mt) != nil {
+		if strings.HasPrefix(mt, "multipart/") && params["boundary"] == "" {
+			// Without it no part can be found; the generated handler's
+			// reader would fail as if the server had.
+			return domain.Invalid("body", "Content-Type %s needs a boundary parameter (e.g. %s; boundary=x)", mt, mt)
+		}
 		return nil
 	}
 	want := make([]string, 0, len(op.RequestBody.Value.Content))

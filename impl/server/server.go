@@ -49,6 +49,9 @@ type Options struct {
 	// BodyReadTimeout bounds each read of a request body (slow clients);
 	// zero means none.
 	BodyReadTimeout time.Duration
+	// UploadTimeout bounds the arrival of a whole multipart upload (the
+	// upstream call it streams into has the same bound); zero means none.
+	UploadTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers (431 beyond).
 	MaxHeaderBytes int
 	// The contracts as Contracts returns them, when the caller has loaded
@@ -113,9 +116,9 @@ func New(o Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	s.maxHeader = o.MaxHeaderBytes
-	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout)
+	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout, o.UploadTimeout)
 	e.Use(
-		middleware.RequestID(),
+		requestIDs(),
 		s.logRequests(),
 		limitHeaders(o.MaxHeaderBytes),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{

@@ -100,6 +100,10 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
 	}
+	if _, err := markUnknownAudit(ctx, db); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("audit log of the %s database: %w", driver, err)
+	}
 	return s, nil
 }
 

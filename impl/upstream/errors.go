@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/outbound"
 )
 
 // gRPC status codes Canton reports in JsCantonError.grpcCodeValue.
@@ -75,7 +76,11 @@ func (c Call) label() string {
 func (c Call) Failed(err error) error {
 	msg := c.label() + " could not be reached"
 	var re *oauth2.RetrieveError
+	var refused *outbound.RefusedError
 	switch {
+	case errors.As(err, &refused):
+		// Before any timeout: the request (and its credentials) never left.
+		msg = "not called: " + refused.Error()
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		msg = c.label() + " did not answer in time"
 	case errors.As(err, &re) || strings.Contains(err.Error(), "oauth2:"):

@@ -93,6 +93,10 @@ type Options struct {
 	// Observe, when set, sees each admin API call's latency and outcome
 	// (telemetry.Metrics.ObserveUpstream).
 	Observe func(upstream, outcome string, d time.Duration)
+	// CheckURL, when set, is the outbound address policy: a call whose
+	// token endpoint it refuses is not made, so no client secret or token
+	// goes to an address it refuses. Transport applies it to the calls.
+	CheckURL func(raw string) error
 }
 
 // Clients hands out generated clients bound to a validator's nodes.
@@ -102,6 +106,7 @@ type Clients struct {
 	transport  http.RoundTripper
 	instrument Instrument
 	observe    func(upstream, outcome string, d time.Duration)
+	checkURL   func(raw string) error
 
 	mu     sync.Mutex
 	tokens map[string]oauth2.TokenSource
@@ -117,7 +122,7 @@ func New(o Options) *Clients {
 		o.Timeout = 30 * time.Second
 	}
 	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, observe: o.Observe,
-		tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}}
+		checkURL: o.CheckURL, tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}}
 }
 
 // Node is one validator's clients.
@@ -166,9 +171,25 @@ func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
 		rt = c.instrument(up, rt)
 	}
 	if creds != nil {
+		if c.checkURL != nil {
+			if err := c.checkURL(creds.TokenURL); err != nil {
+				return &http.Client{Transport: refusing{err}}
+			}
+		}
 		rt = &oauth2.Transport{Source: c.tokenSource(*creds), Base: rt}
 	}
 	return &http.Client{Transport: bounded{base: rt, timeout: c.timeout}}
+}
+
+// refusing answers every call with the policy's refusal of the token
+// endpoint, before any token is fetched.
+type refusing struct{ err error }
+
+func (r refusing) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, r.err
 }
 
 // bounded gives each call, token fetch and body read included, the

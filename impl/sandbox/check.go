@@ -1,0 +1,42 @@
+package sandbox
+
+import "fmt"
+
+// check refuses a state whose entries a handler would dereference blindly:
+// a node, party, user or hosting entry that is null or lacks what every
+// such entry is created with. Empty maps of a node are made non-nil.
+func (st *state) check() error {
+	for name, ns := range st.Nodes {
+		switch {
+		case ns == nil:
+			return fmt.Errorf("nodes.%s is null", name)
+		case ns.Fingerprint == "" || ns.OperatorUser == "" || ns.OperatorParty == "":
+			return fmt.Errorf("nodes.%s lacks its fingerprint, operatorUser or operatorParty", name)
+		}
+		if ns.Parties == nil {
+			ns.Parties = map[string]*party{}
+		}
+		if ns.Users == nil {
+			ns.Users = map[string]*user{}
+		}
+		if ns.WalletUsers == nil {
+			ns.WalletUsers = map[string]string{}
+		}
+		for id, p := range ns.Parties {
+			if p == nil {
+				return fmt.Errorf("nodes.%s.parties.%s is null", name, id)
+			}
+		}
+		for id, u := range ns.Users {
+			if u == nil {
+				return fmt.Errorf("nodes.%s.users.%s is null", name, id)
+			}
+		}
+	}
+	for id, h := range st.Hosting {
+		if h == nil {
+			return fmt.Errorf("hosting.%s is null", id)
+		}
+	}
+	return nil
+}
