@@ -1,7 +1,6 @@
 package app
 
 import (
-	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/outbound"
 )
 
@@ -13,7 +12,7 @@ import (
 func (a *App) outboundPolicy() *outbound.Policy {
 	cfg := a.Config
 	extra := outbound.SplitHosts(cfg.OutboundAllowedHosts)
-	if cfg.ClusterMode == config.ClusterSimulated {
+	if cfg.EmbeddedDefault() {
 		return outbound.Embedded(func(hostport string) bool { return a.Sandbox != nil && a.Sandbox.Owns(hostport) }, extra, cfg.OutboundAllowPrivate)
 	}
 	providers := []string{cfg.KeycloakURL, cfg.UpstreamTokenURL, cfg.JWKSURI}
@@ -25,7 +24,7 @@ func (a *App) outboundPolicy() *outbound.Policy {
 // network stands in for every validator's nodes and these addresses are
 // never dialled, so only their form is checked there.
 func (a *App) validatorAddressPolicy() *outbound.Policy {
-	if a.Config.ClusterMode == config.ClusterSimulated {
+	if a.Config.EmbeddedDefault() {
 		return &outbound.Policy{AnyHost: true, AllowPrivate: true}
 	}
 	return a.outboundPolicy()
