@@ -109,6 +109,8 @@ type App struct {
 	// the leader's intent controller waits for them).
 	lead         leadership
 	clusterReady chan struct{}
+	// opts are Open's options, for the parts Run builds.
+	opts []Option
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -120,6 +122,9 @@ type Wiring struct {
 	Embedded *cluster.EmbeddedOptions
 
 	Sandbox *sandbox.Options // the embedded default's network (issue 9)
+	// Manager is the controller-runtime Manager's options (tests running
+	// two replicas in one process skip its controller-name check).
+	Manager *manager.Options
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -152,6 +157,16 @@ func WithServer(f func(*server.Options)) Option {
 	}
 }
 
+// WithManager edits the controller-runtime Manager's options before Run
+// builds it.
+func WithManager(f func(*manager.Options)) Option {
+	return func(w Wiring) {
+		if w.Manager != nil {
+			f(w.Manager)
+		}
+	}
+}
+
 // WithEmbedded edits the embedded cluster's options before it is opened
 // (tests set the simulated kubelet's clock).
 func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
@@ -165,7 +180,7 @@ func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
 // Open builds the process without starting anything; Run serves and runs
 // its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
-	a := &App{Config: cfg, Log: log, clusterReady: make(chan struct{})}
+	a := &App{Config: cfg, Log: log, clusterReady: make(chan struct{}), opts: opts}
 	ok := false
 	defer func() {
 		if !ok {
@@ -458,6 +473,9 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		// process exit) without a graceful shutdown: controller-runtime's
 		// rule, kept (docs/decisions.md).
 		mo.LeaderElectionReleaseOnCancel = cfg.LeaderElectionReleaseOnCancel
+	}
+	for _, opt := range a.opts {
+		opt(Wiring{Manager: &mo})
 	}
 	mgr, err := manager.New(a.rest, mo)
 	if err != nil {
