@@ -366,3 +366,50 @@ func TestLeaderReleasesLeaseOnShutdown(t *testing.T) {
 		t.Errorf("handover took %s: the lease was not released", handover)
 	}
 }
+
+// A leader that can no longer renew its lease (another holder took it)
+// stops its leader-only work within the renew deadline and its Manager
+// fails ("leader election lost": the process exits and is restarted as a
+// follower); the other replica takes over once the lease is free.
+func TestLeaderThatLosesItsLeaseStops(t *testing.T) {
+	ns, a, b := twoReplicas(t, nil)
+	watchOneReconciler(t, a, b)
+	leader := leaderOf(t, 30*time.Second, a, b)
+	follower := a
+	if leader == a {
+		follower = b
+	}
+	core := kubernetes.NewForConfigOrDie(apiServer)
+	leases := core.CoordinationV1().Leases(ns)
+	lease, err := leases.Get(context.Background(), "validator-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder, seconds := "intruder", int32(2)
+	now := metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &intruder, &seconds
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	taken := time.Now()
+	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-leader.done:
+		leader.stop, leader.done = nil, nil
+		leader.app.Close()
+		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
+			t.Fatalf("Run after losing the lease: %v, want leader election lost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the leader kept running after losing its lease")
+	}
+	stopped := time.Since(taken)
+	t.Logf("leader stopped %s after losing its lease (renew deadline %s)", stopped, 2*time.Second)
+	if leader.app.Intent.Running() {
+		t.Fatal("the intent controller still runs")
+	}
+	if stopped > 2*time.Second+time.Second {
+		t.Errorf("stopped after %s, more than the renew deadline and a retry", stopped)
+	}
+	leaderOf(t, 30*time.Second, follower)
+}
