@@ -103,6 +103,14 @@ type App struct {
 	Sandbox *sandbox.Network
 	// Upstreams reaches validators' nodes; its admin API connections are closed by Close.
 	Upstreams *upstream.Clients
+
+	// lead is this replica's part in the leader election; clusterReady is
+	// closed once the gateway's caches have synced (every replica runs them,
+	// the leader's intent controller waits for them).
+	lead         leadership
+	clusterReady chan struct{}
+	// opts are Open's options, for the parts Run builds.
+	opts []Option
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -114,6 +122,9 @@ type Wiring struct {
 	Embedded *cluster.EmbeddedOptions
 
 	Sandbox *sandbox.Options // the embedded default's network (issue 9)
+	// Manager is the controller-runtime Manager's options (tests running
+	// two replicas in one process skip its controller-name check).
+	Manager *manager.Options
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -146,6 +157,16 @@ func WithServer(f func(*server.Options)) Option {
 	}
 }
 
+// WithManager edits the controller-runtime Manager's options before Run
+// builds it.
+func WithManager(f func(*manager.Options)) Option {
+	return func(w Wiring) {
+		if w.Manager != nil {
+			f(w.Manager)
+		}
+	}
+}
+
 // WithEmbedded edits the embedded cluster's options before it is opened
 // (tests set the simulated kubelet's clock).
 func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
@@ -159,7 +180,7 @@ func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
 // Open builds the process without starting anything; Run serves and runs
 // its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
-	a := &App{Config: cfg, Log: log}
+	a := &App{Config: cfg, Log: log, clusterReady: make(chan struct{}), opts: opts}
 	ok := false
 	defer func() {
 		if !ok {
@@ -201,6 +222,18 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	}
 
 	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log}
+	if cfg.LeaderElectionEnabled() && a.rest != nil {
+		a.lead.enabled = true
+		if a.lead.identity, err = leaderIdentity(cfg.LeaderElectionIdentity); err != nil {
+			return nil, err
+		}
+		if io.Forward, err = a.forwarder(); err != nil {
+			return nil, err
+		}
+		// A create another replica serves is left to it for longer than
+		// its request may last.
+		io.CreateGrace = max(2*cfg.RequestTimeout, time.Minute)
+	}
 	for _, opt := range opts {
 		opt(Wiring{Intent: &io})
 	}
@@ -237,6 +270,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Resources: a.Cluster,
 		Upstreams: ups,
 		Logger:    log,
+		Leader:    a.leaderHealthFunc(),
 	})
 	so := server.Options{
 		Logger:     log,
@@ -419,21 +453,50 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		return nil, err
 	}
 	grace := a.Config.ShutdownTimeout
-	mgr, err := manager.New(a.rest, manager.Options{
+	mo := manager.Options{
 		Scheme:                  scheme,
 		Cache:                   ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{a.Config.Namespace: {}}},
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &grace,
-	})
+	}
+	if a.lead.enabled {
+		lock, err := a.leaseLock()
+		if err != nil {
+			return nil, fmt.Errorf("leader election: %w", err)
+		}
+		cfg := a.Config
+		mo.LeaderElection = true
+		mo.LeaderElectionResourceLockInterface = lock
+		mo.LeaderElectionID = cfg.LeaderElectionID
+		mo.LeaderElectionNamespace = cfg.Namespace
+		mo.LeaseDuration = &cfg.LeaderElectionLeaseDuration
+		mo.RenewDeadline = &cfg.LeaderElectionRenewDeadline
+		mo.RetryPeriod = &cfg.LeaderElectionRetryPeriod
+		// A leader that stops releases the Lease, so the next one takes
+		// over at once; a leader that loses it makes Start fail (and the
+		// process exit) without a graceful shutdown: controller-runtime's
+		// rule, kept (docs/decisions.md).
+		mo.LeaderElectionReleaseOnCancel = cfg.LeaderElectionReleaseOnCancel
+	}
+	for _, opt := range a.opts {
+		opt(Wiring{Manager: &mo})
+	}
+	mgr, err := manager.New(a.rest, mo)
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
 	runnables := []manager.Runnable{
-		// Not leader-elected: these stop before the controllers.
+		// Not leader-elected, on every replica: the API, the gateway's
+		// caches its reads come from, and the creates this replica serves
+		// (their secrets live only in its memory). They stop before the
+		// controllers.
 		runnable(false, func(ctx context.Context) error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) }),
-		runnable(false, a.refreshListViews),
-		// The controllers and schedules.
+		runnable(false, a.runCluster),
+		runnable(false, a.Intent.StartCreates),
+		// The controllers, schedules and one-off rewrites: the leader's.
+		runnable(true, a.leading),
+		runnable(true, a.refreshListViews),
 		runnable(true, a.runIntent),
 		runnable(true, func(ctx context.Context) error {
 			a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
@@ -454,15 +517,28 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// runIntent starts the gateway's caches and then the intent controller
-// (its first pass reads them); until both are done, health reports the
-// cluster DOWN (clusterHealth).
-func (a *App) runIntent(ctx context.Context) error {
+// runCluster starts the gateway's caches (which run until Close) and
+// tells runIntent once they have synced.
+func (a *App) runCluster(ctx context.Context) error {
 	if err := a.StartCluster(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
+	}
+	close(a.clusterReady)
+	<-ctx.Done()
+	return nil
+}
+
+// runIntent runs the intent controller once the gateway's caches have
+// synced (its first pass reads them); until it has brought every validator
+// in step, health reports the cluster DOWN on the leader (clusterHealth).
+func (a *App) runIntent(ctx context.Context) error {
+	select {
+	case <-a.clusterReady:
+	case <-ctx.Done():
+		return nil
 	}
 	return a.Intent.Start(ctx)
 }
@@ -542,7 +618,9 @@ func metricsPublic(cfg config.Config) []string {
 }
 
 // clusterHealth is UP when the cluster answers, the gateway's caches have
-// synced and the reconciler has brought every validator in step once.
+// synced and, where the reconciler runs (the leader, or the one process),
+// it has brought every validator in step once. A follower does not wait for
+// a reconciler it does not run.
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
@@ -552,6 +630,9 @@ func (h clusterHealth) Ping(ctx context.Context) error {
 		}
 	} else if err := h.a.Cluster.Ping(ctx); err != nil {
 		return err
+	}
+	if h.a.lead.enabled && !h.a.Intent.Running() {
+		return nil
 	}
 	return h.a.Intent.Ping(ctx)
 }

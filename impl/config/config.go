@@ -92,6 +92,18 @@ type Config struct {
 	// Upstream calls of release 2.0 (ledger, scan, validator app).
 	UpstreamTimeout  time.Duration
 	UpstreamTokenURL string
+
+	// Leader election among replicas (a coordination.k8s.io Lease in
+	// api.namespace): only the leader runs the controllers, schedules and
+	// probes; every replica serves the API. Off on the embedded default,
+	// whose single process owns its control plane.
+	LeaderElection                bool
+	LeaderElectionID              string
+	LeaderElectionIdentity        string
+	LeaderElectionLeaseDuration   time.Duration
+	LeaderElectionRenewDeadline   time.Duration
+	LeaderElectionRetryPeriod     time.Duration
+	LeaderElectionReleaseOnCancel bool
 }
 
 // Default is the embedded default: everything local, in ./data.
@@ -119,6 +131,13 @@ func Default() Config {
 		DatabaseConnMaxLifetime: 30 * time.Minute,
 		DatabaseConnMaxIdleTime: 10 * time.Minute,
 		UpstreamTimeout:         30 * time.Second,
+		// client-go's and controller-runtime's defaults.
+		LeaderElection:                true,
+		LeaderElectionID:              "validator-manager",
+		LeaderElectionLeaseDuration:   15 * time.Second,
+		LeaderElectionRenewDeadline:   10 * time.Second,
+		LeaderElectionRetryPeriod:     2 * time.Second,
+		LeaderElectionReleaseOnCancel: true,
 	}
 }
 
@@ -165,6 +184,13 @@ func (c *Config) settings() []setting {
 		{"outbound.allowHttp", "allow plain http to allowed hosts outside the namespace (in a cluster https is required otherwise)", &c.OutboundAllowHTTP, false},
 		{"outbound.allowPrivate", "allow loopback, link-local and cloud metadata addresses (refused otherwise unless listed as an IP or CIDR)", &c.OutboundAllowPrivate, false},
 		{"upstream.timeout", "deadline of one call to a validator's ledger API, scan or validator app (502 beyond)", &c.UpstreamTimeout, false},
+		{"leaderElection.enabled", "elect one leader among replicas with a Lease in api.namespace: only the leader runs the controllers, schedules and probes, every replica serves the API (ignored on the embedded default, which runs one process)", &c.LeaderElection, false},
+		{"leaderElection.leaseName", "name of the Lease the replicas compete for", &c.LeaderElectionID, false},
+		{"leaderElection.identity", "this replica's name in the Lease; empty = POD_NAME, else the hostname, with a random suffix", &c.LeaderElectionIdentity, false},
+		{"leaderElection.leaseDuration", "how long followers wait after the leader's last renewal before taking over (the failover time after a crash)", &c.LeaderElectionLeaseDuration, false},
+		{"leaderElection.renewDeadline", "how long the leader retries renewing before it gives up leading (and the process exits)", &c.LeaderElectionRenewDeadline, false},
+		{"leaderElection.retryPeriod", "how often replicas try to acquire or renew the Lease", &c.LeaderElectionRetryPeriod, false},
+		{"leaderElection.releaseOnCancel", "a leader that shuts down releases the Lease, so a follower takes over within retryPeriod instead of leaseDuration", &c.LeaderElectionReleaseOnCancel, false},
 		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }
@@ -418,6 +444,13 @@ func (c Config) EmbeddedDefault() bool {
 	return c.ClusterMode == ClusterEmbedded || c.ClusterMode == ClusterSimulated
 }
 
+// LeaderElectionEnabled tells whether replicas elect a leader: configured
+// on, and the cluster not the embedded default's (one process, its own
+// control plane).
+func (c Config) LeaderElectionEnabled() bool {
+	return c.LeaderElection && !c.EmbeddedDefault()
+}
+
 func (c *Config) validate() error {
 	switch c.ClusterMode {
 	case ClusterEmbedded, ClusterSimulated, ClusterKubeconfig, ClusterInCluster:
@@ -445,6 +478,14 @@ func (c *Config) validate() error {
 	}
 	if c.DatabaseMaxOpenConns < 0 || c.DatabaseMaxIdleConns < 0 || c.DatabaseConnMaxLifetime < 0 || c.DatabaseConnMaxIdleTime < 0 {
 		return fmt.Errorf("database.maxOpenConns, maxIdleConns, connMaxLifetime and connMaxIdleTime must not be negative")
+	}
+	if c.LeaderElectionEnabled() {
+		if c.LeaderElectionID == "" {
+			return fmt.Errorf("leaderElection.leaseName: must not be empty")
+		}
+		if c.LeaderElectionRetryPeriod <= 0 || c.LeaderElectionRenewDeadline <= c.LeaderElectionRetryPeriod || c.LeaderElectionLeaseDuration <= c.LeaderElectionRenewDeadline {
+			return fmt.Errorf("leaderElection: need 0 < retryPeriod (%s) < renewDeadline (%s) < leaseDuration (%s)", c.LeaderElectionRetryPeriod, c.LeaderElectionRenewDeadline, c.LeaderElectionLeaseDuration)
+		}
 	}
 	if c.PprofListen != "" && !Loopback(c.PprofListen) {
 		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)

@@ -2,6 +2,8 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -47,11 +49,57 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		Status:     platformapi.HealthUp,
 		Components: platformapi.HealthComponents{Db: status("db"), Cluster: status("cluster")},
 	}
+	code := http.StatusOK
 	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp {
 		h.Status = platformapi.HealthDown
+		code = http.StatusServiceUnavailable
+	}
+	if s.leader != nil {
+		return withLeaderElection{code: code, health: h, leader: s.leader()}, nil
+	}
+	if code != http.StatusOK {
 		return platformapi.GetHealth503JSONResponse(h), nil
 	}
 	return platformapi.GetHealth200JSONResponse(h), nil
+}
+
+// LeaderElection is this replica's part in the election among replicas:
+// Role is leader, follower or single (no election: one process does
+// everything); Identity its name in the Lease.
+type LeaderElection struct {
+	Role     string `json:"role"`
+	Identity string `json:"identity,omitempty"`
+}
+
+// withLeaderElection is the health body with one more component,
+// leaderElection, always UP (a follower is as ready to serve as the leader)
+// with the role in its details. The contract's HealthComponents and
+// ComponentHealth admit further properties, as Spring Boot's do.
+type withLeaderElection struct {
+	code   int
+	health platformapi.Health
+	leader LeaderElection
+}
+
+func (r withLeaderElection) VisitGetHealthResponse(w http.ResponseWriter) error {
+	type component struct {
+		Status  platformapi.HealthStatus `json:"status"`
+		Details LeaderElection           `json:"details"`
+	}
+	body := struct {
+		Status     platformapi.HealthStatus `json:"status"`
+		Components struct {
+			Db             platformapi.ComponentHealth `json:"db"`
+			Cluster        platformapi.ComponentHealth `json:"cluster"`
+			LeaderElection component                   `json:"leaderElection"`
+		} `json:"components"`
+	}{Status: r.health.Status}
+	body.Components.Db = r.health.Components.Db
+	body.Components.Cluster = r.health.Components.Cluster
+	body.Components.LeaderElection = component{Status: platformapi.HealthUp, Details: r.leader}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.code)
+	return json.NewEncoder(w).Encode(body)
 }
 
 // GetInfo reports the build.

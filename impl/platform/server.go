@@ -32,6 +32,9 @@ type Options struct {
 	Upstreams Upstreams
 	// Logger gets what a 200 answer hides (a view's failed section).
 	Logger *slog.Logger
+	// Leader reports this replica's role in the leader election, shown in
+	// /actuator/health; nil: no election (one process), not shown.
+	Leader func() LeaderElection
 }
 
 // Server serves release 2.0.
@@ -43,6 +46,7 @@ type Server struct {
 	// upstreams: see Options.Upstreams.
 	upstreams Upstreams
 	log       *slog.Logger
+	leader    func() LeaderElection
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -53,6 +57,7 @@ func New(o Options) *Server {
 	s.cluster = o.Resources
 	s.upstreams = o.Upstreams
 	s.log = o.Logger
+	s.leader = o.Leader
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)

@@ -81,6 +81,15 @@ type Options struct {
 	// announces (the identity provider's, another process's database
 	// writes); default 10 minutes, as controller-runtime's sync period.
 	Resync time.Duration
+	// Forward carries Enqueue to the process that runs the controller when
+	// this one does not (a replica that is not the leader); nil: such
+	// enqueues wait for the resync.
+	Forward func(name string)
+	// CreateGrace is how long a row still Creating whose create is not in
+	// flight in this process is left alone, because another replica may be
+	// provisioning it; after that it is undone. 0: undone at once (one
+	// process).
+	CreateGrace time.Duration
 }
 
 // Controller is the intent controller; Start runs it.
@@ -90,6 +99,8 @@ type Controller struct {
 	identity Identity
 	log      *slog.Logger
 	resync   time.Duration
+	forward  func(name string)
+	grace    time.Duration
 	ctrl     controller.TypedController[string]
 	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
 	creates  creates
@@ -99,6 +110,14 @@ type Controller struct {
 	mu      sync.Mutex
 	initial map[string]bool
 	synced  atomic.Bool
+
+	// running is set while Start runs (this process leads); local is the
+	// context of StartCreates, under which a process that does not run the
+	// controller provisions the creates it serves.
+	running atomic.Bool
+	localMu sync.Mutex
+	local   context.Context
+	localWG sync.WaitGroup
 }
 
 // namesPage is how many names one read of the database returns.
@@ -106,7 +125,7 @@ const namesPage = 500
 
 // New builds the controller; Start runs it.
 func New(o Options) (*Controller, error) {
-	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, resync: o.Resync}
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, resync: o.Resync, forward: o.Forward, grace: o.CreateGrace}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -140,16 +159,42 @@ func ptr[T any](v T) *T { return &v }
 
 // Start runs the controller until ctx ends; it returns once its workers
 // have finished.
-func (c *Controller) Start(ctx context.Context) error { return c.ctrl.Start(ctx) }
+func (c *Controller) Start(ctx context.Context) error {
+	c.running.Store(true)
+	defer c.running.Store(false)
+	return c.ctrl.Start(ctx)
+}
 
-// NeedLeaderElection: the controller runs on every process for now (one
-// replica; see the README).
-func (c *Controller) NeedLeaderElection() bool { return false }
+// Running tells whether the controller runs in this process.
+func (c *Controller) Running() bool { return c.running.Load() }
 
-// Enqueue asks for name to be reconciled (a handler recorded a change).
+// StartCreates lets this process provision the creates it serves while the
+// controller runs elsewhere (it runs on every replica, the controller only on
+// the leader): a create's secret values and the wallet user's temporary
+// password exist only in the memory of the process that took the request.
+// It returns once ctx ends and the provisioning in flight has finished.
+func (c *Controller) StartCreates(ctx context.Context) error {
+	c.localMu.Lock()
+	c.local = ctx
+	c.localMu.Unlock()
+	<-ctx.Done()
+	c.localMu.Lock()
+	c.local = nil
+	c.localMu.Unlock()
+	c.localWG.Wait()
+	return nil
+}
+
+// Enqueue asks for name to be reconciled (a handler recorded a change); in
+// a process that does not run the controller, Forward carries it to the one
+// that does.
 func (c *Controller) Enqueue(name string) {
-	if q := c.queue.Load(); q != nil {
+	if q := c.queue.Load(); q != nil && c.running.Load() {
 		(*q).Add(name)
+		return
+	}
+	if c.forward != nil {
+		c.forward(name)
 	}
 }
 
@@ -262,14 +307,15 @@ func (c *Controller) Ping(context.Context) error {
 // Reconcile drives one validator to its record.
 func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	defer c.reconciled(name)
-	err := c.reconcile(ctx, name)
+	var res reconcile.Result
+	err := c.reconcile(ctx, name, &res)
 	if err != nil && ctx.Err() == nil {
 		c.log.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
 	}
-	return reconcile.Result{}, err
+	return res, err
 }
 
-func (c *Controller) reconcile(ctx context.Context, name string) error {
+func (c *Controller) reconcile(ctx context.Context, name string, res *reconcile.Result) error {
 	in, err := c.store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
 		// No record: whatever the cluster has of it goes.
@@ -280,7 +326,16 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	}
 	if in.Validator.Creating {
 		if cr := c.creates.get(in.Validator.Claim); cr != nil {
+			if !cr.take() {
+				return nil // provisioned in this process by StartCreates' side
+			}
 			return c.finishCreate(ctx, in, cr)
+		}
+		if left := c.grace - time.Since(in.Validator.CreatedAt); c.grace > 0 && left > 0 {
+			// Another replica may be provisioning it: look again once its
+			// create must have ended.
+			res.RequeueAfter = left
+			return nil
 		}
 		return c.undoCreate(ctx, in.Validator)
 	}

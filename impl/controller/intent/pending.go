@@ -20,11 +20,23 @@ type Create struct {
 	Secrets domain.ValidatorSecrets
 
 	mu        sync.Mutex
+	taken     bool // one provisioner (the controller's worker or StartCreates') has it
 	committed bool // the controller finishes the create: the handler answers its outcome
 	abandoned bool // the handler has given up: the controller undoes the create
 	done      chan struct{}
 	user      *domain.CreatedUser
 	err       error
+}
+
+// take claims the create for one provisioner; false when another has it.
+func (c *Create) take() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.taken {
+		return false
+	}
+	c.taken = true
+	return true
 }
 
 // commit marks the create to be finished, unless the handler gave up.
@@ -106,7 +118,9 @@ func (c *Controller) Cancel(cr *Create) { c.creates.remove(cr.Claim) }
 // in which case Wait still returns its outcome.
 func (c *Controller) Wait(ctx context.Context, cr *Create) (*domain.CreatedUser, error) {
 	defer c.creates.remove(cr.Claim)
-	c.Enqueue(cr.Name)
+	if !c.provisionHere(cr) {
+		c.Enqueue(cr.Name)
+	}
 	select {
 	case <-cr.done:
 	case <-ctx.Done():
@@ -122,6 +136,42 @@ func (c *Controller) Wait(ctx context.Context, cr *Create) (*domain.CreatedUser,
 		return nil, domain.Internal(fmt.Errorf("create validator %q: %w", cr.Name, cr.err))
 	}
 	return cr.user, cr.err
+}
+
+// provisionHere provisions cr in this process when the controller does not
+// run here but StartCreates does; false otherwise (the controller's worker
+// provisions it). Should this process become the leader meanwhile, take
+// keeps the two from provisioning the same create.
+func (c *Controller) provisionHere(cr *Create) bool {
+	if c.running.Load() {
+		return false
+	}
+	c.localMu.Lock()
+	ctx := c.local
+	if ctx != nil {
+		c.localWG.Add(1)
+	}
+	c.localMu.Unlock()
+	if ctx == nil {
+		return false
+	}
+	go func() {
+		defer c.localWG.Done()
+		if !cr.take() {
+			return
+		}
+		in, err := c.store.ValidatorIntent(ctx, cr.Name)
+		if err != nil {
+			// Nothing was made; the leader undoes the row after the grace.
+			c.creates.remove(cr.Claim)
+			cr.finish(nil, fmt.Errorf("read the record: %w", err))
+			return
+		}
+		if err := c.finishCreate(ctx, in, cr); err != nil && ctx.Err() == nil {
+			c.log.Warn("undoing a failed create; the leader finishes the undo", "validator", cr.Name, "error", err)
+		}
+	}()
+	return true
 }
 
 // Await waits, at most until ctx ends, for the create of claim to finish

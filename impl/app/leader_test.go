@@ -1,0 +1,415 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/config"
+)
+
+// replica is one server process of a test: its App, address and the
+// means to kill it.
+type replica struct {
+	name  string
+	app   *app.App
+	url   string
+	token string
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// kill stops the replica's Manager (and with it its API) and releases what
+// it opened.
+func (r *replica) kill(t *testing.T) {
+	t.Helper()
+	if r.stop == nil {
+		return
+	}
+	r.stop()
+	r.stop = nil
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("%s: Run: %v", r.name, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("%s: Run did not return", r.name)
+	}
+	r.app.Close()
+}
+
+// startReplica runs one server against envtest (cluster.mode=kubeconfig)
+// in namespace ns, on the database and data directory the replicas share.
+func startReplica(t *testing.T, name, ns, dataDir, dsn string, edit func(*config.Config)) *replica {
+	t.Helper()
+	cfg := config.Default()
+	cfg.ClusterMode = config.ClusterKubeconfig
+	cfg.Kubeconfig = kubeconfig
+	cfg.Namespace = ns
+	cfg.DataDir = dataDir
+	cfg.DatabaseDSN = dsn
+	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.LeaderElectionIdentity = name
+	cfg.LeaderElectionLeaseDuration = 3 * time.Second
+	cfg.LeaderElectionRenewDeadline = 2 * time.Second
+	cfg.LeaderElectionRetryPeriod = 250 * time.Millisecond
+	if edit != nil {
+		edit(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(&prefixed{t: t, name: name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	// Two Managers in one process register controllers of the same names.
+	skip := true
+	a, err := app.Open(context.Background(), cfg, log, "test", app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+	if err != nil {
+		t.Fatalf("%s: open: %v", name, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{name: name, app: a, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
+	if r.token, err = a.DevToken(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- a.Run(ctx, ln) }()
+	t.Cleanup(func() { r.kill(t) })
+	return r
+}
+
+type prefixed struct {
+	t    *testing.T
+	name string
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.t.Logf("%s: %s", p.name, strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// twoReplicas starts two replicas on one database (PostgreSQL when
+// TEST_POSTGRES_DSN is set, else one SQLite file) in a namespace of their own.
+func twoReplicas(t *testing.T, edit func(*config.Config)) (ns string, a, b *replica) {
+	t.Helper()
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	core := kubernetes.NewForConfigOrDie(apiServer)
+	ns = fmt.Sprintf("replicas-%d", time.Now().UnixNano()%1_000_000)
+	if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	dsn := apitest.ThrowawayPostgres(t)
+	a = startReplica(t, "replica-a", ns, dataDir, dsn, edit)
+	b = startReplica(t, "replica-b", ns, dataDir, dsn, edit)
+	return ns, a, b
+}
+
+// leaderOf waits until exactly one of rs leads and returns it.
+func leaderOf(t *testing.T, within time.Duration, rs ...*replica) *replica {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var leaders []*replica
+		for _, r := range rs {
+			if r.app.Role() == app.RoleLeader {
+				leaders = append(leaders, r)
+			}
+		}
+		if len(leaders) == 1 {
+			return leaders[0]
+		}
+		if len(leaders) > 1 {
+			t.Fatalf("%d leaders at once", len(leaders))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no leader within %s", within)
+	return nil
+}
+
+// watchOneReconciler fails the test whenever both replicas run the intent
+// controller (reconcile validators) at the same instant.
+func watchOneReconciler(t *testing.T, a, b *replica) {
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			if a.app.Intent.Running() && b.app.Intent.Running() {
+				t.Errorf("both replicas run the intent controller")
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { stop.Store(true); <-done })
+}
+
+// call sends a request, checks the response against the contract, and
+// decodes its body into out (when not nil).
+func call(t *testing.T, r *replica, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, r.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := &http.Client{Transport: apitest.NewValidator(t, http.DefaultTransport), Timeout: time.Minute}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", method, path, r.name, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+type healthBody struct {
+	Status     string `json:"status"`
+	Components struct {
+		Cluster        struct{ Status string } `json:"cluster"`
+		LeaderElection struct {
+			Status  string `json:"status"`
+			Details struct {
+				Role     string `json:"role"`
+				Identity string `json:"identity"`
+			} `json:"details"`
+		} `json:"leaderElection"`
+	} `json:"components"`
+}
+
+// eventually polls f until it returns nil or within has passed.
+func eventually(t *testing.T, within time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s: %v", what, within, err)
+}
+
+func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
+	ns, a, b := twoReplicas(t, func(c *config.Config) {
+		// A killed process releases nothing: the follower must wait for
+		// the lease to run out.
+		c.LeaderElectionReleaseOnCancel = false
+	})
+	watchOneReconciler(t, a, b)
+	leader := leaderOf(t, 30*time.Second, a, b)
+	follower := a
+	if leader == a {
+		follower = b
+	}
+
+	// The Lease names the leader; both replicas are ready and say their role.
+	core := kubernetes.NewForConfigOrDie(apiServer)
+	lease, err := core.CoordinationV1().Leases(ns).Get(context.Background(), "validator-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *lease.Spec.HolderIdentity; got != leader.name {
+		t.Errorf("lease holder %q, leader %q", got, leader.name)
+	}
+	for _, r := range []*replica{leader, follower} {
+		want := app.RoleFollower
+		if r == leader {
+			want = app.RoleLeader
+		}
+		eventually(t, 30*time.Second, r.name+" health", func() error {
+			var h healthBody
+			code := call(t, r, http.MethodGet, "/actuator/health", nil, &h)
+			if code != http.StatusOK || h.Components.LeaderElection.Details.Role != want || h.Components.LeaderElection.Details.Identity != r.name {
+				return fmt.Errorf("status %d, body %+v", code, h)
+			}
+			return nil
+		})
+	}
+
+	dyn := dynamic.NewForConfigOrDie(apiServer)
+	validators := dyn.Resource(cluster.ValidatorResource).Namespace(ns)
+
+	// A create through the follower is provisioned by the follower: 201
+	// with the wallet user's password, and the resource and its Secrets.
+	var created struct {
+		Name        string `json:"name"`
+		CreatedUser *struct {
+			Username string `json:"username"`
+			Password string `json:"temporaryPassword"`
+		} `json:"createdUser"`
+	}
+	if code := call(t, follower, http.MethodPost, "/api/validators", apitest.ValidatorPayload("via-follower"), &created); code != http.StatusCreated {
+		t.Fatalf("create through the follower: status %d", code)
+	}
+	if created.CreatedUser == nil || created.CreatedUser.Password == "" {
+		t.Fatalf("create through the follower: no createdUser: %+v", created)
+	}
+	if _, err := validators.Get(context.Background(), "via-follower", metav1.GetOptions{}); err != nil {
+		t.Fatalf("Validator resource of the create: %v", err)
+	}
+	secrets, err := core.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: cluster.ValidatorLabel + "=via-follower"})
+	if err != nil || len(secrets.Items) == 0 {
+		t.Fatalf("Secrets of the create: %d, %v", len(secrets.Items), err)
+	}
+	// The leader reads it too.
+	eventually(t, 10*time.Second, "leader lists the follower's create", func() error {
+		var page struct {
+			Total int `json:"totalCount"`
+		}
+		if code := call(t, leader, http.MethodGet, "/api/validators?name=via-follower", nil, &page); code != http.StatusOK || page.Total != 1 {
+			return fmt.Errorf("status %d, total %d", code, page.Total)
+		}
+		return nil
+	})
+
+	// A change through the follower reaches the cluster through the leader.
+	prune := map[string]string{"cron": "0 0 20 * * ?", "maxDuration": "1h", "retention": "48h"}
+	if code := call(t, follower, http.MethodPost, "/api/validators/via-follower/prune", prune, nil); code != http.StatusCreated {
+		t.Fatalf("prune schedule through the follower: status %d", code)
+	}
+	eventually(t, 10*time.Second, "the leader applies the follower's prune schedule", func() error {
+		v, err := validators.Get(context.Background(), "via-follower", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := v.Object["spec"].(map[string]any)["participantPruningSchedule"]; !ok {
+			return fmt.Errorf("no spec.participantPruningSchedule yet")
+		}
+		return nil
+	})
+
+	// Killing the leader hands over within the lease duration (plus one
+	// retry period: the follower notices at its next try).
+	killed := time.Now()
+	leader.kill(t)
+	next := leaderOf(t, 30*time.Second, follower)
+	failover := time.Since(killed)
+	t.Logf("failover after the leader was killed: %s (lease duration %s)", failover, 3*time.Second)
+	if max := 3*time.Second + time.Second; failover > max {
+		t.Errorf("failover took %s, more than the lease duration and a retry (%s)", failover, max)
+	}
+
+	// The new leader reconciles: a create through it works and health says so.
+	if code := call(t, next, http.MethodPost, "/api/validators", apitest.ValidatorPayload("via-new-leader"), &created); code != http.StatusCreated {
+		t.Fatalf("create through the new leader: status %d", code)
+	}
+	eventually(t, 10*time.Second, "new leader's health", func() error {
+		var h healthBody
+		if code := call(t, next, http.MethodGet, "/actuator/health", nil, &h); code != http.StatusOK || h.Components.LeaderElection.Details.Role != app.RoleLeader {
+			return fmt.Errorf("status %d, body %+v", code, h)
+		}
+		return nil
+	})
+	if _, err := validators.Get(context.Background(), "via-new-leader", metav1.GetOptions{}); err != nil {
+		t.Fatalf("Validator resource of the create through the new leader: %v", err)
+	}
+}
+
+func TestLeaderReleasesLeaseOnShutdown(t *testing.T) {
+	_, a, b := twoReplicas(t, nil)
+	watchOneReconciler(t, a, b)
+	leader := leaderOf(t, 30*time.Second, a, b)
+	follower := a
+	if leader == a {
+		follower = b
+	}
+	stopped := time.Now()
+	leader.kill(t)
+	leaderOf(t, 30*time.Second, follower)
+	handover := time.Since(stopped)
+	t.Logf("handover after the leader shut down: %s (retry period %s)", handover, 250*time.Millisecond)
+	if handover > 3*time.Second {
+		t.Errorf("handover took %s: the lease was not released", handover)
+	}
+}
+
+// A leader that can no longer renew its lease (another holder took it)
+// stops its leader-only work within the renew deadline and its Manager
+// fails ("leader election lost": the process exits and is restarted as a
+// follower); the other replica takes over once the lease is free.
+func TestLeaderThatLosesItsLeaseStops(t *testing.T) {
+	ns, a, b := twoReplicas(t, nil)
+	watchOneReconciler(t, a, b)
+	leader := leaderOf(t, 30*time.Second, a, b)
+	follower := a
+	if leader == a {
+		follower = b
+	}
+	core := kubernetes.NewForConfigOrDie(apiServer)
+	leases := core.CoordinationV1().Leases(ns)
+	lease, err := leases.Get(context.Background(), "validator-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder, seconds := "intruder", int32(2)
+	now := metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &intruder, &seconds
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	taken := time.Now()
+	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-leader.done:
+		leader.stop, leader.done = nil, nil
+		leader.app.Close()
+		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
+			t.Fatalf("Run after losing the lease: %v, want leader election lost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the leader kept running after losing its lease")
+	}
+	stopped := time.Since(taken)
+	t.Logf("leader stopped %s after losing its lease (renew deadline %s)", stopped, 2*time.Second)
+	if leader.app.Intent.Running() {
+		t.Fatal("the intent controller still runs")
+	}
+	if stopped > 2*time.Second+time.Second {
+		t.Errorf("stopped after %s, more than the renew deadline and a retry", stopped)
+	}
+	leaderOf(t, 30*time.Second, follower)
+}
