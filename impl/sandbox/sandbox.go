@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -265,6 +266,7 @@ func loadState(path string) (*state, error) {
 		st.UsedMultiHashes = map[string]string{}
 	}
 	migrateHosting(st)
+	migrateSpent(st)
 	return st, nil
 }
 
@@ -279,4 +281,25 @@ func randomHex(n int) string {
 func fingerprint() string {
 	h := sha256.Sum256([]byte(randomHex(32)))
 	return "1220" + hex.EncodeToString(h[:])
+}
+
+// migrateSpent turns an earlier sandbox's network-wide spent multi-hashes
+// (keyed by the hash alone) into per-participant records: spent on each
+// participant that lists the party.
+func migrateSpent(st *state) {
+	for k, partyID := range st.UsedMultiHashes {
+		if strings.Contains(k, "/") {
+			continue
+		}
+		delete(st.UsedMultiHashes, k)
+		raw, err := hex.DecodeString(k)
+		if err != nil {
+			continue
+		}
+		for v, ns := range st.Nodes {
+			if ns.Parties[partyID] != nil {
+				st.UsedMultiHashes[spentKey(ns.participantUID(v), raw)] = partyID
+			}
+		}
+	}
 }

@@ -23,8 +23,9 @@ type state struct {
 	// Hosting is the synchronizer's party-to-participant mappings of
 	// external parties, by party id.
 	Hosting map[string]*hosting `json:"hosting,omitempty"`
-	// UsedMultiHashes are the multi-hashes (hex) whose signature an
-	// allocate accepted, with the party it was for: each is good once.
+	// UsedMultiHashes are the multi-hashes whose signature an allocate
+	// accepted, keyed participant UID "/" multi-hash (hex), with the party
+	// it was for: each is good once per participant.
 	UsedMultiHashes map[string]string `json:"usedMultiHashes,omitempty"`
 }
 
