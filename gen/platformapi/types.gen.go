@@ -657,9 +657,6 @@ type RightKind struct {
 	// CanActAs A right on one party.
 	CanActAs *PartyRight `json:"CanActAs,omitempty"`
 
-	// CanActAsAnyParty A right without a party (`value` is `{}`).
-	CanActAsAnyParty *UnitRight `json:"CanActAsAnyParty,omitempty"`
-
 	// CanExecuteAs A right on one party.
 	CanExecuteAs *PartyRight `json:"CanExecuteAs,omitempty"`
 
@@ -2318,14 +2315,6 @@ func (a *RightKind) UnmarshalJSON(b []byte) error {
 		delete(object, "CanActAs")
 	}
 
-	if raw, found := object["CanActAsAnyParty"]; found {
-		err = json.Unmarshal(raw, &a.CanActAsAnyParty)
-		if err != nil {
-			return fmt.Errorf("error reading 'CanActAsAnyParty': %w", err)
-		}
-		delete(object, "CanActAsAnyParty")
-	}
-
 	if raw, found := object["CanExecuteAs"]; found {
 		err = json.Unmarshal(raw, &a.CanExecuteAs)
 		if err != nil {
@@ -2397,13 +2386,6 @@ func (a RightKind) MarshalJSON() ([]byte, error) {
 		object["CanActAs"], err = json.Marshal(a.CanActAs)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'CanActAs': %w", err)
-		}
-	}
-
-	if a.CanActAsAnyParty != nil {
-		object["CanActAsAnyParty"], err = json.Marshal(a.CanActAsAnyParty)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'CanActAsAnyParty': %w", err)
 		}
 	}
 

@@ -390,7 +390,8 @@ func TestWalletUsers(t *testing.T) {
 	expect(t, "carol's ledger user is deleted", l.StatusCode(), l.Body, http.StatusNotFound)
 }
 
-// dar builds a DAR: a zip whose manifest names its DALFs.
+// dar builds a DAR: a zip whose manifest names its DALFs, each a Daml-LF
+// archive of the content given as its package.
 func dar(t *testing.T, dalfs map[string]string, main string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -398,7 +399,7 @@ func dar(t *testing.T, dalfs map[string]string, main string) []byte {
 	names := []string{}
 	for name, content := range dalfs {
 		w, _ := z.Create(name)
-		_, _ = w.Write([]byte(content))
+		_, _ = w.Write(sandbox.Archive("1.17", []byte(content)))
 		names = append(names, name)
 	}
 	w, _ := z.Create("META-INF/MANIFEST.MF")

@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
@@ -53,6 +55,11 @@ type Options struct {
 	// may block, and a status other than 0 is answered instead, with the
 	// upstream's error body.
 	Fault func(upstream string, r *http.Request) int
+	// Secrets, when set, reads a validator's ledger API client secret: a
+	// validator whose configuration names auth.ledgerApiClientId and has a
+	// secret is called with those credentials, which the token endpoint
+	// then checks; others with the sandbox's own grant.
+	Secrets upstream.SecretReader
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
@@ -66,9 +73,15 @@ type Network struct {
 	fault    func(string, *http.Request) int
 	pageSize int
 
-	mu    sync.Mutex
-	st    *state
-	nodes map[string]*node // running listeners by validator
+	mu sync.Mutex
+	st *state
+	// signer is the token endpoint's key (state's TokenKey, parsed).
+	signer *ecdsa.PrivateKey
+	// clients are the validators' ledger API clients by id, with the
+	// secret of their Secret (registered by the resolver).
+	clients map[string]string
+	secrets upstream.SecretReader
+	nodes   map[string]*node // running listeners by validator
 
 	scan *listener // scan and the token endpoint
 	// started is when the network started (the participants' uptime).
@@ -97,7 +110,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}, started: time.Now()}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now()}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -113,6 +126,8 @@ func Open(dir string, o Options) (*Network, error) {
 	mux := http.NewServeMux()
 	n.scanRoutes(mux)
 	mux.HandleFunc("POST /oauth2/token", n.token)
+	mux.HandleFunc("GET /.well-known/openid-configuration", n.discovery)
+	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err
 	}
@@ -164,8 +179,26 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 		return upstream.Target{}, err
 	}
 	t, err := r.n.Target(name)
+	if err != nil {
+		return t, err
+	}
 	t.MigrationID = int64(v.MigrationID)
-	return t, err
+	cfg, err := v.Config()
+	if err != nil || cfg.Auth == nil || cfg.Auth.LedgerAPIClient == "" || r.n.secrets == nil {
+		return t, nil // the sandbox's own grant
+	}
+	secret, err := r.n.secrets.LedgerAPIClientSecret(ctx, name)
+	switch {
+	case errors.Is(err, domain.ErrNotFound) || (err == nil && secret == ""):
+		return t, nil
+	case err != nil:
+		return upstream.Target{}, err
+	}
+	if err := r.n.registerClient(name, cfg.Auth.LedgerAPIClient, secret); err != nil {
+		return upstream.Target{}, domain.Unavailable("%v", err)
+	}
+	t.Credentials = &upstream.Credentials{TokenURL: t.Credentials.TokenURL, ClientID: cfg.Auth.LedgerAPIClient, ClientSecret: secret, Audience: cfg.Auth.Audience}
+	return t, nil
 }
 
 // Target starts (once) and returns the nodes of validator name.
