@@ -141,7 +141,6 @@ func TestLedgerEndpointsAsCantonAnswers(t *testing.T) {
 		t.Fatalf("users above the maximum page: %d %v, want 400", st, out)
 	}
 
-
 	for _, tt := range []struct {
 		query, want string
 	}{
@@ -231,7 +230,10 @@ func TestTokens(t *testing.T) {
 	}
 	_, jwks := call(t, http.MethodGet, base, strings.TrimPrefix(disc["jwks_uri"].(string), base), "", nil)
 	jwk := jwks["keys"].([]any)[0].(map[string]any)
-	coord := func(s any) *big.Int { b, _ := base64.RawURLEncoding.DecodeString(s.(string)); return new(big.Int).SetBytes(b) }
+	coord := func(s any) *big.Int {
+		b, _ := base64.RawURLEncoding.DecodeString(s.(string))
+		return new(big.Int).SetBytes(b)
+	}
 	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: coord(jwk["x"]), Y: coord(jwk["y"])}
 
 	for _, tt := range []struct {
