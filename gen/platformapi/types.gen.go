@@ -958,7 +958,7 @@ type CreateUserParams struct {
 	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``.
 	UserId string `form:"userId" json:"userId"`
 
-	// PrimaryParty Primary party of the user (a party id, `hint::1220` and 64 hex digits).
+	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits).
 	PrimaryParty *PrimaryPartyQuery `form:"primaryParty,omitempty" json:"primaryParty,omitempty"`
 
 	// ParticipantAdmin Grant the ParticipantAdmin right.
@@ -985,7 +985,7 @@ type CreateUserParams struct {
 
 // UpdateUserParams defines parameters for UpdateUser.
 type UpdateUserParams struct {
-	// PrimaryParty New primary party (a party id, `hint::1220` and 64 hex digits); an empty value clears it.
+	// PrimaryParty New primary party (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits); an empty value clears it.
 	PrimaryParty *string `form:"primaryParty,omitempty" json:"primaryParty,omitempty"`
 
 	// IsDeactivated New deactivation state.
