@@ -613,18 +613,18 @@ type ValidatorBackupDto struct {
 	MaxBackups int32 `json:"maxBackups"`
 }
 
-// ValidatorDbConfigDto Database of the validator; internal (in the cluster) unless `external` is true.
+// ValidatorDbConfigDto Database of the validator; internal (in the cluster) unless `external` is true. An external database requires `hostname` and `port` (non-empty): on create, and on every edit of `databaseConfig` of a validator whose database is external (`external` cannot change, so an edit may leave it out and still needs both); 400 naming the missing field otherwise.
 type ValidatorDbConfigDto struct {
 	// External Use an external database; cannot be changed after creation.
 	External *bool `json:"external,omitempty"`
 
-	// Hostname Host of the external database.
+	// Hostname Host of the external database; required (non-empty) when the database is external.
 	Hostname *string `json:"hostname,omitempty"`
 
 	// Password Database password. Write-only, never returned.
 	Password *string `json:"password,omitempty"`
 
-	// Port Port of the external database.
+	// Port Port of the external database; required (non-empty) when the database is external.
 	Port *string `json:"port,omitempty"`
 
 	// Username Database user.
@@ -645,7 +645,7 @@ type ValidatorDto struct {
 	// CustomAuth When absent or false, a user is created in the identity provider and returned once in `createdUser`.
 	CustomAuth *bool `json:"customAuth,omitempty"`
 
-	// DatabaseConfig Database of the validator; internal (in the cluster) unless `external` is true.
+	// DatabaseConfig Database of the validator; internal (in the cluster) unless `external` is true. An external database requires `hostname` and `port` (non-empty): on create, and on every edit of `databaseConfig` of a validator whose database is external (`external` cannot change, so an edit may leave it out and still needs both); 400 naming the missing field otherwise.
 	DatabaseConfig *ValidatorDbConfigDto `json:"databaseConfig,omitempty"`
 
 	// EnvVars Environment variables of the validator application.
@@ -759,7 +759,7 @@ type ValidatorResponseDto struct {
 	// CustomAuth The validator uses custom authentication.
 	CustomAuth *bool `json:"customAuth,omitempty"`
 
-	// DatabaseConfig Database of the validator; internal (in the cluster) unless `external` is true.
+	// DatabaseConfig Database of the validator; internal (in the cluster) unless `external` is true. An external database requires `hostname` and `port` (non-empty): on create, and on every edit of `databaseConfig` of a validator whose database is external (`external` cannot change, so an edit may leave it out and still needs both); 400 naming the missing field otherwise.
 	DatabaseConfig *ValidatorDbConfigDto `json:"databaseConfig,omitempty"`
 
 	// DatabaseStorage Storage size of the internal database.

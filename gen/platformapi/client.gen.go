@@ -218,10 +218,14 @@ type ClientInterface interface {
 	// its own validator, and the party is complete (`complete: true`) when every named host has
 	// authorized; a party hosted here only is complete at once.
 	//
-	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-	// allocate with the same transactions is 409; generate the topology again and sign the new
-	// multi-hash. A signature the ledger does not accept consumes nothing.
+	// A signed multi-hash is spent per participant: on this validator's participant by the first
+	// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+	// unknown co-host, an existing party); another allocate with the same transactions on this
+	// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+	// in the mapping receives the same transactions and signature once on its own validator (the
+	// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+	// and the party is complete once every named host has. A signature the ledger does not accept
+	// consumes nothing.
 	//
 	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -229,7 +233,7 @@ type ClientInterface interface {
 	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-	// multi-hash was used before, or the party exists already.
+	// multi-hash was used on this validator before, or the party exists here already.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -249,10 +253,14 @@ type ClientInterface interface {
 	// its own validator, and the party is complete (`complete: true`) when every named host has
 	// authorized; a party hosted here only is complete at once.
 	//
-	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-	// allocate with the same transactions is 409; generate the topology again and sign the new
-	// multi-hash. A signature the ledger does not accept consumes nothing.
+	// A signed multi-hash is spent per participant: on this validator's participant by the first
+	// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+	// unknown co-host, an existing party); another allocate with the same transactions on this
+	// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+	// in the mapping receives the same transactions and signature once on its own validator (the
+	// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+	// and the party is complete once every named host has. A signature the ledger does not accept
+	// consumes nothing.
 	//
 	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -260,7 +268,7 @@ type ClientInterface interface {
 	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-	// multi-hash was used before, or the party exists already.
+	// multi-hash was used on this validator before, or the party exists here already.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -859,10 +867,14 @@ func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath
 // its own validator, and the party is complete (`complete: true`) when every named host has
 // authorized; a party hosted here only is complete at once.
 //
-// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-// allocate with the same transactions is 409; generate the topology again and sign the new
-// multi-hash. A signature the ledger does not accept consumes nothing.
+// A signed multi-hash is spent per participant: on this validator's participant by the first
+// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+// unknown co-host, an existing party); another allocate with the same transactions on this
+// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+// in the mapping receives the same transactions and signature once on its own validator (the
+// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+// and the party is complete once every named host has. A signature the ledger does not accept
+// consumes nothing.
 //
 // 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 // no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -870,7 +882,7 @@ func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath
 // SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 // the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-// multi-hash was used before, or the party exists already.
+// multi-hash was used on this validator before, or the party exists here already.
 //
 // Takes any type of body and a specified content type.
 //
@@ -900,10 +912,14 @@ func (c *Client) AllocateExternalPartyWithBody(ctx context.Context, name Validat
 // its own validator, and the party is complete (`complete: true`) when every named host has
 // authorized; a party hosted here only is complete at once.
 //
-// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-// allocate with the same transactions is 409; generate the topology again and sign the new
-// multi-hash. A signature the ledger does not accept consumes nothing.
+// A signed multi-hash is spent per participant: on this validator's participant by the first
+// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+// unknown co-host, an existing party); another allocate with the same transactions on this
+// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+// in the mapping receives the same transactions and signature once on its own validator (the
+// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+// and the party is complete once every named host has. A signature the ledger does not accept
+// consumes nothing.
 //
 // 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 // no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -911,7 +927,7 @@ func (c *Client) AllocateExternalPartyWithBody(ctx context.Context, name Validat
 // SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 // the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-// multi-hash was used before, or the party exists already.
+// multi-hash was used on this validator before, or the party exists here already.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3758,10 +3774,14 @@ type ClientWithResponsesInterface interface {
 	// its own validator, and the party is complete (`complete: true`) when every named host has
 	// authorized; a party hosted here only is complete at once.
 	//
-	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-	// allocate with the same transactions is 409; generate the topology again and sign the new
-	// multi-hash. A signature the ledger does not accept consumes nothing.
+	// A signed multi-hash is spent per participant: on this validator's participant by the first
+	// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+	// unknown co-host, an existing party); another allocate with the same transactions on this
+	// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+	// in the mapping receives the same transactions and signature once on its own validator (the
+	// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+	// and the party is complete once every named host has. A signature the ledger does not accept
+	// consumes nothing.
 	//
 	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -3769,7 +3789,7 @@ type ClientWithResponsesInterface interface {
 	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-	// multi-hash was used before, or the party exists already.
+	// multi-hash was used on this validator before, or the party exists here already.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3789,10 +3809,14 @@ type ClientWithResponsesInterface interface {
 	// its own validator, and the party is complete (`complete: true`) when every named host has
 	// authorized; a party hosted here only is complete at once.
 	//
-	// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-	// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-	// allocate with the same transactions is 409; generate the topology again and sign the new
-	// multi-hash. A signature the ledger does not accept consumes nothing.
+	// A signed multi-hash is spent per participant: on this validator's participant by the first
+	// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+	// unknown co-host, an existing party); another allocate with the same transactions on this
+	// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+	// in the mapping receives the same transactions and signature once on its own validator (the
+	// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+	// and the party is complete once every named host has. A signature the ledger does not accept
+	// consumes nothing.
 	//
 	// 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 	// no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -3800,7 +3824,7 @@ type ClientWithResponsesInterface interface {
 	// SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-	// multi-hash was used before, or the party exists already.
+	// multi-hash was used on this validator before, or the party exists here already.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7579,10 +7603,14 @@ func (c *ClientWithResponses) ListExternalPartiesWithResponse(ctx context.Contex
 // its own validator, and the party is complete (`complete: true`) when every named host has
 // authorized; a party hosted here only is complete at once.
 //
-// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-// allocate with the same transactions is 409; generate the topology again and sign the new
-// multi-hash. A signature the ledger does not accept consumes nothing.
+// A signed multi-hash is spent per participant: on this validator's participant by the first
+// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+// unknown co-host, an existing party); another allocate with the same transactions on this
+// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+// in the mapping receives the same transactions and signature once on its own validator (the
+// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+// and the party is complete once every named host has. A signature the ledger does not accept
+// consumes nothing.
 //
 // 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 // no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -7590,7 +7618,7 @@ func (c *ClientWithResponses) ListExternalPartiesWithResponse(ctx context.Contex
 // SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 // the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-// multi-hash was used before, or the party exists already.
+// multi-hash was used on this validator before, or the party exists here already.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7616,10 +7644,14 @@ func (c *ClientWithResponses) AllocateExternalPartyWithBodyWithResponse(ctx cont
 // its own validator, and the party is complete (`complete: true`) when every named host has
 // authorized; a party hosted here only is complete at once.
 //
-// A signed multi-hash is consumed by the first allocate attempt whose signature the ledger
-// accepts, even one that fails afterwards (an unknown co-host, an existing party): another
-// allocate with the same transactions is 409; generate the topology again and sign the new
-// multi-hash. A signature the ledger does not accept consumes nothing.
+// A signed multi-hash is spent per participant: on this validator's participant by the first
+// allocate attempt whose signature the ledger accepts, even one that fails afterwards (an
+// unknown co-host, an existing party); another allocate with the same transactions on this
+// validator is 409 (generate the topology again and sign the new multi-hash). A co-host named
+// in the mapping receives the same transactions and signature once on its own validator (the
+// wallet SDK's multi-hosted onboarding): that authorizes its hosting, like approve-pending,
+// and the party is complete once every named host has. A signature the ledger does not accept
+// consumes nothing.
 //
 // 400 before the ledger is called: a transaction that is not a Canton topology transaction,
 // no PartyToParticipant mapping among them, or `signatureFormat` that cannot go with
@@ -7627,7 +7659,7 @@ func (c *ClientWithResponses) AllocateExternalPartyWithBodyWithResponse(ctx cont
 // SIGNATURE_FORMAT_DER). 422: the signature does not verify, or is not by the party's key, or
 // the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
-// multi-hash was used before, or the party exists already.
+// multi-hash was used on this validator before, or the party exists here already.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -390,16 +390,16 @@ type GatewayWallet struct {
 
 // GenerateTopologyRequest defines model for GenerateTopologyRequest.
 type GenerateTopologyRequest struct {
-	// ConfirmationThreshold Must not exceed the number of confirming participants.
+	// ConfirmationThreshold Must not exceed the number of confirming participants. Absent means 1; `null` is refused.
 	ConfirmationThreshold *int32 `json:"confirmationThreshold,omitempty"`
 
 	// Hosts Other participants to host the party, with their permission; omit for a party hosted by this participant only. Must not name this participant.
 	Hosts *[]HostingParticipant `json:"hosts,omitempty"`
 
-	// KeySpec Signing key specification of the party key (ledger SIGNING_KEY_SPEC_EC_CURVE25519, _EC_P256, _EC_P384, _EC_SECP256K1).
+	// KeySpec Signing key specification of the party key (ledger SIGNING_KEY_SPEC_EC_CURVE25519, _EC_P256, _EC_P384, _EC_SECP256K1). Where a request may omit it, absent means Ed25519; `null` is refused.
 	KeySpec *KeySpec `json:"keySpec,omitempty"`
 
-	// LocalParticipantObservationOnly When true this validator's participant observes but does not confirm.
+	// LocalParticipantObservationOnly When true this validator's participant observes but does not confirm. Absent means false; `null` is refused.
 	LocalParticipantObservationOnly *bool `json:"localParticipantObservationOnly,omitempty"`
 
 	// PartyHint Incorporated into the generated party id.
@@ -484,7 +484,7 @@ type Info struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// KeySpec Signing key specification of the party key (ledger SIGNING_KEY_SPEC_EC_CURVE25519, _EC_P256, _EC_P384, _EC_SECP256K1).
+// KeySpec Signing key specification of the party key (ledger SIGNING_KEY_SPEC_EC_CURVE25519, _EC_P256, _EC_P384, _EC_SECP256K1). Where a request may omit it, absent means Ed25519; `null` is refused.
 type KeySpec string
 
 // LedgerObjectMeta Ledger API object metadata.
@@ -545,7 +545,7 @@ type OffboardedWalletUser struct {
 
 // OnboardWalletUserRequest defines model for OnboardWalletUserRequest.
 type OnboardWalletUserRequest struct {
-	// Name The username; also the hint for the user's new party.
+	// Name The username; also the hint for the user's new party, so both a ledger user id and a party hint: letters, digits, `:`, `-` and `_`, at most 128 characters, no `::`.
 	//
 	// Example: alice
 	Name string `json:"name"`
@@ -656,9 +656,6 @@ type Right struct {
 type RightKind struct {
 	// CanActAs A right on one party.
 	CanActAs *PartyRight `json:"CanActAs,omitempty"`
-
-	// CanActAsAnyParty A right without a party (`value` is `{}`).
-	CanActAsAnyParty *UnitRight `json:"CanActAsAnyParty,omitempty"`
 
 	// CanExecuteAs A right on one party.
 	CanExecuteAs *PartyRight `json:"CanExecuteAs,omitempty"`
@@ -952,16 +949,16 @@ type ListPartiesParams struct {
 
 // AllocatePartyParams defines parameters for AllocateParty.
 type AllocatePartyParams struct {
-	// PartyIdHint Hint the ledger incorporates into the new party id.
+	// PartyIdHint Hint the ledger incorporates into the new party id: the ledger's party id syntax (letters, digits, `:`, `-`, `_` and space, at most 185 characters, no `::`).
 	PartyIdHint string `form:"partyIdHint" json:"partyIdHint"`
 }
 
 // CreateUserParams defines parameters for CreateUser.
 type CreateUserParams struct {
-	// UserId Id of the new ledger user.
+	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``.
 	UserId string `form:"userId" json:"userId"`
 
-	// PrimaryParty Primary party of the user.
+	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits).
 	PrimaryParty *PrimaryPartyQuery `form:"primaryParty,omitempty" json:"primaryParty,omitempty"`
 
 	// ParticipantAdmin Grant the ParticipantAdmin right.
@@ -988,7 +985,7 @@ type CreateUserParams struct {
 
 // UpdateUserParams defines parameters for UpdateUser.
 type UpdateUserParams struct {
-	// PrimaryParty New primary party; an empty value clears it.
+	// PrimaryParty New primary party (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits); an empty value clears it.
 	PrimaryParty *string `form:"primaryParty,omitempty" json:"primaryParty,omitempty"`
 
 	// IsDeactivated New deactivation state.
@@ -2318,14 +2315,6 @@ func (a *RightKind) UnmarshalJSON(b []byte) error {
 		delete(object, "CanActAs")
 	}
 
-	if raw, found := object["CanActAsAnyParty"]; found {
-		err = json.Unmarshal(raw, &a.CanActAsAnyParty)
-		if err != nil {
-			return fmt.Errorf("error reading 'CanActAsAnyParty': %w", err)
-		}
-		delete(object, "CanActAsAnyParty")
-	}
-
 	if raw, found := object["CanExecuteAs"]; found {
 		err = json.Unmarshal(raw, &a.CanExecuteAs)
 		if err != nil {
@@ -2397,13 +2386,6 @@ func (a RightKind) MarshalJSON() ([]byte, error) {
 		object["CanActAs"], err = json.Marshal(a.CanActAs)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'CanActAs': %w", err)
-		}
-	}
-
-	if a.CanActAsAnyParty != nil {
-		object["CanActAsAnyParty"], err = json.Marshal(a.CanActAsAnyParty)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'CanActAsAnyParty': %w", err)
 		}
 	}
 

@@ -112,7 +112,7 @@ func TestParties(t *testing.T) {
 		want   string
 	}{
 		{"already allocated", "alice", http.StatusConflict, "PARTY_ALREADY_EXISTS"},
-		{"invalid hint rejected by the ledger", "no::colons", http.StatusUnprocessableEntity, "INVALID_ARGUMENT"},
+		{"invalid hint, refused by the contract's pattern", "no::colons", http.StatusBadRequest, "partyIdHint"},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,7 +232,7 @@ func TestUsersAndRights(t *testing.T) {
 	}{
 		{"exists", platformapi.CreateUserParams{UserId: "alice"}, http.StatusConflict, "USER_ALREADY_EXISTS"},
 		{"unknown party", platformapi.CreateUserParams{UserId: "dave", CanActAs: &[]string{"dave::1220" + strings.Repeat("0", 64)}}, http.StatusUnprocessableEntity, "INVALID_ARGUMENT"},
-		{"invalid user id", platformapi.CreateUserParams{UserId: "no spaces allowed"}, http.StatusUnprocessableEntity, "INVALID_ARGUMENT"},
+		{"invalid user id", platformapi.CreateUserParams{UserId: "no spaces allowed"}, http.StatusBadRequest, "userId"},
 		{"empty party", platformapi.CreateUserParams{UserId: "erin", CanReadAs: &[]string{" "}}, http.StatusBadRequest, "canReadAs"},
 	}
 	for _, tt := range createErrs {
@@ -277,7 +277,7 @@ func TestUsersAndRights(t *testing.T) {
 	}{
 		{"unknown user", "nobody", platformapi.UpdateUserParams{IsDeactivated: ptr(true)}, http.StatusNotFound},
 		{"nothing to update", "alice", platformapi.UpdateUserParams{}, http.StatusBadRequest},
-		{"invalid primary party", "alice", platformapi.UpdateUserParams{PrimaryParty: ptr("not a party")}, http.StatusUnprocessableEntity},
+		{"invalid primary party", "alice", platformapi.UpdateUserParams{PrimaryParty: ptr("not a party")}, http.StatusBadRequest},
 	}
 	for _, tt := range updateErrs {
 		t.Run("update "+tt.name, func(t *testing.T) {
@@ -360,7 +360,7 @@ func TestWalletUsers(t *testing.T) {
 	expect(t, "carol's rights", rights.StatusCode(), rights.Body, http.StatusOK)
 
 	bad, _ := s.Platform.OnboardWalletUserWithResponse(ctx, validator, platformapi.OnboardWalletUserRequest{Name: "no spaces"})
-	expect(t, "onboard invalid name", bad.StatusCode(), bad.Body, http.StatusUnprocessableEntity)
+	expect(t, "onboard invalid name", bad.StatusCode(), bad.Body, http.StatusBadRequest) // the contract's pattern
 
 	cases := []struct {
 		name, user string
@@ -390,7 +390,8 @@ func TestWalletUsers(t *testing.T) {
 	expect(t, "carol's ledger user is deleted", l.StatusCode(), l.Body, http.StatusNotFound)
 }
 
-// dar builds a DAR: a zip whose manifest names its DALFs.
+// dar builds a DAR: a zip whose manifest names its DALFs, each a Daml-LF
+// archive of the content given as its package.
 func dar(t *testing.T, dalfs map[string]string, main string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -398,7 +399,7 @@ func dar(t *testing.T, dalfs map[string]string, main string) []byte {
 	names := []string{}
 	for name, content := range dalfs {
 		w, _ := z.Create(name)
-		_, _ = w.Write([]byte(content))
+		_, _ = w.Write(sandbox.Archive("1.17", []byte(content)))
 		names = append(names, name)
 	}
 	w, _ := z.Create("META-INF/MANIFEST.MF")

@@ -43,7 +43,7 @@ import (
 const ProtocolVersion = 34
 
 // Version is the Canton release the simulated participants report.
-const Version = "3.4.11"
+const Version = "3.5.1"
 
 // adminError is a gRPC status worded as Canton words its errors.
 func adminError(c codes.Code, code string, category int, format string, args ...any) error {

@@ -141,7 +141,7 @@ func identities(w http.ResponseWriter, validator string, ns *nodeState) bool {
 		"id":                      ns.participantUID(validator),
 		"keys":                    keys,
 		"authorizedStoreSnapshot": base64.StdEncoding.EncodeToString(store),
-		"version":                 "3.4.11",
+		"version":                 Version,
 	})
 	return false
 }

@@ -39,7 +39,8 @@ func ContractHook(report func(string)) (Hook, error) {
 	errShape := map[string]string{upstream.Ledger: "JsCantonError", upstream.Scan: "ErrorResponse", upstream.ValidatorApp: "ErrorResponse"}
 	var mu sync.Mutex
 	return func(x Exchange) {
-		if x.Request.URL.Path == "/oauth2/token" {
+		// The token endpoint and its OIDC discovery are the IdP's, not scan's.
+		if x.Request.URL.Path == "/oauth2/token" || strings.HasPrefix(x.Request.URL.Path, "/.well-known/") {
 			return
 		}
 		d := docs[x.Upstream]
@@ -81,6 +82,11 @@ func (d *upstreamDoc) check(x Exchange, errShape string) string {
 	req := x.Request.Clone(context.Background())
 	req.URL.Path = strings.TrimPrefix(req.URL.Path, d.prefix)
 	req.URL.RawPath = ""
+	if len(x.RequestBody) > 0 && req.Header.Get("Content-Type") == "" {
+		// A JSON body without a Content-Type is read as JSON (Canton's
+		// TypeScript ledger client sends none, and its ledger accepts that).
+		req.Header.Set("Content-Type", "application/json")
+	}
 	route, params, err := d.router.FindRoute(req)
 	if err != nil {
 		return "no operation of the description: " + err.Error()

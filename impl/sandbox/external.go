@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -152,16 +153,37 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 	return false
 }
 
-// parsePublicKey reads a SigningPublicKey: DER SubjectPublicKeyInfo only.
+// keyFormatRaw is the ledger API's name of a key's bare bytes
+// (CryptoKeyFormat RAW): what Canton's TypeScript ledger client sends for
+// an Ed25519 key, its 32 bytes.
+const keyFormatRaw = "CRYPTO_KEY_FORMAT_RAW"
+
+// ed25519SPKIPrefix is the DER SubjectPublicKeyInfo of an Ed25519 key up to
+// its 32 key bytes (RFC 8410).
+var ed25519SPKIPrefix = []byte{0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00}
+
+// parsePublicKey reads a SigningPublicKey: a DER SubjectPublicKeyInfo of
+// any supported spec, or the raw 32 bytes of an Ed25519 key, which the
+// topology transactions then carry as its SubjectPublicKeyInfo (the
+// fingerprint, over the 32 key bytes, is the same either way).
 func parsePublicKey(pk signingPublicKey) (topology.Key, error) {
-	if pk.Format != topology.KeyFormatSPKI {
-		return topology.Key{}, fmt.Errorf("key format %q is not supported here, only %s", pk.Format, topology.KeyFormatSPKI)
-	}
-	der, err := base64.StdEncoding.DecodeString(pk.KeyData)
+	data, err := base64.StdEncoding.DecodeString(pk.KeyData)
 	if err != nil {
 		return topology.Key{}, errors.New("key_data is not base64")
 	}
-	return topology.ParseKey(der, pk.KeySpec)
+	switch pk.Format {
+	case topology.KeyFormatSPKI:
+		return topology.ParseKey(data, pk.KeySpec)
+	case keyFormatRaw:
+		if pk.KeySpec != topology.SpecEd25519 {
+			return topology.Key{}, fmt.Errorf("key format %s is supported for key spec %s only, not %q", keyFormatRaw, topology.SpecEd25519, pk.KeySpec)
+		}
+		if len(data) != ed25519.PublicKeySize {
+			return topology.Key{}, fmt.Errorf("a raw Ed25519 key has %d bytes, this one %d", ed25519.PublicKeySize, len(data))
+		}
+		return topology.ParseKey(append(append([]byte{}, ed25519SPKIPrefix...), data...), pk.KeySpec)
+	}
+	return topology.Key{}, fmt.Errorf("key format %q is not supported here, only %s and %s", pk.Format, topology.KeyFormatSPKI, keyFormatRaw)
 }
 
 // onboarding is a decoded allocate request's transactions.
@@ -262,8 +284,11 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	if !ok {
 		return false
 	}
+	local := ns.participantUID(name)
 	multiHash := topology.MultiHash(o.raw)
-	used := hex.EncodeToString(multiHash)
+	// A signed multi-hash is spent per participant: each hosting participant
+	// of a multi-hosted party receives the same signed transactions once.
+	used := spentKey(local, multiHash)
 	if _, ok := n.st.UsedMultiHashes[used]; ok {
 		cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
 		return false
@@ -275,7 +300,6 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party
 
-	local := ns.participantUID(name)
 	known := map[string]bool{}
 	for v, other := range n.st.Nodes {
 		known[other.participantUID(v)] = true
@@ -313,6 +337,20 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		badRequest(w, "confirmation threshold %d is not between 1 and the %d confirming participants", o.toHosts.Threshold, confirmers)
 		return true
 	}
+	if h, ok := n.st.Hosting[o.party]; ok && ns.Parties[o.party] == nil && h.Proposal != nil && bytes.Equal(h.Proposal.Tx, o.toHostsRaw) {
+		// A co-host receives the transactions the party signed: its
+		// participant signs the proposal, which takes effect once every
+		// host has.
+		n.sign(o.party, h, ns.Fingerprint)
+		if ns.Parties[o.party] == nil { // not promoted yet: listed here already
+			ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
+		}
+		if u != nil {
+			u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
+		return true
+	}
 	if _, ok := n.st.Hosting[o.party]; ok || ns.Parties[o.party] != nil {
 		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+o.party+" is already allocated", catExists, grpcExists)
 		return true
@@ -330,6 +368,11 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
 	return true
+}
+
+// spentKey is the record of multiHash spent on participant uid.
+func spentKey(uid string, multiHash []byte) string {
+	return uid + "/" + hex.EncodeToString(multiHash)
 }
 
 // authorized checks every signature given and requires the party's key to

@@ -3,9 +3,8 @@ package sandbox
 import (
 	"archive/zip"
 	"bufio"
-	"crypto/sha256"
+	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,13 +54,22 @@ var (
 // token checked, the node's state locked, saved after a change.
 func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !n.authorized(r) {
-			cantonError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The command is missing a (valid) JWT token", catAuth, grpcUnauth)
-			return
-		}
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		ns := n.st.Nodes[name]
+		sub := n.subjectLocked(r)
+		if sub == "" {
+			cantonError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The command is missing a (valid) JWT token", catAuth, grpcUnauth)
+			return
+		}
+		// The token's subject is a ledger user of this participant (the
+		// operator's for the sandbox's grant and the validator's client).
+		u := tokenUserLocked(ns, sub)
+		if u == nil || u.IsDeactivated {
+			cantonError(w, http.StatusForbidden, "PERMISSION_DENIED", "The provided authorization token is not sufficient to authorize the intended command", 7, 7)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), tokenUserKey{}, u.ID))
 		if h(w, r, ns) && mutates {
 			ns.Traffic.Consumed += 1_000 + r.ContentLength
 			if err := n.saveLocked(); err != nil {
@@ -72,7 +80,9 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 }
 
 func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
+	mux.HandleFunc("GET /v2/version", n.ledger(name, false, n.version))
 	mux.HandleFunc("GET /v2/parties", n.ledger(name, false, n.listParties))
+	mux.HandleFunc("GET /v2/parties/{party}", n.ledger(name, false, getParties))
 	mux.HandleFunc("POST /v2/parties", n.ledger(name, true, allocateParty))
 	mux.HandleFunc("GET /v2/users", n.ledger(name, false, n.listUsers))
 	mux.HandleFunc("POST /v2/users", n.ledger(name, true, createUser))
@@ -90,9 +100,7 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 		return false
 	}))
 	mux.HandleFunc("GET /v2/state/connected-synchronizers", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": []any{
-			map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID},
-		}})
+		n.connectedSynchronizers(w, r, name, ns)
 		return false
 	}))
 }
@@ -106,7 +114,10 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 		if err != nil || v < 0 {
 			return nil, "", false
 		}
-		if v > 0 && v < max {
+		if v > max {
+			return nil, "", false
+		}
+		if v > 0 {
 			size = v
 		}
 	}
@@ -130,9 +141,16 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 // render makes it, under field, with the next page's token; an invalid
 // page request is answered 400.
 func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, field string, render func(T) map[string]any) {
-	ids, next, ok := page(slices.Collect(maps.Keys(m)), r, max)
+	writePageOf(w, r, max, m, slices.Collect(maps.Keys(m)), field, render)
+}
+
+// writePageOf is writePage over the entries of ids only.
+func writePageOf[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
+	ids, next, ok := page(ids, r, max)
 	if !ok {
-		invalid(w, "INVALID_ARGUMENT", "invalid pageSize or pageToken")
+		// The ledger refuses a page larger than its maximum rather than
+		// clamping it (the maximum is in GET /v2/version's features).
+		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: invalid pageToken, or pageSize above the maximum of %d", max)
 		return
 	}
 	out := make([]any, 0, len(ids))
@@ -165,9 +183,84 @@ func partyDetails(p *party) map[string]any {
 		"localMetadata": map[string]any{"resourceVersion": p.ResourceVersion, "annotations": ann}}
 }
 
+// listParties lists the participant's parties; filter-party keeps those
+// whose id starts with it.
 func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writePage(w, r, n.pageSize, ns.Parties, "partyDetails", partyDetails)
+	filter := r.URL.Query().Get("filter-party")
+	var ids []string
+	for id := range ns.Parties {
+		if strings.HasPrefix(id, filter) {
+			ids = append(ids, id)
+		}
+	}
+	writePageOf(w, r, n.pageSize, ns.Parties, ids, "partyDetails", partyDetails)
 	return false
+}
+
+// getParties is GetParties: the details of the party of the path and of
+// those the parties parameter adds, those this participant knows (none
+// known is an empty list, as the ledger answers).
+func getParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	out := []any{}
+	seen := map[string]bool{}
+	for _, id := range append([]string{r.PathValue("party")}, r.URL.Query()["parties"]...) {
+		if p := ns.Parties[id]; p != nil && !seen[id] {
+			seen[id] = true
+			out = append(out, partyDetails(p))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partyDetails": out})
+	return false
+}
+
+// version is GetLedgerApiVersion: the release the participant runs and the
+// features Canton's clients read (page size maxima among them).
+func (n *Network) version(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"version": Version,
+		"features": map[string]any{
+			"experimental":     map[string]any{},
+			"userManagement":   map[string]any{"supported": true, "maxRightsPerUser": 1000, "maxUsersPageSize": n.pageSize},
+			"partyManagement":  map[string]any{"maxPartiesPageSize": n.pageSize},
+			"offsetCheckpoint": map[string]any{"maxOffsetCheckpointEmissionDelay": map[string]any{"seconds": 75, "nanos": 0}},
+			"packageFeature":   map[string]any{"maxVettedPackagesPageSize": n.pageSize},
+		},
+	})
+	return false
+}
+
+// connectedSynchronizers lists the synchronizer with this participant's
+// permission: with a party, the party's hosting permission here (the
+// synchronizer is left out where the party is not hosted); without one,
+// the participant's own, submission.
+func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) {
+	permission := "PARTICIPANT_PERMISSION_SUBMISSION"
+	if id := r.URL.Query().Get("party"); id != "" {
+		permission = ""
+		if p := ns.Parties[id]; p != nil && !p.External {
+			permission = "PARTICIPANT_PERMISSION_SUBMISSION"
+		}
+		if h := n.st.Hosting[id]; h != nil {
+			for _, hp := range append(append([]hostingPart{}, h.Hosts...), proposalHosts(h)...) {
+				if hp.ParticipantUID == ns.participantUID(name) && ns.Parties[id] != nil {
+					permission = "PARTICIPANT_PERMISSION_" + hp.Permission
+					break
+				}
+			}
+		}
+	}
+	out := []any{}
+	if permission != "" {
+		out = append(out, map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID, "permission": permission})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": out})
+}
+
+func proposalHosts(h *hosting) []hostingPart {
+	if h.Proposal == nil {
+		return nil
+	}
+	return h.Proposal.Hosts
 }
 
 func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
@@ -240,7 +333,10 @@ type wireRight struct {
 }
 
 var partyKinds = map[string]bool{"CanActAs": true, "CanReadAs": true, "CanExecuteAs": true}
-var plainKinds = map[string]bool{"ParticipantAdmin": true, "IdentityProviderAdmin": true, "CanReadAsAnyParty": true, "CanExecuteAsAnyParty": true, "CanActAsAnyParty": true}
+
+// plainKinds are the rights without a party that the 3.4 and 3.5 Ledger
+// APIs define (there is no CanActAsAnyParty).
+var plainKinds = map[string]bool{"ParticipantAdmin": true, "IdentityProviderAdmin": true, "CanReadAsAnyParty": true, "CanExecuteAsAnyParty": true}
 
 // parseRights checks each right: a known kind, and a known party where the kind takes one.
 func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right, bool) {
@@ -349,8 +445,9 @@ func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
+// authenticatedUser is the user the request's token was issued to.
 func authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(ns.Users[ns.OperatorUser])})
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(ns.Users[tokenUser(r)])})
 	return false
 }
 
@@ -486,8 +583,9 @@ func listPackages(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 }
 
 // uploadDar spools the body to a temporary file (a zip needs random
-// access), reads META-INF/MANIFEST.MF and takes each listed DALF's SHA-256
-// as its package id.
+// access), reads META-INF/MANIFEST.MF and takes each listed DALF's
+// package id as Daml-LF gives it (archivePackageID); a DALF that is not a
+// Daml-LF archive fails the upload.
 func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	f, err := os.CreateTemp(n.dir, "upload-*.dar")
 	if err != nil {
@@ -525,6 +623,9 @@ func containsString(ss []string, s string) bool {
 	}
 	return false
 }
+
+// maxDalfBytes bounds one DALF the sandbox reads into memory.
+const maxDalfBytes = 64 << 20
 
 // darPackages reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated,
 // continuation lines start with a space).
@@ -583,13 +684,19 @@ func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		h := sha256.New()
-		_, err = io.Copy(h, rc)
+		raw, err := io.ReadAll(io.LimitReader(rc, maxDalfBytes+1))
 		rc.Close()
 		if err != nil {
 			return nil, "", err
 		}
-		ids = append(ids, hex.EncodeToString(h.Sum(nil)))
+		if len(raw) > maxDalfBytes {
+			return nil, "", fmt.Errorf("%s is larger than %d bytes", name, maxDalfBytes)
+		}
+		id, err := archivePackageID(raw)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %v", name, err)
+		}
+		ids = append(ids, id)
 	}
 	return ids, ids[0], nil
 }

@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,9 +22,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
@@ -52,6 +55,11 @@ type Options struct {
 	// may block, and a status other than 0 is answered instead, with the
 	// upstream's error body.
 	Fault func(upstream string, r *http.Request) int
+	// Secrets, when set, reads a validator's ledger API client secret: a
+	// validator whose configuration names auth.ledgerApiClientId and has a
+	// secret is called with those credentials, which the token endpoint
+	// then checks; others with the sandbox's own grant.
+	Secrets upstream.SecretReader
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
@@ -65,9 +73,15 @@ type Network struct {
 	fault    func(string, *http.Request) int
 	pageSize int
 
-	mu    sync.Mutex
-	st    *state
-	nodes map[string]*node // running listeners by validator
+	mu sync.Mutex
+	st *state
+	// signer is the token endpoint's key (state's TokenKey, parsed).
+	signer *ecdsa.PrivateKey
+	// clients are the validators' ledger API clients by id, with the
+	// secret of their Secret (registered by the resolver).
+	clients map[string]string
+	secrets upstream.SecretReader
+	nodes   map[string]*node // running listeners by validator
 
 	scan *listener // scan and the token endpoint
 	// started is when the network started (the participants' uptime).
@@ -96,7 +110,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}, started: time.Now()}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now()}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -112,6 +126,8 @@ func Open(dir string, o Options) (*Network, error) {
 	mux := http.NewServeMux()
 	n.scanRoutes(mux)
 	mux.HandleFunc("POST /oauth2/token", n.token)
+	mux.HandleFunc("GET /.well-known/openid-configuration", n.discovery)
+	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err
 	}
@@ -163,8 +179,26 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 		return upstream.Target{}, err
 	}
 	t, err := r.n.Target(name)
+	if err != nil {
+		return t, err
+	}
 	t.MigrationID = int64(v.MigrationID)
-	return t, err
+	cfg, err := v.Config()
+	if err != nil || cfg.Auth == nil || cfg.Auth.LedgerAPIClient == "" || r.n.secrets == nil {
+		return t, nil // the sandbox's own grant
+	}
+	secret, err := r.n.secrets.LedgerAPIClientSecret(ctx, name)
+	switch {
+	case errors.Is(err, domain.ErrNotFound) || (err == nil && secret == ""):
+		return t, nil
+	case err != nil:
+		return upstream.Target{}, err
+	}
+	if err := r.n.registerClient(name, cfg.Auth.LedgerAPIClient, secret); err != nil {
+		return upstream.Target{}, domain.Unavailable("%v", err)
+	}
+	t.Credentials = &upstream.Credentials{TokenURL: t.Credentials.TokenURL, ClientID: cfg.Auth.LedgerAPIClient, ClientSecret: secret, Audience: cfg.Auth.Audience}
+	return t, nil
 }
 
 // Target starts (once) and returns the nodes of validator name.
@@ -268,6 +302,7 @@ func loadState(path string) (*state, error) {
 		return nil, fmt.Errorf("sandbox state %s is damaged: %w; restore it from a backup, or remove it to start the sandbox afresh", path, err)
 	}
 	migrateHosting(st)
+	migrateSpent(st)
 	return st, nil
 }
 
@@ -282,4 +317,25 @@ func randomHex(n int) string {
 func fingerprint() string {
 	h := sha256.Sum256([]byte(randomHex(32)))
 	return "1220" + hex.EncodeToString(h[:])
+}
+
+// migrateSpent turns an earlier sandbox's network-wide spent multi-hashes
+// (keyed by the hash alone) into per-participant records: spent on each
+// participant that lists the party.
+func migrateSpent(st *state) {
+	for k, partyID := range st.UsedMultiHashes {
+		if strings.Contains(k, "/") {
+			continue
+		}
+		delete(st.UsedMultiHashes, k)
+		raw, err := hex.DecodeString(k)
+		if err != nil {
+			continue
+		}
+		for v, ns := range st.Nodes {
+			if ns.Parties[partyID] != nil {
+				st.UsedMultiHashes[spentKey(ns.participantUID(v), raw)] = partyID
+			}
+		}
+	}
 }

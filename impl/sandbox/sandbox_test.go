@@ -186,6 +186,67 @@ func TestExternalPartiesSurviveRestart(t *testing.T) {
 			t.Fatalf("%s, again after restart: got %d %s, want 409 MULTI_HASH_ALREADY_USED", name, r.StatusCode(), r.Body)
 		}
 	}
+	// The co-host step: the same signed transactions at the second hosting
+	// participant. The multi-hash is spent per participant, so it succeeds
+	// once there, signs the proposal and makes the hosting effective.
+	v2, _ = c2.For(ctx, "v2")
+	if r, err := v2.Ledger.PostV2PartiesExternalAllocateWithResponse(ctx, good); err != nil || r.StatusCode() != http.StatusOK || r.JSON200.PartyId != party {
+		t.Fatalf("co-host allocate: %v %d %s", err, r.StatusCode(), r.Body)
+	}
+	if got := parties(t, c2, "v2"); !slices.Contains(got, party) {
+		t.Fatalf("the co-host does not list %s after receiving its transactions: %v", party, got)
+	}
+	if r, _ := v2.Ledger.PostV2PartiesExternalAllocateWithResponse(ctx, good); r.StatusCode() != http.StatusConflict || !strings.Contains(string(r.Body), "MULTI_HASH_ALREADY_USED") {
+		t.Fatalf("co-host allocate again: got %d %s, want 409 MULTI_HASH_ALREADY_USED", r.StatusCode(), r.Body)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "state.json"))
+	var eff struct {
+		Hosting map[string]struct {
+			Serial   uint32    `json:"serial"`
+			Proposal *struct{} `json:"proposal"`
+		} `json:"hosting"`
+	}
+	if err := json.Unmarshal(raw, &eff); err != nil {
+		t.Fatal(err)
+	}
+	if h := eff.Hosting[party]; h.Serial != 1 || h.Proposal != nil {
+		t.Fatalf("after the co-host step: serial %d, proposal %v: want the mapping effective at serial 1", h.Serial, h.Proposal)
+	}
+}
+
+// TestProposalSignedByAllocatorOnly: before the co-host acts, the proposal
+// bears the party's and the allocating participant's signatures only.
+func TestProposalSignedByAllocatorOnly(t *testing.T) {
+	dir := t.TempDir()
+	var tokens atomic.Int32
+	_, c := open(t, dir, &tokens)
+	ctx := t.Context()
+	v1, _ := c.For(ctx, "v1")
+	v2, _ := c.For(ctx, "v2")
+	pid, _ := v2.Ledger.GetV2PartiesParticipantIdWithResponse(ctx)
+	syncs, _ := v1.Ledger.GetV2StateConnectedSynchronizersWithResponse(ctx, nil)
+	sync := (*syncs.JSON200.ConnectedSynchronizers)[0].SynchronizerId
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	cohosts := []string{pid.JSON200.ParticipantId}
+	g, err := v1.Ledger.PostV2PartiesExternalGenerateTopologyWithResponse(ctx, ledgerapi.GenerateExternalPartyTopologyRequest{
+		Synchronizer: sync, PartyHint: "shared", OtherConfirmingParticipantUids: &cohosts,
+		PublicKey: ledgerapi.SigningPublicKey{Format: "CRYPTO_KEY_FORMAT_RAW", KeyData: base64.StdEncoding.EncodeToString(pub), KeySpec: topology.SpecEd25519},
+	})
+	if err != nil || g.JSON200 == nil {
+		t.Fatalf("generate: %v %s", err, g.Body)
+	}
+	party := g.JSON200.PartyId
+	mh, _ := base64.StdEncoding.DecodeString(g.JSON200.MultiHash)
+	req := ledgerapi.AllocateExternalPartyRequest{Synchronizer: sync, MultiHashSignatures: &[]ledgerapi.Signature{{
+		Format: "SIGNATURE_FORMAT_CONCAT", Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(priv, mh)),
+		SignedBy: g.JSON200.PublicKeyFingerprint, SigningAlgorithmSpec: "SIGNING_ALGORITHM_SPEC_ED25519",
+	}}}
+	for _, tx := range g.JSON200.TopologyTransactions {
+		req.OnboardingTransactions = append(req.OnboardingTransactions, ledgerapi.SignedTransaction{Transaction: tx})
+	}
+	if r, err := v1.Ledger.PostV2PartiesExternalAllocateWithResponse(ctx, req); err != nil || r.StatusCode() != http.StatusOK {
+		t.Fatalf("allocate: %v %s", err, r.Body)
+	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "state.json"))
 	var st struct {
 		Hosting map[string]struct {
@@ -233,7 +294,10 @@ func TestExternalPartyRules(t *testing.T) {
 		{"nobody confirms", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g4", PublicKey: key, LocalParticipantObservationOnly: ptr(true)}, "at least one participant must confirm"},
 		{"this participant as a co-host", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g5", PublicKey: key, ObservingParticipantUids: uids(self.JSON200.ParticipantId)}, "is this participant"},
 		{"a co-host twice", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g6", PublicKey: key, OtherConfirmingParticipantUids: uids("p::1220aa"), ObservingParticipantUids: uids("p::1220aa")}, "named more than once"},
-		{"raw key format", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g7", PublicKey: ledgerapi.SigningPublicKey{Format: "CRYPTO_KEY_FORMAT_RAW", KeyData: base64.StdEncoding.EncodeToString(pub), KeySpec: topology.SpecEd25519}}, "not supported"},
+		{"raw Ed25519 key", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g7", PublicKey: ledgerapi.SigningPublicKey{Format: "CRYPTO_KEY_FORMAT_RAW", KeyData: base64.StdEncoding.EncodeToString(pub), KeySpec: topology.SpecEd25519}}, ""},
+		{"raw key of 31 bytes", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g7b", PublicKey: ledgerapi.SigningPublicKey{Format: "CRYPTO_KEY_FORMAT_RAW", KeyData: base64.StdEncoding.EncodeToString(pub[:31]), KeySpec: topology.SpecEd25519}}, "has 32 bytes, this one 31"},
+		{"raw key of an EC spec", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g7c", PublicKey: ledgerapi.SigningPublicKey{Format: "CRYPTO_KEY_FORMAT_RAW", KeyData: base64.StdEncoding.EncodeToString(pub), KeySpec: topology.SpecP256}}, "supported for key spec"},
+		{"unknown key format", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g7d", PublicKey: ledgerapi.SigningPublicKey{Format: "CRYPTO_KEY_FORMAT_DER", KeyData: key.KeyData, KeySpec: topology.SpecEd25519}}, "not supported"},
 		{"key of another spec", ledgerapi.GenerateExternalPartyTopologyRequest{Synchronizer: sync, PartyHint: "g8", PublicKey: ledgerapi.SigningPublicKey{Format: topology.KeyFormatSPKI, KeyData: key.KeyData, KeySpec: topology.SpecP256}}, "is not an EC P-256 key"},
 	}
 	for _, tt := range generates {
@@ -245,6 +309,10 @@ func TestExternalPartyRules(t *testing.T) {
 			if tt.want == "" {
 				if r.StatusCode() != http.StatusOK {
 					t.Fatalf("got %d %s, want 200", r.StatusCode(), r.Body)
+				}
+				// The same key in either format is the same party.
+				if _, fp, _ := strings.Cut(r.JSON200.PartyId, "::"); fp != r.JSON200.PublicKeyFingerprint || fp != topology.PublicKeyFingerprint(true, der) {
+					t.Fatalf("party %s, fingerprint %s: want the key's fingerprint %s", r.JSON200.PartyId, r.JSON200.PublicKeyFingerprint, topology.PublicKeyFingerprint(true, der))
 				}
 				return
 			}

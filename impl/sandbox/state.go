@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,20 +10,22 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 )
 
 // state is what the sandbox keeps in its data directory.
 type state struct {
-	ClientSecret   string                `json:"clientSecret"`
+	ClientSecret string `json:"clientSecret"`
+	// TokenKey is the token endpoint's ES256 signing key (PKCS #8 DER),
+	// kept so that tokens stay valid across a restart.
+	TokenKey       []byte                `json:"tokenKey,omitempty"`
 	SynchronizerID string                `json:"synchronizerId"`
 	Nodes          map[string]*nodeState `json:"nodes"`
 	// Hosting is the synchronizer's party-to-participant mappings of
 	// external parties, by party id.
 	Hosting map[string]*hosting `json:"hosting,omitempty"`
-	// UsedMultiHashes are the multi-hashes (hex) whose signature an
-	// allocate accepted, with the party it was for: each is good once.
+	// UsedMultiHashes are the multi-hashes whose signature an allocate
+	// accepted, keyed participant UID "/" multi-hash (hex), with the party
+	// it was for: each is good once per participant.
 	UsedMultiHashes map[string]string `json:"usedMultiHashes,omitempty"`
 }
 
@@ -73,6 +74,10 @@ type nodeState struct {
 	Traffic       traffic           `json:"traffic"`
 	Keys          []nodeKey         `json:"keys"`
 	Version       int64             `json:"version"` // resource version counter
+	// LedgerClientID is the validator's configured ledger API client
+	// (auth.ledgerApiClientId): its tokens authenticate as the operator
+	// user, like the sandbox's own grant.
+	LedgerClientID string `json:"ledgerClientId,omitempty"`
 }
 
 type party struct {
@@ -182,54 +187,6 @@ func (ns *nodeState) addParty(hint string) string {
 // participantUID is the participant's unique identifier.
 func (ns *nodeState) participantUID(validator string) string {
 	return "participant-" + validator + "::" + ns.Fingerprint
-}
-
-// Tokens: expiry and an HMAC of it under the client secret, so that they
-// stay valid across a restart of the sandbox.
-const tokenTTL = 10 * time.Minute
-
-func (n *Network) issue(now time.Time) (string, time.Duration) {
-	exp := now.Add(tokenTTL).Unix()
-	return strconv.FormatInt(exp, 10) + "." + n.mac(exp), tokenTTL
-}
-
-func (n *Network) mac(exp int64) string {
-	m := hmac.New(sha256.New, []byte(n.ClientSecret()))
-	m.Write([]byte(strconv.FormatInt(exp, 10)))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// authorized checks the bearer token of r.
-func (n *Network) authorized(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return false
-	}
-	expS, mac, ok := strings.Cut(tok, ".")
-	exp, err := strconv.ParseInt(expS, 10, 64)
-	if !ok || err != nil || time.Now().Unix() > exp {
-		return false
-	}
-	return hmac.Equal([]byte(mac), []byte(n.mac(exp)))
-}
-
-// token is the client-credentials grant of RFC 6749 section 4.4.
-func (n *Network) token(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
-		return
-	}
-	id, secret, ok := r.BasicAuth()
-	if !ok {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	if id != ClientID || !hmac.Equal([]byte(secret), []byte(n.ClientSecret())) {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
-		return
-	}
-	tok, ttl := n.issue(time.Now())
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl.Seconds())})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -159,6 +159,11 @@ type ClientInterface interface {
 	// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
 	GetV2PartiesParticipantId(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetV2PartiesParty Get party details.
+	//
+	// Corresponds with GET /v2/parties/{party} (the `GetV2PartiesParty` operationId).
+	GetV2PartiesParty(ctx context.Context, party string, params *GetV2PartiesPartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetV2StateConnectedSynchronizers Get the list of connected synchronizers at the time of the query.
 	//
 	// Corresponds with GET /v2/state/connected-synchronizers (the `GetV2StateConnectedSynchronizers` operationId).
@@ -234,6 +239,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v2/users/{user-id}/rights (the `PostV2UsersUserIdRights` operationId).
 	PostV2UsersUserIdRights(ctx context.Context, userId string, body PostV2UsersUserIdRightsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetV2Version Get the version details of the participant node.
+	//
+	// Corresponds with GET /v2/version (the `GetV2Version` operationId).
+	GetV2Version(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetV2AuthenticatedUser Get the user data of the current authenticated user.
@@ -405,6 +415,21 @@ func (c *Client) PostV2PartiesExternalGenerateTopology(ctx context.Context, body
 // Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
 func (c *Client) GetV2PartiesParticipantId(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetV2PartiesParticipantIdRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetV2PartiesParty Get party details.
+//
+// Corresponds with GET /v2/parties/{party} (the `GetV2PartiesParty` operationId).
+func (c *Client) GetV2PartiesParty(ctx context.Context, party string, params *GetV2PartiesPartyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetV2PartiesPartyRequest(c.Server, party, params)
 	if err != nil {
 		return nil, err
 	}
@@ -601,6 +626,21 @@ func (c *Client) PostV2UsersUserIdRightsWithBody(ctx context.Context, userId str
 // Corresponds with POST /v2/users/{user-id}/rights (the `PostV2UsersUserIdRights` operationId).
 func (c *Client) PostV2UsersUserIdRights(ctx context.Context, userId string, body PostV2UsersUserIdRightsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostV2UsersUserIdRightsRequest(c.Server, userId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetV2Version Get the version details of the participant node.
+//
+// Corresponds with GET /v2/version (the `GetV2Version` operationId).
+func (c *Client) GetV2Version(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetV2VersionRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -987,6 +1027,79 @@ func NewGetV2PartiesParticipantIdRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetV2PartiesPartyRequest constructs an http.Request for the GetV2PartiesParty method
+func NewGetV2PartiesPartyRequest(server string, party string, params *GetV2PartiesPartyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "party", party, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/parties/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.IdentityProviderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "identity-provider-id", *params.IdentityProviderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Parties != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "parties", *params.Parties, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1417,6 +1530,33 @@ func NewPostV2UsersUserIdRightsRequestWithBody(server string, userId string, con
 	return req, nil
 }
 
+// NewGetV2VersionRequest constructs an http.Request for the GetV2Version method
+func NewGetV2VersionRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/version")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -1538,6 +1678,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v2/parties/participant-id (the `GetV2PartiesParticipantId` operationId).
 	GetV2PartiesParticipantIdWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetV2PartiesParticipantIdResponse, error)
 
+	// GetV2PartiesPartyWithResponse Get party details.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/parties/{party} (the `GetV2PartiesParty` operationId).
+	GetV2PartiesPartyWithResponse(ctx context.Context, party string, params *GetV2PartiesPartyParams, reqEditors ...RequestEditorFn) (*GetV2PartiesPartyResponse, error)
+
 	// GetV2StateConnectedSynchronizersWithResponse Get the list of connected synchronizers at the time of the query.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1621,6 +1768,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v2/users/{user-id}/rights (the `PostV2UsersUserIdRights` operationId).
 	PostV2UsersUserIdRightsWithResponse(ctx context.Context, userId string, body PostV2UsersUserIdRightsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostV2UsersUserIdRightsResponse, error)
+
+	// GetV2VersionWithResponse Get the version details of the participant node.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/version (the `GetV2Version` operationId).
+	GetV2VersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetV2VersionResponse, error)
 }
 
 type GetV2AuthenticatedUserResponse struct {
@@ -2001,6 +2155,54 @@ func (r GetV2PartiesParticipantIdResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetV2PartiesParticipantIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetV2PartiesPartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GetPartiesResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *JsCantonError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetV2PartiesPartyResponse) GetJSON200() *GetPartiesResponse {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetV2PartiesPartyResponse) GetJSONDefault() *JsCantonError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetV2PartiesPartyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetV2PartiesPartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetV2PartiesPartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetV2PartiesPartyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2391,6 +2593,54 @@ func (r PostV2UsersUserIdRightsResponse) ContentType() string {
 	return ""
 }
 
+type GetV2VersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GetLedgerApiVersionResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *JsCantonError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetV2VersionResponse) GetJSON200() *GetLedgerApiVersionResponse {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetV2VersionResponse) GetJSONDefault() *JsCantonError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetV2VersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetV2VersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetV2VersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetV2VersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetV2AuthenticatedUserWithResponse Get the user data of the current authenticated user.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -2532,6 +2782,19 @@ func (c *ClientWithResponses) GetV2PartiesParticipantIdWithResponse(ctx context.
 		return nil, err
 	}
 	return ParseGetV2PartiesParticipantIdResponse(rsp)
+}
+
+// GetV2PartiesPartyWithResponse Get party details.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/parties/{party} (the `GetV2PartiesParty` operationId).
+func (c *ClientWithResponses) GetV2PartiesPartyWithResponse(ctx context.Context, party string, params *GetV2PartiesPartyParams, reqEditors ...RequestEditorFn) (*GetV2PartiesPartyResponse, error) {
+	rsp, err := c.GetV2PartiesParty(ctx, party, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetV2PartiesPartyResponse(rsp)
 }
 
 // GetV2StateConnectedSynchronizersWithResponse Get the list of connected synchronizers at the time of the query.
@@ -2688,6 +2951,19 @@ func (c *ClientWithResponses) PostV2UsersUserIdRightsWithResponse(ctx context.Co
 		return nil, err
 	}
 	return ParsePostV2UsersUserIdRightsResponse(rsp)
+}
+
+// GetV2VersionWithResponse Get the version details of the participant node.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/version (the `GetV2Version` operationId).
+func (c *ClientWithResponses) GetV2VersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetV2VersionResponse, error) {
+	rsp, err := c.GetV2Version(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetV2VersionResponse(rsp)
 }
 
 // ParseGetV2AuthenticatedUserResponse parses an HTTP response from a GetV2AuthenticatedUserWithResponse call
@@ -2954,6 +3230,39 @@ func ParseGetV2PartiesParticipantIdResponse(rsp *http.Response) (*GetV2PartiesPa
 	return response, nil
 }
 
+// ParseGetV2PartiesPartyResponse parses an HTTP response from a GetV2PartiesPartyWithResponse call
+func ParseGetV2PartiesPartyResponse(rsp *http.Response) (*GetV2PartiesPartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetV2PartiesPartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GetPartiesResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest JsCantonError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetV2StateConnectedSynchronizersResponse parses an HTTP response from a GetV2StateConnectedSynchronizersWithResponse call
 func ParseGetV2StateConnectedSynchronizersResponse(rsp *http.Response) (*GetV2StateConnectedSynchronizersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3201,6 +3510,39 @@ func ParsePostV2UsersUserIdRightsResponse(rsp *http.Response) (*PostV2UsersUserI
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest GrantUserRightsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest JsCantonError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetV2VersionResponse parses an HTTP response from a GetV2VersionWithResponse call
+func ParseGetV2VersionResponse(rsp *http.Response) (*GetV2VersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetV2VersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GetLedgerApiVersionResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -72,14 +72,6 @@ type CanActAs1 struct {
 	Party string `json:"party"`
 }
 
-// CanActAsAnyParty defines model for CanActAsAnyParty.
-type CanActAsAnyParty struct {
-	Value CanActAsAnyParty1 `json:"value"`
-}
-
-// CanActAsAnyParty1 defines model for CanActAsAnyParty1.
-type CanActAsAnyParty1 = map[string]interface{}
-
 // CanExecuteAs defines model for CanExecuteAs.
 type CanExecuteAs struct {
 	Value CanExecuteAs1 `json:"value"`
@@ -137,8 +129,23 @@ type CreateUserResponse struct {
 	User User `json:"user"`
 }
 
+// Duration defines model for Duration.
+type Duration struct {
+	Nanos   int32 `json:"nanos"`
+	Seconds int64 `json:"seconds"`
+}
+
 // Empty8 defines model for Empty8.
 type Empty8 = map[string]interface{}
+
+// FeaturesDescriptor defines model for FeaturesDescriptor.
+type FeaturesDescriptor struct {
+	Experimental     map[string]interface{}  `json:"experimental"`
+	OffsetCheckpoint OffsetCheckpointFeature `json:"offsetCheckpoint"`
+	PackageFeature   PackageFeature          `json:"packageFeature"`
+	PartyManagement  PartyManagementFeature  `json:"partyManagement"`
+	UserManagement   UserManagementFeature   `json:"userManagement"`
+}
 
 // Field defines model for Field.
 type Field struct {
@@ -178,9 +185,20 @@ type GetConnectedSynchronizersResponse struct {
 	ConnectedSynchronizers *[]ConnectedSynchronizer `json:"connectedSynchronizers,omitempty"`
 }
 
+// GetLedgerApiVersionResponse defines model for GetLedgerApiVersionResponse.
+type GetLedgerApiVersionResponse struct {
+	Features FeaturesDescriptor `json:"features"`
+	Version  string             `json:"version"`
+}
+
 // GetParticipantIdResponse defines model for GetParticipantIdResponse.
 type GetParticipantIdResponse struct {
 	ParticipantId string `json:"participantId"`
+}
+
+// GetPartiesResponse defines model for GetPartiesResponse.
+type GetPartiesResponse struct {
+	PartyDetails []PartyDetails `json:"partyDetails"`
 }
 
 // GetUserResponse defines model for GetUserResponse.
@@ -234,41 +252,36 @@ type Kind0 struct {
 
 // Kind1 defines model for Kind.1.
 type Kind1 struct {
-	CanActAsAnyParty CanActAsAnyParty `json:"CanActAsAnyParty"`
+	CanExecuteAs CanExecuteAs `json:"CanExecuteAs"`
 }
 
 // Kind2 defines model for Kind.2.
 type Kind2 struct {
-	CanExecuteAs CanExecuteAs `json:"CanExecuteAs"`
+	CanExecuteAsAnyParty CanExecuteAsAnyParty `json:"CanExecuteAsAnyParty"`
 }
 
 // Kind3 defines model for Kind.3.
 type Kind3 struct {
-	CanExecuteAsAnyParty CanExecuteAsAnyParty `json:"CanExecuteAsAnyParty"`
+	CanReadAs CanReadAs `json:"CanReadAs"`
 }
 
 // Kind4 defines model for Kind.4.
 type Kind4 struct {
-	CanReadAs CanReadAs `json:"CanReadAs"`
+	CanReadAsAnyParty CanReadAsAnyParty `json:"CanReadAsAnyParty"`
 }
 
 // Kind5 defines model for Kind.5.
 type Kind5 struct {
-	CanReadAsAnyParty CanReadAsAnyParty `json:"CanReadAsAnyParty"`
+	Empty Empty8 `json:"Empty"`
 }
 
 // Kind6 defines model for Kind.6.
 type Kind6 struct {
-	Empty Empty8 `json:"Empty"`
+	IdentityProviderAdmin IdentityProviderAdmin `json:"IdentityProviderAdmin"`
 }
 
 // Kind7 defines model for Kind.7.
 type Kind7 struct {
-	IdentityProviderAdmin IdentityProviderAdmin `json:"IdentityProviderAdmin"`
-}
-
-// Kind8 defines model for Kind.8.
-type Kind8 struct {
 	ParticipantAdmin ParticipantAdmin `json:"ParticipantAdmin"`
 }
 
@@ -306,6 +319,16 @@ type ObjectMeta struct {
 	ResourceVersion *string    `json:"resourceVersion,omitempty"`
 }
 
+// OffsetCheckpointFeature defines model for OffsetCheckpointFeature.
+type OffsetCheckpointFeature struct {
+	MaxOffsetCheckpointEmissionDelay Duration `json:"maxOffsetCheckpointEmissionDelay"`
+}
+
+// PackageFeature defines model for PackageFeature.
+type PackageFeature struct {
+	MaxVettedPackagesPageSize int32 `json:"maxVettedPackagesPageSize"`
+}
+
 // ParticipantAdmin defines model for ParticipantAdmin.
 type ParticipantAdmin struct {
 	Value ParticipantAdmin1 `json:"value"`
@@ -320,6 +343,11 @@ type PartyDetails struct {
 	IsLocal            *bool       `json:"isLocal,omitempty"`
 	LocalMetadata      *ObjectMeta `json:"localMetadata,omitempty"`
 	Party              string      `json:"party"`
+}
+
+// PartyManagementFeature defines model for PartyManagementFeature.
+type PartyManagementFeature struct {
+	MaxPartiesPageSize int32 `json:"maxPartiesPageSize"`
 }
 
 // RevokeUserRightsRequest defines model for RevokeUserRightsRequest.
@@ -392,6 +420,13 @@ type User struct {
 	PrimaryPartyAuthentication *bool       `json:"primaryPartyAuthentication,omitempty"`
 }
 
+// UserManagementFeature defines model for UserManagementFeature.
+type UserManagementFeature struct {
+	MaxRightsPerUser int32 `json:"maxRightsPerUser"`
+	MaxUsersPageSize int32 `json:"maxUsersPageSize"`
+	Supported        bool  `json:"supported"`
+}
+
 // GetV2AuthenticatedUserParams defines parameters for GetV2AuthenticatedUser.
 type GetV2AuthenticatedUserParams struct {
 	IdentityProviderId *string `form:"identity-provider-id,omitempty" json:"identity-provider-id,omitempty"`
@@ -409,6 +444,12 @@ type GetV2PartiesParams struct {
 	FilterParty        *string `form:"filter-party,omitempty" json:"filter-party,omitempty"`
 	PageSize           *int32  `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 	PageToken          *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+}
+
+// GetV2PartiesPartyParams defines parameters for GetV2PartiesParty.
+type GetV2PartiesPartyParams struct {
+	IdentityProviderId *string   `form:"identity-provider-id,omitempty" json:"identity-provider-id,omitempty"`
+	Parties            *[]string `form:"parties,omitempty" json:"parties,omitempty"`
 }
 
 // GetV2StateConnectedSynchronizersParams defines parameters for GetV2StateConnectedSynchronizers.
@@ -648,32 +689,6 @@ func (t *Kind) FromKind7(v Kind7) error {
 
 // MergeKind7 performs a merge with any union data inside the Kind, using the provided Kind7
 func (t *Kind) MergeKind7(v Kind7) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsKind8 returns the union data inside the Kind as a Kind8
-func (t Kind) AsKind8() (Kind8, error) {
-	var body Kind8
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromKind8 overwrites any union data inside the Kind as the provided Kind8
-func (t *Kind) FromKind8(v Kind8) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeKind8 performs a merge with any union data inside the Kind, using the provided Kind8
-func (t *Kind) MergeKind8(v Kind8) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// A DALF is a Daml-LF Archive message (com.digitalasset.daml.lf.archive,
+// daml_lf.proto): hash_function = 1 (SHA256 = 0, the only one), payload = 3
+// (a serialized ArchivePayload) and hash = 4, the hex SHA-256 of the
+// payload, which is the package id. The ArchivePayload carries the
+// language version (minor = 3) and the package (daml_lf_1 = 2 or
+// daml_lf_2 = 4).
+const (
+	archiveHashFunction = 1
+	archivePayload      = 3
+	archiveHash         = 4
+	payloadMinor        = 3
+	payloadDamlLF1      = 2
+	payloadDamlLF2      = 4
+)
+
+// archivePackageID is the package id of a DALF: the SHA-256 of its
+// Archive's payload, which must be what the archive's hash field says.
+// Anything that is not such an Archive is refused.
+func archivePackageID(dalf []byte) (string, error) {
+	var payload []byte
+	var hash string
+	var hasPayload bool
+	b := dalf
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", errors.New("not a Daml-LF archive")
+		}
+		b = b[n:]
+		switch {
+		case num == archiveHashFunction && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return "", errors.New("not a Daml-LF archive")
+			}
+			if v != 0 {
+				return "", fmt.Errorf("unknown hash function %d", v)
+			}
+			b = b[n:]
+		case num == archivePayload && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return "", errors.New("not a Daml-LF archive")
+			}
+			payload, hasPayload, b = v, true, b[n:]
+		case num == archiveHash && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return "", errors.New("not a Daml-LF archive")
+			}
+			hash, b = string(v), b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return "", errors.New("not a Daml-LF archive")
+			}
+			b = b[n:]
+		}
+	}
+	if !hasPayload || len(payload) == 0 {
+		return "", errors.New("not a Daml-LF archive: no payload")
+	}
+	if err := checkPayload(payload); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(payload)
+	id := hex.EncodeToString(sum[:])
+	if hash != id {
+		return "", fmt.Errorf("the archive's hash %q is not the SHA-256 of its payload %s", hash, id)
+	}
+	return id, nil
+}
+
+// checkPayload requires an ArchivePayload with a language version and a
+// package.
+func checkPayload(b []byte) error {
+	minor, pkg := false, false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errors.New("the archive's payload is not a Daml-LF ArchivePayload")
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return errors.New("the archive's payload is not a Daml-LF ArchivePayload")
+		}
+		switch {
+		case num == payloadMinor && typ == protowire.BytesType:
+			minor = true
+		case (num == payloadDamlLF1 || num == payloadDamlLF2) && typ == protowire.BytesType:
+			pkg = true
+		}
+		b = b[m:]
+	}
+	if !minor || !pkg {
+		return errors.New("the archive's payload is not a Daml-LF ArchivePayload (language version and package)")
+	}
+	return nil
+}
+
+// Archive builds a DALF: the Archive of a payload carrying the language
+// version minor and the serialized package pkg (tests build DARs with it).
+func Archive(minor string, pkg []byte) []byte {
+	var p []byte
+	p = protowire.AppendTag(p, payloadDamlLF2, protowire.BytesType)
+	p = protowire.AppendBytes(p, pkg)
+	p = protowire.AppendTag(p, payloadMinor, protowire.BytesType)
+	p = protowire.AppendString(p, minor)
+	sum := sha256.Sum256(p)
+	var a []byte
+	a = protowire.AppendTag(a, archiveHashFunction, protowire.VarintType)
+	a = protowire.AppendVarint(a, 0)
+	a = protowire.AppendTag(a, archivePayload, protowire.BytesType)
+	a = protowire.AppendBytes(a, p)
+	a = protowire.AppendTag(a, archiveHash, protowire.BytesType)
+	a = protowire.AppendString(a, hex.EncodeToString(sum[:]))
+	return a
+}

@@ -1,0 +1,248 @@
+package sandbox
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The token endpoint is an OAuth2 authorization server as a validator's
+// IdP is one: a client-credentials grant (RFC 6749 section 4.4) issuing
+// ES256-signed JWTs whose subject is the client id, OpenID Connect
+// discovery at /.well-known/openid-configuration and the signing key as a
+// JWKS, so that Canton's AuthTokenProvider (client_credentials) works
+// against it unchanged. The clients are the sandbox's own grant and each
+// validator's configured ledger API client, registered with the secret of
+// the validator's Secret when the validator is resolved.
+
+const tokenTTL = 10 * time.Minute
+
+// tokenKid names the one signing key in the JWKS.
+const tokenKid = "sandbox-1"
+
+// tokenKeyLocked is the signing key, created on first use and kept in the state.
+func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
+	if n.signer != nil {
+		return n.signer, nil
+	}
+	if len(n.st.TokenKey) > 0 {
+		k, err := x509.ParsePKCS8PrivateKey(n.st.TokenKey)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox token key: %w", err)
+		}
+		ec, ok := k.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, errors.New("sandbox token key is not an EC key")
+		}
+		n.signer = ec
+		return ec, nil
+	}
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(ec)
+	if err != nil {
+		return nil, err
+	}
+	n.st.TokenKey = der
+	if err := n.saveLocked(); err != nil {
+		return nil, err
+	}
+	n.signer = ec
+	return ec, nil
+}
+
+var b64 = base64.RawURLEncoding
+
+// claims are the token's claims the ledger reads.
+type claims struct {
+	Issuer   string `json:"iss"`
+	Subject  string `json:"sub"`
+	Audience string `json:"aud,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	IssuedAt int64  `json:"iat"`
+	Expiry   int64  `json:"exp"`
+}
+
+// issue signs a token for client sub.
+func (n *Network) issue(c claims) (string, error) {
+	n.mu.Lock()
+	key, err := n.tokenKeyLocked()
+	n.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	head, _ := json.Marshal(map[string]string{"alg": "ES256", "typ": "JWT", "kid": tokenKid})
+	body, _ := json.Marshal(c)
+	signing := b64.EncodeToString(head) + "." + b64.EncodeToString(body)
+	d := sha256.Sum256([]byte(signing))
+	r, s, err := ecdsa.Sign(rand.Reader, key, d[:])
+	if err != nil {
+		return "", err
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	return signing + "." + b64.EncodeToString(sig), nil
+}
+
+// subject is the client a request's bearer token was issued to, "" when
+// the token is missing, malformed, not signed by the token endpoint or
+// expired. The caller holds n.mu.
+func (n *Network) subjectLocked(r *http.Request) string {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	var head struct {
+		Alg string `json:"alg"`
+	}
+	raw, err := b64.DecodeString(parts[0])
+	if err != nil || json.Unmarshal(raw, &head) != nil || head.Alg != "ES256" {
+		return ""
+	}
+	sig, err := b64.DecodeString(parts[2])
+	if err != nil || len(sig) != 64 {
+		return ""
+	}
+	key, err := n.tokenKeyLocked()
+	if err != nil {
+		return ""
+	}
+	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if !ecdsa.Verify(&key.PublicKey, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+		return ""
+	}
+	var c claims
+	raw, err = b64.DecodeString(parts[1])
+	if err != nil || json.Unmarshal(raw, &c) != nil || time.Now().Unix() >= c.Expiry {
+		return ""
+	}
+	return c.Subject
+}
+
+// tokenUserLocked is the ledger user of validator's node a token for
+// client sub acts as: the operator user for the sandbox's own grant and
+// the validator's configured client, the user of that id otherwise; nil
+// when the node has no such user.
+func tokenUserLocked(ns *nodeState, sub string) *user {
+	if sub == ClientID || (ns.LedgerClientID != "" && sub == ns.LedgerClientID) {
+		return ns.Users[ns.OperatorUser]
+	}
+	return ns.Users[sub]
+}
+
+// registerClient makes a validator's configured ledger API client one of
+// the token endpoint's clients (with the secret its Secret holds now) and
+// its tokens the operator's at that validator's node.
+func (n *Network) registerClient(validator, id, secret string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if id == ClientID {
+		return fmt.Errorf("validator %q: ledger API client id %q is the sandbox's own", validator, id)
+	}
+	n.clients[id] = secret
+	if ns := n.st.Nodes[validator]; ns != nil && ns.LedgerClientID != id {
+		ns.LedgerClientID = id
+		return n.saveLocked()
+	}
+	return nil
+}
+
+// clientSecretLocked is the secret of client id ("" when unknown).
+func (n *Network) clientSecretLocked(id string) string {
+	if id == ClientID {
+		return n.st.ClientSecret
+	}
+	return n.clients[id]
+}
+
+// token is the client-credentials grant: client authentication by HTTP
+// Basic (client_secret_basic) or form fields (client_secret_post).
+func (n *Network) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	n.mu.Lock()
+	want := n.clientSecretLocked(id)
+	n.mu.Unlock()
+	if want == "" || !hmac.Equal([]byte(secret), []byte(want)) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
+	now := time.Now()
+	tok, err := n.issue(claims{Issuer: n.scan.url, Subject: id, Audience: r.PostForm.Get("audience"), Scope: r.PostForm.Get("scope"),
+		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds())})
+}
+
+// discovery is the OpenID Provider Metadata of the token endpoint.
+func (n *Network) discovery(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                n.scan.url,
+		"token_endpoint":                        n.scan.url + "/oauth2/token",
+		"jwks_uri":                              n.scan.url + "/.well-known/jwks.json",
+		"grant_types_supported":                 []string{"client_credentials"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"response_types_supported":              []string{"token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"ES256"},
+	})
+}
+
+// jwks publishes the signing key (RFC 7517).
+func (n *Network) jwks(w http.ResponseWriter, _ *http.Request) {
+	n.mu.Lock()
+	key, err := n.tokenKeyLocked()
+	n.mu.Unlock()
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		return
+	}
+	coord := func(v *big.Int) string { b := make([]byte, 32); v.FillBytes(b); return b64.EncodeToString(b) }
+	writeJSON(w, http.StatusOK, map[string]any{"keys": []any{map[string]string{
+		"kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": tokenKid,
+		"x": coord(key.PublicKey.X), "y": coord(key.PublicKey.Y),
+	}}})
+}
+
+// authorized reports whether r bears a valid token of the endpoint.
+func (n *Network) authorized(r *http.Request) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.subjectLocked(r) != ""
+}
+
+type tokenUserKey struct{}
+
+// tokenUser is the user id the ledger wrapper authenticated the request as.
+func tokenUser(r *http.Request) string {
+	id, _ := r.Context().Value(tokenUserKey{}).(string)
+	return id
+}

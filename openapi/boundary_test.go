@@ -1,0 +1,82 @@
+package openapi_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/apitest"
+)
+
+// TestConstraintBoundaries sends each documented constraint of the user
+// ids, party ids, wallet-user names, the NUL rule and generate-topology's
+// optional fields at its boundary: the value just inside is not refused by
+// validation (the validator does not exist, so the answer is 404), the
+// value just outside is 400 naming the field.
+func TestConstraintBoundaries(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{})
+	const v = "/api/v1/validators/absent"
+	party := "alice::1220" + strings.Repeat("ab", 32)
+	q := url.QueryEscape
+	cases := []struct {
+		name, method, path, body string
+		bad                      bool
+		field                    string
+	}{
+		{"user id of 128 characters", http.MethodPost, v + "/users?userId=" + strings.Repeat("u", 128), "", false, ""},
+		{"user id of 129 characters", http.MethodPost, v + "/users?userId=" + strings.Repeat("u", 129), "", true, "userId"},
+		{"user id with every allowed symbol", http.MethodPost, v + "/users?userId=" + q("a@^$.!`-#+'~_|:()"), "", false, ""},
+		{"user id with a space", http.MethodPost, v + "/users?userId=" + q("a b"), "", true, "userId"},
+		{"user id with a space (path)", http.MethodPost, v + "/users/" + url.PathEscape("a b") + "?isDeactivated=true", "", true, "userId"},
+		{"user id with NUL", http.MethodPost, v + "/users?userId=a%00b", "", true, "userId"},
+		{"primary party", http.MethodPost, v + "/users?userId=a&primaryParty=" + q(party), "", false, ""},
+		{"primary party with a 69-digit namespace", http.MethodPost, v + "/users?userId=a&primaryParty=" + q(party+"0"), "", true, "primaryParty"},
+		{"primary party with an upper-case namespace", http.MethodPost, v + "/users?userId=a&primaryParty=" + q("alice::1220AB"), "", true, "primaryParty"},
+		{"primary party cleared", http.MethodPost, v + "/users/a?primaryParty=", "", false, ""},
+		{"canActAs not a party id", http.MethodPost, v + "/users?userId=a&canActAs=alice", "", true, "canActAs"},
+		{"party hint of 185 characters", http.MethodPost, v + "/parties?partyIdHint=" + strings.Repeat("p", 185), "", false, ""},
+		{"party hint of 186 characters", http.MethodPost, v + "/parties?partyIdHint=" + strings.Repeat("p", 186), "", true, "partyIdHint"},
+		{"party hint with single colons and a space", http.MethodPost, v + "/parties?partyIdHint=" + q(":a b:c:"), "", false, ""},
+		{"party hint with ::", http.MethodPost, v + "/parties?partyIdHint=" + q("a::b"), "", true, "partyIdHint"},
+		{"wallet user of 128 characters", http.MethodPost, v + "/wallet-users", `{"name":"` + strings.Repeat("w", 128) + `"}`, false, ""},
+		{"wallet user of 129 characters", http.MethodPost, v + "/wallet-users", `{"name":"` + strings.Repeat("w", 129) + `"}`, true, "name"},
+		{"wallet user with ::", http.MethodPost, v + "/wallet-users", `{"name":"a::b"}`, true, "name"},
+		{"wallet user with a space", http.MethodPost, v + "/wallet-users", `{"name":"a b"}`, true, "name"},
+		{"wallet user with NUL", http.MethodPost, v + "/wallet-users", `{"name":"a\u0000b"}`, true, "name"},
+		{"wallet user offboarded by a bad name", http.MethodDelete, v + "/wallet-users/" + url.PathEscape("a b"), "", true, "username"},
+		{"generate-topology with the optional fields absent", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA"}`, false, ""},
+		{"generate-topology threshold 1", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","confirmationThreshold":1}`, false, ""},
+		{"generate-topology threshold 0", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","confirmationThreshold":0}`, true, "confirmationThreshold"},
+		{"generate-topology threshold null", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","confirmationThreshold":null}`, true, "confirmationThreshold"},
+		{"generate-topology observation-only null", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","localParticipantObservationOnly":null}`, true, "localParticipantObservationOnly"},
+		{"generate-topology key spec null", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","keySpec":null}`, true, "keySpec"},
+		{"generate-topology hosts null", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","hosts":null}`, true, "hosts"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			var body io.Reader
+			if tt.body != "" {
+				body = strings.NewReader(tt.body)
+			}
+			req, _ := http.NewRequestWithContext(t.Context(), tt.method, s.URL+tt.path, body)
+			req.Header.Set("Authorization", "Bearer "+s.Token)
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			switch {
+			case tt.bad && (resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), tt.field)):
+				t.Fatalf("got %d %s, want 400 naming %s", resp.StatusCode, raw, tt.field)
+			case !tt.bad && resp.StatusCode != http.StatusNotFound:
+				t.Fatalf("got %d %s, want 404 (validation passed, no such validator)", resp.StatusCode, raw)
+			}
+		})
+	}
+}
