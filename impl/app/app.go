@@ -201,7 +201,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, err
 	}
 	plat := platform.New(platform.Options{
-		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
+		Health:  a.health(),
 		Version: version,
 		Docs:    d,
 		// Release 2.0's Validator/Application reads and application metrics,

@@ -47,7 +47,18 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		Status:     platformapi.HealthUp,
 		Components: platformapi.HealthComponents{Db: status("db"), Cluster: status("cluster")},
 	}
-	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp {
+	// The embedded default's file stores, when it has them.
+	optional := func(name string) *platformapi.ComponentHealth {
+		if _, ok := s.health[name]; !ok {
+			return nil
+		}
+		c := status(name)
+		return &c
+	}
+	h.Components.Sandbox, h.Components.IdentityProvider = optional("sandbox"), optional("identityProvider")
+	down := func(c *platformapi.ComponentHealth) bool { return c != nil && c.Status != platformapi.HealthUp }
+	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp ||
+		down(h.Components.Sandbox) || down(h.Components.IdentityProvider) {
 		h.Status = platformapi.HealthDown
 		return platformapi.GetHealth503JSONResponse(h), nil
 	}

@@ -55,6 +55,8 @@ type Options struct {
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
+	// Files writes the state (durable.go); the operating system's when nil.
+	Files Files
 }
 
 // Network is the running sandbox.
@@ -64,6 +66,7 @@ type Network struct {
 	hook     Hook
 	fault    func(string, *http.Request) int
 	pageSize int
+	files    Files
 
 	mu    sync.Mutex
 	st    *state
@@ -93,7 +96,10 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}}
+	if o.Files == nil {
+		o.Files = osFiles{}
+	}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -226,10 +232,10 @@ func (n *Network) saveLocked() error {
 		return err
 	}
 	tmp := n.statePath() + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+	if err := n.files.WriteFile(tmp, raw, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, n.statePath())
+	return n.files.Rename(tmp, n.statePath())
 }
 
 func loadState(path string) (*state, error) {
