@@ -278,7 +278,11 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 func (a *App) openIdentity() error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
-		local, err := idp.OpenLocal(filepath.Join(cfg.DataDir, "idp"))
+		installation, err := a.Store.Instance(context.Background())
+		if err != nil {
+			return err
+		}
+		local, err := idp.OpenLocalFor(filepath.Join(cfg.DataDir, "idp"), installation)
 		if err != nil {
 			return err
 		}

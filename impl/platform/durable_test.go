@@ -67,7 +67,8 @@ func TestSandboxWriteIsDurable(t *testing.T) {
 		return r.StatusCode(), h
 	}
 	expect(t, "allocate before", allocate("before").StatusCode(), nil, http.StatusOK)
-	if st, h := health(); st != http.StatusOK || h["components"].(map[string]any)["sandbox"].(map[string]any)["status"] != "UP" {
+	if st, h := health(); st != http.StatusOK || h["components"].(map[string]any)["sandbox"].(map[string]any)["status"] != "UP" ||
+		h["components"].(map[string]any)["identityProvider"].(map[string]any)["status"] != "UP" {
 		t.Fatalf("health before: %d %v", st, h)
 	}
 

@@ -248,7 +248,7 @@ func loadState(path string) (*state, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(raw, st); err != nil {
-		return nil, fmt.Errorf("sandbox state %s: %w", path, err)
+		return nil, fmt.Errorf("sandbox state %s: %w; restore it from a backup, or remove it to start the sandbox afresh", path, err)
 	}
 	if st.Nodes == nil {
 		st.Nodes = map[string]*nodeState{}
