@@ -436,14 +436,17 @@ type GenerateTopologyResponse struct {
 
 // Health `UP` when every component is up, else `DOWN`.
 type Health struct {
+	// Components `db` and `cluster` always; on the embedded default also its file stores, `sandbox` (`data/sandbox/state.json`) and `identityProvider` (`data/idp/users.json`), each `DOWN` while it cannot be written (writes then answer 503 or 502 and change nothing).
 	Components HealthComponents `json:"components"`
 	Status     HealthStatus     `json:"status"`
 }
 
-// HealthComponents defines model for HealthComponents.
+// HealthComponents `db` and `cluster` always; on the embedded default also its file stores, `sandbox` (`data/sandbox/state.json`) and `identityProvider` (`data/idp/users.json`), each `DOWN` while it cannot be written (writes then answer 503 or 502 and change nothing).
 type HealthComponents struct {
-	Cluster ComponentHealth `json:"cluster"`
-	Db      ComponentHealth `json:"db"`
+	Cluster          ComponentHealth  `json:"cluster"`
+	Db               ComponentHealth  `json:"db"`
+	IdentityProvider *ComponentHealth `json:"identityProvider,omitempty"`
+	Sandbox          *ComponentHealth `json:"sandbox,omitempty"`
 }
 
 // HealthStatus defines model for HealthStatus.

@@ -262,7 +262,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, err
 	}
 	plat := platform.New(platform.Options{
-		Health:  map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}},
+		Health:  a.health(),
 		Version: version,
 		Docs:    d,
 		// Release 2.0's Validator/Application reads and application metrics,
@@ -389,7 +389,11 @@ func (a *App) startEngine(ctx context.Context) (*rest.Config, error) {
 func (a *App) openIdentity() error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
-		local, err := idp.OpenLocal(filepath.Join(cfg.DataDir, "idp"))
+		installation, err := a.Store.Instance(context.Background())
+		if err != nil {
+			return err
+		}
+		local, err := idp.OpenLocalFor(filepath.Join(cfg.DataDir, "idp"), installation)
 		if err != nil {
 			return err
 		}

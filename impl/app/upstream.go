@@ -15,7 +15,9 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	cfg := a.Config
 	var r upstream.Resolver
 	if cfg.EmbeddedDefault() {
-		so := sandbox.Options{Logger: a.Log}
+		// A validator that configures its own ledger API client is called with
+		// it, and the sandbox checks that secret, as a participant would.
+		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster}
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})
 		}

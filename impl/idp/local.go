@@ -30,6 +30,8 @@ type Local struct {
 
 	mu    sync.Mutex // guards users and the file
 	users []localUser
+	// installation is written into the file (localState.Installation).
+	installation string
 }
 
 // localUser is one user as stored on disk.
@@ -43,16 +45,26 @@ type localUser struct {
 }
 
 type localState struct {
-	Users []localUser `json:"users"`
+	// Installation is the id of the installation (the database's instance
+	// id) whose users these are: a file from another installation is
+	// refused at open instead of silently serving its users.
+	Installation string      `json:"installation,omitempty"`
+	Users        []localUser `json:"users"`
 }
 
 // OpenLocal opens (creating) the local identity provider in dir, e.g.
-// <dataDir>/idp.
-func OpenLocal(dir string) (*Local, error) {
+// <dataDir>/idp, for no particular installation.
+func OpenLocal(dir string) (*Local, error) { return OpenLocalFor(dir, "") }
+
+// OpenLocalFor opens the local identity provider of installation: a file
+// that is empty, null, without its users or of another installation is
+// refused, naming the file and what to do. A file written before the
+// installation was recorded is adopted.
+func OpenLocalFor(dir, installation string) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost}
+	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost, installation: installation}
 	// A temporary file is left only by a process killed between its
 	// creation and the rename; it holds password hashes, so it goes.
 	leftovers, _ := filepath.Glob(filepath.Join(dir, "."+usersFile+"-*"))
@@ -66,9 +78,20 @@ func OpenLocal(dir string) (*Local, error) {
 	case err != nil:
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
+	const todo = "restore it from a backup, or remove it to start the identity provider afresh (its users are then gone)"
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)
+	}
+	if _, ok := probe["users"]; !ok {
+		return nil, fmt.Errorf("local identity provider: %s is empty, null or not a users file (it has no \"users\"); %s", l.path, todo)
+	}
 	var st localState
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("local identity provider: %s is damaged: %w", l.path, err)
+		return nil, fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)
+	}
+	if installation != "" && st.Installation != "" && st.Installation != installation {
+		return nil, fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, installation, todo)
 	}
 	l.users = st.Users
 	return l, nil
@@ -154,7 +177,10 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 // save writes users atomically: a temporary file in the same directory
 // (created 0600), synced, then renamed over the old one.
 func (l *Local) save(users []localUser) error {
-	raw, err := json.MarshalIndent(localState{Users: users}, "", "  ")
+	if users == nil {
+		users = []localUser{} // "users": [] tells an empty provider from a null file
+	}
+	raw, err := json.MarshalIndent(localState{Installation: l.installation, Users: users}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -180,4 +206,15 @@ func (l *Local) save(users []localUser) error {
 		return err
 	}
 	return os.Rename(tmp, l.path)
+}
+
+// Ping reports whether the users file can be written now (the health of
+// the embedded default's identity provider store).
+func (l *Local) Ping(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.save(l.users); err != nil {
+		return fmt.Errorf("local identity provider: %s cannot be written: %w", l.path, err)
+	}
+	return nil
 }

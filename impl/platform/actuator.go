@@ -50,7 +50,18 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		Components: platformapi.HealthComponents{Db: status("db"), Cluster: status("cluster")},
 	}
 	code := http.StatusOK
-	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp {
+	// The embedded default's file stores, when it has them.
+	optional := func(name string) *platformapi.ComponentHealth {
+		if _, ok := s.health[name]; !ok {
+			return nil
+		}
+		c := status(name)
+		return &c
+	}
+	h.Components.Sandbox, h.Components.IdentityProvider = optional("sandbox"), optional("identityProvider")
+	down := func(c *platformapi.ComponentHealth) bool { return c != nil && c.Status != platformapi.HealthUp }
+	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp ||
+		down(h.Components.Sandbox) || down(h.Components.IdentityProvider) {
 		h.Status = platformapi.HealthDown
 		code = http.StatusServiceUnavailable
 	}

@@ -25,11 +25,12 @@ func (n *Network) app(name string, admin, mutates bool, h func(w http.ResponseWr
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		ns := n.st.Nodes[name]
-		if h(w, r, ns) && mutates {
-			if err := n.saveLocked(); err != nil {
-				n.log.Error("sandbox: saving state failed", "error", err)
-			}
+		if !mutates {
+			h(w, r, ns)
+			return
 		}
+		n.durably(w, func(w http.ResponseWriter, msg string) { spliceError(w, http.StatusServiceUnavailable, msg) },
+			func(w http.ResponseWriter) bool { return h(w, r, ns) })
 	}
 }
 

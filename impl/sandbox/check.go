@@ -6,6 +6,11 @@ import "fmt"
 // a node, party, user or hosting entry that is null or lacks what every
 // such entry is created with. Empty maps of a node are made non-nil.
 func (st *state) check() error {
+	// Every saved state has its grant's secret (the first start writes
+	// it): without one the file is empty, null or not the sandbox's.
+	if st.ClientSecret == "" {
+		return fmt.Errorf("it has no clientSecret: it is empty, null or not a sandbox state")
+	}
 	for name, ns := range st.Nodes {
 		switch {
 		case ns == nil:

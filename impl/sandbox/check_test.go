@@ -14,6 +14,9 @@ import (
 // nothing panics later.
 func TestDamagedStateIsRefused(t *testing.T) {
 	tests := []struct{ name, state, want string }{
+		{"null", `null`, "no clientSecret"},
+		{"empty object", `{}`, "no clientSecret"},
+		{"empty", ``, "unexpected end of JSON input"},
 		{"null node", `{"clientSecret":"s","nodes":{"alpha":null}}`, "nodes.alpha is null"},
 		{"empty node", `{"clientSecret":"s","nodes":{"alpha":{}}}`, "nodes.alpha lacks"},
 		{"null party", `{"clientSecret":"s","nodes":{"alpha":{"fingerprint":"1220ab","operatorUser":"u","operatorParty":"p","parties":{"x":null}}}}`, "nodes.alpha.parties.x is null"},

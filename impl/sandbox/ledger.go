@@ -70,12 +70,19 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), tokenUserKey{}, u.ID))
-		if h(w, r, ns) && mutates {
-			ns.Traffic.Consumed += 1_000 + r.ContentLength
-			if err := n.saveLocked(); err != nil {
-				n.log.Error("sandbox: saving state failed", "error", err)
-			}
+		if !mutates {
+			h(w, r, ns)
+			return
 		}
+		n.durably(w, func(w http.ResponseWriter, msg string) {
+			cantonError(w, http.StatusServiceUnavailable, "UNAVAILABLE", msg, catUnavailable, grpcUnavailable)
+		}, func(w http.ResponseWriter) bool {
+			if !h(w, r, ns) {
+				return false
+			}
+			ns.Traffic.Consumed += 1_000 + r.ContentLength
+			return true
+		})
 	}
 }
 

@@ -63,6 +63,8 @@ type Options struct {
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
+	// Files writes the state (durable.go); the operating system's when nil.
+	Files Files
 }
 
 // Network is the running sandbox.
@@ -72,6 +74,7 @@ type Network struct {
 	hook     Hook
 	fault    func(string, *http.Request) int
 	pageSize int
+	files    Files
 
 	mu sync.Mutex
 	st *state
@@ -110,7 +113,10 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now()}
+	if o.Files == nil {
+		o.Files = osFiles{}
+	}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now()}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -271,10 +277,10 @@ func (n *Network) saveLocked() error {
 		return err
 	}
 	tmp := n.statePath() + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+	if err := n.files.WriteFile(tmp, raw, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, n.statePath())
+	return n.files.Rename(tmp, n.statePath())
 }
 
 func loadState(path string) (*state, error) {
@@ -287,7 +293,7 @@ func loadState(path string) (*state, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(raw, st); err != nil {
-		return nil, fmt.Errorf("sandbox state %s: %w", path, err)
+		return nil, fmt.Errorf("sandbox state %s: %w; restore it from a backup, or remove it to start the sandbox afresh", path, err)
 	}
 	if st.Nodes == nil {
 		st.Nodes = map[string]*nodeState{}

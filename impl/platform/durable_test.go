@@ -1,0 +1,101 @@
+package platform_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/sandbox"
+)
+
+// fullDisk is the operating system's files until failing is set: then
+// every write fails as on a full or read-only disk (the tests run as root,
+// whom file modes do not stop).
+type fullDisk struct{ failing *atomic.Bool }
+
+func (d fullDisk) WriteFile(name string, data []byte, perm os.FileMode) error {
+	if d.failing.Load() {
+		return errors.New("no space left on device")
+	}
+	return os.WriteFile(name, data, perm)
+}
+
+func (d fullDisk) Rename(oldpath, newpath string) error {
+	if d.failing.Load() {
+		return errors.New("read-only file system")
+	}
+	return os.Rename(oldpath, newpath)
+}
+
+// TestSandboxWriteIsDurable: while the sandbox state cannot be written, a
+// party allocation is not acknowledged (an error naming the sandbox state)
+// and leaves nothing behind, and /actuator/health is DOWN naming the
+// sandbox; once it can be written again health is UP and the earlier state
+// is intact, on disk too.
+func TestSandboxWriteIsDurable(t *testing.T) {
+	var failing atomic.Bool
+	var dataDir string
+	s := apitest.Start(t, apitest.Options{
+		Config: func(c *config.Config) { dataDir = c.DataDir },
+		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Files = fullDisk{&failing} })},
+	})
+	createValidator(t, s)
+	ctx := t.Context()
+	allocate := func(hint string) *platformapi.AllocatePartyResponse {
+		r, err := s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: hint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	health := func() (int, map[string]any) {
+		r, err := s.Public.GetHealthWithResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h map[string]any
+		_ = json.Unmarshal(r.Body, &h)
+		return r.StatusCode(), h
+	}
+	expect(t, "allocate before", allocate("before").StatusCode(), nil, http.StatusOK)
+	if st, h := health(); st != http.StatusOK || h["components"].(map[string]any)["sandbox"].(map[string]any)["status"] != "UP" ||
+		h["components"].(map[string]any)["identityProvider"].(map[string]any)["status"] != "UP" {
+		t.Fatalf("health before: %d %v", st, h)
+	}
+
+	failing.Store(true)
+	r := allocate("lost")
+	// The sandbox stands in for the ledger, whose 503 release 2.0 answers
+	// as a failed upstream: 502 {endpoint, error}.
+	if r.StatusCode() != http.StatusBadGateway || !strings.Contains(string(r.Body), "sandbox state") || !strings.Contains(string(r.Body), "the change was not made") {
+		t.Fatalf("allocate while the disk is full: got %d %s, want a failure naming the sandbox state", r.StatusCode(), r.Body)
+	}
+	if st, h := health(); st != http.StatusServiceUnavailable || h["components"].(map[string]any)["sandbox"].(map[string]any)["status"] != "DOWN" {
+		t.Fatalf("health while the disk is full: %d %v, want 503 with the sandbox DOWN", st, h)
+	}
+
+	failing.Store(false)
+	if st, h := health(); st != http.StatusOK {
+		t.Fatalf("health after: %d %v, want UP again", st, h)
+	}
+	l, err := s.Platform.ListPartiesWithResponse(ctx, validator, nil)
+	if err != nil || l.StatusCode() != http.StatusOK {
+		t.Fatalf("list parties: %v %d", err, l.StatusCode())
+	}
+	if body := string(l.Body); !strings.Contains(body, `"before::`) || strings.Contains(body, `"lost::`) {
+		t.Fatalf("parties after the failed save: %s, want before and not lost", body)
+	}
+	raw, err := os.ReadFile(filepath.Join(dataDir, "sandbox", "state.json"))
+	if err != nil || !strings.Contains(string(raw), "before::") || strings.Contains(string(raw), "lost::") {
+		t.Fatalf("state on disk: %v; want before and not lost", err)
+	}
+}
