@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"sync"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -121,8 +122,17 @@ func (c *Controller) Wait(ctx context.Context, cr *Create) (*domain.CreatedUser,
 	if !c.provisionHere(cr) {
 		c.Enqueue(cr.Name)
 	}
+	// Asked again every few seconds: a validator whose earlier reconciles
+	// failed may sit in the queue's backoff, which must not hold up a
+	// create someone waits for.
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+wait:
 	select {
 	case <-cr.done:
+	case <-tick.C:
+		c.Enqueue(cr.Name)
+		goto wait
 	case <-ctx.Done():
 		if cr.abandon() {
 			c.Enqueue(cr.Name)
