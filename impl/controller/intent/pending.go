@@ -127,18 +127,20 @@ func (c *Controller) Wait(ctx context.Context, cr *Create) (*domain.CreatedUser,
 	// create someone waits for.
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
-wait:
-	select {
-	case <-cr.done:
-	case <-tick.C:
-		c.Enqueue(cr.Name)
-		goto wait
-	case <-ctx.Done():
-		if cr.abandon() {
+	for waiting := true; waiting; {
+		select {
+		case <-cr.done:
+			waiting = false
+		case <-tick.C:
 			c.Enqueue(cr.Name)
-			return nil, domain.Unavailable("validator %q was not provisioned in time; the create is undone, try again", cr.Name)
+		case <-ctx.Done():
+			if cr.abandon() {
+				c.Enqueue(cr.Name)
+				return nil, domain.Unavailable("validator %q was not provisioned in time; the create is undone, try again", cr.Name)
+			}
+			<-cr.done
+			waiting = false
 		}
-		<-cr.done
 	}
 	if cr.err != nil && !errors.Is(cr.err, domain.ErrInvalid) {
 		// After the name is recorded, a failing step is the server's
