@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"sync"
+	"time"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
