@@ -467,14 +467,14 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
 	UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// GetCustodyProviderSettings Read custody provider settings
 	//
 	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
 	GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateCustodyProviderSettingsWithBody Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettingsWithBody Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -483,7 +483,7 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettingsWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettings Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -492,25 +492,25 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListGatewayWallets List managed wallets (not built yet)
+	// ListGatewayWallets List managed wallets
 	//
 	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
 	ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateGatewayWalletWithBody Create a wallet for a party (not built yet)
+	// CreateGatewayWalletWithBody Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
 	CreateGatewayWalletWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// CreateGatewayWallet Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1348,7 +1348,7 @@ func (c *Client) UpdateUserRights(ctx context.Context, name ValidatorNamePath, u
 	return c.Client.Do(req)
 }
 
-// GetCustodyProviderSettings Read custody provider settings (not built yet)
+// GetCustodyProviderSettings Read custody provider settings
 //
 // The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 //
@@ -1365,7 +1365,7 @@ func (c *Client) GetCustodyProviderSettings(ctx context.Context, name ValidatorN
 	return c.Client.Do(req)
 }
 
-// UpdateCustodyProviderSettingsWithBody Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettingsWithBody Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -1384,7 +1384,7 @@ func (c *Client) UpdateCustodyProviderSettingsWithBody(ctx context.Context, name
 	return c.Client.Do(req)
 }
 
-// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettings Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -1403,7 +1403,7 @@ func (c *Client) UpdateCustodyProviderSettings(ctx context.Context, name Validat
 	return c.Client.Do(req)
 }
 
-// ListGatewayWallets List managed wallets (not built yet)
+// ListGatewayWallets List managed wallets
 //
 // Every wallet the wallet gateway manages for this validator, sorted by creation time.
 //
@@ -1420,9 +1420,9 @@ func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath,
 	return c.Client.Do(req)
 }
 
-// CreateGatewayWalletWithBody Create a wallet for a party (not built yet)
+// CreateGatewayWalletWithBody Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1439,9 +1439,9 @@ func (c *Client) CreateGatewayWalletWithBody(ctx context.Context, name Validator
 	return c.Client.Do(req)
 }
 
-// CreateGatewayWallet Create a wallet for a party (not built yet)
+// CreateGatewayWallet Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4035,7 +4035,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
 	UpdateUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*UpdateUserRightsResponse, error)
 
-	// GetCustodyProviderSettingsWithResponse Read custody provider settings (not built yet)
+	// GetCustodyProviderSettingsWithResponse Read custody provider settings
 	//
 	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 	//
@@ -4044,7 +4044,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
 	GetCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetCustodyProviderSettingsResponse, error)
 
-	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -4053,7 +4053,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettingsWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
 
-	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -4062,7 +4062,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
 
-	// ListGatewayWalletsWithResponse List managed wallets (not built yet)
+	// ListGatewayWalletsWithResponse List managed wallets
 	//
 	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
 	//
@@ -4071,18 +4071,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
 	ListGatewayWalletsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListGatewayWalletsResponse, error)
 
-	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party (not built yet)
+	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
 	CreateGatewayWalletWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
 
-	// CreateGatewayWalletWithResponse Create a wallet for a party (not built yet)
+	// CreateGatewayWalletWithResponse Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8000,7 +8000,7 @@ func (c *ClientWithResponses) UpdateUserRightsWithResponse(ctx context.Context, 
 	return ParseUpdateUserRightsResponse(rsp)
 }
 
-// GetCustodyProviderSettingsWithResponse Read custody provider settings (not built yet)
+// GetCustodyProviderSettingsWithResponse Read custody provider settings
 //
 // The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 //
@@ -8015,7 +8015,7 @@ func (c *ClientWithResponses) GetCustodyProviderSettingsWithResponse(ctx context
 	return ParseGetCustodyProviderSettingsResponse(rsp)
 }
 
-// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -8030,7 +8030,7 @@ func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithBodyWithResponse(
 	return ParseUpdateCustodyProviderSettingsResponse(rsp)
 }
 
-// UpdateCustodyProviderSettingsWithResponse Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -8045,7 +8045,7 @@ func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithResponse(ctx cont
 	return ParseUpdateCustodyProviderSettingsResponse(rsp)
 }
 
-// ListGatewayWalletsWithResponse List managed wallets (not built yet)
+// ListGatewayWalletsWithResponse List managed wallets
 //
 // Every wallet the wallet gateway manages for this validator, sorted by creation time.
 //
@@ -8060,9 +8060,9 @@ func (c *ClientWithResponses) ListGatewayWalletsWithResponse(ctx context.Context
 	return ParseListGatewayWalletsResponse(rsp)
 }
 
-// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party (not built yet)
+// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8075,9 +8075,9 @@ func (c *ClientWithResponses) CreateGatewayWalletWithBodyWithResponse(ctx contex
 	return ParseCreateGatewayWalletResponse(rsp)
 }
 
-// CreateGatewayWalletWithResponse Create a wallet for a party (not built yet)
+// CreateGatewayWalletWithResponse Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -117,16 +117,16 @@ type ServerInterface interface {
 	// UpdateUserRights Replace a ledger user's rights
 	// (POST /api/v1/validators/{name}/users/{userId}/rights)
 	UpdateUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserRightsParams) error
-	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// GetCustodyProviderSettings Read custody provider settings
 	// (GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	GetCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
-	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettings Update custody provider settings
 	// (PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	UpdateCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
-	// ListGatewayWallets List managed wallets (not built yet)
+	// ListGatewayWallets List managed wallets
 	// (GET /api/v1/validators/{name}/wallet-gateway/wallets)
 	ListGatewayWallets(ctx echo.Context, name ValidatorNamePath) error
-	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// CreateGatewayWallet Create a wallet for a party
 	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
 	CreateGatewayWallet(ctx echo.Context, name ValidatorNamePath) error
 	// ListWalletUsers List wallet usernames
@@ -4979,16 +4979,16 @@ type StrictServerInterface interface {
 	// UpdateUserRights Replace a ledger user's rights
 	// (POST /api/v1/validators/{name}/users/{userId}/rights)
 	UpdateUserRights(ctx context.Context, request UpdateUserRightsRequestObject) (UpdateUserRightsResponseObject, error)
-	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// GetCustodyProviderSettings Read custody provider settings
 	// (GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	GetCustodyProviderSettings(ctx context.Context, request GetCustodyProviderSettingsRequestObject) (GetCustodyProviderSettingsResponseObject, error)
-	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettings Update custody provider settings
 	// (PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	UpdateCustodyProviderSettings(ctx context.Context, request UpdateCustodyProviderSettingsRequestObject) (UpdateCustodyProviderSettingsResponseObject, error)
-	// ListGatewayWallets List managed wallets (not built yet)
+	// ListGatewayWallets List managed wallets
 	// (GET /api/v1/validators/{name}/wallet-gateway/wallets)
 	ListGatewayWallets(ctx context.Context, request ListGatewayWalletsRequestObject) (ListGatewayWalletsResponseObject, error)
-	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// CreateGatewayWallet Create a wallet for a party
 	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
 	CreateGatewayWallet(ctx context.Context, request CreateGatewayWalletRequestObject) (CreateGatewayWalletResponseObject, error)
 	// ListWalletUsers List wallet usernames

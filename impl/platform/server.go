@@ -32,6 +32,10 @@ type Options struct {
 	Upstreams Upstreams
 	// Logger gets what a 200 answer hides (a view's failed section).
 	Logger *slog.Logger
+	// Gateway keeps the wallet gateway state; nil leaves its operations at 501.
+	Gateway GatewayState
+	// Console opens participant consoles; nil leaves the console at 501.
+	Console ConsoleOptions
 }
 
 // Server serves release 2.0.
@@ -43,6 +47,8 @@ type Server struct {
 	// upstreams: see Options.Upstreams.
 	upstreams Upstreams
 	log       *slog.Logger
+	gateway   GatewayState
+	console   ConsoleOptions
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -53,6 +59,8 @@ func New(o Options) *Server {
 	s.cluster = o.Resources
 	s.upstreams = o.Upstreams
 	s.log = o.Logger
+	s.gateway = o.Gateway
+	s.console = o.Console
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)
@@ -81,5 +89,4 @@ const (
 // yet" table.
 const (
 	needsConsole = "it needs the ledger console stream (an exec stream into the participant pod)"
-	needsGateway = "it needs the wallet gateway custody integration"
 )
