@@ -23,7 +23,7 @@ type GatewayRecord struct {
 	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
 	// Credentials are stored apart from the settings (their own Secret key)
 	// and never leave the server.
-	Credentials *CustodyCredentials `json:"-"`
+	Credentials *CustodyCredentials   `json:"-"`
 	Wallets     []GatewayWalletRecord `json:"-"`
 }
 

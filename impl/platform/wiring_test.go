@@ -40,7 +40,7 @@ func (l *lateParts) For(ctx context.Context, validator string) (*upstream.Node, 
 // startWired runs the server with 2.0's handlers built from o plus the
 // app's resources and upstreams; ready is called with the started server
 // before any request (to finish o's parts that need the app).
-func startWired(t *testing.T, o platform.Options, ready func(*apitest.Server), extra ...app.Option) *apitest.Server {
+func startWired(t testing.TB, o platform.Options, ready func(*apitest.Server), extra ...app.Option) *apitest.Server {
 	t.Helper()
 	late := &lateParts{}
 	wire := app.WithServer(func(so *server.Options) {
