@@ -45,7 +45,7 @@ func startWired(t testing.TB, o platform.Options, ready func(*apitest.Server), e
 	late := &lateParts{}
 	wire := app.WithServer(func(so *server.Options) {
 		o.Resources, o.Upstreams = late, late
-		o.Logger = so.Logger
+		o.Logger, o.Docs = so.Logger, so.Docs
 		p := platform.New(o)
 		so.Platform = p
 		so.Plain["openLedgerConsole"] = p.LedgerConsole
