@@ -549,11 +549,14 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsole Open the console stream (WebSocket)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-	// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-	// console UI.
+	// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+	// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+	// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+	// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+	// `idle timeout`; each session leaves one audit entry (never its input or output).
 	//
 	// Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 	// Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:
@@ -1530,11 +1533,14 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 	return c.Client.Do(req)
 }
 
-// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+// OpenLedgerConsole Open the console stream (WebSocket)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-// console UI.
+// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+// `idle timeout`; each session leaves one audit entry (never its input or output).
 //
 // Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 // Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:
@@ -4125,11 +4131,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error)
 
-	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-	// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-	// console UI.
+	// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+	// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+	// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+	// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+	// `idle timeout`; each session leaves one audit entry (never its input or output).
 	//
 	// Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 	// Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:
@@ -8150,11 +8159,14 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 	return ParseOffboardWalletUserResponse(rsp)
 }
 
-// OpenLedgerConsoleWithResponse Open the console stream (WebSocket) (not built yet)
+// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-// console UI.
+// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+// `idle timeout`; each session leaves one audit entry (never its input or output).
 //
 // Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 // Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:

@@ -138,7 +138,7 @@ type ServerInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx echo.Context, name ValidatorNamePath, username string) error
-	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsole Open the console stream (WebSocket)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx echo.Context, params OpenLedgerConsoleParams) error
 	// GetDocsUi Interactive documentation page
@@ -5000,7 +5000,7 @@ type StrictServerInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx context.Context, request OffboardWalletUserRequestObject) (OffboardWalletUserResponseObject, error)
-	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsole Open the console stream (WebSocket)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx context.Context, request OpenLedgerConsoleRequestObject) (OpenLedgerConsoleResponseObject, error)
 	// GetDocsUi Interactive documentation page

@@ -199,7 +199,9 @@ func TestLedgerConsoleInBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out := c.waitFor(t, ctx, sess, screen, func(v string) bool { return strings.Contains(v, "ParticipantId = PAR::participant-"+validator+"::1220") })
+		out := c.waitFor(t, ctx, sess, screen, func(v string) bool {
+			return strings.Contains(v, "ParticipantId = PAR::participant-"+validator+"::1220")
+		})
 		if !strings.Contains(out, "@ participant.id") {
 			t.Fatalf("the typed command is not echoed: %q", out)
 		}
