@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,9 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	if c.Opener == nil {
 		return notWired("openLedgerConsole", partConsole)
 	}
+	if err := checkHandshake(r); err != nil {
+		return err
+	}
 	validator := r.URL.Query().Get("validator")
 	if _, err := s.object(domain.KindValidator, validator); err != nil {
 		return err
@@ -103,6 +107,32 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	started := time.Now()
 	end := s.runConsole(ctx, conn, sess, c.idle())
 	s.auditConsole(r, w.Header().Get("X-Request-Id"), validator, started, end)
+	return nil
+}
+
+// checkHandshake refuses, in the release's error shape (400), what the
+// WebSocket library would refuse in plain text once the session is open.
+func checkHandshake(r *http.Request) error {
+	hasToken := func(header, token string) bool {
+		for _, v := range r.Header.Values(header) {
+			for _, t := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(t), token) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case !hasToken("Upgrade", "websocket"):
+		return domain.Invalid("Upgrade", "must be websocket: the console is a WebSocket stream")
+	case !hasToken("Connection", "upgrade"):
+		return domain.Invalid("Connection", "must contain Upgrade (WebSocket handshake)")
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		return domain.Invalid("Sec-WebSocket-Version", "must be 13 (WebSocket handshake)")
+	case r.Header.Get("Sec-WebSocket-Key") == "":
+		return domain.Invalid("Sec-WebSocket-Key", "is required (WebSocket handshake)")
+	}
 	return nil
 }
 

@@ -146,14 +146,33 @@ func TestLedgerConsole(t *testing.T) {
 			url    string
 			header http.Header
 			want   int
+			plain  bool // sent as a plain request (a broken handshake)
 		}{
-			{"no token", consoleURL(s, validator), nil, http.StatusUnauthorized},
-			{"bad token", consoleURL(s, validator), http.Header{"Authorization": {"Bearer nope"}}, http.StatusUnauthorized},
-			{"unknown validator", consoleURL(s, "nope"), http.Header{"Authorization": {"Bearer " + s.Token}}, http.StatusNotFound},
-			{"no validator", strings.TrimSuffix(consoleURL(s, ""), "?validator="), http.Header{"Authorization": {"Bearer " + s.Token}}, http.StatusBadRequest},
+			{"no token", consoleURL(s, validator), nil, http.StatusUnauthorized, false},
+			{"bad token", consoleURL(s, validator), http.Header{"Authorization": {"Bearer nope"}}, http.StatusUnauthorized, false},
+			{"unknown validator", consoleURL(s, "nope"), http.Header{"Authorization": {"Bearer " + s.Token}}, http.StatusNotFound, false},
+			{"no Connection: Upgrade", consoleURL(s, validator), http.Header{"Authorization": {"Bearer " + s.Token}, "Upgrade": {"websocket"},
+				"Sec-WebSocket-Version": {"13"}, "Sec-WebSocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}}, http.StatusBadRequest, true},
+			{"no Sec-WebSocket-Key", consoleURL(s, validator), http.Header{"Authorization": {"Bearer " + s.Token}, "Upgrade": {"websocket"},
+				"Connection": {"Upgrade"}, "Sec-WebSocket-Version": {"13"}}, http.StatusBadRequest, true},
+			{"not a WebSocket", consoleURL(s, validator), http.Header{"Authorization": {"Bearer " + s.Token}, "Upgrade": {"h2c"}}, http.StatusBadRequest, true},
+			{"no validator", strings.TrimSuffix(consoleURL(s, ""), "?validator="), http.Header{"Authorization": {"Bearer " + s.Token}}, http.StatusBadRequest, false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
+				if tt.plain {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http"+strings.TrimPrefix(tt.url, "ws"), nil)
+					req.Header = tt.header
+					resp, err := s.HTTP.Do(req) // checked against the contract (error shape)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					if resp.StatusCode != tt.want {
+						t.Fatalf("got %d, want %d", resp.StatusCode, tt.want)
+					}
+					return
+				}
 				_, resp, err := websocket.Dial(ctx, tt.url, &websocket.DialOptions{HTTPHeader: tt.header})
 				if err == nil || resp == nil || resp.StatusCode != tt.want {
 					t.Fatalf("got %v %v, want %d", resp, err, tt.want)
