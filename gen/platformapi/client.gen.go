@@ -475,14 +475,14 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
 	UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// GetCustodyProviderSettings Read custody provider settings
 	//
 	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
 	GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateCustodyProviderSettingsWithBody Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettingsWithBody Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -491,7 +491,7 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettingsWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettings Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -500,25 +500,25 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListGatewayWallets List managed wallets (not built yet)
+	// ListGatewayWallets List managed wallets
 	//
 	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
 	ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateGatewayWalletWithBody Create a wallet for a party (not built yet)
+	// CreateGatewayWalletWithBody Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
 	CreateGatewayWalletWithBody(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// CreateGatewayWallet Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -557,11 +557,14 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsole Open the console stream (WebSocket)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-	// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-	// console UI.
+	// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+	// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+	// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+	// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+	// `idle timeout`; each session leaves one audit entry (never its input or output).
 	//
 	// Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 	// Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:
@@ -1364,7 +1367,7 @@ func (c *Client) UpdateUserRights(ctx context.Context, name ValidatorNamePath, u
 	return c.Client.Do(req)
 }
 
-// GetCustodyProviderSettings Read custody provider settings (not built yet)
+// GetCustodyProviderSettings Read custody provider settings
 //
 // The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 //
@@ -1381,7 +1384,7 @@ func (c *Client) GetCustodyProviderSettings(ctx context.Context, name ValidatorN
 	return c.Client.Do(req)
 }
 
-// UpdateCustodyProviderSettingsWithBody Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettingsWithBody Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -1400,7 +1403,7 @@ func (c *Client) UpdateCustodyProviderSettingsWithBody(ctx context.Context, name
 	return c.Client.Do(req)
 }
 
-// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettings Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -1419,7 +1422,7 @@ func (c *Client) UpdateCustodyProviderSettings(ctx context.Context, name Validat
 	return c.Client.Do(req)
 }
 
-// ListGatewayWallets List managed wallets (not built yet)
+// ListGatewayWallets List managed wallets
 //
 // Every wallet the wallet gateway manages for this validator, sorted by creation time.
 //
@@ -1436,9 +1439,9 @@ func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath,
 	return c.Client.Do(req)
 }
 
-// CreateGatewayWalletWithBody Create a wallet for a party (not built yet)
+// CreateGatewayWalletWithBody Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1455,9 +1458,9 @@ func (c *Client) CreateGatewayWalletWithBody(ctx context.Context, name Validator
 	return c.Client.Do(req)
 }
 
-// CreateGatewayWallet Create a wallet for a party (not built yet)
+// CreateGatewayWallet Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1546,11 +1549,14 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 	return c.Client.Do(req)
 }
 
-// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+// OpenLedgerConsole Open the console stream (WebSocket)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-// console UI.
+// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+// `idle timeout`; each session leaves one audit entry (never its input or output).
 //
 // Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 // Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:
@@ -4059,7 +4065,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
 	UpdateUserRightsWithResponse(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*UpdateUserRightsResponse, error)
 
-	// GetCustodyProviderSettingsWithResponse Read custody provider settings (not built yet)
+	// GetCustodyProviderSettingsWithResponse Read custody provider settings
 	//
 	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 	//
@@ -4068,7 +4074,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
 	GetCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*GetCustodyProviderSettingsResponse, error)
 
-	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -4077,7 +4083,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettingsWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
 
-	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 	//
@@ -4086,7 +4092,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `UpdateCustodyProviderSettings` operationId).
 	UpdateCustodyProviderSettingsWithResponse(ctx context.Context, name ValidatorNamePath, body UpdateCustodyProviderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustodyProviderSettingsResponse, error)
 
-	// ListGatewayWalletsWithResponse List managed wallets (not built yet)
+	// ListGatewayWalletsWithResponse List managed wallets
 	//
 	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
 	//
@@ -4095,18 +4101,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
 	ListGatewayWalletsWithResponse(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*ListGatewayWalletsResponse, error)
 
-	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party (not built yet)
+	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/wallet-gateway/wallets (the `CreateGatewayWallet` operationId).
 	CreateGatewayWalletWithBodyWithResponse(ctx context.Context, name ValidatorNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGatewayWalletResponse, error)
 
-	// CreateGatewayWalletWithResponse Create a wallet for a party (not built yet)
+	// CreateGatewayWalletWithResponse Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4149,11 +4155,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error)
 
-	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-	// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-	// console UI.
+	// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+	// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+	// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+	// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+	// `idle timeout`; each session leaves one audit entry (never its input or output).
 	//
 	// Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 	// Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:
@@ -8032,7 +8041,7 @@ func (c *ClientWithResponses) UpdateUserRightsWithResponse(ctx context.Context, 
 	return ParseUpdateUserRightsResponse(rsp)
 }
 
-// GetCustodyProviderSettingsWithResponse Read custody provider settings (not built yet)
+// GetCustodyProviderSettingsWithResponse Read custody provider settings
 //
 // The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
 //
@@ -8047,7 +8056,7 @@ func (c *ClientWithResponses) GetCustodyProviderSettingsWithResponse(ctx context
 	return ParseGetCustodyProviderSettingsResponse(rsp)
 }
 
-// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -8062,7 +8071,7 @@ func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithBodyWithResponse(
 	return ParseUpdateCustodyProviderSettingsResponse(rsp)
 }
 
-// UpdateCustodyProviderSettingsWithResponse Update custody provider settings (not built yet)
+// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
 //
@@ -8077,7 +8086,7 @@ func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithResponse(ctx cont
 	return ParseUpdateCustodyProviderSettingsResponse(rsp)
 }
 
-// ListGatewayWalletsWithResponse List managed wallets (not built yet)
+// ListGatewayWalletsWithResponse List managed wallets
 //
 // Every wallet the wallet gateway manages for this validator, sorted by creation time.
 //
@@ -8092,9 +8101,9 @@ func (c *ClientWithResponses) ListGatewayWalletsWithResponse(ctx context.Context
 	return ParseListGatewayWalletsResponse(rsp)
 }
 
-// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party (not built yet)
+// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8107,9 +8116,9 @@ func (c *ClientWithResponses) CreateGatewayWalletWithBodyWithResponse(ctx contex
 	return ParseCreateGatewayWalletResponse(rsp)
 }
 
-// CreateGatewayWalletWithResponse Create a wallet for a party (not built yet)
+// CreateGatewayWalletWithResponse Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint` whose signing key is held by the custody provider (in `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already or the provider is not enabled; 502 when the provider or the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8182,11 +8191,14 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 	return ParseOffboardWalletUserResponse(rsp)
 }
 
-// OpenLedgerConsoleWithResponse Open the console stream (WebSocket) (not built yet)
+// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
-// validator `validator` (an exec stream into the participant pod). Not REST; meant for the
-// console UI.
+// validator `validator` (an exec stream into the participant pod; on the embedded default, the
+// sandbox participant's console). Not REST; meant for the console UI (`/docs-ui/console.html`).
+// An unknown validator is 404 and an unreachable console 503, both before the upgrade. A session
+// with neither input nor output for the server's idle timeout is closed with 1000 and the reason
+// `idle timeout`; each session leaves one audit entry (never its input or output).
 //
 // Authentication: a bearer token as for every `/api/v1` call, in the `Authorization` header.
 // Browsers cannot set headers on a WebSocket, so the token may instead be sent as a subprotocol:

@@ -117,16 +117,16 @@ type ServerInterface interface {
 	// UpdateUserRights Replace a ledger user's rights
 	// (POST /api/v1/validators/{name}/users/{userId}/rights)
 	UpdateUserRights(ctx echo.Context, name ValidatorNamePath, userId UserIdPath, params UpdateUserRightsParams) error
-	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// GetCustodyProviderSettings Read custody provider settings
 	// (GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	GetCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
-	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettings Update custody provider settings
 	// (PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	UpdateCustodyProviderSettings(ctx echo.Context, name ValidatorNamePath) error
-	// ListGatewayWallets List managed wallets (not built yet)
+	// ListGatewayWallets List managed wallets
 	// (GET /api/v1/validators/{name}/wallet-gateway/wallets)
 	ListGatewayWallets(ctx echo.Context, name ValidatorNamePath) error
-	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// CreateGatewayWallet Create a wallet for a party
 	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
 	CreateGatewayWallet(ctx echo.Context, name ValidatorNamePath) error
 	// ListWalletUsers List wallet usernames
@@ -138,7 +138,7 @@ type ServerInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx echo.Context, name ValidatorNamePath, username string) error
-	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsole Open the console stream (WebSocket)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx echo.Context, params OpenLedgerConsoleParams) error
 	// GetDocsUi Interactive documentation page
@@ -4979,16 +4979,16 @@ type StrictServerInterface interface {
 	// UpdateUserRights Replace a ledger user's rights
 	// (POST /api/v1/validators/{name}/users/{userId}/rights)
 	UpdateUserRights(ctx context.Context, request UpdateUserRightsRequestObject) (UpdateUserRightsResponseObject, error)
-	// GetCustodyProviderSettings Read custody provider settings (not built yet)
+	// GetCustodyProviderSettings Read custody provider settings
 	// (GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	GetCustodyProviderSettings(ctx context.Context, request GetCustodyProviderSettingsRequestObject) (GetCustodyProviderSettingsResponseObject, error)
-	// UpdateCustodyProviderSettings Update custody provider settings (not built yet)
+	// UpdateCustodyProviderSettings Update custody provider settings
 	// (PUT /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a)
 	UpdateCustodyProviderSettings(ctx context.Context, request UpdateCustodyProviderSettingsRequestObject) (UpdateCustodyProviderSettingsResponseObject, error)
-	// ListGatewayWallets List managed wallets (not built yet)
+	// ListGatewayWallets List managed wallets
 	// (GET /api/v1/validators/{name}/wallet-gateway/wallets)
 	ListGatewayWallets(ctx context.Context, request ListGatewayWalletsRequestObject) (ListGatewayWalletsResponseObject, error)
-	// CreateGatewayWallet Create a wallet for a party (not built yet)
+	// CreateGatewayWallet Create a wallet for a party
 	// (POST /api/v1/validators/{name}/wallet-gateway/wallets)
 	CreateGatewayWallet(ctx context.Context, request CreateGatewayWalletRequestObject) (CreateGatewayWalletResponseObject, error)
 	// ListWalletUsers List wallet usernames
@@ -5000,7 +5000,7 @@ type StrictServerInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx context.Context, request OffboardWalletUserRequestObject) (OffboardWalletUserResponseObject, error)
-	// OpenLedgerConsole Open the console stream (WebSocket) (not built yet)
+	// OpenLedgerConsole Open the console stream (WebSocket)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx context.Context, request OpenLedgerConsoleRequestObject) (OpenLedgerConsoleResponseObject, error)
 	// GetDocsUi Interactive documentation page

@@ -261,6 +261,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
+	gw, console, err := a.gatewayAndConsole()
+	if err != nil {
+		return nil, err
+	}
 	plat := platform.New(platform.Options{
 		Health:  a.health(),
 		Version: version,
@@ -270,7 +274,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Resources: a.Cluster,
 		Upstreams: ups,
 		Logger:    log,
-		Leader:    a.leaderHealthFunc(),
+		// The wallet gateway's state and the ledger console.
+		Gateway: gw,
+		Console: console,
+		Leader:  a.leaderHealthFunc(),
 	})
 	so := server.Options{
 		Logger:     log,

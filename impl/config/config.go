@@ -90,8 +90,10 @@ type Config struct {
 	PprofListen string
 
 	// Upstream calls of release 2.0 (ledger, scan, validator app).
-	UpstreamTimeout  time.Duration
-	UpstreamTokenURL string
+	UpstreamTimeout time.Duration
+	// ConsoleIdleTimeout closes a ledger console session without input or output for that long.
+	ConsoleIdleTimeout time.Duration
+	UpstreamTokenURL   string
 
 	// Leader election among replicas (a coordination.k8s.io Lease in
 	// api.namespace): only the leader runs the controllers, schedules and
@@ -131,6 +133,7 @@ func Default() Config {
 		DatabaseConnMaxLifetime: 30 * time.Minute,
 		DatabaseConnMaxIdleTime: 10 * time.Minute,
 		UpstreamTimeout:         30 * time.Second,
+		ConsoleIdleTimeout:      15 * time.Minute,
 		// client-go's and controller-runtime's defaults.
 		LeaderElection:                true,
 		LeaderElectionID:              "validator-manager",
@@ -191,6 +194,7 @@ func (c *Config) settings() []setting {
 		{"leaderElection.renewDeadline", "how long the leader retries renewing before it gives up leading (and the process exits)", &c.LeaderElectionRenewDeadline, false},
 		{"leaderElection.retryPeriod", "how often replicas try to acquire or renew the Lease", &c.LeaderElectionRetryPeriod, false},
 		{"leaderElection.releaseOnCancel", "a leader that shuts down releases the Lease, so a follower takes over within retryPeriod instead of leaseDuration", &c.LeaderElectionReleaseOnCancel, false},
+		{"console.idleTimeout", "closes a ledger console session with neither input nor output for this long", &c.ConsoleIdleTimeout, false},
 		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }

@@ -58,7 +58,8 @@ func New(platform, management *openapi3.T) (*Docs, error) {
 		// "Select a definition", which cut the release names off; the
 		// selector takes the room its longest name needs.
 		AppendHead: `<style>.swagger-ui .topbar .download-url-wrapper .select-label{max-width:none}` +
-			`.swagger-ui .topbar .download-url-wrapper .select-label select{min-width:34em;flex:none;width:auto}</style>`,
+			`.swagger-ui .topbar .download-url-wrapper .select-label select{min-width:34em;flex:none;width:auto}</style>` +
+			consoleLink,
 		SettingsUI: map[string]string{
 			// The top bar's selector switches between the two releases.
 			"urls":                 string(urls),
@@ -71,5 +72,5 @@ func New(platform, management *openapi3.T) (*Docs, error) {
 	if rec.Code != http.StatusOK {
 		return nil, fmt.Errorf("docs page: status %d", rec.Code)
 	}
-	return &Docs{Platform: p, Management: m, Page: rec.Body.Bytes(), Assets: ui}, nil
+	return &Docs{Platform: p, Management: m, Page: rec.Body.Bytes(), Assets: withConsole(ui)}, nil
 }

@@ -2,20 +2,289 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
+
+const partConsole = "the ledger console (a console opener: the sandbox participant's console or a pod exec)"
+
+// ConsoleSession is one terminal session on a participant's console.
+type ConsoleSession interface {
+	// Read returns terminal output; io.EOF when the console ended.
+	io.Reader
+	// Write sends terminal input.
+	io.Writer
+	// Resize changes the terminal size.
+	Resize(cols, rows uint16) error
+	// Close ends the session; Read then returns an error.
+	Close() error
+}
+
+// ConsoleOpener opens a console session on a validator's participant.
+type ConsoleOpener interface {
+	OpenConsole(ctx context.Context, validator string) (ConsoleSession, error)
+}
+
+// ConsoleOpenerFunc adapts a function to ConsoleOpener.
+type ConsoleOpenerFunc func(ctx context.Context, validator string) (ConsoleSession, error)
+
+func (f ConsoleOpenerFunc) OpenConsole(ctx context.Context, validator string) (ConsoleSession, error) {
+	return f(ctx, validator)
+}
+
+// Auditor stores audit entries (the console's one entry per session).
+type Auditor interface {
+	RecordAudit(ctx context.Context, e domain.AuditEntry) error
+}
+
+// ConsoleOptions is what the console is built from.
+type ConsoleOptions struct {
+	// Opener opens sessions; nil leaves the console at 501.
+	Opener ConsoleOpener
+	// IdleTimeout ends a session with neither input nor output for that
+	// long (default 15 minutes).
+	IdleTimeout time.Duration
+	// Audit gets one entry per session (never its keystrokes or output).
+	Audit Auditor
+}
+
+// DefaultConsoleIdleTimeout is ConsoleOptions.IdleTimeout's default.
+const DefaultConsoleIdleTimeout = 15 * time.Minute
+
+// consoleReadLimit bounds one client frame (a paste, a resize message).
+const consoleReadLimit = 64 << 10
 
 // OpenLedgerConsole is never routed: the console is served by
 // LedgerConsole, a plain handler that can take over the connection.
 func (s *Server) OpenLedgerConsole(ctx context.Context, req platformapi.OpenLedgerConsoleRequestObject) (platformapi.OpenLedgerConsoleResponseObject, error) {
-	return nil, notBuilt("openLedgerConsole", needsConsole)
+	return nil, notWired("openLedgerConsole", partConsole)
 }
 
 // LedgerConsole upgrades to the WebSocket console stream (openLedgerConsole).
 // It runs behind authentication and request validation like every
-// operation, on the raw connection.
+// operation; everything that can fail (unknown validator, console not
+// reachable) is answered before the upgrade, in the release's error shape.
 func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
-	return notBuilt("openLedgerConsole", needsConsole)
+	c := s.console
+	if c.Opener == nil {
+		return notWired("openLedgerConsole", partConsole)
+	}
+	if err := checkHandshake(r); err != nil {
+		return err
+	}
+	validator := r.URL.Query().Get("validator")
+	if _, err := s.object(domain.KindValidator, validator); err != nil {
+		return err
+	}
+	// The session outlives the request's handling only as long as the
+	// connection: the handler returns when the session ends.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sess, err := c.Opener.OpenConsole(ctx, validator)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"bearer"}})
+	if err != nil {
+		// Accept has answered the handshake's error itself.
+		s.logger().LogAttrs(ctx, slog.LevelInfo, "console handshake refused", slog.String("validator", validator), slog.Any("error", err))
+		return nil
+	}
+	conn.SetReadLimit(consoleReadLimit)
+	started := time.Now()
+	end := s.runConsole(ctx, conn, sess, c.idle())
+	s.auditConsole(r, w.Header().Get("X-Request-Id"), validator, started, end)
+	return nil
+}
+
+// checkHandshake refuses, in the release's error shape (400), what the
+// WebSocket library would refuse in plain text once the session is open.
+func checkHandshake(r *http.Request) error {
+	hasToken := func(header, token string) bool {
+		for _, v := range r.Header.Values(header) {
+			for _, t := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(t), token) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case !hasToken("Upgrade", "websocket"):
+		return domain.Invalid("Upgrade", "must be websocket: the console is a WebSocket stream")
+	case !hasToken("Connection", "upgrade"):
+		return domain.Invalid("Connection", "must contain Upgrade (WebSocket handshake)")
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		return domain.Invalid("Sec-WebSocket-Version", "must be 13 (WebSocket handshake)")
+	case r.Header.Get("Sec-WebSocket-Key") == "":
+		return domain.Invalid("Sec-WebSocket-Key", "is required (WebSocket handshake)")
+	}
+	return nil
+}
+
+func (c ConsoleOptions) idle() time.Duration {
+	if c.IdleTimeout > 0 {
+		return c.IdleTimeout
+	}
+	return DefaultConsoleIdleTimeout
+}
+
+// sessionEnd is how a session ended: the close frame sent and the reason
+// the audit entry records.
+type sessionEnd struct {
+	code   websocket.StatusCode
+	reason string
+}
+
+var (
+	endConsole = sessionEnd{websocket.StatusNormalClosure, "console session ended"}
+	endClient  = sessionEnd{websocket.StatusNormalClosure, "client closed"}
+	endIdle    = sessionEnd{websocket.StatusNormalClosure, "idle timeout"}
+	endStream  = sessionEnd{websocket.StatusInternalError, "console stream failed"}
+)
+
+// runConsole pumps output to the socket and input to the session until
+// either side ends, the idle timeout passes or ctx ends.
+// The socket's reads and writes use connCtx, which finishing does not
+// cancel: a cancelled context makes the library drop the connection
+// without a close frame. The socket is closed with the reason once either
+// side has ended.
+func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess ConsoleSession, idle time.Duration) sessionEnd {
+	ctx, cancel := context.WithCancel(connCtx)
+	defer cancel()
+	var once sync.Once
+	var end sessionEnd
+	finish := func(e sessionEnd) {
+		once.Do(func() { end = e; cancel() })
+	}
+	activity := make(chan struct{}, 1)
+	touch := func() {
+		select {
+		case activity <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // console → browser
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := sess.Read(buf)
+			if n > 0 {
+				touch()
+				if werr := conn.Write(connCtx, websocket.MessageBinary, buf[:n]); werr != nil {
+					finish(endClient)
+					return
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				finish(endConsole)
+				return
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					s.logger().LogAttrs(ctx, slog.LevelWarn, "console stream failed", slog.Any("error", err))
+				}
+				finish(endStream)
+				return
+			}
+		}
+	}()
+	go func() { // browser → console
+		defer wg.Done()
+		for {
+			typ, data, err := conn.Read(connCtx)
+			if err != nil {
+				finish(endClient)
+				return
+			}
+			touch()
+			if typ == websocket.MessageText {
+				var m struct {
+					Type string `json:"type"`
+					Cols uint16 `json:"cols"`
+					Rows uint16 `json:"rows"`
+				}
+				// Control messages other than a valid resize are ignored:
+				// a terminal must not die of a client's unknown message.
+				if json.Unmarshal(data, &m) == nil && m.Type == "resize" && m.Cols > 0 && m.Rows > 0 {
+					_ = sess.Resize(m.Cols, m.Rows)
+				}
+				continue
+			}
+			if _, err := sess.Write(data); err != nil {
+				finish(endStream)
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-activity:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			timer.Reset(idle)
+		case <-timer.C:
+			finish(endIdle)
+			break loop
+		}
+	}
+	finish(endClient) // no-op when already ended
+	// Closing the session unblocks its Read; closing the socket, conn.Read.
+	sess.Close()
+	conn.Close(end.code, end.reason)
+	wg.Wait()
+	return end
+}
+
+func (s *Server) auditConsole(r *http.Request, requestID, validator string, started time.Time, end sessionEnd) {
+	e := domain.AuditEntry{
+		At: time.Now().UTC(), Operation: "openLedgerConsole", Validator: validator,
+		Status: http.StatusSwitchingProtocols, RequestID: requestID,
+		Targets: map[string]string{"ended": end.reason, "duration": time.Since(started).Round(time.Millisecond).String()},
+	}
+	if p, ok := auth.PrincipalFrom(r.Context()); ok {
+		e.Subject = p.Subject
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	s.logger().LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("request_id", e.RequestID), slog.String("subject", e.Subject),
+		slog.String("operation", e.Operation), slog.String("validator", validator), slog.Any("targets", e.Targets), slog.Int("status", e.Status))
+	if s.console.Audit == nil {
+		return
+	}
+	if err := s.console.Audit.RecordAudit(ctx, e); err != nil {
+		s.logger().LogAttrs(ctx, slog.LevelError, "audit entry not stored", slog.String("operation", e.Operation), slog.Any("error", err))
+	}
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.log
 }

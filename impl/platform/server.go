@@ -35,6 +35,10 @@ type Options struct {
 	// Leader reports this replica's role in the leader election, shown in
 	// /actuator/health; nil: no election (one process), not shown.
 	Leader func() LeaderElection
+	// Gateway keeps the wallet gateway state; nil leaves its operations at 501.
+	Gateway GatewayState
+	// Console opens participant consoles; nil leaves the console at 501.
+	Console ConsoleOptions
 }
 
 // Server serves release 2.0.
@@ -47,6 +51,8 @@ type Server struct {
 	upstreams Upstreams
 	log       *slog.Logger
 	leader    func() LeaderElection
+	gateway   GatewayState
+	console   ConsoleOptions
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -58,6 +64,8 @@ func New(o Options) *Server {
 	s.upstreams = o.Upstreams
 	s.log = o.Logger
 	s.leader = o.Leader
+	s.gateway = o.Gateway
+	s.console = o.Console
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)
@@ -86,5 +94,4 @@ const (
 // yet" table.
 const (
 	needsConsole = "it needs the ledger console stream (an exec stream into the participant pod)"
-	needsGateway = "it needs the wallet gateway custody integration"
 )

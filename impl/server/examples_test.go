@@ -189,7 +189,6 @@ func TestResponseExamplesAreWhatTheServerSends(t *testing.T) {
 		{"1.11 404", release111, http.MethodGet, "/api/validators/{name}/prune", "/api/validators/x/prune", s.Token, http.StatusNotFound, true},
 		{"2.0 404", release20, http.MethodGet, "/api/v1/validators/{name}", "/api/v1/validators/validator-9", s.Token, http.StatusNotFound, true},
 		{"2.0 400", release20, http.MethodPost, "/api/v1/validators/{name}/parties", "/api/v1/validators/validator-1/parties", s.Token, http.StatusBadRequest, true},
-		{"2.0 501", release20, http.MethodGet, "/api/v1/validators/{name}/wallet-gateway/wallets", "/api/v1/validators/validator-1/wallet-gateway/wallets", s.Token, http.StatusNotImplemented, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,6 +279,9 @@ func TestRequestExamplesAreAccepted(t *testing.T) {
 		}
 		for _, r := range reqs {
 			t.Run(k.release+"/"+op.OperationID+r.name, func(t *testing.T) {
+				if op.OperationID == "openLedgerConsole" {
+					t.Skip("a WebSocket upgrade cannot be tried as a plain request; the console tests (impl/platform) open it with its examples")
+				}
 				req, _ := http.NewRequestWithContext(t.Context(), k.method, s.URL+r.target, bytes.NewReader(r.body))
 				for h, v := range r.header {
 					req.Header.Set(h, v)

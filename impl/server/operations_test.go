@@ -295,19 +295,19 @@ func operationCases() []operationCase {
 		built404("offboardWalletUser", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.OffboardWalletUserWithResponse(ctx, absent, "alice")
 		}),
-		p("listGatewayWallets", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListGatewayWalletsWithResponse(ctx, validator)
+		built404("listGatewayWallets", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListGatewayWalletsWithResponse(ctx, absent)
 		}),
-		p("createGatewayWallet", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.CreateGatewayWalletWithResponse(ctx, validator, platformapi.CreateGatewayWalletRequest{
+		built404("createGatewayWallet", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.CreateGatewayWalletWithResponse(ctx, absent, platformapi.CreateGatewayWalletRequest{
 				PartyHint: "treasury", SigningProvider: platformapi.SigningProviderCustodyProviderA, Primary: ptr(true), Vault: ptr("vault-1"),
 			})
 		}),
-		p("getCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetCustodyProviderSettingsWithResponse(ctx, validator)
+		built404("getCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.GetCustodyProviderSettingsWithResponse(ctx, absent)
 		}),
-		p("updateCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.UpdateCustodyProviderSettingsWithResponse(ctx, validator, platformapi.UpdateCustodyProviderSettingsRequest{
+		built404("updateCustodyProviderSettings", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.UpdateCustodyProviderSettingsWithResponse(ctx, absent, platformapi.UpdateCustodyProviderSettingsRequest{
 				Enabled: ptr(true), BaseUrl: ptr("https://custody.example.com/api"),
 				Credentials: &platformapi.CustodyProviderCredentials{ApiKey: ptr("key"), ApiSecret: ptr("secret")},
 			})
@@ -348,24 +348,24 @@ func operationCases() []operationCase {
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				return s.Public.GetDocsUiWithResponse(ctx)
 			}},
-		p("openLedgerConsole", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+		built404("openLedgerConsole", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			// The console is at /api/ws, outside /api/v1; the same root client
 			// reaches it, here with the token and the headers a WebSocket
 			// client sends.
 			return s.Public.OpenLedgerConsoleWithResponse(ctx,
-				&platformapi.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket"},
+				&platformapi.OpenLedgerConsoleParams{Validator: absent, Upgrade: "websocket"},
 				withHeader("Authorization", "Bearer "+s.Token),
 				withHeader("Connection", "Upgrade"),
 				withHeader("Sec-WebSocket-Version", "13"),
 				withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
 			)
 		}),
-		{release: release20, id: "openLedgerConsole", variant: "bearer subprotocol", status: http.StatusNotImplemented,
+		{release: release20, id: "openLedgerConsole", variant: "bearer subprotocol", status: http.StatusNotFound,
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				// Browsers cannot set Authorization on a WebSocket; the contract
 				// accepts the token as the subprotocol "bearer, <token>" instead.
 				return s.Public.OpenLedgerConsoleWithResponse(ctx,
-					&platformapi.OpenLedgerConsoleParams{Validator: validator, Upgrade: "websocket", SecWebSocketProtocol: ptr("bearer, " + s.Token)},
+					&platformapi.OpenLedgerConsoleParams{Validator: absent, Upgrade: "websocket", SecWebSocketProtocol: ptr("bearer, " + s.Token)},
 					withHeader("Connection", "Upgrade"),
 					withHeader("Sec-WebSocket-Version", "13"),
 					withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),

@@ -1,0 +1,216 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// ExecConsole opens console sessions in a cluster: an exec session with a
+// TTY in the running participant pod of the validator, through client-go's
+// remotecommand (WebSocket, with SPDY as fallback, as kubectl does).
+type ExecConsole struct {
+	Core      kubernetes.Interface
+	Config    *rest.Config
+	Namespace string
+	// Selector is the label selector of a validator's participant pods
+	// (default ParticipantSelector).
+	Selector func(validator string) string
+	// Container is the participant's container (default: the pod's
+	// kubectl.kubernetes.io/default-container, else "participant", else
+	// the only container).
+	Container string
+	// Command runs in the container (default DefaultConsoleCommand).
+	Command []string
+	// NewExecutor builds the stream to an exec URL (default: WebSocket with
+	// SPDY fallback); tests put a fake executor here.
+	NewExecutor func(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error)
+}
+
+// DefaultConsoleCommand starts Canton's console against the participant
+// of the pod (the Canton image's entry point, with its remote console
+// configuration).
+var DefaultConsoleCommand = []string{"/app/bin/canton", "--console", "-c", "/app/remote-participant.conf"}
+
+// ParticipantSelector selects a validator's participant pods.
+func ParticipantSelector(validator string) string {
+	return "validator-manager.io/validator=" + validator + ",app.kubernetes.io/component=participant"
+}
+
+var _ ConsoleOpener = (*ExecConsole)(nil)
+
+// OpenConsole finds the participant pod and starts the exec session. The
+// session lives until Close or until the command ends.
+func (e *ExecConsole) OpenConsole(ctx context.Context, validator string) (ConsoleSession, error) {
+	pod, container, err := e.find(ctx, validator)
+	if err != nil {
+		return nil, err
+	}
+	command := e.Command
+	if len(command) == 0 {
+		command = DefaultConsoleCommand
+	}
+	u, err := e.execURL(pod, container, command)
+	if err != nil {
+		return nil, err
+	}
+	newExec := e.NewExecutor
+	if newExec == nil {
+		newExec = defaultExecutor
+	}
+	ex, err := newExec(e.Config, u)
+	if err != nil {
+		return nil, fmt.Errorf("console exec into pod %s: %w", pod, err)
+	}
+	return startExec(ex), nil
+}
+
+// execURL is the pod's exec subresource with a TTY, stdin and stdout.
+func (e *ExecConsole) execURL(pod, container string, command []string) (*url.URL, error) {
+	host := ""
+	if e.Config != nil {
+		host = e.Config.Host
+	}
+	u, err := url.Parse(host)
+	if err != nil {
+		return nil, fmt.Errorf("console: API server address %q: %w", host, err)
+	}
+	q, err := scheme.ParameterCodec.EncodeParameters(&corev1.PodExecOptions{Container: container, Command: command, Stdin: true, Stdout: true, TTY: true}, corev1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) + "/pods/" + url.PathEscape(pod) + "/exec"
+	u.RawQuery = q.Encode()
+	return u, nil
+}
+
+func defaultExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		return nil, err
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+}
+
+func (e *ExecConsole) find(ctx context.Context, validator string) (string, string, error) {
+	sel := e.Selector
+	if sel == nil {
+		sel = ParticipantSelector
+	}
+	pods, err := e.Core.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel(validator)})
+	if err != nil {
+		return "", "", domain.Unavailable("console: participant pods of %s cannot be listed: %v", validator, err)
+	}
+	var running []corev1.Pod
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running = append(running, p)
+		}
+	}
+	if len(running) != 1 {
+		return "", "", domain.Unavailable("console: %d running participant pods of %s (selector %s), want one", len(running), validator, sel(validator))
+	}
+	p := running[0]
+	if e.Container != "" {
+		return p.Name, e.Container, nil
+	}
+	if c := p.Annotations["kubectl.kubernetes.io/default-container"]; c != "" {
+		return p.Name, c, nil
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == "participant" {
+			return p.Name, c.Name, nil
+		}
+	}
+	if len(p.Spec.Containers) == 1 {
+		return p.Name, p.Spec.Containers[0].Name, nil
+	}
+	return "", "", domain.Unavailable("console: pod %s has several containers and none is named participant", p.Name)
+}
+
+// execSession is a running exec stream seen as a ConsoleSession.
+type execSession struct {
+	cancel    context.CancelFunc
+	stdinW    *io.PipeWriter
+	stdoutR   *io.PipeReader
+	sizes     chan remotecommand.TerminalSize
+	done      <-chan struct{}
+	closeOnce sync.Once
+	ctx       context.Context
+}
+
+func startExec(ex remotecommand.Executor) *execSession {
+	// The stream's context is its own: it ends with Close, not with the
+	// request that opened it.
+	ctx, cancel := context.WithCancel(context.Background())
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	done := make(chan struct{})
+	s := &execSession{cancel: cancel, stdinW: stdinW, stdoutR: stdoutR, sizes: make(chan remotecommand.TerminalSize, 1), done: done, ctx: ctx}
+	go func() {
+		defer close(done)
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdoutW, Tty: true, TerminalSizeQueue: s})
+		// nil: the command ended, and Read answers io.EOF.
+		stdoutW.CloseWithError(err)
+		stdinR.Close()
+	}()
+	return s
+}
+
+func (s *execSession) Read(p []byte) (int, error)  { return s.stdoutR.Read(p) }
+func (s *execSession) Write(p []byte) (int, error) { return s.stdinW.Write(p) }
+
+// Resize keeps the newest size only: a terminal being dragged sends many.
+func (s *execSession) Resize(cols, rows uint16) error {
+	size := remotecommand.TerminalSize{Width: cols, Height: rows}
+	for {
+		select {
+		case s.sizes <- size:
+			return nil
+		default:
+		}
+		select {
+		case <-s.sizes:
+		default:
+		}
+	}
+}
+
+// Next is remotecommand's TerminalSizeQueue: nil ends the size stream.
+func (s *execSession) Next() *remotecommand.TerminalSize {
+	select {
+	case size := <-s.sizes:
+		return &size
+	case <-s.ctx.Done():
+		return nil
+	}
+}
+
+func (s *execSession) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.stdinW.Close()
+		s.stdoutR.Close()
+	})
+	<-s.done
+	return nil
+}
