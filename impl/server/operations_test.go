@@ -89,9 +89,6 @@ func operationCases() []operationCase {
 	b := func(id string, status int, call apiCall, check func(*testing.T, apiResponse)) operationCase {
 		return operationCase{release: release20, id: id, call: call, status: status, check: check}
 	}
-	p := func(id string, call apiCall) operationCase {
-		return operationCase{release: release20, id: id, call: call, status: http.StatusNotImplemented}
-	}
 	// Built proxy operations, called on a validator that does not exist (the
 	// rows run in parallel with the one that creates validator-1); their
 	// behaviour is tested in impl/platform against the sandbox network.
