@@ -67,6 +67,9 @@ func startReplica(t *testing.T, name, ns, dataDir, dsn string, edit func(*config
 	cfg.Namespace = ns
 	cfg.DataDir = dataDir
 	cfg.DatabaseDSN = dsn
+	// The payload's scan and sponsor addresses are .test names, which an
+	// operator would allow (outbound.allowedHosts).
+	cfg.OutboundAllowedHosts = "*.example.com,*.test"
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.LeaderElectionIdentity = name
 	cfg.LeaderElectionLeaseDuration = 3 * time.Second

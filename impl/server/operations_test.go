@@ -357,7 +357,7 @@ func operationCases() []operationCase {
 				withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
 			)
 		}),
-		{release: release20, id: "openLedgerConsole", variant: "bearer subprotocol", status: http.StatusNotFound,
+		{release: release20, id: "openLedgerConsole", variant: "bearer subprotocol", status: http.StatusNotFound, check: platformNotFound,
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				// Browsers cannot set Authorization on a WebSocket; the contract
 				// accepts the token as the subprotocol "bearer, <token>" instead.
