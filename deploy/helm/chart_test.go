@@ -1,0 +1,127 @@
+// Package helm_test renders and lints the server's Helm chart with the Helm
+// SDK (no helm binary), and checks that its values schema refuses bad values.
+package helm_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	"sigs.k8s.io/yaml"
+
+	"github.com/validator-manager/validator-manager/impl/config"
+)
+
+var chartDir = filepath.Join("validator-manager")
+
+func render(t *testing.T, values map[string]any) (map[string]string, error) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{Name: "vm", Namespace: "validators", IsInstall: true}, common.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Render(ch, vals)
+}
+
+func TestChartLints(t *testing.T) {
+	res := lint.RunAll(chartDir, nil, "validators")
+	for _, m := range res.Messages {
+		if m.Severity >= support.WarningSev {
+			t.Errorf("lint: %s", m)
+		}
+	}
+}
+
+func TestChartRenders(t *testing.T) {
+	out, err := render(t, map[string]any{
+		"ingress": map[string]any{"enabled": true},
+		"config":  map[string]any{"api": map[string]any{"ingress": map[string]any{"middlewares": "auth-docs@kubernetescrd"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for name, text := range out {
+		if strings.TrimSpace(text) == "" || strings.HasSuffix(name, ".tpl") {
+			continue
+		}
+		for _, doc := range strings.Split(text, "\n---") {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v\n%s", name, err, doc)
+			}
+			if obj != nil {
+				docs = append(docs, obj["kind"].(string))
+			}
+		}
+	}
+	joined := strings.Join(docs, ",")
+	for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "PodDisruptionBudget", "Ingress"} {
+		if !strings.Contains(joined, kind) {
+			t.Errorf("no %s among %s", kind, joined)
+		}
+	}
+	cm := out["validator-manager/templates/configmap.yaml"]
+	for _, want := range []string{"namespace: validators", "mode: in-cluster", "leaderElection:"} {
+		if !strings.Contains(cm, want) {
+			t.Errorf("config.yaml lacks %q:\n%s", want, cm)
+		}
+	}
+	// The server accepts the file (it refuses unknown keys).
+	var cmObj struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(cm), &cmObj); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(cmObj.Data["config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(nil, func(k string) string {
+		if k == "VM_CONFIG" {
+			return file
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatalf("the server refuses the chart's config.yaml: %v", err)
+	}
+	if cfg.Namespace != "validators" || !cfg.LeaderElectionEnabled() {
+		t.Errorf("config: namespace %q, leader election %v", cfg.Namespace, cfg.LeaderElectionEnabled())
+	}
+	if !strings.Contains(out["validator-manager/templates/ingress.yaml"], "auth-docs@kubernetescrd") {
+		t.Error("docs Ingress lacks the middlewares")
+	}
+}
+
+func TestValuesSchemaRefusesBadValues(t *testing.T) {
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"no replicas", map[string]any{"replicaCount": 0}, "replicaCount"},
+		{"embedded cluster", map[string]any{"config": map[string]any{"cluster": map[string]any{"mode": "embedded"}}}, "mode"},
+		{"log level", map[string]any{"config": map[string]any{"log": map[string]any{"level": "loud"}}}, "level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(t, tt.values)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+}
