@@ -388,7 +388,13 @@ func TestLeaderThatLosesItsLeaseStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	intruder, seconds := "intruder", int32(2)
+	// The intruder holds the lease for longer than the renew deadline, as any
+	// holder configured like the replicas would (lease duration 3 s, renew
+	// deadline 2 s): the follower may take it only after the old leader has
+	// given up and stopped, which is what watchOneReconciler checks. A shorter
+	// lease would let the follower in while the old leader is still within
+	// its renew deadline, which no correctly configured holder allows.
+	intruder, seconds := "intruder", int32(4)
 	now := metav1.NewMicroTime(time.Now())
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &intruder, &seconds
 	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
