@@ -32,7 +32,7 @@ build: prereqs
 	@GO="$(GO)" LDFLAGS="$(LDFLAGS)" BIN="$(BIN)" bash .ci/build
 
 ## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/),
-## the participant admin gRPC subset in openapi/proto/ (needs protoc: apt-get install -y protobuf-compiler), and the
+## the participant admin gRPC subset in openapi/proto/ (needs protoc: apt-get install -y protobuf-compiler libprotobuf-dev), and the
 ## API types' deepcopy and the Validator CRD (deploy/crds) from impl/apis with controller-gen
 generate:
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen object paths=./impl/apis/... \

@@ -2,7 +2,8 @@
 # Regenerates the Go code of openapi/proto/ with protoc and the plugins pinned in go.mod.
 set -eu
 cd "$(dirname "$0")"
-command -v protoc >/dev/null || { echo "protoc is missing: apt-get install -y protobuf-compiler" >&2; exit 1; }
+command -v protoc >/dev/null || { echo "protoc is missing: apt-get install -y protobuf-compiler libprotobuf-dev" >&2; exit 1; }
+[ -f /usr/include/google/protobuf/duration.proto ] || { echo "protoc's well-known types are missing: apt-get install -y libprotobuf-dev" >&2; exit 1; }
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
