@@ -151,7 +151,7 @@ func start(ds dataset) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The server's log (a 501 is logged as an error) goes beside the data.
+	// The server's log goes beside the data.
 	logFile, err := os.Create(ds.data + ".log")
 	if err != nil {
 		return nil, err
@@ -352,10 +352,10 @@ func cases(n int) []benchCase {
 		{"GET /api/validators?limit=50&name=<4 digits> (substring filter)", http.StatusOK, true, func(r *rand.Rand) string {
 			return fmt.Sprintf("/api/validators?limit=50&name=%04d", r.IntN(10000))
 		}, 0},
-		// getValidatorKeys is not built yet: authentication, routing and
-		// validation, then a 501.
-		{"GET /api/v1/validators/{name}/keys (authenticated, no work: 501)", http.StatusNotImplemented, true, func(*rand.Rand) string {
-			return "/api/v1/validators/bench/keys"
+		// Authentication, routing and validation, then a miss in the
+		// Validator cache: the least work an authenticated call does.
+		{"GET /api/v1/validators/{name} (authenticated, a cache miss: 404)", http.StatusNotFound, true, func(*rand.Rand) string {
+			return "/api/v1/validators/no-such-validator"
 		}, 0},
 		{"GET /actuator/health", http.StatusOK, false, func(*rand.Rand) string { return "/actuator/health" }, 0},
 	}
