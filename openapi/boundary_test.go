@@ -1,6 +1,7 @@
 package openapi_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,7 +13,8 @@ import (
 
 // TestConstraintBoundaries sends each documented constraint of the user
 // ids, party ids, wallet-user names, the NUL rule and generate-topology's
-// optional fields at its boundary: the value just inside is not refused by
+// optional fields, and the Base64 values of external parties and their
+// arrays at its boundary: the value just inside is not refused by
 // validation (the validator does not exist, so the answer is 404), the
 // value just outside is 400 naming the field.
 func TestConstraintBoundaries(t *testing.T) {
@@ -54,6 +56,57 @@ func TestConstraintBoundaries(t *testing.T) {
 		{"generate-topology key spec null", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","keySpec":null}`, true, "keySpec"},
 		{"generate-topology hosts null", http.MethodPost, v + "/external-parties/generate-topology", `{"partyHint":"a","publicKeyBase64":"AAAA","hosts":null}`, true, "hosts"},
 	}
+	// Base64 values and the arrays that carry them: at the bound, and one
+	// over (still of the Base64 alphabet, so only the bound refuses it,
+	// which the answer names).
+	b64 := func(n int) string { return `"` + strings.Repeat("A", n) + `"` }
+	list := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	host := func(i int) string {
+		return fmt.Sprintf(`{"participantUid":"p%d::1220ab","permission":"CONFIRMING"}`, i)
+	}
+	hosts := func(n int) string {
+		h := make([]string, n)
+		for i := range h {
+			h[i] = host(i)
+		}
+		return "[" + strings.Join(h, ",") + "]"
+	}
+	generate := func(key, hs string) string {
+		return `{"partyHint":"a","publicKeyBase64":` + key + `,"hosts":` + hs + `}`
+	}
+	allocate := func(txs, sig string) string {
+		return `{"synchronizerId":"s::1220ab","topologyTransactions":` + txs + `,"signature":` + sig + `,"publicKeyFingerprint":"1220ab"}`
+	}
+	prepare := func(hs string) string { return `{"partyId":"alice::1220ab","hosts":` + hs + `}` }
+	submit := func(tx, sig string) string {
+		return `{"partyId":"alice::1220ab","transaction":` + tx + `,"signature":` + sig + `,"publicKeyFingerprint":"1220ab"}`
+	}
+	gen, alloc := v+"/external-parties/generate-topology", v+"/external-parties/allocate"
+	prep, sub := v+"/external-parties/amend-hosting/prepare", v+"/external-parties/amend-hosting/submit"
+	cases = append(cases, []struct {
+		name, method, path, body string
+		bad                      bool
+		field                    string
+	}{
+		{"public key of 1024 characters", http.MethodPost, gen, generate(b64(1024), "[]"), false, ""},
+		{"public key of 1025 characters", http.MethodPost, gen, generate(b64(1025), "[]"), true, "publicKeyBase64: maximum string length is 1024"},
+		{"32 co-hosts", http.MethodPost, gen, generate(b64(4), hosts(32)), false, ""},
+		{"33 co-hosts", http.MethodPost, gen, generate(b64(4), hosts(33)), true, "hosts: maximum number of items is 32"},
+		{"topology transaction of 65536 characters", http.MethodPost, alloc, allocate(list(1, b64(65536)), b64(88)), false, ""},
+		{"topology transaction of 65537 characters", http.MethodPost, alloc, allocate(list(1, b64(65537)), b64(88)), true, "topologyTransactions.0: maximum string length is 65536"},
+		{"16 topology transactions", http.MethodPost, alloc, allocate(list(16, b64(4)), b64(88)), false, ""},
+		{"17 topology transactions", http.MethodPost, alloc, allocate(list(17, b64(4)), b64(88)), true, "topologyTransactions: maximum number of items is 16"},
+		{"allocate signature of 1024 characters", http.MethodPost, alloc, allocate(list(1, b64(4)), b64(1024)), false, ""},
+		{"allocate signature of 1025 characters", http.MethodPost, alloc, allocate(list(1, b64(4)), b64(1025)), true, "signature: maximum string length is 1024"},
+		{"33 hosts in an amendment", http.MethodPost, prep, prepare(hosts(33)), false, ""},
+		{"34 hosts in an amendment", http.MethodPost, prep, prepare(hosts(34)), true, "hosts: maximum number of items is 33"},
+		{"amendment of 65536 characters", http.MethodPost, sub, submit(b64(65536), b64(88)), false, ""},
+		{"amendment of 65537 characters", http.MethodPost, sub, submit(b64(65537), b64(88)), true, "transaction: maximum string length is 65536"},
+		{"amendment signature of 1024 characters", http.MethodPost, sub, submit(b64(4), b64(1024)), false, ""},
+		{"amendment signature of 1025 characters", http.MethodPost, sub, submit(b64(4), b64(1025)), true, "signature: maximum string length is 1024"},
+	}...)
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			var body io.Reader

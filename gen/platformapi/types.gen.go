@@ -189,7 +189,7 @@ type AllocateExternalPartyRequest struct {
 	SigningAlgorithmSpec *SigningAlgorithmSpec `json:"signingAlgorithmSpec,omitempty"`
 	SynchronizerId       string                `json:"synchronizerId"`
 
-	// TopologyTransactions The topology transactions from generate-topology, unchanged.
+	// TopologyTransactions The topology transactions from generate-topology, unchanged (it returns one to three).
 	TopologyTransactions [][]byte `json:"topologyTransactions"`
 }
 
@@ -407,7 +407,7 @@ type GenerateTopologyRequest struct {
 	// Example: alice
 	PartyHint string `json:"partyHint"`
 
-	// PublicKeyBase64 The party's public key as X.509 SubjectPublicKeyInfo, DER encoded, then Base64.
+	// PublicKeyBase64 The party's public key as X.509 SubjectPublicKeyInfo, DER encoded, then Base64 (at most 1024 characters; an Ed25519 key is 60, a P-384 key 160).
 	//
 	// Example: MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=
 	PublicKeyBase64 []byte `json:"publicKeyBase64"`

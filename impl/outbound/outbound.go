@@ -1,9 +1,10 @@
 // Package outbound is the policy every address the server dials on a
 // caller's behalf is checked against: scan, token endpoint, ledger API,
-// validator app, remote-participant probes. Addresses reach the server
-// through release 1.11 (scanAddress, auth.oidcAuthorityUrl, remote
-// participants), so without a policy a caller could make the server send a
-// validator's credentials, or probe a port, anywhere it can reach.
+// validator app, participant admin API, remote-participant probes.
+// Addresses reach the server through release 1.11 (scanAddress,
+// auth.oidcAuthorityUrl, remote participants), so without a policy a
+// caller could make the server send a validator's credentials, or probe a
+// port, anywhere it can reach.
 package outbound
 
 import (
@@ -164,6 +165,16 @@ func (p *Policy) Transport() http.RoundTripper {
 type checked struct {
 	p    *Policy
 	next http.RoundTripper
+}
+
+// PolicyOf is the policy a transport made by Transport applies, nil for
+// any other transport: a client that reaches the same upstreams over
+// another protocol (the participant admin gRPC API) dials through it too.
+func PolicyOf(rt http.RoundTripper) *Policy {
+	if c, ok := rt.(checked); ok {
+		return c.p
+	}
+	return nil
 }
 
 func (c checked) RoundTrip(r *http.Request) (*http.Response, error) {

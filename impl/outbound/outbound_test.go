@@ -92,3 +92,26 @@ func TestDialRefusesResolvedLoopback(t *testing.T) {
 		t.Fatalf("the upstream was reached %d times", hits)
 	}
 }
+
+// TestPolicyOf: a transport made by Policy.Transport tells its policy, so
+// clients of other protocols dial through the same one; other transports
+// tell none.
+func TestPolicyOf(t *testing.T) {
+	p := &outbound.Policy{Hosts: []string{"rp.test"}}
+	tests := []struct {
+		name string
+		rt   http.RoundTripper
+		want *outbound.Policy
+	}{
+		{"the policy's transport", p.Transport(), p},
+		{"the default transport", http.DefaultTransport, nil},
+		{"none", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := outbound.PolicyOf(tt.rt); got != tt.want {
+				t.Fatalf("got %p, want %p", got, tt.want)
+			}
+		})
+	}
+}

@@ -13,7 +13,7 @@ func (n *Network) Owns(hostport string) bool {
 		return true
 	}
 	for _, nd := range n.nodes {
-		if is(nd.ledger) || is(nd.app) {
+		if is(nd.ledger) || is(nd.app) || nd.admin != nil && nd.admin.addr == hostport {
 			return true
 		}
 	}

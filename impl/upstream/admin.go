@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -19,6 +21,7 @@ import (
 	cryptoadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/crypto/admin/v30"
 	topologyadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/topology/admin/v30"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/outbound"
 	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
@@ -51,9 +54,31 @@ type adminKey struct {
 // admin returns the cached admin API connection of t, dialling it the
 // first time. grpc.NewClient connects lazily: nothing is dialled before
 // the first call, whose failure is then the call's error.
+//
+// When the transport is the outbound address policy's (Options.Transport
+// from outbound.Policy.Transport), the admin API is under the same policy
+// as the HTTP upstreams: its address is checked (plaintext as http://, as
+// the bearer token then travels in clear), and so is the token endpoint,
+// before anything is dialled; every dial goes through the policy's dialer,
+// which checks the address again, resolved.
 func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	if t.AdminAddress == "" {
 		return nil, domain.Unavailable("the participant admin API address of validator %q is unknown", t.Validator)
+	}
+	policy := outbound.PolicyOf(c.transport)
+	if policy != nil {
+		scheme := "http://"
+		if t.AdminTLS != nil {
+			scheme = "https://"
+		}
+		if err := policy.CheckURL(scheme + t.AdminAddress); err != nil {
+			return nil, notCalled(t.AdminAddress, err)
+		}
+	}
+	if t.Credentials != nil && c.checkURL != nil {
+		if err := c.checkURL(t.Credentials.TokenURL); err != nil {
+			return nil, notCalled(t.AdminAddress, err)
+		}
 	}
 	k := adminKey{address: t.AdminAddress, tls: t.AdminTLS}
 	if t.Credentials != nil {
@@ -68,9 +93,16 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	if t.AdminTLS != nil {
 		transport = credentials.NewTLS(t.AdminTLS)
 	}
+	var dialer *policyDialer
+	if policy != nil {
+		dialer = &policyDialer{policy: policy, timeout: c.timeout}
+	}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(transport),
-		grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress)),
+		grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress, dialer)),
+	}
+	if dialer != nil {
+		opts = append(opts, grpc.WithContextDialer(dialer.dial))
 	}
 	if t.Credentials != nil {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{source: c.tokenSourceLocked(*t.Credentials), tls: t.AdminTLS != nil}))
@@ -91,6 +123,45 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	}
 	c.admins[k] = a
 	return a, nil
+}
+
+// notCalled is the 502 of an admin API the outbound address policy keeps
+// the server from calling.
+func notCalled(address string, err error) error {
+	return &domain.UpstreamError{Endpoint: "grpc://" + address, Message: "not called: " + err.Error(), Cause: err}
+}
+
+// policyDialer dials through the outbound address policy and keeps its
+// last refusal: gRPC reports a failed dial as Unavailable with the error
+// flattened to text, and the interceptor answers with the refusal instead.
+type policyDialer struct {
+	policy  *outbound.Policy
+	timeout time.Duration
+	refused atomic.Pointer[outbound.RefusedError]
+}
+
+func (d *policyDialer) dial(ctx context.Context, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := d.policy.DialContext(ctx, d.timeout, host, port)
+	var re *outbound.RefusedError
+	switch {
+	case errors.As(err, &re):
+		d.refused.Store(re)
+	case err == nil:
+		d.refused.Store(nil)
+	}
+	return conn, err
+}
+
+// refusal is the policy's refusal of the last dial, nil when it was not refused.
+func (d *policyDialer) refusal() *outbound.RefusedError {
+	if d == nil {
+		return nil
+	}
+	return d.refused.Load()
 }
 
 // Close closes the cached admin API connections.
@@ -124,8 +195,9 @@ func (b bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string
 func (b bearer) RequireTransportSecurity() bool { return b.tls }
 
 // adminInterceptor bounds each call by the upstream timeout (token fetch
-// included), reports its latency and outcome, and translates its failure.
-func (c *Clients) adminInterceptor(address string) grpc.UnaryClientInterceptor {
+// included), reports its latency and outcome, and translates its failure:
+// a connection dialer refused is the policy's refusal.
+func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
@@ -133,7 +205,11 @@ func (c *Clients) adminInterceptor(address string) grpc.UnaryClientInterceptor {
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		call := AdminCall{Address: address, Method: method}
 		var out error
-		if err != nil {
+		switch re := dialer.refusal(); {
+		case err == nil:
+		case re != nil && status.Code(err) == codes.Unavailable:
+			out = &domain.UpstreamError{Endpoint: call.Endpoint(), Message: "not called: " + re.Error(), Cause: re}
+		default:
 			out = call.Failed(err)
 		}
 		if c.observe != nil {

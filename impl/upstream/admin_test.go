@@ -3,12 +3,21 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	participantv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/participant/v30"
+	"github.com/validator-manager/validator-manager/impl/outbound"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
@@ -52,3 +61,124 @@ func TestAdminFailed(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestAdminPolicy: the participant admin API is dialled only where the
+// outbound address policy allows (checked before the client is made, and
+// again when dialling); elsewhere nothing connects, no token is fetched or
+// sent, and the call is 502 naming the policy.
+func TestAdminPolicy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingListener{Listener: ln}
+	participant := &statusServer{}
+	srv := grpc.NewServer()
+	participantv30.RegisterParticipantStatusServiceServer(srv, participant)
+	go func() { _ = srv.Serve(counted) }()
+	defer srv.Stop()
+
+	var tokens atomic.Int32
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"tok-1","token_type":"Bearer","expires_in":3600}`))
+	}))
+	defer idp.Close()
+
+	// The listeners are on loopback, which the policy refuses unless it is
+	// listed as an IP or is the server's own.
+	var own atomic.Bool
+	tests := []struct {
+		name   string
+		policy *outbound.Policy
+		token  string
+		// disown makes the policy refuse the address after the client is
+		// made, before the call dials.
+		disown    bool
+		wantError string
+	}{
+		{"admin address refused", &outbound.Policy{AnyHost: true}, "", false, "outbound address policy"},
+		{"plaintext where https is required", &outbound.Policy{Hosts: []string{"127.0.0.1"}, RequireHTTPS: true, PlainHosts: []string{"*.test"}}, "", false, "https is required"},
+		{"token endpoint refused", &outbound.Policy{Hosts: []string{"127.0.0.1"}}, "https://169.254.169.254/token", false, "outbound address policy"},
+		{"refused when dialled", &outbound.Policy{Own: func(string) bool { return own.Load() }}, "", true, "outbound address policy"},
+		{"allowed", &outbound.Policy{Hosts: []string{"127.0.0.1"}}, idp.URL, false, ""},
+		{"allowed as the server's own", &outbound.Policy{Own: func(string) bool { return own.Load() }}, "", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			counted.accepts.Store(0)
+			tokens.Store(0)
+			participant.auth.Store("")
+			own.Store(true)
+			res := resolverFunc(func(_ context.Context, name string) (upstream.Target, error) {
+				target := upstream.Target{Validator: name, AdminAddress: ln.Addr().String()}
+				if tt.token != "" {
+					target.Credentials = &upstream.Credentials{TokenURL: tt.token, ClientID: "c", ClientSecret: "secret"}
+				}
+				return target, nil
+			})
+			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: tt.policy.Transport(), CheckURL: tt.policy.CheckURL})
+			defer c.Close()
+			n, err := c.For(t.Context(), "v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.disown {
+				own.Store(false)
+			}
+			a, err := n.Admin()
+			if err == nil {
+				_, err = a.Status.ParticipantStatus(t.Context(), &participantv30.ParticipantStatusRequest{})
+			}
+			if tt.wantError == "" {
+				if err != nil {
+					t.Fatalf("allowed call: %v", err)
+				}
+				if got := counted.accepts.Load(); got != 1 {
+					t.Fatalf("connections: got %d, want 1", got)
+				}
+				if want := map[bool]string{true: "Bearer tok-1", false: ""}[tt.token != ""]; participant.auth.Load() != want {
+					t.Fatalf("authorization: got %q, want %q", participant.auth.Load(), want)
+				}
+				return
+			}
+			if got := counted.accepts.Load(); got != 0 {
+				t.Fatalf("connections to a refused address: got %d, want 0", got)
+			}
+			if got := tokens.Load(); got != 0 {
+				t.Fatalf("token requests: got %d, want 0", got)
+			}
+			status, msg, _ := outcome(err)
+			if status != http.StatusBadGateway || !strings.Contains(msg, tt.wantError) || !errors.Is(err, outbound.ErrRefused) {
+				t.Fatalf("got %d %q (%v), want 502 naming the policy (%q)", status, msg, err, tt.wantError)
+			}
+		})
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepts atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err == nil {
+		l.accepts.Add(1)
+	}
+	return conn, err
+}
+
+// statusServer answers ParticipantStatus and keeps the authorization it was sent.
+type statusServer struct {
+	participantv30.UnimplementedParticipantStatusServiceServer
+	auth atomic.Value
+}
+
+func (s *statusServer) ParticipantStatus(ctx context.Context, _ *participantv30.ParticipantStatusRequest) (*participantv30.ParticipantStatusResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	s.auth.Store(strings.Join(md.Get("authorization"), ","))
+	return &participantv30.ParticipantStatusResponse{}, nil
+}
