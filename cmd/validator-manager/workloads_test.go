@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,8 +19,9 @@ import (
 // checkWorkloads is what a newcomer does after `make run`: create a
 // validator through release 1.11, see its workloads with the kubeconfig the
 // server wrote (as `kubectl --kubeconfig data/kubeconfig get deploy,sts,svc`
-// would), watch its phase move to RUNNING because they became ready, and
-// schedule a backup, which needs its database running.
+// would), watch its phase move to RUNNING because they became ready,
+// schedule a backup, which needs its database running, and see a backup run
+// in the run history.
 func checkWorkloads(t *testing.T, base, token, dataDir string) {
 	ctx := context.Background()
 	bearer := func(_ context.Context, r *http.Request) error {
@@ -78,9 +80,33 @@ func checkWorkloads(t *testing.T, base, token, dataDir string) {
 		r, err := c.CreateBackupScheduleWithResponse(ctx, "alpha", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 3})
 		return err == nil && r.StatusCode() == http.StatusCreated
 	})
+	var cj *batchv1.CronJob
 	eventually(t, 30*time.Second, "the backup CronJob", func() bool {
-		_, err := core.BatchV1().CronJobs("default").Get(ctx, "alpha-backup", metav1.GetOptions{})
+		cj, err = core.BatchV1().CronJobs("default").Get(ctx, "alpha-backup", metav1.GetOptions{})
 		return err == nil
+	})
+
+	// A backup run now, as `kubectl create job --from=cronjob/alpha-backup`
+	// makes it: the Job controller runs it on the simulated node, and the
+	// run history shows it.
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "alpha-backup-manual", Namespace: "default", Labels: cj.Spec.JobTemplate.Labels,
+			Annotations:     map[string]string{"cronjob.kubernetes.io/instantiate": "manual"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))},
+		},
+		Spec: cj.Spec.JobTemplate.Spec,
+	}
+	if _, err := core.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create a backup Job: %v", err)
+	}
+	eventually(t, 60*time.Second, "the backup run in the run history", func() bool {
+		r, err := c.ListValidatorRunsWithResponse(ctx, "alpha", &managementapi.ListValidatorRunsParams{Kind: ptr(managementapi.RunKindBackup)})
+		if err != nil || r.JSON200 == nil || len(r.JSON200.Runs) == 0 {
+			return false
+		}
+		run := r.JSON200.Runs[0]
+		return run.Outcome == managementapi.RunSucceeded && run.FinishedAt != nil
 	})
 
 	// Drift: a Deployment deleted by hand comes back.

@@ -337,6 +337,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneSchedule(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListValidatorRuns List backup and pruning runs
+	//
+	// Returns one page of the validator's backup and pruning runs, newest first (by start), and
+	// the total number of matching runs. A run is recorded from the Kubernetes Job that carried
+	// it out (one run per Job): the validator's backup CronJob `<name>-backup`, and pruning
+	// that runs as the CronJob `<name>-prune` (Canton's automatic pruning runs inside the
+	// participant and makes no Job, so it records no runs). A run stays listed after its Job
+	// is removed, until the validator is. 404 when the validator does not exist. Not
+	// specified by the release 1.11 document (its "backup history" and pruning runs are
+	// "not shown"); our read-only addition.
+	//
+	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
+	ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListRemoteParticipants List remote participants
@@ -817,6 +831,30 @@ func (c *Client) UpdatePruneScheduleWithBody(ctx context.Context, name PruneVali
 // Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 func (c *Client) UpdatePruneSchedule(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdatePruneScheduleRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListValidatorRuns List backup and pruning runs
+//
+// Returns one page of the validator's backup and pruning runs, newest first (by start), and
+// the total number of matching runs. A run is recorded from the Kubernetes Job that carried
+// it out (one run per Job): the validator's backup CronJob `<name>-backup`, and pruning
+// that runs as the CronJob `<name>-prune` (Canton's automatic pruning runs inside the
+// participant and makes no Job, so it records no runs). A run stays listed after its Job
+// is removed, until the validator is. 404 when the validator does not exist. Not
+// specified by the release 1.11 document (its "backup history" and pruning runs are
+// "not shown"); our read-only addition.
+//
+// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
+func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListValidatorRunsRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1578,6 +1616,91 @@ func NewUpdatePruneScheduleRequestWithBody(server string, name PruneValidatorNam
 	return req, nil
 }
 
+// NewListValidatorRunsRequest constructs an http.Request for the ListValidatorRuns method
+func NewListValidatorRunsRequest(server string, name string, params *ListValidatorRunsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/validators/%s/runs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -1885,6 +2008,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
 	UpdatePruneScheduleWithResponse(ctx context.Context, name PruneValidatorName, body UpdatePruneScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePruneScheduleResponse, error)
+
+	// ListValidatorRunsWithResponse List backup and pruning runs
+	//
+	// Returns one page of the validator's backup and pruning runs, newest first (by start), and
+	// the total number of matching runs. A run is recorded from the Kubernetes Job that carried
+	// it out (one run per Job): the validator's backup CronJob `<name>-backup`, and pruning
+	// that runs as the CronJob `<name>-prune` (Canton's automatic pruning runs inside the
+	// participant and makes no Job, so it records no runs). A run stays listed after its Job
+	// is removed, until the validator is. 404 when the validator does not exist. Not
+	// specified by the release 1.11 document (its "backup history" and pruning runs are
+	// "not shown"); our read-only addition.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
+	ListValidatorRunsWithResponse(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*ListValidatorRunsResponse, error)
 }
 
 // ListRemoteParticipantsResponse401Headers the declared response headers of an HTTP 401 response for ListRemoteParticipants
@@ -3187,6 +3326,89 @@ func (r UpdatePruneScheduleResponse) ContentType() string {
 	return ""
 }
 
+// ListValidatorRunsResponse401Headers the declared response headers of an HTTP 401 response for ListValidatorRuns
+type ListValidatorRunsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListValidatorRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunFilterResponseDto
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListValidatorRunsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListValidatorRunsResponse) GetJSON200() *RunFilterResponseDto {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListValidatorRunsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListValidatorRunsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListValidatorRunsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListValidatorRunsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListValidatorRunsResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListValidatorRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListValidatorRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListValidatorRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListValidatorRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRemoteParticipantsWithResponse List remote participants
 //
 // Returns one page of registered remote participants, ordered by name, that match all
@@ -3593,6 +3815,28 @@ func (c *ClientWithResponses) UpdatePruneScheduleWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseUpdatePruneScheduleResponse(rsp)
+}
+
+// ListValidatorRunsWithResponse List backup and pruning runs
+//
+// Returns one page of the validator's backup and pruning runs, newest first (by start), and
+// the total number of matching runs. A run is recorded from the Kubernetes Job that carried
+// it out (one run per Job): the validator's backup CronJob `<name>-backup`, and pruning
+// that runs as the CronJob `<name>-prune` (Canton's automatic pruning runs inside the
+// participant and makes no Job, so it records no runs). A run stays listed after its Job
+// is removed, until the validator is. 404 when the validator does not exist. Not
+// specified by the release 1.11 document (its "backup history" and pruning runs are
+// "not shown"); our read-only addition.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
+func (c *ClientWithResponses) ListValidatorRunsWithResponse(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*ListValidatorRunsResponse, error) {
+	rsp, err := c.ListValidatorRuns(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListValidatorRunsResponse(rsp)
 }
 
 // ParseListRemoteParticipantsResponse parses an HTTP response from a ListRemoteParticipantsWithResponse call
@@ -4756,6 +5000,80 @@ func ParseUpdatePruneScheduleResponse(rsp *http.Response) (*UpdatePruneScheduleR
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UpdatePruneScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListValidatorRunsResponse parses an HTTP response from a ListValidatorRunsWithResponse call
+func ParseListValidatorRunsResponse(rsp *http.Response) (*ListValidatorRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListValidatorRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunFilterResponseDto
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListValidatorRunsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -64,6 +64,9 @@ type ServerInterface interface {
 	// UpdatePruneSchedule Replace the pruning schedule
 	// (PUT /api/validators/{name}/prune)
 	UpdatePruneSchedule(ctx echo.Context, name PruneValidatorName) error
+	// ListValidatorRuns List backup and pruning runs
+	// (GET /api/validators/{name}/runs)
+	ListValidatorRuns(ctx echo.Context, name string, params ListValidatorRunsParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -359,6 +362,45 @@ func (w *ServerInterfaceWrapper) UpdatePruneSchedule(ctx echo.Context) error {
 	return err
 }
 
+// ListValidatorRuns converts echo context to params.
+func (w *ServerInterfaceWrapper) ListValidatorRuns(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", ctx.Param("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListValidatorRunsParams
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", ctx.QueryParams(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kind: %s", err))
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListValidatorRuns(ctx, name, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -417,6 +459,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/validators/:name/backup", wrapper.GetBackupSchedule, options.OperationMiddlewares["getBackupSchedule"]...)
 	router.POST(options.BaseURL+"/api/validators/:name/backup", wrapper.CreateBackupSchedule, options.OperationMiddlewares["createBackupSchedule"]...)
 	router.PUT(options.BaseURL+"/api/validators/:name/backup", wrapper.UpdateBackupSchedule, options.OperationMiddlewares["updateBackupSchedule"]...)
+	router.GET(options.BaseURL+"/api/validators/:name/runs", wrapper.ListValidatorRuns, options.OperationMiddlewares["listValidatorRuns"]...)
 	router.GET(options.BaseURL+"/api/remote-participants", wrapper.ListRemoteParticipants, options.OperationMiddlewares["listRemoteParticipants"]...)
 	router.POST(options.BaseURL+"/api/remote-participants", wrapper.CreateRemoteParticipant, options.OperationMiddlewares["createRemoteParticipant"]...)
 	router.DELETE(options.BaseURL+"/api/remote-participants/:name", wrapper.DeleteRemoteParticipant, options.OperationMiddlewares["deleteRemoteParticipant"]...)
@@ -2011,6 +2054,105 @@ func (response UpdatePruneScheduledefaultJSONResponse) VisitUpdatePruneScheduleR
 	return err
 }
 
+type ListValidatorRunsRequestObject struct {
+	Name   string `json:"name"`
+	Params ListValidatorRunsParams
+}
+
+type ListValidatorRunsResponseObject interface {
+	VisitListValidatorRunsResponse(w http.ResponseWriter) error
+}
+
+type ListValidatorRuns200JSONResponse RunFilterResponseDto
+
+func (response ListValidatorRuns200JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListValidatorRuns400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListValidatorRuns400JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListValidatorRuns401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListValidatorRuns401JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListValidatorRuns404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListValidatorRuns404JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListValidatorRuns500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListValidatorRuns500JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListValidatorRunsdefaultJSONResponse struct {
+	Body       ErrorMap
+	StatusCode int
+}
+
+func (response ListValidatorRunsdefaultJSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// ListRemoteParticipants List remote participants
@@ -2061,6 +2203,9 @@ type StrictServerInterface interface {
 	// UpdatePruneSchedule Replace the pruning schedule
 	// (PUT /api/validators/{name}/prune)
 	UpdatePruneSchedule(ctx context.Context, request UpdatePruneScheduleRequestObject) (UpdatePruneScheduleResponseObject, error)
+	// ListValidatorRuns List backup and pruning runs
+	// (GET /api/validators/{name}/runs)
+	ListValidatorRuns(ctx context.Context, request ListValidatorRunsRequestObject) (ListValidatorRunsResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2647,6 +2792,32 @@ func (sh *strictHandler) UpdatePruneSchedule(ctx echo.Context, name PruneValidat
 		return err
 	} else if validResponse, ok := response.(UpdatePruneScheduleResponseObject); ok {
 		return validResponse.VisitUpdatePruneScheduleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListValidatorRuns operation middleware
+func (sh *strictHandler) ListValidatorRuns(ctx echo.Context, name string, params ListValidatorRunsParams) error {
+	var request ListValidatorRunsRequestObject
+
+	request.Name = name
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListValidatorRuns(ctx.Request().Context(), request.(ListValidatorRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListValidatorRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListValidatorRunsResponseObject); ok {
+		return validResponse.VisitListValidatorRunsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -49,6 +49,45 @@ func (e RemoteParticipantDtoAuthProvider) Valid() bool {
 	}
 }
 
+// Defines values for RunKind.
+const (
+	RunKindBackup RunKind = "BACKUP"
+	RunKindPrune  RunKind = "PRUNE"
+)
+
+// Valid indicates whether the value is a known member of the RunKind enum.
+func (e RunKind) Valid() bool {
+	switch e {
+	case RunKindBackup:
+		return true
+	case RunKindPrune:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunOutcome.
+const (
+	RunFailed    RunOutcome = "FAILED"
+	RunRunning   RunOutcome = "RUNNING"
+	RunSucceeded RunOutcome = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the RunOutcome enum.
+func (e RunOutcome) Valid() bool {
+	switch e {
+	case RunFailed:
+		return true
+	case RunRunning:
+		return true
+	case RunSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // AppInfoDto Environment and resources of one application of the validator.
 type AppInfoDto struct {
 	// EnvVars Environment variables of the application (may be empty).
@@ -458,6 +497,44 @@ type ResourcesDto struct {
 	// Replicas Number of replicas.
 	Replicas *int32 `json:"replicas,omitempty"`
 }
+
+// RunDto One backup or pruning run. Our addition to release 1.11.
+type RunDto struct {
+	// FinishedAt When the run finished (UTC); absent while it runs.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// Id Identifier of the run, unique in this installation.
+	Id int64 `json:"id"`
+
+	// Kind What a run did. `BACKUP` a backup of the validator's internal database, `PRUNE` a pruning of its participant.
+	Kind RunKind `json:"kind"`
+
+	// Message Why a failed run failed (reason and message of its Job's failure); absent when there is nothing to say.
+	Message *string `json:"message,omitempty"`
+
+	// Outcome `RUNNING` until the run's Job finished; `SUCCEEDED` when it completed; `FAILED` when it
+	// failed (all retries used, or its deadline passed).
+	Outcome RunOutcome `json:"outcome"`
+
+	// StartedAt When the run started (UTC).
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// RunFilterResponseDto One page of runs.
+type RunFilterResponseDto struct {
+	// Runs The runs of the page (may be empty), newest first.
+	Runs []RunDto `json:"runs"`
+
+	// TotalCount Number of runs that match the filters, over all pages.
+	TotalCount int64 `json:"totalCount"`
+}
+
+// RunKind What a run did. `BACKUP` a backup of the validator's internal database, `PRUNE` a pruning of its participant.
+type RunKind string
+
+// RunOutcome `RUNNING` until the run's Job finished; `SUCCEEDED` when it completed; `FAILED` when it
+// failed (all retries used, or its deadline passed).
+type RunOutcome string
 
 // ScheduledValidatorBackupDto Database backup schedule as stored.
 type ScheduledValidatorBackupDto struct {
@@ -1014,6 +1091,18 @@ type ListValidatorsParams struct {
 	// Name Only validators whose name contains this value. Case-sensitive literal substring
 	// match: `%` and `_` match themselves (they are not wildcards).
 	Name *string `form:"name,omitempty" json:"name,omitempty"`
+}
+
+// ListValidatorRunsParams defines parameters for ListValidatorRuns.
+type ListValidatorRunsParams struct {
+	// Kind Only runs of this kind; every kind when absent.
+	Kind *RunKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// From Zero-based offset of the first item of the page. Default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Limit Maximum number of items in the page, 1 to 500. Default 20.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // CreateRemoteParticipantJSONRequestBody defines body for CreateRemoteParticipant for application/json ContentType.

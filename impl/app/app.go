@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/runs"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/engine"
 	"github.com/validator-manager/validator-manager/impl/nodesim"
@@ -524,6 +525,9 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	}
 	if err := workload.New(mgr.GetClient(), workload.Options{}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
+	}
+	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("run controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -23,3 +23,11 @@ type RemoteParticipantFilter struct {
 	Healthy *bool
 	Page
 }
+
+// RunFilter selects the runs of one validator, of one kind (every kind when
+// Kind is empty).
+type RunFilter struct {
+	Validator string
+	Kind      RunKind
+	Page
+}

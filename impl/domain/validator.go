@@ -193,7 +193,8 @@ const (
 	RunPrune  RunKind = "prune"
 )
 
-// Run is one recorded backup or pruning run.
+// Run is one recorded backup or pruning run. It is running while
+// FinishedAt is nil; Succeeded is set when it finished.
 type Run struct {
 	ID         int64
 	Validator  string
@@ -202,6 +203,10 @@ type Run struct {
 	FinishedAt *time.Time
 	Succeeded  *bool
 	Message    string
+	// JobUID is the UID of the Kubernetes Job the run was observed from
+	// (empty for a run recorded otherwise): observing it again updates
+	// the same run.
+	JobUID string
 }
 
 // CreatedUser is an identity-provider user created for a validator. The

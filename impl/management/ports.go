@@ -33,6 +33,10 @@ type Store interface {
 	SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error
 	SoftDeleteBackupSchedule(ctx context.Context, validator string) error
 
+	// ListRuns returns one page of a validator's runs, newest first, and
+	// the number that match.
+	ListRuns(ctx context.Context, f domain.RunFilter) ([]domain.Run, int64, error)
+
 	CreateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error
 	GetRemoteParticipant(ctx context.Context, name string) (domain.RemoteParticipant, error)
 	UpdateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error

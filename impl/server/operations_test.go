@@ -168,6 +168,11 @@ func operationCases() []operationCase {
 		m("deleteRemoteParticipant", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Management.DeleteRemoteParticipantWithResponse(ctx, absent)
 		}, notFound),
+		m("listValidatorRuns", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.ListValidatorRunsWithResponse(ctx, absent, &managementapi.ListValidatorRunsParams{
+				Kind: ptr(managementapi.RunKindBackup), From: ptr[int32](0), Limit: ptr[int32](5),
+			})
+		}, notFound),
 
 		// ------------------------------------------------ release 2.0, /api/v1
 		// Built: resource reads from the cluster cache (impl/platform tests

@@ -212,6 +212,7 @@ type runRow struct {
 	FinishedAt *time.Time
 	Succeeded  *bool
 	Message    string
+	JobUID     *string `gorm:"column:job_uid"`
 }
 
 func (runRow) TableName() string { return "runs" }
@@ -228,6 +229,9 @@ func (r runRow) domain() domain.Run {
 	if r.FinishedAt != nil {
 		at := r.FinishedAt.UTC()
 		run.FinishedAt = &at
+	}
+	if r.JobUID != nil {
+		run.JobUID = *r.JobUID
 	}
 	return run
 }

@@ -6,18 +6,22 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 func runWhat(id int64) string { return fmt.Sprintf("run %d", id) }
 
-// RecordRun stores the start of a backup or pruning run and sets r.ID;
-// a zero StartedAt means now.
-func (s *Store) RecordRun(ctx context.Context, r *domain.Run) error {
-	if r.Kind != domain.RunBackup && r.Kind != domain.RunPrune {
-		return domain.Invalid("kind", "must be %q or %q, got %q", domain.RunBackup, domain.RunPrune, r.Kind)
+func checkRunKind(kind domain.RunKind) error {
+	if kind != domain.RunBackup && kind != domain.RunPrune {
+		return domain.Invalid("kind", "must be %q or %q, got %q", domain.RunBackup, domain.RunPrune, kind)
 	}
+	return nil
+}
+
+// runRowOf is the row of r; a zero StartedAt means now.
+func runRowOf(r domain.Run) runRow {
 	row := runRow{Validator: r.Validator, Kind: string(r.Kind), StartedAt: now(), Succeeded: r.Succeeded, Message: r.Message}
 	if !r.StartedAt.IsZero() {
 		row.StartedAt = stamp(r.StartedAt)
@@ -26,10 +30,53 @@ func (s *Store) RecordRun(ctx context.Context, r *domain.Run) error {
 		at := stamp(*r.FinishedAt)
 		row.FinishedAt = &at
 	}
+	if r.JobUID != "" {
+		row.JobUID = &r.JobUID
+	}
+	return row
+}
+
+// RecordRun stores the start of a backup or pruning run and sets r.ID;
+// a zero StartedAt means now.
+func (s *Store) RecordRun(ctx context.Context, r *domain.Run) error {
+	if err := checkRunKind(r.Kind); err != nil {
+		return err
+	}
+	row := runRowOf(*r)
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return translate(err, fmt.Sprintf("%s run of validator %q", r.Kind, r.Validator), r.Validator)
 	}
 	*r = row.domain()
+	return nil
+}
+
+// ObserveRun records what a Job says of its run, keyed by r.JobUID: the
+// first observation inserts the run, a later one replaces the start, end,
+// outcome and message of a run still running; a finished run is final.
+// It sets r to the stored run. domain.ErrNotFound when the validator is
+// unknown.
+func (s *Store) ObserveRun(ctx context.Context, r *domain.Run) error {
+	if err := checkRunKind(r.Kind); err != nil {
+		return err
+	}
+	if r.JobUID == "" {
+		return domain.Invalid("jobUid", "must not be empty")
+	}
+	what := fmt.Sprintf("%s run of validator %q", r.Kind, r.Validator)
+	row := runRowOf(*r)
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "job_uid"}},
+		DoUpdates: clause.AssignmentColumns([]string{"started_at", "finished_at", "succeeded", "message"}),
+		Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "runs.finished_at IS NULL"}}},
+	}).Create(&row).Error
+	if err != nil {
+		return translate(err, what, r.Validator)
+	}
+	var stored runRow
+	if err := s.db.WithContext(ctx).Where("job_uid = ?", r.JobUID).Take(&stored).Error; err != nil {
+		return translate(err, what, "")
+	}
+	*r = stored.domain()
 	return nil
 }
 
@@ -54,23 +101,41 @@ func (s *Store) FinishRun(ctx context.Context, id int64, succeeded bool, message
 	return domain.Conflict("%s is already finished", runWhat(id))
 }
 
-// ListRuns returns a validator's latest runs of one kind (every kind when
-// kind is empty), newest first.
-func (s *Store) ListRuns(ctx context.Context, validator string, kind domain.RunKind, limit int) ([]domain.Run, error) {
-	if limit <= 0 {
-		return nil, domain.Invalid("limit", "must be positive, got %d", limit)
+// ListRuns returns one page of a validator's runs, newest first (by start,
+// then by id), and the number of runs that match the filter.
+func (s *Store) ListRuns(ctx context.Context, f domain.RunFilter) ([]domain.Run, int64, error) {
+	if err := checkPage(f.Page); err != nil {
+		return nil, 0, err
 	}
-	q := s.db.WithContext(ctx).Where("validator = ?", validator)
-	if kind != "" {
-		q = q.Where("kind = ?", string(kind))
+	if f.Kind != "" {
+		if err := checkRunKind(f.Kind); err != nil {
+			return nil, 0, err
+		}
+	}
+	what := fmt.Sprintf("runs of validator %q", f.Validator)
+	filter := func(tx *gorm.DB) *gorm.DB {
+		tx = tx.Where("validator = ?", f.Validator)
+		if f.Kind != "" {
+			tx = tx.Where("kind = ?", string(f.Kind))
+		}
+		return tx
+	}
+	total, err := count[runRow](ctx, s.db, filter)
+	if err != nil {
+		return nil, 0, translate(err, what, "")
+	}
+	out := []domain.Run{}
+	if int64(f.Offset) >= total {
+		return out, total, nil
 	}
 	var rows []runRow
-	if err := q.Order("started_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, translate(err, fmt.Sprintf("runs of validator %q", validator), "")
+	err = s.db.WithContext(ctx).Scopes(filter).Order("started_at DESC, id DESC").
+		Offset(f.Offset).Limit(f.Limit).Find(&rows).Error
+	if err != nil {
+		return nil, 0, translate(err, what, "")
 	}
-	out := make([]domain.Run, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
+	for _, r := range rows {
+		out = append(out, r.domain())
 	}
-	return out, nil
+	return out, total, nil
 }

@@ -1,0 +1,51 @@
+package management
+
+import (
+	"context"
+	"strings"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+func (s *Server) ListValidatorRuns(ctx context.Context, req managementapi.ListValidatorRunsRequestObject) (managementapi.ListValidatorRunsResponseObject, error) {
+	if _, err := s.validator(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	f := domain.RunFilter{Validator: req.Name, Page: page(req.Params.From, req.Params.Limit)}
+	if req.Params.Kind != nil {
+		f.Kind = domain.RunKind(strings.ToLower(string(*req.Params.Kind)))
+	}
+	rows, total, err := s.store.ListRuns(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := managementapi.ListValidatorRuns200JSONResponse{Runs: make([]managementapi.RunDto, 0, len(rows)), TotalCount: total}
+	for _, r := range rows {
+		out.Runs = append(out.Runs, runResponse(r))
+	}
+	return out, nil
+}
+
+// runResponse is the wire form of a run: kinds in the contract's upper case,
+// the outcome from whether and how it finished.
+func runResponse(r domain.Run) managementapi.RunDto {
+	dto := managementapi.RunDto{
+		Id:        r.ID,
+		Kind:      managementapi.RunKind(strings.ToUpper(string(r.Kind))),
+		StartedAt: r.StartedAt.UTC(),
+		Outcome:   managementapi.RunRunning,
+	}
+	if r.FinishedAt != nil {
+		at := r.FinishedAt.UTC()
+		dto.FinishedAt = &at
+		dto.Outcome = managementapi.RunFailed
+		if r.Succeeded != nil && *r.Succeeded {
+			dto.Outcome = managementapi.RunSucceeded
+		}
+	}
+	if r.Message != "" {
+		dto.Message = ptr(r.Message)
+	}
+	return dto
+}
