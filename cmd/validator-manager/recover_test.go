@@ -15,11 +15,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
 
@@ -279,4 +285,179 @@ func (p *onePod) Copy(_ context.Context, _, _, path string, r io.Reader) error {
 func (p *onePod) MD5(context.Context, string, string, string) (string, error) {
 	sum := md5.Sum(p.copied)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+func (p *onePod) CheckExec(context.Context, string) error { return nil }
+
+// checkRecoverDryRun runs the README's recovery command against a running
+// embedded default (base, dataDir): with only --validator, --timestamp and
+// --dry-run (and --data-dir and --server, which the test's server needs),
+// recover finds the kubeconfig, a token, the sandbox's identity provider and
+// validator app, checks all it can and says truthfully that the simulated
+// node's pod takes no copy; a real run stops before step 1 saying why.
+func checkRecoverDryRun(t *testing.T, base, token, dataDir string) {
+	ctx := context.Background()
+	c, err := managementapi.NewClientWithResponses(base, managementapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := c.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("omega"))
+	if err != nil || created.JSON201 == nil || created.JSON201.CreatedUser == nil || created.JSON201.CreatedUser.TemporaryPassword == nil {
+		t.Fatalf("create: %v %s", err, created.Body)
+	}
+	password := *created.JSON201.CreatedUser.TemporaryPassword
+
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Deployment may still roll its pod over after the create: each
+	// case starts when exactly one pod runs, as recover requires.
+	podRunning := func(t *testing.T) {
+		eventually(t, 90*time.Second, "omega's validator app pod running", func() bool {
+			pods, err := core.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.ValidatorAppSelector("omega")})
+			return err == nil && len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning && pods.Items[0].DeletionTimestamp == nil
+		})
+	}
+
+	cases := []struct {
+		name     string
+		password string
+		dryRun   bool
+		wantErr  string
+		want     []string
+	}{
+		{name: "dry run", password: password, dryRun: true, want: []string{
+			"Embedded default in " + dataDir + ": validator-manager " + base + ", kubeconfig " + filepath.Join(dataDir, "kubeconfig") + " (namespace default), identity provider http://127.0.0.1:",
+			"Checking the validator in validator-manager … done (migration 1 → 2)",
+			"Looking for the validator pod … done (pod omega-validator-app-",
+			"[1/6] Obtaining a token from the identity provider … done",
+			"[2/6] Checking that the wallet app answers (the snapshot is not requested) … done",
+			"[3/6] Would save data_snapshot to omega-domain_migration_dump.json (mode 0600).",
+			"which is simulated (node.kubernetes.io/simulated=true, the embedded default's)",
+			"[6/6] Would set the migration of omega to {id: 2, migrating: true} (now 1)",
+			"A run without --dry-run stops before step 1",
+		}},
+		{name: "dry run, wrong password", password: "not-the-password", dryRun: true, wantErr: "step 1/6 (token from the identity provider): identity provider: password token for \"omega_walletuser\": token endpoint answered 401"},
+		{name: "real run", password: password, wantErr: "step 4/6 (copy the file into the validator pod): cluster: pod \"omega-validator-app-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			podRunning(t)
+			env := map[string]string{envWalletPassword: tc.password}
+			cmd := newRecoverCmd(recoverDeps{
+				getenv:       func(k string) string { return env[k] },
+				readPassword: func(string, io.Writer) (string, error) { return "", errNoTerminal },
+				pods:         kubePods,
+			})
+			var stderr bytes.Buffer
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(&stderr)
+			args := []string{"--validator", "omega", "--timestamp", recTimestamp, "--data-dir", dataDir, "--server", base}
+			if tc.dryRun {
+				args = append(args, "--dry-run")
+			}
+			cmd.SetArgs(args)
+			err := cmd.ExecuteContext(ctx)
+			t.Logf("recover %s:\n%s%v", strings.Join(args, " "), stderr.String(), err)
+			if tc.wantErr == "" && err != nil {
+				t.Fatalf("got error %v, want none; stderr:\n%s", err, stderr.String())
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("got error %v, want one containing %q; stderr:\n%s", err, tc.wantErr, stderr.String())
+			}
+			for _, line := range tc.want {
+				if !strings.Contains(stderr.String(), line) {
+					t.Errorf("stderr lacks %q:\n%s", line, stderr.String())
+				}
+			}
+			if strings.Contains(stderr.String()+fmt.Sprint(err), password) {
+				t.Errorf("the wallet password appears in the output:\n%s", stderr.String())
+			}
+			if _, err := os.Stat(recovery.FileName("omega")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("dump file: %v, want none written", err)
+			}
+			r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr("omega")})
+			if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 {
+				t.Fatalf("list: %v", err)
+			}
+			if v := r.JSON200.Validators[0]; *v.MigrationId != "1" || (v.MigrationMigrating != nil && *v.MigrationMigrating) {
+				t.Errorf("migration: got %s, migrating %v; want 1, unchanged", *v.MigrationId, v.MigrationMigrating)
+			}
+		})
+	}
+}
+
+// TestRecoverEmbeddedDefaultMissing: without --auth-url, a data directory
+// where no embedded default runs is named, with what is missing, before
+// anything is asked.
+func TestRecoverEmbeddedDefaultMissing(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	cases := []struct {
+		name    string
+		files   map[string]string // relative to the data directory
+		wantErr string
+	}{
+		{name: "empty data directory", wantErr: "there is no kubeconfig"},
+		{name: "no sandbox network", files: map[string]string{"kubeconfig": "apiVersion: v1\nkind: Config\n"},
+			wantErr: filepath.Join("sandbox", "network.json") + " does not exist; is validator-manager serve running there?"},
+		{name: "a stopped server's address", files: map[string]string{"kubeconfig": "apiVersion: v1\nkind: Config\n", "sandbox/network.json": `{"url":"` + closed.URL + `","pid":1}`},
+			wantErr: "which does not answer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				path := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var podsOpened atomic.Bool
+			cmd := newRecoverCmd(recoverDeps{
+				getenv:       func(k string) string { return map[string]string{envWalletPassword: recPassword}[k] },
+				readPassword: func(string, io.Writer) (string, error) { return "", errNoTerminal },
+				pods: func(string, string, string) (recovery.Pods, string, error) {
+					podsOpened.Store(true)
+					return nil, "", errors.New("not to be opened")
+				},
+			})
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SetArgs([]string{"--validator", recValidator, "--timestamp", recTimestamp, "--dry-run", "--data-dir", dir})
+			err := cmd.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "--data-dir "+dir) {
+				t.Fatalf("got %v, want an error naming --data-dir %s and containing %q", err, dir, tc.wantErr)
+			}
+			if podsOpened.Load() {
+				t.Error("the cluster was opened")
+			}
+		})
+	}
+}
+
+func TestListenURL(t *testing.T) {
+	for listen, want := range map[string]string{
+		"127.0.0.1:8080": "http://127.0.0.1:8080",
+		"0.0.0.0:9090":   "http://127.0.0.1:9090",
+		":8080":          "http://127.0.0.1:8080",
+		"[::]:8080":      "http://127.0.0.1:8080",
+		"[::1]:8080":     "http://[::1]:8080",
+		"localhost:8080": "http://localhost:8080",
+	} {
+		if got := listenURL(listen); got != want {
+			t.Errorf("listenURL(%q): got %q, want %q", listen, got, want)
+		}
+	}
 }

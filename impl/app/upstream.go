@@ -3,21 +3,31 @@ package app
 import (
 	"path/filepath"
 
+	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
 // openUpstreams builds the clients release 2.0 reaches validators' nodes
-// with. On the embedded default every validator's nodes are the sandbox
-// network's (in dataDir/sandbox), whatever its configuration names; in a
-// real cluster they are found by the Helm convention and its Secret.
+// with. A validator is resolved from its Validator resource (the cluster
+// gateway's cache) and its Secret, whoever created it; its clients are kept
+// until either changes. On the embedded default every validator's nodes
+// are the sandbox network's (in dataDir/sandbox), whatever its
+// configuration names; in a real cluster they are found by the Helm
+// convention.
 func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	cfg := a.Config
+	records := upstream.ResourceRecords{Resources: a.Cluster}
 	var r upstream.Resolver
 	if cfg.EmbeddedDefault() {
 		// A validator that configures its own ledger API client is called with
 		// it, and the sandbox checks that secret, as a participant would.
 		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster}
+		// Wallet users get tokens at its realm with their local passwords
+		// (the recover command's step 1).
+		if local, ok := a.Identity.(*idp.Local); ok {
+			so.Passwords = local
+		}
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})
 		}
@@ -26,13 +36,17 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 			return nil, err
 		}
 		a.Sandbox = n
-		r = n.Resolver(a.Store)
+		r = n.Resolver(records)
+		n.ServeDiscovery(r)
 	} else {
-		r = upstream.ClusterResolver{Records: a.Store, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
+		r = upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
 	}
 	policy := a.outboundPolicy()
-	a.Upstreams = upstream.New(upstream.Options{Resolver: r, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
+	a.Upstreams = upstream.New(upstream.Options{Resolver: upstream.Revised(r, a.Cluster), Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
 		Observe: a.Telemetry.ObserveUpstream, Transport: policy.Transport(), CheckURL: policy.CheckURL})
+	if err := a.Cluster.OnValidatorDeleted(a.Upstreams.Forget); err != nil {
+		return nil, err
+	}
 	return a.Upstreams, nil
 }
 

@@ -93,6 +93,9 @@ type Kube struct {
 	applicationView *view
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
 	metrics metricsv1beta1.PodMetricsesGetter
+	// Every Secret's name and resourceVersion (proxy.go).
+	secrets        informers.SharedInformerFactory
+	secretVersions cache.SharedIndexInformer
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -169,6 +172,9 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	k.validatorView = newView(domain.KindValidator, ValidatorResource)
 	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
 	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer(), k.managed); err != nil {
+		return nil, err
+	}
+	if k.secrets, k.secretVersions, err = newSecretVersions(core, namespace, opts.Resync); err != nil {
 		return nil, err
 	}
 	k.typed = informers.NewSharedInformerFactoryWithOptions(core, opts.Resync, informers.WithNamespace(namespace),
@@ -254,7 +260,8 @@ func (k *Kube) Start(ctx context.Context) error {
 	}
 	k.typed.Start(k.stop)
 	k.views.Start(k.stop)
-	waits := []cache.InformerSynced{k.cronJobs.HasSynced, k.validatorView.synced}
+	k.secrets.Start(k.stop)
+	waits := []cache.InformerSynced{k.cronJobs.HasSynced, k.validatorView.synced, k.secretVersions.HasSynced}
 	if k.applicationView.served {
 		waits = append(waits, k.applicationView.synced)
 	}
@@ -280,6 +287,7 @@ func (k *Kube) Close() {
 		close(k.stop)
 		k.typed.Shutdown()
 		k.views.Shutdown()
+		k.secrets.Shutdown()
 	})
 }
 

@@ -101,6 +101,25 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 	return "", "", domain.Conflict("cluster: %d running pods of validator %q (%s); name the one to use", len(names), validator, strings.Join(names, ", "))
 }
 
+// SimulatedNodeLabel marks a node that has no kubelet: the embedded
+// default's (impl/nodesim), whose pods run nothing.
+const SimulatedNodeLabel = "node.kubernetes.io/simulated"
+
+// CheckExec tells, before anything changes, that commands cannot run in
+// pod: it runs on a simulated node. Anything it cannot read (a pod gone, no
+// right to get nodes) leaves the question to the exec itself: nil.
+func (e *PodExec) CheckExec(ctx context.Context, pod string) error {
+	p, err := e.core.CoreV1().Pods(e.namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil || p.Spec.NodeName == "" {
+		return nil
+	}
+	node, err := e.core.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil || node.Labels[SimulatedNodeLabel] != "true" {
+		return nil
+	}
+	return fmt.Errorf("cluster: pod %q runs on node %q, which is simulated (%s=true, the embedded default's): it has no kubelet, so no command runs in the pod and no file can be copied into it", pod, node.Name, SimulatedNodeLabel)
+}
+
 // Copy streams r into path in the container, creating path's directory.
 func (e *PodExec) Copy(ctx context.Context, pod, container, path string, r io.Reader) error {
 	_, err := e.exec(ctx, pod, container, copyCommand(path), r)

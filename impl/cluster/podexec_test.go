@@ -97,6 +97,41 @@ func TestPodExecFind(t *testing.T) {
 	}
 }
 
+// TestPodExecCheckExec: a pod on a simulated node is refused before any
+// exec; what cannot be read is left to the exec.
+func TestPodExecCheckExec(t *testing.T) {
+	pod := func(node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "acme-1", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	node := func(name string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	cases := []struct {
+		name    string
+		objects []runtime.Object
+		wantMsg string // "" means no error
+	}{
+		{name: "simulated node", objects: []runtime.Object{pod("embedded-node"), node("embedded-node", map[string]string{SimulatedNodeLabel: "true"})},
+			wantMsg: `pod "acme-1" runs on node "embedded-node", which is simulated`},
+		{name: "real node", objects: []runtime.Object{pod("worker-1"), node("worker-1", map[string]string{"kubernetes.io/hostname": "worker-1"})}},
+		{name: "label false", objects: []runtime.Object{pod("worker-1"), node("worker-1", map[string]string{SimulatedNodeLabel: "false"})}},
+		{name: "node not readable", objects: []runtime.Object{pod("worker-1")}},
+		{name: "pod not scheduled", objects: []runtime.Object{pod("")}},
+		{name: "pod gone"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := NewPodExec(&rest.Config{}, kubefake.NewClientset(tc.objects...), "ns", nil).CheckExec(context.Background(), "acme-1")
+			if tc.wantMsg == "" && err != nil {
+				t.Fatalf("got %v, want no error", err)
+			}
+			if tc.wantMsg != "" && (err == nil || !strings.Contains(err.Error(), tc.wantMsg)) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.wantMsg)
+			}
+		})
+	}
+}
+
 func TestExecURL(t *testing.T) {
 	core, err := kubernetes.NewForConfig(&rest.Config{Host: "https://k8s.example:6443"})
 	if err != nil {

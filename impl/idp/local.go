@@ -174,6 +174,35 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 	return l.DeleteUser(ctx, id)
 }
 
+// CheckPassword verifies username's password against its bcrypt hash (the
+// sandbox's password grant). A temporary password is accepted: the local
+// provider has no way to change it. An unknown user or a wrong password is
+// a domain error of code CodeUnauthenticated, the same for both.
+func (l *Local) CheckPassword(_ context.Context, username, password string) error {
+	l.mu.Lock()
+	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
+	hash := ""
+	if i >= 0 {
+		hash = l.users[i].PasswordHash
+	}
+	l.mu.Unlock()
+	// Compared outside the lock; an unknown user costs a comparison too,
+	// so that both refusals take as long.
+	if hash == "" {
+		hash = unknownUserHash()
+	}
+	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); err != nil || i < 0 {
+		return &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
+	}
+	return nil
+}
+
+// unknownUserHash is the hash of a random password, made once.
+var unknownUserHash = sync.OnceValue(func() string {
+	h, _ := bcrypt.GenerateFromPassword([]byte(uuid.NewString()), bcrypt.DefaultCost)
+	return string(h)
+})
+
 // save writes users atomically: a temporary file in the same directory
 // (created 0600), synced, then renamed over the old one.
 func (l *Local) save(users []localUser) error {

@@ -275,3 +275,33 @@ func TestLocalSaveFailure(t *testing.T) {
 		t.Errorf("got users %+v, want a then b", users)
 	}
 }
+
+// TestLocalCheckPassword: only the user's own password passes; a wrong
+// password and an unknown user are refused alike.
+func TestLocalCheckPassword(t *testing.T) {
+	l := openLocal(t, t.TempDir())
+	created, err := l.CreateWalletUser(context.Background(), "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, username, password string
+		wantOK                   bool
+	}{
+		{"its temporary password", "acme_walletuser", created.TemporaryPassword, true},
+		{"a wrong password", "acme_walletuser", created.TemporaryPassword + "x", false},
+		{"an empty password", "acme_walletuser", "", false},
+		{"an unknown user", "other_walletuser", created.TemporaryPassword, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := l.CheckPassword(context.Background(), tc.username, tc.password)
+			if tc.wantOK && err != nil {
+				t.Fatalf("got %v, want no error", err)
+			}
+			if !tc.wantOK && !errors.Is(err, &domain.Error{Code: domain.CodeUnauthenticated}) {
+				t.Fatalf("got %v, want an unauthenticated error", err)
+			}
+		})
+	}
+}

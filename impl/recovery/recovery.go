@@ -42,6 +42,9 @@ type Pods interface {
 	Copy(ctx context.Context, pod, container, path string, r io.Reader) error
 	// MD5 is the hex MD5 of the file at path in the container.
 	MD5(ctx context.Context, pod, container, path string) (string, error)
+	// CheckExec says why no command can run in pod (a node without a
+	// kubelet), nil when nothing tells so before trying.
+	CheckExec(ctx context.Context, pod string) error
 }
 
 // Procedure is one run of the recovery procedure. Fill it and call Run.
@@ -91,10 +94,13 @@ type Procedure struct {
 
 // Result is what a run did (or, in a dry run, would do).
 type Result struct {
-	File                string // the saved dump
-	Bytes               int64
-	MD5                 string
-	Pod, Container      string
+	File           string // the saved dump
+	Bytes          int64
+	MD5            string
+	Pod, Container string
+	// NoExec is why nothing can be copied into the pod: a dry run reports
+	// it, a real run stops on it before step 1.
+	NoExec              error
 	PreviousMigrationID int32
 	MigrationID         int32
 }
@@ -231,7 +237,14 @@ func (p *Procedure) Run(ctx context.Context) (Result, error) {
 	if res.Pod, res.Container, err = p.Pods.Find(ctx, p.Validator); err != nil {
 		return res, out.fail(4, err)
 	}
-	out.done("pod %s, container %s", res.Pod, res.Container)
+	if res.NoExec = p.Pods.CheckExec(ctx, res.Pod); res.NoExec != nil && !p.DryRun {
+		return res, out.fail(4, fmt.Errorf("%w; steps 4 and 5 cannot run, so nothing was started or changed", res.NoExec))
+	}
+	if res.NoExec != nil {
+		out.done("pod %s, container %s; files cannot be copied into it", res.Pod, res.Container)
+	} else {
+		out.done("pod %s, container %s", res.Pod, res.Container)
+	}
 
 	out.step(1, "Obtaining a token from the identity provider")
 	token, err := idp.PasswordToken(ctx, idp.TokenURL(p.AuthURL, p.Realm), p.Validator+"-wallet-ui", p.Validator+"_walletuser", p.WalletPassword)
@@ -291,6 +304,13 @@ func (p *Procedure) dryRun(ctx context.Context, out *progress, res Result) error
 	}
 	out.done("")
 	out.linef("[3/6] Would save data_snapshot to %s (mode 0600).", res.File)
+	if res.NoExec != nil {
+		out.linef("[4/6] Cannot copy it into pod %s: %v.", res.Pod, res.NoExec)
+		out.linef("[5/6] Cannot compare the MD5 of both files for the same reason.")
+		out.linef("[6/6] Would set the migration of %s to {id: %d, migrating: true} (now %d) and wait until it shows.", p.Validator, res.MigrationID, res.PreviousMigrationID)
+		out.linef("A run without --dry-run stops before step 1: steps 4 and 5 cannot run here.")
+		return nil
+	}
 	out.linef("[4/6] Would copy it into pod %s, container %s, at %s.", res.Pod, res.Container, DumpPath)
 	out.linef("[5/6] Would compare the MD5 of both files.")
 	out.linef("[6/6] Would set the migration of %s to {id: %d, migrating: true} (now %d) and wait until it shows.", p.Validator, res.MigrationID, res.PreviousMigrationID)

@@ -76,6 +76,8 @@ func TestProcedure(t *testing.T) {
 			wantStep: 3, wantErr: "output directory", wantMigration: 2},
 		{name: "no pod", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.noPod = true },
 			wantStep: 4, wantErr: "no running pod", wantMigration: 2},
+		{name: "pod on a simulated node", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.noExec = true },
+			wantStep: 4, wantErr: "no kubelet; steps 4 and 5 cannot run, so nothing was started or changed", wantMigration: 2},
 		{name: "copy fails", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.failCopy = true },
 			wantStep: 4, wantErr: "exec failed", wantMigration: 2, wantFile: true, wantToken: true, wantSnapshot: true},
 		{name: "copy corrupted", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.corrupt = true },
@@ -190,8 +192,15 @@ func TestDryRun(t *testing.T) {
 		edit     func(*fixture, *recovery.Procedure)
 		wantStep int
 		wantErr  string
+		// wantLines replace the lines of steps 4 and 5 that all checks passing print.
+		wantLines []string
 	}{
 		{name: "all checks pass"},
+		{name: "pod on a simulated node", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.noExec = true }, wantLines: []string{
+			"Looking for the validator pod … done (pod acme-validator-app-0, container validator-app; files cannot be copied into it)",
+			"[4/6] Cannot copy it into pod acme-validator-app-0: cluster: no kubelet.",
+			"[5/6] Cannot compare the MD5",
+			"A run without --dry-run stops before step 1"}},
 		{name: "wrong password", edit: func(_ *fixture, p *recovery.Procedure) { p.WalletPassword = "nope" }, wantStep: 1, wantErr: "invalid_grant"},
 		{name: "wallet app not alive", edit: func(f *fixture, _ *recovery.Procedure) { f.wallet.status = http.StatusServiceUnavailable }, wantStep: 2, wantErr: "503"},
 		{name: "no pod", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.noPod = true }, wantStep: 4, wantErr: "no running pod"},
@@ -212,13 +221,20 @@ func TestDryRun(t *testing.T) {
 				if err != nil {
 					t.Fatalf("got error %v, want none", err)
 				}
-				for _, line := range []string{"Dry run", "[1/6] Obtaining a token from the identity provider … done", "[2/6] Checking that the wallet app answers",
+				lines := []string{"[4/6] Would copy it into pod acme-validator-app-0, container validator-app, at /domain-upgrade-dump/domain_migration_dump.json",
+					"[5/6] Would compare the MD5 of both files."}
+				if tc.wantLines != nil {
+					lines = tc.wantLines
+				}
+				for _, line := range append([]string{"Dry run", "[1/6] Obtaining a token from the identity provider … done", "[2/6] Checking that the wallet app answers",
 					"[3/6] Would save data_snapshot to " + filepath.Join(f.dir, "acme-domain_migration_dump.json"),
-					"[4/6] Would copy it into pod acme-validator-app-0, container validator-app, at /domain-upgrade-dump/domain_migration_dump.json",
-					"[6/6] Would set the migration of acme to {id: 3, migrating: true} (now 2)"} {
+					"[6/6] Would set the migration of acme to {id: 3, migrating: true} (now 2)"}, lines...) {
 					if !strings.Contains(f.out.String(), line) {
 						t.Errorf("progress lacks %q:\n%s", line, f.out.String())
 					}
+				}
+				if tc.wantLines != nil && strings.Contains(f.out.String(), "Would copy") {
+					t.Errorf("progress says it would copy:\n%s", f.out.String())
 				}
 			} else if !errors.As(err, &se) || se.Step != tc.wantStep || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("got error %v, want step %d containing %q", err, tc.wantStep, tc.wantErr)
@@ -471,6 +487,7 @@ func (a *walletApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fakePods is one pod of the validator app with a file system.
 type fakePods struct {
 	noPod, failCopy, corrupt, failMD5 bool
+	noExec                            bool // the pod is on a node without a kubelet
 	finds                             atomic.Int32
 	mu                                sync.Mutex
 	files                             map[string][]byte
@@ -504,6 +521,13 @@ func (p *fakePods) Copy(_ context.Context, pod, container, path string, r io.Rea
 		p.files = map[string][]byte{}
 	}
 	p.files[path] = b
+	return nil
+}
+
+func (p *fakePods) CheckExec(context.Context, string) error {
+	if p.noExec {
+		return errors.New("cluster: no kubelet")
+	}
 	return nil
 }
 

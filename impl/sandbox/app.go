@@ -43,6 +43,9 @@ func (n *Network) appRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("GET "+base+"/v0/admin/participant/identities", n.app(name, true, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return identities(w, name, ns)
 	}))
+	mux.HandleFunc("GET "+base+"/v0/admin/domain/data-snapshot", n.dataSnapshot(name))
+	// The app runs while its listener does (its readiness is the pod's, not simulated here).
+	mux.HandleFunc("GET "+base+"/livez", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 }
 
 func validatorUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
@@ -130,19 +133,23 @@ func offboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) b
 	return true
 }
 
-// identities is the NodeIdentitiesDump of the participant: its uid, its
-// key pairs and its authorized store.
 func identities(w http.ResponseWriter, validator string, ns *nodeState) bool {
+	writeJSON(w, http.StatusOK, identitiesDump(validator, ns))
+	return false
+}
+
+// identitiesDump is the NodeIdentitiesDump of the participant: its uid, its
+// key pairs and its authorized store.
+func identitiesDump(validator string, ns *nodeState) map[string]any {
 	keys := []any{}
 	for _, k := range ns.Keys {
 		keys = append(keys, map[string]string{"keyPair": k.KeyPair, "name": k.Name})
 	}
 	store, _ := json.Marshal(map[string]any{"participant": ns.participantUID(validator), "namespace": ns.Fingerprint, "at": time.Now().UTC().Format(time.RFC3339)})
-	writeJSON(w, http.StatusOK, map[string]any{
+	return map[string]any{
 		"id":                      ns.participantUID(validator),
 		"keys":                    keys,
 		"authorizedStoreSnapshot": base64.StdEncoding.EncodeToString(store),
 		"version":                 Version,
-	})
-	return false
+	}
 }

@@ -39,8 +39,9 @@ func ContractHook(report func(string)) (Hook, error) {
 	errShape := map[string]string{upstream.Ledger: "JsCantonError", upstream.Scan: "ErrorResponse", upstream.ValidatorApp: "ErrorResponse"}
 	var mu sync.Mutex
 	return func(x Exchange) {
-		// The token endpoint and its OIDC discovery are the IdP's, not scan's.
-		if x.Request.URL.Path == "/oauth2/token" || strings.HasPrefix(x.Request.URL.Path, "/.well-known/") {
+		// The token endpoints and OIDC discovery are the IdP's, the
+		// discovery route the sandbox's own: neither is scan's.
+		if p := x.Request.URL.Path; p == "/oauth2/token" || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, "/realms/") || strings.HasPrefix(p, discoveryPath) {
 			return
 		}
 		d := docs[x.Upstream]

@@ -65,6 +65,9 @@ type Options struct {
 	PageSize int
 	// Files writes the state (durable.go); the operating system's when nil.
 	Files Files
+	// Passwords checks wallet users' passwords for the password grant of
+	// Realm (realm.go); without it every password is refused.
+	Passwords Passwords
 }
 
 // Network is the running sandbox.
@@ -87,6 +90,11 @@ type Network struct {
 	nodes   map[string]*node // running listeners by validator
 
 	scan *listener // scan and the token endpoint
+
+	passwords Passwords
+	// lookup resolves the validators the discovery route answers for
+	// (discovery.go); nil until ServeDiscovery.
+	lookup upstream.Resolver
 	// started is when the network started (the participants' uptime).
 	started time.Time
 }
@@ -94,6 +102,9 @@ type Network struct {
 type node struct {
 	ledger, app *listener
 	admin       *grpcListener // the participant admin gRPC API
+	// migrationID is the validator's migration id as last resolved (the
+	// data snapshot reports it).
+	migrationID int64
 }
 
 type listener struct {
@@ -116,7 +127,8 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.Files == nil {
 		o.Files = osFiles{}
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now()}
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
+		passwords: o.Passwords}
 	st, err := loadState(n.statePath())
 	if err != nil {
 		return nil, err
@@ -134,7 +146,13 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("POST /oauth2/token", n.token)
 	mux.HandleFunc("GET /.well-known/openid-configuration", n.discovery)
 	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", n.passwordToken)
+	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
+		return nil, err
+	}
+	if err := n.publish(); err != nil {
+		n.scan.srv.Close()
 		return nil, err
 	}
 	return n, nil
@@ -152,6 +170,7 @@ func (n *Network) Close() {
 	n.nodes = map[string]*node{}
 	if n.scan != nil {
 		n.scan.srv.Close()
+		n.unpublish()
 	}
 }
 

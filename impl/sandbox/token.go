@@ -72,8 +72,11 @@ type claims struct {
 	Subject  string `json:"sub"`
 	Audience string `json:"aud,omitempty"`
 	Scope    string `json:"scope,omitempty"`
-	IssuedAt int64  `json:"iat"`
-	Expiry   int64  `json:"exp"`
+	// AuthorizedParty is the client a user's password-grant token was
+	// issued through (Keycloak's azp); empty for client-credentials tokens.
+	AuthorizedParty string `json:"azp,omitempty"`
+	IssuedAt        int64  `json:"iat"`
+	Expiry          int64  `json:"exp"`
 }
 
 // issue signs a token for client sub.
@@ -100,41 +103,51 @@ func (n *Network) issue(c claims) (string, error) {
 
 // subject is the client a request's bearer token was issued to, "" when
 // the token is missing, malformed, not signed by the token endpoint or
-// expired. The caller holds n.mu.
+// expired, or is a user's (password grant). The caller holds n.mu.
 func (n *Network) subjectLocked(r *http.Request) string {
+	c, ok := n.claimsLocked(r)
+	if !ok || c.AuthorizedParty != "" {
+		return ""
+	}
+	return c.Subject
+}
+
+// claimsLocked are the claims of a request's bearer token when the token
+// endpoint signed it and it has not expired. The caller holds n.mu.
+func (n *Network) claimsLocked(r *http.Request) (claims, bool) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return ""
+		return claims{}, false
 	}
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
-		return ""
+		return claims{}, false
 	}
 	var head struct {
 		Alg string `json:"alg"`
 	}
 	raw, err := b64.DecodeString(parts[0])
 	if err != nil || json.Unmarshal(raw, &head) != nil || head.Alg != "ES256" {
-		return ""
+		return claims{}, false
 	}
 	sig, err := b64.DecodeString(parts[2])
 	if err != nil || len(sig) != 64 {
-		return ""
+		return claims{}, false
 	}
 	key, err := n.tokenKeyLocked()
 	if err != nil {
-		return ""
+		return claims{}, false
 	}
 	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	if !ecdsa.Verify(&key.PublicKey, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
-		return ""
+		return claims{}, false
 	}
 	var c claims
 	raw, err = b64.DecodeString(parts[1])
-	if err != nil || json.Unmarshal(raw, &c) != nil || time.Now().Unix() >= c.Expiry {
-		return ""
+	if err != nil || json.Unmarshal(raw, &c) != nil || time.Now().Unix() >= c.Expiry || c.Subject == "" {
+		return claims{}, false
 	}
-	return c.Subject
+	return c, true
 }
 
 // tokenUserLocked is the ledger user of validator's node a token for

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -75,4 +76,59 @@ func (r ClusterResolver) Resolve(ctx context.Context, name string) (Target, erro
 	creds.ClientSecret = secret
 	t.Credentials = &creds
 	return t, nil
+}
+
+// Resources reads validators' Validator resources (any Validator of the
+// namespace, as release 2.0 lists them) and tells when one or its ledger API
+// auth Secret changes: the cluster gateway (cluster.Kube).
+type Resources interface {
+	// ValidatorRevision is the resourceVersion of the Validator resource in
+	// the cache and that of its ledger API auth Secret ("" when there is
+	// none); ok is false when the cache has no such Validator.
+	ValidatorRevision(name string) (validator, secret string, ok bool)
+	// TypedValidator reads the Validator resource; domain.ErrNotFound when
+	// there is none.
+	TypedValidator(ctx context.Context, name string) (*v1alpha1.Validator, error)
+}
+
+// ResourceRecords reads a validator's record from its Validator resource
+// (spec.config and spec.migration, as release 1.11's create writes them),
+// so that a validator created with kubectl or by GitOps, which has no
+// database row, resolves like one created through the API.
+type ResourceRecords struct{ Resources Resources }
+
+// GetValidator implements Records.
+func (r ResourceRecords) GetValidator(ctx context.Context, name string) (domain.Validator, error) {
+	v, err := r.Resources.TypedValidator(ctx, name)
+	if err != nil {
+		return domain.Validator{}, err
+	}
+	spec, err := v1alpha1.EncodeValidatorConfig(v.Spec.Config)
+	if err != nil {
+		return domain.Validator{}, domain.Internal(err)
+	}
+	return domain.Validator{Name: name, MigrationID: v.Spec.Migration.ID, Migrating: v.Spec.Migration.Migrating,
+		CustomAuth: v.Spec.CustomAuth, ExternalDatabase: v.Spec.ExternalDatabase, Spec: spec}, nil
+}
+
+// Revised is r, which resolves from resources (ResourceRecords and the
+// Secrets), with their revisions: Clients then keeps a validator's clients
+// until its Validator resource or ledger API auth Secret changes.
+func Revised(r Resolver, resources Resources) Resolver {
+	return revised{Resolver: r, resources: resources}
+}
+
+type revised struct {
+	Resolver
+	resources Resources
+}
+
+// Revision implements Revisioner: the resourceVersions of the validator's
+// resource and Secret in the caches.
+func (r revised) Revision(name string) string {
+	v, s, ok := r.resources.ValidatorRevision(name)
+	if !ok {
+		return ""
+	}
+	return v + "/" + s
 }

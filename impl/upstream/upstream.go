@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/validatorapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // Names of the upstreams, as errors and latency observations name them.
@@ -76,6 +78,16 @@ type Resolver interface {
 	Resolve(ctx context.Context, validator string) (Target, error)
 }
 
+// Revisioner is implemented by a Resolver whose Target of a validator
+// changes only with its revision: Clients keeps a validator's clients while
+// the revision stays, and rebuilds them when it changes.
+type Revisioner interface {
+	// Revision names what the validator's Target is resolved from, read
+	// cheaply (from caches); "" when it cannot tell, and the clients are
+	// then built for the one call.
+	Revision(validator string) string
+}
+
 // Instrument wraps the transport of one upstream (Ledger, Scan or
 // ValidatorApp) to observe its calls: the metrics hook
 // (telemetry.Metrics.Transport).
@@ -111,6 +123,16 @@ type Clients struct {
 	mu     sync.Mutex
 	tokens map[string]oauth2.TokenSource
 	admins map[adminKey]*AdminAPI
+
+	// nodes are the validators' clients by name, with the revision they
+	// were built at.
+	nodesMu sync.RWMutex
+	nodes   map[string]builtNode
+}
+
+type builtNode struct {
+	revision string
+	node     *Node
 }
 
 // New returns Clients over o.
@@ -122,10 +144,11 @@ func New(o Options) *Clients {
 		o.Timeout = 30 * time.Second
 	}
 	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, observe: o.Observe,
-		checkURL: o.CheckURL, tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}}
+		checkURL: o.CheckURL, tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}, nodes: map[string]builtNode{}}
 }
 
-// Node is one validator's clients.
+// Node is one validator's clients, shared by the calls made while its
+// revision stays: read it, never change it.
 type Node struct {
 	Target    Target
 	Ledger    *ledgerapi.ClientWithResponses
@@ -141,12 +164,54 @@ type Node struct {
 // Admin is the validator's participant admin API.
 func (n *Node) Admin() (*AdminAPI, error) { return n.admin, n.adminErr }
 
-// For resolves validator and returns clients for its nodes.
+// For returns clients for validator's nodes: those built before while the
+// resolver's revision of it stays, new ones otherwise.
 func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
+	var rev string
+	if r, ok := c.resolver.(Revisioner); ok {
+		rev = r.Revision(validator)
+	}
+	if rev != "" {
+		c.nodesMu.RLock()
+		b, ok := c.nodes[validator]
+		c.nodesMu.RUnlock()
+		if ok && b.revision == rev {
+			return b.node, nil
+		}
+	}
 	t, err := c.resolver.Resolve(ctx, validator)
+	if err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			c.Forget(validator)
+		}
+		return nil, err
+	}
+	n, err := c.build(t)
 	if err != nil {
 		return nil, err
 	}
+	// Resolved after rev was read, n may be newer than rev says: the next
+	// call then sees another revision and builds once more.
+	c.nodesMu.Lock()
+	if rev != "" {
+		c.nodes[validator] = builtNode{revision: rev, node: n}
+	} else {
+		delete(c.nodes, validator)
+	}
+	c.nodesMu.Unlock()
+	return n, nil
+}
+
+// Forget drops the clients kept for validator (its resource is gone).
+func (c *Clients) Forget(validator string) {
+	c.nodesMu.Lock()
+	delete(c.nodes, validator)
+	c.nodesMu.Unlock()
+}
+
+// build makes the clients of t's nodes.
+func (c *Clients) build(t Target) (*Node, error) {
+	var err error
 	n := &Node{Target: t, HTTP: map[string]*http.Client{}}
 	for _, up := range []string{Ledger, Scan, ValidatorApp} {
 		n.HTTP[up] = c.httpClient(up, t.Credentials)

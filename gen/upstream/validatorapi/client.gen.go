@@ -90,6 +90,14 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// IsLive performs a GET /livez (the `IsLive` operationId) request.
+	IsLive(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValidatorDomainDataSnapshot performs a GET /v0/admin/domain/data-snapshot (the `GetValidatorDomainDataSnapshot` operationId) request.
+	//
+	// A snapshot of the global synchronizer data of this validator (parties, ACS, node identities): the recovery procedure's step 2 (impl/recovery streams it, it does not use a generated client).
+	GetValidatorDomainDataSnapshot(ctx context.Context, params *GetValidatorDomainDataSnapshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DumpParticipantIdentities performs a GET /v0/admin/participant/identities (the `DumpParticipantIdentities` operationId) request.
 	DumpParticipantIdentities(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -109,6 +117,34 @@ type ClientInterface interface {
 
 	// GetValidatorUserInfo performs a GET /v0/validator-user (the `GetValidatorUserInfo` operationId) request.
 	GetValidatorUserInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// IsLive performs a GET /livez (the `IsLive` operationId) request.
+func (c *Client) IsLive(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIsLiveRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValidatorDomainDataSnapshot performs a GET /v0/admin/domain/data-snapshot (the `GetValidatorDomainDataSnapshot` operationId) request.
+//
+// A snapshot of the global synchronizer data of this validator (parties, ACS, node identities): the recovery procedure's step 2 (impl/recovery streams it, it does not use a generated client).
+func (c *Client) GetValidatorDomainDataSnapshot(ctx context.Context, params *GetValidatorDomainDataSnapshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValidatorDomainDataSnapshotRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // DumpParticipantIdentities performs a GET /v0/admin/participant/identities (the `DumpParticipantIdentities` operationId) request.
@@ -189,6 +225,107 @@ func (c *Client) GetValidatorUserInfo(ctx context.Context, reqEditors ...Request
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewIsLiveRequest constructs an http.Request for the IsLive method
+func NewIsLiveRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/livez")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetValidatorDomainDataSnapshotRequest constructs an http.Request for the GetValidatorDomainDataSnapshot method
+func NewGetValidatorDomainDataSnapshotRequest(server string, params *GetValidatorDomainDataSnapshotParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v0/admin/domain/data-snapshot")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.MigrationId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "migration_id", *params.MigrationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Force != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "force", *params.Force, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewDumpParticipantIdentitiesRequest constructs an http.Request for the DumpParticipantIdentities method
@@ -406,6 +543,18 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// IsLiveWithResponse performs a GET /livez (the `IsLive` operationId) request.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	IsLiveWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*IsLiveResult, error)
+
+	// GetValidatorDomainDataSnapshotWithResponse performs a GET /v0/admin/domain/data-snapshot (the `GetValidatorDomainDataSnapshot` operationId) request.
+	//
+	// A snapshot of the global synchronizer data of this validator (parties, ACS, node identities): the recovery procedure's step 2 (impl/recovery streams it, it does not use a generated client).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	GetValidatorDomainDataSnapshotWithResponse(ctx context.Context, params *GetValidatorDomainDataSnapshotParams, reqEditors ...RequestEditorFn) (*GetValidatorDomainDataSnapshotResult, error)
+
 	// DumpParticipantIdentitiesWithResponse performs a GET /v0/admin/participant/identities (the `DumpParticipantIdentities` operationId) request.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -435,6 +584,88 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	GetValidatorUserInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetValidatorUserInfoResult, error)
+}
+
+type IsLiveResult struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r IsLiveResult) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IsLiveResult) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IsLiveResult) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IsLiveResult) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetValidatorDomainDataSnapshotResult struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GetValidatorDomainDataSnapshotResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *N500
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetValidatorDomainDataSnapshotResult) GetJSON200() *GetValidatorDomainDataSnapshotResponse {
+	return r.JSON200
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetValidatorDomainDataSnapshotResult) GetJSON500() *N500 {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetValidatorDomainDataSnapshotResult) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetValidatorDomainDataSnapshotResult) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetValidatorDomainDataSnapshotResult) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetValidatorDomainDataSnapshotResult) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type DumpParticipantIdentitiesResult struct {
@@ -642,6 +873,30 @@ func (r GetValidatorUserInfoResult) ContentType() string {
 	return ""
 }
 
+// IsLiveWithResponse performs a GET /livez (the `IsLive` operationId) request.
+//
+// Returns a wrapper object for the known response body format(s).
+func (c *ClientWithResponses) IsLiveWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*IsLiveResult, error) {
+	rsp, err := c.IsLive(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIsLiveResult(rsp)
+}
+
+// GetValidatorDomainDataSnapshotWithResponse performs a GET /v0/admin/domain/data-snapshot (the `GetValidatorDomainDataSnapshot` operationId) request.
+//
+// A snapshot of the global synchronizer data of this validator (parties, ACS, node identities): the recovery procedure's step 2 (impl/recovery streams it, it does not use a generated client).
+//
+// Returns a wrapper object for the known response body format(s).
+func (c *ClientWithResponses) GetValidatorDomainDataSnapshotWithResponse(ctx context.Context, params *GetValidatorDomainDataSnapshotParams, reqEditors ...RequestEditorFn) (*GetValidatorDomainDataSnapshotResult, error) {
+	rsp, err := c.GetValidatorDomainDataSnapshot(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValidatorDomainDataSnapshotResult(rsp)
+}
+
 // DumpParticipantIdentitiesWithResponse performs a GET /v0/admin/participant/identities (the `DumpParticipantIdentities` operationId) request.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -706,6 +961,55 @@ func (c *ClientWithResponses) GetValidatorUserInfoWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseGetValidatorUserInfoResult(rsp)
+}
+
+// ParseIsLiveResult parses an HTTP response from a IsLiveWithResponse call
+func ParseIsLiveResult(rsp *http.Response) (*IsLiveResult, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IsLiveResult{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetValidatorDomainDataSnapshotResult parses an HTTP response from a GetValidatorDomainDataSnapshotWithResponse call
+func ParseGetValidatorDomainDataSnapshotResult(rsp *http.Response) (*GetValidatorDomainDataSnapshotResult, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetValidatorDomainDataSnapshotResult{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GetValidatorDomainDataSnapshotResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest N500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
 }
 
 // ParseDumpParticipantIdentitiesResult parses an HTTP response from a DumpParticipantIdentitiesWithResponse call

@@ -9,6 +9,24 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for DomainMigrationDumpAcsFormat.
+const (
+	AdminApi  DomainMigrationDumpAcsFormat = "admin_api"
+	LedgerApi DomainMigrationDumpAcsFormat = "ledger_api"
+)
+
+// Valid indicates whether the value is a known member of the DomainMigrationDumpAcsFormat enum.
+func (e DomainMigrationDumpAcsFormat) Valid() bool {
+	switch e {
+	case AdminApi:
+		return true
+	case LedgerApi:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for KmsKeyIdType.
 const (
 	Encryption KmsKeyIdType = "encryption"
@@ -27,9 +45,77 @@ func (e KmsKeyIdType) Valid() bool {
 	}
 }
 
+// Defines values for ParticipantUserRightKind.
+const (
+	CanActAs              ParticipantUserRightKind = "canActAs"
+	CanExecuteAs          ParticipantUserRightKind = "canExecuteAs"
+	CanExecuteAsAnyParty  ParticipantUserRightKind = "canExecuteAsAnyParty"
+	CanReadAs             ParticipantUserRightKind = "canReadAs"
+	CanReadAsAnyParty     ParticipantUserRightKind = "canReadAsAnyParty"
+	IdentityProviderAdmin ParticipantUserRightKind = "identityProviderAdmin"
+	ParticipantAdmin      ParticipantUserRightKind = "participantAdmin"
+)
+
+// Valid indicates whether the value is a known member of the ParticipantUserRightKind enum.
+func (e ParticipantUserRightKind) Valid() bool {
+	switch e {
+	case CanActAs:
+		return true
+	case CanExecuteAs:
+		return true
+	case CanExecuteAsAnyParty:
+		return true
+	case CanReadAs:
+		return true
+	case CanReadAsAnyParty:
+		return true
+	case IdentityProviderAdmin:
+		return true
+	case ParticipantAdmin:
+		return true
+	default:
+		return false
+	}
+}
+
+// Dar defines model for Dar.
+type Dar struct {
+	// Content base64 encoded string of a dar package
+	Content string `json:"content"`
+	Hash    string `json:"hash"`
+}
+
+// DomainMigrationDump defines model for DomainMigrationDump.
+type DomainMigrationDump struct {
+	AcsFormat *DomainMigrationDumpAcsFormat `json:"acs_format,omitempty"`
+
+	// AcsSnapshot base64 encoded string of acs snapshot for the requested party id
+	AcsSnapshot      string               `json:"acs_snapshot"`
+	AcsTimestamp     string               `json:"acs_timestamp"`
+	CreatedAt        string               `json:"created_at"`
+	Dars             []Dar                `json:"dars"`
+	DomainId         string               `json:"domain_id"`
+	MigrationId      int64                `json:"migration_id"`
+	Participant      NodeIdentitiesDump   `json:"participant"`
+	ParticipantUsers ParticipantUsersData `json:"participant_users"`
+
+	// SeparatePayloadFiles If set to true, acs_snapshot is a filename
+	SeparatePayloadFiles  *bool `json:"separate_payload_files,omitempty"`
+	SynchronizerWasPaused *bool `json:"synchronizer_was_paused,omitempty"`
+}
+
+// DomainMigrationDumpAcsFormat defines model for DomainMigrationDump.AcsFormat.
+type DomainMigrationDumpAcsFormat string
+
 // ErrorResponse defines model for ErrorResponse.
 type ErrorResponse struct {
 	Error string `json:"error"`
+}
+
+// GetValidatorDomainDataSnapshotResponse defines model for GetValidatorDomainDataSnapshotResponse.
+type GetValidatorDomainDataSnapshotResponse struct {
+	DataSnapshot DomainMigrationDump `json:"data_snapshot"`
+	MigrationId  int64               `json:"migration_id"`
 }
 
 // GetValidatorUserInfoResponse defines model for GetValidatorUserInfoResponse.
@@ -86,8 +172,61 @@ type OnboardUserResponse struct {
 	PartyId string `json:"party_id"`
 }
 
+// ParticipantIdentityProvider defines model for ParticipantIdentityProvider.
+type ParticipantIdentityProvider struct {
+	Audience      string `json:"audience"`
+	Id            string `json:"id"`
+	IsDeactivated *bool  `json:"isDeactivated,omitempty"`
+	Issuer        string `json:"issuer"`
+	JwksUrl       string `json:"jwksUrl"`
+}
+
+// ParticipantUser defines model for ParticipantUser.
+type ParticipantUser struct {
+	Annotations        []ParticipantUserAnnotation `json:"annotations"`
+	Id                 string                      `json:"id"`
+	IdentityProviderId *string                     `json:"identityProviderId,omitempty"`
+	IsDeactivated      *bool                       `json:"isDeactivated,omitempty"`
+	PrimaryParty       *string                     `json:"primaryParty,omitempty"`
+	Rights             []ParticipantUserRight      `json:"rights"`
+}
+
+// ParticipantUserAnnotation defines model for ParticipantUserAnnotation.
+type ParticipantUserAnnotation struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// ParticipantUserRight defines model for ParticipantUserRight.
+type ParticipantUserRight struct {
+	Kind  ParticipantUserRightKind `json:"kind"`
+	Party *string                  `json:"party,omitempty"`
+}
+
+// ParticipantUserRightKind defines model for ParticipantUserRight.Kind.
+type ParticipantUserRightKind string
+
+// ParticipantUsersData defines model for ParticipantUsersData.
+type ParticipantUsersData struct {
+	IdentityProviders []ParticipantIdentityProvider `json:"identityProviders"`
+	Users             []ParticipantUser             `json:"users"`
+}
+
 // N404 defines model for 404.
 type N404 = ErrorResponse
+
+// N500 defines model for 500.
+type N500 = ErrorResponse
+
+// GetValidatorDomainDataSnapshotParams defines parameters for GetValidatorDomainDataSnapshot.
+type GetValidatorDomainDataSnapshotParams struct {
+	// Timestamp ISO-8601 in UTC, e.g. yyyy-MM-dd'T'HH:mm:ss.SSS'Z'
+	Timestamp   string `form:"timestamp" json:"timestamp"`
+	MigrationId *int64 `form:"migration_id,omitempty" json:"migration_id,omitempty"`
+
+	// Force do not check whether the timestamp is clean
+	Force *bool `form:"force,omitempty" json:"force,omitempty"`
+}
 
 // OffboardUserParams defines parameters for OffboardUser.
 type OffboardUserParams struct {

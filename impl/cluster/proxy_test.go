@@ -1,0 +1,196 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// TestProxySource: what release 2.0's proxy reads of a validator made by
+// hand (no labels, no database row): its resource, decoded, from the cache
+// or, before the cache has it, from the API server; the resourceVersions of
+// the resource and of its ledger API auth Secret, which change with them;
+// and its deletion. On client-go's fakes and, when KUBEBUILDER_ASSETS is
+// set, a real API server.
+func TestProxySource(t *testing.T) {
+	type clients struct {
+		core kubernetes.Interface
+		dyn  dynamic.Interface
+		ns   string
+	}
+	setups := map[string]func(t *testing.T) clients{
+		"fakes": func(t *testing.T) clients {
+			core := kubefake.NewClientset()
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"})
+			// The fake tracker keeps no resourceVersions; the API server does.
+			var rv atomic.Int64
+			stamp := func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
+					if m, err := meta.Accessor(o.GetObject()); err == nil {
+						m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+					}
+				}
+				return false, nil, nil
+			}
+			for _, verb := range []string{"create", "update"} {
+				core.PrependReactor(verb, "*", stamp)
+				dyn.PrependReactor(verb, "*", stamp)
+			}
+			return clients{core, dyn, "validators"}
+		},
+	}
+	if realServer != nil {
+		setups["envtest"] = func(t *testing.T) clients {
+			core, err := kubernetes.NewForConfig(realServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dyn, err := dynamic.NewForConfig(realServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := fmt.Sprintf("p%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
+			if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return clients{core, dyn, ns}
+		}
+	}
+	for setupName, setup := range setups {
+		t.Run(setupName, func(t *testing.T) {
+			c := setup(t)
+			ctx := context.Background()
+			const name = "by-hand"
+			validators := c.dyn.Resource(cluster.ValidatorResource).Namespace(c.ns)
+			secrets := c.core.CoreV1().Secrets(c.ns)
+			k, err := cluster.NewKubeForClients(c.core, c.dyn, c.ns, cluster.KubeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(k.Close)
+			var (
+				mu      sync.Mutex
+				deleted []string
+			)
+			if err := k.OnValidatorDeleted(func(n string) { mu.Lock(); deleted = append(deleted, n); mu.Unlock() }); err != nil {
+				t.Fatal(err)
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": cluster.Group + "/" + cluster.Version,
+				"kind":       cluster.Kind,
+				"spec": map[string]any{
+					"config":    map[string]any{"name": name, "clusterConfig": map[string]any{"scanAddress": "https://scan.example.test"}},
+					"migration": map[string]any{"id": int64(3)},
+				},
+			}}
+			obj.SetName(name)
+			obj.SetNamespace(c.ns)
+			if _, err := validators.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Not started: no cache, the API server answers.
+			if _, _, ok := k.ValidatorRevision(name); ok {
+				t.Fatal("revision before the cache started: got one, want none")
+			}
+			v, err := k.TypedValidator(ctx, name)
+			if err != nil || v.Spec.Config.Cluster.ScanAddress != "https://scan.example.test" || v.Spec.Migration.ID != 3 {
+				t.Fatalf("from the API server: got %v, %v; want the resource's scan address and migration 3", v, err)
+			}
+			startKube(t, k.Start)
+
+			// revisions waits until the cache's revisions satisfy cond.
+			revisions := func(what string, cond func(v, s string, ok bool) bool) (string, string) {
+				t.Helper()
+				var v, s string
+				within(t, func() error {
+					var ok bool
+					if v, s, ok = k.ValidatorRevision(name); !cond(v, s, ok) {
+						return fmt.Errorf("%s: got %q, %q, %v", what, v, s, ok)
+					}
+					return nil
+				})
+				return v, s
+			}
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: domain.LedgerAPIAuthSecretName(name), Namespace: c.ns},
+				Data: map[string][]byte{cluster.LedgerAPIAuthSecretKey: []byte("first")}}
+			var vRV, sRV string
+			steps := []struct {
+				name   string
+				change func()
+				want   func(v, s string, ok bool) bool
+			}{
+				{"cached, no Secret", func() {}, func(v, s string, ok bool) bool { return ok && v != "" && s == "" }},
+				{"Secret created", func() {
+					if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}, func(v, s string, ok bool) bool { return ok && v == vRV && s != "" }},
+				{"Secret rotated", func() {
+					cur, err := secrets.Get(ctx, secret.Name, metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cur.Data[cluster.LedgerAPIAuthSecretKey] = []byte("second")
+					if _, err := secrets.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}, func(v, s string, ok bool) bool { return ok && v == vRV && s != "" && s != sRV }},
+				{"resource edited", func() {
+					cur, err := validators.Get(ctx, name, metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := unstructured.SetNestedField(cur.Object, "https://scan-b.example.test", "spec", "config", "clusterConfig", "scanAddress"); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := validators.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}, func(v, s string, ok bool) bool { return ok && v != vRV && s == sRV }},
+				{"resource deleted", func() {
+					if err := validators.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}, func(_, _ string, ok bool) bool { return !ok }},
+			}
+			for _, st := range steps {
+				st.change()
+				vRV, sRV = revisions(st.name, st.want)
+			}
+			mu.Lock()
+			got := strings.Join(deleted, ",")
+			mu.Unlock()
+			if got != name {
+				t.Fatalf("deletions seen: got %q, want %q", got, name)
+			}
+			within(t, func() error {
+				if _, err := k.TypedValidator(ctx, name); !errors.Is(err, domain.ErrNotFound) || !strings.Contains(err.Error(), `validator "by-hand" not found`) {
+					return fmt.Errorf("after deletion: got %v, want not found", err)
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Realm is the one realm of the token endpoint's password grant, served at
+// /realms/<Realm>/protocol/openid-connect/token as Keycloak serves a realm's:
+// the recovery procedure obtains a wallet user's token there with
+// --auth-url <network URL> --realm sandbox.
+const Realm = "sandbox"
+
+// Suffixes of a validator's wallet client and wallet user
+// (<validator>-wallet-ui, <validator>_walletuser), as the identity provider
+// names them.
+const (
+	walletClientSuffix = "-wallet-ui"
+	walletUserSuffix   = "_walletuser"
+)
+
+// Passwords checks a user's password; the embedded default's local
+// identity provider (impl/idp.Local) is one. A wrong password or an
+// unknown user is an error.
+type Passwords interface {
+	CheckPassword(ctx context.Context, username, password string) error
+}
+
+// passwordToken is the resource-owner password grant (RFC 6749 section
+// 4.3) of a validator's public wallet client for its wallet user, with
+// Keycloak's error answers. Its tokens are users' tokens: the admin
+// endpoints refuse them, except a validator's data snapshot for its own
+// wallet user (snapshot.go).
+func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("realm") != Realm {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+		return
+	}
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "password" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "Unsupported grant_type"})
+		return
+	}
+	client, username, password := r.PostForm.Get("client_id"), r.PostForm.Get("username"), r.PostForm.Get("password")
+	validator, ok := strings.CutSuffix(client, walletClientSuffix)
+	if !ok || validator == "" {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "Invalid client or Invalid client credentials"})
+		return
+	}
+	invalid := func() {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
+	}
+	if username != validator+walletUserSuffix || password == "" || n.passwords == nil {
+		invalid()
+		return
+	}
+	if err := n.passwords.CheckPassword(r.Context(), username, password); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		invalid()
+		return
+	}
+	now := time.Now()
+	tok, err := n.issue(claims{Issuer: n.scan.url + "/realms/" + Realm, Subject: username, AuthorizedParty: client, Scope: "openid profile",
+		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds()), "scope": "openid profile"})
+}

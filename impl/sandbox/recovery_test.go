@@ -1,0 +1,189 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/idp"
+	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/upstream"
+)
+
+// passwords are the local identity provider's users and passwords.
+type passwords map[string]string
+
+func (p passwords) CheckPassword(_ context.Context, username, password string) error {
+	if want, ok := p[username]; !ok || want != password {
+		return &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
+	}
+	return nil
+}
+
+func decodeJSON(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+// resolverFunc resolves validators for the discovery route.
+type resolverFunc func(ctx context.Context, name string) (upstream.Target, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, name string) (upstream.Target, error) {
+	return f(ctx, name)
+}
+
+// TestRecoveryEndpoints: what the recover command meets on the embedded
+// default. The network publishes its address while it runs; the discovery
+// route starts a known validator's nodes; the realm's password grant
+// checks the wallet user's password; the validator app answers livez and
+// the data snapshot as Splice describes them (the contract hook checks
+// each answer against openapi/upstream/validator-app.yaml).
+func TestRecoveryEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	hook, err := sandbox.ContractHook(func(p string) { t.Error(p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if fi, err := os.Stat(filepath.Join(dir, "network.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("network.json: %v, %v; want a file of mode 0600", fi, err)
+	}
+	ctx := t.Context()
+	if _, err := sandbox.Discover(ctx, dir, "v1"); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("discovery before ServeDiscovery: got %v, want a 503", err)
+	}
+	n.ServeDiscovery(resolverFunc(func(_ context.Context, name string) (upstream.Target, error) {
+		if name != "v1" {
+			return upstream.Target{}, domain.NotFound("validator %q not found", name)
+		}
+		t, err := n.Target(name)
+		t.MigrationID = 4
+		return t, err
+	}))
+	ep, err := sandbox.Discover(ctx, dir, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Realm != sandbox.Realm || ep.MigrationID != 4 || !strings.HasPrefix(ep.ValidatorAppURL, "http://127.0.0.1:") || !strings.HasPrefix(ep.AuthURL, "http://127.0.0.1:") {
+		t.Errorf("endpoints: got %+v", ep)
+	}
+	if _, err := sandbox.Discover(ctx, dir, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("unknown validator: got %v, want not found", err)
+	}
+
+	t.Run("password grant", func(t *testing.T) {
+		tokenURL := idp.TokenURL(ep.AuthURL, sandbox.Realm)
+		cases := []struct {
+			name       string
+			url        string
+			form       url.Values
+			wantStatus int
+			wantError  string
+		}{
+			{"wallet user", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v1_walletuser"}, "password": {"pw-1"}}, http.StatusOK, ""},
+			{"wrong password", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v1_walletuser"}, "password": {"pw-2"}}, http.StatusUnauthorized, "invalid_grant"},
+			{"another validator's user", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v2_walletuser"}, "password": {"pw-2"}}, http.StatusUnauthorized, "invalid_grant"},
+			{"not a wallet client", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"validator-manager"}, "username": {"v1_walletuser"}, "password": {"pw-1"}}, http.StatusUnauthorized, "invalid_client"},
+			{"client credentials", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-wallet-ui"}}, http.StatusBadRequest, "unsupported_grant_type"},
+			{"other realm", idp.TokenURL(ep.AuthURL, "master"), url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v1_walletuser"}, "password": {"pw-1"}}, http.StatusNotFound, "Realm does not exist"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, err := http.PostForm(tc.url, tc.form)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var out map[string]any
+				_ = decodeJSON(resp, &out)
+				if resp.StatusCode != tc.wantStatus || (tc.wantError != "" && out["error"] != tc.wantError) || (tc.wantError == "" && out["access_token"] == nil) {
+					t.Errorf("got %d %v, want %d %q", resp.StatusCode, out, tc.wantStatus, tc.wantError)
+				}
+			})
+		}
+	})
+
+	walletToken, err := idp.PasswordToken(ctx, idp.TokenURL(ep.AuthURL, sandbox.Realm), "v1-wallet-ui", "v1_walletuser", "pw-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherToken, err := idp.PasswordToken(ctx, idp.TokenURL(ep.AuthURL, sandbox.Realm), "v2-wallet-ui", "v2_walletuser", "pw-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, operatorToken := grant(t, ep.AuthURL+"/oauth2/token", sandbox.ClientID, n.ClientSecret())
+
+	t.Run("validator app", func(t *testing.T) {
+		const ts = "2025-07-01T10:30:00.000Z"
+		snapshot := "/api/validator/v0/admin/domain/data-snapshot?"
+		cases := []struct {
+			name, path, token string
+			wantStatus        int
+			wantMigration     float64
+		}{
+			{"snapshot for the wallet user", snapshot + url.Values{"timestamp": {ts}, "force": {"true"}}.Encode(), walletToken, http.StatusOK, 4},
+			{"snapshot for the operator's grant", snapshot + url.Values{"timestamp": {ts}}.Encode(), operatorToken, http.StatusOK, 4},
+			{"snapshot at a given migration id", snapshot + url.Values{"timestamp": {ts}, "migration_id": {"7"}}.Encode(), walletToken, http.StatusOK, 7},
+			{"snapshot without a token", snapshot + url.Values{"timestamp": {ts}}.Encode(), "", http.StatusUnauthorized, 0},
+			{"snapshot for another validator's user", snapshot + url.Values{"timestamp": {ts}}.Encode(), otherToken, http.StatusForbidden, 0},
+			{"snapshot at a local time", snapshot + url.Values{"timestamp": {"2025-07-01T12:30:00+02:00"}}.Encode(), walletToken, http.StatusBadRequest, 0},
+			{"livez", "/api/validator/livez", "", http.StatusOK, 0},
+			{"a user's token on another admin endpoint", "/api/validator/v0/admin/users", walletToken, http.StatusUnauthorized, 0},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ep.ValidatorAppURL+tc.path, nil)
+				if tc.token != "" {
+					req.Header.Set("Authorization", "Bearer "+tc.token)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != tc.wantStatus {
+					t.Fatalf("got %d, want %d", resp.StatusCode, tc.wantStatus)
+				}
+				if tc.wantMigration == 0 {
+					return
+				}
+				var out struct {
+					MigrationID  float64 `json:"migration_id"`
+					DataSnapshot struct {
+						Participant  struct{ ID string } `json:"participant"`
+						ACSSnapshot  string              `json:"acs_snapshot"`
+						ACSTimestamp string              `json:"acs_timestamp"`
+						MigrationID  float64             `json:"migration_id"`
+						DomainID     string              `json:"domain_id"`
+					} `json:"data_snapshot"`
+				}
+				if err := decodeJSON(resp, &out); err != nil {
+					t.Fatal(err)
+				}
+				d := out.DataSnapshot
+				acs, _ := base64.StdEncoding.DecodeString(d.ACSSnapshot)
+				if out.MigrationID != tc.wantMigration || d.MigrationID != tc.wantMigration || !strings.HasPrefix(d.Participant.ID, "participant-v1::") ||
+					d.ACSTimestamp != "2025-07-01T10:30:00Z" || !strings.HasPrefix(d.DomainID, "global-domain::") || !strings.Contains(string(acs), "v1-validator-1::") {
+					t.Errorf("got %+v (acs %s), want v1's dump at %s, migration %v", out, acs, ts, tc.wantMigration)
+				}
+			})
+		}
+	})
+
+	n.Close()
+	if _, err := os.Stat(filepath.Join(dir, "network.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("network.json after Close: %v, want it removed", err)
+	}
+	if _, err := sandbox.Discover(ctx, dir, "v1"); !errors.Is(err, sandbox.ErrNotRunning) {
+		t.Errorf("discovery after Close: got %v, want ErrNotRunning", err)
+	}
+}

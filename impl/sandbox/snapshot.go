@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// dataSnapshot is getValidatorDomainDataSnapshot: the DomainMigrationDump
+// of the participant at timestamp (ISO-8601 UTC). The sandbox has no
+// contracts: its ACS snapshot (base64, as Canton's) lists the parties, and
+// it keeps no DAR bytes, so each DAR is its main package id with empty
+// content. Every timestamp counts as clean, so force changes nothing. The
+// operator's grant and the validator's own wallet user may call it.
+func (n *Network) dataSnapshot(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		c, ok := n.claimsLocked(r)
+		if !ok {
+			spliceError(w, http.StatusUnauthorized, "invalid or missing bearer token")
+			return
+		}
+		if c.AuthorizedParty != "" && c.Subject != name+walletUserSuffix {
+			spliceError(w, http.StatusForbidden, "user "+strconv.Quote(c.Subject)+" is not an administrator of this validator")
+			return
+		}
+		q := r.URL.Query()
+		ts := q.Get("timestamp")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || !strings.HasSuffix(ts, "Z") {
+			spliceError(w, http.StatusBadRequest, "timestamp "+strconv.Quote(ts)+" is not an ISO-8601 UTC timestamp")
+			return
+		}
+		nd, ns := n.nodes[name], n.st.Nodes[name]
+		migration := int64(0)
+		if nd != nil {
+			migration = nd.migrationID
+		}
+		if s := q.Get("migration_id"); s != "" {
+			if migration, err = strconv.ParseInt(s, 10, 64); err != nil || migration < 0 {
+				spliceError(w, http.StatusBadRequest, "migration_id "+strconv.Quote(s)+" is not a migration id")
+				return
+			}
+		}
+		if s := q.Get("force"); s != "" {
+			if _, err := strconv.ParseBool(s); err != nil {
+				spliceError(w, http.StatusBadRequest, "force "+strconv.Quote(s)+" is not a boolean")
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"data_snapshot": n.migrationDumpLocked(name, ns, at, migration),
+			"migration_id":  migration,
+		})
+	}
+}
+
+// migrationDumpLocked is the DomainMigrationDump of validator's participant.
+func (n *Network) migrationDumpLocked(validator string, ns *nodeState, at time.Time, migration int64) map[string]any {
+	parties := make([]string, 0, len(ns.Parties))
+	for id := range ns.Parties {
+		parties = append(parties, id)
+	}
+	slices.Sort(parties)
+	acs, _ := json.Marshal(map[string]any{"participant": ns.participantUID(validator), "timestamp": at.UTC().Format(time.RFC3339Nano), "parties": parties, "contracts": []any{}})
+	ids := make([]string, 0, len(ns.Users))
+	for id := range ns.Users {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	users := make([]any, 0, len(ids))
+	for _, id := range ids {
+		u := ns.Users[id]
+		rights := make([]any, 0, len(u.Rights))
+		for _, rt := range u.Rights {
+			r := map[string]string{"kind": lowerFirst(rt.Kind)}
+			if rt.Party != "" {
+				r["party"] = rt.Party
+			}
+			rights = append(rights, r)
+		}
+		annotations := make([]any, 0, len(u.Annotations))
+		for _, k := range sortedKeys(u.Annotations) {
+			annotations = append(annotations, map[string]string{"key": k, "value": u.Annotations[k]})
+		}
+		pu := map[string]any{"id": u.ID, "rights": rights, "isDeactivated": u.IsDeactivated, "annotations": annotations, "identityProviderId": ""}
+		if u.PrimaryParty != "" {
+			pu["primaryParty"] = u.PrimaryParty
+		}
+		users = append(users, pu)
+	}
+	dars := []any{}
+	for _, d := range ns.darList() {
+		dars = append(dars, map[string]string{"hash": d.MainPackageID, "content": ""})
+	}
+	return map[string]any{
+		"participant":       identitiesDump(validator, ns),
+		"participant_users": map[string]any{"identityProviders": []any{}, "users": users},
+		"acs_snapshot":      base64.StdEncoding.EncodeToString(acs),
+		"acs_timestamp":     at.UTC().Format(time.RFC3339Nano),
+		"dars":              dars,
+		"migration_id":      migration,
+		"domain_id":         n.st.SynchronizerID,
+		"created_at":        time.Now().UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// lowerFirst turns the ledger's right kinds (CanActAs) into the dump's (canActAs).
+func lowerFirst(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[size:]
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
