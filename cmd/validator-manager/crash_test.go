@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 				select {} // the signal is on its way
 			})
 		}
+		appOptions = append(appOptions, apitest.Simulated(nil))
 		cmd := root()
 		cmd.SetArgs(os.Args[1:])
 		if err := cmd.Execute(); err != nil {
@@ -261,7 +262,7 @@ func serveInProcess(t testing.TB, dir, dsn string, f func(w *world)) {
 	cfg.DataDir, cfg.DatabaseDSN = dir, dsn
 	logs := &apitest.Buffer{}
 	start := time.Now()
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest")
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest", apitest.Simulated(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,10 @@ import (
 // version is set at build time: -ldflags "-X main.version=...".
 var version = "dev"
 
+// appOptions are what a test binary adds to the App that serve opens (the
+// simulated cluster of its crash tests); none in the production binary.
+var appOptions []app.Option
+
 func main() {
 	if err := root().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "validator-manager:", err)
@@ -126,7 +130,7 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			defer ln.Close()
-			a, err := app.Open(ctx, cfg, log, version)
+			a, err := app.Open(ctx, cfg, log, version, appOptions...)
 			if err != nil {
 				return err
 			}

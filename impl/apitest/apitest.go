@@ -27,6 +27,8 @@ import (
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/openapi"
@@ -56,7 +58,10 @@ type Server struct {
 	// Public is a release 2.0 client without a token, for the public paths
 	// (actuator, documentation).
 	Public *platformapi.ClientWithResponses
-	logs   *Buffer
+	// Sim is the simulated cluster the server runs on (nil when a test
+	// chose another cluster.mode).
+	Sim  *simcluster.Cluster
+	logs *Buffer
 }
 
 // Options adjusts the server a test starts.
@@ -65,13 +70,28 @@ type Options struct {
 	Config func(*config.Config)
 	// App options, e.g. to replace a release's handlers.
 	App []app.Option
+	// Sim edits the simulated cluster's options (e.g. the kubelet's clock).
+	Sim func(*simcluster.Options)
+}
+
+// Simulated is the option that lets an App open cluster.mode simulated:
+// the simulated cluster of package simcluster, which only test binaries
+// link. edit, when not nil, adjusts its options.
+func Simulated(edit func(*simcluster.Options)) app.Option {
+	return app.WithSimulated(func(dir, namespace string, log *slog.Logger, ko cluster.KubeOptions) (app.Simulated, error) {
+		o := simcluster.Options{Namespace: namespace, Logger: log, Kube: ko}
+		if edit != nil {
+			edit(&o)
+		}
+		return simcluster.Open(dir, o)
+	})
 }
 
 // Start runs a server for the test and stops it when the test ends.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	cfg := config.Default()
-	// The client-go fakes: a process needs no control plane of its own.
+	// The simulated cluster: a process needs no control plane of its own.
 	cfg.ClusterMode = config.ClusterSimulated
 	cfg.DataDir = t.TempDir()
 	// The hosts test fixtures name (remote participants, validators'
@@ -89,7 +109,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook })}, o.App...)
+	opts := append([]app.Option{app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), Simulated(o.Sim)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
@@ -119,6 +139,7 @@ func Start(t testing.TB, o Options) *Server {
 		a.Close()
 	})
 	s := &Server{App: a, URL: ts.URL, logs: logs}
+	s.Sim, _ = a.Simulated.(*simcluster.Cluster)
 	if a.Issuer != nil {
 		if s.Token, err = a.DevToken(); err != nil {
 			t.Fatalf("token: %v", err)

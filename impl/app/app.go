@@ -74,12 +74,11 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	Store  *store.Store
-	// Cluster is the gateway release 1.11 uses; Embedded is set when it is
-	// the embedded default's cluster (client-go fakes persisted in the data
-	// directory, with a simulated kubelet).
-	Cluster  *cluster.Kube
-	Embedded *cluster.Embedded
-	Identity intent.Identity
+	// Cluster is the gateway release 1.11 uses; Simulated is set when it is
+	// a test binary's simulated cluster (cluster.mode simulated).
+	Cluster   *cluster.Kube
+	Simulated Simulated
+	Identity  intent.Identity
 	// Intent keeps the identity provider and the cluster in step with the
 	// database.
 	Intent *intent.Controller
@@ -118,8 +117,9 @@ type Wiring struct {
 	Management *management.Options
 	Intent     *intent.Options
 	Server     *server.Options
-	// Embedded is the embedded cluster's options (cluster.mode simulated).
-	Embedded *cluster.EmbeddedOptions
+	// Simulated opens the cluster of cluster.mode simulated; nil in the
+	// production binary, which has none.
+	Simulated *OpenSimulated
 
 	Sandbox *sandbox.Options // the embedded default's network (issue 9)
 	// Manager is the controller-runtime Manager's options (tests running
@@ -167,12 +167,28 @@ func WithManager(f func(*manager.Options)) Option {
 	}
 }
 
-// WithEmbedded edits the embedded cluster's options before it is opened
-// (tests set the simulated kubelet's clock).
-func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
+// Simulated is a cluster that a test binary brings for cluster.mode
+// simulated (package simcluster: client-go's fakes with a simulated kubelet,
+// no API server): its gateway, the work run beside the server, its health
+// and its release. The production binary links none.
+type Simulated interface {
+	Gateway() *cluster.Kube
+	Clientset() kubernetes.Interface
+	Run(ctx context.Context) error
+	Ping(ctx context.Context) error
+	Close()
+}
+
+// OpenSimulated opens a simulated cluster in dir for the gateway's
+// namespace and options.
+type OpenSimulated func(dir, namespace string, log *slog.Logger, ko cluster.KubeOptions) (Simulated, error)
+
+// WithSimulated makes cluster.mode simulated open its cluster with open
+// (tests only).
+func WithSimulated(open OpenSimulated) Option {
 	return func(w Wiring) {
-		if w.Embedded != nil {
-			f(w.Embedded)
+		if w.Simulated != nil {
+			*w.Simulated = open
 		}
 	}
 }
@@ -323,15 +339,19 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	var k *cluster.Kube
 	switch cfg.ClusterMode {
 	case config.ClusterSimulated:
-		eo := cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log, Kube: ko}
+		var open OpenSimulated
 		for _, opt := range opts {
-			opt(Wiring{Embedded: &eo})
+			opt(Wiring{Simulated: &open})
 		}
-		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), eo)
+		if open == nil {
+			return fmt.Errorf("cluster.mode=%s: the simulated cluster exists in test binaries only; use %s (the embedded default), %s or %s",
+				cfg.ClusterMode, config.ClusterEmbedded, config.ClusterKubeconfig, config.ClusterInCluster)
+		}
+		sim, err := open(filepath.Join(cfg.DataDir, "cluster"), cfg.Namespace, a.Log, ko)
 		if err != nil {
 			return err
 		}
-		a.Embedded, k = e, e.Kube
+		a.Simulated, k = sim, sim.Gateway()
 	case config.ClusterEmbedded:
 		if a.rest, err = a.startEngine(ctx); err != nil {
 			return err
@@ -589,7 +609,7 @@ func (a *App) runGroup(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
-		g.Go(func() error { return a.Embedded.Run(ctx) })
+		g.Go(func() error { return a.Simulated.Run(ctx) })
 		return a.Intent.Start(ctx)
 	})
 	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
@@ -635,8 +655,8 @@ func metricsPublic(cfg config.Config) []string {
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
-	if h.a.Embedded != nil {
-		if err := h.a.Embedded.Ping(ctx); err != nil {
+	if h.a.Simulated != nil {
+		if err := h.a.Simulated.Ping(ctx); err != nil {
 			return err
 		}
 	} else if err := h.a.Cluster.Ping(ctx); err != nil {
@@ -693,8 +713,8 @@ func (a *App) Close() error {
 	if a.Sandbox != nil {
 		a.Sandbox.Close()
 	}
-	if a.Embedded != nil {
-		a.Embedded.Close() // the gateway, then its object store
+	if a.Simulated != nil {
+		a.Simulated.Close() // the gateway, then its object store
 	} else if a.Cluster != nil {
 		a.Cluster.Close()
 	}

@@ -17,8 +17,8 @@ func (a *App) gatewayAndConsole() (platform.GatewayState, platform.ConsoleOption
 	cfg := a.Config
 	c := platform.ConsoleOptions{IdleTimeout: cfg.ConsoleIdleTimeout, Audit: a.Store}
 	var core kubernetes.Interface
-	if a.Embedded != nil {
-		core = a.Embedded.Clientset()
+	if a.Simulated != nil {
+		core = a.Simulated.Clientset()
 	} else {
 		k, err := kubernetes.NewForConfig(a.rest)
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -16,7 +16,7 @@ import (
 //	go test -run XXX -bench BenchmarkEmbeddedWrite -benchmem -count 5 ./impl/cluster/
 func BenchmarkEmbeddedWrite(b *testing.B) {
 	for _, n := range []int{10, 1000} {
-		c, err := cluster.OpenEmbedded(b.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+		c, err := simcluster.Open(b.TempDir(), simcluster.Options{Namespace: "validators"})
 		if err != nil {
 			b.Fatal(err)
 		}

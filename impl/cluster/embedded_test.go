@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -26,8 +27,8 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "cluster")
 	clock := &simClock{now: simStart}
-	opts := cluster.EmbeddedOptions{Namespace: "validators", Kubelet: cluster.KubeletOptions{Now: clock.Now}}
-	c, err := cluster.OpenEmbedded(dir, opts)
+	opts := simcluster.Options{Namespace: "validators", Kubelet: simcluster.KubeletOptions{Now: clock.Now}}
+	c, err := simcluster.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 	}
 	c.Close()
 
-	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, cluster.EmbeddedFile): 0o600} {
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, simcluster.File): 0o600} {
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -61,8 +62,8 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), cluster.EmbeddedFile) {
-			t.Errorf("directory holds %s, want %s (and its journal) only", e.Name(), cluster.EmbeddedFile)
+		if !strings.HasPrefix(e.Name(), simcluster.File) {
+			t.Errorf("directory holds %s, want %s (and its journal) only", e.Name(), simcluster.File)
 			continue
 		}
 		if info, _ := e.Info(); info != nil && info.Mode().Perm()&0o077 != 0 {
@@ -70,12 +71,12 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 		}
 	}
 	// Secret data is in the file, as etcd holds it: that is why it is 0600.
-	raw, err := os.ReadFile(filepath.Join(dir, cluster.EmbeddedFile))
+	raw, err := os.ReadFile(filepath.Join(dir, simcluster.File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(raw), "v1-database") {
-		t.Errorf("%s holds no Secret v1-database after Close", cluster.EmbeddedFile)
+		t.Errorf("%s holds no Secret v1-database after Close", simcluster.File)
 	}
 
 	clock.Set(simStart.Add(10 * time.Second))
@@ -90,7 +91,7 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 	refs := domain.References{
 		Secrets:        []domain.Reference{{Field: "a", Name: "pull"}, {Field: "b", Name: "v1-onboarding"}},
 		SecretKeys:     []domain.SecretKeyReference{{Field: "c", Name: "v1-database", Key: "password"}},
-		StorageClasses: []domain.Reference{{Field: "d", Name: "fast"}, {Field: "e", Name: cluster.DefaultStorageClass}},
+		StorageClasses: []domain.Reference{{Field: "d", Name: "fast"}, {Field: "e", Name: simcluster.DefaultStorageClass}},
 	}
 	if err := c2.CheckReferences(ctx, refs); err != nil {
 		t.Errorf("references after reopen: got %v, want nil", err)
@@ -149,14 +150,14 @@ func mustInt(t *testing.T, s string) int64 {
 }
 
 func TestEmbeddedOpenRefusals(t *testing.T) {
-	if _, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{Kubelet: cluster.KubeletOptions{RunningAfter: time.Minute, CompletedAfter: time.Second}}); err == nil {
+	if _, err := simcluster.Open(t.TempDir(), simcluster.Options{Kubelet: simcluster.KubeletOptions{RunningAfter: time.Minute, CompletedAfter: time.Second}}); err == nil {
 		t.Error("CompletedAfter before RunningAfter: got nil, want an error")
 	}
 	bad := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bad, cluster.EmbeddedFile), []byte("not a database, not at all, definitely not"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(bad, simcluster.File), []byte("not a database, not at all, definitely not"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cluster.OpenEmbedded(bad, cluster.EmbeddedOptions{}); err == nil {
+	if _, err := simcluster.Open(bad, simcluster.Options{}); err == nil {
 		t.Error("opening a corrupt object store: got nil, want an error")
 	}
 }
@@ -165,7 +166,7 @@ func TestEmbeddedOpenRefusals(t *testing.T) {
 // not: stale updates conflict, status is a subresource, watches resume.
 func TestEmbeddedAPISemantics(t *testing.T) {
 	ctx := context.Background()
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{})
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{})
 	if err := c.ApplyValidator(ctx, validator(t, "v1", config("v1", "0.4.1", nil)), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestEmbeddedAPISemantics(t *testing.T) {
 func TestKubeletPhaseProgression(t *testing.T) {
 	ctx := context.Background()
 	clock := &simClock{now: simStart}
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Kubelet: cluster.KubeletOptions{
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Kubelet: simcluster.KubeletOptions{
 		Now: clock.Now, RunningAfter: time.Minute, CompletedAfter: 3 * time.Minute,
 	}})
 	if err := c.ApplyValidator(ctx, validator(t, "v1", config("v1", "0.4.1", nil)), nil); err != nil {
@@ -305,7 +306,7 @@ func TestKubeletPhaseProgression(t *testing.T) {
 func TestEmbeddedRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Kubelet: cluster.KubeletOptions{
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Kubelet: simcluster.KubeletOptions{
 		RunningAfter: time.Nanosecond, CompletedAfter: time.Nanosecond, Interval: 10 * time.Millisecond,
 	}})
 	done := make(chan error, 1)
@@ -328,7 +329,7 @@ func TestEmbeddedRun(t *testing.T) {
 // at the current resourceVersion, then the changes, as an API server does.
 func TestEmbeddedWatchList(t *testing.T) {
 	ctx := context.Background()
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Namespace: "validators"})
 	for _, name := range []string{"v2", "v1", "v3"} {
 		if err := c.ApplyValidator(ctx, validator(t, name, config(name, "0.4.1", nil)), nil); err != nil {
 			t.Fatal(err)
@@ -383,7 +384,7 @@ func TestEmbeddedWatchList(t *testing.T) {
 // client-go's pager lists again in full).
 func TestEmbeddedListPages(t *testing.T) {
 	ctx := context.Background()
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Namespace: "validators"})
 	for _, name := range []string{"v1", "v2", "v3"} {
 		if err := c.ApplyValidator(ctx, validator(t, name, config(name, "0.4.1", nil)), nil); err != nil {
 			t.Fatal(err)
@@ -425,7 +426,7 @@ func TestEmbeddedListPages(t *testing.T) {
 // does (the view's entries move into the list it builds).
 func TestEmbeddedViewAfterChanges(t *testing.T) {
 	ctx := context.Background()
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Namespace: "validators"})
 	for _, name := range []string{"v1", "v2", "v3"} {
 		if err := c.ApplyValidator(ctx, validator(t, name, config(name, "0.4.1", nil)), nil); err != nil {
 			t.Fatal(err)
@@ -494,7 +495,7 @@ func TestEmbeddedViewAfterChanges(t *testing.T) {
 // of the same name (deleted by hand, then written again) is not in step.
 func TestEmbeddedInStepOwner(t *testing.T) {
 	ctx := context.Background()
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Namespace: "validators"})
 	v := validator(t, "v1", config("v1", "0.4.1", nil))
 	in := domain.ValidatorIntent{Validator: v, Backup: &domain.BackupSchedule{Validator: "v1", Cron: "0 3 * * *", MaxBackups: 7}}
 	apply := func() {

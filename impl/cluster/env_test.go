@@ -26,6 +26,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/management"
@@ -42,7 +43,7 @@ type gateway interface {
 
 var (
 	_ gateway = (*cluster.Kube)(nil)
-	_ gateway = (*cluster.Embedded)(nil)
+	_ gateway = (*simcluster.Cluster)(nil)
 )
 
 // Views of what a gateway wrote, read back from the cluster.
@@ -173,9 +174,9 @@ var simStart = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 // openEmbedded opens an embedded cluster in dir whose clock is clock and
 // starts its cache.
-func openEmbedded(t *testing.T, dir string, opts cluster.EmbeddedOptions) *cluster.Embedded {
+func openEmbedded(t *testing.T, dir string, opts simcluster.Options) *simcluster.Cluster {
 	t.Helper()
-	c, err := cluster.OpenEmbedded(dir, opts)
+	c, err := simcluster.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func openEmbedded(t *testing.T, dir string, opts cluster.EmbeddedOptions) *clust
 }
 
 func openEmbeddedEnv(t *testing.T) *env {
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
+	c := openEmbedded(t, t.TempDir(), simcluster.Options{Namespace: "validators"})
 	return kubeEnv(t, c, c.Clientset(), c.Validators(), c.Namespace())
 }
 

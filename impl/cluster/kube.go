@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -911,4 +912,48 @@ func (k *Kube) Watch(f func(name string)) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
+}
+
+// CachedValidator is what the gateway's cache holds of one managed
+// Validator's identity and status, for a controller that writes its status.
+type CachedValidator struct {
+	Name, Namespace, ResourceVersion string
+	Created                          time.Time
+	// Phase and DatabaseReady are status.phase and status.databaseReady as
+	// stored (nil: absent).
+	Phase, DatabaseReady any
+}
+
+// CachedValidators are the managed validators as the cache holds them.
+func (k *Kube) CachedValidators() ([]CachedValidator, error) {
+	sums, err := k.cachedValidators()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CachedValidator, len(sums))
+	for i, s := range sums {
+		out[i] = CachedValidator{Name: s.name, Namespace: s.namespace, ResourceVersion: s.resourceVersion,
+			Created: s.created.Time, Phase: s.phase, DatabaseReady: s.databaseReady}
+	}
+	return out, nil
+}
+
+// CachedApplications are the namespace's Applications as the cache holds
+// them (shared: read them, never change them).
+func (k *Kube) CachedApplications() ([]*unstructured.Unstructured, error) {
+	return k.applicationView.objects()
+}
+
+// WaitSeen waits, at most limit, until the cache of gr (cronjobs,
+// validators or applications) has delivered resourceVersion rv.
+func (k *Kube) WaitSeen(ctx context.Context, gr schema.GroupResource, rv int64, limit time.Duration) error {
+	switch gr {
+	case batchv1.Resource("cronjobs"):
+		return waitSeen(ctx, &k.seenCronJobs, rv, limit)
+	case k.validatorView.gvr.GroupResource():
+		return waitSeen(ctx, &k.validatorView.seen, rv, limit)
+	case k.applicationView.gvr.GroupResource():
+		return waitSeen(ctx, &k.applicationView.seen, rv, limit)
+	}
+	return fmt.Errorf("cluster: no cache of %s", gr)
 }

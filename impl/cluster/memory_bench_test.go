@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -71,7 +71,7 @@ func measureEmbedded(b *testing.B, dir string, n int) {
 	base, baseLive := heap()
 	resetPeakRSS()
 	start := time.Now()
-	c, err := cluster.OpenEmbedded(dir, cluster.EmbeddedOptions{Namespace: "validators"})
+	c, err := simcluster.Open(dir, simcluster.Options{Namespace: "validators"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func procStatus(field string) int64 {
 func seedEmbedded(b *testing.B, dir string, n int) {
 	b.Helper()
 	const tmpl = "tmpl-validator"
-	c, err := cluster.OpenEmbedded(dir, cluster.EmbeddedOptions{Namespace: "validators"})
+	c, err := simcluster.Open(dir, simcluster.Options{Namespace: "validators"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func seedEmbedded(b *testing.B, dir string, n int) {
 	}
 	c.Close()
 
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, cluster.EmbeddedFile))
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, simcluster.File))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,9 @@ const (
 	// ClusterEmbedded is the embedded default: a kube-apiserver, etcd and
 	// kube-controller-manager the server starts on loopback (impl/engine),
 	// with a simulated node.
-	ClusterEmbedded   = "embedded"
+	ClusterEmbedded = "embedded"
+	// ClusterSimulated is the tests' simulated cluster (package simcluster),
+	// which only test binaries link; the server refuses it.
 	ClusterSimulated  = "simulated"
 	ClusterKubeconfig = "kubeconfig"
 	ClusterInCluster  = "in-cluster"

@@ -18,6 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -29,7 +30,7 @@ import (
 type env struct {
 	*apitest.Server
 	clock   *clock
-	sim     *cluster.Embedded
+	sim     *simcluster.Cluster
 	faults  *faults
 	idpFile string
 }
@@ -40,8 +41,8 @@ const testInstance = "test-installation"
 func start(t *testing.T, configure ...func(*config.Config)) *env {
 	t.Helper()
 	e := &env{clock: &clock{now: time.Date(2026, 11, 22, 18, 36, 0, 0, time.UTC)}, faults: &faults{}}
-	sim, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{
-		Kubelet: cluster.KubeletOptions{Now: e.clock.Now},
+	sim, err := simcluster.Open(t.TempDir(), simcluster.Options{
+		Kubelet: simcluster.KubeletOptions{Now: e.clock.Now},
 		Kube:    cluster.KubeOptions{Instance: testInstance},
 	})
 	if err != nil {
@@ -61,11 +62,11 @@ func start(t *testing.T, configure ...func(*config.Config)) *env {
 	}, App: []app.Option{
 		app.WithManagement(func(o *management.Options) {
 			o.Now = e.clock.Now
-			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}
+			o.Cluster = faultyCluster{Cluster: sim, faults: e.faults}
 			o.Store = faultyStore{Store: o.Store, faults: e.faults}
 		}),
 		app.WithIntent(func(o *intent.Options) {
-			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}
+			o.Cluster = faultyCluster{Cluster: sim, faults: e.faults}
 			o.Identity = faultyIdentity{Identity: o.Identity, faults: e.faults}
 			o.Store = faultyIntentStore{Store: o.Store, faults: e.faults}
 		}),
@@ -360,24 +361,24 @@ func (f *faults) around(op string, call func() error) error {
 // faultyCluster is the cluster as both the handlers and the intent
 // controller use it.
 type faultyCluster struct {
-	*cluster.Embedded
+	*simcluster.Cluster
 	faults *faults
 }
 
 func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p *domain.PruneSchedule) error {
-	return c.faults.around("cluster.ApplyValidator", func() error { return c.Embedded.ApplyValidator(ctx, v, p) })
+	return c.faults.around("cluster.ApplyValidator", func() error { return c.Cluster.ApplyValidator(ctx, v, p) })
 }
 
 func (c faultyCluster) WriteSecrets(ctx context.Context, name string, s domain.ValidatorSecrets) error {
-	return c.faults.around("cluster.WriteSecrets", func() error { return c.Embedded.WriteSecrets(ctx, name, s) })
+	return c.faults.around("cluster.WriteSecrets", func() error { return c.Cluster.WriteSecrets(ctx, name, s) })
 }
 
 func (c faultyCluster) DeleteValidator(ctx context.Context, name string) error {
-	return c.faults.around("cluster.DeleteValidator", func() error { return c.Embedded.DeleteValidator(ctx, name) })
+	return c.faults.around("cluster.DeleteValidator", func() error { return c.Cluster.DeleteValidator(ctx, name) })
 }
 
 func (c faultyCluster) ApplyBackupSchedule(ctx context.Context, name string, b *domain.BackupSchedule) error {
-	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Embedded.ApplyBackupSchedule(ctx, name, b) })
+	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Cluster.ApplyBackupSchedule(ctx, name, b) })
 }
 
 type faultyIdentity struct {

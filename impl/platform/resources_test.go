@@ -14,8 +14,8 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/cluster/simcluster"
 )
 
 type clock struct {
@@ -32,22 +32,22 @@ func (c *clock) Add(d time.Duration) {
 
 func ptr[T any](v T) *T { return &v }
 
-// start runs the server on the embedded default with the kubelet on clk.
+// start runs the server on the simulated cluster with the kubelet on clk.
 func start(t *testing.T, clk *clock) *apitest.Server {
 	t.Helper()
-	return apitest.Start(t, apitest.Options{App: []app.Option{app.WithEmbedded(func(o *cluster.EmbeddedOptions) {
+	return apitest.Start(t, apitest.Options{Sim: func(o *simcluster.Options) {
 		o.Kubelet.Now = clk.Now
-	})}})
+	}})
 }
 
 // step lets the simulated kubelet act at the clock's time and the caches catch up.
 func step(t *testing.T, s *apitest.Server) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.App.Embedded.Kubelet().Step(ctx); err != nil {
+	if err := s.Sim.Kubelet().Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.App.Embedded.Settle(ctx); err != nil {
+	if err := s.Sim.Settle(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -108,9 +108,9 @@ func addForeign(t *testing.T, s *apitest.Server, kind, name string, spec map[str
 		},
 		"spec": spec,
 	}}
-	api := s.App.Embedded.Validators()
+	api := s.Sim.Validators()
 	if kind == cluster.ApplicationKind {
-		api = s.App.Embedded.Applications()
+		api = s.Sim.Applications()
 	}
 	if _, err := api.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestValidatorReads(t *testing.T) {
 	}
 
 	// Deleted by another tool: gone from 2.0 too.
-	if err := s.App.Embedded.Validators().Delete(ctx, "zeta", metav1.DeleteOptions{}); err != nil {
+	if err := s.Sim.Validators().Delete(ctx, "zeta", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	step(t, s)
@@ -204,7 +204,7 @@ func TestApplicationReads(t *testing.T) {
 	if err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("list: %v %s", err, r.Body)
 	}
-	if got, want := names(t, r.Body), []string{"api-gateway", "idle", cluster.SampleApplication}; !slices.Equal(got, want) {
+	if got, want := names(t, r.Body), []string{"api-gateway", "idle", simcluster.SampleApplication}; !slices.Equal(got, want) {
 		t.Fatalf("list: got %v, want %v", got, want)
 	}
 	st, err := s.Platform.GetApplicationStatusWithResponse(ctx, "api-gateway")
@@ -223,7 +223,7 @@ func TestApplicationReads(t *testing.T) {
 			t.Errorf("%s: got available %v namespace %q, want true, default", a.Name, a.MetricsAvailable, a.Namespace)
 		}
 	}
-	sample := (*m.JSON200)[byName[cluster.SampleApplication]]
+	sample := (*m.JSON200)[byName[simcluster.SampleApplication]]
 	// Two pods of one container each: 250m/256Mi requested, 1 CPU/1Gi limit.
 	if got := []any{*sample.Cpu.RequestMillicores, *sample.Cpu.LimitMillicores, *sample.Memory.RequestBytes, *sample.Memory.LimitBytes}; !slices.Equal(got, []any{int64(500), int64(2000), int64(512 << 20), int64(2 << 30)}) {
 		t.Errorf("sample-app requests and limits: got %v", got)
@@ -248,7 +248,7 @@ func TestApplicationReads(t *testing.T) {
 	}
 
 	// Removed application: its pods go with it, and it is 404.
-	if err := s.App.Embedded.Applications().Delete(ctx, "api-gateway", metav1.DeleteOptions{}); err != nil {
+	if err := s.Sim.Applications().Delete(ctx, "api-gateway", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	step(t, s)
@@ -261,7 +261,7 @@ func TestApplicationReads(t *testing.T) {
 			t.Errorf("deleted application: got %d, want 404", code)
 		}
 	}
-	pods, err := s.App.Embedded.Clientset().CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.InstanceLabel + "=api-gateway"})
+	pods, err := s.Sim.Clientset().CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.InstanceLabel + "=api-gateway"})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods of the deleted application: got %v %d, want none", err, len(pods.Items))
 	}

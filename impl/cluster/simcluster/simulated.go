@@ -1,9 +1,10 @@
-package cluster
+package simcluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"hash/fnv"
 	"math"
 	"time"
@@ -41,7 +42,7 @@ func simulatedPod(namespace, app string, i int64, image string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%s-%d", app, i),
 			Namespace: namespace,
-			Labels:    map[string]string{InstanceLabel: app, SimulatedLabel: "true"},
+			Labels:    map[string]string{cluster.InstanceLabel: app, SimulatedLabel: "true"},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name:      "app",

@@ -1,9 +1,10 @@
-package cluster
+package simcluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"log/slog"
 	"time"
 
@@ -61,7 +62,7 @@ func (o *KubeletOptions) defaults() error {
 type Kubelet struct {
 	validators dynamic.ResourceInterface
 	// list reads the validators (the gateway's informer cache, made fresh).
-	list func(ctx context.Context) ([]*validatorSummary, error)
+	list func(ctx context.Context) ([]cluster.CachedValidator, error)
 	// apps reads the Applications (the gateway's cache, made fresh); their
 	// pods are simulated too, so that application metrics have something to
 	// measure.
@@ -95,26 +96,26 @@ func (k *Kubelet) Step(ctx context.Context) error {
 	now := k.opts.Now()
 	var errs []error
 	for _, o := range objs {
-		want := k.opts.statusAt(o.created.Time, now)
-		if o.phase == want["phase"] && o.databaseReady == want["databaseReady"] {
+		want := k.opts.statusAt(o.Created, now)
+		if o.Phase == want["phase"] && o.DatabaseReady == want["databaseReady"] {
 			continue
 		}
 		// The status subresource reads the status and the resourceVersion
 		// (a stale one conflicts), nothing else.
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": Group + "/" + Version,
-			"kind":       Kind,
+			"apiVersion": cluster.Group + "/" + cluster.Version,
+			"kind":       cluster.Kind,
 			"status":     want,
 		}}
-		u.SetName(o.name)
-		u.SetNamespace(o.namespace)
-		u.SetResourceVersion(o.resourceVersion)
+		u.SetName(o.Name)
+		u.SetNamespace(o.Namespace)
+		u.SetResourceVersion(o.ResourceVersion)
 		_, err := k.validators.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue // changed or gone meanwhile: the next step sees it
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("status of validator %q: %w", o.name, err))
+			errs = append(errs, fmt.Errorf("status of validator %q: %w", o.Name, err))
 		}
 	}
 	if k.apps != nil {

@@ -1,4 +1,4 @@
-package cluster
+package simcluster
 
 import (
 	"database/sql"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"strconv"
 	"strings"
 	"sync"
@@ -591,7 +592,7 @@ func checkNamespace(m metav1.Object, ns string) error {
 func (t *tracker) commit(gr schema.GroupResource, key types.NamespacedName, obj runtime.Object, rv int64, typ watch.EventType) {
 	t.rv = rv
 	t.lastRV[gr] = rv
-	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[ManagedByLabel] == ManagedBy {
+	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[cluster.ManagedByLabel] == cluster.ManagedBy {
 		t.lastManaged[gr] = rv
 	}
 	ev := trackerEvent{rv: rv, gr: gr, typ: typ, obj: obj}

@@ -1,9 +1,13 @@
-package cluster
+// Package simcluster is a simulated Kubernetes cluster for tests: the
+// cluster gateway over client-go's fake clientsets, persisted in SQLite, with
+// a simulated kubelet. Only test binaries link it.
+package simcluster
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	batchv1 "k8s.io/api/batch/v1"
 	"log/slog"
 	"net/url"
@@ -31,10 +35,10 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// EmbeddedFile is the embedded cluster's object store inside its directory:
+// File is the embedded cluster's object store inside its directory:
 // a SQLite database, one row per object, Secret data included (as etcd
 // holds it), readable by its owner only.
-const EmbeddedFile = "objects.db"
+const File = "objects.db"
 
 // legacyStateFile is where release 1.11's simulated cluster kept its state.
 const legacyStateFile = "state.json"
@@ -42,24 +46,25 @@ const legacyStateFile = "state.json"
 // DefaultStorageClass is the storage class a new embedded cluster has.
 const DefaultStorageClass = "standard"
 
-// EmbeddedOptions tune the embedded cluster; zero values take the defaults.
-type EmbeddedOptions struct {
+// Options tune the embedded cluster; zero values take the defaults.
+type Options struct {
 	// Namespace the gateway works in; default "default".
 	Namespace string
 	// Kubelet moves the validators' status; its Now is also the clock that
 	// stamps creationTimestamp.
 	Kubelet KubeletOptions
-	Kube    KubeOptions
+	Kube    cluster.KubeOptions
 	// Logger reports failed kubelet steps; default slog.Default().
 	Logger *slog.Logger
 }
 
-// Embedded is the cluster of the embedded default: the client-go gateway
-// (Kube) over client-go's fake clientsets, whose objects live in
-// <dir>/objects.db, plus a simulated kubelet that moves status as a real
-// cluster would. Start it like Kube, then Run it.
-type Embedded struct {
-	*Kube
+// Cluster is a simulated cluster for tests: the client-go gateway
+// (cluster.Kube) over client-go's fake clientsets, whose objects live in
+// <dir>/objects.db, plus a simulated kubelet that moves status with a
+// validator's age. Start it like cluster.Kube, then Run it. It is linked
+// into test binaries only; the server runs on a real API server.
+type Cluster struct {
+	*cluster.Kube
 	core      *kubefake.Clientset
 	dyn       *dynamicfake.FakeDynamicClient
 	tracker   *tracker
@@ -77,17 +82,17 @@ func embeddedScheme() *runtime.Scheme {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err) // the built-in kinds always register
 	}
-	gv := schema.GroupVersion{Group: Group, Version: Version}
-	s.AddKnownTypeWithName(gv.WithKind(Kind), &unstructured.Unstructured{})
-	s.AddKnownTypeWithName(gv.WithKind(Kind+"List"), &unstructured.UnstructuredList{})
-	s.AddKnownTypeWithName(gv.WithKind(ApplicationKind), &unstructured.Unstructured{})
-	s.AddKnownTypeWithName(gv.WithKind(ApplicationKind+"List"), &unstructured.UnstructuredList{})
+	gv := schema.GroupVersion{Group: cluster.Group, Version: cluster.Version}
+	s.AddKnownTypeWithName(gv.WithKind(cluster.Kind), &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(gv.WithKind(cluster.Kind+"List"), &unstructured.UnstructuredList{})
+	s.AddKnownTypeWithName(gv.WithKind(cluster.ApplicationKind), &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(gv.WithKind(cluster.ApplicationKind+"List"), &unstructured.UnstructuredList{})
 	return s
 }
 
-// OpenEmbedded opens (creating) the embedded cluster in dir. A new cluster
+// Open opens (creating) the embedded cluster in dir. A new cluster
 // has the storage class "standard".
-func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
+func Open(dir string, opts Options) (*Cluster, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
 	}
@@ -105,7 +110,7 @@ func OpenEmbedded(dir string, opts EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		db.Close()
 		reads.Close()
-		return nil, fmt.Errorf("embedded cluster: %s: %w", filepath.Join(dir, EmbeddedFile), err)
+		return nil, fmt.Errorf("embedded cluster: %s: %w", filepath.Join(dir, File), err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, legacyStateFile)); err == nil && e.fresh {
 		opts.Logger.Warn("embedded cluster: "+legacyStateFile+" of release 1.11's simulated cluster is not read; its validators' objects are not in the new cluster (it held no Secret values)",
@@ -125,7 +130,7 @@ func openObjectStore(dir string) (db, reads *sql.DB, err error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(dir, EmbeddedFile)
+	path := filepath.Join(dir, File)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, err
@@ -154,7 +159,7 @@ func openObjectStore(dir string) (db, reads *sql.DB, err error) {
 	return db, reads, nil
 }
 
-func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
+func newEmbedded(db, reads *sql.DB, opts Options) (*Cluster, error) {
 	t := newTracker(embeddedScheme(), opts.Kubelet.Now)
 	fresh, err := t.load(db, reads)
 	if err != nil {
@@ -165,7 +170,7 @@ func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 		if err := t.Create(storagev1.SchemeGroupVersion.WithResource("storageclasses"), sc, ""); err != nil {
 			return nil, err
 		}
-		if err := t.Create(ApplicationGVR, sampleApplication(opts.Namespace), opts.Namespace); err != nil {
+		if err := t.Create(cluster.ApplicationGVR, sampleApplication(opts.Namespace), opts.Namespace); err != nil {
 			return nil, err
 		}
 		if err := t.initialized(); err != nil {
@@ -180,7 +185,7 @@ func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	core.AddReactor("*", "*", t.reaction())
 	core.AddWatchReactor("*", t.watchReaction())
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{ValidatorResource: Kind + "List", ApplicationGVR: ApplicationKind + "List"})
+		map[schema.GroupVersionResource]string{cluster.ValidatorResource: cluster.Kind + "List", cluster.ApplicationGVR: cluster.ApplicationKind + "List"})
 	dyn.ReactionChain = []clienttesting.Reactor{}
 	dyn.WatchReactionChain = []clienttesting.WatchReactor{}
 	dyn.AddReactor("*", "*", t.reaction())
@@ -195,21 +200,21 @@ func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 	// watch-lists (client-go's own tracker does not); t does: behind these
 	// wrappers, the informers stream their initial state instead of listing
 	// it whole.
-	k, err := NewKubeForClients(struct{ kubernetes.Interface }{core}, struct{ dynamic.Interface }{dyn}, opts.Namespace, opts.Kube)
+	k, err := cluster.NewKubeForClients(struct{ kubernetes.Interface }{core}, struct{ dynamic.Interface }{dyn}, opts.Namespace, opts.Kube)
 	if err != nil {
 		return nil, err
 	}
-	e := &Embedded{Kube: k, core: core, dyn: dyn, tracker: t, db: db, reads: reads, namespace: opts.Namespace, fresh: fresh}
+	e := &Cluster{Kube: k, core: core, dyn: dyn, tracker: t, db: db, reads: reads, namespace: opts.Namespace, fresh: fresh}
 	e.kubelet = &Kubelet{
-		validators: dyn.Resource(ValidatorResource).Namespace(opts.Namespace),
+		validators: dyn.Resource(cluster.ValidatorResource).Namespace(opts.Namespace),
 		list:       e.cachedValidators,
 		apps: func(ctx context.Context) ([]*unstructured.Unstructured, error) {
 			if err := e.Settle(ctx); err != nil {
 				return nil, err
 			}
-			return e.applicationView.objects()
+			return e.Kube.CachedApplications()
 		},
-		applications: dyn.Resource(ApplicationGVR).Namespace(opts.Namespace),
+		applications: dyn.Resource(cluster.ApplicationGVR).Namespace(opts.Namespace),
 		pods:         core.CoreV1().Pods(opts.Namespace),
 		opts:         opts.Kubelet,
 		log:          opts.Logger,
@@ -227,37 +232,41 @@ func newEmbedded(db, reads *sql.DB, opts EmbeddedOptions) (*Embedded, error) {
 }
 
 // Run runs the simulated kubelet until ctx ends; Start first.
-func (e *Embedded) Run(ctx context.Context) error {
+func (e *Cluster) Run(ctx context.Context) error {
 	return e.kubelet.Run(ctx)
 }
 
+// Gateway is the cluster gateway over the simulated cluster.
+func (e *Cluster) Gateway() *cluster.Kube { return e.Kube }
+
 // Kubelet is the simulated kubelet (tests step it themselves).
-func (e *Embedded) Kubelet() *Kubelet { return e.kubelet }
+func (e *Cluster) Kubelet() *Kubelet { return e.kubelet }
 
 // Clientset is the typed client of the embedded cluster.
-func (e *Embedded) Clientset() kubernetes.Interface { return e.core }
+func (e *Cluster) Clientset() kubernetes.Interface { return e.core }
 
 // Validators is the dynamic client of the Validator resources in the
 // gateway's namespace.
-func (e *Embedded) Validators() dynamic.ResourceInterface {
-	return e.dyn.Resource(ValidatorResource).Namespace(e.namespace)
+func (e *Cluster) Validators() dynamic.ResourceInterface {
+	return e.dyn.Resource(cluster.ValidatorResource).Namespace(e.namespace)
 }
 
 // Namespace is the namespace the gateway works in.
-func (e *Embedded) Namespace() string { return e.namespace }
+func (e *Cluster) Namespace() string { return e.namespace }
 
 // Settle waits until the gateway's caches hold every write made so far: the
 // CronJob informer every write to a CronJob labelled managed-by, the views
 // (whose Validator cache release 1.11 reads too) every write to a Validator
 // or Application (at most a few seconds each).
-func (e *Embedded) Settle(ctx context.Context) error {
+func (e *Cluster) Settle(ctx context.Context) error {
 	// The CronJob informer watches the objects labelled managed-by.
-	if err := waitSeen(ctx, &e.seenCronJobs, e.tracker.lastManagedChange(batchv1.SchemeGroupVersion.WithResource("cronjobs").GroupResource()), 5*time.Second); err != nil {
+	cronJobs := batchv1.Resource("cronjobs")
+	if err := e.WaitSeen(ctx, cronJobs, e.tracker.lastManagedChange(cronJobs), 5*time.Second); err != nil {
 		return err
 	}
 	// Release 2.0's views see every change of their kind.
-	for _, v := range []*view{e.validatorView, e.applicationView} {
-		if err := waitSeen(ctx, &v.seen, e.tracker.lastChange(v.gvr.GroupResource()), 5*time.Second); err != nil {
+	for _, gr := range []schema.GroupResource{cluster.ValidatorResource.GroupResource(), cluster.ApplicationGVR.GroupResource()} {
+		if err := e.WaitSeen(ctx, gr, e.tracker.lastChange(gr), 5*time.Second); err != nil {
 			return err
 		}
 	}
@@ -266,8 +275,8 @@ func (e *Embedded) Settle(ctx context.Context) error {
 
 // Applications is the dynamic client of the Application resources in the
 // gateway's namespace (tests and operators add them as kubectl would).
-func (e *Embedded) Applications() dynamic.ResourceInterface {
-	return e.dyn.Resource(ApplicationGVR).Namespace(e.namespace)
+func (e *Cluster) Applications() dynamic.ResourceInterface {
+	return e.dyn.Resource(cluster.ApplicationGVR).Namespace(e.namespace)
 }
 
 // SampleApplication is the Application a new embedded cluster has, so that
@@ -276,8 +285,8 @@ const SampleApplication = "sample-app"
 
 func sampleApplication(namespace string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": Group + "/" + Version,
-		"kind":       ApplicationKind,
+		"apiVersion": cluster.Group + "/" + cluster.Version,
+		"kind":       cluster.ApplicationKind,
 		"spec": map[string]any{
 			"image":    "nginx:1.27",
 			"replicas": int64(2),
@@ -288,15 +297,15 @@ func sampleApplication(namespace string) *unstructured.Unstructured {
 	return u
 }
 
-func (e *Embedded) cachedValidators(ctx context.Context) ([]*validatorSummary, error) {
+func (e *Cluster) cachedValidators(ctx context.Context) ([]cluster.CachedValidator, error) {
 	if err := e.Settle(ctx); err != nil {
 		return nil, err
 	}
-	return e.Kube.cachedValidators()
+	return e.Kube.CachedValidators()
 }
 
 // Ping checks the object store, then the gateway.
-func (e *Embedded) Ping(ctx context.Context) error {
+func (e *Cluster) Ping(ctx context.Context) error {
 	if err := e.db.PingContext(ctx); err != nil {
 		return domain.Unavailable("embedded cluster: the object store is not available: %v", err)
 	}
@@ -304,7 +313,7 @@ func (e *Embedded) Ping(ctx context.Context) error {
 }
 
 // Close stops the gateway and closes the object store.
-func (e *Embedded) Close() {
+func (e *Cluster) Close() {
 	e.closeOnce.Do(func() {
 		e.Kube.Close()
 		e.db.Close()
@@ -313,13 +322,13 @@ func (e *Embedded) Close() {
 }
 
 // AddSecret creates or replaces a Secret, as an operator does with kubectl.
-func (e *Embedded) AddSecret(ctx context.Context, name string, data map[string]string) error {
+func (e *Cluster) AddSecret(ctx context.Context, name string, data map[string]string) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.namespace}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
 	for k, v := range data {
 		s.Data[k] = []byte(v)
 	}
 	api := e.core.CoreV1().Secrets(e.namespace)
-	return translate("add secret", redact(retryWrite(func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := api.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			_, err = api.Create(ctx, s, metav1.CreateOptions{})
@@ -328,24 +337,24 @@ func (e *Embedded) AddSecret(ctx context.Context, name string, data map[string]s
 		s.ResourceVersion = cur.ResourceVersion
 		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
 		return err
-	})))
+	})
 }
 
 // AddStorageClass creates a storage class; an existing one is kept.
-func (e *Embedded) AddStorageClass(ctx context.Context, name string) error {
+func (e *Cluster) AddStorageClass(ctx context.Context, name string) error {
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "validator-manager.io/embedded"}
 	_, err := e.core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return translate("add storage class", err)
+		return fmt.Errorf("add storage class: %w", err)
 	}
 	return nil
 }
 
 // SetDisableUserEdit sets or removes the validator's disable-user-edit
 // annotation, as an operator does with kubectl.
-func (e *Embedded) SetDisableUserEdit(ctx context.Context, name string, on bool) error {
+func (e *Cluster) SetDisableUserEdit(ctx context.Context, name string, on bool) error {
 	api := e.Validators()
-	return translate(fmt.Sprintf("annotate validator %q", name), retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := api.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return domain.NotFound("validator %q does not exist in the cluster", name)
@@ -365,5 +374,5 @@ func (e *Embedded) SetDisableUserEdit(ctx context.Context, name string, on bool)
 		u.SetAnnotations(a)
 		_, err = api.Update(ctx, u, metav1.UpdateOptions{})
 		return err
-	}))
+	})
 }
