@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,11 +73,9 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	Store  *store.Store
-	// Cluster is the gateway release 1.11 uses; Simulated is set when it is
-	// a test binary's simulated cluster (cluster.mode simulated).
-	Cluster   *cluster.Kube
-	Simulated Simulated
-	Identity  intent.Identity
+	// Cluster is the gateway release 1.11 uses.
+	Cluster  *cluster.Kube
+	Identity intent.Identity
 	// Intent keeps the identity provider and the cluster in step with the
 	// database.
 	Intent *intent.Controller
@@ -86,8 +83,7 @@ type App struct {
 	// embedded), Nodes its simulated node; nil otherwise.
 	Engine *engine.Engine
 	Nodes  *nodesim.Simulator
-	// rest reaches the API server (nil on the simulated cluster, which has
-	// none): the controllers' manager is built on it.
+	// rest reaches the API server: the controllers' manager is built on it.
 	rest *rest.Config
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
@@ -117,9 +113,10 @@ type Wiring struct {
 	Management *management.Options
 	Intent     *intent.Options
 	Server     *server.Options
-	// Simulated opens the cluster of cluster.mode simulated; nil in the
-	// production binary, which has none.
-	Simulated *OpenSimulated
+	// ControlPlane is a running control plane the embedded default uses
+	// instead of starting its own (tests share one per process); nil in
+	// the production binary.
+	ControlPlane **rest.Config
 
 	Sandbox *sandbox.Options // the embedded default's network (issue 9)
 	// Manager is the controller-runtime Manager's options (tests running
@@ -167,28 +164,14 @@ func WithManager(f func(*manager.Options)) Option {
 	}
 }
 
-// Simulated is a cluster that a test binary brings for cluster.mode
-// simulated (package simcluster: client-go's fakes with a simulated kubelet,
-// no API server): its gateway, the work run beside the server, its health
-// and its release. The production binary links none.
-type Simulated interface {
-	Gateway() *cluster.Kube
-	Clientset() kubernetes.Interface
-	Run(ctx context.Context) error
-	Ping(ctx context.Context) error
-	Close()
-}
-
-// OpenSimulated opens a simulated cluster in dir for the gateway's
-// namespace and options.
-type OpenSimulated func(dir, namespace string, log *slog.Logger, ko cluster.KubeOptions) (Simulated, error)
-
-// WithSimulated makes cluster.mode simulated open its cluster with open
-// (tests only).
-func WithSimulated(open OpenSimulated) Option {
+// WithControlPlane makes the embedded default use the running control
+// plane of rc rather than start its own in the data directory: a test
+// process shares one among its servers, each in a namespace of its own
+// with a simulated node of its own.
+func WithControlPlane(rc *rest.Config) Option {
 	return func(w Wiring) {
-		if w.Simulated != nil {
-			*w.Simulated = open
+		if w.ControlPlane != nil {
+			*w.ControlPlane = rc
 		}
 	}
 }
@@ -338,22 +321,12 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	ko := cluster.KubeOptions{Instance: instance}
 	var k *cluster.Kube
 	switch cfg.ClusterMode {
-	case config.ClusterSimulated:
-		var open OpenSimulated
-		for _, opt := range opts {
-			opt(Wiring{Simulated: &open})
-		}
-		if open == nil {
-			return fmt.Errorf("cluster.mode=%s: the simulated cluster exists in test binaries only; use %s (the embedded default), %s or %s",
-				cfg.ClusterMode, config.ClusterEmbedded, config.ClusterKubeconfig, config.ClusterInCluster)
-		}
-		sim, err := open(filepath.Join(cfg.DataDir, "cluster"), cfg.Namespace, a.Log, ko)
-		if err != nil {
-			return err
-		}
-		a.Simulated, k = sim, sim.Gateway()
 	case config.ClusterEmbedded:
-		if a.rest, err = a.startEngine(ctx); err != nil {
+		var shared *rest.Config
+		for _, opt := range opts {
+			opt(Wiring{ControlPlane: &shared})
+		}
+		if a.rest, err = a.startEngine(ctx, shared); err != nil {
 			return err
 		}
 		ko.Metrics = a.Nodes.Metrics()
@@ -374,21 +347,29 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 
 // startEngine starts the embedded default's control plane in the data
 // directory (etcd's data there, so everything survives a restart; the
-// administrator's kubeconfig at dataDir/kubeconfig) and its simulated node.
-func (a *App) startEngine(ctx context.Context) (*rest.Config, error) {
+// administrator's kubeconfig at dataDir/kubeconfig), or takes the shared
+// one of WithControlPlane, and its simulated node.
+func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Config, error) {
 	cfg := a.Config
-	a.Log.Info("starting the embedded control plane (etcd, kube-apiserver, kube-controller-manager)", "kubeconfig", filepath.Join(cfg.DataDir, "kubeconfig"))
 	start := time.Now()
-	eng, err := engine.Start(ctx, engine.Options{
-		Dir:        filepath.Join(cfg.DataDir, "cluster"),
-		Kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig"),
-		Logger:     a.Log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded control plane: %w", err)
+	rc, fresh, node, host := shared, false, nodesim.Options{Logger: a.Log}, ""
+	if shared == nil {
+		a.Log.Info("starting the embedded control plane (etcd, kube-apiserver, kube-controller-manager)", "kubeconfig", filepath.Join(cfg.DataDir, "kubeconfig"))
+		eng, err := engine.Start(ctx, engine.Options{
+			Dir:        filepath.Join(cfg.DataDir, "cluster"),
+			Kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig"),
+			Logger:     a.Log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("embedded control plane: %w", err)
+		}
+		a.Engine = eng
+		rc, fresh, host = eng.RESTConfig(), eng.Fresh(), eng.Host()
+	} else {
+		// A shared control plane: this server's node and simulated pods are
+		// its namespace's only.
+		node.NodeName, node.Namespace, host = "node-"+cfg.Namespace, cfg.Namespace, shared.Host
 	}
-	a.Engine = eng
-	rc := eng.RESTConfig()
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -399,17 +380,19 @@ func (a *App) startEngine(ctx context.Context) (*rest.Config, error) {
 	}
 	if cfg.Namespace != metav1.NamespaceDefault {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
-		if _, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("embedded control plane: namespace %s: %w", cfg.Namespace, err)
 		}
+		fresh = fresh || (shared != nil && err == nil)
 	}
-	if eng.Fresh() {
+	if fresh {
 		if err := nodesim.CreateSampleApplication(ctx, dyn, cfg.Namespace); err != nil {
 			return nil, fmt.Errorf("embedded control plane: %w", err)
 		}
 	}
-	a.Nodes = nodesim.New(core, dyn, nodesim.Options{Logger: a.Log})
-	a.Log.Info("embedded control plane ready", "seconds", time.Since(start).Seconds(), "apiServer", eng.Host())
+	a.Nodes = nodesim.New(core, dyn, node)
+	a.Log.Info("embedded control plane ready", "seconds", time.Since(start).Seconds(), "apiServer", host)
 	return rc, nil
 }
 
@@ -454,15 +437,13 @@ func (a *App) StartCluster(ctx context.Context) error {
 	return nil
 }
 
-// Run serves on ln and runs every piece of background work in one group
-// until ctx ends or one of them fails: the cluster gateway's caches (and, on
-// the embedded default, its simulated kubelet), the reconciler, the phase
-// sync, the remote-participant probes and the refresh of stale list views. It returns once all of them have
-// returned, so Close may then release the gateway and the store.
+// Run serves on ln and runs every piece of background work as Runnables of
+// one Manager until ctx ends or one of them fails: the HTTP server, the
+// cluster gateway's caches, the controllers, the remote-participant probes,
+// the refresh of stale list views and, on the embedded default, its
+// simulated node. It returns once all of them have returned, so Close may
+// then release the gateway and the store.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
-	if a.rest == nil {
-		return a.runGroup(ctx, ln)
-	}
 	mgr, err := a.manager(ln)
 	if err != nil {
 		return err
@@ -535,7 +516,10 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		}),
 	}
 	if a.Nodes != nil {
-		runnables = append(runnables, a.Nodes, runnable(false, a.Engine.Watch))
+		runnables = append(runnables, a.Nodes)
+	}
+	if a.Engine != nil {
+		runnables = append(runnables, runnable(false, a.Engine.Watch))
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
@@ -597,26 +581,6 @@ type leaderRunnable struct {
 
 func (r leaderRunnable) NeedLeaderElection() bool { return r.leader }
 
-// runGroup runs the simulated cluster's process (no API server, so no
-// Manager): the same parts in one errgroup.
-func (a *App) runGroup(ctx context.Context, ln net.Listener) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) })
-	g.Go(func() error {
-		if err := a.StartCluster(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		g.Go(func() error { return a.Simulated.Run(ctx) })
-		return a.Intent.Start(ctx)
-	})
-	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
-	g.Go(func() error { return a.refreshListViews(ctx) })
-	return g.Wait()
-}
-
 // StartIntent runs the intent controller until the returned stop is called
 // (tests that drive the rest of the background work themselves).
 func (a *App) StartIntent(t interface{ Errorf(string, ...any) }) (stop func()) {
@@ -655,11 +619,7 @@ func metricsPublic(cfg config.Config) []string {
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
-	if h.a.Simulated != nil {
-		if err := h.a.Simulated.Ping(ctx); err != nil {
-			return err
-		}
-	} else if err := h.a.Cluster.Ping(ctx); err != nil {
+	if err := h.a.Cluster.Ping(ctx); err != nil {
 		return err
 	}
 	if h.a.lead.enabled && !h.a.Intent.Running() {
@@ -713,9 +673,7 @@ func (a *App) Close() error {
 	if a.Sandbox != nil {
 		a.Sandbox.Close()
 	}
-	if a.Simulated != nil {
-		a.Simulated.Close() // the gateway, then its object store
-	} else if a.Cluster != nil {
+	if a.Cluster != nil {
 		a.Cluster.Close()
 	}
 	if a.Engine != nil {

@@ -81,8 +81,7 @@ type Kube struct {
 	cronLister cache.GenericNamespaceLister // of *cronJobSummary
 	synced     atomic.Bool
 	// seenCronJobs is the highest resourceVersion the CronJob informer has
-	// delivered (numeric resourceVersions only; the embedded cluster waits
-	// on it).
+	// delivered (numeric resourceVersions only; WaitSeen waits on it).
 	seenCronJobs atomic.Int64
 	stop         chan struct{}
 	stopOnce     sync.Once
@@ -912,36 +911,6 @@ func (k *Kube) Watch(f func(name string)) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
-}
-
-// CachedValidator is what the gateway's cache holds of one managed
-// Validator's identity and status, for a controller that writes its status.
-type CachedValidator struct {
-	Name, Namespace, ResourceVersion string
-	Created                          time.Time
-	// Phase and DatabaseReady are status.phase and status.databaseReady as
-	// stored (nil: absent).
-	Phase, DatabaseReady any
-}
-
-// CachedValidators are the managed validators as the cache holds them.
-func (k *Kube) CachedValidators() ([]CachedValidator, error) {
-	sums, err := k.cachedValidators()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]CachedValidator, len(sums))
-	for i, s := range sums {
-		out[i] = CachedValidator{Name: s.name, Namespace: s.namespace, ResourceVersion: s.resourceVersion,
-			Created: s.created.Time, Phase: s.phase, DatabaseReady: s.databaseReady}
-	}
-	return out, nil
-}
-
-// CachedApplications are the namespace's Applications as the cache holds
-// them (shared: read them, never change them).
-func (k *Kube) CachedApplications() ([]*unstructured.Unstructured, error) {
-	return k.applicationView.objects()
 }
 
 // WaitSeen waits, at most limit, until the cache of gr (cronjobs,

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -9,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +21,6 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
 )
 
@@ -262,7 +259,6 @@ func TestJWKSSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
-	cfg.ClusterMode = config.ClusterSimulated
 	cfg.DataDir, cfg.JWKSURI = t.TempDir(), symmetric
 	if _, err := openApp(t, cfg); err == nil || !strings.Contains(err.Error(), "no public signing key") {
 		t.Fatalf("JWKS with only a symmetric key: got %v, want a refusal", err)
@@ -303,20 +299,4 @@ func send(t *testing.T, s *apitest.Server, method, path, authorization string) (
 		t.Fatal(err)
 	}
 	return resp, body
-}
-
-// The production binary has no simulated cluster: cluster.mode=simulated
-// without one is refused at start, naming the modes there are.
-func TestSimulatedClusterIsForTestBinariesOnly(t *testing.T) {
-	cfg := config.Default()
-	cfg.ClusterMode = config.ClusterSimulated
-	cfg.DataDir = t.TempDir()
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
-	if err == nil {
-		a.Close()
-		t.Fatal("cluster.mode=simulated started without a simulated cluster")
-	}
-	if !strings.Contains(err.Error(), "test binaries only") || !strings.Contains(err.Error(), config.ClusterEmbedded) {
-		t.Errorf("error %q does not say that the mode is for tests and which modes there are", err)
-	}
 }
