@@ -22,6 +22,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -40,6 +41,9 @@ import (
 const (
 	childVariable = "VALIDATOR_MANAGER_CRASHTEST_CHILD"
 	faultVariable = "VALIDATOR_MANAGER_CRASHTEST_FAULTPOINT"
+	// planeVariable names the kubeconfig of the test process's control
+	// plane, which the child's embedded default uses (it outlives the child).
+	planeVariable = "VALIDATOR_MANAGER_CRASHTEST_KUBECONFIG"
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +58,12 @@ func TestMain(m *testing.M) {
 				select {} // the signal is on its way
 			})
 		}
+		rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv(planeVariable))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "validator-manager:", err)
+			os.Exit(1)
+		}
+		appOptions = append(appOptions, app.WithControlPlane(rc))
 		cmd := root()
 		cmd.SetArgs(os.Args[1:])
 		if err := cmd.Execute(); err != nil {
@@ -62,7 +72,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	apitest.Main(m)
 }
 
 // crashCase kills the server at one fault point of one operation.
@@ -208,9 +218,9 @@ func TestCrashConverges(t *testing.T) {
 }
 
 func runCrash(t *testing.T, c crashCase, dsn string) {
-	dir := t.TempDir()
+	dir, ns := t.TempDir(), apitest.Namespace()
 	if c.setup != nil {
-		serveInProcess(t, dir, dsn, func(w *world) { c.setup(t, w.client) })
+		serveInProcess(t, dir, dsn, ns, func(w *world) { c.setup(t, w.client) })
 	}
 	if strings.HasPrefix(c.point, "undo.") {
 		l, err := idp.OpenLocal(filepath.Join(dir, "idp"))
@@ -222,13 +232,13 @@ func runCrash(t *testing.T, c crashCase, dsn string) {
 		}
 	}
 
-	child := startChild(t, dir, dsn, c.point)
+	child := startChild(t, dir, dsn, ns, c.point)
 	if err := c.act(child.client); err == nil {
 		t.Fatalf("the request answered: the fault point %s was not reached", c.point)
 	}
 	child.waitKilled(t)
 
-	serveInProcess(t, dir, dsn, func(w *world) {
+	serveInProcess(t, dir, dsn, ns, func(w *world) {
 		t.Logf("%s: healthy %s after the restart", c.point, w.healthyAfter.Round(time.Millisecond))
 		w.checkAgreement(t)
 		_, err := w.app.Store.GetValidator(context.Background(), "v")
@@ -253,15 +263,16 @@ type world struct {
 	healthyAfter time.Duration
 }
 
-// serveInProcess runs the server as `serve` would (App.Run) until f returns.
-func serveInProcess(t testing.TB, dir, dsn string, f func(w *world)) {
+// serveInProcess runs the server as `serve` would (App.Run) until f returns:
+// the embedded default on the test process's control plane, in namespace ns.
+func serveInProcess(t testing.TB, dir, dsn, ns string, f func(w *world)) {
 	t.Helper()
 	cfg := config.Default()
-	cfg.ClusterMode = config.ClusterSimulated
-	cfg.DataDir, cfg.DatabaseDSN = dir, dsn
+	cfg.DataDir, cfg.DatabaseDSN, cfg.Namespace = dir, dsn, ns
 	logs := &apitest.Buffer{}
+	plane := apitest.ControlPlane(t)
 	start := time.Now()
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest")
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest", app.WithControlPlane(plane))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,10 +344,10 @@ type child struct {
 	out    *apitest.Buffer
 }
 
-func startChild(t *testing.T, dir, dsn, point string) *child {
+func startChild(t *testing.T, dir, dsn, ns, point string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn", "--cluster.mode", "simulated")
-	cmd.Env = append(os.Environ(), childVariable+"=1", faultVariable+"="+point, "VM_DATABASE_DSN="+dsn)
+	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn", "--api.namespace", ns)
+	cmd.Env = append(os.Environ(), childVariable+"=1", faultVariable+"="+point, "VM_DATABASE_DSN="+dsn, planeVariable+"="+apitest.ControlPlaneKubeconfig(t))
 	out := &apitest.Buffer{}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -521,7 +532,8 @@ func ptr[T any](v T) *T { return &v }
 // (one of them left half-created by a crash).
 func BenchmarkRestartConverges(b *testing.B) {
 	dir := b.TempDir()
-	serveInProcess(b, dir, "", func(w *world) {
+	ns := apitest.Namespace()
+	serveInProcess(b, dir, "", ns, func(w *world) {
 		for i := range 1000 {
 			v := apitest.ValidatorPayload(fmt.Sprintf("v%04d", i))
 			v.CustomAuth = ptr(true)
@@ -531,6 +543,6 @@ func BenchmarkRestartConverges(b *testing.B) {
 		}
 	})
 	for b.Loop() {
-		serveInProcess(b, dir, "", func(*world) {})
+		serveInProcess(b, dir, "", ns, func(*world) {})
 	}
 }

@@ -26,6 +26,10 @@ import (
 // version is set at build time: -ldflags "-X main.version=...".
 var version = "dev"
 
+// appOptions are what a test binary adds to the App that serve opens (the
+// crash tests' shared control plane); none in the production binary.
+var appOptions []app.Option
+
 func main() {
 	if err := root().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "validator-manager:", err)
@@ -93,7 +97,7 @@ func serveCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve both API releases",
 		Long: "Serve release 1.11 under /api and release 2.0 under /api/v1.\n\n" +
-			"With no configuration it runs the embedded default: SQLite, an embedded cluster and a\n" +
+			"With no configuration it runs the embedded default: SQLite, an embedded control plane and a\n" +
 			"development token issuer, all in --data-dir. It prints a bearer token at start.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(cmd.Flags(), os.Getenv)
@@ -126,7 +130,7 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			defer ln.Close()
-			a, err := app.Open(ctx, cfg, log, version)
+			a, err := app.Open(ctx, cfg, log, version, appOptions...)
 			if err != nil {
 				return err
 			}

@@ -192,3 +192,17 @@ func TestFlagHelp(t *testing.T) {
 		t.Errorf("--api.metrics.public: got %s, want true", got)
 	}
 }
+
+// The production binary links no client-go fakes: it runs on a real API
+// server (the embedded default's or a cluster's).
+func TestBinaryLinksNoFakes(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.Contains(pkg, "/fake") {
+			t.Errorf("the binary links %s", pkg)
+		}
+	}
+}

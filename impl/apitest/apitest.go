@@ -1,6 +1,7 @@
 // Package apitest is the contract-test harness: it runs the whole server
-// in-process on the embedded default (SQLite, embedded cluster, development
-// tokens, all in a temporary directory), hands out the generated typed
+// in-process on the embedded default (SQLite, development tokens, all in a
+// temporary directory; the test process's shared control plane, a namespace
+// of its own), hands out the generated typed
 // clients, and validates every response they receive against the OpenAPI
 // document of its release. A response that breaks the contract fails the test.
 package apitest
@@ -56,7 +57,10 @@ type Server struct {
 	// Public is a release 2.0 client without a token, for the public paths
 	// (actuator, documentation).
 	Public *platformapi.ClientWithResponses
-	logs   *Buffer
+	// Kube reaches the server's control plane and namespace as kubectl
+	// would.
+	Kube *Kube
+	logs *Buffer
 }
 
 // Options adjusts the server a test starts.
@@ -71,8 +75,11 @@ type Options struct {
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	cfg := config.Default()
-	// The client-go fakes: a process needs no control plane of its own.
-	cfg.ClusterMode = config.ClusterSimulated
+	// The embedded default on the process's shared control plane, in a
+	// namespace of its own.
+	plane := ControlPlane(t)
+	cfg.ClusterMode = config.ClusterEmbedded
+	cfg.Namespace = Namespace()
 	cfg.DataDir = t.TempDir()
 	// The hosts test fixtures name (remote participants, validators'
 	// addresses) stand for an operator's allowance; a test of the default
@@ -89,36 +96,59 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook })}, o.App...)
+	opts := append([]app.Option{app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
 	// What Run does before health reports UP, without the periodic work
-	// (the tests move their clocks themselves): the caches, then the intent
-	// controller until the test ends.
+	// (the tests move their clocks themselves) and without the workload
+	// controller (tests write a validator's status as it would): the
+	// caches, the simulated node, then the intent controller until the test
+	// ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := a.StartCluster(ctx); err != nil {
 		a.Close()
 		t.Fatalf("start cluster: %v", err)
 	}
+	// The namespace's simulated node: Pods of the sample Application and of
+	// the backup Jobs become running as on a cluster.
+	nodeCtx, stopNode := context.WithCancel(context.Background())
+	nodeDone := make(chan struct{})
+	go func() {
+		defer close(nodeDone)
+		if err := a.Nodes.Start(nodeCtx); err != nil && nodeCtx.Err() == nil {
+			t.Errorf("simulated node: %v", err)
+		}
+	}()
+	stopNodes := func() { stopNode(); <-nodeDone }
+	select {
+	case <-a.Nodes.Ready():
+	case <-ctx.Done():
+		stopNodes()
+		a.Close()
+		t.Fatalf("simulated node: not ready: %v", ctx.Err())
+	}
 	stop := a.StartIntent(t)
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
 			stop()
+			stopNodes()
 			a.Close()
 			t.Fatalf("first reconcile: %v", a.Intent.Ping(ctx))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	ts := httptest.NewServer(a.Server)
+	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster)}
 	t.Cleanup(func() {
 		ts.Close()
 		stop()
+		stopNodes()
 		a.Close()
+		s.Kube.remove(a.Nodes.NodeName())
 	})
-	s := &Server{App: a, URL: ts.URL, logs: logs}
 	if a.Issuer != nil {
 		if s.Token, err = a.DevToken(); err != nil {
 			t.Fatalf("token: %v", err)

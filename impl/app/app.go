@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,11 +74,8 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	Store  *store.Store
-	// Cluster is the gateway release 1.11 uses; Embedded is set when it is
-	// the embedded default's cluster (client-go fakes persisted in the data
-	// directory, with a simulated kubelet).
+	// Cluster is the gateway release 1.11 uses.
 	Cluster  *cluster.Kube
-	Embedded *cluster.Embedded
 	Identity intent.Identity
 	// Intent keeps the identity provider and the cluster in step with the
 	// database.
@@ -88,8 +84,7 @@ type App struct {
 	// embedded), Nodes its simulated node; nil otherwise.
 	Engine *engine.Engine
 	Nodes  *nodesim.Simulator
-	// rest reaches the API server (nil on the simulated cluster, which has
-	// none): the controllers' manager is built on it.
+	// rest reaches the API server: the controllers' manager is built on it.
 	rest *rest.Config
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
@@ -119,8 +114,10 @@ type Wiring struct {
 	Management *management.Options
 	Intent     *intent.Options
 	Server     *server.Options
-	// Embedded is the embedded cluster's options (cluster.mode simulated).
-	Embedded *cluster.EmbeddedOptions
+	// ControlPlane is a running control plane the embedded default uses
+	// instead of starting its own (tests share one per process); nil in
+	// the production binary.
+	ControlPlane **rest.Config
 
 	Sandbox *sandbox.Options // the embedded default's network (issue 9)
 	// Manager is the controller-runtime Manager's options (tests running
@@ -168,12 +165,14 @@ func WithManager(f func(*manager.Options)) Option {
 	}
 }
 
-// WithEmbedded edits the embedded cluster's options before it is opened
-// (tests set the simulated kubelet's clock).
-func WithEmbedded(f func(*cluster.EmbeddedOptions)) Option {
+// WithControlPlane makes the embedded default use the running control
+// plane of rc rather than start its own in the data directory: a test
+// process shares one among its servers, each in a namespace of its own
+// with a simulated node of its own.
+func WithControlPlane(rc *rest.Config) Option {
 	return func(w Wiring) {
-		if w.Embedded != nil {
-			f(w.Embedded)
+		if w.ControlPlane != nil {
+			*w.ControlPlane = rc
 		}
 	}
 }
@@ -323,18 +322,12 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	ko := cluster.KubeOptions{Instance: instance}
 	var k *cluster.Kube
 	switch cfg.ClusterMode {
-	case config.ClusterSimulated:
-		eo := cluster.EmbeddedOptions{Namespace: cfg.Namespace, Logger: a.Log, Kube: ko}
-		for _, opt := range opts {
-			opt(Wiring{Embedded: &eo})
-		}
-		e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "cluster"), eo)
-		if err != nil {
-			return err
-		}
-		a.Embedded, k = e, e.Kube
 	case config.ClusterEmbedded:
-		if a.rest, err = a.startEngine(ctx); err != nil {
+		var shared *rest.Config
+		for _, opt := range opts {
+			opt(Wiring{ControlPlane: &shared})
+		}
+		if a.rest, err = a.startEngine(ctx, shared); err != nil {
 			return err
 		}
 		ko.Metrics = a.Nodes.Metrics()
@@ -355,21 +348,29 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 
 // startEngine starts the embedded default's control plane in the data
 // directory (etcd's data there, so everything survives a restart; the
-// administrator's kubeconfig at dataDir/kubeconfig) and its simulated node.
-func (a *App) startEngine(ctx context.Context) (*rest.Config, error) {
+// administrator's kubeconfig at dataDir/kubeconfig), or takes the shared
+// one of WithControlPlane, and its simulated node.
+func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Config, error) {
 	cfg := a.Config
-	a.Log.Info("starting the embedded control plane (etcd, kube-apiserver, kube-controller-manager)", "kubeconfig", filepath.Join(cfg.DataDir, "kubeconfig"))
 	start := time.Now()
-	eng, err := engine.Start(ctx, engine.Options{
-		Dir:        filepath.Join(cfg.DataDir, "cluster"),
-		Kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig"),
-		Logger:     a.Log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded control plane: %w", err)
+	rc, fresh, node, host := shared, false, nodesim.Options{Logger: a.Log}, ""
+	if shared == nil {
+		a.Log.Info("starting the embedded control plane (etcd, kube-apiserver, kube-controller-manager)", "kubeconfig", filepath.Join(cfg.DataDir, "kubeconfig"))
+		eng, err := engine.Start(ctx, engine.Options{
+			Dir:        filepath.Join(cfg.DataDir, "cluster"),
+			Kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig"),
+			Logger:     a.Log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("embedded control plane: %w", err)
+		}
+		a.Engine = eng
+		rc, fresh, host = eng.RESTConfig(), eng.Fresh(), eng.Host()
+	} else {
+		// A shared control plane: this server's node and simulated pods are
+		// its namespace's only.
+		node.NodeName, node.Namespace, host = "node-"+cfg.Namespace, cfg.Namespace, shared.Host
 	}
-	a.Engine = eng
-	rc := eng.RESTConfig()
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -380,17 +381,19 @@ func (a *App) startEngine(ctx context.Context) (*rest.Config, error) {
 	}
 	if cfg.Namespace != metav1.NamespaceDefault {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
-		if _, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("embedded control plane: namespace %s: %w", cfg.Namespace, err)
 		}
+		fresh = fresh || (shared != nil && err == nil)
 	}
-	if eng.Fresh() {
+	if fresh {
 		if err := nodesim.CreateSampleApplication(ctx, dyn, cfg.Namespace); err != nil {
 			return nil, fmt.Errorf("embedded control plane: %w", err)
 		}
 	}
-	a.Nodes = nodesim.New(core, dyn, nodesim.Options{Logger: a.Log})
-	a.Log.Info("embedded control plane ready", "seconds", time.Since(start).Seconds(), "apiServer", eng.Host())
+	a.Nodes = nodesim.New(core, dyn, node)
+	a.Log.Info("embedded control plane ready", "seconds", time.Since(start).Seconds(), "apiServer", host)
 	return rc, nil
 }
 
@@ -435,15 +438,13 @@ func (a *App) StartCluster(ctx context.Context) error {
 	return nil
 }
 
-// Run serves on ln and runs every piece of background work in one group
-// until ctx ends or one of them fails: the cluster gateway's caches (and, on
-// the embedded default, its simulated kubelet), the reconciler, the phase
-// sync, the remote-participant probes and the refresh of stale list views. It returns once all of them have
-// returned, so Close may then release the gateway and the store.
+// Run serves on ln and runs every piece of background work as Runnables of
+// one Manager until ctx ends or one of them fails: the HTTP server, the
+// cluster gateway's caches, the controllers, the remote-participant probes,
+// the refresh of stale list views and, on the embedded default, its
+// simulated node. It returns once all of them have returned, so Close may
+// then release the gateway and the store.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
-	if a.rest == nil {
-		return a.runGroup(ctx, ln)
-	}
 	mgr, err := a.manager(ln)
 	if err != nil {
 		return err
@@ -516,7 +517,10 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		}),
 	}
 	if a.Nodes != nil {
-		runnables = append(runnables, a.Nodes, runnable(false, a.Engine.Watch))
+		runnables = append(runnables, a.Nodes)
+	}
+	if a.Engine != nil {
+		runnables = append(runnables, runnable(false, a.Engine.Watch))
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
@@ -581,26 +585,6 @@ type leaderRunnable struct {
 
 func (r leaderRunnable) NeedLeaderElection() bool { return r.leader }
 
-// runGroup runs the simulated cluster's process (no API server, so no
-// Manager): the same parts in one errgroup.
-func (a *App) runGroup(ctx context.Context, ln net.Listener) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) })
-	g.Go(func() error {
-		if err := a.StartCluster(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		g.Go(func() error { return a.Embedded.Run(ctx) })
-		return a.Intent.Start(ctx)
-	})
-	g.Go(func() error { a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout); return nil })
-	g.Go(func() error { return a.refreshListViews(ctx) })
-	return g.Wait()
-}
-
 // StartIntent runs the intent controller until the returned stop is called
 // (tests that drive the rest of the background work themselves).
 func (a *App) StartIntent(t interface{ Errorf(string, ...any) }) (stop func()) {
@@ -639,11 +623,7 @@ func metricsPublic(cfg config.Config) []string {
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
-	if h.a.Embedded != nil {
-		if err := h.a.Embedded.Ping(ctx); err != nil {
-			return err
-		}
-	} else if err := h.a.Cluster.Ping(ctx); err != nil {
+	if err := h.a.Cluster.Ping(ctx); err != nil {
 		return err
 	}
 	if h.a.lead.enabled && !h.a.Intent.Running() {
@@ -697,9 +677,7 @@ func (a *App) Close() error {
 	if a.Sandbox != nil {
 		a.Sandbox.Close()
 	}
-	if a.Embedded != nil {
-		a.Embedded.Close() // the gateway, then its object store
-	} else if a.Cluster != nil {
+	if a.Cluster != nil {
 		a.Cluster.Close()
 	}
 	if a.Engine != nil {

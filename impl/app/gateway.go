@@ -16,15 +16,9 @@ import (
 func (a *App) gatewayAndConsole() (platform.GatewayState, platform.ConsoleOptions, error) {
 	cfg := a.Config
 	c := platform.ConsoleOptions{IdleTimeout: cfg.ConsoleIdleTimeout, Audit: a.Store}
-	var core kubernetes.Interface
-	if a.Embedded != nil {
-		core = a.Embedded.Clientset()
-	} else {
-		k, err := kubernetes.NewForConfig(a.rest)
-		if err != nil {
-			return nil, c, err
-		}
-		core = k
+	core, err := kubernetes.NewForConfig(a.rest)
+	if err != nil {
+		return nil, c, err
 	}
 	if cfg.EmbeddedDefault() && a.Sandbox != nil {
 		sb := a.Sandbox

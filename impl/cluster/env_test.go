@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,10 +39,7 @@ type gateway interface {
 	Ping(ctx context.Context) error
 }
 
-var (
-	_ gateway = (*cluster.Kube)(nil)
-	_ gateway = (*cluster.Embedded)(nil)
-)
+var _ gateway = (*cluster.Kube)(nil)
 
 // Views of what a gateway wrote, read back from the cluster.
 type resourceView struct {
@@ -116,11 +112,10 @@ type backend struct {
 	open func(t *testing.T) *env
 }
 
-// backends: the embedded default (Kube over the fakes persisted in SQLite),
-// Kube over client-go's in-memory fakes, and Kube over a real API server
-// (envtest) when KUBEBUILDER_ASSETS is set.
+// backends: Kube over client-go's in-memory fakes, and Kube over a real API
+// server (envtest) when KUBEBUILDER_ASSETS is set.
 func backends() []backend {
-	out := []backend{{"embedded", openEmbeddedEnv}, {"kube (client-go fakes)", openFakeEnv}}
+	out := []backend{{"kube (client-go fakes)", openFakeEnv}}
 	if realServer != nil {
 		out = append(out, backend{"kube (envtest)", openEnvtestEnv})
 	}
@@ -149,44 +144,6 @@ func startKube(t testing.TB, start func(context.Context) error) {
 	if err := start(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// simClock is a settable clock.
-type simClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *simClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *simClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-var simStart = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-
-// openEmbedded opens an embedded cluster in dir whose clock is clock and
-// starts its cache.
-func openEmbedded(t *testing.T, dir string, opts cluster.EmbeddedOptions) *cluster.Embedded {
-	t.Helper()
-	c, err := cluster.OpenEmbedded(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	startKube(t, c.Start)
-	return c
-}
-
-func openEmbeddedEnv(t *testing.T) *env {
-	c := openEmbedded(t, t.TempDir(), cluster.EmbeddedOptions{Namespace: "validators"})
-	return kubeEnv(t, c, c.Clientset(), c.Validators(), c.Namespace())
 }
 
 // ---- kube ----

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -80,8 +81,7 @@ type Kube struct {
 	cronLister cache.GenericNamespaceLister // of *cronJobSummary
 	synced     atomic.Bool
 	// seenCronJobs is the highest resourceVersion the CronJob informer has
-	// delivered (numeric resourceVersions only; the embedded cluster waits
-	// on it).
+	// delivered (numeric resourceVersions only; WaitSeen waits on it).
 	seenCronJobs atomic.Int64
 	stop         chan struct{}
 	stopOnce     sync.Once
@@ -919,4 +919,18 @@ func (k *Kube) Watch(f func(name string)) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
+}
+
+// WaitSeen waits, at most limit, until the cache of gr (cronjobs,
+// validators or applications) has delivered resourceVersion rv.
+func (k *Kube) WaitSeen(ctx context.Context, gr schema.GroupResource, rv int64, limit time.Duration) error {
+	switch gr {
+	case batchv1.Resource("cronjobs"):
+		return waitSeen(ctx, &k.seenCronJobs, rv, limit)
+	case k.validatorView.gvr.GroupResource():
+		return waitSeen(ctx, &k.validatorView.seen, rv, limit)
+	case k.applicationView.gvr.GroupResource():
+		return waitSeen(ctx, &k.applicationView.seen, rv, limit)
+	}
+	return fmt.Errorf("cluster: no cache of %s", gr)
 }

@@ -14,8 +14,8 @@ import (
 )
 
 // The gateway's managed informers (Validators, CronJobs) keep summaries
-// instead of the objects (a transform): what InStep, ValidatorStates and the
-// simulated kubelet read, a few hundred bytes where the decoded Validator
+// instead of the objects (a transform): what InStep and ValidatorStates
+// read, a few hundred bytes where the decoded Validator
 // takes some 17 KB (its spec.config is most of it, never read from the
 // cache) and a CronJob some 5 KB.
 

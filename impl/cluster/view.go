@@ -263,29 +263,6 @@ func (v *view) entry(namespace, name string) (viewEntry, error) {
 	return *e, nil
 }
 
-// objects decodes every object of the view (for the simulated kubelet,
-// which reads the few Applications).
-func (v *view) objects() ([]*unstructured.Unstructured, error) {
-	if err := v.ready(); err != nil {
-		return nil, err
-	}
-	v.mu.RLock()
-	encoded := make([][]byte, 0, len(v.entries))
-	for _, e := range v.entries {
-		encoded = append(encoded, e.object)
-	}
-	v.mu.RUnlock()
-	out := make([]*unstructured.Unstructured, 0, len(encoded))
-	for _, data := range encoded {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(data); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
 // names lists the objects' names, sorted.
 func (v *view) names() ([]string, error) {
 	if err := v.ready(); err != nil {

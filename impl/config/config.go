@@ -31,7 +31,6 @@ const (
 	// kube-controller-manager the server starts on loopback (impl/engine),
 	// with a simulated node.
 	ClusterEmbedded   = "embedded"
-	ClusterSimulated  = "simulated"
 	ClusterKubeconfig = "kubeconfig"
 	ClusterInCluster  = "in-cluster"
 )
@@ -155,7 +154,7 @@ type setting struct {
 func (c *Config) settings() []setting {
 	return []setting{
 		{"listen", "address the HTTP server listens on", &c.Listen, false},
-		{"dataDir", "directory of the embedded default (SQLite database, embedded cluster, development signing key)", &c.DataDir, false},
+		{"dataDir", "directory of the embedded default (SQLite database, control plane, development signing key)", &c.DataDir, false},
 		{"database.dsn", "database: a PostgreSQL DSN (postgres://... or host=...) or a SQLite file path; empty = SQLite in dataDir", &c.DatabaseDSN, true},
 		{"database.maxOpenConns", "largest number of open database connections (0 = no limit)", &c.DatabaseMaxOpenConns, false},
 		{"database.maxIdleConns", "idle database connections kept for reuse", &c.DatabaseMaxIdleConns, false},
@@ -167,7 +166,7 @@ func (c *Config) settings() []setting {
 		{"api.auth.audience", "when set, tokens must name this audience (aud claim)", &c.Audience, false},
 		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware, false},
 		{"api.metrics.public", "serve /actuator/prometheus without a bearer token (for a scraper inside the cluster)", &c.MetricsPublic, false},
-		{"cluster.mode", "cluster: embedded (a control plane the server runs in dataDir), kubeconfig, in-cluster, or simulated (client-go fakes, for tests)", &c.ClusterMode, false},
+		{"cluster.mode", "cluster: embedded (a control plane the server runs in dataDir), kubeconfig, in-cluster", &c.ClusterMode, false},
 		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
 		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
 		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL, false},
@@ -441,11 +440,10 @@ func set(s setting, v string) error {
 	return nil
 }
 
-// EmbeddedDefault tells whether the cluster is one the server runs itself
-// (embedded, or the client-go fakes of simulated), whose validators' nodes
-// are the sandbox network's.
+// EmbeddedDefault tells whether the cluster is the one the server runs
+// itself, whose validators' nodes are the sandbox network's.
 func (c Config) EmbeddedDefault() bool {
-	return c.ClusterMode == ClusterEmbedded || c.ClusterMode == ClusterSimulated
+	return c.ClusterMode == ClusterEmbedded
 }
 
 // LeaderElectionEnabled tells whether replicas elect a leader: configured
@@ -457,9 +455,9 @@ func (c Config) LeaderElectionEnabled() bool {
 
 func (c *Config) validate() error {
 	switch c.ClusterMode {
-	case ClusterEmbedded, ClusterSimulated, ClusterKubeconfig, ClusterInCluster:
+	case ClusterEmbedded, ClusterKubeconfig, ClusterInCluster:
 	default:
-		return fmt.Errorf("cluster.mode: %q is not one of embedded, simulated, kubeconfig, in-cluster", c.ClusterMode)
+		return fmt.Errorf("cluster.mode: %q is not one of embedded, kubeconfig, in-cluster", c.ClusterMode)
 	}
 	switch c.IdentityMode {
 	case IdentityLocal, IdentityKeycloak:

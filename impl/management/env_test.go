@@ -24,36 +24,22 @@ import (
 	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-// env is a whole server (SQLite, the embedded cluster, the local identity
-// provider) whose clock the test moves and whose parts can be made to fail.
+// env is a whole server (SQLite, the embedded default on the tests' control
+// plane, the local identity provider) whose clock the test moves and whose
+// parts can be made to fail.
 type env struct {
 	*apitest.Server
-	clock   *clock
-	sim     *cluster.Embedded
+	clock *clock
+	// sim is the server's cluster gateway, which its handlers and intent
+	// controller use through faultyCluster.
+	sim     *cluster.Kube
 	faults  *faults
 	idpFile string
 }
 
-// testInstance is the installation id of the tests' cluster gateway.
-const testInstance = "test-installation"
-
 func start(t *testing.T, configure ...func(*config.Config)) *env {
 	t.Helper()
 	e := &env{clock: &clock{now: time.Date(2026, 11, 22, 18, 36, 0, 0, time.UTC)}, faults: &faults{}}
-	sim, err := cluster.OpenEmbedded(t.TempDir(), cluster.EmbeddedOptions{
-		Kubelet: cluster.KubeletOptions{Now: e.clock.Now},
-		Kube:    cluster.KubeOptions{Instance: testInstance},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.sim = sim
 	e.Server = apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
 		for _, f := range configure {
 			f(c)
@@ -61,39 +47,39 @@ func start(t *testing.T, configure ...func(*config.Config)) *env {
 	}, App: []app.Option{
 		app.WithManagement(func(o *management.Options) {
 			o.Now = e.clock.Now
-			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}
+			o.Cluster = faultyCluster{Kube: o.Cluster.(*cluster.Kube), faults: e.faults}
 			o.Store = faultyStore{Store: o.Store, faults: e.faults}
 		}),
 		app.WithIntent(func(o *intent.Options) {
-			o.Cluster = faultyCluster{Embedded: sim, faults: e.faults}
+			o.Cluster = faultyCluster{Kube: o.Cluster.(*cluster.Kube), faults: e.faults}
 			o.Identity = faultyIdentity{Identity: o.Identity, faults: e.faults}
 			o.Store = faultyIntentStore{Store: o.Store, faults: e.faults}
 		}),
 	}})
+	e.sim = e.App.Cluster
 	e.idpFile = filepath.Join(e.App.Config.DataDir, "idp", "users.json")
 	return e
 }
 
-// advance moves the clock, lets the cluster's kubelet move the validators'
-// status, and lets the server see the new phases.
-func (e *env) advance(t *testing.T, d time.Duration) {
+// setStatus writes a validator's status as the workload controller does
+// from its workloads, and lets the server see the new phase.
+func (e *env) setStatus(t *testing.T, name string, phase domain.Phase, databaseReady bool) {
 	t.Helper()
-	ctx := context.Background()
-	e.clock.Add(d)
-	if err := e.sim.Kubelet().Step(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.sim.Settle(ctx); err != nil {
+	if err := e.Kube.SetStatus(context.Background(), name, phase, databaseReady); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)
 }
 
-// settle waits until the intent controller has copied every phase the
-// cluster reports into the database (its Validator events drive it).
+// settle waits until the caches hold what the cluster holds and the intent
+// controller has copied every phase the cluster reports into the database
+// (its Validator events drive it).
 func (e *env) settle(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
+	if err := e.Kube.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		states, err := e.sim.ValidatorStates(ctx)
@@ -147,8 +133,8 @@ func (e *env) reconcile(t *testing.T, names ...string) {
 	}
 }
 
-// clusterState is what the embedded cluster holds, read with client-go as a
-// user of kubectl would see the objects (Secrets by their key names).
+// clusterState is what the cluster holds, read with client-go as a user of
+// kubectl would see the objects (Secrets by their key names).
 type clusterState struct {
 	Validators map[string]struct {
 		Annotations map[string]string `json:"annotations"`
@@ -169,10 +155,10 @@ func (e *env) cluster(t *testing.T) clusterState {
 	e.reconcileAll(t) // what the intent controller makes of the records
 	t.Helper()
 	ctx := context.Background()
-	ns := e.sim.Namespace()
-	core := e.sim.Clientset()
+	ns := e.Kube.Namespace
+	core := e.Kube.Core
 	st := clusterState{}
-	vs, err := e.sim.Validators().List(ctx, metav1.ListOptions{})
+	vs, err := e.Kube.Validators().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,24 +346,24 @@ func (f *faults) around(op string, call func() error) error {
 // faultyCluster is the cluster as both the handlers and the intent
 // controller use it.
 type faultyCluster struct {
-	*cluster.Embedded
+	*cluster.Kube
 	faults *faults
 }
 
 func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p *domain.PruneSchedule) error {
-	return c.faults.around("cluster.ApplyValidator", func() error { return c.Embedded.ApplyValidator(ctx, v, p) })
+	return c.faults.around("cluster.ApplyValidator", func() error { return c.Kube.ApplyValidator(ctx, v, p) })
 }
 
 func (c faultyCluster) WriteSecrets(ctx context.Context, name string, s domain.ValidatorSecrets) error {
-	return c.faults.around("cluster.WriteSecrets", func() error { return c.Embedded.WriteSecrets(ctx, name, s) })
+	return c.faults.around("cluster.WriteSecrets", func() error { return c.Kube.WriteSecrets(ctx, name, s) })
 }
 
 func (c faultyCluster) DeleteValidator(ctx context.Context, name string) error {
-	return c.faults.around("cluster.DeleteValidator", func() error { return c.Embedded.DeleteValidator(ctx, name) })
+	return c.faults.around("cluster.DeleteValidator", func() error { return c.Kube.DeleteValidator(ctx, name) })
 }
 
 func (c faultyCluster) ApplyBackupSchedule(ctx context.Context, name string, b *domain.BackupSchedule) error {
-	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Embedded.ApplyBackupSchedule(ctx, name, b) })
+	return c.faults.around("cluster.ApplyBackupSchedule", func() error { return c.Kube.ApplyBackupSchedule(ctx, name, b) })
 }
 
 type faultyIdentity struct {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +29,7 @@ func TestReconcilerConverges(t *testing.T) {
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, alpha); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", r.StatusCode(), err)
 	}
-	e.advance(t, 3*time.Second) // the database runs: backups may be scheduled
+	e.setStatus(t, "alpha", domain.PhaseRunning, true) // the database runs: backups may be scheduled
 	if r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "alpha", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 4}); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("backup: %v %v", r.StatusCode(), err)
 	}
@@ -74,7 +73,7 @@ func TestReconcilerConverges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.drift(t)
 			// The periodic pass reads the caches: let them see the drift.
-			if err := e.sim.Settle(ctx); err != nil {
+			if err := e.Kube.Settle(ctx); err != nil {
 				t.Fatal(err)
 			}
 			e.reconcileAll(t)
@@ -93,15 +92,15 @@ func TestReconcilerConverges(t *testing.T) {
 	}
 
 	t.Run("a pass over a validator in step writes nothing", func(t *testing.T) {
-		if err := e.sim.Settle(ctx); err != nil {
+		if err := e.Kube.Settle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		versions := func() (string, string) {
-			v, err := e.sim.Validators().Get(ctx, "alpha", metav1.GetOptions{})
+			v, err := e.Kube.Validators().Get(ctx, "alpha", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cj, err := e.sim.Clientset().BatchV1().CronJobs(e.sim.Namespace()).Get(ctx, "alpha-backup", metav1.GetOptions{})
+			cj, err := e.Kube.Core.BatchV1().CronJobs(e.Kube.Namespace).Get(ctx, "alpha-backup", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +120,7 @@ func TestReconcilerConverges(t *testing.T) {
 		if err := e.sim.ApplyValidator(ctx, ghost, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.sim.Settle(ctx); err != nil {
+		if err := e.Kube.Settle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.reconcileAll(t)
@@ -144,11 +143,11 @@ func TestReconcilerConverges(t *testing.T) {
 			}}
 			obj.SetName(name)
 			obj.SetLabels(labels)
-			if _, err := e.sim.Validators().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			if _, err := e.Kube.Validators().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := e.sim.Settle(ctx); err != nil {
+		if err := e.Kube.Settle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.reconcileAll(t)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // TestPruneScheduleStates walks the document's state table of the pruning
@@ -207,7 +208,7 @@ func TestBackupScheduleStates(t *testing.T) {
 		t.Fatal("after 503: a CronJob exists")
 	}
 
-	e.advance(t, 3*time.Second) // RUNNING: the database runs
+	e.setStatus(t, "theta", domain.PhaseRunning, true) // RUNNING: the database runs
 	st, got, body := post(managementapi.ValidatorBackupDto{MaxBackups: 7})
 	if st != http.StatusCreated {
 		t.Fatalf("absent -> active: got %d %v, want 201", st, body)
@@ -301,7 +302,7 @@ func TestBackupScheduleStates(t *testing.T) {
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload("kappa"))); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatal("create kappa")
 	}
-	e.advance(t, 3*time.Second)
+	e.setStatus(t, "kappa", domain.PhaseRunning, true)
 	e.faults.failBefore("cluster.ApplyBackupSchedule")
 	if r, _ := e.Management.CreateBackupScheduleWithResponse(ctx, "kappa", managementapi.ValidatorBackupDto{MaxBackups: 7}); r.StatusCode() != http.StatusCreated {
 		t.Fatalf("POST while the cluster refuses: got %d, want 201", r.StatusCode())

@@ -105,7 +105,7 @@ func TestCreateValidatorCustomAuth(t *testing.T) {
 // and nothing is created anywhere.
 func TestCreateValidatorRejects(t *testing.T) {
 	e := start(t)
-	if err := e.sim.AddSecret(context.Background(), "partial", map[string]string{"other-key": "x"}); err != nil {
+	if err := e.Kube.AddSecret(context.Background(), "partial", map[string]string{"other-key": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -160,7 +160,7 @@ func TestCreateValidatorRejects(t *testing.T) {
 		})
 	}
 	// Once the reference exists, the same payload is accepted.
-	if err := e.sim.AddSecret(context.Background(), "regcred", map[string]string{".dockerconfigjson": "{}"}); err != nil {
+	if err := e.Kube.AddSecret(context.Background(), "regcred", map[string]string{".dockerconfigjson": "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	v := apitest.ValidatorPayload("gamma")
@@ -288,7 +288,6 @@ func TestListValidators(t *testing.T) {
 		if resp, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload(n))); err != nil || resp.StatusCode() != http.StatusCreated {
 			t.Fatalf("create %s: %v %v", n, resp.StatusCode(), err)
 		}
-		e.clock.Add(time.Second) // creation times differ: phases advance at different moments
 	}
 	list := func(p managementapi.ListValidatorsParams) ([]string, int64) {
 		t.Helper()
@@ -327,12 +326,22 @@ func TestListValidators(t *testing.T) {
 			t.Errorf("name=%q: got %v (total %d), want %v", filter, got, total, want)
 		}
 	}
-	// Phases come from the cluster: 2 s after creation RUNNING, 5 s COMPLETED.
-	e.advance(t, 0)
+	// Phases come from the cluster (the workload controller writes them):
+	// the last one has none yet (PENDING), the three before it run, the
+	// rest have completed.
+	for i, n := range names[:24] {
+		phase := domain.PhaseCompleted
+		if i >= 21 {
+			phase = domain.PhaseRunning
+		}
+		if err := e.Kube.SetStatus(ctx, n, phase, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.settle(t)
 	running, _ := list(managementapi.ListValidatorsParams{Status: ptr(managementapi.RUNNING), Limit: ptr[int32](500)})
 	completed, _ := list(managementapi.ListValidatorsParams{Status: ptr(managementapi.COMPLETED), Limit: ptr[int32](500)})
 	pending, _ := list(managementapi.ListValidatorsParams{Status: ptr(managementapi.PENDING), Limit: ptr[int32](500)})
-	// The last one was created 1 s ago, the three before it 2 to 4 s ago.
 	if !slices.Equal(pending, []string{"v21"}) || !slices.Equal(running, []string{"v18", "v19", "v20"}) || len(completed) != 21 {
 		t.Fatalf("got pending %v, running %v, %d completed, want [v21], [v18 v19 v20] and 21", pending, running, len(completed))
 	}
@@ -435,10 +444,10 @@ func TestUpdateValidator(t *testing.T) {
 	}
 
 	// disableUserEdit (set on the resource by an operator) freezes it: 409.
-	if err := e.sim.SetDisableUserEdit(context.Background(), "zeta", true); err != nil {
+	if err := e.Kube.SetDisableUserEdit(context.Background(), "zeta", true); err != nil {
 		t.Fatal(err)
 	}
-	e.advance(t, 0)
+	e.settle(t)
 	if !*get().Immutable {
 		t.Fatal("immutable: got false after the annotation, want true")
 	}
@@ -448,10 +457,10 @@ func TestUpdateValidator(t *testing.T) {
 
 	// An edit is recorded even while the cluster refuses it; the
 	// controller applies it once the cluster accepts.
-	if err := e.sim.SetDisableUserEdit(context.Background(), "zeta", false); err != nil {
+	if err := e.Kube.SetDisableUserEdit(context.Background(), "zeta", false); err != nil {
 		t.Fatal(err)
 	}
-	e.advance(t, 0)
+	e.settle(t)
 	e.faults.failBefore("cluster.ApplyValidator")
 	if st, _ := put(`{"name":"zeta","imageTag":"9.9.9"}`); st != http.StatusOK {
 		t.Fatalf("edit while the cluster refuses: got %d, want 200", st)

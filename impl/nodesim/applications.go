@@ -33,7 +33,7 @@ var ApplicationGVR = schema.GroupVersionResource{Group: "validator-manager.io", 
 // InstanceLabel ties a Pod to its Application.
 const InstanceLabel = "app.kubernetes.io/instance"
 
-// SampleApplication is the Application a new embedded cluster has, so that
+// SampleApplication is the Application a new embedded control plane has, so that
 // release 2.0's application reads and metrics show something on a first run.
 const SampleApplication = "sample-app"
 

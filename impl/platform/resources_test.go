@@ -3,9 +3,9 @@ package platform_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,40 +14,17 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/nodesim"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func ptr[T any](v T) *T { return &v }
 
-// start runs the server on the embedded default with the kubelet on clk.
-func start(t *testing.T, clk *clock) *apitest.Server {
+// settle waits until the server's caches hold what the namespace holds.
+func settle(t *testing.T, s *apitest.Server) {
 	t.Helper()
-	return apitest.Start(t, apitest.Options{App: []app.Option{app.WithEmbedded(func(o *cluster.EmbeddedOptions) {
-		o.Kubelet.Now = clk.Now
-	})}})
-}
-
-// step lets the simulated kubelet act at the clock's time and the caches catch up.
-func step(t *testing.T, s *apitest.Server) {
-	t.Helper()
-	ctx := context.Background()
-	if err := s.App.Embedded.Kubelet().Step(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.App.Embedded.Settle(ctx); err != nil {
+	if err := s.Kube.Settle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -108,9 +85,9 @@ func addForeign(t *testing.T, s *apitest.Server, kind, name string, spec map[str
 		},
 		"spec": spec,
 	}}
-	api := s.App.Embedded.Validators()
+	api := s.Kube.Validators()
 	if kind == cluster.ApplicationKind {
-		api = s.App.Embedded.Applications()
+		api = s.Kube.Applications()
 	}
 	if _, err := api.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -118,11 +95,10 @@ func addForeign(t *testing.T, s *apitest.Server, kind, name string, spec map[str
 }
 
 // TestValidatorReads: a validator created through 1.11 appears in 2.0 beside
-// those other tools created, sorted, as stored, and its status moves as the
-// simulated kubelet moves it.
+// those other tools created, sorted, as stored, and its status is what the
+// workload controller writes.
 func TestValidatorReads(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)}
-	s := start(t, clk)
+	s := apitest.Start(t, apitest.Options{})
 	ctx := context.Background()
 
 	r, err := s.Platform.ListValidatorsWithResponse(ctx)
@@ -132,9 +108,9 @@ func TestValidatorReads(t *testing.T) {
 	if c, err := s.Management.CreateValidatorWithResponse(ctx, validatorDto("acme")); err != nil || c.StatusCode() != http.StatusCreated {
 		t.Fatalf("1.11 create: %v %s", err, c.Body)
 	}
-	addForeign(t, s, cluster.Kind, "zeta", map[string]any{"note": "applied by hand"})
+	addForeign(t, s, cluster.Kind, "zeta", map[string]any{"storageClass": "applied-by-hand"})
 	addForeign(t, s, cluster.Kind, "alpha", map[string]any{})
-	step(t, s)
+	settle(t, s)
 
 	r, _ = s.Platform.ListValidatorsWithResponse(ctx)
 	if got, want := names(t, r.Body), []string{"acme", "alpha", "zeta"}; !slices.Equal(got, want) {
@@ -155,62 +131,76 @@ func TestValidatorReads(t *testing.T) {
 	}
 	z, _ := s.Platform.GetValidatorWithResponse(ctx, "zeta")
 	var zeta resource
-	if err := json.Unmarshal(z.Body, &zeta); err != nil || zeta.Spec["note"] != "applied by hand" || zeta.Metadata["managedFields"] != nil {
+	if err := json.Unmarshal(z.Body, &zeta); err != nil || zeta.Spec["storageClass"] != "applied-by-hand" || zeta.Metadata["managedFields"] != nil {
 		t.Fatalf("foreign validator: got %s, want its spec, without managedFields", z.Body)
 	}
 
-	// PENDING on creation, RUNNING after 2 s, COMPLETED after 5 s.
+	// The status as the workload controller writes it, as stored.
 	for _, tc := range []struct {
-		after time.Duration
-		want  string
+		phase         domain.Phase
+		databaseReady bool
+		want          string
 	}{
-		{0, `{"phase":"PENDING"}`},
-		{3 * time.Second, `{"databaseReady":true,"phase":"RUNNING"}`},
-		{3 * time.Second, `{"databaseReady":true,"phase":"COMPLETED"}`},
+		{domain.PhasePending, false, `{"databaseReady":false,"phase":"PENDING"}`},
+		{domain.PhaseRunning, true, `{"databaseReady":true,"phase":"RUNNING"}`},
+		{domain.PhaseCompleted, true, `{"databaseReady":true,"phase":"COMPLETED"}`},
 	} {
-		clk.Add(tc.after)
-		step(t, s)
+		if err := s.Kube.SetStatus(ctx, "acme", tc.phase, tc.databaseReady); err != nil {
+			t.Fatal(err)
+		}
 		st, err := s.Platform.GetValidatorStatusWithResponse(ctx, "acme")
 		if err != nil || st.StatusCode() != http.StatusOK || string(st.Body) != tc.want {
-			t.Fatalf("status after %s: got %v %d %s, want %s", tc.after, err, st.StatusCode(), st.Body, tc.want)
+			t.Fatalf("status %s: got %v %d %s, want %s", tc.phase, err, st.StatusCode(), st.Body, tc.want)
 		}
 	}
 
 	// Deleted by another tool: gone from 2.0 too.
-	if err := s.App.Embedded.Validators().Delete(ctx, "zeta", metav1.DeleteOptions{}); err != nil {
+	if err := s.Kube.Validators().Delete(ctx, "zeta", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	step(t, s)
-	if g, _ := s.Platform.GetValidatorWithResponse(ctx, "zeta"); g.StatusCode() != http.StatusNotFound || g.JSON404 == nil || g.JSON404.Status != 404 {
-		t.Fatalf("deleted: got %d %s, want 404 in 2.0's shape", g.StatusCode(), g.Body)
-	}
+	apitest.Eventually(t, 10*time.Second, "deleted validator", func() error {
+		if g, _ := s.Platform.GetValidatorWithResponse(ctx, "zeta"); g.StatusCode() != http.StatusNotFound || g.JSON404 == nil || g.JSON404.Status != 404 {
+			return fmt.Errorf("got %d %s, want 404 in 2.0's shape", g.StatusCode(), g.Body)
+		}
+		return nil
+	})
 	if st, _ := s.Platform.GetValidatorStatusWithResponse(ctx, "zeta"); st.StatusCode() != http.StatusNotFound {
 		t.Fatalf("status of deleted: got %d, want 404", st.StatusCode())
 	}
 }
 
 // TestApplicationReads: every Application of the namespace, its status, and
-// the metrics of its simulated pods.
+// the metrics of its pods on the simulated node.
 func TestApplicationReads(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)}
-	s := start(t, clk)
+	s := apitest.Start(t, apitest.Options{})
 	ctx := context.Background()
 	addForeign(t, s, cluster.ApplicationKind, "api-gateway", map[string]any{"image": "gw:1", "replicas": int64(1)})
 	addForeign(t, s, cluster.ApplicationKind, "idle", map[string]any{"replicas": int64(0)})
 
-	// Before the kubelet ran: no status, no pods.
-	step(t, s)
+	settle(t, s)
 	r, err := s.Platform.ListApplicationsWithResponse(ctx)
 	if err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("list: %v %s", err, r.Body)
 	}
-	if got, want := names(t, r.Body), []string{"api-gateway", "idle", cluster.SampleApplication}; !slices.Equal(got, want) {
+	if got, want := names(t, r.Body), []string{"api-gateway", "idle", nodesim.SampleApplication}; !slices.Equal(got, want) {
 		t.Fatalf("list: got %v, want %v", got, want)
 	}
-	st, err := s.Platform.GetApplicationStatusWithResponse(ctx, "api-gateway")
-	if err != nil || st.StatusCode() != http.StatusOK || string(st.Body) != `{"phase":"Running","replicas":1}` {
-		t.Fatalf("status: got %v %s, want the kubelet's", err, st.Body)
-	}
+	apitest.Eventually(t, 20*time.Second, "the simulated node runs the applications' pods", func() error {
+		st, err := s.Platform.GetApplicationStatusWithResponse(ctx, "api-gateway")
+		if err != nil || st.StatusCode() != http.StatusOK || string(st.Body) != `{"phase":"Running","replicas":1}` {
+			return fmt.Errorf("status: got %v %s, want the node's", err, st.Body)
+		}
+		m, err := s.Platform.ListApplicationMetricsWithResponse(ctx)
+		if err != nil || m.JSON200 == nil {
+			return fmt.Errorf("metrics: %v %s", err, m.Body)
+		}
+		for _, a := range *m.JSON200 {
+			if a.Name == nodesim.SampleApplication && (a.Cpu.UsageMillicores == nil || *a.Cpu.RequestMillicores != 500) {
+				return fmt.Errorf("sample-app's two pods not measured yet: %s", m.Body)
+			}
+		}
+		return nil
+	})
 
 	m, err := s.Platform.ListApplicationMetricsWithResponse(ctx)
 	if err != nil || m.StatusCode() != http.StatusOK || m.JSON200 == nil || len(*m.JSON200) != 3 {
@@ -219,11 +209,11 @@ func TestApplicationReads(t *testing.T) {
 	byName := map[string]int{}
 	for i, a := range *m.JSON200 {
 		byName[a.Name] = i
-		if !a.MetricsAvailable || a.Namespace != "default" {
-			t.Errorf("%s: got available %v namespace %q, want true, default", a.Name, a.MetricsAvailable, a.Namespace)
+		if !a.MetricsAvailable || a.Namespace != s.Kube.Namespace {
+			t.Errorf("%s: got available %v namespace %q, want true, %s", a.Name, a.MetricsAvailable, a.Namespace, s.Kube.Namespace)
 		}
 	}
-	sample := (*m.JSON200)[byName[cluster.SampleApplication]]
+	sample := (*m.JSON200)[byName[nodesim.SampleApplication]]
 	// Two pods of one container each: 250m/256Mi requested, 1 CPU/1Gi limit.
 	if got := []any{*sample.Cpu.RequestMillicores, *sample.Cpu.LimitMillicores, *sample.Memory.RequestBytes, *sample.Memory.LimitBytes}; !slices.Equal(got, []any{int64(500), int64(2000), int64(512 << 20), int64(2 << 30)}) {
 		t.Errorf("sample-app requests and limits: got %v", got)
@@ -248,23 +238,25 @@ func TestApplicationReads(t *testing.T) {
 	}
 
 	// Removed application: its pods go with it, and it is 404.
-	if err := s.App.Embedded.Applications().Delete(ctx, "api-gateway", metav1.DeleteOptions{}); err != nil {
+	if err := s.Kube.Applications().Delete(ctx, "api-gateway", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	step(t, s)
-	for _, code := range []int{
-		mustStatus(s.Platform.GetApplicationWithResponse(ctx, "api-gateway")),
-		mustStatus(s.Platform.GetApplicationStatusWithResponse(ctx, "api-gateway")),
-		mustStatus(s.Platform.GetApplicationMetricsWithResponse(ctx, "api-gateway")),
-	} {
-		if code != http.StatusNotFound {
-			t.Errorf("deleted application: got %d, want 404", code)
+	apitest.Eventually(t, 20*time.Second, "the deleted application and its pods", func() error {
+		for _, code := range []int{
+			mustStatus(s.Platform.GetApplicationWithResponse(ctx, "api-gateway")),
+			mustStatus(s.Platform.GetApplicationStatusWithResponse(ctx, "api-gateway")),
+			mustStatus(s.Platform.GetApplicationMetricsWithResponse(ctx, "api-gateway")),
+		} {
+			if code != http.StatusNotFound {
+				return fmt.Errorf("got %d, want 404", code)
+			}
 		}
-	}
-	pods, err := s.App.Embedded.Clientset().CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.InstanceLabel + "=api-gateway"})
-	if err != nil || len(pods.Items) != 0 {
-		t.Errorf("pods of the deleted application: got %v %d, want none", err, len(pods.Items))
-	}
+		pods, err := s.Kube.Core.CoreV1().Pods(s.Kube.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.InstanceLabel + "=api-gateway"})
+		if err != nil || len(pods.Items) != 0 {
+			return fmt.Errorf("pods: got %v %d, want none", err, len(pods.Items))
+		}
+		return nil
+	})
 }
 
 func containsNull(b []byte) bool { return json.Valid(b) && string(b) != "" && bytesContains(b, `null`) }

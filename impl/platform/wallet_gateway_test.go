@@ -23,7 +23,7 @@ const (
 func TestWalletGateway(t *testing.T) {
 	gw := &platform.SecretGateway{}
 	s := startWired(t, platform.Options{Gateway: gw}, func(s *apitest.Server) {
-		gw.Core, gw.Namespace = s.App.Embedded.Clientset(), s.App.Embedded.Namespace()
+		gw.Core, gw.Namespace = s.Kube.Core, s.Kube.Namespace
 	})
 	createValidator(t, s)
 	ctx := t.Context()
@@ -76,7 +76,7 @@ func TestWalletGateway(t *testing.T) {
 	})
 
 	t.Run("update takes effect at once", func(t *testing.T) {
-		before, err := s.App.Embedded.Validators().Get(ctx, validator, metav1.GetOptions{})
+		before, err := s.Kube.Validators().Get(ctx, validator, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,14 +95,14 @@ func TestWalletGateway(t *testing.T) {
 			t.Fatalf("partial update: %s", r.Body)
 		}
 		update(t, platformapi.UpdateCustodyProviderSettingsRequest{Enabled: ptr(true)}, http.StatusOK)
-		after, err := s.App.Embedded.Validators().Get(ctx, validator, metav1.GetOptions{})
+		after, err := s.Kube.Validators().Get(ctx, validator, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if before.GetResourceVersion() != after.GetResourceVersion() {
 			t.Fatalf("the Validator resource changed (%s -> %s)", before.GetResourceVersion(), after.GetResourceVersion())
 		}
-		sec, err := s.App.Embedded.Clientset().CoreV1().Secrets(gw.Namespace).Get(ctx, platform.GatewaySecretName(validator), metav1.GetOptions{})
+		sec, err := s.Kube.Core.CoreV1().Secrets(gw.Namespace).Get(ctx, platform.GatewaySecretName(validator), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -259,7 +259,6 @@ func TestJWKSSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
-	cfg.ClusterMode = config.ClusterSimulated
 	cfg.DataDir, cfg.JWKSURI = t.TempDir(), symmetric
 	if _, err := openApp(t, cfg); err == nil || !strings.Contains(err.Error(), "no public signing key") {
 		t.Fatalf("JWKS with only a symmetric key: got %v, want a refusal", err)

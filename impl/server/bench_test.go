@@ -26,16 +26,16 @@ import (
 func BenchmarkListValidators(b *testing.B) {
 	s := apitest.Start(b, apitest.Options{})
 	ctx := context.Background()
-	api := s.App.Embedded.Validators()
+	api := s.Kube.Validators()
 	for i := range 1000 {
 		if _, err := api.Create(ctx, benchValidator(fmt.Sprintf("validator-%04d", i)), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := s.App.Embedded.Settle(ctx); err != nil {
+	if err := s.Kube.Settle(ctx); err != nil {
 		b.Fatal(err)
 	}
-	body, err := s.App.Embedded.ResourceList(domain.KindValidator)
+	body, err := s.App.Cluster.ResourceList(domain.KindValidator)
 	if err != nil {
 		b.Fatal(err)
 	}

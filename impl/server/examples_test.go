@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
@@ -149,7 +150,8 @@ func TestDocumentExamplesMatchTheirSchemas(t *testing.T) {
 // operation shows are the bodies the server sends for them (the message
 // where it is fixed, the shape and status where it depends on the request).
 func TestResponseExamplesAreWhatTheServerSends(t *testing.T) {
-	s := apitest.Start(t, apitest.Options{})
+	// The examples name the namespace "default", as a first run's server has.
+	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) { c.Namespace = "default" }})
 	send := func(method, path, token string) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), method, s.URL+path, nil)

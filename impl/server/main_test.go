@@ -6,13 +6,19 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
 )
 
+func TestMain(m *testing.M) { apitest.Main(m) }
+
+// openApp opens the embedded default of cfg on the process's control plane,
+// in a namespace of its own.
 func openApp(t *testing.T, cfg config.Config) (*app.App, error) {
 	t.Helper()
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	cfg.ClusterMode, cfg.Namespace = config.ClusterEmbedded, apitest.Namespace()
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apitest.ControlPlane(t)))
 	if err == nil {
 		t.Cleanup(func() { a.Close() })
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/nodesim"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
@@ -213,14 +213,14 @@ func operationCases() []operationCase {
 			return s.Platform.ListApplicationMetricsWithResponse(ctx)
 		}, hasJSON),
 		b("getApplication", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetApplicationWithResponse(ctx, cluster.SampleApplication)
+			return s.Platform.GetApplicationWithResponse(ctx, nodesim.SampleApplication)
 		}, hasJSON),
 		{release: release20, id: "getApplication", variant: "absent", status: http.StatusNotFound, check: platformNotFound,
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				return s.Platform.GetApplicationWithResponse(ctx, absent)
 			}},
 		b("getApplicationStatus", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.GetApplicationStatusWithResponse(ctx, cluster.SampleApplication)
+			return s.Platform.GetApplicationStatusWithResponse(ctx, nodesim.SampleApplication)
 		}, hasJSON),
 		b("getApplicationMetrics", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetApplicationMetricsWithResponse(ctx, absent)

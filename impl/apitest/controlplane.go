@@ -1,0 +1,310 @@
+package apitest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/engine"
+)
+
+// plane is the test process's control plane: etcd, kube-apiserver and
+// kube-controller-manager of impl/engine (the embedded default's), started
+// on first use and shared by every server the process starts, each in a
+// namespace of its own with a simulated node of its own.
+var plane struct {
+	once sync.Once
+	dir  string
+	eng  *engine.Engine
+	err  error
+}
+
+// ControlPlane is the process's shared control plane, started on first use
+// (binaries from `make engine` or KUBEBUILDER_ASSETS).
+func ControlPlane(t testing.TB) *rest.Config {
+	t.Helper()
+	plane.once.Do(func() {
+		if plane.dir, plane.err = os.MkdirTemp("", "vm-controlplane-"); plane.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		plane.eng, plane.err = engine.Start(ctx, engine.Options{Dir: plane.dir, Kubeconfig: filepath.Join(plane.dir, "kubeconfig"),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	})
+	if plane.err != nil {
+		t.Fatalf("control plane: %v", plane.err)
+	}
+	return plane.eng.RESTConfig()
+}
+
+// ControlPlaneKubeconfig is the kubeconfig file of the shared control plane,
+// for a server process a test starts.
+func ControlPlaneKubeconfig(t testing.TB) string {
+	t.Helper()
+	ControlPlane(t)
+	return filepath.Join(plane.dir, "kubeconfig")
+}
+
+// Main runs a package's tests, then stops the control plane they shared
+// and removes its directory. (Its children die with the process anyway.)
+func Main(m *testing.M) {
+	code := m.Run()
+	if plane.eng != nil {
+		plane.eng.Stop()
+	}
+	if plane.dir != "" {
+		os.RemoveAll(plane.dir)
+	}
+	os.Exit(code)
+}
+
+// Namespace names a new namespace for one server.
+func Namespace() string {
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "t-" + hex.EncodeToString(b)
+}
+
+// Kube is what a test reaches the control plane with, as kubectl would, in
+// one namespace.
+type Kube struct {
+	Core      kubernetes.Interface
+	Dyn       dynamic.Interface
+	Namespace string
+	// gateway is the server's, whose caches Settle waits for.
+	gateway *cluster.Kube
+}
+
+// NewKube reaches rc in namespace; gateway, when not nil, is the server's
+// cluster gateway whose caches Settle and SetStatus wait for.
+func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube) *Kube {
+	t.Helper()
+	core, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Kube{Core: core, Dyn: dyn, Namespace: namespace, gateway: gateway}
+}
+
+// Validators is the dynamic client of the namespace's Validator resources.
+func (k *Kube) Validators() dynamic.ResourceInterface {
+	return k.Dyn.Resource(cluster.ValidatorResource).Namespace(k.Namespace)
+}
+
+// Applications is the dynamic client of the namespace's Applications.
+func (k *Kube) Applications() dynamic.ResourceInterface {
+	return k.Dyn.Resource(cluster.ApplicationGVR).Namespace(k.Namespace)
+}
+
+// SetStatus writes a validator's status through the status subresource,
+// as the workload controller does from the workloads, and waits until the
+// gateway's caches hold it.
+func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, databaseReady bool) error {
+	var rv string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := k.Validators().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, string(phase), "status", "phase"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, databaseReady, "status", "databaseReady"); err != nil {
+			return err
+		}
+		u, err = k.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		if err == nil {
+			rv = u.GetResourceVersion()
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("status of validator %q: %w", name, err)
+	}
+	return k.waitSeen(ctx, cluster.ValidatorResource.GroupResource(), rv)
+}
+
+// Settle waits until the gateway's caches hold every Validator,
+// Application and managed CronJob the namespace has now (not deletions:
+// a test that deletes waits for what it expects to see).
+func (k *Kube) Settle(ctx context.Context) error {
+	lists := []struct {
+		gr   schema.GroupResource
+		list func() ([]metav1.Object, error)
+	}{
+		{cluster.ValidatorResource.GroupResource(), func() ([]metav1.Object, error) {
+			return objects(k.Validators().List(ctx, metav1.ListOptions{}))
+		}},
+		{cluster.ApplicationGVR.GroupResource(), func() ([]metav1.Object, error) {
+			return objects(k.Applications().List(ctx, metav1.ListOptions{}))
+		}},
+		{batchv1.Resource("cronjobs"), func() ([]metav1.Object, error) {
+			l, err := k.Core.BatchV1().CronJobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.ManagedByLabel + "=" + cluster.ManagedBy})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]metav1.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, nil
+		}},
+	}
+	for _, l := range lists {
+		objs, err := l.list()
+		if err != nil {
+			return err
+		}
+		var newest int64
+		for _, o := range objs {
+			if rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64); rv > newest {
+				newest = rv
+			}
+		}
+		if err := k.waitSeen(ctx, l.gr, strconv.FormatInt(newest, 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func objects(l *unstructured.UnstructuredList, err error) ([]metav1.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metav1.Object, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+func (k *Kube) waitSeen(ctx context.Context, gr schema.GroupResource, rv string) error {
+	if k.gateway == nil {
+		return nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return fmt.Errorf("resourceVersion %q: %w", rv, err)
+	}
+	return k.gateway.WaitSeen(ctx, gr, n, 10*time.Second)
+}
+
+// AddSecret creates or replaces a Secret, as an operator does with kubectl.
+func (k *Kube) AddSecret(ctx context.Context, name string, data map[string]string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace}, Type: corev1.SecretTypeOpaque, StringData: data}
+	api := k.Core.CoreV1().Secrets(k.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := api.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = api.Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		s.ResourceVersion, s.Data = cur.ResourceVersion, nil
+		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// AddStorageClass creates a storage class; an existing one is kept.
+func (k *Kube) AddStorageClass(ctx context.Context, name string) error {
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "validator-manager.io/test"}
+	_, err := k.Core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// SetDisableUserEdit sets or removes the validator's disable-user-edit
+// annotation, as an operator does with kubectl, and waits until the
+// gateway's caches hold it.
+func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) error {
+	var rv string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := k.Validators().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		if on {
+			a[domain.DisableUserEditAnnotation] = "true"
+		} else {
+			delete(a, domain.DisableUserEditAnnotation)
+		}
+		u.SetAnnotations(a)
+		u, err = k.Validators().Update(ctx, u, metav1.UpdateOptions{})
+		if err == nil {
+			rv = u.GetResourceVersion()
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("annotate validator %q: %w", name, err)
+	}
+	return k.waitSeen(ctx, cluster.ValidatorResource.GroupResource(), rv)
+}
+
+// remove deletes the namespace and its node (the namespace controller
+// deletes what it holds), so that the shared control plane does not carry
+// every finished test's objects.
+func (k *Kube) remove(node string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = k.Core.CoreV1().Namespaces().Delete(ctx, k.Namespace, metav1.DeleteOptions{})
+	_ = k.Core.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+}
+
+// Eventually retries f every 20 ms until it succeeds, failing the test with
+// f's last error after within: what a real API server's controllers do
+// happens soon, not at once.
+func Eventually(t testing.TB, within time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, within, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
