@@ -23,6 +23,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -272,7 +273,11 @@ func serveInProcess(t testing.TB, dir, dsn, ns string, f func(w *world)) {
 	logs := &apitest.Buffer{}
 	plane := apitest.ControlPlane(t)
 	start := time.Now()
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest", app.WithControlPlane(plane))
+	// Several servers run one after another in this process: their
+	// Managers register controllers of the same names.
+	skip := true
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest",
+		app.WithControlPlane(plane), app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +296,7 @@ func serveInProcess(t testing.TB, dir, dsn, ns string, f func(w *world)) {
 		}
 	}()
 	base := "http://" + ln.Addr().String()
-	waitHealthy(t, base)
+	waitHealthy(t, base, done)
 	w := &world{app: a, client: client(t, base, dir), dir: dir, healthyAfter: time.Since(start)}
 	f(w)
 	if t.Failed() {
@@ -319,11 +324,20 @@ func client(t testing.TB, base, dir string) *managementapi.ClientWithResponses {
 	return c
 }
 
-func waitHealthy(t testing.TB, base string) {
+// waitHealthy waits until the server at base reports UP; done, when not nil,
+// delivers the server's Run error should it stop first.
+func waitHealthy(t testing.TB, base string, done chan error) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	hc := &http.Client{Timeout: 2 * time.Second}
 	for {
-		r, err := http.Get(base + "/actuator/health")
+		select {
+		case err := <-done:
+			done <- err // for the caller's deferred wait
+			t.Fatalf("server at %s stopped before it was healthy: %v", base, err)
+		default:
+		}
+		r, err := hc.Get(base + "/actuator/health")
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode == http.StatusOK {
@@ -379,7 +393,7 @@ func startChild(t *testing.T, dir, dsn, ns, point string) *child {
 	select {
 	case a := <-addr:
 		base := "http://" + a
-		waitHealthy(t, base)
+		waitHealthy(t, base, nil)
 		c.client = client(t, base, dir)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the server process did not start; its log:\n%s", out.String())

@@ -67,7 +67,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	// Health is UP once the cluster caches have synced and the first
 	// reconcile is done: soon after start. (Release 2.0's reads answer 503
 	// until the caches have synced.)
-	waitHealthy(t, base)
+	waitHealthy(t, base, nil)
 	for _, token := range []string{startToken, printedToken} {
 		for path, want := range map[string]int{"/api/validators": http.StatusOK, "/api/v1/validators": http.StatusOK} {
 			if got := status(t, base+path, token); got != want {

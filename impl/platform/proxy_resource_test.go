@@ -27,7 +27,7 @@ func applyResource(t *testing.T, s *apitest.Server, name, scan string, auth map[
 		config["auth"] = auth
 	}
 	spec := map[string]any{"config": config, "migration": map[string]any{"id": int64(2)}, "customAuth": auth != nil, "externalDatabase": false}
-	api := s.App.Embedded.Validators()
+	api := s.Kube.Validators()
 	cur, err := api.Get(t.Context(), name, metav1.GetOptions{})
 	if err == nil {
 		cur.Object["spec"] = spec
@@ -35,7 +35,7 @@ func applyResource(t *testing.T, s *apitest.Server, name, scan string, auth map[
 	} else {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cluster.Group + "/" + cluster.Version, "kind": cluster.Kind, "spec": spec}}
 		obj.SetName(name)
-		obj.SetNamespace(s.App.Embedded.Namespace())
+		obj.SetNamespace(s.Kube.Namespace)
 		_, err = api.Create(t.Context(), obj, metav1.CreateOptions{})
 	}
 	if err != nil {
@@ -62,7 +62,7 @@ func TestProxyValidatorResourceOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.secret != "" {
-				if err := s.App.Embedded.AddSecret(ctx, domain.LedgerAPIAuthSecretName(tt.name), map[string]string{cluster.LedgerAPIAuthSecretKey: tt.secret}); err != nil {
+				if err := s.Kube.AddSecret(ctx, domain.LedgerAPIAuthSecretName(tt.name), map[string]string{cluster.LedgerAPIAuthSecretKey: tt.secret}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -125,7 +125,7 @@ func TestProxyClientsFollowResource(t *testing.T) {
 	const name = "kubectl-rotate"
 	auth := map[string]any{"ledgerApiClientId": name + "-ledger"}
 	setSecret := func(v string) {
-		if err := s.App.Embedded.AddSecret(ctx, domain.LedgerAPIAuthSecretName(name), map[string]string{cluster.LedgerAPIAuthSecretKey: v}); err != nil {
+		if err := s.Kube.AddSecret(ctx, domain.LedgerAPIAuthSecretName(name), map[string]string{cluster.LedgerAPIAuthSecretKey: v}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestProxyClientsFollowResource(t *testing.T) {
 		})
 	}
 
-	if err := s.App.Embedded.Validators().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := s.Kube.Validators().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
