@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -104,7 +105,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log := newLogger(cfg.LogLevel)
+			log := newLogger(cmd.ErrOrStderr(), cfg.LogLevel)
 			for _, name := range config.UnknownEnv(os.Environ()) {
 				log.Warn("environment variable names no configuration key; it is ignored", "variable", name)
 			}
@@ -204,10 +205,10 @@ func versionCmd() *cobra.Command {
 	}
 }
 
-func newLogger(level string) *slog.Logger {
+func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }

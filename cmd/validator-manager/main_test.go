@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,10 +24,12 @@ func TestEmbeddedDefault(t *testing.T) {
 	out := &apitest.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	logs := &apitest.Buffer{}
 	go func() {
 		cmd := root()
 		cmd.SetOut(out)
-		cmd.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log.level", "error"})
+		cmd.SetErr(logs)
+		cmd.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir})
 		done <- cmd.ExecuteContext(ctx)
 	}()
 
@@ -93,6 +96,17 @@ func TestEmbeddedDefault(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not shut down")
 	}
+	// The last line says that shutdown is over and how long it took; the
+	// expected 503s of health while the server starts are not errors.
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"msg":"validator-manager stopped"`) || !strings.Contains(last, `"shutdown_seconds":`) {
+		t.Errorf("last log line: got %s, want validator-manager stopped with shutdown_seconds", last)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, `"level":"ERROR"`) && strings.Contains(l, "/actuator/health") {
+			t.Errorf("health during start logged as an error: %s", l)
+		}
+	}
 	// Its children went with it: nothing holds etcd's data directory.
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dataDir, "cluster")).Output(); len(out) > 0 {
 		t.Fatalf("control plane processes outlived the server: %s", out)
@@ -115,6 +129,27 @@ func status(t *testing.T, url, token string) int {
 
 // TestTokenNeedsTheServersKey: in a directory without the server's key,
 // `token` says where it looked and creates nothing.
+// A second server on a taken port stops before it creates anything in its
+// data directory.
+func TestTakenPortLeavesDataDirAlone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cmd := root()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"serve", "--listen", ln.Addr().String(), "--data-dir", dataDir})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("serve on a taken port: got %v, want address already in use", err)
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("the data directory was created (%v)", err)
+	}
+}
+
 func TestTokenNeedsTheServersKey(t *testing.T) {
 	dir := t.TempDir()
 	cmd := root()

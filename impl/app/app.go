@@ -119,7 +119,7 @@ type Wiring struct {
 	// the production binary.
 	ControlPlane **rest.Config
 
-	Sandbox *sandbox.Options // the embedded default's network (issue 9)
+	Sandbox *sandbox.Options // the embedded default's network
 	// Manager is the controller-runtime Manager's options (tests running
 	// two replicas in one process skip its controller-name check).
 	Manager *manager.Options
@@ -292,13 +292,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		RequestTimeout: cfg.RequestTimeout,
-		// Robustness against slow or oversized requests (issue 7).
+		// Robustness against slow or oversized requests.
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
 		ManagementDoc:   mgmtDoc,
 		PlatformDoc:     platDoc,
-		// Operational metrics and the audit log of mutating 2.0 calls (issue 9).
+		// Operational metrics and the audit log of mutating 2.0 calls.
 		Metrics: a.Telemetry,
 		Audit:   a.Store,
 		Public:  metricsPublic(cfg),

@@ -1,8 +1,13 @@
 package app
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
 	"path/filepath"
 
+	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
@@ -39,7 +44,11 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 		r = n.Resolver(records)
 		n.ServeDiscovery(r)
 	} else {
-		r = upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL}
+		adminTLS, err := adminTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		r = upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL, AdminTLS: adminTLS}
 	}
 	policy := a.outboundPolicy()
 	a.Upstreams = upstream.New(upstream.Options{Resolver: upstream.Revised(r, a.Cluster), Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
@@ -57,4 +66,27 @@ func WithSandbox(f func(*sandbox.Options)) Option {
 			f(w.Sandbox)
 		}
 	}
+}
+
+// adminTLS is the TLS configuration of the participants' admin APIs
+// (upstream.adminTls, upstream.adminCaFile); nil: plaintext.
+func adminTLS(cfg config.Config) (*tls.Config, error) {
+	if !cfg.UpstreamAdminTLS {
+		if cfg.UpstreamAdminCAFile != "" {
+			return nil, fmt.Errorf("upstream.adminCaFile is set but upstream.adminTls is not: set both, or neither")
+		}
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.UpstreamAdminCAFile != "" {
+		pem, err := os.ReadFile(cfg.UpstreamAdminCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("upstream.adminCaFile: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("upstream.adminCaFile: %s holds no PEM certificate", cfg.UpstreamAdminCAFile)
+		}
+	}
+	return c, nil
 }

@@ -93,6 +93,10 @@ type Config struct {
 	// ConsoleIdleTimeout closes a ledger console session without input or output for that long.
 	ConsoleIdleTimeout time.Duration
 	UpstreamTokenURL   string
+	// UpstreamAdminTLS dials the participants' admin APIs over TLS, trusting
+	// UpstreamAdminCAFile (PEM) or, when empty, the system's roots.
+	UpstreamAdminTLS    bool
+	UpstreamAdminCAFile string
 
 	// Leader election among replicas (a coordination.k8s.io Lease in
 	// api.namespace): only the leader runs the controllers, schedules and
@@ -194,6 +198,8 @@ func (c *Config) settings() []setting {
 		{"leaderElection.retryPeriod", "how often replicas try to acquire or renew the Lease", &c.LeaderElectionRetryPeriod, false},
 		{"leaderElection.releaseOnCancel", "a leader that shuts down releases the Lease, so a follower takes over within retryPeriod instead of leaseDuration", &c.LeaderElectionReleaseOnCancel, false},
 		{"console.idleTimeout", "closes a ledger console session with neither input nor output for this long", &c.ConsoleIdleTimeout, false},
+		{"upstream.adminTls", "dial the participants' admin APIs (gRPC) over TLS; plaintext otherwise", &c.UpstreamAdminTLS, false},
+		{"upstream.adminCaFile", "PEM file of the certificate authorities that sign the admin APIs' certificates (with upstream.adminTls); empty = the system's", &c.UpstreamAdminCAFile, false},
 		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }
