@@ -24,11 +24,17 @@ var chartDir = filepath.Join("validator-manager")
 
 func render(t *testing.T, values map[string]any) (map[string]string, error) {
 	t.Helper()
+	return renderIn(t, "validators", values)
+}
+
+// renderIn renders the chart as release "vm" installed in namespace.
+func renderIn(t *testing.T, namespace string, values map[string]any) (map[string]string, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{Name: "vm", Namespace: "validators", IsInstall: true}, common.DefaultCapabilities)
+	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{Name: "vm", Namespace: namespace, IsInstall: true}, common.DefaultCapabilities)
 	if err != nil {
 		return nil, err
 	}
