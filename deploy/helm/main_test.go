@@ -6,10 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // apiServer is envtest's real kube-apiserver (RBAC authorization on) with
@@ -30,7 +28,6 @@ func run(m *testing.M) int {
 		fmt.Println(skipNoServer)
 		return m.Run()
 	}
-	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{
 		// What `helm install` applies first (the chart's crds/), and the
 		// Prometheus Operator's CRD the ServiceMonitor needs.
