@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
@@ -23,11 +24,17 @@ var chartDir = filepath.Join("validator-manager")
 
 func render(t *testing.T, values map[string]any) (map[string]string, error) {
 	t.Helper()
+	return renderIn(t, "validators", values)
+}
+
+// renderIn renders the chart as release "vm" installed in namespace.
+func renderIn(t *testing.T, namespace string, values map[string]any) (map[string]string, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{Name: "vm", Namespace: "validators", IsInstall: true}, common.DefaultCapabilities)
+	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{Name: "vm", Namespace: namespace, IsInstall: true}, common.DefaultCapabilities)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +53,11 @@ func TestChartLints(t *testing.T) {
 func TestChartRenders(t *testing.T) {
 	out, err := render(t, map[string]any{
 		"ingress": map[string]any{"enabled": true},
-		"config":  map[string]any{"api": map[string]any{"ingress": map[string]any{"middlewares": "auth-docs@kubernetescrd"}}},
+		"config": map[string]any{
+			"api":      map[string]any{"ingress": map[string]any{"middlewares": "auth-docs@kubernetescrd"}},
+			"console":  map[string]any{"idleTimeout": "5m"},
+			"outbound": map[string]any{"allowedHosts": "*.scan.test,10.0.0.0/8"},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,8 +112,52 @@ func TestChartRenders(t *testing.T) {
 	if cfg.Namespace != "validators" || !cfg.LeaderElectionEnabled() {
 		t.Errorf("config: namespace %q, leader election %v", cfg.Namespace, cfg.LeaderElectionEnabled())
 	}
-	if !strings.Contains(out["validator-manager/templates/ingress.yaml"], "auth-docs@kubernetescrd") {
+	if cfg.ConsoleIdleTimeout != 5*time.Minute || cfg.OutboundAllowedHosts != "*.scan.test,10.0.0.0/8" {
+		t.Errorf("config: console.idleTimeout %s, outbound.allowedHosts %q; want 5m0s, %q", cfg.ConsoleIdleTimeout, cfg.OutboundAllowedHosts, "*.scan.test,10.0.0.0/8")
+	}
+	ing := out["validator-manager/templates/ingress.yaml"]
+	if !strings.Contains(ing, "auth-docs@kubernetescrd") {
 		t.Error("docs Ingress lacks the middlewares")
+	}
+	// The docs page, its console page and assets, and the document.
+	for _, path := range []string{"path: /v3/api-docs", "path: /docs-ui.html", "path: /docs-ui/"} {
+		if !strings.Contains(ing, path) {
+			t.Errorf("docs Ingress lacks %s", path)
+		}
+	}
+}
+
+// Every key of the server's configuration has a value in values.yaml, so
+// an operator finds each one there (and the schema can check it).
+func TestValuesCarryEveryConfigKey(t *testing.T) {
+	out, err := render(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(out["validator-manager/templates/configmap.yaml"]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &file); err != nil {
+		t.Fatal(err)
+	}
+	// Secrets come from Secrets through the environment, never the file.
+	secret := map[string]bool{"database.dsn": true, "idp.keycloak.clientSecret": true}
+	for _, key := range config.Keys() {
+		if secret[key] {
+			continue
+		}
+		var v any = file
+		for _, part := range strings.Split(key, ".") {
+			m, _ := v.(map[string]any)
+			v = m[part]
+		}
+		if v == nil {
+			t.Errorf("values.yaml has no config.%s", key)
+		}
 	}
 }
 
@@ -115,6 +170,9 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		{"no replicas", map[string]any{"replicaCount": 0}, "replicaCount"},
 		{"embedded cluster", map[string]any{"config": map[string]any{"cluster": map[string]any{"mode": "embedded"}}}, "mode"},
 		{"log level", map[string]any{"config": map[string]any{"log": map[string]any{"level": "loud"}}}, "level"},
+		{"console idle timeout", map[string]any{"config": map[string]any{"console": map[string]any{"idleTimeout": "fifteen minutes"}}}, "idleTimeout"},
+		{"pprof on every interface", map[string]any{"config": map[string]any{"server": map[string]any{"pprofListen": "0.0.0.0:6060"}}}, "pprofListen"},
+		{"allowHttp as text", map[string]any{"config": map[string]any{"outbound": map[string]any{"allowHttp": "yes"}}}, "allowHttp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
