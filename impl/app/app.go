@@ -107,6 +107,9 @@ type App struct {
 	clusterReady chan struct{}
 	// opts are Open's options, for the parts Run builds.
 	opts []Option
+	// installation is the database's instance id, which every store of the
+	// data directory records.
+	installation string
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -319,6 +322,7 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	if err != nil {
 		return err
 	}
+	a.installation = instance
 	ko := cluster.KubeOptions{Instance: instance}
 	var k *cluster.Kube
 	switch cfg.ClusterMode {

@@ -22,7 +22,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	if cfg.EmbeddedDefault() {
 		// A validator that configures its own ledger API client is called with
 		// it, and the sandbox checks that secret, as a participant would.
-		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster}
+		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster, Installation: a.installation}
 		// Wallet users get tokens at its realm with their local passwords
 		// (the recover command's step 1).
 		if local, ok := a.Identity.(*idp.Local); ok {
