@@ -3,6 +3,7 @@ package app
 import (
 	"path/filepath"
 
+	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
@@ -31,11 +32,16 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})
 		}
-		n, err := sandbox.Open(filepath.Join(cfg.DataDir, "sandbox"), so)
+		err := a.openAfresh(config.StoreSandbox, a.sandboxFile(), sandbox.ErrRefused, func(expected bool) error {
+			so.Expected = expected
+			n, err := sandbox.Open(filepath.Dir(a.sandboxFile()), so)
+			a.Sandbox = n
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		a.Sandbox = n
+		n := a.Sandbox
 		r = n.Resolver(records)
 		n.ServeDiscovery(r)
 	} else {

@@ -316,6 +316,16 @@ func (n *Network) saveLocked() error {
 	return n.files.Rename(tmp, n.statePath())
 }
 
+// ErrRefused marks a state file refused at open (damaged, another
+// installation's, missing where expected): the operator restores it or
+// starts the sandbox afresh.
+var ErrRefused = errors.New("sandbox state refused")
+
+// refusal is a refused file's error: its message, and ErrRefused.
+type refusal struct{ error }
+
+func (refusal) Is(target error) bool { return target == ErrRefused }
+
 // restoreOrAfresh is what an operator may do about a refused state file.
 const restoreOrAfresh = "restore it from a backup, or start the sandbox afresh with --start-afresh=sandbox (the file is set aside)"
 
@@ -326,7 +336,7 @@ func loadState(path string, o Options) (*state, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		if o.Expected {
-			return nil, fmt.Errorf("sandbox state %s is missing, but the database holds validators whose network it kept; %s", path, restoreOrAfresh)
+			return nil, refusal{fmt.Errorf("sandbox state %s is missing, but the database holds validators whose network it kept; %s", path, restoreOrAfresh)}
 		}
 		return st, nil
 	}
@@ -334,10 +344,10 @@ func loadState(path string, o Options) (*state, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(raw, st); err != nil {
-		return nil, fmt.Errorf("sandbox state %s: %w; %s", path, err, restoreOrAfresh)
+		return nil, refusal{fmt.Errorf("sandbox state %s: %w; %s", path, err, restoreOrAfresh)}
 	}
 	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
-		return nil, fmt.Errorf("sandbox state %s belongs to installation %s, the database to %s: it is another installation's file; %s", path, st.Installation, o.Installation, restoreOrAfresh)
+		return nil, refusal{fmt.Errorf("sandbox state %s belongs to installation %s, the database to %s: it is another installation's file; %s", path, st.Installation, o.Installation, restoreOrAfresh)}
 	}
 	if st.Nodes == nil {
 		st.Nodes = map[string]*nodeState{}
@@ -349,7 +359,7 @@ func loadState(path string, o Options) (*state, error) {
 		st.UsedMultiHashes = map[string]string{}
 	}
 	if err := st.check(); err != nil {
-		return nil, fmt.Errorf("sandbox state %s is damaged: %w; %s", path, err, restoreOrAfresh)
+		return nil, refusal{fmt.Errorf("sandbox state %s is damaged: %w; %s", path, err, restoreOrAfresh)}
 	}
 	migrateHosting(st)
 	migrateSpent(st)

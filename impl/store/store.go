@@ -251,6 +251,26 @@ func (s *Store) Exec(ctx context.Context, sql string) error {
 	return s.db.WithContext(ctx).Exec(sql).Error
 }
 
+// Recorded is what the database says about its installation before
+// anything is made: its id ("" while it has none, a new or emptied
+// database) and whether it holds validators. The data directory's other
+// stores are checked against it at start-up.
+func (s *Store) Recorded(ctx context.Context) (installation string, validators bool, err error) {
+	db := s.db.WithContext(ctx)
+	var ids []string
+	if err := db.Raw("SELECT id FROM instance WHERE singleton = 1").Scan(&ids).Error; err != nil {
+		return "", false, translate(err, "instance id", "")
+	}
+	if len(ids) > 0 {
+		installation = ids[0]
+	}
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM (SELECT 1 FROM validators LIMIT 1) v").Scan(&n).Error; err != nil {
+		return "", false, translate(err, "validators", "")
+	}
+	return installation, n > 0, nil
+}
+
 // Instance is the id of the installation this database belongs to, made
 // the first time it is asked for (concurrent first calls agree).
 func (s *Store) Instance(ctx context.Context) (string, error) {

@@ -120,6 +120,25 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// TestRecorded: a new database records no installation and no validators;
+// once the installation is made, it reports it.
+func TestRecorded(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id, validators, err := s.Recorded(ctx)
+		if err != nil || id != "" || validators {
+			t.Fatalf("new database: got %q, %v, %v; want no installation, no validators", id, validators, err)
+		}
+		made, err := s.Instance(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _, err = s.Recorded(ctx); err != nil || id != made {
+			t.Fatalf("got %q, %v; want %q", id, err, made)
+		}
+	})
+}
+
 // TestInstance: a database has one installation id, the same for every
 // caller and every open, made on first use.
 func TestInstance(t *testing.T) {
