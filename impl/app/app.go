@@ -368,6 +368,13 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	if core != nil {
 		write, err := checkClusterRecord(a.clusterWhere(), present, inCluster, a.installation, validators, a.Engine.Fresh(), cfg.Afresh(config.StoreCluster))
 		if err != nil {
+			if a.Engine.Fresh() {
+				// Else the next start would find this empty cluster
+				// initialized, and take it for one made before the record.
+				if aerr := a.Engine.Abandon(); aerr != nil {
+					return fmt.Errorf("%w (abandoning the new cluster: %v)", err, aerr)
+				}
+			}
 			return err
 		}
 		if write {

@@ -121,3 +121,55 @@ func open(dir, ns, afresh string) (*app.App, error) {
 	cfg.DataDir, cfg.Namespace, cfg.StartAfresh = dir, ns, afresh
 	return app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apiServer))
 }
+
+// TestEmptiedEtcdIsRefused: the embedded control plane records the
+// installation; an etcd emptied beside a database with validators is
+// refused naming it, at every start until --start-afresh=cluster accepts
+// it (the record is written again).
+func TestEmptiedEtcdIsRefused(t *testing.T) {
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.DataDir = dir
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	a, err := app.Open(ctx, cfg, log, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Store.Exec(ctx, "INSERT INTO validators (name, created_at, updated_at) VALUES ('v1', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	a, err = app.Open(ctx, cfg, log, "test")
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	a.Close()
+	etcd := filepath.Join(dir, "cluster", "etcd")
+	if err := os.RemoveAll(etcd); err != nil {
+		t.Fatal(err)
+	}
+	a, err = app.Open(ctx, cfg, log, "test")
+	if err == nil {
+		a.Close()
+		t.Fatal("started on an emptied etcd, want a refusal")
+	}
+	for _, want := range []string{etcd, "is empty (a new cluster), but the database holds validators", "--start-afresh=cluster"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %q, want it to contain %q", err, want)
+		}
+	}
+	if a, err = app.Open(ctx, cfg, log, "test"); err == nil {
+		a.Close()
+		t.Fatal("a second start on the emptied etcd started, want the refusal again")
+	}
+	cfg.StartAfresh = "cluster"
+	a, err = app.Open(ctx, cfg, log, "test")
+	if err != nil {
+		t.Fatalf("--start-afresh=cluster: %v", err)
+	}
+	a.Close()
+}

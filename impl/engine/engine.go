@@ -394,6 +394,19 @@ func (e *Engine) RESTConfig() *rest.Config { return rest.CopyConfig(e.cfg) }
 // where first-run objects (a sample) may be created.
 func (e *Engine) Fresh() bool { return e.fresh }
 
+// Abandon marks a fresh cluster as one not to keep: the next start makes
+// it anew, and so finds it fresh again (a start refused because the new
+// cluster contradicts the server's other stores stays refused).
+func (e *Engine) Abandon() error {
+	if !e.fresh {
+		return errors.New("engine: only a fresh cluster may be abandoned")
+	}
+	if err := os.Remove(e.etcdMarker()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }
 
