@@ -324,12 +324,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 // whose etcd records the installation too.
 func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	cfg := a.Config
-	recorded, validators, err := a.Store.Recorded(ctx)
-	if err != nil {
-		return err
-	}
-	a.expected = validators
 	claims := a.fileClaims()
+	var err error
 	var core kubernetes.Interface
 	var present bool
 	var inCluster string
@@ -359,6 +355,13 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
 		}
 	}
+	// Read after the claims: a server starting beside this one records the
+	// installation in the database before it does in any other store.
+	recorded, validators, err := a.Store.Recorded(ctx)
+	if err != nil {
+		return err
+	}
+	a.expected = validators
 	if err := checkNewDatabase(a.databaseName(), recorded, claims, cfg.Afresh); err != nil {
 		return err
 	}

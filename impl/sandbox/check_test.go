@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,10 @@ func TestDamagedStateIsRefused(t *testing.T) {
 				n.Close()
 				t.Fatalf("opened a damaged state, want an error containing %q", tt.want)
 			}
-			for _, want := range []string{path, tt.want, "restore it from a backup"} {
+			if !errors.Is(err, sandbox.ErrRefused) {
+				t.Errorf("got %v, want ErrRefused", err)
+			}
+			for _, want := range []string{path, tt.want, "restore it from a backup", "--start-afresh=sandbox"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("got %q, want it to contain %q", err, want)
 				}
@@ -76,6 +80,9 @@ func TestStateBelongsToItsInstallation(t *testing.T) {
 				if err == nil {
 					n.Close()
 					t.Fatalf("opened, want an error containing %q", tt.want)
+				}
+				if !errors.Is(err, sandbox.ErrRefused) {
+					t.Errorf("got %v, want ErrRefused", err)
 				}
 				for _, want := range []string{path, tt.want, "restore it from a backup", "--start-afresh=sandbox"} {
 					if !strings.Contains(err.Error(), want) {
