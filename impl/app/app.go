@@ -381,8 +381,11 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 			return err
 		}
 		if write {
-			if present || validators {
-				a.Log.Warn("starting the cluster's installation record afresh (startAfresh)", "was", inCluster, "now", a.installation)
+			switch {
+			case present || validators && a.Engine.Fresh():
+				a.Log.Warn("starting the cluster afresh (startAfresh): its installation record is rewritten and the validators made again from the database", "was", inCluster, "now", a.installation)
+			case validators:
+				a.Log.Info("recording the installation in a cluster made before the record", "installation", a.installation)
 			}
 			if err := writeClusterRecord(ctx, core, cfg.Namespace, a.installation); err != nil {
 				return err
