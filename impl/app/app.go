@@ -107,6 +107,11 @@ type App struct {
 	clusterReady chan struct{}
 	// opts are Open's options, for the parts Run builds.
 	opts []Option
+	// installation is the database's instance id, which every store of the
+	// data directory records; expected says the database holds validators,
+	// so the stores that keep their data must exist.
+	installation string
+	expected     bool
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -313,14 +318,17 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	return a, nil
 }
 
+// openCluster checks the data directory's stores against the database
+// (datadir.go), makes the installation id and connects the cluster
+// gateway; on the embedded default it starts the control plane first,
+// whose etcd records the installation too.
 func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	cfg := a.Config
-	instance, err := a.Store.Instance(ctx)
-	if err != nil {
-		return err
-	}
-	ko := cluster.KubeOptions{Instance: instance}
-	var k *cluster.Kube
+	claims := a.fileClaims()
+	var err error
+	var core kubernetes.Interface
+	var present bool
+	var inCluster string
 	switch cfg.ClusterMode {
 	case config.ClusterEmbedded:
 		var shared *rest.Config
@@ -330,17 +338,67 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 		if a.rest, err = a.startEngine(ctx, shared); err != nil {
 			return err
 		}
-		ko.Metrics = a.Nodes.Metrics()
-		if k, err = cluster.NewKube(a.rest, cfg.Namespace, ko); err != nil {
-			return err
+		// A shared control plane (tests) belongs to no data directory.
+		if a.Engine != nil {
+			if core, err = kubernetes.NewForConfig(a.rest); err != nil {
+				return err
+			}
+			if present, inCluster, err = readClusterRecord(ctx, core, cfg.Namespace); err != nil {
+				return err
+			}
+			if present {
+				claims = append(claims, claim{store: config.StoreCluster, where: a.clusterWhere(), installation: inCluster})
+			}
 		}
 	default:
 		if a.rest, err = cluster.RESTConfig(cfg.ClusterMode, cfg.Kubeconfig); err != nil {
 			return fmt.Errorf("cluster.mode=%s: %w", cfg.ClusterMode, err)
 		}
-		if k, err = cluster.NewKube(a.rest, cfg.Namespace, ko); err != nil {
+	}
+	// Read after the claims: a server starting beside this one records the
+	// installation in the database before it does in any other store.
+	recorded, validators, err := a.Store.Recorded(ctx)
+	if err != nil {
+		return err
+	}
+	a.expected = validators
+	if err := checkNewDatabase(a.databaseName(), recorded, claims, cfg.Afresh); err != nil {
+		return err
+	}
+	if a.installation, err = a.Store.Instance(ctx); err != nil {
+		return err
+	}
+	if core != nil {
+		write, err := checkClusterRecord(a.clusterWhere(), present, inCluster, a.installation, validators, a.Engine.Fresh(), cfg.Afresh(config.StoreCluster))
+		if err != nil {
+			if a.Engine.Fresh() {
+				// Else the next start would find this empty cluster
+				// initialized, and take it for one made before the record.
+				if aerr := a.Engine.Abandon(); aerr != nil {
+					return fmt.Errorf("%w (abandoning the new cluster: %v)", err, aerr)
+				}
+			}
 			return err
 		}
+		if write {
+			switch {
+			case present || validators && a.Engine.Fresh():
+				a.Log.Warn("starting the cluster afresh (startAfresh): its installation record is rewritten and the validators made again from the database", "was", inCluster, "now", a.installation)
+			case validators:
+				a.Log.Info("recording the installation in a cluster made before the record", "installation", a.installation)
+			}
+			if err := writeClusterRecord(ctx, core, cfg.Namespace, a.installation); err != nil {
+				return err
+			}
+		}
+	}
+	ko := cluster.KubeOptions{Instance: a.installation}
+	if a.Nodes != nil {
+		ko.Metrics = a.Nodes.Metrics()
+	}
+	k, err := cluster.NewKube(a.rest, cfg.Namespace, ko)
+	if err != nil {
+		return err
 	}
 	a.Cluster = k
 	return nil
@@ -400,16 +458,14 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 func (a *App) openIdentity() error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
-		installation, err := a.Store.Instance(context.Background())
-		if err != nil {
-			return err
-		}
-		local, err := idp.OpenLocalFor(filepath.Join(cfg.DataDir, "idp"), installation)
-		if err != nil {
-			return err
-		}
-		a.Identity = local
-		return nil
+		return a.openAfresh(config.StoreIdentity, a.usersFile(), idp.ErrRefused, func(expected bool) error {
+			local, err := idp.OpenLocalWith(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected})
+			if err != nil {
+				return err
+			}
+			a.Identity = local
+			return nil
+		})
 	}
 	kc, err := idp.NewKeycloak(idp.KeycloakConfig{
 		BaseURL:      cfg.KeycloakURL,

@@ -27,7 +27,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	if cfg.EmbeddedDefault() {
 		// A validator that configures its own ledger API client is called with
 		// it, and the sandbox checks that secret, as a participant would.
-		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster}
+		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster, Installation: a.installation}
 		// Wallet users get tokens at its realm with their local passwords
 		// (the recover command's step 1).
 		if local, ok := a.Identity.(*idp.Local); ok {
@@ -36,11 +36,16 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})
 		}
-		n, err := sandbox.Open(filepath.Join(cfg.DataDir, "sandbox"), so)
+		err := a.openAfresh(config.StoreSandbox, a.sandboxFile(), sandbox.ErrRefused, func(expected bool) error {
+			so.Expected = expected
+			n, err := sandbox.Open(filepath.Dir(a.sandboxFile()), so)
+			a.Sandbox = n
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		a.Sandbox = n
+		n := a.Sandbox
 		r = n.Resolver(records)
 		n.ServeDiscovery(r)
 	} else {

@@ -109,6 +109,31 @@ type Config struct {
 	LeaderElectionRenewDeadline   time.Duration
 	LeaderElectionRetryPeriod     time.Duration
 	LeaderElectionReleaseOnCancel bool
+
+	// StartAfresh names the data directory's stores (AfreshStores) that
+	// the operator lets start empty when start-up refuses them: their
+	// file is set aside, or the cluster's installation record rewritten.
+	StartAfresh string
+}
+
+// The stores of the data directory an operator may start afresh.
+const (
+	StoreIdentity = "idp"
+	StoreSandbox  = "sandbox"
+	StoreCluster  = "cluster"
+)
+
+// AfreshStores are the values startAfresh accepts.
+var AfreshStores = []string{StoreIdentity, StoreSandbox, StoreCluster}
+
+// Afresh tells whether startAfresh names store.
+func (c Config) Afresh(store string) bool {
+	for _, s := range strings.Split(c.StartAfresh, ",") {
+		if strings.TrimSpace(s) == store {
+			return true
+		}
+	}
+	return false
 }
 
 // Default is the embedded default: everything local, in ./data.
@@ -200,6 +225,7 @@ func (c *Config) settings() []setting {
 		{"console.idleTimeout", "closes a ledger console session with neither input nor output for this long", &c.ConsoleIdleTimeout, false},
 		{"upstream.adminTls", "dial the participants' admin APIs (gRPC) over TLS; plaintext otherwise", &c.UpstreamAdminTLS, false},
 		{"upstream.adminCaFile", "PEM file of the certificate authorities that sign the admin APIs' certificates (with upstream.adminTls); empty = the system's", &c.UpstreamAdminCAFile, false},
+		{"startAfresh", "stores of dataDir that may start empty when start-up refuses them as missing, damaged or another installation's (comma-separated: idp, sandbox, cluster); their files are set aside, not deleted", &c.StartAfresh, false},
 		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }
@@ -500,6 +526,11 @@ func (c *Config) validate() error {
 	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream.timeout: must be positive")
+	}
+	for _, s := range strings.Split(c.StartAfresh, ",") {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(AfreshStores, s) {
+			return fmt.Errorf("startAfresh: %q is not one of %s", s, strings.Join(AfreshStores, ", "))
+		}
 	}
 	return nil
 }

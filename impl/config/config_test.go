@@ -17,6 +17,7 @@ func TestNames(t *testing.T) {
 	cases := []struct{ key, flag, env string }{
 		{"api.auth.jwksUri", "api.auth.jwks-uri", "VM_API_AUTH_JWKS_URI"},
 		{"dataDir", "data-dir", "VM_DATA_DIR"},
+		{"startAfresh", "start-afresh", "VM_START_AFRESH"},
 		{"api.namespace", "api.namespace", "VM_API_NAMESPACE"},
 		{"idp.keycloak.clientSecret", "idp.keycloak.client-secret", "VM_IDP_KEYCLOAK_CLIENT_SECRET"},
 	}
@@ -110,6 +111,7 @@ func TestRejects(t *testing.T) {
 		{"unknown identity provider", map[string]string{"VM_IDP_MODE": "ldap"}, "idp.mode"},
 		{"bad duration", map[string]string{"VM_SERVER_REQUEST_TIMEOUT": "soon"}, "VM_SERVER_REQUEST_TIMEOUT"},
 		{"missing file", map[string]string{"VM_CONFIG": filepath.Join(dir, "absent.yaml")}, "config file"},
+		{"unknown store to start afresh", map[string]string{"VM_START_AFRESH": "idp,database"}, `startAfresh: "database" is not one of idp, sandbox, cluster`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,6 +120,22 @@ func TestRejects(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAfresh: startAfresh names stores by a comma-separated list.
+func TestAfresh(t *testing.T) {
+	cfg, err := config.Load(nil, func(k string) string { return map[string]string{"VM_START_AFRESH": "sandbox, cluster"}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for store, want := range map[string]bool{"sandbox": true, "cluster": true, "idp": false} {
+		if got := cfg.Afresh(store); got != want {
+			t.Errorf("Afresh(%s): got %v, want %v", store, got, want)
+		}
+	}
+	if config.Default().Afresh("idp") {
+		t.Error("the default starts a store afresh, want none")
 	}
 }
 

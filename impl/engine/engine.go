@@ -295,12 +295,20 @@ func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.in
 // itself leader; nothing was stored yet, so it is started over.
 func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	data := filepath.Join(e.opts.Dir, "etcd")
+	entries, _ := os.ReadDir(data)
 	if _, err := os.Stat(e.etcdMarker()); err == nil {
+		if len(entries) == 0 {
+			// Emptied or removed since: etcd makes a new cluster, which is
+			// fresh whatever the marker says (the server then checks that
+			// nothing it recorded was lost).
+			e.log.Warn("engine: etcd's data directory is empty although the cluster was initialized; a new cluster starts", "dir", data)
+			return true, mkdirPrivate(data)
+		}
 		return false, mkdirPrivate(data)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
-	if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {
+	if len(entries) > 0 {
 		e.log.Warn("engine: etcd's first start did not complete; starting it over", "dir", data)
 		if err := os.RemoveAll(data); err != nil {
 			return false, err
@@ -381,9 +389,23 @@ func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client stri
 // (a copy: callers may change it).
 func (e *Engine) RESTConfig() *rest.Config { return rest.CopyConfig(e.cfg) }
 
-// Fresh says whether etcd's data directory was empty before this start:
-// a new cluster, where first-run objects (a sample) may be created.
+// Fresh says whether etcd's data directory was empty before this start
+// (a first start, or one whose data was emptied since): a new cluster,
+// where first-run objects (a sample) may be created.
 func (e *Engine) Fresh() bool { return e.fresh }
+
+// Abandon marks a fresh cluster as one not to keep: the next start makes
+// it anew, and so finds it fresh again (a start refused because the new
+// cluster contradicts the server's other stores stays refused).
+func (e *Engine) Abandon() error {
+	if !e.fresh {
+		return errors.New("engine: only a fresh cluster may be abandoned")
+	}
+	if err := os.Remove(e.etcdMarker()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
 
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }

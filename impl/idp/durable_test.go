@@ -2,6 +2,7 @@ package idp
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 // before installations were recorded is adopted.
 func TestOpenLocalRefusesWhatContradicts(t *testing.T) {
 	tests := []struct{ name, content, want string }{
+		{"missing where expected", "-", "is missing, but the database holds validators"},
 		{"empty", "", "damaged"},
 		{"null", "null", "empty, null or not a users file"},
 		{"empty object", "{}", "empty, null or not a users file"},
@@ -23,30 +25,36 @@ func TestOpenLocalRefusesWhatContradicts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "users.json")
-			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
-				t.Fatal(err)
+			if tt.content != "-" {
+				if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
-			_, err := OpenLocalFor(dir, "mine")
-			for _, want := range []string{path, tt.want, "restore it from a backup"} {
+			_, err := OpenLocalWith(dir, LocalOptions{Installation: "mine", Expected: true})
+			if !errors.Is(err, ErrRefused) {
+				t.Errorf("got %v, want ErrRefused", err)
+			}
+			for _, want := range []string{path, tt.want, "restore it from a backup", "--start-afresh=idp"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("got %v, want an error containing %q", err, want)
 				}
 			}
 		})
 	}
-	if _, err := OpenLocalFor(t.TempDir(), "mine"); err != nil {
+	fresh := t.TempDir()
+	if _, err := OpenLocalFor(fresh, "mine"); err != nil {
 		t.Errorf("fresh directory: %v", err)
+	}
+	if raw, _ := readUsers(t, fresh); !strings.Contains(raw, `"installation": "mine"`) {
+		t.Errorf("fresh directory: file %q, want it written at open with the installation", raw)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte(`{"users":[]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := OpenLocalFor(dir, "mine")
+	_, err := OpenLocalFor(dir, "mine")
 	if err != nil {
 		t.Fatalf("a file without installation: %v", err)
-	}
-	if err := l.Ping(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 	if raw, _ := readUsers(t, dir); !strings.Contains(raw, `"installation": "mine"`) || !strings.Contains(raw, `"users": []`) {
 		t.Errorf("saved file %s, want the installation and an empty users list", raw)

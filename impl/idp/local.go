@@ -54,46 +54,83 @@ type localState struct {
 
 // OpenLocal opens (creating) the local identity provider in dir, e.g.
 // <dataDir>/idp, for no particular installation.
-func OpenLocal(dir string) (*Local, error) { return OpenLocalFor(dir, "") }
+func OpenLocal(dir string) (*Local, error) { return OpenLocalWith(dir, LocalOptions{}) }
 
-// OpenLocalFor opens the local identity provider of installation: a file
-// that is empty, null, without its users or of another installation is
-// refused, naming the file and what to do. A file written before the
-// installation was recorded is adopted.
+// OpenLocalFor opens the local identity provider of installation.
 func OpenLocalFor(dir, installation string) (*Local, error) {
+	return OpenLocalWith(dir, LocalOptions{Installation: installation})
+}
+
+// LocalOptions say what the data directory expects of the users file.
+type LocalOptions struct {
+	// Installation is written into the file: a file of another
+	// installation is refused, one written before installations were
+	// recorded is adopted.
+	Installation string
+	// Expected says that the file must exist (the database holds
+	// validators, whose wallet users it kept): a missing one is refused.
+	Expected bool
+}
+
+// ErrRefused marks a users file refused at open (damaged, another
+// installation's, missing where expected): the operator restores it or
+// starts the provider afresh.
+var ErrRefused = errors.New("users file refused")
+
+// refusal is a refused file's error: its message, and ErrRefused.
+type refusal struct{ error }
+
+func (refusal) Is(target error) bool { return target == ErrRefused }
+
+// OpenLocalWith opens the local identity provider in dir: a file that is
+// empty, null, without its users, of another installation or missing where
+// expected is refused, naming the file and what to do. A new provider's
+// file is written at once, so that its absence later means it was lost.
+func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost, installation: installation}
+	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost, installation: o.Installation}
 	// A temporary file is left only by a process killed between its
 	// creation and the rename; it holds password hashes, so it goes.
 	leftovers, _ := filepath.Glob(filepath.Join(dir, "."+usersFile+"-*"))
 	for _, f := range leftovers {
 		os.Remove(f)
 	}
+	const todo = "restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)"
 	raw, err := os.ReadFile(l.path)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && o.Expected:
+		return nil, refusal{fmt.Errorf("local identity provider: %s is missing, but the database holds validators whose wallet users it kept; %s", l.path, todo)}
 	case errors.Is(err, fs.ErrNotExist):
+		if err := l.save(nil); err != nil {
+			return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
+		}
 		return l, nil
 	case err != nil:
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	const todo = "restore it from a backup, or remove it to start the identity provider afresh (its users are then gone)"
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)
+		return nil, refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)}
 	}
 	if _, ok := probe["users"]; !ok {
-		return nil, fmt.Errorf("local identity provider: %s is empty, null or not a users file (it has no \"users\"); %s", l.path, todo)
+		return nil, refusal{fmt.Errorf("local identity provider: %s is empty, null or not a users file (it has no \"users\"); %s", l.path, todo)}
 	}
 	var st localState
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)
+		return nil, refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)}
 	}
-	if installation != "" && st.Installation != "" && st.Installation != installation {
-		return nil, fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, installation, todo)
+	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
+		return nil, refusal{fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, o.Installation, todo)}
 	}
 	l.users = st.Users
+	if o.Installation != "" && st.Installation == "" {
+		// Stamped now rather than at the next change.
+		if err := l.save(l.users); err != nil {
+			return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
+		}
+	}
 	return l, nil
 }
 

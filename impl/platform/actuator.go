@@ -29,8 +29,13 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		go func() {
 			defer wg.Done()
 			st := platformapi.HealthUp
-			if p == nil || p.Ping(ctx) != nil {
+			if p == nil {
 				st = platformapi.HealthDown
+			} else if err := p.Ping(ctx); err != nil {
+				// The body says only DOWN; the log says why (a file that
+				// cannot be written, an unreachable server).
+				st = platformapi.HealthDown
+				s.log.WarnContext(ctx, "health: component is DOWN", "component", name, "error", err)
 			}
 			mu.Lock()
 			results[name] = st

@@ -99,3 +99,39 @@ func TestSandboxWriteIsDurable(t *testing.T) {
 		t.Fatalf("state on disk: %v; want before and not lost", err)
 	}
 }
+
+// TestDatabaseHealthFollowsWritability: /actuator/health reports db DOWN
+// while the SQLite database cannot be written and UP again when it can.
+// The pool's one connection is made read-only from the inside (PRAGMA
+// query_only), which SQLite refuses writes with as it does for a read-only
+// file; the tests run as root, whom a file's mode does not stop.
+func TestDatabaseHealthFollowsWritability(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
+		c.DatabaseMaxOpenConns, c.DatabaseMaxIdleConns = 1, 1
+	}})
+	ctx := t.Context()
+	db := func() (int, any) {
+		r, err := s.Public.GetHealthWithResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h map[string]any
+		_ = json.Unmarshal(r.Body, &h)
+		return r.StatusCode(), h["components"].(map[string]any)["db"].(map[string]any)["status"]
+	}
+	if st, c := db(); st != http.StatusOK || c != "UP" {
+		t.Fatalf("writable: got %d, db %v; want 200, UP", st, c)
+	}
+	if err := s.App.Store.Exec(ctx, "PRAGMA query_only = ON"); err != nil {
+		t.Fatal(err)
+	}
+	if st, c := db(); st != http.StatusServiceUnavailable || c != "DOWN" {
+		t.Errorf("read-only: got %d, db %v; want 503, DOWN", st, c)
+	}
+	if err := s.App.Store.Exec(ctx, "PRAGMA query_only = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	if st, c := db(); st != http.StatusOK || c != "UP" {
+		t.Fatalf("writable again: got %d, db %v; want 200, UP", st, c)
+	}
+}

@@ -63,6 +63,9 @@ func New(o Options) *Server {
 	s.cluster = o.Resources
 	s.upstreams = o.Upstreams
 	s.log = o.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	s.leader = o.Leader
 	s.gateway = o.Gateway
 	s.console = o.Console

@@ -1,6 +1,8 @@
 package sandbox_test
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,10 +37,71 @@ func TestDamagedStateIsRefused(t *testing.T) {
 				n.Close()
 				t.Fatalf("opened a damaged state, want an error containing %q", tt.want)
 			}
-			for _, want := range []string{path, tt.want, "restore it from a backup"} {
+			if !errors.Is(err, sandbox.ErrRefused) {
+				t.Errorf("got %v, want ErrRefused", err)
+			}
+			for _, want := range []string{path, tt.want, "restore it from a backup", "--start-afresh=sandbox"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("got %q, want it to contain %q", err, want)
 				}
+			}
+		})
+	}
+}
+
+// TestStateBelongsToItsInstallation: a state of another installation, or a
+// missing one where the database expects it, is refused naming the file and
+// what to do; a state written before installations were recorded is adopted
+// and stamped, and a new one records the installation.
+func TestStateBelongsToItsInstallation(t *testing.T) {
+	const legacy = `{"clientSecret":"s","synchronizerId":"global-domain::1220ab","nodes":{}}`
+	tests := []struct {
+		name, state string // state "" writes no file
+		expected    bool
+		want        string // "" opens
+	}{
+		{"foreign", `{"installation":"other","clientSecret":"s","nodes":{}}`, false, "belongs to installation other, the database to mine"},
+		{"missing where expected", "", true, "is missing, but the database holds validators"},
+		{"fresh", "", false, ""},
+		{"legacy", legacy, true, ""},
+		{"own", `{"installation":"mine","clientSecret":"s","nodes":{}}`, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "state.json")
+			if tt.state != "" {
+				if err := os.WriteFile(path, []byte(tt.state), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := sandbox.Open(dir, sandbox.Options{Installation: "mine", Expected: tt.expected})
+			if tt.want != "" {
+				if err == nil {
+					n.Close()
+					t.Fatalf("opened, want an error containing %q", tt.want)
+				}
+				if !errors.Is(err, sandbox.ErrRefused) {
+					t.Errorf("got %v, want ErrRefused", err)
+				}
+				for _, want := range []string{path, tt.want, "restore it from a backup", "--start-afresh=sandbox"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("got %q, want it to contain %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Close()
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var saved struct{ Installation string }
+			if err := json.Unmarshal(raw, &saved); err != nil || saved.Installation != "mine" {
+				t.Errorf("saved state %s, want the installation recorded", raw)
 			}
 		})
 	}

@@ -68,6 +68,13 @@ type Options struct {
 	// Passwords checks wallet users' passwords for the password grant of
 	// Realm (realm.go); without it every password is refused.
 	Passwords Passwords
+	// Installation is written into the state: a state file of another
+	// installation is refused, one written before installations were
+	// recorded is adopted.
+	Installation string
+	// Expected says that the state file must exist (the database holds
+	// validators, so their network was saved): a missing one is refused.
+	Expected bool
 }
 
 // Network is the running sandbox.
@@ -129,14 +136,21 @@ func Open(dir string, o Options) (*Network, error) {
 	}
 	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
 		passwords: o.Passwords}
-	st, err := loadState(n.statePath())
+	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
 	}
 	n.st = st
-	if n.st.ClientSecret == "" {
-		n.st.ClientSecret = randomHex(32)
-		n.st.SynchronizerID = "global-domain::" + fingerprint()
+	// A new state, and a state written before installations were recorded,
+	// are saved at once with the installation.
+	if n.st.ClientSecret == "" || o.Installation != "" && n.st.Installation != o.Installation {
+		if n.st.ClientSecret == "" {
+			n.st.ClientSecret = randomHex(32)
+			n.st.SynchronizerID = "global-domain::" + fingerprint()
+		}
+		if o.Installation != "" {
+			n.st.Installation = o.Installation
+		}
 		if err := n.saveLocked(); err != nil {
 			return nil, err
 		}
@@ -302,17 +316,38 @@ func (n *Network) saveLocked() error {
 	return n.files.Rename(tmp, n.statePath())
 }
 
-func loadState(path string) (*state, error) {
+// ErrRefused marks a state file refused at open (damaged, another
+// installation's, missing where expected): the operator restores it or
+// starts the sandbox afresh.
+var ErrRefused = errors.New("sandbox state refused")
+
+// refusal is a refused file's error: its message, and ErrRefused.
+type refusal struct{ error }
+
+func (refusal) Is(target error) bool { return target == ErrRefused }
+
+// restoreOrAfresh is what an operator may do about a refused state file.
+const restoreOrAfresh = "restore it from a backup, or start the sandbox afresh with --start-afresh=sandbox (the file is set aside)"
+
+// loadState reads the state file, refusing one that is damaged, of another
+// installation than o's, or missing while o expects it.
+func loadState(path string, o Options) (*state, error) {
 	st := &state{Nodes: map[string]*nodeState{}, Hosting: map[string]*hosting{}, UsedMultiHashes: map[string]string{}}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
+		if o.Expected {
+			return nil, refusal{fmt.Errorf("sandbox state %s is missing, but the database holds validators whose network it kept; %s", path, restoreOrAfresh)}
+		}
 		return st, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(raw, st); err != nil {
-		return nil, fmt.Errorf("sandbox state %s: %w; restore it from a backup, or remove it to start the sandbox afresh", path, err)
+		return nil, refusal{fmt.Errorf("sandbox state %s: %w; %s", path, err, restoreOrAfresh)}
+	}
+	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
+		return nil, refusal{fmt.Errorf("sandbox state %s belongs to installation %s, the database to %s: it is another installation's file; %s", path, st.Installation, o.Installation, restoreOrAfresh)}
 	}
 	if st.Nodes == nil {
 		st.Nodes = map[string]*nodeState{}
@@ -324,7 +359,7 @@ func loadState(path string) (*state, error) {
 		st.UsedMultiHashes = map[string]string{}
 	}
 	if err := st.check(); err != nil {
-		return nil, fmt.Errorf("sandbox state %s is damaged: %w; restore it from a backup, or remove it to start the sandbox afresh", path, err)
+		return nil, refusal{fmt.Errorf("sandbox state %s is damaged: %w; %s", path, err, restoreOrAfresh)}
 	}
 	migrateHosting(st)
 	migrateSpent(st)

@@ -14,6 +14,10 @@ import (
 
 // state is what the sandbox keeps in its data directory.
 type state struct {
+	// Installation is the id of the installation (the database's instance
+	// id) whose network this is: a state of another installation is refused
+	// at open instead of serving its parties and keys.
+	Installation string `json:"installation,omitempty"`
 	ClientSecret string `json:"clientSecret"`
 	// TokenKey is the token endpoint's ES256 signing key (PKCS #8 DER),
 	// kept so that tokens stay valid across a restart.

@@ -35,6 +35,9 @@ type Store struct {
 	stmts sync.Map // query text -> *sql.Stmt
 	// blocks are the block counts last read (blockCounts).
 	blocks atomic.Pointer[blockCounts]
+	// where names the database in errors: its file, or "the PostgreSQL
+	// database" (a DSN may hold a password).
+	where string
 }
 
 // Pool is the connection pool's settings (database/sql's; zero: no limit).
@@ -80,7 +83,10 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", driver, err)
 	}
-	s := &Store{db: db, dialect: driver, reads: db}
+	s := &Store{db: db, dialect: driver, reads: db, where: "the PostgreSQL database"}
+	if driver == "sqlite" {
+		s.where = "database " + dsn
+	}
 	if driver == "sqlite" {
 		// pgx keeps each connection's statements prepared; go-sqlite3
 		// prepares every query afresh (a tenth of a list page's CPU).
@@ -154,7 +160,6 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 // stamp normalises a caller's timestamp the same way.
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// Ping tells whether the database answers.
 // bounded is the context of a read whose cost is bounded (a page): on
 // SQLite it cannot be cancelled, because go-sqlite3 steps every row of a
 // cancellable query in a goroutine of its own, which cost a page a fifth of
@@ -229,12 +234,16 @@ func numberPlaceholders(q string) string {
 	return b.String()
 }
 
+// Ping tells whether the database can be written now (the health of the
+// db component): it rewrites the one row of the health table, because a
+// read-only or full SQLite file, or a PostgreSQL standby, still answers a
+// ping and reads.
 func (s *Store) Ping(ctx context.Context) error {
-	sqlDB, err := s.db.DB()
+	err := s.db.WithContext(ctx).Exec("INSERT INTO health (singleton, checked_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET checked_at = excluded.checked_at", now()).Error
 	if err != nil {
-		return err
+		return fmt.Errorf("%s cannot be written: %w", s.where, err)
 	}
-	return sqlDB.PingContext(ctx)
+	return nil
 }
 
 // Close releases the connections.
@@ -249,6 +258,26 @@ func (s *Store) Close() error {
 // Exec runs one statement outside any model (administration, tests).
 func (s *Store) Exec(ctx context.Context, sql string) error {
 	return s.db.WithContext(ctx).Exec(sql).Error
+}
+
+// Recorded is what the database says about its installation before
+// anything is made: its id ("" while it has none, a new or emptied
+// database) and whether it holds validators. The data directory's other
+// stores are checked against it at start-up.
+func (s *Store) Recorded(ctx context.Context) (installation string, validators bool, err error) {
+	db := s.db.WithContext(ctx)
+	var ids []string
+	if err := db.Raw("SELECT id FROM instance WHERE singleton = 1").Scan(&ids).Error; err != nil {
+		return "", false, translate(err, "instance id", "")
+	}
+	if len(ids) > 0 {
+		installation = ids[0]
+	}
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM (SELECT 1 FROM validators LIMIT 1) v").Scan(&n).Error; err != nil {
+		return "", false, translate(err, "validators", "")
+	}
+	return installation, n > 0, nil
 }
 
 // Instance is the id of the installation this database belongs to, made

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,67 @@ func TestPool(t *testing.T) {
 	if st.MaxOpenConnections != 3 || st.OpenConnections > 2 {
 		t.Fatalf("got max open %d, open %d; want 3, at most 2 after sequential pings", st.MaxOpenConnections, st.OpenConnections)
 	}
+}
+
+// TestPingWrites: the database's health is DOWN, naming it, while it
+// cannot be written, and UP again when it can. Tests run as root, where a
+// file's mode does not stop writes and a read-only remount needs
+// privileges; instead the pool's one connection is made read-only from the
+// inside, and SQLite then refuses writes with the error of a read-only file
+// (SQLITE_READONLY), PostgreSQL with that of a read-only standby.
+func TestPingWrites(t *testing.T) {
+	type backend struct{ driver, dsn, where, readOnly, writable string }
+	backends := []backend{{"sqlite", filepath.Join(t.TempDir(), "vm.db"), "vm.db", "PRAGMA query_only = ON", "PRAGMA query_only = OFF"}}
+	if os.Getenv("TEST_POSTGRES_DSN") != "" {
+		backends = append(backends, backend{"postgres", throwawayPostgres(t), "the PostgreSQL database", "SET default_transaction_read_only = on", "SET default_transaction_read_only = off"})
+	}
+	for _, b := range backends {
+		t.Run(b.driver, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := store.OpenWith(b.driver, b.dsn, store.Pool{MaxOpen: 1, MaxIdle: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Ping(ctx); err != nil {
+				t.Fatalf("writable: got %v, want UP", err)
+			}
+			if err := s.Exec(ctx, b.readOnly); err != nil {
+				t.Fatal(err)
+			}
+			err = s.Ping(ctx)
+			for _, want := range []string{b.where, "cannot be written", "read"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("read-only: got %v, want an error containing %q", err, want)
+				}
+			}
+			if err := s.Exec(ctx, b.writable); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Ping(ctx); err != nil {
+				t.Fatalf("writable again: got %v, want UP", err)
+			}
+		})
+	}
+}
+
+// TestRecorded: a new database records no installation and no validators;
+// once the installation is made, it reports it.
+func TestRecorded(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id, validators, err := s.Recorded(ctx)
+		if err != nil || id != "" || validators {
+			t.Fatalf("new database: got %q, %v, %v; want no installation, no validators", id, validators, err)
+		}
+		made, err := s.Instance(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _, err = s.Recorded(ctx); err != nil || id != made {
+			t.Fatalf("got %q, %v; want %q", id, err, made)
+		}
+	})
 }
 
 // TestInstance: a database has one installation id, the same for every

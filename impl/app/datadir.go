@@ -1,0 +1,191 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/config"
+)
+
+// The data directory's stores record the installation they belong to (the
+// database's instance id); start-up compares what each says with the
+// database and refuses what contradicts it, naming the store and what to
+// do. A store the operator names in startAfresh starts empty instead.
+
+// installationRecord is the ConfigMap of api.namespace in which the
+// embedded control plane's etcd records its installation.
+const (
+	installationRecord = "validator-manager-installation"
+	installationKey    = "installation"
+)
+
+// claim is one store's record of the installation it belongs to.
+type claim struct {
+	store        string // a config.Store* name
+	where        string // its file, or the cluster's record
+	installation string
+}
+
+// checkNewDatabase refuses a database that records no installation (new,
+// or emptied) beside stores that record one: their data says the database
+// had some. A store the operator starts afresh does not count; it is then
+// refused as another installation's and set aside.
+func checkNewDatabase(database, recorded string, claims []claim, afresh func(string) bool) error {
+	if recorded != "" {
+		return nil
+	}
+	var wheres, stores []string
+	for _, c := range claims {
+		if c.installation == "" || afresh(c.store) {
+			continue
+		}
+		wheres = append(wheres, fmt.Sprintf("%s (installation %s)", c.where, c.installation))
+		stores = append(stores, c.store)
+	}
+	if len(wheres) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s records no installation (it is new or was emptied), but %s say it had one: restore the database from a backup, or begin a new installation with --start-afresh=%s (their files are set aside)",
+		database, strings.Join(wheres, ", "), strings.Join(stores, ","))
+}
+
+// checkClusterRecord decides about the control plane's installation record
+// (present: the ConfigMap exists; recorded: its installation): whether to
+// write it (new, legacy, or started afresh) or refuse the cluster. An etcd
+// that is new although the database holds validators was emptied.
+func checkClusterRecord(where string, present bool, recorded, installation string, validators, fresh, afresh bool) (write bool, err error) {
+	const todo = "restore the data directory's cluster/ from a backup, or start the cluster afresh with --start-afresh=cluster (the validators are then made again from the database)"
+	switch {
+	case present && recorded == installation:
+		return false, nil
+	case afresh:
+		return true, nil
+	case present:
+		return false, fmt.Errorf("%s belongs to installation %s, the database to %s: it is another installation's cluster; %s", where, recorded, installation, todo)
+	case validators && fresh:
+		return false, fmt.Errorf("%s is empty (a new cluster), but the database holds validators: the cluster's data was lost; %s", where, todo)
+	}
+	return true, nil
+}
+
+// databaseName names the database in messages (a DSN may hold a password).
+func (a *App) databaseName() string {
+	if a.Config.DatabaseDriver() == "sqlite" {
+		return "database " + a.Config.SQLitePath()
+	}
+	return "the PostgreSQL database (database.dsn)"
+}
+
+// fileClaims are the installations the embedded default's files record;
+// a file that is missing or unreadable claims none (opening it says why).
+func (a *App) fileClaims() []claim {
+	cfg := a.Config
+	var out []claim
+	if cfg.IdentityMode == config.IdentityLocal {
+		out = append(out, claim{store: config.StoreIdentity, where: a.usersFile()})
+	}
+	if cfg.EmbeddedDefault() {
+		out = append(out, claim{store: config.StoreSandbox, where: a.sandboxFile()})
+	}
+	for i := range out {
+		out[i].installation = recordedIn(out[i].where)
+	}
+	return out
+}
+
+func (a *App) usersFile() string { return filepath.Join(a.Config.DataDir, "idp", "users.json") }
+
+func (a *App) sandboxFile() string {
+	return filepath.Join(a.Config.DataDir, "sandbox", "state.json")
+}
+
+// recordedIn is the installation a JSON state file records, "" if none.
+func recordedIn(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		Installation string `json:"installation"`
+	}
+	if json.Unmarshal(raw, &st) != nil {
+		return ""
+	}
+	return st.Installation
+}
+
+// clusterWhere names the embedded control plane's record in messages.
+func (a *App) clusterWhere() string {
+	return fmt.Sprintf("the embedded control plane's etcd (%s, ConfigMap %s/%s)",
+		filepath.Join(a.Config.DataDir, "cluster", "etcd"), a.Config.Namespace, installationRecord)
+}
+
+// readClusterRecord reads the control plane's installation record.
+func readClusterRecord(ctx context.Context, core kubernetes.Interface, ns string) (present bool, installation string, err error) {
+	cm, err := core.CoreV1().ConfigMaps(ns).Get(ctx, installationRecord, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, "", nil
+	case err != nil:
+		return false, "", fmt.Errorf("embedded control plane: reading its installation record: %w", err)
+	}
+	return true, cm.Data[installationKey], nil
+}
+
+// writeClusterRecord records installation in the control plane.
+func writeClusterRecord(ctx context.Context, core kubernetes.Interface, ns, installation string) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: installationRecord, Namespace: ns, Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedBy}},
+		Data:       map[string]string{installationKey: installation},
+	}
+	_, err := core.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = core.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("embedded control plane: recording its installation: %w", err)
+	}
+	return nil
+}
+
+// openAfresh opens a file store with open. When start-up refuses its file
+// (an error that is refused) and the operator named the store in
+// startAfresh, the file is set aside and the store opened empty; a store
+// that opens is never touched, whatever startAfresh says.
+func (a *App) openAfresh(store, path string, refused error, open func(expected bool) error) error {
+	err := open(a.expected)
+	if err == nil || !errors.Is(err, refused) || !a.Config.Afresh(store) {
+		return err
+	}
+	aside, serr := setAside(path)
+	if serr != nil {
+		return fmt.Errorf("%w (starting it afresh: %v)", err, serr)
+	}
+	a.Log.Warn("starting a store afresh (startAfresh)", "store", store, "refused", err.Error(), "setAside", aside)
+	return open(false)
+}
+
+// setAside renames a refused file out of the way, keeping it beside the
+// store for an operator who wants it back; a missing file is no error.
+func setAside(path string) (string, error) {
+	aside := path + ".set-aside-" + time.Now().UTC().Format("20060102T150405.000Z")
+	if err := os.Rename(path, aside); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", err
+	}
+	return aside, nil
+}
