@@ -120,15 +120,27 @@ type logSink struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 	t   *testing.T
+	// done: the test has ended; what client-go's goroutines still log is
+	// dropped (klog's logger stays set: clearing it races with them).
+	done bool
 }
 
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.done {
+		return len(p), nil
+	}
 	if testing.Verbose() {
 		s.t.Log(strings.TrimSpace(string(p)))
 	}
 	return s.buf.Write(p)
+}
+
+func (s *logSink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
 }
 
 func (s *logSink) lines(substr string) []string {
@@ -215,7 +227,7 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 	sink := &logSink{t: t}
 	handler := slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelInfo})
 	klog.SetLogger(logr.FromSlogHandler(handler))
-	t.Cleanup(klog.ClearLogger)
+	t.Cleanup(sink.close)
 	// controller-runtime keeps the first logger it is given (the servers'
 	// own calls come later): its controllers report refused calls here.
 	ctrllog.SetLogger(logr.FromSlogHandler(handler))
