@@ -523,8 +523,11 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	}
 	grace := a.Config.ShutdownTimeout
 	mo := manager.Options{
-		Scheme:                  scheme,
-		Cache:                   ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{a.Config.Namespace: {}}},
+		Scheme: scheme,
+		// The controllers' caches drop managedFields (server-side apply's
+		// bookkeeping, often the bulk of a workload object): nothing reads it.
+		Cache: ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{a.Config.Namespace: {}},
+			DefaultTransform: ctrlcache.TransformStripManagedFields()},
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &grace,
