@@ -15,9 +15,10 @@ import (
 // hostIP is the simulated node's address: the containers "run" on this machine.
 const hostIP = "127.0.0.1"
 
-// PodCIDR is the virtual range Pod IPs come from; nothing routes it, and
-// nothing on the embedded default may dial a Pod IP.
-const PodCIDR = "10.244.0.0/16"
+// PodCIDR is the range Pod IPs come from: loopback, so that anything that
+// dials a Pod IP on the embedded default (a Service proxy, a probe) stays on
+// this machine, where nothing listens for the simulated containers.
+const PodCIDR = "127.244.0.0/16"
 
 // syncPod does for one Pod what the scheduler and the kubelet would:
 // bind it when its claims are bound; after ReadyDelay report it running and
@@ -121,7 +122,7 @@ func podIP(p *corev1.Pod) string {
 	h := fnv.New32a()
 	h.Write([]byte(p.UID))
 	v := h.Sum32()
-	return fmt.Sprintf("10.244.%d.%d", (v>>8)%256, v%254+1)
+	return fmt.Sprintf("127.244.%d.%d", (v>>8)%256, v%254+1)
 }
 
 func baseStatus(p *corev1.Pod, now time.Time) *corev1.PodStatus {
