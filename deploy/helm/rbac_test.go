@@ -276,7 +276,7 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 	replicaB, urlB, tokenB := start("replica-b")
 
 	follower, followerToken := "", ""
-	eventually(t, 30*time.Second, "one replica leads", func() error {
+	apitest.Eventually(t, 30*time.Second, "one replica leads", func() error {
 		switch {
 		case replicaA.Role() == app.RoleLeader && replicaB.Role() == app.RoleFollower:
 			follower, followerToken = urlB, tokenB
@@ -308,7 +308,7 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 	if code, body := post(t, follower, followerToken, "/api/validators/acme/prune", prune); code != http.StatusCreated {
 		t.Fatalf("prune schedule through the follower: status %d: %s", code, body)
 	}
-	eventually(t, 30*time.Second, "the leader reconciles the validator", func() error {
+	apitest.Eventually(t, 30*time.Second, "the leader reconciles the validator", func() error {
 		v, err := validators.Get(ctx, "acme", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -363,19 +363,4 @@ func post(t *testing.T, base, token, path string, body any) (int, string) {
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out)
-}
-
-func eventually(t *testing.T, within time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

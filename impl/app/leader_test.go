@@ -222,20 +222,6 @@ type healthBody struct {
 	} `json:"components"`
 }
 
-// eventually polls f until it returns nil or within has passed.
-func eventually(t *testing.T, within time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %v", what, within, err)
-}
-
 func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	ns, a, b := twoReplicas(t, func(c *config.Config) {
 		// A killed process releases nothing: the follower must wait for
@@ -263,7 +249,7 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 		if r == leader {
 			want = app.RoleLeader
 		}
-		eventually(t, 30*time.Second, r.name+" health", func() error {
+		apitest.Eventually(t, 30*time.Second, r.name+" health", func() error {
 			var h healthBody
 			code := call(t, r, http.MethodGet, "/actuator/health", nil, &h)
 			if code != http.StatusOK || h.Components.LeaderElection.Details.Role != want || h.Components.LeaderElection.Details.Identity != r.name {
@@ -299,7 +285,7 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 		t.Fatalf("Secrets of the create: %d, %v", len(secrets.Items), err)
 	}
 	// The leader reads it too.
-	eventually(t, 10*time.Second, "leader lists the follower's create", func() error {
+	apitest.Eventually(t, 10*time.Second, "leader lists the follower's create", func() error {
 		var page struct {
 			Total int `json:"totalCount"`
 		}
@@ -314,7 +300,7 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	if code := call(t, follower, http.MethodPost, "/api/validators/via-follower/prune", prune, nil); code != http.StatusCreated {
 		t.Fatalf("prune schedule through the follower: status %d", code)
 	}
-	eventually(t, 10*time.Second, "the leader applies the follower's prune schedule", func() error {
+	apitest.Eventually(t, 10*time.Second, "the leader applies the follower's prune schedule", func() error {
 		v, err := validators.Get(context.Background(), "via-follower", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -340,7 +326,7 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	if code := call(t, next, http.MethodPost, "/api/validators", apitest.ValidatorPayload("via-new-leader"), &created); code != http.StatusCreated {
 		t.Fatalf("create through the new leader: status %d", code)
 	}
-	eventually(t, 10*time.Second, "new leader's health", func() error {
+	apitest.Eventually(t, 10*time.Second, "new leader's health", func() error {
 		var h healthBody
 		if code := call(t, next, http.MethodGet, "/actuator/health", nil, &h); code != http.StatusOK || h.Components.LeaderElection.Details.Role != app.RoleLeader {
 			return fmt.Errorf("status %d, body %+v", code, h)
