@@ -67,6 +67,7 @@ test-go:
 	@echo "control plane: etcd, kube-apiserver and kube-controller-manager from $${KUBEBUILDER_ASSETS:-the user cache (make engine)}: the embedded default end to end, the engine and node simulator, the controllers and the cluster gateway"
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
 	@echo "TypeScript client: openapi-typescript, tsc and openapi-fetch from node_modules (npm ci)"
+	@echo "CI scripts (cmd/ci): check-generated on copies of the tree (make generate three times), the stages' stop on failure"
 	@assets="$${KUBEBUILDER_ASSETS:-$$(bash testdata/envtest/build.sh)}" && \
 	  KUBEBUILDER_ASSETS="$$assets" bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
 
