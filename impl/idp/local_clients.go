@@ -147,15 +147,3 @@ func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject
 	}
 	return c.ServiceAccount, c.Audience, nil
 }
-
-// PublicClient tells whether clientID is a public client that allows the
-// password grant, and the audience of its tokens.
-func (l *Local) PublicClient(clientID string) (audience string, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID && c.Secret == "" && c.PasswordGrant })
-	if i < 0 {
-		return "", false
-	}
-	return l.clients[i].Audience, true
-}
