@@ -33,14 +33,7 @@ import (
 // database Secret deleted by hand is written again.
 func checkAuth(t *testing.T, base, token, dataDir string) {
 	ctx := context.Background()
-	bearer := func(_ context.Context, r *http.Request) error {
-		r.Header.Set("Authorization", "Bearer "+token)
-		return nil
-	}
-	c, err := managementapi.NewClientWithResponses(base, managementapi.WithRequestEditorFn(bearer))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testClient(t, base, token)
 	created, err := c.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("bravo"))
 	if err != nil || created.JSON201 == nil || created.JSON201.CreatedUser == nil || created.JSON201.CreatedUser.Id == nil {
 		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)
@@ -158,4 +151,14 @@ func statusCode(r *http.Response) int {
 	}
 	r.Body.Close()
 	return r.StatusCode
+}
+
+// testClient calls release 1.11 at base with token (recover's client).
+func testClient(t *testing.T, base, token string) *managementapi.ClientWithResponses {
+	t.Helper()
+	c, err := managementClient(base, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
