@@ -719,7 +719,7 @@ type ValidatorDto struct {
 	// ClusterParticipantConfig Participant node configuration; all fields optional.
 	ClusterParticipantConfig ClusterParticipantConfigDto `json:"clusterParticipantConfig"`
 
-	// CustomAuth When absent or false, a user is created in the identity provider and returned once in `createdUser`.
+	// CustomAuth When absent or false, a user is created in the identity provider and returned once in `createdUser`, and the validator's clients and auth settings come from the identity provider (`auth` is not used). When true, `auth` configures authentication.
 	CustomAuth *bool `json:"customAuth,omitempty"`
 
 	// DatabaseConfig Database of the validator; internal (in the cluster) unless `external` is true. An external database requires `hostname` and `port` (non-empty): on create, and on every edit of `databaseConfig` of a validator whose database is external (`external` cannot change, so an edit may leave it out and still needs both); 400 naming the missing field otherwise.
