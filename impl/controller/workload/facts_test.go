@@ -198,7 +198,7 @@ func TestSpliceRequirements(t *testing.T) {
 					}
 				}
 				checkSecretRefs(t, img.Workload, pod.spec)
-				checkDatabase(t, v, img, pod.spec, pods)
+				checkDatabase(t, v, img, pod.spec, pods, objs)
 				checkMounts(t, img, c, pod, objs)
 			}
 		})
@@ -337,7 +337,7 @@ func checkSecretRefs(t *testing.T, component string, spec corev1.PodSpec) {
 // checkDatabase: the app connects to the host, port, user and password of
 // the validator's database server, to the database the charts name, and an
 // init container creates that database on that server as that user first.
-func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec corev1.PodSpec, pods map[string]pod) {
+func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec corev1.PodSpec, pods map[string]pod, objs []client.Object) {
 	t.Helper()
 	db := img.Database
 	if db == nil {
@@ -370,6 +370,12 @@ func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec cor
 	if v.Spec.ExternalDatabase {
 		d := v.Spec.Config.Database
 		want["host"], want["port"], want["user"] = *d.Hostname, *d.Port, *d.Username
+	} else if !slices.ContainsFunc(objs, func(o client.Object) bool {
+		svc, ok := o.(*corev1.Service)
+		return ok && svc.Name == want["host"] && svc.Spec.Selector[workload.ComponentLabel] == workload.Postgres &&
+			slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == 5432 })
+	}) {
+		t.Errorf("no Service %s:5432 in front of the database", want["host"])
 	}
 	got := map[string]string{
 		"host": get(db.Host), "port": get(db.Port), "user": get(db.User),
