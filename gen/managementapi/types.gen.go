@@ -728,10 +728,17 @@ type ValidatorDto struct {
 	// EnvVars Environment variables of the validator application.
 	EnvVars *[]EnvVar `json:"envVars,omitempty"`
 
-	// ImageRepo Image repository of the validator application.
+	// ImageRepo Registry prefix of Splice's images, as in Splice's Helm charts (such as
+	// `ghcr.io/digital-asset/decentralized-canton-sync/docker`): each workload runs
+	// `<imageRepo>/<component>:<imageTag>`, the components being `canton-participant`,
+	// `validator-app`, `wallet-web-ui` and `ans-web-ui`. A value that is not a repository
+	// name (with no tag or digest), or that already ends in a component name (such as
+	// `…/docker/validator-app`), is refused with 400 keyed `imageRepo`, naming this form;
+	// it is never rewritten.
 	ImageRepo string `json:"imageRepo"`
 
-	// ImageTag Image tag of the validator application.
+	// ImageTag Image tag of Splice's images (the release, such as `0.4.2`). A value an image
+	// reference cannot carry is refused with 400 keyed `imageTag`.
 	ImageTag string `json:"imageTag"`
 
 	// Name Validator name, 1 to 33 characters. It becomes a Kubernetes resource name, so it must
@@ -778,7 +785,8 @@ type ValidatorEditDto struct {
 	// ExposeLedgerApi Expose the ledger API outside the cluster.
 	ExposeLedgerApi *bool `json:"exposeLedgerApi,omitempty"`
 
-	// ImageRepo New image repository.
+	// ImageRepo New registry prefix of Splice's images (see ValidatorDto.imageRepo); the same
+	// values are refused with 400.
 	ImageRepo *string `json:"imageRepo,omitempty"`
 
 	// ImageTag New image tag.
@@ -854,7 +862,7 @@ type ValidatorResponseDto struct {
 	// ExposeLedgerApi The ledger API is exposed outside the cluster.
 	ExposeLedgerApi *bool `json:"exposeLedgerApi,omitempty"`
 
-	// ImageRepo Image repository.
+	// ImageRepo Registry prefix of Splice's images (`<imageRepo>/<component>:<imageTag>`).
 	ImageRepo *string `json:"imageRepo,omitempty"`
 
 	// ImageTag Image tag.

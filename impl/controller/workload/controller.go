@@ -116,6 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // apply writes obj by server-side apply as FieldOwner, taking over fields
 // someone changed by hand (drift is corrected, not reported as a conflict).
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		return r.createClaim(ctx, claim)
+	}
 	if st, ok := obj.(*appsv1.StatefulSet); ok {
 		if err := r.keepClaimTemplates(ctx, st); err != nil {
 			return err
@@ -127,6 +130,21 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	}
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", u.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// createClaim creates claim unless it exists: a claim's spec is immutable
+// once bound, and an existing one (kept from before, or resized by an
+// operator) is the one to use.
+func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
+	if !apierrors.IsNotFound(err) {
+		return client.IgnoreNotFound(err)
+	}
+	err = r.client.Create(ctx, claim, client.FieldOwner(FieldOwner))
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PersistentVolumeClaim %s: %w", claim.Name, err)
 	}
 	return nil
 }

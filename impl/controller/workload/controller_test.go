@@ -128,6 +128,14 @@ func TestControllerCreatesWorkloads(t *testing.T) {
 	if e := env(ac, "SPLICE_APP_VALIDATOR_SCAN_ADDRESS"); e == nil || e.Value != "http://scan.example.test" {
 		t.Errorf("scan env %+v", e)
 	}
+	// The migration dump claim is created, without owner, and a claim
+	// already there (changed by an operator) is left as it is.
+	var dump corev1.PersistentVolumeClaim
+	if err := apiServer.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: workload.MigrationDumpClaimName(v.Name)}, &dump); err != nil {
+		t.Errorf("dump claim: %v", err)
+	} else if len(dump.OwnerReferences) != 0 || dump.Spec.Resources.Requests.Storage().String() != "10G" {
+		t.Errorf("dump claim %+v, want 10G without owner", dump)
+	}
 	var st appsv1.StatefulSet
 	if err := apiServer.Get(ctx, key(v, workload.Postgres), &st); err != nil {
 		t.Fatal(err)
