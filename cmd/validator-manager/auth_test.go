@@ -34,7 +34,10 @@ import (
 func checkAuth(t *testing.T, base, token, dataDir string) {
 	ctx := context.Background()
 	c := testClient(t, base, token)
-	created, err := c.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("bravo"))
+	// The README's create gives no database password: the controller generates one.
+	payload := apitest.ValidatorPayload("bravo")
+	payload.DatabaseConfig = nil
+	created, err := c.CreateValidatorWithResponse(ctx, payload)
 	if err != nil || created.JSON201 == nil || created.JSON201.CreatedUser == nil || created.JSON201.CreatedUser.Id == nil {
 		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)
 	}
