@@ -2,7 +2,9 @@
 // real API server, for the embedded default (which runs no kubelet and no
 // container runtime): it registers a Ready node, binds every unscheduled Pod
 // to it, and a little later reports the Pod running and ready (Pods of Jobs:
-// succeeded). Everything else is the real control plane's: the Deployment,
+// succeeded), unless the kubelet's rules that need no image say a kubelet
+// could not start it (kubelet.go): then it waits as on a node, with the
+// kubelet's reasons and messages, until what it lacks exists. Everything else is the real control plane's: the Deployment,
 // StatefulSet, Job and CronJob controllers see those Pods and move their
 // workloads' status as on a cluster. It also provisions the volumes claimed
 // by Pods, keeps the embedded default's Applications running as Deployments,

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
 // FieldOwner is the field manager of everything the controller applies.
@@ -48,13 +52,31 @@ func New(c client.Client, opts Options) *Reconciler {
 }
 
 // SetupWithManager registers the controller with mgr: it reconciles a
-// Validator when it changes (its generation) and when one of the
-// workloads it controls changes or is deleted, so that hand edits and
-// deletions are corrected. The scheme of mgr must hold v1alpha1
-// (v1alpha1.AddToScheme) and the apps and core groups.
+// Validator when it changes (its generation), when one of the workloads it
+// controls changes or is deleted, so that hand edits and deletions are
+// corrected, and when one of its Pods or a Secret or ConfigMap its pod
+// templates read changes, so that its status says why a pod cannot start.
+// The scheme of mgr must hold v1alpha1 (v1alpha1.AddToScheme) and the apps
+// and core groups.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
+	}
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refIndex, func(o client.Object) []string {
+		v, ok := o.(*v1alpha1.Validator)
+		if !ok {
+			return nil
+		}
+		var out []string
+		for _, t := range templates(Desired(v)) {
+			for _, ref := range podrefs.All(&t.spec.Spec) {
+				out = append(out, refKey(ref.Kind, ref.Name))
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
@@ -62,8 +84,64 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator)).
+		// Metadata only: whether a Secret exists is all the status needs,
+		// and the cache then holds no secret.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret)), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
+}
+
+// refIndex indexes Validators by "<Kind>/<name>" of each Secret and
+// ConfigMap their pod templates read.
+const refIndex = "workload.validator-manager.io/reads"
+
+func refKey(kind podrefs.Kind, name string) string { return string(kind) + "/" + name }
+
+// podValidator maps a Pod to the Validator its label names.
+func podValidator(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[ValidatorLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// readers maps a Secret or ConfigMap to the Validators whose pods read it.
+func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.ValidatorList
+		if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{refIndex: refKey(kind, o.GetName())}); err != nil {
+			log.FromContext(ctx).Error(err, "validators reading", "kind", kind, "name", o.GetName())
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, v := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
+		}
+		return out
+	}
+}
+
+// template is a component's pod template.
+type template struct {
+	component string
+	spec      *corev1.PodTemplateSpec
+}
+
+// templates are the pod templates of the workloads among objs.
+func templates(objs []client.Object) []template {
+	var out []template
+	for _, o := range objs {
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
+		case *appsv1.StatefulSet:
+			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
+		}
+	}
+	return out
 }
 
 // Reconcile applies the validator's workloads, deletes those its
@@ -83,7 +161,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !v.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	for _, obj := range Desired(&v) {
+	desired := Desired(&v)
+	for _, obj := range desired {
 		if err := r.apply(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -96,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.growDataClaim(ctx, &v); err != nil {
 		return ctrl.Result{}, err
 	}
-	observed, err := r.observe(ctx, &v)
+	observed, err := r.observe(ctx, &v, desired)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -201,7 +280,7 @@ func (r *Reconciler) deleteOwned(ctx context.Context, v *v1alpha1.Validator, obj
 	return nil
 }
 
-func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator) (Observed, error) {
+func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired []client.Object) (Observed, error) {
 	var o Observed
 	getDeployment := func(component string) (*appsv1.Deployment, error) {
 		var d appsv1.Deployment
@@ -234,7 +313,36 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator) (Observ
 	case err != nil && !apierrors.IsNotFound(err):
 		return o, err
 	}
-	return o, nil
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingLabels{ValidatorLabel: v.Name}); err != nil {
+		return o, fmt.Errorf("pods of validator %s: %w", v.Name, err)
+	}
+	o.Pods = pods.Items
+	o.Missing, err = r.missing(ctx, v.Namespace, templates(desired))
+	return o, err
+}
+
+// missing lists, per component, the Secrets and ConfigMaps its template
+// reads (not optionally) that do not exist.
+func (r *Reconciler) missing(ctx context.Context, namespace string, ts []template) (map[string][]podrefs.Ref, error) {
+	out := map[string][]podrefs.Ref{}
+	for _, t := range ts {
+		for _, ref := range podrefs.All(&t.spec.Spec) {
+			if ref.Optional || slices.ContainsFunc(out[t.component], func(m podrefs.Ref) bool { return m.Kind == ref.Kind && m.Name == ref.Name }) {
+				continue
+			}
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(ref.Kind)))
+			err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, m)
+			switch {
+			case apierrors.IsNotFound(err):
+				out[t.component] = append(out[t.component], ref)
+			case err != nil:
+				return nil, fmt.Errorf("read %s %s: %w", ref.Kind, ref.Name, err)
+			}
+		}
+	}
+	return out, nil
 }
 
 func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
