@@ -195,11 +195,8 @@ func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStat
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
 		}
 	}
-	var pendingInit []string
-	st.InitContainerStatuses = nil
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		old := containerStatus(p.Status.InitContainerStatuses, c.Name)
+	var pendingInit, unready []string
+	st.InitContainerStatuses = each(p.Spec.InitContainers, p.Status.InitContainerStatuses, func(c *corev1.Container, old *corev1.ContainerStatus) corev1.ContainerStatus {
 		cs := waitingStatus(c, reasonPodInitializing, "")
 		switch {
 		case old != nil && old.State.Terminated != nil:
@@ -210,13 +207,9 @@ func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStat
 		if cs.State.Terminated == nil {
 			pendingInit = append(pendingInit, c.Name)
 		}
-		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
-	}
-	var unready []string
-	st.ContainerStatuses = nil
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		old := containerStatus(p.Status.ContainerStatuses, c.Name)
+		return cs
+	})
+	st.ContainerStatuses = each(p.Spec.Containers, p.Status.ContainerStatuses, func(c *corev1.Container, old *corev1.ContainerStatus) corev1.ContainerStatus {
 		cs := waitingStatus(c, reasonPodInitializing, "")
 		switch {
 		case len(pendingInit) > 0:
@@ -228,8 +221,8 @@ func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStat
 		if cs.State.Waiting != nil {
 			unready = append(unready, c.Name)
 		}
-		st.ContainerStatuses = append(st.ContainerStatuses, cs)
-	}
+		return cs
+	})
 	setCondition(st, t, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", "")
 	initialized(st, t, pendingInit)
 	switch {
@@ -278,6 +271,16 @@ func startWarning(reason, msg string) warning {
 		return warning{"InspectFailed", msg}
 	}
 	return warning{"Failed", "Error: " + msg}
+}
+
+// each is next's status of every container of cs, given its old one (nil
+// when it has none).
+func each(cs []corev1.Container, old []corev1.ContainerStatus, next func(*corev1.Container, *corev1.ContainerStatus) corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus // nil for none, as the API server returns it
+	for i := range cs {
+		out = append(out, next(&cs[i], containerStatus(old, cs[i].Name)))
+	}
+	return out
 }
 
 func containerStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
