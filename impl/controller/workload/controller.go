@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -84,7 +85,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator)).
+		// A Pod's update matters only when what it tells the status changes.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return podCause(e.ObjectOld) != podCause(e.ObjectNew) },
+		})).
 		// Metadata only: whether a Secret exists is all the status needs,
 		// and the cache then holds no secret.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret)), builder.OnlyMetadata).
@@ -106,6 +110,17 @@ func podValidator(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podCause is what a Pod tells the status: why it cannot start, if it
+// counts ("" for a terminating Pod).
+func podCause(o client.Object) string {
+	p, ok := o.(*corev1.Pod)
+	if !ok || p.DeletionTimestamp != nil {
+		return ""
+	}
+	reason, msg := podFailure(p)
+	return reason + ": " + msg
 }
 
 // readers maps a Secret or ConfigMap to the Validators whose pods read it.
