@@ -42,7 +42,10 @@ type Options struct {
 // Reconciler keeps each Validator's workloads as Desired says and writes
 // its status from them.
 type Reconciler struct {
-	client  client.Client
+	client client.Client
+	// fresh reads the Validator from the API server before its status is
+	// written (SetupWithManager: the manager's API reader; else client).
+	fresh   client.Reader
 	options Options
 }
 
@@ -63,6 +66,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
 	}
+	r.fresh = mgr.GetAPIReader()
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refIndex, func(o client.Object) []string {
 		v, ok := o.(*v1alpha1.Validator)
 		if !ok {
@@ -194,17 +198,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	return ctrl.Result{}, r.writeStatus(ctx, &v, observed)
+}
+
+// writeStatus writes v's status from observed, unless it says so already.
+// It compares with and patches the Validator as the API server has it: the
+// cache may lag behind the last status written, and a status equal to a
+// stale one would not be written, or a merge patch from it would leave out
+// fields that seem unchanged (a phase, with new conditions).
+func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, observed Observed) error {
+	reader := r.fresh
+	if reader == nil {
+		reader = r.client
+	}
+	var v v1alpha1.Validator
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(cached), &v); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if v.Generation != cached.Generation || v.UID != cached.UID {
+		return nil // a newer spec: its event reconciles again
+	}
 	status := Status(&v, observed)
 	if equality.Semantic.DeepEqual(status, v.Status) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	orig := v.DeepCopy()
 	v.Status = status
-	if err := r.client.Status().Patch(ctx, &v, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("status of validator %s: %w", req.Name, client.IgnoreNotFound(err))
+	if err := r.client.Status().Patch(ctx, &v, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("status of validator %s: %w", v.Name, client.IgnoreNotFound(err))
 	}
 	log.FromContext(ctx).V(1).Info("status", "phase", status.Phase, "databaseReady", status.DatabaseReady)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // apply writes obj by server-side apply as FieldOwner, taking over fields
