@@ -411,7 +411,11 @@ type PersistentVolumeClaimVolumeSource struct {
 	ReadOnly *bool `json:"readOnly,omitempty"`
 }
 
-// Phase Lifecycle phase of a validator or remote participant.
+// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+// participant and validator app are available, and while any of its pods cannot start (or
+// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+// every workload is available at its current configuration.
 type Phase string
 
 // RemoteParticipantDto Registration of a participant node that runs outside the cluster.
@@ -455,7 +459,11 @@ type RemoteParticipantDto struct {
 	// Name Unique name of the registration: letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit, at most 253 characters. Names become keys and path segments, so look-alike, zero-width, bidirectional and control characters and path separators are refused.
 	Name string `json:"name"`
 
-	// Phase Lifecycle phase of a validator or remote participant.
+	// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+	// participant and validator app are available, and while any of its pods cannot start (or
+	// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+	// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
 	// Resources Compute resources and replicas of a workload (Kubernetes quantities).
@@ -752,7 +760,11 @@ type ValidatorDto struct {
 	// Participant Environment and resources of one application of the validator.
 	Participant AppInfoDto `json:"participant"`
 
-	// Phase Lifecycle phase of a validator or remote participant.
+	// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+	// participant and validator app are available, and while any of its pods cannot start (or
+	// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+	// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
 	// SqlDbConfig Workload settings of the internal database.
@@ -901,7 +913,11 @@ type ValidatorResponseDto struct {
 	// PartyId Party of the validator.
 	PartyId *string `json:"partyId,omitempty"`
 
-	// Phase Lifecycle phase of a validator or remote participant.
+	// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+	// participant and validator app are available, and while any of its pods cannot start (or
+	// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+	// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
 	// PrivateJsonApi The JSON API is private to the cluster.
@@ -997,7 +1013,11 @@ type From = int32
 // Limit defines model for Limit.
 type Limit = int32
 
-// PhaseFilter Lifecycle phase of a validator or remote participant.
+// PhaseFilter Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+// participant and validator app are available, and while any of its pods cannot start (or
+// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+// every workload is available at its current configuration.
 type PhaseFilter = Phase
 
 // PruneValidatorName defines model for PruneValidatorName.

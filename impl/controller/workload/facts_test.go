@@ -205,20 +205,20 @@ func TestSpliceRequirements(t *testing.T) {
 	}
 }
 
-type pod struct {
+type podOf struct {
 	spec      corev1.PodSpec
 	templates []corev1.PersistentVolumeClaim
 }
 
-func podsOf(objs []client.Object) map[string]pod {
-	out := map[string]pod{}
+func podsOf(objs []client.Object) map[string]podOf {
+	out := map[string]podOf{}
 	for _, o := range objs {
 		component := o.GetLabels()[workload.ComponentLabel]
 		switch w := o.(type) {
 		case *appsv1.Deployment:
-			out[component] = pod{spec: w.Spec.Template.Spec}
+			out[component] = podOf{spec: w.Spec.Template.Spec}
 		case *appsv1.StatefulSet:
-			out[component] = pod{spec: w.Spec.Template.Spec, templates: w.Spec.VolumeClaimTemplates}
+			out[component] = podOf{spec: w.Spec.Template.Spec, templates: w.Spec.VolumeClaimTemplates}
 		}
 	}
 	return out
@@ -337,7 +337,7 @@ func checkSecretRefs(t *testing.T, component string, spec corev1.PodSpec) {
 // checkDatabase: the app connects to the host, port, user and password of
 // the validator's database server, to the database the charts name, and an
 // init container creates that database on that server as that user first.
-func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec corev1.PodSpec, pods map[string]pod, objs []client.Object) {
+func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec corev1.PodSpec, pods map[string]podOf, objs []client.Object) {
 	t.Helper()
 	db := img.Database
 	if db == nil {
@@ -407,7 +407,7 @@ func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec cor
 
 // checkMounts: every mount the image needs is there, backed by a claim the
 // controller writes, and the paths the variables name lie on it.
-func checkMounts(t *testing.T, img imageFacts, c corev1.Container, p pod, objs []client.Object) {
+func checkMounts(t *testing.T, img imageFacts, c corev1.Container, p podOf, objs []client.Object) {
 	t.Helper()
 	for _, m := range img.Mounts {
 		i := slices.IndexFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == m.Path })
