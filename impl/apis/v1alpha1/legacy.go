@@ -146,8 +146,11 @@ func (r *legacyResources) convert() Workload {
 	}
 	res := &corev1.ResourceRequirements{}
 	set := func(list *corev1.ResourceList, name corev1.ResourceName, s *string) {
-		q, err := resource.ParseQuantity(deref(s))
-		if s == nil || err != nil {
+		if s == nil {
+			return
+		}
+		q, err := resource.ParseQuantity(*s)
+		if err != nil {
 			return
 		}
 		if *list == nil {
