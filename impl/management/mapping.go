@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -265,30 +266,11 @@ func toWorkload(field string, r *managementapi.ResourcesDto, bad *domain.Invalid
 	if r == nil {
 		return domain.Workload{}
 	}
-	res := &corev1.ResourceRequirements{}
-	set := func(list *corev1.ResourceList, name corev1.ResourceName, key string, s *string) {
-		if s == nil {
-			return
-		}
-		q, err := resource.ParseQuantity(*s)
-		if err != nil {
-			*bad = append(*bad, domain.Invalid(field+"."+key, "must be a Kubernetes quantity such as 500m or 123Mi: %q", *s))
-			return
-		}
-		if *list == nil {
-			*list = corev1.ResourceList{}
-		}
-		(*list)[name] = q
-	}
-	set(&res.Requests, corev1.ResourceCPU, "cpuRequested", r.CpuRequested)
-	set(&res.Requests, corev1.ResourceMemory, "memoryRequested", r.MemoryRequested)
-	set(&res.Limits, corev1.ResourceCPU, "cpuLimit", r.CpuLimit)
-	set(&res.Limits, corev1.ResourceMemory, "memoryLimit", r.MemoryLimit)
-	w := domain.Workload{Resources: res, Replicas: clone(r.Replicas)}
-	if s := deref(r.ImagePullSecret); s != "" {
-		w.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s}}
-	}
-	return w
+	v1 := v1alpha1.ResourcesV1{CPULimit: clone(r.CpuLimit), CPURequest: clone(r.CpuRequested), MemoryLimit: clone(r.MemoryLimit),
+		MemoryRequest: clone(r.MemoryRequested), ImagePullSecret: clone(r.ImagePullSecret), Replicas: clone(r.Replicas)}
+	return v1.Workload(func(key, value string) {
+		*bad = append(*bad, domain.Invalid(field+"."+key, "must be a Kubernetes quantity such as 500m or 123Mi: %q", value))
+	})
 }
 
 // toEnvVar keeps a value from a Secret's key only (the one source the

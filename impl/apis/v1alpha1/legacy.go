@@ -144,13 +144,28 @@ func (r *legacyResources) convert() Workload {
 	if r == nil {
 		return Workload{}
 	}
+	return (*ResourcesV1)(r).Workload(nil)
+}
+
+// ResourcesV1 is release 1.11's resources object, the layout versions 0
+// and 1 stored; the API maps its payload through it too.
+//
+// +kubebuilder:object:generate=false
+type ResourcesV1 legacyResources
+
+// Workload is r in the current types. A quantity that does not parse is
+// left out and, unless bad is nil, reported by its release 1.11 key.
+func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
 	res := &corev1.ResourceRequirements{}
-	set := func(list *corev1.ResourceList, name corev1.ResourceName, s *string) {
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, key string, s *string) {
 		if s == nil {
 			return
 		}
 		q, err := resource.ParseQuantity(*s)
 		if err != nil {
+			if bad != nil {
+				bad(key, *s)
+			}
 			return
 		}
 		if *list == nil {
@@ -158,10 +173,10 @@ func (r *legacyResources) convert() Workload {
 		}
 		(*list)[name] = q
 	}
-	set(&res.Requests, corev1.ResourceCPU, r.CPURequest)
-	set(&res.Requests, corev1.ResourceMemory, r.MemoryRequest)
-	set(&res.Limits, corev1.ResourceCPU, r.CPULimit)
-	set(&res.Limits, corev1.ResourceMemory, r.MemoryLimit)
+	set(&res.Requests, corev1.ResourceCPU, "cpuRequested", r.CPURequest)
+	set(&res.Requests, corev1.ResourceMemory, "memoryRequested", r.MemoryRequest)
+	set(&res.Limits, corev1.ResourceCPU, "cpuLimit", r.CPULimit)
+	set(&res.Limits, corev1.ResourceMemory, "memoryLimit", r.MemoryLimit)
 	w := Workload{Resources: res, Replicas: r.Replicas}
 	if s := deref(r.ImagePullSecret); s != "" {
 		w.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s}}
