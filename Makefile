@@ -38,6 +38,7 @@ build: prereqs
 generate:
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen object paths=./impl/apis/... \
 	  crd:crdVersions=v1 output:crd:dir=deploy/crds
+	cp deploy/crds/*.yaml deploy/helm/validator-manager/crds/
 	cd gen/managementapi && $(GO) generate .
 	cd gen/platformapi && $(GO) generate .
 	cd gen/upstream/ledgerapi && $(GO) generate .

@@ -93,7 +93,7 @@ type AppInfoDto struct {
 	// EnvVars Environment variables of the application (may be empty).
 	EnvVars []EnvVar `json:"envVars"`
 
-	// Resources Compute resources and replicas of a workload (Kubernetes quantities).
+	// Resources Compute resources and replicas of a workload (Kubernetes quantities). A quantity that does not parse is a 400 keyed by its field. Responses show each quantity in Kubernetes' canonical form (`0.5` reads back as `500m`, `1.5Gi` as `1536Mi`).
 	Resources *ResourcesDto `json:"resources,omitempty"`
 }
 
@@ -292,11 +292,11 @@ type EmptyDirVolumeSource struct {
 	// Medium Storage medium, empty for the node's default or `Memory`.
 	Medium *string `json:"medium,omitempty"`
 
-	// SizeLimit A quantity split into amount and format.
+	// SizeLimit A quantity split into amount and format; together they must be a Kubernetes quantity (otherwise a 400 keyed by the field). Responses show the canonical quantity split again (`2048` `Mi` reads back as `2` `Gi`).
 	SizeLimit *SizeLimit `json:"sizeLimit,omitempty"`
 }
 
-// EnvVar An environment variable, with a literal value or a value taken from a secret.
+// EnvVar An environment variable, with a literal value or a value taken from a secret. In responses an empty name or value reads as absent.
 type EnvVar struct {
 	// Name Name of the variable.
 	Name *string `json:"name,omitempty"`
@@ -466,7 +466,7 @@ type RemoteParticipantDto struct {
 	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
-	// Resources Compute resources and replicas of a workload (Kubernetes quantities).
+	// Resources Compute resources and replicas of a workload (Kubernetes quantities). A quantity that does not parse is a 400 keyed by its field. Responses show each quantity in Kubernetes' canonical form (`0.5` reads back as `500m`, `1.5Gi` as `1536Mi`).
 	Resources *ResourcesDto `json:"resources,omitempty"`
 
 	// V3 The participant runs Canton 3.
@@ -485,7 +485,7 @@ type RemoteParticipantFilterResponseDto struct {
 	TotalCount int64 `json:"totalCount"`
 }
 
-// ResourcesDto Compute resources and replicas of a workload (Kubernetes quantities).
+// ResourcesDto Compute resources and replicas of a workload (Kubernetes quantities). A quantity that does not parse is a 400 keyed by its field. Responses show each quantity in Kubernetes' canonical form (`0.5` reads back as `500m`, `1.5Gi` as `1536Mi`).
 type ResourcesDto struct {
 	// CpuLimit CPU limit, milli-CPU such as `500m` or CPU units such as `0.5`.
 	CpuLimit *string `json:"cpuLimit,omitempty"`
@@ -615,7 +615,7 @@ type SecretVolumeSource struct {
 	SecretName *string `json:"secretName,omitempty"`
 }
 
-// SizeLimit A quantity split into amount and format.
+// SizeLimit A quantity split into amount and format; together they must be a Kubernetes quantity (otherwise a 400 keyed by the field). Responses show the canonical quantity split again (`2048` `Mi` reads back as `2` `Gi`).
 type SizeLimit struct {
 	// Amount Amount, e.g. `1`.
 	Amount *string `json:"amount,omitempty"`
@@ -632,7 +632,7 @@ type SqlDbConfigDto struct {
 	// Image Image of the database.
 	Image *string `json:"image,omitempty"`
 
-	// Resources Compute resources and replicas of a workload (Kubernetes quantities).
+	// Resources Compute resources and replicas of a workload (Kubernetes quantities). A quantity that does not parse is a 400 keyed by its field. Responses show each quantity in Kubernetes' canonical form (`0.5` reads back as `500m`, `1.5Gi` as `1536Mi`).
 	Resources *ResourcesDto `json:"resources,omitempty"`
 
 	// VolumeMounts Volume mounts of the database container.
@@ -950,7 +950,7 @@ type ValidatorResponseDto struct {
 	WalletSweeps *[]WalletSweepDto `json:"walletSweeps,omitempty"`
 }
 
-// Volume A pod volume (subset of the Kubernetes Volume); set one source.
+// Volume A pod volume (subset of the Kubernetes Volume); set exactly one source (otherwise a 400 keyed by the volume, e.g. `sqlDbConfig.volumes.0`). In responses an empty string or `false` reads as absent.
 type Volume struct {
 	// ConfigMap A volume filled from a config map.
 	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`

@@ -21,24 +21,24 @@ func TestValidatorSpec(t *testing.T) {
 		wantErr    error
 	}{
 		{
-			name:       "version 0 row is written as version 1",
+			name:       "version 0 row is written as version 2",
 			stored:     `{"name":"v","clusterConfig":{"pvcVolumeStorageClass":"fast","migration":{"id":1}},"databaseConfig":{"username":"cnadmin"},"writtenSecrets":{}}`,
-			wantConfig: map[string]any{"version": int64(1), "name": "v", "databaseConfig": map[string]any{"username": "cnadmin"}},
+			wantConfig: map[string]any{"version": int64(2), "name": "v", "databaseConfig": map[string]any{"username": "cnadmin"}},
 			wantTyped:  map[string]any{"storageClass": "fast", "database": map[string]any{"user": "cnadmin"}},
 		},
 		{
 			name:       "deprecated database user",
 			stored:     `{"version":1,"name":"v","sqlDbUser":"old"}`,
-			wantConfig: map[string]any{"version": int64(1), "sqlDbUser": "old"},
+			wantConfig: map[string]any{"version": int64(2), "sqlDbUser": "old"},
 			wantTyped:  map[string]any{"database": map[string]any{"user": "old"}},
 		},
 		{
 			name:       "no storage class, no user",
-			stored:     `{"version":1,"name":"v"}`,
-			wantConfig: map[string]any{"version": int64(1)},
+			stored:     `{"version":1,"name":"v","phase":"RUNNING","participant":{"envVars":null,"resources":{"cpuLimit":"2","replicas":2}}}`,
+			wantConfig: map[string]any{"version": int64(2), "phase": nil, "participant": map[string]any{"envVars": nil, "resources": map[string]any{"limits": map[string]any{"cpu": "2"}}, "replicas": int64(2)}},
 			wantTyped:  map[string]any{"storageClass": nil, "database": nil},
 		},
-		{name: "newer version", stored: `{"version":2,"name":"v"}`, wantErr: domain.ErrConfigVersion},
+		{name: "newer version", stored: `{"version":3,"name":"v"}`, wantErr: domain.ErrConfigVersion},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -18,6 +21,7 @@ func TestValidatorSpecIsTyped(t *testing.T) {
 	ptr := func(s string) *string { return &s }
 	yes := true
 	next := time.Date(2026, 11, 24, 8, 0, 0, 123456789, time.UTC)
+	replicas, sizeLimit := int32(2), resource.MustParse("1Gi")
 	cfg := domain.ValidatorConfig{
 		Name: "v", ImageRepo: "ghcr.io/example", ImageTag: "0.5.1", CustomAuth: &yes,
 		Auth: &domain.Auth{Audience: "aud", LedgerAPIClient: "c", LedgerAPIUser: "u", WalletClient: "w", NameServiceClient: "n", JWKSURL: ptr("https://idp.test/jwks")},
@@ -27,13 +31,18 @@ func TestValidatorSpecIsTyped(t *testing.T) {
 			TopUp:              &domain.TopUp{Enable: &yes},
 			Prune:              &domain.PruneScheduleRequest{Cron: "0 0 * * * ?", MaxDuration: "5m", Retention: "48h", NextRun: &next},
 			Migration:          domain.Migration{ID: 2, Migrating: &yes},
-			Wallet:             &domain.App{EnvVars: []domain.EnvVar{{Name: ptr("A"), ValueFrom: &domain.EnvVarSource{SecretKeyRef: &domain.SecretKeySelector{Name: ptr("s"), Key: ptr("k")}}}}},
+			Wallet: &domain.App{EnvVars: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}}},
 		},
-		Participant:      domain.App{Resources: &domain.Resources{CPULimit: ptr("2")}},
-		DatabaseWorkload: &domain.DatabaseWorkload{Volumes: &[]domain.Volume{{Name: ptr("x"), EmptyDir: &domain.EmptyDirVolume{SizeLimit: &domain.SizeLimit{Amount: ptr("1"), Format: ptr("Gi")}}}}},
-		Database:         &domain.Database{Username: ptr("cnadmin")},
-		WalletSweeps:     []domain.WalletSweep{{MaxBalanceUSD: "10", MinBalanceUSD: "1", ReceiverPartyID: "r", SenderPartyID: "s"}},
-		WrittenSecrets:   domain.WrittenSecrets{Onboarding: true},
+		Participant: domain.App{Workload: domain.Workload{
+			Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}, Replicas: &replicas,
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}}},
+		DatabaseWorkload: &domain.DatabaseWorkload{
+			Volumes:      &[]corev1.Volume{{Name: "x", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &sizeLimit}}}},
+			VolumeMounts: &[]corev1.VolumeMount{{Name: "x", MountPath: "/x"}}},
+		Database:       &domain.Database{Username: ptr("cnadmin")},
+		WalletSweeps:   []domain.WalletSweep{{MaxBalanceUSD: "10", MinBalanceUSD: "1", ReceiverPartyID: "r", SenderPartyID: "s"}},
+		WrittenSecrets: domain.WrittenSecrets{Onboarding: true},
 	}
 	stored, err := domain.EncodeValidatorConfig(cfg)
 	if err != nil {

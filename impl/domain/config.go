@@ -15,10 +15,7 @@ type (
 	Auth                 = v1alpha1.Auth
 	Cluster              = v1alpha1.Cluster
 	App                  = v1alpha1.App
-	Resources            = v1alpha1.Resources
-	EnvVar               = v1alpha1.EnvVar
-	EnvVarSource         = v1alpha1.EnvVarSource
-	SecretKeySelector    = v1alpha1.SecretKeySelector
+	Workload             = v1alpha1.Workload
 	Synchronizer         = v1alpha1.Synchronizer
 	Metrics              = v1alpha1.Metrics
 	Migration            = v1alpha1.Migration
@@ -29,15 +26,6 @@ type (
 	ParticipantNode      = v1alpha1.ParticipantNode
 	Database             = v1alpha1.Database
 	DatabaseWorkload     = v1alpha1.DatabaseWorkload
-	VolumeMount          = v1alpha1.VolumeMount
-	Volume               = v1alpha1.Volume
-	ConfigMapVolume      = v1alpha1.ConfigMapVolume
-	SecretVolume         = v1alpha1.SecretVolume
-	KeyToPath            = v1alpha1.KeyToPath
-	EmptyDirVolume       = v1alpha1.EmptyDirVolume
-	SizeLimit            = v1alpha1.SizeLimit
-	HostPathVolume       = v1alpha1.HostPathVolume
-	ClaimVolume          = v1alpha1.ClaimVolume
 	WalletSweep          = v1alpha1.WalletSweep
 )
 

@@ -19,7 +19,10 @@ func TestDecodeValidatorConfig(t *testing.T) {
 	}{
 		{name: "version 0 (no marker)", stored: `{"name":"a","imageTag":"0.4.1","clusterConfig":{"migration":{"id":1}},"writtenSecrets":{}}`, wantTag: "0.4.1"},
 		{name: "version 1", stored: `{"version":1,"name":"a","imageTag":"0.5.0"}`, wantVersion: 1, wantTag: "0.5.0"},
-		{name: "newer version", stored: `{"version":2,"name":"a","somethingNew":true}`, wantErr: domain.ErrConfigVersion, wantErrText: "version 2 was written by a newer server; this one reads up to version 1"},
+		{name: "version 2", stored: `{"version":2,"name":"a","imageTag":"0.6.0","participant":{"envVars":null,"resources":{"limits":{"cpu":"2"}},"replicas":1}}`, wantVersion: 2, wantTag: "0.6.0"},
+		{name: "version 1 layout", stored: `{"version":1,"name":"a","imageTag":"0.5.0","phase":"RUNNING","participant":{"envVars":null,"resources":{"cpuLimit":"2"}}}`, wantVersion: 1, wantTag: "0.5.0"},
+		{name: "version 1 marker, version 2 layout", stored: `{"version":1,"name":"a","participant":{"envVars":null,"resources":{"limits":{"cpu":"2"}}}}`, wantErrText: `unknown field "limits"`},
+		{name: "newer version", stored: `{"version":3,"name":"a","somethingNew":true}`, wantErr: domain.ErrConfigVersion, wantErrText: "version 3 was written by a newer server; this one reads up to version 2"},
 		{name: "negative version", stored: `{"version":-1}`, wantErr: domain.ErrConfigVersion},
 		{name: "version not a number", stored: `{"version":"1"}`, wantErr: domain.ErrConfigVersion},
 		{name: "unknown field", stored: `{"version":1,"name":"a","somethingNew":true}`, wantErrText: `unknown field "somethingNew"`},
@@ -59,12 +62,12 @@ func TestEncodeValidatorConfigMarksVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(b), `{"version":1,`) {
-		t.Fatalf("got %s, want the version marker 1 first", b)
+	if !strings.HasPrefix(string(b), `{"version":2,`) {
+		t.Fatalf("got %s, want the version marker 2 first", b)
 	}
 	again, err := domain.DecodeValidatorConfig(b)
 	if err != nil || again.Version != domain.ValidatorConfigVersion || again.Name != "a" {
-		t.Fatalf("got %+v, %v, want version 1 named a", again, err)
+		t.Fatalf("got %+v, %v, want version 2 named a", again, err)
 	}
 }
 

@@ -1,9 +1,12 @@
 package management
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
 )
 
 // fill sets every field reachable from v (a pointer) to a value derived
@@ -54,5 +57,50 @@ func fillValue(v reflect.Value, path string) {
 		}
 	default:
 		panic("fill: unsupported kind " + v.Kind().String() + " at " + path)
+	}
+}
+
+var (
+	resourcesType = reflect.TypeOf(managementapi.ResourcesDto{})
+	volumesType   = reflect.TypeOf([]managementapi.Volume{})
+)
+
+// fillKubernetes makes what fill set in v Kubernetes values: each
+// quantity a quantity derived from its path's length (in its canonical
+// form), and the one volume of a list five volumes of one source each.
+func fillKubernetes(v any) {
+	fillKubernetesValue(reflect.ValueOf(v).Elem(), "")
+}
+
+func fillKubernetesValue(v reflect.Value, path string) {
+	switch {
+	case v.Type() == resourcesType:
+		r := v.Addr().Interface().(*managementapi.ResourcesDto)
+		r.CpuLimit, r.CpuRequested = ptr(fmt.Sprintf("%dm", len(path))), ptr(fmt.Sprintf("%dm", len(path)+1))
+		r.MemoryLimit, r.MemoryRequested = ptr(fmt.Sprintf("%dMi", len(path))), ptr(fmt.Sprintf("%dMi", len(path)+1))
+	case v.Type() == volumesType && v.Len() == 1:
+		one := v.Index(0).Interface().(managementapi.Volume)
+		one.EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: ptr("1"), Format: ptr("Gi")}
+		vols := []managementapi.Volume{
+			{Name: one.Name, ConfigMap: one.ConfigMap},
+			{Name: ptr(*one.Name + "-1"), Secret: one.Secret},
+			{Name: ptr(*one.Name + "-2"), EmptyDir: one.EmptyDir},
+			{Name: ptr(*one.Name + "-3"), HostPath: one.HostPath},
+			{Name: ptr(*one.Name + "-4"), PersistentVolumeClaim: one.PersistentVolumeClaim},
+		}
+		v.Set(reflect.ValueOf(vols))
+	case v.Kind() == reflect.Pointer && !v.IsNil():
+		fillKubernetesValue(v.Elem(), path)
+	case v.Kind() == reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			fillKubernetesValue(v.Index(i), path+"."+fmt.Sprint(i))
+		}
+	case v.Kind() == reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Type().Field(i); f.IsExported() {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				fillKubernetesValue(v.Field(i), strings.TrimPrefix(path+"."+name, "."))
+			}
+		}
 	}
 }

@@ -16,8 +16,10 @@ import (
 // listView writes for a stored validator changes (configResponse, viewed):
 // rows of an older version are then read whole and rendered on read, and
 // rewritten by RefreshListViews. TestListViewGolden fails when the
-// rendering changes under one version.
-const listViewVersion = 1
+// rendering changes under one version. Version 2: the configuration's
+// stored format 2 renders quantities in their canonical form and
+// Kubernetes' zero values as absent (docs/decisions.md).
+const listViewVersion = 2
 
 // listView is a validator's list item but for what writeItem adds (name,
 // phase, disableUserEdit flag, addresses), as JSON: the column list_view,

@@ -15,7 +15,7 @@ import (
 // rendering shows here first: raise listViewVersion (so that stored views
 // of the old rendering are rendered again and refreshed), then rewrite the
 // file with go test -update.
-const goldenListView = "testdata/list-view-v1.json"
+const goldenListView = "testdata/list-view-v2.json"
 
 // goldenValidator is the row whose list view the golden file holds.
 var goldenValidator = domain.Validator{

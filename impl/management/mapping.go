@@ -1,7 +1,14 @@
 package management
 
 import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -11,24 +18,33 @@ import (
 // when a field of the payload is not carried over).
 
 // configFromCreate is the configuration a create payload asks for, without
-// its secret values (splitSecrets takes those).
-func configFromCreate(dto managementapi.ValidatorDto) domain.ValidatorConfig {
-	return domain.ValidatorConfig{
+// its secret values (splitSecrets takes those). The payload's phase is not
+// kept: the Validator's status is its phase. A quantity that does not parse
+// or a volume without exactly one source is refused (domain.Invalids),
+// named by its request field.
+func configFromCreate(dto managementapi.ValidatorDto) (domain.ValidatorConfig, error) {
+	var bad domain.Invalids
+	c := domain.ValidatorConfig{
 		Version:            domain.ValidatorConfigVersion,
 		Name:               dto.Name,
 		ImageRepo:          dto.ImageRepo,
 		ImageTag:           dto.ImageTag,
 		CustomAuth:         clone(dto.CustomAuth),
-		Phase:              mapPtr(dto.Phase, func(p managementapi.Phase) domain.Phase { return domain.Phase(p) }),
 		Auth:               mapPtr(dto.Auth, toAuth),
-		Cluster:            toCluster(dto.ClusterConfig),
+		Cluster:            toCluster(dto.ClusterConfig, &bad),
 		ParticipantNode:    toParticipantNode(dto.ClusterParticipantConfig),
-		Participant:        toApp(dto.Participant),
+		Participant:        toApp("participant", dto.Participant, &bad),
 		EnvVars:            mapSlicePtr(dto.EnvVars, toEnvVar),
 		Database:           mapPtr(dto.DatabaseConfig, toDatabase),
-		DatabaseWorkload:   mapPtr(dto.SqlDbConfig, toDatabaseWorkload),
 		LegacyDatabaseUser: clone(dto.SqlDbUser),
 	}
+	if dto.SqlDbConfig != nil {
+		c.DatabaseWorkload = ptr(toDatabaseWorkload(*dto.SqlDbConfig, &bad))
+	}
+	if len(bad) > 0 {
+		return c, bad
+	}
+	return c, nil
 }
 
 // configResponse is the part of a validator's response that its
@@ -109,19 +125,19 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		if cc.DisableProbes != nil {
 			c.Cluster.DisableProbes = clone(cc.DisableProbes)
 		}
-		editAppInfo(&c.Cluster.ValidatorApp, cc.AppInfoValidator)
-		editAppInfo(&c.Cluster.NameService, cc.AppInfoLedgerNameService)
+		editAppInfo("clusterConfig.appInfoValidator", &c.Cluster.ValidatorApp, cc.AppInfoValidator, &bad)
+		editAppInfo("clusterConfig.appInfoLedgerNameService", &c.Cluster.NameService, cc.AppInfoLedgerNameService, &bad)
 		if cc.AppInfoWallet != nil {
 			if c.Cluster.Wallet == nil {
-				c.Cluster.Wallet = &domain.App{EnvVars: []domain.EnvVar{}}
+				c.Cluster.Wallet = &domain.App{EnvVars: []corev1.EnvVar{}}
 			}
-			editAppInfo(c.Cluster.Wallet, cc.AppInfoWallet)
+			editAppInfo("clusterConfig.appInfoWallet", c.Cluster.Wallet, cc.AppInfoWallet, &bad)
 		}
 		if cc.WalletSweeps != nil {
 			c.WalletSweeps = mapSlice(*cc.WalletSweeps, toWalletSweep)
 		}
 	}
-	editAppInfo(&c.Participant, edit.Participant)
+	editAppInfo("participant", &c.Participant, edit.Participant, &bad)
 	if edit.CleanRestoreData != nil {
 		c.CleanRestoreData = *edit.CleanRestoreData
 	}
@@ -144,7 +160,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		c.Database = &next
 	}
 	if edit.SqlDbConfig != nil {
-		c.DatabaseWorkload = mapPtr(edit.SqlDbConfig, toDatabaseWorkload)
+		c.DatabaseWorkload = ptr(toDatabaseWorkload(*edit.SqlDbConfig, &bad))
 	}
 	if v.ExternalDatabase && c.Database != nil {
 		bad = append(bad, externalDatabaseAddress(fromDatabase(*c.Database))...)
@@ -155,14 +171,15 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 	return secrets, nil
 }
 
-// editAppInfo applies an AppInfoEditDto: envVars replaces the list,
-// envVarsDelete removes variables by name, resources replaces.
-func editAppInfo(a *domain.App, e *managementapi.AppInfoEditDto) {
+// editAppInfo applies an AppInfoEditDto of the request field: envVars
+// replaces the list, envVarsDelete removes variables by name, resources
+// replaces.
+func editAppInfo(field string, a *domain.App, e *managementapi.AppInfoEditDto, bad *domain.Invalids) {
 	if e == nil {
 		return
 	}
 	if e.EnvVars != nil {
-		a.EnvVars = append([]domain.EnvVar{}, mapSlice(*e.EnvVars, toEnvVar)...)
+		a.EnvVars = append([]corev1.EnvVar{}, mapSlice(*e.EnvVars, toEnvVar)...)
 	}
 	if e.EnvVarsDelete != nil {
 		drop := map[string]bool{}
@@ -173,14 +190,14 @@ func editAppInfo(a *domain.App, e *managementapi.AppInfoEditDto) {
 		}
 		kept := a.EnvVars[:0:0]
 		for _, ev := range a.EnvVars {
-			if ev.Name == nil || !drop[*ev.Name] {
+			if !drop[ev.Name] {
 				kept = append(kept, ev)
 			}
 		}
 		a.EnvVars = kept
 	}
 	if e.Resources != nil {
-		a.Resources = mapPtr(e.Resources, toResources)
+		a.Workload = toWorkload(field+".resources", e.Resources, bad)
 	}
 }
 
@@ -201,14 +218,13 @@ func toAuth(a managementapi.ValidatorAuthDto) domain.Auth {
 	}
 }
 
-func toCluster(c managementapi.ClusterConfigDto) domain.Cluster {
-	return domain.Cluster{
+func toCluster(c managementapi.ClusterConfigDto, bad *domain.Invalids) domain.Cluster {
+	cc := domain.Cluster{
 		AdditionalConfig:         clone(c.AdditionalConfigOther),
 		AdditionalUsersEnvVars:   mapSlicePtr(c.AdditionalUsersEnvVars, toEnvVar),
 		AppDars:                  clone(c.AppDars),
-		NameService:              toApp(c.AppInfoLedgerNameService),
-		ValidatorApp:             toApp(c.AppInfoValidator),
-		Wallet:                   mapPtr(c.AppInfoWallet, toApp),
+		NameService:              toApp("clusterConfig.appInfoLedgerNameService", c.AppInfoLedgerNameService, bad),
+		ValidatorApp:             toApp("clusterConfig.appInfoValidator", c.AppInfoValidator, bad),
 		ContactPoint:             clone(c.ContactPoint),
 		SynchronizerURL:          clone(c.DecentralizedSynchronizerUrl),
 		DefaultJVMOptions:        c.DefaultJvmOptions,
@@ -233,33 +249,41 @@ func toCluster(c managementapi.ClusterConfigDto) domain.Cluster {
 		SequencersFromScan:       clone(c.UseSequencerConnectionsFromScan),
 		WalletUserName:           clone(c.WalletUserName),
 	}
-}
-
-func toApp(a managementapi.AppInfoDto) domain.App {
-	return domain.App{EnvVars: mapSlice(a.EnvVars, toEnvVar), Resources: mapPtr(a.Resources, toResources)}
-}
-
-func toResources(r managementapi.ResourcesDto) domain.Resources {
-	return domain.Resources{
-		CPULimit:        clone(r.CpuLimit),
-		CPURequest:      clone(r.CpuRequested),
-		ImagePullSecret: clone(r.ImagePullSecret),
-		MemoryLimit:     clone(r.MemoryLimit),
-		MemoryRequest:   clone(r.MemoryRequested),
-		Replicas:        clone(r.Replicas),
+	if c.AppInfoWallet != nil {
+		cc.Wallet = ptr(toApp("clusterConfig.appInfoWallet", *c.AppInfoWallet, bad))
 	}
+	return cc
 }
 
-func toEnvVar(e managementapi.EnvVar) domain.EnvVar {
-	return domain.EnvVar{
-		Name:  clone(e.Name),
-		Value: clone(e.Value),
-		ValueFrom: mapPtr(e.ValueFrom, func(s managementapi.EnvVarSource) domain.EnvVarSource {
-			return domain.EnvVarSource{SecretKeyRef: mapPtr(s.SecretKeyRef, func(k managementapi.SecretKeySelector) domain.SecretKeySelector {
-				return domain.SecretKeySelector{Key: clone(k.Key), Name: clone(k.Name), Optional: clone(k.Optional)}
-			})}
-		}),
+func toApp(field string, a managementapi.AppInfoDto, bad *domain.Invalids) domain.App {
+	return domain.App{EnvVars: mapSlice(a.EnvVars, toEnvVar), Workload: toWorkload(field+".resources", a.Resources, bad)}
+}
+
+// toWorkload maps release 1.11's resources object of the request field:
+// present (even empty) it gives Resources, so that the response shows it
+// again.
+func toWorkload(field string, r *managementapi.ResourcesDto, bad *domain.Invalids) domain.Workload {
+	if r == nil {
+		return domain.Workload{}
 	}
+	v1 := v1alpha1.ResourcesV1{CPULimit: clone(r.CpuLimit), CPURequest: clone(r.CpuRequested), MemoryLimit: clone(r.MemoryLimit),
+		MemoryRequest: clone(r.MemoryRequested), ImagePullSecret: clone(r.ImagePullSecret), Replicas: clone(r.Replicas)}
+	return v1.Workload(func(key, value string) {
+		*bad = append(*bad, domain.Invalid(field+"."+key, "must be a Kubernetes quantity such as 500m or 123Mi: %q", value))
+	})
+}
+
+// toEnvVar keeps a value from a Secret's key only (the one source the
+// contract has).
+func toEnvVar(e managementapi.EnvVar) corev1.EnvVar {
+	v := corev1.EnvVar{Name: deref(e.Name), Value: deref(e.Value)}
+	if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+		k := e.ValueFrom.SecretKeyRef
+		v.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: deref(k.Name)}, Key: deref(k.Key), Optional: clone(k.Optional),
+		}}
+	}
+	return v
 }
 
 func toSynchronizer(d managementapi.ExtraDomainDto) domain.Synchronizer {
@@ -314,45 +338,77 @@ func toDatabase(d managementapi.ValidatorDbConfigDto) domain.Database {
 	return domain.Database{External: clone(d.External), Hostname: clone(d.Hostname), Port: clone(d.Port), Username: clone(d.Username)}
 }
 
-func toDatabaseWorkload(s managementapi.SqlDbConfigDto) domain.DatabaseWorkload {
-	return domain.DatabaseWorkload{
+func toDatabaseWorkload(s managementapi.SqlDbConfigDto, bad *domain.Invalids) domain.DatabaseWorkload {
+	w := domain.DatabaseWorkload{
 		Args:         mapSlicePtr(s.Args, func(a string) string { return a }),
 		Image:        clone(s.Image),
-		Resources:    mapPtr(s.Resources, toResources),
+		Workload:     toWorkload("sqlDbConfig.resources", s.Resources, bad),
 		VolumeMounts: mapSlicePtr(s.VolumeMounts, toVolumeMount),
-		Volumes:      mapSlicePtr(s.Volumes, toVolume),
 	}
-}
-
-func toVolumeMount(m managementapi.VolumeMount) domain.VolumeMount {
-	return domain.VolumeMount{Name: clone(m.Name), Path: clone(m.Path), ReadOnly: clone(m.ReadOnly), SubPath: clone(m.SubPath)}
-}
-
-func toVolume(v managementapi.Volume) domain.Volume {
-	return domain.Volume{
-		ConfigMap: mapPtr(v.ConfigMap, func(c managementapi.ConfigMapVolumeSource) domain.ConfigMapVolume {
-			return domain.ConfigMapVolume{DefaultMode: clone(c.DefaultMode), Items: mapSlicePtr(c.Items, toKeyToPath), Name: clone(c.Name), Optional: clone(c.Optional)}
-		}),
-		EmptyDir: mapPtr(v.EmptyDir, func(e managementapi.EmptyDirVolumeSource) domain.EmptyDirVolume {
-			return domain.EmptyDirVolume{Medium: clone(e.Medium), SizeLimit: mapPtr(e.SizeLimit, func(s managementapi.SizeLimit) domain.SizeLimit {
-				return domain.SizeLimit{Amount: clone(s.Amount), Format: clone(s.Format)}
-			})}
-		}),
-		HostPath: mapPtr(v.HostPath, func(h managementapi.HostPathVolumeSource) domain.HostPathVolume {
-			return domain.HostPathVolume{Path: clone(h.Path), Type: clone(h.Type)}
-		}),
-		Name: clone(v.Name),
-		PersistentVolumeClaim: mapPtr(v.PersistentVolumeClaim, func(p managementapi.PersistentVolumeClaimVolumeSource) domain.ClaimVolume {
-			return domain.ClaimVolume{ClaimName: clone(p.ClaimName), ReadOnly: clone(p.ReadOnly)}
-		}),
-		Secret: mapPtr(v.Secret, func(s managementapi.SecretVolumeSource) domain.SecretVolume {
-			return domain.SecretVolume{DefaultMode: clone(s.DefaultMode), Items: mapSlicePtr(s.Items, toKeyToPath), Optional: clone(s.Optional), SecretName: clone(s.SecretName)}
-		}),
+	if s.Volumes != nil {
+		vols := make([]corev1.Volume, len(*s.Volumes))
+		for i, v := range *s.Volumes {
+			vols[i] = toVolume(fmt.Sprintf("sqlDbConfig.volumes.%d", i), v, bad)
+		}
+		w.Volumes = &vols
 	}
+	return w
 }
 
-func toKeyToPath(k managementapi.KeyToPath) domain.KeyToPath {
-	return domain.KeyToPath{Key: clone(k.Key), Mode: clone(k.Mode), Path: clone(k.Path)}
+func toVolumeMount(m managementapi.VolumeMount) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: deref(m.ReadOnly), SubPath: deref(m.SubPath)}
+}
+
+// toVolume refuses what Kubernetes would: a volume needs exactly one
+// source, and a size limit is a quantity.
+func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1.Volume {
+	vol := corev1.Volume{Name: deref(v.Name)}
+	sources := 0
+	if c := v.ConfigMap; c != nil {
+		sources++
+		vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: deref(c.Name)},
+			Items: toKeyToPaths(c.Items), DefaultMode: clone(c.DefaultMode), Optional: clone(c.Optional)}
+	}
+	if e := v.EmptyDir; e != nil {
+		sources++
+		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(e.Medium))}
+		if l := e.SizeLimit; l != nil {
+			q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format))
+			if err != nil {
+				*bad = append(*bad, domain.Invalid(field+".emptyDir.sizeLimit", "amount and format must make a Kubernetes quantity such as 1Gi: %q", deref(l.Amount)+deref(l.Format)))
+			} else {
+				vol.EmptyDir.SizeLimit = &q
+			}
+		}
+	}
+	if h := v.HostPath; h != nil {
+		sources++
+		vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(h.Path)}
+		if t := deref(h.Type); t != "" {
+			vol.HostPath.Type = ptr(corev1.HostPathType(t))
+		}
+	}
+	if p := v.PersistentVolumeClaim; p != nil {
+		sources++
+		vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: deref(p.ClaimName), ReadOnly: deref(p.ReadOnly)}
+	}
+	if s := v.Secret; s != nil {
+		sources++
+		vol.Secret = &corev1.SecretVolumeSource{SecretName: deref(s.SecretName), Items: toKeyToPaths(s.Items), DefaultMode: clone(s.DefaultMode), Optional: clone(s.Optional)}
+	}
+	if sources != 1 {
+		*bad = append(*bad, domain.Invalid(field, "must have exactly one of configMap, emptyDir, hostPath, persistentVolumeClaim, secret (has %d)", sources))
+	}
+	return vol
+}
+
+func toKeyToPaths(items *[]managementapi.KeyToPath) []corev1.KeyToPath {
+	if items == nil {
+		return nil
+	}
+	return mapSlice(*items, func(k managementapi.KeyToPath) corev1.KeyToPath {
+		return corev1.KeyToPath{Key: deref(k.Key), Mode: clone(k.Mode), Path: deref(k.Path)}
+	})
 }
 
 func toWalletSweep(w managementapi.WalletSweepDto) domain.WalletSweep {
@@ -367,31 +423,48 @@ func toWalletSweep(w managementapi.WalletSweepDto) domain.WalletSweep {
 
 // Domain → wire (responses).
 
+// The Kubernetes values go back to release 1.11's shapes: a quantity in
+// its canonical form (0.5 reads 500m), an empty string or false as absent
+// (docs/decisions.md).
+
 func fromApp(a domain.App) managementapi.AppInfoDto {
-	return managementapi.AppInfoDto{EnvVars: mapSlice(a.EnvVars, fromEnvVar), Resources: mapPtr(a.Resources, fromResources)}
+	return managementapi.AppInfoDto{EnvVars: mapSlice(a.EnvVars, fromEnvVar), Resources: fromWorkload(a.Workload)}
 }
 
-func fromResources(r domain.Resources) managementapi.ResourcesDto {
-	return managementapi.ResourcesDto{
-		CpuLimit:        clone(r.CPULimit),
-		CpuRequested:    clone(r.CPURequest),
-		ImagePullSecret: clone(r.ImagePullSecret),
-		MemoryLimit:     clone(r.MemoryLimit),
-		MemoryRequested: clone(r.MemoryRequest),
-		Replicas:        clone(r.Replicas),
+func fromWorkload(w domain.Workload) *managementapi.ResourcesDto {
+	if w.Resources == nil && w.Replicas == nil && len(w.ImagePullSecrets) == 0 {
+		return nil
 	}
+	r := &managementapi.ResourcesDto{Replicas: clone(w.Replicas)}
+	if len(w.ImagePullSecrets) > 0 {
+		r.ImagePullSecret = nonEmpty(w.ImagePullSecrets[0].Name)
+	}
+	if res := w.Resources; res != nil {
+		r.CpuRequested = quantity(res.Requests, corev1.ResourceCPU)
+		r.MemoryRequested = quantity(res.Requests, corev1.ResourceMemory)
+		r.CpuLimit = quantity(res.Limits, corev1.ResourceCPU)
+		r.MemoryLimit = quantity(res.Limits, corev1.ResourceMemory)
+	}
+	return r
 }
 
-func fromEnvVar(e domain.EnvVar) managementapi.EnvVar {
-	return managementapi.EnvVar{
-		Name:  clone(e.Name),
-		Value: clone(e.Value),
-		ValueFrom: mapPtr(e.ValueFrom, func(s domain.EnvVarSource) managementapi.EnvVarSource {
-			return managementapi.EnvVarSource{SecretKeyRef: mapPtr(s.SecretKeyRef, func(k domain.SecretKeySelector) managementapi.SecretKeySelector {
-				return managementapi.SecretKeySelector{Key: clone(k.Key), Name: clone(k.Name), Optional: clone(k.Optional)}
-			})}
-		}),
+func quantity(list corev1.ResourceList, name corev1.ResourceName) *string {
+	q, ok := list[name]
+	if !ok {
+		return nil
 	}
+	return ptr(q.String())
+}
+
+func fromEnvVar(e corev1.EnvVar) managementapi.EnvVar {
+	v := managementapi.EnvVar{Name: nonEmpty(e.Name), Value: nonEmpty(e.Value)}
+	if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+		k := e.ValueFrom.SecretKeyRef
+		v.ValueFrom = &managementapi.EnvVarSource{SecretKeyRef: &managementapi.SecretKeySelector{
+			Key: nonEmpty(k.Key), Name: nonEmpty(k.Name), Optional: clone(k.Optional),
+		}}
+	}
+	return v
 }
 
 func fromTopUp(t domain.TopUp) managementapi.TopUpDto {
@@ -406,41 +479,61 @@ func fromDatabaseWorkload(s domain.DatabaseWorkload) managementapi.SqlDbConfigDt
 	return managementapi.SqlDbConfigDto{
 		Args:         mapSlicePtr(s.Args, func(a string) string { return a }),
 		Image:        clone(s.Image),
-		Resources:    mapPtr(s.Resources, fromResources),
+		Resources:    fromWorkload(s.Workload),
 		VolumeMounts: mapSlicePtr(s.VolumeMounts, fromVolumeMount),
 		Volumes:      mapSlicePtr(s.Volumes, fromVolume),
 	}
 }
 
-func fromVolumeMount(m domain.VolumeMount) managementapi.VolumeMount {
-	return managementapi.VolumeMount{Name: clone(m.Name), Path: clone(m.Path), ReadOnly: clone(m.ReadOnly), SubPath: clone(m.SubPath)}
+func fromVolumeMount(m corev1.VolumeMount) managementapi.VolumeMount {
+	return managementapi.VolumeMount{Name: nonEmpty(m.Name), Path: nonEmpty(m.MountPath), ReadOnly: nonFalse(m.ReadOnly), SubPath: nonEmpty(m.SubPath)}
 }
 
-func fromVolume(v domain.Volume) managementapi.Volume {
-	return managementapi.Volume{
-		ConfigMap: mapPtr(v.ConfigMap, func(c domain.ConfigMapVolume) managementapi.ConfigMapVolumeSource {
-			return managementapi.ConfigMapVolumeSource{DefaultMode: clone(c.DefaultMode), Items: mapSlicePtr(c.Items, fromKeyToPath), Name: clone(c.Name), Optional: clone(c.Optional)}
-		}),
-		EmptyDir: mapPtr(v.EmptyDir, func(e domain.EmptyDirVolume) managementapi.EmptyDirVolumeSource {
-			return managementapi.EmptyDirVolumeSource{Medium: clone(e.Medium), SizeLimit: mapPtr(e.SizeLimit, func(s domain.SizeLimit) managementapi.SizeLimit {
-				return managementapi.SizeLimit{Amount: clone(s.Amount), Format: clone(s.Format)}
-			})}
-		}),
-		HostPath: mapPtr(v.HostPath, func(h domain.HostPathVolume) managementapi.HostPathVolumeSource {
-			return managementapi.HostPathVolumeSource{Path: clone(h.Path), Type: clone(h.Type)}
-		}),
-		Name: clone(v.Name),
-		PersistentVolumeClaim: mapPtr(v.PersistentVolumeClaim, func(p domain.ClaimVolume) managementapi.PersistentVolumeClaimVolumeSource {
-			return managementapi.PersistentVolumeClaimVolumeSource{ClaimName: clone(p.ClaimName), ReadOnly: clone(p.ReadOnly)}
-		}),
-		Secret: mapPtr(v.Secret, func(s domain.SecretVolume) managementapi.SecretVolumeSource {
-			return managementapi.SecretVolumeSource{DefaultMode: clone(s.DefaultMode), Items: mapSlicePtr(s.Items, fromKeyToPath), Optional: clone(s.Optional), SecretName: clone(s.SecretName)}
-		}),
+func fromVolume(v corev1.Volume) managementapi.Volume {
+	out := managementapi.Volume{Name: nonEmpty(v.Name)}
+	if c := v.ConfigMap; c != nil {
+		out.ConfigMap = &managementapi.ConfigMapVolumeSource{DefaultMode: clone(c.DefaultMode), Items: fromKeyToPaths(c.Items), Name: nonEmpty(c.Name), Optional: clone(c.Optional)}
 	}
+	if e := v.EmptyDir; e != nil {
+		out.EmptyDir = &managementapi.EmptyDirVolumeSource{Medium: nonEmpty(string(e.Medium))}
+		if e.SizeLimit != nil {
+			amount, format := splitQuantity(e.SizeLimit.String())
+			out.EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: nonEmpty(amount), Format: nonEmpty(format)}
+		}
+	}
+	if h := v.HostPath; h != nil {
+		out.HostPath = &managementapi.HostPathVolumeSource{Path: nonEmpty(h.Path)}
+		if h.Type != nil {
+			out.HostPath.Type = nonEmpty(string(*h.Type))
+		}
+	}
+	if p := v.PersistentVolumeClaim; p != nil {
+		out.PersistentVolumeClaim = &managementapi.PersistentVolumeClaimVolumeSource{ClaimName: nonEmpty(p.ClaimName), ReadOnly: nonFalse(p.ReadOnly)}
+	}
+	if s := v.Secret; s != nil {
+		out.Secret = &managementapi.SecretVolumeSource{DefaultMode: clone(s.DefaultMode), Items: fromKeyToPaths(s.Items), Optional: clone(s.Optional), SecretName: nonEmpty(s.SecretName)}
+	}
+	return out
 }
 
-func fromKeyToPath(k domain.KeyToPath) managementapi.KeyToPath {
-	return managementapi.KeyToPath{Key: clone(k.Key), Mode: clone(k.Mode), Path: clone(k.Path)}
+// splitQuantity splits a quantity's text into its number and its suffix
+// (release 1.11's amount and format): 1Gi is 1 and Gi.
+func splitQuantity(s string) (amount, format string) {
+	i := strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("+-.0123456789", r) })
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i:]
+}
+
+func fromKeyToPaths(items []corev1.KeyToPath) *[]managementapi.KeyToPath {
+	if items == nil {
+		return nil
+	}
+	out := mapSlice(items, func(k corev1.KeyToPath) managementapi.KeyToPath {
+		return managementapi.KeyToPath{Key: nonEmpty(k.Key), Mode: clone(k.Mode), Path: nonEmpty(k.Path)}
+	})
+	return &out
 }
 
 func fromWalletSweep(w domain.WalletSweep) managementapi.WalletSweepDto {
@@ -461,6 +554,29 @@ func clone[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// nonEmpty and nonFalse answer a Kubernetes zero value as absent.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nonFalse(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return &b
 }
 
 func mapPtr[A, B any](p *A, f func(A) B) *B {

@@ -3,6 +3,7 @@ package management
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,7 +22,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 //   - stored-config-v0.json and stored-config-v0-minimal.json were written
 //     by the code before the version marker (a storedSpec embedding the 1.11
 //     ValidatorDto): rows and resources in the field hold this.
-//   - stored-config-v1.json is what this server writes for fullConfig(); a
+//   - stored-config-v1.json is what the server of version 1 wrote for its
+//     fullConfig() (every string its path, quantities that do not parse).
+//   - ../apis/v1alpha1/testdata/stored-config-v1.json is a realistic
+//     version 1 row, list-view-v1-realistic.json its list view as that
+//     server rendered it.
+//   - stored-config-v2.json is what this server writes for fullConfig(); a
 //     change of the stored format shows here first (go test -update rewrites
 //     it; then raise domain.ValidatorConfigVersion if old servers would
 //     misread the new form, and keep reading the old one).
@@ -29,12 +35,16 @@ const (
 	goldenV0        = "testdata/stored-config-v0.json"
 	goldenV0Minimal = "testdata/stored-config-v0-minimal.json"
 	goldenV1        = "testdata/stored-config-v1.json"
+	goldenV2        = "testdata/stored-config-v2.json"
+	realisticV1     = "../apis/v1alpha1/testdata/stored-config-v1.json"
+	realisticView   = "testdata/list-view-v1-realistic.json"
 )
 
 // fullCreate is a create payload with every field set, secrets included.
 func fullCreate() managementapi.ValidatorDto {
 	var dto managementapi.ValidatorDto
 	fill(&dto)
+	fillKubernetes(&dto)
 	return dto
 }
 
@@ -42,7 +52,10 @@ func fullCreate() managementapi.ValidatorDto {
 // cleanRestoreData by an edit: every field of the stored format is set.
 func fullConfig() domain.ValidatorConfig {
 	dto := fullCreate()
-	c := configFromCreate(dto)
+	c, err := configFromCreate(dto)
+	if err != nil {
+		panic(err)
+	}
 	c.MarkWritten(splitSecrets(dto).Written())
 	var sweeps []managementapi.WalletSweepDto
 	fill(&sweeps)
@@ -93,22 +106,41 @@ func diffJSON(path string, got, want any) []string {
 }
 
 // TestCreateMappingKeepsEveryField: every field of the create payload but
-// the secret values reaches the stored configuration, under the name it had
-// in version 0 (whose layout version 1 keeps). A field the contract adds
-// fails here until mapping.go maps it (or decides to drop it).
+// the secret values and the phase reaches the stored configuration, under
+// the name it had in version 0; the applications and the database workload,
+// stored in Kubernetes' types, map back to the payload's. A field the
+// contract adds fails here until mapping.go maps it (or decides to drop it).
 func TestCreateMappingKeepsEveryField(t *testing.T) {
 	dto := fullCreate()
 	want := toJSONObject(t, dto)
 	delete(want, "onboardingSecret")
 	delete(want, "sqlDbPassword")
+	delete(want, "phase")
 	delete(want["auth"].(map[string]any), "ledgerApiClientSecret")
 	delete(want["databaseConfig"].(map[string]any), "password")
 
-	raw, err := domain.EncodeValidatorConfig(configFromCreate(dto))
+	c, err := configFromCreate(dto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := domain.EncodeValidatorConfig(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := toJSONObject(t, raw)
+	if _, ok := got["phase"]; ok {
+		t.Error("the stored configuration holds a phase (the status does)")
+	}
+	stored, err := domain.DecodeValidatorConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := got["clusterConfig"].(map[string]any)
+	got["participant"] = toJSONObject(t, fromApp(stored.Participant))
+	cluster["appInfoValidator"] = toJSONObject(t, fromApp(stored.Cluster.ValidatorApp))
+	cluster["appInfoLedgerNameService"] = toJSONObject(t, fromApp(stored.Cluster.NameService))
+	cluster["appInfoWallet"] = toJSONObject(t, fromApp(*stored.Cluster.Wallet))
+	got["sqlDbConfig"] = toJSONObject(t, fromDatabaseWorkload(*stored.DatabaseWorkload))
 	if got["version"] != float64(domain.ValidatorConfigVersion) {
 		t.Errorf("version: got %v, want %d", got["version"], domain.ValidatorConfigVersion)
 	}
@@ -140,55 +172,155 @@ func TestStoredFormatGolden(t *testing.T) {
 	}
 	got.WriteByte('\n')
 	if *update {
-		if err := os.WriteFile(goldenV1, got.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(goldenV2, got.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(goldenV1)
+	want, err := os.ReadFile(goldenV2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Errorf("stored format of the fixture changed (go test -update rewrites %s):\n%s",
-			goldenV1, strings.Join(diffJSON("", toJSONObject(t, got.Bytes()), toJSONObject(t, want)), "\n"))
+			goldenV2, strings.Join(diffJSON("", toJSONObject(t, got.Bytes()), toJSONObject(t, want)), "\n"))
 	}
 }
 
-// TestVersion0RowsDecode: rows written before the version marker decode to
-// the same configuration and are written back as version 1.
+// TestVersion0RowsDecode: rows written before the version marker decode as
+// rows of version 1 (the same layout), quantities that do not parse left
+// out; both are written back as the current version.
 func TestVersion0RowsDecode(t *testing.T) {
-	v0, err := os.ReadFile(goldenV0)
-	if err != nil {
-		t.Fatal(err)
+	read := func(path string) (domain.ValidatorConfig, []byte) {
+		t.Helper()
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := domain.DecodeValidatorConfig(raw)
+		if err != nil {
+			t.Fatalf("decode %s: %v", path, err)
+		}
+		return c, raw
 	}
-	got, err := domain.DecodeValidatorConfig(v0)
-	if err != nil {
-		t.Fatalf("decode version 0: %v", err)
-	}
+	got, _ := read(goldenV0)
 	if got.Version != 0 {
 		t.Errorf("version of a row without marker: got %d, want 0", got.Version)
 	}
-	got.Version = domain.ValidatorConfigVersion
-	if want := fullConfig(); !reflect.DeepEqual(got, want) {
-		t.Errorf("version 0 row decoded differently:\n%s", strings.Join(diffJSON("", toJSONObject(t, got), toJSONObject(t, want)), "\n"))
+	want, _ := read(goldenV1)
+	got.Version = want.Version
+	if mustJSON(got) != mustJSON(want) { // JSON: a quantity compares by value, a time.Time is opaque to reflection
+		t.Errorf("version 0 row decoded differently from version 1:\n%s", strings.Join(diffJSON("", toJSONObject(t, got), toJSONObject(t, want)), "\n"))
+	}
+	if r := want.Participant.Resources; r == nil || len(r.Limits)+len(r.Requests) != 0 || *want.Participant.Replicas != 30 {
+		t.Errorf("participant resources of version 1: got %+v, want no quantity (none parses) and replicas 30", want.Participant.Workload)
 	}
 
-	minimal, err := os.ReadFile(goldenV0Minimal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := domain.DecodeValidatorConfig(minimal)
-	if err != nil {
-		t.Fatalf("decode minimal version 0: %v", err)
-	}
+	c, minimal := read(goldenV0Minimal)
 	rewritten, err := domain.EncodeValidatorConfig(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := toJSONObject(t, minimal)
-	want["version"] = float64(domain.ValidatorConfigVersion)
-	for _, d := range diffJSON("", toJSONObject(t, rewritten), want) {
+	wantMinimal := toJSONObject(t, minimal)
+	wantMinimal["version"] = float64(domain.ValidatorConfigVersion)
+	for _, d := range diffJSON("", toJSONObject(t, rewritten), wantMinimal) {
 		t.Errorf("minimal version 0 row rewritten: %s", d)
+	}
+}
+
+// TestVersion1RowListsAsBefore: a realistic row of version 1 renders the
+// list item the version 1 server rendered for it, byte for byte, and keeps
+// doing so once written back as version 2.
+func TestVersion1RowListsAsBefore(t *testing.T) {
+	raw, err := os.ReadFile(realisticV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(realisticView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := domain.Validator{Name: "legacy", Phase: domain.PhaseRunning, MigrationID: 3, DatabaseStorage: "10Gi", Spec: raw}
+	for _, step := range []string{"version 1", "written back"} {
+		c, err := v.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := setConfig(&v, c); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := json.Indent(&got, v.ListView, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		got.WriteByte('\n')
+		if got.String() != string(want) {
+			t.Errorf("%s: list view\n%s\nwant\n%s", step, got.Bytes(), want)
+		}
+		if !bytes.Contains(v.Spec, []byte(`"version":2`)) {
+			t.Errorf("%s: written as %s, want version 2", step, v.Spec)
+		}
+	}
+}
+
+// TestQuantitiesCanonical: a quantity reads back in Kubernetes' canonical
+// form (docs/decisions.md), a size limit split into amount and format.
+func TestQuantitiesCanonical(t *testing.T) {
+	dto := fullCreate()
+	dto.Participant.Resources = &managementapi.ResourcesDto{CpuLimit: ptr("0.5"), CpuRequested: ptr("100m"), MemoryLimit: ptr("1.5Gi"), MemoryRequested: ptr("1000Mi")}
+	(*dto.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: ptr("2048"), Format: ptr("Mi")}
+	c, err := configFromCreate(dto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := configResponse(c)
+	got := mustJSON(r.ParticipantInfo.Resources) + " " + mustJSON((*r.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit)
+	if want := `{"cpuLimit":"500m","cpuRequested":"100m","memoryLimit":"1536Mi","memoryRequested":"1000Mi"} {"amount":"2","format":"Gi"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestMappingRefuses: what Kubernetes would refuse is a 400 keyed by the
+// request field, at create and at edit.
+func TestMappingRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*managementapi.ValidatorDto)
+		field string
+	}{
+		{"cpu limit", func(d *managementapi.ValidatorDto) { d.Participant.Resources.CpuLimit = ptr("two") }, "participant.resources.cpuLimit"},
+		{"memory request", func(d *managementapi.ValidatorDto) {
+			d.ClusterConfig.AppInfoWallet.Resources.MemoryRequested = ptr("1 Gi")
+		}, "clusterConfig.appInfoWallet.resources.memoryRequested"},
+		{"database cpu request", func(d *managementapi.ValidatorDto) { d.SqlDbConfig.Resources.CpuRequested = ptr("") }, "sqlDbConfig.resources.cpuRequested"},
+		{"size limit", func(d *managementapi.ValidatorDto) {
+			(*d.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit.Format = ptr("GB")
+		}, "sqlDbConfig.volumes.2.emptyDir.sizeLimit"},
+		{"two sources", func(d *managementapi.ValidatorDto) {
+			(*d.SqlDbConfig.Volumes)[0].Secret = &managementapi.SecretVolumeSource{SecretName: ptr("s")}
+		}, "sqlDbConfig.volumes.0"},
+		{"no source", func(d *managementapi.ValidatorDto) {
+			(*d.SqlDbConfig.Volumes)[1].Secret = nil
+		}, "sqlDbConfig.volumes.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dto := fullCreate()
+			tc.edit(&dto)
+			_, err := configFromCreate(dto)
+			var bad domain.Invalids
+			if !errors.As(err, &bad) || len(bad) != 1 || bad[0].Field != tc.field {
+				t.Errorf("create: got %v, want one invalid field %s", err, tc.field)
+			}
+			var edit managementapi.ValidatorEditDto
+			edit.Participant = &managementapi.AppInfoEditDto{Resources: dto.Participant.Resources}
+			edit.ClusterConfig = &managementapi.ClusterConfigEditDto{AppInfoWallet: &managementapi.AppInfoEditDto{Resources: dto.ClusterConfig.AppInfoWallet.Resources}}
+			edit.SqlDbConfig = dto.SqlDbConfig
+			c := fullConfig()
+			v := domain.Validator{Name: "v"}
+			_, err = applyEdit(&v, &c, edit)
+			if !errors.As(err, &bad) || len(bad) != 1 || bad[0].Field != tc.field {
+				t.Errorf("edit: got %v, want one invalid field %s", err, tc.field)
+			}
+		})
 	}
 }
 
@@ -262,6 +394,7 @@ func TestCreateStoreResponse(t *testing.T) {
 func TestEditMapping(t *testing.T) {
 	var edit managementapi.ValidatorEditDto
 	fill(&edit)
+	fillKubernetes(&edit)
 	edit.DatabaseStorage = ptr("20Gi")
 	edit.ImageRepo = ptr("registry.example.test/splice") // the filled path is not a repository name
 	edit.DatabaseConfig.External = ptr(false)
@@ -269,7 +402,7 @@ func TestEditMapping(t *testing.T) {
 	edit.ClusterConfig.AppInfoValidator.EnvVars = &[]managementapi.EnvVar{kept, {Name: ptr("DROP"), Value: ptr("x")}}
 	edit.ClusterConfig.AppInfoValidator.EnvVarsDelete = &[]managementapi.EnvVar{{Name: ptr("DROP")}}
 
-	c := configFromCreate(fullCreate())
+	c := fullConfig()
 	raw, err := domain.EncodeValidatorConfig(c)
 	if err != nil {
 		t.Fatal(err)

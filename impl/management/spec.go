@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -42,23 +44,23 @@ func references(c domain.ValidatorConfig) domain.References {
 			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: *name})
 		}
 	}
-	envVars := func(field string, vars []domain.EnvVar) {
+	envVars := func(field string, vars []corev1.EnvVar) {
 		for i, e := range vars {
-			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name == nil {
+			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name == "" {
 				continue
 			}
 			ref := e.ValueFrom.SecretKeyRef
-			r := domain.SecretKeyReference{
-				Field: fmt.Sprintf("%s.%d.valueFrom.secretKeyRef", field, i),
-				Name:  *ref.Name,
-			}
-			if ref.Key != nil {
-				r.Key = *ref.Key
-			}
-			if ref.Optional != nil {
-				r.Optional = *ref.Optional
-			}
-			refs.SecretKeys = append(refs.SecretKeys, r)
+			refs.SecretKeys = append(refs.SecretKeys, domain.SecretKeyReference{
+				Field:    fmt.Sprintf("%s.%d.valueFrom.secretKeyRef", field, i),
+				Name:     ref.Name,
+				Key:      ref.Key,
+				Optional: ref.Optional != nil && *ref.Optional,
+			})
+		}
+	}
+	pullSecrets := func(field string, w domain.Workload) {
+		for _, s := range w.ImagePullSecrets {
+			secret(field+".resources.imagePullSecret", &s.Name)
 		}
 	}
 	app := func(field string, a *domain.App) {
@@ -66,9 +68,7 @@ func references(c domain.ValidatorConfig) domain.References {
 			return
 		}
 		envVars(field+".envVars", a.EnvVars)
-		if a.Resources != nil {
-			secret(field+".resources.imagePullSecret", a.Resources.ImagePullSecret)
-		}
+		pullSecrets(field, a.Workload)
 	}
 	if c.EnvVars != nil {
 		envVars("envVars", *c.EnvVars)
@@ -90,8 +90,8 @@ func references(c domain.ValidatorConfig) domain.References {
 	if sc := c.StorageClass(); sc != "" {
 		refs.StorageClasses = append(refs.StorageClasses, domain.Reference{Field: "clusterConfig.pvcVolumeStorageClass", Name: sc})
 	}
-	if w := c.DatabaseWorkload; w != nil && w.Resources != nil {
-		secret("sqlDbConfig.resources.imagePullSecret", w.Resources.ImagePullSecret)
+	if w := c.DatabaseWorkload; w != nil {
+		pullSecrets("sqlDbConfig", w.Workload)
 	}
 	return refs
 }

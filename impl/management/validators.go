@@ -60,7 +60,10 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if err != nil {
 		return nil, err
 	}
-	cfg := configFromCreate(dto)
+	cfg, err := configFromCreate(dto)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.checkValidatorAddresses(cfg); err != nil {
 		return nil, err
 	}

@@ -142,6 +142,14 @@ func TestCreateValidatorRejects(t *testing.T) {
 		{"prune schedule with a bad cron", func(v *managementapi.ValidatorDto) {
 			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 25 * * ?", MaxDuration: "5m", Retention: "48h"}
 		}, "clusterConfig.scheduledPrune.cron", "cron"},
+		{"size limit not a quantity", func(v *managementapi.ValidatorDto) {
+			v.SqlDbConfig = &managementapi.SqlDbConfigDto{Volumes: &[]managementapi.Volume{{Name: ptr("shm"),
+				EmptyDir: &managementapi.EmptyDirVolumeSource{SizeLimit: &managementapi.SizeLimit{Amount: ptr("1"), Format: ptr("GB")}}}}}
+		}, "sqlDbConfig.volumes.0.emptyDir.sizeLimit", "quantity"},
+		{"volume with two sources", func(v *managementapi.ValidatorDto) {
+			v.SqlDbConfig = &managementapi.SqlDbConfigDto{Volumes: &[]managementapi.Volume{{Name: ptr("x"),
+				EmptyDir: &managementapi.EmptyDirVolumeSource{}, Secret: &managementapi.SecretVolumeSource{SecretName: ptr("s")}}}}
+		}, "sqlDbConfig.volumes.0", "exactly one"},
 		{"prune schedule with a zero retention", func(v *managementapi.ValidatorDto) {
 			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "0s"}
 		}, "clusterConfig.scheduledPrune.retention", ""},
@@ -419,6 +427,7 @@ func TestUpdateValidator(t *testing.T) {
 		{`{"name":"zeta","clusterConfig":{"migration":{"id":1}}}`, "clusterConfig.migration.id"},
 		{`{"name":"zeta","imageRepo":"registry.example.com/splice/canton-participant"}`, "imageRepo"},
 		{`{"name":"zeta","imageTag":":latest"}`, "imageTag"},
+		{`{"name":"zeta","sqlDbConfig":{"volumes":[{"name":"v","emptyDir":{"sizeLimit":{"amount":"x"}}}]}}`, "sqlDbConfig.volumes.0.emptyDir.sizeLimit"},
 	}
 	snapshot, _ := e.row(t, "zeta")
 	for _, r := range rejected {
@@ -432,6 +441,14 @@ func TestUpdateValidator(t *testing.T) {
 	}
 	if st, body := put(`{"name":"zeta","databaseStorage":"20Gi"}`); st != http.StatusOK {
 		t.Fatalf("growing the storage: got %d %v, want 200", st, body)
+	}
+
+	// Quantities read back in Kubernetes' canonical form (docs/decisions.md).
+	if st, body := put(`{"name":"zeta","participant":{"resources":{"cpuLimit":"0.5","memoryLimit":"1.5Gi","replicas":1}}}`); st != http.StatusOK {
+		t.Fatalf("resources: got %d %v, want 200", st, body)
+	}
+	if r := get().ParticipantInfo.Resources; r == nil || string(mustJSON(t, r)) != `{"cpuLimit":"500m","memoryLimit":"1536Mi","replicas":1}` {
+		t.Fatalf("resources: got %s, want the canonical quantities", mustJSON(t, r))
 	}
 
 	// A new database password goes to the cluster Secret, never to a response.

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ValidatorConfigVersion is the version of the stored format of
 // ValidatorConfig that this server writes. Raise it when the JSON form
 // changes in a way an older server would misread, and teach
-// DecodeValidatorConfig to read the previous one.
-const ValidatorConfigVersion = 1
+// DecodeValidatorConfig to read the previous one. Version 2 holds
+// Kubernetes' own types (corev1.EnvVar, ResourceRequirements, Volume,
+// VolumeMount) where versions 0 and 1 had copies of release 1.11's (see
+// legacy.go), and no phase (the status holds it).
+const ValidatorConfigVersion = 2
 
 // ErrConfigVersion is the failure to decode a configuration written in a
 // version this server does not know (by a newer server).
@@ -23,8 +28,9 @@ var ErrConfigVersion = errors.New("unknown version of the stored validator confi
 // spec.config hold its JSON form (EncodeValidatorConfig). That form is the
 // stored format: it belongs to this type and changes only with Version, not
 // with the API contract. Its field names are those of the release 1.11
-// payload it was first written from, so that rows written before the
-// version marker (version 0) still decode. It holds no secret value.
+// payload it was first written from; the values of environment variables,
+// compute resources and volumes are Kubernetes' types. It holds no secret
+// value.
 type ValidatorConfig struct {
 	// Version of the stored format; EncodeValidatorConfig always writes
 	// ValidatorConfigVersion. 0 is a row written before the marker.
@@ -33,7 +39,6 @@ type ValidatorConfig struct {
 	ImageRepo  string  `json:"imageRepo"`
 	ImageTag   string  `json:"imageTag"`
 	CustomAuth *bool   `json:"customAuth,omitempty"`
-	Phase      *Phase  `json:"phase,omitempty"`
 	Auth       *Auth   `json:"auth,omitempty"`
 	Cluster    Cluster `json:"clusterConfig"`
 	// ParticipantNode configures the participant node itself; Participant
@@ -41,8 +46,8 @@ type ValidatorConfig struct {
 	ParticipantNode ParticipantNode `json:"clusterParticipantConfig"`
 	Participant     App             `json:"participant"`
 	// EnvVars of the validator application.
-	EnvVars  *[]EnvVar `json:"envVars,omitempty"`
-	Database *Database `json:"databaseConfig,omitempty"`
+	EnvVars  *[]corev1.EnvVar `json:"envVars,omitempty"`
+	Database *Database        `json:"databaseConfig,omitempty"`
 	// DatabaseWorkload configures the internal database's pod.
 	DatabaseWorkload *DatabaseWorkload `json:"sqlDbConfig,omitempty"`
 	// LegacyDatabaseUser is the deprecated spelling of Database.Username.
@@ -109,13 +114,13 @@ type Auth struct {
 
 // Cluster is the validator's deployment (the splice-validator Helm values).
 type Cluster struct {
-	AdditionalConfig       *string   `json:"additionalConfigOther,omitempty"`
-	AdditionalUsersEnvVars *[]EnvVar `json:"additionalUsersEnvVars,omitempty"`
-	AppDars                *string   `json:"appDars,omitempty"`
-	NameService            App       `json:"appInfoLedgerNameService"`
-	ValidatorApp           App       `json:"appInfoValidator"`
-	Wallet                 *App      `json:"appInfoWallet,omitempty"`
-	ContactPoint           *string   `json:"contactPoint,omitempty"`
+	AdditionalConfig       *string          `json:"additionalConfigOther,omitempty"`
+	AdditionalUsersEnvVars *[]corev1.EnvVar `json:"additionalUsersEnvVars,omitempty"`
+	AppDars                *string          `json:"appDars,omitempty"`
+	NameService            App              `json:"appInfoLedgerNameService"`
+	ValidatorApp           App              `json:"appInfoValidator"`
+	Wallet                 *App             `json:"appInfoWallet,omitempty"`
+	ContactPoint           *string          `json:"contactPoint,omitempty"`
 	// SynchronizerURL is used when SequencersFromScan is false.
 	SynchronizerURL          *string               `json:"decentralizedSynchronizerUrl,omitempty"`
 	DefaultJVMOptions        string                `json:"defaultJvmOptions"`
@@ -141,43 +146,22 @@ type Cluster struct {
 	WalletUserName           *string               `json:"walletUserName,omitempty"`
 }
 
-// App is the environment and resources of one application.
+// App is the environment and compute resources of one application.
 type App struct {
 	// EnvVars is written as null when there are none (the stored form
-	// keeps it so).
+	// keeps it so). A later variable of a name replaces an earlier one.
 	// +nullable
-	EnvVars   []EnvVar   `json:"envVars"`
-	Resources *Resources `json:"resources,omitempty"`
+	EnvVars  []corev1.EnvVar `json:"envVars"`
+	Workload `json:",inline"`
 }
 
-// Resources are a workload's compute resources (Kubernetes quantities).
-type Resources struct {
-	CPULimit        *string `json:"cpuLimit,omitempty"`
-	CPURequest      *string `json:"cpuRequested,omitempty"`
-	ImagePullSecret *string `json:"imagePullSecret,omitempty"`
-	MemoryLimit     *string `json:"memoryLimit,omitempty"`
-	MemoryRequest   *string `json:"memoryRequested,omitempty"`
-	Replicas        *int32  `json:"replicas,omitempty"`
-}
-
-// EnvVar is an environment variable with a literal value or one taken from
-// a Secret's key.
-type EnvVar struct {
-	Name      *string       `json:"name,omitempty"`
-	Value     *string       `json:"value,omitempty"`
-	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
-}
-
-// EnvVarSource is where an environment variable's value comes from.
-type EnvVarSource struct {
-	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
-}
-
-// SecretKeySelector names a key of a Secret in the validator's namespace.
-type SecretKeySelector struct {
-	Key      *string `json:"key,omitempty"`
-	Name     *string `json:"name,omitempty"`
-	Optional *bool   `json:"optional,omitempty"`
+// Workload is what release 1.11's resources object sets on a workload:
+// requests and limits over the charts' defaults, replicas and image pull
+// secrets.
+type Workload struct {
+	Resources        *corev1.ResourceRequirements  `json:"resources,omitempty"`
+	Replicas         *int32                        `json:"replicas,omitempty"`
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
 // Synchronizer is an additional synchronizer to connect to.
@@ -263,76 +247,11 @@ type Database struct {
 
 // DatabaseWorkload is the internal database's pod.
 type DatabaseWorkload struct {
-	Args         *[]string      `json:"args,omitempty"`
-	Image        *string        `json:"image,omitempty"`
-	Resources    *Resources     `json:"resources,omitempty"`
-	VolumeMounts *[]VolumeMount `json:"volumeMounts,omitempty"`
-	Volumes      *[]Volume      `json:"volumes,omitempty"`
-}
-
-// VolumeMount mounts a volume into a container.
-type VolumeMount struct {
-	Name     *string `json:"name,omitempty"`
-	Path     *string `json:"path,omitempty"`
-	ReadOnly *bool   `json:"readOnly,omitempty"`
-	SubPath  *string `json:"subPath,omitempty"`
-}
-
-// Volume is a pod volume with one source (a subset of Kubernetes').
-type Volume struct {
-	ConfigMap             *ConfigMapVolume `json:"configMap,omitempty"`
-	EmptyDir              *EmptyDirVolume  `json:"emptyDir,omitempty"`
-	HostPath              *HostPathVolume  `json:"hostPath,omitempty"`
-	Name                  *string          `json:"name,omitempty"`
-	PersistentVolumeClaim *ClaimVolume     `json:"persistentVolumeClaim,omitempty"`
-	Secret                *SecretVolume    `json:"secret,omitempty"`
-}
-
-// ConfigMapVolume is a volume filled from a config map.
-type ConfigMapVolume struct {
-	DefaultMode *int32       `json:"defaultMode,omitempty"`
-	Items       *[]KeyToPath `json:"items,omitempty"`
-	Name        *string      `json:"name,omitempty"`
-	Optional    *bool        `json:"optional,omitempty"`
-}
-
-// SecretVolume is a volume filled from a Secret.
-type SecretVolume struct {
-	DefaultMode *int32       `json:"defaultMode,omitempty"`
-	Items       *[]KeyToPath `json:"items,omitempty"`
-	Optional    *bool        `json:"optional,omitempty"`
-	SecretName  *string      `json:"secretName,omitempty"`
-}
-
-// KeyToPath projects one key to a file.
-type KeyToPath struct {
-	Key  *string `json:"key,omitempty"`
-	Mode *int32  `json:"mode,omitempty"`
-	Path *string `json:"path,omitempty"`
-}
-
-// EmptyDirVolume is an empty directory that lives as long as the pod.
-type EmptyDirVolume struct {
-	Medium    *string    `json:"medium,omitempty"`
-	SizeLimit *SizeLimit `json:"sizeLimit,omitempty"`
-}
-
-// SizeLimit is a quantity split into amount and unit.
-type SizeLimit struct {
-	Amount *string `json:"amount,omitempty"`
-	Format *string `json:"format,omitempty"`
-}
-
-// HostPathVolume is a directory of the node.
-type HostPathVolume struct {
-	Path *string `json:"path,omitempty"`
-	Type *string `json:"type,omitempty"`
-}
-
-// ClaimVolume is a volume backed by a persistent volume claim.
-type ClaimVolume struct {
-	ClaimName *string `json:"claimName,omitempty"`
-	ReadOnly  *bool   `json:"readOnly,omitempty"`
+	Args         *[]string `json:"args,omitempty"`
+	Image        *string   `json:"image,omitempty"`
+	Workload     `json:",inline"`
+	VolumeMounts *[]corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	Volumes      *[]corev1.Volume      `json:"volumes,omitempty"`
 }
 
 // WalletSweep moves wallet balance above a threshold to another party.
@@ -353,20 +272,39 @@ func EncodeValidatorConfig(c ValidatorConfig) ([]byte, error) {
 }
 
 // DecodeValidatorConfig reads a stored configuration of any version up to
-// ValidatorConfigVersion. Version 0 (no marker, written before it existed)
-// has the layout of version 1. A newer version is refused with
-// ErrConfigVersion, and a field this server does not know with an error:
-// re-encoding would drop it silently.
+// ValidatorConfigVersion; versions 0 (no marker) and 1 are converted to the
+// current types (legacy.go) and keep their Version. A newer version is
+// refused with ErrConfigVersion, and a field this server does not know with
+// an error: re-encoding would drop it silently.
 func DecodeValidatorConfig(b []byte) (ValidatorConfig, error) {
-	// One strict pass in the common case (a list decodes a configuration
-	// per row); the version marker is read on its own only to explain a
-	// failure.
-	var c ValidatorConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&c)
-	if err == nil && c.Version >= 0 && c.Version <= ValidatorConfigVersion {
-		return c, nil
+	return decodeConfig(b, true)
+}
+
+// UnmarshalJSON reads any known version, as DecodeValidatorConfig does but
+// ignoring unknown fields: a Validator resource read from the API server
+// may hold a version 0 or 1 spec.config, whose fields the API server prunes
+// when they are not in the current schema.
+func (c *ValidatorConfig) UnmarshalJSON(b []byte) error {
+	d, err := decodeConfig(b, false)
+	if err != nil {
+		return err
+	}
+	*c = d
+	return nil
+}
+
+// storedConfig is ValidatorConfig without its methods (UnmarshalJSON).
+//
+// +kubebuilder:object:generate=false
+type storedConfig ValidatorConfig
+
+func decodeConfig(b []byte, strict bool) (ValidatorConfig, error) {
+	// One pass in the common case (a list decodes a configuration per
+	// row); the version marker is read on its own only otherwise.
+	var c storedConfig
+	err := decodeJSON(b, &c, strict)
+	if err == nil && c.Version == ValidatorConfigVersion {
+		return ValidatorConfig(c), nil
 	}
 	var marker struct {
 		Version json.RawMessage `json:"version"`
@@ -380,9 +318,24 @@ func DecodeValidatorConfig(b []byte) (ValidatorConfig, error) {
 			return ValidatorConfig{}, fmt.Errorf("%w: %s", ErrConfigVersion, marker.Version)
 		}
 	}
-	if version > ValidatorConfigVersion {
+	switch {
+	case version > ValidatorConfigVersion:
 		return ValidatorConfig{}, fmt.Errorf("%w: version %d was written by a newer server; this one reads up to version %d",
 			ErrConfigVersion, version, ValidatorConfigVersion)
+	case version < ValidatorConfigVersion:
+		var l legacyConfig
+		if err := decodeJSON(b, &l, strict); err != nil {
+			return ValidatorConfig{}, fmt.Errorf("stored validator configuration (version %d): %w", version, err)
+		}
+		return l.convert(), nil
 	}
 	return ValidatorConfig{}, fmt.Errorf("stored validator configuration (version %d): %w", version, err)
+}
+
+func decodeJSON(b []byte, v any, strict bool) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	return dec.Decode(v)
 }

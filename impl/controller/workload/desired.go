@@ -207,11 +207,12 @@ func appUser() *corev1.PodSecurityContext {
 // write them: Recreate strategy (the apps hold their database and identity
 // exclusively).
 func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Container, sc *corev1.PodSecurityContext) *appsv1.Deployment {
-	res := appResources(app)
-	c.Resources = mergeResources(c.Resources, res)
-	pod := corev1.PodSpec{SecurityContext: sc, Containers: []corev1.Container{c}}
-	if res != nil && deref(res.ImagePullSecret) != "" {
-		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: *res.ImagePullSecret}}
+	res := appWorkload(app)
+	c.Resources = mergeResources(c.Resources, res.Resources)
+	pod := corev1.PodSpec{
+		SecurityContext:  sc,
+		Containers:       []corev1.Container{c},
+		ImagePullSecrets: res.ImagePullSecrets,
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   deploymentType,
@@ -397,7 +398,7 @@ func (b layout) postgres() *appsv1.StatefulSet {
 			{Name: "PGDATA", Value: postgresDataDir + "/pgdata"},
 		},
 		Ports:        []corev1.ContainerPort{{Name: "postgresdb", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
-		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, volumeMounts(w.VolumeMounts)...),
+		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, derefSlice(w.VolumeMounts)...),
 	}
 	if b.probes() {
 		c.LivenessProbe = &corev1.Probe{
@@ -405,15 +406,12 @@ func (b layout) postgres() *appsv1.StatefulSet {
 			FailureThreshold: 3, PeriodSeconds: 10, SuccessThreshold: 1, TimeoutSeconds: 1,
 		}
 	}
-	res := w.Resources
+	res := w.Workload
 	c.Resources = mergeResources(corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("12Gi")},
-	}, res)
-	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes(w.Volumes)}
-	if res != nil && deref(res.ImagePullSecret) != "" {
-		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: *res.ImagePullSecret}}
-	}
+	}, res.Resources)
+	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: derefSlice(w.Volumes), ImagePullSecrets: res.ImagePullSecrets}
 	storage := b.v.Spec.DatabaseStorage
 	if storage == "" {
 		storage = defaultDatabaseStorage
@@ -508,44 +506,35 @@ func postgresPorts() []corev1.ServicePort {
 }
 
 // replicas of a workload: the configuration's, else 1 as in the charts.
-func replicas(r *v1alpha1.Resources) int32 {
-	if r == nil || r.Replicas == nil {
+func replicas(w v1alpha1.Workload) int32 {
+	if w.Replicas == nil {
 		return 1
 	}
-	return *r.Replicas
+	return *w.Replicas
 }
 
-func appResources(app *v1alpha1.App) *v1alpha1.Resources {
+func appWorkload(app *v1alpha1.App) v1alpha1.Workload {
 	if app == nil {
-		return nil
+		return v1alpha1.Workload{}
 	}
-	return app.Resources
+	return app.Workload
 }
 
-// mergeResources sets the requests and limits r gives over base. A quantity
-// that does not parse is left out (the API validated it on the way in; a
-// bad one must not stop the other workloads).
-func mergeResources(base corev1.ResourceRequirements, r *v1alpha1.Resources) corev1.ResourceRequirements {
+// mergeResources sets the requests and limits r gives over base.
+func mergeResources(base corev1.ResourceRequirements, r *corev1.ResourceRequirements) corev1.ResourceRequirements {
 	if r == nil {
 		return base
 	}
-	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *string) {
-		if q == nil || *q == "" {
-			return
+	set := func(list *corev1.ResourceList, from corev1.ResourceList) {
+		for name, q := range from {
+			if *list == nil {
+				*list = corev1.ResourceList{}
+			}
+			(*list)[name] = q
 		}
-		v, err := resource.ParseQuantity(*q)
-		if err != nil {
-			return
-		}
-		if *list == nil {
-			*list = corev1.ResourceList{}
-		}
-		(*list)[name] = v
 	}
-	set(&base.Requests, corev1.ResourceCPU, r.CPURequest)
-	set(&base.Requests, corev1.ResourceMemory, r.MemoryRequest)
-	set(&base.Limits, corev1.ResourceCPU, r.CPULimit)
-	set(&base.Limits, corev1.ResourceMemory, r.MemoryLimit)
+	set(&base.Requests, r.Requests)
+	set(&base.Limits, r.Limits)
 	return base
 }
 

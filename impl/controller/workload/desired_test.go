@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,20 +26,25 @@ func sample(name string) *v1alpha1.Validator {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: "uid-1", Generation: 1},
 		Spec: v1alpha1.ValidatorSpec{
 			Config: v1alpha1.ValidatorConfig{
-				Version: 1, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.5.1",
+				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.5.1",
 				Auth: &v1alpha1.Auth{Audience: "https://ledger.example.test", LedgerAPIUser: "ledger-user", LedgerAPIClient: "ledger-client",
 					WalletClient: "wallet-client", NameServiceClient: "ans-client", JWKSURL: ptr.To("https://idp.example.test/jwks")},
 				Cluster: v1alpha1.Cluster{
 					ScanAddress: "http://scan.example.test", SVSponsorAddress: "http://sv.example.test", PartyHint: "acme-validator-1",
 					DefaultJVMOptions: "-Xmx2g",
-					ValidatorApp:      v1alpha1.App{EnvVars: []v1alpha1.EnvVar{{Name: ptr.To("EXTRA"), Value: ptr.To("1")}}},
-					AdditionalUsersEnvVars: &[]v1alpha1.EnvVar{{Name: ptr.To("USER_SECRET"), ValueFrom: &v1alpha1.EnvVarSource{
-						SecretKeyRef: &v1alpha1.SecretKeySelector{Name: ptr.To("users"), Key: ptr.To("u1")}}}},
+					ValidatorApp:      v1alpha1.App{EnvVars: []corev1.EnvVar{{Name: "EXTRA", Value: "1"}}},
+					AdditionalUsersEnvVars: &[]corev1.EnvVar{{Name: "USER_SECRET", ValueFrom: &corev1.EnvVarSource{
+						SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "users"}, Key: "u1"}}}},
 				},
 				Participant: v1alpha1.App{
-					EnvVars: []v1alpha1.EnvVar{{Name: ptr.To("P_VAR"), Value: ptr.To("p")}},
-					Resources: &v1alpha1.Resources{CPURequest: ptr.To("500m"), CPULimit: ptr.To("2"), MemoryRequest: ptr.To("2Gi"),
-						MemoryLimit: ptr.To("4Gi"), ImagePullSecret: ptr.To("regcred"), Replicas: ptr.To[int32](1)},
+					EnvVars: []corev1.EnvVar{{Name: "P_VAR", Value: "p"}},
+					Workload: v1alpha1.Workload{
+						Resources: &corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")},
+						},
+						ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}, Replicas: ptr.To[int32](1),
+					},
 				},
 			},
 			CustomAuth:      true,
@@ -396,7 +402,7 @@ func TestDesiredOptions(t *testing.T) {
 				}
 			}},
 		{"an env var of the configuration replaces the chart's", func(v *v1alpha1.Validator) {
-			v.Spec.Config.Cluster.ValidatorApp.EnvVars = []v1alpha1.EnvVar{{Name: ptr.To("SPLICE_APP_CONTACT_POINT"), Value: ptr.To("ops@example.test")}}
+			v.Spec.Config.Cluster.ValidatorApp.EnvVars = []corev1.EnvVar{{Name: "SPLICE_APP_CONTACT_POINT", Value: "ops@example.test"}}
 		}, func(t *testing.T, v *v1alpha1.Validator) {
 			c := deployment(t, v, workload.ValidatorApp).Spec.Template.Spec.Containers[0]
 			n := 0

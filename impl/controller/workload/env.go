@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -279,19 +278,15 @@ func secretKey(name, key string, optional bool) *corev1.EnvVarSource {
 // without a name is skipped (Kubernetes would refuse the pod). A later
 // variable of a name already set replaces it in place: Kubernetes keys env
 // by name, and server-side apply refuses duplicates.
-func appendEnv(env []corev1.EnvVar, vars []v1alpha1.EnvVar) []corev1.EnvVar {
+func appendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
 	for _, v := range vars {
-		name := deref(v.Name)
-		if name == "" {
+		if v.Name == "" {
 			continue
 		}
-		e := corev1.EnvVar{Name: name}
-		if ref := v.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
-			e.ValueFrom = secretKey(deref(ref.SecretKeyRef.Name), deref(ref.SecretKeyRef.Key), deref(ref.SecretKeyRef.Optional))
-		} else {
-			e.Value = deref(v.Value)
+		if v.ValueFrom != nil {
+			v.Value = ""
 		}
-		env = setEnv(env, e)
+		env = setEnv(env, v)
 	}
 	return env
 }
@@ -311,61 +306,4 @@ func ptrOr(p *bool, def bool) bool {
 		return def
 	}
 	return *p
-}
-
-// volumeMounts and volumes translate the internal database's extra volumes.
-func volumeMounts(ms *[]v1alpha1.VolumeMount) []corev1.VolumeMount {
-	var out []corev1.VolumeMount
-	for _, m := range derefSlice(ms) {
-		out = append(out, corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: deref(m.ReadOnly), SubPath: deref(m.SubPath)})
-	}
-	return out
-}
-
-func volumes(vs *[]v1alpha1.Volume) []corev1.Volume {
-	var out []corev1.Volume
-	for _, v := range derefSlice(vs) {
-		vol := corev1.Volume{Name: deref(v.Name)}
-		switch {
-		case v.ConfigMap != nil:
-			vol.ConfigMap = &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: deref(v.ConfigMap.Name)},
-				Items:                keyToPaths(v.ConfigMap.Items), DefaultMode: v.ConfigMap.DefaultMode, Optional: v.ConfigMap.Optional,
-			}
-		case v.Secret != nil:
-			vol.Secret = &corev1.SecretVolumeSource{
-				SecretName: deref(v.Secret.SecretName),
-				Items:      keyToPaths(v.Secret.Items), DefaultMode: v.Secret.DefaultMode, Optional: v.Secret.Optional,
-			}
-		case v.EmptyDir != nil:
-			vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(v.EmptyDir.Medium))}
-			if l := v.EmptyDir.SizeLimit; l != nil {
-				if q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format)); err == nil {
-					vol.EmptyDir.SizeLimit = &q
-				}
-			}
-		case v.HostPath != nil:
-			vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(v.HostPath.Path)}
-			if t := deref(v.HostPath.Type); t != "" {
-				ht := corev1.HostPathType(t)
-				vol.HostPath.Type = &ht
-			}
-		case v.PersistentVolumeClaim != nil:
-			vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{
-				ClaimName: deref(v.PersistentVolumeClaim.ClaimName), ReadOnly: deref(v.PersistentVolumeClaim.ReadOnly),
-			}
-		default:
-			continue
-		}
-		out = append(out, vol)
-	}
-	return out
-}
-
-func keyToPaths(items *[]v1alpha1.KeyToPath) []corev1.KeyToPath {
-	var out []corev1.KeyToPath
-	for _, k := range derefSlice(items) {
-		out = append(out, corev1.KeyToPath{Key: deref(k.Key), Path: deref(k.Path), Mode: k.Mode})
-	}
-	return out
 }

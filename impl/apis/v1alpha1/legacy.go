@@ -1,0 +1,234 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The layout of stored versions 0 and 1, kept only to decode them: the
+// fields that differ from version 2 shadow those of storedConfig, the rest
+// (environment variables included: release 1.11's EnvVar has the JSON of
+// corev1.EnvVar) decode as in version 2. convert turns one into the current
+// types as the workload controller used to read it, so that a converted
+// validator runs the same workloads.
+
+// +kubebuilder:object:generate=false
+type legacyConfig struct {
+	storedConfig
+	Phase            *string                 `json:"phase,omitempty"`
+	Cluster          legacyCluster           `json:"clusterConfig"`
+	Participant      legacyApp               `json:"participant"`
+	DatabaseWorkload *legacyDatabaseWorkload `json:"sqlDbConfig,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyCluster struct {
+	Cluster
+	NameService  legacyApp  `json:"appInfoLedgerNameService"`
+	ValidatorApp legacyApp  `json:"appInfoValidator"`
+	Wallet       *legacyApp `json:"appInfoWallet,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyApp struct {
+	EnvVars   []corev1.EnvVar  `json:"envVars"`
+	Resources *legacyResources `json:"resources,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyResources struct {
+	CPULimit        *string `json:"cpuLimit,omitempty"`
+	CPURequest      *string `json:"cpuRequested,omitempty"`
+	ImagePullSecret *string `json:"imagePullSecret,omitempty"`
+	MemoryLimit     *string `json:"memoryLimit,omitempty"`
+	MemoryRequest   *string `json:"memoryRequested,omitempty"`
+	Replicas        *int32  `json:"replicas,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyDatabaseWorkload struct {
+	Args         *[]string            `json:"args,omitempty"`
+	Image        *string              `json:"image,omitempty"`
+	Resources    *legacyResources     `json:"resources,omitempty"`
+	VolumeMounts *[]legacyVolumeMount `json:"volumeMounts,omitempty"`
+	Volumes      *[]legacyVolume      `json:"volumes,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyVolumeMount struct {
+	Name     *string `json:"name,omitempty"`
+	Path     *string `json:"path,omitempty"`
+	ReadOnly *bool   `json:"readOnly,omitempty"`
+	SubPath  *string `json:"subPath,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyVolume struct {
+	ConfigMap *struct {
+		DefaultMode *int32             `json:"defaultMode,omitempty"`
+		Items       *[]legacyKeyToPath `json:"items,omitempty"`
+		Name        *string            `json:"name,omitempty"`
+		Optional    *bool              `json:"optional,omitempty"`
+	} `json:"configMap,omitempty"`
+	EmptyDir *struct {
+		Medium    *string `json:"medium,omitempty"`
+		SizeLimit *struct {
+			Amount *string `json:"amount,omitempty"`
+			Format *string `json:"format,omitempty"`
+		} `json:"sizeLimit,omitempty"`
+	} `json:"emptyDir,omitempty"`
+	HostPath *struct {
+		Path *string `json:"path,omitempty"`
+		Type *string `json:"type,omitempty"`
+	} `json:"hostPath,omitempty"`
+	Name                  *string `json:"name,omitempty"`
+	PersistentVolumeClaim *struct {
+		ClaimName *string `json:"claimName,omitempty"`
+		ReadOnly  *bool   `json:"readOnly,omitempty"`
+	} `json:"persistentVolumeClaim,omitempty"`
+	Secret *struct {
+		DefaultMode *int32             `json:"defaultMode,omitempty"`
+		Items       *[]legacyKeyToPath `json:"items,omitempty"`
+		Optional    *bool              `json:"optional,omitempty"`
+		SecretName  *string            `json:"secretName,omitempty"`
+	} `json:"secret,omitempty"`
+}
+
+// +kubebuilder:object:generate=false
+type legacyKeyToPath struct {
+	Key  *string `json:"key,omitempty"`
+	Mode *int32  `json:"mode,omitempty"`
+	Path *string `json:"path,omitempty"`
+}
+
+// convert drops the phase (the status holds it) and converts the rest.
+func (l legacyConfig) convert() ValidatorConfig {
+	c := ValidatorConfig(l.storedConfig)
+	c.Cluster = l.Cluster.Cluster
+	c.Cluster.NameService = l.Cluster.NameService.convert()
+	c.Cluster.ValidatorApp = l.Cluster.ValidatorApp.convert()
+	if l.Cluster.Wallet != nil {
+		w := l.Cluster.Wallet.convert()
+		c.Cluster.Wallet = &w
+	}
+	c.Participant = l.Participant.convert()
+	if d := l.DatabaseWorkload; d != nil {
+		c.DatabaseWorkload = &DatabaseWorkload{Args: d.Args, Image: d.Image, Workload: d.Resources.convert()}
+		if d.VolumeMounts != nil {
+			mounts := make([]corev1.VolumeMount, 0, len(*d.VolumeMounts))
+			for _, m := range *d.VolumeMounts {
+				mounts = append(mounts, corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: m.ReadOnly != nil && *m.ReadOnly, SubPath: deref(m.SubPath)})
+			}
+			c.DatabaseWorkload.VolumeMounts = &mounts
+		}
+		if d.Volumes != nil {
+			vols := make([]corev1.Volume, 0, len(*d.Volumes))
+			for _, v := range *d.Volumes {
+				if vol, ok := v.convert(); ok {
+					vols = append(vols, vol)
+				}
+			}
+			c.DatabaseWorkload.Volumes = &vols
+		}
+	}
+	return c
+}
+
+func (a legacyApp) convert() App {
+	return App{EnvVars: a.EnvVars, Workload: a.Resources.convert()}
+}
+
+// convert keeps the quantities that parse: the API never checked them
+// before version 2, and the workload controller left the others out.
+func (r *legacyResources) convert() Workload {
+	if r == nil {
+		return Workload{}
+	}
+	return (*ResourcesV1)(r).Workload(nil)
+}
+
+// ResourcesV1 is release 1.11's resources object, the layout versions 0
+// and 1 stored; the API maps its payload through it too.
+//
+// +kubebuilder:object:generate=false
+type ResourcesV1 legacyResources
+
+// Workload is r in the current types. A quantity that does not parse is
+// left out and, unless bad is nil, reported by its release 1.11 key.
+func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
+	res := &corev1.ResourceRequirements{}
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, key string, s *string) {
+		if s == nil {
+			return
+		}
+		q, err := resource.ParseQuantity(*s)
+		if err != nil {
+			if bad != nil {
+				bad(key, *s)
+			}
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = q
+	}
+	set(&res.Requests, corev1.ResourceCPU, "cpuRequested", r.CPURequest)
+	set(&res.Requests, corev1.ResourceMemory, "memoryRequested", r.MemoryRequest)
+	set(&res.Limits, corev1.ResourceCPU, "cpuLimit", r.CPULimit)
+	set(&res.Limits, corev1.ResourceMemory, "memoryLimit", r.MemoryLimit)
+	w := Workload{Resources: res, Replicas: r.Replicas}
+	if s := deref(r.ImagePullSecret); s != "" {
+		w.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s}}
+	}
+	return w
+}
+
+// convert is the volume with its first source in the order the workload
+// controller read them; a volume without a source was left out (false).
+func (v legacyVolume) convert() (corev1.Volume, bool) {
+	vol := corev1.Volume{Name: deref(v.Name)}
+	switch {
+	case v.ConfigMap != nil:
+		vol.ConfigMap = &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: deref(v.ConfigMap.Name)},
+			Items:                keyToPaths(v.ConfigMap.Items), DefaultMode: v.ConfigMap.DefaultMode, Optional: v.ConfigMap.Optional,
+		}
+	case v.Secret != nil:
+		vol.Secret = &corev1.SecretVolumeSource{
+			SecretName: deref(v.Secret.SecretName),
+			Items:      keyToPaths(v.Secret.Items), DefaultMode: v.Secret.DefaultMode, Optional: v.Secret.Optional,
+		}
+	case v.EmptyDir != nil:
+		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(v.EmptyDir.Medium))}
+		if l := v.EmptyDir.SizeLimit; l != nil {
+			if q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format)); err == nil {
+				vol.EmptyDir.SizeLimit = &q
+			}
+		}
+	case v.HostPath != nil:
+		vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(v.HostPath.Path)}
+		if t := deref(v.HostPath.Type); t != "" {
+			ht := corev1.HostPathType(t)
+			vol.HostPath.Type = &ht
+		}
+	case v.PersistentVolumeClaim != nil:
+		vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{
+			ClaimName: deref(v.PersistentVolumeClaim.ClaimName), ReadOnly: v.PersistentVolumeClaim.ReadOnly != nil && *v.PersistentVolumeClaim.ReadOnly,
+		}
+	default:
+		return vol, false
+	}
+	return vol, true
+}
+
+func keyToPaths(items *[]legacyKeyToPath) []corev1.KeyToPath {
+	if items == nil {
+		return nil
+	}
+	out := make([]corev1.KeyToPath, 0, len(*items))
+	for _, k := range *items {
+		out = append(out, corev1.KeyToPath{Key: deref(k.Key), Path: deref(k.Path), Mode: k.Mode})
+	}
+	return out
+}
