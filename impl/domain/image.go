@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/distribution/reference"
 )
 
 // Images of a validator, as Splice's charts name them: each runs
@@ -19,39 +21,20 @@ const (
 // ImageComponents are the validator's images under imageRepo.
 var ImageComponents = []string{ImageParticipant, ImageValidatorApp, ImageWalletUI, ImageANSUI}
 
-// The grammar of an image reference (the OCI distribution reference: a
-// domain with optional port, lower-case path components, a tag).
-var (
-	imageNamePattern = func() *regexp.Regexp {
-		domainComponent := `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])`
-		domain := domainComponent + `(?:\.` + domainComponent + `)*(?::[0-9]+)?`
-		path := `[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`
-		return regexp.MustCompile(`^(?:` + domain + `/)?` + path + `(?:/` + path + `)*$`)
-	}()
-	imageTagPattern = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
-)
-
-// maxImageNameLength is the longest repository name a registry accepts.
-const maxImageNameLength = 255
-
 // ImageReference is the image of component: <repo>/<component>:<tag>.
 func ImageReference(repo, component, tag string) string {
 	return repo + "/" + component + ":" + tag
 }
 
-// ParseImageReference checks that ref is a well-formed <name>:<tag>
-// reference, the form the workloads use.
+// ParseImageReference checks that ref is a <name>:<tag> reference as the
+// kubelet parses it (distribution/reference, which it uses itself).
 func ParseImageReference(ref string) error {
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i:], "/") {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	if _, ok := named.(reference.Tagged); !ok {
 		return fmt.Errorf("image reference %q has no tag", ref)
-	}
-	name, tag := ref[:i], ref[i+1:]
-	if len(name) > maxImageNameLength || !imageNamePattern.MatchString(name) {
-		return fmt.Errorf("image reference %q: %q is not a repository name", ref, name)
-	}
-	if !imageTagPattern.MatchString(tag) {
-		return fmt.Errorf("image reference %q: %q is not a tag", ref, tag)
 	}
 	return nil
 }
@@ -66,15 +49,20 @@ func CheckImageRepo(repo string) error {
 			return fmt.Errorf("ends in the component %q; it %s", c, form)
 		}
 	}
-	if !imageNamePattern.MatchString(repo) || len(repo)+len("/"+ImageParticipant) > maxImageNameLength {
+	// The longest component's image must still parse as a repository name.
+	named, err := reference.ParseNormalizedNamed(repo + "/" + ImageParticipant)
+	if err != nil || !reference.IsNameOnly(named) {
 		return fmt.Errorf("is not a repository name without tag or digest; it %s", form)
 	}
 	return nil
 }
 
+// imageTag is the tag grammar of distribution/reference, anchored.
+var imageTag = regexp.MustCompile(`^` + reference.TagRegexp.String() + `$`)
+
 // CheckImageTag refuses a tag an image reference cannot carry.
 func CheckImageTag(tag string) error {
-	if !imageTagPattern.MatchString(tag) {
+	if !imageTag.MatchString(tag) {
 		return fmt.Errorf("is not an image tag (letters, digits, '_', '.' and '-', at most 128, not starting with '.' or '-')")
 	}
 	return nil

@@ -143,3 +143,35 @@ func TestDecodeVersions(t *testing.T) {
 		})
 	}
 }
+
+// An imageRepo stored in versions 0 and 1 in the form earlier servers
+// documented (…/docker/validator-app) reads as the registry prefix, so that
+// the workloads name images that exist; version 2 is read as written.
+func TestDecodeLegacyImageRepo(t *testing.T) {
+	fixture := string(readFixture(t))
+	old := strings.Replace(fixture, `"imageRepo": "ghcr.io/digital-asset/decentralized-canton-sync/docker"`,
+		`"imageRepo": "ghcr.io/digital-asset/decentralized-canton-sync/docker/validator-app"`, 1)
+	for _, tc := range []struct{ name, doc, want string }{
+		{"version 1, component in imageRepo", old, "ghcr.io/digital-asset/decentralized-canton-sync/docker"},
+		{"version 0, component in imageRepo", strings.Replace(old, `"version": 1,`, ``, 1), "ghcr.io/digital-asset/decentralized-canton-sync/docker"},
+		{"version 1, registry prefix", fixture, "ghcr.io/digital-asset/decentralized-canton-sync/docker"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := v1alpha1.DecodeValidatorConfig([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ImageRepo != tc.want {
+				t.Errorf("imageRepo: got %q, want %q", c.ImageRepo, tc.want)
+			}
+		})
+	}
+	v2 := v1alpha1.ValidatorConfig{Name: "v", ImageRepo: "registry.example.test/validator-app"}
+	b, err := v1alpha1.EncodeValidatorConfig(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := v1alpha1.DecodeValidatorConfig(b); err != nil || c.ImageRepo != v2.ImageRepo {
+		t.Errorf("version 2: got %q %v, want %q", c.ImageRepo, err, v2.ImageRepo)
+	}
+}

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -104,6 +106,7 @@ type legacyKeyToPath struct {
 // convert drops the phase (the status holds it) and converts the rest.
 func (l legacyConfig) convert() ValidatorConfig {
 	c := ValidatorConfig(l.storedConfig)
+	c.ImageRepo = legacyImageRepo(c.ImageRepo)
 	c.Cluster = l.Cluster.Cluster
 	c.Cluster.NameService = l.Cluster.NameService.convert()
 	c.Cluster.ValidatorApp = l.Cluster.ValidatorApp.convert()
@@ -231,4 +234,14 @@ func keyToPaths(items *[]legacyKeyToPath) []corev1.KeyToPath {
 		out = append(out, corev1.KeyToPath{Key: deref(k.Key), Path: deref(k.Path), Mode: k.Mode})
 	}
 	return out
+}
+
+// legacyImageComponent is the image that earlier servers documented as part
+// of imageRepo (…/docker/validator-app) and then appended every component to,
+// naming images that do not exist. Configurations stored in versions 0 and 1
+// are read as the registry prefix Splice's charts mean (docs/decisions.md).
+const legacyImageComponent = "/validator-app"
+
+func legacyImageRepo(repo string) string {
+	return strings.TrimSuffix(repo, legacyImageComponent)
 }
