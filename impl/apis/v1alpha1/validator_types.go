@@ -155,7 +155,10 @@ type ValidatorStatus struct {
 	// Phase is the lifecycle phase; empty reads as PENDING. PENDING until the
 	// participant and validator app Deployments are available, RUNNING from
 	// then on, COMPLETED once every workload of the validator is available
-	// at its current generation.
+	// at its current generation. PENDING, whatever the workloads report,
+	// while a pod cannot start (CreateContainerConfigError,
+	// InvalidImageName, Unschedulable) or a Secret or ConfigMap a pod
+	// template reads is missing: the Ready condition names the cause.
 	Phase Phase `json:"phase,omitempty"`
 	// DatabaseReady: the internal database is ready (backups can be
 	// scheduled). Always false for an external database.
