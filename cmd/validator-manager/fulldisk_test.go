@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,18 +46,10 @@ func TestFullDiskDegradesAndHeals(t *testing.T) {
 		}
 	})
 
-	out, logs := &apitest.Buffer{}, &apitest.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		cmd := root()
-		cmd.SetOut(out)
-		cmd.SetErr(logs)
-		cmd.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--server.request-timeout=10s"})
-		done <- cmd.ExecuteContext(ctx)
-	}()
+	s := startServe(t, "--data-dir", dataDir, "--server.request-timeout=10s")
+	ctx, logs, done, base := context.Background(), s.logs, s.done, s.base
 	t.Cleanup(func() {
-		cancel()
+		s.cancel()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -71,17 +62,6 @@ func TestFullDiskDegradesAndHeals(t *testing.T) {
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	var printed []string
-	eventually(t, 120*time.Second, "the server's address", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("serve stopped early: %v; output: %s", err, out.String())
-		default:
-		}
-		printed = regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`).FindStringSubmatch(out.String())
-		return printed != nil
-	})
-	base := "http://" + printed[1]
 	waitHealthy(t, base, nil)
 	c := client(t, base, dataDir)
 	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))

@@ -21,35 +21,8 @@ import (
 // another accepted token, and the server shuts down cleanly on cancel.
 func TestEmbeddedDefault(t *testing.T) {
 	dataDir := t.TempDir()
-	out := &apitest.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logs := &apitest.Buffer{}
-	go func() {
-		cmd := root()
-		cmd.SetOut(out)
-		cmd.SetErr(logs)
-		cmd.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir})
-		done <- cmd.ExecuteContext(ctx)
-	}()
-
-	addr := regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`)
-	var printed []string
-	// The embedded control plane starts first (etcd, kube-apiserver,
-	// kube-controller-manager): seconds, more on a loaded machine.
-	deadline := time.Now().Add(120 * time.Second)
-	for printed == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve printed no address in time; output: %s", out.String())
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve stopped early: %v; output: %s", err, out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		printed = addr.FindStringSubmatch(out.String())
-	}
-	base := "http://" + printed[1]
+	s := startServe(t, "--data-dir", dataDir)
+	out, logs, done, cancel, base := s.out, s.logs, s.done, s.cancel, s.base
 	startToken := regexp.MustCompile(`(?m)^(eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindString(out.String())
 	if startToken == "" {
 		t.Fatalf("serve printed no bearer token; output: %s", out.String())
@@ -110,6 +83,46 @@ func TestEmbeddedDefault(t *testing.T) {
 	// Its children went with it: nothing holds etcd's data directory.
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dataDir, "cluster")).Output(); len(out) > 0 {
 		t.Fatalf("control plane processes outlived the server: %s", out)
+	}
+}
+
+// served is a `serve` run in this process.
+type served struct {
+	base      string // http://127.0.0.1:<port>
+	out, logs *apitest.Buffer
+	done      chan error // Execute's result
+	cancel    context.CancelFunc
+}
+
+// startServe runs `serve --listen 127.0.0.1:0 args...` and returns once it
+// printed its address: the embedded control plane starts first (etcd,
+// kube-apiserver, kube-controller-manager), seconds, more on a loaded
+// machine.
+func startServe(t *testing.T, args ...string) *served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{out: &apitest.Buffer{}, logs: &apitest.Buffer{}, done: make(chan error, 1), cancel: cancel}
+	go func() {
+		cmd := root()
+		cmd.SetOut(s.out)
+		cmd.SetErr(s.logs)
+		cmd.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+		s.done <- cmd.ExecuteContext(ctx)
+	}()
+	addr := regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`)
+	for deadline := time.Now().Add(120 * time.Second); ; {
+		if printed := addr.FindStringSubmatch(s.out.String()); printed != nil {
+			s.base = "http://" + printed[1]
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no address in time; output: %s", s.out.String())
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("serve stopped early: %v; output: %s", err, s.out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
