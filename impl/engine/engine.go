@@ -407,7 +407,7 @@ func (e *Engine) supervise(p *proc) {
 			delay = e.opts.RestartDelay
 		}
 		e.log.Error("engine: "+p.name+" exited; it is started again, and the cluster is unavailable until it is back",
-			"process", p.name, "exit", c.err.Error(), "ran", ran.Round(time.Millisecond).String(),
+			"process", p.name, "exit", c.status(), "ran", ran.Round(time.Millisecond).String(),
 			"lastOutput", c.out.lastLines(3), "restartIn", delay.String(),
 			"log", filepath.Join(e.opts.Dir, "logs", p.name+".log"))
 		for {
@@ -439,7 +439,7 @@ func (e *Engine) Ping(ctx context.Context) error {
 	e.mu.Unlock()
 	for _, p := range children {
 		if c := p.current(); c.exited() {
-			return fmt.Errorf("%s exited (%v) and is being started again", p.name, c.err)
+			return fmt.Errorf("%s exited (%s) and is being started again", p.name, c.status())
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -170,6 +170,15 @@ func childEnv() []string {
 	return env
 }
 
+// status is how the child ended, once it has: "exit status 2",
+// "signal: killed", or "exit status 0" (cmd.Wait says nil).
+func (c *child) status() string {
+	if c.err == nil {
+		return "exit status 0"
+	}
+	return c.err.Error()
+}
+
 func (c *child) exited() bool {
 	select {
 	case <-c.done:
