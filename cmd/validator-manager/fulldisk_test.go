@@ -80,6 +80,12 @@ func TestFullDiskDegradesAndHeals(t *testing.T) {
 		return strings.Contains(logs.String(), `"msg":"engine: etcd exited`)
 	})
 	stopChurn()
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"engine: etcd exited`) {
+			t.Logf("%.600s", l)
+			break
+		}
+	}
 	hc := &http.Client{Timeout: 15 * time.Second} // beyond the request deadline: a hang fails
 	eventually(t, 15*time.Second, "health DOWN with the cluster DOWN", func() bool {
 		st, h := health(t, hc, base)
