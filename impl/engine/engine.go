@@ -72,7 +72,8 @@ var Controllers = []string{
 // Options configure Start; zero values take the defaults.
 type Options struct {
 	// Dir holds etcd's data (Dir/etcd), the PKI (Dir/pki), the children's
-	// logs (Dir/logs) and the controller manager's kubeconfig; required.
+	// logs (Dir/logs), the controller manager's kubeconfig and the key that
+	// encrypts Secrets in etcd (encryption.go); required.
 	Dir string
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager; default
 	// $KUBEBUILDER_ASSETS, else <user cache>/validator-manager/envtest/<Version>.
