@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -89,25 +90,43 @@ func (e *Engine) migrateSecrets(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := core.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("encrypt stored Secrets: %w", err)
-	}
-	for _, s := range list.Items {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := core.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
+	secrets := core.CoreV1().Secrets(metav1.NamespaceAll)
+	n := 0
+	for opts := (metav1.ListOptions{Limit: 500}); ; {
+		list, err := secrets.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("encrypt stored Secrets: %w", err)
+		}
+		for i := range list.Items {
+			if err := rewriteSecret(ctx, core, &list.Items[i]); err != nil {
+				return fmt.Errorf("encrypt stored Secret %s/%s: %w", list.Items[i].Namespace, list.Items[i].Name, err)
 			}
-			_, err = core.CoreV1().Secrets(s.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("encrypt stored Secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		n += len(list.Items)
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
 		}
 	}
-	if len(list.Items) > 0 {
-		e.log.Info("engine: encrypted the Secrets stored before encryption at rest", "secrets", len(list.Items))
+	if n > 0 {
+		e.log.Info("engine: encrypted the Secrets stored before encryption at rest", "secrets", n)
 	}
 	return writePrivate(marker, []byte("secretbox key1\n"))
+}
+
+// rewriteSecret updates s unchanged, reading it again after a conflict; a
+// Secret deleted meanwhile needs nothing.
+func rewriteSecret(ctx context.Context, core kubernetes.Interface, s *corev1.Secret) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := core.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if cur, gerr := core.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{}); gerr == nil {
+				s = cur
+			}
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
