@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/app"
 )
 
 // TestEmbeddedDefault is the newcomer's path: `serve` on a fresh data
@@ -43,7 +46,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	// Health is UP once the cluster caches have synced and the first
 	// reconcile is done: soon after start. (Release 2.0's reads answer 503
 	// until the caches have synced.)
-	waitHealthy(t, base, nil)
+	waitHealthy(t, base, done)
 	for _, token := range []string{startToken, printedToken} {
 		for path, want := range map[string]int{"/api/validators": http.StatusOK, "/api/v1/validators": http.StatusOK} {
 			if got := status(t, base+path, token); got != want {
@@ -100,6 +103,11 @@ type served struct {
 // machine.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
+	// Several servers run one after another in this process: their
+	// Managers register controllers of the same names.
+	prev, skip := appOptions, true
+	appOptions = append(appOptions[:len(prev):len(prev)], app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+	t.Cleanup(func() { appOptions = prev })
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{out: &apitest.Buffer{}, logs: &apitest.Buffer{}, done: make(chan error, 1), cancel: cancel}
 	go func() {
