@@ -469,6 +469,7 @@ func (a *App) openIdentity() error {
 	}
 	kc, err := idp.NewKeycloak(idp.KeycloakConfig{
 		BaseURL:      cfg.KeycloakURL,
+		PublicURL:    cfg.KeycloakPublicURL,
 		Realm:        cfg.KeycloakRealm,
 		ClientID:     cfg.KeycloakClientID,
 		ClientSecret: cfg.KeycloakClientSecret,
