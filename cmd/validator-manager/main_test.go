@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/app"
 )
 
 // TestEmbeddedDefault is the newcomer's path: `serve` on a fresh data
@@ -21,35 +24,8 @@ import (
 // another accepted token, and the server shuts down cleanly on cancel.
 func TestEmbeddedDefault(t *testing.T) {
 	dataDir := t.TempDir()
-	out := &apitest.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logs := &apitest.Buffer{}
-	go func() {
-		cmd := root()
-		cmd.SetOut(out)
-		cmd.SetErr(logs)
-		cmd.SetArgs([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir})
-		done <- cmd.ExecuteContext(ctx)
-	}()
-
-	addr := regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`)
-	var printed []string
-	// The embedded control plane starts first (etcd, kube-apiserver,
-	// kube-controller-manager): seconds, more on a loaded machine.
-	deadline := time.Now().Add(120 * time.Second)
-	for printed == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve printed no address in time; output: %s", out.String())
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve stopped early: %v; output: %s", err, out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		printed = addr.FindStringSubmatch(out.String())
-	}
-	base := "http://" + printed[1]
+	s := startServe(t, "--data-dir", dataDir)
+	out, logs, done, cancel, base := s.out, s.logs, s.done, s.cancel, s.base
 	startToken := regexp.MustCompile(`(?m)^(eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindString(out.String())
 	if startToken == "" {
 		t.Fatalf("serve printed no bearer token; output: %s", out.String())
@@ -70,7 +46,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	// Health is UP once the cluster caches have synced and the first
 	// reconcile is done: soon after start. (Release 2.0's reads answer 503
 	// until the caches have synced.)
-	waitHealthy(t, base, nil)
+	waitHealthy(t, base, done)
 	for _, token := range []string{startToken, printedToken} {
 		for path, want := range map[string]int{"/api/validators": http.StatusOK, "/api/v1/validators": http.StatusOK} {
 			if got := status(t, base+path, token); got != want {
@@ -113,6 +89,51 @@ func TestEmbeddedDefault(t *testing.T) {
 	// Its children went with it: nothing holds etcd's data directory.
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dataDir, "cluster")).Output(); len(out) > 0 {
 		t.Fatalf("control plane processes outlived the server: %s", out)
+	}
+}
+
+// served is a `serve` run in this process.
+type served struct {
+	base      string // http://127.0.0.1:<port>
+	out, logs *apitest.Buffer
+	done      chan error // Execute's result
+	cancel    context.CancelFunc
+}
+
+// startServe runs `serve --listen 127.0.0.1:0 args...` and returns once it
+// printed its address: the embedded control plane starts first (etcd,
+// kube-apiserver, kube-controller-manager), seconds, more on a loaded
+// machine.
+func startServe(t *testing.T, args ...string) *served {
+	t.Helper()
+	// Several servers run one after another in this process: their
+	// Managers register controllers of the same names.
+	prev, skip := appOptions, true
+	appOptions = append(appOptions[:len(prev):len(prev)], app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+	t.Cleanup(func() { appOptions = prev })
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{out: &apitest.Buffer{}, logs: &apitest.Buffer{}, done: make(chan error, 1), cancel: cancel}
+	go func() {
+		cmd := root()
+		cmd.SetOut(s.out)
+		cmd.SetErr(s.logs)
+		cmd.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+		s.done <- cmd.ExecuteContext(ctx)
+	}()
+	addr := regexp.MustCompile(`Docs: http://([0-9.:]+)/docs-ui.html`)
+	for deadline := time.Now().Add(120 * time.Second); ; {
+		if printed := addr.FindStringSubmatch(s.out.String()); printed != nil {
+			s.base = "http://" + printed[1]
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no address in time; output: %s", s.out.String())
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("serve stopped early: %v; output: %s", err, s.out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 

@@ -247,7 +247,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	}
 	mo := management.Options{
 		Store:     a.Store,
-		Cluster:   a.Cluster,
+		Cluster:   a.managementCluster(),
 		Intent:    a.Intent,
 		Namespace: cfg.Namespace,
 		Logger:    log,
@@ -579,9 +579,6 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	if a.Nodes != nil {
 		runnables = append(runnables, a.Nodes)
 	}
-	if a.Engine != nil {
-		runnables = append(runnables, runnable(false, a.Engine.Watch))
-	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
 			return nil, err
@@ -676,13 +673,17 @@ func metricsPublic(cfg config.Config) []string {
 	return nil
 }
 
-// clusterHealth is UP when the cluster answers, the gateway's caches have
-// synced and, where the reconciler runs (the leader, or the one process),
-// it has brought every validator in step once. A follower does not wait for
+// clusterHealth is UP when the embedded control plane (if any) runs, the
+// cluster answers, the gateway's caches have synced and, where the
+// reconciler runs (the leader, or the one process), it has brought every
+// validator in step once. A follower does not wait for
 // a reconciler it does not run.
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
+	if err := h.a.engineUp(ctx); err != nil {
+		return err
+	}
 	if err := h.a.Cluster.Ping(ctx); err != nil {
 		return err
 	}

@@ -72,7 +72,8 @@ var Controllers = []string{
 // Options configure Start; zero values take the defaults.
 type Options struct {
 	// Dir holds etcd's data (Dir/etcd), the PKI (Dir/pki), the children's
-	// logs (Dir/logs) and the controller manager's kubeconfig; required.
+	// logs (Dir/logs), the controller manager's kubeconfig and the key that
+	// encrypts Secrets in etcd (encryption.go); required.
 	Dir string
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager; default
 	// $KUBEBUILDER_ASSETS, else <user cache>/validator-manager/envtest/<Version>.
@@ -89,7 +90,19 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// RestartDelay is the first wait before a child that exited on its own
+	// is started again, doubling up to MaxRestartDelay; a child that ran
+	// for a minute starts the sequence over. Defaults 0.5 s and 30 s.
+	RestartDelay, MaxRestartDelay time.Duration
+
+	// plaintextSecrets starts the apiserver without encryption at rest, as
+	// engines before it did (tests of the migration set it).
+	plaintextSecrets bool
 }
+
+// stableAfter is how long a restarted child must run for its next exit to
+// be waited for from RestartDelay again.
+const stableAfter = time.Minute
 
 // DefaultBinDir is where Start looks for the binaries without
 // Options.BinDir: $KUBEBUILDER_ASSETS if set, else the folder
@@ -113,22 +126,40 @@ type Engine struct {
 	pki   *pki
 
 	mu       sync.Mutex
-	children []*child // in start order
+	children []*proc // in start order
 
 	cfg       *rest.Config
 	apiServer string // https://127.0.0.1:<port>
-	fresh     bool   // etcd had no data before this start
+	etcdURL   string
+	fresh     bool // etcd had no data before this start
+	ready     *http.Client
 
-	stopOnce sync.Once
-	done     chan struct{} // closed when a child exits unexpectedly or Stop ran
-	doneOnce sync.Once
-	err      error
+	stopOnce    sync.Once
+	done        chan struct{} // closed by Stop
+	supervisors sync.WaitGroup
+}
+
+// proc is one supervised binary: its arguments, and its current run.
+type proc struct {
+	name string
+	args []string
+
+	mu  sync.Mutex
+	cur *child
+}
+
+func (p *proc) current() *child {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur
 }
 
 // Start starts etcd, kube-apiserver and kube-controller-manager, installs
 // the CRDs and returns when the API server is ready and the CRDs are
 // established. ctx bounds the start only; the processes run until Stop (or
-// until the server's process ends: they get a parent-death signal).
+// until the server's process ends: they get a parent-death signal). From
+// then on a child that exits (etcd on a full disk, a crash) is logged and
+// started again, with backoff, until Stop; Ping says DOWN meanwhile.
 func Start(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("engine: Options.Dir is required")
@@ -152,6 +183,12 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.RestartDelay <= 0 {
+		opts.RestartDelay = 500 * time.Millisecond
+	}
+	if opts.MaxRestartDelay < opts.RestartDelay {
+		opts.MaxRestartDelay = max(30*time.Second, opts.RestartDelay)
 	}
 	for _, b := range binaries {
 		if fi, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -182,6 +219,10 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		e.Stop()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	for _, p := range e.children {
+		e.supervisors.Add(1)
+		go e.supervise(p)
+	}
 	e.log.Info("engine: ready", "apiServer", e.apiServer, "dir", dir, "kubeconfig", opts.Kubeconfig,
 		"elapsed", time.Since(began).Round(time.Millisecond).String())
 	return e, nil
@@ -195,6 +236,7 @@ func (e *Engine) start(ctx context.Context) error {
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	p := e.pki.file
 	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdClient)
+	e.etcdURL = etcdURL
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(etcdPeer)
 
 	etcd, err := e.run(Etcd,
@@ -223,7 +265,15 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 
 	e.apiServer = "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	api, err := e.run(APIServer,
+	var encryption []string
+	if !e.opts.plaintextSecrets {
+		file, err := e.encryptionConfig()
+		if err != nil {
+			return err
+		}
+		encryption = []string{"--encryption-provider-config=" + file}
+	}
+	api, err := e.run(APIServer, append(encryption,
 		"--etcd-servers="+etcdURL,
 		"--etcd-cafile="+p("ca.crt"), "--etcd-certfile="+p("apiserver-etcd-client.crt"), "--etcd-keyfile="+p("apiserver-etcd-client.key"),
 		// Loopback only: it must start on a machine without a default
@@ -242,11 +292,14 @@ func (e *Engine) start(ctx context.Context) error {
 		"--service-account-signing-key-file="+p("sa.key"),
 		"--allow-privileged=true",
 		"--profiling=false",
-	)
+	)...)
 	if err != nil {
 		return err
 	}
 	if err := e.waitHTTP(ctx, e.apiServer+"/readyz", api, "admin"); err != nil {
+		return err
+	}
+	if e.ready, err = e.httpClient("admin"); err != nil {
 		return err
 	}
 
@@ -280,6 +333,11 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	if e.opts.Kubeconfig != "" {
 		if err := writeKubeconfig(e.opts.Kubeconfig, e.apiServer, e.pki, "admin"); err != nil {
+			return err
+		}
+	}
+	if !e.opts.plaintextSecrets {
+		if err := e.migrateSecrets(ctx); err != nil {
 			return err
 		}
 	}
@@ -317,52 +375,117 @@ func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	return true, mkdirPrivate(data)
 }
 
-// run starts a child and watches it: an exit before Stop is reported
-// through Done and Err.
+// run starts a child; Start has it supervised once everything is ready
+// (an exit while starting fails the start instead).
 func (e *Engine) run(name string, args ...string) (*child, error) {
-	c, err := e.startChild(name, args...)
+	c, err := e.startChild(name, false, args...)
 	if err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
-	e.children = append(e.children, c)
+	e.children = append(e.children, &proc{name: name, args: args, cur: c})
 	e.mu.Unlock()
-	go func() {
-		<-c.done
-		e.finish(fmt.Errorf("%s exited: %v (see %s)", c.name, c.err, filepath.Join(e.opts.Dir, "logs", c.name+".log")))
-	}()
 	return c, nil
 }
 
-func (e *Engine) finish(err error) {
-	e.doneOnce.Do(func() {
-		e.mu.Lock()
-		e.err = err
-		e.mu.Unlock()
-		if err != nil {
-			e.log.Error("engine: " + err.Error())
+// supervise starts p again each time it exits, until Stop: after
+// RestartDelay, doubling up to MaxRestartDelay, from RestartDelay again
+// once a run lasted stableAfter. Each exit and each restart is logged
+// once. The ports stay the same, so the apiserver finds etcd again and
+// every client the apiserver.
+func (e *Engine) supervise(p *proc) {
+	defer e.supervisors.Done()
+	delay := e.opts.RestartDelay
+	for {
+		c := p.current()
+		select {
+		case <-e.done:
+			return
+		case <-c.done:
 		}
-		close(e.done)
-	})
+		ran := time.Since(c.started)
+		if ran >= stableAfter {
+			delay = e.opts.RestartDelay
+		}
+		e.log.Error("engine: "+p.name+" exited; it is started again, and the cluster is unavailable until it is back",
+			"process", p.name, "exit", c.status(), "ran", ran.Round(time.Millisecond).String(),
+			"lastOutput", c.out.lastLines(3), "restartIn", delay.String(),
+			"log", filepath.Join(e.opts.Dir, "logs", p.name+".log"))
+		for {
+			select {
+			case <-e.done:
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, e.opts.MaxRestartDelay)
+			next, err := e.startChild(p.name, true, p.args...)
+			if err != nil {
+				e.log.Error("engine: "+p.name+" could not be started again", "process", p.name, "error", err.Error(), "restartIn", delay.String())
+				continue
+			}
+			p.mu.Lock()
+			p.cur = next
+			p.mu.Unlock()
+			e.log.Warn("engine: "+p.name+" started again", "process", p.name, "pid", next.cmd.Process.Pid)
+			break
+		}
+	}
+}
+
+// Ping is nil when every child runs and the API server is ready, its
+// etcd included (/readyz); else it says what is missing.
+func (e *Engine) Ping(ctx context.Context) error {
+	e.mu.Lock()
+	children := append([]*proc(nil), e.children...)
+	e.mu.Unlock()
+	for _, p := range children {
+		if c := p.current(); c.exited() {
+			return fmt.Errorf("%s exited (%s) and is being started again", p.name, c.status())
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.apiServer+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := e.ready.Do(req)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver readiness: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("kube-apiserver readiness: %s (etcd unavailable?)", resp.Status)
+	}
+	return nil
+}
+
+// httpClient reaches the children over TLS with the named client
+// certificate.
+func (e *Engine) httpClient(client string) (*http.Client, error) {
+	ca, cert, key, err := e.pki.read(client)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		Proxy:           nil,
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+	}}, nil
 }
 
 // waitHTTP waits until url answers 200 over TLS with the named client
 // certificate, or the child exits, or the start timeout passes.
 func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client string) error {
-	ca, cert, key, err := e.pki.read(client)
+	hc, err := e.httpClient(client)
 	if err != nil {
 		return err
 	}
-	pair, err := tls.X509KeyPair(cert, key)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		Proxy:           nil,
-		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-	}}
 	defer hc.CloseIdleConnections()
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, e.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
@@ -410,36 +533,16 @@ func (e *Engine) Abandon() error {
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }
 
-// Done is closed when a child exits on its own (Err says which) or after Stop.
+// Done is closed by Stop.
 func (e *Engine) Done() <-chan struct{} { return e.done }
-
-// Err is why Done closed: nil after Stop, else the child that exited.
-func (e *Engine) Err() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.err
-}
-
-// Watch blocks until ctx ends (nil) or a child exits on its own (why): a
-// Runnable for the server's manager, so that the server stops when its
-// control plane does. It does not stop the engine; Stop does, after
-// everything that uses the API server has stopped.
-func (e *Engine) Watch(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-e.done:
-		return e.Err()
-	}
-}
 
 // PIDs are the children's process ids by binary name.
 func (e *Engine) PIDs() map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := map[string]int{}
-	for _, c := range e.children {
-		out[c.name] = c.cmd.Process.Pid
+	for _, p := range e.children {
+		out[p.name] = p.current().cmd.Process.Pid
 	}
 	return out
 }
@@ -449,12 +552,13 @@ func (e *Engine) PIDs() map[string]int {
 // more than once.
 func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
-		e.finish(nil) // exits from here on are expected
+		close(e.done) // exits from here on are expected
+		e.supervisors.Wait()
 		e.mu.Lock()
-		children := append([]*child(nil), e.children...)
+		children := append([]*proc(nil), e.children...)
 		e.mu.Unlock()
 		for i := len(children) - 1; i >= 0; i-- {
-			if err := children[i].stop(e.opts.StopTimeout); err != nil {
+			if err := children[i].current().stop(e.opts.StopTimeout); err != nil {
 				e.log.Warn("engine: " + err.Error())
 			}
 		}

@@ -183,9 +183,6 @@ func TestRestartKeepsObjects(t *testing.T) {
 	default:
 		t.Error("Done not closed after Stop")
 	}
-	if e.Err() != nil {
-		t.Errorf("Err after Stop: %v, want nil", e.Err())
-	}
 
 	began = time.Now()
 	e2, err := engine.Start(ctx, opts)

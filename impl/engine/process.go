@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -57,40 +58,101 @@ func (s *spawner) close() { close(s.quit) }
 
 // child is one running binary; its stdout and stderr go to <Dir>/logs/<name>.log.
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{} // closed when it has exited
-	err  error         // its exit status, set before done closes
+	name    string
+	cmd     *exec.Cmd
+	started time.Time
+	out     *output
+	done    chan struct{} // closed when it has exited
+	err     error         // its exit status, set before done closes
 }
 
-func (e *Engine) startChild(name string, args ...string) (*child, error) {
+// startChild starts a binary; a restart (appendLog) adds to the log of the
+// run that exited, which holds why it did, instead of rotating it away.
+func (e *Engine) startChild(name string, appendLog bool, args ...string) (*child, error) {
 	bin := filepath.Join(e.opts.BinDir, name)
 	logFile := filepath.Join(e.opts.Dir, "logs", name+".log")
-	// Keep the previous run's log beside the new one.
-	if _, err := os.Stat(logFile); err == nil {
-		_ = os.Rename(logFile, logFile+".1")
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if !appendLog {
+		// Keep the previous run's log beside the new one.
+		if _, err := os.Stat(logFile); err == nil {
+			_ = os.Rename(logFile, logFile+".1")
+		}
+		flags |= os.O_TRUNC
 	}
-	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	f, err := os.OpenFile(logFile, flags, 0o600)
+	if err != nil && !appendLog {
 		return nil, err
 	}
+	// A restart on a full disk runs without its log file rather than not at all.
+	out := &output{file: f}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = e.opts.Dir
 	cmd.Env = childEnv()
 	if err := e.spawn.start(cmd); err != nil {
-		f.Close()
+		out.close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, log: f, done: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, started: time.Now(), out: out, done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
-		f.Close()
+		out.close()
 		close(c.done)
 	}()
 	e.log.Debug("engine: started", "process", name, "pid", cmd.Process.Pid, "log", logFile)
 	return c, nil
+}
+
+// output is a child's stdout and stderr: its log file, and its last lines in
+// memory, which say why it exited even when the disk that holds the log is
+// full. A failing file write is ignored: the child must not get EPIPE.
+type output struct {
+	mu   sync.Mutex
+	file *os.File // nil: no log file
+	tail []byte
+}
+
+const tailBytes = 4096
+
+func (o *output) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tail = append(o.tail, b...)
+	if n := len(o.tail); n > tailBytes {
+		o.tail = append([]byte(nil), o.tail[n-tailBytes:]...)
+	}
+	if o.file != nil {
+		_, _ = o.file.Write(b)
+	}
+	return len(b), nil
+}
+
+func (o *output) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.file != nil {
+		o.file.Close()
+		o.file = nil
+	}
+}
+
+// lastLines are up to n of the last complete lines written, each cut to
+// 300 bytes.
+func (o *output) lastLines(n int) []string {
+	o.mu.Lock()
+	lines := strings.Split(strings.TrimSpace(string(o.tail)), "\n")
+	cut := len(o.tail) == tailBytes
+	o.mu.Unlock()
+	if cut && len(lines) > 1 {
+		lines = lines[1:] // the first may be cut
+	}
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		if len(l) > 300 {
+			lines[i] = l[:300] + "…"
+		}
+	}
+	return lines
 }
 
 // childEnv is the server's environment without proxy settings: the children
@@ -106,6 +168,15 @@ func childEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// status is how the child ended, once it has: "exit status 2",
+// "signal: killed", or "exit status 0" (cmd.Wait says nil).
+func (c *child) status() string {
+	if c.err == nil {
+		return "exit status 0"
+	}
+	return c.err.Error()
 }
 
 func (c *child) exited() bool {
