@@ -3,8 +3,8 @@ package server
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
