@@ -185,6 +185,8 @@ func WithControlPlane(rc *rest.Config) Option {
 // Open builds the process without starting anything; Run serves and runs
 // its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
+	// Whatever logs with a request's context names the request.
+	log = slog.New(server.LogRequestIDs(log.Handler()))
 	a := &App{Config: cfg, Log: log, clusterReady: make(chan struct{}), opts: opts}
 	ok := false
 	defer func() {

@@ -15,10 +15,18 @@ type Upstreams interface {
 	For(ctx context.Context, validator string) (*upstream.Node, error)
 }
 
-// node resolves validator's nodes, or says the proxy is not configured.
+// node resolves validator's nodes, or says the proxy is not configured. A
+// validator the cache does not hold is a 404 as getValidator answers it,
+// before any name reaches client-go (which refuses names no object can
+// have, such as "a/b" or "..", with an error of its own).
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
 	if s.upstreams == nil {
 		return nil, notWired(operation, partUpstreams)
+	}
+	if s.cluster != nil {
+		if _, err := s.cluster.ResourceObject(domain.KindValidator, validator); err != nil {
+			return nil, err
+		}
 	}
 	n, err := s.upstreams.For(ctx, validator)
 	if err != nil {
