@@ -212,7 +212,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err := a.openCluster(ctx, opts); err != nil {
 		return nil, err
 	}
-	if err := a.openIdentity(); err != nil {
+	if err := a.openIdentity(ctx); err != nil {
 		return nil, err
 	}
 	verifier, err := a.verifier(ctx)
@@ -457,13 +457,18 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 	return rc, nil
 }
 
-func (a *App) openIdentity() error {
+func (a *App) openIdentity(ctx context.Context) error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
 		return a.openAfresh(config.StoreIdentity, a.usersFile(), idp.ErrRefused, func(expected bool) error {
 			local, err := idp.OpenLocalWith(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected})
 			if err != nil {
 				return err
+			}
+			if expected {
+				if err := a.checkWalletUsers(ctx, local); err != nil {
+					return err
+				}
 			}
 			a.Identity = local
 			return nil
