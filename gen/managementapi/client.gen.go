@@ -102,7 +102,10 @@ type ClientInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -113,7 +116,10 @@ type ClientInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -375,7 +381,10 @@ func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteP
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -396,7 +405,10 @@ func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentTyp
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1759,7 +1771,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1770,7 +1785,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3429,7 +3447,10 @@ func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Con
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3446,7 +3467,10 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx co
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

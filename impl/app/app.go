@@ -247,6 +247,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.Intent, err = intent.New(io); err != nil {
 		return nil, err
 	}
+	a.Telemetry = telemetry.New()
 	mo := management.Options{
 		Store:     a.Store,
 		Cluster:   a.Cluster,
@@ -257,12 +258,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		ValidatorAddresses:   a.validatorAddressPolicy(),
 		ParticipantAddresses: a.outboundPolicy(),
 		Dial:                 a.outboundPolicy().DialContext,
+		ObserveProbe:         a.Telemetry.ObserveProbe,
 	}
 	for _, opt := range opts {
 		opt(Wiring{Management: &mo})
 	}
 	a.Management = management.New(mo)
-	a.Telemetry = telemetry.New()
 	a.Telemetry.WatchSync(a.Cluster.SyncState)
 	ups, err := a.openUpstreams(opts)
 	if err != nil {
