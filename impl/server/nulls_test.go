@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -54,15 +53,7 @@ func TestNullRefusedWhereNotNullable(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{})
 	for _, c := range cases {
 		t.Run(c.release+"/"+c.operation+"/"+c.field, func(t *testing.T) {
-			req, _ := http.NewRequestWithContext(t.Context(), c.method, s.URL+c.target, bytes.NewReader(c.body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+s.Token)
-			resp, err := s.HTTP.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, _ := io.ReadAll(resp.Body)
+			resp, raw := do(t, s, c.method, c.target, "application/json", bytes.NewReader(c.body), true)
 			if resp.StatusCode != http.StatusBadRequest {
 				t.Fatalf("%s %s with %s: got %d %s, want 400", c.method, c.target, c.body, resp.StatusCode, raw)
 			}
