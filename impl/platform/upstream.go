@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -16,17 +18,15 @@ type Upstreams interface {
 }
 
 // node resolves validator's nodes, or says the proxy is not configured. A
-// validator the cache does not hold is a 404 as getValidator answers it,
-// before any name reaches client-go (which refuses names no object can
-// have, such as "a/b" or "..", with an error of its own).
+// name no Kubernetes object can have ("a/b", "..", upper case) names no
+// validator: 404, as getValidator answers it, before it reaches client-go,
+// which refuses it with an error of its own (a 500).
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
 	if s.upstreams == nil {
 		return nil, notWired(operation, partUpstreams)
 	}
-	if s.cluster != nil {
-		if _, err := s.cluster.ResourceObject(domain.KindValidator, validator); err != nil {
-			return nil, err
-		}
+	if len(validation.IsDNS1123Subdomain(validator)) > 0 {
+		return nil, domain.NotFound("validator %q not found", validator)
 	}
 	n, err := s.upstreams.For(ctx, validator)
 	if err != nil {

@@ -94,11 +94,11 @@ func TestFormParameters(t *testing.T) {
 		status           int
 		want             string
 	}{
-		{"createUser", "/api/v1/validators/" + validator + "/users", form.Encode(), http.StatusNotFound, "does not exist"},
+		{"createUser", "/api/v1/validators/" + validator + "/users", form.Encode(), http.StatusNotFound, "not found"},
 		{"createUser without userId", "/api/v1/validators/" + validator + "/users", "canActAs=alice%3A%3A1220ab", http.StatusBadRequest, "userId: is required"},
 		{"createUser bad boolean", "/api/v1/validators/" + validator + "/users", "userId=alice&participantAdmin=maybe", http.StatusBadRequest, "participantAdmin"},
-		{"updateUser", "/api/v1/validators/" + validator + "/users/alice", "isDeactivated=true&annotation=team%3Dpayments", http.StatusNotFound, "does not exist"},
-		{"updateUserRights", "/api/v1/validators/" + validator + "/users/alice/rights", "canReadAs=carol%3A%3A1220ef", http.StatusNotFound, "does not exist"},
+		{"updateUser", "/api/v1/validators/" + validator + "/users/alice", "isDeactivated=true&annotation=team%3Dpayments", http.StatusNotFound, "not found"},
+		{"updateUserRights", "/api/v1/validators/" + validator + "/users/alice/rights", "canReadAs=carol%3A%3A1220ef", http.StatusNotFound, "not found"},
 		{"createUser bad form", "/api/v1/validators/" + validator + "/users", "userId=%zz", http.StatusBadRequest, "form"},
 	}
 	for _, tc := range cases {
