@@ -32,8 +32,9 @@ build: prereqs
 	@GO="$(GO)" LDFLAGS="$(LDFLAGS)" BIN="$(BIN)" bash .ci/build
 
 ## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/),
-## the participant admin gRPC subset in openapi/proto/ (needs protoc: apt-get install -y protobuf-compiler libprotobuf-dev), and the
-## API types' deepcopy and the Validator CRD (deploy/crds) from impl/apis with controller-gen
+## the participant admin gRPC subset in openapi/proto/ (buf and the protoc plugins, all Go modules run with
+## `go run`: no protoc to install), and the API types' deepcopy and the Validator CRD (deploy/crds) from
+## impl/apis with controller-gen
 generate:
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen object paths=./impl/apis/... \
 	  crd:crdVersions=v1 output:crd:dir=deploy/crds
@@ -44,14 +45,9 @@ generate:
 	cd gen/upstream/validatorapi && $(GO) generate .
 	cd gen/upstream/adminapi && $(GO) generate .
 
-## check-generated: fail when gen/, deploy/crds or the deepcopy files are not what `make generate` produces
+## check-generated: fail when `make generate` fails or changes anything (gen/, deploy/crds, the deepcopy files)
 check-generated:
-	@tmp=$$(mktemp -d) && cp -r gen deploy/crds $$tmp/ && cp impl/apis/v1alpha1/zz_generated.deepcopy.go $$tmp/ && \
-	  $(MAKE) --no-print-directory generate >/dev/null && \
-	  if ! diff -r $$tmp/gen gen >/dev/null || ! diff -r $$tmp/crds deploy/crds >/dev/null || \
-	     ! diff $$tmp/zz_generated.deepcopy.go impl/apis/v1alpha1/zz_generated.deepcopy.go >/dev/null; then \
-	    diff -r $$tmp/gen gen | head -40; diff -r $$tmp/crds deploy/crds | head -40; \
-	    echo "generated code is stale: run make generate and commit"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+	@MAKE="$(MAKE)" GO="$(GO)" bash .ci/check-generated
 
 node_modules/.bin/redocly: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -60,7 +56,8 @@ node_modules/.bin/redocly: package.json package-lock.json
 ## lint: OpenAPI lint of both contracts, gofmt, go vet
 lint: prereqs-test node_modules/.bin/redocly
 	$(REDOCLY) lint --config .ci/redocly.yaml $(SPECS)
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
+	@out=$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done | \
+	  xargs gofmt -l) || { echo "gofmt failed (output above)"; exit 1; }; \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
@@ -70,6 +67,7 @@ test-go:
 	@echo "control plane: etcd, kube-apiserver and kube-controller-manager from $${KUBEBUILDER_ASSETS:-the user cache (make engine)}: the embedded default end to end, the engine and node simulator, the controllers and the cluster gateway"
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
 	@echo "TypeScript client: openapi-typescript, tsc and openapi-fetch from node_modules (npm ci)"
+	@echo "CI scripts (cmd/ci): check-generated on copies of the tree (make generate three times), the stages' stop on failure"
 	@assets="$${KUBEBUILDER_ASSETS:-$$(bash testdata/envtest/build.sh)}" && \
 	  KUBEBUILDER_ASSETS="$$assets" bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
 

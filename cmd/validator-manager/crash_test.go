@@ -452,9 +452,19 @@ func (w *world) checkAgreement(t *testing.T) {
 			t.Errorf("%s: Validator resource: %v", v.Name, err)
 			continue
 		}
-		var want any
+		var want map[string]any
 		json.Unmarshal(v.Spec, &want)
-		if got := res.Object["spec"].(map[string]any)["config"]; !jsonEqual(got, want) {
+		got, _ := res.Object["spec"].(map[string]any)["config"].(map[string]any)
+		if !v.CustomAuth {
+			// Without custom auth the resource carries the identity
+			// provider's clients, not the record's (docs/decisions.md).
+			auth, _ := got["auth"].(map[string]any)
+			if auth["ledgerApiUser"] == nil || auth["walletUser"] == nil || auth["audience"] == nil {
+				t.Errorf("%s: resource auth %v, want the identity provider's clients", v.Name, auth)
+			}
+			got, want = withoutKey(got, "auth"), withoutKey(want, "auth")
+		}
+		if !jsonEqual(got, want) {
 			t.Errorf("%s: resource config %v, want the record's %v", v.Name, got, want)
 		}
 		_, pruned, _ := unstructured.NestedMap(res.Object, "spec", "participantPruningSchedule")
@@ -559,4 +569,15 @@ func BenchmarkRestartConverges(b *testing.B) {
 	for b.Loop() {
 		serveInProcess(b, dir, "", ns, func(*world) {})
 	}
+}
+
+// withoutKey is a copy of m without key.
+func withoutKey(m map[string]any, key string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -84,6 +84,9 @@ func TestEmbeddedDefault(t *testing.T) {
 	t.Run("a validator becomes workloads on the control plane", func(t *testing.T) {
 		checkWorkloads(t, base, startToken, dataDir)
 	})
+	t.Run("a validator without custom auth gets its clients and Secrets", func(t *testing.T) {
+		checkAuth(t, base, startToken, dataDir)
+	})
 	t.Run("recover --dry-run says what it would do", func(t *testing.T) {
 		checkRecoverDryRun(t, base, startToken, dataDir)
 	})

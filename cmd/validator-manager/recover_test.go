@@ -211,7 +211,7 @@ func newRecoverFixture(t *testing.T) *recoverFixture {
 	none := []managementapi.EnvVar{}
 	custom, secret := true, "onboarding-secret"
 	resp, err := f.srv.Management.CreateValidatorWithResponse(context.Background(), managementapi.ValidatorDto{
-		Name: recValidator, ImageRepo: "registry.example.com/splice/validator-app", ImageTag: "0.4.2", CustomAuth: &custom,
+		Name: recValidator, ImageRepo: "registry.example.com/splice", ImageTag: "0.4.2", CustomAuth: &custom,
 		ClusterConfig: managementapi.ClusterConfigDto{
 			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none}, AppInfoValidator: managementapi.AppInfoDto{EnvVars: none},
 			DefaultJvmOptions: "-Xms1g -Xmx2g", Migration: managementapi.MigrationDto{Id: 2}, PartyHint: "acme-validator_1",

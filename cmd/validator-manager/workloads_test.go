@@ -24,14 +24,7 @@ import (
 // in the run history.
 func checkWorkloads(t *testing.T, base, token, dataDir string) {
 	ctx := context.Background()
-	bearer := func(_ context.Context, r *http.Request) error {
-		r.Header.Set("Authorization", "Bearer "+token)
-		return nil
-	}
-	c, err := managementapi.NewClientWithResponses(base, managementapi.WithRequestEditorFn(bearer))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testClient(t, base, token)
 	created, err := c.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("alpha"))
 	if err != nil || created.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)

@@ -175,7 +175,15 @@ type ClientInterface interface {
 	//
 	// Provisions a new validator. When `customAuth` is absent or false, the matching user is
 	// also created in the identity provider and its initial credentials are returned once in
-	// `createdUser`; they cannot be retrieved again.
+	// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+	// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+	// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+	// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+	// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+	// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+	// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+	// database password is generated (never returned) when the payload gives none for the
+	// internal database; an external database without one gets an empty password.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -186,7 +194,15 @@ type ClientInterface interface {
 	//
 	// Provisions a new validator. When `customAuth` is absent or false, the matching user is
 	// also created in the identity provider and its initial credentials are returned once in
-	// `createdUser`; they cannot be retrieved again.
+	// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+	// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+	// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+	// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+	// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+	// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+	// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+	// database password is generated (never returned) when the payload gives none for the
+	// internal database; an external database without one gets an empty password.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -524,7 +540,15 @@ func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParam
 //
 // Provisions a new validator. When `customAuth` is absent or false, the matching user is
 // also created in the identity provider and its initial credentials are returned once in
-// `createdUser`; they cannot be retrieved again.
+// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+// database password is generated (never returned) when the payload gives none for the
+// internal database; an external database without one gets an empty password.
 //
 // Takes any type of body and a specified content type.
 //
@@ -545,7 +569,15 @@ func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string
 //
 // Provisions a new validator. When `customAuth` is absent or false, the matching user is
 // also created in the identity provider and its initial credentials are returned once in
-// `createdUser`; they cannot be retrieved again.
+// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+// database password is generated (never returned) when the payload gives none for the
+// internal database; an external database without one gets an empty password.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1850,7 +1882,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Provisions a new validator. When `customAuth` is absent or false, the matching user is
 	// also created in the identity provider and its initial credentials are returned once in
-	// `createdUser`; they cannot be retrieved again.
+	// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+	// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+	// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+	// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+	// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+	// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+	// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+	// database password is generated (never returned) when the payload gives none for the
+	// internal database; an external database without one gets an empty password.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1861,7 +1901,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Provisions a new validator. When `customAuth` is absent or false, the matching user is
 	// also created in the identity provider and its initial credentials are returned once in
-	// `createdUser`; they cannot be retrieved again.
+	// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+	// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+	// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+	// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+	// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+	// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+	// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+	// database password is generated (never returned) when the payload gives none for the
+	// internal database; an external database without one gets an empty password.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3568,7 +3616,15 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, pa
 //
 // Provisions a new validator. When `customAuth` is absent or false, the matching user is
 // also created in the identity provider and its initial credentials are returned once in
-// `createdUser`; they cannot be retrieved again.
+// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+// database password is generated (never returned) when the payload gives none for the
+// internal database; an external database without one gets an empty password.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3585,7 +3641,15 @@ func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Co
 //
 // Provisions a new validator. When `customAuth` is absent or false, the matching user is
 // also created in the identity provider and its initial credentials are returned once in
-// `createdUser`; they cannot be retrieved again.
+// `createdUser`; they cannot be retrieved again. The identity provider also gets the
+// validator's clients: `<name>-validator-app` (confidential, client credentials; its
+// service-account user is the ledger API user), `<name>-wallet-ui` and `<name>-ans-ui`
+// (public), all issuing tokens for the validator's own audience `<name>-ledger-api`; the
+// validator app's client secret goes into Secret `<name>-ledger-api-auth`, and the apps'
+// auth settings (client ids, audience, ledger API user, wallet user = the created user's
+// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
+// database password is generated (never returned) when the payload gives none for the
+// internal database; an external database without one gets an empty password.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

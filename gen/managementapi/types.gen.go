@@ -411,7 +411,11 @@ type PersistentVolumeClaimVolumeSource struct {
 	ReadOnly *bool `json:"readOnly,omitempty"`
 }
 
-// Phase Lifecycle phase of a validator or remote participant.
+// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+// participant and validator app are available, and while any of its pods cannot start (or
+// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+// every workload is available at its current configuration.
 type Phase string
 
 // RemoteParticipantDto Registration of a participant node that runs outside the cluster.
@@ -459,7 +463,11 @@ type RemoteParticipantDto struct {
 	// Name Unique name of the registration: letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit, at most 253 characters. Names become keys and path segments, so look-alike, zero-width, bidirectional and control characters and path separators are refused.
 	Name string `json:"name"`
 
-	// Phase Lifecycle phase of a validator or remote participant.
+	// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+	// participant and validator app are available, and while any of its pods cannot start (or
+	// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+	// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
 	// Resources Compute resources and replicas of a workload (Kubernetes quantities).
@@ -723,7 +731,7 @@ type ValidatorDto struct {
 	// ClusterParticipantConfig Participant node configuration; all fields optional.
 	ClusterParticipantConfig ClusterParticipantConfigDto `json:"clusterParticipantConfig"`
 
-	// CustomAuth When absent or false, a user is created in the identity provider and returned once in `createdUser`.
+	// CustomAuth When absent or false, a user is created in the identity provider and returned once in `createdUser`, and the validator's clients and auth settings come from the identity provider (`auth` is not used). When true, `auth` configures authentication.
 	CustomAuth *bool `json:"customAuth,omitempty"`
 
 	// DatabaseConfig Database of the validator; internal (in the cluster) unless `external` is true. An external database requires `hostname` and `port` (non-empty): on create, and on every edit of `databaseConfig` of a validator whose database is external (`external` cannot change, so an edit may leave it out and still needs both); 400 naming the missing field otherwise.
@@ -732,10 +740,17 @@ type ValidatorDto struct {
 	// EnvVars Environment variables of the validator application.
 	EnvVars *[]EnvVar `json:"envVars,omitempty"`
 
-	// ImageRepo Image repository of the validator application.
+	// ImageRepo Registry prefix of Splice's images, as in Splice's Helm charts (such as
+	// `ghcr.io/digital-asset/decentralized-canton-sync/docker`): each workload runs
+	// `<imageRepo>/<component>:<imageTag>`, the components being `canton-participant`,
+	// `validator-app`, `wallet-web-ui` and `ans-web-ui`. A value that is not a repository
+	// name (with no tag or digest), or that already ends in a component name (such as
+	// `…/docker/validator-app`), is refused with 400 keyed `imageRepo`, naming this form;
+	// it is never rewritten.
 	ImageRepo string `json:"imageRepo"`
 
-	// ImageTag Image tag of the validator application.
+	// ImageTag Image tag of Splice's images (the release, such as `0.4.2`). A value an image
+	// reference cannot carry is refused with 400 keyed `imageTag`.
 	ImageTag string `json:"imageTag"`
 
 	// Name Validator name, 1 to 33 characters. It becomes a Kubernetes resource name, so it must
@@ -749,7 +764,11 @@ type ValidatorDto struct {
 	// Participant Environment and resources of one application of the validator.
 	Participant AppInfoDto `json:"participant"`
 
-	// Phase Lifecycle phase of a validator or remote participant.
+	// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+	// participant and validator app are available, and while any of its pods cannot start (or
+	// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+	// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
 	// SqlDbConfig Workload settings of the internal database.
@@ -782,7 +801,8 @@ type ValidatorEditDto struct {
 	// ExposeLedgerApi Expose the ledger API outside the cluster.
 	ExposeLedgerApi *bool `json:"exposeLedgerApi,omitempty"`
 
-	// ImageRepo New image repository.
+	// ImageRepo New registry prefix of Splice's images (see ValidatorDto.imageRepo); the same
+	// values are refused with 400.
 	ImageRepo *string `json:"imageRepo,omitempty"`
 
 	// ImageTag New image tag.
@@ -858,7 +878,7 @@ type ValidatorResponseDto struct {
 	// ExposeLedgerApi The ledger API is exposed outside the cluster.
 	ExposeLedgerApi *bool `json:"exposeLedgerApi,omitempty"`
 
-	// ImageRepo Image repository.
+	// ImageRepo Registry prefix of Splice's images (`<imageRepo>/<component>:<imageTag>`).
 	ImageRepo *string `json:"imageRepo,omitempty"`
 
 	// ImageTag Image tag.
@@ -897,7 +917,11 @@ type ValidatorResponseDto struct {
 	// PartyId Party of the validator.
 	PartyId *string `json:"partyId,omitempty"`
 
-	// Phase Lifecycle phase of a validator or remote participant.
+	// Phase Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+	// participant and validator app are available, and while any of its pods cannot start (or
+	// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+	// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+	// every workload is available at its current configuration.
 	Phase *Phase `json:"phase,omitempty"`
 
 	// PrivateJsonApi The JSON API is private to the cluster.
@@ -993,7 +1017,11 @@ type From = int32
 // Limit defines model for Limit.
 type Limit = int32
 
-// PhaseFilter Lifecycle phase of a validator or remote participant.
+// PhaseFilter Lifecycle phase of a validator or remote participant. A validator is PENDING until its
+// participant and validator app are available, and while any of its pods cannot start (or
+// could not if it restarted): a Secret, ConfigMap or key it reads is missing, its image
+// reference does not parse, it cannot be scheduled; RUNNING from then on; COMPLETED while
+// every workload is available at its current configuration.
 type PhaseFilter = Phase
 
 // PruneValidatorName defines model for PruneValidatorName.

@@ -18,7 +18,7 @@ func ValidatorPayload(name string) managementapi.ValidatorDto {
 	none := []managementapi.EnvVar{}
 	return managementapi.ValidatorDto{
 		Name:      name,
-		ImageRepo: "registry.example.com/splice/validator-app",
+		ImageRepo: "registry.example.com/splice",
 		ImageTag:  "0.4.2",
 		ClusterConfig: managementapi.ClusterConfigDto{
 			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},

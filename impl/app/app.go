@@ -477,6 +477,7 @@ func (a *App) openIdentity(ctx context.Context) error {
 	}
 	kc, err := idp.NewKeycloak(idp.KeycloakConfig{
 		BaseURL:      cfg.KeycloakURL,
+		PublicURL:    cfg.KeycloakPublicURL,
 		Realm:        cfg.KeycloakRealm,
 		ClientID:     cfg.KeycloakClientID,
 		ClientSecret: cfg.KeycloakClientSecret,

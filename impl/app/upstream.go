@@ -30,8 +30,11 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster, Installation: a.installation}
 		// Wallet users get tokens at its realm with their local passwords
 		// (the recover command's step 1).
-		if local, ok := a.Identity.(*idp.Local); ok {
+		local, _ := a.Identity.(*idp.Local)
+		if local != nil {
 			so.Passwords = local
+			// The clients it made for validators get tokens there too.
+			so.Clients = local
 		}
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})
@@ -46,6 +49,10 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 			return nil, err
 		}
 		n := a.Sandbox
+		if local != nil {
+			// The realm the validators' apps are configured with.
+			local.SetEndpoints(idp.RealmEndpoints(n.URL(), sandbox.Realm))
+		}
 		r = n.Resolver(records)
 		n.ServeDiscovery(r)
 	} else {

@@ -541,6 +541,22 @@ func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domai
 }
 
 func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
+	values := map[string]string{}
+	for _, s := range secretSlots(validator, secrets) {
+		values[s.name] = s.value
+	}
+	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) error {
+		if s.value = values[s.name]; s.value == "" {
+			return nil
+		}
+		return k.writeSecretKey(ctx, s, owner, true)
+	})
+}
+
+// putSecrets calls put for each of the validator's Secrets with the
+// resource as their owner, then makes spec.secrets reference every one that
+// exists (an operator may have created one by hand).
+func (k *Kube) putSecrets(ctx context.Context, validator string, put func(context.Context, secretSlot, metav1.OwnerReference) error) error {
 	cur, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return domain.NotFound("validator %q does not exist in the cluster", validator)
@@ -549,11 +565,8 @@ func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domai
 		return err
 	}
 	owner := ownerReference(validator, cur.GetUID())
-	for _, s := range secretSlots(validator, secrets) {
-		if s.value == "" {
-			continue
-		}
-		if err := k.writeSecret(ctx, s, owner); err != nil {
+	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+		if err := put(ctx, s, owner); err != nil {
 			return err
 		}
 	}
@@ -581,9 +594,51 @@ func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domai
 	})
 }
 
-// writeSecret sets one key of one Secret, creating the Secret when absent.
+// CachedSecrets tells from the Secret cache which of the validator's
+// Secrets exist with their key (all false before the cache has synced).
+func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
+	var w domain.WrittenSecrets
+	if !k.synced.Load() {
+		return w
+	}
+	has := func(name string) bool {
+		o, found, err := k.secretVersions.GetIndexer().GetByKey(k.namespace + "/" + name)
+		st, _ := o.(*secretStamp)
+		return err == nil && found && st != nil && st.hasKey
+	}
+	w.Onboarding = has(domain.OnboardingSecretName(validator))
+	w.LedgerAPIAuth = has(domain.LedgerAPIAuthSecretName(validator))
+	w.Database = has(domain.DatabaseSecretName(validator))
+	return w
+}
+
+// DefaultSecrets writes each value d gives into its Secret only where the
+// Secret or its key is missing (read from the API server), never over a
+// value, and references the validator's Secrets in spec.secrets. The
+// resource must exist.
+func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
+	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.defaultSecrets(ctx, validator, d))
+}
+
+func (k *Kube) defaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
+	values := map[string]*string{
+		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
+		domain.DatabaseSecretName(validator):      d.DatabasePassword,
+	}
+	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) error {
+		v := values[s.name]
+		if v == nil {
+			return nil
+		}
+		s.value = *v
+		return k.writeSecretKey(ctx, s, owner, false)
+	})
+}
+
+// writeSecretKey sets one key of one Secret, creating the Secret when
+// absent; a key that holds a value is replaced only when replace is set.
 // Its errors carry no server message (it could quote the value).
-func (k *Kube) writeSecret(ctx context.Context, s secretSlot, owner metav1.OwnerReference) error {
+func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) error {
 	api := k.core.CoreV1().Secrets(k.namespace)
 	return redact(retryWrite(func() error {
 		cur, err := api.Get(ctx, s.name, metav1.GetOptions{})
@@ -602,6 +657,9 @@ func (k *Kube) writeSecret(ctx context.Context, s secretSlot, owner metav1.Owner
 		}
 		if err != nil {
 			return err
+		}
+		if !replace && hasKey(cur, s.key) {
+			return nil
 		}
 		sec := cur.DeepCopy()
 		if sec.Data == nil {
@@ -916,6 +974,26 @@ func (k *Kube) Watch(f func(name string)) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	if _, err := k.cronJobs.AddEventHandler(h); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// A validator's Secret deleted or emptied by hand: only for validators
+	// this installation manages (the name alone could be anyone's).
+	secret := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if st, _ := obj.(*secretStamp); st != nil && st.validator != "" {
+			if _, ok := k.cachedValidator(st.validator); ok {
+				f(st.validator)
+			}
+		}
+	}
+	_, err := k.secretVersions.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    secret,
+		UpdateFunc: func(_, obj any) { secret(obj) },
+		DeleteFunc: secret,
+	})
+	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil

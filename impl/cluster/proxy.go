@@ -44,6 +44,11 @@ func newSecretVersions(core kubernetes.Interface, namespace string, resync time.
 // where the metadata alone would take several hundred).
 type secretStamp struct {
 	name, namespace, resourceVersion string
+	// validator is set on a validator's Secret (by its name), hasKey when
+	// it holds the key the validator's pods read (the intent controller
+	// writes what is missing).
+	validator string
+	hasKey    bool
 }
 
 var _ runtime.Object = (*secretStamp)(nil)
@@ -64,6 +69,9 @@ func stampSecret(obj any) (any, error) {
 		return obj, nil
 	}
 	st := &secretStamp{name: strings.Clone(s.Name), namespace: strings.Clone(s.Namespace)}
+	if validator, key, ok := slotOf(s.Name); ok {
+		st.validator, st.hasKey = strings.Clone(validator), hasKey(s, key)
+	}
 	if strings.HasSuffix(s.Name, domain.LedgerAPIAuthSecretName("")) {
 		st.resourceVersion = strings.Clone(s.ResourceVersion)
 	}

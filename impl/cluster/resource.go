@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,6 +76,17 @@ func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 		{"ledgerApiAuth", domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey, s.LedgerAPIClientSecret},
 		{"database", domain.DatabaseSecretName(validator), DatabaseSecretKey, s.DatabasePassword},
 	}
+}
+
+// slotOf tells whether a Secret's name is one of a validator's Secrets: the
+// validator and the key its pods read.
+func slotOf(secret string) (validator, key string, ok bool) {
+	for _, s := range secretSlots("", domain.ValidatorSecrets{}) {
+		if v, found := strings.CutSuffix(secret, s.name); found && v != "" {
+			return v, s.key, true
+		}
+	}
+	return "", "", false
 }
 
 // validatorSpec is the resource's spec for v and its pruning schedule (nil:

@@ -73,6 +73,7 @@ type Config struct {
 
 	IdentityMode         string
 	KeycloakURL          string
+	KeycloakPublicURL    string
 	KeycloakRealm        string
 	KeycloakClientID     string
 	KeycloakClientSecret string
@@ -199,6 +200,7 @@ func (c *Config) settings() []setting {
 		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
 		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
 		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL, false},
+		{"idp.keycloak.publicUrl", "Keycloak base URL as validators' pods reach it (their JWKS, OIDC and token URLs); empty = idp.keycloak.url", &c.KeycloakPublicURL, false},
 		{"idp.keycloak.realm", "Keycloak realm of the wallet users", &c.KeycloakRealm, false},
 		{"idp.keycloak.clientId", "Keycloak admin client id (client credentials)", &c.KeycloakClientID, false},
 		{"idp.keycloak.clientSecret", "Keycloak admin client secret", &c.KeycloakClientSecret, true},

@@ -47,6 +47,9 @@ type Validator struct {
 	// WalletUserID is the identity provider's id of the wallet user created
 	// for the validator; empty with custom authentication.
 	WalletUserID string
+	// ProvisionedAuth is what the identity provider made for the validator
+	// (nil: nothing yet, or custom authentication).
+	ProvisionedAuth *ProvisionedAuth
 	// Creating is set while the create that inserted the row has not
 	// finished: the validator is not shown, and a row still creating once
 	// its create is gone (a crash) is undone by the reconciler.
@@ -215,4 +218,44 @@ type CreatedUser struct {
 	ID                string
 	Username          string
 	TemporaryPassword string
+}
+
+// ProvisionedAuth is what the identity provider made for a validator without
+// custom authentication: its clients, their audience and the ledger API
+// client's service-account user. Ids only: the client secret stays in the
+// identity provider and the validator's Secret.
+type ProvisionedAuth struct {
+	Audience string `json:"audience"`
+	// LedgerAPIClient is the validator app's confidential client
+	// (client-credentials grant); LedgerAPIUser the id of its
+	// service-account user, the subject of its tokens.
+	LedgerAPIClient   string `json:"ledgerApiClientId"`
+	LedgerAPIUser     string `json:"ledgerApiUser"`
+	WalletClient      string `json:"walletClientId"`
+	NameServiceClient string `json:"cnsClientId"`
+}
+
+// Complete tells whether every id is set.
+func (p ProvisionedAuth) Complete() bool {
+	return p.Audience != "" && p.LedgerAPIClient != "" && p.LedgerAPIUser != "" && p.WalletClient != "" && p.NameServiceClient != ""
+}
+
+// AuthEndpoints are the URLs of the identity provider's realm that the
+// validator's apps use; they follow its configuration (not stored per
+// validator: a moved identity provider moves every validator with it).
+type AuthEndpoints struct {
+	// Authority is the issuer (Keycloak: <base>/realms/<realm>).
+	Authority string
+	JWKS      string
+	// Config is the OpenID Connect discovery document.
+	Config string
+	Token  string
+}
+
+// SecretDefaults are values for a validator's Secrets that are written only
+// where the Secret is missing or lacks its key, never over a value; nil:
+// nothing to write. An empty value is written as empty.
+type SecretDefaults struct {
+	LedgerAPIClientSecret *string
+	DatabasePassword      *string
 }

@@ -45,6 +45,39 @@ type fakeKeycloak struct {
 	noLocation bool
 	// publicClients accept the password grant.
 	publicClients map[string]bool
+	// realmClients are the clients made through the admin API, by id.
+	realmClients map[string]*fakeClient
+}
+
+// fakeClient is a client as Keycloak keeps it: a confidential one has a
+// secret and a service-account user.
+type fakeClient struct {
+	rep            clientRep
+	secret         string
+	serviceAccount string
+}
+
+// clientRep is Keycloak's ClientRepresentation, the fields the adapter sends.
+type clientRep struct {
+	ID                        string              `json:"id,omitempty"`
+	ClientID                  string              `json:"clientId"`
+	Protocol                  string              `json:"protocol,omitempty"`
+	Enabled                   *bool               `json:"enabled,omitempty"`
+	PublicClient              *bool               `json:"publicClient,omitempty"`
+	ServiceAccountsEnabled    *bool               `json:"serviceAccountsEnabled,omitempty"`
+	StandardFlowEnabled       *bool               `json:"standardFlowEnabled,omitempty"`
+	DirectAccessGrantsEnabled *bool               `json:"directAccessGrantsEnabled,omitempty"`
+	Attributes                map[string]string   `json:"attributes,omitempty"`
+	ProtocolMappers           []protocolMapperRep `json:"protocolMappers,omitempty"`
+}
+
+// protocolMapperRep is Keycloak's ProtocolMapperRepresentation.
+type protocolMapperRep struct {
+	ID             string            `json:"id,omitempty"`
+	Name           string            `json:"name"`
+	Protocol       string            `json:"protocol"`
+	ProtocolMapper string            `json:"protocolMapper"`
+	Config         map[string]string `json:"config,omitempty"`
 }
 
 type fakeUser struct {
@@ -95,6 +128,7 @@ func newFakeKeycloak(t *testing.T) *fakeKeycloak {
 		tokens:        map[string]time.Time{},
 		users:         map[string]fakeUser{},
 		publicClients: map[string]bool{},
+		realmClients:  map[string]*fakeClient{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", f.token)
@@ -102,6 +136,12 @@ func newFakeKeycloak(t *testing.T) *fakeKeycloak {
 	mux.HandleFunc("GET /admin/realms/{realm}/users", f.admin(f.listUsers))
 	mux.HandleFunc("DELETE /admin/realms/{realm}/users/{id}", f.admin(f.deleteUser))
 	mux.HandleFunc("PUT /admin/realms/{realm}/users/{id}/reset-password", f.admin(f.resetPassword))
+	mux.HandleFunc("POST /admin/realms/{realm}/clients", f.admin(f.createClient))
+	mux.HandleFunc("GET /admin/realms/{realm}/clients", f.admin(f.listClients))
+	mux.HandleFunc("DELETE /admin/realms/{realm}/clients/{id}", f.admin(f.deleteClient))
+	mux.HandleFunc("GET /admin/realms/{realm}/clients/{id}/client-secret", f.admin(f.clientSecret))
+	mux.HandleFunc("GET /admin/realms/{realm}/clients/{id}/service-account-user", f.admin(f.serviceAccountUser))
+	mux.HandleFunc("POST /admin/realms/{realm}/clients/{id}/protocol-mappers/models", f.admin(f.createMapper))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		f.record(r, "")
 		t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
@@ -412,4 +452,143 @@ func (f *fakeKeycloak) resetPassword(w http.ResponseWriter, r *http.Request, bod
 	u.Password, u.Temporary = c.Value, c.Temporary != nil && *c.Temporary
 	f.users[u.ID] = u
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// createClient is POST /admin/realms/{realm}/clients: 201 with a Location
+// header, 409 when the clientId is taken; a confidential client gets a
+// generated secret, and service accounts a user of its own.
+func (f *fakeKeycloak) createClient(w http.ResponseWriter, r *http.Request, body []byte) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "HTTP 415 Unsupported Media Type"})
+		return
+	}
+	var rep clientRep
+	if err := json.Unmarshal(body, &rep); err != nil || rep.ClientID == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"errorMessage": "invalid client representation"})
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.realmClients {
+		if c.rep.ClientID == rep.ClientID {
+			writeJSON(w, http.StatusConflict, map[string]string{"errorMessage": "Client " + rep.ClientID + " already exists"})
+			return
+		}
+	}
+	c := &fakeClient{rep: rep}
+	c.rep.ID = uuid.NewString()
+	for i := range c.rep.ProtocolMappers {
+		c.rep.ProtocolMappers[i].ID = uuid.NewString()
+	}
+	if rep.PublicClient == nil || !*rep.PublicClient {
+		c.secret = uuid.NewString()
+	}
+	if rep.ServiceAccountsEnabled != nil && *rep.ServiceAccountsEnabled {
+		u := fakeUser{ID: uuid.NewString(), Username: "service-account-" + strings.ToLower(rep.ClientID), Enabled: true}
+		f.users[u.ID] = u
+		c.serviceAccount = u.ID
+	}
+	f.realmClients[c.rep.ID] = c
+	if !f.noLocation {
+		w.Header().Set("Location", f.srv.URL+"/admin/realms/"+f.realm+"/clients/"+c.rep.ID)
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// listClients is GET /admin/realms/{realm}/clients?clientId=: an exact
+// match unless search=true, with attributes and protocol mappers.
+func (f *fakeKeycloak) listClients(w http.ResponseWriter, r *http.Request, _ []byte) {
+	q := r.URL.Query()
+	id, search := q.Get("clientId"), q.Get("search") == "true"
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []clientRep{}
+	for _, c := range f.realmClients {
+		if id == "" || c.rep.ClientID == id || (search && strings.Contains(c.rep.ClientID, id)) {
+			out = append(out, c.rep)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// realmClient finds a client by Keycloak id, answering 404 as Keycloak does.
+func (f *fakeKeycloak) realmClient(w http.ResponseWriter, r *http.Request) *fakeClient {
+	c, ok := f.realmClients[r.PathValue("id")]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Could not find client"})
+	}
+	return c
+}
+
+func (f *fakeKeycloak) deleteClient(w http.ResponseWriter, r *http.Request, _ []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.realmClient(w, r)
+	if c == nil {
+		return
+	}
+	delete(f.users, c.serviceAccount)
+	delete(f.realmClients, c.rep.ID)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeKeycloak) clientSecret(w http.ResponseWriter, r *http.Request, _ []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.realmClient(w, r); c != nil {
+		writeJSON(w, http.StatusOK, map[string]string{"type": "secret", "value": c.secret})
+	}
+}
+
+// serviceAccountUser answers 400 for a client without service accounts, as Keycloak does.
+func (f *fakeKeycloak) serviceAccountUser(w http.ResponseWriter, r *http.Request, _ []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.realmClient(w, r)
+	if c == nil {
+		return
+	}
+	u, ok := f.users[c.serviceAccount]
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "Service account not enabled for the client '" + c.rep.ClientID + "'"})
+		return
+	}
+	enabled := u.Enabled
+	writeJSON(w, http.StatusOK, userRep{ID: u.ID, Username: u.Username, Enabled: &enabled})
+}
+
+// createMapper is POST .../clients/{id}/protocol-mappers/models: 409 when
+// the client has a mapper of that name.
+func (f *fakeKeycloak) createMapper(w http.ResponseWriter, r *http.Request, body []byte) {
+	var m protocolMapperRep
+	if err := json.Unmarshal(body, &m); err != nil || m.Name == "" || m.ProtocolMapper == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"errorMessage": "invalid protocol mapper"})
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.realmClient(w, r)
+	if c == nil {
+		return
+	}
+	if slices.ContainsFunc(c.rep.ProtocolMappers, func(x protocolMapperRep) bool { return x.Name == m.Name }) {
+		writeJSON(w, http.StatusConflict, map[string]string{"errorMessage": "Protocol mapper exists with same name"})
+		return
+	}
+	m.ID = uuid.NewString()
+	c.rep.ProtocolMappers = append(c.rep.ProtocolMappers, m)
+	w.Header().Set("Location", f.srv.URL+"/admin/realms/"+f.realm+"/clients/"+c.rep.ID+"/protocol-mappers/models/"+m.ID)
+	w.WriteHeader(http.StatusCreated)
+}
+
+// clientByClientID is the client of clientID, or nil.
+func (f *fakeKeycloak) clientByClientID(clientID string) *fakeClient {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.realmClients {
+		if c.rep.ClientID == clientID {
+			return c
+		}
+	}
+	return nil
 }

@@ -23,7 +23,10 @@ type KeycloakConfig struct {
 	// https://kc.example.com/auth for older (WildFly) distributions or one
 	// started with --http-relative-path=/auth.
 	BaseURL string
-	// Realm holds the wallet users and the admin client.
+	// PublicURL is Keycloak's root URL as the validators' pods reach it
+	// (their JWKS, OIDC and token URLs); empty means BaseURL.
+	PublicURL string
+	// Realm holds the wallet users, the validators' clients and the admin client.
 	Realm string
 	// ClientID and ClientSecret are a confidential client of Realm with the
 	// client-credentials grant (service account) and the realm-management
@@ -42,11 +45,12 @@ const updatePassword = "UPDATE_PASSWORD"
 
 // Keycloak creates wallet users over Keycloak's admin REST API.
 type Keycloak struct {
-	client   *gocloak.GoCloak
-	realm    string
-	clientID string
-	secret   string
-	now      func() time.Time
+	client    *gocloak.GoCloak
+	publicURL string
+	realm     string
+	clientID  string
+	secret    string
+	now       func() time.Time
 
 	// fetch is a one-slot semaphore: a single admin token request at a time,
 	// so concurrent calls wait for it instead of each requesting one.
@@ -71,6 +75,12 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	case cfg.ClientSecret == "":
 		return nil, errors.New("identity provider: keycloak client secret is required")
 	}
+	public := cfg.PublicURL
+	if public == "" {
+		public = cfg.BaseURL
+	} else if p, err := url.Parse(public); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return nil, fmt.Errorf("identity provider: keycloak public URL %q is not an http(s) URL", public)
+	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultKeycloakTimeout
@@ -80,12 +90,13 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	// would only duplicate it.
 	client.RestyClient().SetTimeout(timeout).SetLogger(quiet{})
 	return &Keycloak{
-		client:   client,
-		realm:    cfg.Realm,
-		clientID: cfg.ClientID,
-		secret:   cfg.ClientSecret,
-		now:      time.Now,
-		fetch:    make(chan struct{}, 1),
+		client:    client,
+		publicURL: public,
+		realm:     cfg.Realm,
+		clientID:  cfg.ClientID,
+		secret:    cfg.ClientSecret,
+		now:       time.Now,
+		fetch:     make(chan struct{}, 1),
 	}, nil
 }
 

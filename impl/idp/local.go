@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,8 +29,11 @@ type Local struct {
 	now  func() time.Time
 	cost int // bcrypt cost
 
-	mu    sync.Mutex // guards users and the file
-	users []localUser
+	mu      sync.Mutex // guards users, clients and the file
+	users   []localUser
+	clients []localClient
+	// endpoints are where the realm is served (SetEndpoints).
+	endpoints atomic.Pointer[domain.AuthEndpoints]
 	// installation is written into the file (localState.Installation).
 	installation string
 }
@@ -48,8 +52,9 @@ type localState struct {
 	// Installation is the id of the installation (the database's instance
 	// id) whose users these are: a file from another installation is
 	// refused at open instead of silently serving its users.
-	Installation string      `json:"installation,omitempty"`
-	Users        []localUser `json:"users"`
+	Installation string        `json:"installation,omitempty"`
+	Users        []localUser   `json:"users"`
+	Clients      []localClient `json:"clients,omitempty"`
 }
 
 // OpenLocal opens (creating) the local identity provider in dir, e.g.
@@ -103,7 +108,7 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	case errors.Is(err, fs.ErrNotExist) && o.Expected:
 		return nil, refusal{fmt.Errorf("local identity provider: %s is missing, but the database holds validators whose wallet users it kept; %s", l.path, todo)}
 	case errors.Is(err, fs.ErrNotExist):
-		if err := l.save(nil); err != nil {
+		if err := l.save(nil, nil); err != nil {
 			return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
 		}
 		return l, nil
@@ -124,10 +129,10 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
 		return nil, refusal{fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, o.Installation, todo)}
 	}
-	l.users = st.Users
+	l.users, l.clients = st.Users, st.Clients
 	if o.Installation != "" && st.Installation == "" {
 		// Stamped now rather than at the next change.
-		if err := l.save(l.users); err != nil {
+		if err := l.save(l.users, l.clients); err != nil {
 			return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
 		}
 	}
@@ -175,7 +180,7 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim string) (
 		return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
 	}
 	next := append(slices.Clip(l.users), u)
-	if err := l.save(next); err != nil {
+	if err := l.save(next, l.clients); err != nil {
 		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
 	}
 	l.users = next
@@ -191,7 +196,7 @@ func (l *Local) DeleteUser(_ context.Context, id string) error {
 		return nil
 	}
 	next := slices.Delete(slices.Clone(l.users), i, i+1)
-	if err := l.save(next); err != nil {
+	if err := l.save(next, l.clients); err != nil {
 		return fmt.Errorf("identity provider: delete user %s: %w", id, err)
 	}
 	l.users = next
@@ -247,13 +252,13 @@ var unknownUserHash = sync.OnceValue(func() string {
 	return string(h)
 })
 
-// save writes users atomically: a temporary file in the same directory
-// (created 0600), synced, then renamed over the old one.
-func (l *Local) save(users []localUser) error {
+// save writes users and clients atomically: a temporary file in the same
+// directory (created 0600), synced, then renamed over the old one.
+func (l *Local) save(users []localUser, clients []localClient) error {
 	if users == nil {
 		users = []localUser{} // "users": [] tells an empty provider from a null file
 	}
-	raw, err := json.MarshalIndent(localState{Installation: l.installation, Users: users}, "", "  ")
+	raw, err := json.MarshalIndent(localState{Installation: l.installation, Users: users, Clients: clients}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -286,7 +291,7 @@ func (l *Local) save(users []localUser) error {
 func (l *Local) Ping(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.save(l.users); err != nil {
+	if err := l.save(l.users, l.clients); err != nil {
 		return fmt.Errorf("local identity provider: %s cannot be written: %w", l.path, err)
 	}
 	return nil

@@ -74,7 +74,7 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 // carries. It refuses changes to immutable fields, naming the request field.
 func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementapi.ValidatorEditDto) (domain.ValidatorSecrets, error) {
 	var secrets domain.ValidatorSecrets
-	var bad domain.Invalids
+	bad := checkImage(edit.ImageRepo, edit.ImageTag)
 	if edit.ImageRepo != nil {
 		c.ImageRepo = *edit.ImageRepo
 	}

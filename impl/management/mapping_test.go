@@ -263,6 +263,7 @@ func TestEditMapping(t *testing.T) {
 	var edit managementapi.ValidatorEditDto
 	fill(&edit)
 	edit.DatabaseStorage = ptr("20Gi")
+	edit.ImageRepo = ptr("registry.example.test/splice") // the filled path is not a repository name
 	edit.DatabaseConfig.External = ptr(false)
 	kept := (*edit.ClusterConfig.AppInfoValidator.EnvVars)[0]
 	edit.ClusterConfig.AppInfoValidator.EnvVars = &[]managementapi.EnvVar{kept, {Name: ptr("DROP"), Value: ptr("x")}}

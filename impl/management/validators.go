@@ -151,7 +151,7 @@ func (s *Server) createConflict(ctx context.Context, name string, cause error) (
 
 // checkCreate enforces what the contract cannot express.
 func checkCreate(dto managementapi.ValidatorDto) error {
-	var bad domain.Invalids
+	bad := checkImage(&dto.ImageRepo, &dto.ImageTag)
 	if dto.Auth != nil && (dto.Auth.LedgerApiClientSecret == nil || *dto.Auth.LedgerApiClientSecret == "") {
 		bad = append(bad, domain.Invalid("auth.ledgerApiClientSecret", "is required"))
 	}
@@ -162,6 +162,24 @@ func checkCreate(dto managementapi.ValidatorDto) error {
 		return bad
 	}
 	return nil
+}
+
+// checkImage refuses an imageRepo or imageTag (each when given) from which
+// the components' image references would not exist or not parse
+// (docs/decisions.md: imageRepo is the registry prefix, not normalised).
+func checkImage(repo, tag *string) domain.Invalids {
+	var bad domain.Invalids
+	if repo != nil {
+		if err := domain.CheckImageRepo(*repo); err != nil {
+			bad = append(bad, domain.Invalid("imageRepo", "%v", err))
+		}
+	}
+	if tag != nil {
+		if err := domain.CheckImageTag(*tag); err != nil {
+			bad = append(bad, domain.Invalid("imageTag", "%v", err))
+		}
+	}
+	return bad
 }
 
 // externalDatabaseAddress requires where an external database is.

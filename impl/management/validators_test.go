@@ -131,6 +131,11 @@ func TestCreateValidatorRejects(t *testing.T) {
 			v.ClusterConfig.PvcVolumeStorageClass = ptr("fast-ssd")
 		}, "clusterConfig.pvcVolumeStorageClass", `"fast-ssd"`},
 		{"client secret missing", func(v *managementapi.ValidatorDto) { v.Auth.LedgerApiClientSecret = nil }, "auth.ledgerApiClientSecret", "is required"},
+		{"image repository naming a component", func(v *managementapi.ValidatorDto) {
+			v.ImageRepo = "ghcr.io/digital-asset/decentralized-canton-sync/docker/validator-app"
+		}, "imageRepo", "<imageRepo>/<component>:<imageTag>"},
+		{"image repository with a tag", func(v *managementapi.ValidatorDto) { v.ImageRepo = "registry.example.com/splice:0.4.2" }, "imageRepo", "registry prefix"},
+		{"image tag that no reference can carry", func(v *managementapi.ValidatorDto) { v.ImageTag = "0.4.2 final" }, "imageTag", "is not an image tag"},
 		{"external database without host", func(v *managementapi.ValidatorDto) {
 			v.DatabaseConfig = &managementapi.ValidatorDbConfigDto{External: ptr(true), Port: ptr("5432")}
 		}, "databaseConfig.hostname", "is required"},
@@ -406,11 +411,14 @@ func TestUpdateValidator(t *testing.T) {
 		t.Fatalf("cluster resource migration: got %v, want id 2 migrating", spec["migration"])
 	}
 
-	// Immutable fields: 400 keyed by the field, and nothing changes.
+	// Immutable fields and images that cannot exist: 400 keyed by the
+	// field, and nothing changes.
 	rejected := []struct{ body, field string }{
 		{`{"name":"zeta","databaseConfig":{"external":true,"hostname":"db","port":"5432"}}`, "databaseConfig.external"},
 		{`{"name":"zeta","databaseStorage":"5Gi"}`, "databaseStorage"},
 		{`{"name":"zeta","clusterConfig":{"migration":{"id":1}}}`, "clusterConfig.migration.id"},
+		{`{"name":"zeta","imageRepo":"registry.example.com/splice/canton-participant"}`, "imageRepo"},
+		{`{"name":"zeta","imageTag":":latest"}`, "imageTag"},
 	}
 	snapshot, _ := e.row(t, "zeta")
 	for _, r := range rejected {

@@ -2,7 +2,9 @@
 // real API server, for the embedded default (which runs no kubelet and no
 // container runtime): it registers a Ready node, binds every unscheduled Pod
 // to it, and a little later reports the Pod running and ready (Pods of Jobs:
-// succeeded). Everything else is the real control plane's: the Deployment,
+// succeeded), unless the kubelet's rules that need no image say a kubelet
+// could not start it (kubelet.go): then it waits as on a node, with the
+// kubelet's reasons and messages, until what it lacks exists. Everything else is the real control plane's: the Deployment,
 // StatefulSet, Job and CronJob controllers see those Pods and move their
 // workloads' status as on a cluster. It also provisions the volumes claimed
 // by Pods, keeps the embedded default's Applications running as Deployments,
@@ -29,9 +31,12 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -109,14 +114,19 @@ type Simulator struct {
 	log   *slog.Logger
 	queue workqueue.TypedRateLimitingInterface[key]
 
-	factories []factory
-	pods      corelisters.PodLister
-	podIndex  cache.Indexer
-	claims    corelisters.PersistentVolumeClaimLister
-	volumes   corelisters.PersistentVolumeLister
-	deploys   appslisters.DeploymentLister
-	apps      cache.GenericLister
-	synced    []cache.InformerSynced
+	factories  []factory
+	pods       corelisters.PodLister
+	podIndex   cache.Indexer
+	claims     corelisters.PersistentVolumeClaimLister
+	secrets    corelisters.SecretLister
+	configMaps corelisters.ConfigMapLister
+	volumes    corelisters.PersistentVolumeLister
+	deploys    appslisters.DeploymentLister
+	apps       cache.GenericLister
+	synced     []cache.InformerSynced
+
+	// kubelet and scheduler record the events those would; set by Start.
+	kubelet, scheduler record.EventRecorder
 
 	started sync.Once
 	ready   chan struct{} // closed when the caches have synced and the node exists
@@ -140,16 +150,25 @@ func New(core kubernetes.Interface, dyn dynamic.Interface, opts Options) *Simula
 	s.factories = []factory{typed, volFactory, dynFactory}
 
 	podInf := typed.Core().V1().Pods()
-	utilruntime.Must(podInf.Informer().AddIndexers(cache.Indexers{claimIndex: podClaims}))
+	utilruntime.Must(podInf.Informer().AddIndexers(cache.Indexers{claimIndex: podClaims, secretIndex: podSecrets, configMapIndex: podConfigMaps}))
 	s.pods, s.podIndex = podInf.Lister(), podInf.Informer().GetIndexer()
 	_, _ = podInf.Informer().AddEventHandler(s.handler(podKey))
 
+	// Claims, Secrets and ConfigMaps: a change reaches the Pods that wait
+	// for them (level-triggered: a Pod starts once what it needs exists).
 	claimInf := typed.Core().V1().PersistentVolumeClaims()
 	s.claims = claimInf.Lister()
-	_, _ = claimInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.claimChanged(o) },
-		UpdateFunc: func(_, o any) { s.claimChanged(o) },
-	})
+	_, _ = claimInf.Informer().AddEventHandler(s.dependency(claimIndex, func(m metav1.Object) {
+		s.queue.Add(key{kind: claimKey, namespace: m.GetNamespace(), name: m.GetName()})
+	}))
+	secretInf := typed.Core().V1().Secrets()
+	utilruntime.Must(secretInf.Informer().SetTransform(keysOnly))
+	s.secrets = secretInf.Lister()
+	_, _ = secretInf.Informer().AddEventHandler(s.dependency(secretIndex, nil))
+	configMapInf := typed.Core().V1().ConfigMaps()
+	utilruntime.Must(configMapInf.Informer().SetTransform(keysOnly))
+	s.configMaps = configMapInf.Lister()
+	_, _ = configMapInf.Informer().AddEventHandler(s.dependency(configMapIndex, nil))
 	volInf := volFactory.Core().V1().PersistentVolumes()
 	s.volumes = volInf.Lister()
 	_, _ = volInf.Informer().AddEventHandler(s.handler(volumeKey))
@@ -166,6 +185,7 @@ func New(core kubernetes.Interface, dyn dynamic.Interface, opts Options) *Simula
 	_, _ = appInf.Informer().AddEventHandler(s.handler(applicationKey))
 
 	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, claimInf.Informer().HasSynced,
+		secretInf.Informer().HasSynced, configMapInf.Informer().HasSynced,
 		volInf.Informer().HasSynced, depInf.Informer().HasSynced, appInf.Informer().HasSynced}
 	s.metrics = &Metrics{pods: s.pods, now: opts.Now}
 	return s
@@ -198,6 +218,11 @@ func (s *Simulator) Start(ctx context.Context) error {
 	if err := s.ensureStorageClass(ctx); err != nil {
 		return fmt.Errorf("nodesim: storage class %s: %w", s.opts.StorageClass, err)
 	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.core.CoreV1().Events("")})
+	s.kubelet = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: s.opts.NodeName})
+	s.scheduler = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "default-scheduler"})
 	for _, f := range s.factories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
@@ -224,6 +249,27 @@ func (s *Simulator) handler(k kind) cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }, DeleteFunc: add}
+}
+
+// dependency handles an object Pods depend on: also (self, when not nil)
+// its own queue key, then the Pods that index refers to it.
+func (s *Simulator) dependency(index string, self func(metav1.Object)) cache.ResourceEventHandler {
+	changed := func(o any) {
+		m, err := metaOf(o)
+		if err != nil {
+			return
+		}
+		if self != nil {
+			self(m)
+		}
+		pods, _ := s.podIndex.ByIndex(index, m.GetNamespace()+"/"+m.GetName())
+		for _, p := range pods {
+			if p, ok := p.(*corev1.Pod); ok {
+				s.queue.Add(key{kind: podKey, namespace: p.Namespace, name: p.Name})
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed}
 }
 
 func metaOf(o any) (metav1.Object, error) {

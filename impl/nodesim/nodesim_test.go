@@ -94,7 +94,12 @@ func namespace(t *testing.T) string {
 	}
 	t.Parallel()
 	ctx := context.Background()
-	name := fmt.Sprintf("t%d-%s", nsCounter.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	name := fmt.Sprintf("t%d-%s", nsCounter.Add(1), strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name())))
 	if len(name) > 60 {
 		name = name[:60]
 	}

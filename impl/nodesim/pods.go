@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -21,9 +23,11 @@ const hostIP = "127.0.0.1"
 const PodCIDR = "127.244.0.0/16"
 
 // syncPod does for one Pod what the scheduler and the kubelet would:
-// bind it when its claims are bound; after ReadyDelay report it running and
-// ready (a Job's Pod: succeeded); confirm a deletion at once. It returns how
-// long to wait before the Pod's next step is due.
+// bind it when its claims are bound (report it unschedulable while one is
+// missing); after ReadyDelay report it running and ready (a Job's Pod:
+// succeeded), or waiting where the kubelet's rules (kubelet.go) say it
+// cannot start; confirm a deletion at once. It returns how long to wait
+// before the Pod's next step is due.
 func (s *Simulator) syncPod(ctx context.Context, namespace, name string) (time.Duration, error) {
 	pod, err := s.pods.Pods(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -45,6 +49,9 @@ func (s *Simulator) syncPod(ctx context.Context, namespace, name string) (time.D
 		return 0, err
 	}
 	if pod.Spec.NodeName == "" {
+		if msg := s.claimError(pod); msg != "" {
+			return 0, s.unschedulable(ctx, pod, msg)
+		}
 		if !s.claimsBound(pod) {
 			return 0, nil // a claim's change enqueues the Pod again
 		}
@@ -68,21 +75,44 @@ func (s *Simulator) syncPod(ctx context.Context, namespace, name string) (time.D
 	if wait := due.Sub(s.opts.Now()); wait > 0 {
 		return wait, nil
 	}
-	var status *corev1.PodStatus
-	if ownedByJob(pod) {
-		status = succeededStatus(pod, s.opts.Now())
-	} else if !podReady(pod) {
-		status = runningStatus(pod, s.opts.Now())
-	} else {
+	status, warnings := s.kubeletStatus(pod, s.opts.Now())
+	if equality.Semantic.DeepEqual(status, &pod.Status) {
 		return 0, nil
 	}
 	p := pod.DeepCopy()
 	p.Status = *status
-	_, err = api.UpdateStatus(ctx, p, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return 0, nil
+	if _, err := api.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return 0, ignoreNotFound(err)
 	}
-	return 0, err
+	for _, w := range warnings {
+		s.kubelet.Event(pod, corev1.EventTypeWarning, w.reason, w.message)
+	}
+	return 0, nil
+}
+
+// unschedulable reports why the scheduler leaves p unbound, as its
+// PodScheduled condition (once: the same reason is not written again).
+func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
+	st := pod.Status.DeepCopy()
+	st.Phase = corev1.PodPending
+	setCondition(st, metav1.NewTime(s.opts.Now()), corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, msg)
+	if equality.Semantic.DeepEqual(st, &pod.Status) {
+		return nil
+	}
+	p := pod.DeepCopy()
+	p.Status = *st
+	if _, err := s.core.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return ignoreNotFound(err)
+	}
+	s.scheduler.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+	return nil
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // scheduledAt is when the Pod was bound (its PodScheduled condition, which
@@ -125,77 +155,188 @@ func podIP(p *corev1.Pod) string {
 	return fmt.Sprintf("127.244.%d.%d", (v>>8)%256, v%254+1)
 }
 
-func baseStatus(p *corev1.Pod, now time.Time) *corev1.PodStatus {
+// warning is an event the kubelet records on a Pod it cannot start.
+type warning struct{ reason, message string }
+
+// kubeletStatus is the status the kubelet reports for p at now, and the
+// warnings it records with it: running and ready (a Job's Pod: succeeded)
+// when every container starts, else Pending with the containers it cannot
+// start waiting (kubelet.go). Containers already started stay as they are.
+func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStatus, []warning) {
 	st := p.Status.DeepCopy()
 	t := metav1.NewTime(now)
 	st.HostIP, st.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
-	ip := podIP(p)
-	st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	if st.StartTime == nil {
 		st.StartTime = &t
 	}
-	st.InitContainerStatuses = nil
-	for _, c := range p.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Ready: true,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t}},
-		})
+	if st.PodIP == "" { // no sandbox yet: its volumes come first
+		if msg := s.mountError(p); msg != "" {
+			unmounted(p, st, t)
+			return st, []warning{{"FailedMount", msg}}
+		}
 	}
-	return st
+	ip := podIP(p)
+	st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	var warnings []warning
+	// start is c's status when it has not started yet: waiting with the
+	// reason the kubelet cannot start it, else started (a Job's container
+	// and an init container: completed).
+	start := func(c *corev1.Container, completes bool) corev1.ContainerStatus {
+		if reason, msg := s.startError(p, c); reason != "" {
+			warnings = append(warnings, startWarning(reason, msg))
+			return waitingStatus(c, reason, msg)
+		}
+		if completes {
+			return completedStatus(p, c, t)
+		}
+		return corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name),
+			Ready: true, Started: ptr.To(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
+		}
+	}
+	var pendingInit, unready []string
+	st.InitContainerStatuses = each(p.Spec.InitContainers, p.Status.InitContainerStatuses, func(c *corev1.Container, old *corev1.ContainerStatus) corev1.ContainerStatus {
+		cs := waitingStatus(c, reasonPodInitializing, "")
+		switch {
+		case old != nil && old.State.Terminated != nil:
+			cs = *old
+		case len(pendingInit) == 0: // init containers run one after another
+			cs = start(c, true)
+		}
+		if cs.State.Terminated == nil {
+			pendingInit = append(pendingInit, c.Name)
+		}
+		return cs
+	})
+	st.ContainerStatuses = each(p.Spec.Containers, p.Status.ContainerStatuses, func(c *corev1.Container, old *corev1.ContainerStatus) corev1.ContainerStatus {
+		cs := waitingStatus(c, reasonPodInitializing, "")
+		switch {
+		case len(pendingInit) > 0:
+		case old != nil && (old.State.Running != nil || old.State.Terminated != nil):
+			cs = *old // resolved when it started: a later change does not stop it
+		default:
+			cs = start(c, ownedByJob(p))
+		}
+		if cs.State.Waiting != nil {
+			unready = append(unready, c.Name)
+		}
+		return cs
+	})
+	setCondition(st, t, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", "")
+	initialized(st, t, pendingInit)
+	switch {
+	case len(pendingInit) > 0 || len(unready) > 0:
+		st.Phase = corev1.PodPending
+		notReady(st, t, append(pendingInit, unready...))
+	case ownedByJob(p):
+		st.Phase = corev1.PodSucceeded
+		setCondition(st, t, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted", "")
+		setCondition(st, t, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", "")
+	default:
+		st.Phase = corev1.PodRunning
+		setCondition(st, t, corev1.ContainersReady, corev1.ConditionTrue, "", "")
+		setCondition(st, t, corev1.PodReady, corev1.ConditionTrue, "", "")
+	}
+	return st, warnings
+}
+
+// unmounted is the status of a Pod whose volumes cannot be set up: no
+// sandbox, no address, every container waiting to be created.
+func unmounted(p *corev1.Pod, st *corev1.PodStatus, t metav1.Time) {
+	st.Phase = corev1.PodPending
+	st.PodIP, st.PodIPs = "", nil
+	st.InitContainerStatuses, st.ContainerStatuses = nil, nil
+	var names, initNames []string
+	for i := range p.Spec.InitContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, waitingStatus(&p.Spec.InitContainers[i], reasonContainerCreating, ""))
+		initNames = append(initNames, p.Spec.InitContainers[i].Name)
+	}
+	reason := reasonContainerCreating
+	if len(initNames) > 0 {
+		reason = reasonPodInitializing
+	}
+	for i := range p.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, waitingStatus(&p.Spec.Containers[i], reason, ""))
+		names = append(names, p.Spec.Containers[i].Name)
+	}
+	setCondition(st, t, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "", "")
+	initialized(st, t, initNames)
+	notReady(st, t, append(initNames, names...))
+}
+
+// startWarning is the event the kubelet records for a container it cannot start.
+func startWarning(reason, msg string) warning {
+	if reason == ReasonInvalidImageName {
+		return warning{"InspectFailed", msg}
+	}
+	return warning{"Failed", "Error: " + msg}
+}
+
+// each is next's status of every container of cs, given its old one (nil
+// when it has none).
+func each(cs []corev1.Container, old []corev1.ContainerStatus, next func(*corev1.Container, *corev1.ContainerStatus) corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus // nil for none, as the API server returns it
+	for i := range cs {
+		out = append(out, next(&cs[i], containerStatus(old, cs[i].Name)))
+	}
+	return out
+}
+
+func containerStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+func waitingStatus(c *corev1.Container, reason, msg string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: ptr.To(false),
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+}
+
+func completedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
+		Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Started: ptr.To(false),
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t}},
+	}
 }
 
 func containerID(p *corev1.Pod, name string) string {
 	return "nodesim://" + string(p.UID) + "/" + name
 }
 
-func runningStatus(p *corev1.Pod, now time.Time) *corev1.PodStatus {
-	st := baseStatus(p, now)
-	t := metav1.NewTime(now)
-	st.Phase = corev1.PodRunning
-	st.ContainerStatuses = nil
-	for _, c := range p.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name),
-			Ready: true, Started: ptr.To(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
-		})
+// initialized sets the Initialized condition as the kubelet words it.
+func initialized(st *corev1.PodStatus, t metav1.Time, pending []string) {
+	if len(pending) == 0 {
+		setCondition(st, t, corev1.PodInitialized, corev1.ConditionTrue, "", "")
+		return
 	}
-	setConditions(st, t, corev1.ConditionTrue, "")
-	return st
+	setCondition(st, t, corev1.PodInitialized, corev1.ConditionFalse, "ContainersNotInitialized",
+		fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(pending, " ")))
 }
 
-func succeededStatus(p *corev1.Pod, now time.Time) *corev1.PodStatus {
-	st := baseStatus(p, now)
-	t := metav1.NewTime(now)
-	st.Phase = corev1.PodSucceeded
-	st.ContainerStatuses = nil
-	for _, c := range p.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Started: ptr.To(false),
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t}},
-		})
-	}
-	setConditions(st, t, corev1.ConditionFalse, "PodCompleted")
-	return st
+// notReady sets ContainersReady and Ready false as the kubelet words them.
+func notReady(st *corev1.PodStatus, t metav1.Time, unready []string) {
+	msg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+	setCondition(st, t, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", msg)
+	setCondition(st, t, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", msg)
 }
 
-// setConditions sets the kubelet's conditions: initialized, sandbox ready,
-// and (containers) ready as given.
-func setConditions(st *corev1.PodStatus, t metav1.Time, ready corev1.ConditionStatus, reason string) {
-	set := func(typ corev1.PodConditionType, status corev1.ConditionStatus, reason string) {
-		for i := range st.Conditions {
-			if st.Conditions[i].Type == typ {
-				if st.Conditions[i].Status != status {
-					st.Conditions[i].LastTransitionTime = t
-				}
-				st.Conditions[i].Status, st.Conditions[i].Reason = status, reason
-				return
+// setCondition sets one condition, keeping its transition time while its
+// status holds (so that the same status written twice is no change).
+func setCondition(st *corev1.PodStatus, t metav1.Time, typ corev1.PodConditionType, status corev1.ConditionStatus, reason, msg string) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type == typ {
+			if c.Status != status {
+				c.LastTransitionTime = t
 			}
+			c.Status, c.Reason, c.Message = status, reason, msg
+			return
 		}
-		st.Conditions = append(st.Conditions, corev1.PodCondition{Type: typ, Status: status, Reason: reason, LastTransitionTime: t})
 	}
-	set(corev1.PodReadyToStartContainers, corev1.ConditionTrue, "")
-	set(corev1.PodInitialized, corev1.ConditionTrue, "")
-	set(corev1.ContainersReady, ready, reason)
-	set(corev1.PodReady, ready, reason)
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: t})
 }

@@ -42,21 +42,6 @@ func podClaims(o any) ([]string, error) {
 	return out, nil
 }
 
-// claimChanged enqueues the claim, and the Pods waiting for it.
-func (s *Simulator) claimChanged(o any) {
-	c, ok := o.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return
-	}
-	s.queue.Add(key{kind: claimKey, namespace: c.Namespace, name: c.Name})
-	pods, _ := s.podIndex.ByIndex(claimIndex, c.Namespace+"/"+c.Name)
-	for _, p := range pods {
-		if p, ok := p.(*corev1.Pod); ok {
-			s.queue.Add(key{kind: podKey, namespace: p.Namespace, name: p.Name})
-		}
-	}
-}
-
 func (s *Simulator) claimsBound(p *corev1.Pod) bool {
 	for _, v := range p.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {

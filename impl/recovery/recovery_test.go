@@ -575,7 +575,7 @@ func validValidator(name string, migration int32) managementapi.ValidatorDto {
 	secret := "onboarding-secret"
 	return managementapi.ValidatorDto{
 		Name:       name,
-		ImageRepo:  "registry.example.com/splice/validator-app",
+		ImageRepo:  "registry.example.com/splice",
 		ImageTag:   "0.4.2",
 		CustomAuth: &custom,
 		ClusterConfig: managementapi.ClusterConfigDto{

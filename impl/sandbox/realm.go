@@ -29,16 +29,98 @@ type Passwords interface {
 	CheckPassword(ctx context.Context, username, password string) error
 }
 
+// Clients authenticates the confidential clients of the realm; the
+// embedded default's local identity provider (impl/idp.Local) is one. Its
+// tokens' subject is the client's service-account user and their audience
+// the client's.
+type Clients interface {
+	CheckClient(ctx context.Context, clientID, secret string) (subject, audience string, err error)
+}
+
+// realmURL is the realm's issuer, as Keycloak names it.
+func (n *Network) realmURL() string { return n.scan.url + "/realms/" + Realm }
+
+// URL is the network's base URL: the realm's endpoints are under
+// <URL>/realms/<Realm>, as under a Keycloak base URL.
+func (n *Network) URL() string { return n.scan.url }
+
+// realmToken is the realm's token endpoint: the password grant of wallet
+// users and the client-credentials grant of the clients the identity
+// provider made for validators.
+func (n *Network) realmToken(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("realm") != Realm {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+		return
+	}
+	if err := r.ParseForm(); err == nil && r.PostForm.Get("grant_type") == "client_credentials" {
+		n.clientToken(w, r)
+		return
+	}
+	n.passwordToken(w, r)
+}
+
+// clientToken is the client-credentials grant (client_secret_basic or
+// client_secret_post) with Keycloak's error answers.
+func (n *Network) clientToken(w http.ResponseWriter, r *http.Request) {
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	var sub, aud string
+	err := errors.New("no clients")
+	if n.realmClients != nil && id != "" && secret != "" {
+		sub, aud, err = n.realmClients.CheckClient(r.Context(), id, secret)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized_client", "error_description": "Invalid client or Invalid client credentials"})
+		return
+	}
+	now := time.Now()
+	tok, err := n.issue(claims{Issuer: n.realmURL(), Subject: sub, Audience: aud, Scope: "profile email",
+		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds()), "scope": "profile email"})
+}
+
+// realmDiscovery is the realm's OpenID Provider Metadata.
+func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("realm") != Realm {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+		return
+	}
+	base := n.realmURL()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                base,
+		"token_endpoint":                        base + "/protocol/openid-connect/token",
+		"jwks_uri":                              base + "/protocol/openid-connect/certs",
+		"authorization_endpoint":                base + "/protocol/openid-connect/auth",
+		"grant_types_supported":                 []string{"password", "client_credentials"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"response_types_supported":              []string{"code", "token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"ES256"},
+	})
+}
+
+// realmCerts is the realm's JWKS: the token endpoint's one key.
+func (n *Network) realmCerts(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("realm") != Realm {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+		return
+	}
+	n.jwks(w, r)
+}
+
 // passwordToken is the resource-owner password grant (RFC 6749 section
 // 4.3) of a validator's public wallet client for its wallet user, with
 // Keycloak's error answers. Its tokens are users' tokens: the admin
 // endpoints refuse them, except a validator's data snapshot for its own
 // wallet user (snapshot.go).
 func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("realm") != Realm {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
-		return
-	}
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "password" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "Unsupported grant_type"})
 		return
@@ -64,7 +146,7 @@ func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	tok, err := n.issue(claims{Issuer: n.scan.url + "/realms/" + Realm, Subject: username, AuthorizedParty: client, Scope: "openid profile",
+	tok, err := n.issue(claims{Issuer: n.realmURL(), Subject: username, AuthorizedParty: client, Scope: "openid profile",
 		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})

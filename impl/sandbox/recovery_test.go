@@ -18,6 +18,16 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
+// realmClients is the local identity provider's one confidential client.
+type realmClients struct{}
+
+func (realmClients) CheckClient(_ context.Context, id, secret string) (string, string, error) {
+	if id != "v1-validator-app" || secret != "app-secret" {
+		return "", "", errors.New("invalid client credentials")
+	}
+	return "sa-v1", "v1-ledger-api", nil
+}
+
 // passwords are the local identity provider's users and passwords.
 type passwords map[string]string
 
@@ -49,7 +59,7 @@ func TestRecoveryEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}})
+	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +103,10 @@ func TestRecoveryEndpoints(t *testing.T) {
 			{"wrong password", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v1_walletuser"}, "password": {"pw-2"}}, http.StatusUnauthorized, "invalid_grant"},
 			{"another validator's user", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v2_walletuser"}, "password": {"pw-2"}}, http.StatusUnauthorized, "invalid_grant"},
 			{"not a wallet client", tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"validator-manager"}, "username": {"v1_walletuser"}, "password": {"pw-1"}}, http.StatusUnauthorized, "invalid_client"},
-			{"client credentials", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-wallet-ui"}}, http.StatusBadRequest, "unsupported_grant_type"},
+			{"client credentials of a public client", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-wallet-ui"}}, http.StatusUnauthorized, "unauthorized_client"},
+			{"client credentials, wrong secret", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-validator-app"}, "client_secret": {"nope"}}, http.StatusUnauthorized, "unauthorized_client"},
+			{"client credentials", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-validator-app"}, "client_secret": {"app-secret"}}, http.StatusOK, ""},
+			{"another grant", tokenURL, url.Values{"grant_type": {"authorization_code"}, "client_id": {"v1-wallet-ui"}}, http.StatusBadRequest, "unsupported_grant_type"},
 			{"other realm", idp.TokenURL(ep.AuthURL, "master"), url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v1_walletuser"}, "password": {"pw-1"}}, http.StatusNotFound, "Realm does not exist"},
 		}
 		for _, tc := range cases {
@@ -109,6 +122,28 @@ func TestRecoveryEndpoints(t *testing.T) {
 					t.Errorf("got %d %v, want %d %q", resp.StatusCode, out, tc.wantStatus, tc.wantError)
 				}
 			})
+		}
+	})
+
+	t.Run("client-credentials token", func(t *testing.T) {
+		resp, err := http.PostForm(idp.TokenURL(ep.AuthURL, sandbox.Realm), url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-validator-app"}, "client_secret": {"app-secret"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			AccessToken string `json:"access_token"`
+		}
+		if err := decodeJSON(resp, &out); err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(out.AccessToken, ".")
+		var claims struct{ Iss, Sub, Aud string }
+		if raw, err := base64.RawURLEncoding.DecodeString(parts[min(1, len(parts)-1)]); err != nil || json.Unmarshal(raw, &claims) != nil {
+			t.Fatalf("token %q: %v", out.AccessToken, err)
+		}
+		if claims.Sub != "sa-v1" || claims.Aud != "v1-ledger-api" || claims.Iss != ep.AuthURL+"/realms/"+sandbox.Realm {
+			t.Fatalf("claims: got %+v, want the service account, its audience and the realm", claims)
 		}
 	})
 

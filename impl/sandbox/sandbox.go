@@ -68,6 +68,9 @@ type Options struct {
 	// Passwords checks wallet users' passwords for the password grant of
 	// Realm (realm.go); without it every password is refused.
 	Passwords Passwords
+	// Clients authenticates the realm's confidential clients for its
+	// client-credentials grant (realm.go); without it every client is refused.
+	Clients Clients
 	// Installation is written into the state: a state file of another
 	// installation is refused, one written before installations were
 	// recorded is adopted.
@@ -99,6 +102,8 @@ type Network struct {
 	scan *listener // scan and the token endpoint
 
 	passwords Passwords
+	// realmClients are Options.Clients.
+	realmClients Clients
 	// lookup resolves the validators the discovery route answers for
 	// (discovery.go); nil until ServeDiscovery.
 	lookup upstream.Resolver
@@ -135,7 +140,7 @@ func Open(dir string, o Options) (*Network, error) {
 		o.Files = osFiles{}
 	}
 	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
-		passwords: o.Passwords}
+		passwords: o.Passwords, realmClients: o.Clients}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
@@ -160,7 +165,9 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("POST /oauth2/token", n.token)
 	mux.HandleFunc("GET /.well-known/openid-configuration", n.discovery)
 	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", n.passwordToken)
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", n.realmToken)
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", n.realmCerts)
+	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", n.realmDiscovery)
 	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err

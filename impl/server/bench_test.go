@@ -116,7 +116,7 @@ func benchValidator(name string) *unstructured.Unstructured {
 			"customAuth": false, "externalDatabase": false, "databaseStorage": "10Gi",
 			"migration": map[string]any{"id": int64(0), "migrating": false},
 			"config": map[string]any{
-				"version": int64(1), "imageRepo": "registry.example.com/splice/validator-app", "imageTag": "0.4.2",
+				"version": int64(1), "imageRepo": "registry.example.com/splice", "imageTag": "0.4.2",
 				"clusterConfig": map[string]any{"partyHint": "acme-validator_1", "scanAddress": "https://scan.example.com",
 					"svSponsorAddress": "https://sv.example.com", "appInfoValidator": map[string]any{"envVars": env}},
 			},

@@ -854,7 +854,7 @@ func validValidator() managementapi.ValidatorDto {
 	none := []managementapi.EnvVar{}
 	return managementapi.ValidatorDto{
 		Name:      validator,
-		ImageRepo: "registry.example.com/splice/validator-app",
+		ImageRepo: "registry.example.com/splice",
 		ImageTag:  "0.4.2",
 		ClusterConfig: managementapi.ClusterConfigDto{
 			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},

@@ -54,7 +54,7 @@ func BenchmarkListValidators(b *testing.B) {
 }
 
 // benchSpec is about the size of a real create's stored spec.
-var benchSpec = `{"name":"x","imageRepo":"registry.example.com/splice/validator-app","imageTag":"0.4.2",` +
+var benchSpec = `{"name":"x","imageRepo":"registry.example.com/splice","imageTag":"0.4.2",` +
 	`"clusterConfig":{"scanAddress":"https://scan.example.com","svSponsorAddress":"https://sv.example.com",` +
 	`"partyHint":"acme-validator","migration":{"id":1},"defaultJvmOptions":"-Xms1g",` +
 	`"appInfoValidator":{"envVars":[{"name":"LOG_LEVEL","value":"INFO"},{"name":"JAVA_OPTS","value":"-Xmx2g"}]},` +

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"time"
 
 	"gorm.io/gorm"
@@ -24,6 +25,7 @@ type validatorRow struct {
 	ListView         *string
 	ListViewVersion  int
 	WalletUserID     string
+	ProvisionedAuth  string
 	Creating         bool
 	Claim            string
 	CreatedAt        time.Time
@@ -46,6 +48,7 @@ func validatorFrom(v *domain.Validator) validatorRow {
 		ListView:         viewText(v.ListView),
 		ListViewVersion:  v.ListViewVersion,
 		WalletUserID:     v.WalletUserID,
+		ProvisionedAuth:  authText(v.ProvisionedAuth),
 		Creating:         v.Creating,
 		Claim:            v.Claim,
 		CreatedAt:        v.CreatedAt,
@@ -67,11 +70,31 @@ func (r validatorRow) domain() domain.Validator {
 		ListView:         viewBytes(r.ListView),
 		ListViewVersion:  r.ListViewVersion,
 		WalletUserID:     r.WalletUserID,
+		ProvisionedAuth:  authOf(r.ProvisionedAuth),
 		Creating:         r.Creating,
 		Claim:            r.Claim,
 		CreatedAt:        r.CreatedAt.UTC(),
 		UpdatedAt:        r.UpdatedAt.UTC(),
 	}
+}
+
+// authText and authOf map provisioned auth to its column (” for none). A
+// column that does not decode reads as none: the controller provisions
+// again, adopting the identity provider's clients.
+func authText(a *domain.ProvisionedAuth) string {
+	if a == nil {
+		return ""
+	}
+	raw, _ := json.Marshal(a)
+	return string(raw)
+}
+
+func authOf(s string) *domain.ProvisionedAuth {
+	var a domain.ProvisionedAuth
+	if s == "" || json.Unmarshal([]byte(s), &a) != nil {
+		return nil
+	}
+	return &a
 }
 
 // viewText and viewBytes map a list view to its nullable column.

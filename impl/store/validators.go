@@ -88,6 +88,13 @@ func (s *Store) SetWalletUser(ctx context.Context, name, id string) error {
 	return affected(res, validatorWhat(name), "")
 }
 
+// SetProvisionedAuth records what the identity provider made for the
+// validator.
+func (s *Store) SetProvisionedAuth(ctx context.Context, name string, a domain.ProvisionedAuth) error {
+	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("provisioned_auth", authText(&a))
+	return affected(res, validatorWhat(name), "")
+}
+
 // ValidatorIntent reads one validator, creating or not, with its schedules.
 func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error) {
 	var row validatorRow

@@ -428,3 +428,43 @@ func TestListedColumns(t *testing.T) {
 		}
 	})
 }
+
+// TestProvisionedAuth: what the identity provider made is recorded apart
+// from the configuration; an edit, which writes every column the operator
+// owns, keeps it, and a validator that was never provisioned reads none.
+func TestProvisionedAuth(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		v := newValidator("alpha")
+		mustCreateValidator(t, s, v)
+		if got, _ := s.GetValidator(ctx, "alpha"); got.ProvisionedAuth != nil {
+			t.Fatalf("before provisioning: got %+v, want none", got.ProvisionedAuth)
+		}
+		a := domain.ProvisionedAuth{Audience: "alpha-ledger-api", LedgerAPIClient: "alpha-validator-app", LedgerAPIUser: "sa-1",
+			WalletClient: "alpha-wallet-ui", NameServiceClient: "alpha-ans-ui"}
+		if err := s.SetProvisionedAuth(ctx, "alpha", a); err != nil {
+			t.Fatal(err)
+		}
+		edit, err := s.GetValidator(ctx, "alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit.ProvisionedAuth = nil // an edit read before the record
+		edit.Spec = []byte(`{"imageTag":"0.4.2"}`)
+		if err := s.UpdateValidator(ctx, &edit); err != nil {
+			t.Fatal(err)
+		}
+		for _, read := range []func() (domain.Validator, error){
+			func() (domain.Validator, error) { return s.GetValidator(ctx, "alpha") },
+			func() (domain.Validator, error) { in, err := s.ValidatorIntent(ctx, "alpha"); return in.Validator, err },
+		} {
+			got, err := read()
+			if err != nil || got.ProvisionedAuth == nil || *got.ProvisionedAuth != a {
+				t.Fatalf("got %+v, %v; want %+v", got.ProvisionedAuth, err, a)
+			}
+		}
+		if err := s.SetProvisionedAuth(ctx, "missing", a); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("unknown validator: got %v, want not found", err)
+		}
+	})
+}

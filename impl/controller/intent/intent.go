@@ -39,6 +39,8 @@ type Store interface {
 	ValidatorNames(ctx context.Context, after string, limit int) ([]string, error)
 	// SetWalletUser records the identity provider's id of the wallet user.
 	SetWalletUser(ctx context.Context, name, id string) error
+	// SetProvisionedAuth records the clients the identity provider made.
+	SetProvisionedAuth(ctx context.Context, name string, a domain.ProvisionedAuth) error
 	FinishCreate(ctx context.Context, name string) error
 	DeleteValidator(ctx context.Context, name string) error
 	// SyncValidatorState records what the cluster reports.
@@ -49,6 +51,12 @@ type Store interface {
 type Cluster interface {
 	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
 	WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error
+	// DefaultSecrets writes values only where a Secret or its key is
+	// missing (read fresh), never over a value.
+	DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error
+	// CachedSecrets tells from the cache which of the validator's Secrets
+	// exist with their key.
+	CachedSecrets(validator string) domain.WrittenSecrets
 	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
 	// InStep tells from caches alone whether the cluster runs what in says.
 	InStep(in domain.ValidatorIntent) bool
@@ -63,10 +71,20 @@ type Cluster interface {
 	Watch(f func(name string)) error
 }
 
-// Identity is the identity provider of wallet users.
+// Identity is the identity provider of wallet users and of the clients of
+// validators without custom authentication.
 type Identity interface {
 	CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error)
 	DeleteWalletUser(ctx context.Context, validator, claim string) error
+	// ProvisionClients makes the validator's clients, or adopts those that
+	// carry claim; idempotent.
+	ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error)
+	// ClientSecret reads the ledger API client's secret (the client must carry claim).
+	ClientSecret(ctx context.Context, validator, claim string) (string, error)
+	// DeleteClients removes the validator's clients that carry claim.
+	DeleteClients(ctx context.Context, validator, claim string) error
+	// Endpoints are the realm's URLs the validators' apps use.
+	Endpoints() domain.AuthEndpoints
 }
 
 // Options build a Controller.
@@ -339,6 +357,14 @@ func (c *Controller) reconcile(ctx context.Context, name string, res *reconcile.
 		}
 		return c.undoCreate(ctx, in.Validator)
 	}
+	if err := c.provisionAuth(ctx, &in.Validator); err != nil {
+		return err
+	}
+	applied, err := withAuth(in.Validator, c.identity.Endpoints())
+	if err != nil {
+		return err
+	}
+	in.Validator = applied
 	if !c.cluster.InStep(in) {
 		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune); err != nil {
 			return err
@@ -346,6 +372,9 @@ func (c *Controller) reconcile(ctx context.Context, name string, res *reconcile.
 		if err := c.cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
 			return err
 		}
+	}
+	if err := c.ensureSecrets(ctx, in.Validator); err != nil {
+		return err
 	}
 	return c.syncState(ctx, in.Validator)
 }
@@ -402,15 +431,27 @@ func (c *Controller) provision(ctx context.Context, in domain.ValidatorIntent, c
 		if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
 			return nil, err
 		}
+		v.WalletUserID = u.ID
+		if err := c.provisionAuth(ctx, &v); err != nil {
+			return nil, err
+		}
+		faultpoint.Reach("create.clients")
+	}
+	v, err := withAuth(v, c.identity.Endpoints())
+	if err != nil {
+		return nil, err
 	}
 	if err := c.cluster.ApplyValidator(ctx, v, in.Prune); err != nil {
 		return nil, err
 	}
 	faultpoint.Reach("create.applied")
-	if err := c.cluster.WriteSecrets(ctx, v.Name, cr.Secrets); err != nil {
+	if err := c.cluster.WriteSecrets(ctx, v.Name, requestSecrets(v, cr.Secrets)); err != nil {
 		return nil, err
 	}
 	faultpoint.Reach("create.secrets")
+	if err := c.ensureSecrets(ctx, v); err != nil {
+		return nil, err
+	}
 	return user, nil
 }
 
@@ -422,6 +463,9 @@ func (c *Controller) undoCreate(ctx context.Context, v domain.Validator) error {
 	}
 	faultpoint.Reach("undo.cluster")
 	if !v.CustomAuth {
+		if err := c.identity.DeleteClients(ctx, v.Name, claimOf(v)); err != nil {
+			return fmt.Errorf("undo create of %q: %w", v.Name, err)
+		}
 		if err := c.identity.DeleteWalletUser(ctx, v.Name, v.Claim); err != nil {
 			return fmt.Errorf("undo create of %q: %w", v.Name, err)
 		}

@@ -17,7 +17,10 @@ type world struct {
 	rows     map[string]domain.Validator
 	cluster  map[string]domain.ValidatorState // resources, with their state
 	secrets  map[string]domain.ValidatorSecrets
-	users    map[string]string // validator → claim
+	present  map[string]domain.WrittenSecrets // which Secrets exist with their key
+	applied  map[string]domain.Validator      // the last one applied, by name
+	users    map[string]string                // validator → claim
+	clients  map[string]string                // validator → claim of its clients
 	applies  int
 	failNext map[string]error
 	block    chan struct{} // when set, CreateWalletUser waits on it
@@ -25,7 +28,8 @@ type world struct {
 
 func newWorld() *world {
 	return &world{rows: map[string]domain.Validator{}, cluster: map[string]domain.ValidatorState{},
-		secrets: map[string]domain.ValidatorSecrets{}, users: map[string]string{}, failNext: map[string]error{}}
+		secrets: map[string]domain.ValidatorSecrets{}, present: map[string]domain.WrittenSecrets{}, applied: map[string]domain.Validator{},
+		users: map[string]string{}, clients: map[string]string{}, failNext: map[string]error{}}
 }
 
 func (w *world) fail(op string) error {
@@ -67,6 +71,18 @@ func (s store) SetWalletUser(_ context.Context, name, id string) error {
 	return nil
 }
 
+func (s store) SetProvisionedAuth(_ context.Context, name string, a domain.ProvisionedAuth) error {
+	if err := s.fail("SetProvisionedAuth"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.rows[name]
+	v.ProvisionedAuth = &a
+	s.rows[name] = v
+	return nil
+}
+
 func (s store) FinishCreate(_ context.Context, name string) error {
 	if err := s.fail("FinishCreate"); err != nil {
 		return err
@@ -104,6 +120,7 @@ func (c cluster) ApplyValidator(_ context.Context, v domain.Validator, _ *domain
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.applies++
+	c.applied[v.Name] = v
 	if _, ok := c.cluster[v.Name]; !ok {
 		c.cluster[v.Name] = domain.ValidatorState{Phase: domain.PhasePending}
 	}
@@ -116,8 +133,41 @@ func (c cluster) WriteSecrets(_ context.Context, name string, s domain.Validator
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.secrets[name] = s
+	have, p := c.secrets[name], c.present[name]
+	if s.OnboardingSecret != "" {
+		have.OnboardingSecret, p.Onboarding = s.OnboardingSecret, true
+	}
+	if s.LedgerAPIClientSecret != "" {
+		have.LedgerAPIClientSecret, p.LedgerAPIAuth = s.LedgerAPIClientSecret, true
+	}
+	if s.DatabasePassword != "" {
+		have.DatabasePassword, p.Database = s.DatabasePassword, true
+	}
+	c.secrets[name], c.present[name] = have, p
 	return nil
+}
+
+func (c cluster) DefaultSecrets(_ context.Context, name string, d domain.SecretDefaults) error {
+	if err := c.fail("DefaultSecrets"); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	have, p := c.secrets[name], c.present[name]
+	if d.LedgerAPIClientSecret != nil && !p.LedgerAPIAuth {
+		have.LedgerAPIClientSecret, p.LedgerAPIAuth = *d.LedgerAPIClientSecret, true
+	}
+	if d.DatabasePassword != nil && !p.Database {
+		have.DatabasePassword, p.Database = *d.DatabasePassword, true
+	}
+	c.secrets[name], c.present[name] = have, p
+	return nil
+}
+
+func (c cluster) CachedSecrets(name string) domain.WrittenSecrets {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.present[name]
 }
 
 func (c cluster) ApplyBackupSchedule(context.Context, string, *domain.BackupSchedule) error {
@@ -136,6 +186,7 @@ func (c cluster) DeleteValidator(_ context.Context, name string) error {
 	defer c.mu.Unlock()
 	delete(c.cluster, name)
 	delete(c.secrets, name)
+	delete(c.present, name)
 	return nil
 }
 
@@ -186,6 +237,43 @@ func (i identity) DeleteWalletUser(_ context.Context, validator, claim string) e
 	return nil
 }
 
+func (i identity) ProvisionClients(_ context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
+	if err := i.fail("ProvisionClients"); err != nil {
+		return domain.ProvisionedAuth{}, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if have, ok := i.clients[validator]; ok && have != claim {
+		return domain.ProvisionedAuth{}, domain.Conflict("client exists")
+	}
+	i.clients[validator] = claim
+	return domain.ProvisionedAuth{Audience: validator + "-ledger-api", LedgerAPIClient: validator + "-validator-app",
+		LedgerAPIUser: "sa-" + validator, WalletClient: validator + "-wallet-ui", NameServiceClient: validator + "-ans-ui"}, nil
+}
+
+func (i identity) ClientSecret(_ context.Context, validator, claim string) (string, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.clients[validator] != claim {
+		return "", domain.Conflict("not ours")
+	}
+	return "client-secret-" + validator, nil
+}
+
+func (i identity) DeleteClients(_ context.Context, validator, claim string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.clients[validator] == claim {
+		delete(i.clients, validator)
+	}
+	return nil
+}
+
+func (identity) Endpoints() domain.AuthEndpoints {
+	return domain.AuthEndpoints{Authority: "http://idp.test/realms/r", JWKS: "http://idp.test/realms/r/certs",
+		Config: "http://idp.test/realms/r/.well-known/openid-configuration", Token: "http://idp.test/realms/r/token"}
+}
+
 // run starts a controller over w until the test ends.
 func run(t *testing.T, w *world) *Controller {
 	t.Helper()
@@ -212,7 +300,7 @@ func eventually(t *testing.T, cond func() bool) {
 
 // create does what the create handler does.
 func create(ctx context.Context, c *Controller, w *world, name string) (*domain.CreatedUser, error) {
-	v := domain.Validator{Name: name, Creating: true, Claim: "claim-" + name, Phase: domain.PhasePending}
+	v := domain.Validator{Name: name, Creating: true, Claim: "claim-" + name, Phase: domain.PhasePending, Spec: []byte(`{"name":"` + name + `"}`)}
 	cr := c.Expect(name, v.Claim, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
 	w.mu.Lock()
 	w.rows[name] = v
@@ -226,6 +314,8 @@ func (w *world) has(name string) (row, resource, user bool) {
 	_, row = w.rows[name]
 	_, resource = w.cluster[name]
 	_, user = w.users[name]
+	_, clients := w.clients[name]
+	user = user || clients
 	return
 }
 

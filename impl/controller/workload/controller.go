@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
 // FieldOwner is the field manager of everything the controller applies.
@@ -37,7 +42,10 @@ type Options struct {
 // Reconciler keeps each Validator's workloads as Desired says and writes
 // its status from them.
 type Reconciler struct {
-	client  client.Client
+	client client.Client
+	// fresh reads the Validator from the API server before its status is
+	// written (SetupWithManager: the manager's API reader; else client).
+	fresh   client.Reader
 	options Options
 }
 
@@ -48,13 +56,32 @@ func New(c client.Client, opts Options) *Reconciler {
 }
 
 // SetupWithManager registers the controller with mgr: it reconciles a
-// Validator when it changes (its generation) and when one of the
-// workloads it controls changes or is deleted, so that hand edits and
-// deletions are corrected. The scheme of mgr must hold v1alpha1
-// (v1alpha1.AddToScheme) and the apps and core groups.
+// Validator when it changes (its generation), when one of the workloads it
+// controls changes or is deleted, so that hand edits and deletions are
+// corrected, and when one of its Pods or a Secret or ConfigMap its pod
+// templates read changes, so that its status says why a pod cannot start.
+// The scheme of mgr must hold v1alpha1 (v1alpha1.AddToScheme) and the apps
+// and core groups.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
+	}
+	r.fresh = mgr.GetAPIReader()
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refIndex, func(o client.Object) []string {
+		v, ok := o.(*v1alpha1.Validator)
+		if !ok {
+			return nil
+		}
+		var out []string
+		for _, t := range templates(Desired(v)) {
+			for _, ref := range podrefs.All(&t.spec.Spec) {
+				out = append(out, refKey(ref.Kind, ref.Name))
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
@@ -62,8 +89,78 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
+		// A Pod's update matters only when what it tells the status changes.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return podCause(e.ObjectOld) != podCause(e.ObjectNew) },
+		})).
+		// Metadata only: whether a Secret exists is all the status needs,
+		// and the cache then holds no secret.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret)), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
+}
+
+// refIndex indexes Validators by "<Kind>/<name>" of each Secret and
+// ConfigMap their pod templates read.
+const refIndex = "workload.validator-manager.io/reads"
+
+func refKey(kind podrefs.Kind, name string) string { return string(kind) + "/" + name }
+
+// podValidator maps a Pod to the Validator its label names.
+func podValidator(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[ValidatorLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podCause is what a Pod tells the status: why it cannot start, if it
+// counts ("" for a terminating Pod).
+func podCause(o client.Object) string {
+	p, ok := o.(*corev1.Pod)
+	if !ok || p.DeletionTimestamp != nil {
+		return ""
+	}
+	reason, msg := podFailure(p)
+	return reason + ": " + msg
+}
+
+// readers maps a Secret or ConfigMap to the Validators whose pods read it.
+func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.ValidatorList
+		if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{refIndex: refKey(kind, o.GetName())}); err != nil {
+			log.FromContext(ctx).Error(err, "validators reading", "kind", kind, "name", o.GetName())
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, v := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
+		}
+		return out
+	}
+}
+
+// template is a component's pod template.
+type template struct {
+	component string
+	spec      *corev1.PodTemplateSpec
+}
+
+// templates are the pod templates of the workloads among objs.
+func templates(objs []client.Object) []template {
+	var out []template
+	for _, o := range objs {
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
+		case *appsv1.StatefulSet:
+			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
+		}
+	}
+	return out
 }
 
 // Reconcile applies the validator's workloads, deletes those its
@@ -83,7 +180,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !v.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	for _, obj := range Desired(&v) {
+	desired := Desired(&v)
+	for _, obj := range desired {
 		if err := r.apply(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -96,26 +194,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.growDataClaim(ctx, &v); err != nil {
 		return ctrl.Result{}, err
 	}
-	observed, err := r.observe(ctx, &v)
+	observed, err := r.observe(ctx, &v, desired)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	return ctrl.Result{}, r.writeStatus(ctx, &v, observed)
+}
+
+// writeStatus writes v's status from observed, unless it says so already.
+// It compares with and patches the Validator as the API server has it: the
+// cache may lag behind the last status written, and a status equal to a
+// stale one would not be written, or a merge patch from it would leave out
+// fields that seem unchanged (a phase, with new conditions).
+func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, observed Observed) error {
+	reader := r.fresh
+	if reader == nil {
+		reader = r.client
+	}
+	var v v1alpha1.Validator
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(cached), &v); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if v.Generation != cached.Generation || v.UID != cached.UID {
+		return nil // a newer spec: its event reconciles again
+	}
 	status := Status(&v, observed)
 	if equality.Semantic.DeepEqual(status, v.Status) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	orig := v.DeepCopy()
 	v.Status = status
-	if err := r.client.Status().Patch(ctx, &v, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("status of validator %s: %w", req.Name, client.IgnoreNotFound(err))
+	if err := r.client.Status().Patch(ctx, &v, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("status of validator %s: %w", v.Name, client.IgnoreNotFound(err))
 	}
 	log.FromContext(ctx).V(1).Info("status", "phase", status.Phase, "databaseReady", status.DatabaseReady)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // apply writes obj by server-side apply as FieldOwner, taking over fields
 // someone changed by hand (drift is corrected, not reported as a conflict).
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		return r.createClaim(ctx, claim)
+	}
 	if st, ok := obj.(*appsv1.StatefulSet); ok {
 		if err := r.keepClaimTemplates(ctx, st); err != nil {
 			return err
@@ -127,6 +248,21 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	}
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", u.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// createClaim creates claim unless it exists: a claim's spec is immutable
+// once bound, and an existing one (kept from before, or resized by an
+// operator) is the one to use.
+func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
+	if !apierrors.IsNotFound(err) {
+		return client.IgnoreNotFound(err)
+	}
+	err = r.client.Create(ctx, claim, client.FieldOwner(FieldOwner))
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PersistentVolumeClaim %s: %w", claim.Name, err)
 	}
 	return nil
 }
@@ -201,7 +337,7 @@ func (r *Reconciler) deleteOwned(ctx context.Context, v *v1alpha1.Validator, obj
 	return nil
 }
 
-func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator) (Observed, error) {
+func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired []client.Object) (Observed, error) {
 	var o Observed
 	getDeployment := func(component string) (*appsv1.Deployment, error) {
 		var d appsv1.Deployment
@@ -234,7 +370,36 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator) (Observ
 	case err != nil && !apierrors.IsNotFound(err):
 		return o, err
 	}
-	return o, nil
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingLabels{ValidatorLabel: v.Name}); err != nil {
+		return o, fmt.Errorf("pods of validator %s: %w", v.Name, err)
+	}
+	o.Pods = pods.Items
+	o.Missing, err = r.missing(ctx, v.Namespace, templates(desired))
+	return o, err
+}
+
+// missing lists, per component, the Secrets and ConfigMaps its template
+// reads (not optionally) that do not exist.
+func (r *Reconciler) missing(ctx context.Context, namespace string, ts []template) (map[string][]podrefs.Ref, error) {
+	out := map[string][]podrefs.Ref{}
+	for _, t := range ts {
+		for _, ref := range podrefs.All(&t.spec.Spec) {
+			if ref.Optional || slices.ContainsFunc(out[t.component], func(m podrefs.Ref) bool { return m.Kind == ref.Kind && m.Name == ref.Name }) {
+				continue
+			}
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(ref.Kind)))
+			err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, m)
+			switch {
+			case apierrors.IsNotFound(err):
+				out[t.component] = append(out[t.component], ref)
+			case err != nil:
+				return nil, fmt.Errorf("read %s %s: %w", ref.Kind, ref.Name, err)
+			}
+		}
+	}
+	return out, nil
 }
 
 func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {

@@ -3,6 +3,7 @@ package workload_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
 var namespaces atomic.Int32
@@ -128,6 +130,14 @@ func TestControllerCreatesWorkloads(t *testing.T) {
 	if e := env(ac, "SPLICE_APP_VALIDATOR_SCAN_ADDRESS"); e == nil || e.Value != "http://scan.example.test" {
 		t.Errorf("scan env %+v", e)
 	}
+	// The migration dump claim is created, without owner, and a claim
+	// already there (changed by an operator) is left as it is.
+	var dump corev1.PersistentVolumeClaim
+	if err := apiServer.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: workload.MigrationDumpClaimName(v.Name)}, &dump); err != nil {
+		t.Errorf("dump claim: %v", err)
+	} else if len(dump.OwnerReferences) != 0 || dump.Spec.Resources.Requests.Storage().String() != "10G" {
+		t.Errorf("dump claim %+v, want 10G without owner", dump)
+	}
 	var st appsv1.StatefulSet
 	if err := apiServer.Get(ctx, key(v, workload.Postgres), &st); err != nil {
 		t.Fatal(err)
@@ -208,8 +218,114 @@ func waitPhase(t *testing.T, v *v1alpha1.Validator, want v1alpha1.Phase) *v1alph
 	return &cur
 }
 
+// writeReads writes every Secret and ConfigMap v's pod templates read,
+// with the keys they read (the intent controller's part on a server).
+func writeReads(t *testing.T, v *v1alpha1.Validator) {
+	t.Helper()
+	ctx := context.Background()
+	data := map[podrefs.Kind]map[string]map[string]string{podrefs.Secret: {}, podrefs.ConfigMap: {}}
+	for _, o := range workload.Desired(v) {
+		var spec *corev1.PodSpec
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			spec = &w.Spec.Template.Spec
+		case *appsv1.StatefulSet:
+			spec = &w.Spec.Template.Spec
+		default:
+			continue
+		}
+		for _, r := range podrefs.All(spec) {
+			if data[r.Kind][r.Name] == nil {
+				data[r.Kind][r.Name] = map[string]string{}
+			}
+			for _, k := range r.Keys {
+				data[r.Kind][r.Name][k] = "x"
+			}
+		}
+	}
+	for name, keys := range data[podrefs.Secret] {
+		if err := apiServer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.Namespace}, StringData: keys}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, keys := range data[podrefs.ConfigMap] {
+		if err := apiServer.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.Namespace}, Data: keys}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitCondition waits until v's condition typ has reason and a message
+// containing message.
+func waitCondition(t *testing.T, v *v1alpha1.Validator, typ, reason, message string) *v1alpha1.Validator {
+	t.Helper()
+	var cur v1alpha1.Validator
+	eventually(t, typ+" "+reason, func(ctx context.Context) error {
+		if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(cur.Status.Conditions, typ); c == nil || c.Reason != reason || !strings.Contains(c.Message, message) {
+			return fmt.Errorf("phase %s, %s: %+v", cur.Status.Phase, typ, c)
+		}
+		return nil
+	})
+	return &cur
+}
+
+// The status says why a pod cannot start: a Secret the templates read that
+// does not exist (named; the validator stays PENDING though its Deployments
+// are available, since no pod could restart), until it is written; then a
+// pod the kubelet reports waiting, with the kubelet's reason and message.
+func TestControllerReportsWhyPodsCannotStart(t *testing.T) {
+	v := create(t, nil)
+	ctx := context.Background()
+	cur := waitCondition(t, v, v1alpha1.ConditionParticipantReady, workload.ReasonSecretNotFound, `secret "v1-database" not found`)
+	for _, c := range []string{workload.Participant, workload.ValidatorApp, workload.WalletUI, workload.ANSUI} {
+		markAvailable(t, v, c)
+	}
+	cur = waitCondition(t, v, v1alpha1.ConditionReady, workload.ReasonSecretNotFound, `secret "v1-database" not found`)
+	if cur.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("phase %s with a Secret missing, want PENDING", cur.Status.Phase)
+	}
+	writeReads(t, v)
+	waitPhase(t, v, v1alpha1.PhaseRunning) // the database StatefulSet is not ready
+	// Deleted by hand: out of RUNNING, naming it, until it is back.
+	db := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "v1-database", Namespace: v.Namespace}}
+	if err := apiServer.Delete(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cur = waitCondition(t, v, v1alpha1.ConditionReady, workload.ReasonSecretNotFound, `secret "v1-database" not found`)
+	if cur.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("phase %s with the database Secret deleted, want PENDING", cur.Status.Phase)
+	}
+	db.StringData = map[string]string{"password": "x"}
+	if err := apiServer.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, v, v1alpha1.PhaseRunning)
+	// A pod of the participant that the kubelet cannot start.
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1-participant-x", Namespace: v.Namespace,
+			Labels: map[string]string{workload.ValidatorLabel: v.Name, workload.ComponentLabel: workload.Participant}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "participant", Image: "busybox:1.36"}}},
+	}
+	if err := apiServer.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "participant", Image: "busybox:1.36",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `couldn't find key password in Secret ` + v.Namespace + `/v1-database`}}}}}
+	if err := apiServer.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	cur = waitCondition(t, v, v1alpha1.ConditionParticipantReady, "CreateContainerConfigError", `pod v1-participant-x container participant: couldn't find key password in Secret `+v.Namespace+`/v1-database`)
+	if cur.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("phase %s with a participant pod waiting, want PENDING", cur.Status.Phase)
+	}
+}
+
 func TestControllerStatus(t *testing.T) {
 	v := create(t, nil)
+	writeReads(t, v)
 	cur := waitPhase(t, v, v1alpha1.PhasePending)
 	if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionParticipantReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("ParticipantReady %+v, want False", c)

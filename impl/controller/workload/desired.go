@@ -5,6 +5,7 @@
 package workload
 
 import (
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,6 +49,7 @@ const (
 	defaultDatabaseUser    = "postgres"
 	defaultDatabasePort    = "5432"
 	databasePasswordKey    = "password"
+	ledgerAPIAuthSecretKey = "client-secret"
 	postgresImage          = "postgres:14" // splice-postgres
 	postgresDataVolume     = "pg-data"     // splice-postgres db.pvcTemplateName
 	postgresDataDir        = "/var/lib/postgresql/data"
@@ -56,6 +58,13 @@ const (
 	participantProbePort   = 5061
 	identitiesDumpVolume   = "participant-bootstrapping-dump-volume"
 	identitiesDumpPath     = "/participant-bootstrapping-dump"
+	// The validator app's migration dump volume (splice-validator's
+	// migration.attachPvc): the dump path points into it.
+	migrationDumpVolume  = "domain-upgrade-dump-volume"
+	migrationDumpDir     = "/domain-upgrade-dump"
+	migrationDumpFile    = migrationDumpDir + "/domain_migration_dump.json"
+	migrationDumpStorage = "10G" // the chart's size
+	migrationDumpClaim   = "domain-upgrade-dump"
 )
 
 // Name is the name of a validator's workload and Service of component.
@@ -65,13 +74,18 @@ func Name(validator, component string) string { return validator + "-" + compone
 // participant and the validator app, of the wallet and name-service UIs
 // unless the wallet is disabled, the internal PostgreSQL StatefulSet unless
 // the database is external, and a Service for each. Each is owned by v
-// (controller reference), so that deleting v deletes them.
+// (controller reference), so that deleting v deletes them. The validator
+// app's migration dump claim (MigrationDumpClaimName) comes first: it has
+// no owner, the controller creates it once and never changes it.
 func Desired(v *v1alpha1.Validator) []client.Object {
 	b := newLayout(v)
-	objs := []client.Object{
-		b.participant(), b.service(Participant, participantPorts()),
-		b.validatorApp(), b.service(ValidatorApp, validatorAppPorts()),
+	var objs []client.Object
+	if b.migrationDump() {
+		objs = append(objs, b.migrationDumpClaim())
 	}
+	objs = append(objs,
+		b.participant(), b.service(Participant, participantPorts()),
+		b.validatorApp(), b.service(ValidatorApp, validatorAppPorts()))
 	if b.walletEnabled() {
 		objs = append(objs,
 			b.ui(WalletUI, b.cfg.Cluster.Wallet, b.auth().WalletClient), b.service(WalletUI, uiPorts()),
@@ -120,9 +134,13 @@ func (b layout) auth() v1alpha1.Auth {
 	return *b.cfg.Auth
 }
 
-func (b layout) image(name string) string {
-	return b.cfg.ImageRepo + "/" + name + ":" + b.cfg.ImageTag
+func (b layout) image(component string) string {
+	return domain.ImageReference(b.cfg.ImageRepo, component, b.cfg.ImageTag)
 }
+
+// migrationDump: the validator app keeps its migration dump on a claim, as
+// the chart does for every validator but a super validator's.
+func (b layout) migrationDump() bool { return !deref(b.cfg.Cluster.SVValidator) }
 
 func (b layout) name(component string) string { return Name(b.v.Name, component) }
 
@@ -178,16 +196,20 @@ var (
 	serviceType     = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
 )
 
+// appUser is the pod security context the charts give the participant and
+// the validator app (their images' user 1001). The web UIs get none: their
+// nginx-unprivileged images run as their own, non-numeric user.
+func appUser() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1001), RunAsGroup: ptr.To[int64](1001), FSGroup: ptr.To[int64](1001)}
+}
+
 // deployment is a component's Deployment with one container, as the charts
 // write them: Recreate strategy (the apps hold their database and identity
-// exclusively), pods run as 1001.
-func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Container) *appsv1.Deployment {
+// exclusively).
+func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Container, sc *corev1.PodSecurityContext) *appsv1.Deployment {
 	res := appResources(app)
 	c.Resources = mergeResources(c.Resources, res)
-	pod := corev1.PodSpec{
-		SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1001), RunAsGroup: ptr.To[int64](1001), FSGroup: ptr.To[int64](1001)},
-		Containers:      []corev1.Container{c},
-	}
+	pod := corev1.PodSpec{SecurityContext: sc, Containers: []corev1.Container{c}}
 	if res != nil && deref(res.ImagePullSecret) != "" {
 		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: *res.ImagePullSecret}}
 	}
@@ -230,7 +252,9 @@ func (b layout) participant() *appsv1.Deployment {
 			InitialDelaySeconds: 5, PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 10,
 		}
 	}
-	return b.deployment(Participant, &b.cfg.Participant, c)
+	d := b.deployment(Participant, &b.cfg.Participant, c, appUser())
+	d.Spec.Template.Spec.InitContainers = []corev1.Container{b.createDatabase(b.participantDatabase())}
+	return d
 }
 
 func (b layout) validatorApp() *appsv1.Deployment {
@@ -250,24 +274,97 @@ func (b layout) validatorApp() *appsv1.Deployment {
 			InitialDelaySeconds: 5, PeriodSeconds: 5, FailureThreshold: 5, TimeoutSeconds: 3,
 		}
 	}
-	d := b.deployment(ValidatorApp, &b.cfg.Cluster.ValidatorApp, c)
+	d := b.deployment(ValidatorApp, &b.cfg.Cluster.ValidatorApp, c, appUser())
+	pod := &d.Spec.Template.Spec
+	pod.InitContainers = []corev1.Container{b.createDatabase(validatorDatabase)}
 	if imp := b.cfg.Cluster.IdentitiesImport; imp != nil && imp.SecretName != "" {
-		pod := &d.Spec.Template.Spec
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: identitiesDumpVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: imp.SecretName}}})
 		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: identitiesDumpVolume, MountPath: identitiesDumpPath, ReadOnly: true})
+	}
+	if b.migrationDump() {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: migrationDumpVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: MigrationDumpClaimName(b.v.Name)}}})
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: migrationDumpVolume, MountPath: migrationDumpDir})
 	}
 	return d
 }
 
+// MigrationDumpClaimName is the claim of a validator's migration dump (the
+// chart's pvc.volumeName, one per validator here).
+func MigrationDumpClaimName(validator string) string { return validator + "-" + migrationDumpClaim }
+
+// migrationDumpClaim is the validator app's migration dump volume. Like the
+// chart's (kept by Helm) it has no owner: deleting the validator leaves the
+// dump of its last migration; the operator deletes the claim by hand.
+func (b layout) migrationDumpClaim() *corev1.PersistentVolumeClaim {
+	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: MigrationDumpClaimName(b.v.Name), Namespace: b.v.Namespace,
+			Labels: map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: b.v.Name, ComponentLabel: ValidatorApp},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(migrationDumpStorage)}},
+		},
+	}
+	if b.v.Spec.StorageClass != "" {
+		claim.Spec.StorageClassName = ptr.To(b.v.Spec.StorageClass)
+	}
+	return claim
+}
+
+// createDatabaseScript creates $DATABASE_NAME unless it exists, retrying
+// until the server answers, as the charts' pg-init containers do; the
+// connection comes from libpq's PG* variables.
+const createDatabaseScript = `until psql -tAc "SELECT 1 FROM pg_database WHERE datname = '$DATABASE_NAME'" | grep -q 1 ||
+  psql -c "CREATE DATABASE \"$DATABASE_NAME\""; do
+  echo "database $DATABASE_NAME not created yet; retrying"
+  sleep 2
+done`
+
+// createDatabase is the init container that creates an app's database on
+// the validator's database server, as the app's user, before the app
+// starts.
+func (b layout) createDatabase(database string) corev1.Container {
+	return corev1.Container{
+		Name:            "pg-init",
+		Image:           b.postgresImage(),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"bash", "-c", createDatabaseScript},
+		Env: []corev1.EnvVar{
+			{Name: "PGHOST", Value: b.databaseHost()},
+			{Name: "PGPORT", Value: b.databasePort()},
+			{Name: "PGUSER", Value: b.databaseUser()},
+			{Name: "PGPASSWORD", ValueFrom: b.databasePassword()},
+			{Name: "PGDATABASE", Value: maintenanceDatabase},
+			{Name: "DATABASE_NAME", Value: database},
+		},
+	}
+}
+
+// Instance names the UIs show (the charts' spliceInstanceNames, which the
+// 1.11 payload has no field for): the Global Synchronizer's, which a UI's
+// envVars replace for another network.
+var instanceNames = []corev1.EnvVar{
+	{Name: "SPLICE_APP_UI_NETWORK_NAME", Value: "Canton Network"},
+	{Name: "SPLICE_APP_UI_NETWORK_FAVICON_URL", Value: "https://www.canton.network/hubfs/cn-favicon-05%201-1.png"},
+	{Name: "SPLICE_APP_UI_AMULET_NAME", Value: "Canton Coin"},
+	{Name: "SPLICE_APP_UI_AMULET_NAME_ACRONYM", Value: "CC"},
+	{Name: "SPLICE_APP_UI_NAME_SERVICE_NAME", Value: "Canton Name Service"},
+	{Name: "SPLICE_APP_UI_NAME_SERVICE_NAME_ACRONYM", Value: "CNS"},
+}
+
 // ui is a web UI's Deployment (wallet-web-ui or ans-web-ui), with the
-// charts' resources unless the configuration gives its own.
+// charts' resources unless the configuration gives its own. The charts read
+// the client id and the authority URL from a Secret; both are public, so
+// they come from the configuration's auth.
 func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1.Deployment {
 	auth := b.auth()
-	env := []corev1.EnvVar{
-		{Name: "SPLICE_APP_UI_AUTH_CLIENT_ID", Value: clientID},
-		{Name: "SPLICE_APP_UI_AUTH_URL", Value: deref(auth.OIDCAuthorityURL)},
-		{Name: "SPLICE_APP_UI_AUTH_AUDIENCE", Value: auth.Audience},
-	}
+	env := append(slices.Clone(instanceNames),
+		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_URL", Value: deref(auth.OIDCAuthorityURL)},
+		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_AUDIENCE", Value: auth.Audience},
+		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_CLIENT_ID", Value: clientID})
 	if app != nil {
 		env = appendEnv(env, app.EnvVars)
 	}
@@ -281,27 +378,17 @@ func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1536Mi")},
 		},
 	}
-	if component == WalletUI {
-		c.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1")
-	}
-	return b.deployment(component, app, c)
+	return b.deployment(component, app, c, nil)
 }
 
 // postgres is the internal database, as splice-postgres runs it, with the
 // user and password the apps and the backup Job use.
 func (b layout) postgres() *appsv1.StatefulSet {
-	w := b.cfg.DatabaseWorkload
-	if w == nil {
-		w = &v1alpha1.DatabaseWorkload{}
-	}
-	image := deref(w.Image)
-	if image == "" {
-		image = postgresImage
-	}
+	w := b.databaseWorkload()
 	user := b.databaseUser()
 	c := corev1.Container{
 		Name:            Postgres,
-		Image:           image,
+		Image:           b.postgresImage(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Args:            append([]string{"-c", "max_connections=300", "-c", "max_wal_size=2GB"}, derefSlice(w.Args)...),
 		Env: []corev1.EnvVar{
@@ -357,6 +444,22 @@ func (b layout) postgres() *appsv1.StatefulSet {
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
 		},
 	}
+}
+
+func (b layout) databaseWorkload() *v1alpha1.DatabaseWorkload {
+	if b.cfg.DatabaseWorkload == nil {
+		return &v1alpha1.DatabaseWorkload{}
+	}
+	return b.cfg.DatabaseWorkload
+}
+
+// postgresImage is the internal database's image, which also holds the psql
+// the init containers create the apps' databases with.
+func (b layout) postgresImage() string {
+	if image := deref(b.databaseWorkload().Image); image != "" {
+		return image
+	}
+	return postgresImage
 }
 
 // DataClaimName is the PersistentVolumeClaim the StatefulSet makes for the

@@ -71,6 +71,8 @@ func typeName(o client.Object) string {
 		return "StatefulSet"
 	case *corev1.Service:
 		return "Service"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
 	}
 	return "?"
 }
@@ -78,6 +80,7 @@ func typeName(o client.Object) string {
 func TestDesiredLayout(t *testing.T) {
 	full := []string{
 		"Deployment/v1-ans-web-ui", "Deployment/v1-participant", "Deployment/v1-validator-app", "Deployment/v1-wallet-web-ui",
+		"PersistentVolumeClaim/v1-domain-upgrade-dump",
 		"Service/v1-ans-web-ui", "Service/v1-participant", "Service/v1-postgres", "Service/v1-validator-app", "Service/v1-wallet-web-ui",
 		"StatefulSet/v1-postgres",
 	}
@@ -89,10 +92,12 @@ func TestDesiredLayout(t *testing.T) {
 	}{
 		{"full layout", func(*v1alpha1.Validator) {}, full, nil},
 		{"wallet disabled", func(v *v1alpha1.Validator) { v.Spec.Config.Cluster.DisabledWallet = ptr.To(true) },
-			[]string{"Deployment/v1-participant", "Deployment/v1-validator-app", "Service/v1-participant", "Service/v1-postgres", "Service/v1-validator-app", "StatefulSet/v1-postgres"},
+			[]string{"Deployment/v1-participant", "Deployment/v1-validator-app", "PersistentVolumeClaim/v1-domain-upgrade-dump",
+				"Service/v1-participant", "Service/v1-postgres", "Service/v1-validator-app", "StatefulSet/v1-postgres"},
 			[]string{"Deployment/v1-ans-web-ui", "Deployment/v1-wallet-web-ui", "Service/v1-ans-web-ui", "Service/v1-wallet-web-ui"}},
 		{"external database", func(v *v1alpha1.Validator) { v.Spec.ExternalDatabase = true },
 			[]string{"Deployment/v1-ans-web-ui", "Deployment/v1-participant", "Deployment/v1-validator-app", "Deployment/v1-wallet-web-ui",
+				"PersistentVolumeClaim/v1-domain-upgrade-dump",
 				"Service/v1-ans-web-ui", "Service/v1-participant", "Service/v1-validator-app", "Service/v1-wallet-web-ui"},
 			[]string{"Service/v1-postgres", "StatefulSet/v1-postgres"}},
 	}
@@ -108,6 +113,9 @@ func TestDesiredLayout(t *testing.T) {
 				t.Errorf("unwanted: got %v, want %v", got, tc.wantUnwanted)
 			}
 			for _, o := range objs {
+				if _, kept := o.(*corev1.PersistentVolumeClaim); kept {
+					continue // the dump claim outlives the validator (TestRecoveryDumpOnVolume)
+				}
 				ref := metav1.GetControllerOf(o)
 				if ref == nil || ref.UID != v.UID || ref.Kind != "Validator" || ref.APIVersion != "validator-manager.io/v1alpha1" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 					t.Errorf("%s: owner %+v, want the Validator as controller", o.GetName(), ref)
@@ -351,7 +359,26 @@ func TestDesiredOptions(t *testing.T) {
 				if d.Labels[workload.MigrationLabel] != "4" {
 					t.Errorf("labels %v", d.Labels)
 				}
+				// A new migration id starts a new participant database.
+				p := deployment(t, v, workload.Participant).Spec.Template.Spec
+				if env(p.Containers[0], "CANTON_PARTICIPANT_POSTGRES_DB").Value != "participant_4" || env(p.InitContainers[0], "DATABASE_NAME").Value != "participant_4" {
+					t.Errorf("participant database %v, init %v", p.Containers[0].Env, p.InitContainers)
+				}
 			}},
+		{"walletUserName overrides auth.walletUser", func(v *v1alpha1.Validator) {
+			v.Spec.Config.Auth.WalletUser = "from-auth"
+			v.Spec.Config.Cluster.WalletUserName = ptr.To("from-cluster-config")
+		}, func(t *testing.T, v *v1alpha1.Validator) {
+			c := deployment(t, v, workload.ValidatorApp).Spec.Template.Spec.Containers[0]
+			if got := env(c, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME").Value; got != "from-cluster-config" {
+				t.Errorf("wallet user %q", got)
+			}
+			v.Spec.Config.Cluster.WalletUserName = nil
+			c = deployment(t, v, workload.ValidatorApp).Spec.Template.Spec.Containers[0]
+			if got := env(c, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME").Value; got != "from-auth" {
+				t.Errorf("wallet user %q, want auth.walletUser", got)
+			}
+		}},
 		{"external database: the apps dial it", func(v *v1alpha1.Validator) {
 			v.Spec.ExternalDatabase = true
 			v.Spec.Config.Database = &v1alpha1.Database{External: ptr.To(true), Hostname: ptr.To("db.example.test"), Port: ptr.To("6432")}

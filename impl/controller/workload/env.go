@@ -12,10 +12,16 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// Schemas of the apps in the validator's database (the charts' persistence.schema).
+// The apps' databases and schemas, as the charts name them
+// (persistence.databaseName and persistence.schema; the participant's
+// database is per migration id), and the database the init containers
+// connect to in order to create them (every PostgreSQL server has it).
 const (
-	participantSchema = "participant"
-	validatorSchema   = "validator"
+	participantSchema         = "participant"
+	participantDatabasePrefix = "participant_"
+	validatorSchema           = "validator"
+	validatorDatabase         = "cantonnet_validator"
+	maintenanceDatabase       = "postgres"
 )
 
 // participantEnv is the participant container's environment, as the
@@ -31,6 +37,8 @@ func (b layout) participantEnv() []corev1.EnvVar {
 		{Name: "CANTON_PARTICIPANT_POSTGRES_SERVER", Value: b.databaseHost()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_PORT", Value: b.databasePort()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_SCHEMA", Value: participantSchema},
+		{Name: "CANTON_PARTICIPANT_POSTGRES_DB", Value: b.participantDatabase()},
+		{Name: "CANTON_PARTICIPANT_POSTGRES_USER", Value: b.databaseUser()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_PASSWORD", ValueFrom: b.databasePassword()},
 		{Name: "CANTON_PARTICIPANT_ADMIN_USER_NAME", Value: auth.LedgerAPIUser},
 		{Name: "AUTH_JWKS_URL", Value: deref(auth.JWKSURL)},
@@ -71,9 +79,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 		env = add(env, "ADDITIONAL_CONFIG_NO_ONBOARDING", "canton.validator-apps.validator_backend.onboarding = null\n")
 	}
 	env = add(env, "SPLICE_APP_VALIDATOR_SCAN_ADDRESS", c.ScanAddress)
-	if user := deref(c.WalletUserName); user != "" {
-		env = add(env, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME", user)
-	}
+	env = add(env, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME", b.walletUser())
 	if c.PartyHint != "" {
 		env = add(env, "SPLICE_APP_VALIDATOR_PARTY_HINT", c.PartyHint)
 	}
@@ -102,7 +108,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 		"canton.validator-apps.validator_backend.storage {\n  config {\n    properties = {\n"+
 			"      databaseName = %q\n      currentSchema = %q\n      serverName = %q\n      portNumber = %s\n"+
 			"      user = %q\n      password = ${SPLICE_APP_POSTGRES_PASSWORD}\n    }\n  }\n}\n",
-		b.databaseName(), validatorSchema, b.databaseHost(), b.databasePort(), b.databaseUser()))
+		validatorDatabase, validatorSchema, b.databaseHost(), b.databasePort(), b.databaseUser()))
 	env = append(env, corev1.EnvVar{Name: "SPLICE_APP_POSTGRES_PASSWORD", ValueFrom: b.databasePassword()})
 	if bk := c.IdentitiesBackup; bk != nil {
 		env = add(env, "ADDITIONAL_CONFIG_SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTITIES_DUMP_PERIODIC_BACKUP", fmt.Sprintf(
@@ -127,13 +133,13 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	}
 	env = add(env, "ADDITIONAL_CONFIG_MIGRATION_ID",
 		fmt.Sprintf("canton.validator-apps.validator_backend {\n  domain-migration-id = %d\n}\n", spec.Migration.ID))
-	if !deref(c.SVValidator) {
+	if b.migrationDump() {
 		if spec.Migration.Migrating {
 			env = add(env, "ADDITIONAL_CONFIG_VALIDATOR_MIGRATION_RESTORE",
-				"canton.validator-apps.validator_backend.restore-from-migration-dump = \"/domain-upgrade-dump/domain_migration_dump.json\"\n")
+				"canton.validator-apps.validator_backend.restore-from-migration-dump = "+strconv.Quote(migrationDumpFile)+"\n")
 		} else {
 			env = add(env, "ADDITIONAL_CONFIG_GLOBAL_DOMAIN_UPGRADE_DUMP_PATH",
-				"canton.validator-apps.validator_backend.domain-migration-dump-path = \"/domain-upgrade-dump/domain_migration_dump.json\"\n")
+				"canton.validator-apps.validator_backend.domain-migration-dump-path = "+strconv.Quote(migrationDumpFile)+"\n")
 		}
 	}
 	env = add(env, "ADDITIONAL_CONFIG_ENABLE_WALLET",
@@ -163,22 +169,34 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 
 // validatorAuthEnv is the validator app's authentication: the chart reads
 // the ledger API client from a Secret of several keys; here the public parts
-// come from the configuration and only the client secret from the
-// validator's Secret.
+// come from the configuration's auth (the operator's with custom auth, else
+// the identity provider's, filled by the intent controller) and only the
+// client secret from the validator's Secret. The ledger API's token URL is
+// the OIDC configuration URL (the image's well-known-config-url).
 func (b layout) validatorAuthEnv() []corev1.EnvVar {
 	auth := b.auth()
-	env := []corev1.EnvVar{
+	return []corev1.EnvVar{
 		{Name: "SPLICE_APP_VALIDATOR_AUTH_AUDIENCE", Value: auth.Audience},
 		{Name: "SPLICE_APP_VALIDATOR_AUTH_JWKS_URL", Value: deref(auth.JWKSURL)},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_USER_NAME", Value: auth.LedgerAPIUser},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_AUDIENCE", Value: auth.Audience},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_URL", Value: deref(auth.OIDCConfigURL)},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_ID", Value: auth.LedgerAPIClient},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_SECRET", ValueFrom: b.secret(
+			func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.LedgerAPIAuth },
+			domain.LedgerAPIAuthSecretName(b.v.Name), ledgerAPIAuthSecretKey)},
 	}
-	if ref := secretRef(b.v.Spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.LedgerAPIAuth }); ref != nil {
-		env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_SECRET", ValueFrom: secretKey(ref.Name, ref.Key, false)})
+}
+
+// walletUser is the validator operator's wallet user (the chart's
+// validatorWalletUser): clusterConfig.walletUserName when given, else the
+// configuration's auth.walletUser (the created wallet user's subject
+// without custom auth).
+func (b layout) walletUser() string {
+	if u := deref(b.cfg.Cluster.WalletUserName); u != "" {
+		return u
 	}
-	return env
+	return b.auth().WalletUser
 }
 
 func (b layout) nodeIdentifier() string {
@@ -216,17 +234,26 @@ func (b layout) databaseUser() string {
 	return defaultDatabaseUser
 }
 
-// databaseName is the database both apps use: PostgreSQL's default
-// database of the user (the image creates it), one schema per app.
-func (b layout) databaseName() string { return b.databaseUser() }
+// participantDatabase is the participant's database of the current
+// migration id: a new id starts a new database, as with the charts.
+func (b layout) participantDatabase() string {
+	return participantDatabasePrefix + strconv.Itoa(int(b.v.Spec.Migration.ID))
+}
 
 // databasePassword is the database password's Secret: the spec's entry,
 // else the conventional <validator>-database (the pods wait for it).
 func (b layout) databasePassword() *corev1.EnvVarSource {
-	if ref := secretRef(b.v.Spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Database }); ref != nil {
+	return b.secret(func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Database },
+		domain.DatabaseSecretName(b.v.Name), databasePasswordKey)
+}
+
+// secret is a Secret the pods need: the spec's entry when present, else the
+// validator's conventional Secret name and key, which the controllers write.
+func (b layout) secret(field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef, name, key string) *corev1.EnvVarSource {
+	if ref := secretRef(b.v.Spec.Secrets, field); ref != nil {
 		return secretKey(ref.Name, ref.Key, false)
 	}
-	return secretKey(domain.DatabaseSecretName(b.v.Name), databasePasswordKey, false)
+	return secretKey(name, key, false)
 }
 
 func secretRef(s *v1alpha1.ValidatorSecretRefs, field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef) *v1alpha1.SecretKeyRef {

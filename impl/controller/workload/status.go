@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
 // Observed is what the cluster holds of a validator's workloads; nil where
@@ -20,6 +21,13 @@ type Observed struct {
 	WalletUI     *appsv1.Deployment
 	ANSUI        *appsv1.Deployment
 	Postgres     *appsv1.StatefulSet
+	// Pods of the validator (labelled ValidatorLabel and ComponentLabel):
+	// what the kubelet and the scheduler say of those that cannot start.
+	Pods []corev1.Pod
+	// Missing: per component, the Secrets and ConfigMaps its pod template
+	// reads (not optionally) that do not exist. Running pods keep running
+	// without them, but none can (re)start.
+	Missing map[string][]podrefs.Ref
 }
 
 // Condition reasons.
@@ -31,7 +39,22 @@ const (
 	ReasonExternalDatabase  = "ExternalDatabase"
 	ReasonWorkloadsReady    = "WorkloadsReady"
 	ReasonWorkloadsNotReady = "WorkloadsNotReady"
+	// ReasonSecretNotFound, ReasonConfigMapNotFound: a pod template reads
+	// an object that does not exist (Observed.Missing).
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	// A pod that cannot start gives its own reason: the kubelet's waiting
+	// reason (CreateContainerConfigError, InvalidImageName, ...) or the
+	// scheduler's (Unschedulable).
 )
+
+// startFailures are the kubelet's waiting reasons of a container it tried
+// and failed to start (ContainerCreating and PodInitializing are progress).
+var startFailures = map[string]bool{
+	"CreateContainerConfigError": true, "CreateContainerError": true, "InvalidImageName": true,
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
+	"CrashLoopBackOff": true, "RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
+}
 
 // readiness of one workload.
 type readiness struct {
@@ -41,8 +64,56 @@ type readiness struct {
 	// settled: available, and every replica runs the current generation
 	// (no rollout in progress).
 	settled bool
+	// blocked: a pod of the workload cannot start, or could not if it
+	// restarted (reason and message say why); never available then.
+	blocked bool
 	reason  string
 	message string
+}
+
+// blockedBy is r overridden by why component's pods cannot start, if any:
+// a pod the kubelet or the scheduler reports first (it is what happens),
+// then what the template reads that does not exist.
+func blockedBy(r readiness, workload, component string, o Observed) readiness {
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		if p.Labels[ComponentLabel] != component || p.DeletionTimestamp != nil {
+			continue
+		}
+		if reason, msg := podFailure(p); reason != "" {
+			return readiness{blocked: true, reason: reason, message: fmt.Sprintf("%s: pod %s %s", workload, p.Name, msg)}
+		}
+	}
+	missing := o.Missing[component]
+	if len(missing) == 0 {
+		return r
+	}
+	reason := ReasonSecretNotFound
+	if missing[0].Kind == podrefs.ConfigMap {
+		reason = ReasonConfigMapNotFound
+	}
+	var names []string
+	for _, m := range missing {
+		names = append(names, fmt.Sprintf("%s %q not found", strings.ToLower(string(m.Kind)), m.Name))
+	}
+	return readiness{blocked: true, reason: reason,
+		message: fmt.Sprintf("%s: %s; its pods cannot start until it exists", workload, strings.Join(names, ", "))}
+}
+
+// podFailure is the reason and message of a pod that cannot start: the
+// scheduler's, or its first container waiting in a start failure.
+func podFailure(p *corev1.Pod) (reason, message string) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Reason, "cannot be scheduled: " + c.Message
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && startFailures[w.Reason] {
+			return w.Reason, fmt.Sprintf("container %s: %s", cs.Name, w.Message)
+		}
+	}
+	return "", ""
 }
 
 func deploymentReadiness(name string, d *appsv1.Deployment) readiness {
@@ -93,11 +164,13 @@ func statefulSetReadiness(name string, st *appsv1.StatefulSet) readiness {
 }
 
 // Status is v's status given its workloads: PENDING until the participant
-// and the validator app are available, RUNNING from then on, COMPLETED
-// while every workload of v is available and rolled out at its current
-// generation (an edit that changes a workload moves a COMPLETED validator
-// back to RUNNING until its rollout ends). Conditions keep their
-// lastTransitionTime when their status does not change.
+// and the validator app are available, and while a pod of any workload
+// cannot start (or could not if it restarted: a Secret it reads is gone);
+// RUNNING from then on, COMPLETED while every workload of v is available
+// and rolled out at its current generation (an edit that changes a
+// workload moves a COMPLETED validator back to RUNNING until its rollout
+// ends). Conditions keep their lastTransitionTime when their status does
+// not change.
 func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	st := v1alpha1.ValidatorStatus{
 		ObservedGeneration: v.Generation,
@@ -113,13 +186,17 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		})
 	}
 	b := newLayout(v)
-	participant := deploymentReadiness(b.name(Participant), o.Participant)
-	app := deploymentReadiness(b.name(ValidatorApp), o.ValidatorApp)
+	deployment := func(component string, d *appsv1.Deployment) readiness {
+		name := b.name(component)
+		return blockedBy(deploymentReadiness(name, d), "Deployment "+name, component, o)
+	}
+	participant := deployment(Participant, o.Participant)
+	app := deployment(ValidatorApp, o.ValidatorApp)
 	set(v1alpha1.ConditionParticipantReady, participant)
 	set(v1alpha1.ConditionValidatorAppReady, app)
 	all := []readiness{participant, app}
 	if b.walletEnabled() {
-		all = append(all, deploymentReadiness(b.name(WalletUI), o.WalletUI), deploymentReadiness(b.name(ANSUI), o.ANSUI))
+		all = append(all, deployment(WalletUI, o.WalletUI), deployment(ANSUI, o.ANSUI))
 	}
 	var db readiness
 	if v.Spec.ExternalDatabase {
@@ -127,7 +204,8 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		// operator's; databaseReady (the internal database runs) stays false.
 		db = readiness{available: true, settled: true, reason: ReasonExternalDatabase, message: "the validator uses an external database"}
 	} else {
-		db = statefulSetReadiness(b.name(Postgres), o.Postgres)
+		name := b.name(Postgres)
+		db = blockedBy(statefulSetReadiness(name, o.Postgres), "StatefulSet "+name, Postgres, o)
 		st.DatabaseReady = db.available
 	}
 	set(v1alpha1.ConditionDatabaseReady, db)
@@ -135,14 +213,18 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 
 	settled := true
 	var waiting []string
-	for _, r := range all {
+	var blocked *readiness
+	for i, r := range all {
 		if !r.settled {
 			settled = false
 			waiting = append(waiting, r.message)
 		}
+		if r.blocked && blocked == nil {
+			blocked = &all[i]
+		}
 	}
 	switch {
-	case !participant.available || !app.available:
+	case !participant.available || !app.available || blocked != nil:
 		st.Phase = v1alpha1.PhasePending
 	case settled:
 		st.Phase = v1alpha1.PhaseCompleted
@@ -150,7 +232,10 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		st.Phase = v1alpha1.PhaseRunning
 	}
 	ready := readiness{available: settled, reason: ReasonWorkloadsReady, message: "every workload is available at its current generation"}
-	if !settled {
+	switch {
+	case blocked != nil: // the first cause a pod cannot start names it
+		ready.reason, ready.message = blocked.reason, strings.Join(waiting, "; ")
+	case !settled:
 		ready.reason, ready.message = ReasonWorkloadsNotReady, strings.Join(waiting, "; ")
 	}
 	set(v1alpha1.ConditionReady, ready)

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/cluster"
+)
+
+// checkAuth: the README's validator (no customAuth) gets its auth from the
+// local identity provider: every setting non-empty, the wallet user the
+// created user's id, both Secrets written, and the validator app's
+// credentials obtain a token at the token URL its configuration names,
+// whose subject is its ledger API user and whose audience its own. Its
+// database Secret deleted by hand is written again.
+func checkAuth(t *testing.T, base, token, dataDir string) {
+	ctx := context.Background()
+	c := testClient(t, base, token)
+	// The README's create gives no database password: the controller generates one.
+	payload := apitest.ValidatorPayload("bravo")
+	payload.DatabaseConfig = nil
+	created, err := c.CreateValidatorWithResponse(ctx, payload)
+	if err != nil || created.JSON201 == nil || created.JSON201.CreatedUser == nil || created.JSON201.CreatedUser.Id == nil {
+		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Get(ctx, "bravo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v v1alpha1.Validator
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &v); err != nil {
+		t.Fatal(err)
+	}
+	a := v.Spec.Config.Auth
+	if a == nil || a.Audience == "" || a.NameServiceClient == "" || a.LedgerAPIClient == "" || a.LedgerAPIUser == "" || a.WalletClient == "" ||
+		a.JWKSURL == nil || a.OIDCAuthorityURL == nil || a.OIDCConfigURL == nil {
+		t.Fatalf("spec.config.auth: got %+v, want every setting", a)
+	}
+	if a.WalletUser != *created.JSON201.CreatedUser.Id {
+		t.Fatalf("walletUser: got %q, want the created user's id %q", a.WalletUser, *created.JSON201.CreatedUser.Id)
+	}
+	if s := v.Spec.Secrets; s == nil || s.Database == nil || s.LedgerAPIAuth == nil {
+		t.Fatalf("spec.secrets: got %+v, want database and ledgerApiAuth", s)
+	}
+	secretValue := func(name, key string) string {
+		s, err := core.CoreV1().Secrets("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return string(s.Data[key])
+	}
+	clientSecret := secretValue("bravo-ledger-api-auth", "client-secret")
+	password := secretValue("bravo-database", "password")
+	if clientSecret == "" || len(password) < 40 {
+		t.Fatalf("Secrets: client secret %d characters, password %d; want both, the password generated", len(clientSecret), len(password))
+	}
+
+	// The token endpoint the OIDC configuration names, as the validator app finds it.
+	var discovery struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+		JWKSURI       string `json:"jwks_uri"`
+	}
+	getJSON(t, *a.OIDCConfigURL, &discovery)
+	if discovery.Issuer != *a.OIDCAuthorityURL || discovery.JWKSURI != *a.JWKSURL {
+		t.Fatalf("OIDC configuration %+v does not match the auth %+v", discovery, a)
+	}
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {a.LedgerAPIClient}, "client_secret": {clientSecret}}
+	resp, err := http.PostForm(discovery.TokenEndpoint, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("client-credentials grant: got %d, %v", resp.StatusCode, err)
+	}
+	keys, err := jwk.Fetch(ctx, *a.JWKSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := jwt.Parse([]byte(tok.AccessToken), jwt.WithKeySet(keys), jwt.WithIssuer(*a.OIDCAuthorityURL), jwt.WithValidate(true))
+	if err != nil {
+		t.Fatalf("the token does not verify against the JWKS: %v", err)
+	}
+	if parsed.Subject() != a.LedgerAPIUser || !slices.Contains(parsed.Audience(), a.Audience) {
+		t.Fatalf("token: sub %q aud %v; want %q and %q", parsed.Subject(), parsed.Audience(), a.LedgerAPIUser, a.Audience)
+	}
+	form.Set("client_secret", "wrong")
+	if resp, err := http.PostForm(discovery.TokenEndpoint, form); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong secret: got %v %v, want 401", statusCode(resp), err)
+	}
+
+	// Deleted by hand, written again (with a new password).
+	if err := core.CoreV1().Secrets("default").Delete(ctx, "bravo-database", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the database Secret restored", func() bool {
+		p := secretValue("bravo-database", "password")
+		return p != "" && p != password
+	})
+}
+
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func statusCode(r *http.Response) int {
+	if r == nil {
+		return 0
+	}
+	r.Body.Close()
+	return r.StatusCode
+}
+
+// testClient calls release 1.11 at base with token (recover's client).
+func testClient(t *testing.T, base, token string) *managementapi.ClientWithResponses {
+	t.Helper()
+	c, err := managementClient(base, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,134 @@
+package intent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/faultpoint"
+)
+
+// claimOf is the claim the identity provider's objects of v carry: a row
+// written before creates had claims gets one derived from its name.
+func claimOf(v domain.Validator) string {
+	if v.Claim != "" {
+		return v.Claim
+	}
+	return "validator:" + v.Name
+}
+
+// provisionAuth makes the identity provider's clients of a validator
+// without custom authentication once, and records them in the row (ids
+// only), so that later reconciles need not ask the identity provider. A
+// crash before the record is healed by the next call, which adopts the
+// clients that carry the validator's claim.
+func (c *Controller) provisionAuth(ctx context.Context, v *domain.Validator) error {
+	if v.CustomAuth || (v.ProvisionedAuth != nil && v.ProvisionedAuth.Complete()) {
+		return nil
+	}
+	a, err := c.identity.ProvisionClients(ctx, v.Name, claimOf(*v))
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("create the identity provider's clients: %w", err)
+	}
+	faultpoint.Reach("auth.provisioned")
+	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
+		return err
+	}
+	v.ProvisionedAuth = &a
+	return nil
+}
+
+// withAuth is v with its configuration's auth made from what the identity
+// provider provisioned and its endpoints now, when v has no custom
+// authentication; the row keeps only the ids, the cluster gets the whole.
+func withAuth(v domain.Validator, e domain.AuthEndpoints) (domain.Validator, error) {
+	if v.CustomAuth || v.ProvisionedAuth == nil || len(v.Spec) == 0 {
+		return v, nil
+	}
+	cfg, err := v.Config()
+	if err != nil {
+		return v, err
+	}
+	p := v.ProvisionedAuth
+	cfg.Auth = &domain.Auth{
+		Audience:          p.Audience,
+		NameServiceClient: p.NameServiceClient,
+		LedgerAPIClient:   p.LedgerAPIClient,
+		LedgerAPIUser:     p.LedgerAPIUser,
+		WalletClient:      p.WalletClient,
+		WalletUser:        v.WalletUserID,
+		JWKSURL:           optional(e.JWKS),
+		OIDCAuthorityURL:  optional(e.Authority),
+		OIDCConfigURL:     optional(e.Config),
+	}
+	if v.Spec, err = domain.EncodeValidatorConfig(cfg); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// requestSecrets are the secret values of a create that the cluster gets:
+// without custom authentication the ledger API client's secret is the
+// identity provider's, never one from the request.
+func requestSecrets(v domain.Validator, s domain.ValidatorSecrets) domain.ValidatorSecrets {
+	if !v.CustomAuth {
+		s.LedgerAPIClientSecret = ""
+	}
+	return s
+}
+
+// ensureSecrets writes every Secret the validator's pods reference that is
+// missing or lacks its key: the database password (generated for an
+// internal database; empty for an external one whose operator gave none)
+// and, without custom authentication, the ledger API client's secret from
+// the identity provider. A Secret that exists is never replaced (an edit
+// that gives a value does that). The cache says what is missing, so a
+// reconcile in step asks nothing of the API server or the identity provider.
+func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator) error {
+	have := c.cluster.CachedSecrets(v.Name)
+	var d domain.SecretDefaults
+	if !have.Database {
+		password := ""
+		if !v.ExternalDatabase {
+			var err error
+			if password, err = generatePassword(); err != nil {
+				return err
+			}
+		}
+		d.DatabasePassword = &password
+	}
+	if !v.CustomAuth && v.ProvisionedAuth != nil && !have.LedgerAPIAuth {
+		secret, err := c.identity.ClientSecret(ctx, v.Name, claimOf(v))
+		if err != nil {
+			return fmt.Errorf("read the ledger API client's secret: %w", err)
+		}
+		d.LedgerAPIClientSecret = &secret
+	}
+	if d.DatabasePassword == nil && d.LedgerAPIClientSecret == nil {
+		return nil
+	}
+	return c.cluster.DefaultSecrets(ctx, v.Name, d)
+}
+
+// generatePassword draws a database password from crypto/rand (256 bits,
+// URL-safe: no quoting in a JDBC URL, a shell or SQL).
+func generatePassword() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate the database password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}

@@ -1,0 +1,189 @@
+package intent
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// createWith does what the create handler does for a validator of the
+// given flags and request secrets.
+func createWith(ctx context.Context, c *Controller, w *world, v domain.Validator, secrets domain.ValidatorSecrets) (*domain.CreatedUser, error) {
+	v.Creating, v.Claim, v.Phase = true, "claim-"+v.Name, domain.PhasePending
+	if v.Spec == nil {
+		v.Spec = []byte(`{"name":"` + v.Name + `"}`)
+	}
+	cr := c.Expect(v.Name, v.Claim, secrets)
+	w.mu.Lock()
+	w.rows[v.Name] = v
+	w.mu.Unlock()
+	return c.Wait(ctx, cr)
+}
+
+// appliedAuth is spec.config.auth of the validator as last applied.
+func appliedAuth(t *testing.T, w *world, name string) *domain.Auth {
+	t.Helper()
+	w.mu.Lock()
+	v := w.applied[name]
+	w.mu.Unlock()
+	cfg, err := v.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Auth
+}
+
+func fullAuth(a *domain.Auth) bool {
+	return a != nil && a.Audience != "" && a.NameServiceClient != "" && a.LedgerAPIClient != "" && a.LedgerAPIUser != "" &&
+		a.WalletClient != "" && a.WalletUser != "" && a.JWKSURL != nil && *a.JWKSURL != "" &&
+		a.OIDCAuthorityURL != nil && *a.OIDCAuthorityURL != "" && a.OIDCConfigURL != nil && *a.OIDCConfigURL != ""
+}
+
+func TestCreateProvisionsAuthAndSecrets(t *testing.T) {
+	custom := []byte(`{"name":"c","customAuth":true,"auth":{"audience":"their-aud","cnsClientId":"cns","ledgerApiClientId":"lapi","ledgerApiUser":"u","walletClientId":"w","walletUser":"wu"}}`)
+	tests := []struct {
+		name         string
+		v            domain.Validator
+		secrets      domain.ValidatorSecrets
+		wantPassword string // "generated": non-empty and not from the request
+		wantClient   string
+		wantAuth     func(*domain.Auth) bool
+	}{
+		{name: "README create: no customAuth, internal database, no password",
+			v: domain.Validator{Name: "a"}, wantPassword: "generated", wantClient: "client-secret-a",
+			wantAuth: func(a *domain.Auth) bool {
+				return fullAuth(a) && a.WalletUser == "id-a" && a.LedgerAPIUser == "sa-a" && a.LedgerAPIClient == "a-validator-app" && a.Audience == "a-ledger-api"
+			}},
+		{name: "the request's password is kept; a request client secret is not the provider's",
+			v: domain.Validator{Name: "b"}, secrets: domain.ValidatorSecrets{DatabasePassword: "theirs", LedgerAPIClientSecret: "ignored"},
+			wantPassword: "theirs", wantClient: "client-secret-b", wantAuth: fullAuth},
+		{name: "external database without a password gets an empty one",
+			v: domain.Validator{Name: "e", ExternalDatabase: true}, wantPassword: "", wantClient: "client-secret-e", wantAuth: fullAuth},
+		{name: "custom auth: the operator's auth and secret",
+			v: domain.Validator{Name: "c", CustomAuth: true, Spec: custom}, secrets: domain.ValidatorSecrets{LedgerAPIClientSecret: "their-secret"},
+			wantPassword: "generated", wantClient: "their-secret",
+			wantAuth: func(a *domain.Auth) bool { return a != nil && a.Audience == "their-aud" && a.JWKSURL == nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld()
+			c := run(t, w)
+			if _, err := createWith(context.Background(), c, w, tt.v, tt.secrets); err != nil {
+				t.Fatal(err)
+			}
+			if a := appliedAuth(t, w, tt.v.Name); !tt.wantAuth(a) {
+				t.Fatalf("spec.config.auth: got %+v", a)
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			got, present := w.secrets[tt.v.Name], w.present[tt.v.Name]
+			if !present.Database || !present.LedgerAPIAuth {
+				t.Fatalf("Secrets present: got %+v, want database and ledger API auth", present)
+			}
+			switch tt.wantPassword {
+			case "generated":
+				if len(got.DatabasePassword) < 40 {
+					t.Fatalf("generated password: got %d characters, want a random one", len(got.DatabasePassword))
+				}
+			default:
+				if got.DatabasePassword != tt.wantPassword {
+					t.Fatalf("password: got %q, want %q", got.DatabasePassword, tt.wantPassword)
+				}
+			}
+			if got.LedgerAPIClientSecret != tt.wantClient {
+				t.Fatalf("client secret: got %q, want %q", got.LedgerAPIClientSecret, tt.wantClient)
+			}
+			row := w.rows[tt.v.Name]
+			if tt.v.CustomAuth != (row.ProvisionedAuth == nil) {
+				t.Fatalf("recorded auth: got %+v (custom auth %v)", row.ProvisionedAuth, tt.v.CustomAuth)
+			}
+		})
+	}
+}
+
+// A create that fails between any two of its steps is undone, clients too.
+func TestCreateFailingAfterTheClientsIsUndone(t *testing.T) {
+	for _, step := range []string{"ProvisionClients", "SetProvisionedAuth", "ApplyValidator", "DefaultSecrets"} {
+		t.Run(step, func(t *testing.T) {
+			w := newWorld()
+			c := run(t, w)
+			w.failNext[step] = errors.New("injected")
+			if _, err := createWith(context.Background(), c, w, domain.Validator{Name: "x"}, domain.ValidatorSecrets{}); err == nil {
+				t.Fatal("create succeeded")
+			}
+			if row, resource, idp := w.has("x"); row || resource || idp {
+				t.Fatalf("left row %v resource %v user or clients %v", row, resource, idp)
+			}
+		})
+	}
+}
+
+// A client of the name someone else made refuses the create (400) and is
+// left alone.
+func TestCreateOfForeignClientsIsInvalid(t *testing.T) {
+	w := newWorld()
+	w.clients["omega"] = "someone else's"
+	c := run(t, w)
+	if _, err := createWith(context.Background(), c, w, domain.Validator{Name: "omega"}, domain.ValidatorSecrets{}); !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("got %v, want invalid", err)
+	}
+	if w.clients["omega"] != "someone else's" {
+		t.Fatal("the other's clients were removed")
+	}
+}
+
+// A validator recorded before provisioning (or whose process died after
+// the clients were made and before they were recorded) heals on reconcile:
+// clients adopted and recorded once, Secrets written once, never replaced,
+// and restored when deleted.
+func TestReconcileHealsAndNeverReplaces(t *testing.T) {
+	w := newWorld()
+	w.rows["old"] = domain.Validator{Name: "old", Claim: "c-old", WalletUserID: "id-old", Spec: []byte(`{"name":"old"}`)}
+	w.clients["old"] = "c-old" // made by a process that died before recording them
+	w.failNext["SetProvisionedAuth"] = errors.New("crash")
+	c := run(t, w)
+	eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.rows["old"].ProvisionedAuth != nil && w.present["old"].Database && w.present["old"].LedgerAPIAuth
+	})
+	if a := appliedAuth(t, w, "old"); !fullAuth(a) || a.WalletUser != "id-old" {
+		t.Fatalf("spec.config.auth: got %+v", a)
+	}
+	first := w.secrets["old"]
+
+	if _, err := c.Reconcile(context.Background(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.secrets["old"]; got != first {
+		t.Fatal("a reconcile replaced an existing Secret's value")
+	}
+
+	// The database Secret deleted by hand comes back, with a new password.
+	w.mu.Lock()
+	p := w.present["old"]
+	p.Database = false
+	w.present["old"] = p
+	w.mu.Unlock()
+	if _, err := c.Reconcile(context.Background(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.present["old"].Database || w.secrets["old"].DatabasePassword == "" {
+		t.Fatal("the deleted database Secret was not restored")
+	}
+}
+
+func TestGeneratedPasswordsDiffer(t *testing.T) {
+	a, err := generatePassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := generatePassword()
+	if a == b || len(a) != 43 {
+		t.Fatalf("got %q and %q, want two different 43-character passwords", a, b)
+	}
+}

@@ -1,0 +1,235 @@
+package idp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/Nerzal/gocloak/v13"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Keycloak's audience mapper puts a fixed string into the aud claim.
+const (
+	audienceMapperType = "oidc-audience-mapper"
+	audienceMapperName = "validator audience"
+)
+
+// Endpoints are the realm's URLs as the validators' pods reach them
+// (KeycloakConfig.PublicURL, else BaseURL).
+func (k *Keycloak) Endpoints() domain.AuthEndpoints { return RealmEndpoints(k.publicURL, k.realm) }
+
+// ProvisionClients makes the validator's clients in the realm, each with
+// the claim attribute and the audience mapper in its create request (one
+// transaction in Keycloak), and adopts those that carry claim (an earlier
+// call that did not record its outcome). A client of that id without the
+// claim is a conflict: someone else made it.
+func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
+	specs, err := validatorClients(validator)
+	if err != nil {
+		return domain.ProvisionedAuth{}, err
+	}
+	serviceAccount := ""
+	for _, s := range specs {
+		id, err := k.ensureClient(ctx, s, claim)
+		if err != nil {
+			return domain.ProvisionedAuth{}, err
+		}
+		if !s.confidential {
+			continue
+		}
+		if serviceAccount, err = k.serviceAccount(ctx, id); err != nil {
+			return domain.ProvisionedAuth{}, k.fail(ctx, fmt.Sprintf("read the service account of client %q", s.id), err)
+		}
+	}
+	return provisioned(validator, serviceAccount), nil
+}
+
+// ensureClient creates the client of s or adopts the one that carries
+// claim, and returns its Keycloak id.
+func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string) (string, error) {
+	op := fmt.Sprintf("create client %q", s.id)
+	if claim == "" {
+		return "", domain.Invalid("claim", "a claim is required to create client %q", s.id)
+	}
+	c, err := k.findClient(ctx, s.id)
+	if err != nil {
+		return "", k.fail(ctx, op, err)
+	}
+	if c == nil {
+		var id string
+		err = k.withToken(ctx, func(token string) error {
+			var err error
+			id, err = k.client.CreateClient(ctx, token, k.realm, clientRepresentation(s, claim))
+			return err
+		})
+		switch {
+		case err == nil && id != "":
+			return id, nil
+		case err != nil && !hasStatus(err, http.StatusConflict):
+			return "", k.fail(ctx, op, err)
+		}
+		// Made meanwhile (409), or created without a Location header.
+		if c, err = k.findClient(ctx, s.id); err != nil {
+			return "", k.fail(ctx, op, err)
+		}
+		if c == nil {
+			return "", k.fail(ctx, op, errors.New("keycloak created the client but it cannot be found"))
+		}
+	}
+	if !carries(c.Attributes, claim) {
+		return "", notOurs(s.id)
+	}
+	id := gocloak.PString(c.ID)
+	if !hasAudienceMapper(c, s.audience) {
+		err := k.withToken(ctx, func(token string) error {
+			_, err := k.client.CreateClientProtocolMapper(ctx, token, k.realm, url.PathEscape(id), audienceMapper(s.audience))
+			return err
+		})
+		if err != nil && !hasStatus(err, http.StatusConflict) {
+			return "", k.fail(ctx, fmt.Sprintf("add the audience mapper to client %q", s.id), err)
+		}
+	}
+	return id, nil
+}
+
+// clientRepresentation is the create request of s: a confidential client
+// with only the client-credentials grant (service account), or a public
+// client with the browser flow (and the password grant where allowed).
+func clientRepresentation(s clientSpec, claim string) gocloak.Client {
+	return gocloak.Client{
+		ClientID:                  gocloak.StringP(s.id),
+		Protocol:                  gocloak.StringP("openid-connect"),
+		Enabled:                   gocloak.BoolP(true),
+		PublicClient:              gocloak.BoolP(!s.confidential),
+		ServiceAccountsEnabled:    gocloak.BoolP(s.confidential),
+		StandardFlowEnabled:       gocloak.BoolP(!s.confidential),
+		DirectAccessGrantsEnabled: gocloak.BoolP(s.passwordGrant),
+		Attributes:                &map[string]string{ClaimAttribute: claim},
+		ProtocolMappers:           &[]gocloak.ProtocolMapperRepresentation{audienceMapper(s.audience)},
+	}
+}
+
+func audienceMapper(audience string) gocloak.ProtocolMapperRepresentation {
+	return gocloak.ProtocolMapperRepresentation{
+		Name:           gocloak.StringP(audienceMapperName),
+		Protocol:       gocloak.StringP("openid-connect"),
+		ProtocolMapper: gocloak.StringP(audienceMapperType),
+		Config: &map[string]string{
+			"included.custom.audience": audience,
+			"access.token.claim":       "true",
+			"id.token.claim":           "false",
+		},
+	}
+}
+
+func hasAudienceMapper(c *gocloak.Client, audience string) bool {
+	if c.ProtocolMappers == nil {
+		return false
+	}
+	for _, m := range *c.ProtocolMappers {
+		if gocloak.PString(m.ProtocolMapper) == audienceMapperType && m.Config != nil && (*m.Config)["included.custom.audience"] == audience {
+			return true
+		}
+	}
+	return false
+}
+
+func carries(attributes *map[string]string, claim string) bool {
+	return claim != "" && attributes != nil && (*attributes)[ClaimAttribute] == claim
+}
+
+// findClient returns the client of exactly clientID, or nil.
+func (k *Keycloak) findClient(ctx context.Context, clientID string) (*gocloak.Client, error) {
+	var clients []*gocloak.Client
+	err := k.withToken(ctx, func(token string) error {
+		var err error
+		clients, err = k.client.GetClients(ctx, token, k.realm, gocloak.GetClientsParams{ClientID: gocloak.StringP(clientID)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range clients {
+		if c != nil && gocloak.PString(c.ClientID) == clientID && gocloak.PString(c.ID) != "" {
+			return c, nil
+		}
+	}
+	return nil, nil
+}
+
+// serviceAccount is the id of the service-account user of the client of
+// Keycloak id.
+func (k *Keycloak) serviceAccount(ctx context.Context, id string) (string, error) {
+	var u *gocloak.User
+	err := k.withToken(ctx, func(token string) error {
+		var err error
+		u, err = k.client.GetClientServiceAccount(ctx, token, k.realm, url.PathEscape(id))
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if gocloak.PString(u.ID) == "" {
+		return "", errors.New("keycloak answered a service-account user without an id")
+	}
+	return *u.ID, nil
+}
+
+// ClientSecret reads the secret Keycloak keeps for the validator's ledger
+// API client, when the client carries claim.
+func (k *Keycloak) ClientSecret(ctx context.Context, validator, claim string) (string, error) {
+	clientID := LedgerAPIClientID(validator)
+	op := fmt.Sprintf("read the secret of client %q", clientID)
+	c, err := k.findClient(ctx, clientID)
+	switch {
+	case err != nil:
+		return "", k.fail(ctx, op, err)
+	case c == nil:
+		return "", domain.NotFound("identity provider client %q does not exist", clientID)
+	case !carries(c.Attributes, claim):
+		return "", notOurs(clientID)
+	}
+	var cred *gocloak.CredentialRepresentation
+	err = k.withToken(ctx, func(token string) error {
+		var err error
+		cred, err = k.client.GetClientSecret(ctx, token, k.realm, url.PathEscape(*c.ID))
+		return err
+	})
+	if err != nil {
+		return "", k.fail(ctx, op, err)
+	}
+	if gocloak.PString(cred.Value) == "" {
+		return "", fmt.Errorf("identity provider: %s: keycloak answered no secret", op)
+	}
+	return *cred.Value, nil
+}
+
+// DeleteClients deletes the validator's clients that carry claim (Keycloak
+// removes a client's service-account user with it); absent ones, and those
+// of another claim, are left as they are.
+func (k *Keycloak) DeleteClients(ctx context.Context, validator, claim string) error {
+	specs, err := validatorClients(validator)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		c, err := k.findClient(ctx, s.id)
+		if err != nil {
+			return k.fail(ctx, fmt.Sprintf("find client %q", s.id), err)
+		}
+		if c == nil || !carries(c.Attributes, claim) {
+			continue
+		}
+		err = k.withToken(ctx, func(token string) error {
+			return k.client.DeleteClient(ctx, token, k.realm, url.PathEscape(*c.ID))
+		})
+		if err != nil && !hasStatus(err, http.StatusNotFound) {
+			return k.fail(ctx, fmt.Sprintf("delete client %q", s.id), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package idp
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// localClient is one client as stored on disk. A confidential client's
+// secret is kept as it is (the file is 0600): it is written again into the
+// validator's Secret whenever that is missing, as Keycloak hands it out.
+type localClient struct {
+	ClientID string `json:"clientId"`
+	Secret   string `json:"secret,omitempty"`
+	// ServiceAccount is the id of the confidential client's
+	// service-account user: the subject of its tokens.
+	ServiceAccount string    `json:"serviceAccountUser,omitempty"`
+	Audience       string    `json:"audience"`
+	PasswordGrant  bool      `json:"passwordGrant,omitempty"`
+	Claim          string    `json:"claim,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+}
+
+// SetEndpoints says where the realm of this provider is served (the
+// embedded default's token endpoint, which starts after the provider).
+func (l *Local) SetEndpoints(e domain.AuthEndpoints) { l.endpoints.Store(&e) }
+
+// Endpoints are the realm's URLs; empty until SetEndpoints.
+func (l *Local) Endpoints() domain.AuthEndpoints {
+	if e := l.endpoints.Load(); e != nil {
+		return *e
+	}
+	return domain.AuthEndpoints{}
+}
+
+// ProvisionClients makes the validator's clients, adopting those that carry
+// claim (an earlier call that did not record its outcome); a client of that
+// id with another claim is a conflict. All of them are written at once.
+func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
+	specs, err := validatorClients(validator)
+	if err != nil {
+		return domain.ProvisionedAuth{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return domain.ProvisionedAuth{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := slices.Clone(l.clients)
+	serviceAccount := ""
+	for _, s := range specs {
+		i := slices.IndexFunc(next, func(c localClient) bool { return c.ClientID == s.id })
+		if i >= 0 && (claim == "" || next[i].Claim != claim) {
+			return domain.ProvisionedAuth{}, notOurs(s.id)
+		}
+		if i < 0 {
+			c, err := l.newClient(s, claim)
+			if err != nil {
+				return domain.ProvisionedAuth{}, fmt.Errorf("identity provider: create client %q: %w", s.id, err)
+			}
+			next = append(next, c)
+			i = len(next) - 1
+		}
+		if s.confidential {
+			serviceAccount = next[i].ServiceAccount
+		}
+	}
+	if len(next) != len(l.clients) {
+		if err := l.save(l.users, next); err != nil {
+			return domain.ProvisionedAuth{}, fmt.Errorf("identity provider: create clients of %q: %w", validator, err)
+		}
+		l.clients = next
+	}
+	return provisioned(validator, serviceAccount), nil
+}
+
+func (l *Local) newClient(s clientSpec, claim string) (localClient, error) {
+	c := localClient{ClientID: s.id, Audience: s.audience, PasswordGrant: s.passwordGrant, Claim: claim, CreatedAt: l.now().UTC()}
+	if s.confidential {
+		secret, err := clientSecret()
+		if err != nil {
+			return localClient{}, err
+		}
+		c.Secret, c.ServiceAccount = secret, uuid.NewString()
+	}
+	return c, nil
+}
+
+// ClientSecret is the secret of the validator's ledger API client when it
+// carries claim.
+func (l *Local) ClientSecret(_ context.Context, validator, claim string) (string, error) {
+	id := LedgerAPIClientID(validator)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == id })
+	switch {
+	case i < 0:
+		return "", domain.NotFound("identity provider client %q does not exist", id)
+	case claim == "" || l.clients[i].Claim != claim:
+		return "", notOurs(id)
+	}
+	return l.clients[i].Secret, nil
+}
+
+// DeleteClients removes the validator's clients that carry claim; absent
+// ones, and those of another claim, are left as they are.
+func (l *Local) DeleteClients(_ context.Context, validator, claim string) error {
+	specs, err := validatorClients(validator)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := slices.DeleteFunc(slices.Clone(l.clients), func(c localClient) bool {
+		return claim != "" && c.Claim == claim && slices.ContainsFunc(specs, func(s clientSpec) bool { return s.id == c.ClientID })
+	})
+	if len(next) == len(l.clients) {
+		return nil
+	}
+	if err := l.save(l.users, next); err != nil {
+		return fmt.Errorf("identity provider: delete clients of %q: %w", validator, err)
+	}
+	l.clients = next
+	return nil
+}
+
+// CheckClient authenticates a confidential client (the token endpoint's
+// client-credentials grant): its tokens' subject is its service-account
+// user and their audience its validator's. A wrong secret and an unknown
+// client are the same domain error of code CodeUnauthenticated.
+func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject, audience string, err error) {
+	l.mu.Lock()
+	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID && c.Secret != "" })
+	var c localClient
+	if i >= 0 {
+		c = l.clients[i]
+	}
+	l.mu.Unlock()
+	if i < 0 || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
+		return "", "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid client credentials"}
+	}
+	return c.ServiceAccount, c.Audience, nil
+}

@@ -1,0 +1,204 @@
+package nodesim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/validator-manager/validator-manager/impl/podrefs"
+)
+
+// The kubelet's rules that need no image: what a real node refuses to start
+// is refused here too, with the kubelet's reasons and messages, so that the
+// embedded default never reports running what a cluster could not run.
+//
+//   - An image reference that does not parse: the container waits in
+//     InvalidImageName (checked first: the kubelet pulls before it configures).
+//   - A container whose environment names a Secret or ConfigMap that does not
+//     exist, or a key it lacks (env valueFrom, envFrom; optional ones
+//     excepted): it waits in CreateContainerConfigError.
+//   - A secret or configMap volume (projected too) whose object or item key
+//     is missing (optional ones excepted): no container is created; they wait
+//     in ContainerCreating and a FailedMount event says why.
+//   - A claim that does not exist or is being deleted: the Pod is not bound
+//     (PodScheduled False, reason Unschedulable, the scheduler's message).
+//
+// The kubelet resolves these when it starts a container: a running container
+// keeps running when its Secret goes away.
+
+// Waiting reasons of the kubelet.
+const (
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonInvalidImageName           = "InvalidImageName"
+	reasonContainerCreating          = "ContainerCreating"
+	reasonPodInitializing            = "PodInitializing"
+)
+
+// Indexes of the Pod cache: the Secrets and ConfigMaps a Pod reads
+// (optional ones too), so that their changes reach the Pods waiting for them.
+const (
+	secretIndex    = "secret"
+	configMapIndex = "configmap"
+)
+
+// keys are the keys of the named Secret or ConfigMap in the simulator's
+// cache; false when it is absent.
+func (s *Simulator) keys(kind podrefs.Kind, namespace, name string) (map[string]bool, bool) {
+	if kind == podrefs.Secret {
+		o, err := s.secrets.Secrets(namespace).Get(name)
+		if err != nil {
+			return nil, false
+		}
+		return keySet[[]byte, string](o.Data, nil), true
+	}
+	o, err := s.configMaps.ConfigMaps(namespace).Get(name)
+	if err != nil {
+		return nil, false
+	}
+	return keySet(o.BinaryData, o.Data), true
+}
+
+func keySet[A, B any](a map[string]A, b map[string]B) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// refError is the kubelet's error for r, "" when what r needs exists (or r
+// is optional). missingKey words a missing key (env and volumes differ).
+func (s *Simulator) refError(namespace string, r podrefs.Ref, missingKey func(key string) string) string {
+	keys, ok := s.keys(r.Kind, namespace, r.Name)
+	switch {
+	case r.Optional:
+		return ""
+	case !ok:
+		return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(string(r.Kind))}, r.Name).Error()
+	}
+	for _, k := range r.Keys {
+		if !keys[k] {
+			return missingKey(k)
+		}
+	}
+	return ""
+}
+
+// imageError is the kubelet's InvalidImageName message, "" for an image
+// reference that parses.
+func imageError(image string) string {
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image reference %q: %v", image, image, err)
+	}
+	return ""
+}
+
+// startError is why the kubelet cannot start c: its waiting reason and
+// message, or "" when it can.
+func (s *Simulator) startError(p *corev1.Pod, c *corev1.Container) (reason, message string) {
+	if msg := imageError(c.Image); msg != "" {
+		return ReasonInvalidImageName, msg
+	}
+	if msg := s.configError(p.Namespace, c); msg != "" {
+		return ReasonCreateContainerConfigError, msg
+	}
+	return "", ""
+}
+
+// configError checks c's environment in the kubelet's order: envFrom, then env.
+func (s *Simulator) configError(ns string, c *corev1.Container) string {
+	for _, r := range podrefs.Env(c) {
+		if msg := s.refError(ns, r, func(k string) string {
+			return fmt.Sprintf("couldn't find key %s in %s %s/%s", k, r.Kind, ns, r.Name)
+		}); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// mountError is the kubelet's FailedMount message for the first volume of p
+// it cannot set up, "" when it can set up all.
+func (s *Simulator) mountError(p *corev1.Pod) string {
+	for i := range p.Spec.Volumes {
+		v := &p.Spec.Volumes[i]
+		for _, r := range podrefs.Volume(v) {
+			if msg := s.refError(p.Namespace, r, func(k string) string {
+				if r.Kind == podrefs.Secret {
+					return "references non-existent secret key: " + k
+				}
+				return "configmap references non-existent config key: " + k
+			}); msg != "" {
+				return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %s", v.Name, msg)
+			}
+		}
+	}
+	return ""
+}
+
+// claimError is the scheduler's message for a Pod whose claim does not
+// exist or is being deleted (it then stays unscheduled), "" otherwise.
+func (s *Simulator) claimError(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		name := v.PersistentVolumeClaim.ClaimName
+		c, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(name)
+		var why string
+		switch {
+		case apierrors.IsNotFound(err):
+			why = apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaim"}, name).Error()
+		case err == nil && c.DeletionTimestamp != nil:
+			why = fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
+		default:
+			continue
+		}
+		return fmt.Sprintf("0/1 nodes are available: %s. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.", why)
+	}
+	return ""
+}
+
+// podSecrets and podConfigMaps index a Pod by the objects it reads.
+func podSecrets(o any) ([]string, error)    { return podRefs(o, podrefs.Secret), nil }
+func podConfigMaps(o any) ([]string, error) { return podRefs(o, podrefs.ConfigMap), nil }
+
+func podRefs(o any, kind podrefs.Kind) []string {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	names := podrefs.Names(&p.Spec, kind, true)
+	for i, n := range names {
+		names[i] = p.Namespace + "/" + n
+	}
+	return names
+}
+
+// keysOnly keeps the keys of a cached Secret or ConfigMap and drops the
+// values: the rules need no more, and the simulator holds no secret.
+func keysOnly(o any) (any, error) {
+	switch v := o.(type) {
+	case *corev1.Secret:
+		for k := range v.Data {
+			v.Data[k] = nil
+		}
+		v.StringData, v.ManagedFields = nil, nil
+	case *corev1.ConfigMap:
+		for k := range v.Data {
+			v.Data[k] = ""
+		}
+		for k := range v.BinaryData {
+			v.BinaryData[k] = nil
+		}
+		v.ManagedFields = nil
+	}
+	return o, nil
+}
