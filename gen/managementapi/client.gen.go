@@ -102,7 +102,10 @@ type ClientInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -113,7 +116,10 @@ type ClientInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -391,7 +397,10 @@ func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteP
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -412,7 +421,10 @@ func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentTyp
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1791,7 +1803,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1802,7 +1817,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stores the configuration metadata of a participant node that runs outside the cluster;
 	// nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-	// the same name is already registered.
+	// the same name is already registered. The registration is stored whatever the server's
+	// outbound address policy says about its addresses (their form and bounds are checked:
+	// `adminAddress` is a host name or an IP address); the policy decides only whether the
+	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3477,7 +3495,10 @@ func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Con
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3494,7 +3515,10 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx co
 //
 // Stores the configuration metadata of a participant node that runs outside the cluster;
 // nothing is provisioned. `phase` is PENDING when not given. 409 when a participant with
-// the same name is already registered.
+// the same name is already registered. The registration is stored whatever the server's
+// outbound address policy says about its addresses (their form and bounds are checked:
+// `adminAddress` is a host name or an IP address); the policy decides only whether the
+// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

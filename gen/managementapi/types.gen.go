@@ -420,7 +420,7 @@ type Phase string
 
 // RemoteParticipantDto Registration of a participant node that runs outside the cluster.
 type RemoteParticipantDto struct {
-	// AdminAddress Host of the admin API.
+	// AdminAddress Host of the admin API, a host name or an IP address (no scheme, port or path).
 	AdminAddress string `json:"adminAddress"`
 
 	// AdminPort Port of the admin API, a decimal number from 1 to 65535.
@@ -433,9 +433,13 @@ type RemoteParticipantDto struct {
 	EnvVars *[]EnvVar `json:"envVars,omitempty"`
 
 	// HealthStatus Result of the last health check (a TCP connection to adminAddress:adminPort), absent
-	// before the first one. The `healthStatus` filter of the list compares with it. Our
-	// addition. Read-only: a request may send it back (a GET sent back through PUT) and it is
-	// ignored.
+	// before the first one. Absent too, with `lastHealthCheck`, while the server's outbound
+	// address policy does not allow it to dial the admin address: such a registration is not
+	// probed and its health is unknown (an earlier result is cleared); the server's log and
+	// the metric `validator_manager_remote_participant_probes_total{outcome="not_probed"}`
+	// say why. The `healthStatus` filter of the list compares with it, so neither `true` nor
+	// `false` matches a participant that is not probed. Our addition. Read-only: a request
+	// may send it back (a GET sent back through PUT) and it is ignored.
 	HealthStatus *bool `json:"healthStatus,omitempty"`
 
 	// Image Image of the participant.

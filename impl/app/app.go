@@ -185,6 +185,8 @@ func WithControlPlane(rc *rest.Config) Option {
 // Open builds the process without starting anything; Run serves and runs
 // its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
+	// Whatever logs with a request's context names the request.
+	log = slog.New(server.LogRequestIDs(log.Handler()))
 	a := &App{Config: cfg, Log: log, clusterReady: make(chan struct{}), opts: opts}
 	ok := false
 	defer func() {
@@ -210,7 +212,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err := a.openCluster(ctx, opts); err != nil {
 		return nil, err
 	}
-	if err := a.openIdentity(); err != nil {
+	if err := a.openIdentity(ctx); err != nil {
 		return nil, err
 	}
 	verifier, err := a.verifier(ctx)
@@ -245,6 +247,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.Intent, err = intent.New(io); err != nil {
 		return nil, err
 	}
+	a.Telemetry = telemetry.New()
 	mo := management.Options{
 		Store:     a.Store,
 		Cluster:   a.managementCluster(),
@@ -255,12 +258,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		ValidatorAddresses:   a.validatorAddressPolicy(),
 		ParticipantAddresses: a.outboundPolicy(),
 		Dial:                 a.outboundPolicy().DialContext,
+		ObserveProbe:         a.Telemetry.ObserveProbe,
 	}
 	for _, opt := range opts {
 		opt(Wiring{Management: &mo})
 	}
 	a.Management = management.New(mo)
-	a.Telemetry = telemetry.New()
 	a.Telemetry.WatchSync(a.Cluster.SyncState)
 	ups, err := a.openUpstreams(opts)
 	if err != nil {
@@ -455,13 +458,18 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 	return rc, nil
 }
 
-func (a *App) openIdentity() error {
+func (a *App) openIdentity(ctx context.Context) error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
 		return a.openAfresh(config.StoreIdentity, a.usersFile(), idp.ErrRefused, func(expected bool) error {
 			local, err := idp.OpenLocalWith(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected})
 			if err != nil {
 				return err
+			}
+			if expected {
+				if err := a.checkWalletUsers(ctx, local); err != nil {
+					return err
+				}
 			}
 			a.Identity = local
 			return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/idp"
 )
 
 // The data directory's stores record the installation they belong to (the
@@ -189,3 +191,38 @@ func setAside(path string) (string, error) {
 	}
 	return aside, nil
 }
+
+// checkWalletUsers refuses a users file that lacks a wallet user the
+// database records (its "users" emptied, null, or an entry dropped), like
+// the other refused forms of the same loss: the validators would run on
+// with wallet users nobody can sign in as.
+func (a *App) checkWalletUsers(ctx context.Context, local *idp.Local) error {
+	recorded, err := a.Store.WalletUsers(ctx)
+	if err != nil {
+		return err
+	}
+	var lost []string
+	for name, id := range recorded {
+		if !local.HasUser(id) {
+			lost = append(lost, name)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	slices.Sort(lost)
+	shown := lost[:min(len(lost), 5)]
+	more := ""
+	if len(lost) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(lost)-len(shown))
+	}
+	return walletUsersLost{fmt.Errorf("local identity provider: %s lacks the wallet users the database records for validators %s%s (its users were emptied or dropped); "+
+		"restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)",
+		a.usersFile(), strings.Join(shown, ", "), more)}
+}
+
+// walletUsersLost is refused like the users file's own refusals, so that
+// --start-afresh=idp applies to it.
+type walletUsersLost struct{ error }
+
+func (walletUsersLost) Is(target error) bool { return target == idp.ErrRefused }

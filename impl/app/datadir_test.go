@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -52,6 +53,40 @@ func TestStartRefusesContradictions(t *testing.T) {
 		}
 	}
 	emptyDatabase := remove("validator-manager.db", "validator-manager.db-wal", "validator-manager.db-shm")
+	// users edits the users file's "users" list (v2's and v3's wallet users).
+	users := func(edit func(users []any) any) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			path := filepath.Join(dir, "idp", "users.json")
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st map[string]any
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			list, _ := st["users"].([]any)
+			if len(list) != 2 {
+				t.Fatalf("users.json holds %d users, want v2's and v3's", len(list))
+			}
+			st["users"] = edit(list)
+			raw, _ = json.Marshal(st)
+			if err := os.WriteFile(path, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	emptied := users(func([]any) any { return []any{} })
+	nulled := users(func([]any) any { return nil })
+	dropped := users(func(list []any) any {
+		for i, u := range list {
+			if u.(map[string]any)["username"] == "v3_walletuser" {
+				return append(list[:i:i], list[i+1:]...)
+			}
+		}
+		t.Fatal("no wallet user of v3")
+		return nil
+	})
 	tests := []struct {
 		name   string
 		change func(t *testing.T, dir string)
@@ -69,6 +104,10 @@ func TestStartRefusesContradictions(t *testing.T) {
 		{"state.json foreign, afresh", foreign("sandbox/state.json"), "sandbox", nil, []string{"sandbox/state.json"}},
 		{"database emptied, afresh", emptyDatabase, "idp,sandbox", nil, []string{"idp/users.json", "sandbox/state.json"}},
 		{"afresh without a contradiction", func(*testing.T, string) {}, "idp,sandbox", nil, nil},
+		{"users.json users emptied", emptied, "", []string{"idp/users.json lacks the wallet users the database records for validators v2, v3 (", "--start-afresh=idp"}, nil},
+		{"users.json users null", nulled, "", []string{"idp/users.json lacks the wallet users the database records for validators v2, v3 (", "--start-afresh=idp"}, nil},
+		{"users.json entry dropped", dropped, "", []string{"idp/users.json lacks the wallet users the database records for validators v3 (", "--start-afresh=idp"}, nil},
+		{"users.json users emptied, afresh", emptied, "idp", nil, []string{"idp/users.json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +115,17 @@ func TestStartRefusesContradictions(t *testing.T) {
 			a := openEmbedded(t, dir, ns, "")
 			if err := a.Store.Exec(context.Background(), "INSERT INTO validators (name, created_at, updated_at) VALUES ('v1', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"); err != nil {
 				t.Fatal(err)
+			}
+			// v2 and v3 have wallet users the identity provider made (v1
+			// has custom authentication).
+			for _, name := range []string{"v2", "v3"} {
+				u, err := a.Identity.CreateWalletUser(context.Background(), name, "claim-"+name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := a.Store.Exec(context.Background(), fmt.Sprintf("INSERT INTO validators (name, wallet_user_id, created_at, updated_at) VALUES ('%s', '%s', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)", name, u.ID)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			a.Close()
 			tt.change(t, dir)

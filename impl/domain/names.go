@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
@@ -33,6 +34,25 @@ func Port(field, port string) *Error {
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0") != port {
 		return Invalid(field, "must be a port number from 1 to 65535, got %q", port)
+	}
+	return nil
+}
+
+// Host refuses anything but a host name (letters, digits, '-', '_' and
+// dots) or an IP address, without scheme, port, path or credentials.
+func Host(field, host string) *Error {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err == nil {
+		return nil
+	}
+	ok := host != "" && len(host) <= 253
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		ok = ok && label != "" && len(label) <= 63 && strings.Trim(label, "-") == label &&
+			strings.IndexFunc(label, func(r rune) bool {
+				return !(r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '-' || r == '_')
+			}) < 0
+	}
+	if !ok {
+		return Invalid(field, "must be a host name or an IP address (no scheme, port or path), got %q", host)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -36,6 +37,18 @@ func TestPort(t *testing.T) {
 	for port, ok := range map[string]bool{"1": true, "6865": true, "65535": true, "0": false, "65536": false, "x": false, "": false, "-1": false, "080": false, " 80": false} {
 		if got := domain.Port("adminPort", port) == nil; got != ok {
 			t.Errorf("Port(%q): got ok=%v, want %v", port, got, ok)
+		}
+	}
+}
+
+func TestHost(t *testing.T) {
+	for host, ok := range map[string]bool{
+		"127.0.0.9": true, "::1": true, "[::1]": true, "participant.partner.example.test": true, "rp_1.test": true, "localhost": true, "rp.test.": true,
+		"": false, "http://rp.test": false, "rp.test:5002": false, "rp.test/x": false, "user@rp.test": false, "a b.test": false,
+		"-rp.test": false, "rp..test": false, ".": false, "ráp.test": false, strings.Repeat("a", 64) + ".test": false,
+	} {
+		if got := domain.Host("adminAddress", host) == nil; got != ok {
+			t.Errorf("Host(%q): got ok=%v, want %v", host, got, ok)
 		}
 	}
 }

@@ -139,6 +139,13 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	return l, nil
 }
 
+// HasUser tells whether the provider holds the user with id.
+func (l *Local) HasUser(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
+}
+
 // CreateWalletUser creates <validator>_walletuser with a random temporary
 // password; only its bcrypt hash is kept.
 func (l *Local) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {

@@ -5,8 +5,9 @@ import (
 )
 
 // Addresses is the outbound address policy (impl/outbound) as the handlers
-// use it: an address a request gives is refused when it is written, not
-// only when it is dialled.
+// and the probe use it: an address the server calls with credentials is
+// refused when it is written, not only when it is dialled; a remote
+// participant's admin address only decides whether it is probed.
 type Addresses interface {
 	CheckURL(raw string) error
 	CheckHost(host, port string) error
@@ -33,19 +34,6 @@ func (s *Server) checkValidatorAddresses(cfg domain.ValidatorConfig) error {
 	}
 	if len(bad) > 0 {
 		return bad
-	}
-	return nil
-}
-
-// checkParticipantAddresses checks a remote participant's admin address,
-// which the health probe dials. Its ledger and JSON API addresses are shown,
-// never dialled by this server.
-func (s *Server) checkParticipantAddresses(p domain.RemoteParticipant) error {
-	if s.participantAddresses == nil {
-		return nil
-	}
-	if err := s.participantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
-		return domain.Invalid("adminAddress", "%s", refusal(err))
 	}
 	return nil
 }

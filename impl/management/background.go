@@ -2,11 +2,11 @@ package management
 
 import (
 	"context"
-	"net"
 	"sync"
 	"time"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
 // ProbeParticipants records, every interval, whether each remote
@@ -46,25 +46,8 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				// The probe follows the outbound address policy: a refused
-				// address (stored before the policy, or since disallowed) is
-				// not dialled and reads unhealthy.
-				var conn net.Conn
-				err := error(nil)
-				if s.participantAddresses != nil {
-					err = s.participantAddresses.CheckHost(p.AdminAddress, p.AdminPort)
-				}
-				if err == nil {
-					conn, err = s.dial(ctx, timeout, p.AdminAddress, p.AdminPort)
-				} else {
-					s.log.WarnContext(ctx, "remote participant not probed", "participant", p.Name, "error", err)
-				}
-				healthy := err == nil
-				if healthy {
-					conn.Close()
-				}
 				// A participant removed meanwhile has no record to update.
-				if err := s.store.RecordParticipantHealth(ctx, p.Name, healthy, s.now().UTC()); err != nil && !isNotFound(err) {
+				if err := s.probe(ctx, p, timeout); err != nil && !isNotFound(err) {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -82,4 +65,32 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 	mu.Lock()
 	defer mu.Unlock()
 	return firstErr
+}
+
+// probe checks one participant's admin API and records the result. The
+// probe follows the outbound address policy: an address it refuses is not
+// dialled, and the participant's health is then unknown (no healthStatus,
+// no lastHealthCheck), as before its first probe; the log and the
+// remote_participant_probes_total{outcome="not_probed"} metric say why.
+func (s *Server) probe(ctx context.Context, p domain.RemoteParticipant, timeout time.Duration) error {
+	if s.participantAddresses != nil {
+		if err := s.participantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
+			s.log.InfoContext(ctx, "remote participant not probed: the outbound address policy refuses its admin address",
+				"participant", p.Name, "reason", err.Error())
+			s.observeProbe(telemetry.ProbeNotProbed)
+			if p.Healthy == nil && p.LastCheckedAt == nil {
+				return nil
+			}
+			return s.store.ForgetParticipantHealth(ctx, p.Name)
+		}
+	}
+	conn, err := s.dial(ctx, timeout, p.AdminAddress, p.AdminPort)
+	healthy := err == nil
+	outcome := telemetry.ProbeUnhealthy
+	if healthy {
+		conn.Close()
+		outcome = telemetry.ProbeHealthy
+	}
+	s.observeProbe(outcome)
+	return s.store.RecordParticipantHealth(ctx, p.Name, healthy, s.now().UTC())
 }

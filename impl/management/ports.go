@@ -43,6 +43,7 @@ type Store interface {
 	DeleteRemoteParticipant(ctx context.Context, name string) error
 	ListRemoteParticipants(ctx context.Context, f domain.RemoteParticipantFilter) ([]domain.RemoteParticipant, int64, error)
 	RecordParticipantHealth(ctx context.Context, name string, healthy bool, at time.Time) error
+	ForgetParticipantHealth(ctx context.Context, name string) error
 }
 
 // Cluster is the gateway to the cluster that runs the validators, as the

@@ -37,9 +37,6 @@ func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkParticipantAddresses(p); err != nil {
-		return nil, err
-	}
 	if err := s.store.CreateRemoteParticipant(ctx, &p); err != nil {
 		return nil, err
 	}
@@ -71,9 +68,6 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req managementapi.
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkParticipantAddresses(p); err != nil {
-		return nil, err
-	}
 	// The store reads the row back into p, health record included.
 	if err := s.store.UpdateRemoteParticipant(ctx, &p); err != nil {
 		return nil, err
@@ -94,9 +88,12 @@ func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.
 
 func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemoteParticipant, error) {
 	// The contract's patterns say the same; the name is a key and the
-	// ports are dialled, so they are checked here whatever the route.
+	// ports are dialled, so they are checked here whatever the route. The
+	// outbound address policy is not: a registration records where a
+	// participant is; the policy decides only whether it is probed.
 	var bad domain.Invalids
-	for _, e := range []*domain.Error{domain.KeyName("name", dto.Name), domain.Port("adminPort", dto.AdminPort), domain.Port("ledgerPort", dto.LedgerPort)} {
+	for _, e := range []*domain.Error{domain.KeyName("name", dto.Name), domain.Host("adminAddress", dto.AdminAddress),
+		domain.Port("adminPort", dto.AdminPort), domain.Port("ledgerPort", dto.LedgerPort)} {
 		if e != nil {
 			bad = append(bad, e)
 		}

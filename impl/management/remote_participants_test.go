@@ -2,7 +2,6 @@ package management_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/config"
-	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 func participant(name, host, port string) managementapi.RemoteParticipantDto {
@@ -148,15 +146,18 @@ func TestRemoteParticipants(t *testing.T) {
 	}
 }
 
-// TestParticipantAddressPolicy: on the embedded default the outbound
-// address policy allows the server's own sandbox only: a remote participant
-// at a loopback port (the profiling port, the server itself) is 400 at
-// write time naming the policy, and one stored before the policy is not
-// dialled by the health probe and reads unhealthy.
+// TestParticipantAddressPolicy: the outbound address policy decides what
+// the health probe dials, not what is registered. With the default policy
+// (nothing allowed besides the server's own), registrations at loopback
+// addresses and at a name the policy does not list are stored (201); the
+// probe dials none of them, and each reads as not probed: no healthStatus
+// and no lastHealthCheck, an earlier result cleared, matched by neither
+// healthStatus filter; the log and remote_participant_probes_total say
+// why. The address's form is still checked (400).
 func TestParticipantAddressPolicy(t *testing.T) {
 	e := start(t, func(c *config.Config) { c.OutboundAllowedHosts = "" }) // the default
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.9:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,26 +174,70 @@ func TestParticipantAddressPolicy(t *testing.T) {
 		}
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	for _, host := range []string{"127.0.0.1", "localhost", "169.254.169.254", "rp.example.com"} {
-		r, err := e.Management.CreateRemoteParticipantWithResponse(ctx, participant("rp-1", host, port))
-		if err != nil || r.StatusCode() != http.StatusBadRequest || !strings.Contains(errorMap(t, r.Body)["adminAddress"], "outbound address policy") {
-			t.Fatalf("register at %s: got %d %s, want 400 naming the policy", host, r.StatusCode(), r.Body)
+	hosts := map[string]string{"rp-loopback": "127.0.0.9", "rp-localhost": "localhost", "rp-partner": "participant.partner.example.test"}
+	for name, host := range hosts {
+		r, err := e.Management.CreateRemoteParticipantWithResponse(ctx, participant(name, host, port))
+		if err != nil || r.StatusCode() != http.StatusCreated || r.JSON201.AdminAddress != host {
+			t.Fatalf("register at %s: got %d %s, want 201 with the address stored", host, r.StatusCode(), r.Body)
 		}
 	}
-	dto := participant("legacy", "127.0.0.1", port)
-	spec, _ := json.Marshal(dto)
-	if err := e.App.Store.CreateRemoteParticipant(ctx, &domain.RemoteParticipant{Name: "legacy", Spec: spec, Phase: domain.PhasePending,
-		AdminAddress: "127.0.0.1", AdminPort: port, LedgerAddress: "127.0.0.1", LedgerPort: port}); err != nil {
+	for _, bad := range []string{"http://127.0.0.9", "127.0.0.9:" + port, "a b.test", "rp.test/x", "user@rp.test"} {
+		r, err := e.Management.CreateRemoteParticipantWithResponse(ctx, participant("rp-bad", bad, port))
+		if err != nil || r.StatusCode() != http.StatusBadRequest || !strings.Contains(errorMap(t, r.Body)["adminAddress"], "host name or an IP address") {
+			t.Fatalf("register at %q: got %d %s, want 400 keyed adminAddress", bad, r.StatusCode(), r.Body)
+		}
+	}
+	// A result recorded before the policy refused the address does not stand.
+	if err := e.App.Store.RecordParticipantHealth(ctx, "rp-loopback", true, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.App.Management.ProbeParticipantsOnce(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	g, err := e.Management.GetRemoteParticipantWithResponse(ctx, "legacy")
-	if err != nil || g.JSON200 == nil || g.JSON200.HealthStatus == nil || *g.JSON200.HealthStatus {
-		t.Fatalf("legacy: got %v %s, want healthStatus false", err, g.Body)
-	}
 	if n := accepted.Load(); n != 0 {
 		t.Fatalf("the probe connected %d times to a refused address", n)
 	}
+	for name := range hosts {
+		g, err := e.Management.GetRemoteParticipantWithResponse(ctx, name)
+		if err != nil || g.JSON200 == nil || g.JSON200.HealthStatus != nil || g.JSON200.LastHealthCheck != nil {
+			t.Errorf("%s: got %s, want neither healthStatus nor lastHealthCheck (not probed)", name, g.Body)
+		}
+		if !strings.Contains(e.Logs(), `"participant":"`+name+`"`) {
+			t.Errorf("%s: the log does not say why it is not probed", name)
+		}
+	}
+	for _, healthy := range []bool{true, false} {
+		l, err := e.Management.ListRemoteParticipantsWithResponse(ctx, &managementapi.ListRemoteParticipantsParams{HealthStatus: &healthy})
+		if err != nil || l.JSON200 == nil || l.JSON200.TotalCount != 0 {
+			t.Errorf("healthStatus=%v: got %s, want none (not probed matches neither)", healthy, l.Body)
+		}
+	}
+	if !strings.Contains(e.Logs(), "the outbound address policy refuses its admin address") {
+		t.Errorf("the log does not name the policy")
+	}
+	if got := probeCount(t, e, "not_probed"); got != float64(len(hosts)) {
+		t.Errorf("remote_participant_probes_total{outcome=\"not_probed\"}: got %v, want %d", got, len(hosts))
+	}
+}
+
+// probeCount reads remote_participant_probes_total for an outcome.
+func probeCount(t *testing.T, e *env, outcome string) float64 {
+	t.Helper()
+	families, err := e.App.Telemetry.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "validator_manager_remote_participant_probes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

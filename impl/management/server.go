@@ -28,12 +28,15 @@ type Options struct {
 	// Now is the clock (tests inject one); time.Now when nil.
 	Now func() time.Time
 	// ValidatorAddresses checks a validator's scanAddress and
-	// auth.oidcAuthorityUrl when they are written; ParticipantAddresses a
-	// remote participant's addresses when written and before each probe.
-	// Nil: not checked.
+	// auth.oidcAuthorityUrl when they are written (the server calls them
+	// with credentials); ParticipantAddresses a remote participant's admin
+	// address before each probe (a registration is stored whatever it
+	// says). Nil: not checked.
 	ValidatorAddresses, ParticipantAddresses Addresses
 	// Dial opens the health probe's connection; net.Dialer when nil.
 	Dial func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
+	// ObserveProbe counts each probe by outcome (telemetry.Probe*); nil: not counted.
+	ObserveProbe func(outcome string)
 }
 
 // Server serves release 1.11. Its handlers validate, record what the
@@ -51,12 +54,16 @@ type Server struct {
 
 	validatorAddresses, participantAddresses Addresses
 	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
+	observeProbe                             func(outcome string)
 }
 
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, cluster: o.Cluster, intent: o.Intent, namespace: o.Namespace, log: o.Logger, now: o.Now,
-		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial}
+		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial, observeProbe: o.ObserveProbe}
+	if s.observeProbe == nil {
+		s.observeProbe = func(string) {}
+	}
 	if s.dial == nil {
 		s.dial = func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error) {
 			d := net.Dialer{Timeout: timeout}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -15,10 +17,16 @@ type Upstreams interface {
 	For(ctx context.Context, validator string) (*upstream.Node, error)
 }
 
-// node resolves validator's nodes, or says the proxy is not configured.
+// node resolves validator's nodes, or says the proxy is not configured. A
+// name no Kubernetes object can have ("a/b", "..", upper case) names no
+// validator: 404, as getValidator answers it, before it reaches client-go,
+// which refuses it with an error of its own (a 500).
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
 	if s.upstreams == nil {
 		return nil, notWired(operation, partUpstreams)
+	}
+	if len(validation.IsDNS1123Subdomain(validator)) > 0 {
+		return nil, domain.NotFound("validator %q not found", validator)
 	}
 	n, err := s.upstreams.For(ctx, validator)
 	if err != nil {

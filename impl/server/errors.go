@@ -98,11 +98,11 @@ func classify(log *slog.Logger, c echo.Context, err error) problem {
 			return problem{status: http.StatusBadRequest, fields: map[string]string{"body": "request body could not be read"}}
 		}
 		if he.Code >= 500 {
-			log.ErrorContext(c.Request().Context(), "request failed", "error", err)
+			log.ErrorContext(c.Request().Context(), "request failed", "request_id", requestID(c), "error", err)
 		}
 		return problem{status: he.Code, message: msg}
 	default:
-		log.ErrorContext(c.Request().Context(), "request failed", "error", err)
+		log.ErrorContext(c.Request().Context(), "request failed", "request_id", requestID(c), "error", err)
 		return problem{status: http.StatusInternalServerError, message: "internal server error"}
 	}
 }

@@ -140,12 +140,7 @@ func readBody(r *http.Request) ([]byte, error) {
 // walkStrings calls f with every string (keys included) of a decoded JSON
 // document and its dotted path.
 func walkStrings(v any, path string, f func(path, s string)) {
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
+	join := func(k string) string { return joinPath(path, k) }
 	switch t := v.(type) {
 	case string:
 		f(path, t)

@@ -594,7 +594,7 @@ func checkApiDocs(t *testing.T, r apiResponse) {
 	if r.(*platformapi.GetApiDocsResponse).JSON200 == nil {
 		t.Fatalf("body: got %s, want an OpenAPI document", r.GetBody())
 	}
-	assertPublishedDoc(t, r.GetBody(), "Platform Management API", openapi.Platform)
+	assertPublishedDoc(t, r.GetBody(), publishedInfo{"Platform Management API (release 2.0)", "2.0", "2.0"}, openapi.Platform)
 }
 
 func checkManagementApiDocs(t *testing.T, r apiResponse) {
@@ -602,7 +602,8 @@ func checkManagementApiDocs(t *testing.T, r apiResponse) {
 	if r.(*platformapi.GetManagementApiDocsResponse).JSON200 == nil {
 		t.Fatalf("body: got %s, want an OpenAPI document", r.GetBody())
 	}
-	assertPublishedDoc(t, r.GetBody(), "Validator Management API", openapi.Management)
+	// Release 1.11 says its description carries the version string 1.0.0-local.
+	assertPublishedDoc(t, r.GetBody(), publishedInfo{"Validator Management API (release 1.11)", "1.0.0-local", "1.11"}, openapi.Management)
 }
 
 func checkDocsUi(t *testing.T, r apiResponse) {
@@ -615,20 +616,27 @@ func checkDocsUi(t *testing.T, r apiResponse) {
 	}
 }
 
+// publishedInfo is what a served description's info says.
+type publishedInfo struct {
+	Title   string `json:"title"`
+	Version string `json:"version"`
+	Release string `json:"x-release"`
+}
+
 // assertPublishedDoc checks that a served description is the contract as
-// written: its title, and every operationId in its original spelling
-// (the copies embedded in gen/ are capitalised).
-func assertPublishedDoc(t *testing.T, raw []byte, title string, load func() (*openapi3.T, error)) {
+// written: its title, version and release, and every operationId in its
+// original spelling (the copies embedded in gen/ are capitalised).
+func assertPublishedDoc(t *testing.T, raw []byte, info publishedInfo, load func() (*openapi3.T, error)) {
 	t.Helper()
 	var served struct {
-		Info  struct{ Title string }                `json:"info"`
+		Info  publishedInfo                         `json:"info"`
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	if err := json.Unmarshal(raw, &served); err != nil {
 		t.Fatal(err)
 	}
-	if served.Info.Title != title {
-		t.Errorf("info.title: got %q, want %q", served.Info.Title, title)
+	if served.Info != info {
+		t.Errorf("info: got %+v, want %+v", served.Info, info)
 	}
 	var got []string
 	for _, item := range served.Paths {

@@ -212,8 +212,15 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 			if err := repeated(c.Request(), single); err != nil {
 				return err
 			}
-			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
-				return requestInvalid(err)
+			var nulls domain.Invalids
+			if !streams {
+				var err error
+				if nulls, err = nullsRefused(c.Request(), route.Operation); err != nil {
+					return err
+				}
+			}
+			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil || len(nulls) > 0 {
+				return withNulls(nulls, err)
 			}
 			if streams {
 				if err := checkContentType(c.Request(), route.Operation); err != nil {

@@ -143,10 +143,53 @@ func New(o Options) (*Server, error) {
 
 	// The interactive page's scripts and styles; the page itself is an
 	// operation of the 2.0 contract.
-	e.GET(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
-	e.HEAD(docs.AssetsPrefix+"*", echo.WrapHandler(o.Docs.Assets))
+	e.GET(docs.AssetsPrefix+"*", assets(o.Docs.Assets))
+	e.HEAD(docs.AssetsPrefix+"*", assets(o.Docs.Assets))
 	return s, nil
 }
+
+// assets serves the page's files; a path that names none (`/docs-ui/../x`,
+// a missing file) is answered in the release's shape, not in net/http's
+// plain text.
+func assets(h http.Handler) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		w := &notFoundCatcher{ResponseWriter: c.Response().Writer}
+		h.ServeHTTP(w, c.Request())
+		if w.notFound {
+			return echo.ErrNotFound
+		}
+		return nil
+	}
+}
+
+// notFoundCatcher holds back a 404 and its body, so that the caller can
+// answer it in its own shape.
+type notFoundCatcher struct {
+	http.ResponseWriter
+	notFound, wrote bool
+}
+
+func (w *notFoundCatcher) WriteHeader(code int) {
+	if code == http.StatusNotFound && !w.wrote {
+		w.notFound = true
+		for _, k := range []string{"Content-Type", "X-Content-Type-Options"} {
+			w.Header().Del(k)
+		}
+		return
+	}
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *notFoundCatcher) Write(b []byte) (int, error) {
+	if w.notFound {
+		return len(b), nil
+	}
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *notFoundCatcher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ServeHTTP makes the server usable in-process (tests, httptest).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }

@@ -93,3 +93,12 @@ func (s *Store) RecordParticipantHealth(ctx context.Context, name string, health
 		UpdateColumns(map[string]any{"healthy": healthy, "last_checked_at": stamp(at)})
 	return affected(res, participantWhat(name), "")
 }
+
+// ForgetParticipantHealth clears the health record: the participant is not
+// probed (the outbound address policy refuses its admin address), so no
+// earlier result stands for its health.
+func (s *Store) ForgetParticipantHealth(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Model(&participantRow{}).Where("name = ?", name).
+		UpdateColumns(map[string]any{"healthy": nil, "last_checked_at": nil})
+	return affected(res, participantWhat(name), "")
+}

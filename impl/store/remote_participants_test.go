@@ -62,6 +62,16 @@ func TestRemoteParticipantLifecycle(t *testing.T) {
 		at := checked.UTC().Truncate(time.Microsecond) // stored in UTC, to the microsecond
 		p.Healthy, p.LastCheckedAt = &healthy, &at
 		wantParticipant(t, s, *p)
+		// Not probed: the record is cleared, twice as well as once.
+		for range 2 {
+			wantErr(t, s.ForgetParticipantHealth(ctx, "rp1"), nil)
+			p.Healthy, p.LastCheckedAt = nil, nil
+			wantParticipant(t, s, *p)
+		}
+		wantErr(t, s.ForgetParticipantHealth(ctx, "absent"), domain.ErrNotFound)
+		wantErr(t, s.RecordParticipantHealth(ctx, "rp1", false, checked), nil)
+		p.Healthy, p.LastCheckedAt = &healthy, &at
+		wantParticipant(t, s, *p)
 
 		edit := domain.RemoteParticipant{
 			Name: "rp1", Spec: []byte(`{"authProvider":"provider-1"}`), Phase: domain.PhaseRunning,

@@ -130,6 +130,23 @@ func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]
 	return names, translate(err, "read validator names", "")
 }
 
+// WalletUsers maps each created validator whose wallet user the identity
+// provider made (no custom authentication) to that user's id: start-up
+// checks that the provider still holds them. A validator still creating is
+// left out: undoing its create removes the user before the row.
+func (s *Store) WalletUsers(ctx context.Context) (map[string]string, error) {
+	var rows []struct{ Name, WalletUserID string }
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("wallet_user_id <> '' AND creating = ?", false).Select("name", "wallet_user_id").Find(&rows).Error
+	if err != nil {
+		return nil, translate(err, "read validators' wallet users", "")
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.WalletUserID
+	}
+	return out, nil
+}
+
 // ListValidators returns one page ordered by name, as a list shows it
 // (ListedValidator), and the number of validators that match the filter.
 func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {

@@ -38,6 +38,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	upstream *prometheus.HistogramVec
+	probes   *prometheus.CounterVec
 }
 
 // New registers the metrics, with Go runtime and process metrics beside them.
@@ -58,8 +59,12 @@ func New() *Metrics {
 			Help:    "Time of a call to an upstream (ledger, scan, validator app, participant admin), by upstream and outcome (ok, rejected, failed, error, timeout).",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"upstream", "outcome"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "remote_participant_probes_total",
+			Help: "Health probes of remote participants, by outcome: healthy, unhealthy, or not_probed (the outbound address policy refuses the admin address).",
+		}, []string{"outcome"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.upstream,
+	m.registry.MustRegister(m.requests, m.latency, m.upstream, m.probes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -91,6 +96,22 @@ func (m *Metrics) ObserveUpstream(upstream, outcome string, d time.Duration) {
 		return
 	}
 	m.upstream.WithLabelValues(upstream, outcome).Observe(d.Seconds())
+}
+
+// Outcomes of a remote participant's health probe.
+const (
+	ProbeHealthy   = "healthy"
+	ProbeUnhealthy = "unhealthy"
+	ProbeNotProbed = "not_probed" // the outbound address policy refuses its admin address
+)
+
+// ObserveProbe counts one remote participant's probe by its outcome (a
+// Probe constant).
+func (m *Metrics) ObserveProbe(outcome string) {
+	if m == nil {
+		return
+	}
+	m.probes.WithLabelValues(outcome).Inc()
 }
 
 // StatusOutcome is the outcome of a call that got an HTTP answer.
