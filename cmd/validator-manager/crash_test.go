@@ -209,16 +209,17 @@ func TestCrashConverges(t *testing.T) {
 	} else {
 		t.Log("TEST_POSTGRES_DSN is not set: the crash test runs on SQLite only")
 	}
+	bin := faultBinary(t)
 	for db, dsn := range databases {
 		t.Run(db, func(t *testing.T) {
 			for _, c := range crashCases {
-				t.Run(c.point, func(t *testing.T) { runCrash(t, c, dsn(t)) })
+				t.Run(c.point, func(t *testing.T) { runCrash(t, bin, c, dsn(t)) })
 			}
 		})
 	}
 }
 
-func runCrash(t *testing.T, c crashCase, dsn string) {
+func runCrash(t *testing.T, bin string, c crashCase, dsn string) {
 	dir, ns := t.TempDir(), apitest.Namespace()
 	if c.setup != nil {
 		serveInProcess(t, dir, dsn, ns, func(w *world) { c.setup(t, w.client) })
@@ -233,7 +234,7 @@ func runCrash(t *testing.T, c crashCase, dsn string) {
 		}
 	}
 
-	child := startChild(t, dir, dsn, ns, c.point)
+	child := startChild(t, bin, dir, dsn, ns, c.point)
 	if err := c.act(child.client); err == nil {
 		t.Fatalf("the request answered: the fault point %s was not reached", c.point)
 	}
@@ -351,6 +352,36 @@ func waitHealthy(t testing.TB, base string, done chan error) {
 	}
 }
 
+// faultBinary is the test binary the server processes run: this one when it
+// was built with the fault points (-tags faultpoints), else one built so.
+// Fault points are compiled into no other build (package faultpoint).
+func faultBinary(t *testing.T) string {
+	t.Helper()
+	if faultpoint.Enabled {
+		return os.Args[0]
+	}
+	bin := filepath.Join(t.TempDir(), "crashtest")
+	start := time.Now()
+	goCommand(t, "test", "-c", "-tags", "faultpoints", "-o", bin, ".")
+	t.Logf("built the server with its fault points in %s", time.Since(start).Round(time.Second))
+	return bin
+}
+
+// goCommand runs the go command in this package's directory and returns its
+// output.
+func goCommand(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		var stderr []byte
+		if exit, ok := err.(*exec.ExitError); ok {
+			stderr = exit.Stderr
+		}
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return string(out)
+}
+
 // child is the server as a process of its own, armed to die at a fault point.
 type child struct {
 	cmd    *exec.Cmd
@@ -358,9 +389,9 @@ type child struct {
 	out    *apitest.Buffer
 }
 
-func startChild(t *testing.T, dir, dsn, ns, point string) *child {
+func startChild(t *testing.T, bin, dir, dsn, ns, point string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn", "--api.namespace", ns)
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log.level", "warn", "--api.namespace", ns)
 	cmd.Env = append(os.Environ(), childVariable+"=1", faultVariable+"="+point, "VM_DATABASE_DSN="+dsn, planeVariable+"="+apitest.ControlPlaneKubeconfig(t))
 	out := &apitest.Buffer{}
 	stdout, err := cmd.StdoutPipe()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/auth"
@@ -112,16 +113,16 @@ func serveCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
+			// The profiling port is opened first too; the Manager serves it.
+			var extra []manager.Runnable
 			if cfg.PprofListen != "" {
 				pln, err := server.ListenPprof(cfg.PprofListen)
 				if err != nil {
 					return err
 				}
-				go func() {
-					if err := server.ServePprof(ctx, pln, log); err != nil {
-						log.Error("profiling listener", "error", err)
-					}
-				}()
+				defer pln.Close()
+				log.Info("profiling listener", "address", pln.Addr().String())
+				extra = append(extra, server.Pprof(pln))
 			}
 			// The port first: a second server on a taken port stops here,
 			// before it creates or migrates anything in the data directory.
@@ -150,7 +151,7 @@ func serveCmd() *cobra.Command {
 			// When ctx ends, shutdown begins; the last line says it is over.
 			stopping := make(chan time.Time, 1)
 			go func() { <-ctx.Done(); stopping <- time.Now() }()
-			runErr := a.Run(ctx, ln)
+			runErr := a.Run(ctx, ln, extra...)
 			closeErr := a.Close()
 			if ctx.Err() != nil {
 				log.Info("validator-manager stopped", "shutdown_seconds", time.Since(<-stopping).Seconds())

@@ -115,14 +115,21 @@ func Start(t testing.TB, o Options) *Server {
 	// The namespace's simulated node: Pods of the sample Application and of
 	// the backup Jobs become running as on a cluster.
 	nodeCtx, stopNode := context.WithCancel(context.Background())
-	nodeDone := make(chan struct{})
-	go func() {
-		defer close(nodeDone)
+	var nodes sync.WaitGroup
+	nodes.Go(func() {
 		if err := a.Nodes.Start(nodeCtx); err != nil && nodeCtx.Err() == nil {
 			t.Errorf("simulated node: %v", err)
 		}
-	}()
-	stopNodes := func() { stopNode(); <-nodeDone }
+	})
+	// The simulated network's listeners, served as Run's Manager does.
+	if a.Sandbox != nil {
+		nodes.Go(func() {
+			if err := a.Sandbox.Start(nodeCtx); err != nil {
+				t.Errorf("sandbox: %v", err)
+			}
+		})
+	}
+	stopNodes := func() { stopNode(); nodes.Wait() }
 	select {
 	case <-a.Nodes.Ready():
 	case <-ctx.Done():

@@ -509,10 +509,17 @@ func (a *App) StartCluster(ctx context.Context) error {
 // the refresh of stale list views and, on the embedded default, its
 // simulated node. It returns once all of them have returned, so Close may
 // then release the gateway and the store.
-func (a *App) Run(ctx context.Context, ln net.Listener) error {
+//
+// extra are the caller's own Runnables (the profiling listener).
+func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnable) error {
 	mgr, err := a.manager(ln)
 	if err != nil {
 		return err
+	}
+	for _, r := range extra {
+		if err := mgr.Add(r); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctx)
 }
@@ -531,6 +538,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		return nil, err
 	}
 	grace := a.Config.ShutdownTimeout
+	served := make(chan struct{}) // the API server has stopped
 	mo := manager.Options{
 		Scheme: scheme,
 		// The controllers' caches drop managedFields (server-side apply's
@@ -572,7 +580,10 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		// caches its reads come from, and the creates this replica serves
 		// (their secrets live only in its memory). They stop before the
 		// controllers.
-		runnable(false, func(ctx context.Context) error { return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout) }),
+		runnable(false, func(ctx context.Context) error {
+			defer close(served)
+			return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout)
+		}),
 		runnable(false, a.runCluster),
 		runnable(false, a.Intent.StartCreates),
 		// The controllers, schedules and one-off rewrites: the leader's.
@@ -587,6 +598,9 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	if a.Nodes != nil {
 		runnables = append(runnables, a.Nodes)
 	}
+	if a.Sandbox != nil {
+		runnables = append(runnables, runnable(false, func(ctx context.Context) error { return a.serveSandbox(ctx, served) }))
+	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
 			return nil, err
@@ -599,6 +613,26 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		return nil, fmt.Errorf("run controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// serveSandbox serves the simulated network until ctx ends and the API
+// server has stopped: requests in flight still reach their upstreams.
+func (a *App) serveSandbox(ctx context.Context, served <-chan struct{}) error {
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.Sandbox.Start(sctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	select { // bounded: a server that never started never stops
+	case <-served:
+	case <-time.After(a.Config.ShutdownTimeout):
+	}
+	stop()
+	return <-done
 }
 
 // runCluster starts the gateway's caches (which run until Close) and

@@ -70,20 +70,21 @@ func (n *Network) adminServer(name string) *grpc.Server {
 	return srv
 }
 
-// serveAdmin starts validator name's admin API on a fresh loopback port.
+// serveAdmin opens a fresh loopback port for validator name's admin API,
+// which Start serves.
 func (n *Network) serveAdmin(name string) (*grpcListener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listen()
 	if err != nil {
 		return nil, err
 	}
-	srv := n.adminServer(name)
-	go func() { _ = srv.Serve(ln) }()
-	return &grpcListener{addr: ln.Addr().String(), srv: srv}, nil
+	g := &grpcListener{addr: ln.Addr().String(), srv: n.adminServer(name), ln: ln}
+	return g, n.servers.add(g)
 }
 
 type grpcListener struct {
 	addr string
 	srv  *grpc.Server
+	ln   net.Listener
 }
 
 // adminGuard checks the bearer token and lets the fault hook see the call

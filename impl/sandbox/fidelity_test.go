@@ -168,7 +168,7 @@ func TestNoCanActAsAnyParty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n.Close)
+	serve(t, n)
 	tgt, _ := n.Target("v1")
 	_, tok := grant(t, tgt.Credentials.TokenURL, sandbox.ClientID, n.ClientSecret())
 	st, out := call(t, http.MethodPost, tgt.LedgerURL, "/v2/users", tok, strings.NewReader(`{"user":{"id":"u1"},"rights":[{"kind":{"CanActAsAnyParty":{"value":{}}}}]}`))
@@ -209,7 +209,7 @@ func TestTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n.Close)
+	serve(t, n)
 	r := n.Resolver(configured{})
 	t1, err := r.Resolve(t.Context(), "v1")
 	if err != nil {

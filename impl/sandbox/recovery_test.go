@@ -63,7 +63,7 @@ func TestRecoveryEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n.Close)
+	serve(t, n)
 	if fi, err := os.Stat(filepath.Join(dir, "network.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("network.json: %v, %v; want a file of mode 0600", fi, err)
 	}

@@ -98,6 +98,8 @@ type Network struct {
 	clients map[string]string
 	secrets upstream.SecretReader
 	nodes   map[string]*node // running listeners by validator
+	// servers are every listener, served by Start (serve.go).
+	servers *servers
 
 	scan *listener // scan and the token endpoint
 
@@ -122,10 +124,12 @@ type node struct {
 type listener struct {
 	url string
 	srv *http.Server
+	ln  net.Listener
 }
 
 // Open loads the network's state from dir (created 0700; the state file is
-// 0600) and starts the scan service and token endpoint.
+// 0600) and opens the scan service's and token endpoint's listener, which
+// Start serves.
 func Open(dir string, o Options) (*Network, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -139,7 +143,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.Files == nil {
 		o.Files = osFiles{}
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
 		passwords: o.Passwords, realmClients: o.Clients}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
@@ -173,39 +177,34 @@ func Open(dir string, o Options) (*Network, error) {
 		return nil, err
 	}
 	if err := n.publish(); err != nil {
-		n.scan.srv.Close()
+		n.servers.stop(closedContext())
 		return nil, err
 	}
 	return n, nil
 }
 
-// Close stops every listener.
+// Close closes every listener at once (Start stops them gracefully) and
+// the network with them: no node starts after.
 func (n *Network) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, nd := range n.nodes {
-		nd.ledger.srv.Close()
-		nd.app.srv.Close()
-		nd.admin.srv.Stop()
-	}
+	n.servers.stop(closedContext())
 	n.nodes = map[string]*node{}
 	if n.scan != nil {
-		n.scan.srv.Close()
 		n.unpublish()
 	}
 }
 
 func (n *Network) statePath() string { return filepath.Join(n.dir, "state.json") }
 
-// serve starts h on a fresh loopback port.
+// serve opens a fresh loopback port for h, which Start serves.
 func (n *Network) serve(up string, h http.Handler) (*listener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listen()
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: n.observe(up, h), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return &listener{url: "http://" + ln.Addr().String(), srv: srv}, nil
+	l := &listener{url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: n.observe(up, h), ReadHeaderTimeout: 10 * time.Second}, ln: ln}
+	return l, n.servers.add(l)
 }
 
 // Resolver maps every validator the records know to its sandbox nodes,
@@ -296,13 +295,13 @@ func (n *Network) node(name string) (*node, error) {
 	}
 	a, err := n.serve(upstream.ValidatorApp, am)
 	if err != nil {
-		l.srv.Close()
+		l.shutdown(closedContext())
 		return nil, err
 	}
 	adm, err := n.serveAdmin(name)
 	if err != nil {
-		l.srv.Close()
-		a.srv.Close()
+		l.shutdown(closedContext())
+		a.shutdown(closedContext())
 		return nil, err
 	}
 	nd := &node{ledger: l, app: a, admin: adm}

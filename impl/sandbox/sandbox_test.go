@@ -51,7 +51,7 @@ func open(t *testing.T, dir string, tokens *atomic.Int32) (*sandbox.Network, *up
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n.Close)
+	serve(t, n)
 	return n, upstream.New(upstream.Options{Resolver: n.Resolver(records{"v1", "v2"}), Timeout: 5 * time.Second})
 }
 

@@ -1,14 +1,13 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/impl/config"
 )
@@ -31,22 +30,20 @@ func ListenPprof(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// ServePprof serves net/http/pprof's handlers on ln until ctx ends.
-func ServePprof(ctx context.Context, ln net.Listener, log *slog.Logger) error {
+// pprofShutdown bounds how long a profile in flight may finish when the
+// process stops: a CPU profile runs for its whole duration.
+const pprofShutdown = time.Second
+
+// Pprof serves net/http/pprof's handlers on ln as a Runnable of the
+// Manager: on every replica, started with the others and stopped last.
+func Pprof(ln net.Listener) *manager.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	log.Info("profiling listener", "address", ln.Addr().String())
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	grace := pprofShutdown
+	return &manager.Server{Name: "pprof", Listener: ln, ShutdownTimeout: &grace,
+		Server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 }

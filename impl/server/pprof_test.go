@@ -3,7 +3,7 @@ package server_test
 import (
 	"context"
 	"io"
-	"log/slog"
+	"net"
 	"net/http"
 	"testing"
 
@@ -11,7 +11,8 @@ import (
 )
 
 // TestPprof: the listener serves profiles on loopback and refuses any
-// other address.
+// other address; its Runnable runs on every replica and closes the
+// listener when it stops.
 func TestPprof(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0"} {
 		if ln, err := server.ListenPprof(addr); err == nil {
@@ -23,9 +24,13 @@ func TestPprof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := server.Pprof(ln)
+	if r.NeedLeaderElection() {
+		t.Error("the profiling listener waits for leadership, want it on every replica")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- server.ServePprof(ctx, ln, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- r.Start(ctx) }()
 	resp, err := http.Get("http://" + ln.Addr().String() + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
 		t.Fatal(err)
@@ -38,5 +43,9 @@ func TestPprof(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("got %v, want a clean stop", err)
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("the listener accepts connections after the stop")
 	}
 }

@@ -1,10 +1,11 @@
-// Package faultpoint marks the lines where a crash test kills the process.
-// A production binary never arms one: only a test binary calls Arm (the
-// crash test's server process, which is the test binary re-executed), so in
-// production Reach is a load of a nil pointer.
+//go:build faultpoints
+
 package faultpoint
 
 import "sync/atomic"
+
+// Enabled says this build carries the fault points.
+const Enabled = true
 
 var hook atomic.Pointer[func(name string)]
 
