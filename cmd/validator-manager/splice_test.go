@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -276,7 +277,9 @@ func checkLiveClaims(t *testing.T, core kubernetes.Interface, img splicefacts.Im
 }
 
 // started: RUNNING, or COMPLETED (every workload available), which follows it.
-func started(p v1alpha1.Phase) bool { return p == v1alpha1.PhaseRunning || p == v1alpha1.PhaseCompleted }
+func started(p v1alpha1.Phase) bool {
+	return p == v1alpha1.PhaseRunning || p == v1alpha1.PhaseCompleted
+}
 
 // checkSecretLossReported deletes the validator's database Secret by hand:
 // a watch on the Validator, started before, sees it leave RUNNING (or
@@ -297,6 +300,11 @@ func checkSecretLossReported(t *testing.T, core kubernetes.Interface, dyn dynami
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// The controller writes the Secret back within milliseconds; a quota
+	// that admits no new Secret holds it off (the API server refuses its
+	// create) until the status has said what is missing.
+	lift := holdSecrets(t, core)
+	defer lift()
 	if err := core.CoreV1().Secrets("default").Delete(ctx, secretName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -314,6 +322,7 @@ func checkSecretLossReported(t *testing.T, core kubernetes.Interface, dyn dynami
 			if !reported {
 				t.Fatalf("phase %s with conditions %+v, want a condition SecretNotFound naming %s", st.Phase, st.Conditions, secretName)
 			}
+			lift()
 		}
 		if reported && started(st.Phase) {
 			s, err := core.CoreV1().Secrets("default").Get(ctx, secretName, metav1.GetOptions{})
@@ -324,4 +333,23 @@ func checkSecretLossReported(t *testing.T, core kubernetes.Interface, dyn dynami
 		}
 	}
 	t.Fatalf("the watch ended (reported: %t): %v", reported, ctx.Err())
+}
+
+// holdSecrets makes the namespace's quota admit no new Secret (its status
+// written here: the embedded default runs no quota controller); lift
+// removes the quota (again: a no-op).
+func holdSecrets(t *testing.T, core kubernetes.Interface) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	none := corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(0, resource.DecimalSI)}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "e2e-hold-secrets", Namespace: "default"}, Spec: corev1.ResourceQuotaSpec{Hard: none}}
+	q, err := core.CoreV1().ResourceQuotas("default").Create(ctx, q, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status = corev1.ResourceQuotaStatus{Hard: none, Used: none}
+	if _, err := core.CoreV1().ResourceQuotas("default").UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = core.CoreV1().ResourceQuotas("default").Delete(ctx, q.Name, metav1.DeleteOptions{}) }
 }
