@@ -14,33 +14,32 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
-	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/cluster"
 )
 
-// checkAuth: the README's validator (no customAuth) gets its auth from the
-// local identity provider: every setting non-empty, the wallet user the
-// created user's id, both Secrets written, and the validator app's
+// checkAuth: the README's validator (no customAuth, no databaseConfig),
+// created with the README's body, reaches RUNNING with workloads as
+// Splice's charts require them (checkSpliceWorkloads), and gets its auth
+// from the local identity provider: every setting non-empty, the wallet
+// user the created user's id, both Secrets written, and the validator app's
 // credentials obtain a token at the token URL its configuration names,
 // whose subject is its ledger API user and whose audience its own. Its
-// database Secret deleted by hand is written again.
+// database Secret deleted by hand makes it leave RUNNING, naming the
+// Secret, until it is written again.
 func checkAuth(t *testing.T, base, token, dataDir string) {
 	ctx := context.Background()
-	c := testClient(t, base, token)
-	// The README's create gives no database password: the controller generates one.
-	payload := apitest.ValidatorPayload("bravo")
-	payload.DatabaseConfig = nil
-	created, err := c.CreateValidatorWithResponse(ctx, payload)
-	if err != nil || created.JSON201 == nil || created.JSON201.CreatedUser == nil || created.JSON201.CreatedUser.Id == nil {
-		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)
+	const name = "validator-1"
+	body := readmePayload(t)
+	var payload struct{ ImageRepo, ImageTag string }
+	if err := json.Unmarshal(body, &payload); err != nil {
+		t.Fatal(err)
 	}
+	createdID := createRaw(t, base, token, body)
 	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,21 +52,21 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Get(ctx, "bravo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v v1alpha1.Validator
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &v); err != nil {
-		t.Fatal(err)
-	}
+	c := testClient(t, base, token)
+	eventually(t, 120*time.Second, "the README's validator RUNNING (or COMPLETED: every workload available)", func() bool {
+		r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr(name)})
+		return err == nil && r.JSON200 != nil && len(r.JSON200.Validators) == 1 && r.JSON200.Validators[0].Phase != nil &&
+			started(v1alpha1.Phase(*r.JSON200.Validators[0].Phase)) && started(getValidator(t, dyn, name).Status.Phase)
+	})
+	checkSpliceWorkloads(t, core, name, payload.ImageRepo, payload.ImageTag, createdID)
+	v := getValidator(t, dyn, name)
 	a := v.Spec.Config.Auth
 	if a == nil || a.Audience == "" || a.NameServiceClient == "" || a.LedgerAPIClient == "" || a.LedgerAPIUser == "" || a.WalletClient == "" ||
 		a.JWKSURL == nil || a.OIDCAuthorityURL == nil || a.OIDCConfigURL == nil {
 		t.Fatalf("spec.config.auth: got %+v, want every setting", a)
 	}
-	if a.WalletUser != *created.JSON201.CreatedUser.Id {
-		t.Fatalf("walletUser: got %q, want the created user's id %q", a.WalletUser, *created.JSON201.CreatedUser.Id)
+	if a.WalletUser != createdID {
+		t.Fatalf("walletUser: got %q, want the created user's id %q", a.WalletUser, createdID)
 	}
 	if s := v.Spec.Secrets; s == nil || s.Database == nil || s.LedgerAPIAuth == nil {
 		t.Fatalf("spec.secrets: got %+v, want database and ledgerApiAuth", s)
@@ -79,8 +78,8 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		}
 		return string(s.Data[key])
 	}
-	clientSecret := secretValue("bravo-ledger-api-auth", "client-secret")
-	password := secretValue("bravo-database", "password")
+	clientSecret := secretValue("validator-1-ledger-api-auth", "client-secret")
+	password := secretValue("validator-1-database", "password")
 	if clientSecret == "" || len(password) < 40 {
 		t.Fatalf("Secrets: client secret %d characters, password %d; want both, the password generated", len(clientSecret), len(password))
 	}
@@ -123,14 +122,8 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		t.Fatalf("a wrong secret: got %v %v, want 401", statusCode(resp), err)
 	}
 
-	// Deleted by hand, written again (with a new password).
-	if err := core.CoreV1().Secrets("default").Delete(ctx, "bravo-database", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the database Secret restored", func() bool {
-		p := secretValue("bravo-database", "password")
-		return p != "" && p != password
-	})
+	// Deleted by hand: reported, then written again (with a new password).
+	checkSecretLossReported(t, core, dyn, name)
 }
 
 func getJSON(t *testing.T, u string, v any) {

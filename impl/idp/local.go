@@ -224,15 +224,16 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 }
 
 // CheckPassword verifies username's password against its bcrypt hash (the
-// sandbox's password grant). A temporary password is accepted: the local
+// sandbox's password grant) and returns the user's id, the subject of its
+// tokens as in Keycloak. A temporary password is accepted: the local
 // provider has no way to change it. An unknown user or a wrong password is
 // a domain error of code CodeUnauthenticated, the same for both.
-func (l *Local) CheckPassword(_ context.Context, username, password string) error {
+func (l *Local) CheckPassword(_ context.Context, username, password string) (string, error) {
 	l.mu.Lock()
 	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
-	hash := ""
+	hash, id := "", ""
 	if i >= 0 {
-		hash = l.users[i].PasswordHash
+		hash, id = l.users[i].PasswordHash, l.users[i].ID
 	}
 	l.mu.Unlock()
 	// Compared outside the lock; an unknown user costs a comparison too,
@@ -241,9 +242,9 @@ func (l *Local) CheckPassword(_ context.Context, username, password string) erro
 		hash = unknownUserHash()
 	}
 	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); err != nil || i < 0 {
-		return &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
+		return "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
 	}
-	return nil
+	return id, nil
 }
 
 // unknownUserHash is the hash of a random password, made once.

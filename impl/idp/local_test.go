@@ -295,9 +295,9 @@ func TestLocalCheckPassword(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := l.CheckPassword(context.Background(), tc.username, tc.password)
-			if tc.wantOK && err != nil {
-				t.Fatalf("got %v, want no error", err)
+			id, err := l.CheckPassword(context.Background(), tc.username, tc.password)
+			if tc.wantOK && (err != nil || id != created.ID) {
+				t.Fatalf("got %q, %v, want the user's id %q", id, err, created.ID)
 			}
 			if !tc.wantOK && !errors.Is(err, &domain.Error{Code: domain.CodeUnauthenticated}) {
 				t.Fatalf("got %v, want an unauthenticated error", err)

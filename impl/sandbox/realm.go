@@ -22,11 +22,12 @@ const (
 	walletUserSuffix   = "_walletuser"
 )
 
-// Passwords checks a user's password; the embedded default's local
+// Passwords checks a user's password and returns the user's id, the
+// subject of its tokens (as Keycloak's); the embedded default's local
 // identity provider (impl/idp.Local) is one. A wrong password or an
 // unknown user is an error.
 type Passwords interface {
-	CheckPassword(ctx context.Context, username, password string) error
+	CheckPassword(ctx context.Context, username, password string) (id string, err error)
 }
 
 // Clients authenticates the confidential clients of the realm; the
@@ -39,6 +40,9 @@ type Clients interface {
 
 // realmURL is the realm's issuer, as Keycloak names it.
 func (n *Network) realmURL() string { return n.scan.url + "/realms/" + Realm }
+
+// realmTokenURL is the realm's token endpoint, as Keycloak places it.
+func (n *Network) realmTokenURL() string { return n.realmURL() + "/protocol/openid-connect/token" }
 
 // URL is the network's base URL: the realm's endpoints are under
 // <URL>/realms/<Realm>, as under a Keycloak base URL.
@@ -95,7 +99,7 @@ func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
 	base := n.realmURL()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                base,
-		"token_endpoint":                        base + "/protocol/openid-connect/token",
+		"token_endpoint":                        n.realmTokenURL(),
 		"jwks_uri":                              base + "/protocol/openid-connect/certs",
 		"authorization_endpoint":                base + "/protocol/openid-connect/auth",
 		"grant_types_supported":                 []string{"password", "client_credentials"},
@@ -117,9 +121,9 @@ func (n *Network) realmCerts(w http.ResponseWriter, r *http.Request) {
 
 // passwordToken is the resource-owner password grant (RFC 6749 section
 // 4.3) of a validator's public wallet client for its wallet user, with
-// Keycloak's error answers. Its tokens are users' tokens: the admin
-// endpoints refuse them, except a validator's data snapshot for its own
-// wallet user (snapshot.go).
+// Keycloak's error answers. Its tokens are users' tokens, their subject
+// the user's id: the admin endpoints refuse them, except a validator's data
+// snapshot for its operator wallet user (snapshot.go).
 func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "password" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "Unsupported grant_type"})
@@ -138,7 +142,8 @@ func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 		invalid()
 		return
 	}
-	if err := n.passwords.CheckPassword(r.Context(), username, password); err != nil {
+	id, err := n.passwords.CheckPassword(r.Context(), username, password)
+	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return
 		}
@@ -146,7 +151,7 @@ func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	tok, err := n.issue(claims{Issuer: n.realmURL(), Subject: username, AuthorizedParty: client, Scope: "openid profile",
+	tok, err := n.issue(claims{Issuer: n.realmURL(), Subject: id, PreferredUsername: username, AuthorizedParty: client, Scope: "openid profile",
 		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})

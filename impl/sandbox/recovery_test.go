@@ -15,7 +15,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/idp"
 	"github.com/validator-manager/validator-manager/impl/sandbox"
-	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
 // realmClients is the local identity provider's one confidential client.
@@ -28,24 +27,31 @@ func (realmClients) CheckClient(_ context.Context, id, secret string) (string, s
 	return "sa-v1", "v1-ledger-api", nil
 }
 
-// passwords are the local identity provider's users and passwords.
+// passwords are the local identity provider's users and passwords; a
+// user's id is "id-" and its name.
 type passwords map[string]string
 
-func (p passwords) CheckPassword(_ context.Context, username, password string) error {
+func (p passwords) CheckPassword(_ context.Context, username, password string) (string, error) {
 	if want, ok := p[username]; !ok || want != password {
-		return &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
+		return "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
 	}
-	return nil
+	return "id-" + username, nil
+}
+
+// provisioned knows v1 and v2 with the clients the local identity provider
+// made for them (no custom auth): v1's operator wallet user is
+// v1_walletuser's id, its ledger API user the client's service account.
+type provisioned struct{}
+
+func (provisioned) GetValidator(_ context.Context, name string) (domain.Validator, error) {
+	if name != "v1" && name != "v2" {
+		return domain.Validator{}, domain.NotFound("validator %q not found", name)
+	}
+	auth := `{"auth":{"ledgerApiClientId":"` + name + `-validator-app","ledgerApiUser":"sa-` + name + `","walletUser":"id-` + name + `_walletuser","audience":"` + name + `-ledger-api"}}`
+	return domain.Validator{Name: name, MigrationID: 4, Spec: []byte(auth)}, nil
 }
 
 func decodeJSON(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
-
-// resolverFunc resolves validators for the discovery route.
-type resolverFunc func(ctx context.Context, name string) (upstream.Target, error)
-
-func (f resolverFunc) Resolve(ctx context.Context, name string) (upstream.Target, error) {
-	return f(ctx, name)
-}
 
 // TestRecoveryEndpoints: what the recover command meets on the embedded
 // default. The network publishes its address while it runs; the discovery
@@ -59,7 +65,8 @@ func TestRecoveryEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{}})
+	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{},
+		Secrets: secrets{"v1": "app-secret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,20 +78,17 @@ func TestRecoveryEndpoints(t *testing.T) {
 	if _, err := sandbox.Discover(ctx, dir, "v1"); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("discovery before ServeDiscovery: got %v, want a 503", err)
 	}
-	n.ServeDiscovery(resolverFunc(func(_ context.Context, name string) (upstream.Target, error) {
-		if name != "v1" {
-			return upstream.Target{}, domain.NotFound("validator %q not found", name)
-		}
-		t, err := n.Target(name)
-		t.MigrationID = 4
-		return t, err
-	}))
+	resolver := n.Resolver(provisioned{})
+	n.ServeDiscovery(resolver)
 	ep, err := sandbox.Discover(ctx, dir, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ep.Realm != sandbox.Realm || ep.MigrationID != 4 || !strings.HasPrefix(ep.ValidatorAppURL, "http://127.0.0.1:") || !strings.HasPrefix(ep.AuthURL, "http://127.0.0.1:") {
 		t.Errorf("endpoints: got %+v", ep)
+	}
+	if _, err := sandbox.Discover(ctx, dir, "v2"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := sandbox.Discover(ctx, dir, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("unknown validator: got %v, want not found", err)
@@ -147,9 +151,47 @@ func TestRecoveryEndpoints(t *testing.T) {
 		}
 	})
 
+	t.Run("realm client is the participant admin", func(t *testing.T) {
+		v1, err := resolver.Resolve(ctx, "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := v1.Credentials
+		if c == nil || c.TokenURL != idp.TokenURL(ep.AuthURL, sandbox.Realm) || c.ClientID != "v1-validator-app" || c.ClientSecret != "app-secret" || c.Audience != "v1-ledger-api" {
+			t.Fatalf("v1's credentials: %+v, want its provisioned client at the realm", c)
+		}
+		st, tok := grant(t, c.TokenURL, c.ClientID, c.ClientSecret)
+		if st != http.StatusOK {
+			t.Fatalf("grant at the realm: %d", st)
+		}
+		// Its subject sa-v1 is v1's participant admin (auth.ledgerApiUser), nobody at v2.
+		if st, u := call(t, http.MethodGet, v1.LedgerURL, "/v2/authenticated-user", tok, nil); st != http.StatusOK || u["user"].(map[string]any)["id"] != "v1-validator-operator" {
+			t.Fatalf("authenticated-user at v1: %d %v, want the operator", st, u)
+		}
+		v2, err := resolver.Resolve(ctx, "v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := call(t, http.MethodGet, v2.LedgerURL, "/v2/authenticated-user", tok, nil); st != http.StatusForbidden {
+			t.Fatalf("v1's client at v2: %d, want 403", st)
+		}
+	})
+
 	walletToken, err := idp.PasswordToken(ctx, idp.TokenURL(ep.AuthURL, sandbox.Realm), "v1-wallet-ui", "v1_walletuser", "pw-1")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var walletClaims struct {
+		Sub, Azp          string
+		PreferredUsername string `json:"preferred_username"`
+	}
+	if parts := strings.Split(walletToken, "."); len(parts) != 3 {
+		t.Fatalf("wallet token %q is not a JWT", walletToken)
+	} else if raw, err := base64.RawURLEncoding.DecodeString(parts[1]); err != nil || json.Unmarshal(raw, &walletClaims) != nil {
+		t.Fatalf("wallet token %q: %v", walletToken, err)
+	}
+	if walletClaims.Sub != "id-v1_walletuser" || walletClaims.PreferredUsername != "v1_walletuser" || walletClaims.Azp != "v1-wallet-ui" {
+		t.Fatalf("wallet token's claims: %+v, want the user's id as subject, as Keycloak's", walletClaims)
 	}
 	otherToken, err := idp.PasswordToken(ctx, idp.TokenURL(ep.AuthURL, sandbox.Realm), "v2-wallet-ui", "v2_walletuser", "pw-2")
 	if err != nil {

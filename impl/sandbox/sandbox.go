@@ -229,8 +229,14 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 	}
 	t.MigrationID = int64(v.MigrationID)
 	cfg, err := v.Config()
-	if err != nil || cfg.Auth == nil || cfg.Auth.LedgerAPIClient == "" || r.n.secrets == nil {
+	if err != nil || cfg.Auth == nil {
 		return t, nil // the sandbox's own grant
+	}
+	if err := r.n.configureUsers(name, cfg.Auth.LedgerAPIUser, cfg.Auth.WalletUser); err != nil {
+		return upstream.Target{}, domain.Unavailable("%v", err)
+	}
+	if cfg.Auth.LedgerAPIClient == "" || r.n.secrets == nil {
+		return t, nil
 	}
 	secret, err := r.n.secrets.LedgerAPIClientSecret(ctx, name)
 	switch {
@@ -239,10 +245,16 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 	case err != nil:
 		return upstream.Target{}, err
 	}
-	if err := r.n.registerClient(name, cfg.Auth.LedgerAPIClient, secret); err != nil {
+	creds := upstream.Credentials{TokenURL: t.Credentials.TokenURL, ClientID: cfg.Auth.LedgerAPIClient, ClientSecret: secret, Audience: cfg.Auth.Audience}
+	if !v.CustomAuth && r.n.realmClients != nil {
+		// The local identity provider's client: its tokens come from the
+		// realm (this network's, whatever port the stored URLs name) and
+		// their subject is the participant's admin user.
+		creds.TokenURL = r.n.realmTokenURL()
+	} else if err := r.n.registerClient(name, cfg.Auth.LedgerAPIClient, secret); err != nil {
 		return upstream.Target{}, domain.Unavailable("%v", err)
 	}
-	t.Credentials = &upstream.Credentials{TokenURL: t.Credentials.TokenURL, ClientID: cfg.Auth.LedgerAPIClient, ClientSecret: secret, Audience: cfg.Auth.Audience}
+	t.Credentials = &creds
 	return t, nil
 }
 

@@ -17,7 +17,9 @@ import (
 // contracts: its ACS snapshot (base64, as Canton's) lists the parties, and
 // it keeps no DAR bytes, so each DAR is its main package id with empty
 // content. Every timestamp counts as clean, so force changes nothing. The
-// operator's grant and the validator's own wallet user may call it.
+// operator's grant and the validator's operator wallet user (auth.walletUser:
+// the subject of that user's tokens) may call it, as the validator app's
+// admin endpoints admit them.
 func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n.mu.Lock()
@@ -27,7 +29,7 @@ func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 			spliceError(w, http.StatusUnauthorized, "invalid or missing bearer token")
 			return
 		}
-		if c.AuthorizedParty != "" && c.Subject != name+walletUserSuffix {
+		if ns := n.st.Nodes[name]; c.AuthorizedParty != "" && (ns == nil || ns.WalletUser == "" || c.Subject != ns.WalletUser) {
 			spliceError(w, http.StatusForbidden, "user "+strconv.Quote(c.Subject)+" is not an administrator of this validator")
 			return
 		}

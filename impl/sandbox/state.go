@@ -82,6 +82,12 @@ type nodeState struct {
 	// (auth.ledgerApiClientId): its tokens authenticate as the operator
 	// user, like the sandbox's own grant.
 	LedgerClientID string `json:"ledgerClientId,omitempty"`
+	// AdminUser is the participant's admin user (auth.ledgerApiUser of a
+	// validator whose clients the realm holds): its tokens act as the
+	// operator user. WalletUser is the validator app's operator wallet user
+	// (auth.walletUser), whose own tokens may take a data snapshot.
+	AdminUser  string `json:"adminUser,omitempty"`
+	WalletUser string `json:"walletUser,omitempty"`
 }
 
 type party struct {

@@ -75,8 +75,10 @@ type claims struct {
 	// AuthorizedParty is the client a user's password-grant token was
 	// issued through (Keycloak's azp); empty for client-credentials tokens.
 	AuthorizedParty string `json:"azp,omitempty"`
-	IssuedAt        int64  `json:"iat"`
-	Expiry          int64  `json:"exp"`
+	// PreferredUsername is a user's name (Keycloak's); its subject is its id.
+	PreferredUsername string `json:"preferred_username,omitempty"`
+	IssuedAt          int64  `json:"iat"`
+	Expiry            int64  `json:"exp"`
 }
 
 // issue signs a token for client sub.
@@ -151,11 +153,13 @@ func (n *Network) claimsLocked(r *http.Request) (claims, bool) {
 }
 
 // tokenUserLocked is the ledger user of validator's node a token for
-// client sub acts as: the operator user for the sandbox's own grant and
-// the validator's configured client, the user of that id otherwise; nil
-// when the node has no such user.
+// client sub acts as: the operator user for the sandbox's own grant, the
+// validator's configured client and the participant's admin user (the
+// realm client's service-account user, as CANTON_PARTICIPANT_ADMIN_USER_NAME
+// makes it), the user of that id otherwise; nil when the node has no such
+// user.
 func tokenUserLocked(ns *nodeState, sub string) *user {
-	if sub == ClientID || (ns.LedgerClientID != "" && sub == ns.LedgerClientID) {
+	if sub == ClientID || (ns.LedgerClientID != "" && sub == ns.LedgerClientID) || (ns.AdminUser != "" && sub == ns.AdminUser) {
 		return ns.Users[ns.OperatorUser]
 	}
 	return ns.Users[sub]
@@ -176,6 +180,21 @@ func (n *Network) registerClient(validator, id, secret string) error {
 		return n.saveLocked()
 	}
 	return nil
+}
+
+// configureUsers records the users a validator's configuration names: the
+// participant's admin user (auth.ledgerApiUser, CANTON_PARTICIPANT_ADMIN_USER_NAME
+// in Splice's charts) and the validator app's operator wallet user
+// (auth.walletUser).
+func (n *Network) configureUsers(validator, admin, wallet string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ns := n.st.Nodes[validator]
+	if ns == nil || (ns.AdminUser == admin && ns.WalletUser == wallet) {
+		return nil
+	}
+	ns.AdminUser, ns.WalletUser = admin, wallet
+	return n.saveLocked()
 }
 
 // clientSecretLocked is the secret of client id ("" when unknown).

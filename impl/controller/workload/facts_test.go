@@ -1,8 +1,6 @@
 package workload_test
 
 import (
-	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,99 +10,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/controller/workload/splicefacts"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
 
-// facts is testdata/splice-requirements.yaml.
-type facts struct {
-	Splice struct {
-		Repository string `json:"repository"`
-		Commit     string `json:"commit"`
-	} `json:"splice"`
-	Images []imageFacts `json:"images"`
-}
-
-type imageFacts struct {
-	Image    string `json:"image"`
-	Workload string `json:"workload"`
-	User     struct {
-		RunAsUser *int64 `json:"runAsUser"`
-		ImageUser bool   `json:"imageUser"`
-		Source    string `json:"source"`
-	} `json:"user"`
-	Ports []struct {
-		Name   string `json:"name"`
-		Port   int32  `json:"port"`
-		Source string `json:"source"`
-	} `json:"ports"`
-	Probes *struct {
-		Liveness  probeFact  `json:"liveness"`
-		Readiness *probeFact `json:"readiness"`
-		Source    string     `json:"source"`
-	} `json:"probes"`
-	Required []struct {
-		Env        string `json:"env"`
-		MayBeEmpty bool   `json:"mayBeEmpty"`
-		Source     string `json:"source"`
-	} `json:"required"`
-	Database *databaseFacts `json:"database"`
-	Mounts   []struct {
-		Path          string   `json:"path"`
-		Claim         bool     `json:"claim"`
-		ClaimTemplate bool     `json:"claimTemplate"`
-		Holds         []string `json:"holds"`
-		Source        string   `json:"source"`
-	} `json:"mounts"`
-}
-
-// databaseFacts: where an image reads each database setting, the image's
-// fallbacks, and the database and schema the charts give it.
-type databaseFacts struct {
-	Defaults struct {
-		User     string `json:"user"`
-		Database string `json:"database"`
-		Password string `json:"password"`
-		Source   string `json:"source"`
-	} `json:"defaults"`
-	Host       setting `json:"host"`
-	Port       setting `json:"port"`
-	User       setting `json:"user"`
-	Database   setting `json:"database"`
-	Schema     setting `json:"schema"`
-	Password   setting `json:"password"`
-	Name       string  `json:"name"`
-	SchemaName string  `json:"schemaName"`
-	Source     string  `json:"source"`
-}
-
-type probeFact struct {
-	GRPC     int32  `json:"grpc"`
-	Service  string `json:"service"`
-	HTTPPath string `json:"httpPath"`
-	Port     int32  `json:"port"`
-	Exec     string `json:"exec"`
-}
-
-// setting is where a database setting is: a variable, or a key of the
-// HOCON a variable holds.
-type setting struct {
-	Env string `json:"env"`
-	Key string `json:"key"`
-}
+// The table's types, as the tests name them.
+type (
+	facts         = splicefacts.Facts
+	imageFacts    = splicefacts.Image
+	databaseFacts = splicefacts.Database
+	setting       = splicefacts.Setting
+	probeFact     = splicefacts.Probe
+)
 
 func loadFacts(t *testing.T) facts {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/splice-requirements.yaml")
+	f, err := splicefacts.Load("testdata/splice-requirements.yaml")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var f facts
-	if err := yaml.UnmarshalStrict(raw, &f); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.Images) != 5 {
@@ -305,17 +231,7 @@ func checkProbes(t *testing.T, v *v1alpha1.Validator, img imageFacts, c corev1.C
 	check("readiness", img.Probes.Readiness, c.ReadinessProbe)
 }
 
-// resolve is a variable's value, or secret:<name>/<key> for a Secret key.
-func resolve(c corev1.Container, name string) (string, bool) {
-	e := env(c, name)
-	switch {
-	case e == nil:
-		return "", false
-	case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
-		return "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key, true
-	}
-	return e.Value, true
-}
+var resolve = splicefacts.Resolve
 
 // checkSecretRefs: every Secret key a container (init ones too) needs is
 // one the controllers write or one the payload named.
@@ -344,17 +260,7 @@ func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec cor
 		return
 	}
 	c := spec.Containers[0]
-	get := func(s setting) string {
-		val, _ := resolve(c, s.Env)
-		if s.Key == "" {
-			return val
-		}
-		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(s.Key) + `\s*=\s*"?([^"\n]*)"?\s*$`).FindStringSubmatch(val)
-		if m == nil {
-			return ""
-		}
-		return m[1]
-	}
+	get := func(s setting) string { return s.In(c) }
 	want := map[string]string{
 		"host": v.Name + "-postgres", "port": "5432", "user": "postgres",
 		"database": strings.ReplaceAll(db.Name, "<migrationId>", strconv.Itoa(int(v.Spec.Migration.ID))),
