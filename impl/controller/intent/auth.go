@@ -2,7 +2,8 @@ package intent
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -101,14 +102,13 @@ func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator) erro
 	have := c.cluster.CachedSecrets(v.Name)
 	var d domain.SecretDefaults
 	if !have.Database {
-		password := ""
-		if !v.ExternalDatabase {
-			var err error
-			if password, err = generatePassword(); err != nil {
-				return err
-			}
+		password, ok, err := c.databasePassword(ctx, v)
+		if err != nil {
+			return err
 		}
-		d.DatabasePassword = &password
+		if ok {
+			d.DatabasePassword = &password
+		}
 	}
 	if !v.CustomAuth && v.ProvisionedAuth != nil && !have.LedgerAPIAuth {
 		secret, err := c.identity.ClientSecret(ctx, v.Name, claimOf(v))
@@ -123,12 +123,49 @@ func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator) erro
 	return c.cluster.DefaultSecrets(ctx, v.Name, d)
 }
 
-// generatePassword draws a database password from crypto/rand (256 bits,
-// URL-safe: no quoting in a JDBC URL, a shell or SQL).
-func generatePassword() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generate the database password: %w", err)
+// databasePassword is the value of a validator's missing database Secret:
+// empty for an external database whose operator gave none, derived for an
+// internal one. A password the operator gave exists only in the Secret:
+// none is made up (the database keeps the operator's), and the status names
+// the missing Secret until the operator restores it or edits the password.
+func (c *Controller) databasePassword(ctx context.Context, v domain.Validator) (string, bool, error) {
+	if v.ExternalDatabase {
+		return "", true, nil
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	if cfg, err := v.Config(); err == nil && cfg.WrittenSecrets.Database {
+		c.log.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
+			"validator", v.Name, "secret", domain.DatabaseSecretName(v.Name))
+		return "", false, nil
+	}
+	key, err := c.passwordKey(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("the key of generated database passwords: %w", err)
+	}
+	return derivePassword(key, v.Name, claimOf(v)), true, nil
+}
+
+// passwordKey is the cluster's key of generated passwords, read once.
+func (c *Controller) passwordKey(ctx context.Context) ([]byte, error) {
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	if c.key == nil {
+		key, err := c.cluster.PasswordKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.key = key
+	}
+	return c.key, nil
+}
+
+// derivePassword is a validator's generated database password: an HMAC of
+// its name and claim under the cluster's key (256 bits, URL-safe: no
+// quoting in a JDBC URL, a shell or SQL). Derived rather than drawn, so that
+// a Secret deleted by hand is written again with the password the database
+// was initialised with; the claim makes a validator re-created under the
+// same name get another.
+func derivePassword(key []byte, name, claim string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("validator-manager database password\x00" + name + "\x00" + claim))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -161,9 +161,33 @@ func TestReconcileHealsAndNeverReplaces(t *testing.T) {
 		t.Fatal("a reconcile replaced an existing Secret's value")
 	}
 
-	// The database Secret deleted by hand comes back, with a new password.
+	// The database Secret deleted by hand comes back with the password the
+	// database was initialised with.
 	w.mu.Lock()
 	p := w.present["old"]
+	p.Database = false
+	w.present["old"] = p
+	gone := w.secrets["old"]
+	gone.DatabasePassword = ""
+	w.secrets["old"] = gone
+	w.mu.Unlock()
+	if _, err := c.Reconcile(context.Background(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	restored := w.present["old"].Database
+	password := w.secrets["old"].DatabasePassword
+	w.mu.Unlock()
+	if !restored || password != first.DatabasePassword {
+		t.Fatalf("the deleted database Secret: restored %t, same password %t; want it restored with the same password", restored, password == first.DatabasePassword)
+	}
+
+	// A password the operator gave is nowhere else: none is made up.
+	w.mu.Lock()
+	row := w.rows["old"]
+	row.Spec = []byte(`{"name":"old","writtenSecrets":{"database":true}}`)
+	w.rows["old"] = row
+	p = w.present["old"]
 	p.Database = false
 	w.present["old"] = p
 	w.mu.Unlock()
@@ -172,18 +196,28 @@ func TestReconcileHealsAndNeverReplaces(t *testing.T) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.present["old"].Database || w.secrets["old"].DatabasePassword == "" {
-		t.Fatal("the deleted database Secret was not restored")
+	if w.present["old"].Database {
+		t.Fatal("an operator's database password was replaced by a made-up one")
 	}
 }
 
-func TestGeneratedPasswordsDiffer(t *testing.T) {
-	a, err := generatePassword()
-	if err != nil {
-		t.Fatal(err)
+// Generated passwords derive from the cluster's key, the name and the
+// claim: the same validator gets the same one again (a Secret deleted by
+// hand comes back with the password its database holds), another validator
+// or a re-created one (new claim) another, and a key change changes all.
+func TestDerivedPasswords(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	a := derivePassword(key, "v", "claim-1")
+	if len(a) != 43 || a != derivePassword(key, "v", "claim-1") {
+		t.Fatalf("got %q, want a 43-character password, the same each time", a)
 	}
-	b, _ := generatePassword()
-	if a == b || len(a) != 43 {
-		t.Fatalf("got %q and %q, want two different 43-character passwords", a, b)
+	for _, other := range []string{
+		derivePassword(key, "w", "claim-1"),
+		derivePassword(key, "v", "claim-2"),
+		derivePassword([]byte("fedcba9876543210fedcba9876543210"), "v", "claim-1"),
+	} {
+		if other == a {
+			t.Errorf("got %q twice, want another password", a)
+		}
 	}
 }

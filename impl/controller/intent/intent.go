@@ -57,6 +57,9 @@ type Cluster interface {
 	// CachedSecrets tells from the cache which of the validator's Secrets
 	// exist with their key.
 	CachedSecrets(validator string) domain.WrittenSecrets
+	// PasswordKey is the key generated database passwords derive from,
+	// made once per cluster and kept there.
+	PasswordKey(ctx context.Context) ([]byte, error)
 	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
 	// InStep tells from caches alone whether the cluster runs what in says.
 	InStep(in domain.ValidatorIntent) bool
@@ -122,6 +125,10 @@ type Controller struct {
 	ctrl     controller.TypedController[string]
 	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
 	creates  creates
+
+	// key is the cluster's key of generated passwords (PasswordKey), once read.
+	keyMu sync.Mutex
+	key   []byte
 
 	// initial holds the names found at start that have not been reconciled
 	// yet; the controller is in step (Ping) once it is empty.

@@ -164,6 +164,10 @@ func (c cluster) DefaultSecrets(_ context.Context, name string, d domain.SecretD
 	return nil
 }
 
+func (c cluster) PasswordKey(context.Context) ([]byte, error) {
+	return []byte("0123456789abcdef0123456789abcdef"), nil
+}
+
 func (c cluster) CachedSecrets(name string) domain.WrittenSecrets {
 	c.mu.Lock()
 	defer c.mu.Unlock()
