@@ -74,6 +74,9 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
+// Registry is where the metrics live (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
 // ObserveRequest records one answered API request.
 func (m *Metrics) ObserveRequest(operation string, status int, d time.Duration) {
 	if m == nil {
