@@ -515,11 +515,11 @@ func (w *world) checkAgreement(t *testing.T) {
 			t.Errorf("%s: no wallet user", v.Name)
 		}
 	}
-	states, err := w.app.Cluster.ValidatorStates(ctx)
+	managed, err := w.app.Cluster.ManagedValidators()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name := range states {
+	for _, name := range managed {
 		if !recorded[name] {
 			t.Errorf("%s: Validator resource without a record", name)
 		}

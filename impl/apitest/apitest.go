@@ -137,7 +137,7 @@ func Start(t testing.TB, o Options) *Server {
 		a.Close()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
 	}
-	stop := a.StartIntent(t)
+	stop := startIntent(t, a)
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
 			stop()
@@ -325,4 +325,18 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// startIntent runs the intent controller until the returned stop is called
+// (the harness drives the rest of the background work itself).
+func startIntent(t testing.TB, a *app.App) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Intent.Start(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("intent controller: %v", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }

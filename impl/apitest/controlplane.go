@@ -308,3 +308,22 @@ func Eventually(t testing.TB, within time.Duration, what string, f func() error)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// ValidatorStates reads every managed validator's state from the cluster
+// gateway's cache (a resource deleted between the two reads is left out).
+func ValidatorStates(k interface {
+	ManagedValidators() ([]string, error)
+	CachedState(name string) (domain.ValidatorState, bool)
+}) (map[string]domain.ValidatorState, error) {
+	names, err := k.ManagedValidators()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]domain.ValidatorState, len(names))
+	for _, name := range names {
+		if st, ok := k.CachedState(name); ok {
+			out[name] = st
+		}
+	}
+	return out, nil
+}

@@ -684,20 +684,6 @@ type leaderRunnable struct {
 
 func (r leaderRunnable) NeedLeaderElection() bool { return r.leader }
 
-// StartIntent runs the intent controller until the returned stop is called
-// (tests that drive the rest of the background work themselves).
-func (a *App) StartIntent(t interface{ Errorf(string, ...any) }) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := a.Intent.Start(ctx); err != nil && ctx.Err() == nil {
-			t.Errorf("intent controller: %v", err)
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
 // plainHandler serves an operation with a net/http handler.
 func plainHandler(h http.Handler) server.PlainHandler {
 	return func(w http.ResponseWriter, r *http.Request) error {

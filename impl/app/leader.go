@@ -61,9 +61,6 @@ func (l *leadership) role() string {
 // Role is the part this process holds: leader, follower or single.
 func (a *App) Role() string { return a.lead.role() }
 
-// LeaseIdentity is this replica's name in the Lease (empty without election).
-func (a *App) LeaseIdentity() string { return a.lead.identity }
-
 // leaderIdentity names this replica in the Lease: the configured identity,
 // else the pod's name (POD_NAME, from the downward API), else the hostname;
 // a random suffix keeps a restarted process from being taken for the one

@@ -35,7 +35,6 @@ import (
 type gateway interface {
 	management.Cluster
 	intent.Cluster
-	ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error)
 	Ping(ctx context.Context) error
 }
 

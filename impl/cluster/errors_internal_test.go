@@ -117,8 +117,8 @@ func TestKubeUnreachable(t *testing.T) {
 	if err := k.Start(ctx); !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("Start: got %v, want ErrUnavailable", err)
 	}
-	if _, err := k.ValidatorStates(ctx); !errors.Is(err, domain.ErrUnavailable) {
-		t.Errorf("ValidatorStates before Start: got %v, want ErrUnavailable", err)
+	if _, err := k.ManagedValidators(); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("ManagedValidators before Start: got %v, want ErrUnavailable", err)
 	}
 	if _, err := NewKube(&rest.Config{Host: "http://127.0.0.1:1"}, "", KubeOptions{}); err == nil {
 		t.Error("empty namespace: got nil, want an error")

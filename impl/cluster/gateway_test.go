@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -370,7 +371,7 @@ func testDelete(t *testing.T, e *env) {
 		t.Errorf("delete of an absent validator: got %v, want nil", err)
 	}
 	eventually(t, "ValidatorStates after delete", func() (bool, string) {
-		s, err := e.gw.ValidatorStates(ctx)
+		s, err := apitest.ValidatorStates(e.gw)
 		_, present := s["delta"]
 		return err == nil && !present, fmt.Sprintf("%v, %v", s, err)
 	})
@@ -455,7 +456,7 @@ func testValidatorState(t *testing.T, e *env) {
 			}
 		}
 		eventually(t, "ValidatorStates", func() (bool, string) {
-			all, err := e.gw.ValidatorStates(ctx)
+			all, err := apitest.ValidatorStates(e.gw)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -500,7 +501,7 @@ func testDisableUserEdit(t *testing.T, e *env) {
 			t.Errorf("ValidatorState DisableUserEdit: got %v, %v, want %v", st.DisableUserEdit, err, want)
 		}
 		eventually(t, "ValidatorStates DisableUserEdit", func() (bool, string) {
-			all, err := e.gw.ValidatorStates(ctx)
+			all, err := apitest.ValidatorStates(e.gw)
 			return err == nil && all["frozen"].DisableUserEdit == want, fmt.Sprintf("%v, %v", all, err)
 		})
 	}
@@ -666,12 +667,12 @@ func testClose(t *testing.T, e *env) {
 		t.Fatalf("%T has no Start and Close", e.gw)
 	}
 	ctx := context.Background()
-	if _, err := k.ValidatorStates(ctx); err != nil {
+	if _, err := apitest.ValidatorStates(k); err != nil {
 		t.Fatalf("ValidatorStates after Start: got %v, want nil", err)
 	}
 	k.Close()
 	k.Close()
-	if _, err := k.ValidatorStates(ctx); !errors.Is(err, domain.ErrUnavailable) {
+	if _, err := apitest.ValidatorStates(k); !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("ValidatorStates after Close: got %v, want ErrUnavailable", err)
 	}
 	if err := k.Start(ctx); !errors.Is(err, domain.ErrUnavailable) {
@@ -724,7 +725,7 @@ func testInStep(t *testing.T, e *env) {
 	// An operator's annotation is not part of the intent.
 	e.setDisableUserEdit(t, "iota", true)
 	within(t, func() error {
-		states, err := e.gw.ValidatorStates(ctx)
+		states, err := apitest.ValidatorStates(e.gw)
 		if err != nil || !states["iota"].DisableUserEdit {
 			return fmt.Errorf("state after the annotation: got %+v %v, want disableUserEdit", states["iota"], err)
 		}

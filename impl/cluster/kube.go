@@ -125,7 +125,7 @@ func RESTConfig(mode, kubeconfig string) (*rest.Config, error) {
 }
 
 // NewKube connects to the cluster of cfg, working in namespace. Call Start
-// before ValidatorStates.
+// before reading its caches.
 func NewKube(cfg *rest.Config, namespace string, opts KubeOptions) (*Kube, error) {
 	core, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -281,7 +281,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the informer and waits for it; ValidatorStates then fails.
+// Close stops the informer and waits for it; ManagedValidators then fails.
 func (k *Kube) Close() {
 	k.stopOnce.Do(func() {
 		k.synced.Store(false)
@@ -750,19 +750,6 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 		return domain.ValidatorState{}, translate(fmt.Sprintf("read validator %q", name), err)
 	}
 	return summarize(obj).state(), nil
-}
-
-// ValidatorStates reads every managed validator's state from the informer's cache.
-func (k *Kube) ValidatorStates(context.Context) (map[string]domain.ValidatorState, error) {
-	summaries, err := k.cachedValidators()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]domain.ValidatorState, len(summaries))
-	for _, s := range summaries {
-		out[s.name] = s.state()
-	}
-	return out, nil
 }
 
 // checkBackupSchedule applies the rules Kubernetes applies to a CronJob with

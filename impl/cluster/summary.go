@@ -14,7 +14,7 @@ import (
 )
 
 // The gateway's managed informers (Validators, CronJobs) keep summaries
-// instead of the objects (a transform): what InStep and ValidatorStates
+// instead of the objects (a transform): what InStep and CachedState
 // read, a few hundred bytes where the decoded Validator
 // takes some 17 KB (its spec.config is most of it, never read from the
 // cache) and a CronJob some 5 KB.

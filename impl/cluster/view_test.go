@@ -25,6 +25,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -164,7 +165,7 @@ func TestResourceViews(t *testing.T) {
 			}
 			// Release 1.11 sees only its own (the summaries the cache keeps
 			// of the validators labelled managed-by).
-			if states, err := k.ValidatorStates(ctx); err != nil || len(states) != 1 || states["mine"] != (domain.ValidatorState{Phase: domain.PhasePending}) {
+			if states, err := apitest.ValidatorStates(k); err != nil || len(states) != 1 || states["mine"] != (domain.ValidatorState{Phase: domain.PhasePending}) {
 				t.Fatalf("managed view: got %v %v, want only mine", states, err)
 			}
 			sync := k.SyncState()
@@ -180,7 +181,7 @@ func TestResourceViews(t *testing.T) {
 			startKube(t, inst.Start)
 			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "theirs", map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.InstallationLabel: "inst-b"}, nil))
 			within(t, func() error {
-				states, err := inst.ValidatorStates(ctx)
+				states, err := apitest.ValidatorStates(inst)
 				if _, ok := states["theirs"]; err != nil || len(states) != 1 || !ok {
 					return fmt.Errorf("installation inst-b: got %v %v, want only theirs", states, err)
 				}

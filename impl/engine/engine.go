@@ -533,20 +533,6 @@ func (e *Engine) Abandon() error {
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }
 
-// Done is closed by Stop.
-func (e *Engine) Done() <-chan struct{} { return e.done }
-
-// PIDs are the children's process ids by binary name.
-func (e *Engine) PIDs() map[string]int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := map[string]int{}
-	for _, p := range e.children {
-		out[p.name] = p.current().cmd.Process.Pid
-	}
-	return out
-}
-
 // Stop stops the controller manager, then the API server, then etcd, each
 // given Options.StopTimeout after SIGTERM before it is killed. Safe to call
 // more than once.

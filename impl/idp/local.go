@@ -61,11 +61,6 @@ type localState struct {
 // <dataDir>/idp, for no particular installation.
 func OpenLocal(dir string) (*Local, error) { return OpenLocalWith(dir, LocalOptions{}) }
 
-// OpenLocalFor opens the local identity provider of installation.
-func OpenLocalFor(dir, installation string) (*Local, error) {
-	return OpenLocalWith(dir, LocalOptions{Installation: installation})
-}
-
 // LocalOptions say what the data directory expects of the users file.
 type LocalOptions struct {
 	// Installation is written into the file: a file of another

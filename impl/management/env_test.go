@@ -82,7 +82,7 @@ func (e *env) settle(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		states, err := e.sim.ValidatorStates(ctx)
+		states, err := apitest.ValidatorStates(e.sim)
 		if err != nil {
 			t.Fatal(err)
 		}

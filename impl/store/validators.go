@@ -242,27 +242,6 @@ func (s *Store) SetListViews(ctx context.Context, updates []domain.ListViewUpdat
 	return translate(err, "store list views", "")
 }
 
-// ValidatorStates reads the recorded phase and disableUserEdit flag of
-// every validator shown: one pass over three columns, so that a sync of
-// states from the cluster writes only the rows that differ.
-func (s *Store) ValidatorStates(ctx context.Context) (map[string]domain.ValidatorState, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT name, phase, immutable FROM validators WHERE NOT creating").Rows()
-	if err != nil {
-		return nil, translate(err, "read validator states", "")
-	}
-	defer rows.Close()
-	out := map[string]domain.ValidatorState{}
-	for rows.Next() {
-		var name string
-		var st domain.ValidatorState
-		if err := rows.Scan(&name, &st.Phase, &st.DisableUserEdit); err != nil {
-			return nil, translate(err, "read validator states", "")
-		}
-		out[name] = st
-	}
-	return out, translate(rows.Err(), "read validator states", "")
-}
-
 // SyncValidatorState records the cluster's phase and disableUserEdit flag.
 // Unknown names are ignored, and an unchanged state leaves updated_at alone,
 // so that periodic syncs do not rewrite every row.
