@@ -269,12 +269,21 @@ func validateRequest(ctx context.Context, in *openapi3filter.RequestValidationIn
 // validateBody validates the decoded document against the body's schema and
 // fills its defaults in place, as ValidateRequestBody does with in.Options.
 func validateBody(in *openapi3filter.RequestValidationInput, rb *openapi3.RequestBody, content *openapi3.MediaType, body *decodedBody) error {
-	opts := []openapi3.SchemaValidationOption{
-		openapi3.VisitAsRequest(),
-		openapi3.DefaultsSet(func() { body.stale = true }),
-		openapi3.MultiErrors(),
-		openapi3.DisableReadOnlyValidation(),
+	o := in.Options
+	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsRequest()}
+	if !o.SkipSettingDefaults {
+		opts = append(opts, openapi3.DefaultsSet(func() { body.stale = true }))
 	}
+	if o.MultiError {
+		opts = append(opts, openapi3.MultiErrors())
+	}
+	if o.ExcludeReadOnlyValidations {
+		opts = append(opts, openapi3.DisableReadOnlyValidation())
+	}
+	if o.RegexCompiler != nil {
+		opts = append(opts, openapi3.SetSchemaRegexCompiler(o.RegexCompiler))
+	}
+	opts = append(opts, o.SchemaValidationOptions...)
 	if in.Route.Spec.IsOpenAPI31OrLater() {
 		opts = append(opts, openapi3.EnableJSONSchema2020())
 	}
