@@ -94,8 +94,14 @@ func TestBodyDecodedOnce(t *testing.T) {
 			func() bool {
 				return stub.wallet != nil && stub.wallet.PartyHint == "acme" && stub.wallet.Primary != nil && !*stub.wallet.Primary
 			}},
+		// Validation never saw a "PARTYHINT": encoding/json would have bound it
+		// (no default to fill, so no re-encoding reorders the members).
+		{"2.0 member names bind exactly", "/api/v1/validators/v1/wallet-gateway/wallets",
+			`{"partyHint":"acme","signingProvider":"custody-provider-a","primary":true,"PARTYHINT":"other"}`, http.StatusOK,
+			func() bool { return stub.wallet != nil && stub.wallet.PartyHint == "acme" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			stub.validator, stub.wallet = nil, nil
 			var decodes atomic.Int32
 			ctx := context.WithValue(context.Background(), decodeCount{}, &decodes)
 			req := httptest.NewRequestWithContext(ctx, http.MethodPost, tc.path, strings.NewReader(tc.body))
