@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -88,7 +89,8 @@ func checkBody(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	r.Body = io.NopCloser(bytes.NewReader(raw))
+	body := &decodedBody{Reader: bytes.NewReader(raw), req: r}
+	r.Body = body
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") || len(bytes.TrimSpace(raw)) == 0 {
 		return nil
@@ -96,6 +98,7 @@ func checkBody(r *http.Request) error {
 	if !utf8.Valid(raw) {
 		return domain.Invalid("body", "must be valid UTF-8")
 	}
+	noteDecode(r)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc any
@@ -105,6 +108,7 @@ func checkBody(r *http.Request) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return domain.Invalid("body", "has content after the JSON document")
 	}
+	body.value, body.json = doc, true
 	var bad domain.Invalids
 	walkStrings(doc, "", func(path, s string) {
 		if strings.IndexByte(s, 0) >= 0 {
@@ -118,6 +122,56 @@ func checkBody(r *http.Request) error {
 		return bad
 	}
 	return nil
+}
+
+// decodedBody is a buffered request body with the JSON document decoded
+// from it, once: the null check and validation work on the value, and
+// ValidatedValue hands it (defaults filled) to the generated binder
+// (oapi-codegen's runtime.BindJSONValue), which then does not decode the
+// body again. Reading it is a decode by whoever reads, and is counted.
+type decodedBody struct {
+	*bytes.Reader
+	req   *http.Request
+	value any
+	json  bool // value holds the decoded document
+	stale bool // validation filled defaults into value: re-encode before a read
+	read  bool
+}
+
+func (b *decodedBody) Read(p []byte) (int, error) {
+	if !b.read {
+		b.read = true
+		noteDecode(b.req)
+		if b.stale {
+			raw, err := json.Marshal(b.value)
+			if err != nil {
+				return 0, err
+			}
+			b.Reader.Reset(raw)
+		}
+	}
+	return b.Reader.Read(p)
+}
+
+func (b *decodedBody) Close() error { return nil }
+
+// ValidatedValue is the document that was validated, defaults included.
+func (b *decodedBody) ValidatedValue() any { return b.value }
+
+// decodedJSON is the JSON document of a buffered request body, if any.
+func decodedJSON(r *http.Request) (*decodedBody, bool) {
+	b, ok := r.Body.(*decodedBody)
+	return b, ok && b.json
+}
+
+// decodeCount is the context key of a counter of the decodes of a request
+// body: tests set it to prove that a body is decoded once.
+type decodeCount struct{}
+
+func noteDecode(r *http.Request) {
+	if n, ok := r.Context().Value(decodeCount{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
 }
 
 // readBody reads a buffered body whole: 413 beyond the body limit (also for

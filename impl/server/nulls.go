@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -22,28 +19,20 @@ import (
 // as the default; only absence takes the default. Whether null is admitted
 // is kin-openapi's own answer for the property's schema (nullable, or an
 // xOf branch that admits it).
-func nullsRefused(r *http.Request, op *openapi3.Operation) (domain.Invalids, error) {
-	if op.RequestBody == nil || op.RequestBody.Value == nil || r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+func nullsRefused(r *http.Request, op *openapi3.Operation) domain.Invalids {
+	body, ok := decodedJSON(r)
+	if op.RequestBody == nil || op.RequestBody.Value == nil || !ok {
+		return nil // not JSON: validation says so
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	content := op.RequestBody.Value.Content.Get(mt)
 	if content == nil || content.Schema == nil || mt != "application/json" {
-		return nil, nil
-	}
-	raw, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(raw))
-	var doc any
-	if json.Unmarshal(raw, &doc) != nil {
-		return nil, nil // not JSON: validation says so
+		return nil
 	}
 	var bad domain.Invalids
-	refuseNulls([]*openapi3.SchemaRef{content.Schema}, doc, "", &bad)
+	refuseNulls([]*openapi3.SchemaRef{content.Schema}, body.value, "", &bad)
 	slices.SortFunc(bad, func(a, b *domain.Error) int { return cmp.Compare(a.Field, b.Field) })
-	return bad, nil
+	return bad
 }
 
 // withNulls joins the refused nulls to validation's error, whose own

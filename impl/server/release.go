@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -192,6 +193,8 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 		ExcludeReadOnlyValidations: true,
 		AuthenticationFunc:         func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
 	}
+	paramsOnly := *opts
+	paramsOnly.ExcludeRequestBody = true
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			names, values := c.ParamNames(), c.ParamValues()
@@ -214,12 +217,9 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 			}
 			var nulls domain.Invalids
 			if !streams {
-				var err error
-				if nulls, err = nullsRefused(c.Request(), route.Operation); err != nil {
-					return err
-				}
+				nulls = nullsRefused(c.Request(), route.Operation)
 			}
-			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil || len(nulls) > 0 {
+			if err := validateRequest(c.Request().Context(), in, &paramsOnly); err != nil || len(nulls) > 0 {
 				return withNulls(nulls, err)
 			}
 			if streams {
@@ -230,6 +230,71 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// validateRequest is openapi3filter.ValidateRequest without a second decode
+// of a JSON body the operation declares: its parameters are validated by
+// kin-openapi, the body's document (decoded once by checkBody) by its
+// schema, with the options and in the error shape ValidateRequestBody
+// uses. Other bodies (empty, not JSON, undeclared) go to kin-openapi whole.
+func validateRequest(ctx context.Context, in *openapi3filter.RequestValidationInput, paramsOnly *openapi3filter.Options) error {
+	body, ok := decodedJSON(in.Request)
+	rb := in.Route.Operation.RequestBody
+	var content *openapi3.MediaType
+	if ok && rb != nil && rb.Value != nil {
+		content = rb.Value.Content.Get(in.Request.Header.Get("Content-Type"))
+	}
+	if content == nil || content.Schema == nil || content.Schema.Value == nil {
+		return openapi3filter.ValidateRequest(ctx, in)
+	}
+	params := *in
+	params.Options = paramsOnly
+	var all openapi3.MultiError
+	if err := openapi3filter.ValidateRequest(ctx, &params); err != nil {
+		var me openapi3.MultiError
+		if !errors.As(err, &me) {
+			me = openapi3.MultiError{err}
+		}
+		all = append(all, me...)
+	}
+	if err := validateBody(in, rb.Value, content, body); err != nil {
+		all = append(all, err)
+	}
+	if len(all) > 0 {
+		return all
+	}
+	return nil
+}
+
+// validateBody validates the decoded document against the body's schema and
+// fills its defaults in place, as ValidateRequestBody does with in.Options.
+func validateBody(in *openapi3filter.RequestValidationInput, rb *openapi3.RequestBody, content *openapi3.MediaType, body *decodedBody) error {
+	o := in.Options
+	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsRequest()}
+	if !o.SkipSettingDefaults {
+		opts = append(opts, openapi3.DefaultsSet(func() { body.stale = true }))
+	}
+	if o.MultiError {
+		opts = append(opts, openapi3.MultiErrors())
+	}
+	if o.ExcludeReadOnlyValidations {
+		opts = append(opts, openapi3.DisableReadOnlyValidation())
+	}
+	if o.RegexCompiler != nil {
+		opts = append(opts, openapi3.SetSchemaRegexCompiler(o.RegexCompiler))
+	}
+	opts = append(opts, o.SchemaValidationOptions...)
+	if in.Route.Spec.IsOpenAPI31OrLater() {
+		opts = append(opts, openapi3.EnableJSONSchema2020())
+	}
+	if err := content.Schema.Value.VisitJSON(body.value, opts...); err != nil {
+		id := strings.TrimSpace(content.Schema.Ref)
+		if id == "" {
+			id = strings.TrimSpace(content.Schema.Value.Title)
+		}
+		return &openapi3filter.RequestError{Input: in, RequestBody: rb, Reason: strings.TrimSpace("doesn't match schema " + id), Err: err}
+	}
+	return nil
 }
 
 // singleValued names the operation's query parameters that take one value
