@@ -25,8 +25,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/recovery"
-	"github.com/validator-manager/validator-manager/impl/sandbox"
 )
 
 // Environment variables of recover: secrets stay out of the command line (ps).

@@ -28,11 +28,11 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/engine"
+	"github.com/validator-manager/validator-manager/impl/embedded/engine"
 )
 
 // plane is the test process's control plane: etcd, kube-apiserver and
-// kube-controller-manager of impl/engine (the embedded default's), started
+// kube-controller-manager of impl/embedded/engine (the embedded default's), started
 // on first use and shared by every server the process starts, each in a
 // namespace of its own with a simulated node of its own.
 var plane struct {

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/idp"
-	"github.com/validator-manager/validator-manager/impl/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 

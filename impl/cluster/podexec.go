@@ -102,7 +102,7 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 }
 
 // SimulatedNodeLabel marks a node that has no kubelet: the embedded
-// default's (impl/nodesim), whose pods run nothing.
+// default's (impl/embedded/nodesim), whose pods run nothing.
 const SimulatedNodeLabel = "node.kubernetes.io/simulated"
 
 // CheckExec tells, before anything changes, that commands cannot run in

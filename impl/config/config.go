@@ -28,7 +28,7 @@ import (
 // Cluster modes.
 const (
 	// ClusterEmbedded is the embedded default: a kube-apiserver, etcd and
-	// kube-controller-manager the server starts on loopback (impl/engine),
+	// kube-controller-manager the server starts on loopback (impl/embedded/engine),
 	// with a simulated node.
 	ClusterEmbedded   = "embedded"
 	ClusterKubeconfig = "kubeconfig"

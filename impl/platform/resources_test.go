@@ -16,7 +16,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/nodesim"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -18,7 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/nodesim"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	topologyadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/topology/admin/v30"
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
 // adminConn serves validator name's admin API in-process (bufconn) and

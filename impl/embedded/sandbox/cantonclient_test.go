@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
 // TestCantonClients runs Canton's own published TypeScript clients
@@ -20,7 +20,7 @@ import (
 // checkIfPartyExists, listing parties and the Splice validator client.
 // Every exchange is also checked against the published descriptions.
 func TestCantonClients(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/validator-manager/validator-manager/impl/engine"
+	"github.com/validator-manager/validator-manager/impl/embedded/engine"
 )
 
 // The helper modes re-run this test binary as a "server" that starts an

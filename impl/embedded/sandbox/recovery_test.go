@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/idp"
-	"github.com/validator-manager/validator-manager/impl/sandbox"
 )
 
 // realmClients is the local identity provider's one confidential client.

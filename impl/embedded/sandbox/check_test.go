@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
 // TestDamagedStateIsRefused: a state file whose entries are null or

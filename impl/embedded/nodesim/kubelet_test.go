@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 
-	"github.com/validator-manager/validator-manager/impl/nodesim"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 )
 
 func secret(name string, keys ...string) *corev1.Secret {

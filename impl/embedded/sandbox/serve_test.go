@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
 // serve runs n's Start until the test ends, as the Manager does.

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/validator-manager/validator-manager/impl/engine"
+	"github.com/validator-manager/validator-manager/impl/embedded/engine"
 )
 
 // logBuffer keeps what the engine logs, for assertions, and shows it in

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/validator-manager/validator-manager/impl/engine"
-	"github.com/validator-manager/validator-manager/impl/nodesim"
+	"github.com/validator-manager/validator-manager/impl/embedded/engine"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 )
 
 // One engine and one simulator serve every test of the package; each test

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
 // readUntil reads the console's output until it contains want.

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
 // call sends method path to base with the bearer token and decodes the JSON answer.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/sandbox"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/topology"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
