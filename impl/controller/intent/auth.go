@@ -129,13 +129,13 @@ func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator) erro
 // none is made up (the database keeps the operator's), and the status names
 // the missing Secret until the operator restores it or edits the password.
 func (c *Controller) databasePassword(ctx context.Context, v domain.Validator) (string, bool, error) {
-	if v.ExternalDatabase {
-		return "", true, nil
-	}
 	if cfg, err := v.Config(); err == nil && cfg.WrittenSecrets.Database {
 		c.log.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
 			"validator", v.Name, "secret", domain.DatabaseSecretName(v.Name))
 		return "", false, nil
+	}
+	if v.ExternalDatabase {
+		return "", true, nil
 	}
 	key, err := c.passwordKey(ctx)
 	if err != nil {

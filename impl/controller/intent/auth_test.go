@@ -195,9 +195,22 @@ func TestReconcileHealsAndNeverReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.mu.Lock()
+	if w.present["old"].Database {
+		w.mu.Unlock()
+		t.Fatal("an operator's database password was replaced by a made-up one")
+	}
+	// Nor for an external database: not even an empty one.
+	row = w.rows["old"]
+	row.ExternalDatabase = true
+	w.rows["old"] = row
+	w.mu.Unlock()
+	if _, err := c.Reconcile(context.Background(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.present["old"].Database {
-		t.Fatal("an operator's database password was replaced by a made-up one")
+		t.Fatal("an operator's external database password was replaced by an empty one")
 	}
 }
 
