@@ -79,7 +79,7 @@ func TestMain(m *testing.M) {
 type crashCase struct {
 	point string
 	// setup runs on a healthy server before the crash run.
-	setup func(t *testing.T, c *managementapi.ClientWithResponses)
+	setup func(t *testing.T, w *world)
 	// act sends the request that reaches the fault point.
 	act func(c *managementapi.ClientWithResponses) error
 	// exists tells whether the validator "v" must exist after recovery.
@@ -98,18 +98,34 @@ func create(name string) func(c *managementapi.ClientWithResponses) error {
 	}
 }
 
-func setupValidator(t *testing.T, c *managementapi.ClientWithResponses) {
+// setupValidator creates v and waits until the leader has provisioned it,
+// so that the crash run's fault point is reached by what it sends.
+func setupValidator(t *testing.T, w *world) {
 	t.Helper()
-	r, err := c.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("v"))
+	r, err := w.client.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("v"))
 	if err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("setup create: %v %v", statusOf(r), err)
 	}
+	apitest.Eventually(t, 20*time.Second, "v provisioned", func() error {
+		v, err := w.app.Store.GetValidator(context.Background(), "v")
+		if err != nil {
+			return err
+		}
+		if v.PendingSecrets != "" || v.WalletUserID == "" {
+			return fmt.Errorf("not provisioned yet")
+		}
+		if _, err := w.app.Cluster.Resource(context.Background(), "v"); err != nil {
+			return err
+		}
+		return nil
+	})
 }
 
 // setupRunning creates v and waits until its database runs (backups need it).
-func setupRunning(t *testing.T, c *managementapi.ClientWithResponses) {
+func setupRunning(t *testing.T, w *world) {
 	t.Helper()
-	setupValidator(t, c)
+	c := w.client
+	setupValidator(t, w)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		r, err := c.CreateBackupScheduleWithResponse(context.Background(), "v", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 3})
@@ -162,8 +178,9 @@ var crashCases = []crashCase{
 		},
 	},
 	{
-		point: "backup.save.written", setup: func(t *testing.T, c *managementapi.ClientWithResponses) {
-			setupRunning(t, c)
+		point: "backup.save.written", setup: func(t *testing.T, w *world) {
+			setupRunning(t, w)
+			c := w.client
 			if r, err := c.DeleteBackupScheduleWithResponse(context.Background(), "v"); err != nil || r.StatusCode() != http.StatusNoContent {
 				t.Fatalf("setup delete backup: %v %v", statusOf(r), err)
 			}
@@ -221,7 +238,7 @@ func TestCrashConverges(t *testing.T) {
 func runCrash(t *testing.T, bin string, c crashCase, dsn string) {
 	dir, ns := t.TempDir(), apitest.Namespace()
 	if c.setup != nil {
-		serveInProcess(t, dir, dsn, ns, func(w *world) { c.setup(t, w.client) })
+		serveInProcess(t, dir, dsn, ns, func(w *world) { c.setup(t, w) })
 	}
 
 	child := startChild(t, bin, dir, dsn, ns, c.point)
