@@ -198,6 +198,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	if _, err := c.passwordKey(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
+	// The feed runs under Start's context: a source's context ends once
+	// the controller has started its sources.
+	polled := make(chan struct{})
+	go func() { defer close(polled); c.PollChanges(ctx, c.Enqueue) }()
+	defer func() { <-polled }()
 	return c.ctrl.Start(ctx)
 }
 
@@ -219,9 +224,10 @@ const changesPage = 500
 
 // PollChanges takes the database's change feed every Options.Changes and
 // hands each name to add, until ctx ends: the writes of every replica's
-// handlers reach the leader's queue within that interval. A take that
-// fails is logged and tried again; what it would have taken stays in the
-// feed.
+// handlers reach the leader's queue within that interval. It takes nothing
+// before the controller's queue exists (names taken then would be lost). A
+// take that fails is logged and tried again; what it would have taken
+// stays in the feed.
 func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
 	tick := time.NewTicker(c.changes)
 	defer tick.Stop()
@@ -230,6 +236,9 @@ func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if c.queue.Load() == nil {
+			continue
 		}
 		for {
 			names, err := c.store.TakeChanges(ctx, changesPage)
@@ -273,7 +282,6 @@ func (c *Controller) startSources(ctx context.Context, q workqueue.TypedRateLimi
 	for _, n := range names {
 		q.Add(n)
 	}
-	go c.PollChanges(ctx, q.Add)
 	go func() {
 		tick := time.NewTicker(c.resync)
 		defer tick.Stop()
