@@ -32,7 +32,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
-	"github.com/validator-manager/validator-manager/impl/idp"
 )
 
 // childVariable makes the test binary run the command line it is given
@@ -80,11 +79,14 @@ func TestMain(m *testing.M) {
 type crashCase struct {
 	point string
 	// setup runs on a healthy server before the crash run.
-	setup func(t *testing.T, c *managementapi.ClientWithResponses)
+	setup func(t *testing.T, w *world)
 	// act sends the request that reaches the fault point.
 	act func(c *managementapi.ClientWithResponses) error
 	// exists tells whether the validator "v" must exist after recovery.
 	exists bool
+	// answers: the fault point is the leader's, reached after the request
+	// was answered (a create or an edit is recorded, then provisioned).
+	answers bool
 	// check asserts what is particular to the case, after recovery.
 	check func(t *testing.T, w *world)
 }
@@ -96,18 +98,34 @@ func create(name string) func(c *managementapi.ClientWithResponses) error {
 	}
 }
 
-func setupValidator(t *testing.T, c *managementapi.ClientWithResponses) {
+// setupValidator creates v and waits until the leader has provisioned it,
+// so that the crash run's fault point is reached by what it sends.
+func setupValidator(t *testing.T, w *world) {
 	t.Helper()
-	r, err := c.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("v"))
+	r, err := w.client.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("v"))
 	if err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("setup create: %v %v", statusOf(r), err)
 	}
+	apitest.Eventually(t, 20*time.Second, "v provisioned", func() error {
+		v, err := w.app.Store.GetValidator(context.Background(), "v")
+		if err != nil {
+			return err
+		}
+		if v.PendingSecrets != "" || v.WalletUserID == "" {
+			return fmt.Errorf("not provisioned yet")
+		}
+		if _, err := w.app.Cluster.Resource(context.Background(), "v"); err != nil {
+			return err
+		}
+		return nil
+	})
 }
 
 // setupRunning creates v and waits until its database runs (backups need it).
-func setupRunning(t *testing.T, c *managementapi.ClientWithResponses) {
+func setupRunning(t *testing.T, w *world) {
 	t.Helper()
-	setupValidator(t, c)
+	c := w.client
+	setupValidator(t, w)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		r, err := c.CreateBackupScheduleWithResponse(context.Background(), "v", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 3})
@@ -129,20 +147,17 @@ func statusOf(r interface{ StatusCode() int }) int {
 }
 
 var crashCases = []crashCase{
-	{point: "create.recorded", act: create("v")},
-	{point: "create.walletUser", act: create("v")},
-	{point: "create.applied", act: create("v")},
-	{point: "create.secrets", act: create("v")},
-	{point: "create.finished", act: create("v"), exists: true},
+	// A recorded create is finished, never undone: one wallet user, one
+	// resource, whatever line the kill hits.
+	{point: "create.recorded", act: create("v"), exists: true, check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
+	{point: "create.walletUser", act: create("v"), exists: true, answers: true, check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
+	{point: "auth.provisioned", act: create("v"), exists: true, answers: true, check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
+	{point: "validator.applied", act: create("v"), exists: true, answers: true, check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
+	{point: "secrets.written", act: create("v"), exists: true, answers: true, check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
 	{
-		// A wallet user of the name exists (made by hand): the create is
-		// refused and undone; the crash hits the undo.
-		point: "undo.cluster", act: create("v"),
-		check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") },
-	},
-	{point: "undo.identity", act: create("v"), check: func(t *testing.T, w *world) { w.wantUsers(t, "v_walletuser") }},
-	{
-		point: "edit.secrets", setup: setupValidator, exists: true,
+		// The edit's password is recorded (sealed); the leader is killed
+		// between writing it into the Secret and clearing it.
+		point: "secrets.written", setup: setupValidator, exists: true, answers: true,
 		act: edit("0.9.9"),
 	},
 	{
@@ -163,8 +178,9 @@ var crashCases = []crashCase{
 		},
 	},
 	{
-		point: "backup.save.written", setup: func(t *testing.T, c *managementapi.ClientWithResponses) {
-			setupRunning(t, c)
+		point: "backup.save.written", setup: func(t *testing.T, w *world) {
+			setupRunning(t, w)
+			c := w.client
 			if r, err := c.DeleteBackupScheduleWithResponse(context.Background(), "v"); err != nil || r.StatusCode() != http.StatusNoContent {
 				t.Fatalf("setup delete backup: %v %v", statusOf(r), err)
 			}
@@ -212,8 +228,8 @@ func TestCrashConverges(t *testing.T) {
 	bin := faultBinary(t)
 	for db, dsn := range databases {
 		t.Run(db, func(t *testing.T) {
-			for _, c := range crashCases {
-				t.Run(c.point, func(t *testing.T) { runCrash(t, bin, c, dsn(t)) })
+			for i, c := range crashCases {
+				t.Run(fmt.Sprintf("%02d-%s", i, c.point), func(t *testing.T) { runCrash(t, bin, c, dsn(t)) })
 			}
 		})
 	}
@@ -222,20 +238,11 @@ func TestCrashConverges(t *testing.T) {
 func runCrash(t *testing.T, bin string, c crashCase, dsn string) {
 	dir, ns := t.TempDir(), apitest.Namespace()
 	if c.setup != nil {
-		serveInProcess(t, dir, dsn, ns, func(w *world) { c.setup(t, w.client) })
-	}
-	if strings.HasPrefix(c.point, "undo.") {
-		l, err := idp.OpenLocal(filepath.Join(dir, "idp"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.CreateWalletUser(context.Background(), "v", ""); err != nil {
-			t.Fatal(err)
-		}
+		serveInProcess(t, dir, dsn, ns, func(w *world) { c.setup(t, w) })
 	}
 
 	child := startChild(t, bin, dir, dsn, ns, c.point)
-	if err := c.act(child.client); err == nil {
+	if err := c.act(child.client); err == nil && !c.answers {
 		t.Fatalf("the request answered: the fault point %s was not reached", c.point)
 	}
 	child.waitKilled(t)
@@ -475,8 +482,8 @@ func (w *world) checkAgreement(t *testing.T) {
 		}
 		v := in.Validator
 		recorded[v.Name] = true
-		if v.Creating {
-			t.Errorf("%s: record still Creating after recovery", v.Name)
+		if v.PendingSecrets != "" || v.ProvisionError != "" {
+			t.Errorf("%s: record not provisioned after recovery (pending secrets or a provisioning error)", v.Name)
 		}
 		res, err := insp.Resource(ctx, v.Name)
 		if err != nil {

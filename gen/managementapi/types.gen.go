@@ -275,9 +275,9 @@ type ConfigMapVolumeSource struct {
 	Optional *bool `json:"optional,omitempty"`
 }
 
-// CreatedUserDto Identity-provider user created with the validator; returned once, on first provisioning only.
+// CreatedUserDto Identity-provider user of the validator; returned once, in the answer to the create. The create answers as soon as the validator is recorded, before the user exists: the elected leader creates it moments later with this username and temporary password (the password is derived from a cluster key and the create, never stored). `id` is therefore absent: the identity provider assigns it on creation (Keycloak ignores ids given on create, keycloak/keycloak#12454).
 type CreatedUserDto struct {
-	// Id Identifier of the user in the identity provider.
+	// Id Identifier of the user in the identity provider. Not in the create's answer (see above); the Validator resource's `spec.config.auth.walletUser` carries it once the user is created.
 	Id *string `json:"id,omitempty"`
 
 	// TemporaryPassword Initial password; the user must change it at first login.
@@ -854,7 +854,7 @@ type ValidatorResponseDto struct {
 	// ContactPoint Contact of the validator operator.
 	ContactPoint *string `json:"contactPoint,omitempty"`
 
-	// CreatedUser Identity-provider user created with the validator; returned once, on first provisioning only.
+	// CreatedUser Identity-provider user of the validator; returned once, in the answer to the create. The create answers as soon as the validator is recorded, before the user exists: the elected leader creates it moments later with this username and temporary password (the password is derived from a cluster key and the create, never stored). `id` is therefore absent: the identity provider assigns it on creation (Keycloak ignores ids given on create, keycloak/keycloak#12454).
 	CreatedUser *CreatedUserDto `json:"createdUser,omitempty"`
 
 	// CustomAuth The validator uses custom authentication.

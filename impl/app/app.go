@@ -234,12 +234,6 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		if a.lead.identity, err = leaderIdentity(cfg.LeaderElectionIdentity); err != nil {
 			return nil, err
 		}
-		if io.Forward, err = a.forwarder(); err != nil {
-			return nil, err
-		}
-		// A create another replica serves is left to it for longer than
-		// its request may last.
-		io.CreateGrace = max(2*cfg.RequestTimeout, time.Minute)
 	}
 	for _, opt := range opts {
 		opt(Wiring{Intent: &io})
@@ -576,16 +570,13 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
 	runnables := []manager.Runnable{
-		// Not leader-elected, on every replica: the API, the gateway's
-		// caches its reads come from, and the creates this replica serves
-		// (their secrets live only in its memory). They stop before the
-		// controllers.
+		// Not leader-elected, on every replica: the API and the gateway's
+		// caches its reads come from. They stop before the controllers.
 		runnable(false, func(ctx context.Context) error {
 			defer close(served)
 			return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout)
 		}),
 		runnable(false, a.runCluster),
-		runnable(false, a.Intent.StartCreates),
 		// The controllers, schedules and one-off rewrites: the leader's.
 		runnable(true, a.leading),
 		runnable(true, a.refreshListViews),

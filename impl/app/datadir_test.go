@@ -119,7 +119,7 @@ func TestStartRefusesContradictions(t *testing.T) {
 			// v2 and v3 have wallet users the identity provider made (v1
 			// has custom authentication).
 			for _, name := range []string{"v2", "v3"} {
-				u, err := a.Identity.CreateWalletUser(context.Background(), name, "claim-"+name)
+				u, err := a.Identity.CreateWalletUser(context.Background(), name, "claim-"+name, "Datadir-Test-Pa55word")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -23,10 +23,10 @@ func (a *App) engineUp(ctx context.Context) error {
 	return nil
 }
 
-// managementCluster is the cluster release 1.11 writes through: on the
-// embedded default, a write that needs the cluster (a create, a secret
-// replaced) answers 503 at once while the control plane is down, instead
-// of recording what cannot be provisioned.
+// managementCluster is the cluster release 1.11 reads: on the embedded
+// default, a create or an edit whose references it checks answers 503 at
+// once while the control plane is down, instead of recording what cannot
+// be provisioned.
 func (a *App) managementCluster() management.Cluster {
 	if a.Engine == nil {
 		return a.Cluster
@@ -44,11 +44,4 @@ func (g engineGated) CheckReferences(ctx context.Context, refs domain.References
 		return err
 	}
 	return g.Kube.CheckReferences(ctx, refs)
-}
-
-func (g engineGated) WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
-	if err := g.up(ctx); err != nil {
-		return err
-	}
-	return g.Kube.WriteSecrets(ctx, validator, secrets)
 }

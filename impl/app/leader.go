@@ -4,22 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/platform"
 )
 
@@ -27,18 +21,13 @@ import (
 const (
 	// RoleLeader runs the controllers, schedules and probes.
 	RoleLeader = "leader"
-	// RoleFollower serves the API only; its writes reach the leader.
+	// RoleFollower serves the API only: its handlers record intent in the
+	// database, where the leader's change feed takes it.
 	RoleFollower = "follower"
 	// RoleSingle is a process without leader election (the embedded
 	// default): it does everything.
 	RoleSingle = "single"
 )
-
-// RequeueAnnotation is what a replica that does not lead writes on a
-// Validator resource to have the leader reconcile it: the leader's gateway
-// informer sees the update and enqueues the validator. Its value is the time
-// of the request.
-const RequeueAnnotation = "validator-manager.io/reconcile-requested-at"
 
 // leadership is this process's part in the election.
 type leadership struct {
@@ -111,30 +100,6 @@ func (a *App) leading(ctx context.Context) error {
 	<-ctx.Done()
 	a.lead.leading.Store(false)
 	return nil
-}
-
-// forwarder carries an enqueue from a replica that does not lead to the
-// leader: a merge patch of RequeueAnnotation on the validator's resource,
-// which the leader's informer sees. Without a resource (a validator the
-// cluster does not have yet) the leader's periodic resync picks the change
-// up.
-func (a *App) forwarder() (func(name string), error) {
-	dyn, err := dynamic.NewForConfig(a.rest)
-	if err != nil {
-		return nil, err
-	}
-	res := dyn.Resource(cluster.ValidatorResource).Namespace(a.Config.Namespace)
-	return func(name string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			RequeueAnnotation: time.Now().UTC().Format(time.RFC3339Nano),
-		}}})
-		_, err := res.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "validator-manager-follower"})
-		if err != nil && !apierrors.IsNotFound(err) {
-			a.Log.Warn("could not hand a change to the leader; its resync will pick it up", "validator", name, "error", err)
-		}
-	}, nil
 }
 
 // leaderHealth is the health body's leaderElection component: always UP

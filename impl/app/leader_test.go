@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -262,8 +265,8 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(apiServer)
 	validators := dyn.Resource(cluster.ValidatorResource).Namespace(ns)
 
-	// A create through the follower is provisioned by the follower: 201
-	// with the wallet user's password, and the resource and its Secrets.
+	// A create through the follower answers 201 at once with the wallet
+	// user's password; the leader provisions the resource and its Secrets.
 	var created struct {
 		Name        string `json:"name"`
 		CreatedUser *struct {
@@ -277,13 +280,16 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	if created.CreatedUser == nil || created.CreatedUser.Password == "" {
 		t.Fatalf("create through the follower: no createdUser: %+v", created)
 	}
-	if _, err := validators.Get(context.Background(), "via-follower", metav1.GetOptions{}); err != nil {
-		t.Fatalf("Validator resource of the create: %v", err)
-	}
-	secrets, err := core.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: cluster.ValidatorLabel + "=via-follower"})
-	if err != nil || len(secrets.Items) == 0 {
-		t.Fatalf("Secrets of the create: %d, %v", len(secrets.Items), err)
-	}
+	apitest.Eventually(t, 10*time.Second, "the leader provisions the follower's create", func() error {
+		if _, err := validators.Get(context.Background(), "via-follower", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		secrets, err := core.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: cluster.ValidatorLabel + "=via-follower"})
+		if err != nil || len(secrets.Items) == 0 {
+			return fmt.Errorf("Secrets of the create: %d, %v", len(secrets.Items), err)
+		}
+		return nil
+	})
 	// The leader reads it too.
 	apitest.Eventually(t, 10*time.Second, "leader lists the follower's create", func() error {
 		var page struct {
@@ -311,8 +317,27 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 		return nil
 	})
 
-	// Killing the leader hands over within the lease duration (plus one
-	// retry period: the follower notices at its next try).
+	// Killing the leader during a burst of creates through the follower
+	// hands over within the lease duration (plus one retry period: the
+	// follower notices at its next try), and every acknowledged create is
+	// provisioned exactly once.
+	const burst = 12
+	acked := make(chan string, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("burst-%02d", i)
+			if code := call(t, follower, http.MethodPost, "/api/validators", apitest.ValidatorPayload(name), nil); code == http.StatusCreated {
+				acked <- name
+			}
+		}()
+		if i == burst/3 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	time.Sleep(30 * time.Millisecond)
 	killed := time.Now()
 	leader.kill(t)
 	next := leaderOf(t, 30*time.Second, follower)
@@ -320,6 +345,34 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	t.Logf("failover after the leader was killed: %s (lease duration %s)", failover, 3*time.Second)
 	if max := 3*time.Second + time.Second; failover > max {
 		t.Errorf("failover took %s, more than the lease duration and a retry (%s)", failover, max)
+	}
+
+	wg.Wait()
+	close(acked)
+	var names []string
+	for n := range acked {
+		names = append(names, n)
+	}
+	if len(names) != burst {
+		t.Errorf("acknowledged creates: %d of %d (the follower answers without the leader)", len(names), burst)
+	}
+	apitest.Eventually(t, 20*time.Second, "every acknowledged create provisioned by the new leader", func() error {
+		for _, n := range names {
+			if _, err := validators.Get(context.Background(), n, metav1.GetOptions{}); err != nil {
+				return err
+			}
+			v, err := next.app.Store.GetValidator(context.Background(), n)
+			if err != nil || v.WalletUserID == "" || v.PendingSecrets != "" {
+				return fmt.Errorf("%s: wallet user %q, pending secrets %t, %v", n, v.WalletUserID, v.PendingSecrets != "", err)
+			}
+		}
+		return nil
+	})
+	users := walletUsers(t, next)
+	for _, n := range names {
+		if got := users[n+"_walletuser"]; got != 1 {
+			t.Errorf("%s: %d wallet users, want exactly one", n, got)
+		}
 	}
 
 	// The new leader reconciles: a create through it works and health says so.
@@ -333,9 +386,29 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := validators.Get(context.Background(), "via-new-leader", metav1.GetOptions{}); err != nil {
-		t.Fatalf("Validator resource of the create through the new leader: %v", err)
+	apitest.Eventually(t, 10*time.Second, "the new leader provisions its own create", func() error {
+		_, err := validators.Get(context.Background(), "via-new-leader", metav1.GetOptions{})
+		return err
+	})
+}
+
+// walletUsers counts the wallet users of the replicas' identity provider
+// (the local one, in their shared data directory) by username.
+func walletUsers(t *testing.T, r *replica) map[string]int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(r.app.Config.DataDir, "idp", "users.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var st struct{ Users []struct{ Username string } }
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, u := range st.Users {
+		out[u.Username]++
+	}
+	return out
 }
 
 func TestLeaderReleasesLeaseOnShutdown(t *testing.T) {

@@ -50,15 +50,32 @@ type Validator struct {
 	// ProvisionedAuth is what the identity provider made for the validator
 	// (nil: nothing yet, or custom authentication).
 	ProvisionedAuth *ProvisionedAuth
-	// Creating is set while the create that inserted the row has not
-	// finished: the validator is not shown, and a row still creating once
-	// its create is gone (a crash) is undone by the reconciler.
-	Creating bool
-	// Claim is a random token of the create; the wallet user it made carries
-	// it, so that undoing the create removes that user and no other.
-	Claim     string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// Claim is a random token of the create; the identity provider's
+	// objects made for the validator carry it, so that the leader adopts
+	// those (a retry after a crash) and never a user or client of the same
+	// name that someone else made. The wallet user's temporary password and
+	// the generated database password derive from it (impl/keyring).
+	Claim string
+	// PendingSecrets are the secret values a create or an edit gave that the
+	// leader has not written into the validator's Secrets yet, sealed
+	// (keyring.Seal); empty when none wait. Never returned or logged.
+	PendingSecrets string
+	// ProvisionError says why the leader could not provision the validator
+	// in the identity provider (a foreign user of its name, the provider
+	// down); empty once it could.
+	ProvisionError string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// IdentityClaim is the claim the identity provider's objects of v carry and
+// its derived passwords use: a row written before creates had claims gets
+// one derived from its name.
+func (v Validator) IdentityClaim() string {
+	if v.Claim != "" {
+		return v.Claim
+	}
+	return "validator:" + v.Name
 }
 
 // ListedValidator is a validator as a list page reads it: the columns that
@@ -96,7 +113,8 @@ type ValidatorIntent struct {
 const DisableUserEditAnnotation = "validator-manager.io/disable-user-edit"
 
 // ValidatorSecrets are a validator's secret values. They are written to
-// cluster Secrets only: never stored in the database, returned or logged.
+// cluster Secrets by the leader; until then they wait in the database
+// sealed (Validator.PendingSecrets); never returned or logged.
 // An empty value means "not given" (on edit: keep the current Secret).
 type ValidatorSecrets struct {
 	OnboardingSecret      string

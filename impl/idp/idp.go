@@ -4,10 +4,7 @@
 package idp
 
 import (
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
-	"math/big"
 	"net/url"
 	"strings"
 
@@ -27,68 +24,6 @@ func walletUsername(validator string) (string, error) {
 		return "", domain.Invalid("name", "a validator name is required to create its wallet user")
 	}
 	return strings.ToLower(validator) + "_walletuser", nil
-}
-
-// Alphabet of temporary passwords: characters that cannot be misread (no
-// I, O, l, 0, 1) since a person types the password once, and symbols that
-// need no quoting in a shell, JSON or a form.
-const (
-	upperChars  = "ABCDEFGHJKLMNPQRSTUVWXYZ"
-	lowerChars  = "abcdefghijkmnopqrstuvwxyz"
-	digitChars  = "23456789"
-	symbolChars = "-_.+=@%^"
-	allChars    = upperChars + lowerChars + digitChars + symbolChars
-
-	passwordLength = 24
-	// perClass characters of each class are guaranteed, which satisfies
-	// Keycloak policies such as upperCase(2) lowerCase(2) digits(2) specialChars(2).
-	perClass = 2
-)
-
-// temporaryPassword draws a random password from crypto/rand (about 140 bits).
-func temporaryPassword() (string, error) {
-	out := make([]byte, 0, passwordLength)
-	for _, class := range []string{upperChars, lowerChars, digitChars, symbolChars} {
-		for range perClass {
-			c, err := pick(class)
-			if err != nil {
-				return "", err
-			}
-			out = append(out, c)
-		}
-	}
-	for len(out) < passwordLength {
-		c, err := pick(allChars)
-		if err != nil {
-			return "", err
-		}
-		out = append(out, c)
-	}
-	// Fisher-Yates, so the guaranteed characters sit anywhere.
-	for i := len(out) - 1; i > 0; i-- {
-		j, err := randInt(i + 1)
-		if err != nil {
-			return "", err
-		}
-		out[i], out[j] = out[j], out[i]
-	}
-	return string(out), nil
-}
-
-func pick(class string) (byte, error) {
-	i, err := randInt(len(class))
-	if err != nil {
-		return 0, err
-	}
-	return class[i], nil
-}
-
-func randInt(n int) (int, error) {
-	v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
-	if err != nil {
-		return 0, fmt.Errorf("generate temporary password: %w", err)
-	}
-	return int(v.Int64()), nil
 }
 
 // Mask hides secret values in text that came from an upstream, in case the

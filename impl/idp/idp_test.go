@@ -3,45 +3,15 @@ package idp
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
-func TestTemporaryPassword(t *testing.T) {
-	const draws = 2000
-	seen := map[string]bool{}
-	for range draws {
-		p, err := temporaryPassword()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p) != passwordLength {
-			t.Fatalf("got length %d, want %d", len(p), passwordLength)
-		}
-		if why := strong(p); why != "" {
-			t.Fatalf("got %q: %s, want a strong password", p, why)
-		}
-		for _, class := range []string{upperChars, lowerChars, digitChars, symbolChars} {
-			n := 0
-			for _, r := range p {
-				if strings.ContainsRune(class, r) {
-					n++
-				}
-			}
-			if n < perClass {
-				t.Fatalf("got %d characters of %q in %q, want at least %d", n, class, p, perClass)
-			}
-		}
-		if strings.Trim(p, allChars) != "" {
-			t.Fatalf("got %q with characters outside the alphabet", p)
-		}
-		seen[p] = true
-	}
-	if len(seen) != draws {
-		t.Errorf("got %d distinct passwords in %d draws, want all distinct", len(seen), draws)
-	}
+// testPassword is a temporary password as keyring derives them.
+func testPassword(validator string) string {
+	return keyring.TemporaryPassword(make([]byte, keyring.KeySize), validator, "")
 }
 
 func TestWalletUsername(t *testing.T) {
@@ -65,7 +35,7 @@ func TestWalletUsername(t *testing.T) {
 
 // walletUsers is what both providers offer the reconciler.
 type walletUsers interface {
-	CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error)
+	CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error)
 	DeleteWalletUser(ctx context.Context, validator, claim string) error
 }
 
@@ -100,7 +70,7 @@ func TestDeleteWalletUserByClaim(t *testing.T) {
 				p, count := open(t)
 				ctx := context.Background()
 				if tt.createdClaim != "-" {
-					if _, err := p.CreateWalletUser(ctx, "val1", tt.createdClaim); err != nil {
+					if _, err := p.CreateWalletUser(ctx, "val1", tt.createdClaim, testPassword("val1")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -109,6 +79,55 @@ func TestDeleteWalletUserByClaim(t *testing.T) {
 				}
 				if got := count(); got != tt.want {
 					t.Errorf("got %d users, want %d", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestCreateWalletUserAdoptsByClaim: creating again a user that carries the
+// create's claim adopts it (the leader retries after a crash); a user of the
+// same name without that claim is a conflict.
+func TestCreateWalletUserAdoptsByClaim(t *testing.T) {
+	providers := map[string]func(t *testing.T) (walletUsers, func() int){
+		"local": func(t *testing.T) (walletUsers, func() int) {
+			l := openLocal(t, t.TempDir())
+			return l, func() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.users) }
+		},
+		"keycloak": func(t *testing.T) (walletUsers, func() int) {
+			f := newFakeKeycloak(t)
+			return f.adapter(t), f.userCount
+		},
+	}
+	tests := []struct {
+		name         string
+		createdClaim string
+		againClaim   string
+		wantErr      error
+	}{
+		{"same claim adopts", "c1", "c1", nil},
+		{"other claim", "c1", "c2", domain.ErrConflict},
+		{"user without claim", "", "c1", domain.ErrConflict},
+		{"no claim", "", "", domain.ErrConflict},
+	}
+	for name, open := range providers {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				p, count := open(t)
+				ctx := context.Background()
+				first, err := p.CreateWalletUser(ctx, "val1", tt.createdClaim, testPassword("val1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := p.CreateWalletUser(ctx, "val1", tt.againClaim, testPassword("val1"))
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("got %v, want %v", err, tt.wantErr)
+				}
+				if err == nil && again.ID != first.ID {
+					t.Errorf("got id %q, want the first user's %q", again.ID, first.ID)
+				}
+				if got := count(); got != 1 {
+					t.Errorf("got %d users, want 1", got)
 				}
 			})
 		}

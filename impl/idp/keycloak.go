@@ -100,19 +100,21 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	}, nil
 }
 
-// CreateWalletUser creates <validator>_walletuser, enabled, with a random
-// temporary password and the UPDATE_PASSWORD required action. The password
-// travels in the create request, so Keycloak creates the user and its
-// credential in one transaction (a password policy failure leaves no user).
-func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
+// CreateWalletUser creates <validator>_walletuser, enabled, with the
+// temporary password given and the UPDATE_PASSWORD required action. The
+// password travels in the create request, so Keycloak creates the user and
+// its credential in one transaction (a password policy failure leaves no
+// user). A user of that name that carries claim is adopted (made by an
+// earlier attempt of the same create; its password is the one it was made
+// with); one that does not is domain.ErrConflict.
+func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
 		return domain.CreatedUser{}, err
 	}
 	op := fmt.Sprintf("create user %q", username)
-	password, err := temporaryPassword()
-	if err != nil {
-		return domain.CreatedUser{}, k.fail(ctx, op, err)
+	if password == "" {
+		return domain.CreatedUser{}, domain.Invalid("password", "a temporary password is required to create %q", username)
 	}
 	user := gocloak.User{
 		Username:        gocloak.StringP(username),
@@ -134,7 +136,14 @@ func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim string
 		return err
 	})
 	if hasStatus(err, http.StatusConflict) {
-		return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+		u, ferr := k.find(ctx, username)
+		if ferr != nil {
+			return domain.CreatedUser{}, k.fail(ctx, op, ferr, password)
+		}
+		if u == nil || claim == "" || u.Attributes == nil || !slices.Contains((*u.Attributes)[ClaimAttribute], claim) {
+			return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+		}
+		return domain.CreatedUser{ID: *u.ID, Username: username, TemporaryPassword: password}, nil
 	}
 	if err != nil {
 		return domain.CreatedUser{}, k.fail(ctx, op, err, password)

@@ -79,7 +79,7 @@ func TestKeycloakCreateWalletUser(t *testing.T) {
 			f.noLocation = tt.noLocation
 			k := f.adapter(t)
 
-			got, err := k.CreateWalletUser(context.Background(), tt.validator, "")
+			got, err := k.CreateWalletUser(context.Background(), tt.validator, "", testPassword(tt.validator))
 			if err != nil {
 				t.Fatalf("got error %v, want none", err)
 			}
@@ -189,7 +189,7 @@ func TestKeycloakCreateWalletUserFailures(t *testing.T) {
 			}
 			k.now = f.clock.now
 
-			got, err := k.CreateWalletUser(context.Background(), tt.validator, "")
+			got, err := k.CreateWalletUser(context.Background(), tt.validator, "", testPassword(tt.validator))
 			if err == nil {
 				t.Fatalf("got user %+v, want an error", got)
 			}
@@ -237,12 +237,12 @@ func TestKeycloakTokenCache(t *testing.T) {
 			k := f.adapter(t)
 			ctx := context.Background()
 			for _, v := range []string{"a", "b", "c"} {
-				if _, err := k.CreateWalletUser(ctx, v, ""); err != nil {
+				if _, err := k.CreateWalletUser(ctx, v, "", testPassword(v)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			f.clock.advance(tt.advance)
-			if _, err := k.CreateWalletUser(ctx, "d", ""); err != nil {
+			if _, err := k.CreateWalletUser(ctx, "d", "", testPassword("d")); err != nil {
 				t.Fatalf("got error %v after %v, want none", err, tt.advance)
 			}
 			if err := k.DeleteUser(ctx, "absent"); err != nil {
@@ -266,7 +266,7 @@ func TestKeycloakTokenConcurrent(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = k.CreateWalletUser(context.Background(), "v"+string(rune('a'+i)), "")
+			_, errs[i] = k.CreateWalletUser(context.Background(), "v"+string(rune('a'+i)), "", testPassword("v"))
 		})
 	}
 	wg.Wait()
@@ -284,11 +284,11 @@ func TestKeycloakTokenRejected(t *testing.T) {
 	f := newFakeKeycloak(t)
 	k := f.adapter(t)
 	ctx := context.Background()
-	if _, err := k.CreateWalletUser(ctx, "a", ""); err != nil {
+	if _, err := k.CreateWalletUser(ctx, "a", "", testPassword("a")); err != nil {
 		t.Fatal(err)
 	}
 	f.revokeTokens()
-	if _, err := k.CreateWalletUser(ctx, "b", ""); err != nil {
+	if _, err := k.CreateWalletUser(ctx, "b", "", testPassword("b")); err != nil {
 		t.Fatalf("got error %v, want none", err)
 	}
 	if got := len(f.callsTo(http.MethodPost, "/token")); got != 2 {
@@ -402,7 +402,7 @@ func TestKeycloakCanceled(t *testing.T) {
 	k := f.adapter(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := k.CreateWalletUser(ctx, "a", "")
+	_, err := k.CreateWalletUser(ctx, "a", "", testPassword("a"))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got error %v, want context.Canceled", err)
 	}
@@ -430,7 +430,7 @@ func TestKeycloakBasePath(t *testing.T) {
 				t.Fatal(err)
 			}
 			k.now = f.clock.now
-			u, err := k.CreateWalletUser(context.Background(), "val1", "")
+			u, err := k.CreateWalletUser(context.Background(), "val1", "", testPassword("val1"))
 			if err != nil {
 				t.Fatalf("got error %v, want none", err)
 			}

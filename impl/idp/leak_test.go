@@ -83,9 +83,9 @@ func TestNoSecretInErrorsOrLogs(t *testing.T) {
 			sc.setup(f)
 		}
 		k := keycloak(f, sc.change)
-		u, err := k.CreateWalletUser(ctx, "val1", "")
+		u, err := k.CreateWalletUser(ctx, "val1", "", testPassword("val1"))
 		keep(err)
-		_, err = k.CreateWalletUser(ctx, "val1", "") // duplicate when the first worked
+		_, err = k.CreateWalletUser(ctx, "val1", "", testPassword("val1")) // duplicate when the first worked
 		keep(err)
 		keep(k.DeleteUser(ctx, "some-id"))
 		keep(k.Ping(ctx))
@@ -110,15 +110,15 @@ func TestNoSecretInErrorsOrLogs(t *testing.T) {
 
 	dir := t.TempDir()
 	l := openLocal(t, dir)
-	u, err := l.CreateWalletUser(ctx, "val1", "")
+	u, err := l.CreateWalletUser(ctx, "val1", "", testPassword("val1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	secrets = append(secrets, u.TemporaryPassword)
-	_, err = l.CreateWalletUser(ctx, "val1", "")
+	_, err = l.CreateWalletUser(ctx, "val1", "", testPassword("val1"))
 	keep(err)
 	breakLocalFile(t, dir)
-	_, err = l.CreateWalletUser(ctx, "val2", "")
+	_, err = l.CreateWalletUser(ctx, "val2", "", testPassword("val2"))
 	keep(err)
 	keep(l.DeleteUser(ctx, u.ID))
 

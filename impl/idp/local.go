@@ -141,16 +141,17 @@ func (l *Local) HasUser(id string) bool {
 	return slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
 }
 
-// CreateWalletUser creates <validator>_walletuser with a random temporary
-// password; only its bcrypt hash is kept.
-func (l *Local) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
+// CreateWalletUser creates <validator>_walletuser with the temporary
+// password given; only its bcrypt hash is kept. A user of that name that
+// carries claim is adopted, one that does not is domain.ErrConflict (as
+// Keycloak's).
+func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
 		return domain.CreatedUser{}, err
 	}
-	password, err := temporaryPassword()
-	if err != nil {
-		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
+	if password == "" {
+		return domain.CreatedUser{}, domain.Invalid("password", "a temporary password is required to create %q", username)
 	}
 	// Hash outside the lock: bcrypt is slow on purpose.
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), l.cost)
@@ -171,8 +172,11 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim string) (
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if slices.ContainsFunc(l.users, func(x localUser) bool { return x.Username == username }) {
-		return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+	if i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username }); i >= 0 {
+		if claim == "" || l.users[i].Claim != claim {
+			return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+		}
+		return domain.CreatedUser{ID: l.users[i].ID, Username: username, TemporaryPassword: password}, nil
 	}
 	next := append(slices.Clip(l.users), u)
 	if err := l.save(next, l.clients); err != nil {

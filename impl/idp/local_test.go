@@ -58,7 +58,7 @@ func TestLocalCreateWalletUser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := l.CreateWalletUser(context.Background(), tt.validator, "")
+			got, err := l.CreateWalletUser(context.Background(), tt.validator, "", testPassword(tt.validator))
 			if err != nil {
 				t.Fatalf("got error %v, want none", err)
 			}
@@ -118,13 +118,13 @@ func TestLocalDuplicate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			l := openLocal(t, dir)
-			if _, err := l.CreateWalletUser(context.Background(), "val1", ""); err != nil {
+			if _, err := l.CreateWalletUser(context.Background(), "val1", "", testPassword("val1")); err != nil {
 				t.Fatal(err)
 			}
 			if tt.reopen {
 				l = openLocal(t, dir)
 			}
-			_, err := l.CreateWalletUser(context.Background(), "VAL1", "")
+			_, err := l.CreateWalletUser(context.Background(), "VAL1", "", testPassword("VAL1"))
 			if !errors.Is(err, domain.ErrConflict) {
 				t.Fatalf("got error %v, want domain.ErrConflict", err)
 			}
@@ -142,11 +142,11 @@ func TestLocalDeleteUser(t *testing.T) {
 	dir := t.TempDir()
 	l := openLocal(t, dir)
 	ctx := context.Background()
-	a, err := l.CreateWalletUser(ctx, "a", "")
+	a, err := l.CreateWalletUser(ctx, "a", "", testPassword("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.CreateWalletUser(ctx, "b", "")
+	b, err := l.CreateWalletUser(ctx, "b", "", testPassword("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestLocalDeleteUser(t *testing.T) {
 		})
 	}
 	// The name is free again once its user is deleted.
-	if _, err := openLocal(t, dir).CreateWalletUser(ctx, "a", ""); err != nil {
+	if _, err := openLocal(t, dir).CreateWalletUser(ctx, "a", "", testPassword("a")); err != nil {
 		t.Errorf("got error %v recreating a deleted user, want none", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestLocalConcurrentCreates(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = l.CreateWalletUser(context.Background(), fmt.Sprintf("v%02d", i), "")
+			_, errs[i] = l.CreateWalletUser(context.Background(), fmt.Sprintf("v%02d", i), "", testPassword("v"))
 		})
 	}
 	wg.Wait()
@@ -223,7 +223,7 @@ func TestOpenLocalDamaged(t *testing.T) {
 
 func TestLocalEmptyName(t *testing.T) {
 	l := openLocal(t, t.TempDir())
-	if _, err := l.CreateWalletUser(context.Background(), "", ""); !errors.Is(err, domain.ErrInvalid) {
+	if _, err := l.CreateWalletUser(context.Background(), "", "", testPassword("")); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("got error %v, want domain.ErrInvalid", err)
 	}
 }
@@ -245,13 +245,13 @@ func TestLocalSaveFailure(t *testing.T) {
 	dir := t.TempDir()
 	l := openLocal(t, dir)
 	ctx := context.Background()
-	a, err := l.CreateWalletUser(ctx, "a", "")
+	a, err := l.CreateWalletUser(ctx, "a", "", testPassword("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	breakLocalFile(t, dir)
 
-	if _, err := l.CreateWalletUser(ctx, "b", ""); err == nil || !strings.HasPrefix(err.Error(), `identity provider: create user "b_walletuser"`) {
+	if _, err := l.CreateWalletUser(ctx, "b", "", testPassword("b")); err == nil || !strings.HasPrefix(err.Error(), `identity provider: create user "b_walletuser"`) {
 		t.Errorf("got error %v, want identity provider: create user ...", err)
 	}
 	if err := l.DeleteUser(ctx, a.ID); err == nil || !strings.HasPrefix(err.Error(), "identity provider: delete user") {
@@ -267,7 +267,7 @@ func TestLocalSaveFailure(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "users.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreateWalletUser(ctx, "b", ""); err != nil {
+	if _, err := l.CreateWalletUser(ctx, "b", "", testPassword("b")); err != nil {
 		t.Fatalf("got error %v, want none", err)
 	}
 	_, users := readUsers(t, dir)
@@ -280,7 +280,7 @@ func TestLocalSaveFailure(t *testing.T) {
 // password and an unknown user are refused alike.
 func TestLocalCheckPassword(t *testing.T) {
 	l := openLocal(t, t.TempDir())
-	created, err := l.CreateWalletUser(context.Background(), "acme", "")
+	created, err := l.CreateWalletUser(context.Background(), "acme", "", testPassword("acme"))
 	if err != nil {
 		t.Fatal(err)
 	}

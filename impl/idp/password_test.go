@@ -28,7 +28,7 @@ func TestTokenURL(t *testing.T) {
 func TestPasswordToken(t *testing.T) {
 	f := newFakeKeycloak(t)
 	f.publicClients["val1-wallet-ui"] = true
-	user, err := f.adapter(t).CreateWalletUser(context.Background(), "val1", "")
+	user, err := f.adapter(t).CreateWalletUser(context.Background(), "val1", "", testPassword("val1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.Cre
 
 // GetBackupSchedule: 404 when absent or soft-deleted.
 func (s *Server) GetBackupSchedule(ctx context.Context, req managementapi.GetBackupScheduleRequestObject) (managementapi.GetBackupScheduleResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	b, err := s.activeBackup(ctx, req.Name)
@@ -82,7 +82,7 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 // DeleteBackupSchedule soft-deletes: the record stays, the CronJob is
 // suspended, no further backups run.
 func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.DeleteBackupScheduleRequestObject) (managementapi.DeleteBackupScheduleResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	if _, err := s.activeBackup(ctx, req.Name); err != nil {
@@ -99,7 +99,7 @@ func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.Del
 // backupValidator returns the validator, refusing one with an external
 // database: backups cover the internal database only.
 func (s *Server) backupValidator(ctx context.Context, name string) (domain.Validator, error) {
-	v, err := s.validator(ctx, name)
+	v, err := s.store.GetValidator(ctx, name)
 	if err != nil {
 		return v, err
 	}

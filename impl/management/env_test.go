@@ -65,6 +65,7 @@ func start(t *testing.T, configure ...func(*config.Config)) *env {
 // from its workloads, and lets the server see the new phase.
 func (e *env) setStatus(t *testing.T, name string, phase domain.Phase, databaseReady bool) {
 	t.Helper()
+	e.provisioned(t, name) // a create answers before the leader made the resource
 	if err := e.Kube.SetStatus(context.Background(), name, phase, databaseReady); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func (e *env) settle(t *testing.T) {
 		behind := ""
 		for name, st := range states {
 			row, ok := e.row(t, name)
-			if ok && !row.Creating && (row.Phase != st.Phase || row.Immutable != st.DisableUserEdit) {
+			if ok && (row.Phase != st.Phase || row.Immutable != st.DisableUserEdit) {
 				behind = name
 				break
 			}
@@ -371,10 +372,10 @@ type faultyIdentity struct {
 	faults *faults
 }
 
-func (i faultyIdentity) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
+func (i faultyIdentity) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	var u domain.CreatedUser
 	err := i.faults.around("identity.CreateWalletUser", func() (err error) {
-		u, err = i.Identity.CreateWalletUser(ctx, validator, claim)
+		u, err = i.Identity.CreateWalletUser(ctx, validator, claim, password)
 		return err
 	})
 	return u, err
@@ -383,6 +384,10 @@ func (i faultyIdentity) CreateWalletUser(ctx context.Context, validator, claim s
 type faultyStore struct {
 	management.Store
 	faults *faults
+}
+
+func (s faultyStore) RecordCreate(ctx context.Context, v *domain.Validator, p *domain.PruneSchedule) error {
+	return s.faults.around("store.RecordCreate", func() error { return s.Store.RecordCreate(ctx, v, p) })
 }
 
 func (s faultyStore) UpdateValidator(ctx context.Context, v *domain.Validator) error {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // Store is the database of release 1.11 (impl/store implements it). Missing
 // rows are domain.ErrNotFound, duplicate names domain.ErrConflict.
 type Store interface {
-	CreateValidator(ctx context.Context, v *domain.Validator) error
+	// RecordCreate inserts a validator and, when not nil, its pruning
+	// schedule in one transaction.
+	RecordCreate(ctx context.Context, v *domain.Validator, prune *domain.PruneSchedule) error
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
 	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error)
@@ -52,25 +53,19 @@ type Cluster interface {
 	// CheckReferences fails with domain.Invalid naming the field of the
 	// first object that does not exist.
 	CheckReferences(ctx context.Context, refs domain.References) error
-	// WriteSecrets writes the secret values given into the validator's
-	// Secrets (empty ones are left as they are); the resource must exist.
-	WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error
+	// ReadPasswordKey reads the cluster's password key, which the leader
+	// makes; domain.ErrUnavailable while it is not made.
+	ReadPasswordKey(ctx context.Context) ([]byte, error)
 	// ValidatorState reads the resource's status; domain.ErrNotFound when absent.
 	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
 }
 
 // Intent is the controller that brings the identity provider and the
-// cluster to what a record says (impl/controller/intent).
+// cluster to what a record says (impl/controller/intent). It runs on the
+// elected leader only; a handler's write reaches it from the database's
+// change feed wherever the handler runs.
 type Intent interface {
-	// Enqueue asks for a validator to be reconciled with its record.
+	// Enqueue asks for a validator to be reconciled with its record at once
+	// when the controller runs in this process.
 	Enqueue(name string)
-	// Expect registers a create before its record is inserted; Cancel
-	// withdraws it when the record was not inserted.
-	Expect(name, claim string, secrets domain.ValidatorSecrets) *intent.Create
-	Cancel(cr *intent.Create)
-	// Wait has the create provisioned and returns the wallet user it made
-	// (nil with custom authentication).
-	Wait(ctx context.Context, cr *intent.Create) (*domain.CreatedUser, error)
-	// Await waits for the create of claim when it is in flight here.
-	Await(ctx context.Context, claim string)
 }

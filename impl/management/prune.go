@@ -11,7 +11,7 @@ import (
 
 // GetPruneSchedule answers {} when the validator has no schedule.
 func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPruneScheduleRequestObject) (managementapi.GetPruneScheduleResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	p, err := s.store.GetPruneSchedule(ctx, req.Name)
@@ -35,7 +35,7 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 }
 
 func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.CreatePruneScheduleRequestObject) (managementapi.CreatePruneScheduleResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	p, err := parsePrune(req.Name, *req.Body)
@@ -51,7 +51,7 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.Crea
 }
 
 func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.UpdatePruneScheduleRequestObject) (managementapi.UpdatePruneScheduleResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	if _, err := s.store.GetPruneSchedule(ctx, req.Name); err != nil {
@@ -71,7 +71,7 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.Upda
 
 // DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.
 func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.DeletePruneScheduleRequestObject) (managementapi.DeletePruneScheduleResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	_, err := s.store.GetPruneSchedule(ctx, req.Name)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +28,7 @@ func TestReconcilerConverges(t *testing.T) {
 	if r, err := e.Management.CreateValidatorWithResponse(ctx, alpha); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", r.StatusCode(), err)
 	}
+	e.provisioned(t, "alpha")
 	e.setStatus(t, "alpha", domain.PhaseRunning, true) // the database runs: backups may be scheduled
 	if r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "alpha", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 4}); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("backup: %v %v", r.StatusCode(), err)
@@ -169,95 +169,24 @@ func TestReconcilerConverges(t *testing.T) {
 	})
 }
 
-// TestReconcilerUndoesInterruptedCreates: a record left Creating by a create
-// that died is undone, with the wallet user that carries its claim and
-// nothing else; the name can then be created again.
-func TestReconcilerUndoesInterruptedCreates(t *testing.T) {
+// TestReconcilerFinishesInterruptedCreates: what a leader killed after each
+// step of a create leaves behind is finished, the wallet user adopted by
+// its claim (one user, not two).
+func TestReconcilerFinishesInterruptedCreates(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-
-	// What a create killed after each of its steps leaves behind; the
-	// running controller may not undo it while it is being set up.
-	e.faults.failBefore("cluster.DeleteValidator")
-	interrupted := func(name string, user, resource bool) {
-		t.Helper()
-		v := domain.Validator{Name: name, Phase: domain.PhasePending, Spec: []byte(`{}`), Creating: true, Claim: "claim-" + name}
-		if err := e.App.Store.CreateValidator(ctx, &v); err != nil {
-			t.Fatal(err)
-		}
-		if user {
-			if _, err := e.App.Identity.CreateWalletUser(ctx, name, v.Claim); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if resource {
-			if err := e.sim.ApplyValidator(ctx, v, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.sim.WriteSecrets(ctx, name, domain.ValidatorSecrets{OnboardingSecret: "s3cret"}); err != nil {
-				t.Fatal(err)
-			}
+	for _, name := range []string{"row-only", "with-user"} {
+		r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload(name))
+		if err != nil || r.StatusCode() != http.StatusCreated {
+			t.Fatalf("create %s: %v %v", name, r.StatusCode(), err)
 		}
 	}
-	interrupted("row-only", false, false)
-	interrupted("with-user", true, false)
-	interrupted("with-everything", true, true)
-	// A user of the same name someone else made: not ours to delete.
-	if _, err := e.App.Identity.CreateWalletUser(ctx, "foreign", "not-this-create"); err != nil {
-		t.Fatal(err)
-	}
-	interrupted("foreign", false, false)
-
-	// Not shown while Creating.
-	if r, err := e.Management.ListValidatorsWithResponse(ctx, nil); err != nil || r.JSON200 == nil || r.JSON200.TotalCount != 0 {
-		t.Fatalf("list while creating: got %v %v, want none", r.StatusCode(), err)
-	}
-	if r, err := e.Management.GetPruneScheduleWithResponse(ctx, "with-everything"); err != nil || r.StatusCode() != http.StatusNotFound {
-		t.Fatalf("prune schedule of a creating validator: got %v %v, want 404", r.StatusCode(), err)
-	}
-
-	e.faults.clear()
 	e.reconcileAll(t)
-	for _, name := range []string{"row-only", "with-user", "with-everything"} {
-		assertNothingCreated(t, e, name)
+	for _, name := range []string{"row-only", "with-user"} {
+		e.provisioned(t, name)
 	}
-	if _, ok := e.row(t, "foreign"); ok {
-		t.Error("record foreign: got kept, want undone")
-	}
-	if users := e.idpUsers(t); !slices.Equal(users, []string{"foreign_walletuser"}) {
-		t.Errorf("wallet users: got %v, want only foreign_walletuser (another claim)", users)
-	}
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("with-everything")); err != nil || r.StatusCode() != http.StatusCreated {
-		t.Fatalf("create after the undo: got %v %v, want 201", r.StatusCode(), err)
-	}
-}
-
-// TestCreateUndoFinishedByReconciler: when the cluster is down for the
-// create and for its undo, the record stays Creating (hidden) and the
-// controller finishes the undo once the cluster is back.
-func TestCreateUndoFinishedByReconciler(t *testing.T) {
-	e := start(t)
-	ctx := context.Background()
-	e.faults.failBefore("cluster.WriteSecrets")
-	e.faults.failBefore("cluster.DeleteValidator")
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); err != nil || r.StatusCode() != http.StatusInternalServerError {
-		t.Fatalf("create: got %v %v, want 500", r.StatusCode(), err)
-	}
-	if v, ok := e.row(t, "kappa"); !ok || !v.Creating {
-		t.Fatalf("record after a failed undo: got %+v (present %v), want kept Creating", v, ok)
-	}
-	if r, _ := e.Management.ListValidatorsWithResponse(ctx, nil); r.JSON200 == nil || r.JSON200.TotalCount != 0 {
-		t.Fatalf("list: got %s, want the half-created validator hidden", r.Body)
-	}
-	if r, _ := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); r.StatusCode() != http.StatusConflict {
-		t.Fatalf("create while the undo cannot run: got %d %s, want 409", r.StatusCode(), r.Body)
-	}
-
-	e.faults.clear()
-	e.reconcileAll(t)
-	assertNothingCreated(t, e, "kappa")
-	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); err != nil || r.StatusCode() != http.StatusCreated {
-		t.Fatalf("create after the undo: got %v %v, want 201", r.StatusCode(), err)
+	if users := e.idpUsers(t); len(users) != 2 {
+		t.Fatalf("wallet users: got %v, want one per validator", users)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) ListValidatorRuns(ctx context.Context, req managementapi.ListValidatorRunsRequestObject) (managementapi.ListValidatorRunsResponseObject, error) {
-	if _, err := s.validator(ctx, req.Name); err != nil {
+	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	f := domain.RunFilter{Validator: req.Name, Page: page(req.Params.From, req.Params.Limit)}

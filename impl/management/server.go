@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
@@ -40,10 +41,9 @@ type Options struct {
 }
 
 // Server serves release 1.11. Its handlers validate, record what the
-// operator asked for in the database and hand the rest to the intent
-// controller; they never write the identity provider or the cluster's
-// Validator resources themselves (Secrets, whose values exist nowhere else,
-// are the exception).
+// operator asked for in the database (secret values too, sealed) and leave
+// the rest to the elected leader's intent controller; they never write the
+// identity provider or the cluster.
 type Server struct {
 	store     Store
 	cluster   Cluster
@@ -55,6 +55,10 @@ type Server struct {
 	validatorAddresses, participantAddresses Addresses
 	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 	observeProbe                             func(outcome string)
+
+	// key is the cluster's password key, once read (passwordKey).
+	keyMu sync.Mutex
+	key   []byte
 }
 
 // New returns the release 1.11 handlers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
 // Page defaults (the document leaves them open; see docs/decisions.md).
@@ -45,12 +47,16 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	return s.renderPage(ctx, rows, total)
 }
 
-// CreateValidator records the validator, marked Creating, and hands the
-// create to the intent controller, which makes the wallet user, the
-// Validator resource and its Secrets and then clears the mark; the handler
-// answers with what the controller did. Of two concurrent creates of one name
-// the database lets exactly one record it. A create that does not finish (a
-// crash, a failure, a request that gave up) is undone by the controller.
+// CreateValidator records the validator (phase PENDING) with its pruning
+// schedule and the secret values given, sealed, in one transaction, and
+// answers 201 at once: the elected leader's intent controller provisions
+// it (wallet user, the identity provider's clients, Validator resource,
+// Secrets), level-triggered, so a recorded create is always finished. The
+// created user's temporary password is derived from the cluster's password
+// key, the name and the create's claim, by this handler for the answer and
+// by the leader for the user; its id is the identity provider's to assign
+// and is not in the answer. Of two concurrent creates of one name the
+// database lets exactly one record it.
 func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateValidatorRequestObject) (managementapi.CreateValidatorResponseObject, error) {
 	dto := *req.Body
 	if err := checkCreate(dto); err != nil {
@@ -81,47 +87,37 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 		ExternalDatabase: dto.DatabaseConfig != nil && dto.DatabaseConfig.External != nil && *dto.DatabaseConfig.External,
 		MigrationID:      dto.ClusterConfig.Migration.Id,
 		Migrating:        dto.ClusterConfig.Migration.Migrating != nil && *dto.ClusterConfig.Migration.Migrating,
-		Creating:         true,
 		Claim:            uuid.NewString(),
 	}
 	if !v.ExternalDatabase {
 		v.DatabaseStorage = defaultDatabaseStorage
 	}
+	key, err := s.passwordKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if v.PendingSecrets, err = keyring.Seal(key, v.Name, v.Claim, secrets); err != nil {
+		return nil, err
+	}
 	if err := setConfig(&v, cfg); err != nil {
 		return nil, err
 	}
-
-	cr := s.intent.Expect(v.Name, v.Claim, secrets)
-	if err := s.store.CreateValidator(ctx, &v); err != nil {
-		s.intent.Cancel(cr)
+	if err := s.store.RecordCreate(ctx, &v, prune); err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			return s.createConflict(ctx, dto.Name, err)
 		}
 		return nil, err
 	}
 	faultpoint.Reach("create.recorded")
-	if prune != nil {
-		if err := s.store.CreatePruneSchedule(ctx, prune); err != nil {
-			// The record stays Creating with no create waiting: undone.
-			s.intent.Cancel(cr)
-			s.intent.Enqueue(v.Name)
-			return nil, err
-		}
-	}
-	created, err := s.intent.Wait(ctx, cr)
-	if err != nil {
-		return nil, err
-	}
-	v.Creating = false
+	s.intent.Enqueue(v.Name)
 	r, err := s.response(v)
 	if err != nil {
 		return nil, err
 	}
-	if created != nil {
+	if !customAuth {
 		r.CreatedUser = &managementapi.CreatedUserDto{
-			Id:                ptr(created.ID),
-			Username:          ptr(created.Username),
-			TemporaryPassword: ptr(created.TemporaryPassword),
+			Username:          ptr(strings.ToLower(v.Name) + "_walletuser"),
+			TemporaryPassword: ptr(keyring.TemporaryPassword(key, v.Name, v.Claim)),
 		}
 	}
 	s.log.InfoContext(ctx, "validator created", "validator", v.Name, "customAuth", customAuth)
@@ -129,19 +125,9 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 }
 
 // createConflict answers 409 with the existing validator, as the document
-// asks (never with its created user: that was shown once). A record left by
-// a create that did not finish is being undone: the caller may retry.
+// asks (never with its created user: that was shown once).
 func (s *Server) createConflict(ctx context.Context, name string, cause error) (managementapi.CreateValidatorResponseObject, error) {
 	existing, err := s.store.GetValidator(ctx, name)
-	if err == nil && existing.Creating {
-		// A concurrent create of the name: its outcome decides the answer.
-		s.intent.Await(ctx, existing.Claim)
-		existing, err = s.store.GetValidator(ctx, name)
-	}
-	if err == nil && existing.Creating {
-		s.intent.Enqueue(name)
-		return nil, domain.Conflict("validator %q is being created, or an unfinished create of it is being undone; try again shortly", name)
-	}
 	if err != nil {
 		return nil, cause
 	}
@@ -199,11 +185,12 @@ func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Inval
 
 // UpdateValidator applies a partial edit. Null sections are unchanged;
 // immutable fields are refused with 400, a frozen validator with 409. The
-// Secrets given are written first (their values are nowhere else), then the
-// record, then the cluster is driven to it.
+// edit is recorded, secret values included (sealed, merged over those not
+// written yet), in one write; the leader writes them into the Secrets and
+// drives the cluster to the record. A write that fails changes nothing.
 func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
 	edit := *req.Body
-	old, err := s.validator(ctx, edit.Name)
+	old, err := s.store.GetValidator(ctx, edit.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -229,27 +216,51 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	if err := setConfig(&next, cfg); err != nil {
 		return nil, err
 	}
-	if err := s.cluster.WriteSecrets(ctx, next.Name, secrets); err != nil {
-		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
+	if secrets != (domain.ValidatorSecrets{}) {
+		if next.PendingSecrets, err = s.sealOver(ctx, old, secrets); err != nil {
+			return nil, err
+		}
 	}
-	faultpoint.Reach("edit.secrets")
 	err = s.record(ctx, next.Name, "edit",
 		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &next) })
 	if err != nil {
-		return nil, domain.Internal(fmt.Errorf("edit validator %q: %w", next.Name, err))
+		return nil, err
 	}
 	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
 	return managementapi.UpdateValidator200Response{}, nil
 }
 
-// validator reads a validator the API shows: one whose create is still
-// running (or was interrupted) is not found.
-func (s *Server) validator(ctx context.Context, name string) (domain.Validator, error) {
-	v, err := s.store.GetValidator(ctx, name)
-	if err == nil && v.Creating {
-		return domain.Validator{}, domain.NotFound("validator %q not found", name)
+// sealOver seals the values an edit gives over those of v still waiting for
+// the leader: an earlier create's or edit's values it has not written yet
+// are kept.
+func (s *Server) sealOver(ctx context.Context, v domain.Validator, next domain.ValidatorSecrets) (string, error) {
+	key, err := s.passwordKey(ctx)
+	if err != nil {
+		return "", err
 	}
-	return v, err
+	claim := v.IdentityClaim()
+	pending, err := keyring.Open(key, v.Name, claim, v.PendingSecrets)
+	if errors.Is(err, keyring.ErrUnsealable) {
+		pending = domain.ValidatorSecrets{} // the leader drops them too, with a warning
+	} else if err != nil {
+		return "", err
+	}
+	return keyring.Seal(key, v.Name, claim, keyring.Merge(pending, next))
+}
+
+// passwordKey is the cluster's password key, read once (the leader makes
+// it and never replaces it).
+func (s *Server) passwordKey(ctx context.Context) ([]byte, error) {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.key == nil {
+		key, err := s.cluster.ReadPasswordKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.key = key
+	}
+	return s.key, nil
 }
 
 // checkGrow refuses a smaller volume: Kubernetes cannot shrink a PVC.

@@ -3,9 +3,9 @@ package management_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -37,8 +37,8 @@ func TestCreateValidator(t *testing.T) {
 	}
 	got := resp.JSON201
 	u := got.CreatedUser
-	if u == nil || *u.Username != "alpha_walletuser" || *u.Id == "" || len(*u.TemporaryPassword) < 20 {
-		t.Fatalf("createdUser: got %+v, want alpha_walletuser with an id and a temporary password", u)
+	if u == nil || *u.Username != "alpha_walletuser" || u.Id != nil || len(*u.TemporaryPassword) < 20 {
+		t.Fatalf("createdUser: got %+v, want alpha_walletuser with a temporary password and no id (the provider assigns it later)", u)
 	}
 	if *got.Phase != managementapi.PENDING || *got.OnboardingSecretName != "alpha-onboarding" || *got.MigrationId != "1" || *got.DatabaseStorage != "10Gi" {
 		t.Fatalf("got phase %v onboardingSecretName %v migrationId %v databaseStorage %v", *got.Phase, *got.OnboardingSecretName, *got.MigrationId, *got.DatabaseStorage)
@@ -47,10 +47,17 @@ func TestCreateValidator(t *testing.T) {
 		t.Fatalf("databaseConfig: got %+v, want the user without the password", got.DatabaseConfig)
 	}
 
-	// Side effects: the row, the wallet user, the resource and its Secrets.
-	row, ok := e.row(t, "alpha")
-	if !ok || row.Phase != domain.PhasePending || row.WalletUserID != *u.Id || row.CustomAuth {
-		t.Fatalf("row: got %+v (found %v), want PENDING with the wallet user id", row, ok)
+	// Side effects, once the leader has provisioned the recorded create:
+	// the wallet user (who logs in with the password answered), the
+	// resource and its Secrets.
+	row := e.provisioned(t, "alpha")
+	if row.Phase != domain.PhasePending || row.CustomAuth || row.PendingSecrets != "" {
+		t.Fatalf("row: got %+v, want PENDING with the wallet user id and no pending secrets", row)
+	}
+	if id, err := e.App.Identity.(interface {
+		CheckPassword(context.Context, string, string) (string, error)
+	}).CheckPassword(ctx, "alpha_walletuser", *u.TemporaryPassword); err != nil || id != row.WalletUserID {
+		t.Fatalf("login with the answered password: got %q, %v, want the wallet user %q", id, err, row.WalletUserID)
 	}
 	if users := e.idpUsers(t); !slices.Equal(users, []string{"alpha_walletuser"}) {
 		t.Fatalf("identity provider users: got %v, want [alpha_walletuser]", users)
@@ -216,77 +223,73 @@ func TestCreateValidatorConcurrent(t *testing.T) {
 	if created != 1 || conflicts != n-1 {
 		t.Fatalf("got statuses %v, want one 201 and %d 409", statuses, n-1)
 	}
+	e.provisioned(t, "delta")
 	if users := e.idpUsers(t); len(users) != 1 {
 		t.Fatalf("got wallet users %v, want exactly one", users)
 	}
 }
 
-// TestCreateValidatorFailureLeavesNothing injects a failure at every step of
-// a create: the answer is an error and no row, wallet user or cluster object
-// is left behind; the same create then succeeds.
-func TestCreateValidatorFailureLeavesNothing(t *testing.T) {
+// TestCreateValidatorRecordedIsFinished injects a failure at every step the
+// leader takes for a create: the create answered 201 at once, and the
+// validator is provisioned once the failure is gone (a recorded create is
+// finished, never undone).
+func TestCreateValidatorRecordedIsFinished(t *testing.T) {
 	e := start(t)
-	steps := []struct {
-		name   string
-		inject func()
-	}{
-		{"identity provider refuses the user", func() { e.faults.failBefore("identity.CreateWalletUser") }},
-		{"database fails after the user exists", func() { e.faults.failBefore("store.SetWalletUser") }},
-		{"cluster refuses the resource", func() { e.faults.failBefore("cluster.ApplyValidator") }},
-		{"cluster fails halfway through the resource", func() { e.faults.failAfter("cluster.ApplyValidator") }},
-		{"database refuses the prune schedule", func() { e.faults.failBefore("store.CreatePruneSchedule") }},
-		{"cluster refuses the secrets", func() { e.faults.failBefore("cluster.WriteSecrets") }},
-		{"cluster fails halfway through the secrets", func() { e.faults.failAfter("cluster.WriteSecrets") }},
-		{"cluster unreachable (a 503 inside: still 500 here, detail only in the log)", func() {
-			unreachable := domain.Unavailable("cluster: apply validator: the Kubernetes API server is unavailable")
-			unreachable.Cause = errors.New("dial tcp 10.96.0.1:443: connect: connection refused")
-			e.faults.failBeforeWith("cluster.ApplyValidator", unreachable)
-		}},
-	}
-	for _, step := range steps {
-		t.Run(step.name, func(t *testing.T) {
+	for i, point := range []string{"identity.CreateWalletUser", "store.SetWalletUser", "cluster.ApplyValidator", "cluster.WriteSecrets"} {
+		t.Run(point, func(t *testing.T) {
 			t.Cleanup(e.faults.clear)
-			step.inject()
-			v := apitest.ValidatorPayload("epsilon")
+			e.faults.failBefore(point)
+			name := fmt.Sprintf("epsilon%d", i)
+			v := apitest.ValidatorPayload(name)
 			v.ClusterConfig.ScheduledPrune = &managementapi.ScheduledValidatorPruneDto{Cron: "0 0 20 * * ?", MaxDuration: "5m", Retention: "48h"}
 			resp, err := e.Management.CreateValidatorWithResponse(context.Background(), v)
-			if err != nil {
-				t.Fatal(err)
+			if err != nil || resp.StatusCode() != http.StatusCreated {
+				t.Fatalf("got %v %v, want 201", resp.StatusCode(), err)
 			}
-			if resp.StatusCode() != http.StatusInternalServerError {
-				t.Fatalf("got %d %s, want 500", resp.StatusCode(), resp.Body)
+			e.faults.clear()
+			e.reconcileAll(t)
+			e.provisioned(t, name)
+			if users := e.idpUsers(t); !slices.Contains(users, name+"_walletuser") {
+				t.Fatalf("wallet users %v, want %s_walletuser", users, name)
 			}
-			if body := errorMap(t, resp.Body); body["error"] != "internal server error" {
-				t.Fatalf("got %v, want the generic 500 message (details go to the log)", body)
-			}
-			if !strings.Contains(e.Logs(), "injected failure") && !strings.Contains(e.Logs(), "10.96.0.1") {
-				t.Fatal("the cause of the 500 is not in the log")
-			}
-			assertNothingCreated(t, e, "epsilon")
 		})
-	}
-	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("epsilon"))
-	if err != nil || resp.StatusCode() != http.StatusCreated {
-		t.Fatalf("after the failures: got %v %v, want 201", resp.StatusCode(), err)
 	}
 }
 
-// TestCreateValidatorUserExists: a wallet user left in the identity provider
-// blocks the name: 400 keyed name, nothing created.
+// TestCreateValidatorRecordFails: a create whose record cannot be written
+// (the database down) answers 503 and leaves nothing anywhere.
+func TestCreateValidatorRecordFails(t *testing.T) {
+	e := start(t)
+	e.faults.failBeforeWith("store.RecordCreate", domain.Unavailable("database is unavailable; retry later"))
+	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("zeta"))
+	if err != nil || resp.StatusCode() != http.StatusServiceUnavailable {
+		t.Fatalf("got %v %v, want 503", resp.StatusCode(), err)
+	}
+	e.faults.clear()
+	assertNothingCreated(t, e, "zeta")
+}
+
+// TestCreateValidatorUserExists: a wallet user someone else left in the
+// identity provider does not refuse the create; the validator stays
+// PENDING and its record says why, until the user is removed.
 func TestCreateValidatorUserExists(t *testing.T) {
 	e := start(t)
-	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega", ""); err != nil {
+	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega", "", "Someone-elses-Pa55word"); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("omega"))
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("got %v %v, want 201", resp.StatusCode(), err)
 	}
-	if body := errorMap(t, resp.Body); resp.StatusCode() != http.StatusBadRequest || !strings.Contains(body["name"], "omega_walletuser") {
-		t.Fatalf("got %d %v, want 400 keyed name naming omega_walletuser", resp.StatusCode(), body)
-	}
-	if _, ok := e.row(t, "omega"); ok {
-		t.Fatal("row left behind")
+	apitest.Eventually(t, 10*time.Second, "the provisioning failure is recorded", func() error {
+		row, _ := e.row(t, "omega")
+		if !strings.Contains(row.ProvisionError, "omega_walletuser") || row.Phase != domain.PhasePending {
+			return fmt.Errorf("row: provision error %q, phase %s", row.ProvisionError, row.Phase)
+		}
+		return nil
+	})
+	if managed, err := e.sim.ManagedValidators(); err != nil || slices.Contains(managed, "omega") {
+		t.Fatalf("managed validators %v (%v): want omega not applied without its wallet user", managed, err)
 	}
 }
 
@@ -347,6 +350,7 @@ func TestListValidators(t *testing.T) {
 		if i >= 21 {
 			phase = domain.PhaseRunning
 		}
+		e.provisioned(t, n)
 		if err := e.Kube.SetStatus(ctx, n, phase, true); err != nil {
 			t.Fatal(err)
 		}
@@ -500,8 +504,67 @@ func TestUpdateValidator(t *testing.T) {
 	}
 }
 
+// TestUpdateValidatorRecordFails: an edit with a new database password whose
+// record cannot be written (a full disk) answers 503, and the Secret still
+// holds the old password: the handler writes nothing else.
+func TestUpdateValidatorRecordFails(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("eta")); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", r.StatusCode(), err)
+	}
+	before := e.provisioned(t, "eta")
+	e.faults.failBeforeWith("store.UpdateValidator", domain.Unavailable("database is unavailable; retry later"))
+	edit := managementapi.ValidatorEditDto{Name: "eta", DatabaseConfig: &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("rotated-password")}}
+	r, err := e.Management.UpdateValidatorWithResponse(ctx, edit)
+	if err != nil || r.StatusCode() != http.StatusServiceUnavailable {
+		t.Fatalf("edit on a full disk: got %v %v, want 503", r.StatusCode(), err)
+	}
+	e.faults.clear()
+	// Nothing was written: the row holds no value for the leader to put in
+	// the Secret (the handler never writes the Secret itself).
+	if after, _ := e.row(t, "eta"); after.PendingSecrets != "" || !reflect.DeepEqual(after.Spec, before.Spec) {
+		t.Fatal("the row changed although its write failed")
+	}
+	// Recorded, the edit reaches the Secret through the leader.
+	if r, err := e.Management.UpdateValidatorWithResponse(ctx, edit); err != nil || r.StatusCode() != http.StatusOK {
+		t.Fatalf("edit: got %v %v, want 200", r.StatusCode(), err)
+	}
+	if after, _ := e.row(t, "eta"); after.PendingSecrets == "" && reflect.DeepEqual(after.Spec, before.Spec) {
+		t.Fatal("the recorded edit is not in the row")
+	}
+	e.provisioned(t, "eta") // the leader wrote the values and cleared them
+}
+
 // assertNothingCreated: no row, wallet user, resource or Secret of name,
 // once the intent controller has undone what a failed create left.
+// provisioned waits until the leader has provisioned name: its wallet user
+// recorded, its pending secrets written, its resource and Secrets there.
+func (e *env) provisioned(t *testing.T, name string) domain.Validator {
+	t.Helper()
+	var row domain.Validator
+	apitest.Eventually(t, 10*time.Second, "validator "+name+" provisioned", func() error {
+		var ok bool
+		if row, ok = e.row(t, name); !ok {
+			return fmt.Errorf("no row")
+		}
+		if (!row.CustomAuth && row.WalletUserID == "") || row.PendingSecrets != "" || row.ProvisionError != "" {
+			return fmt.Errorf("row: wallet user %q, pending secrets %t, provision error %q", row.WalletUserID, row.PendingSecrets != "", row.ProvisionError)
+		}
+		st := e.cluster(t)
+		if _, ok := st.Validators[name]; !ok {
+			return fmt.Errorf("no Validator resource")
+		}
+		for _, s := range []string{name + "-onboarding", name + "-database"} {
+			if _, ok := st.Secrets[s]; !ok {
+				return fmt.Errorf("no Secret %s", s)
+			}
+		}
+		return nil
+	})
+	return row
+}
+
 func assertNothingCreated(t *testing.T, e *env, name string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

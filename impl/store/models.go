@@ -26,8 +26,9 @@ type validatorRow struct {
 	ListViewVersion  int
 	WalletUserID     string
 	ProvisionedAuth  string
-	Creating         bool
 	Claim            string
+	PendingSecrets   string
+	ProvisionError   string
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 }
@@ -49,8 +50,9 @@ func validatorFrom(v *domain.Validator) validatorRow {
 		ListViewVersion:  v.ListViewVersion,
 		WalletUserID:     v.WalletUserID,
 		ProvisionedAuth:  authText(v.ProvisionedAuth),
-		Creating:         v.Creating,
 		Claim:            v.Claim,
+		PendingSecrets:   v.PendingSecrets,
+		ProvisionError:   v.ProvisionError,
 		CreatedAt:        v.CreatedAt,
 		UpdatedAt:        v.UpdatedAt,
 	}
@@ -71,8 +73,9 @@ func (r validatorRow) domain() domain.Validator {
 		ListViewVersion:  r.ListViewVersion,
 		WalletUserID:     r.WalletUserID,
 		ProvisionedAuth:  authOf(r.ProvisionedAuth),
-		Creating:         r.Creating,
 		Claim:            r.Claim,
+		PendingSecrets:   r.PendingSecrets,
+		ProvisionError:   r.ProvisionError,
 		CreatedAt:        r.CreatedAt.UTC(),
 		UpdatedAt:        r.UpdatedAt.UTC(),
 	}

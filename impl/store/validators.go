@@ -14,18 +14,38 @@ import (
 // CreateValidator inserts v and sets its timestamps; the primary key on name
 // makes a second validator of the same name domain.ErrConflict.
 func (s *Store) CreateValidator(ctx context.Context, v *domain.Validator) error {
+	return s.RecordCreate(ctx, v, nil)
+}
+
+// RecordCreate inserts v and, when not nil, its pruning schedule in one
+// transaction (a create is recorded whole or not at all) and sets their
+// timestamps; a second validator of the same name is domain.ErrConflict.
+func (s *Store) RecordCreate(ctx context.Context, v *domain.Validator, prune *domain.PruneSchedule) error {
 	row := validatorFrom(v)
 	row.CreatedAt = now()
 	row.UpdatedAt = row.CreatedAt
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
-		return translate(err, validatorWhat(v.Name), "")
+	var pr pruneRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return translate(err, validatorWhat(v.Name), "")
+		}
+		if prune == nil {
+			return nil
+		}
+		pr = pruneFrom(prune)
+		pr.CreatedAt, pr.UpdatedAt = row.CreatedAt, row.CreatedAt
+		return translate(tx.Create(&pr).Error, pruneWhat(v.Name), v.Name)
+	})
+	if err != nil {
+		return err
 	}
 	v.CreatedAt, v.UpdatedAt = row.CreatedAt, row.UpdatedAt
-	if !v.Creating {
-		// The row is in; a failed split costs later pages a longer walk, not
-		// their correctness.
-		_ = s.splitBlock(ctx, v.Name)
+	if prune != nil {
+		prune.CreatedAt, prune.UpdatedAt = pr.CreatedAt, pr.UpdatedAt
 	}
+	// The row is in; a failed split costs later pages a longer walk, not
+	// their correctness.
+	_ = s.splitBlock(ctx, v.Name)
 	return nil
 }
 
@@ -47,7 +67,7 @@ func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error 
 		// phase and immutable are the cluster's to say (SyncValidatorState):
 		// an edit read before a sync must not put an old phase back.
 		Select("custom_auth", "external_database", "database_storage",
-			"migration_id", "migrating", "spec", "list_view", "list_view_version", "wallet_user_id", "updated_at").
+			"migration_id", "migrating", "spec", "list_view", "list_view_version", "wallet_user_id", "pending_secrets", "updated_at").
 		Updates(&row)
 	if err := affected(res, validatorWhat(v.Name), ""); err != nil {
 		return err
@@ -63,22 +83,59 @@ func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	return affected(res, validatorWhat(name), "")
 }
 
-// shown narrows filter to the validators a list shows: not those whose
-// create is still running (or was interrupted).
+// shown narrows filter to the validators a list shows. Every row is shown
+// (a create is recorded, then finished, never hidden); the column creating
+// is always false since migration 0021 and stays in the predicate because
+// the list indexes are partial on it.
 func shown(filter func(*gorm.DB) *gorm.DB) func(*gorm.DB) *gorm.DB {
 	return func(tx *gorm.DB) *gorm.DB { return filter(tx).Where("NOT creating") }
 }
 
-// FinishCreate marks the validator's create done: from now on it is shown,
-// and the reconciler keeps it instead of undoing it.
-func (s *Store) FinishCreate(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("creating", false)
-	if err := affected(res, validatorWhat(name), ""); err != nil {
-		return err
-	}
-	// Now counted in its block (a trigger): split it if it grew too large.
-	_ = s.splitBlock(ctx, name)
-	return nil
+// ClearPendingSecrets empties the validator's pending secrets if they still
+// are sealed, what the leader wrote into its Secrets: an edit recorded
+// meanwhile keeps its values for the next reconcile.
+func (s *Store) ClearPendingSecrets(ctx context.Context, name, sealed string) error {
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ? AND pending_secrets = ?", name, sealed).
+		Update("pending_secrets", "").Error
+	return translate(err, validatorWhat(name), "")
+}
+
+// SetProvisionError records why the validator could not be provisioned
+// ("" once it could); unchanged, the row is not written.
+func (s *Store) SetProvisionError(ctx context.Context, name, message string) error {
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ? AND provision_error <> ?", name, message).
+		Update("provision_error", message).Error
+	return translate(err, validatorWhat(name), "")
+}
+
+// TakeChanges reads and deletes up to limit entries of the change feed
+// (validator_changes, filled by triggers on every write of an operator's
+// request), returning the names they name, each once.
+func (s *Store) TakeChanges(ctx context.Context, limit int) ([]string, error) {
+	var names []string
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []struct {
+			Seq  int64
+			Name string
+		}
+		if err := tx.Table("validator_changes").Order("seq").Limit(limit).Find(&rows).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		seqs := make([]int64, len(rows))
+		seen := map[string]bool{}
+		for i, r := range rows {
+			seqs[i] = r.Seq
+			if !seen[r.Name] {
+				seen[r.Name] = true
+				names = append(names, r.Name)
+			}
+		}
+		return tx.Exec("DELETE FROM validator_changes WHERE seq IN ?", seqs).Error
+	})
+	return names, translate(err, "take validator changes", "")
 }
 
 // SetWalletUser records the identity provider's id of the validator's
@@ -95,7 +152,7 @@ func (s *Store) SetProvisionedAuth(ctx context.Context, name string, a domain.Pr
 	return affected(res, validatorWhat(name), "")
 }
 
-// ValidatorIntent reads one validator, creating or not, with its schedules.
+// ValidatorIntent reads one validator with its schedules.
 func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error) {
 	var row validatorRow
 	if err := s.db.WithContext(ctx).Take(&row, "name = ?", name).Error; err != nil {
@@ -121,8 +178,7 @@ func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.Valida
 	return in, nil
 }
 
-// ValidatorNames reads up to limit names of validators (creating or not)
-// after after, in name order: the reconciler walks every validator this
+// ValidatorNames reads up to limit names of validators after after, in name order: the reconciler walks every validator this
 // way, a page at a time, and reads each one's intent under its lock.
 func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]string, error) {
 	var names []string
@@ -132,11 +188,10 @@ func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]
 
 // WalletUsers maps each created validator whose wallet user the identity
 // provider made (no custom authentication) to that user's id: start-up
-// checks that the provider still holds them. A validator still creating is
-// left out: undoing its create removes the user before the row.
+// checks that the provider still holds them.
 func (s *Store) WalletUsers(ctx context.Context) (map[string]string, error) {
 	var rows []struct{ Name, WalletUserID string }
-	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("wallet_user_id <> '' AND creating = ?", false).Select("name", "wallet_user_id").Find(&rows).Error
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("wallet_user_id <> ''").Select("name", "wallet_user_id").Find(&rows).Error
 	if err != nil {
 		return nil, translate(err, "read validators' wallet users", "")
 	}
@@ -247,7 +302,7 @@ func (s *Store) SetListViews(ctx context.Context, updates []domain.ListViewUpdat
 // so that periodic syncs do not rewrite every row.
 func (s *Store) SyncValidatorState(ctx context.Context, name string, st domain.ValidatorState) error {
 	err := s.db.WithContext(ctx).Model(&validatorRow{}).
-		Where("name = ? AND NOT creating AND (phase <> ? OR immutable <> ?)", name, string(st.Phase), st.DisableUserEdit).
+		Where("name = ? AND (phase <> ? OR immutable <> ?)", name, string(st.Phase), st.DisableUserEdit).
 		Updates(map[string]any{"phase": string(st.Phase), "immutable": st.DisableUserEdit, "updated_at": now()}).Error
 	return translate(err, validatorWhat(name), "")
 }

@@ -333,65 +333,106 @@ func TestSyncValidatorState(t *testing.T) {
 	})
 }
 
-// TestCreatingValidatorsHidden: a validator whose create has not finished is
-// neither listed nor counted, on any list path, and neither gets a phase
-// from the cluster; once finished it is, in its block's count too.
-func TestCreatingValidatorsHidden(t *testing.T) {
+// TestPendingSecretsCompareAndClear: the leader clears the pending secrets
+// it wrote, never those an edit recorded meanwhile.
+func TestPendingSecretsCompareAndClear(t *testing.T) {
 	each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		for _, name := range []string{"a1", "a2", "a3"} {
-			mustCreateValidator(t, s, newValidator(name))
-		}
-		half := newValidator("a0")
-		half.Creating, half.Claim = true, "claim"
-		mustCreateValidator(t, s, half)
-		if err := s.SyncValidatorState(ctx, "a0", domain.ValidatorState{Phase: domain.PhaseRunning}); err != nil {
+		v := newValidator("a0")
+		v.PendingSecrets = "sealed-1"
+		mustCreateValidator(t, s, v)
+		edited := *v
+		edited.PendingSecrets = "sealed-2"
+		if err := s.UpdateValidator(ctx, &edited); err != nil {
 			t.Fatal(err)
 		}
-		list := func(f domain.ValidatorFilter) []string {
+		if err := s.ClearPendingSecrets(ctx, "a0", "sealed-1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.GetValidator(ctx, "a0"); got.PendingSecrets != "sealed-2" {
+			t.Fatalf("after clearing what was written before the edit: got %q, want the edit's sealed-2", got.PendingSecrets)
+		}
+		if err := s.ClearPendingSecrets(ctx, "a0", "sealed-2"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.GetValidator(ctx, "a0"); got.PendingSecrets != "" {
+			t.Fatalf("after clearing what it holds: got %q, want empty", got.PendingSecrets)
+		}
+		if err := s.SetProvisionError(ctx, "a0", "the identity provider is down"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.GetValidator(ctx, "a0"); got.ProvisionError != "the identity provider is down" {
+			t.Fatalf("provision error: got %q", got.ProvisionError)
+		}
+	})
+}
+
+// TestChangeFeed: every write of an operator's request names its validator
+// in the change feed once per take; the leader's bookkeeping does not.
+func TestChangeFeed(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		take := func() []string {
 			t.Helper()
-			f.Limit = 10
-			rows, total, err := s.ListValidators(ctx, f)
+			names, err := s.TakeChanges(ctx, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var names []string
-			for _, r := range rows {
-				names = append(names, r.Name)
-			}
-			if int(total) != len(names) {
-				t.Errorf("%+v: total %d, want %d", f, total, len(names))
-			}
+			slices.Sort(names)
 			return names
 		}
-		filters := []domain.ValidatorFilter{{}, {Phase: domain.PhasePending}, {NameContains: "a"}, {Phase: domain.PhaseRunning}}
-		for _, f := range filters {
-			if got := list(f); slices.Contains(got, "a0") {
-				t.Errorf("%+v while creating: got %v, want a0 hidden", f, got)
-			}
-		}
-		// The reconciler walks every name, creating ones included.
-		if names, err := s.ValidatorNames(ctx, "", 10); err != nil || !slices.Equal(names, []string{"a0", "a1", "a2", "a3"}) {
-			t.Errorf("names: got %v %v, want a0..a3", names, err)
-		}
-		if names, err := s.ValidatorNames(ctx, "a1", 1); err != nil || !slices.Equal(names, []string{"a2"}) {
-			t.Errorf("names after a1, one: got %v %v, want [a2]", names, err)
-		}
-		in, err := s.ValidatorIntent(ctx, "a0")
-		if err != nil || !in.Validator.Creating || in.Validator.Claim != "claim" || in.Validator.Phase != domain.PhasePending {
-			t.Fatalf("intent while creating: got %+v %v, want Creating with its claim, phase untouched", in.Validator, err)
-		}
-		if err := s.FinishCreate(ctx, "a0"); err != nil {
+		take() // whatever earlier migrations left
+		prune := &domain.PruneSchedule{Validator: "a0", Cron: "0 0 20 * * ?", MaxDuration: time.Minute, Retention: time.Hour}
+		if err := s.RecordCreate(ctx, newValidator("a0"), prune); err != nil {
 			t.Fatal(err)
 		}
-		if got := list(domain.ValidatorFilter{}); !slices.Equal(got, []string{"a0", "a1", "a2", "a3"}) {
-			t.Errorf("after finishing: got %v, want a0..a3", got)
+		mustCreateValidator(t, s, newValidator("a1"))
+		if got := take(); !slices.Equal(got, []string{"a0", "a1"}) {
+			t.Fatalf("after creates: got %v, want [a0 a1]", got)
 		}
-		if got := list(domain.ValidatorFilter{Phase: domain.PhasePending}); len(got) != 4 {
-			t.Errorf("PENDING after finishing: got %v, want 4", got)
+		if got := take(); len(got) != 0 {
+			t.Fatalf("taken twice: got %v", got)
 		}
-		if err := s.FinishCreate(ctx, "nobody"); !errors.Is(err, domain.ErrNotFound) {
-			t.Errorf("finish an absent validator: got %v, want ErrNotFound", err)
+		// The leader's bookkeeping is no change of intent.
+		if err := s.SyncValidatorState(ctx, "a0", domain.ValidatorState{Phase: domain.PhaseRunning}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetWalletUser(ctx, "a0", "u"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ClearPendingSecrets(ctx, "a0", ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := take(); len(got) != 0 {
+			t.Fatalf("after the leader's bookkeeping: got %v, want none", got)
+		}
+		v, _ := s.GetValidator(ctx, "a1")
+		if err := s.UpdateValidator(ctx, &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeletePruneSchedule(ctx, "a0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteValidator(ctx, "a1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := take(); !slices.Equal(got, []string{"a0", "a1"}) {
+			t.Fatalf("after an edit, a schedule delete and a delete: got %v, want [a0 a1]", got)
+		}
+	})
+}
+
+// TestRecordCreateWhole: a create whose pruning schedule cannot be stored
+// leaves no row.
+func TestRecordCreateWhole(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		bad := &domain.PruneSchedule{Validator: "other", Cron: "x"} // no such validator: the foreign key refuses it
+		if err := s.RecordCreate(ctx, newValidator("a0"), bad); err == nil {
+			t.Fatal("got no error, want the schedule refused")
+		}
+		if _, err := s.GetValidator(ctx, "a0"); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("validator after a refused create: got %v, want ErrNotFound", err)
 		}
 	})
 }

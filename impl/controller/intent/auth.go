@@ -2,24 +2,13 @@ package intent
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 )
-
-// claimOf is the claim the identity provider's objects of v carry: a row
-// written before creates had claims gets one derived from its name.
-func claimOf(v domain.Validator) string {
-	if v.Claim != "" {
-		return v.Claim
-	}
-	return "validator:" + v.Name
-}
 
 // provisionAuth makes the identity provider's clients of a validator
 // without custom authentication once, and records them in the row (ids
@@ -30,7 +19,7 @@ func (c *Controller) provisionAuth(ctx context.Context, v *domain.Validator) err
 	if v.CustomAuth || (v.ProvisionedAuth != nil && v.ProvisionedAuth.Complete()) {
 		return nil
 	}
-	a, err := c.identity.ProvisionClients(ctx, v.Name, claimOf(*v))
+	a, err := c.identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
 	if errors.Is(err, domain.ErrConflict) {
 		return domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)
 	}
@@ -111,7 +100,7 @@ func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator) erro
 		}
 	}
 	if !v.CustomAuth && v.ProvisionedAuth != nil && !have.LedgerAPIAuth {
-		secret, err := c.identity.ClientSecret(ctx, v.Name, claimOf(v))
+		secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 		if err != nil {
 			return fmt.Errorf("read the ledger API client's secret: %w", err)
 		}
@@ -141,7 +130,7 @@ func (c *Controller) databasePassword(ctx context.Context, v domain.Validator) (
 	if err != nil {
 		return "", false, fmt.Errorf("the key of generated database passwords: %w", err)
 	}
-	return derivePassword(key, v.Name, claimOf(v)), true, nil
+	return keyring.DatabasePassword(key, v.Name, v.IdentityClaim()), true, nil
 }
 
 // passwordKey is the cluster's key of generated passwords, read once.
@@ -156,16 +145,4 @@ func (c *Controller) passwordKey(ctx context.Context) ([]byte, error) {
 		c.key = key
 	}
 	return c.key, nil
-}
-
-// derivePassword is a validator's generated database password: an HMAC of
-// its name and claim under the cluster's key (256 bits, URL-safe: no
-// quoting in a JDBC URL, a shell or SQL). Derived rather than drawn, so that
-// a Secret deleted by hand is written again with the password the database
-// was initialised with; the claim makes a validator re-created under the
-// same name get another.
-func derivePassword(key []byte, name, claim string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("validator-manager database password\x00" + name + "\x00" + claim))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

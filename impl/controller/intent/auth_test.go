@@ -3,23 +3,30 @@ package intent
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
 // createWith does what the create handler does for a validator of the
-// given flags and request secrets.
-func createWith(ctx context.Context, c *Controller, w *world, v domain.Validator, secrets domain.ValidatorSecrets) (*domain.CreatedUser, error) {
-	v.Creating, v.Claim, v.Phase = true, "claim-"+v.Name, domain.PhasePending
+// given flags and request secrets, then reconciles it as the leader would.
+func createWith(ctx context.Context, c *Controller, w *world, v domain.Validator, secrets domain.ValidatorSecrets) error {
+	v.Claim, v.Phase = "claim-"+v.Name, domain.PhasePending
 	if v.Spec == nil {
 		v.Spec = []byte(`{"name":"` + v.Name + `"}`)
 	}
-	cr := c.Expect(v.Name, v.Claim, secrets)
+	sealed, err := keyring.Seal(testKey, v.Name, v.Claim, secrets)
+	if err != nil {
+		return err
+	}
+	v.PendingSecrets = sealed
 	w.mu.Lock()
 	w.rows[v.Name] = v
 	w.mu.Unlock()
-	return c.Wait(ctx, cr)
+	_, err = c.Reconcile(ctx, v.Name)
+	return err
 }
 
 // appliedAuth is spec.config.auth of the validator as last applied.
@@ -70,7 +77,7 @@ func TestCreateProvisionsAuthAndSecrets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld()
 			c := run(t, w)
-			if _, err := createWith(context.Background(), c, w, tt.v, tt.secrets); err != nil {
+			if err := createWith(context.Background(), c, w, tt.v, tt.secrets); err != nil {
 				t.Fatal(err)
 			}
 			if a := appliedAuth(t, w, tt.v.Name); !tt.wantAuth(a) {
@@ -103,34 +110,20 @@ func TestCreateProvisionsAuthAndSecrets(t *testing.T) {
 	}
 }
 
-// A create that fails between any two of its steps is undone, clients too.
-func TestCreateFailingAfterTheClientsIsUndone(t *testing.T) {
-	for _, step := range []string{"ProvisionClients", "SetProvisionedAuth", "ApplyValidator", "DefaultSecrets"} {
-		t.Run(step, func(t *testing.T) {
-			w := newWorld()
-			c := run(t, w)
-			w.failNext[step] = errors.New("injected")
-			if _, err := createWith(context.Background(), c, w, domain.Validator{Name: "x"}, domain.ValidatorSecrets{}); err == nil {
-				t.Fatal("create succeeded")
-			}
-			if row, resource, idp := w.has("x"); row || resource || idp {
-				t.Fatalf("left row %v resource %v user or clients %v", row, resource, idp)
-			}
-		})
-	}
-}
-
-// A client of the name someone else made refuses the create (400) and is
-// left alone.
-func TestCreateOfForeignClientsIsInvalid(t *testing.T) {
+// A client of the name someone else made is a conflict shown in the row;
+// the other's client is left alone.
+func TestCreateOfForeignClientsIsShown(t *testing.T) {
 	w := newWorld()
 	w.clients["omega"] = "someone else's"
 	c := run(t, w)
-	if _, err := createWith(context.Background(), c, w, domain.Validator{Name: "omega"}, domain.ValidatorSecrets{}); !errors.Is(err, domain.ErrInvalid) {
+	if err := createWith(context.Background(), c, w, domain.Validator{Name: "omega"}, domain.ValidatorSecrets{}); !errors.Is(err, domain.ErrInvalid) {
 		t.Fatalf("got %v, want invalid", err)
 	}
 	if w.clients["omega"] != "someone else's" {
 		t.Fatal("the other's clients were removed")
+	}
+	if msg := w.row("omega").ProvisionError; !strings.Contains(msg, "client") {
+		t.Fatalf("provision error: got %q, want the client named", msg)
 	}
 }
 
@@ -211,26 +204,5 @@ func TestReconcileHealsAndNeverReplaces(t *testing.T) {
 	defer w.mu.Unlock()
 	if w.present["old"].Database {
 		t.Fatal("an operator's external database password was replaced by an empty one")
-	}
-}
-
-// Generated passwords derive from the cluster's key, the name and the
-// claim: the same validator gets the same one again (a Secret deleted by
-// hand comes back with the password its database holds), another validator
-// or a re-created one (new claim) another, and a key change changes all.
-func TestDerivedPasswords(t *testing.T) {
-	key := []byte("0123456789abcdef0123456789abcdef")
-	a := derivePassword(key, "v", "claim-1")
-	if len(a) != 43 || a != derivePassword(key, "v", "claim-1") {
-		t.Fatalf("got %q, want a 43-character password, the same each time", a)
-	}
-	for _, other := range []string{
-		derivePassword(key, "w", "claim-1"),
-		derivePassword(key, "v", "claim-2"),
-		derivePassword([]byte("fedcba9876543210fedcba9876543210"), "v", "claim-1"),
-	} {
-		if other == a {
-			t.Errorf("got %q twice, want another password", a)
-		}
 	}
 }

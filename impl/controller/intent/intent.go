@@ -4,13 +4,22 @@
 // rest, level-triggered and idempotent, one worker per validator at a time
 // (the work queue's guarantee), so a process killed at any line converges
 // when the next one starts:
-//   - a row still Creating is finished when the create that inserted it is
-//     waiting in this process (Expect/Wait), and undone otherwise;
-//   - any other row is applied: Validator resource with its pruning
-//     schedule, backup CronJob; the phase the cluster reports is copied back
-//     into the row, so that list filters and pages, which run in the
-//     database, see it;
+//   - a row is provisioned and applied: without custom authentication the
+//     wallet user (with the temporary password the create answered, derived
+//     again from the cluster's key) and the identity provider's clients,
+//     adopted when they carry the row's claim; the Validator resource with
+//     its pruning schedule, the backup CronJob; the secret values a create or
+//     an edit recorded (sealed) are written into the Secrets, then cleared
+//     from the row if it still holds them; missing Secrets are defaulted.
+//     The phase the cluster reports is copied back into the row, so that
+//     list filters and pages, which run in the database, see it. A
+//     provisioning failure is recorded in the row (ProvisionError) and
+//     retried with backoff; a recorded create is finished, never undone;
 //   - a managed Validator resource without a row is removed.
+//
+// Only the elected leader runs it: handlers on any replica only record, and
+// the leader learns of their writes from the database's change feed
+// (PollChanges) or, for its own process, from Enqueue.
 package intent
 
 import (
@@ -18,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +39,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
 // Store is the database as this controller reads and writes it.
@@ -41,8 +52,13 @@ type Store interface {
 	SetWalletUser(ctx context.Context, name, id string) error
 	// SetProvisionedAuth records the clients the identity provider made.
 	SetProvisionedAuth(ctx context.Context, name string, a domain.ProvisionedAuth) error
-	FinishCreate(ctx context.Context, name string) error
-	DeleteValidator(ctx context.Context, name string) error
+	// ClearPendingSecrets empties the row's pending secrets if they still
+	// are sealed (compare-and-clear).
+	ClearPendingSecrets(ctx context.Context, name, sealed string) error
+	// SetProvisionError records why provisioning fails ("" once it works).
+	SetProvisionError(ctx context.Context, name, message string) error
+	// TakeChanges reads and removes up to limit names of the change feed.
+	TakeChanges(ctx context.Context, limit int) ([]string, error)
 	// SyncValidatorState records what the cluster reports.
 	SyncValidatorState(ctx context.Context, name string, s domain.ValidatorState) error
 }
@@ -77,15 +93,15 @@ type Cluster interface {
 // Identity is the identity provider of wallet users and of the clients of
 // validators without custom authentication.
 type Identity interface {
-	CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error)
-	DeleteWalletUser(ctx context.Context, validator, claim string) error
+	// CreateWalletUser creates <validator>_walletuser with password, or
+	// adopts the one that carries claim; domain.ErrConflict when a user of
+	// that name does not carry it.
+	CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error)
 	// ProvisionClients makes the validator's clients, or adopts those that
 	// carry claim; idempotent.
 	ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error)
 	// ClientSecret reads the ledger API client's secret (the client must carry claim).
 	ClientSecret(ctx context.Context, validator, claim string) (string, error)
-	// DeleteClients removes the validator's clients that carry claim.
-	DeleteClients(ctx context.Context, validator, claim string) error
 	// Endpoints are the realm's URLs the validators' apps use.
 	Endpoints() domain.AuthEndpoints
 }
@@ -102,15 +118,9 @@ type Options struct {
 	// announces (the identity provider's, another process's database
 	// writes); default 10 minutes, as controller-runtime's sync period.
 	Resync time.Duration
-	// Forward carries Enqueue to the process that runs the controller when
-	// this one does not (a replica that is not the leader); nil: such
-	// enqueues wait for the resync.
-	Forward func(name string)
-	// CreateGrace is how long a row still Creating whose create is not in
-	// flight in this process is left alone, because another replica may be
-	// provisioning it; after that it is undone. 0: undone at once (one
-	// process).
-	CreateGrace time.Duration
+	// Changes is how often PollChanges takes the database's change feed
+	// (writes of every replica's handlers); default 200 ms.
+	Changes time.Duration
 }
 
 // Controller is the intent controller; Start runs it.
@@ -120,11 +130,9 @@ type Controller struct {
 	identity Identity
 	log      *slog.Logger
 	resync   time.Duration
-	forward  func(name string)
-	grace    time.Duration
+	changes  time.Duration
 	ctrl     controller.TypedController[string]
 	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
-	creates  creates
 
 	// key is the cluster's key of generated passwords (PasswordKey), once read.
 	keyMu sync.Mutex
@@ -136,13 +144,8 @@ type Controller struct {
 	initial map[string]bool
 	synced  atomic.Bool
 
-	// running is set while Start runs (this process leads); local is the
-	// context of StartCreates, under which a process that does not run the
-	// controller provisions the creates it serves.
+	// running is set while Start runs (this process leads).
 	running atomic.Bool
-	localMu sync.Mutex
-	local   context.Context
-	localWG sync.WaitGroup
 }
 
 // namesPage is how many names one read of the database returns.
@@ -150,12 +153,15 @@ const namesPage = 500
 
 // New builds the controller; Start runs it.
 func New(o Options) (*Controller, error) {
-	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, resync: o.Resync, forward: o.Forward, grace: o.CreateGrace}
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, resync: o.Resync, changes: o.Changes}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.resync <= 0 {
 		c.resync = 10 * time.Minute
+	}
+	if c.changes <= 0 {
+		c.changes = 200 * time.Millisecond
 	}
 	workers := o.Workers
 	if workers <= 0 {
@@ -183,43 +189,72 @@ func New(o Options) (*Controller, error) {
 func ptr[T any](v T) *T { return &v }
 
 // Start runs the controller until ctx ends; it returns once its workers
-// have finished.
+// have finished. It makes the cluster's password key first when there is
+// none (handlers, which only read it, answer 503 until then); should that
+// fail, the first reconcile that needs the key tries again.
 func (c *Controller) Start(ctx context.Context) error {
 	c.running.Store(true)
 	defer c.running.Store(false)
+	if _, err := c.passwordKey(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
+	}
+	// The feed runs under Start's context: a source's context ends once
+	// the controller has started its sources.
+	polled := make(chan struct{})
+	go func() { defer close(polled); c.PollChanges(ctx, c.Enqueue) }()
+	defer func() { <-polled }()
 	return c.ctrl.Start(ctx)
 }
 
 // Running tells whether the controller runs in this process.
 func (c *Controller) Running() bool { return c.running.Load() }
 
-// StartCreates lets this process provision the creates it serves while the
-// controller runs elsewhere (it runs on every replica, the controller only on
-// the leader): a create's secret values and the wallet user's temporary
-// password exist only in the memory of the process that took the request.
-// It returns once ctx ends and the provisioning in flight has finished.
-func (c *Controller) StartCreates(ctx context.Context) error {
-	c.localMu.Lock()
-	c.local = ctx
-	c.localMu.Unlock()
-	<-ctx.Done()
-	c.localMu.Lock()
-	c.local = nil
-	c.localMu.Unlock()
-	c.localWG.Wait()
-	return nil
-}
-
-// Enqueue asks for name to be reconciled (a handler recorded a change); in
-// a process that does not run the controller, Forward carries it to the one
-// that does.
+// Enqueue asks for name to be reconciled (a handler of this process
+// recorded a change); in a process that does not run the controller it
+// does nothing: the leader takes the change from the database
+// (PollChanges).
 func (c *Controller) Enqueue(name string) {
 	if q := c.queue.Load(); q != nil && c.running.Load() {
 		(*q).Add(name)
-		return
 	}
-	if c.forward != nil {
-		c.forward(name)
+}
+
+// changesPage is how many changes one take reads.
+const changesPage = 500
+
+// PollChanges takes the database's change feed every Options.Changes and
+// hands each name to add, until ctx ends: the writes of every replica's
+// handlers reach the leader's queue within that interval. It takes nothing
+// before the controller's queue exists (names taken then would be lost). A
+// take that fails is logged and tried again; what it would have taken
+// stays in the feed.
+func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
+	tick := time.NewTicker(c.changes)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if c.queue.Load() == nil {
+			continue
+		}
+		for {
+			names, err := c.store.TakeChanges(ctx, changesPage)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("reading the validators' change feed", "error", err)
+				}
+				break
+			}
+			for _, n := range names {
+				add(n)
+			}
+			if len(names) < changesPage {
+				break
+			}
+		}
 	}
 }
 
@@ -340,7 +375,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 	return res, err
 }
 
-func (c *Controller) reconcile(ctx context.Context, name string, res *reconcile.Result) error {
+func (c *Controller) reconcile(ctx context.Context, name string, _ *reconcile.Result) error {
 	in, err := c.store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
 		// No record: whatever the cluster has of it goes.
@@ -349,22 +384,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, res *reconcile.
 	if err != nil {
 		return err
 	}
-	if in.Validator.Creating {
-		if cr := c.creates.get(in.Validator.Claim); cr != nil {
-			if !cr.take() {
-				return nil // provisioned in this process by StartCreates' side
-			}
-			return c.finishCreate(ctx, in, cr)
-		}
-		if left := c.grace - time.Since(in.Validator.CreatedAt); c.grace > 0 && left > 0 {
-			// Another replica may be provisioning it: look again once its
-			// create must have ended.
-			res.RequeueAfter = left
-			return nil
-		}
-		return c.undoCreate(ctx, in.Validator)
-	}
-	if err := c.provisionAuth(ctx, &in.Validator); err != nil {
+	if err := c.provisionIdentity(ctx, &in.Validator); err != nil {
 		return err
 	}
 	applied, err := withAuth(in.Validator, c.identity.Endpoints())
@@ -376,9 +396,15 @@ func (c *Controller) reconcile(ctx context.Context, name string, res *reconcile.
 		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune); err != nil {
 			return err
 		}
+		faultpoint.Reach("validator.applied")
 		if err := c.cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
 			return err
 		}
+	}
+	// The values given first, so that a missing Secret the request filled
+	// is never defaulted before.
+	if err := c.writePending(ctx, in.Validator); err != nil {
+		return err
 	}
 	if err := c.ensureSecrets(ctx, in.Validator); err != nil {
 		return err
@@ -396,91 +422,81 @@ func (c *Controller) syncState(ctx context.Context, v domain.Validator) error {
 	return c.store.SyncValidatorState(ctx, v.Name, st)
 }
 
-// finishCreate provisions a create whose handler is waiting: wallet user,
-// Validator resource, Secrets, then the row's Creating flag is cleared. A
-// failure answers the handler and undoes the create.
-func (c *Controller) finishCreate(ctx context.Context, in domain.ValidatorIntent, cr *Create) error {
-	v := in.Validator
-	user, err := c.provision(ctx, in, cr)
-	if err == nil && !cr.commit() {
-		err = errors.New("the create was given up")
+// provisionIdentity makes, without custom authentication, the wallet user
+// and the identity provider's clients the validator's row has not recorded
+// yet, adopting those that carry its claim. A failure is recorded in the
+// row, where the validator's status shows it, and returned (retried with
+// backoff); success clears the record.
+func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator) error {
+	if v.CustomAuth {
+		return nil
 	}
+	err := c.provisionWalletUser(ctx, v)
 	if err == nil {
-		if err = c.store.FinishCreate(ctx, v.Name); err == nil {
-			faultpoint.Reach("create.finished")
-			cr.finish(user, nil)
-			return c.syncState(ctx, v)
-		}
+		err = c.provisionAuth(ctx, v)
 	}
-	// Undone before the handler answers, so that a failed create leaves
-	// nothing behind when its answer arrives (an undo that fails is
-	// retried: the row stays Creating, hidden, until it succeeds).
-	c.creates.remove(cr.Claim)
-	uerr := c.undoCreate(ctx, v)
-	cr.finish(nil, err)
-	return uerr
-}
-
-func (c *Controller) provision(ctx context.Context, in domain.ValidatorIntent, cr *Create) (*domain.CreatedUser, error) {
-	v := in.Validator
-	var user *domain.CreatedUser
-	if !v.CustomAuth {
-		u, err := c.identity.CreateWalletUser(ctx, v.Name, v.Claim)
-		if errors.Is(err, domain.ErrConflict) {
-			// A user made elsewhere: the caller can pick another name.
-			return nil, domain.Invalid("name", "the identity provider already has a user %s_walletuser; remove it or choose another name", v.Name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("create wallet user: %w", err)
-		}
-		faultpoint.Reach("create.walletUser")
-		user = &u
-		if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
-			return nil, err
-		}
-		v.WalletUserID = u.ID
-		if err := c.provisionAuth(ctx, &v); err != nil {
-			return nil, err
-		}
-		faultpoint.Reach("create.clients")
-	}
-	v, err := withAuth(v, c.identity.Endpoints())
+	message := ""
 	if err != nil {
-		return nil, err
+		message = err.Error()
 	}
-	if err := c.cluster.ApplyValidator(ctx, v, in.Prune); err != nil {
-		return nil, err
+	if message != v.ProvisionError {
+		if serr := c.store.SetProvisionError(ctx, v.Name, message); serr != nil && err == nil {
+			return serr
+		}
+		v.ProvisionError = message
 	}
-	faultpoint.Reach("create.applied")
-	if err := c.cluster.WriteSecrets(ctx, v.Name, requestSecrets(v, cr.Secrets)); err != nil {
-		return nil, err
-	}
-	faultpoint.Reach("create.secrets")
-	if err := c.ensureSecrets(ctx, v); err != nil {
-		return nil, err
-	}
-	return user, nil
+	return err
 }
 
-// undoCreate removes what a create made, the record last: a crash half way
-// leaves the record, and the next reconcile finishes the undo.
-func (c *Controller) undoCreate(ctx context.Context, v domain.Validator) error {
-	if err := c.cluster.DeleteValidator(ctx, v.Name); err != nil {
-		return fmt.Errorf("undo create of %q: %w", v.Name, err)
+// provisionWalletUser creates the wallet user with the temporary password
+// the create answered (derived again from the cluster's key, the name and
+// the claim) and records its id.
+func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator) error {
+	if v.WalletUserID != "" {
+		return nil
 	}
-	faultpoint.Reach("undo.cluster")
-	if !v.CustomAuth {
-		if err := c.identity.DeleteClients(ctx, v.Name, claimOf(v)); err != nil {
-			return fmt.Errorf("undo create of %q: %w", v.Name, err)
-		}
-		if err := c.identity.DeleteWalletUser(ctx, v.Name, v.Claim); err != nil {
-			return fmt.Errorf("undo create of %q: %w", v.Name, err)
-		}
+	key, err := c.passwordKey(ctx)
+	if err != nil {
+		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	faultpoint.Reach("undo.identity")
-	if err := c.store.DeleteValidator(ctx, v.Name); err != nil && !errors.Is(err, domain.ErrNotFound) {
-		return fmt.Errorf("undo create of %q: %w", v.Name, err)
+	claim := v.IdentityClaim()
+	u, err := c.identity.CreateWalletUser(ctx, v.Name, claim, keyring.TemporaryPassword(key, v.Name, claim))
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Conflict("the identity provider already has a user %s_walletuser that this validator did not create; remove it, and the validator is provisioned", strings.ToLower(v.Name))
 	}
-	c.log.Info("unfinished validator create undone", "validator", v.Name)
+	if err != nil {
+		return fmt.Errorf("create the wallet user: %w", err)
+	}
+	faultpoint.Reach("create.walletUser")
+	if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
+		return err
+	}
+	v.WalletUserID = u.ID
 	return nil
+}
+
+// writePending writes the secret values a create or an edit recorded into
+// the validator's Secrets (replacing what they hold), then clears them from
+// the row if it still holds them: an edit recorded meanwhile keeps its
+// values for the next reconcile. Values that no longer open (the key was
+// replaced) are dropped with a warning: the operator gives them again.
+func (c *Controller) writePending(ctx context.Context, v domain.Validator) error {
+	if v.PendingSecrets == "" {
+		return nil
+	}
+	key, err := c.passwordKey(ctx)
+	if err != nil {
+		return fmt.Errorf("the cluster's password key: %w", err)
+	}
+	s, err := keyring.Open(key, v.Name, v.IdentityClaim(), v.PendingSecrets)
+	if errors.Is(err, keyring.ErrUnsealable) {
+		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
+			"validator", v.Name)
+	} else if err != nil {
+		return err
+	} else if err := c.cluster.WriteSecrets(ctx, v.Name, requestSecrets(v, s)); err != nil {
+		return err
+	}
+	faultpoint.Reach("secrets.written")
+	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
 }

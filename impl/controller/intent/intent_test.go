@@ -3,33 +3,37 @@ package intent
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
 // world is the database, cluster and identity provider of one test, in
 // memory, recording what was asked of them.
 type world struct {
-	mu       sync.Mutex
-	rows     map[string]domain.Validator
-	cluster  map[string]domain.ValidatorState // resources, with their state
-	secrets  map[string]domain.ValidatorSecrets
-	present  map[string]domain.WrittenSecrets // which Secrets exist with their key
-	applied  map[string]domain.Validator      // the last one applied, by name
-	users    map[string]string                // validator → claim
-	clients  map[string]string                // validator → claim of its clients
-	applies  int
-	failNext map[string]error
-	block    chan struct{} // when set, CreateWalletUser waits on it
+	mu        sync.Mutex
+	rows      map[string]domain.Validator
+	cluster   map[string]domain.ValidatorState // resources, with their state
+	secrets   map[string]domain.ValidatorSecrets
+	present   map[string]domain.WrittenSecrets // which Secrets exist with their key
+	applied   map[string]domain.Validator      // the last one applied, by name
+	users     map[string]string                // validator → claim
+	clients   map[string]string                // validator → claim of its clients
+	passwords map[string]string                // validator → its wallet user's password
+	applies   int
+	failNext  map[string]error
+	changes   []string // the database's change feed
+	creates   int      // wallet users created (not adopted)
 }
 
 func newWorld() *world {
 	return &world{rows: map[string]domain.Validator{}, cluster: map[string]domain.ValidatorState{},
 		secrets: map[string]domain.ValidatorSecrets{}, present: map[string]domain.WrittenSecrets{}, applied: map[string]domain.Validator{},
-		users: map[string]string{}, clients: map[string]string{}, failNext: map[string]error{}}
+		users: map[string]string{}, clients: map[string]string{}, passwords: map[string]string{}, failNext: map[string]error{}}
 }
 
 func (w *world) fail(op string) error {
@@ -83,23 +87,35 @@ func (s store) SetProvisionedAuth(_ context.Context, name string, a domain.Provi
 	return nil
 }
 
-func (s store) FinishCreate(_ context.Context, name string) error {
-	if err := s.fail("FinishCreate"); err != nil {
+func (s store) ClearPendingSecrets(_ context.Context, name, sealed string) error {
+	if err := s.fail("ClearPendingSecrets"); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := s.rows[name]
-	v.Creating = false
-	s.rows[name] = v
+	if v, ok := s.rows[name]; ok && v.PendingSecrets == sealed {
+		v.PendingSecrets = ""
+		s.rows[name] = v
+	}
 	return nil
 }
 
-func (s store) DeleteValidator(_ context.Context, name string) error {
+func (s store) SetProvisionError(_ context.Context, name, message string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.rows, name)
+	if v, ok := s.rows[name]; ok {
+		v.ProvisionError = message
+		s.rows[name] = v
+	}
 	return nil
+}
+
+func (s store) TakeChanges(context.Context, int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.changes
+	s.changes = nil
+	return out, nil
 }
 
 func (s store) SyncValidatorState(_ context.Context, name string, st domain.ValidatorState) error {
@@ -165,7 +181,7 @@ func (c cluster) DefaultSecrets(_ context.Context, name string, d domain.SecretD
 }
 
 func (c cluster) PasswordKey(context.Context) ([]byte, error) {
-	return []byte("0123456789abcdef0123456789abcdef"), nil
+	return testKey, nil
 }
 
 func (c cluster) CachedSecrets(name string) domain.WrittenSecrets {
@@ -215,30 +231,20 @@ func (c cluster) Watch(func(string)) error { return nil }
 
 type identity struct{ *world }
 
-func (i identity) CreateWalletUser(ctx context.Context, validator, claim string) (domain.CreatedUser, error) {
-	if i.block != nil {
-		select {
-		case <-i.block:
-		case <-ctx.Done():
-			return domain.CreatedUser{}, ctx.Err()
-		}
+func (i identity) CreateWalletUser(_ context.Context, validator, claim, password string) (domain.CreatedUser, error) {
+	if err := i.fail("CreateWalletUser"); err != nil {
+		return domain.CreatedUser{}, err
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if _, ok := i.users[validator]; ok {
+	if have, ok := i.users[validator]; ok && have != claim {
 		return domain.CreatedUser{}, domain.Conflict("user exists")
+	} else if !ok {
+		i.users[validator] = claim
+		i.passwords[validator] = password
+		i.creates++
 	}
-	i.users[validator] = claim
-	return domain.CreatedUser{ID: "id-" + validator, Username: validator + "_walletuser", TemporaryPassword: "temporary"}, nil
-}
-
-func (i identity) DeleteWalletUser(_ context.Context, validator, claim string) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.users[validator] == claim {
-		delete(i.users, validator)
-	}
-	return nil
+	return domain.CreatedUser{ID: "id-" + validator, Username: validator + "_walletuser", TemporaryPassword: password}, nil
 }
 
 func (i identity) ProvisionClients(_ context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
@@ -264,24 +270,18 @@ func (i identity) ClientSecret(_ context.Context, validator, claim string) (stri
 	return "client-secret-" + validator, nil
 }
 
-func (i identity) DeleteClients(_ context.Context, validator, claim string) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.clients[validator] == claim {
-		delete(i.clients, validator)
-	}
-	return nil
-}
-
 func (identity) Endpoints() domain.AuthEndpoints {
 	return domain.AuthEndpoints{Authority: "http://idp.test/realms/r", JWKS: "http://idp.test/realms/r/certs",
 		Config: "http://idp.test/realms/r/.well-known/openid-configuration", Token: "http://idp.test/realms/r/token"}
 }
 
+// testKey is the cluster's password key of the tests (cluster.PasswordKey).
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 // run starts a controller over w until the test ends.
 func run(t *testing.T, w *world) *Controller {
 	t.Helper()
-	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
+	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}, Changes: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,14 +302,27 @@ func eventually(t *testing.T, cond func() bool) {
 	}
 }
 
-// create does what the create handler does.
-func create(ctx context.Context, c *Controller, w *world, name string) (*domain.CreatedUser, error) {
-	v := domain.Validator{Name: name, Creating: true, Claim: "claim-" + name, Phase: domain.PhasePending, Spec: []byte(`{"name":"` + name + `"}`)}
-	cr := c.Expect(name, v.Claim, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
+// record does what the create handler does: the row, with the secret
+// values given sealed, and its name in the change feed.
+func (w *world) record(t *testing.T, name string, customAuth bool, secrets domain.ValidatorSecrets) domain.Validator {
+	t.Helper()
+	v := domain.Validator{Name: name, Claim: "claim-" + name, Phase: domain.PhasePending, CustomAuth: customAuth, Spec: []byte(`{"name":"` + name + `"}`)}
+	sealed, err := keyring.Seal(testKey, name, v.Claim, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.PendingSecrets = sealed
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.rows[name] = v
-	w.mu.Unlock()
-	return c.Wait(ctx, cr)
+	w.changes = append(w.changes, name)
+	return v
+}
+
+func (w *world) row(name string) domain.Validator {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rows[name]
 }
 
 func (w *world) has(name string) (row, resource, user bool) {
@@ -323,90 +336,126 @@ func (w *world) has(name string) (row, resource, user bool) {
 	return
 }
 
-func TestCreate(t *testing.T) {
-	tests := []struct {
-		name     string
-		fail     string // the step that fails once
-		wantErr  error
-		wantKept bool
-	}{
-		{name: "every step succeeds", wantKept: true},
-		{name: "the cluster refuses the resource", fail: "ApplyValidator", wantErr: domain.ErrInvalid},
-		{name: "the cluster refuses the secrets", fail: "WriteSecrets", wantErr: domain.ErrInvalid},
-		{name: "the database fails to finish", fail: "FinishCreate", wantErr: domain.ErrInvalid},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+// provisioned: the wallet user (with the derived temporary password), the
+// clients, the resource, the Secrets given, the row's secrets cleared.
+func (w *world) provisioned(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.rows[name]
+	_, resource := w.cluster[name]
+	return ok && resource && v.WalletUserID != "" && v.ProvisionedAuth != nil && v.PendingSecrets == "" &&
+		w.passwords[name] == keyring.TemporaryPassword(testKey, name, v.Claim) && w.secrets[name].OnboardingSecret == "s3cret"
+}
+
+// TestProvision: a recorded create that another replica's handler wrote
+// reaches the running controller through the change feed and is
+// provisioned whole, whichever step fails once on the way (retried, never
+// undone).
+func TestProvision(t *testing.T) {
+	for _, fail := range []string{"", "CreateWalletUser", "ProvisionClients", "SetProvisionedAuth", "ApplyValidator", "WriteSecrets", "ClearPendingSecrets", "DefaultSecrets"} {
+		t.Run("fails once: "+fail, func(t *testing.T) {
 			w := newWorld()
-			c := run(t, w)
-			if tt.fail != "" {
-				w.failNext[tt.fail] = errors.New("injected")
+			if fail != "" {
+				w.failNext[fail] = errors.New("injected")
 			}
-			user, err := create(context.Background(), c, w, "alpha")
-			row, resource, hasUser := w.has("alpha")
-			if tt.wantKept {
-				if err != nil || user == nil || user.TemporaryPassword == "" {
-					t.Fatalf("got %v, %v; want the created user", user, err)
-				}
-				if !row || !resource || !hasUser || w.rows["alpha"].Creating || w.secrets["alpha"].OnboardingSecret != "s3cret" {
-					t.Fatalf("got row %v resource %v user %v %+v; want everything, the row finished", row, resource, hasUser, w.rows["alpha"])
-				}
-				return
+			run(t, w)
+			w.record(t, "alpha", false, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
+			eventually(t, func() bool { return w.provisioned("alpha") })
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.creates != 1 {
+				t.Fatalf("wallet users created: got %d, want 1", w.creates)
 			}
-			var de *domain.Error
-			if !errors.As(err, &de) || de.Code != domain.CodeInternal {
-				t.Fatalf("got %v, want an internal error", err)
-			}
-			// Undone before the answer.
-			if row || resource || hasUser {
-				t.Fatalf("after a failed create: row %v resource %v user %v; want nothing", row, resource, hasUser)
+			if msg := w.rows["alpha"].ProvisionError; msg != "" {
+				t.Fatalf("provision error after success: got %q, want none", msg)
 			}
 		})
 	}
 }
 
-func TestCreateOfAnExistingUserIsInvalid(t *testing.T) {
+// TestProvisionFailureShown: a wallet user of the name that this create did
+// not make is a conflict recorded in the row (the validator stays PENDING,
+// nothing applied); once the user is gone the validator is provisioned.
+func TestProvisionFailureShown(t *testing.T) {
 	w := newWorld()
 	w.users["omega"] = "someone else's"
-	c := run(t, w)
-	_, err := create(context.Background(), c, w, "omega")
-	if !errors.Is(err, domain.ErrInvalid) {
-		t.Fatalf("got %v, want invalid name", err)
+	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if row, resource, _ := w.has("omega"); row || resource || w.users["omega"] != "someone else's" {
-		t.Fatal("the refused create left something, or removed the other user")
+	w.record(t, "omega", false, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
+	if _, err := c.Reconcile(context.Background(), "omega"); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("got %v, want a conflict", err)
+	}
+	v := w.row("omega")
+	if !strings.Contains(v.ProvisionError, "omega_walletuser") || v.Phase != domain.PhasePending {
+		t.Fatalf("row: provision error %q, phase %s; want the user named, PENDING", v.ProvisionError, v.Phase)
+	}
+	if _, resource, _ := w.has("omega"); resource || w.users["omega"] != "someone else's" {
+		t.Fatal("applied despite the conflict, or the other user was touched")
+	}
+	w.mu.Lock()
+	delete(w.users, "omega")
+	w.mu.Unlock()
+	if _, err := c.Reconcile(context.Background(), "omega"); err != nil {
+		t.Fatal(err)
+	}
+	if !w.provisioned("omega") || w.row("omega").ProvisionError != "" {
+		t.Fatalf("after the user was removed: %+v, want provisioned and the error cleared", w.row("omega"))
 	}
 }
 
-// TestCreateGivenUp: a handler whose request ends before the controller
-// committed answers 503, and the controller undoes the create.
-func TestCreateGivenUp(t *testing.T) {
+// TestEditKeepsValuesRecordedMeanwhile: values an edit records while the
+// leader writes earlier ones are not cleared with them.
+func TestEditKeepsValuesRecordedMeanwhile(t *testing.T) {
 	w := newWorld()
-	w.block = make(chan struct{})
-	c := run(t, w)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := create(ctx, c, w, "beta")
-	if !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("got %v, want unavailable", err)
+	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	close(w.block)
-	eventually(t, func() bool { row, resource, user := w.has("beta"); return !row && !resource && !user })
+	v := w.record(t, "delta", true, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
+	if _, err := c.Reconcile(context.Background(), "delta"); err != nil {
+		t.Fatal(err)
+	}
+	first := v.PendingSecrets
+	// The edit lands after the leader read the row: the leader's clear of
+	// what it wrote must leave the edit's values.
+	edited, err := keyring.Seal(testKey, "delta", v.Claim, domain.ValidatorSecrets{DatabasePassword: "rotated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	v = w.rows["delta"]
+	v.PendingSecrets = edited
+	w.rows["delta"] = v
+	w.mu.Unlock()
+	if err := (store{w}).ClearPendingSecrets(context.Background(), "delta", first); err != nil {
+		t.Fatal(err)
+	}
+	if w.row("delta").PendingSecrets != edited {
+		t.Fatal("the edit's values were cleared with the earlier ones")
+	}
+	if _, err := c.Reconcile(context.Background(), "delta"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.secrets["delta"].DatabasePassword; got != "rotated" || w.row("delta").PendingSecrets != "" {
+		t.Fatalf("database password %q, pending %q; want rotated written and cleared", got, w.row("delta").PendingSecrets)
+	}
 }
 
-// TestStartUndoesDeadCreates: a row still creating that no create in this
-// process waits for (a crash left it) is undone at start; a finished row is
-// applied, and its phase copied from the cluster.
-func TestStartUndoesDeadCreates(t *testing.T) {
+// TestStartFinishesRecordedCreates: a recorded create that a crash left
+// half done is finished at start (the user adopted by its claim, not made
+// twice); a resource without a record goes; a recorded validator is applied.
+func TestStartFinishesRecordedCreates(t *testing.T) {
 	w := newWorld()
-	w.rows["dead"] = domain.Validator{Name: "dead", Creating: true, Claim: "c1"}
-	w.users["dead"] = "c1"
-	w.cluster["dead"] = domain.ValidatorState{}
-	w.rows["live"] = domain.Validator{Name: "live", Phase: domain.PhasePending}
+	w.record(t, "half", false, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
+	w.users["half"] = "claim-half" // made before the crash, not recorded
+	w.passwords["half"] = keyring.TemporaryPassword(testKey, "half", "claim-half")
+	w.rows["live"] = domain.Validator{Name: "live", Phase: domain.PhasePending, CustomAuth: true}
 	w.cluster["ghost"] = domain.ValidatorState{}
 	run(t, w)
-	if row, resource, user := w.has("dead"); row || resource || user {
-		t.Fatalf("dead create: row %v resource %v user %v; want undone", row, resource, user)
+	if !w.provisioned("half") || w.creates != 0 {
+		t.Fatalf("half-done create: %+v, users created %d; want finished, the user adopted", w.row("half"), w.creates)
 	}
 	if _, resource, _ := w.has("ghost"); resource {
 		t.Fatal("a resource without a record was kept")
@@ -415,7 +464,6 @@ func TestStartUndoesDeadCreates(t *testing.T) {
 		t.Fatal("a recorded validator was not applied")
 	}
 }
-
 func TestPhaseCopiedOnlyWhenItDiffers(t *testing.T) {
 	w := newWorld()
 	w.rows["gamma"] = domain.Validator{Name: "gamma", Phase: domain.PhasePending}
