@@ -147,10 +147,11 @@ func fresh(what string) (dataset, func(), error) {
 	return dataset{db: "sqlite", data: data}, func() { _ = os.RemoveAll(data); _ = os.Remove(data + ".log") }, nil
 }
 
-// createMany creates validators named prefix-00000... from clients
-// concurrent clients until n are created (n > 0) or d has passed, and
-// returns their names, each create's latency and when the last answered.
-func createMany(s *server, prefix string, clients, n int, d time.Duration) ([]string, []time.Duration, time.Time, error) {
+// createMany creates validators named prefix-00000... (bodies from body)
+// from clients concurrent clients until n are created (n > 0) or d has
+// passed, and returns their names, each create's latency and when the last
+// answered. A name already there (409: an interrupted seed) counts as created.
+func createMany(s *server, prefix string, body func(string) []byte, clients, n int, d time.Duration) ([]string, []time.Duration, time.Time, error) {
 	var (
 		mu    sync.Mutex
 		names []string
@@ -172,9 +173,9 @@ func createMany(s *server, prefix string, clients, n int, d time.Duration) ([]st
 				}
 				name := fmt.Sprintf("%s-%05d", prefix, i)
 				t0 := time.Now()
-				status, body, err := call(s, http.MethodPost, "/api/validators", createBody(name))
-				if err == nil && status != http.StatusCreated {
-					err = fmt.Errorf("create %s: %d %s", name, status, body)
+				status, answer, err := call(s, http.MethodPost, "/api/validators", body(name))
+				if err == nil && status != http.StatusCreated && status != http.StatusConflict {
+					err = fmt.Errorf("create %s: %d %s", name, status, answer)
 				}
 				if err != nil {
 					fail.Store(&err)
@@ -231,7 +232,7 @@ func burst(clients int, d time.Duration) error {
 		return err
 	}
 	ctx := context.Background()
-	names, lat, last, err := createMany(srv, "burst", clients, 0, d)
+	names, lat, last, err := createMany(srv, "burst", createBody, clients, 0, d)
 	if err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func converge(clients, n int, limit time.Duration) error {
 	}
 	defer srv.stop()
 	began := time.Now()
-	if _, _, _, err := createMany(srv, "conv", clients, n, 0); err != nil {
+	if _, _, _, err := createMany(srv, "conv", createBody, clients, n, 0); err != nil {
 		return err
 	}
 	created := time.Since(began)

@@ -22,11 +22,14 @@ import (
 // replica's pages follow every replica's writes, as the database's pages
 // did, and a page costs a slice of memory instead of a walk of an index.
 
-// listIndex is one immutable snapshot; a newer one replaces it whole.
+// listIndex is one immutable snapshot; a newer one replaces it whole,
+// sharing what did not change (rows are pointers: a write copies n
+// pointers, and the phase positions and the names' buffer only when the
+// phases or the names changed).
 type listIndex struct {
 	gen     int64
-	rows    []domain.ListedValidator // shown rows, in name order (bytewise, as "C" and SQLite's BINARY)
-	byPhase map[domain.Phase][]int32 // positions in rows, per phase
+	rows    []*domain.ListedValidator // shown rows, in name order (bytewise, as "C" and SQLite's BINARY)
+	byPhase map[domain.Phase][]int32  // positions in rows, per phase
 	// names is every row's name followed by a NUL (names never hold one),
 	// and starts[i] where rows[i]'s begins: a name filter is one
 	// bytes.Index over names per match, not a test of each name.
@@ -112,34 +115,50 @@ func scanListRows(rows *sql.Rows) ([]listRow, error) {
 // replacing its old one (or leaving, when it is creating now).
 func merge(old *listIndex, changed []listRow, gen int64) *listIndex {
 	slices.SortFunc(changed, func(a, b listRow) int { return cmp.Compare(a.Name, b.Name) })
-	var prev []domain.ListedValidator
+	var prev []*domain.ListedValidator
 	if old != nil {
 		prev = old.rows
 	}
-	rows := make([]domain.ListedValidator, 0, len(prev)+len(changed))
+	rows := make([]*domain.ListedValidator, 0, len(prev)+len(changed))
+	namesMoved, phasesMoved := old == nil, old == nil
 	i := 0
 	for _, c := range changed {
-		for i < len(prev) && prev[i].Name < c.Name {
-			rows = append(rows, prev[i])
-			i++
-		}
-		if i < len(prev) && prev[i].Name == c.Name {
+		k, found := sort.Find(len(prev)-i, func(k int) int { return strings.Compare(c.Name, prev[i+k].Name) })
+		rows = append(rows, prev[i:i+k]...)
+		i += k
+		if found {
+			phasesMoved = phasesMoved || c.creating || prev[i].Phase != c.Phase
+			namesMoved = namesMoved || c.creating
 			i++ // replaced
+		} else if !c.creating {
+			namesMoved, phasesMoved = true, true
 		}
 		if !c.creating {
-			rows = append(rows, c.ListedValidator)
+			r := c.ListedValidator
+			rows = append(rows, &r)
 		}
 	}
 	rows = append(rows, prev[i:]...)
 
-	ix := &listIndex{gen: gen, rows: rows, byPhase: map[domain.Phase][]int32{}, starts: make([]int32, len(rows))}
+	ix := &listIndex{gen: gen, rows: rows}
+	if phasesMoved {
+		ix.byPhase = map[domain.Phase][]int32{}
+		for i, r := range rows {
+			ix.byPhase[r.Phase] = append(ix.byPhase[r.Phase], int32(i))
+		}
+	} else {
+		ix.byPhase = old.byPhase
+	}
+	if !namesMoved {
+		ix.names, ix.starts = old.names, old.starts
+		return ix
+	}
 	size := 0
 	for _, r := range rows {
 		size += len(r.Name) + 1
 	}
-	ix.names = make([]byte, 0, size)
+	ix.names, ix.starts = make([]byte, 0, size), make([]int32, len(rows))
 	for i, r := range rows {
-		ix.byPhase[r.Phase] = append(ix.byPhase[r.Phase], int32(i))
 		ix.starts[i] = int32(len(ix.names))
 		ix.names = append(ix.names, r.Name...)
 		ix.names = append(ix.names, 0)
@@ -150,14 +169,14 @@ func merge(old *listIndex, changed []listRow, gen int64) *listIndex {
 // page answers a filter from the snapshot: the page and the filtered set's size.
 func (ix *listIndex) page(f domain.ValidatorFilter) ([]domain.ListedValidator, int64) {
 	if f.NameContains == "" && f.Phase == "" {
-		return window(ix.rows, f.Page, func(r domain.ListedValidator) domain.ListedValidator { return r }), int64(len(ix.rows))
+		return window(ix.rows, f.Page, func(r *domain.ListedValidator) domain.ListedValidator { return *r }), int64(len(ix.rows))
 	}
 	if f.NameContains == "" {
 		at := ix.byPhase[f.Phase]
-		return window(at, f.Page, func(i int32) domain.ListedValidator { return ix.rows[i] }), int64(len(at))
+		return window(at, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(at))
 	}
 	matches := ix.matching(f.NameContains, f.Phase)
-	return window(matches, f.Page, func(i int32) domain.ListedValidator { return ix.rows[i] }), int64(len(matches))
+	return window(matches, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(matches))
 }
 
 // matching lists the positions of the rows whose name holds sub (literally,
