@@ -138,13 +138,20 @@ func restarted(ds dataset, srv *server) error {
 	return nil
 }
 
-// fresh is a new, empty data set on SQLite (removed afterwards).
-func fresh(what string) (dataset, func(), error) {
+// fresh starts a server on a new, empty data set on SQLite; done stops it
+// and removes the data.
+func fresh(what string) (ds dataset, srv *server, done func(), err error) {
 	data := filepath.Join(*dir, fmt.Sprintf("%s-%d", what, time.Now().Unix()))
 	if err := os.MkdirAll(data, 0o700); err != nil {
-		return dataset{}, nil, err
+		return dataset{}, nil, nil, err
 	}
-	return dataset{db: "sqlite", data: data}, func() { _ = os.RemoveAll(data); _ = os.Remove(data + ".log") }, nil
+	remove := func() { _ = os.RemoveAll(data); _ = os.Remove(data + ".log") }
+	ds = dataset{db: "sqlite", data: data}
+	if srv, err = start(ds); err != nil {
+		remove()
+		return dataset{}, nil, nil, err
+	}
+	return ds, srv, func() { srv.stop(); remove() }, nil
 }
 
 // createMany creates validators named prefix-00000... (bodies from body)
@@ -217,16 +224,11 @@ func withStatefulSet(ctx context.Context, k *kubernetes.Clientset, names []strin
 // validators have their StatefulSet when the burst ends, and within 10 s of
 // the last create.
 func burst(clients int, d time.Duration) error {
-	ds, remove, err := fresh("burst")
+	ds, srv, done, err := fresh("burst")
 	if err != nil {
 		return err
 	}
-	defer remove()
-	srv, err := start(ds)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
+	defer done()
 	k, err := kube(ds.data)
 	if err != nil {
 		return err
@@ -257,16 +259,11 @@ func burst(clients int, d time.Duration) error {
 // converge: clients create n validators on a new server; the time from the
 // first create until the 1.11 list shows all n RUNNING (at most limit).
 func converge(clients, n int, limit time.Duration) error {
-	ds, remove, err := fresh("converge")
+	_, srv, done, err := fresh("converge")
 	if err != nil {
 		return err
 	}
-	defer remove()
-	srv, err := start(ds)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
+	defer done()
 	began := time.Now()
 	if _, _, _, err := createMany(srv, "conv", createBody, clients, n, 0); err != nil {
 		return err
