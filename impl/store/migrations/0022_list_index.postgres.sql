@@ -20,15 +20,24 @@ ALTER TABLE list_generation ADD COLUMN removed BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE validators ADD COLUMN list_seq BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX validators_list_seq ON validators (list_seq);
 
+-- One generation per transaction (kept in the transaction-local setting
+-- vm.list_gen): a bulk import does not update list_generation's row once
+-- per validator, which PostgreSQL would make quadratic (each update of a
+-- row updated earlier in the same transaction walks its chain of versions).
 CREATE FUNCTION validators_list_track() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     gen BIGINT;
 BEGIN
     IF TG_OP IN ('DELETE', 'TRUNCATE') THEN
         UPDATE list_generation SET g = g + 1, removed = g + 1;
+        PERFORM set_config('vm.list_gen', '', true);
         RETURN NULL;
     END IF;
-    UPDATE list_generation SET g = g + 1 RETURNING g INTO gen;
+    gen := NULLIF(current_setting('vm.list_gen', true), '')::BIGINT;
+    IF gen IS NULL THEN
+        UPDATE list_generation SET g = g + 1 RETURNING g INTO gen;
+        PERFORM set_config('vm.list_gen', gen::text, true);
+    END IF;
     UPDATE validators SET list_seq = gen WHERE name = NEW.name;
     RETURN NULL;
 END
