@@ -54,7 +54,7 @@ var (
 	bursts   = flag.Duration("burst", time.Minute, "length of the burst of creates on a new server (0: none)")
 	bclients = flag.Int("burst-clients", 16, "concurrent clients of the burst and of the convergence case")
 	convN    = flag.Int("converge", 1000, "validators created on a new server, then timed until all are RUNNING (0: none)")
-	convMax  = flag.Duration("converge-limit", 5*time.Minute, "longest wait for the convergence case")
+	convMax  = flag.Duration("converge-limit", 5*time.Minute, "longest wait for the convergence case, from its last create")
 	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
 	profiles = flag.String("cpuprofile", "", "with -pprof: write a CPU profile of the server's first round of each case into this directory")
 	only     = flag.String("cases", "", "run only the request cases whose name contains this text")
