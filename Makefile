@@ -81,7 +81,7 @@ test:
 ## BENCH_SIZES validators (kept in bin/bench; PostgreSQL too when TEST_POSTGRES_DSN is set) a restart's
 ## readiness, writes and idle time, list pages and the cheap authenticated read against a bare echo
 ## baseline, RSS, creates with one client; then a burst of creates and 1,000 created → RUNNING on new
-## servers. About 10 minutes once seeded (docs/benchmarks.md); BENCH_FLAGS selects cases
+## servers. About 15 minutes once seeded (docs/benchmarks.md); BENCH_FLAGS selects cases
 ## (e.g. BENCH_FLAGS="-burst 0 -converge 0"; bin/vm-bench -h lists them).
 BENCH_SIZES ?= 1000,10000
 BENCH_FLAGS ?=
