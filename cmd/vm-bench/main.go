@@ -43,15 +43,21 @@ import (
 var (
 	bin      = flag.String("bin", "bin/validator-manager", "server binary")
 	dir      = flag.String("dir", "bin/bench", "where seeded data directories are kept between runs")
-	sizes    = flag.String("sizes", "1000,100000", "numbers of validators")
+	sizes    = flag.String("sizes", "1000,10000", "numbers of validators of the seeded data sets")
 	conns    = flag.Int("conns", 16, "concurrent connections")
 	round    = flag.Duration("round", 2*time.Second, "length of one round")
 	rounds   = flag.Int("rounds", 2, "rounds per case and side (alternating baseline, server)")
 	maxReq   = flag.Int("max-requests", 200000, "most requests in one round")
-	creates  = flag.Int("creates", 8, "validators created (then deleted) per data set to measure a create's CPU")
+	creates  = flag.Int("creates", 20, "validators created one at a time (then deleted) per data set: creates/s and CPU per create")
+	seedAPI  = flag.Int("seed-api", 10000, "data sets of up to this many validators are seeded through the API; larger ones through the store")
+	settle   = flag.Duration("seed-settle", 20*time.Minute, "longest wait, after seeding through the API, until no validator is PENDING")
+	bursts   = flag.Duration("burst", time.Minute, "length of the burst of creates on a new server (0: none)")
+	bclients = flag.Int("burst-clients", 16, "concurrent clients of the burst and of the convergence case")
+	convN    = flag.Int("converge", 1000, "validators created on a new server, then timed until all are RUNNING (0: none)")
+	convMax  = flag.Duration("converge-limit", 5*time.Minute, "longest wait for the convergence case, from its last create")
 	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
 	profiles = flag.String("cpuprofile", "", "with -pprof: write a CPU profile of the server's first round of each case into this directory")
-	only     = flag.String("cases", "", "run only the cases whose name contains this text")
+	only     = flag.String("cases", "", "run only the request cases whose name contains this text")
 	baseline = flag.String("baseline", "", "internal: serve the baseline from this file")
 )
 
@@ -98,11 +104,26 @@ func run() error {
 		fmt.Println("TEST_POSTGRES_DSN is not set: PostgreSQL is not measured")
 	}
 	fmt.Printf("vm-bench: %d connections, %d rounds of %s per case and side, GOMAXPROCS of this machine: %d cores\n\n", *conns, *rounds, *round, numCPU())
+	began := time.Now()
 	for _, ds := range sets {
 		if err := bench(ds); err != nil {
 			return fmt.Errorf("%s, %d validators: %w", ds.db, ds.n, err)
 		}
 	}
+	if *bursts > 0 {
+		fmt.Printf("## burst: %d clients create for %s on a new server\n\n", *bclients, *bursts)
+		if err := burst(*bclients, *bursts); err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+	}
+	if *convN > 0 {
+		fmt.Printf("\n## convergence: %d clients create %d validators on a new server\n\n", *bclients, *convN)
+		if err := converge(*bclients, *convN, *convMax); err != nil {
+			return fmt.Errorf("convergence: %w", err)
+		}
+	}
+	summary()
+	fmt.Printf("\nvm-bench took %s.\n", time.Since(began).Round(time.Second))
 	return nil
 }
 
@@ -132,7 +153,9 @@ type server struct {
 	cmd     *exec.Cmd
 	base    string
 	token   string
-	startup time.Duration
+	began   time.Time
+	startup time.Duration // until it listens
+	ready   time.Duration // until its health is UP
 }
 
 func start(ds dataset) (*server, error) {
@@ -162,7 +185,7 @@ func start(ds dataset) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, base: "http://" + addr}
+	s := &server{cmd: cmd, base: "http://" + addr, began: began}
 	// serve prints its development token once it listens.
 	tokens := make(chan string, 1)
 	go func() {
@@ -192,6 +215,7 @@ func start(ds dataset) (*server, error) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				s.ready = time.Since(began)
 				break
 			}
 		}
@@ -225,9 +249,15 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// seed fills the data set with n validators unless it has them: one is
-// created through the server's own create (so its row is what release 1.11
-// stores), the rest are that row under other names, imported through the store.
+// seed fills the data set with n validators unless it has them. Up to
+// -seed-api validators are created through the server's own create (16
+// clients), so each has what a real create makes (its row, its identity
+// provider's clients, its Secrets, its cluster objects) and a restart finds
+// nothing to do; beyond, one is created so and the rest are its row under
+// other names, imported through the store (their cluster objects come at
+// the first start; they have no identity provider clients, so the intent
+// controller keeps retrying them: the large sets measure the list, not the
+// control plane).
 func seed(ds dataset) error {
 	st, err := openStore(ds)
 	if err != nil {
@@ -239,11 +269,29 @@ func seed(ds dataset) error {
 		return err
 	}
 	fmt.Printf("seeding %s with %d validators...\n", ds.data, ds.n)
-	const template = "bench-template"
 	srv, err := start(ds)
 	if err != nil {
 		return err
 	}
+	if ds.n <= *seedAPI {
+		began := time.Now()
+		// With custom authentication: a wallet user's bcrypt (tens of
+		// milliseconds of CPU) would make seeding 10,000 take an hour.
+		if _, _, _, err := createMany(srv, "node", customAuthBody, 16, ds.n, 0); err != nil {
+			srv.stop()
+			return err
+		}
+		fmt.Printf("created %d validators through the API in %s; waiting until none is PENDING and the server is idle (at most %s)...\n", ds.n, time.Since(began).Round(time.Second), *settle)
+		for deadline := time.Now().Add(*settle); time.Now().Before(deadline); time.Sleep(5 * time.Second) {
+			if pending, err := countPhase(srv, "PENDING"); err != nil || pending == 0 {
+				break
+			}
+		}
+		idleAfter(srv, time.Now(), time.Minute)
+		srv.stop()
+		return nil
+	}
+	const template = "bench-template"
 	status, body, err := call(srv, http.MethodPost, "/api/validators", createBody(template))
 	if err == nil && status != http.StatusCreated && status != http.StatusConflict {
 		err = fmt.Errorf("create the template validator: %d %s", status, body)
@@ -282,17 +330,15 @@ func seed(ds dataset) error {
 		vs = vs[len(chunk):]
 	}
 	// The first start creates every validator's objects in the embedded
-	// cluster, whose simulated kubelet then moves them to COMPLETED within
-	// seconds, and the phase sync writes that into every row: let that
-	// churn pass before measuring anything.
+	// cluster: let that churn pass before measuring anything.
 	fmt.Printf("converging the embedded cluster of %s (first start)...\n", ds.data)
 	if srv, err = start(ds); err != nil {
 		return err
 	}
-	time.Sleep(10 * time.Second) // kubelet.DefaultCompletedAfter (5 s) and two phase syncs
+	time.Sleep(10 * time.Second)
 	srv.stop()
 	// What autovacuum does soon after a bulk load: statistics, and on
-	// PostgreSQL the visibility map that index-only walks need.
+	// PostgreSQL the visibility map.
 	if ds.db == "postgres" {
 		return st.Exec(ctx, "VACUUM ANALYZE")
 	}
@@ -311,6 +357,14 @@ func openStore(ds dataset) (*store.Store, error) {
 // createBody is a complete create payload: the one the tests create.
 func createBody(name string) []byte {
 	body, _ := json.Marshal(apitest.ValidatorPayload(name))
+	return body
+}
+
+// customAuthBody is createBody with custom authentication (no wallet user).
+func customAuthBody(name string) []byte {
+	p := apitest.ValidatorPayload(name)
+	p.CustomAuth = ptr(true)
+	body, _ := json.Marshal(p)
 	return body
 }
 
@@ -340,25 +394,59 @@ type benchCase struct {
 	status int
 	auth   bool
 	path   func(r *rand.Rand) string
-	conns  int // 0: -conns
+	conns  int     // 0: -conns
+	goal   float64 // least share of the baseline's throughput; 0: none
+	p99x   float64 // most p99 as a multiple of the baseline's; 0: none
 }
 
-func cases(n int) []benchCase {
+func cases(n int, phase string, inPhase int) []benchCase {
 	list := func(r *rand.Rand) string { return fmt.Sprintf("/api/validators?limit=50&from=%d", r.IntN(n-49)) }
 	return []benchCase{
-		{"GET /api/validators?limit=50, from anywhere up to n-50", http.StatusOK, true, list, 0},
+		{"GET /api/validators?limit=50, from anywhere up to n-50", http.StatusOK, true, list, 0, 0.5, 2},
 		// The same on one connection: the request's own latency, no queueing.
-		{"the same, 1 connection", http.StatusOK, true, list, 1},
+		{"the same, 1 connection", http.StatusOK, true, list, 1, 0, 0},
+		// The phase most validators are in.
+		{"GET /api/validators?limit=50&status=<phase>, from anywhere", http.StatusOK, true, func(r *rand.Rand) string {
+			return fmt.Sprintf("/api/validators?limit=50&status=%s&from=%d", phase, r.IntN(max(1, inPhase-49)))
+		}, 0, 0.5, 2},
 		{"GET /api/validators?limit=50&name=<4 digits> (substring filter)", http.StatusOK, true, func(r *rand.Rand) string {
 			return fmt.Sprintf("/api/validators?limit=50&name=%04d", r.IntN(10000))
-		}, 0},
+		}, 0, 0.5, 2},
 		// Authentication, routing and validation, then a miss in the
 		// Validator cache: the least work an authenticated call does.
-		{"GET /api/v1/validators/{name} (authenticated, a cache miss: 404)", http.StatusNotFound, true, func(*rand.Rand) string {
+		{"GET /api/v1/validators/{name} (authenticated cheap read: a cache miss, 404)", http.StatusNotFound, true, func(*rand.Rand) string {
 			return "/api/v1/validators/no-such-validator"
-		}, 0},
-		{"GET /actuator/health", http.StatusOK, false, func(*rand.Rand) string { return "/actuator/health" }, 0},
+		}, 0, 0.8, 0},
+		{"GET /actuator/health", http.StatusOK, false, func(*rand.Rand) string { return "/actuator/health" }, 0, 0, 0},
 	}
+}
+
+// largestPhase is the phase most validators are in, and how many are.
+func largestPhase(s *server) (string, int, error) {
+	best, most := "RUNNING", 0
+	for _, phase := range []string{"PENDING", "RUNNING", "COMPLETED"} {
+		n, err := countPhase(s, phase)
+		if err != nil {
+			return "", 0, err
+		}
+		if n > most {
+			best, most = phase, n
+		}
+	}
+	return best, most, nil
+}
+
+// countPhase is the 1.11 list's totalCount of a phase.
+func countPhase(s *server, phase string) (int, error) {
+	status, body, err := call(s, http.MethodGet, "/api/validators?limit=1&status="+phase, nil)
+	if err != nil || status != http.StatusOK {
+		return 0, fmt.Errorf("list %s: %d %s %v", phase, status, body, err)
+	}
+	var page struct {
+		TotalCount int `json:"totalCount"`
+	}
+	err = json.Unmarshal(body, &page)
+	return page.TotalCount, err
 }
 
 // captured is what the baseline answers for one path prefix.
@@ -570,9 +658,16 @@ func bench(ds dataset) error {
 		return err
 	}
 	defer srv.stop()
+	if err := restarted(ds, srv); err != nil {
+		return err
+	}
 	rss0, _ := memory(srv.cmd.Process.Pid)
 
-	cs := cases(ds.n)
+	phase, inPhase, err := largestPhase(srv)
+	if err != nil {
+		return err
+	}
+	cs := cases(ds.n, phase, inPhase)
 	var responses []captured
 	for _, c := range cs {
 		path := c.path(rand.New(rand.NewPCG(7, 7)))
@@ -592,7 +687,8 @@ func bench(ds dataset) error {
 	}
 	defer base.stop()
 
-	fmt.Printf("## %s, %d validators (start-up %s, RSS at start %.0f MB)\n\n", ds.db, ds.n, ms(srv.startup), rss0)
+	tag := fmt.Sprintf("%s, %d", ds.db, ds.n)
+	fmt.Printf("\n## %s, %d validators (start-up %s, RSS at start %.0f MB)\n\n", ds.db, ds.n, ms(srv.startup), rss0)
 	fmt.Println("| case | baseline req/s | server req/s | ratio | baseline p50 / p99 | server p50 / p99 | server CPU per request | errors |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for i, c := range cs {
@@ -617,13 +713,29 @@ func bench(ds dataset) error {
 				}
 			}
 		}
+		ratio := s.throughput() / b.throughput()
 		fmt.Printf("| %s | %.0f | %.0f | %.3f | %s / %s | %s / %s | %s | %d / %d |\n",
-			c.name, b.throughput(), s.throughput(), s.throughput()/b.throughput(),
+			c.name, b.throughput(), s.throughput(), ratio,
 			ms(b.pct(0.5)), ms(b.pct(0.99)), ms(s.pct(0.5)), ms(s.pct(0.99)),
 			ms(s.cpu/time.Duration(max(1, s.requests))), b.errors, s.errors)
+		if c.goal > 0 {
+			goal := fmt.Sprintf("≥ %.1f of the baseline", c.goal)
+			met := ratio >= c.goal && s.errors == 0
+			if c.p99x > 0 {
+				goal += fmt.Sprintf(", p99 ≤ %g× its", c.p99x)
+				met = met && float64(s.pct(0.99)) <= c.p99x*float64(b.pct(0.99))
+			}
+			figures = append(figures, figure{c.name, tag, goal,
+				fmt.Sprintf("%.0f/s, p99 %s", b.throughput(), ms(b.pct(0.99))),
+				fmt.Sprintf("%.3f (%.0f/s, p99 %s, CPU %s a request)", ratio, s.throughput(), ms(s.pct(0.99)), ms(s.cpu/time.Duration(max(1, s.requests)))),
+				yes(met)})
+		}
 	}
 	rss, peak := memory(srv.cmd.Process.Pid)
 	fmt.Printf("\nServer RSS after the rounds: %.0f MB (peak %.0f MB).\n", rss, peak)
+	rssGoal := map[int]float64{1000: 120, 10000: 250}[ds.n]
+	figures = append(figures, figure{"server RSS (its own process, /proc VmRSS) after the rounds", tag, goalText(rssGoal, "< %.0f MB"), "",
+		fmt.Sprintf("%.0f MB (peak %.0f MB)", rss, peak), yes(rssGoal == 0 || rss < rssGoal)})
 
 	if *creates > 0 {
 		// Release 1.11 has no delete: the rows go through the store
@@ -648,6 +760,9 @@ func bench(ds dataset) error {
 		}
 		st.Close()
 		fmt.Printf("Creates, one at a time: %d in %s, server CPU %s per create.\n", *creates, wall.Round(time.Millisecond), ms(cpu/time.Duration(*creates)))
+		rate := float64(*creates) / wall.Seconds()
+		figures = append(figures, figure{"creates through 1.11, one client (server CPU per create)", tag, "≥ 25/s, CPU flat from 1,000 to 10,000", "",
+			fmt.Sprintf("%.1f/s (%s)", rate, ms(cpu/time.Duration(*creates))), yes(rate >= 25)})
 	}
 	fmt.Println()
 	return nil
@@ -689,6 +804,21 @@ func dedupe(rs []captured) []captured {
 		}
 	}
 	return out
+}
+
+func yes(met bool) string {
+	if met {
+		return "yes"
+	}
+	return "no"
+}
+
+// goalText formats a goal, or a dash when there is none (0).
+func goalText(v float64, format string) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 func numCPU() int {

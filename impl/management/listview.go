@@ -118,7 +118,10 @@ func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, imm
 	b.WriteString(`,"immutable":`)
 	b.WriteString(strconv.FormatBool(immutable))
 	// The addresses as addresses() has them, each appended in the page's
-	// buffer rather than built as a string (half a page's rendering).
+	// buffer rather than built as a string (half a page's rendering). They
+	// are the name, the namespace and plain characters: plain JSON when
+	// those two are, tested once rather than in each address.
+	plain := plainJSON(name) && plainJSON(s.namespace)
 	for _, f := range [...]struct {
 		key  string
 		addr func([]byte, string, string) []byte
@@ -136,7 +139,7 @@ func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, imm
 		b.WriteString(`":`)
 		b.WriteByte('"')
 		addr := f.addr(b.AvailableBuffer(), name, s.namespace)
-		if !plainJSON(addr) {
+		if !plain && !plainJSON(addr) {
 			b.Truncate(b.Len() - 1)
 			writeString(b, string(addr))
 			continue

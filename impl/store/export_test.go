@@ -1,6 +1,10 @@
 package store
 
-import "gorm.io/gorm"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // DB lets the behaviour tests read rows back with their own SQL.
 func (s *Store) DB() *gorm.DB { return s.db }
@@ -18,18 +22,30 @@ func MigrationVersions(dialect string) ([]int64, error) {
 	return out, err
 }
 
-// SmallBlocks cuts validator_blocks into blocks of size for one test, so
-// that a few dozen rows exercise splits.
-func SmallBlocks(t interface{ Cleanup(func()) }, size int64) {
-	old := blockSize
-	blockSize, blockMax = size, 2*size
-	t.Cleanup(func() { blockSize, blockMax = old, 2*old })
-}
-
-// RareTrigram sets, for one test, how common the rarest trigram of a name
-// filter may be for the trigram path (SQLite).
-func RareTrigram(t interface{ Cleanup(func()) }, n int64) {
-	old := rareTrigram
-	rareTrigram = n
-	t.Cleanup(func() { rareTrigram = old })
+// MigrateTo brings a database's schema up to version only, then runs
+// stmts: a test writes rows as an older server did before a later
+// migration runs.
+func MigrateTo(driver, dsn string, version int64, stmts ...string) error {
+	d, err := dialectorOf(driver, dsn)
+	if err != nil {
+		return err
+	}
+	db, err := openGorm(d)
+	if err != nil {
+		return err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	if err := migrate(context.Background(), db, driver, version); err != nil {
+		return err
+	}
+	for _, stmt := range stmts {
+		if err := db.Exec(stmt).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }

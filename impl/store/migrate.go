@@ -66,12 +66,15 @@ func migrations(dialect string) ([]migration, error) {
 // in its own transaction. Concurrent servers are serialised by an advisory
 // lock on PostgreSQL and by the write lock (BEGIN IMMEDIATE) on SQLite, so the
 // check "is this version applied?" and the apply cannot interleave.
-func migrate(ctx context.Context, db *gorm.DB, dialect string) error {
+func migrate(ctx context.Context, db *gorm.DB, dialect string, upTo int64) error {
 	ms, err := migrations(dialect)
 	if err != nil {
 		return err
 	}
 	for _, m := range ms {
+		if m.version > upTo {
+			break
+		}
 		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if dialect == "postgres" {
 				if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrationLock).Error; err != nil {

@@ -70,23 +70,10 @@ func TestOpenMigrates(t *testing.T) {
 	}
 }
 
-// undo0003 takes a database back to before migration 0003.
-var undo0003 = map[string][]string{
-	"sqlite": {
-		"DROP TRIGGER validators_block_insert", "DROP TRIGGER validators_block_delete", "DROP TRIGGER validators_block_phase", "DROP TRIGGER validators_block_shown",
-		"DROP TRIGGER validators_trigrams_insert", "DROP TRIGGER validators_trigrams_delete",
-		"DROP TABLE validator_blocks", "DROP TABLE validator_trigrams", "DROP TABLE trigram_positions",
-	},
-	"postgres": {
-		"DROP FUNCTION validator_blocks_track() CASCADE", "DROP TABLE validator_blocks",
-		"DROP INDEX IF EXISTS validators_name_trgm", "DROP INDEX IF EXISTS remote_participants_name_trgm",
-	},
-}
-
-// TestMigration0003OnExistingRows: migration 0003 applied to a database that
-// already holds validators cuts blocks and trigrams that page and filter
-// them exactly.
-func TestMigration0003OnExistingRows(t *testing.T) {
+// TestMigration0022OnExistingRows: a database that holds validators
+// written before migration 0022 (creating or not, of two phases, with list
+// views) lists them exactly from memory after it, filtered and paged.
+func TestMigration0022OnExistingRows(t *testing.T) {
 	dsns := map[string]string{"sqlite": filepath.Join(t.TempDir(), "vm.db")}
 	if os.Getenv("TEST_POSTGRES_DSN") != "" {
 		dsns["postgres"] = throwawayPostgres(t)
@@ -94,40 +81,33 @@ func TestMigration0003OnExistingRows(t *testing.T) {
 	for driver, dsn := range dsns {
 		t.Run(driver, func(t *testing.T) {
 			ctx := context.Background()
-			s, err := store.Open(driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var vs []domain.Validator
+			var values []string
 			phases := map[string]domain.Phase{}
 			for i := range 2500 {
-				v := newValidator(fmt.Sprintf("v-%04d", (i*7919)%2500))
-				v.Phase = []domain.Phase{domain.PhasePending, domain.PhaseRunning}[i%2]
-				vs = append(vs, *v)
-				phases[v.Name] = v.Phase
+				name := fmt.Sprintf("v-%04d", (i*7919)%2500)
+				phase := []domain.Phase{domain.PhasePending, domain.PhaseRunning}[i%2]
+				creating := i%10 == 9
+				values = append(values, fmt.Sprintf("('%s', '%s', %t, '{\"n\":\"%s\"}', 1, '2026-01-01 00:00:00', '2026-01-01 00:00:00')", name, phase, creating, name))
+				if !creating {
+					phases[name] = phase
+				}
 			}
-			wantErr(t, s.ImportValidators(ctx, vs), nil)
-			stmts := append(undo0003[driver],
-				"DROP INDEX validators_phase_name", "DROP INDEX remote_participants_phase_name",
-				"CREATE INDEX validators_phase ON validators (phase)",
-				"CREATE INDEX remote_participants_phase ON remote_participants (phase)",
-				"DELETE FROM schema_migrations WHERE version = 3")
-			for _, stmt := range stmts {
-				wantErr(t, s.Exec(ctx, stmt), nil)
-			}
-			s.Close()
+			insert := "INSERT INTO validators (name, phase, creating, list_view, list_view_version, created_at, updated_at) VALUES " + strings.Join(values, ", ")
+			wantErr(t, store.MigrateTo(driver, dsn, 21, insert), nil)
 
-			s, err = store.Open(driver, dsn)
+			s, err := store.Open(driver, dsn)
 			if err != nil {
-				t.Fatalf("migrate again: %v", err)
+				t.Fatalf("migrate: %v", err)
 			}
 			defer s.Close()
-			if n := count(t, s, "SELECT COUNT(DISTINCT lo) FROM validator_blocks"); n != 3 {
-				t.Fatalf("got %d blocks for 2,500 validators, want 3", n)
+			page, _, err := s.ListValidators(ctx, domain.ValidatorFilter{Page: domain.Page{Offset: 1000, Limit: 1}})
+			wantErr(t, err, nil)
+			if len(page) != 1 || string(page[0].ListView) != `{"n":"`+page[0].Name+`"}` || page[0].ListViewVersion != 1 {
+				t.Fatalf("got %+v, want a validator with its list view", page)
 			}
 			for _, f := range []domain.ValidatorFilter{
 				{Page: domain.Page{Offset: 1999, Limit: 3}},
-				{Phase: domain.PhaseRunning, Page: domain.Page{Offset: 1000, Limit: 2}},
+				{Phase: domain.PhaseRunning, Page: domain.Page{Offset: 900, Limit: 2}},
 				{NameContains: "-12", Page: domain.Page{Offset: 5, Limit: 2}},
 				{NameContains: "v-2499", Page: domain.Page{Limit: 2}},
 			} {

@@ -8,12 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,12 +26,10 @@ type Store struct {
 	db *gorm.DB
 	// dialect is "sqlite" or "postgres", for the few statements that differ.
 	dialect string
-	// reads is db for the list pages' reads, with prepared statements kept.
-	reads *gorm.DB
-	// stmts are the list pages' own statements (query), prepared once.
-	stmts sync.Map // query text -> *sql.Stmt
-	// blocks are the block counts last read (blockCounts).
-	blocks atomic.Pointer[blockCounts]
+	// sqlDB is db's pool, for the list's own reads (listindex.go).
+	sqlDB *sql.DB
+	// list is the list's rows in memory (listindex.go).
+	list listRows
 	// where names the database in errors: its file, or "the PostgreSQL
 	// database" (a DSN may hold a password).
 	where string
@@ -59,10 +54,51 @@ func Open(driver, dsn string) (*Store, error) { return OpenWith(driver, dsn, Def
 // "postgres" (dsn is a PostgreSQL DSN) or "sqlite" (dsn is a file path,
 // created with its directory).
 func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
-	var dialector gorm.Dialector
+	dialector, err := dialectorOf(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openGorm(dialector)
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", driver, err)
+	}
+	s := &Store{db: db, dialect: driver, where: "the PostgreSQL database"}
+	if driver == "sqlite" {
+		s.where = "database " + dsn
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(pool.MaxOpen)
+	sqlDB.SetMaxIdleConns(pool.MaxIdle)
+	sqlDB.SetConnMaxLifetime(pool.MaxLifetime)
+	sqlDB.SetConnMaxIdleTime(pool.MaxIdleTime)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := migrate(ctx, db, driver, math.MaxInt64); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
+	}
+	if _, err := markUnknownAudit(ctx, db); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("audit log of the %s database: %w", driver, err)
+	}
+	// Every list page reads the generation first: prepared once (go-sqlite3
+	// would prepare it afresh on each call).
+	s.sqlDB = sqlDB
+	if s.list.gen, err = sqlDB.PrepareContext(ctx, "SELECT g, removed FROM list_generation"); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("prepare the list's generation read: %w", err)
+	}
+	return s, nil
+}
+
+// dialectorOf is GORM's dialector of a driver and DSN (a file path on SQLite).
+func dialectorOf(driver, dsn string) (gorm.Dialector, error) {
 	switch driver {
 	case "postgres":
-		dialector = postgres.Open(dsn)
+		return postgres.Open(dsn), nil
 	case "sqlite":
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			return nil, fmt.Errorf("database directory: %w", err)
@@ -75,42 +111,10 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 		// writer's lock instead of failing at once; _txlock=immediate takes
 		// that lock at BEGIN, because a deferred transaction that reads and
 		// then writes gets SQLITE_BUSY at once, without waiting.
-		dialector = sqlite.Open("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate")
+		return sqlite.Open("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate"), nil
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}
-	db, err := openGorm(dialector)
-	if err != nil {
-		return nil, fmt.Errorf("open %s database: %w", driver, err)
-	}
-	s := &Store{db: db, dialect: driver, reads: db, where: "the PostgreSQL database"}
-	if driver == "sqlite" {
-		s.where = "database " + dsn
-	}
-	if driver == "sqlite" {
-		// pgx keeps each connection's statements prepared; go-sqlite3
-		// prepares every query afresh (a tenth of a list page's CPU).
-		s.reads = db.Session(&gorm.Session{PrepareStmt: true})
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
-	}
-	sqlDB.SetMaxOpenConns(pool.MaxOpen)
-	sqlDB.SetMaxIdleConns(pool.MaxIdle)
-	sqlDB.SetConnMaxLifetime(pool.MaxLifetime)
-	sqlDB.SetConnMaxIdleTime(pool.MaxIdleTime)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := migrate(ctx, db, driver); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
-	}
-	if _, err := markUnknownAudit(ctx, db); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("audit log of the %s database: %w", driver, err)
-	}
-	return s, nil
 }
 
 // createPrivate creates the SQLite file readable by its owner only (SQLite
@@ -140,10 +144,8 @@ func openGorm(dialector gorm.Dialector) (*gorm.DB, error) {
 	for attempt := 0; ; attempt++ {
 		db, err := gorm.Open(dialector, &gorm.Config{
 			TranslateError: true,
-			// Bounds the statements kept prepared (Store.reads).
-			PrepareStmtMaxSize: 256,
-			Logger:             logger.Discard,
-			NowFunc:            now,
+			Logger:         logger.Discard,
+			NowFunc:        now,
 		})
 		var lite sqlite3.Error
 		if err == nil || attempt == 50 || !errors.As(err, &lite) || (lite.Code != sqlite3.ErrBusy && lite.Code != sqlite3.ErrLocked) {
@@ -170,68 +172,6 @@ func (s *Store) bounded(ctx context.Context) context.Context {
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
-}
-
-// query runs one of the list pages' fixed statements, written with ?
-// placeholders, through database/sql alone: prepared once (database/sql
-// prepares it again on each connection that needs it), no statement
-// building per call.
-func (s *Store) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	if st, ok := s.stmts.Load(text); ok {
-		return st.(*sql.Stmt).QueryContext(ctx, args...)
-	}
-	sqlDB, err := s.db.DB()
-	if err != nil {
-		return nil, err
-	}
-	q := text
-	if s.dialect == "postgres" {
-		q = numberPlaceholders(text)
-	}
-	st, err := sqlDB.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := s.stmts.LoadOrStore(text, st); loaded {
-		st.Close()
-		st = prev.(*sql.Stmt)
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// queryRow runs a fixed statement (query) that returns one row into dest.
-func (s *Store) queryRow(ctx context.Context, text string, args []any, dest ...any) error {
-	rows, err := s.query(ctx, text, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return sql.ErrNoRows
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	return rows.Close()
-}
-
-// numberPlaceholders turns ? into PostgreSQL's $1, $2, ... (the fixed
-// statements have no ? inside literals).
-func numberPlaceholders(q string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // Ping tells whether the database can be written now (the health of the

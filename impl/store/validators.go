@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"gorm.io/gorm"
@@ -43,9 +42,6 @@ func (s *Store) RecordCreate(ctx context.Context, v *domain.Validator, prune *do
 	if prune != nil {
 		prune.CreatedAt, prune.UpdatedAt = pr.CreatedAt, pr.UpdatedAt
 	}
-	// The row is in; a failed split costs later pages a longer walk, not
-	// their correctness.
-	_ = s.splitBlock(ctx, v.Name)
 	return nil
 }
 
@@ -203,66 +199,31 @@ func (s *Store) WalletUsers(ctx context.Context) (map[string]string, error) {
 }
 
 // ListValidators returns one page ordered by name, as a list shows it
-// (ListedValidator), and the number of validators that match the filter.
+// (ListedValidator), and the number of validators that match the filter:
+// from the list's rows in memory, brought up to the database's generation
+// first (listindex.go). The pages' ListView bytes are shared: read-only.
 func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	ctx = s.bounded(ctx)
-	var out []domain.ListedValidator
-	var total int64
-	var err error
-	if f.NameContains == "" {
-		out, total, err = s.pageByBlocks(ctx, f)
-	} else {
-		out, total, err = s.pageByName(ctx, f)
-	}
+	ix, err := s.index(s.bounded(ctx))
 	if err != nil {
 		return nil, 0, translate(err, "list validators", "")
 	}
+	out, total := ix.page(f)
 	return out, total, nil
 }
 
-// pageByName reads a page of validators filtered by a name substring (and
-// perhaps a phase): counted, then the page's names, then their rows by
-// primary key (one statement).
-func (s *Store) pageByName(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
-	filter, err := s.validatorNameFilter(ctx, f.NameContains, f.Phase)
-	if err != nil {
-		return nil, 0, err
+// ImportValidators inserts validators in one transaction: the bulk path
+// for seeding (benchmarks) and imports. Rows are stored as given,
+// timestamps included.
+func (s *Store) ImportValidators(ctx context.Context, vs []domain.Validator) error {
+	rows := make([]validatorRow, len(vs))
+	for i := range vs {
+		rows[i] = validatorFrom(&vs[i])
+		rows[i].CreatedAt, rows[i].UpdatedAt = stamp(rows[i].CreatedAt), stamp(rows[i].UpdatedAt)
 	}
-	filter = shown(filter)
-	total, err := count[validatorRow](ctx, s.reads, filter)
-	if err != nil {
-		return nil, 0, err
-	}
-	names := pageNames[validatorRow](ctx, s.reads, filter, f.Page, total)
-	if names == nil {
-		return []domain.ListedValidator{}, total, nil
-	}
-	rows, err := s.reads.WithContext(ctx).Raw(`SELECT `+listedColumns+` FROM validators WHERE name IN (?) ORDER BY name`, names).Rows()
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := scanListed(rows)
-	return out, total, err
-}
-
-// listedColumns are the columns of a ListedValidator, in scanListed's order.
-const listedColumns = "name, phase, immutable, list_view, list_view_version"
-
-// scanListed reads and closes rows of listedColumns.
-func scanListed(rows *sql.Rows) ([]domain.ListedValidator, error) {
-	defer rows.Close()
-	out := make([]domain.ListedValidator, 0, 50)
-	for rows.Next() {
-		var v domain.ListedValidator
-		if err := rows.Scan(&v.Name, &v.Phase, &v.Immutable, &v.ListView, &v.ListViewVersion); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return translate(s.db.WithContext(ctx).CreateInBatches(rows, 500).Error, "import validators", "")
 }
 
 // StaleListViews reads up to limit validators after after, in name order,

@@ -1,0 +1,315 @@
+package main
+
+// The control plane's cases: a restart's readiness, writes and idle time,
+// a burst of creates, and created → RUNNING. They read the embedded
+// cluster through the administrator's kubeconfig the server writes into its
+// data directory, and the server's own CPU from /proc.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+)
+
+// idleCPU is the server's CPU in a one-second window below which its
+// controllers count as idle (the embedded default's simulated kubelet
+// and the leader's lease renewals go on in every window).
+const idleCPU = 100 * time.Millisecond
+
+// kube is a client of the embedded cluster of a data directory.
+func kube(data string) (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(data, "kubeconfig"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	return kubernetes.NewForConfig(cfg)
+}
+
+// idleAfter waits until the server spends less than idleCPU in a second
+// (at most limit) and returns how long that took from since.
+func idleAfter(s *server, since time.Time, limit time.Duration) (time.Duration, bool) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		c0 := cpuTime(s.cmd.Process.Pid)
+		time.Sleep(time.Second)
+		if cpuTime(s.cmd.Process.Pid)-c0 < idleCPU {
+			return time.Since(since), true
+		}
+	}
+	return time.Since(since), false
+}
+
+// apiWrites reads the kube-apiserver's request counters (it starts with
+// the server, so they count from the server's start) and returns the
+// writes (POST, PUT, PATCH, DELETE, APPLY) per resource.
+func apiWrites(ctx context.Context, k *kubernetes.Clientset) (map[string]int, error) {
+	raw, err := k.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		verb, resource := label(line, "verb"), label(line, "resource")
+		if !slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION"}, verb) {
+			continue
+		}
+		if sub := label(line, "subresource"); sub != "" {
+			resource += "/" + sub
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err == nil {
+			out[resource] += int(v)
+		}
+	}
+	return out, sc.Err()
+}
+
+func label(line, name string) string {
+	_, rest, ok := strings.Cut(line, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// writesText sums writes, leases apart (leader election renews its lease
+// every few seconds whatever happens).
+func writesText(w map[string]int) (other int, text string) {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		if k != "leases" {
+			other += w[k]
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", k, w[k]))
+	}
+	return other, strings.Join(parts, ", ")
+}
+
+// restarted reports a start of the server on a data set nothing changed
+// in: ready (health 200), the controllers' idle time, and the writes to the
+// API server until then.
+func restarted(ds dataset, srv *server) error {
+	idle, ok := idleAfter(srv, srv.began, 60*time.Second)
+	k, err := kube(ds.data)
+	if err != nil {
+		return err
+	}
+	w, err := apiWrites(context.Background(), k)
+	if err != nil {
+		return err
+	}
+	others, text := writesText(w)
+	tag := fmt.Sprintf("%s, %d", ds.db, ds.n)
+	report("restart, nothing changed: ready (health 200)", tag, "< 5 s", "", secs(srv.ready), srv.ready < 5*time.Second)
+	idleText := secs(idle)
+	if !ok {
+		idleText = "not within " + idleText
+	}
+	report("restart: controllers idle (server CPU < 10% of a core over 1 s), from start", tag, "< 10 s", "", idleText, ok && idle < 10*time.Second)
+	report("restart: writes to the API server until idle, leases aside", tag, "0", "", fmt.Sprintf("%d (%s)", others, text), others == 0)
+	return nil
+}
+
+// fresh starts a server on a new, empty data set on SQLite; done stops it
+// and removes the data.
+func fresh(what string) (ds dataset, srv *server, done func(), err error) {
+	data := filepath.Join(*dir, fmt.Sprintf("%s-%d", what, time.Now().Unix()))
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return dataset{}, nil, nil, err
+	}
+	remove := func() { _ = os.RemoveAll(data); _ = os.Remove(data + ".log") }
+	ds = dataset{db: "sqlite", data: data}
+	if srv, err = start(ds); err != nil {
+		remove()
+		return dataset{}, nil, nil, err
+	}
+	return ds, srv, func() { srv.stop(); remove() }, nil
+}
+
+// createMany creates validators named prefix-00000... (bodies from body)
+// from clients concurrent clients until n are created (n > 0) or d has
+// passed, and returns their names, each create's latency and when the last
+// answered. A name already there (409: an interrupted seed) counts as created.
+func createMany(s *server, prefix string, body func(string) []byte, clients, n int, d time.Duration) ([]string, []time.Duration, time.Time, error) {
+	var (
+		mu    sync.Mutex
+		names []string
+		lat   []time.Duration
+		last  time.Time
+		next  atomic.Int64
+		fail  atomic.Pointer[error]
+	)
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for fail.Load() == nil && (d == 0 || time.Now().Before(deadline)) {
+				i := int(next.Add(1)) - 1
+				if n > 0 && i >= n {
+					return
+				}
+				name := fmt.Sprintf("%s-%05d", prefix, i)
+				t0 := time.Now()
+				status, answer, err := call(s, http.MethodPost, "/api/validators", body(name))
+				if err == nil && status != http.StatusCreated && status != http.StatusConflict {
+					err = fmt.Errorf("create %s: %d %s", name, status, answer)
+				}
+				if err != nil {
+					fail.Store(&err)
+					return
+				}
+				mu.Lock()
+				names, lat, last = append(names, name), append(lat, time.Since(t0)), time.Now()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := fail.Load(); err != nil {
+		return names, lat, last, *err
+	}
+	return names, lat, last, nil
+}
+
+// withStatefulSet counts the names that have a StatefulSet in the cluster.
+func withStatefulSet(ctx context.Context, k *kubernetes.Clientset, names []string) (int, error) {
+	list, err := k.AppsV1().StatefulSets("").List(ctx, metav1.ListOptions{LabelSelector: cluster.ValidatorLabel})
+	if err != nil {
+		return 0, err
+	}
+	has := map[string]bool{}
+	for _, s := range list.Items {
+		has[s.Labels[cluster.ValidatorLabel]] = true
+	}
+	n := 0
+	for _, name := range names {
+		if has[name] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// burst: clients create for d on a new server; how many of the created
+// validators have their StatefulSet when the burst ends, and within 10 s of
+// the last create.
+func burst(clients int, d time.Duration) error {
+	ds, srv, done, err := fresh("burst")
+	if err != nil {
+		return err
+	}
+	defer done()
+	k, err := kube(ds.data)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	names, lat, last, err := createMany(srv, "burst", createBody, clients, 0, d)
+	if err != nil {
+		return err
+	}
+	atEnd, err := withStatefulSet(ctx, k, names)
+	if err != nil {
+		return err
+	}
+	within := atEnd
+	for time.Since(last) < 10*time.Second && within < len(names) {
+		time.Sleep(250 * time.Millisecond)
+		if within, err = withStatefulSet(ctx, k, names); err != nil {
+			return err
+		}
+	}
+	r := result{lat: lat}
+	tag := fmt.Sprintf("sqlite, %d clients × %s", clients, d)
+	report("burst: creates (p50 / p99 of a create)", tag, "p99 < 200 ms", "", fmt.Sprintf("%d, %.1f/s (%s / %s)", len(names), float64(len(names))/d.Seconds(), ms(r.pct(0.5)), ms(r.pct(0.99))), r.pct(0.99) < 200*time.Millisecond)
+	report("burst: with their StatefulSet when it ends / within 10 s of the last create", tag, "all within 10 s", "", fmt.Sprintf("%d / %d of %d", atEnd, within, len(names)), within == len(names))
+	return nil
+}
+
+// converge: clients create n validators on a new server; the time from the
+// first create until the 1.11 list shows all n RUNNING (at most limit).
+func converge(clients, n int, limit time.Duration) error {
+	_, srv, done, err := fresh("converge")
+	if err != nil {
+		return err
+	}
+	defer done()
+	began := time.Now()
+	if _, _, _, err := createMany(srv, "conv", createBody, clients, n, 0); err != nil {
+		return err
+	}
+	created := time.Since(began)
+	// limit counts from the last create: creates may take longer than it.
+	running := 0
+	for {
+		if running, err = countPhase(srv, "RUNNING"); err != nil || running >= n || time.Since(began)-created > limit {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		return err
+	}
+	took := time.Since(began)
+	text := fmt.Sprintf("%s (creates took %s)", secs(took), secs(created))
+	if running < n {
+		text = fmt.Sprintf("not within %s of the last create: %d of %d RUNNING after %s (creates took %s)", secs(limit), running, n, secs(took), secs(created))
+	}
+	report(fmt.Sprintf("%d validators from created to RUNNING", n), fmt.Sprintf("sqlite, %d clients", clients), "< 120 s", "", text, running >= n && took < 120*time.Second)
+	return nil
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// A figure is one line of the closing table.
+type figure struct{ name, set, goal, baseline, measured, met string }
+
+var figures []figure
+
+// report records a figure and prints it at once.
+func report(name, set, goal, baseline, measured string, met bool) {
+	f := figure{name, set, goal, baseline, measured, yes(met)}
+	figures = append(figures, f)
+	fmt.Printf("- %s (%s): %s; goal %s; met: %s\n", name, set, measured, goal, f.met)
+}
+
+// summary prints every figure beside its goal and baseline.
+func summary() {
+	fmt.Println("\n## Figures against their goals")
+	fmt.Println()
+	fmt.Println("| figure | data set | goal | baseline | measured | met |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, f := range figures {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", f.name, f.set, f.goal, f.baseline, f.measured, f.met)
+	}
+}
