@@ -104,7 +104,7 @@ func TestAudit(t *testing.T) {
 // uncompletableAuditor writes the first record and fails the completion.
 type uncompletableAuditor struct{ server.Auditor }
 
-func (uncompletableAuditor) CompleteAudit(context.Context, int64, int) error {
+func (uncompletableAuditor) CompleteAudit(context.Context, int64, int, string) error {
 	return errors.New("database is down")
 }
 
