@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -53,7 +54,7 @@ func (s *Store) BeginAudit(ctx context.Context, e domain.AuditEntry) (int64, err
 func (s *Store) CompleteAudit(ctx context.Context, id int64, status int, validator string) error {
 	set := map[string]any{"status": status, "outcome": domain.AuditDone}
 	if validator != "" {
-		set["validator"] = validator
+		set["validator"] = auditText(validator)
 	}
 	res := s.db.WithContext(ctx).Model(&auditRow{}).Where("id = ? AND outcome <> ?", id, domain.AuditDone).Updates(set)
 	if err := translate(res.Error, "audit entry", ""); err != nil {
@@ -63,6 +64,14 @@ func (s *Store) CompleteAudit(ctx context.Context, id int64, status int, validat
 		return domain.NotFound("audit entry %d not found or already complete", id)
 	}
 	return nil
+}
+
+// auditText is what a caller sent (a path parameter, a body's name, a
+// token's subject) as a column can hold it: the audit of a call with
+// invalid UTF-8 or NUL, which PostgreSQL's text refuses, must not fail the
+// call (it is answered 400 after the audit).
+func auditText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // PurgeAudit deletes the entries older than before (the retention), the one
@@ -90,7 +99,7 @@ func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, er
 		}
 	}
 	row := auditRow{
-		At: now(), Subject: e.Subject, Role: e.Role, Operation: e.Operation, Validator: e.Validator,
+		At: now(), Subject: auditText(e.Subject), Role: e.Role, Operation: e.Operation, Validator: auditText(e.Validator),
 		Targets: string(targets), Status: e.Status, RequestID: e.RequestID, Outcome: e.Outcome,
 	}
 	if !e.At.IsZero() {

@@ -149,3 +149,20 @@ func TestAuditPendingThenUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditKeepsWhatWasSent: a call's text that a column cannot hold as
+// sent (invalid UTF-8, NUL: PostgreSQL refuses both) is still audited,
+// with U+FFFD in its place.
+func TestAuditKeepsWhatWasSent(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id, err := s.BeginAudit(ctx, domain.AuditEntry{Subject: "al\x00ice", Operation: "createPruneSchedule", Validator: "v\xff1", RequestID: "r1"})
+		wantErr(t, err, nil)
+		wantErr(t, s.CompleteAudit(ctx, id, 400, "n\x00ame"), nil)
+		got, err := s.ListAudit(ctx, "", 1)
+		wantErr(t, err, nil)
+		if len(got) != 1 || got[0].Subject != "al\uFFFDice" || got[0].Validator != "n\uFFFDame" || got[0].Status != 400 {
+			t.Fatalf("got %+v, want the entry with U+FFFD for what the column cannot hold", got)
+		}
+	})
+}
