@@ -52,17 +52,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 			if rel.selector != "" {
 				page += "?urls.primaryName=" + url.QueryEscape(rel.selector)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, browser,
-				"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync",
-				"--no-first-run", "--user-data-dir="+t.TempDir(),
-				"--virtual-time-budget=20000", "--dump-dom", page).Output()
-			if err != nil {
-				t.Fatalf("chromium: %v", err)
-			}
-			dom := string(out)
+			dom := dumpDOM(t, browser, page)
 			if !strings.Contains(dom, doc.Info.Title) {
 				t.Fatalf("page does not show %q", doc.Info.Title)
 			}
@@ -76,6 +66,50 @@ func TestDocsPageInBrowser(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// dumpDOM is the DOM of page once headless Chromium has rendered it.
+func dumpDOM(t *testing.T, browser, page string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--no-first-run", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=20000", "--dump-dom", page).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return string(out)
+}
+
+// TestDocsPageShowsRoles: an operation opened on the documentation page
+// (a deep link) shows the role it needs, as its description's sentence and
+// as its x-required-role extension, in both releases.
+func TestDocsPageShowsRoles(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
+	}
+	s := apitest.Start(t, apitest.Options{})
+	for _, tt := range []struct{ page, role string }{
+		{"/docs-ui.html#/validators/getIdentityDump", "admin"},
+		{"/docs-ui.html?urls.primaryName=" + url.QueryEscape("Release 1.11 — Validator Management API (/api)") + "#/validators/createValidator", "operator"},
+	} {
+		dom := dumpDOM(t, browser, s.URL+tt.page)
+		for _, want := range []string{
+			"<strong>Required role</strong> (when roles are on, setting <code>api.auth.roles</code>): <code>" + tt.role + "</code>.",
+			`<td>x-required-role</td><td>"` + tt.role + `"</td>`,
+		} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("%s: the opened operation does not show %q", tt.page, want)
+			}
+		}
 	}
 }
 
