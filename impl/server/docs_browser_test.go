@@ -26,13 +26,7 @@ import (
 // release's contract. It needs Debian's chromium (.ci/run installs it); on a
 // machine without it the test skips, except in CI where it fails.
 func TestDocsPageInBrowser(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed; .ci/run installs it")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
-	}
+	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	releases := []struct {
 		selector string // the page's name of the description; empty = the default (2.0)
@@ -69,6 +63,20 @@ func TestDocsPageInBrowser(t *testing.T) {
 	}
 }
 
+// chromium is Debian's chromium (.ci/run installs it); on a machine without
+// it the test skips, except in CI where it fails.
+func chromium(t *testing.T) string {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
+	}
+	return browser
+}
+
 // dumpDOM is the DOM of page once headless Chromium has rendered it.
 func dumpDOM(t *testing.T, browser, page string) string {
 	t.Helper()
@@ -89,13 +97,7 @@ func dumpDOM(t *testing.T, browser, page string) string {
 // (a deep link) shows the role it needs, as its description's sentence and
 // as its x-required-role extension, in both releases.
 func TestDocsPageShowsRoles(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed; .ci/run installs it")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
-	}
+	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	for _, tt := range []struct{ page, role string }{
 		{"/docs-ui.html#/validators/getIdentityDump", "admin"},
@@ -142,13 +144,7 @@ measure();
 // "…API (/ap"). It also leaves a screenshot of the page in the test's log
 // directory for a person to look at (DOCS_SCREENSHOT names a file to keep it).
 func TestDocsReleaseSelectorShowsFullLabels(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed; .ci/run installs it")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
-	}
+	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/measure.html", func(w http.ResponseWriter, _ *http.Request) {
