@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -68,11 +69,25 @@ func (s *Store) CompleteAudit(ctx context.Context, id int64, status int, validat
 
 // auditText is what a caller sent (a path parameter, a body's name, a
 // token's subject) as a column can hold it: the audit of a call with
-// invalid UTF-8 or NUL, which PostgreSQL's text refuses, must not fail the
-// call (it is answered 400 after the audit).
+// invalid UTF-8 or NUL, which PostgreSQL's text refuses, or with a value
+// longer than an index entry may be, must not fail the call (it is answered
+// 400 after the audit). Beyond maxAuditText bytes the value is cut and ends
+// in "…".
 func auditText(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) <= maxAuditText {
+		return s
+	}
+	cut := maxAuditText
+	for !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
+
+// maxAuditText bounds a caller's text in the audit log, far below
+// PostgreSQL's limit on an index entry (about 2.7 KB).
+const maxAuditText = 1024
 
 // PurgeAudit deletes the entries older than before (the retention), the one
 // deletion the audit log knows, and returns how many it deleted.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/store"
@@ -163,6 +165,13 @@ func TestAuditKeepsWhatWasSent(t *testing.T) {
 		wantErr(t, err, nil)
 		if len(got) != 1 || got[0].Subject != "al\uFFFDice" || got[0].Validator != "n\uFFFDame" || got[0].Status != 400 {
 			t.Fatalf("got %+v, want the entry with U+FFFD for what the column cannot hold", got)
+		}
+		long := "v" + strings.Repeat("é", 5000) // 10 KB: more than an index entry holds
+		wantErr(t, s.RecordAudit(ctx, domain.AuditEntry{Subject: "bob", Operation: "createValidator", Validator: long, Status: 400, RequestID: "r2"}), nil)
+		got, err = s.ListAudit(ctx, "", 1)
+		wantErr(t, err, nil)
+		if v := got[0].Validator; len(v) > 1024+len("…") || !strings.HasPrefix(long, strings.TrimSuffix(v, "…")) || !utf8.ValidString(v) {
+			t.Fatalf("long validator: got %d bytes %.40q…, want at most 1 KB of its start, valid UTF-8", len(v), v)
 		}
 	})
 }
