@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -164,6 +165,7 @@ func serveCmd() *cobra.Command {
 }
 
 func tokenCmd() *cobra.Command {
+	var subject, claims string
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Print a bearer token that the embedded default accepts",
@@ -184,7 +186,13 @@ func tokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			token, err := issuer.Issue(auth.DevSubject, cfg.TokenTTL)
+			var extra map[string]any
+			if claims != "" {
+				if err := json.Unmarshal([]byte(claims), &extra); err != nil {
+					return fmt.Errorf("--claims: want a JSON object: %w", err)
+				}
+			}
+			token, err := issuer.IssueWith(subject, cfg.TokenTTL, extra)
 			if err != nil {
 				return err
 			}
@@ -193,6 +201,8 @@ func tokenCmd() *cobra.Command {
 		},
 	}
 	config.RegisterFlags(cmd.Flags(), "dataDir", "token.ttl")
+	cmd.Flags().StringVar(&subject, "subject", auth.DevSubject, "the token's sub (who the audit log names)")
+	cmd.Flags().StringVar(&claims, "claims", "", `further claims as a JSON object, for roles (api.auth.roles), e.g. '{"realm_access":{"roles":["vm-viewer"]}}'`)
 	return cmd
 }
 

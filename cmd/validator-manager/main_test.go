@@ -17,6 +17,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/auth"
 )
 
 // TestEmbeddedDefault is the newcomer's path: `serve` on a fresh data
@@ -186,6 +187,37 @@ func TestTokenNeedsTheServersKey(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("token created %v", entries)
+	}
+}
+
+// TestTokenClaims: --subject and --claims put what roles map from into the
+// token, which verifies with the role it maps to; --claims must be an object.
+func TestTokenClaims(t *testing.T) {
+	dir := t.TempDir()
+	issuer, err := auth.OpenDevIssuer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := root()
+	out := &bytes.Buffer{}
+	cmd.SetOut(out)
+	cmd.SetArgs([]string{"token", "--data-dir", dir, "--subject", "alice", "--claims", `{"realm_access":{"roles":["vm-viewer"]}}`})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	roles, err := auth.ParseRoles("realm:vm-viewer", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := auth.NewVerifier(issuer.PublicKeys(), auth.DevIssuerName, "").WithRoles(roles).Verify(context.Background(), strings.TrimSpace(out.String()))
+	if err != nil || p.Subject != "alice" || p.Role != auth.RoleViewer {
+		t.Fatalf("got %+v %v, want alice as viewer", p, err)
+	}
+	cmd = root()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetArgs([]string{"token", "--data-dir", dir, "--claims", `["vm-viewer"]`})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--claims: want a JSON object") {
+		t.Fatalf("claims as an array: got %v, want a refusal", err)
 	}
 }
 

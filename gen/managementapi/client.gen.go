@@ -90,10 +90,29 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListAuditEntries List audit entries
+	//
+	// Returns one page of the audit log, newest first, that matches all given filters, and the
+	// total number of matching entries. The log has one entry per mutating call of either
+	// release (any method but GET) that passed authentication, whatever its answer: who (the
+	// token's subject and, when roles are on, the role that allowed or refused the call), what
+	// (operationId, validator, other path parameters), when, the outcome and status, and the
+	// request id. It never holds a body, a query parameter, a secret or key material. The log is
+	// append-only; entries older than `audit.retention` are purged. Not specified by the
+	// release 1.11 document; our read-only addition (release 2.0 has the same log at
+	// `/api/v1/audit`).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+	//
+	// Corresponds with GET /api/audit (the `ListAuditEntries` operationId).
+	ListAuditEntries(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRemoteParticipants List remote participants
 	//
 	// Returns one page of registered remote participants, ordered by name, that match all
 	// given filters, and the total number of matching registrations.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 	ListRemoteParticipants(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -106,6 +125,8 @@ type ClientInterface interface {
 	// outbound address policy says about its addresses (their form and bounds are checked:
 	// `adminAddress` is a host name or an IP address); the policy decides only whether the
 	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -121,6 +142,8 @@ type ClientInterface interface {
 	// `adminAddress` is a host name or an IP address); the policy decides only whether the
 	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
@@ -130,6 +153,8 @@ type ClientInterface interface {
 	//
 	// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 	DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -137,6 +162,8 @@ type ClientInterface interface {
 	//
 	// Returns one registration with its last known health check. Not specified by the
 	// release 1.11 document (one of its "other endpoints"); our addition.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 	GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -146,6 +173,8 @@ type ClientInterface interface {
 	// Replaces the registration with the body (a full registration, not a partial update).
 	// The body's `name` must equal the path's: a registration is not renamed (400). Its
 	// health record is kept. Our addition, like the other by-name operations.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -158,6 +187,8 @@ type ClientInterface interface {
 	// The body's `name` must equal the path's: a registration is not renamed (400). Its
 	// health record is kept. Our addition, like the other by-name operations.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
@@ -167,6 +198,8 @@ type ClientInterface interface {
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/validators (the `ListValidators` operationId).
 	ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -184,6 +217,8 @@ type ClientInterface interface {
 	// id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -204,6 +239,8 @@ type ClientInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
@@ -217,6 +254,8 @@ type ClientInterface interface {
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -232,6 +271,8 @@ type ClientInterface interface {
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
@@ -243,6 +284,8 @@ type ClientInterface interface {
 	// further backups run, and POST or PUT reactivates it. 404 when the validator does not
 	// exist or has no active schedule.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 	DeleteBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -250,6 +293,8 @@ type ClientInterface interface {
 	//
 	// Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 	// does not exist, has no schedule, or its schedule is soft-deleted.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 	GetBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -262,6 +307,8 @@ type ClientInterface interface {
 	// external database; 404 when the validator does not exist; 409 when the schedule is
 	// already active; 503 when the validator's database is not running (checked for
 	// absent -> active only, as the state table says).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -277,6 +324,8 @@ type ClientInterface interface {
 	// already active; 503 when the validator's database is not running (checked for
 	// absent -> active only, as the state table says).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
@@ -287,6 +336,8 @@ type ClientInterface interface {
 	// Replaces cron and retention (`maxBackups`) of an existing schedule: active -> active,
 	// soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 	// not exist or has no schedule record at all.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -299,6 +350,8 @@ type ClientInterface interface {
 	// soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 	// not exist or has no schedule record at all.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
@@ -309,6 +362,8 @@ type ClientInterface interface {
 	// Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 	// there is none. 404 only when the validator does not exist.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 	DeletePruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -317,6 +372,8 @@ type ClientInterface interface {
 	// Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 	// object `{}` when the validator has no schedule. 404 when the validator does not exist.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 	GetPruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -324,6 +381,8 @@ type ClientInterface interface {
 	//
 	// Sets the pruning schedule of a validator that has none (absent -> present).
 	// 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -335,6 +394,8 @@ type ClientInterface interface {
 	// Sets the pruning schedule of a validator that has none (absent -> present).
 	// 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
@@ -345,6 +406,8 @@ type ClientInterface interface {
 	// Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 	// 404 when the validator does not exist or has no schedule (the schedule stays absent).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
@@ -354,6 +417,8 @@ type ClientInterface interface {
 	//
 	// Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 	// 404 when the validator does not exist or has no schedule (the schedule stays absent).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -371,14 +436,45 @@ type ClientInterface interface {
 	// specified by the release 1.11 document (its "backup history" and pruning runs are
 	// "not shown"); our read-only addition.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 	ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListAuditEntries List audit entries
+//
+// Returns one page of the audit log, newest first, that matches all given filters, and the
+// total number of matching entries. The log has one entry per mutating call of either
+// release (any method but GET) that passed authentication, whatever its answer: who (the
+// token's subject and, when roles are on, the role that allowed or refused the call), what
+// (operationId, validator, other path parameters), when, the outcome and status, and the
+// request id. It never holds a body, a query parameter, a secret or key material. The log is
+// append-only; entries older than `audit.retention` are purged. Not specified by the
+// release 1.11 document; our read-only addition (release 2.0 has the same log at
+// `/api/v1/audit`).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+//
+// Corresponds with GET /api/audit (the `ListAuditEntries` operationId).
+func (c *Client) ListAuditEntries(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditEntriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListRemoteParticipants List remote participants
 //
 // Returns one page of registered remote participants, ordered by name, that match all
 // given filters, and the total number of matching registrations.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/remote-participants (the `ListRemoteParticipants` operationId).
 func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteParticipantsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -401,6 +497,8 @@ func (c *Client) ListRemoteParticipants(ctx context.Context, params *ListRemoteP
 // outbound address policy says about its addresses (their form and bounds are checked:
 // `adminAddress` is a host name or an IP address); the policy decides only whether the
 // health probe dials `adminAddress:adminPort` (see `healthStatus`).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -426,6 +524,8 @@ func (c *Client) CreateRemoteParticipantWithBody(ctx context.Context, contentTyp
 // `adminAddress` is a host name or an IP address); the policy decides only whether the
 // health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
@@ -445,6 +545,8 @@ func (c *Client) CreateRemoteParticipant(ctx context.Context, body CreateRemoteP
 //
 // Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Corresponds with DELETE /api/remote-participants/{name} (the `DeleteRemoteParticipant` operationId).
 func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteRemoteParticipantRequest(c.Server, name)
@@ -462,6 +564,8 @@ func (c *Client) DeleteRemoteParticipant(ctx context.Context, name string, reqEd
 //
 // Returns one registration with its last known health check. Not specified by the
 // release 1.11 document (one of its "other endpoints"); our addition.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/remote-participants/{name} (the `GetRemoteParticipant` operationId).
 func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -481,6 +585,8 @@ func (c *Client) GetRemoteParticipant(ctx context.Context, name string, reqEdito
 // Replaces the registration with the body (a full registration, not a partial update).
 // The body's `name` must equal the path's: a registration is not renamed (400). Its
 // health record is kept. Our addition, like the other by-name operations.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -503,6 +609,8 @@ func (c *Client) UpdateRemoteParticipantWithBody(ctx context.Context, name strin
 // The body's `name` must equal the path's: a registration is not renamed (400). Its
 // health record is kept. Our addition, like the other by-name operations.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
@@ -522,6 +630,8 @@ func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body 
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/validators (the `ListValidators` operationId).
 func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -549,6 +659,8 @@ func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParam
 // id, JWKS/OIDC URLs) come from the identity provider; `auth` is then not used. A
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -579,6 +691,8 @@ func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/validators (the `CreateValidator` operationId).
@@ -602,6 +716,8 @@ func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRe
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -627,6 +743,8 @@ func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
@@ -648,6 +766,8 @@ func (c *Client) UpdateValidator(ctx context.Context, body UpdateValidatorJSONRe
 // further backups run, and POST or PUT reactivates it. 404 when the validator does not
 // exist or has no active schedule.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
 func (c *Client) DeleteBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteBackupScheduleRequest(c.Server, name)
@@ -665,6 +785,8 @@ func (c *Client) DeleteBackupSchedule(ctx context.Context, name BackupValidatorN
 //
 // Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 // does not exist, has no schedule, or its schedule is soft-deleted.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/validators/{name}/backup (the `GetBackupSchedule` operationId).
 func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -687,6 +809,8 @@ func (c *Client) GetBackupSchedule(ctx context.Context, name BackupValidatorName
 // external database; 404 when the validator does not exist; 409 when the schedule is
 // already active; 503 when the validator's database is not running (checked for
 // absent -> active only, as the state table says).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -712,6 +836,8 @@ func (c *Client) CreateBackupScheduleWithBody(ctx context.Context, name BackupVa
 // already active; 503 when the validator's database is not running (checked for
 // absent -> active only, as the state table says).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
@@ -732,6 +858,8 @@ func (c *Client) CreateBackupSchedule(ctx context.Context, name BackupValidatorN
 // Replaces cron and retention (`maxBackups`) of an existing schedule: active -> active,
 // soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 // not exist or has no schedule record at all.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -754,6 +882,8 @@ func (c *Client) UpdateBackupScheduleWithBody(ctx context.Context, name BackupVa
 // soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 // not exist or has no schedule record at all.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
@@ -774,6 +904,8 @@ func (c *Client) UpdateBackupSchedule(ctx context.Context, name BackupValidatorN
 // Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 // there is none. 404 only when the validator does not exist.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Corresponds with DELETE /api/validators/{name}/prune (the `DeletePruneSchedule` operationId).
 func (c *Client) DeletePruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeletePruneScheduleRequest(c.Server, name)
@@ -792,6 +924,8 @@ func (c *Client) DeletePruneSchedule(ctx context.Context, name PruneValidatorNam
 // Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 // object `{}` when the validator has no schedule. 404 when the validator does not exist.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
 func (c *Client) GetPruneSchedule(ctx context.Context, name PruneValidatorName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPruneScheduleRequest(c.Server, name)
@@ -809,6 +943,8 @@ func (c *Client) GetPruneSchedule(ctx context.Context, name PruneValidatorName, 
 //
 // Sets the pruning schedule of a validator that has none (absent -> present).
 // 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -830,6 +966,8 @@ func (c *Client) CreatePruneScheduleWithBody(ctx context.Context, name PruneVali
 // Sets the pruning schedule of a validator that has none (absent -> present).
 // 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
@@ -850,6 +988,8 @@ func (c *Client) CreatePruneSchedule(ctx context.Context, name PruneValidatorNam
 // Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 // 404 when the validator does not exist or has no schedule (the schedule stays absent).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
@@ -869,6 +1009,8 @@ func (c *Client) UpdatePruneScheduleWithBody(ctx context.Context, name PruneVali
 //
 // Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 // 404 when the validator does not exist or has no schedule (the schedule stays absent).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -896,6 +1038,8 @@ func (c *Client) UpdatePruneSchedule(ctx context.Context, name PruneValidatorNam
 // specified by the release 1.11 document (its "backup history" and pruning runs are
 // "not shown"); our read-only addition.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListValidatorRunsRequest(c.Server, name, params)
@@ -907,6 +1051,120 @@ func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *Lis
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListAuditEntriesRequest constructs an http.Request for the ListAuditEntries method
+func NewListAuditEntriesRequest(server string, params *ListAuditEntriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Validator != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "validator", *params.Validator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewListRemoteParticipantsRequest constructs an http.Request for the ListRemoteParticipants method
@@ -1789,10 +2047,31 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListAuditEntriesWithResponse List audit entries
+	//
+	// Returns one page of the audit log, newest first, that matches all given filters, and the
+	// total number of matching entries. The log has one entry per mutating call of either
+	// release (any method but GET) that passed authentication, whatever its answer: who (the
+	// token's subject and, when roles are on, the role that allowed or refused the call), what
+	// (operationId, validator, other path parameters), when, the outcome and status, and the
+	// request id. It never holds a body, a query parameter, a secret or key material. The log is
+	// append-only; entries older than `audit.retention` are purged. Not specified by the
+	// release 1.11 document; our read-only addition (release 2.0 has the same log at
+	// `/api/v1/audit`).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/audit (the `ListAuditEntries` operationId).
+	ListAuditEntriesWithResponse(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*ListAuditEntriesResponse, error)
+
 	// ListRemoteParticipantsWithResponse List remote participants
 	//
 	// Returns one page of registered remote participants, ordered by name, that match all
 	// given filters, and the total number of matching registrations.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1808,6 +2087,8 @@ type ClientWithResponsesInterface interface {
 	// `adminAddress` is a host name or an IP address); the policy decides only whether the
 	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
@@ -1822,6 +2103,8 @@ type ClientWithResponsesInterface interface {
 	// `adminAddress` is a host name or an IP address); the policy decides only whether the
 	// health probe dials `adminAddress:adminPort` (see `healthStatus`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
@@ -1830,6 +2113,8 @@ type ClientWithResponsesInterface interface {
 	// DeleteRemoteParticipantWithResponse Remove a remote participant
 	//
 	// Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1840,6 +2125,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns one registration with its last known health check. Not specified by the
 	// release 1.11 document (one of its "other endpoints"); our addition.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1852,6 +2139,8 @@ type ClientWithResponsesInterface interface {
 	// The body's `name` must equal the path's: a registration is not renamed (400). Its
 	// health record is kept. Our addition, like the other by-name operations.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
@@ -1863,6 +2152,8 @@ type ClientWithResponsesInterface interface {
 	// The body's `name` must equal the path's: a registration is not renamed (400). Its
 	// health record is kept. Our addition, like the other by-name operations.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
@@ -1872,6 +2163,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1892,6 +2185,8 @@ type ClientWithResponsesInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
@@ -1911,6 +2206,8 @@ type ClientWithResponsesInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/validators (the `CreateValidator` operationId).
@@ -1924,6 +2221,8 @@ type ClientWithResponsesInterface interface {
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1939,6 +2238,8 @@ type ClientWithResponsesInterface interface {
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
@@ -1950,6 +2251,8 @@ type ClientWithResponsesInterface interface {
 	// further backups run, and POST or PUT reactivates it. 404 when the validator does not
 	// exist or has no active schedule.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
@@ -1959,6 +2262,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 	// does not exist, has no schedule, or its schedule is soft-deleted.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1974,6 +2279,8 @@ type ClientWithResponsesInterface interface {
 	// already active; 503 when the validator's database is not running (checked for
 	// absent -> active only, as the state table says).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
@@ -1988,6 +2295,8 @@ type ClientWithResponsesInterface interface {
 	// already active; 503 when the validator's database is not running (checked for
 	// absent -> active only, as the state table says).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
@@ -1998,6 +2307,8 @@ type ClientWithResponsesInterface interface {
 	// Replaces cron and retention (`maxBackups`) of an existing schedule: active -> active,
 	// soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 	// not exist or has no schedule record at all.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2010,6 +2321,8 @@ type ClientWithResponsesInterface interface {
 	// soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 	// not exist or has no schedule record at all.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
@@ -2019,6 +2332,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 	// there is none. 404 only when the validator does not exist.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2030,6 +2345,8 @@ type ClientWithResponsesInterface interface {
 	// Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 	// object `{}` when the validator has no schedule. 404 when the validator does not exist.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
@@ -2039,6 +2356,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the pruning schedule of a validator that has none (absent -> present).
 	// 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2050,6 +2369,8 @@ type ClientWithResponsesInterface interface {
 	// Sets the pruning schedule of a validator that has none (absent -> present).
 	// 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
@@ -2060,6 +2381,8 @@ type ClientWithResponsesInterface interface {
 	// Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 	// 404 when the validator does not exist or has no schedule (the schedule stays absent).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
@@ -2069,6 +2392,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 	// 404 when the validator does not exist or has no schedule (the schedule stays absent).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2086,10 +2411,95 @@ type ClientWithResponsesInterface interface {
 	// specified by the release 1.11 document (its "backup history" and pruning runs are
 	// "not shown"); our read-only addition.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 	ListValidatorRunsWithResponse(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*ListValidatorRunsResponse, error)
+}
+
+// ListAuditEntriesResponse401Headers the declared response headers of an HTTP 401 response for ListAuditEntries
+type ListAuditEntriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListAuditEntriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditFilterResponseDto
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditEntriesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON200() *AuditFilterResponseDto {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAuditEntriesResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditEntriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditEntriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditEntriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditEntriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListRemoteParticipantsResponse401Headers the declared response headers of an HTTP 401 response for ListRemoteParticipants
@@ -2106,6 +2516,8 @@ type ListRemoteParticipantsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -2127,6 +2539,11 @@ func (r ListRemoteParticipantsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListRemoteParticipantsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListRemoteParticipantsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2182,6 +2599,8 @@ type CreateRemoteParticipantResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2205,6 +2624,11 @@ func (r CreateRemoteParticipantResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateRemoteParticipantResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateRemoteParticipantResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -2263,6 +2687,8 @@ type DeleteRemoteParticipantResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2281,6 +2707,11 @@ func (r DeleteRemoteParticipantResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeleteRemoteParticipantResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteRemoteParticipantResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2341,6 +2772,8 @@ type GetRemoteParticipantResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2364,6 +2797,11 @@ func (r GetRemoteParticipantResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetRemoteParticipantResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRemoteParticipantResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2424,6 +2862,8 @@ type UpdateRemoteParticipantResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2447,6 +2887,11 @@ func (r UpdateRemoteParticipantResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateRemoteParticipantResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateRemoteParticipantResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2507,6 +2952,8 @@ type ListValidatorsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -2528,6 +2975,11 @@ func (r ListValidatorsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListValidatorsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListValidatorsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2583,6 +3035,8 @@ type CreateValidatorResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ValidatorResponseDto
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2606,6 +3060,11 @@ func (r CreateValidatorResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateValidatorResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateValidatorResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -2664,6 +3123,8 @@ type UpdateValidatorResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -2684,6 +3145,11 @@ func (r UpdateValidatorResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateValidatorResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateValidatorResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2747,6 +3213,8 @@ type DeleteBackupScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2765,6 +3233,11 @@ func (r DeleteBackupScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeleteBackupScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteBackupScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2825,6 +3298,8 @@ type GetBackupScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2848,6 +3323,11 @@ func (r GetBackupScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetBackupScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBackupScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2908,6 +3388,8 @@ type CreateBackupScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -2935,6 +3417,11 @@ func (r CreateBackupScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateBackupScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateBackupScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3005,6 +3492,8 @@ type UpdateBackupScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3028,6 +3517,11 @@ func (r UpdateBackupScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateBackupScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateBackupScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3086,6 +3580,8 @@ type DeletePruneScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3104,6 +3600,11 @@ func (r DeletePruneScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeletePruneScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeletePruneScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3164,6 +3665,8 @@ type GetPruneScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3187,6 +3690,11 @@ func (r GetPruneScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetPruneScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetPruneScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3245,6 +3753,8 @@ type CreatePruneScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -3265,6 +3775,11 @@ func (r CreatePruneScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreatePruneScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePruneScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3328,6 +3843,8 @@ type UpdatePruneScheduleResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3346,6 +3863,11 @@ func (r UpdatePruneScheduleResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdatePruneScheduleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdatePruneScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3406,6 +3928,8 @@ type ListValidatorRunsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3429,6 +3953,11 @@ func (r ListValidatorRunsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListValidatorRunsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListValidatorRunsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3475,10 +4004,37 @@ func (r ListValidatorRunsResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditEntriesWithResponse List audit entries
+//
+// Returns one page of the audit log, newest first, that matches all given filters, and the
+// total number of matching entries. The log has one entry per mutating call of either
+// release (any method but GET) that passed authentication, whatever its answer: who (the
+// token's subject and, when roles are on, the role that allowed or refused the call), what
+// (operationId, validator, other path parameters), when, the outcome and status, and the
+// request id. It never holds a body, a query parameter, a secret or key material. The log is
+// append-only; entries older than `audit.retention` are purged. Not specified by the
+// release 1.11 document; our read-only addition (release 2.0 has the same log at
+// `/api/v1/audit`).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/audit (the `ListAuditEntries` operationId).
+func (c *ClientWithResponses) ListAuditEntriesWithResponse(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*ListAuditEntriesResponse, error) {
+	rsp, err := c.ListAuditEntries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditEntriesResponse(rsp)
+}
+
 // ListRemoteParticipantsWithResponse List remote participants
 //
 // Returns one page of registered remote participants, ordered by name, that match all
 // given filters, and the total number of matching registrations.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3500,6 +4056,8 @@ func (c *ClientWithResponses) ListRemoteParticipantsWithResponse(ctx context.Con
 // `adminAddress` is a host name or an IP address); the policy decides only whether the
 // health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
@@ -3520,6 +4078,8 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithBodyWithResponse(ctx co
 // `adminAddress` is a host name or an IP address); the policy decides only whether the
 // health probe dials `adminAddress:adminPort` (see `healthStatus`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/remote-participants (the `CreateRemoteParticipant` operationId).
@@ -3534,6 +4094,8 @@ func (c *ClientWithResponses) CreateRemoteParticipantWithResponse(ctx context.Co
 // DeleteRemoteParticipantWithResponse Remove a remote participant
 //
 // Removes the registration (nothing runs in the cluster for it). 404 when absent. Our addition.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3550,6 +4112,8 @@ func (c *ClientWithResponses) DeleteRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns one registration with its last known health check. Not specified by the
 // release 1.11 document (one of its "other endpoints"); our addition.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3568,6 +4132,8 @@ func (c *ClientWithResponses) GetRemoteParticipantWithResponse(ctx context.Conte
 // The body's `name` must equal the path's: a registration is not renamed (400). Its
 // health record is kept. Our addition, like the other by-name operations.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
@@ -3585,6 +4151,8 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithBodyWithResponse(ctx co
 // The body's `name` must equal the path's: a registration is not renamed (400). Its
 // health record is kept. Our addition, like the other by-name operations.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/remote-participants/{name} (the `UpdateRemoteParticipant` operationId).
@@ -3600,6 +4168,8 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3626,6 +4196,8 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, pa
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/validators (the `CreateValidator` operationId).
@@ -3651,6 +4223,8 @@ func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Co
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/validators (the `CreateValidator` operationId).
@@ -3670,6 +4244,8 @@ func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, b
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3691,6 +4267,8 @@ func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Co
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/validators (the `UpdateValidator` operationId).
@@ -3708,6 +4286,8 @@ func (c *ClientWithResponses) UpdateValidatorWithResponse(ctx context.Context, b
 // further backups run, and POST or PUT reactivates it. 404 when the validator does not
 // exist or has no active schedule.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/validators/{name}/backup (the `DeleteBackupSchedule` operationId).
@@ -3723,6 +4303,8 @@ func (c *ClientWithResponses) DeleteBackupScheduleWithResponse(ctx context.Conte
 //
 // Returns the active backup schedule with its computed `nextRun`. 404 when the validator
 // does not exist, has no schedule, or its schedule is soft-deleted.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3744,6 +4326,8 @@ func (c *ClientWithResponses) GetBackupScheduleWithResponse(ctx context.Context,
 // already active; 503 when the validator's database is not running (checked for
 // absent -> active only, as the state table says).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
@@ -3764,6 +4348,8 @@ func (c *ClientWithResponses) CreateBackupScheduleWithBodyWithResponse(ctx conte
 // already active; 503 when the validator's database is not running (checked for
 // absent -> active only, as the state table says).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/validators/{name}/backup (the `CreateBackupSchedule` operationId).
@@ -3780,6 +4366,8 @@ func (c *ClientWithResponses) CreateBackupScheduleWithResponse(ctx context.Conte
 // Replaces cron and retention (`maxBackups`) of an existing schedule: active -> active,
 // soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 // not exist or has no schedule record at all.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3798,6 +4386,8 @@ func (c *ClientWithResponses) UpdateBackupScheduleWithBodyWithResponse(ctx conte
 // soft-deleted -> active (the soft-deleted flag is cleared). 404 when the validator does
 // not exist or has no schedule record at all.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/validators/{name}/backup (the `UpdateBackupSchedule` operationId).
@@ -3813,6 +4403,8 @@ func (c *ClientWithResponses) UpdateBackupScheduleWithResponse(ctx context.Conte
 //
 // Removes the pruning schedule (present or absent -> absent); a no-op returning 204 when
 // there is none. 404 only when the validator does not exist.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3830,6 +4422,8 @@ func (c *ClientWithResponses) DeletePruneScheduleWithResponse(ctx context.Contex
 // Returns the pruning schedule of the validator with its computed `nextRun`, or an empty
 // object `{}` when the validator has no schedule. 404 when the validator does not exist.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/validators/{name}/prune (the `GetPruneSchedule` operationId).
@@ -3845,6 +4439,8 @@ func (c *ClientWithResponses) GetPruneScheduleWithResponse(ctx context.Context, 
 //
 // Sets the pruning schedule of a validator that has none (absent -> present).
 // 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3862,6 +4458,8 @@ func (c *ClientWithResponses) CreatePruneScheduleWithBodyWithResponse(ctx contex
 // Sets the pruning schedule of a validator that has none (absent -> present).
 // 404 when the validator does not exist; 409 when it already has a schedule (left unchanged).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/validators/{name}/prune (the `CreatePruneSchedule` operationId).
@@ -3878,6 +4476,8 @@ func (c *ClientWithResponses) CreatePruneScheduleWithResponse(ctx context.Contex
 // Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 // 404 when the validator does not exist or has no schedule (the schedule stays absent).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/validators/{name}/prune (the `UpdatePruneSchedule` operationId).
@@ -3893,6 +4493,8 @@ func (c *ClientWithResponses) UpdatePruneScheduleWithBodyWithResponse(ctx contex
 //
 // Replaces `cron`, `maxDuration` and `retention` of the existing schedule.
 // 404 when the validator does not exist or has no schedule (the schedule stays absent).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3916,6 +4518,8 @@ func (c *ClientWithResponses) UpdatePruneScheduleWithResponse(ctx context.Contex
 // specified by the release 1.11 document (its "backup history" and pruning runs are
 // "not shown"); our read-only addition.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
@@ -3925,6 +4529,80 @@ func (c *ClientWithResponses) ListValidatorRunsWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseListValidatorRunsResponse(rsp)
+}
+
+// ParseListAuditEntriesResponse parses an HTTP response from a ListAuditEntriesWithResponse call
+func ParseListAuditEntriesResponse(rsp *http.Response) (*ListAuditEntriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditEntriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditFilterResponseDto
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAuditEntriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListRemoteParticipantsResponse parses an HTTP response from a ListRemoteParticipantsWithResponse call
@@ -3961,6 +4639,13 @@ func ParseListRemoteParticipantsResponse(rsp *http.Response) (*ListRemotePartici
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -4028,6 +4713,13 @@ func ParseCreateRemoteParticipantResponse(rsp *http.Response) (*CreateRemotePart
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -4098,6 +4790,13 @@ func ParseDeleteRemoteParticipantResponse(rsp *http.Response) (*DeleteRemotePart
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4173,6 +4872,13 @@ func ParseGetRemoteParticipantResponse(rsp *http.Response) (*GetRemoteParticipan
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4246,6 +4952,13 @@ func ParseUpdateRemoteParticipantResponse(rsp *http.Response) (*UpdateRemotePart
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4321,6 +5034,13 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4387,6 +5107,13 @@ func ParseCreateValidatorResponse(rsp *http.Response) (*CreateValidatorResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest ValidatorResponseDto
@@ -4457,6 +5184,13 @@ func ParseUpdateValidatorResponse(rsp *http.Response) (*UpdateValidatorResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4535,6 +5269,13 @@ func ParseDeleteBackupScheduleResponse(rsp *http.Response) (*DeleteBackupSchedul
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4609,6 +5350,13 @@ func ParseGetBackupScheduleResponse(rsp *http.Response) (*GetBackupScheduleRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4682,6 +5430,13 @@ func ParseCreateBackupScheduleResponse(rsp *http.Response) (*CreateBackupSchedul
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4771,6 +5526,13 @@ func ParseUpdateBackupScheduleResponse(rsp *http.Response) (*UpdateBackupSchedul
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4840,6 +5602,13 @@ func ParseDeletePruneScheduleResponse(rsp *http.Response) (*DeletePruneScheduleR
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4915,6 +5684,13 @@ func ParseGetPruneScheduleResponse(rsp *http.Response) (*GetPruneScheduleRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4984,6 +5760,13 @@ func ParseCreatePruneScheduleResponse(rsp *http.Response) (*CreatePruneScheduleR
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -5062,6 +5845,13 @@ func ParseUpdatePruneScheduleResponse(rsp *http.Response) (*UpdatePruneScheduleR
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5135,6 +5925,13 @@ func ParseListValidatorRunsResponse(rsp *http.Response) (*ListValidatorRunsRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound

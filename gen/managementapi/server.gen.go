@@ -16,6 +16,9 @@ import (
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAuditEntries List audit entries
+	// (GET /api/audit)
+	ListAuditEntries(ctx echo.Context, params ListAuditEntriesParams) error
 	// ListRemoteParticipants List remote participants
 	// (GET /api/remote-participants)
 	ListRemoteParticipants(ctx echo.Context, params ListRemoteParticipantsParams) error
@@ -72,6 +75,59 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListAuditEntries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAuditEntries(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditEntriesParams
+	// ------------- Optional query parameter "validator" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "validator", ctx.QueryParams(), &params.Validator, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter validator: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAuditEntries(ctx, params)
+	return err
 }
 
 // ListRemoteParticipants converts echo context to params.
@@ -460,6 +516,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/validators/:name/backup", wrapper.CreateBackupSchedule, options.OperationMiddlewares["createBackupSchedule"]...)
 	router.PUT(options.BaseURL+"/api/validators/:name/backup", wrapper.UpdateBackupSchedule, options.OperationMiddlewares["updateBackupSchedule"]...)
 	router.GET(options.BaseURL+"/api/validators/:name/runs", wrapper.ListValidatorRuns, options.OperationMiddlewares["listValidatorRuns"]...)
+	router.GET(options.BaseURL+"/api/audit", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
 	router.GET(options.BaseURL+"/api/remote-participants", wrapper.ListRemoteParticipants, options.OperationMiddlewares["listRemoteParticipants"]...)
 	router.POST(options.BaseURL+"/api/remote-participants", wrapper.CreateRemoteParticipant, options.OperationMiddlewares["createRemoteParticipant"]...)
 	router.DELETE(options.BaseURL+"/api/remote-participants/:name", wrapper.DeleteRemoteParticipant, options.OperationMiddlewares["deleteRemoteParticipant"]...)
@@ -474,6 +531,8 @@ type ConflictJSONResponse ErrorMap
 
 type DefaultJSONResponse ErrorMap
 
+type ForbiddenJSONResponse ErrorMap
+
 type InternalErrorJSONResponse ErrorMap
 
 type NotFoundJSONResponse ErrorMap
@@ -487,6 +546,104 @@ type UnauthorizedJSONResponse struct {
 	Body ErrorMap
 
 	Headers UnauthorizedResponseHeaders
+}
+
+type ListAuditEntriesRequestObject struct {
+	Params ListAuditEntriesParams
+}
+
+type ListAuditEntriesResponseObject interface {
+	VisitListAuditEntriesResponse(w http.ResponseWriter) error
+}
+
+type ListAuditEntries200JSONResponse AuditFilterResponseDto
+
+func (response ListAuditEntries200JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAuditEntries400JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAuditEntries401JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAuditEntries403JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAuditEntries500JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntriesdefaultJSONResponse struct {
+	Body       ErrorMap
+	StatusCode int
+}
+
+func (response ListAuditEntriesdefaultJSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListRemoteParticipantsRequestObject struct {
@@ -538,6 +695,20 @@ func (response ListRemoteParticipants401JSONResponse) VisitListRemoteParticipant
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRemoteParticipants403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRemoteParticipants403JSONResponse) VisitListRemoteParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -622,6 +793,20 @@ func (response CreateRemoteParticipant401JSONResponse) VisitCreateRemoteParticip
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRemoteParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRemoteParticipant403JSONResponse) VisitCreateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -714,6 +899,20 @@ func (response DeleteRemoteParticipant401JSONResponse) VisitDeleteRemoteParticip
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRemoteParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRemoteParticipant403JSONResponse) VisitDeleteRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -812,6 +1011,20 @@ func (response GetRemoteParticipant401JSONResponse) VisitGetRemoteParticipantRes
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRemoteParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRemoteParticipant403JSONResponse) VisitGetRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -915,6 +1128,20 @@ func (response UpdateRemoteParticipant401JSONResponse) VisitUpdateRemoteParticip
 	return err
 }
 
+type UpdateRemoteParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRemoteParticipant403JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateRemoteParticipant404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response UpdateRemoteParticipant404JSONResponse) VisitUpdateRemoteParticipantResponse(w http.ResponseWriter) error {
@@ -1013,6 +1240,20 @@ func (response ListValidators401JSONResponse) VisitListValidatorsResponse(w http
 	return err
 }
 
+type ListValidators403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListValidators403JSONResponse) VisitListValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListValidators500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListValidators500JSONResponse) VisitListValidatorsResponse(w http.ResponseWriter) error {
@@ -1093,6 +1334,20 @@ func (response CreateValidator401JSONResponse) VisitCreateValidatorResponse(w ht
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateValidator403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateValidator403JSONResponse) VisitCreateValidatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1185,6 +1440,20 @@ func (response UpdateValidator401JSONResponse) VisitUpdateValidatorResponse(w ht
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateValidator403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateValidator403JSONResponse) VisitUpdateValidatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1295,6 +1564,20 @@ func (response DeleteBackupSchedule401JSONResponse) VisitDeleteBackupScheduleRes
 	return err
 }
 
+type DeleteBackupSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteBackupSchedule403JSONResponse) VisitDeleteBackupScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteBackupSchedule404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response DeleteBackupSchedule404JSONResponse) VisitDeleteBackupScheduleResponse(w http.ResponseWriter) error {
@@ -1389,6 +1672,20 @@ func (response GetBackupSchedule401JSONResponse) VisitGetBackupScheduleResponse(
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBackupSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetBackupSchedule403JSONResponse) VisitGetBackupScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1488,6 +1785,20 @@ func (response CreateBackupSchedule401JSONResponse) VisitCreateBackupScheduleRes
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBackupSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateBackupSchedule403JSONResponse) VisitCreateBackupScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1619,6 +1930,20 @@ func (response UpdateBackupSchedule401JSONResponse) VisitUpdateBackupScheduleRes
 	return err
 }
 
+type UpdateBackupSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateBackupSchedule403JSONResponse) VisitUpdateBackupScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateBackupSchedule404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response UpdateBackupSchedule404JSONResponse) VisitUpdateBackupScheduleResponse(w http.ResponseWriter) error {
@@ -1707,6 +2032,20 @@ func (response DeletePruneSchedule401JSONResponse) VisitDeletePruneScheduleRespo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePruneSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeletePruneSchedule403JSONResponse) VisitDeletePruneScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1809,6 +2148,20 @@ func (response GetPruneSchedule401JSONResponse) VisitGetPruneScheduleResponse(w 
 	return err
 }
 
+type GetPruneSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetPruneSchedule403JSONResponse) VisitGetPruneScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPruneSchedule404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetPruneSchedule404JSONResponse) VisitGetPruneScheduleResponse(w http.ResponseWriter) error {
@@ -1898,6 +2251,20 @@ func (response CreatePruneSchedule401JSONResponse) VisitCreatePruneScheduleRespo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePruneSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreatePruneSchedule403JSONResponse) VisitCreatePruneScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2009,6 +2376,20 @@ func (response UpdatePruneSchedule401JSONResponse) VisitUpdatePruneScheduleRespo
 	return err
 }
 
+type UpdatePruneSchedule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdatePruneSchedule403JSONResponse) VisitUpdatePruneScheduleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdatePruneSchedule404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response UpdatePruneSchedule404JSONResponse) VisitUpdatePruneScheduleResponse(w http.ResponseWriter) error {
@@ -2108,6 +2489,20 @@ func (response ListValidatorRuns401JSONResponse) VisitListValidatorRunsResponse(
 	return err
 }
 
+type ListValidatorRuns403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListValidatorRuns403JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListValidatorRuns404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ListValidatorRuns404JSONResponse) VisitListValidatorRunsResponse(w http.ResponseWriter) error {
@@ -2155,6 +2550,9 @@ func (response ListValidatorRunsdefaultJSONResponse) VisitListValidatorRunsRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAuditEntries List audit entries
+	// (GET /api/audit)
+	ListAuditEntries(ctx context.Context, request ListAuditEntriesRequestObject) (ListAuditEntriesResponseObject, error)
 	// ListRemoteParticipants List remote participants
 	// (GET /api/remote-participants)
 	ListRemoteParticipants(ctx context.Context, request ListRemoteParticipantsRequestObject) (ListRemoteParticipantsResponseObject, error)
@@ -2218,6 +2616,31 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListAuditEntries operation middleware
+func (sh *strictHandler) ListAuditEntries(ctx echo.Context, params ListAuditEntriesParams) error {
+	var request ListAuditEntriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAuditEntries(ctx.Request().Context(), request.(ListAuditEntriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAuditEntries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditEntriesResponseObject); ok {
+		return validResponse.VisitListAuditEntriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListRemoteParticipants operation middleware

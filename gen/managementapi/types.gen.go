@@ -7,6 +7,27 @@ import (
 	"time"
 )
 
+// Defines values for AuditOutcome.
+const (
+	Done    AuditOutcome = "done"
+	Pending AuditOutcome = "pending"
+	Unknown AuditOutcome = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the AuditOutcome enum.
+func (e AuditOutcome) Valid() bool {
+	switch e {
+	case Done:
+		return true
+	case Pending:
+		return true
+	case Unknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Phase.
 const (
 	COMPLETED Phase = "COMPLETED"
@@ -43,6 +64,27 @@ func (e RemoteParticipantDtoAuthProvider) Valid() bool {
 	case Provider1:
 		return true
 	case Provider2:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Role.
+const (
+	Admin    Role = "admin"
+	Operator Role = "operator"
+	Viewer   Role = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Operator:
+		return true
+	case Viewer:
 		return true
 	default:
 		return false
@@ -108,6 +150,56 @@ type AppInfoEditDto struct {
 	// Resources Replaces the resources of the application.
 	Resources *ResourcesDto `json:"resources,omitempty"`
 }
+
+// AuditEntryDto One mutating call as the audit log keeps it. Our addition to release 1.11.
+type AuditEntryDto struct {
+	// At When the call was received (UTC).
+	At time.Time `json:"at"`
+
+	// Id Identifier of the entry, unique in this installation; higher is later.
+	Id int64 `json:"id"`
+
+	// Operation The operationId of the call, in either release's contract.
+	Operation string `json:"operation"`
+
+	// Outcome `done`: the call was answered (see `status`: 2xx worked, anything else did not).
+	// `pending`: the call is in progress. `unknown`: the server stopped while the call ran; it
+	// may or may not have taken effect.
+	Outcome AuditOutcome `json:"outcome"`
+
+	// RequestId The request id (`X-Request-Id`) of the call.
+	RequestId string `json:"requestId"`
+
+	// Role The role (setting `api.auth.roles`) that the caller's token carried: `viewer` reads,
+	// `operator` reads and writes, `admin` may call everything. Absent when roles are off.
+	Role *Role `json:"role,omitempty"`
+
+	// Status The answer's HTTP status; 0 while the outcome is `pending` or `unknown`.
+	Status int32 `json:"status"`
+
+	// Subject The caller (the token's `sub`).
+	Subject string `json:"subject"`
+
+	// Targets The other path parameters of the call, by name (`userId`, `username`).
+	Targets *map[string]string `json:"targets,omitempty"`
+
+	// Validator The validator the call named (path parameter `name`, or the `name` of a created validator); absent when it named none.
+	Validator *string `json:"validator,omitempty"`
+}
+
+// AuditFilterResponseDto One page of audit entries.
+type AuditFilterResponseDto struct {
+	// Entries The entries of the page (may be empty), newest first.
+	Entries []AuditEntryDto `json:"entries"`
+
+	// TotalCount Number of entries that match the filters, over all pages.
+	TotalCount int64 `json:"totalCount"`
+}
+
+// AuditOutcome `done`: the call was answered (see `status`: 2xx worked, anything else did not).
+// `pending`: the call is in progress. `unknown`: the server stopped while the call ran; it
+// may or may not have taken effect.
+type AuditOutcome string
 
 // ClusterConfigDto Cluster configuration of a validator (maps to the splice-validator Helm values).
 type ClusterConfigDto struct {
@@ -509,6 +601,10 @@ type ResourcesDto struct {
 	// Replicas Number of replicas.
 	Replicas *int32 `json:"replicas,omitempty"`
 }
+
+// Role The role (setting `api.auth.roles`) that the caller's token carried: `viewer` reads,
+// `operator` reads and writes, `admin` may call everything. Absent when roles are off.
+type Role string
 
 // RunDto One backup or pruning run. Our addition to release 1.11.
 type RunDto struct {
@@ -1054,6 +1150,15 @@ type Conflict = ErrorMap
 // Example: {"error":"validator \"x\" not found"}
 type Default = ErrorMap
 
+// Forbidden Every error body: a JSON object of string to string. For 400 each key is the offending
+// field as a dotted JSON path (`name`, `clusterConfig.migration.id`), a parameter name
+// (`limit`, `name`), or `body` when the body as a whole is unreadable; the value is a human
+// message. Every other error status uses the single key `error` with a message, e.g.
+// `{"error":"validator \"x\" not found"}`.
+//
+// Example: {"error":"validator \"x\" not found"}
+type Forbidden = ErrorMap
+
 // InternalError Every error body: a JSON object of string to string. For 400 each key is the offending
 // field as a dotted JSON path (`name`, `clusterConfig.migration.id`), a parameter name
 // (`limit`, `name`), or `body` when the body as a whole is unreadable; the value is a human
@@ -1089,6 +1194,27 @@ type ServiceUnavailable = ErrorMap
 //
 // Example: {"error":"validator \"x\" not found"}
 type Unauthorized = ErrorMap
+
+// ListAuditEntriesParams defines parameters for ListAuditEntries.
+type ListAuditEntriesParams struct {
+	// Validator Only entries of this validator (exact name).
+	Validator *string `form:"validator,omitempty" json:"validator,omitempty"`
+
+	// Subject Only entries of this caller (the token's `sub`, exact).
+	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Since Only entries at or after this instant (RFC 3339).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only entries before this instant (RFC 3339).
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// From Zero-based offset of the first item of the page. Default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Limit Maximum number of items in the page, 1 to 500. Default 20.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
 
 // ListRemoteParticipantsParams defines parameters for ListRemoteParticipants.
 type ListRemoteParticipantsParams struct {

@@ -93,6 +93,7 @@ type ClientInterface interface {
 	// GetHealth Health
 	//
 	// Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+	// **Required role:** none (public).
 	//
 	// Corresponds with GET /actuator/health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -100,6 +101,8 @@ type ClientInterface interface {
 	// GetInfo Build information
 	//
 	// Public build information of the server, in the style of Spring Boot actuator.
+	//
+	// **Required role:** none (public).
 	//
 	// Corresponds with GET /actuator/info (the `GetInfo` operationId).
 	GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -123,12 +126,15 @@ type ClientInterface interface {
 	// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
 	// ingress).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
 	GetPrometheus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListApplications List applications
 	//
 	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
 	ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -136,6 +142,7 @@ type ClientInterface interface {
 	// ListApplicationMetrics List resource metrics of every application
 	//
 	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 	ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -144,12 +151,15 @@ type ClientInterface interface {
 	//
 	// One Application resource, as stored in the cluster.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
 	GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApplicationMetrics Get resource metrics of one application
 	//
 	// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 	GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -158,12 +168,33 @@ type ClientInterface interface {
 	//
 	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
 	GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAuditEntries List audit entries
+	//
+	// The audit log, newest first, filtered by every parameter given: one entry per mutating
+	// call of either release (any method but GET) that passed authentication, whatever its
+	// answer: who (the token's subject and, when roles are on, the role that allowed or refused
+	// the call), what (operationId, validator, other path parameters), when, the outcome and
+	// status, and the request id. Never a body, a query parameter, a secret or key material. The
+	// log is append-only; entries older than `audit.retention` are purged.
+	// Unlike every other collection of this release the log is paged, as it grows without bound:
+	// at most `limit` entries, and `nextCursor` when there are more; pass it as `cursor` to get
+	// the next page. Not part of the release 2.0 document; our addition (release 1.11 has the
+	// same log at `/api/audit`).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+	//
+	// Corresponds with GET /api/v1/audit (the `ListAuditEntries` operationId).
+	ListAuditEntries(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListValidators List validators
 	//
 	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
 	ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -172,12 +203,15 @@ type ClientInterface interface {
 	//
 	// One Validator resource, as stored in the cluster.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
 	GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetValidatorBalances Get the validator party's native coin balance
 	//
 	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
 	GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -185,6 +219,7 @@ type ClientInterface interface {
 	// UploadDarWithBody Upload a DAR package
 	//
 	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -194,6 +229,7 @@ type ClientInterface interface {
 	// GetValidatorDetails Get the aggregate view of a validator
 	//
 	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and, from the participant admin API (`PackageService.ListDars`), every DAR with its name, version and main package id. A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/details (the `GetValidatorDetails` operationId).
 	GetValidatorDetails(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -201,6 +237,7 @@ type ClientInterface interface {
 	// ListExternalParties List externally signed parties onboarded here
 	//
 	// The subset of the hosted parties that are externally signed (the party holds its own signing key: its mapping carries party signing keys, or its namespace is none of its hosts'), from the participant admin API's topology state. Same entry shape as local-parties; sorted by party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
 	ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -234,6 +271,8 @@ type ClientInterface interface {
 	// the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 	// multi-hash was used on this validator before, or the party exists here already.
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -270,6 +309,8 @@ type ClientInterface interface {
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 	// multi-hash was used on this validator before, or the party exists here already.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
@@ -278,6 +319,7 @@ type ClientInterface interface {
 	// PrepareAmendHostingWithBody Prepare a hosting change of an external party
 	//
 	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -287,6 +329,7 @@ type ClientInterface interface {
 	// PrepareAmendHosting Prepare a hosting change of an external party
 	//
 	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -296,6 +339,7 @@ type ClientInterface interface {
 	// SubmitAmendHostingWithBody Submit a signed hosting change
 	//
 	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -305,6 +349,7 @@ type ClientInterface interface {
 	// SubmitAmendHosting Submit a signed hosting change
 	//
 	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -314,6 +359,7 @@ type ClientInterface interface {
 	// ApprovePendingHostingWithBody Approve a hosting proposal naming this participant
 	//
 	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -323,6 +369,7 @@ type ClientInterface interface {
 	// ApprovePendingHosting Approve a hosting proposal naming this participant
 	//
 	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -348,6 +395,8 @@ type ClientInterface interface {
 	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -372,6 +421,8 @@ type ClientInterface interface {
 	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -380,6 +431,7 @@ type ClientInterface interface {
 	// GetIdentityDump Download the participant identity export
 	//
 	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/identity-dump (the `GetIdentityDump` operationId).
 	GetIdentityDump(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -387,6 +439,7 @@ type ClientInterface interface {
 	// GetValidatorKeys List the participant's public keys
 	//
 	// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/keys (the `GetValidatorKeys` operationId).
 	GetValidatorKeys(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -394,6 +447,7 @@ type ClientInterface interface {
 	// ListLocalParties List parties hosted on this participant
 	//
 	// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state at the head of the synchronizer's store, filtered by this participant's UID). Participant-managed parties have this participant as their host with permission SUBMITTING. A party still awaiting a co-host's approval is not listed yet (see topology-proposals). Sorted by party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/local-parties (the `ListLocalParties` operationId).
 	ListLocalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -401,6 +455,7 @@ type ClientInterface interface {
 	// LookupParticipant Check a participant UID (advisory)
 	//
 	// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API `TopologyManagerReadService.ListSynchronizerTrustCertificate`, filtered by the prefix). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/participant-lookup (the `LookupParticipant` operationId).
 	LookupParticipant(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -408,6 +463,7 @@ type ClientInterface interface {
 	// GetParticipantStatus Get participant node health
 	//
 	// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names, enum names, durations as strings such as `"3600s"`).
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
 	GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -415,6 +471,7 @@ type ClientInterface interface {
 	// ListParties Look up parties by id prefix
 	//
 	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
 	ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -422,6 +479,7 @@ type ClientInterface interface {
 	// AllocateParty Allocate a participant-managed party
 	//
 	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
 	AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -429,6 +487,7 @@ type ClientInterface interface {
 	// GetValidatorStatus Get a validator's resource status
 	//
 	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
 	GetValidatorStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -436,6 +495,7 @@ type ClientInterface interface {
 	// ListTopologyProposals List party hosting proposals on the synchronizer
 	//
 	// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`, filtered by this participant's UID). `actionRequired` tells whether this participant must still approve (see approve-pending): it is a host and its namespace key has not signed the proposal. Sorted by party id, then serial.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
 	ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -443,6 +503,7 @@ type ClientInterface interface {
 	// GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
 	//
 	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
 	GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -450,6 +511,7 @@ type ClientInterface interface {
 	// CreateUser Create a ledger user
 	//
 	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
 	CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -457,6 +519,7 @@ type ClientInterface interface {
 	// UpdateUser Update a ledger user
 	//
 	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -465,12 +528,15 @@ type ClientInterface interface {
 	//
 	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
 	ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateUserRights Replace a ledger user's rights
 	//
 	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
 	UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -478,6 +544,7 @@ type ClientInterface interface {
 	// GetCustodyProviderSettings Read custody provider settings
 	//
 	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
 	GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -485,6 +552,7 @@ type ClientInterface interface {
 	// UpdateCustodyProviderSettingsWithBody Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -494,6 +562,7 @@ type ClientInterface interface {
 	// UpdateCustodyProviderSettings Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -504,12 +573,15 @@ type ClientInterface interface {
 	//
 	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
 	ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateGatewayWalletWithBody Create a wallet for a party
 	//
 	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -519,6 +591,7 @@ type ClientInterface interface {
 	// CreateGatewayWallet Create a wallet for a party
 	//
 	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -529,12 +602,15 @@ type ClientInterface interface {
 	//
 	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
 	ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OnboardWalletUserWithBody Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -544,6 +620,7 @@ type ClientInterface interface {
 	// OnboardWalletUser Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -553,6 +630,7 @@ type ClientInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	//
 	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -577,12 +655,15 @@ type ClientInterface interface {
 	// control message, the only one being `{"type":"resize","cols":<int>,"rows":<int>}`. The server
 	// closes with 1000 when the console session ends and 1011 when the stream to the pod fails.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+	//
 	// Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
 	OpenLedgerConsole(ctx context.Context, params *OpenLedgerConsoleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDocsUi Interactive documentation page
 	//
 	// HTML page rendering the API descriptions with an Authorize button for the bearer token. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+	// **Required role:** none (public).
 	//
 	// Corresponds with GET /docs-ui.html (the `GetDocsUi` operationId).
 	GetDocsUi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -590,6 +671,7 @@ type ClientInterface interface {
 	// GetApiDocs This API description (release 2.0)
 	//
 	// This OpenAPI document as JSON. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+	// **Required role:** none (public).
 	//
 	// Corresponds with GET /v3/api-docs (the `GetApiDocs` operationId).
 	GetApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -597,6 +679,7 @@ type ClientInterface interface {
 	// GetManagementApiDocs The release 1.11 API description
 	//
 	// The OpenAPI document of release 1.11 (Validator Management API, base path `/api`) as JSON, served by the same binary. Our addition: the release 2.0 document does not list this path. Public, like `/v3/api-docs`.
+	// **Required role:** none (public).
 	//
 	// Corresponds with GET /v3/api-docs/management (the `GetManagementApiDocs` operationId).
 	GetManagementApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -605,6 +688,7 @@ type ClientInterface interface {
 // GetHealth Health
 //
 // Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+// **Required role:** none (public).
 //
 // Corresponds with GET /actuator/health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -622,6 +706,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // GetInfo Build information
 //
 // Public build information of the server, in the style of Spring Boot actuator.
+//
+// **Required role:** none (public).
 //
 // Corresponds with GET /actuator/info (the `GetInfo` operationId).
 func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -655,6 +741,8 @@ func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
 // ingress).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
 func (c *Client) GetPrometheus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPrometheusRequest(c.Server)
@@ -671,6 +759,7 @@ func (c *Client) GetPrometheus(ctx context.Context, reqEditors ...RequestEditorF
 // ListApplications List applications
 //
 // Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
 func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -688,6 +777,7 @@ func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEdit
 // ListApplicationMetrics List resource metrics of every application
 //
 // CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/applications/metrics (the `ListApplicationMetrics` operationId).
 func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -706,6 +796,8 @@ func (c *Client) ListApplicationMetrics(ctx context.Context, reqEditors ...Reque
 //
 // One Application resource, as stored in the cluster.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
 func (c *Client) GetApplication(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetApplicationRequest(c.Server, name)
@@ -722,6 +814,7 @@ func (c *Client) GetApplication(ctx context.Context, name ApplicationNamePath, r
 // GetApplicationMetrics Get resource metrics of one application
 //
 // CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/applications/{name}/metrics (the `GetApplicationMetrics` operationId).
 func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -740,6 +833,8 @@ func (c *Client) GetApplicationMetrics(ctx context.Context, name ApplicationName
 //
 // The `status` of the Application resource only, as stored; `{}` when it has none yet.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
 func (c *Client) GetApplicationStatus(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetApplicationStatusRequest(c.Server, name)
@@ -753,9 +848,38 @@ func (c *Client) GetApplicationStatus(ctx context.Context, name ApplicationNameP
 	return c.Client.Do(req)
 }
 
+// ListAuditEntries List audit entries
+//
+// The audit log, newest first, filtered by every parameter given: one entry per mutating
+// call of either release (any method but GET) that passed authentication, whatever its
+// answer: who (the token's subject and, when roles are on, the role that allowed or refused
+// the call), what (operationId, validator, other path parameters), when, the outcome and
+// status, and the request id. Never a body, a query parameter, a secret or key material. The
+// log is append-only; entries older than `audit.retention` are purged.
+// Unlike every other collection of this release the log is paged, as it grows without bound:
+// at most `limit` entries, and `nextCursor` when there are more; pass it as `cursor` to get
+// the next page. Not part of the release 2.0 document; our addition (release 1.11 has the
+// same log at `/api/audit`).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+//
+// Corresponds with GET /api/v1/audit (the `ListAuditEntries` operationId).
+func (c *Client) ListAuditEntries(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditEntriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListValidators List validators
 //
 // Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
 func (c *Client) ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -774,6 +898,8 @@ func (c *Client) ListValidators(ctx context.Context, reqEditors ...RequestEditor
 //
 // One Validator resource, as stored in the cluster.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
 func (c *Client) GetValidator(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetValidatorRequest(c.Server, name)
@@ -790,6 +916,7 @@ func (c *Client) GetValidator(ctx context.Context, name ValidatorNamePath, reqEd
 // GetValidatorBalances Get the validator party's native coin balance
 //
 // The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/balances (the `GetValidatorBalances` operationId).
 func (c *Client) GetValidatorBalances(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -807,6 +934,7 @@ func (c *Client) GetValidatorBalances(ctx context.Context, name ValidatorNamePat
 // UploadDarWithBody Upload a DAR package
 //
 // Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -826,6 +954,7 @@ func (c *Client) UploadDarWithBody(ctx context.Context, name ValidatorNamePath, 
 // GetValidatorDetails Get the aggregate view of a validator
 //
 // The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and, from the participant admin API (`PackageService.ListDars`), every DAR with its name, version and main package id. A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/details (the `GetValidatorDetails` operationId).
 func (c *Client) GetValidatorDetails(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -843,6 +972,7 @@ func (c *Client) GetValidatorDetails(ctx context.Context, name ValidatorNamePath
 // ListExternalParties List externally signed parties onboarded here
 //
 // The subset of the hosted parties that are externally signed (the party holds its own signing key: its mapping carries party signing keys, or its namespace is none of its hosts'), from the participant admin API's topology state. Same entry shape as local-parties; sorted by party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/external-parties (the `ListExternalParties` operationId).
 func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -886,6 +1016,8 @@ func (c *Client) ListExternalParties(ctx context.Context, name ValidatorNamePath
 // the ledger rejects the transactions otherwise. 404: no such validator, or a co-host the
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 // multi-hash was used on this validator before, or the party exists here already.
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -932,6 +1064,8 @@ func (c *Client) AllocateExternalPartyWithBody(ctx context.Context, name Validat
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 // multi-hash was used on this validator before, or the party exists here already.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
@@ -950,6 +1084,7 @@ func (c *Client) AllocateExternalParty(ctx context.Context, name ValidatorNamePa
 // PrepareAmendHostingWithBody Prepare a hosting change of an external party
 //
 // Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -969,6 +1104,7 @@ func (c *Client) PrepareAmendHostingWithBody(ctx context.Context, name Validator
 // PrepareAmendHosting Prepare a hosting change of an external party
 //
 // Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -988,6 +1124,7 @@ func (c *Client) PrepareAmendHosting(ctx context.Context, name ValidatorNamePath
 // SubmitAmendHostingWithBody Submit a signed hosting change
 //
 // Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1007,6 +1144,7 @@ func (c *Client) SubmitAmendHostingWithBody(ctx context.Context, name ValidatorN
 // SubmitAmendHosting Submit a signed hosting change
 //
 // Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1026,6 +1164,7 @@ func (c *Client) SubmitAmendHosting(ctx context.Context, name ValidatorNamePath,
 // ApprovePendingHostingWithBody Approve a hosting proposal naming this participant
 //
 // Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1045,6 +1184,7 @@ func (c *Client) ApprovePendingHostingWithBody(ctx context.Context, name Validat
 // ApprovePendingHosting Approve a hosting proposal naming this participant
 //
 // Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1080,6 +1220,8 @@ func (c *Client) ApprovePendingHosting(ctx context.Context, name ValidatorNamePa
 // unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 // 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -1114,6 +1256,8 @@ func (c *Client) GenerateExternalPartyTopologyWithBody(ctx context.Context, name
 // unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 // 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -1132,6 +1276,7 @@ func (c *Client) GenerateExternalPartyTopology(ctx context.Context, name Validat
 // GetIdentityDump Download the participant identity export
 //
 // Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 //
 // Corresponds with GET /api/v1/validators/{name}/identity-dump (the `GetIdentityDump` operationId).
 func (c *Client) GetIdentityDump(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1149,6 +1294,7 @@ func (c *Client) GetIdentityDump(ctx context.Context, name ValidatorNamePath, re
 // GetValidatorKeys List the participant's public keys
 //
 // The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/keys (the `GetValidatorKeys` operationId).
 func (c *Client) GetValidatorKeys(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1166,6 +1312,7 @@ func (c *Client) GetValidatorKeys(ctx context.Context, name ValidatorNamePath, r
 // ListLocalParties List parties hosted on this participant
 //
 // Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state at the head of the synchronizer's store, filtered by this participant's UID). Participant-managed parties have this participant as their host with permission SUBMITTING. A party still awaiting a co-host's approval is not listed yet (see topology-proposals). Sorted by party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/local-parties (the `ListLocalParties` operationId).
 func (c *Client) ListLocalParties(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1183,6 +1330,7 @@ func (c *Client) ListLocalParties(ctx context.Context, name ValidatorNamePath, r
 // LookupParticipant Check a participant UID (advisory)
 //
 // Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API `TopologyManagerReadService.ListSynchronizerTrustCertificate`, filtered by the prefix). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/participant-lookup (the `LookupParticipant` operationId).
 func (c *Client) LookupParticipant(ctx context.Context, name ValidatorNamePath, params *LookupParticipantParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1200,6 +1348,7 @@ func (c *Client) LookupParticipant(ctx context.Context, name ValidatorNamePath, 
 // GetParticipantStatus Get participant node health
 //
 // Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names, enum names, durations as strings such as `"3600s"`).
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/participant-status (the `GetParticipantStatus` operationId).
 func (c *Client) GetParticipantStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1217,6 +1366,7 @@ func (c *Client) GetParticipantStatus(ctx context.Context, name ValidatorNamePat
 // ListParties Look up parties by id prefix
 //
 // Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/parties (the `ListParties` operationId).
 func (c *Client) ListParties(ctx context.Context, name ValidatorNamePath, params *ListPartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1234,6 +1384,7 @@ func (c *Client) ListParties(ctx context.Context, name ValidatorNamePath, params
 // AllocateParty Allocate a participant-managed party
 //
 // Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Corresponds with POST /api/v1/validators/{name}/parties (the `AllocateParty` operationId).
 func (c *Client) AllocateParty(ctx context.Context, name ValidatorNamePath, params *AllocatePartyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1251,6 +1402,7 @@ func (c *Client) AllocateParty(ctx context.Context, name ValidatorNamePath, para
 // GetValidatorStatus Get a validator's resource status
 //
 // The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
 func (c *Client) GetValidatorStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1268,6 +1420,7 @@ func (c *Client) GetValidatorStatus(ctx context.Context, name ValidatorNamePath,
 // ListTopologyProposals List party hosting proposals on the synchronizer
 //
 // Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`, filtered by this participant's UID). `actionRequired` tells whether this participant must still approve (see approve-pending): it is a host and its namespace key has not signed the proposal. Sorted by party id, then serial.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/topology-proposals (the `ListTopologyProposals` operationId).
 func (c *Client) ListTopologyProposals(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1285,6 +1438,7 @@ func (c *Client) ListTopologyProposals(ctx context.Context, name ValidatorNamePa
 // GetValidatorTrafficStatus Get the participant's synchronizer traffic counters
 //
 // Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/traffic-status (the `GetValidatorTrafficStatus` operationId).
 func (c *Client) GetValidatorTrafficStatus(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1302,6 +1456,7 @@ func (c *Client) GetValidatorTrafficStatus(ctx context.Context, name ValidatorNa
 // CreateUser Create a ledger user
 //
 // Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Corresponds with POST /api/v1/validators/{name}/users (the `CreateUser` operationId).
 func (c *Client) CreateUser(ctx context.Context, name ValidatorNamePath, params *CreateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1319,6 +1474,7 @@ func (c *Client) CreateUser(ctx context.Context, name ValidatorNamePath, params 
 // UpdateUser Update a ledger user
 //
 // Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Corresponds with POST /api/v1/validators/{name}/users/{userId} (the `UpdateUser` operationId).
 func (c *Client) UpdateUser(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1337,6 +1493,8 @@ func (c *Client) UpdateUser(ctx context.Context, name ValidatorNamePath, userId 
 //
 // The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
 func (c *Client) ListUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListUserRightsRequest(c.Server, name, userId)
@@ -1353,6 +1511,7 @@ func (c *Client) ListUserRights(ctx context.Context, name ValidatorNamePath, use
 // UpdateUserRights Replace a ledger user's rights
 //
 // The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Corresponds with POST /api/v1/validators/{name}/users/{userId}/rights (the `UpdateUserRights` operationId).
 func (c *Client) UpdateUserRights(ctx context.Context, name ValidatorNamePath, userId UserIdPath, params *UpdateUserRightsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1370,6 +1529,7 @@ func (c *Client) UpdateUserRights(ctx context.Context, name ValidatorNamePath, u
 // GetCustodyProviderSettings Read custody provider settings
 //
 // The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/wallet-gateway/providers/custody-provider-a (the `GetCustodyProviderSettings` operationId).
 func (c *Client) GetCustodyProviderSettings(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1387,6 +1547,7 @@ func (c *Client) GetCustodyProviderSettings(ctx context.Context, name ValidatorN
 // UpdateCustodyProviderSettingsWithBody Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1406,6 +1567,7 @@ func (c *Client) UpdateCustodyProviderSettingsWithBody(ctx context.Context, name
 // UpdateCustodyProviderSettings Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1426,6 +1588,8 @@ func (c *Client) UpdateCustodyProviderSettings(ctx context.Context, name Validat
 //
 // Every wallet the wallet gateway manages for this validator, sorted by creation time.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
 func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListGatewayWalletsRequest(c.Server, name)
@@ -1442,6 +1606,7 @@ func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath,
 // CreateGatewayWalletWithBody Create a wallet for a party
 //
 // Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1461,6 +1626,7 @@ func (c *Client) CreateGatewayWalletWithBody(ctx context.Context, name Validator
 // CreateGatewayWallet Create a wallet for a party
 //
 // Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1481,6 +1647,8 @@ func (c *Client) CreateGatewayWallet(ctx context.Context, name ValidatorNamePath
 //
 // The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
 func (c *Client) ListWalletUsers(ctx context.Context, name ValidatorNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListWalletUsersRequest(c.Server, name)
@@ -1497,6 +1665,7 @@ func (c *Client) ListWalletUsers(ctx context.Context, name ValidatorNamePath, re
 // OnboardWalletUserWithBody Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1516,6 +1685,7 @@ func (c *Client) OnboardWalletUserWithBody(ctx context.Context, name ValidatorNa
 // OnboardWalletUser Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1535,6 +1705,7 @@ func (c *Client) OnboardWalletUser(ctx context.Context, name ValidatorNamePath, 
 // OffboardWalletUser Offboard a wallet user
 //
 // Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1569,6 +1740,8 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 // control message, the only one being `{"type":"resize","cols":<int>,"rows":<int>}`. The server
 // closes with 1000 when the console session ends and 1011 when the stream to the pod fails.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+//
 // Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
 func (c *Client) OpenLedgerConsole(ctx context.Context, params *OpenLedgerConsoleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenLedgerConsoleRequest(c.Server, params)
@@ -1585,6 +1758,7 @@ func (c *Client) OpenLedgerConsole(ctx context.Context, params *OpenLedgerConsol
 // GetDocsUi Interactive documentation page
 //
 // HTML page rendering the API descriptions with an Authorize button for the bearer token. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+// **Required role:** none (public).
 //
 // Corresponds with GET /docs-ui.html (the `GetDocsUi` operationId).
 func (c *Client) GetDocsUi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1602,6 +1776,7 @@ func (c *Client) GetDocsUi(ctx context.Context, reqEditors ...RequestEditorFn) (
 // GetApiDocs This API description (release 2.0)
 //
 // This OpenAPI document as JSON. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+// **Required role:** none (public).
 //
 // Corresponds with GET /v3/api-docs (the `GetApiDocs` operationId).
 func (c *Client) GetApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1619,6 +1794,7 @@ func (c *Client) GetApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) 
 // GetManagementApiDocs The release 1.11 API description
 //
 // The OpenAPI document of release 1.11 (Validator Management API, base path `/api`) as JSON, served by the same binary. Our addition: the release 2.0 document does not list this path. Public, like `/v3/api-docs`.
+// **Required role:** none (public).
 //
 // Corresponds with GET /v3/api-docs/management (the `GetManagementApiDocs` operationId).
 func (c *Client) GetManagementApiDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1860,6 +2036,120 @@ func NewGetApplicationStatusRequest(server string, name ApplicationNamePath) (*h
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAuditEntriesRequest constructs an http.Request for the ListAuditEntries method
+func NewListAuditEntriesRequest(server string, params *ListAuditEntriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Validator != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "validator", *params.Validator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3629,6 +3919,7 @@ type ClientWithResponsesInterface interface {
 	// GetHealthWithResponse Health
 	//
 	// Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+	// **Required role:** none (public).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3638,6 +3929,8 @@ type ClientWithResponsesInterface interface {
 	// GetInfoWithResponse Build information
 	//
 	// Public build information of the server, in the style of Spring Boot actuator.
+	//
+	// **Required role:** none (public).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3663,6 +3956,8 @@ type ClientWithResponsesInterface interface {
 	// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
 	// ingress).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
@@ -3671,6 +3966,7 @@ type ClientWithResponsesInterface interface {
 	// ListApplicationsWithResponse List applications
 	//
 	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3680,6 +3976,7 @@ type ClientWithResponsesInterface interface {
 	// ListApplicationMetricsWithResponse List resource metrics of every application
 	//
 	// CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3690,6 +3987,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// One Application resource, as stored in the cluster.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
@@ -3698,6 +3997,7 @@ type ClientWithResponsesInterface interface {
 	// GetApplicationMetricsWithResponse Get resource metrics of one application
 	//
 	// CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3708,14 +4008,37 @@ type ClientWithResponsesInterface interface {
 	//
 	// The `status` of the Application resource only, as stored; `{}` when it has none yet.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
 	GetApplicationStatusWithResponse(ctx context.Context, name ApplicationNamePath, reqEditors ...RequestEditorFn) (*GetApplicationStatusResponse, error)
 
+	// ListAuditEntriesWithResponse List audit entries
+	//
+	// The audit log, newest first, filtered by every parameter given: one entry per mutating
+	// call of either release (any method but GET) that passed authentication, whatever its
+	// answer: who (the token's subject and, when roles are on, the role that allowed or refused
+	// the call), what (operationId, validator, other path parameters), when, the outcome and
+	// status, and the request id. Never a body, a query parameter, a secret or key material. The
+	// log is append-only; entries older than `audit.retention` are purged.
+	// Unlike every other collection of this release the log is paged, as it grows without bound:
+	// at most `limit` entries, and `nextCursor` when there are more; pass it as `cursor` to get
+	// the next page. Not part of the release 2.0 document; our addition (release 1.11 has the
+	// same log at `/api/audit`).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/audit (the `ListAuditEntries` operationId).
+	ListAuditEntriesWithResponse(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*ListAuditEntriesResponse, error)
+
 	// ListValidatorsWithResponse List validators
 	//
 	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3726,6 +4049,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// One Validator resource, as stored in the cluster.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
@@ -3734,6 +4059,7 @@ type ClientWithResponsesInterface interface {
 	// GetValidatorBalancesWithResponse Get the validator party's native coin balance
 	//
 	// The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3743,6 +4069,7 @@ type ClientWithResponsesInterface interface {
 	// UploadDarWithBodyWithResponse Upload a DAR package
 	//
 	// Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3752,6 +4079,7 @@ type ClientWithResponsesInterface interface {
 	// GetValidatorDetailsWithResponse Get the aggregate view of a validator
 	//
 	// The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and, from the participant admin API (`PackageService.ListDars`), every DAR with its name, version and main package id. A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3761,6 +4089,7 @@ type ClientWithResponsesInterface interface {
 	// ListExternalPartiesWithResponse List externally signed parties onboarded here
 	//
 	// The subset of the hosted parties that are externally signed (the party holds its own signing key: its mapping carries party signing keys, or its namespace is none of its hosts'), from the participant admin API's topology state. Same entry shape as local-parties; sorted by party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3797,6 +4126,8 @@ type ClientWithResponsesInterface interface {
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 	// multi-hash was used on this validator before, or the party exists here already.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
@@ -3832,6 +4163,8 @@ type ClientWithResponsesInterface interface {
 	// synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 	// multi-hash was used on this validator before, or the party exists here already.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
@@ -3840,6 +4173,7 @@ type ClientWithResponsesInterface interface {
 	// PrepareAmendHostingWithBodyWithResponse Prepare a hosting change of an external party
 	//
 	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3849,6 +4183,7 @@ type ClientWithResponsesInterface interface {
 	// PrepareAmendHostingWithResponse Prepare a hosting change of an external party
 	//
 	// Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3858,6 +4193,7 @@ type ClientWithResponsesInterface interface {
 	// SubmitAmendHostingWithBodyWithResponse Submit a signed hosting change
 	//
 	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3867,6 +4203,7 @@ type ClientWithResponsesInterface interface {
 	// SubmitAmendHostingWithResponse Submit a signed hosting change
 	//
 	// Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3876,6 +4213,7 @@ type ClientWithResponsesInterface interface {
 	// ApprovePendingHostingWithBodyWithResponse Approve a hosting proposal naming this participant
 	//
 	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3885,6 +4223,7 @@ type ClientWithResponsesInterface interface {
 	// ApprovePendingHostingWithResponse Approve a hosting proposal naming this participant
 	//
 	// Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3910,6 +4249,8 @@ type ClientWithResponsesInterface interface {
 	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -3934,6 +4275,8 @@ type ClientWithResponsesInterface interface {
 	// unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 	// 422 when the ledger rejects the request (for example a party hint it does not accept).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -3942,6 +4285,7 @@ type ClientWithResponsesInterface interface {
 	// GetIdentityDumpWithResponse Download the participant identity export
 	//
 	// Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3951,6 +4295,7 @@ type ClientWithResponsesInterface interface {
 	// GetValidatorKeysWithResponse List the participant's public keys
 	//
 	// The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3960,6 +4305,7 @@ type ClientWithResponsesInterface interface {
 	// ListLocalPartiesWithResponse List parties hosted on this participant
 	//
 	// Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state at the head of the synchronizer's store, filtered by this participant's UID). Participant-managed parties have this participant as their host with permission SUBMITTING. A party still awaiting a co-host's approval is not listed yet (see topology-proposals). Sorted by party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3969,6 +4315,7 @@ type ClientWithResponsesInterface interface {
 	// LookupParticipantWithResponse Check a participant UID (advisory)
 	//
 	// Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API `TopologyManagerReadService.ListSynchronizerTrustCertificate`, filtered by the prefix). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3978,6 +4325,7 @@ type ClientWithResponsesInterface interface {
 	// GetParticipantStatusWithResponse Get participant node health
 	//
 	// Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names, enum names, durations as strings such as `"3600s"`).
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3987,6 +4335,7 @@ type ClientWithResponsesInterface interface {
 	// ListPartiesWithResponse Look up parties by id prefix
 	//
 	// Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3996,6 +4345,7 @@ type ClientWithResponsesInterface interface {
 	// AllocatePartyWithResponse Allocate a participant-managed party
 	//
 	// Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4005,6 +4355,7 @@ type ClientWithResponsesInterface interface {
 	// GetValidatorStatusWithResponse Get a validator's resource status
 	//
 	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4014,6 +4365,7 @@ type ClientWithResponsesInterface interface {
 	// ListTopologyProposalsWithResponse List party hosting proposals on the synchronizer
 	//
 	// Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`, filtered by this participant's UID). `actionRequired` tells whether this participant must still approve (see approve-pending): it is a host and its namespace key has not signed the proposal. Sorted by party id, then serial.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4023,6 +4375,7 @@ type ClientWithResponsesInterface interface {
 	// GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters
 	//
 	// Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4032,6 +4385,7 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithResponse Create a ledger user
 	//
 	// Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4041,6 +4395,7 @@ type ClientWithResponsesInterface interface {
 	// UpdateUserWithResponse Update a ledger user
 	//
 	// Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4051,6 +4406,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
@@ -4059,6 +4416,7 @@ type ClientWithResponsesInterface interface {
 	// UpdateUserRightsWithResponse Replace a ledger user's rights
 	//
 	// The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4068,6 +4426,7 @@ type ClientWithResponsesInterface interface {
 	// GetCustodyProviderSettingsWithResponse Read custody provider settings
 	//
 	// The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4077,6 +4436,7 @@ type ClientWithResponsesInterface interface {
 	// UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4086,6 +4446,7 @@ type ClientWithResponsesInterface interface {
 	// UpdateCustodyProviderSettingsWithResponse Update custody provider settings
 	//
 	// Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4096,6 +4457,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every wallet the wallet gateway manages for this validator, sorted by creation time.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
@@ -4104,6 +4467,7 @@ type ClientWithResponsesInterface interface {
 	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 	//
 	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4113,6 +4477,7 @@ type ClientWithResponsesInterface interface {
 	// CreateGatewayWalletWithResponse Create a wallet for a party
 	//
 	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4123,6 +4488,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
@@ -4131,6 +4498,7 @@ type ClientWithResponsesInterface interface {
 	// OnboardWalletUserWithBodyWithResponse Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4140,6 +4508,7 @@ type ClientWithResponsesInterface interface {
 	// OnboardWalletUserWithResponse Onboard a wallet user
 	//
 	// Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4149,6 +4518,7 @@ type ClientWithResponsesInterface interface {
 	// OffboardWalletUserWithResponse Offboard a wallet user
 	//
 	// Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4175,6 +4545,8 @@ type ClientWithResponsesInterface interface {
 	// control message, the only one being `{"type":"resize","cols":<int>,"rows":<int>}`. The server
 	// closes with 1000 when the console session ends and 1011 when the stream to the pod fails.
 	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
@@ -4183,6 +4555,7 @@ type ClientWithResponsesInterface interface {
 	// GetDocsUiWithResponse Interactive documentation page
 	//
 	// HTML page rendering the API descriptions with an Authorize button for the bearer token. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+	// **Required role:** none (public).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4192,6 +4565,7 @@ type ClientWithResponsesInterface interface {
 	// GetApiDocsWithResponse This API description (release 2.0)
 	//
 	// This OpenAPI document as JSON. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+	// **Required role:** none (public).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4201,6 +4575,7 @@ type ClientWithResponsesInterface interface {
 	// GetManagementApiDocsWithResponse The release 1.11 API description
 	//
 	// The OpenAPI document of release 1.11 (Validator Management API, base path `/api`) as JSON, served by the same binary. Our addition: the release 2.0 document does not list this path. Public, like `/v3/api-docs`.
+	// **Required role:** none (public).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4670,6 +5045,68 @@ func (r GetApplicationStatusResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetApplicationStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAuditEntriesResponse401Headers the declared response headers of an HTTP 401 response for ListAuditEntries
+type ListAuditEntriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListAuditEntriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditEntriesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON200() *AuditPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditEntriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAuditEntriesResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditEntriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditEntriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditEntriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditEntriesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7377,6 +7814,7 @@ func (r GetManagementApiDocsResponse) ContentType() string {
 // GetHealthWithResponse Health
 //
 // Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+// **Required role:** none (public).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7392,6 +7830,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // GetInfoWithResponse Build information
 //
 // Public build information of the server, in the style of Spring Boot actuator.
+//
+// **Required role:** none (public).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7423,6 +7863,8 @@ func (c *ClientWithResponses) GetInfoWithResponse(ctx context.Context, reqEditor
 // `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
 // ingress).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /actuator/prometheus (the `GetPrometheus` operationId).
@@ -7437,6 +7879,7 @@ func (c *ClientWithResponses) GetPrometheusWithResponse(ctx context.Context, req
 // ListApplicationsWithResponse List applications
 //
 // Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7452,6 +7895,7 @@ func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, 
 // ListApplicationMetricsWithResponse List resource metrics of every application
 //
 // CPU and memory of every application, sorted by namespace then name, from the cluster metrics API (`metrics.k8s.io` pod metrics) and the pods' requests and limits. The pods of an application are those of the watched namespace labelled `app.kubernetes.io/instance=<name>` that have not finished. This literal path takes precedence over `/applications/{name}`, so an application named `metrics` cannot be read through `/applications/{name}`. When the metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7468,6 +7912,8 @@ func (c *ClientWithResponses) ListApplicationMetricsWithResponse(ctx context.Con
 //
 // One Application resource, as stored in the cluster.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/applications/{name} (the `GetApplication` operationId).
@@ -7482,6 +7928,7 @@ func (c *ClientWithResponses) GetApplicationWithResponse(ctx context.Context, na
 // GetApplicationMetricsWithResponse Get resource metrics of one application
 //
 // CPU (millicores) and memory (bytes) of one application: the pods of the watched namespace labelled `app.kubernetes.io/instance=<name>`, from the cluster metrics API (`metrics.k8s.io`) and their requests and limits. When the cluster metrics API is unreachable the answer is still 200 with `metricsAvailable: false` and null usage values.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7498,6 +7945,8 @@ func (c *ClientWithResponses) GetApplicationMetricsWithResponse(ctx context.Cont
 //
 // The `status` of the Application resource only, as stored; `{}` when it has none yet.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/applications/{name}/status (the `GetApplicationStatus` operationId).
@@ -7509,9 +7958,36 @@ func (c *ClientWithResponses) GetApplicationStatusWithResponse(ctx context.Conte
 	return ParseGetApplicationStatusResponse(rsp)
 }
 
+// ListAuditEntriesWithResponse List audit entries
+//
+// The audit log, newest first, filtered by every parameter given: one entry per mutating
+// call of either release (any method but GET) that passed authentication, whatever its
+// answer: who (the token's subject and, when roles are on, the role that allowed or refused
+// the call), what (operationId, validator, other path parameters), when, the outcome and
+// status, and the request id. Never a body, a query parameter, a secret or key material. The
+// log is append-only; entries older than `audit.retention` are purged.
+// Unlike every other collection of this release the log is paged, as it grows without bound:
+// at most `limit` entries, and `nextCursor` when there are more; pass it as `cursor` to get
+// the next page. Not part of the release 2.0 document; our addition (release 1.11 has the
+// same log at `/api/audit`).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/audit (the `ListAuditEntries` operationId).
+func (c *ClientWithResponses) ListAuditEntriesWithResponse(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*ListAuditEntriesResponse, error) {
+	rsp, err := c.ListAuditEntries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditEntriesResponse(rsp)
+}
+
 // ListValidatorsWithResponse List validators
 //
 // Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7528,6 +8004,8 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, re
 //
 // One Validator resource, as stored in the cluster.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/validators/{name} (the `GetValidator` operationId).
@@ -7542,6 +8020,7 @@ func (c *ClientWithResponses) GetValidatorWithResponse(ctx context.Context, name
 // GetValidatorBalancesWithResponse Get the validator party's native coin balance
 //
 // The holdings summary of the validator party from the scan service (`GET /v0/state/acs/snapshot-timestamp`, then `POST /v0/holdings/summary`), passed through with the scan service's snake_case field names. When the lookup fails the answer is still 200, with only `error` (and `party_id` when known) in the body.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7557,6 +8036,7 @@ func (c *ClientWithResponses) GetValidatorBalancesWithResponse(ctx context.Conte
 // UploadDarWithBodyWithResponse Upload a DAR package
 //
 // Streams the `file` part to the ledger API `POST /v2/dars` (`application/octet-stream`, all packages vetted) without buffering it whole. 422 when the ledger rejects the DAR. The package list is `dars` of details.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7572,6 +8052,7 @@ func (c *ClientWithResponses) UploadDarWithBodyWithResponse(ctx context.Context,
 // GetValidatorDetailsWithResponse Get the aggregate view of a validator
 //
 // The Validator resource together with its ledger API endpoint and, fetched from the ledger API, the authenticated user (`GET /v2/authenticated-user`), all ledger users (`GET /v2/users`, all pages) and, from the participant admin API (`PackageService.ListDars`), every DAR with its name, version and main package id. A section that cannot be fetched does not fail the request: the answer is still 200, the section is absent and a string field named `<section>Error` (`authenticatedUserError`, `allUsersError`, `darsError`) says why. This is also the only listing of ledger users and of DAR packages.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7587,6 +8068,7 @@ func (c *ClientWithResponses) GetValidatorDetailsWithResponse(ctx context.Contex
 // ListExternalPartiesWithResponse List externally signed parties onboarded here
 //
 // The subset of the hosted parties that are externally signed (the party holds its own signing key: its mapping carries party signing keys, or its namespace is none of its hosts'), from the participant admin API's topology state. Same entry shape as local-parties; sorted by party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7629,6 +8111,8 @@ func (c *ClientWithResponses) ListExternalPartiesWithResponse(ctx context.Contex
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 // multi-hash was used on this validator before, or the party exists here already.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
@@ -7670,6 +8154,8 @@ func (c *ClientWithResponses) AllocateExternalPartyWithBodyWithResponse(ctx cont
 // synchronizer does not know (the ledger's UNKNOWN_MEMBERS, named in `error`). 409: the
 // multi-hash was used on this validator before, or the party exists here already.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/allocate (the `AllocateExternalParty` operationId).
@@ -7684,6 +8170,7 @@ func (c *ClientWithResponses) AllocateExternalPartyWithResponse(ctx context.Cont
 // PrepareAmendHostingWithBodyWithResponse Prepare a hosting change of an external party
 //
 // Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7699,6 +8186,7 @@ func (c *ClientWithResponses) PrepareAmendHostingWithBodyWithResponse(ctx contex
 // PrepareAmendHostingWithResponse Prepare a hosting change of an external party
 //
 // Builds (without submitting) the party-to-participant transaction that replaces the party's hosting with `hosts` and returns it with its hash for the party to sign. `hosts` is a complete replacement: any omitted host stops hosting the party, and at least one host must remain. `confirmationThreshold` must not exceed the number of confirming hosts (400). The current mapping is read from the participant admin API (`ListPartyToParticipant`; 404 when the party has none on the synchronizer) and the transaction is generated by the participant (`TopologyManagerWriteService.GenerateTransactions`) with serial `currentSerial` + 1, keeping the party's signing keys. 400 too when a host is named twice.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7714,6 +8202,7 @@ func (c *ClientWithResponses) PrepareAmendHostingWithResponse(ctx context.Contex
 // SubmitAmendHostingWithBodyWithResponse Submit a signed hosting change
 //
 // Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7729,6 +8218,7 @@ func (c *ClientWithResponses) SubmitAmendHostingWithBodyWithResponse(ctx context
 // SubmitAmendHostingWithResponse Submit a signed hosting change
 //
 // Submits the transaction returned by prepare together with the party's signature over its `transactionHash`. 409 when the party's hosting changed since prepare (its serial is no longer `currentSerial`): prepare again. 422 when the signature does not verify (or is not by the party's key). Sent with `TopologyManagerWriteService.AddTransactions` to the synchronizer's store. Newly added co-hosts must then approve with approve-pending on their own validators: the answer lists them in `hosts` (`complete` is false until they have). 400 when `transaction` is not a party-to-participant transaction of `partyId`.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7744,6 +8234,7 @@ func (c *ClientWithResponses) SubmitAmendHostingWithResponse(ctx context.Context
 // ApprovePendingHostingWithBodyWithResponse Approve a hosting proposal naming this participant
 //
 // Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7759,6 +8250,7 @@ func (c *ClientWithResponses) ApprovePendingHostingWithBodyWithResponse(ctx cont
 // ApprovePendingHostingWithResponse Approve a hosting proposal naming this participant
 //
 // Authorizes, with this participant's key, the pending party-to-participant proposal for `partyId` that names this participant (participant admin API `TopologyManagerWriteService.Authorize` with the proposal's transaction hash, on the synchronizer's store). 400 without `partyId`. 404 when no pending proposal for the party names this participant. The answer is the hosting state after this approval: `complete` when it was the last signature missing, otherwise `hosts` lists the co-hosts that still owe theirs.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7790,6 +8282,8 @@ func (c *ClientWithResponses) ApprovePendingHostingWithResponse(ctx context.Cont
 // unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 // 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -7820,6 +8314,8 @@ func (c *ClientWithResponses) GenerateExternalPartyTopologyWithBodyWithResponse(
 // unless `localParticipantObservationOnly`, plus the hosts with permission CONFIRMING).
 // 422 when the ledger rejects the request (for example a party hint it does not accept).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/validators/{name}/external-parties/generate-topology (the `GenerateExternalPartyTopology` operationId).
@@ -7834,6 +8330,7 @@ func (c *ClientWithResponses) GenerateExternalPartyTopologyWithResponse(ctx cont
 // GetIdentityDumpWithResponse Download the participant identity export
 //
 // Streams the validator application's `GET /api/validator/v0/admin/participant/identities` (a `NodeIdentitiesDump`, see that schema) to the caller as a file download. The body equals a private key export: protect it. The server never logs or caches the body, and answers with `Cache-Control: no-store`.
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7849,6 +8346,7 @@ func (c *ClientWithResponses) GetIdentityDumpWithResponse(ctx context.Context, n
 // GetValidatorKeysWithResponse List the participant's public keys
 //
 // The participant's own keys from its key vault (participant admin API `VaultService.ListMyKeys`), public key material and metadata only; private keys never leave the participant. Complete list, in the order the participant returns it.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7864,6 +8362,7 @@ func (c *ClientWithResponses) GetValidatorKeysWithResponse(ctx context.Context, 
 // ListLocalPartiesWithResponse List parties hosted on this participant
 //
 // Parties hosted on this participant with their hosting participants, permissions and confirmation threshold, from the participant admin API (`TopologyManagerReadService.ListPartyToParticipant`, effective state at the head of the synchronizer's store, filtered by this participant's UID). Participant-managed parties have this participant as their host with permission SUBMITTING. A party still awaiting a co-host's approval is not listed yet (see topology-proposals). Sorted by party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7879,6 +8378,7 @@ func (c *ClientWithResponses) ListLocalPartiesWithResponse(ctx context.Context, 
 // LookupParticipantWithResponse Check a participant UID (advisory)
 //
 // Advisory check that participants whose UID starts with `participantUid` are known on the synchronizer this validator is connected to (participant admin API `TopologyManagerReadService.ListSynchronizerTrustCertificate`, filtered by the prefix). A match does not guarantee that the participant will approve a hosting proposal; generate-topology does not verify co-host UIDs itself, so check each one here first.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7894,6 +8394,7 @@ func (c *ClientWithResponses) LookupParticipantWithResponse(ctx context.Context,
 // GetParticipantStatusWithResponse Get participant node health
 //
 // Proxies the participant admin API `ParticipantStatusService.ParticipantStatus`; the response message is returned in protobuf JSON form (lowerCamelCase field names, enum names, durations as strings such as `"3600s"`).
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7909,6 +8410,7 @@ func (c *ClientWithResponses) GetParticipantStatusWithResponse(ctx context.Conte
 // ListPartiesWithResponse Look up parties by id prefix
 //
 // Parties known to the participant whose id starts with `partyId`, from the ledger API `GET /v2/parties` (all pages followed; `partyDetails` entries returned as a complete array). Without a specific prefix this can match very many parties.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7924,6 +8426,7 @@ func (c *ClientWithResponses) ListPartiesWithResponse(ctx context.Context, name 
 // AllocatePartyWithResponse Allocate a participant-managed party
 //
 // Allocates a party whose key the participant holds, via the ledger API `POST /v2/parties` with `partyIdHint`; the ledger's answer (`{partyDetails}`) is passed through.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7939,6 +8442,7 @@ func (c *ClientWithResponses) AllocatePartyWithResponse(ctx context.Context, nam
 // GetValidatorStatusWithResponse Get a validator's resource status
 //
 // The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7954,6 +8458,7 @@ func (c *ClientWithResponses) GetValidatorStatusWithResponse(ctx context.Context
 // ListTopologyProposalsWithResponse List party hosting proposals on the synchronizer
 //
 // Pending (not yet fully authorized) party-to-participant hosting proposals on the synchronizer that involve this participant, from the participant admin API (`ListPartyToParticipant` with `proposals = true`, filtered by this participant's UID). `actionRequired` tells whether this participant must still approve (see approve-pending): it is a host and its namespace key has not signed the proposal. Sorted by party id, then serial.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7969,6 +8474,7 @@ func (c *ClientWithResponses) ListTopologyProposalsWithResponse(ctx context.Cont
 // GetValidatorTrafficStatusWithResponse Get the participant's synchronizer traffic counters
 //
 // Proxies the scan service's `GET /v0/domains/{domain_id}/members/{participant_id}/traffic-status` for this validator's participant on the synchronizer it is connected to; the scan response is passed through unchanged (byte counters).
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7984,6 +8490,7 @@ func (c *ClientWithResponses) GetValidatorTrafficStatusWithResponse(ctx context.
 // CreateUserWithResponse Create a ledger user
 //
 // Creates a ledger API user with the given rights via the ledger API `POST /v2/users`; all input is in query or form parameters, there is no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The ledger's answer (`{user}`) is passed through. 409 when the user already exists. There is no endpoint listing users: use `allUsers` of details.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7999,6 +8506,7 @@ func (c *ClientWithResponses) CreateUserWithResponse(ctx context.Context, name V
 // UpdateUserWithResponse Update a ledger user
 //
 // Updates the primary party, deactivation state and annotations of a ledger user via the ledger API `PATCH /v2/users/{user-id}`, touching only what is sent (query or form parameters, no JSON body). The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. 400 when none of the parameters is present. The ledger's answer (`{user}`) is passed through.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8015,6 +8523,8 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, name V
 //
 // The user's rights from the ledger API `GET /v2/users/{user-id}/rights`, passed through (`{rights}`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/validators/{name}/users/{userId}/rights (the `ListUserRights` operationId).
@@ -8029,6 +8539,7 @@ func (c *ClientWithResponses) ListUserRightsWithResponse(ctx context.Context, na
 // UpdateUserRightsWithResponse Replace a ledger user's rights
 //
 // The rights sent become the complete set: rights the user has but that are not sent are revoked, new ones are granted (ledger API revoke then grant). Sending no parameter revokes every right. Query or form parameters, no JSON body. The parameters may instead be sent as an `application/x-www-form-urlencoded` body ("query or form parameters"), with the same names and repetition; a single-valued parameter sent in both places takes the query's value, a list gets the query's values then the form's. The answer is the resulting complete set.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8044,6 +8555,7 @@ func (c *ClientWithResponses) UpdateUserRightsWithResponse(ctx context.Context, 
 // GetCustodyProviderSettingsWithResponse Read custody provider settings
 //
 // The custody provider settings of this validator's wallet gateway. Credentials are never returned; `credentialsConfigured` tells whether some are stored.
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8059,6 +8571,7 @@ func (c *ClientWithResponses) GetCustodyProviderSettingsWithResponse(ctx context
 // UpdateCustodyProviderSettingsWithBodyWithResponse Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8074,6 +8587,7 @@ func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithBodyWithResponse(
 // UpdateCustodyProviderSettingsWithResponse Update custody provider settings
 //
 // Updates the fields sent and leaves the others unchanged (every field is optional per call). Takes effect immediately, without editing the Validator resource or restarting anything. Credentials are write-only: stored, never returned, never logged. Answers with the settings as read afterwards.
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8090,6 +8604,8 @@ func (c *ClientWithResponses) UpdateCustodyProviderSettingsWithResponse(ctx cont
 //
 // Every wallet the wallet gateway manages for this validator, sorted by creation time.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/validators/{name}/wallet-gateway/wallets (the `ListGatewayWallets` operationId).
@@ -8104,6 +8620,7 @@ func (c *ClientWithResponses) ListGatewayWalletsWithResponse(ctx context.Context
 // CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 //
 // Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8119,6 +8636,7 @@ func (c *ClientWithResponses) CreateGatewayWalletWithBodyWithResponse(ctx contex
 // CreateGatewayWalletWithResponse Create a wallet for a party
 //
 // Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8135,6 +8653,8 @@ func (c *ClientWithResponses) CreateGatewayWalletWithResponse(ctx context.Contex
 //
 // The validator application's `GET /api/validator/v0/admin/users`, passed through (`{usernames}`).
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/validators/{name}/wallet-users (the `ListWalletUsers` operationId).
@@ -8149,6 +8669,7 @@ func (c *ClientWithResponses) ListWalletUsersWithResponse(ctx context.Context, n
 // OnboardWalletUserWithBodyWithResponse Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8164,6 +8685,7 @@ func (c *ClientWithResponses) OnboardWalletUserWithBodyWithResponse(ctx context.
 // OnboardWalletUserWithResponse Onboard a wallet user
 //
 // Onboards a wallet user via the validator application's `POST /api/validator/v0/admin/users`; a fresh party is created with `name` as its hint. Answers with the user's party id.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8179,6 +8701,7 @@ func (c *ClientWithResponses) OnboardWalletUserWithResponse(ctx context.Context,
 // OffboardWalletUserWithResponse Offboard a wallet user
 //
 // Offboards a wallet user via the validator application's `POST /api/validator/v0/admin/users/offboard?username=` (archives the wallet contracts and deletes the ledger API user). 404 for an unknown user; 409 for the validator's own wallet user, which is never offboarded. Answers 200 with a body.
+// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8211,6 +8734,8 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 // control message, the only one being `{"type":"resize","cols":<int>,"rows":<int>}`. The server
 // closes with 1000 when the console session ends and 1011 when the stream to the pod fails.
 //
+// **Required role** (when roles are on, setting `api.auth.roles`): `admin`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/ws/ledger-console (the `OpenLedgerConsole` operationId).
@@ -8225,6 +8750,7 @@ func (c *ClientWithResponses) OpenLedgerConsoleWithResponse(ctx context.Context,
 // GetDocsUiWithResponse Interactive documentation page
 //
 // HTML page rendering the API descriptions with an Authorize button for the bearer token. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+// **Required role:** none (public).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8240,6 +8766,7 @@ func (c *ClientWithResponses) GetDocsUiWithResponse(ctx context.Context, reqEdit
 // GetApiDocsWithResponse This API description (release 2.0)
 //
 // This OpenAPI document as JSON. Public; can be restricted by an ingress middleware (setting `api.ingress.middlewares`).
+// **Required role:** none (public).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8255,6 +8782,7 @@ func (c *ClientWithResponses) GetApiDocsWithResponse(ctx context.Context, reqEdi
 // GetManagementApiDocsWithResponse The release 1.11 API description
 //
 // The OpenAPI document of release 1.11 (Validator Management API, base path `/api`) as JSON, served by the same binary. Our addition: the release 2.0 document does not list this path. Public, like `/v3/api-docs`.
+// **Required role:** none (public).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8357,6 +8885,9 @@ func ParseGetPrometheusResponse(rsp *http.Response) (*GetPrometheusResponse, err
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Default
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8406,6 +8937,9 @@ func ParseListApplicationsResponse(rsp *http.Response) (*ListApplicationsRespons
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Default
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8453,6 +8987,9 @@ func ParseListApplicationMetricsResponse(rsp *http.Response) (*ListApplicationMe
 		response.JSON200 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
@@ -8509,6 +9046,9 @@ func ParseGetApplicationResponse(rsp *http.Response) (*GetApplicationResponse, e
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -8574,6 +9114,9 @@ func ParseGetApplicationMetricsResponse(rsp *http.Response) (*GetApplicationMetr
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8637,6 +9180,9 @@ func ParseGetApplicationStatusResponse(rsp *http.Response) (*GetApplicationStatu
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8656,6 +9202,65 @@ func ParseGetApplicationStatusResponse(rsp *http.Response) (*GetApplicationStatu
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetApplicationStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAuditEntriesResponse parses an HTTP response from a ListAuditEntriesWithResponse call
+func ParseListAuditEntriesResponse(rsp *http.Response) (*ListAuditEntriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditEntriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAuditEntriesResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8691,6 +9296,9 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		response.JSON200 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
@@ -8747,6 +9355,9 @@ func ParseGetValidatorResponse(rsp *http.Response) (*GetValidatorResponse, error
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -8812,6 +9423,9 @@ func ParseGetValidatorBalancesResponse(rsp *http.Response) (*GetValidatorBalance
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8873,6 +9487,9 @@ func ParseUploadDarResponse(rsp *http.Response) (*UploadDarResponse, error) {
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -8952,6 +9569,9 @@ func ParseGetValidatorDetailsResponse(rsp *http.Response) (*GetValidatorDetailsR
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9013,6 +9633,9 @@ func ParseListExternalPartiesResponse(rsp *http.Response) (*ListExternalPartiesR
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9083,6 +9706,9 @@ func ParseAllocateExternalPartyResponse(rsp *http.Response) (*AllocateExternalPa
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9169,6 +9795,9 @@ func ParsePrepareAmendHostingResponse(rsp *http.Response) (*PrepareAmendHostingR
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9244,6 +9873,9 @@ func ParseSubmitAmendHostingResponse(rsp *http.Response) (*SubmitAmendHostingRes
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9330,6 +9962,9 @@ func ParseApprovePendingHostingResponse(rsp *http.Response) (*ApprovePendingHost
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9407,6 +10042,9 @@ func ParseGenerateExternalPartyTopologyResponse(rsp *http.Response) (*GenerateEx
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9475,6 +10113,9 @@ func ParseGetIdentityDumpResponse(rsp *http.Response) (*GetIdentityDumpResponse,
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9564,6 +10205,9 @@ func ParseGetValidatorKeysResponse(rsp *http.Response) (*GetValidatorKeysRespons
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9632,6 +10276,9 @@ func ParseListLocalPartiesResponse(rsp *http.Response) (*ListLocalPartiesRespons
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9704,6 +10351,9 @@ func ParseLookupParticipantResponse(rsp *http.Response) (*LookupParticipantRespo
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9772,6 +10422,9 @@ func ParseGetParticipantStatusResponse(rsp *http.Response) (*GetParticipantStatu
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9844,6 +10497,9 @@ func ParseListPartiesResponse(rsp *http.Response) (*ListPartiesResponse, error) 
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9912,6 +10568,9 @@ func ParseAllocatePartyResponse(rsp *http.Response) (*AllocatePartyResponse, err
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -9998,6 +10657,9 @@ func ParseGetValidatorStatusResponse(rsp *http.Response) (*GetValidatorStatusRes
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10059,6 +10721,9 @@ func ParseListTopologyProposalsResponse(rsp *http.Response) (*ListTopologyPropos
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -10131,6 +10796,9 @@ func ParseGetValidatorTrafficStatusResponse(rsp *http.Response) (*GetValidatorTr
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10199,6 +10867,9 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -10285,6 +10956,9 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10362,6 +11036,9 @@ func ParseListUserRightsResponse(rsp *http.Response) (*ListUserRightsResponse, e
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10430,6 +11107,9 @@ func ParseUpdateUserRightsResponse(rsp *http.Response) (*UpdateUserRightsRespons
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -10509,6 +11189,9 @@ func ParseGetCustodyProviderSettingsResponse(rsp *http.Response) (*GetCustodyPro
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10572,6 +11255,9 @@ func ParseUpdateCustodyProviderSettingsResponse(rsp *http.Response) (*UpdateCust
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10633,6 +11319,9 @@ func ParseListGatewayWalletsResponse(rsp *http.Response) (*ListGatewayWalletsRes
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -10703,6 +11392,9 @@ func ParseCreateGatewayWalletResponse(rsp *http.Response) (*CreateGatewayWalletR
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -10782,6 +11474,9 @@ func ParseListWalletUsersResponse(rsp *http.Response) (*ListWalletUsersResponse,
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10850,6 +11545,9 @@ func ParseOnboardWalletUserResponse(rsp *http.Response) (*OnboardWalletUserRespo
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
@@ -10929,6 +11627,9 @@ func ParseOffboardWalletUserResponse(rsp *http.Response) (*OffboardWalletUserRes
 	case rsp.StatusCode == 401:
 		break // No content-type
 
+	case rsp.StatusCode == 403:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11000,6 +11701,9 @@ func ParseOpenLedgerConsoleResponse(rsp *http.Response) (*OpenLedgerConsoleRespo
 		response.JSON400 = &dest
 
 	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:

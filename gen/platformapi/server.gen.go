@@ -42,6 +42,9 @@ type ServerInterface interface {
 	// GetApplicationStatus Get an application's resource status
 	// (GET /api/v1/applications/{name}/status)
 	GetApplicationStatus(ctx echo.Context, name ApplicationNamePath) error
+	// ListAuditEntries List audit entries
+	// (GET /api/v1/audit)
+	ListAuditEntries(ctx echo.Context, params ListAuditEntriesParams) error
 	// ListValidators List validators
 	// (GET /api/v1/validators)
 	ListValidators(ctx echo.Context) error
@@ -247,6 +250,59 @@ func (w *ServerInterfaceWrapper) GetApplicationStatus(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetApplicationStatus(ctx, name)
+	return err
+}
+
+// ListAuditEntries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAuditEntries(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditEntriesParams
+	// ------------- Optional query parameter "validator" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "validator", ctx.QueryParams(), &params.Validator, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter validator: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAuditEntries(ctx, params)
 	return err
 }
 
@@ -1116,6 +1172,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/validators/:name/wallet-gateway/providers/custody-provider-a", wrapper.GetCustodyProviderSettings, options.OperationMiddlewares["getCustodyProviderSettings"]...)
 	router.PUT(options.BaseURL+"/api/v1/validators/:name/wallet-gateway/providers/custody-provider-a", wrapper.UpdateCustodyProviderSettings, options.OperationMiddlewares["updateCustodyProviderSettings"]...)
 	router.POST(options.BaseURL+"/api/v1/validators/:name/dars/upload", wrapper.UploadDar, options.OperationMiddlewares["uploadDar"]...)
+	router.GET(options.BaseURL+"/api/v1/audit", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
 	router.GET(options.BaseURL+"/actuator/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/actuator/info", wrapper.GetInfo, options.OperationMiddlewares["getInfo"]...)
 	router.GET(options.BaseURL+"/actuator/prometheus", wrapper.GetPrometheus, options.OperationMiddlewares["getPrometheus"]...)
@@ -1133,6 +1190,9 @@ type BadRequestJSONResponse Error
 type ConflictJSONResponse Error
 
 type DefaultJSONResponse Error
+
+type ForbiddenResponse struct {
+}
 
 type NotFoundJSONResponse Error
 
@@ -1263,6 +1323,13 @@ func (response GetPrometheus401Response) VisitGetPrometheusResponse(w http.Respo
 	return nil
 }
 
+type GetPrometheus403Response = ForbiddenResponse
+
+func (response GetPrometheus403Response) VisitGetPrometheusResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetPrometheusdefaultJSONResponse struct {
 	Body       Error
 	StatusCode int
@@ -1311,6 +1378,13 @@ func (response ListApplications401Response) VisitListApplicationsResponse(w http
 	return nil
 }
 
+type ListApplications403Response = ForbiddenResponse
+
+func (response ListApplications403Response) VisitListApplicationsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type ListApplicationsdefaultJSONResponse struct {
 	Body       Error
 	StatusCode int
@@ -1356,6 +1430,13 @@ func (response ListApplicationMetrics401Response) VisitListApplicationMetricsRes
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type ListApplicationMetrics403Response = ForbiddenResponse
+
+func (response ListApplicationMetrics403Response) VisitListApplicationMetricsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -1419,6 +1500,13 @@ func (response GetApplication401Response) VisitGetApplicationResponse(w http.Res
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type GetApplication403Response = ForbiddenResponse
+
+func (response GetApplication403Response) VisitGetApplicationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -1499,6 +1587,13 @@ func (response GetApplicationMetrics401Response) VisitGetApplicationMetricsRespo
 	return nil
 }
 
+type GetApplicationMetrics403Response = ForbiddenResponse
+
+func (response GetApplicationMetrics403Response) VisitGetApplicationMetricsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetApplicationMetrics404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetApplicationMetrics404JSONResponse) VisitGetApplicationMetricsResponse(w http.ResponseWriter) error {
@@ -1576,6 +1671,13 @@ func (response GetApplicationStatus401Response) VisitGetApplicationStatusRespons
 	return nil
 }
 
+type GetApplicationStatus403Response = ForbiddenResponse
+
+func (response GetApplicationStatus403Response) VisitGetApplicationStatusResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetApplicationStatus404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetApplicationStatus404JSONResponse) VisitGetApplicationStatusResponse(w http.ResponseWriter) error {
@@ -1596,6 +1698,76 @@ type GetApplicationStatusdefaultJSONResponse struct {
 }
 
 func (response GetApplicationStatusdefaultJSONResponse) VisitGetApplicationStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntriesRequestObject struct {
+	Params ListAuditEntriesParams
+}
+
+type ListAuditEntriesResponseObject interface {
+	VisitListAuditEntriesResponse(w http.ResponseWriter) error
+}
+
+type ListAuditEntries200JSONResponse AuditPage
+
+func (response ListAuditEntries200JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAuditEntries400JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntries401Response = UnauthorizedResponse
+
+func (response ListAuditEntries401Response) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	return nil
+}
+
+type ListAuditEntries403Response = ForbiddenResponse
+
+func (response ListAuditEntries403Response) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
+type ListAuditEntriesdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ListAuditEntriesdefaultJSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1635,6 +1807,13 @@ func (response ListValidators401Response) VisitListValidatorsResponse(w http.Res
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type ListValidators403Response = ForbiddenResponse
+
+func (response ListValidators403Response) VisitListValidatorsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -1698,6 +1877,13 @@ func (response GetValidator401Response) VisitGetValidatorResponse(w http.Respons
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type GetValidator403Response = ForbiddenResponse
+
+func (response GetValidator403Response) VisitGetValidatorResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -1778,6 +1964,13 @@ func (response GetValidatorBalances401Response) VisitGetValidatorBalancesRespons
 	return nil
 }
 
+type GetValidatorBalances403Response = ForbiddenResponse
+
+func (response GetValidatorBalances403Response) VisitGetValidatorBalancesResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetValidatorBalances404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetValidatorBalances404JSONResponse) VisitGetValidatorBalancesResponse(w http.ResponseWriter) error {
@@ -1853,6 +2046,13 @@ func (response UploadDar401Response) VisitUploadDarResponse(w http.ResponseWrite
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type UploadDar403Response = ForbiddenResponse
+
+func (response UploadDar403Response) VisitUploadDarResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -1961,6 +2161,13 @@ func (response GetValidatorDetails401Response) VisitGetValidatorDetailsResponse(
 	return nil
 }
 
+type GetValidatorDetails403Response = ForbiddenResponse
+
+func (response GetValidatorDetails403Response) VisitGetValidatorDetailsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetValidatorDetails404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetValidatorDetails404JSONResponse) VisitGetValidatorDetailsResponse(w http.ResponseWriter) error {
@@ -2035,6 +2242,13 @@ func (response ListExternalParties401Response) VisitListExternalPartiesResponse(
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type ListExternalParties403Response = ForbiddenResponse
+
+func (response ListExternalParties403Response) VisitListExternalPartiesResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -2127,6 +2341,13 @@ func (response AllocateExternalParty401Response) VisitAllocateExternalPartyRespo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type AllocateExternalParty403Response = ForbiddenResponse
+
+func (response AllocateExternalParty403Response) VisitAllocateExternalPartyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -2250,6 +2471,13 @@ func (response PrepareAmendHosting401Response) VisitPrepareAmendHostingResponse(
 	return nil
 }
 
+type PrepareAmendHosting403Response = ForbiddenResponse
+
+func (response PrepareAmendHosting403Response) VisitPrepareAmendHostingResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type PrepareAmendHosting404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response PrepareAmendHosting404JSONResponse) VisitPrepareAmendHostingResponse(w http.ResponseWriter) error {
@@ -2353,6 +2581,13 @@ func (response SubmitAmendHosting401Response) VisitSubmitAmendHostingResponse(w 
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type SubmitAmendHosting403Response = ForbiddenResponse
+
+func (response SubmitAmendHosting403Response) VisitSubmitAmendHostingResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -2476,6 +2711,13 @@ func (response ApprovePendingHosting401Response) VisitApprovePendingHostingRespo
 	return nil
 }
 
+type ApprovePendingHosting403Response = ForbiddenResponse
+
+func (response ApprovePendingHosting403Response) VisitApprovePendingHostingResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type ApprovePendingHosting404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ApprovePendingHosting404JSONResponse) VisitApprovePendingHostingResponse(w http.ResponseWriter) error {
@@ -2579,6 +2821,13 @@ func (response GenerateExternalPartyTopology401Response) VisitGenerateExternalPa
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type GenerateExternalPartyTopology403Response = ForbiddenResponse
+
+func (response GenerateExternalPartyTopology403Response) VisitGenerateExternalPartyTopologyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -2705,6 +2954,13 @@ func (response GetIdentityDump401Response) VisitGetIdentityDumpResponse(w http.R
 	return nil
 }
 
+type GetIdentityDump403Response = ForbiddenResponse
+
+func (response GetIdentityDump403Response) VisitGetIdentityDumpResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetIdentityDump404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetIdentityDump404JSONResponse) VisitGetIdentityDumpResponse(w http.ResponseWriter) error {
@@ -2796,6 +3052,13 @@ func (response GetValidatorKeys401Response) VisitGetValidatorKeysResponse(w http
 	return nil
 }
 
+type GetValidatorKeys403Response = ForbiddenResponse
+
+func (response GetValidatorKeys403Response) VisitGetValidatorKeysResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetValidatorKeys404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetValidatorKeys404JSONResponse) VisitGetValidatorKeysResponse(w http.ResponseWriter) error {
@@ -2884,6 +3147,13 @@ func (response ListLocalParties401Response) VisitListLocalPartiesResponse(w http
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type ListLocalParties403Response = ForbiddenResponse
+
+func (response ListLocalParties403Response) VisitListLocalPartiesResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -2979,6 +3249,13 @@ func (response LookupParticipant401Response) VisitLookupParticipantResponse(w ht
 	return nil
 }
 
+type LookupParticipant403Response = ForbiddenResponse
+
+func (response LookupParticipant403Response) VisitLookupParticipantResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type LookupParticipant404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response LookupParticipant404JSONResponse) VisitLookupParticipantResponse(w http.ResponseWriter) error {
@@ -3067,6 +3344,13 @@ func (response GetParticipantStatus401Response) VisitGetParticipantStatusRespons
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type GetParticipantStatus403Response = ForbiddenResponse
+
+func (response GetParticipantStatus403Response) VisitGetParticipantStatusResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -3162,6 +3446,13 @@ func (response ListParties401Response) VisitListPartiesResponse(w http.ResponseW
 	return nil
 }
 
+type ListParties403Response = ForbiddenResponse
+
+func (response ListParties403Response) VisitListPartiesResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type ListParties404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ListParties404JSONResponse) VisitListPartiesResponse(w http.ResponseWriter) error {
@@ -3251,6 +3542,13 @@ func (response AllocateParty401Response) VisitAllocatePartyResponse(w http.Respo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type AllocateParty403Response = ForbiddenResponse
+
+func (response AllocateParty403Response) VisitAllocatePartyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -3373,6 +3671,13 @@ func (response GetValidatorStatus401Response) VisitGetValidatorStatusResponse(w 
 	return nil
 }
 
+type GetValidatorStatus403Response = ForbiddenResponse
+
+func (response GetValidatorStatus403Response) VisitGetValidatorStatusResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetValidatorStatus404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetValidatorStatus404JSONResponse) VisitGetValidatorStatusResponse(w http.ResponseWriter) error {
@@ -3447,6 +3752,13 @@ func (response ListTopologyProposals401Response) VisitListTopologyProposalsRespo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type ListTopologyProposals403Response = ForbiddenResponse
+
+func (response ListTopologyProposals403Response) VisitListTopologyProposalsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -3541,6 +3853,13 @@ func (response GetValidatorTrafficStatus401Response) VisitGetValidatorTrafficSta
 	return nil
 }
 
+type GetValidatorTrafficStatus403Response = ForbiddenResponse
+
+func (response GetValidatorTrafficStatus403Response) VisitGetValidatorTrafficStatusResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetValidatorTrafficStatus404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetValidatorTrafficStatus404JSONResponse) VisitGetValidatorTrafficStatusResponse(w http.ResponseWriter) error {
@@ -3630,6 +3949,13 @@ func (response CreateUser401Response) VisitCreateUserResponse(w http.ResponseWri
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type CreateUser403Response = ForbiddenResponse
+
+func (response CreateUser403Response) VisitCreateUserResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -3754,6 +4080,13 @@ func (response UpdateUser401Response) VisitUpdateUserResponse(w http.ResponseWri
 	return nil
 }
 
+type UpdateUser403Response = ForbiddenResponse
+
+func (response UpdateUser403Response) VisitUpdateUserResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type UpdateUser404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response UpdateUser404JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
@@ -3860,6 +4193,13 @@ func (response ListUserRights401Response) VisitListUserRightsResponse(w http.Res
 	return nil
 }
 
+type ListUserRights403Response = ForbiddenResponse
+
+func (response ListUserRights403Response) VisitListUserRightsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type ListUserRights404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ListUserRights404JSONResponse) VisitListUserRightsResponse(w http.ResponseWriter) error {
@@ -3950,6 +4290,13 @@ func (response UpdateUserRights401Response) VisitUpdateUserRightsResponse(w http
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type UpdateUserRights403Response = ForbiddenResponse
+
+func (response UpdateUserRights403Response) VisitUpdateUserRightsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -4058,6 +4405,13 @@ func (response GetCustodyProviderSettings401Response) VisitGetCustodyProviderSet
 	return nil
 }
 
+type GetCustodyProviderSettings403Response = ForbiddenResponse
+
+func (response GetCustodyProviderSettings403Response) VisitGetCustodyProviderSettingsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type GetCustodyProviderSettings404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetCustodyProviderSettings404JSONResponse) VisitGetCustodyProviderSettingsResponse(w http.ResponseWriter) error {
@@ -4136,6 +4490,13 @@ func (response UpdateCustodyProviderSettings401Response) VisitUpdateCustodyProvi
 	return nil
 }
 
+type UpdateCustodyProviderSettings403Response = ForbiddenResponse
+
+func (response UpdateCustodyProviderSettings403Response) VisitUpdateCustodyProviderSettingsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type UpdateCustodyProviderSettings404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response UpdateCustodyProviderSettings404JSONResponse) VisitUpdateCustodyProviderSettingsResponse(w http.ResponseWriter) error {
@@ -4210,6 +4571,13 @@ func (response ListGatewayWallets401Response) VisitListGatewayWalletsResponse(w 
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type ListGatewayWallets403Response = ForbiddenResponse
+
+func (response ListGatewayWallets403Response) VisitListGatewayWalletsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -4302,6 +4670,13 @@ func (response CreateGatewayWallet401Response) VisitCreateGatewayWalletResponse(
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type CreateGatewayWallet403Response = ForbiddenResponse
+
+func (response CreateGatewayWallet403Response) VisitCreateGatewayWalletResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -4410,6 +4785,13 @@ func (response ListWalletUsers401Response) VisitListWalletUsersResponse(w http.R
 	return nil
 }
 
+type ListWalletUsers403Response = ForbiddenResponse
+
+func (response ListWalletUsers403Response) VisitListWalletUsersResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
 type ListWalletUsers404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ListWalletUsers404JSONResponse) VisitListWalletUsersResponse(w http.ResponseWriter) error {
@@ -4499,6 +4881,13 @@ func (response OnboardWalletUser401Response) VisitOnboardWalletUserResponse(w ht
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type OnboardWalletUser403Response = ForbiddenResponse
+
+func (response OnboardWalletUser403Response) VisitOnboardWalletUserResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -4605,6 +4994,13 @@ func (response OffboardWalletUser401Response) VisitOffboardWalletUserResponse(w 
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type OffboardWalletUser403Response = ForbiddenResponse
+
+func (response OffboardWalletUser403Response) VisitOffboardWalletUserResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -4724,6 +5120,13 @@ func (response OpenLedgerConsole401Response) VisitOpenLedgerConsoleResponse(w ht
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	return nil
+}
+
+type OpenLedgerConsole403Response = ForbiddenResponse
+
+func (response OpenLedgerConsole403Response) VisitOpenLedgerConsoleResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
 	return nil
 }
 
@@ -4904,6 +5307,9 @@ type StrictServerInterface interface {
 	// GetApplicationStatus Get an application's resource status
 	// (GET /api/v1/applications/{name}/status)
 	GetApplicationStatus(ctx context.Context, request GetApplicationStatusRequestObject) (GetApplicationStatusResponseObject, error)
+	// ListAuditEntries List audit entries
+	// (GET /api/v1/audit)
+	ListAuditEntries(ctx context.Context, request ListAuditEntriesRequestObject) (ListAuditEntriesResponseObject, error)
 	// ListValidators List validators
 	// (GET /api/v1/validators)
 	ListValidators(ctx context.Context, request ListValidatorsRequestObject) (ListValidatorsResponseObject, error)
@@ -5210,6 +5616,31 @@ func (sh *strictHandler) GetApplicationStatus(ctx echo.Context, name Application
 		return err
 	} else if validResponse, ok := response.(GetApplicationStatusResponseObject); ok {
 		return validResponse.VisitGetApplicationStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAuditEntries operation middleware
+func (sh *strictHandler) ListAuditEntries(ctx echo.Context, params ListAuditEntriesParams) error {
+	var request ListAuditEntriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAuditEntries(ctx.Request().Context(), request.(ListAuditEntriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAuditEntries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditEntriesResponseObject); ok {
+		return validResponse.VisitListAuditEntriesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -11,6 +11,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AuditOutcome.
+const (
+	Done    AuditOutcome = "done"
+	Pending AuditOutcome = "pending"
+	Unknown AuditOutcome = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the AuditOutcome enum.
+func (e AuditOutcome) Valid() bool {
+	switch e {
+	case Done:
+		return true
+	case Pending:
+		return true
+	case Unknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthDown HealthStatus = "DOWN"
@@ -86,6 +107,27 @@ func (e KeySpec) Valid() bool {
 	case KeySpecEcSecp256k1:
 		return true
 	case KeySpecEd25519:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Role.
+const (
+	Admin    Role = "admin"
+	Operator Role = "operator"
+	Viewer   Role = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Operator:
+		return true
+	case Viewer:
 		return true
 	default:
 		return false
@@ -237,6 +279,51 @@ type ApplicationResource struct {
 type ApprovePendingHostingRequest struct {
 	// PartyId The party whose pending hosting proposal this participant approves.
 	PartyId string `json:"partyId"`
+}
+
+// AuditEntry One mutating call as the audit log keeps it.
+type AuditEntry struct {
+	// At When the call was received (UTC).
+	At time.Time `json:"at"`
+
+	// Id Identifier of the entry, unique in this installation; higher is later.
+	Id int64 `json:"id"`
+
+	// Operation The operationId of the call, in either release's contract.
+	Operation string `json:"operation"`
+
+	// Outcome `done`: the call was answered (see `status`: 200 worked, anything else did not). `pending`: the call is in progress. `unknown`: the server stopped while the call ran; it may or may not have taken effect.
+	Outcome AuditOutcome `json:"outcome"`
+
+	// RequestId The request id (`X-Request-Id`) of the call.
+	RequestId string `json:"requestId"`
+
+	// Role The role (setting `api.auth.roles`) that the caller's token carried: `viewer` reads, `operator` reads and writes, `admin` may call everything. Absent when roles are off.
+	Role *Role `json:"role,omitempty"`
+
+	// Status The answer's HTTP status; 0 while the outcome is `pending` or `unknown`.
+	Status int32 `json:"status"`
+
+	// Subject The caller (the token's `sub`).
+	Subject string `json:"subject"`
+
+	// Targets The other path parameters of the call, by name (`userId`, `username`).
+	Targets *map[string]string `json:"targets,omitempty"`
+
+	// Validator The validator the call named (path parameter `name`, or the `name` of a validator created through release 1.11); absent when it named none.
+	Validator *string `json:"validator,omitempty"`
+}
+
+// AuditOutcome `done`: the call was answered (see `status`: 200 worked, anything else did not). `pending`: the call is in progress. `unknown`: the server stopped while the call ran; it may or may not have taken effect.
+type AuditOutcome string
+
+// AuditPage A page of audit entries.
+type AuditPage struct {
+	// Entries The entries (may be empty), newest first.
+	Entries []AuditEntry `json:"entries"`
+
+	// NextCursor Present when older entries match; pass it as `cursor` for the next page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // AuthenticatedUser The ledger's `GET /v2/authenticated-user` answer, passed through.
@@ -680,6 +767,9 @@ type RightKind struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// Role The role (setting `api.auth.roles`) that the caller's token carried: `viewer` reads, `operator` reads and writes, `admin` may call everything. Absent when roles are off.
+type Role string
+
 // SignatureFormat Signature format; must match the key: SIGNATURE_FORMAT_CONCAT for Ed25519, SIGNATURE_FORMAT_DER for the EC keys.
 type SignatureFormat string
 
@@ -937,6 +1027,27 @@ type NotFound = Error
 
 // Unprocessable A failed upstream call (502) or a request the upstream rejected as invalid (422).
 type Unprocessable = UpstreamError
+
+// ListAuditEntriesParams defines parameters for ListAuditEntries.
+type ListAuditEntriesParams struct {
+	// Validator Only entries of this validator (exact name).
+	Validator *string `form:"validator,omitempty" json:"validator,omitempty"`
+
+	// Subject Only entries of this caller (the token's `sub`, exact).
+	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Since Only entries at or after this instant (ISO 8601 with offset).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only entries before this instant (ISO 8601 with offset).
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// Limit Largest number of entries in the answer, 1 to 500. Default 100.
+	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous answer; absent for the newest entries.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
 
 // LookupParticipantParams defines parameters for LookupParticipant.
 type LookupParticipantParams struct {

@@ -162,22 +162,38 @@ func Start(t testing.TB, o Options) *Server {
 		}
 	}
 	s.HTTP = &http.Client{Transport: NewValidator(t, http.DefaultTransport)}
+	s.bind(t)
+	return s
+}
+
+// As is s for another caller: Token and the clients carry token.
+func (s *Server) As(t testing.TB, token string) *Server {
+	t.Helper()
+	c := *s
+	c.Token = token
+	c.bind(t)
+	return &c
+}
+
+// bind makes the typed clients, with s.Token on the protected ones.
+func (s *Server) bind(t testing.TB) {
+	t.Helper()
 	bearer := func(_ context.Context, req *http.Request) error {
 		if s.Token != "" {
 			req.Header.Set("Authorization", "Bearer "+s.Token)
 		}
 		return nil
 	}
-	if s.Management, err = managementapi.NewClientWithResponses(ts.URL, managementapi.WithHTTPClient(s.HTTP), managementapi.WithRequestEditorFn(bearer)); err != nil {
+	var err error
+	if s.Management, err = managementapi.NewClientWithResponses(s.URL, managementapi.WithHTTPClient(s.HTTP), managementapi.WithRequestEditorFn(bearer)); err != nil {
 		t.Fatal(err)
 	}
-	if s.Platform, err = platformapi.NewClientWithResponses(ts.URL, platformapi.WithHTTPClient(s.HTTP), platformapi.WithRequestEditorFn(bearer)); err != nil {
+	if s.Platform, err = platformapi.NewClientWithResponses(s.URL, platformapi.WithHTTPClient(s.HTTP), platformapi.WithRequestEditorFn(bearer)); err != nil {
 		t.Fatal(err)
 	}
-	if s.Public, err = platformapi.NewClientWithResponses(ts.URL, platformapi.WithHTTPClient(s.HTTP)); err != nil {
+	if s.Public, err = platformapi.NewClientWithResponses(s.URL, platformapi.WithHTTPClient(s.HTTP)); err != nil {
 		t.Fatal(err)
 	}
-	return s
 }
 
 // Logs is everything the server logged so far.

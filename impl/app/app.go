@@ -280,6 +280,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Gateway: gw,
 		Console: console,
 		Leader:  a.leaderHealthFunc(),
+		Audit:   a.Store,
 	})
 	so := server.Options{
 		Logger:     log,
@@ -300,7 +301,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
 		ManagementDoc:   mgmtDoc,
 		PlatformDoc:     platDoc,
-		// Operational metrics and the audit log of mutating 2.0 calls.
+		// Operational metrics and the audit log of mutating calls.
 		Metrics: a.Telemetry,
 		Audit:   a.Store,
 		Public:  metricsPublic(cfg),
@@ -581,6 +582,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		runnable(true, a.leading),
 		runnable(true, a.refreshListViews),
 		runnable(true, a.runIntent),
+		runnable(true, a.purgeAudit),
 		runnable(true, func(ctx context.Context) error {
 			a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
 			return nil
@@ -715,6 +717,10 @@ func (h clusterHealth) Ping(ctx context.Context) error {
 // verifier trusts the configured JWKS, or the development issuer of the data
 // directory when none is configured.
 func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
+	roles, err := auth.ParseRoles(a.Config.RolesViewer, a.Config.RolesOperator, a.Config.RolesAdmin)
+	if err != nil {
+		return nil, err
+	}
 	if a.Config.JWKSURI != "" {
 		keys, err := auth.LoadKeys(ctx, a.Config.JWKSURI, &http.Client{Timeout: 10 * time.Second})
 		if err != nil {
@@ -726,7 +732,7 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 			// users, an audience is what keeps them out.
 			a.Log.Warn("api.auth.audience is not set: every token the identity provider signs is accepted, including wallet users' tokens of the same realm")
 		}
-		return auth.NewVerifier(keys, a.Config.Issuer, a.Config.Audience), nil
+		return auth.NewVerifier(keys, a.Config.Issuer, a.Config.Audience).WithRoles(roles), nil
 	}
 	issuer, err := auth.OpenDevIssuer(a.Config.DataDir)
 	if err != nil {
@@ -738,7 +744,7 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 		iss = auth.DevIssuerName
 	}
 	// Development tokens carry no audience.
-	return auth.NewVerifier(issuer.PublicKeys(), iss, ""), nil
+	return auth.NewVerifier(issuer.PublicKeys(), iss, "").WithRoles(roles), nil
 }
 
 // DevToken issues a development token, or explains why there is none.

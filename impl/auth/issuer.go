@@ -123,15 +123,24 @@ func (d *DevIssuer) PublicKeys() jwk.Set {
 
 // Issue signs a token for subject, valid for ttl.
 func (d *DevIssuer) Issue(subject string, ttl time.Duration) (string, error) {
+	return d.IssueWith(subject, ttl, nil)
+}
+
+// IssueWith is Issue with further claims (realm_access, groups, scope: the
+// claims api.auth.roles maps to roles).
+func (d *DevIssuer) IssueWith(subject string, ttl time.Duration, claims map[string]any) (string, error) {
 	now := time.Now()
-	tok, err := jwt.NewBuilder().
+	b := jwt.NewBuilder().
 		Issuer(DevIssuerName).
 		Subject(subject).
 		JwtID(uuid.NewString()).
 		IssuedAt(now).
 		NotBefore(now).
-		Expiration(now.Add(ttl)).
-		Build()
+		Expiration(now.Add(ttl))
+	for k, v := range claims {
+		b = b.Claim(k, v)
+	}
+	tok, err := b.Build()
 	if err != nil {
 		return "", err
 	}

@@ -37,12 +37,16 @@ type Verifier struct {
 	audience string
 	cache    *tokenCache
 	now      func() time.Time
+	roles    *Roles
 }
 
 // Principal is who a verified token speaks for.
 type Principal struct {
 	Subject string
 	Issuer  string
+	// Role is what the token's claims map to under the verifier's Roles;
+	// RoleNone when roles are off.
+	Role Role
 }
 
 // NewVerifier verifies against keys; issuer and audience, when not empty,
@@ -50,6 +54,16 @@ type Principal struct {
 func NewVerifier(keys jwk.Set, issuer, audience string) *Verifier {
 	return &Verifier{keys: keys, issuer: issuer, audience: audience, cache: newTokenCache(cachedTokens), now: time.Now}
 }
+
+// WithRoles makes v resolve each token's role (Principal.Role) with r; nil:
+// roles off. Call it before the first Verify.
+func (v *Verifier) WithRoles(r *Roles) *Verifier {
+	v.roles = r
+	return v
+}
+
+// RolesOn tells whether v resolves roles (api.auth.roles is set).
+func (v *Verifier) RolesOn() bool { return v != nil && v.roles != nil }
 
 // Verify returns the token's principal, or an error wrapping ErrUnauthenticated.
 func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) {
@@ -82,7 +96,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	if tok.Expiration().IsZero() {
 		return Principal{}, fmt.Errorf("%w: token has no exp claim", ErrUnauthenticated)
 	}
-	p := Principal{Subject: tok.Subject(), Issuer: tok.Issuer()}
+	p := Principal{Subject: tok.Subject(), Issuer: tok.Issuer(), Role: v.roles.Of(tok)}
 	v.cache.put(key, cached{principal: p, exp: tok.Expiration(), gen: gen}, now)
 	return p, nil
 }

@@ -60,6 +60,11 @@ type Config struct {
 	IngressMiddleware string
 	// MetricsPublic serves /actuator/prometheus without a bearer token.
 	MetricsPublic bool
+	// Roles from token claims (impl/auth.ParseRoles): comma-separated claim
+	// references per role; all empty: roles off, any token may call anything.
+	RolesViewer, RolesOperator, RolesAdmin string
+	// AuditRetention is how long audit entries are kept; 0: forever.
+	AuditRetention time.Duration
 
 	// The outbound address policy (impl/outbound): hosts allowed besides
 	// the defaults (comma-separated names, *.suffix patterns, IPs, CIDRs),
@@ -154,6 +159,7 @@ func Default() Config {
 		MaxHeaderBytes:  64 << 10,
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
+		AuditRetention:  90 * 24 * time.Hour,
 		// As many idle as open connections, so a burst (or a health check)
 		// reuses connections instead of dialling; recycled within the hour
 		// so that a failover or a pooler's limits are picked up.
@@ -194,6 +200,10 @@ func (c *Config) settings() []setting {
 		{"api.auth.jwksUri", "JWKS that verifies bearer tokens: an http(s) URL or a file path; empty = the development token issuer in dataDir", &c.JWKSURI, false},
 		{"api.auth.issuer", "when set, tokens must carry this iss claim", &c.Issuer, false},
 		{"api.auth.audience", "when set, tokens must name this audience (aud claim)", &c.Audience, false},
+		{"api.auth.roles.viewer", "token claims that make a viewer (every read but identity-dump), comma-separated: realm:<role>, client:<clientId>/<role>, group:<group>, scope:<scope>; all three role lists empty = roles off (any valid token may call everything)", &c.RolesViewer, false},
+		{"api.auth.roles.operator", "token claims that make an operator (viewer plus every write), as api.auth.roles.viewer", &c.RolesOperator, false},
+		{"api.auth.roles.admin", "token claims that make an admin (everything: identity-dump, ledger console, wallet gateway credentials, audit log), as api.auth.roles.viewer", &c.RolesAdmin, false},
+		{"audit.retention", "how long audit log entries are kept (the leader purges older ones hourly); 0 = forever", &c.AuditRetention, false},
 		{"api.ingress.middlewares", "ingress middlewares in front of the documentation paths (used by the Helm chart)", &c.IngressMiddleware, false},
 		{"api.metrics.public", "serve /actuator/prometheus without a bearer token (for a scraper inside the cluster)", &c.MetricsPublic, false},
 		{"cluster.mode", "cluster: embedded (a control plane the server runs in dataDir), kubeconfig, in-cluster", &c.ClusterMode, false},
@@ -528,6 +538,9 @@ func (c *Config) validate() error {
 	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream.timeout: must be positive")
+	}
+	if c.AuditRetention < 0 {
+		return fmt.Errorf("audit.retention: must not be negative (0 keeps entries forever)")
 	}
 	for _, s := range strings.Split(c.StartAfresh, ",") {
 		if s = strings.TrimSpace(s); s != "" && !slices.Contains(AfreshStores, s) {

@@ -65,6 +65,9 @@ func New(platform, management *openapi3.T) (*Docs, error) {
 			"urls":                 string(urls),
 			`"urls.primaryName"`:   `"` + platformName + `"`,
 			"persistAuthorization": "true",
+			// Each operation's x-required-role (and x-audit-validator)
+			// shows under it, beside the sentence in its description.
+			"showExtensions": "true",
 		},
 	})
 	rec := httptest.NewRecorder()

@@ -20,6 +20,9 @@ const (
 	CodeNotImplemented
 	CodeTooLarge
 	CodeMethodNotAllowed
+	// CodeForbidden: the caller is known but its role does not allow the
+	// operation.
+	CodeForbidden
 )
 
 // Error is a failure the caller can act on. Field names the offending input

@@ -1,5 +1,7 @@
 package domain
 
+import "time"
+
 // Page is an offset page: Offset rows skipped, at most Limit returned.
 type Page struct {
 	Offset int
@@ -29,5 +31,16 @@ type RemoteParticipantFilter struct {
 type RunFilter struct {
 	Validator string
 	Kind      RunKind
+	Page
+}
+
+// AuditFilter selects audit entries; zero values select everything. Before
+// is a cursor: only entries whose ID is lower.
+type AuditFilter struct {
+	Validator string
+	Subject   string
+	Since     time.Time // at or after
+	Until     time.Time // before
+	Before    int64
 	Page
 }

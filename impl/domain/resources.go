@@ -29,8 +29,12 @@ type ApplicationMetrics struct {
 // AuditEntry is one mutating call as the audit log keeps it: who, what,
 // outcome. It never holds a request body, a secret or key material.
 type AuditEntry struct {
-	At        time.Time
-	Subject   string // the token's subject
+	ID      int64 // set by the store; higher is later
+	At      time.Time
+	Subject string // the token's subject
+	// Role is the role the caller's token carried (setting api.auth.roles);
+	// empty when roles are off.
+	Role      string
 	Operation string // operationId
 	Validator string // the path parameter name, when the operation has one
 	// Targets are the other path parameters (userId, username), by name.

@@ -38,6 +38,11 @@ type Store interface {
 	// the number that match.
 	ListRuns(ctx context.Context, f domain.RunFilter) ([]domain.Run, int64, error)
 
+	// FindAudit returns one page of the audit log, newest first; CountAudit
+	// the number of entries that match.
+	FindAudit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error)
+	CountAudit(ctx context.Context, f domain.AuditFilter) (int64, error)
+
 	CreateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error
 	GetRemoteParticipant(ctx context.Context, name string) (domain.RemoteParticipant, error)
 	UpdateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error

@@ -39,6 +39,13 @@ type Options struct {
 	Gateway GatewayState
 	// Console opens participant consoles; nil leaves the console at 501.
 	Console ConsoleOptions
+	// Audit reads the audit log; nil leaves listAuditEntries at 501.
+	Audit AuditLog
+}
+
+// AuditLog is the audit log as listAuditEntries reads it (the database).
+type AuditLog interface {
+	FindAudit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error)
 }
 
 // Server serves release 2.0.
@@ -53,6 +60,7 @@ type Server struct {
 	leader    func() LeaderElection
 	gateway   GatewayState
 	console   ConsoleOptions
+	audit     AuditLog
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 }
@@ -69,6 +77,7 @@ func New(o Options) *Server {
 	s.leader = o.Leader
 	s.gateway = o.Gateway
 	s.console = o.Console
+	s.audit = o.Audit
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)
@@ -91,6 +100,7 @@ func notWired(operation, part string) error {
 const (
 	partCluster   = "the cluster resource reader (Validator/Application informers)"
 	partUpstreams = "the upstream proxy (ledger JSON API, scan, validator app)"
+	partAudit     = "the audit log (database)"
 )
 
 // What notBuilt names as missing, in the words of the README's "Not built

@@ -110,7 +110,15 @@ func TestAuditBeforeMutation(t *testing.T) {
 			if n := calls.Load(); n != 0 {
 				t.Fatalf("the mutation was attempted %d times without an audit record", n)
 			}
+			// Release 1.11 likewise, in its shape.
+			held, err := s.Management.CreateRemoteParticipantWithResponse(t.Context(), remoteParticipant("held"))
+			if err != nil || held.StatusCode() != http.StatusServiceUnavailable || !strings.Contains(managementError(t, held)["error"], "not attempted") {
+				t.Fatalf("1.11 under the lock: got %v %d %s, want 503 naming the audit log", err, held.StatusCode(), held.Body)
+			}
 			release()
+			if got, err := s.Management.GetRemoteParticipantWithResponse(t.Context(), "held"); err != nil || got.StatusCode() != http.StatusNotFound {
+				t.Fatalf("1.11 after the lock: got %v %d %s, want the refused create not done (404)", err, got.StatusCode(), got.Body)
+			}
 
 			resp, raw = do(t, s, "POST", "/api/v1/validators/v1/parties?partyIdHint=free", "", nil, true)
 			if resp.StatusCode != http.StatusOK || calls.Load() != 1 {

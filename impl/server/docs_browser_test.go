@@ -26,13 +26,7 @@ import (
 // release's contract. It needs Debian's chromium (.ci/run installs it); on a
 // machine without it the test skips, except in CI where it fails.
 func TestDocsPageInBrowser(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed; .ci/run installs it")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
-	}
+	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	releases := []struct {
 		selector string // the page's name of the description; empty = the default (2.0)
@@ -52,17 +46,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 			if rel.selector != "" {
 				page += "?urls.primaryName=" + url.QueryEscape(rel.selector)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, browser,
-				"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync",
-				"--no-first-run", "--user-data-dir="+t.TempDir(),
-				"--virtual-time-budget=20000", "--dump-dom", page).Output()
-			if err != nil {
-				t.Fatalf("chromium: %v", err)
-			}
-			dom := string(out)
+			dom := dumpDOM(t, browser, page)
 			if !strings.Contains(dom, doc.Info.Title) {
 				t.Fatalf("page does not show %q", doc.Info.Title)
 			}
@@ -76,6 +60,58 @@ func TestDocsPageInBrowser(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// chromium is Debian's chromium (.ci/run installs it); on a machine without
+// it the test skips, except in CI where it fails.
+func chromium(t *testing.T) string {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
+	}
+	return browser
+}
+
+// dumpDOM is the DOM of page once headless Chromium has rendered it.
+func dumpDOM(t *testing.T, browser, page string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--no-first-run", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=20000", "--dump-dom", page).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return string(out)
+}
+
+// TestDocsPageShowsRoles: an operation opened on the documentation page
+// (a deep link) shows the role it needs, as its description's sentence and
+// as its x-required-role extension, in both releases.
+func TestDocsPageShowsRoles(t *testing.T) {
+	browser := chromium(t)
+	s := apitest.Start(t, apitest.Options{})
+	for _, tt := range []struct{ page, role string }{
+		{"/docs-ui.html#/validators/getIdentityDump", "admin"},
+		{"/docs-ui.html?urls.primaryName=" + url.QueryEscape("Release 1.11 — Validator Management API (/api)") + "#/validators/createValidator", "operator"},
+	} {
+		dom := dumpDOM(t, browser, s.URL+tt.page)
+		for _, want := range []string{
+			"<strong>Required role</strong> (when roles are on, setting <code>api.auth.roles</code>): <code>" + tt.role + "</code>.",
+			`<td>x-required-role</td><td>"` + tt.role + `"</td>`,
+		} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("%s: the opened operation does not show %q", tt.page, want)
+			}
+		}
 	}
 }
 
@@ -108,13 +144,7 @@ measure();
 // "…API (/ap"). It also leaves a screenshot of the page in the test's log
 // directory for a person to look at (DOCS_SCREENSHOT names a file to keep it).
 func TestDocsReleaseSelectorShowsFullLabels(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed; .ci/run installs it")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium): skipping the browser test")
-	}
+	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/measure.html", func(w http.ResponseWriter, _ *http.Request) {

@@ -30,6 +30,7 @@ var status = map[domain.Code]int{
 	domain.CodeNotImplemented:   http.StatusNotImplemented,
 	domain.CodeTooLarge:         http.StatusRequestEntityTooLarge,
 	domain.CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	domain.CodeForbidden:        http.StatusForbidden,
 }
 
 // problem is an error reduced to what a release renders.
@@ -164,7 +165,7 @@ type platformUpstreamError struct {
 }
 
 // renderPlatform writes release 2.0's shapes; 401 has an empty body and a
-// WWW-Authenticate challenge.
+// WWW-Authenticate challenge, 403 an empty body.
 func renderPlatform(log *slog.Logger) func(echo.Context, error) error {
 	return func(c echo.Context, err error) error {
 		p := classify(log, c, err)
@@ -172,6 +173,8 @@ func renderPlatform(log *slog.Logger) func(echo.Context, error) error {
 		case p.status == http.StatusUnauthorized:
 			c.Response().Header().Set("WWW-Authenticate", "Bearer")
 			return c.NoContent(http.StatusUnauthorized)
+		case p.status == http.StatusForbidden:
+			return c.NoContent(http.StatusForbidden)
 		case p.upstream != nil:
 			return c.JSON(p.status, platformUpstreamError{Endpoint: p.upstream.Endpoint, Error: p.message})
 		default:

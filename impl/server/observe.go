@@ -19,8 +19,13 @@ import (
 // records the answer.
 type Auditor interface {
 	BeginAudit(ctx context.Context, e domain.AuditEntry) (int64, error)
-	CompleteAudit(ctx context.Context, id int64, status int) error
+	CompleteAudit(ctx context.Context, id int64, status int, validator string) error
 }
+
+// auditValidatorKey is the extension by which an operation that names its
+// validator in the body rather than the path (1.11's createValidator and
+// updateValidator) says which top-level body property holds the name.
+const auditValidatorKey = "x-audit-validator"
 
 // auditTimeout bounds each write of one audit entry. The completion runs
 // after the answer is decided and outlives the request's own cancellation.
@@ -64,14 +69,24 @@ func instrument(m *telemetry.Metrics, operation string) echo.MiddlewareFunc {
 // attempted and the answer is 503, so no mutation goes unaudited. A failed
 // completion is logged; the answer stands (the operation has happened) and
 // the entry stays pending until a restart marks it unknown.
-func audit(log *slog.Logger, a Auditor, operation string) echo.MiddlewareFunc {
+//
+// bodyValidator, when not empty, is the body property that names the
+// validator (auditValidatorKey); it is read from the body as decoded for
+// validation once the call is answered, and never anything else of it.
+func audit(log *slog.Logger, a Auditor, operation, bodyValidator string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			e := auditEntry(c, operation)
 			ctx := c.Request().Context()
 			attrs := auditAttrs(e)
-			if a == nil {
+			answer := func() {
 				e.Status = answered(c, next)
+				if e.Validator == "" && bodyValidator != "" {
+					e.Validator = bodyString(c.Request(), bodyValidator)
+				}
+			}
+			if a == nil {
+				answer()
 				log.LogAttrs(ctx, slog.LevelInfo, "audit", auditAttrs(e)...)
 				return nil
 			}
@@ -91,11 +106,11 @@ func audit(log *slog.Logger, a Auditor, operation string) echo.MiddlewareFunc {
 				log.LogAttrs(ctx, slog.LevelInfo, "audit", auditAttrs(e)...)
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 				defer cancel()
-				if err := a.CompleteAudit(cctx, id, e.Status); err != nil {
+				if err := a.CompleteAudit(cctx, id, e.Status, e.Validator); err != nil {
 					log.LogAttrs(ctx, slog.LevelError, "audit entry not completed; it stays pending", append(auditAttrs(e), slog.Int64("audit_id", id), slog.Any("error", err))...)
 				}
 			}()
-			e.Status = answered(c, next)
+			answer()
 			return nil
 		}
 	}
@@ -106,6 +121,9 @@ func auditEntry(c echo.Context, operation string) domain.AuditEntry {
 	e := domain.AuditEntry{At: time.Now().UTC(), Operation: operation, RequestID: requestID(c)}
 	if p, ok := auth.PrincipalFrom(c.Request().Context()); ok {
 		e.Subject = p.Subject
+		if p.Role != auth.RoleNone {
+			e.Role = p.Role.String()
+		}
 	}
 	for i, name := range c.ParamNames() {
 		value := c.ParamValues()[i]
@@ -124,10 +142,23 @@ func auditEntry(c echo.Context, operation string) domain.AuditEntry {
 	return e
 }
 
+// bodyString is the top-level string property name of the request's JSON
+// body as decoded for validation; empty when there is none.
+func bodyString(r *http.Request, name string) string {
+	b, ok := decodedJSON(r)
+	if !ok {
+		return ""
+	}
+	m, _ := b.value.(map[string]any)
+	s, _ := m[name].(string)
+	return s
+}
+
 func auditAttrs(e domain.AuditEntry) []slog.Attr {
 	return []slog.Attr{
 		slog.String("request_id", e.RequestID),
 		slog.String("subject", e.Subject),
+		slog.String("role", e.Role),
 		slog.String("operation", e.Operation),
 		slog.String("validator", e.Validator),
 		slog.Any("targets", e.Targets),

@@ -71,7 +71,7 @@ func TestAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range got {
-		got[i].At = want[0].At // not compared
+		got[i].At, got[i].ID = want[0].At, 0 // not compared
 	}
 	for i := range want {
 		want[i].At = want[0].At
@@ -104,7 +104,7 @@ func TestAudit(t *testing.T) {
 // uncompletableAuditor writes the first record and fails the completion.
 type uncompletableAuditor struct{ server.Auditor }
 
-func (uncompletableAuditor) CompleteAudit(context.Context, int64, int) error {
+func (uncompletableAuditor) CompleteAudit(context.Context, int64, int, string) error {
 	return errors.New("database is down")
 }
 

@@ -173,6 +173,11 @@ func operationCases() []operationCase {
 				Kind: ptr(managementapi.RunKindBackup), From: ptr[int32](0), Limit: ptr[int32](5),
 			})
 		}, notFound),
+		m("listAuditEntries", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Management.ListAuditEntriesWithResponse(ctx, &managementapi.ListAuditEntriesParams{
+				Validator: ptr(absent), Subject: ptr("nobody"), From: ptr[int32](0), Limit: ptr[int32](5),
+			})
+		}, hasJSON),
 
 		// ------------------------------------------------ release 2.0, /api/v1
 		// Built: resource reads from the cluster cache (impl/platform tests
@@ -314,6 +319,9 @@ func operationCases() []operationCase {
 				Credentials: &platformapi.CustodyProviderCredentials{ApiKey: ptr("key"), ApiSecret: ptr("secret")},
 			})
 		}),
+		b("listAuditEntries", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+			return s.Platform.ListAuditEntriesWithResponse(ctx, &platformapi.ListAuditEntriesParams{Validator: ptr(absent), Limit: ptr[int32](5)})
+		}, hasJSON),
 		built404("uploadDar", func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			contentType, body, err := darUpload("model.dar", []byte("PK\x03\x04 not really a DAR"))
 			if err != nil {

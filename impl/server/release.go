@@ -97,11 +97,19 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	}
 	mws = append(mws, middleware.BodyLimit(strconv.FormatInt(limit, 10)))
 	public := op.Security != nil && len(*op.Security) == 0 || slices.Contains(m.obs.public, op.OperationID)
+	need, err := requiredRole(op)
+	if err != nil {
+		panic("server: " + m.rel.name + " contract: " + err.Error())
+	}
 	if !public {
 		mws = append(mws, authenticate(m.verifier))
 	}
 	if m.obs.audit && !public && method != http.MethodGet && method != http.MethodHead {
-		mws = append(mws, audit(m.obs.log, m.obs.auditor, op.OperationID))
+		field, _ := op.Extensions[auditValidatorKey].(string)
+		mws = append(mws, audit(m.obs.log, m.obs.auditor, op.OperationID, field))
+	}
+	if !public && m.verifier.RolesOn() {
+		mws = append(mws, authorize(op.OperationID, need))
 	}
 	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
 		mws = append(mws, formToQuery())

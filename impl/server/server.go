@@ -59,8 +59,8 @@ type Options struct {
 	ManagementDoc, PlatformDoc *openapi3.T
 	// Metrics counts and times every operation's requests; nil: none.
 	Metrics *telemetry.Metrics
-	// Audit stores the audit entries of mutating release 2.0 calls (they
-	// are logged in any case); nil: logged only.
+	// Audit stores the audit entries of mutating calls of both releases
+	// (they are logged in any case); nil: logged only.
 	Audit Auditor
 	// Public names operations served without a token although the contract
 	// protects them (getPrometheus with api.metrics.public).
@@ -135,7 +135,7 @@ func New(o Options) (*Server, error) {
 		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
 	}
 	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim, obs: obs},
+		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim, obs: obs.audited(o.Audit)},
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(
 		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs.audited(o.Audit)},

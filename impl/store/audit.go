@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -15,6 +17,7 @@ type auditRow struct {
 	ID        int64 `gorm:"primaryKey"`
 	At        time.Time
 	Subject   string
+	Role      string
 	Operation string
 	Validator string
 	Targets   string // JSON object of path parameter name to value
@@ -43,19 +46,54 @@ func (s *Store) BeginAudit(ctx context.Context, e domain.AuditEntry) (int64, err
 	return s.insertAudit(ctx, e)
 }
 
-// CompleteAudit records the answer of the operation BeginAudit announced.
-// It also completes an entry that a restart marked unknown meanwhile
-// (another server sharing the database started while the call ran).
-func (s *Store) CompleteAudit(ctx context.Context, id int64, status int) error {
-	res := s.db.WithContext(ctx).Model(&auditRow{}).Where("id = ?", id).
-		Updates(map[string]any{"status": status, "outcome": domain.AuditDone})
+// CompleteAudit records the answer of the operation BeginAudit announced,
+// and the validator when the call named it in its body rather than its
+// path (validator not empty). It also completes an entry that a restart
+// marked unknown meanwhile (another server sharing the database started
+// while the call ran). A done entry is never changed: the log is
+// append-only, and this completion of a pending entry is its one update.
+func (s *Store) CompleteAudit(ctx context.Context, id int64, status int, validator string) error {
+	set := map[string]any{"status": status, "outcome": domain.AuditDone}
+	if validator != "" {
+		set["validator"] = auditText(validator)
+	}
+	res := s.db.WithContext(ctx).Model(&auditRow{}).Where("id = ? AND outcome <> ?", id, domain.AuditDone).Updates(set)
 	if err := translate(res.Error, "audit entry", ""); err != nil {
 		return err
 	}
 	if res.RowsAffected == 0 {
-		return domain.NotFound("audit entry %d not found", id)
+		return domain.NotFound("audit entry %d not found or already complete", id)
 	}
 	return nil
+}
+
+// auditText is what a caller sent (a path parameter, a body's name, a
+// token's subject) as a column can hold it: the audit of a call with
+// invalid UTF-8 or NUL, which PostgreSQL's text refuses, or with a value
+// longer than an index entry may be, must not fail the call (it is answered
+// 400 after the audit). Beyond maxAuditText bytes the value is cut and ends
+// in "…".
+func auditText(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) <= maxAuditText {
+		return s
+	}
+	cut := maxAuditText
+	for !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// maxAuditText bounds a caller's text in the audit log, far below
+// PostgreSQL's limit on an index entry (about 2.7 KB).
+const maxAuditText = 1024
+
+// PurgeAudit deletes the entries older than before (the retention), the one
+// deletion the audit log knows, and returns how many it deleted.
+func (s *Store) PurgeAudit(ctx context.Context, before time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Where("at < ?", stamp(before)).Delete(&auditRow{})
+	return res.RowsAffected, translate(res.Error, "audit log", "")
 }
 
 // markUnknownAudit marks the entries left pending by a server that stopped
@@ -76,7 +114,7 @@ func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, er
 		}
 	}
 	row := auditRow{
-		At: now(), Subject: e.Subject, Operation: e.Operation, Validator: e.Validator,
+		At: now(), Subject: auditText(e.Subject), Role: e.Role, Operation: e.Operation, Validator: auditText(e.Validator),
 		Targets: string(targets), Status: e.Status, RequestID: e.RequestID, Outcome: e.Outcome,
 	}
 	if !e.At.IsZero() {
@@ -91,21 +129,24 @@ func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, er
 // ListAudit returns the latest audit entries, newest first; validator
 // filters when not empty.
 func (s *Store) ListAudit(ctx context.Context, validator string, limit int) ([]domain.AuditEntry, error) {
-	if limit <= 0 {
-		return nil, domain.Invalid("limit", "must be positive, got %d", limit)
-	}
-	q := s.db.WithContext(ctx)
-	if validator != "" {
-		q = q.Where("validator = ?", validator)
+	return s.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: limit}})
+}
+
+// FindAudit returns one page of the entries f selects, newest (highest id)
+// first.
+func (s *Store) FindAudit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error) {
+	if err := checkPage(f.Page); err != nil {
+		return nil, err
 	}
 	var rows []auditRow
-	if err := q.Order("at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	err := s.db.WithContext(ctx).Scopes(auditFilter(f)).Order("id DESC").Offset(f.Offset).Limit(f.Limit).Find(&rows).Error
+	if err != nil {
 		return nil, translate(err, "audit log", "")
 	}
 	out := make([]domain.AuditEntry, len(rows))
 	for i, r := range rows {
 		e := domain.AuditEntry{
-			At: r.At.UTC(), Subject: r.Subject, Operation: r.Operation, Validator: r.Validator,
+			ID: r.ID, At: r.At.UTC(), Subject: r.Subject, Role: r.Role, Operation: r.Operation, Validator: r.Validator,
 			Status: r.Status, RequestID: r.RequestID, Outcome: r.Outcome,
 		}
 		if r.Targets != "" && r.Targets != "{}" {
@@ -116,4 +157,31 @@ func (s *Store) ListAudit(ctx context.Context, validator string, limit int) ([]d
 		out[i] = e
 	}
 	return out, nil
+}
+
+// CountAudit returns how many entries f selects (its page aside).
+func (s *Store) CountAudit(ctx context.Context, f domain.AuditFilter) (int64, error) {
+	n, err := count[auditRow](ctx, s.db, auditFilter(f))
+	return n, translate(err, "audit log", "")
+}
+
+func auditFilter(f domain.AuditFilter) func(*gorm.DB) *gorm.DB {
+	return func(tx *gorm.DB) *gorm.DB {
+		if f.Validator != "" {
+			tx = tx.Where("validator = ?", f.Validator)
+		}
+		if f.Subject != "" {
+			tx = tx.Where("subject = ?", f.Subject)
+		}
+		if !f.Since.IsZero() {
+			tx = tx.Where("at >= ?", stamp(f.Since))
+		}
+		if !f.Until.IsZero() {
+			tx = tx.Where("at < ?", stamp(f.Until))
+		}
+		if f.Before > 0 {
+			tx = tx.Where("id < ?", f.Before)
+		}
+		return tx
+	}
 }

@@ -1,0 +1,51 @@
+package management
+
+import (
+	"context"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+func (s *Server) ListAuditEntries(ctx context.Context, req managementapi.ListAuditEntriesRequestObject) (managementapi.ListAuditEntriesResponseObject, error) {
+	q := req.Params
+	f := domain.AuditFilter{Page: page(q.From, q.Limit)}
+	if q.Validator != nil {
+		f.Validator = *q.Validator
+	}
+	if q.Subject != nil {
+		f.Subject = *q.Subject
+	}
+	if q.Since != nil {
+		f.Since = *q.Since
+	}
+	if q.Until != nil {
+		f.Until = *q.Until
+	}
+	total, err := s.store.CountAudit(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.store.FindAudit(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := managementapi.ListAuditEntries200JSONResponse{Entries: make([]managementapi.AuditEntryDto, 0, len(rows)), TotalCount: total}
+	for _, e := range rows {
+		dto := managementapi.AuditEntryDto{
+			Id: e.ID, At: e.At.UTC(), Subject: e.Subject, Operation: e.Operation,
+			Outcome: managementapi.AuditOutcome(e.Outcome), Status: int32(e.Status), RequestId: e.RequestID,
+		}
+		if e.Role != "" {
+			dto.Role = ptr(managementapi.Role(e.Role))
+		}
+		if e.Validator != "" {
+			dto.Validator = ptr(e.Validator)
+		}
+		if len(e.Targets) > 0 {
+			dto.Targets = &e.Targets
+		}
+		out.Entries = append(out.Entries, dto)
+	}
+	return out, nil
+}

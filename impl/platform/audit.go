@@ -1,0 +1,70 @@
+package platform
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// defaultAuditLimit is listAuditEntries' page when limit is absent.
+const defaultAuditLimit = 100
+
+func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAuditEntriesRequestObject) (platformapi.ListAuditEntriesResponseObject, error) {
+	if s.audit == nil {
+		return nil, notWired("listAuditEntries", partAudit)
+	}
+	q := req.Params
+	f := domain.AuditFilter{Page: domain.Page{Limit: defaultAuditLimit}}
+	if q.Limit != nil {
+		f.Limit = int(*q.Limit)
+	}
+	if q.Validator != nil {
+		f.Validator = *q.Validator
+	}
+	if q.Subject != nil {
+		f.Subject = *q.Subject
+	}
+	if q.Since != nil {
+		f.Since = *q.Since
+	}
+	if q.Until != nil {
+		f.Until = *q.Until
+	}
+	if q.Cursor != nil {
+		before, err := strconv.ParseInt(*q.Cursor, 10, 64)
+		if err != nil || before <= 0 {
+			return nil, domain.Invalid("cursor", "is not a cursor this server gave")
+		}
+		f.Before = before
+	}
+	// One more than asked tells whether a next page exists.
+	f.Limit++
+	rows, err := s.audit.FindAudit(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := platformapi.ListAuditEntries200JSONResponse{Entries: make([]platformapi.AuditEntry, 0, len(rows))}
+	if len(rows) == f.Limit {
+		rows = rows[:len(rows)-1]
+		out.NextCursor = ptrTo(strconv.FormatInt(rows[len(rows)-1].ID, 10))
+	}
+	for _, e := range rows {
+		dto := platformapi.AuditEntry{
+			Id: e.ID, At: e.At.UTC(), Subject: e.Subject, Operation: e.Operation,
+			Outcome: platformapi.AuditOutcome(e.Outcome), Status: int32(e.Status), RequestId: e.RequestID,
+		}
+		if e.Role != "" {
+			dto.Role = ptrTo(platformapi.Role(e.Role))
+		}
+		if e.Validator != "" {
+			dto.Validator = ptrTo(e.Validator)
+		}
+		if len(e.Targets) > 0 {
+			dto.Targets = &e.Targets
+		}
+		out.Entries = append(out.Entries, dto)
+	}
+	return out, nil
+}
