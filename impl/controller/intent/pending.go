@@ -155,7 +155,7 @@ func (c *Controller) Wait(ctx context.Context, cr *Create) (*domain.CreatedUser,
 // provisions it). Should this process become the leader meanwhile, take
 // keeps the two from provisioning the same create.
 func (c *Controller) provisionHere(cr *Create) bool {
-	if c.running.Load() {
+	if c.Running() {
 		return false
 	}
 	c.localMu.Lock()
