@@ -57,7 +57,7 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 }
 
 // CacheOptions are the options of the Manager's cache: objects of
-// namespace only, each kind trimmed to what its readers read; resync
+// namespace only ("": of every namespace), each kind trimmed to what its readers read; resync
 // re-delivers every cached object this often (0: controller-runtime's
 // default), which is how controllers see changes no event announces.
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
@@ -70,6 +70,9 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&corev1.Secret{}:               {Transform: trimSecret},
 			&batchv1.CronJob{}:             {Transform: ctrlcache.TransformStripManagedFields()},
 		},
+	}
+	if namespace == "" {
+		o.DefaultNamespaces = nil
 	}
 	if resync > 0 {
 		o.SyncPeriod = &resync

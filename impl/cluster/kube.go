@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -96,6 +97,8 @@ type Kube struct {
 	// deleted are OnValidatorDeleted's callbacks.
 	deleted []func(name string)
 	synced  atomic.Bool
+	// ready is closed once synced is set.
+	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
 	metrics metricsv1beta1.PodMetricsesGetter
 }
@@ -154,7 +157,7 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
-		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics}
+		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -222,8 +225,21 @@ func (k *Kube) Start(ctx context.Context) error {
 			}
 		}
 	}
-	k.synced.Store(true)
+	if !k.synced.Swap(true) {
+		close(k.ready)
+	}
 	return nil
+}
+
+// WaitForSync waits until Start has seen the cache and the views synced;
+// false when ctx ends first.
+func (k *Kube) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-k.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // servedOr tells whether a list failed because the kind is not served
@@ -986,11 +1002,12 @@ func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
 // ManagedValidators names every Validator resource this installation
 // manages, from the cache.
 func (k *Kube) ManagedValidators() ([]string, error) {
-	if !k.synced.Load() {
+	list := &v1alpha1.ValidatorList{}
+	err := k.cache.List(context.Background(), list, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy)
+	if errors.As(err, new(*ctrlcache.ErrCacheNotStarted)) {
 		return nil, domain.Unavailable("cluster: the validator cache is not started")
 	}
-	list := &v1alpha1.ValidatorList{}
-	if err := k.cache.List(context.Background(), list, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy); err != nil {
+	if err != nil {
 		return nil, translate("list validators", err)
 	}
 	names := make([]string, len(list.Items))

@@ -87,6 +87,10 @@ type Cluster interface {
 	// SecretValidator names the managed validator a Secret belongs to, ""
 	// for any other Secret.
 	SecretValidator(s metav1.Object) string
+	// WaitForSync waits until the gateway's cached reads answer (false when
+	// ctx ends first): the controller's workers and its first pass wait
+	// for it.
+	WaitForSync(ctx context.Context) bool
 }
 
 // Identity is the identity provider of wallet users and of the clients of
@@ -213,7 +217,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return nil
 		})).
-		WatchesRawSource(source.Channel(c.enqueued, byName))
+		WatchesRawSource(source.Channel(c.enqueued, byName)).
+		WatchesRawSource(gatewaySynced(c.cluster.WaitForSync))
 	if c.changes != nil {
 		b = b.WatchesRawSource(source.Channel(c.changes, byName))
 	}
@@ -230,11 +235,28 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	// The first pass: the leader's, with the controller.
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
+		if !c.cluster.WaitForSync(ctx) {
 			return nil
 		}
 		return c.start(ctx)
 	}))
+}
+
+// gatewaySynced is a source of no events whose sync is the gateway's: the
+// controller starts its workers once the gateway's cached reads (InStep,
+// CachedState) answer, so that no reconcile writes what the cache would
+// have shown in step.
+type gatewaySynced func(ctx context.Context) bool
+
+func (gatewaySynced) Start(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	return nil
+}
+
+func (w gatewaySynced) WaitForSync(ctx context.Context) error {
+	if !w(ctx) {
+		return fmt.Errorf("the cluster gateway did not sync: %w", ctx.Err())
+	}
+	return nil
 }
 
 func (c *Controller) request(name string) reconcile.Request {

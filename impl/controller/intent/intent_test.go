@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -211,7 +216,11 @@ func (c cluster) ManagedValidators() ([]string, error) {
 	return out, nil
 }
 
-func (c cluster) Watch(func(string)) error { return nil }
+func (c cluster) Manages(map[string]string) bool { return true }
+
+func (c cluster) SecretValidator(metav1.Object) string { return "" }
+
+func (c cluster) WaitForSync(context.Context) bool { return true }
 
 type identity struct{ *world }
 
@@ -278,16 +287,33 @@ func (identity) Endpoints() domain.AuthEndpoints {
 		Config: "http://idp.test/realms/r/.well-known/openid-configuration", Token: "http://idp.test/realms/r/token"}
 }
 
-// run starts a controller over w until the test ends.
+// run starts a controller over w, under a Manager of its own on the test
+// API server, until the test ends.
 func run(t *testing.T, w *world) *Controller {
 	t.Helper()
-	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	const ns = "intent-test"
+	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}, Namespace: ns})
 	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(apiServer, manager.Options{Scheme: scheme, Cache: clustergw.CacheOptions(ns, 0),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); c.Start(ctx) }()
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	eventually(t, func() bool { return c.Ping(ctx) == nil })
 	return c
