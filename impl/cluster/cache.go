@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -29,6 +32,8 @@ import (
 //   - Applications: their encoding only;
 //   - Secrets: metadata (no annotations, which may quote a value:
 //     kubectl's last-applied-configuration) and the keys of data, no value;
+//   - CronJobs: metadata and, in place of the spec, a digest of the fields
+//     the gateway sets (cronJobDigest), which is what it compares;
 //   - everything else: without managedFields.
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
@@ -61,18 +66,20 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 // re-delivers every cached object this often (0: controller-runtime's
 // default), which is how controllers see changes no event announces.
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
+	// The transforms are set per namespace: a ByObject transform without
+	// its namespaces would lose to the DefaultNamespaces' defaulted one.
+	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
+		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: t}}}
+	}
 	o := ctrlcache.Options{
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
 		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
 		ByObject: map[client.Object]ctrlcache.ByObject{
-			&v1alpha1.Validator{}:          {Transform: transformValidator},
-			unstructuredOf(ApplicationGVK): {Transform: encodeView},
-			&corev1.Secret{}:               {Transform: trimSecret},
-			&batchv1.CronJob{}:             {Transform: ctrlcache.TransformStripManagedFields()},
+			&v1alpha1.Validator{}:          in(transformValidator),
+			unstructuredOf(ApplicationGVK): in(encodeView),
+			&corev1.Secret{}:               in(trimSecret),
+			&batchv1.CronJob{}:             in(digestCronJob),
 		},
-	}
-	if namespace == "" {
-		o.DefaultNamespaces = nil
 	}
 	if resync > 0 {
 		o.SyncPeriod = &resync
@@ -111,4 +118,77 @@ func trimSecret(obj any) (any, error) {
 		}
 	}
 	return t, nil
+}
+
+// digestAnnotation is where a cached CronJob carries the digest of its
+// spec (cronJobDigest) in place of the spec.
+const digestAnnotation = "validator-manager.io/cached-spec-digest"
+
+// digestCronJob keeps of a CronJob its name, namespace, resourceVersion,
+// uid, labels and owners, and the digest of its spec: some 500 bytes where
+// the decoded CronJob takes several KB (its backup script alone one).
+func digestCronJob(obj any) (any, error) {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok || cj.Annotations[digestAnnotation] != "" && cj.Spec.JobTemplate.Spec.Template.Spec.Containers == nil {
+		return obj, nil
+	}
+	digest, err := cronJobDigest(cj.Spec)
+	if err != nil {
+		return nil, err
+	}
+	t := &batchv1.CronJob{}
+	t.Name, t.Namespace, t.ResourceVersion, t.UID = cj.Name, cj.Namespace, cj.ResourceVersion, cj.UID
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = cj.Labels, cj.OwnerReferences, cj.DeletionTimestamp
+	t.Annotations = map[string]string{digestAnnotation: digest}
+	return t, nil
+}
+
+// backupShape is the backup CronJob's spec as the gateway writes it, as a
+// JSON value: the fields whose values cronJobDigest covers.
+var backupShape, _ = jsonValue(backupCronJob(backupTarget{cron: "0 3 * * *", maxBackups: 1, databaseUser: "u"}).Spec)
+
+// cronJobDigest is a digest of the fields of spec the gateway sets (the
+// API server's defaults aside): equal digests, equal backup CronJobs.
+func cronJobDigest(spec batchv1.CronJobSpec) (string, error) {
+	v, err := jsonValue(spec)
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(project(v, backupShape))
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// project is the part of the JSON value v that shape has: maps keep the
+// keys shape has, lists keep their length and project each element on
+// shape's element at the same place (the last one past its end).
+func project(v, shape any) any {
+	switch s := shape.(type) {
+	case map[string]any:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(s))
+		for k, sv := range s {
+			if mv, ok := m[k]; ok {
+				out[k] = project(mv, sv)
+			}
+		}
+		return out
+	case []any:
+		l, ok := v.([]any)
+		if !ok || len(s) == 0 {
+			return v
+		}
+		out := make([]any, len(l))
+		for i := range l {
+			out[i] = project(l[i], s[min(i, len(s)-1)])
+		}
+		return out
+	}
+	return v
 }

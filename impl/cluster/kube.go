@@ -454,8 +454,6 @@ func isZero(v any) bool {
 	return false
 }
 
-func anyValue(any) bool { return true }
-
 // labelsCover tells whether have holds every label of want.
 func labelsCover(have, want map[string]string) bool {
 	for k, v := range want {
@@ -878,18 +876,15 @@ func (k *Kube) cachedCronJob(validator string) *batchv1.CronJob {
 }
 
 // cronJobInStep tells from the cache whether the CronJob is what want
-// says: its spec (the API server's defaults aside), labels and owner.
+// says: its spec (the fields the gateway sets: the cache keeps their
+// digest), labels and owner.
 func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 	cur := k.cachedCronJob(want.Labels[ValidatorLabel])
 	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !ownedBy(cur.OwnerReferences, want.OwnerReferences[0].UID) {
 		return false
 	}
-	w, err := jsonValue(want.Spec)
-	if err != nil {
-		return false
-	}
-	have, err := jsonValue(cur.Spec)
-	return err == nil && covers(w, have, anyValue)
+	digest, err := cronJobDigest(want.Spec)
+	return err == nil && cur.Annotations[digestAnnotation] == digest
 }
 
 // desiredCronJob is the backup CronJob of the Validator resource v for b.
