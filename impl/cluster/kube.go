@@ -956,17 +956,6 @@ func (k *Kube) Ping(ctx context.Context) error {
 	return translate("ping", err)
 }
 
-// BackupCronJob reads a validator's backup CronJob from the API server;
-// domain.ErrNotFound when absent.
-func (k *Kube) BackupCronJob(ctx context.Context, validator string) (*batchv1.CronJob, error) {
-	cj := &batchv1.CronJob{}
-	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: BackupCronJobName(validator)}, cj)
-	if err != nil {
-		return nil, translate(fmt.Sprintf("read backup schedule of %q", validator), err)
-	}
-	return cj, nil
-}
-
 // LedgerAPIClientSecret reads the client secret of a validator's ledger API
 // client from its Secret (the API server's: the cache holds no values);
 // domain.ErrNotFound when the Secret or its key is absent. The value is
