@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,9 @@ import (
 //     kubectl's last-applied-configuration) and the keys of data, no value;
 //   - CronJobs: metadata and, in place of the spec, a digest of the fields
 //     the gateway sets (cronJobDigest), which is what it compares;
+//   - Deployments and StatefulSets without their pod template (the
+//     workload controller reads their replicas, generation, status and a
+//     StatefulSet's claim templates; what it applies it builds itself);
 //   - everything else: without managedFields.
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
@@ -79,6 +83,8 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			unstructuredOf(ApplicationGVK): in(encodeView),
 			&corev1.Secret{}:               in(trimSecret),
 			&batchv1.CronJob{}:             in(digestCronJob),
+			&appsv1.Deployment{}:           in(dropPodTemplate),
+			&appsv1.StatefulSet{}:          in(dropPodTemplate),
 		},
 	}
 	if resync > 0 {
@@ -118,6 +124,18 @@ func trimSecret(obj any) (any, error) {
 		}
 	}
 	return t, nil
+}
+
+// dropPodTemplate is the transform of Deployments and StatefulSets:
+// without managedFields and without the pod template.
+func dropPodTemplate(obj any) (any, error) {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+	case *appsv1.StatefulSet:
+		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+	}
+	return obj, nil
 }
 
 // digestAnnotation is where a cached CronJob carries the digest of its

@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -16,8 +19,9 @@ import (
 
 // TestCacheTrims: the Manager's cache (CacheOptions) holds a Secret's keys
 // without their values and without its annotations (kubectl's
-// last-applied-configuration may quote a value), and a CronJob without its
-// spec, only the digest the gateway compares.
+// last-applied-configuration may quote a value), a CronJob without its
+// spec, only the digest the gateway compares, and a Deployment without its
+// pod template.
 func TestCacheTrims(t *testing.T) {
 	if realServer == nil {
 		t.Skip(backendFakes)
@@ -33,6 +37,19 @@ func TestCacheTrims(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := gw.ApplyBackupSchedule(ctx, "mu", &domain.BackupSchedule{Validator: "mu", Cron: "0 3 * * *", MaxBackups: 2}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.test/web:1"}}}},
+	}}
+	core, err := kubernetes.NewForConfig(realServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	scheme, err := cluster.Scheme()
@@ -64,5 +81,12 @@ func TestCacheTrims(t *testing.T) {
 	}
 	if cj.Spec.Schedule != "" || len(cj.Spec.JobTemplate.Spec.Template.Spec.Containers) != 0 || len(cj.Annotations) != 1 || len(cj.OwnerReferences) != 1 {
 		t.Fatalf("cached CronJob: got spec %+v annotations %v owners %v; want no spec, the digest and the owner", cj.Spec, cj.Annotations, cj.OwnerReferences)
+	}
+	cd := &appsv1.Deployment{}
+	if err := c.GetCache().Get(sctx, types.NamespacedName{Namespace: ns, Name: "web"}, cd); err != nil {
+		t.Fatal(err)
+	}
+	if len(cd.Spec.Template.Spec.Containers) != 0 || cd.Spec.Replicas == nil || cd.Spec.Selector == nil {
+		t.Fatalf("cached Deployment: got template %+v replicas %v; want no template, the rest of the spec", cd.Spec.Template, cd.Spec.Replicas)
 	}
 }

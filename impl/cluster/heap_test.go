@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"testing"
 
-
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
