@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -45,10 +44,7 @@ func TestCacheTrims(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.test/web:1"}}}},
 	}}
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, _ := realClients(t)
 	if _, err := core.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

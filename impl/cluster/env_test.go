@@ -172,6 +172,23 @@ func gatewayOn(t testing.TB, cfg *rest.Config, ns string, opts cluster.KubeOptio
 	}, writes
 }
 
+// clients reach the real API server in namespace ns.
+type clients struct {
+	core kubernetes.Interface
+	dyn  dynamic.Interface
+	ns   string
+}
+
+// realClients are clients of the real API server; without one the test
+// skips.
+func realClients(t testing.TB) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	return kubernetes.NewForConfigOrDie(realServer), dynamic.NewForConfigOrDie(realServer)
+}
+
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -181,10 +198,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // test binary).
 func newNamespace(t testing.TB, prefix string) string {
 	t.Helper()
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, _ := realClients(t)
 	ns := fmt.Sprintf("%s%d-%d", prefix, time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
 	if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -198,14 +212,7 @@ var namespaceSeq atomic.Int64
 
 // openEnvtestEnv: Kube over the real API server, a namespace per test.
 func openEnvtestEnv(t *testing.T) *env {
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, dyn := realClients(t)
 	ns := newNamespace(t, "t")
 	k, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
 	start()

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -782,10 +781,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	if err := second.DefaultSecrets(ctx, "omega", domain.SecretDefaults{DatabasePassword: &other}); err != nil {
 		t.Fatal(err)
 	}
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, _ := realClients(t)
 	s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("omega"), metav1.GetOptions{})
 	if err != nil || string(s.Data[cluster.DatabaseSecretKey]) != dbPassword {
 		t.Fatalf("database Secret after a default: got %v, want the operator's password", err)

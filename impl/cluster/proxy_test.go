@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -22,25 +20,10 @@ import (
 // hand (no labels, no database row): its resource, decoded, from the cache
 // or, before the cache has it, from the API server; the resourceVersions of
 // the resource and of its ledger API auth Secret, which change with them;
-// and its deletion. On client-go's fakes and, when KUBEBUILDER_ASSETS is
-// set, a real API server.
+// and its deletion. On a real API server (KUBEBUILDER_ASSETS).
 func TestProxySource(t *testing.T) {
-	if realServer == nil {
-		t.Skip(backendFakes)
-	}
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := struct {
-		core kubernetes.Interface
-		dyn  dynamic.Interface
-		ns   string
-	}{core, dyn, newNamespace(t, "p")}
+	core, dyn := realClients(t)
+	c := clients{core, dyn, newNamespace(t, "p")}
 	{
 		{
 			ctx := context.Background()

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
@@ -79,26 +77,12 @@ func listNames(raw []byte) ([]string, error) {
 }
 
 // TestResourceViews: release 2.0's reads see every Validator and Application
-// of the namespace, whoever wrote it, and nothing of other namespaces; on
-// client-go's fakes and, when KUBEBUILDER_ASSETS is set, a real API server
-// (where the CRDs of deploy/crds are installed).
+// of the namespace, whoever wrote it, and nothing of other namespaces; on a
+// real API server (KUBEBUILDER_ASSETS) where the CRDs of deploy/crds are
+// installed.
 func TestResourceViews(t *testing.T) {
-	if realServer == nil {
-		t.Skip(backendFakes)
-	}
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := struct {
-		core kubernetes.Interface
-		dyn  dynamic.Interface
-		ns   string
-	}{core, dyn, newNamespace(t, "v")}
+	core, dyn := realClients(t)
+	c := clients{core, dyn, newNamespace(t, "v")}
 	name := "envtest"
 	{
 		{
@@ -205,17 +189,7 @@ func TestApplicationsNotServed(t *testing.T) {
 // TestApplicationMetricsUnavailable: a metrics API that fails (or none)
 // makes metricsAvailable false with usage null; requests and limits stay.
 func TestApplicationMetricsUnavailable(t *testing.T) {
-	if realServer == nil {
-		t.Skip(backendFakes)
-	}
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, dyn := realClients(t)
 	ns := "validators"
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{cluster.InstanceLabel: "web"}},
