@@ -576,11 +576,11 @@ func (a *App) StartCluster(ctx context.Context) error {
 }
 
 // Run serves on ln and runs every piece of background work as Runnables of
-// one Manager until ctx ends or one of them fails: the HTTP server, the
-// cluster gateway's caches, the controllers, the remote-participant probes,
-// the refresh of stale list views and, on the embedded default, its
-// simulated node. It returns once all of them have returned, so Close may
-// then release the gateway and the store.
+// one Manager (built by Open) until ctx ends or one of them fails: the HTTP
+// server, the one cache, the controllers, the remote-participant probes, the
+// refresh of stale list views and, on the embedded default, its simulated
+// node. It returns once all of them have returned, so Close may then
+// release the control plane and the store.
 //
 // extra are the caller's own Runnables (the profiling listener).
 func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnable) error {
@@ -663,8 +663,8 @@ func (a *App) serveSandbox(ctx context.Context, served <-chan struct{}) error {
 	return <-done
 }
 
-// runCluster waits for the gateway's caches (StartCluster) and keeps
-// health DOWN until then.
+// runCluster waits for the cache and the gateway's views over it
+// (StartCluster); health is DOWN until then.
 func (a *App) runCluster(ctx context.Context) error {
 	if err := a.StartCluster(ctx); err != nil {
 		if ctx.Err() != nil {
