@@ -289,13 +289,17 @@ func (identity) Endpoints() domain.AuthEndpoints {
 
 // run starts a controller over w, under a Manager of its own on the test
 // API server, until the test ends.
-func run(t *testing.T, w *world) *Controller {
+func run(t *testing.T, w *world, edit ...func(*Options)) *Controller {
 	t.Helper()
 	if apiServer == nil {
 		t.Skip(skipNoServer)
 	}
 	const ns = "intent-test"
-	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}, Namespace: ns})
+	o := Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}, Namespace: ns}
+	for _, e := range edit {
+		e(&o)
+	}
+	c, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
