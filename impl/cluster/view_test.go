@@ -161,17 +161,7 @@ func TestApplicationsNotServed(t *testing.T) {
 	if realServer == nil {
 		t.Skip(backendFakes)
 	}
-	// The API server answers 404 for Applications, as one without their CRD.
-	cfg := rest.CopyConfig(realServer)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(r *http.Request) (*http.Response, error) {
-			if strings.HasSuffix(r.URL.Path, "/"+cluster.ApplicationResource) {
-				return &http.Response{StatusCode: http.StatusNotFound, Header: http.Header{"Content-Type": []string{"application/json"}}, Request: r,
-					Body: io.NopCloser(strings.NewReader(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))}, nil
-			}
-			return rt.RoundTrip(r)
-		})
-	})
+	cfg := notServing(cluster.ApplicationResource)
 	k, start, _ := gatewayOn(t, cfg, newNamespace(t, "n"), cluster.KubeOptions{})
 	start()
 	if _, err := k.ResourceList(domain.KindValidator); err != nil {
@@ -183,6 +173,35 @@ func TestApplicationsNotServed(t *testing.T) {
 	}
 	if _, err := k.ApplicationMetrics(context.Background()); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("metrics: got %v, want unavailable", err)
+	}
+}
+
+// notServing is the real API server's configuration, with the API server
+// answering 404 for resource, as one without its CRD.
+func notServing(resource string) *rest.Config {
+	cfg := rest.CopyConfig(realServer)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/"+resource) {
+				return &http.Response{StatusCode: http.StatusNotFound, Header: http.Header{"Content-Type": []string{"application/json"}}, Request: r,
+					Body: io.NopCloser(strings.NewReader(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))}, nil
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+// TestValidatorsNotServed: without the Validator CRD the gateway does not
+// start, and says what to apply.
+func TestValidatorsNotServed(t *testing.T) {
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	k, _, _ := gatewayOn(t, notServing(cluster.Resource), newNamespace(t, "n"), cluster.KubeOptions{})
+	err := k.Start(context.Background())
+	if !errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "deploy/crds") {
+		t.Fatalf("Start: got %v, want unavailable naming deploy/crds", err)
 	}
 }
 
