@@ -21,16 +21,19 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
-	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
 
@@ -114,7 +117,7 @@ func setupValidator(t *testing.T, w *world) {
 		if v.PendingSecrets != "" || v.WalletUserID == "" {
 			return fmt.Errorf("not provisioned yet")
 		}
-		if _, err := w.app.Cluster.Resource(context.Background(), "v"); err != nil {
+		if _, err := w.inspector().Resource(context.Background(), "v"); err != nil {
 			return err
 		}
 		return nil
@@ -458,10 +461,28 @@ func (c *child) waitKilled(t *testing.T) {
 	}
 }
 
-// inspector reads cluster objects as stored (the cluster gateway).
-type inspector interface {
-	Resource(ctx context.Context, name string) (*unstructured.Unstructured, error)
-	BackupCronJob(ctx context.Context, validator string) (*batchv1.CronJob, error)
+// inspector reads cluster objects as stored, from the API server.
+type inspector struct {
+	api       ctrlclient.Reader
+	namespace string
+}
+
+func (w *world) inspector() inspector {
+	return inspector{api: w.app.Manager().GetAPIReader(), namespace: w.app.Config.Namespace}
+}
+
+// Resource is the Validator resource as stored.
+func (i inspector) Resource(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(cluster.ValidatorGVK)
+	return u, i.api.Get(ctx, types.NamespacedName{Namespace: i.namespace, Name: name}, u)
+}
+
+// BackupCronJob is the validator's backup CronJob; absent: an error
+// apierrors.IsNotFound tells.
+func (i inspector) BackupCronJob(ctx context.Context, validator string) (*batchv1.CronJob, error) {
+	cj := &batchv1.CronJob{}
+	return cj, i.api.Get(ctx, types.NamespacedName{Namespace: i.namespace, Name: cluster.BackupCronJobName(validator)}, cj)
 }
 
 // checkAgreement: every record is complete and is what the cluster runs,
@@ -469,7 +490,7 @@ type inspector interface {
 func (w *world) checkAgreement(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	var insp inspector = w.app.Cluster
+	insp := w.inspector()
 	names, err := w.app.Store.ValidatorNames(ctx, "", 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -511,7 +532,7 @@ func (w *world) checkAgreement(t *testing.T) {
 		}
 		cj, err := insp.BackupCronJob(ctx, v.Name)
 		switch {
-		case in.Backup == nil && !errors.Is(err, domain.ErrNotFound):
+		case in.Backup == nil && !apierrors.IsNotFound(err):
 			t.Errorf("%s: backup CronJob present (%v) without a schedule", v.Name, err)
 		case in.Backup != nil && err != nil:
 			t.Errorf("%s: backup CronJob: %v, want one for the recorded schedule", v.Name, err)
@@ -563,7 +584,7 @@ func (w *world) users(t *testing.T) []string {
 
 func (w *world) imageTag(t *testing.T, name string) string {
 	t.Helper()
-	res, err := w.app.Cluster.Resource(context.Background(), name)
+	res, err := w.inspector().Resource(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,11 +104,13 @@ func Start(t testing.TB, o Options) *Server {
 	// What Run does before health reports UP, without the periodic work
 	// (the tests move their clocks themselves) and without the workload
 	// controller (tests write a validator's status as it would): the
-	// caches, the simulated node, then the intent controller until the test
-	// ends.
+	// Manager as Open built it (its cache and the intent controller) until
+	// the test ends, the gateway's views, the simulated node.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	stop := startManager(t, a)
 	if err := a.StartCluster(ctx); err != nil {
+		stop()
 		a.Close()
 		t.Fatalf("start cluster: %v", err)
 	}
@@ -133,11 +135,11 @@ func Start(t testing.TB, o Options) *Server {
 	select {
 	case <-a.Nodes.Ready():
 	case <-ctx.Done():
+		stop()
 		stopNodes()
 		a.Close()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
 	}
-	stop := startIntent(t, a)
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
 			stop()
@@ -148,7 +150,7 @@ func Start(t testing.TB, o Options) *Server {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ts := httptest.NewServer(a.Server)
-	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster)}
+	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster, a.Manager().GetCache())}
 	t.Cleanup(func() {
 		ts.Close()
 		stop()
@@ -343,15 +345,15 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
-// startIntent runs the intent controller until the returned stop is called
-// (the harness drives the rest of the background work itself).
-func startIntent(t testing.TB, a *app.App) (stop func()) {
+// startManager runs the Manager Open built (its cache and the intent
+// controller) until stop.
+func startManager(t testing.TB, a *app.App) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := a.Intent.Start(ctx); err != nil && ctx.Err() == nil {
-			t.Errorf("intent controller: %v", err)
+		if err := a.Manager().Start(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("manager: %v", err)
 		}
 	}()
 	return func() { cancel(); <-done }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,12 +21,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/engine"
@@ -97,13 +100,16 @@ type Kube struct {
 	Core      kubernetes.Interface
 	Dyn       dynamic.Interface
 	Namespace string
-	// gateway is the server's, whose caches Settle waits for.
+	// gateway is the server's, whose views Settle waits for, and cache
+	// the Manager's cache it reads.
 	gateway *cluster.Kube
+	cache   client.Reader
 }
 
 // NewKube reaches rc in namespace; gateway, when not nil, is the server's
-// cluster gateway whose caches Settle and SetStatus wait for.
-func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube) *Kube {
+// cluster gateway over cache (its Manager's), which Settle and SetStatus
+// wait for.
+func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube, cache client.Reader) *Kube {
 	t.Helper()
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -113,7 +119,7 @@ func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.K
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Kube{Core: core, Dyn: dyn, Namespace: namespace, gateway: gateway}
+	return &Kube{Core: core, Dyn: dyn, Namespace: namespace, gateway: gateway, cache: cache}
 }
 
 // Validators is the dynamic client of the namespace's Validator resources.
@@ -130,7 +136,7 @@ func (k *Kube) Applications() dynamic.ResourceInterface {
 // as the workload controller does from the workloads, and waits until the
 // gateway's caches hold it.
 func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, databaseReady bool) error {
-	var rv string
+	var stored *unstructured.Unstructured
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := k.Validators().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -142,56 +148,43 @@ func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, d
 		if err := unstructured.SetNestedField(u.Object, databaseReady, "status", "databaseReady"); err != nil {
 			return err
 		}
-		u, err = k.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{})
-		if err == nil {
-			rv = u.GetResourceVersion()
-		}
+		stored, err = k.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("status of validator %q: %w", name, err)
 	}
-	return k.waitSeen(ctx, cluster.ValidatorResource.GroupResource(), rv)
+	return k.seen(ctx, domain.KindValidator, &v1alpha1.Validator{}, stored)
 }
 
-// Settle waits until the gateway's caches hold every Validator,
-// Application and managed CronJob the namespace has now (not deletions:
-// a test that deletes waits for what it expects to see).
+// Settle waits until the gateway's views and the Manager's cache hold
+// every Validator, Application and managed CronJob the namespace has now
+// (not deletions: a test that deletes waits for what it expects to see).
 func (k *Kube) Settle(ctx context.Context) error {
-	lists := []struct {
-		gr   schema.GroupResource
-		list func() ([]metav1.Object, error)
-	}{
-		{cluster.ValidatorResource.GroupResource(), func() ([]metav1.Object, error) {
-			return objects(k.Validators().List(ctx, metav1.ListOptions{}))
-		}},
-		{cluster.ApplicationGVR.GroupResource(), func() ([]metav1.Object, error) {
-			return objects(k.Applications().List(ctx, metav1.ListOptions{}))
-		}},
-		{batchv1.Resource("cronjobs"), func() ([]metav1.Object, error) {
-			l, err := k.Core.BatchV1().CronJobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.ManagedByLabel + "=" + cluster.ManagedBy})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]metav1.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		}},
+	validators, err := objects(k.Validators().List(ctx, metav1.ListOptions{}))
+	if err != nil {
+		return err
 	}
-	for _, l := range lists {
-		objs, err := l.list()
-		if err != nil {
+	for _, v := range validators {
+		if err := k.seen(ctx, domain.KindValidator, &v1alpha1.Validator{}, v); err != nil {
 			return err
 		}
-		var newest int64
-		for _, o := range objs {
-			if rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64); rv > newest {
-				newest = rv
-			}
+	}
+	applications, err := objects(k.Applications().List(ctx, metav1.ListOptions{}))
+	if err != nil {
+		return err
+	}
+	for _, a := range applications {
+		if err := k.seen(ctx, domain.KindApplication, nil, a); err != nil {
+			return err
 		}
-		if err := k.waitSeen(ctx, l.gr, strconv.FormatInt(newest, 10)); err != nil {
+	}
+	cronJobs, err := k.Core.BatchV1().CronJobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.ManagedByLabel + "=" + cluster.ManagedBy})
+	if err != nil {
+		return err
+	}
+	for i := range cronJobs.Items {
+		if err := k.seen(ctx, "", &batchv1.CronJob{}, &cronJobs.Items[i]); err != nil {
 			return err
 		}
 	}
@@ -209,15 +202,43 @@ func objects(l *unstructured.UnstructuredList, err error) ([]metav1.Object, erro
 	return out, nil
 }
 
-func (k *Kube) waitSeen(ctx context.Context, gr schema.GroupResource, rv string) error {
+// seen waits, 10 s at most, until the gateway's view of kind ("": none)
+// and the cache's typed object (nil: none) hold o at its resourceVersion
+// or a later one.
+func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, typed client.Object, o metav1.Object) error {
 	if k.gateway == nil {
 		return nil
 	}
-	n, err := strconv.ParseInt(rv, 10, 64)
+	want, err := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
 	if err != nil {
-		return fmt.Errorf("resourceVersion %q: %w", rv, err)
+		return fmt.Errorf("resourceVersion %q: %w", o.GetResourceVersion(), err)
 	}
-	return k.gateway.WaitSeen(ctx, gr, n, 10*time.Second)
+	atLeast := func(rv string) bool { n, err := strconv.ParseInt(rv, 10, 64); return err == nil && n >= want }
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ok := true
+		if kind != "" {
+			var m struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			}
+			raw, err := k.gateway.ResourceObject(kind, o.GetName())
+			ok = err == nil && json.Unmarshal(raw, &m) == nil && atLeast(m.Metadata.ResourceVersion)
+		}
+		if ok && typed != nil {
+			err := k.cache.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, typed)
+			ok = err == nil && atLeast(typed.GetResourceVersion())
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server's cache does not hold %s %s at version %d after 10 s", kind, o.GetName(), want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // AddSecret creates or replaces a Secret, as an operator does with kubectl.
@@ -253,7 +274,7 @@ func (k *Kube) AddStorageClass(ctx context.Context, name string) error {
 // annotation, as an operator does with kubectl, and waits until the
 // gateway's caches hold it.
 func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) error {
-	var rv string
+	var stored *unstructured.Unstructured
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := k.Validators().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -269,16 +290,13 @@ func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) err
 			delete(a, domain.DisableUserEditAnnotation)
 		}
 		u.SetAnnotations(a)
-		u, err = k.Validators().Update(ctx, u, metav1.UpdateOptions{})
-		if err == nil {
-			rv = u.GetResourceVersion()
-		}
+		stored, err = k.Validators().Update(ctx, u, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("annotate validator %q: %w", name, err)
 	}
-	return k.waitSeen(ctx, cluster.ValidatorResource.GroupResource(), rv)
+	return k.seen(ctx, domain.KindValidator, &v1alpha1.Validator{}, stored)
 }
 
 // remove deletes the namespace and its node (the namespace controller

@@ -19,17 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/controller/runs"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/embedded/engine"
@@ -86,6 +83,9 @@ type App struct {
 	Nodes  *nodesim.Simulator
 	// rest reaches the API server: the controllers' manager is built on it.
 	rest *rest.Config
+	// mgr is the controller-runtime Manager: its cache is the one the
+	// gateway and every controller read.
+	mgr manager.Manager
 	// Issuer signs development tokens; nil when tokens come from an external
 	// identity provider (api.auth.jwksUri set).
 	Issuer     *auth.DevIssuer
@@ -100,11 +100,8 @@ type App struct {
 	// Upstreams reaches validators' nodes; its admin API connections are closed by Close.
 	Upstreams *upstream.Clients
 
-	// lead is this replica's part in the leader election; clusterReady is
-	// closed once the gateway's caches have synced (every replica runs them,
-	// the leader's intent controller waits for them).
-	lead         leadership
-	clusterReady chan struct{}
+	// lead is this replica's part in the leader election.
+	lead leadership
 	// opts are Open's options, for the parts Run builds.
 	opts []Option
 	// installation is the database's instance id, which every store of the
@@ -187,7 +184,7 @@ func WithControlPlane(rc *rest.Config) Option {
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
 	// Whatever logs with a request's context names the request.
 	log = slog.New(server.LogRequestIDs(log.Handler()))
-	a := &App{Config: cfg, Log: log, clusterReady: make(chan struct{}), opts: opts}
+	a := &App{Config: cfg, Log: log, opts: opts}
 	ok := false
 	defer func() {
 		if !ok {
@@ -212,6 +209,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err := a.openCluster(ctx, opts); err != nil {
 		return nil, err
 	}
+	if cfg.LeaderElectionEnabled() {
+		a.lead.enabled = true
+		if a.lead.identity, err = leaderIdentity(cfg.LeaderElectionIdentity); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.openManager(); err != nil {
+		return nil, err
+	}
 	if err := a.openIdentity(ctx); err != nil {
 		return nil, err
 	}
@@ -228,18 +234,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, err
 	}
 
-	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log}
-	if cfg.LeaderElectionEnabled() && a.rest != nil {
-		a.lead.enabled = true
-		if a.lead.identity, err = leaderIdentity(cfg.LeaderElectionIdentity); err != nil {
-			return nil, err
-		}
-	}
+	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log, Namespace: cfg.Namespace, Workers: intentWorkers}
 	for _, opt := range opts {
 		opt(Wiring{Intent: &io})
 	}
 	if a.Intent, err = intent.New(io); err != nil {
 		return nil, err
+	}
+	if err := a.Intent.SetupWithManager(a.mgr); err != nil {
+		return nil, fmt.Errorf("intent controller: %w", err)
 	}
 	a.Telemetry = telemetry.New()
 	mo := management.Options{
@@ -390,17 +393,84 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 			}
 		}
 	}
+	return nil
+}
+
+// Client rate limits of the process's one rest.Config (the Manager's
+// client, the gateway, the embedded default's parts): client-go's default
+// (QPS 5, burst 10; controller-runtime's 20/30) is a wall for a controller
+// that writes some 8 objects per validator: 311 creates in a minute need
+// about 40 writes a second, a restart of 10,000 validators lists and
+// watches a handful of kinds once and writes nothing. 100/200 leave the
+// API server's own limits (400 requests in flight, 200 mutating, by
+// default) as the bound (docs/decisions.md).
+const (
+	clientQPS   = 100
+	clientBurst = 200
+	// intentWorkers reconcile different validators at once: each spends
+	// most of its time waiting for the API server or the database.
+	intentWorkers = 8
+	// resync re-delivers every cached object this often (the intent
+	// controller then looks again at each managed validator).
+	resync = 10 * time.Minute
+)
+
+// openManager builds the controller-runtime Manager (nothing starts until
+// Run) and the cluster gateway over its cache: one cache of the cluster's
+// objects for the gateway and every controller, started and stopped by
+// the Manager.
+func (a *App) openManager() error {
+	ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler()))
+	a.rest = rest.CopyConfig(a.rest)
+	a.rest.QPS, a.rest.Burst = clientQPS, clientBurst
+	scheme, err := cluster.Scheme()
+	if err != nil {
+		return err
+	}
+	grace := a.Config.ShutdownTimeout
+	mo := manager.Options{
+		Scheme:                  scheme,
+		Cache:                   cluster.CacheOptions(a.Config.Namespace, resync),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: &grace,
+	}
+	if a.lead.enabled {
+		lock, err := a.leaseLock()
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		cfg := a.Config
+		mo.LeaderElection = true
+		mo.LeaderElectionResourceLockInterface = lock
+		mo.LeaderElectionID = cfg.LeaderElectionID
+		mo.LeaderElectionNamespace = cfg.Namespace
+		mo.LeaseDuration = &cfg.LeaderElectionLeaseDuration
+		mo.RenewDeadline = &cfg.LeaderElectionRenewDeadline
+		mo.RetryPeriod = &cfg.LeaderElectionRetryPeriod
+		// A leader that stops releases the Lease, so the next one takes
+		// over at once; a leader that loses it makes Start fail (and the
+		// process exit) without a graceful shutdown: controller-runtime's
+		// rule, kept (docs/decisions.md).
+		mo.LeaderElectionReleaseOnCancel = cfg.LeaderElectionReleaseOnCancel
+	}
+	for _, opt := range a.opts {
+		opt(Wiring{Manager: &mo})
+	}
+	if a.mgr, err = manager.New(a.rest, mo); err != nil {
+		return fmt.Errorf("controller manager: %w", err)
+	}
 	ko := cluster.KubeOptions{Instance: a.installation}
 	if a.Nodes != nil {
 		ko.Metrics = a.Nodes.Metrics()
 	}
-	k, err := cluster.NewKube(a.rest, cfg.Namespace, ko)
-	if err != nil {
-		return err
-	}
-	a.Cluster = k
-	return nil
+	a.Cluster, err = cluster.NewKube(a.mgr, a.Config.Namespace, ko)
+	return err
 }
+
+// Manager is the process's controller-runtime Manager (Run starts it;
+// tests that assemble the process by hand start it themselves).
+func (a *App) Manager() manager.Manager { return a.mgr }
 
 // startEngine starts the embedded default's control plane in the data
 // directory (etcd's data there, so everything survives a restart; the
@@ -484,9 +554,9 @@ func (a *App) openIdentity(ctx context.Context) error {
 	return nil
 }
 
-// StartCluster starts the cluster gateway's caches and waits, until ctx
-// ends, for their first sync; they run until Close. It fails fast when the
-// cluster does not serve the Validator resource.
+// StartCluster waits, until ctx ends, for the first sync of the Manager's
+// cache (the Manager starts it) and the gateway's views over it. It fails
+// fast when the cluster does not serve the Validator resource.
 func (a *App) StartCluster(ctx context.Context) error {
 	if err := a.Cluster.Start(ctx); err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -499,11 +569,11 @@ func (a *App) StartCluster(ctx context.Context) error {
 }
 
 // Run serves on ln and runs every piece of background work as Runnables of
-// one Manager until ctx ends or one of them fails: the HTTP server, the
-// cluster gateway's caches, the controllers, the remote-participant probes,
-// the refresh of stale list views and, on the embedded default, its
-// simulated node. It returns once all of them have returned, so Close may
-// then release the gateway and the store.
+// one Manager (built by Open) until ctx ends or one of them fails: the HTTP
+// server, the one cache, the controllers, the remote-participant probes, the
+// refresh of stale list views and, on the embedded default, its simulated
+// node. It returns once all of them have returned, so Close may then
+// release the control plane and the store.
 //
 // extra are the caller's own Runnables (the profiling listener).
 func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnable) error {
@@ -519,57 +589,13 @@ func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnabl
 	return mgr.Start(ctx)
 }
 
-// manager assembles every long-running part as a Runnable of one
+// manager adds every long-running part as a Runnable of the one
 // controller-runtime Manager, which starts them together and stops them in
 // order: the HTTP server first (it stops taking requests), then the
-// controllers, schedules and probes (they drain), then the caches.
+// controllers, schedules and probes (they drain), then the cache.
 func (a *App) manager(ln net.Listener) (manager.Manager, error) {
-	ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler()))
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	grace := a.Config.ShutdownTimeout
+	mgr := a.mgr
 	served := make(chan struct{}) // the API server has stopped
-	mo := manager.Options{
-		Scheme: scheme,
-		// The controllers' caches drop managedFields (server-side apply's
-		// bookkeeping, often the bulk of a workload object): nothing reads it.
-		Cache: ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{a.Config.Namespace: {}},
-			DefaultTransform: ctrlcache.TransformStripManagedFields()},
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		GracefulShutdownTimeout: &grace,
-	}
-	if a.lead.enabled {
-		lock, err := a.leaseLock()
-		if err != nil {
-			return nil, fmt.Errorf("leader election: %w", err)
-		}
-		cfg := a.Config
-		mo.LeaderElection = true
-		mo.LeaderElectionResourceLockInterface = lock
-		mo.LeaderElectionID = cfg.LeaderElectionID
-		mo.LeaderElectionNamespace = cfg.Namespace
-		mo.LeaseDuration = &cfg.LeaderElectionLeaseDuration
-		mo.RenewDeadline = &cfg.LeaderElectionRenewDeadline
-		mo.RetryPeriod = &cfg.LeaderElectionRetryPeriod
-		// A leader that stops releases the Lease, so the next one takes
-		// over at once; a leader that loses it makes Start fail (and the
-		// process exit) without a graceful shutdown: controller-runtime's
-		// rule, kept (docs/decisions.md).
-		mo.LeaderElectionReleaseOnCancel = cfg.LeaderElectionReleaseOnCancel
-	}
-	for _, opt := range a.opts {
-		opt(Wiring{Manager: &mo})
-	}
-	mgr, err := manager.New(a.rest, mo)
-	if err != nil {
-		return nil, fmt.Errorf("controller manager: %w", err)
-	}
 	runnables := []manager.Runnable{
 		// Not leader-elected, on every replica: the API and the gateway's
 		// caches its reads come from. They stop before the controllers.
@@ -578,10 +604,10 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 			return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout)
 		}),
 		runnable(false, a.runCluster),
-		// The controllers, schedules and one-off rewrites: the leader's.
+		// The schedules and one-off rewrites: the leader's (the
+		// controllers are too, controller-runtime's default).
 		runnable(true, a.leading),
 		runnable(true, a.refreshListViews),
-		runnable(true, a.runIntent),
 		runnable(true, a.purgeAudit),
 		runnable(true, func(ctx context.Context) error {
 			a.Management.ProbeParticipants(ctx, probeInterval, probeTimeout)
@@ -628,8 +654,8 @@ func (a *App) serveSandbox(ctx context.Context, served <-chan struct{}) error {
 	return <-done
 }
 
-// runCluster starts the gateway's caches (which run until Close) and
-// tells runIntent once they have synced.
+// runCluster waits for the cache and the gateway's views over it
+// (StartCluster); health is DOWN until then.
 func (a *App) runCluster(ctx context.Context) error {
 	if err := a.StartCluster(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -637,21 +663,8 @@ func (a *App) runCluster(ctx context.Context) error {
 		}
 		return err
 	}
-	close(a.clusterReady)
 	<-ctx.Done()
 	return nil
-}
-
-// runIntent runs the intent controller once the gateway's caches have
-// synced (its first pass reads them); until it has brought every validator
-// in step, health reports the cluster DOWN on the leader (clusterHealth).
-func (a *App) runIntent(ctx context.Context) error {
-	select {
-	case <-a.clusterReady:
-	case <-ctx.Done():
-		return nil
-	}
-	return a.Intent.Start(ctx)
 }
 
 // refreshListViews rewrites stale list views once. Lists are right without
@@ -762,9 +775,6 @@ func (a *App) Close() error {
 	}
 	if a.Sandbox != nil {
 		a.Sandbox.Close()
-	}
-	if a.Cluster != nil {
-		a.Cluster.Close()
 	}
 	if a.Engine != nil {
 		a.Engine.Stop() // controller manager, API server, etcd

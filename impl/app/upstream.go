@@ -65,9 +65,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 	policy := a.outboundPolicy()
 	a.Upstreams = upstream.New(upstream.Options{Resolver: upstream.Revised(r, a.Cluster), Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
 		Observe: a.Telemetry.ObserveUpstream, Transport: policy.Transport(), CheckURL: policy.CheckURL})
-	if err := a.Cluster.OnValidatorDeleted(a.Upstreams.Forget); err != nil {
-		return nil, err
-	}
+	a.Cluster.OnValidatorDeleted(a.Upstreams.Forget)
 	return a.Upstreams, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,14 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/rest"
+	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/intent"
@@ -111,14 +108,14 @@ type backend struct {
 	open func(t *testing.T) *env
 }
 
-// backends: Kube over client-go's in-memory fakes, and Kube over a real API
-// server (envtest) when KUBEBUILDER_ASSETS is set.
+// backends: Kube over a real API server (envtest) when KUBEBUILDER_ASSETS
+// is set: the gateway reads a controller-runtime cache, which client-go's
+// fakes cannot back.
 func backends() []backend {
-	out := []backend{{"kube (client-go fakes)", openFakeEnv}}
-	if realServer != nil {
-		out = append(out, backend{"kube (envtest)", openEnvtestEnv})
+	if realServer == nil {
+		return nil
 	}
-	return out
+	return []backend{{"kube (envtest)", openEnvtestEnv}}
 }
 
 func toJSONMap(t *testing.T, v any) map[string]any {
@@ -134,65 +131,91 @@ func toJSONMap(t *testing.T, v any) map[string]any {
 	return out
 }
 
-// startKube starts the gateway's cache with a context that ends right after
-// Start: the informer must outlive it.
-func startKube(t testing.TB, start func(context.Context) error) {
+// gatewayOn builds a gateway in ns over a controller-runtime cluster of
+// cfg (what the Manager gives it: cache, client, API reader); start runs
+// the cache until the test ends and waits for the gateway. writes counts
+// the requests that write (neither GET, LIST nor WATCH).
+func gatewayOn(t testing.TB, cfg *rest.Config, ns string, opts cluster.KubeOptions) (k *cluster.Kube, start func(), writes *atomic.Int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := start(ctx); err != nil {
+	writes = &atomic.Int64{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodGet {
+				writes.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	scheme, err := cluster.Scheme()
+	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := ctrlcluster.New(cfg, func(o *ctrlcluster.Options) { o.Scheme = scheme; o.Cache = cluster.CacheOptions(ns, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err = cluster.NewKube(c, ns, opts); err != nil {
+		t.Fatal(err)
+	}
+	return k, func() {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Start(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		if err := k.Start(sctx); err != nil {
+			t.Fatal(err)
+		}
+	}, writes
+}
+
+// clients reach the real API server in namespace ns.
+type clients struct {
+	core kubernetes.Interface
+	dyn  dynamic.Interface
+	ns   string
+}
+
+// realClients are clients of the real API server; without one the test
+// skips.
+func realClients(t testing.TB) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	return kubernetes.NewForConfigOrDie(realServer), dynamic.NewForConfigOrDie(realServer)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// newNamespace makes a namespace of its own for a test (envtest runs no
+// namespace controller, so they are never deleted, which is fine for one
+// test binary).
+func newNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	core, _ := realClients(t)
+	ns := fmt.Sprintf("%s%d-%d", prefix, time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
+	if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 // ---- kube ----
 
 var namespaceSeq atomic.Int64
 
-// openFakeEnv: Kube over client-go's in-memory fakes.
-func openFakeEnv(t *testing.T) *env {
-	ns := "validators"
-	core := kubefake.NewClientset()
-	fd := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"})
-	// The fake tracker assigns no UIDs; the API server does.
-	var uids atomic.Int64
-	fd.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if u, ok := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured); ok && u.GetUID() == "" {
-			u.SetUID(types.UID(fmt.Sprintf("uid-%d", uids.Add(1))))
-			u.SetCreationTimestamp(metav1.Now())
-		}
-		return false, nil, nil
-	})
-	return openKubeEnv(t, core, fd, ns)
-}
-
-// openEnvtestEnv: Kube over the real API server, a namespace per test
-// (envtest runs no namespace controller, so they are never deleted, which
-// is fine for one test binary).
+// openEnvtestEnv: Kube over the real API server, a namespace per test.
 func openEnvtestEnv(t *testing.T) *env {
-	core, err := kubernetes.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(realServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
-	if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return openKubeEnv(t, core, dyn, ns)
-}
-
-func openKubeEnv(t *testing.T, core kubernetes.Interface, dyn dynamic.Interface, ns string) *env {
-	k, err := cluster.NewKubeForClients(core, dyn, ns, cluster.KubeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	startKube(t, k.Start)
+	core, dyn := realClients(t)
+	ns := newNamespace(t, "t")
+	k, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+	start()
 	return kubeEnv(t, k, core, dyn.Resource(cluster.ValidatorResource).Namespace(ns), ns)
 }
 

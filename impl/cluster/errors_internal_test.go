@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
+	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -103,7 +104,18 @@ func TestDurationText(t *testing.T) {
 
 // A cluster that cannot be reached is unavailable, not an internal error.
 func TestKubeUnreachable(t *testing.T) {
-	k, err := NewKube(&rest.Config{Host: "http://127.0.0.1:1", Timeout: 2 * time.Second}, "validators", KubeOptions{})
+	unreachable := func(ns string, opts KubeOptions) (*Kube, error) {
+		scheme, err := Scheme()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ctrlcluster.New(&rest.Config{Host: "http://127.0.0.1:1", Timeout: 2 * time.Second}, func(o *ctrlcluster.Options) { o.Scheme = scheme })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewKube(c, ns, opts)
+	}
+	k, err := unreachable("validators", KubeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +132,10 @@ func TestKubeUnreachable(t *testing.T) {
 	if _, err := k.ManagedValidators(); !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("ManagedValidators before Start: got %v, want ErrUnavailable", err)
 	}
-	if _, err := NewKube(&rest.Config{Host: "http://127.0.0.1:1"}, "", KubeOptions{}); err == nil {
+	if _, err := unreachable("", KubeOptions{}); err == nil {
 		t.Error("empty namespace: got nil, want an error")
 	}
-	if _, err := NewKube(&rest.Config{Host: "http://127.0.0.1:1"}, "ns", KubeOptions{BackupStorage: "lots"}); err == nil {
+	if _, err := unreachable("ns", KubeOptions{BackupStorage: "lots"}); err == nil {
 		t.Error("bad backup storage: got nil, want an error")
 	}
 	if _, err := RESTConfig("docker", ""); err == nil {

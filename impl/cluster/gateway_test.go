@@ -10,14 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // The behaviour suite of the cluster gateway: every test runs against Kube
-// over the embedded default's persisted fakes, over client-go's in-memory
-// fakes, and over a real API server (envtest) when KUBEBUILDER_ASSETS is set.
+// over a real API server (envtest) when KUBEBUILDER_ASSETS is set.
 func TestGateway(t *testing.T) {
 	tests := []struct {
 		name string
@@ -35,7 +36,6 @@ func TestGateway(t *testing.T) {
 		{"backup schedule refusals", testBackupScheduleRefusals},
 		{"in step reads the caches", testInStep},
 		{"ping", testPing},
-		{"close stops the cache", testClose},
 	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -657,31 +657,7 @@ func testPing(t *testing.T, e *env) {
 	}
 }
 
-func testClose(t *testing.T, e *env) {
-	k, ok := e.gw.(interface {
-		gateway
-		Start(context.Context) error
-		Close()
-	})
-	if !ok {
-		t.Fatalf("%T has no Start and Close", e.gw)
-	}
-	ctx := context.Background()
-	if _, err := apitest.ValidatorStates(k); err != nil {
-		t.Fatalf("ValidatorStates after Start: got %v, want nil", err)
-	}
-	k.Close()
-	k.Close()
-	if _, err := apitest.ValidatorStates(k); !errors.Is(err, domain.ErrUnavailable) {
-		t.Errorf("ValidatorStates after Close: got %v, want ErrUnavailable", err)
-	}
-	if err := k.Start(ctx); !errors.Is(err, domain.ErrUnavailable) {
-		t.Errorf("Start after Close: got %v, want ErrUnavailable", err)
-	}
-}
-
-// testInStep: InStep tells from the caches (which keep summaries of the
-// Validators and CronJobs, not the objects) whether the cluster runs an
+// testInStep: InStep tells from the cache whether the cluster runs an
 // intent: the resource's spec and labels, the backup CronJob's spec, labels
 // and owner.
 func testInStep(t *testing.T, e *env) {
@@ -738,4 +714,76 @@ func testInStep(t *testing.T, e *env) {
 	}
 	within(t, inStep(domain.ValidatorIntent{Validator: v, Prune: prune}, true))
 	within(t, inStep(in, false))
+}
+
+// TestRestartWritesNothing: a gateway that starts over a cluster already in
+// step with what it would apply (a restart with nothing changed) sends no
+// write to the API server: the Validator, its Secrets (operator values
+// given again are the exception: they are written as given) and its backup
+// CronJob are compared with the cache first.
+func TestRestartWritesNothing(t *testing.T) {
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "r")
+	v := validator(t, "omega", config("omega", "0.4.1", map[string]any{"databaseConfig": map[string]any{"username": "cnadmin"}}))
+	prune := &domain.PruneSchedule{Cron: "0 0 20 * * ?", MaxDurationText: "5m", RetentionText: "48h"}
+	backup := &domain.BackupSchedule{Validator: "omega", Cron: "0 3 * * *", MaxBackups: 7}
+	password, clientSecret := "generated-password", "generated-client-secret"
+	defaults := domain.SecretDefaults{DatabasePassword: &password, LedgerAPIClientSecret: &clientSecret}
+	apply := func(k *cluster.Kube) {
+		t.Helper()
+		if err := k.ApplyValidator(ctx, v, prune); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.ApplyBackupSchedule(ctx, "omega", backup); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.DefaultSecrets(ctx, "omega", defaults); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, start, firstWrites := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+	start()
+	if err := first.ApplyValidator(ctx, v, prune); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.WriteSecrets(ctx, "omega", domain.ValidatorSecrets{OnboardingSecret: onboardingValue}); err != nil {
+		t.Fatal(err)
+	}
+	apply(first)
+	if firstWrites.Load() == 0 {
+		t.Fatal("the first gateway wrote nothing")
+	}
+	in := domain.ValidatorIntent{Validator: v, Prune: prune, Backup: backup}
+	within(t, func() error {
+		if !first.InStep(in) || first.CachedSecrets("omega") != (domain.WrittenSecrets{Onboarding: true, LedgerAPIAuth: true, Database: true}) {
+			return fmt.Errorf("the first gateway's cache is not in step yet")
+		}
+		return nil
+	})
+	// The restart: a new cache over the same namespace.
+	second, start2, writes := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+	start2()
+	if !second.InStep(in) {
+		t.Fatal("after the restart: InStep false, want true")
+	}
+	apply(second)
+	if n := writes.Load(); n != 0 {
+		t.Fatalf("a restart with nothing changed wrote %d times, want 0", n)
+	}
+	// Defaults never replace a value: the operator's password stays.
+	if err := second.WriteSecrets(ctx, "omega", domain.ValidatorSecrets{DatabasePassword: dbPassword}); err != nil {
+		t.Fatal(err)
+	}
+	other := "another-default"
+	if err := second.DefaultSecrets(ctx, "omega", domain.SecretDefaults{DatabasePassword: &other}); err != nil {
+		t.Fatal(err)
+	}
+	core, _ := realClients(t)
+	s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("omega"), metav1.GetOptions{})
+	if err != nil || string(s.Data[cluster.DatabaseSecretKey]) != dbPassword {
+		t.Fatalf("database Secret after a default: got %v, want the operator's password", err)
+	}
 }

@@ -3,34 +3,36 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"sync"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	metricsv1beta1 "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
@@ -42,11 +44,9 @@ type KubeOptions struct {
 	BackupImage string
 	// BackupStorage is the size of a new backup PVC. Default 10Gi.
 	BackupStorage string
-	// Resync is the informer's resync period; 0 means none.
-	Resync time.Duration
 	// Instance identifies the installation (its database): the Validator
-	// resources the gateway writes carry it (InstallationLabel), and its
-	// informer sees only those. Empty: every managed resource.
+	// resources the gateway writes carry it (InstallationLabel), and it
+	// manages only those. Empty: every managed resource.
 	Instance string
 	// Metrics reads metrics.k8s.io (or the embedded default's node
 	// simulator); nil means the metrics API is unavailable (application
@@ -60,43 +60,47 @@ const (
 	DefaultBackupStorage = "10Gi"
 )
 
-// Kube is the gateway to a Kubernetes cluster over client-go. It works in one
-// namespace. Reads of many validators come from an informer (Start first);
-// reads that must be fresh and all writes go to the API server.
+// Field owners of what the gateway applies (server-side apply): the
+// Validator's spec, labels and the backup CronJob; spec.secrets, which
+// follows the Secrets that exist; the values operators gave (forced over
+// any other owner); and the defaults, applied without force so that they
+// never replace a value another owner set.
+const (
+	FieldOwner         = "validator-manager"
+	secretRefsOwner    = "validator-manager-secret-refs"
+	secretDefaultOwner = "validator-manager-defaults"
+)
+
+// Kube is the gateway to a Kubernetes cluster. It works in one namespace.
+// Reads come from the controller-runtime Manager's cache (CacheOptions; the
+// Manager starts and stops it), reads that must be fresh from the API
+// server, and writes are server-side applies that are skipped when the
+// cached object already is what would be applied.
 type Kube struct {
 	namespace  string
-	core       kubernetes.Interface
-	dyn        dynamic.Interface
+	core       kubernetes.Interface // pods (application metrics), /version
+	client     client.Client        // writes
+	api        client.Reader        // fresh reads
+	cache      ctrlcache.Cache
 	image      string
 	backupSize resource.Quantity
 	// instance is KubeOptions.Instance.
 	instance string
-	// managed selects the Validators this installation manages: release
-	// 1.11 and the reconciler read their summaries, kept beside release
-	// 2.0's encodings in the one Validator cache (validatorView).
+	// managed selects the Validators this installation manages.
 	managed labels.Selector
-	// CronJobs the gateway wrote, cached, so that a reconcile that changes
-	// nothing costs the API server nothing.
-	typed      informers.SharedInformerFactory
-	cronJobs   cache.SharedIndexInformer
-	cronLister cache.GenericNamespaceLister // of *cronJobSummary
-	synced     atomic.Bool
-	// seenCronJobs is the highest resourceVersion the CronJob informer has
-	// delivered (numeric resourceVersions only; WaitSeen waits on it).
-	seenCronJobs atomic.Int64
-	stop         chan struct{}
-	stopOnce     sync.Once
 	// Release 2.0's read model: every Validator and Application of the
-	// namespace (unfiltered informers), kept encoded; the Validators this
-	// installation manages also summarised (managed).
-	views           dynamicinformer.DynamicSharedInformerFactory
+	// namespace, kept encoded.
 	validatorView   *view
 	applicationView *view
+	// The cache's informers the gateway reads (SyncState).
+	typedValidators, cronJobs, secrets ctrlcache.Informer
+	// deleted are OnValidatorDeleted's callbacks.
+	deleted []func(name string)
+	synced  atomic.Bool
+	// ready is closed once synced is set.
+	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
 	metrics metricsv1beta1.PodMetricsesGetter
-	// Every Secret's name and resourceVersion (proxy.go).
-	secrets        informers.SharedInformerFactory
-	secretVersions cache.SharedIndexInformer
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -124,32 +128,23 @@ func RESTConfig(mode, kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewKube connects to the cluster of cfg, working in namespace. Call Start
-// before reading its caches.
-func NewKube(cfg *rest.Config, namespace string, opts KubeOptions) (*Kube, error) {
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+// NewKube builds the gateway over c (the controller-runtime Manager, whose
+// cache was built with CacheOptions), working in namespace. Start waits for
+// the cache before the gateway's cached reads answer.
+func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, error) {
+	if namespace == "" {
+		return nil, fmt.Errorf("cluster: namespace must not be empty")
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	core, err := kubernetes.NewForConfig(c.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if opts.Metrics == nil {
-		mc, err := metricsclient.NewForConfig(cfg)
+		mc, err := metricsclient.NewForConfig(c.GetConfig())
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		opts.Metrics = mc.MetricsV1beta1()
-	}
-	return NewKubeForClients(core, dyn, namespace, opts)
-}
-
-// NewKubeForClients builds the gateway over given clients (tests pass
-// client-go fakes).
-func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespace string, opts KubeOptions) (*Kube, error) {
-	if namespace == "" {
-		return nil, fmt.Errorf("cluster: namespace must not be empty")
 	}
 	if opts.BackupImage == "" {
 		opts.BackupImage = DefaultBackupImage
@@ -161,8 +156,8 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	if err != nil {
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
-	k := &Kube{namespace: namespace, core: core, dyn: dyn, image: opts.BackupImage, backupSize: size, instance: opts.Instance, stop: make(chan struct{}), metrics: opts.Metrics}
-	k.views = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, namespace, nil)
+	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
+		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -170,159 +165,120 @@ func NewKubeForClients(core kubernetes.Interface, dyn dynamic.Interface, namespa
 	if k.managed, err = labels.Parse(selector); err != nil {
 		return nil, fmt.Errorf("cluster: installation %q: %w", k.instance, err)
 	}
-	k.validatorView = newView(domain.KindValidator, ValidatorResource)
-	k.applicationView = newView(domain.KindApplication, ApplicationGVR)
-	if err := k.validatorView.attach(k.views.ForResource(ValidatorResource).Informer(), k.managed); err != nil {
-		return nil, err
-	}
-	if k.secrets, k.secretVersions, err = newSecretVersions(core, namespace, opts.Resync); err != nil {
-		return nil, err
-	}
-	k.typed = informers.NewSharedInformerFactoryWithOptions(core, opts.Resync, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
-	cj := k.typed.Batch().V1().CronJobs()
-	k.cronJobs = cj.Informer()
-	// The cache holds cronJobSummary values, not the CronJobs.
-	if err := k.cronJobs.SetTransform(summarizeCronJob); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	k.cronLister = cache.NewGenericLister(k.cronJobs.GetIndexer(), batchv1.Resource("cronjobs")).ByNamespace(namespace)
-	see := func(obj any) { observe(&k.seenCronJobs, obj) }
-	if _, err := k.cronJobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    see,
-		UpdateFunc: func(_, obj any) { see(obj) },
-		DeleteFunc: see,
-	}); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
+	k.validatorView = newView(domain.KindValidator, ValidatorGVK, ValidatorResource.GroupResource())
+	k.applicationView = newView(domain.KindApplication, ApplicationGVK, ApplicationGVR.GroupResource())
 	return k, nil
 }
 
-// see records the resourceVersion of an object the informer delivered (its
-// cache already holds it: handlers run after the cache is updated).
-// observe raises seen to obj's resourceVersion.
-func observe(seen *atomic.Int64, obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
-	}
-	rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
-	if err != nil {
-		return
-	}
-	for {
-		cur := seen.Load()
-		if rv <= cur || seen.CompareAndSwap(cur, rv) {
-			return
-		}
-	}
-}
-
-// waitSeen waits, at most limit, until the informer has delivered
-// resourceVersion rv.
-func waitSeen(ctx context.Context, seen *atomic.Int64, rv int64, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for seen.Load() < rv && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// Start starts the validator informer and waits, at most until ctx ends, for
-// its first sync. The informer runs until Close, not until ctx ends (a
-// start-up timeout must not stop it). Start fails fast when the Validator
-// CRD is not installed.
+// Start asks the Manager's cache for the informers the gateway reads and
+// waits, at most until ctx ends, for the cache to have synced (the Manager
+// starts it). It fails fast when the Validator CRD is not served; without
+// the Application CRD the gateway runs and application reads say what is
+// missing.
 func (k *Kube) Start(ctx context.Context) error {
-	_, err := k.validators().List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: managedSelector})
-	if apierrors.IsNotFound(err) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(ValidatorGVK.GroupVersion().WithKind(Kind + "List"))
+	err := k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1))
+	if served, err := servedOr(err); !served {
+		if err != nil {
+			return translate("list validators", err)
+		}
 		return domain.Unavailable("cluster: the Validator resource (%s) is not served; apply deploy/crds", ValidatorResource.GroupResource())
 	}
+	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationKind + "List"))
+	applications, err := servedOr(k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1)))
 	if err != nil {
-		return translate("list validators", err)
-	}
-	// Applications are read only by release 2.0: without their CRD the
-	// gateway runs, and reads of applications say what is missing.
-	_, err = k.dyn.Resource(ApplicationGVR).Namespace(k.namespace).List(ctx, metav1.ListOptions{Limit: 1})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
 		return translate("list applications", err)
-	case !k.applicationView.served:
-		if err := k.applicationView.attach(k.views.ForResource(ApplicationGVR).Informer(), nil); err != nil {
+	}
+	views := []*view{k.validatorView}
+	if applications {
+		views = append(views, k.applicationView)
+	}
+	for _, v := range views {
+		if v.served {
+			continue
+		}
+		if err := v.attach(ctx, k.cache); err != nil {
 			return err
 		}
 	}
-	k.typed.Start(k.stop)
-	k.views.Start(k.stop)
-	k.secrets.Start(k.stop)
-	waits := []cache.InformerSynced{k.cronJobs.HasSynced, k.validatorView.synced, k.secretVersions.HasSynced}
-	if k.applicationView.served {
-		waits = append(waits, k.applicationView.synced)
+	if _, err := k.validatorView.informer.AddEventHandler(deleteHandler(k.validatorDeleted)); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), waits...) {
-		if ctx.Err() == nil { // closed meanwhile
-			return domain.Unavailable("cluster: the gateway is closed")
+	for _, i := range []struct {
+		obj client.Object
+		to  *ctrlcache.Informer
+	}{{&v1alpha1.Validator{}, &k.typedValidators}, {&batchv1.CronJob{}, &k.cronJobs}, {&corev1.Secret{}, &k.secrets}} {
+		if *i.to, err = k.cache.GetInformer(ctx, i.obj, ctrlcache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("cluster: %T informer: %w", i.obj, err)
 		}
+	}
+	if !k.cache.WaitForCacheSync(ctx) {
 		return domain.Unavailable("cluster: the validator cache did not sync: %v", ctx.Err())
 	}
-	select {
-	case <-k.stop:
-		return domain.Unavailable("cluster: the gateway is closed")
-	default:
+	for _, v := range views {
+		for !v.synced() {
+			select {
+			case <-ctx.Done():
+				return domain.Unavailable("cluster: the %s view did not sync: %v", v.kind, ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 	}
-	k.synced.Store(true)
+	if !k.synced.Swap(true) {
+		close(k.ready)
+	}
 	return nil
 }
 
-// Close stops the informer and waits for it; ManagedValidators then fails.
-func (k *Kube) Close() {
-	k.stopOnce.Do(func() {
-		k.synced.Store(false)
-		close(k.stop)
-		k.typed.Shutdown()
-		k.views.Shutdown()
-		k.secrets.Shutdown()
-	})
-}
-
-func (k *Kube) validators() dynamic.ResourceInterface {
-	return k.dyn.Resource(ValidatorResource).Namespace(k.namespace)
-}
-
-// retryWrite retries fn while it loses a race: a conflicting update, or a
-// create that another writer beat.
-func retryWrite(fn func() error) error {
-	return retry.OnError(retry.DefaultRetry, func(err error) bool {
-		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
-	}, fn)
-}
-
-func mergeLabels(have, want map[string]string) map[string]string {
-	if have == nil {
-		have = map[string]string{}
+// WaitForSync waits until Start has seen the cache and the views synced;
+// false when ctx ends first.
+func (k *Kube) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-k.ready:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	for k, v := range want {
-		have[k] = v
-	}
-	return have
 }
 
-// withOwner sets ref among refs, replacing an older reference to the same owner.
-func withOwner(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
-	out := refs[:0:0]
-	for _, r := range refs {
-		if r.Kind != ref.Kind || r.Name != ref.Name || r.APIVersion != ref.APIVersion {
-			out = append(out, r)
-		}
+// servedOr tells whether a list failed because the kind is not served
+// (false, nil), or failed otherwise (the error).
+func servedOr(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err), discovery.IsGroupDiscoveryFailedError(err):
+		return false, nil
 	}
-	return append(out, ref)
+	return false, err
+}
+
+func deleteHandler(f func(obj any)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{DeleteFunc: f}
+}
+
+// Namespace is the namespace the gateway works in.
+func (k *Kube) Namespace() string { return k.namespace }
+
+// Manages tells whether a Validator resource carrying these labels is one
+// this installation manages.
+func (k *Kube) Manages(l map[string]string) bool { return k.managed.Matches(labels.Set(l)) }
+
+// SecretValidator names the managed validator a Secret belongs to (its
+// ValidatorLabel, else its name's convention), "" for any other Secret.
+func (k *Kube) SecretValidator(s metav1.Object) string {
+	name := s.GetLabels()[ValidatorLabel]
+	if name == "" {
+		name, _, _ = slotOf(s.GetName())
+	}
+	if name == "" {
+		return ""
+	}
+	if _, ok := k.cachedValidator(name); !ok {
+		return ""
+	}
+	return name
 }
 
 // CheckReferences fails with domain.Invalid naming the field of the first
@@ -389,16 +345,164 @@ func hasKey(s *corev1.Secret, key string) bool {
 	return ok
 }
 
-// specHashAnnotation holds a hash of the spec the gateway last wrote: a
-// reconcile whose desired spec has the same hash writes nothing. (The API
-// server defaults fields of what it stores, so the stored object itself does
-// not compare equal to what was sent.)
-const specHashAnnotation = "validator-manager.io/spec-hash"
+// noCopy reads a cached object without copying it: read it, never change it.
+var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptrTo(true)}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// apply applies obj (server-side apply) as owner; force takes over the
+// fields other owners hold. The API server's errors may quote what was
+// sent: callers that send a secret redact them.
+func (k *Kube) apply(ctx context.Context, obj runtime.Object, owner string, force bool) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	delete(m, "status")
+	dropNullTimestamps(m)
+	opts := []client.ApplyOption{client.FieldOwner(owner)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	return k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: m}), opts...)
+}
+
+// dropNullTimestamps removes the creationTimestamp: null that typed
+// objects carry in their metadata and templates (an apply would own it).
+func dropNullTimestamps(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if ts, ok := t["creationTimestamp"]; ok && ts == nil {
+			delete(t, "creationTimestamp")
+		}
+		for _, c := range t {
+			dropNullTimestamps(c)
+		}
+	case []any:
+		for _, c := range t {
+			dropNullTimestamps(c)
+		}
+	}
+}
+
+// covers tells whether actual holds what desired says: every field of
+// desired with an equal value (maps key by key, lists element by element
+// with the same length); a field only actual has is allowed when extra
+// allows its value (the API server's defaults). Both are JSON values
+// (jsonValue).
+func covers(desired, actual any, extra func(any) bool) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		a, ok := actual.(map[string]any)
+		if !ok {
+			return len(d) == 0 && actual == nil
+		}
+		for key, dv := range d {
+			av, ok := a[key]
+			if !ok || !covers(dv, av, extra) {
+				return false
+			}
+		}
+		for key, av := range a {
+			if _, ok := d[key]; !ok && !extra(av) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		a, ok := actual.([]any)
+		if !ok || len(a) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !covers(d[i], a[i], extra) {
+				return false
+			}
+		}
+		return true
+	}
+	return desired == actual
+}
+
+// jsonValue is v as JSON decodes it (maps, lists, float64, string, bool, nil).
+func jsonValue(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(raw, &out)
+}
+
+// isZero allows the defaults of the Validator's schema: empty strings,
+// false, zero, null and empty maps and lists.
+func isZero(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	case float64:
+		return t == 0
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
+}
+
+// labelsCover tells whether have holds every label of want.
+func labelsCover(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// storedValidator is the Validator resource of that name as stored (the
+// view's encoding, decoded); false when the cache has none.
+func (k *Kube) storedValidator(name string) (map[string]any, bool) {
+	if !k.synced.Load() {
+		return nil, false
+	}
+	e, err := k.validatorView.entry(k.namespace, name)
+	if err != nil {
+		return nil, false
+	}
+	var obj map[string]any
+	if json.Unmarshal(e.object, &obj) != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// validatorInStep tells from the cache whether the Validator resource has
+// the spec (spec.secrets aside) and labels the gateway would apply.
+func (k *Kube) validatorInStep(name string, spec map[string]any) bool {
+	cur, ok := k.storedValidator(name)
+	if !ok {
+		return false
+	}
+	u := unstructured.Unstructured{Object: cur}
+	if !labelsCover(u.GetLabels(), k.validatorLabels(name)) {
+		return false
+	}
+	have, _ := cur["spec"].(map[string]any)
+	have = maps.Clone(have)
+	delete(have, "secrets")
+	want, err := jsonValue(spec)
+	return err == nil && covers(want, have, isZero)
+}
 
 // ApplyValidator makes the Validator resource what v and prune (nil: no
-// pruning schedule) say. It keeps annotations, status and spec.secrets, and
-// writes nothing when the resource (read from the API server) already has
-// the desired spec.
+// pruning schedule) say: its spec (but spec.secrets, which follows the
+// Secrets) and labels, by server-side apply; annotations and status are
+// others'. Nothing is written when the cached resource already is that.
 func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
 	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune))
 }
@@ -411,54 +515,23 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	if err != nil {
 		return err
 	}
-	hash, err := specHash(spec)
-	if err != nil {
+	if k.validatorInStep(v.Name, spec) {
+		return nil
+	}
+	_, existed := k.storedValidator(v.Name)
+	u := unstructuredOf(ValidatorGVK)
+	u.SetName(v.Name)
+	u.SetNamespace(k.namespace)
+	u.SetLabels(k.validatorLabels(v.Name))
+	u.Object["spec"] = spec
+	if err := k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return err
 	}
-	return retryWrite(func() error {
-		cur, err := k.validators().Get(ctx, v.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			// Secrets may outlive a resource deleted by hand: reference those there are.
-			refs, err := k.existingSecrets(ctx, v.Name)
-			if err != nil {
-				return err
-			}
-			if len(refs) > 0 {
-				spec["secrets"] = refs
-			}
-			obj := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": Group + "/" + Version,
-				"kind":       Kind,
-				"spec":       spec,
-			}}
-			obj.SetName(v.Name)
-			obj.SetNamespace(k.namespace)
-			obj.SetLabels(k.validatorLabels(v.Name))
-			obj.SetAnnotations(map[string]string{specHashAnnotation: hash})
-			_, err = k.validators().Create(ctx, obj, metav1.CreateOptions{})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		if upToDate(cur, hash, k.validatorLabels(v.Name)) {
-			return nil
-		}
-		obj := cur.DeepCopy()
-		if refs, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "secrets"); found {
-			spec["secrets"] = refs
-		}
-		obj.Object["spec"] = spec
-		obj.SetLabels(mergeLabels(obj.GetLabels(), k.validatorLabels(v.Name)))
-		annotations := obj.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[specHashAnnotation] = hash
-		obj.SetAnnotations(annotations)
-		_, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
-		return err
-	})
+	if existed {
+		return nil
+	}
+	// Secrets may outlive a resource deleted by hand: reference those there are.
+	return k.referenceSecrets(ctx, v.Name, nil)
 }
 
 // validatorLabels are the labels of a Validator resource the gateway writes.
@@ -470,73 +543,67 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 	return l
 }
 
-// cachedValidator reads the summary of a validator this installation
-// manages from the cache; false when the cache is not synced or has no such
-// validator.
-func (k *Kube) cachedValidator(name string) (*validatorSummary, bool) {
+// cachedValidator reads a validator this installation manages from the
+// cache (shared: read it, never change it); false when the cache is not
+// synced or has no such validator.
+func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
 	if !k.synced.Load() {
 		return nil, false
 	}
-	o, ok, err := k.validatorView.informer.GetIndexer().GetByKey(k.namespace + "/" + name)
-	if err != nil || !ok {
+	v := &v1alpha1.Validator{}
+	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, v, noCopy); err != nil {
 		return nil, false
 	}
-	v, _ := o.(*viewObject)
-	if v == nil || v.managed == nil {
-		return nil, false
-	}
-	return v.managed, true
+	return v, k.Manages(v.Labels)
 }
 
-// cachedValidators are the summaries of every validator this installation
-// manages, from the cache (shared: read them, never change them).
-func (k *Kube) cachedValidators() ([]*validatorSummary, error) {
-	if !k.synced.Load() {
-		return nil, domain.Unavailable("cluster: the validator cache is not started (or the gateway is closed)")
-	}
-	objs := k.validatorView.informer.GetStore().List()
-	out := make([]*validatorSummary, 0, len(objs))
-	for _, o := range objs {
-		if v, _ := o.(*viewObject); v != nil && v.managed != nil {
-			out = append(out, v.managed)
-		}
-	}
-	return out, nil
-}
-
-// upToDate tells whether obj carries the spec of hash and the labels want.
-func upToDate(obj metav1.Object, hash string, want map[string]string) bool {
-	if obj.GetAnnotations()[specHashAnnotation] != hash {
-		return false
-	}
-	have := obj.GetLabels()
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-// existingSecrets is spec.secrets for the validator's Secrets that exist.
-func (k *Kube) existingSecrets(ctx context.Context, validator string) (map[string]any, error) {
+// referenceSecrets makes spec.secrets reference every one of the
+// validator's Secrets that exists (the cache's, and those just written),
+// applied as a field owner of its own; nothing is written when it already
+// does.
+func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string) error {
 	refs := map[string]any{}
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		_, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, s.name, metav1.GetOptions{})
-		switch {
-		case err == nil:
+		if slices.Contains(written, s.name) || k.cachedSecret(s.name) != nil {
 			refs[s.field] = secretRef(s)
-		case !apierrors.IsNotFound(err):
-			return nil, redact(err)
 		}
 	}
-	return refs, nil
+	if cur, ok := k.storedValidator(validator); ok {
+		have, _, _ := unstructured.NestedMap(cur, "spec", "secrets")
+		want, err := jsonValue(refs)
+		if err == nil && covers(want, have, isZero) {
+			return nil
+		}
+	}
+	u := unstructuredOf(ValidatorGVK)
+	u.SetName(validator)
+	u.SetNamespace(k.namespace)
+	spec := map[string]any{}
+	if len(refs) > 0 {
+		spec["secrets"] = refs
+	}
+	u.Object["spec"] = spec
+	return k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(secretRefsOwner), client.ForceOwnership)
+}
+
+// cachedSecret is the cache's Secret of that name (keys, no values), nil
+// when absent; shared: read it, never change it.
+func (k *Kube) cachedSecret(name string) *corev1.Secret {
+	if !k.synced.Load() {
+		return nil
+	}
+	s := &corev1.Secret{}
+	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, s, noCopy); err != nil {
+		return nil
+	}
+	return s
 }
 
 // WriteSecrets writes the secret values given (empty ones are left as they
-// are) into the validator's Secrets, owned by its resource, and makes the
-// resource's spec.secrets reference every one of its Secrets that exists (an
-// operator may have created one by hand). The resource must exist.
+// are) into the validator's Secrets, owned by its resource, over any value
+// they held, and makes the resource's spec.secrets reference every one of
+// its Secrets that exists (an operator may have created one by hand). The
+// resource must exist.
 func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
 	return translate(fmt.Sprintf("write secrets of validator %q", validator), k.writeSecrets(ctx, validator, secrets))
 }
@@ -546,9 +613,9 @@ func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domai
 	for _, s := range secretSlots(validator, secrets) {
 		values[s.name] = s.value
 	}
-	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) error {
+	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) (bool, error) {
 		if s.value = values[s.name]; s.value == "" {
-			return nil
+			return false, nil
 		}
 		return k.writeSecretKey(ctx, s, owner, true)
 	})
@@ -556,66 +623,59 @@ func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domai
 
 // putSecrets calls put for each of the validator's Secrets with the
 // resource as their owner, then makes spec.secrets reference every one that
-// exists (an operator may have created one by hand).
-func (k *Kube) putSecrets(ctx context.Context, validator string, put func(context.Context, secretSlot, metav1.OwnerReference) error) error {
-	cur, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return domain.NotFound("validator %q does not exist in the cluster", validator)
-	}
+// exists.
+func (k *Kube) putSecrets(ctx context.Context, validator string, put func(context.Context, secretSlot, metav1.OwnerReference) (bool, error)) error {
+	uid, err := k.validatorUID(ctx, validator)
 	if err != nil {
 		return err
 	}
-	owner := ownerReference(validator, cur.GetUID())
+	owner := ownerReference(validator, uid)
+	var written []string
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		if err := put(ctx, s, owner); err != nil {
-			return err
-		}
-	}
-	refs, err := k.existingSecrets(ctx, validator)
-	if err != nil {
-		return err
-	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
+		wrote, err := put(ctx, s, owner)
 		if err != nil {
 			return err
 		}
-		have, _, _ := unstructured.NestedMap(cur.Object, "spec", "secrets")
-		if len(have) == 0 && len(refs) == 0 || equality.Semantic.DeepEqual(have, refs) {
-			return nil
+		if wrote {
+			written = append(written, s.name)
 		}
-		obj := cur.DeepCopy()
-		if len(refs) == 0 {
-			unstructured.RemoveNestedField(obj.Object, "spec", "secrets")
-		} else if err := unstructured.SetNestedMap(obj.Object, refs, "spec", "secrets"); err != nil {
-			return err
-		}
-		_, err = k.validators().Update(ctx, obj, metav1.UpdateOptions{})
-		return err
-	})
+	}
+	return k.referenceSecrets(ctx, validator, written)
+}
+
+// validatorUID is the uid of the validator's resource: from the cache, or
+// the API server when the cache does not hold it yet (just created).
+func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
+	if cur, ok := k.storedValidator(validator); ok {
+		return (&unstructured.Unstructured{Object: cur}).GetUID(), nil
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(ValidatorGVK)
+	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: validator}, m)
+	if apierrors.IsNotFound(err) {
+		return "", domain.NotFound("validator %q does not exist in the cluster", validator)
+	}
+	return m.UID, err
 }
 
 // CachedSecrets tells from the Secret cache which of the validator's
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
-	var w domain.WrittenSecrets
-	if !k.synced.Load() {
-		return w
+	has := func(name, key string) bool {
+		s := k.cachedSecret(name)
+		return s != nil && hasKey(s, key)
 	}
-	has := func(name string) bool {
-		o, found, err := k.secretVersions.GetIndexer().GetByKey(k.namespace + "/" + name)
-		st, _ := o.(*secretStamp)
-		return err == nil && found && st != nil && st.hasKey
+	return domain.WrittenSecrets{
+		Onboarding:    has(domain.OnboardingSecretName(validator), OnboardingSecretKey),
+		LedgerAPIAuth: has(domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey),
+		Database:      has(domain.DatabaseSecretName(validator), DatabaseSecretKey),
 	}
-	w.Onboarding = has(domain.OnboardingSecretName(validator))
-	w.LedgerAPIAuth = has(domain.LedgerAPIAuthSecretName(validator))
-	w.Database = has(domain.DatabaseSecretName(validator))
-	return w
 }
 
 // DefaultSecrets writes each value d gives into its Secret only where the
-// Secret or its key is missing (read from the API server), never over a
-// value, and references the validator's Secrets in spec.secrets. The
+// Secret or its key is missing, never over a value (applied without force
+// as an owner of its own: a key another owner set is a conflict, and left
+// as it is), and references the validator's Secrets in spec.secrets. The
 // resource must exist.
 func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
 	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.defaultSecrets(ctx, validator, d))
@@ -626,10 +686,10 @@ func (k *Kube) defaultSecrets(ctx context.Context, validator string, d domain.Se
 		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
 		domain.DatabaseSecretName(validator):      d.DatabasePassword,
 	}
-	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) error {
+	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) (bool, error) {
 		v := values[s.name]
 		if v == nil {
-			return nil
+			return false, nil
 		}
 		s.value = *v
 		return k.writeSecretKey(ctx, s, owner, false)
@@ -643,9 +703,9 @@ const PasswordKeySecret = "validator-manager-password-key"
 
 // PasswordKey reads the key of generated passwords, creating it once.
 func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
-	api := k.core.CoreV1().Secrets(k.namespace)
 	for {
-		s, err := api.Get(ctx, PasswordKeySecret, metav1.GetOptions{})
+		s := &corev1.Secret{}
+		err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: PasswordKeySecret}, s)
 		if err == nil {
 			if key := s.Data["key"]; len(key) == 32 {
 				return key, nil
@@ -659,11 +719,11 @@ func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		_, err = api.Create(ctx, &corev1.Secret{
+		err = k.client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: PasswordKeySecret, Namespace: k.namespace, Labels: map[string]string{ManagedByLabel: ManagedBy}},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{"key": key},
-		}, metav1.CreateOptions{})
+		}, client.FieldOwner(FieldOwner))
 		if err == nil {
 			return key, nil
 		}
@@ -674,42 +734,37 @@ func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// writeSecretKey sets one key of one Secret, creating the Secret when
-// absent; a key that holds a value is replaced only when replace is set.
-// Its errors carry no server message (it could quote the value).
-func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) error {
-	api := k.core.CoreV1().Secrets(k.namespace)
-	return redact(retryWrite(func() error {
-		cur, err := api.Get(ctx, s.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{
-					Name:            s.name,
-					Namespace:       k.namespace,
-					Labels:          labelsFor(owner.Name),
-					OwnerReferences: []metav1.OwnerReference{owner},
-				},
-				Type: corev1.SecretTypeOpaque,
-				Data: map[string][]byte{s.key: []byte(s.value)},
-			}, metav1.CreateOptions{})
-			return err
+// writeSecretKey applies one key of one Secret (creating the Secret when
+// absent) with the validator's labels and owner. replace: the operator's
+// value, forced over any other owner's; else a default, skipped when the
+// cache shows the key and applied without force (a conflict means another
+// owner set it: left as it is). It tells whether it wrote. Its errors
+// carry no server message (it could quote the value).
+func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
+	if !replace {
+		if cur := k.cachedSecret(s.name); cur != nil && hasKey(cur, s.key) {
+			return false, nil
 		}
-		if err != nil {
-			return err
-		}
-		if !replace && hasKey(cur, s.key) {
-			return nil
-		}
-		sec := cur.DeepCopy()
-		if sec.Data == nil {
-			sec.Data = map[string][]byte{}
-		}
-		sec.Data[s.key] = []byte(s.value)
-		sec.Labels = mergeLabels(sec.Labels, labelsFor(owner.Name))
-		sec.OwnerReferences = withOwner(sec.OwnerReferences, owner)
-		_, err = api.Update(ctx, sec, metav1.UpdateOptions{})
-		return err
-	}))
+	}
+	sec := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            s.name,
+			Namespace:       k.namespace,
+			Labels:          labelsFor(owner.Name),
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Data: map[string][]byte{s.key: []byte(s.value)},
+	}
+	fieldOwner := FieldOwner
+	if !replace {
+		fieldOwner = secretDefaultOwner
+	}
+	err := k.apply(ctx, sec, fieldOwner, replace)
+	if !replace && apierrors.IsConflict(err) {
+		return false, nil
+	}
+	return err == nil, redact(err)
 }
 
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;
@@ -720,36 +775,31 @@ func (k *Kube) DeleteValidator(ctx context.Context, name string) error {
 }
 
 func (k *Kube) deleteValidator(ctx context.Context, name string) error {
-	absentOK := func(err error) error {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	background := metav1.DeletePropagationBackground
-	err := k.core.BatchV1().CronJobs(k.namespace).Delete(ctx, BackupCronJobName(name), metav1.DeleteOptions{PropagationPolicy: &background})
-	if err := absentOK(err); err != nil {
+	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
+	err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err := client.IgnoreNotFound(err); err != nil {
 		return err
 	}
 	for _, s := range secretSlots(name, domain.ValidatorSecrets{}) {
-		if err := absentOK(k.core.CoreV1().Secrets(k.namespace).Delete(ctx, s.name, metav1.DeleteOptions{})); err != nil {
+		if err := client.IgnoreNotFound(k.client.Delete(ctx, &corev1.Secret{ObjectMeta: meta(s.name)})); err != nil {
 			return redact(err)
 		}
 	}
-	return absentOK(k.validators().Delete(ctx, name, metav1.DeleteOptions{}))
+	return client.IgnoreNotFound(k.client.Delete(ctx, &v1alpha1.Validator{ObjectMeta: meta(name)}))
 }
 
 // ValidatorState reads one validator's state from the API server (fresh: it
 // follows a write).
 func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error) {
-	obj, err := k.validators().Get(ctx, name, metav1.GetOptions{})
+	v := &v1alpha1.Validator{}
+	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, v)
 	if apierrors.IsNotFound(err) {
 		return domain.ValidatorState{}, domain.NotFound("validator %q does not exist in the cluster", name)
 	}
 	if err != nil {
 		return domain.ValidatorState{}, translate(fmt.Sprintf("read validator %q", name), err)
 	}
-	return summarize(obj).state(), nil
+	return validatorState(v), nil
 }
 
 // checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
@@ -773,35 +823,37 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 }
 
 func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
-	api := k.core.BatchV1().CronJobs(k.namespace)
 	if b == nil {
-		background := metav1.DeletePropagationBackground
-		err := api.Delete(ctx, BackupCronJobName(validator), metav1.DeleteOptions{PropagationPolicy: &background})
-		if apierrors.IsNotFound(err) {
+		if k.synced.Load() && k.cachedCronJob(validator) == nil {
 			return nil
 		}
-		return err
+		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
+			client.PropagationPolicy(metav1.DeletePropagationBackground))
+		return client.IgnoreNotFound(err)
 	}
 	if err := checkBackupSchedule(*b); err != nil {
 		return err
 	}
-	v, err := k.validators().Get(ctx, validator, metav1.GetOptions{})
+	v := &v1alpha1.Validator{}
+	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: validator}, v)
 	if apierrors.IsNotFound(err) {
 		return domain.NotFound("validator %q does not exist in the cluster", validator)
 	}
 	if err != nil {
 		return err
 	}
-	want, err := k.desiredCronJob(summarize(v), *b)
+	want, err := k.desiredCronJob(v, *b)
 	if err != nil {
 		return err
 	}
-	spec, _, _ := unstructured.NestedMap(v.Object, "spec")
+	if k.cronJobInStep(want) {
+		return nil
+	}
 	if !b.Deleted {
-		pvc := backupPVC(k.namespace, validator, k.backupSize, specString(spec, "storageClass"))
-		_, err := k.core.CoreV1().PersistentVolumeClaims(k.namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		pvc := backupPVC(k.namespace, validator, k.backupSize, v.Spec.StorageClass)
+		err := k.api.Get(ctx, client.ObjectKeyFromObject(pvc), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}})
 		if apierrors.IsNotFound(err) {
-			_, err = k.core.CoreV1().PersistentVolumeClaims(k.namespace).Create(ctx, pvc, metav1.CreateOptions{})
+			err = k.client.Create(ctx, pvc, client.FieldOwner(FieldOwner))
 			if apierrors.IsAlreadyExists(err) {
 				err = nil
 			}
@@ -810,87 +862,73 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 			return err
 		}
 	}
-	hash := want.Annotations[specHashAnnotation]
-	return retryWrite(func() error {
-		cur, err := api.Get(ctx, want.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(ctx, want, metav1.CreateOptions{})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		if upToDate(cur, hash, want.Labels) && ownedBy(cur.OwnerReferences, v.GetUID()) {
-			return nil
-		}
-		cj := cur.DeepCopy()
-		cj.Spec = *want.Spec.DeepCopy()
-		cj.Labels = mergeLabels(cj.Labels, want.Labels)
-		if cj.Annotations == nil {
-			cj.Annotations = map[string]string{}
-		}
-		cj.Annotations[specHashAnnotation] = hash
-		cj.OwnerReferences = withOwner(cj.OwnerReferences, want.OwnerReferences[0])
-		_, err = api.Update(ctx, cj, metav1.UpdateOptions{})
-		return err
-	})
+	return k.apply(ctx, want, FieldOwner, true)
 }
 
-// desiredCronJob is the backup CronJob of the Validator resource v for b,
-// annotated with the hash of its spec.
-func (k *Kube) desiredCronJob(v *validatorSummary, b domain.BackupSchedule) (*batchv1.CronJob, error) {
-	if v.externalDatabase && !b.Deleted {
-		return nil, errExternalDatabase(v.name)
+// cachedCronJob is the validator's backup CronJob in the cache, nil when
+// absent; shared: read it, never change it.
+func (k *Kube) cachedCronJob(validator string) *batchv1.CronJob {
+	cj := &batchv1.CronJob{}
+	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: BackupCronJobName(validator)}, cj, noCopy); err != nil {
+		return nil
 	}
-	want := backupCronJob(backupTarget{
+	return cj
+}
+
+// cronJobInStep tells from the cache whether the CronJob is what want
+// says: its spec (the fields the gateway sets: the cache keeps their
+// digest), labels and owner.
+func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
+	cur := k.cachedCronJob(want.Labels[ValidatorLabel])
+	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !ownedBy(cur.OwnerReferences, want.OwnerReferences[0].UID) {
+		return false
+	}
+	digest, err := cronJobDigest(want.Spec)
+	return err == nil && cur.Annotations[digestAnnotation] == digest
+}
+
+// desiredCronJob is the backup CronJob of the Validator resource v for b.
+func (k *Kube) desiredCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*batchv1.CronJob, error) {
+	if v.Spec.ExternalDatabase && !b.Deleted {
+		return nil, errExternalDatabase(v.Name)
+	}
+	user := ""
+	if v.Spec.Database != nil {
+		user = v.Spec.Database.User
+	}
+	cj := backupCronJob(backupTarget{
 		namespace:    k.namespace,
-		validator:    v.name,
-		uid:          v.uid,
+		validator:    v.Name,
+		uid:          v.UID,
 		image:        k.image,
 		cron:         b.Cron,
 		maxBackups:   b.MaxBackups,
 		suspend:      b.Deleted,
-		databaseUser: v.databaseUser,
+		databaseUser: user,
 	})
-	hash, err := specHash(want.Spec)
-	if err != nil {
-		return nil, err
-	}
-	want.Annotations = map[string]string{specHashAnnotation: hash}
-	return want, nil
+	cj.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"}
+	return cj, nil
 }
 
-// InStep tells from the caches alone whether the cluster already runs what
-// in records (the Validator resource's spec and the backup CronJob), so that
-// a periodic reconcile of an unchanged validator costs the API server
-// nothing. False when the caches cannot tell: not synced, or behind.
+// InStep tells from the cache alone whether the cluster already runs what
+// in records (the Validator resource's spec and labels, the backup
+// CronJob), so that a periodic reconcile of an unchanged validator costs
+// the API server nothing. False when the cache cannot tell.
 func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	v := in.Validator
 	spec, err := validatorSpec(v, in.Prune)
-	if err != nil {
+	if err != nil || !k.validatorInStep(v.Name, spec) {
 		return false
 	}
-	hash, err := specHash(spec)
-	if err != nil {
-		return false
+	if in.Backup == nil {
+		return k.cachedCronJob(v.Name) == nil
 	}
 	cur, ok := k.cachedValidator(v.Name)
-	if !ok || !upToDate(cur.GetObjectMeta(), hash, k.validatorLabels(v.Name)) {
-		return false
-	}
-	o, err := k.cronLister.Get(BackupCronJobName(v.Name))
-	if in.Backup == nil {
-		return apierrors.IsNotFound(err)
-	}
-	if err != nil {
-		return false
-	}
-	cj, ok := o.(*cronJobSummary)
 	if !ok {
 		return false
 	}
 	want, err := k.desiredCronJob(cur, *in.Backup)
-	return err == nil && upToDate(cj.GetObjectMeta(), want.Annotations[specHashAnnotation], want.Labels) && ownedBy(cj.owners, cur.uid)
+	return err == nil && k.cronJobInStep(want)
 }
 
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
@@ -918,27 +956,14 @@ func (k *Kube) Ping(ctx context.Context) error {
 	return translate("ping", err)
 }
 
-// Resource reads a Validator resource from the API server, as stored;
-// domain.ErrNotFound when absent.
-func (k *Kube) Resource(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	obj, err := k.validators().Get(ctx, name, metav1.GetOptions{})
-	return obj, translate(fmt.Sprintf("read validator %q", name), err)
-}
-
-// BackupCronJob reads a validator's backup CronJob from the API server;
-// domain.ErrNotFound when absent.
-func (k *Kube) BackupCronJob(ctx context.Context, validator string) (*batchv1.CronJob, error) {
-	cj, err := k.core.BatchV1().CronJobs(k.namespace).Get(ctx, BackupCronJobName(validator), metav1.GetOptions{})
-	return cj, translate(fmt.Sprintf("read backup schedule of %q", validator), err)
-}
-
 // LedgerAPIClientSecret reads the client secret of a validator's ledger API
-// client from its Secret; domain.ErrNotFound when the Secret or its key is
-// absent. The value is never logged and its errors never quote it.
+// client from its Secret (the API server's: the cache holds no values);
+// domain.ErrNotFound when the Secret or its key is absent. The value is
+// never logged and its errors never quote it.
 func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (string, error) {
 	name := domain.LedgerAPIAuthSecretName(validator)
-	sec, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	sec := &corev1.Secret{}
+	if err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, sec); err != nil {
 		return "", translate(fmt.Sprintf("read Secret %q", name), redact(err))
 	}
 	v, ok := sec.Data[LedgerAPIAuthSecretKey]
@@ -951,90 +976,27 @@ func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (str
 // CachedState reads a managed validator's state from the cache; false when
 // the cache is not synced or has no such resource.
 func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
-	s, ok := k.cachedValidator(name)
+	v, ok := k.cachedValidator(name)
 	if !ok {
 		return domain.ValidatorState{}, false
 	}
-	return s.state(), true
+	return validatorState(v), true
 }
 
 // ManagedValidators names every Validator resource this installation
 // manages, from the cache.
 func (k *Kube) ManagedValidators() ([]string, error) {
-	summaries, err := k.cachedValidators()
-	if err != nil {
-		return nil, err
+	list := &v1alpha1.ValidatorList{}
+	err := k.cache.List(context.Background(), list, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy)
+	if errors.As(err, new(*ctrlcache.ErrCacheNotStarted)) {
+		return nil, domain.Unavailable("cluster: the validator cache is not started")
 	}
-	names := make([]string, len(summaries))
-	for i, s := range summaries {
-		names[i] = s.name
+	if err != nil {
+		return nil, translate("list validators", err)
+	}
+	names := make([]string, len(list.Items))
+	for i := range list.Items {
+		names[i] = list.Items[i].Name
 	}
 	return names, nil
-}
-
-// Watch calls f with the validator's name whenever a managed Validator
-// resource or a backup CronJob the gateway wrote is added, changed or
-// deleted (after the cache holds the change).
-func (k *Kube) Watch(f func(name string)) error {
-	named := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		switch o := obj.(type) {
-		case *viewObject:
-			if o.managed != nil {
-				f(o.name)
-			}
-		case *cronJobSummary:
-			if name := o.GetObjectMeta().GetLabels()[ValidatorLabel]; name != "" {
-				f(name)
-			}
-		}
-	}
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    named,
-		UpdateFunc: func(_, obj any) { named(obj) },
-		DeleteFunc: named,
-	}
-	if _, err := k.validatorView.informer.AddEventHandler(h); err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	if _, err := k.cronJobs.AddEventHandler(h); err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	// A validator's Secret deleted or emptied by hand: only for validators
-	// this installation manages (the name alone could be anyone's).
-	secret := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if st, _ := obj.(*secretStamp); st != nil && st.validator != "" {
-			if _, ok := k.cachedValidator(st.validator); ok {
-				f(st.validator)
-			}
-		}
-	}
-	_, err := k.secretVersions.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    secret,
-		UpdateFunc: func(_, obj any) { secret(obj) },
-		DeleteFunc: secret,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	return nil
-}
-
-// WaitSeen waits, at most limit, until the cache of gr (cronjobs,
-// validators or applications) has delivered resourceVersion rv.
-func (k *Kube) WaitSeen(ctx context.Context, gr schema.GroupResource, rv int64, limit time.Duration) error {
-	switch gr {
-	case batchv1.Resource("cronjobs"):
-		return waitSeen(ctx, &k.seenCronJobs, rv, limit)
-	case k.validatorView.gvr.GroupResource():
-		return waitSeen(ctx, &k.validatorView.seen, rv, limit)
-	case k.applicationView.gvr.GroupResource():
-		return waitSeen(ctx, &k.applicationView.seen, rv, limit)
-	}
-	return fmt.Errorf("cluster: no cache of %s", gr)
 }

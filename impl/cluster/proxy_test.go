@@ -4,24 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -31,72 +20,22 @@ import (
 // hand (no labels, no database row): its resource, decoded, from the cache
 // or, before the cache has it, from the API server; the resourceVersions of
 // the resource and of its ledger API auth Secret, which change with them;
-// and its deletion. On client-go's fakes and, when KUBEBUILDER_ASSETS is
-// set, a real API server.
+// and its deletion. On a real API server (KUBEBUILDER_ASSETS).
 func TestProxySource(t *testing.T) {
-	type clients struct {
-		core kubernetes.Interface
-		dyn  dynamic.Interface
-		ns   string
-	}
-	setups := map[string]func(t *testing.T) clients{
-		"fakes": func(t *testing.T) clients {
-			core := kubefake.NewClientset()
-			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"})
-			// The fake tracker keeps no resourceVersions; the API server does.
-			var rv atomic.Int64
-			stamp := func(a clienttesting.Action) (bool, runtime.Object, error) {
-				if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
-					if m, err := meta.Accessor(o.GetObject()); err == nil {
-						m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
-					}
-				}
-				return false, nil, nil
-			}
-			for _, verb := range []string{"create", "update"} {
-				core.PrependReactor(verb, "*", stamp)
-				dyn.PrependReactor(verb, "*", stamp)
-			}
-			return clients{core, dyn, "validators"}
-		},
-	}
-	if realServer != nil {
-		setups["envtest"] = func(t *testing.T) clients {
-			core, err := kubernetes.NewForConfig(realServer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dyn, err := dynamic.NewForConfig(realServer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns := fmt.Sprintf("p%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
-			if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			return clients{core, dyn, ns}
-		}
-	}
-	for setupName, setup := range setups {
-		t.Run(setupName, func(t *testing.T) {
-			c := setup(t)
+	core, dyn := realClients(t)
+	c := clients{core, dyn, newNamespace(t, "p")}
+	{
+		{
 			ctx := context.Background()
 			const name = "by-hand"
 			validators := c.dyn.Resource(cluster.ValidatorResource).Namespace(c.ns)
 			secrets := c.core.CoreV1().Secrets(c.ns)
-			k, err := cluster.NewKubeForClients(c.core, c.dyn, c.ns, cluster.KubeOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(k.Close)
+			k, startKube, _ := gatewayOn(t, realServer, c.ns, cluster.KubeOptions{})
 			var (
 				mu      sync.Mutex
 				deleted []string
 			)
-			if err := k.OnValidatorDeleted(func(n string) { mu.Lock(); deleted = append(deleted, n); mu.Unlock() }); err != nil {
-				t.Fatal(err)
-			}
+			k.OnValidatorDeleted(func(n string) { mu.Lock(); deleted = append(deleted, n); mu.Unlock() })
 			obj := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": cluster.Group + "/" + cluster.Version,
 				"kind":       cluster.Kind,
@@ -118,7 +57,7 @@ func TestProxySource(t *testing.T) {
 			if err != nil || v.Spec.Config.Cluster.ScanAddress != "https://scan.example.test" || v.Spec.Migration.ID != 3 {
 				t.Fatalf("from the API server: got %v, %v; want the resource's scan address and migration 3", v, err)
 			}
-			startKube(t, k.Start)
+			startKube()
 
 			// revisions waits until the cache's revisions satisfy cond.
 			revisions := func(what string, cond func(v, s string, ok bool) bool) (string, string) {
@@ -191,6 +130,6 @@ func TestProxySource(t *testing.T) {
 				}
 				return nil
 			})
-		})
+		}
 	}
 }

@@ -1,15 +1,11 @@
 package cluster
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
@@ -136,16 +132,6 @@ func secretRef(s secretSlot) map[string]any {
 	return map[string]any{"name": s.name, "key": s.key}
 }
 
-// specHash is a short hash of what the gateway writes into an object.
-func specHash(spec any) (string, error) {
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:12]), nil
-}
-
 // pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.
 // The cron is written in the form Canton's parser (log4j) accepts: it
 // requires a "?" in day-of-month or day-of-week, which the API does not.
@@ -181,11 +167,4 @@ func durationText(text string, d time.Duration) string {
 	default:
 		return fmt.Sprintf("%ds", d/time.Second)
 	}
-}
-
-// specString reads a string field of a resource's spec (spec.storageClass,
-// spec.database.user); absent reads as empty.
-func specString(spec map[string]any, path ...string) string {
-	s, _, _ := unstructured.NestedString(spec, path...)
-	return s
 }

@@ -1,20 +1,21 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -30,24 +31,26 @@ const (
 var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: ApplicationResource}
 
 // view is release 2.0's read model of one custom resource kind: every object
-// of the namespace (an unfiltered informer, whatever wrote the object), kept
-// encoded as it is returned (as stored, minus metadata.managedFields), and
-// the sorted list encoded once per change, so that a read costs a copy.
+// of the namespace (an unfiltered informer of the Manager's cache, whatever
+// wrote the object), kept encoded as it is returned (as stored, minus
+// metadata.managedFields), and the sorted list encoded once per change, so
+// that a read costs a copy.
 //
-// Each object is held encoded once: the informer's transform encodes it on
-// its way into the cache, which keeps a viewObject (key, resourceVersion and
-// the encoding) instead of the decoded object; the entries share those
-// encodings, and a rebuilt list takes them over (each entry then points into
-// the list), so that the list is no second copy.
+// Each object is held encoded once: the cache's transform (encodeView)
+// encodes it on its way into the cache, which keeps a viewObject (key,
+// resourceVersion and the encoding) instead of the decoded object; the
+// entries share those encodings, and a rebuilt list takes them over (each
+// entry then points into the list), so that the list is no second copy. The
+// status is a slice of the object's encoding, not a copy.
 type view struct {
 	kind domain.ResourceKind
-	gvr  schema.GroupVersionResource
+	gvk  schema.GroupVersionKind
+	gr   schema.GroupResource
 	// served is false when the cluster does not serve the kind (its CRD is
 	// not installed): reads then say so.
 	served   bool
-	informer cache.SharedIndexInformer
-	synced   cache.InformerSynced
-	seen     atomic.Int64
+	informer ctrlcache.Informer
+	synced   func() bool
 
 	// mu guards entries, list and the object field of every entry.
 	mu      sync.RWMutex
@@ -57,18 +60,25 @@ type view struct {
 
 type viewEntry struct {
 	object []byte
-	status []byte
+	// statusStart and statusEnd bound the status in object (0, 0: none).
+	statusStart, statusEnd int32
+	resourceVersion        string
+}
+
+// statusOf is the entry's status as JSON ({} when it has none).
+func (e viewEntry) statusOf() []byte {
+	if e.statusEnd == 0 {
+		return []byte("{}")
+	}
+	return e.object[e.statusStart:e.statusEnd:e.statusEnd]
 }
 
 // viewObject is what a view's informer caches in place of a resource: the
 // metadata client-go reads of it (its key and resourceVersion) and its
 // encoding.
 type viewObject struct {
-	name, namespace, resourceVersion string
-	entry                            *viewEntry
-	// managed is the summary of a Validator this installation manages
-	// (what release 1.11 and the reconciler read); nil for the others.
-	managed *validatorSummary
+	name, namespace string
+	entry           *viewEntry
 }
 
 var _ runtime.Object = (*viewObject)(nil)
@@ -78,23 +88,19 @@ func (o *viewObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObje
 // GetObjectMeta is what client-go reads (meta.Accessor): name, namespace
 // and resourceVersion.
 func (o *viewObject) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
+	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.entry.resourceVersion}
 }
 
-// DeepCopyObject copies the metadata and the summary; the entry is shared
-// (its encoding never changes, only where it is kept).
+// DeepCopyObject copies the metadata; the entry is shared (its encoding
+// never changes, only where it is kept).
 func (o *viewObject) DeepCopyObject() runtime.Object {
 	c := *o
-	if o.managed != nil {
-		c.managed = o.managed.DeepCopyObject().(*validatorSummary)
-	}
 	return &c
 }
 
-// encodeView is the views' informer transform: the object encoded, and
-// summarised too when managed (nil: never) selects it. It must be
+// encodeView is the views' cache transform: the object encoded. It must be
 // idempotent: what it returns may come back to it.
-func encodeView(obj any, managed labels.Selector) (any, error) {
+func encodeView(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
@@ -103,27 +109,21 @@ func encodeView(obj any, managed labels.Selector) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	o := &viewObject{entry: &e}
-	if managed != nil && managed.Matches(labels.Set(u.GetLabels())) {
-		o.managed = summarize(u)
-		o.name, o.namespace, o.resourceVersion = o.managed.name, o.managed.namespace, o.managed.resourceVersion
-	} else {
-		o.name, o.namespace, o.resourceVersion = strings.Clone(u.GetName()), strings.Clone(u.GetNamespace()), strings.Clone(u.GetResourceVersion())
-	}
-	return o, nil
+	e.resourceVersion = strings.Clone(u.GetResourceVersion())
+	return &viewObject{name: strings.Clone(u.GetName()), namespace: strings.Clone(u.GetNamespace()), entry: &e}, nil
 }
 
-func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
-	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]*viewEntry{}}
+func newView(kind domain.ResourceKind, gvk schema.GroupVersionKind, gr schema.GroupResource) *view {
+	return &view{kind: kind, gvk: gvk, gr: gr, entries: map[types.NamespacedName]*viewEntry{}}
 }
 
-// attach starts following informer (not started yet); managed (nil: none)
-// selects the objects the view also keeps a summary of.
-func (v *view) attach(informer cache.SharedIndexInformer, managed labels.Selector) error {
-	if err := informer.SetTransform(func(obj any) (any, error) { return encodeView(obj, managed) }); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+// attach starts following the cache's informer of the view's kind.
+func (v *view) attach(ctx context.Context, c ctrlcache.Cache) error {
+	informer, err := c.GetInformer(ctx, unstructuredOf(v.gvk), ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("cluster: %s informer: %w", v.kind, err)
 	}
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    v.put,
 		UpdateFunc: func(_, obj any) { v.put(obj) },
 		DeleteFunc: v.remove,
@@ -144,11 +144,10 @@ func (v *view) put(obj any) {
 	v.entries[types.NamespacedName{Namespace: o.namespace, Name: o.name}] = o.entry
 	v.list = nil
 	v.mu.Unlock()
-	observe(&v.seen, obj)
 }
 
 func (v *view) remove(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	o, ok := obj.(*viewObject)
@@ -159,7 +158,6 @@ func (v *view) remove(obj any) {
 	delete(v.entries, types.NamespacedName{Namespace: o.namespace, Name: o.name})
 	v.list = nil
 	v.mu.Unlock()
-	observe(&v.seen, obj)
 }
 
 // encodeEntry encodes u as stored minus metadata.managedFields (bookkeeping
@@ -187,19 +185,28 @@ func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
 	if err != nil {
 		return viewEntry{}, err
 	}
-	status := []byte("{}")
+	e := viewEntry{object: object}
 	if st, ok := obj["status"].(map[string]any); ok {
-		if status, err = json.Marshal(st); err != nil {
+		// The encoding of a map is its keys sorted, each value encoded as
+		// it would be alone: the status is the slice after "status":.
+		status, err := json.Marshal(st)
+		if err != nil {
 			return viewEntry{}, err
 		}
+		if i := bytes.Index(object, append([]byte(`"status":`), status...)); i >= 0 {
+			start := i + len(`"status":`)
+			e.statusStart, e.statusEnd = int32(start), int32(start+len(status))
+		} else {
+			return viewEntry{}, fmt.Errorf("the status is not where its encoding says")
+		}
 	}
-	return viewEntry{object: object, status: status}, nil
+	return e, nil
 }
 
 func (v *view) ready() error {
 	switch {
 	case !v.served:
-		return domain.Unavailable("cluster: the %s resource (%s) was not served when the server started; apply deploy/crds, then restart the server", v.kind, v.gvr.GroupResource())
+		return domain.Unavailable("cluster: the %s resource (%s) was not served when the server started; apply deploy/crds, then restart the server", v.kind, v.gr)
 	case v.synced == nil || !v.synced():
 		return domain.Unavailable("cluster: the %s cache has not synced yet", v.kind)
 	}
@@ -307,7 +314,10 @@ func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, er
 		return nil, err
 	}
 	e, err := v.entry(k.namespace, name)
-	return e.status, err
+	if err != nil {
+		return nil, err
+	}
+	return e.statusOf(), nil
 }
 
 func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
@@ -326,9 +336,9 @@ func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
 // SyncState tells, per informer, whether its cache has synced (for the
 // operational metrics).
 func (k *Kube) SyncState() map[string]bool {
-	out := map[string]bool{
-		"validators.managed": k.synced.Load() && k.validatorView.informer.HasSynced(),
-		"cronjobs.managed":   k.synced.Load() && k.cronJobs.HasSynced(),
+	out := map[string]bool{}
+	for name, i := range map[string]ctrlcache.Informer{"validators.managed": k.typedValidators, "cronjobs.managed": k.cronJobs, "secrets": k.secrets} {
+		out[name] = k.synced.Load() && i != nil && i.HasSynced()
 	}
 	for name, v := range map[string]*view{"validators": k.validatorView, "applications": k.applicationView} {
 		out[name] = v.ready() == nil

@@ -5,22 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
@@ -79,41 +77,15 @@ func listNames(raw []byte) ([]string, error) {
 }
 
 // TestResourceViews: release 2.0's reads see every Validator and Application
-// of the namespace, whoever wrote it, and nothing of other namespaces; on
-// client-go's fakes and, when KUBEBUILDER_ASSETS is set, a real API server
-// (where the CRDs of deploy/crds are installed).
+// of the namespace, whoever wrote it, and nothing of other namespaces; on a
+// real API server (KUBEBUILDER_ASSETS) where the CRDs of deploy/crds are
+// installed.
 func TestResourceViews(t *testing.T) {
-	type clients struct {
-		core kubernetes.Interface
-		dyn  dynamic.Interface
-		ns   string
-	}
-	setups := map[string]func(t *testing.T) clients{
-		"fakes": func(t *testing.T) clients {
-			return clients{kubefake.NewClientset(), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"}), "validators"}
-		},
-	}
-	if realServer != nil {
-		setups["envtest"] = func(t *testing.T) clients {
-			core, err := kubernetes.NewForConfig(realServer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dyn, err := dynamic.NewForConfig(realServer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns := fmt.Sprintf("v%d-%d", time.Now().UnixNano()%1e6, namespaceSeq.Add(1))
-			if _, err := core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			return clients{core, dyn, ns}
-		}
-	}
-	for name, setup := range setups {
-		t.Run(name, func(t *testing.T) {
-			c := setup(t)
+	core, dyn := realClients(t)
+	c := clients{core, dyn, newNamespace(t, "v")}
+	name := "envtest"
+	{
+		{
 			ctx := context.Background()
 			other := "elsewhere"
 			if name == "envtest" {
@@ -134,12 +106,8 @@ func TestResourceViews(t *testing.T) {
 			create(cluster.ValidatorResource, customResource(cluster.Kind, other, "outside", nil, nil))
 			create(cluster.ApplicationGVR, customResource(cluster.ApplicationKind, c.ns, "web", nil, nil))
 
-			k, err := cluster.NewKubeForClients(c.core, c.dyn, c.ns, cluster.KubeOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(k.Close)
-			startKube(t, k.Start)
+			k, startKube, _ := gatewayOn(t, realServer, c.ns, cluster.KubeOptions{})
+			startKube()
 			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "added-later", nil, nil))
 
 			within(t, func() error {
@@ -173,12 +141,8 @@ func TestResourceViews(t *testing.T) {
 				t.Fatalf("sync state: got %v, want all synced", sync)
 			}
 			// An installation sees only the validators labelled with it.
-			inst, err := cluster.NewKubeForClients(c.core, c.dyn, c.ns, cluster.KubeOptions{Instance: "inst-b"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(inst.Close)
-			startKube(t, inst.Start)
+			inst, startInst, _ := gatewayOn(t, realServer, c.ns, cluster.KubeOptions{Instance: "inst-b"})
+			startInst()
 			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "theirs", map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.InstallationLabel: "inst-b"}, nil))
 			within(t, func() error {
 				states, err := apitest.ValidatorStates(inst)
@@ -187,28 +151,23 @@ func TestResourceViews(t *testing.T) {
 				}
 				return nil
 			})
-		})
+		}
 	}
 }
 
 // TestApplicationsNotServed: without the Application CRD the gateway runs;
 // application reads say what is missing.
 func TestApplicationsNotServed(t *testing.T) {
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"})
-	dyn.PrependReactor("list", cluster.ApplicationResource, func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewNotFound(cluster.ApplicationGVR.GroupResource(), "")
-	})
-	k, err := cluster.NewKubeForClients(kubefake.NewClientset(), dyn, "validators", cluster.KubeOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if realServer == nil {
+		t.Skip(backendFakes)
 	}
-	t.Cleanup(k.Close)
-	startKube(t, k.Start)
+	cfg := notServing(cluster.ApplicationResource)
+	k, start, _ := gatewayOn(t, cfg, newNamespace(t, "n"), cluster.KubeOptions{})
+	start()
 	if _, err := k.ResourceList(domain.KindValidator); err != nil {
 		t.Fatalf("validators: %v", err)
 	}
-	_, err = k.ResourceList(domain.KindApplication)
+	_, err := k.ResourceList(domain.KindApplication)
 	if !errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "deploy/crds") {
 		t.Fatalf("applications: got %v, want unavailable naming deploy/crds", err)
 	}
@@ -217,13 +176,43 @@ func TestApplicationsNotServed(t *testing.T) {
 	}
 }
 
+// notServing is the real API server's configuration, with the API server
+// answering 404 for resource, as one without its CRD.
+func notServing(resource string) *rest.Config {
+	cfg := rest.CopyConfig(realServer)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/"+resource) {
+				return &http.Response{StatusCode: http.StatusNotFound, Header: http.Header{"Content-Type": []string{"application/json"}}, Request: r,
+					Body: io.NopCloser(strings.NewReader(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))}, nil
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+// TestValidatorsNotServed: without the Validator CRD the gateway does not
+// start, and says what to apply.
+func TestValidatorsNotServed(t *testing.T) {
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	k, _, _ := gatewayOn(t, notServing(cluster.Resource), newNamespace(t, "n"), cluster.KubeOptions{})
+	err := k.Start(context.Background())
+	if !errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "deploy/crds") {
+		t.Fatalf("Start: got %v, want unavailable naming deploy/crds", err)
+	}
+}
+
 // TestApplicationMetricsUnavailable: a metrics API that fails (or none)
 // makes metricsAvailable false with usage null; requests and limits stay.
 func TestApplicationMetricsUnavailable(t *testing.T) {
+	core, dyn := realClients(t)
 	ns := "validators"
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{cluster.InstanceLabel: "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example.test/web:1", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Mi")},
 		}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
@@ -254,15 +243,25 @@ func TestApplicationMetricsUnavailable(t *testing.T) {
 			CPURequest: i64(100), MemoryRequest: i64(1 << 20), CPUUsage: i64(42), MemoryUsage: i64(3 << 20)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{cluster.ValidatorResource: "ValidatorList", cluster.ApplicationGVR: "ApplicationList"},
-				customResource(cluster.ApplicationKind, ns, "web", nil, nil))
-			k, err := cluster.NewKubeForClients(kubefake.NewClientset(pod), dyn, ns, tc.opts)
+			ns := newNamespace(t, "m")
+			p := pod.DeepCopy()
+			p.Namespace = ns
+			created, err := core.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(k.Close)
-			startKube(t, k.Start)
+			created.Status = pod.Status
+			if _, err := core.CoreV1().Pods(ns).UpdateStatus(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			app := customResource(cluster.ApplicationKind, ns, "web", nil, nil)
+			if _, err := dyn.Resource(cluster.ApplicationGVR).Namespace(ns).Create(context.Background(), app, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			k, start, _ := gatewayOn(t, realServer, ns, tc.opts)
+			start()
+			tc.want.Namespace = ns
+			within(t, func() error { _, err := k.ResourceObject(domain.KindApplication, "web"); return err })
 			got, err := k.ApplicationMetrics(context.Background(), "web")
 			if err != nil || len(got) != 1 {
 				t.Fatalf("got %v %v", got, err)

@@ -32,11 +32,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 	"github.com/validator-manager/validator-manager/impl/keyring"
@@ -85,9 +97,16 @@ type Cluster interface {
 	CachedState(name string) (domain.ValidatorState, bool)
 	// ManagedValidators names every managed Validator resource (cache).
 	ManagedValidators() ([]string, error)
-	// Watch calls f with the name of each managed validator whose resource,
-	// or an object it owns, changes.
-	Watch(f func(name string)) error
+	// Manages tells whether a Validator resource with these labels is one
+	// this installation manages.
+	Manages(labels map[string]string) bool
+	// SecretValidator names the managed validator a Secret belongs to, ""
+	// for any other Secret.
+	SecretValidator(s metav1.Object) string
+	// WaitForSync waits until the gateway's cached reads answer (false when
+	// ctx ends first): the controller's workers and its first pass wait
+	// for it.
+	WaitForSync(ctx context.Context) bool
 }
 
 // Identity is the identity provider of wallet users and of the clients of
@@ -114,25 +133,29 @@ type Options struct {
 	Logger   *slog.Logger
 	// Workers reconcile different validators at once; default 4.
 	Workers int
-	// Resync enqueues every validator this often, for changes no event
-	// announces (the identity provider's, another process's database
-	// writes); default 10 minutes, as controller-runtime's sync period.
-	Resync time.Duration
+	// Namespace is where the validators' resources are.
+	Namespace string
 	// Changes is how often PollChanges takes the database's change feed
 	// (writes of every replica's handlers); default 200 ms.
 	Changes time.Duration
 }
 
-// Controller is the intent controller; Start runs it.
+// Controller is the intent controller; SetupWithManager runs it under a
+// Manager (the leader's).
 type Controller struct {
-	store    Store
-	cluster  Cluster
-	identity Identity
-	log      *slog.Logger
-	resync   time.Duration
-	changes  time.Duration
-	ctrl     controller.TypedController[string]
-	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
+	store     Store
+	cluster   Cluster
+	identity  Identity
+	log       *slog.Logger
+	namespace string
+	workers   int
+	changes   time.Duration
+
+	// enqueued carries Enqueue to the controller's channel source; started
+	// is the context of the running controller (nil: not running here).
+	enqueued  chan event.TypedGenericEvent[string]
+	startedMu sync.Mutex
+	started   context.Context
 
 	// key is the cluster's key of generated passwords (PasswordKey), once read.
 	keyMu sync.Mutex
@@ -143,79 +166,166 @@ type Controller struct {
 	mu      sync.Mutex
 	initial map[string]bool
 	synced  atomic.Bool
-
-	// running is set while Start runs (this process leads).
-	running atomic.Bool
 }
 
 // namesPage is how many names one read of the database returns.
 const namesPage = 500
 
-// New builds the controller; Start runs it.
+// New builds the controller; SetupWithManager runs it.
 func New(o Options) (*Controller, error) {
-	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, resync: o.Resync, changes: o.Changes}
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
+		workers: o.Workers, changes: o.Changes,
+		enqueued: make(chan event.TypedGenericEvent[string], enqueueBuffer)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.resync <= 0 {
-		c.resync = 10 * time.Minute
+	if c.workers <= 0 {
+		c.workers = 4
 	}
 	if c.changes <= 0 {
 		c.changes = 200 * time.Millisecond
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = 4
-	}
-	needLeader := false
-	ctrl, err := controller.NewTypedUnmanaged("validator-intent", controller.TypedOptions[string]{
-		Reconciler:              reconcile.TypedFunc[string](c.Reconcile),
-		MaxConcurrentReconciles: workers,
-		NeedLeaderElection:      &needLeader,
-		SkipNameValidation:      ptr(true),
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
-		LogConstructor:          nil,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := ctrl.Watch(source.TypedFunc[string](c.startSources)); err != nil {
-		return nil, err
-	}
-	c.ctrl = ctrl
 	return c, nil
 }
 
+// enqueueBuffer is how many Enqueues wait for the controller's source.
+const enqueueBuffer = 1024
+
 func ptr[T any](v T) *T { return &v }
 
-// Start runs the controller until ctx ends; it returns once its workers
-// have finished. It makes the cluster's password key first when there is
-// none (handlers, which only read it, answer 503 until then); should that
-// fail, the first reconcile that needs the key tries again.
-func (c *Controller) Start(ctx context.Context) error {
-	c.running.Store(true)
-	defer c.running.Store(false)
+// SetupWithManager runs the controller under mgr, whose cache holds the
+// Validators, CronJobs and Secrets the gateway reads: it reconciles a
+// validator when its managed Validator resource or its backup CronJob
+// changes (and at every resync of the cache), when one of its Secrets
+// changes or goes (deleted or emptied by hand), when a handler or the
+// database feed names it, and, once at start, every validator of the
+// database and the cluster. It runs on the elected leader only.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	byName := handler.TypedFuncs[string, reconcile.Request]{
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[string], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(c.request(e.Object))
+		},
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("validator-intent").
+		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return c.cluster.Manages(o.GetLabels())
+		}))).
+		Owns(&batchv1.CronJob{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if name := c.cluster.SecretValidator(o); name != "" {
+				return []reconcile.Request{c.request(name)}
+			}
+			return nil
+		})).
+		WatchesRawSource(source.Channel(c.enqueued, byName)).
+		WatchesRawSource(gatewaySynced(c.cluster.WaitForSync))
+	err := b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: c.workers,
+		// Several Managers in one test process build this controller.
+		SkipNameValidation: ptr(true),
+		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+	}).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		return c.Reconcile(ctx, req.Name)
+	}))
+	if err != nil {
+		return err
+	}
+	// The first pass: the leader's, with the controller.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !c.cluster.WaitForSync(ctx) {
+			return nil
+		}
+		return c.start(ctx)
+	}))
+}
+
+// gatewaySynced is a source of no events whose sync is the gateway's: the
+// controller starts its workers once the gateway's cached reads (InStep,
+// CachedState) answer, so that no reconcile writes what the cache would
+// have shown in step.
+type gatewaySynced func(ctx context.Context) bool
+
+func (gatewaySynced) Start(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	return nil
+}
+
+func (w gatewaySynced) WaitForSync(ctx context.Context) error {
+	if !w(ctx) {
+		return fmt.Errorf("the cluster gateway did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+func (c *Controller) request(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.namespace, Name: name}}
+}
+
+// start makes the cluster's password key when there is none (handlers,
+// which only read it, answer 503 until then; should that fail, the first
+// reconcile that needs the key tries again), enqueues every validator known
+// at start (database rows, among them those without any resource, and
+// managed resources), marks the controller running here and takes the
+// database's change feed until ctx ends.
+func (c *Controller) start(ctx context.Context) error {
 	if _, err := c.passwordKey(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
-	// The feed runs under Start's context: a source's context ends once
-	// the controller has started its sources.
-	polled := make(chan struct{})
-	go func() { defer close(polled); c.PollChanges(ctx, c.Enqueue) }()
-	defer func() { <-polled }()
-	return c.ctrl.Start(ctx)
+	names, err := c.allNames(ctx)
+	if err != nil {
+		return fmt.Errorf("intent controller: %w", err)
+	}
+	c.mu.Lock()
+	c.initial = make(map[string]bool, len(names))
+	for _, n := range names {
+		c.initial[n] = true
+	}
+	c.mu.Unlock()
+	if len(names) == 0 {
+		c.markSynced()
+	}
+	c.startedMu.Lock()
+	c.started = ctx
+	c.startedMu.Unlock()
+	defer func() {
+		c.startedMu.Lock()
+		c.started = nil
+		c.startedMu.Unlock()
+	}()
+	for _, n := range names {
+		c.send(ctx, n)
+	}
+	c.PollChanges(ctx, func(name string) { c.send(ctx, name) })
+	return nil
+}
+
+// send hands name to the controller's channel source, waiting for room.
+func (c *Controller) send(ctx context.Context, name string) {
+	select {
+	case c.enqueued <- event.TypedGenericEvent[string]{Object: name}:
+	case <-ctx.Done():
+	}
 }
 
 // Running tells whether the controller runs in this process.
-func (c *Controller) Running() bool { return c.running.Load() }
+func (c *Controller) Running() bool {
+	c.startedMu.Lock()
+	defer c.startedMu.Unlock()
+	return c.started != nil
+}
 
-// Enqueue asks for name to be reconciled (a handler of this process
-// recorded a change); in a process that does not run the controller it
-// does nothing: the leader takes the change from the database
-// (PollChanges).
+// Enqueue asks for name to be reconciled at once (a handler of this
+// process recorded a change). It never waits: in a process that does not
+// run the controller, or when the source's buffer is full, it does
+// nothing, and the leader takes the change from the database's feed
+// (PollChanges) within Options.Changes.
 func (c *Controller) Enqueue(name string) {
-	if q := c.queue.Load(); q != nil && c.running.Load() {
-		(*q).Add(name)
+	if !c.Running() {
+		return
+	}
+	select {
+	case c.enqueued <- event.TypedGenericEvent[string]{Object: name}:
+	default:
 	}
 }
 
@@ -224,10 +334,9 @@ const changesPage = 500
 
 // PollChanges takes the database's change feed every Options.Changes and
 // hands each name to add, until ctx ends: the writes of every replica's
-// handlers reach the leader's queue within that interval. It takes nothing
-// before the controller's queue exists (names taken then would be lost). A
-// take that fails is logged and tried again; what it would have taken
-// stays in the feed.
+// handlers reach the leader's queue within that interval. A take that
+// fails is logged and tried again; what it would have taken stays in the
+// feed.
 func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
 	tick := time.NewTicker(c.changes)
 	defer tick.Stop()
@@ -236,9 +345,6 @@ func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		if c.queue.Load() == nil {
-			continue
 		}
 		for {
 			names, err := c.store.TakeChanges(ctx, changesPage)
@@ -256,52 +362,6 @@ func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
 			}
 		}
 	}
-}
-
-// startSources is the controller's event source: the cluster's changes,
-// every name known at start (database rows and managed resources), and the
-// periodic resync.
-func (c *Controller) startSources(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) error {
-	c.queue.Store(&q)
-	if err := c.cluster.Watch(q.Add); err != nil {
-		return err
-	}
-	names, err := c.allNames(ctx)
-	if err != nil {
-		return fmt.Errorf("intent controller: %w", err)
-	}
-	c.mu.Lock()
-	c.initial = make(map[string]bool, len(names))
-	for _, n := range names {
-		c.initial[n] = true
-	}
-	c.mu.Unlock()
-	if len(names) == 0 {
-		c.markSynced()
-	}
-	for _, n := range names {
-		q.Add(n)
-	}
-	go func() {
-		tick := time.NewTicker(c.resync)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				names, err := c.allNames(ctx)
-				if err != nil {
-					c.log.WarnContext(ctx, "resync of validators", "error", err)
-					continue
-				}
-				for _, n := range names {
-					q.Add(n)
-				}
-			}
-		}
-	}()
-	return nil
 }
 
 // allNames names every validator of the database and every managed
@@ -354,9 +414,9 @@ func (c *Controller) reconciled(name string) {
 	}
 }
 
-// Ping is DOWN until every validator known at start was reconciled once:
-// before that, records of creates that a crash interrupted may still show
-// in the cluster.
+// Ping is DOWN until the cache has synced and every validator known at
+// start was reconciled once: before that, records of creates that a crash
+// interrupted may still show in the cluster.
 func (c *Controller) Ping(context.Context) error {
 	if !c.synced.Load() {
 		return domain.Unavailable("the first reconcile of validators with their records has not finished")

@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
@@ -227,7 +232,11 @@ func (c cluster) ManagedValidators() ([]string, error) {
 	return out, nil
 }
 
-func (c cluster) Watch(func(string)) error { return nil }
+func (c cluster) Manages(map[string]string) bool { return true }
+
+func (c cluster) SecretValidator(metav1.Object) string { return "" }
+
+func (c cluster) WaitForSync(context.Context) bool { return true }
 
 type identity struct{ *world }
 
@@ -278,16 +287,37 @@ func (identity) Endpoints() domain.AuthEndpoints {
 // testKey is the cluster's password key of the tests (cluster.PasswordKey).
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
-// run starts a controller over w until the test ends.
-func run(t *testing.T, w *world) *Controller {
+// run starts a controller over w, under a Manager of its own on the test
+// API server, until the test ends.
+func run(t *testing.T, w *world, edit ...func(*Options)) *Controller {
 	t.Helper()
-	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}, Changes: 10 * time.Millisecond})
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	const ns = "intent-test"
+	o := Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}, Namespace: ns, Changes: 10 * time.Millisecond}
+	for _, e := range edit {
+		e(&o)
+	}
+	c, err := New(o)
 	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(apiServer, manager.Options{Scheme: scheme, Cache: clustergw.CacheOptions(ns, 0),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); c.Start(ctx) }()
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	eventually(t, func() bool { return c.Ping(ctx) == nil })
 	return c

@@ -93,9 +93,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return podCause(e.ObjectOld) != podCause(e.ObjectNew) },
 		})).
-		// Metadata only: whether a Secret exists is all the status needs,
-		// and the cache then holds no secret.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret)), builder.OnlyMetadata).
+		// Whether a Secret exists is all the status needs: the Manager's
+		// cache holds Secrets without their values (cluster.CacheOptions),
+		// one informer shared with the gateway and the intent controller.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
@@ -388,9 +389,7 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 			if ref.Optional || slices.ContainsFunc(out[t.component], func(m podrefs.Ref) bool { return m.Kind == ref.Kind && m.Name == ref.Name }) {
 				continue
 			}
-			m := &metav1.PartialObjectMetadata{}
-			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(ref.Kind)))
-			err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, m)
+			err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cachedAs(ref.Kind))
 			switch {
 			case apierrors.IsNotFound(err):
 				out[t.component] = append(out[t.component], ref)
@@ -400,6 +399,18 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 		}
 	}
 	return out, nil
+}
+
+// cachedAs is the object a reference is read into from the cache, the one
+// its watch fills: a Secret typed (the cache keeps no values), a ConfigMap
+// as metadata.
+func cachedAs(kind podrefs.Kind) client.Object {
+	if kind == podrefs.Secret {
+		return &corev1.Secret{}
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind)))
+	return m
 }
 
 func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {

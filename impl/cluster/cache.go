@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+)
+
+// The one cache: the gateway reads cluster objects from the controller-runtime
+// Manager's cache (the one the controllers read), whose options CacheOptions
+// gives. Each kind is cached as small as its readers allow:
+//   - Validators twice over one GVK: typed (v1alpha1.Validator, what the
+//     controllers and release 1.11 read) and, for release 2.0, which
+//     returns them as stored, as their encoding (viewObject: bytes, no
+//     decoded object); typed decoding would lose what the typed fields do
+//     not hold (zero values, foreign fields), so one cannot be derived from
+//     the other;
+//   - Applications: their encoding only;
+//   - Secrets: metadata (no annotations, which may quote a value:
+//     kubectl's last-applied-configuration) and the keys of data, no value;
+//   - CronJobs: metadata and, in place of the spec, a digest of the fields
+//     the gateway sets (cronJobDigest), which is what it compares;
+//   - Deployments and StatefulSets without their pod template (the
+//     workload controller reads their replicas, generation, status and a
+//     StatefulSet's claim templates; what it applies it builds itself);
+//   - everything else: without managedFields.
+
+// Scheme holds the kinds the gateway and the controllers read: client-go's
+// and the Validator's.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ValidatorGVK and ApplicationGVK are the kinds of the custom resources.
+var (
+	ValidatorGVK   = schema.GroupVersionKind{Group: Group, Version: Version, Kind: Kind}
+	ApplicationGVK = schema.GroupVersionKind{Group: Group, Version: Version, Kind: ApplicationKind}
+)
+
+func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// CacheOptions are the options of the Manager's cache: objects of
+// namespace only ("": of every namespace), each kind trimmed to what its readers read; resync
+// re-delivers every cached object this often (0: controller-runtime's
+// default), which is how controllers see changes no event announces.
+func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
+	// The transforms are set per namespace: a ByObject transform without
+	// its namespaces would lose to the DefaultNamespaces' defaulted one.
+	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
+		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: t}}}
+	}
+	o := ctrlcache.Options{
+		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
+		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
+		ByObject: map[client.Object]ctrlcache.ByObject{
+			&v1alpha1.Validator{}:          in(transformValidator),
+			unstructuredOf(ApplicationGVK): in(encodeView),
+			&corev1.Secret{}:               in(trimSecret),
+			&batchv1.CronJob{}:             in(digestCronJob),
+			&appsv1.Deployment{}:           in(dropPodTemplate),
+			&appsv1.StatefulSet{}:          in(dropPodTemplate),
+		},
+	}
+	if resync > 0 {
+		o.SyncPeriod = &resync
+	}
+	return o
+}
+
+// transformValidator is the transform of both Validator informers (one
+// per GVK in controller-runtime): the typed one keeps the object without
+// managedFields, the unstructured one (release 2.0's) its encoding.
+func transformValidator(obj any) (any, error) {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return encodeView(obj)
+	}
+	return ctrlcache.TransformStripManagedFields()(obj)
+}
+
+var _ toolscache.TransformFunc = transformValidator
+
+// trimSecret keeps of a Secret what its readers read: name, namespace,
+// resourceVersion, labels, owners, type and the keys of its data (nil
+// values). The values never reach the cache; the few reads that need one
+// go to the API server.
+func trimSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	t := &corev1.Secret{Type: s.Type}
+	t.Name, t.Namespace, t.ResourceVersion, t.UID = strings.Clone(s.Name), strings.Clone(s.Namespace), strings.Clone(s.ResourceVersion), s.UID
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = s.Labels, s.OwnerReferences, s.DeletionTimestamp
+	if len(s.Data) > 0 {
+		t.Data = make(map[string][]byte, len(s.Data))
+		for k := range s.Data {
+			t.Data[strings.Clone(k)] = nil
+		}
+	}
+	return t, nil
+}
+
+// dropPodTemplate is the transform of Deployments and StatefulSets:
+// without managedFields and without the pod template.
+func dropPodTemplate(obj any) (any, error) {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+	case *appsv1.StatefulSet:
+		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+	}
+	return obj, nil
+}
+
+// digestAnnotation is where a cached CronJob carries the digest of its
+// spec (cronJobDigest) in place of the spec.
+const digestAnnotation = "validator-manager.io/cached-spec-digest"
+
+// digestCronJob keeps of a CronJob its name, namespace, resourceVersion,
+// uid, labels and owners, and the digest of its spec: some 500 bytes where
+// the decoded CronJob takes several KB (its backup script alone one).
+func digestCronJob(obj any) (any, error) {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok || cj.Annotations[digestAnnotation] != "" && cj.Spec.JobTemplate.Spec.Template.Spec.Containers == nil {
+		return obj, nil
+	}
+	digest, err := cronJobDigest(cj.Spec)
+	if err != nil {
+		return nil, err
+	}
+	t := &batchv1.CronJob{}
+	t.Name, t.Namespace, t.ResourceVersion, t.UID = cj.Name, cj.Namespace, cj.ResourceVersion, cj.UID
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = cj.Labels, cj.OwnerReferences, cj.DeletionTimestamp
+	t.Annotations = map[string]string{digestAnnotation: digest}
+	return t, nil
+}
+
+// backupShape is the backup CronJob's spec as the gateway writes it, as a
+// JSON value: the fields whose values cronJobDigest covers.
+var backupShape, _ = jsonValue(backupCronJob(backupTarget{cron: "0 3 * * *", maxBackups: 1, databaseUser: "u"}).Spec)
+
+// cronJobDigest is a digest of the fields of spec the gateway sets (the
+// API server's defaults aside): equal digests, equal backup CronJobs.
+func cronJobDigest(spec batchv1.CronJobSpec) (string, error) {
+	v, err := jsonValue(spec)
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(project(v, backupShape))
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// project is the part of the JSON value v that shape has: maps keep the
+// keys shape has, lists keep their length and project each element on
+// shape's element at the same place (the last one past its end).
+func project(v, shape any) any {
+	switch s := shape.(type) {
+	case map[string]any:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(s))
+		for k, sv := range s {
+			if mv, ok := m[k]; ok {
+				out[k] = project(mv, sv)
+			}
+		}
+		return out
+	case []any:
+		l, ok := v.([]any)
+		if !ok || len(s) == 0 {
+			return v
+		}
+		out := make([]any, len(l))
+		for i := range l {
+			out[i] = project(l[i], s[min(i, len(s)-1)])
+		}
+		return out
+	}
+	return v
+}
