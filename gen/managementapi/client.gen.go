@@ -167,6 +167,8 @@ type ClientInterface interface {
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
+	// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+	// and an unchanged page is 304 without a body.
 	//
 	// Corresponds with GET /api/validators (the `ListValidators` operationId).
 	ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -373,6 +375,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 	ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WatchValidators Follow validators' phases (Server-Sent Events)
+	//
+	// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+	// addition. A stream of the phases of the validators this installation manages, as
+	// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+	// Validator resources, so that a client sees a validator reach RUNNING without polling.
+	// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+	// send that header, so browsers read the stream with `fetch`). Not cut by
+	// `server.requestTimeout`; ended by the server at shutdown.
+	//
+	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+	// - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+	// - `deleted`: the validator is gone; `id` is the deletion's resource version.
+	// - `reset`: the server cannot tell what changed since the client's position (it restarted,
+	//   or too much changed): forget what you hold; the current state of every validator follows.
+	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+	//   follow.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+	//   server keeps a few events per client, never more.
+	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+	//
+	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+	// the validators changed or deleted since then, not everything. Without either it starts with
+	// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+	//
+	// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+	WatchValidators(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListRemoteParticipants List remote participants
@@ -522,6 +553,8 @@ func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body 
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
+// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+// and an unchanged page is 304 without a body.
 //
 // Corresponds with GET /api/validators (the `ListValidators` operationId).
 func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -909,6 +942,45 @@ func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *Lis
 	return c.Client.Do(req)
 }
 
+// WatchValidators Follow validators' phases (Server-Sent Events)
+//
+// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+// addition. A stream of the phases of the validators this installation manages, as
+// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+// Validator resources, so that a client sees a validator reach RUNNING without polling.
+// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+// send that header, so browsers read the stream with `fetch`). Not cut by
+// `server.requestTimeout`; ended by the server at shutdown.
+//
+// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+//   - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+//   - `deleted`: the validator is gone; `id` is the deletion's resource version.
+//   - `reset`: the server cannot tell what changed since the client's position (it restarted,
+//     or too much changed): forget what you hold; the current state of every validator follows.
+//   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+//     follow.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+//     server keeps a few events per client, never more.
+//   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+//
+// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+// the validators changed or deleted since then, not everything. Without either it starts with
+// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+//
+// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+func (c *Client) WatchValidators(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchValidatorsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewListRemoteParticipantsRequest constructs an http.Request for the ListRemoteParticipants method
 func NewListRemoteParticipantsRequest(server string, params *ListRemoteParticipantsParams) (*http.Request, error) {
 	var err error
@@ -1251,6 +1323,21 @@ func NewListValidatorsRequest(server string, params *ListValidatorsParams) (*htt
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -1745,6 +1832,87 @@ func NewListValidatorRunsRequest(server string, name string, params *ListValidat
 	return req, nil
 }
 
+// NewWatchValidatorsRequest constructs an http.Request for the WatchValidators method
+func NewWatchValidatorsRequest(server string, params *WatchValidatorsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/watch/validators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -1872,6 +2040,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
+	// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+	// and an unchanged page is 304 without a body.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2090,6 +2260,37 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 	ListValidatorRunsWithResponse(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*ListValidatorRunsResponse, error)
+
+	// WatchValidatorsWithResponse Follow validators' phases (Server-Sent Events)
+	//
+	// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+	// addition. A stream of the phases of the validators this installation manages, as
+	// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+	// Validator resources, so that a client sees a validator reach RUNNING without polling.
+	// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+	// send that header, so browsers read the stream with `fetch`). Not cut by
+	// `server.requestTimeout`; ended by the server at shutdown.
+	//
+	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+	// - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+	// - `deleted`: the validator is gone; `id` is the deletion's resource version.
+	// - `reset`: the server cannot tell what changed since the client's position (it restarted,
+	//   or too much changed): forget what you hold; the current state of every validator follows.
+	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+	//   follow.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+	//   server keeps a few events per client, never more.
+	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+	//
+	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+	// the validators changed or deleted since then, not everything. Without either it starts with
+	// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+	WatchValidatorsWithResponse(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*WatchValidatorsResponse, error)
 }
 
 // ListRemoteParticipantsResponse401Headers the declared response headers of an HTTP 401 response for ListRemoteParticipants
@@ -2493,6 +2694,16 @@ func (r UpdateRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// ListValidatorsResponse200Headers the declared response headers of an HTTP 200 response for ListValidators
+type ListValidatorsResponse200Headers struct {
+	ETag *string
+}
+
+// ListValidatorsResponse304Headers the declared response headers of an HTTP 304 response for ListValidators
+type ListValidatorsResponse304Headers struct {
+	ETag *string
+}
+
 // ListValidatorsResponse401Headers the declared response headers of an HTTP 401 response for ListValidators
 type ListValidatorsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -2511,6 +2722,10 @@ type ListValidatorsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListValidatorsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListValidatorsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListValidatorsResponse401Headers
 }
@@ -3475,6 +3690,68 @@ func (r ListValidatorRunsResponse) ContentType() string {
 	return ""
 }
 
+// WatchValidatorsResponse401Headers the declared response headers of an HTTP 401 response for WatchValidators
+type WatchValidatorsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type WatchValidatorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchValidatorsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WatchValidatorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WatchValidatorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WatchValidatorsResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchValidatorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchValidatorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchValidatorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchValidatorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRemoteParticipantsWithResponse List remote participants
 //
 // Returns one page of registered remote participants, ordered by name, that match all
@@ -3600,6 +3877,8 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
+// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+// and an unchanged page is 304 without a body.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3925,6 +4204,43 @@ func (c *ClientWithResponses) ListValidatorRunsWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseListValidatorRunsResponse(rsp)
+}
+
+// WatchValidatorsWithResponse Follow validators' phases (Server-Sent Events)
+//
+// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+// addition. A stream of the phases of the validators this installation manages, as
+// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+// Validator resources, so that a client sees a validator reach RUNNING without polling.
+// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+// send that header, so browsers read the stream with `fetch`). Not cut by
+// `server.requestTimeout`; ended by the server at shutdown.
+//
+// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+//   - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+//   - `deleted`: the validator is gone; `id` is the deletion's resource version.
+//   - `reset`: the server cannot tell what changed since the client's position (it restarted,
+//     or too much changed): forget what you hold; the current state of every validator follows.
+//   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+//     follow.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+//     server keeps a few events per client, never more.
+//   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+//
+// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+// the validators changed or deleted since then, not everything. Without either it starts with
+// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+func (c *ClientWithResponses) WatchValidatorsWithResponse(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*WatchValidatorsResponse, error) {
+	rsp, err := c.WatchValidators(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchValidatorsResponse(rsp)
 }
 
 // ParseListRemoteParticipantsResponse parses an HTTP response from a ListRemoteParticipantsWithResponse call
@@ -4307,6 +4623,9 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4338,6 +4657,26 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListValidatorsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListValidatorsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListValidatorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -5162,6 +5501,59 @@ func ParseListValidatorRunsResponse(rsp *http.Response) (*ListValidatorRunsRespo
 	switch {
 	case rsp.StatusCode == 401:
 		var headers ListValidatorRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchValidatorsResponse parses an HTTP response from a WatchValidatorsWithResponse call
+func ParseWatchValidatorsResponse(rsp *http.Response) (*WatchValidatorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchValidatorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WatchValidatorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

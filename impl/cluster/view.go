@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,10 +51,17 @@ type view struct {
 	synced   cache.InformerSynced
 	seen     atomic.Int64
 
-	// mu guards entries, list and the object field of every entry.
+	// mu guards entries, list, the object field of every entry, changes
+	// and opaque; put and remove raise seen under it too (ListVersion).
 	mu      sync.RWMutex
 	entries map[types.NamespacedName]*viewEntry
 	list    []byte // nil: to be rebuilt
+	// changes counts puts and removes; opaque is set once one carried a
+	// resourceVersion that is not a number (client-go's fakes), after
+	// which ListVersion counts changes in this process (epoch).
+	changes uint64
+	opaque  bool
+	epoch   string
 }
 
 type viewEntry struct {
@@ -114,7 +123,7 @@ func encodeView(obj any, managed labels.Selector) (any, error) {
 }
 
 func newView(kind domain.ResourceKind, gvr schema.GroupVersionResource) *view {
-	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]*viewEntry{}}
+	return &view{kind: kind, gvr: gvr, entries: map[types.NamespacedName]*viewEntry{}, epoch: rand.Text()}
 }
 
 // attach starts following informer (not started yet); managed (nil: none)
@@ -142,9 +151,18 @@ func (v *view) put(obj any) {
 	}
 	v.mu.Lock()
 	v.entries[types.NamespacedName{Namespace: o.namespace, Name: o.name}] = o.entry
-	v.list = nil
+	v.changed(o)
 	v.mu.Unlock()
-	observe(&v.seen, obj)
+}
+
+// changed records a put or remove of o; v.mu held.
+func (v *view) changed(o *viewObject) {
+	v.list = nil
+	v.changes++
+	if _, err := strconv.ParseInt(o.resourceVersion, 10, 64); err != nil {
+		v.opaque = true
+	}
+	observe(&v.seen, o)
 }
 
 func (v *view) remove(obj any) {
@@ -157,9 +175,8 @@ func (v *view) remove(obj any) {
 	}
 	v.mu.Lock()
 	delete(v.entries, types.NamespacedName{Namespace: o.namespace, Name: o.name})
-	v.list = nil
+	v.changed(o)
 	v.mu.Unlock()
-	observe(&v.seen, obj)
 }
 
 // encodeEntry encodes u as stored minus metadata.managedFields (bookkeeping
@@ -250,6 +267,24 @@ func (v *view) List() ([]byte, error) {
 	return v.list, nil
 }
 
+// ListVersion changes whenever List's answer would, and is the same on
+// every replica that holds the same objects: the highest resourceVersion
+// delivered (an add, an update and a watched deletion each carry a higher
+// one than any before) and the number of objects (a deletion found on a
+// relist carries its old version but lowers the count).
+func (v *view) ListVersion() (string, error) {
+	if err := v.ready(); err != nil {
+		return "", err
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	version := strconv.FormatInt(v.seen.Load(), 10) + "." + strconv.Itoa(len(v.entries))
+	if v.opaque {
+		version += "." + v.epoch + "." + strconv.FormatUint(v.changes, 10)
+	}
+	return version, nil
+}
+
 func (v *view) entry(namespace, name string) (viewEntry, error) {
 	if err := v.ready(); err != nil {
 		return viewEntry{}, err
@@ -287,6 +322,16 @@ func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 		return nil, err
 	}
 	return v.List()
+}
+
+// ResourceListVersion changes whenever ResourceList's answer would (the
+// lists' ETag).
+func (k *Kube) ResourceListVersion(kind domain.ResourceKind) (string, error) {
+	v, err := k.view(kind)
+	if err != nil {
+		return "", err
+	}
+	return v.ListVersion()
 }
 
 // ResourceObject is one resource as stored (minus managedFields), as JSON;

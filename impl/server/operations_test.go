@@ -179,7 +179,7 @@ func operationCases() []operationCase {
 		// the behaviour). Rows run in parallel with createValidator, so the
 		// by-name rows name a validator that never exists.
 		b("listValidators", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListValidatorsWithResponse(ctx)
+			return s.Platform.ListValidatorsWithResponse(ctx, nil)
 		}, hasJSON),
 		b("getValidator", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorWithResponse(ctx, absent)
@@ -207,7 +207,7 @@ func operationCases() []operationCase {
 		}),
 		// The embedded cluster starts with one Application, sample-app.
 		b("listApplications", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListApplicationsWithResponse(ctx)
+			return s.Platform.ListApplicationsWithResponse(ctx, nil)
 		}, hasJSON),
 		b("listApplicationMetrics", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListApplicationMetricsWithResponse(ctx)

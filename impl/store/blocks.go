@@ -66,12 +66,24 @@ type blockSpan struct {
 	upto   int64 // before, plus this block's
 }
 
+// ListVersion is list_generation: it moves whenever a page of validators
+// would change (an insert, a removal, a phase, a finished create, an edit of
+// what an item shows; migrations 0007 and 0024), so that release 1.11's list
+// answers an ETag without reading the page. Read it before the page.
+func (s *Store) ListVersion(ctx context.Context) (int64, error) {
+	var gen int64
+	if err := s.queryRow(ctx, "SELECT g FROM list_generation", nil, &gen); err != nil {
+		return 0, err
+	}
+	return gen, nil
+}
+
 // blockCounts returns the block counts of the current generation: from
 // memory when list_generation has not moved since they were read, else read
 // again (the generation first, so counts read later are at least as new).
 func (s *Store) blockCounts(ctx context.Context) (*blockCounts, error) {
-	var gen int64
-	if err := s.queryRow(ctx, "SELECT g FROM list_generation", nil, &gen); err != nil {
+	gen, err := s.ListVersion(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if c := s.blocks.Load(); c != nil && c.gen == gen {
