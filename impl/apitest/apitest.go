@@ -24,9 +24,13 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
@@ -69,6 +73,9 @@ type Options struct {
 	Config func(*config.Config)
 	// App options, e.g. to replace a release's handlers.
 	App []app.Option
+	// Watch runs the watch streams (App.RunWatch) on a cache of the test's
+	// own, as Run does on the Manager's; without it they answer 503.
+	Watch bool
 }
 
 // Start runs a server for the test and stops it when the test ends.
@@ -137,7 +144,12 @@ func Start(t testing.TB, o Options) *Server {
 		a.Close()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
 	}
-	stop := startIntent(t, a)
+	stopIntent := startIntent(t, a)
+	stop := stopIntent
+	if o.Watch {
+		stopWatch := startWatch(t, a, plane)
+		stop = func() { stopWatch(); stopIntent() }
+	}
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
 			stop()
@@ -339,4 +351,31 @@ func startIntent(t testing.TB, a *app.App) (stop func()) {
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// startWatch runs the app's watch streams on a cache of the Validators of
+// its namespace until the returned stop is called.
+func startWatch(t testing.TB, a *app.App, plane *rest.Config) (stop func()) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ctrlcache.New(plane, ctrlcache.Options{Scheme: scheme, DefaultNamespaces: map[string]ctrlcache.Config{a.Config.Namespace: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := c.Start(ctx); err != nil {
+			t.Errorf("watch cache: %v", err)
+		}
+	})
+	wg.Go(func() {
+		if err := a.RunWatch(ctx, c); err != nil {
+			t.Errorf("watch streams: %v", err)
+		}
+	})
+	return func() { cancel(); wg.Wait() }
 }

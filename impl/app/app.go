@@ -596,7 +596,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		runnable(false, a.runCluster),
 		// The watch streams, from the Manager's cache; they end before the
 		// HTTP server's shutdown gives up waiting for them.
-		runnable(false, func(ctx context.Context) error { return a.watch.run(ctx, mgr.GetCache()) }),
+		runnable(false, func(ctx context.Context) error { return a.RunWatch(ctx, mgr.GetCache()) }),
 		runnable(false, a.Intent.StartCreates),
 		// The controllers, schedules and one-off rewrites: the leader's.
 		runnable(true, a.leading),

@@ -32,8 +32,13 @@ func newWatchFeed(installation string) *watchFeed {
 	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set)}
 }
 
-// run follows the cache until ctx ends, then ends every stream (the HTTP
-// server's shutdown waits for them).
+// RunWatch feeds the watch streams of both releases from c (the Manager's
+// cache; a test's own) until ctx ends, then ends every stream: the HTTP
+// server's shutdown waits for them, and they hold no request past it.
+func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
+	return a.watch.run(ctx, c)
+}
+
 func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	defer f.management.Close()
 	defer f.platform.Close()
