@@ -377,5 +377,10 @@ func startWatch(t testing.TB, a *app.App, plane *rest.Config) (stop func()) {
 			t.Errorf("watch streams: %v", err)
 		}
 	})
+	select {
+	case <-a.WatchSynced():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch streams' cache did not sync")
+	}
 	return func() { cancel(); wg.Wait() }
 }

@@ -22,6 +22,7 @@ import (
 type watchFeed struct {
 	management, platform *live.Hub
 	managed              labels.Selector
+	synced               chan struct{} // closed once the streams serve
 }
 
 func newWatchFeed(installation string) *watchFeed {
@@ -29,7 +30,7 @@ func newWatchFeed(installation string) *watchFeed {
 	if installation != "" {
 		set[cluster.InstallationLabel] = installation
 	}
-	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set)}
+	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set), synced: make(chan struct{})}
 }
 
 // RunWatch feeds the watch streams of both releases from c (the Manager's
@@ -38,6 +39,10 @@ func newWatchFeed(installation string) *watchFeed {
 func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
 	return a.watch.run(ctx, c)
 }
+
+// WatchSynced is closed once the watch streams serve (RunWatch's cache has
+// synced); until then they answer 503.
+func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 
 func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	defer f.management.Close()
@@ -63,6 +68,7 @@ func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	}
 	f.management.Ready()
 	f.platform.Ready()
+	close(f.synced)
 	<-ctx.Done()
 	return nil
 }
