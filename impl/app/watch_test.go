@@ -29,25 +29,11 @@ func TestWatchStreamsEndAtShutdown(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Namespace = t.TempDir(), fmt.Sprintf("watch-%d", time.Now().UnixNano()%1_000_000)
 	cfg.RequestTimeout, cfg.ShutdownTimeout = time.Second, 20*time.Second
-	skip := true // other tests of the package run Managers too
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test",
-		app.WithControlPlane(apiServer), app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, ln, cancel, done := runManager(t, cfg)
 	token, err := a.DevToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, ln) }()
 	select {
 	case <-a.WatchSynced():
 	case <-time.After(60 * time.Second):
@@ -91,4 +77,27 @@ func TestWatchStreamsEndAtShutdown(t *testing.T) {
 	if took := time.Since(stopped); took > 10*time.Second {
 		t.Fatalf("shutdown took %s with two open streams, want well within the %s grace", took, cfg.ShutdownTimeout)
 	}
+}
+
+// runManager opens the embedded default of cfg on the package's API server
+// and runs it under its Manager on a loopback listener until cancel; done
+// delivers Run's result.
+func runManager(t *testing.T, cfg config.Config) (*app.App, net.Listener, context.CancelFunc, <-chan error) {
+	t.Helper()
+	skip := true // other tests of the package run Managers too
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test",
+		app.WithControlPlane(apiServer), app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, ln) }()
+	return a, ln, cancel, done
 }

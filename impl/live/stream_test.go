@@ -13,43 +13,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/live"
 )
 
-// Event is one Server-Sent Event as a client reads it (a comment is an
-// event whose Comment is set).
-type Event struct {
-	ID, Name, Data, Comment, Retry string
-}
-
-// ReadEvent reads the next event or comment of an SSE stream.
-func ReadEvent(r *bufio.Reader) (Event, error) {
-	var e Event
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return e, err
-		}
-		line = strings.TrimSuffix(line, "\n")
-		if line == "" {
-			if e != (Event{}) {
-				return e, nil
-			}
-			continue
-		}
-		field, value, _ := strings.Cut(line, ": ")
-		switch field {
-		case "":
-			e.Comment = value
-		case "id":
-			e.ID = value
-		case "event":
-			e.Name = value
-		case "data":
-			e.Data = value
-		case "retry":
-			e.Retry = value
-		}
-	}
-}
-
 func serve(t *testing.T, h *live.Hub) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,10 +41,10 @@ func open(t *testing.T, url string, header map[string]string) *bufio.Reader {
 	return bufio.NewReader(resp.Body)
 }
 
-func next(t *testing.T, r *bufio.Reader, skipHeartbeats bool) Event {
+func next(t *testing.T, r *bufio.Reader, skipHeartbeats bool) live.Event {
 	t.Helper()
 	for {
-		e, err := ReadEvent(r)
+		e, err := live.ReadEvent(r)
 		if err != nil {
 			t.Fatalf("reading the stream: %v", err)
 		}
@@ -99,7 +62,7 @@ func TestStream(t *testing.T) {
 	if e := next(t, r, true); e.Retry != "2000" {
 		t.Fatalf("first: got %+v, want retry 2000", e)
 	}
-	for _, w := range []Event{
+	for _, w := range []live.Event{
 		{ID: "4", Name: "validator", Data: `{"name":"c"}`},
 		{ID: "5", Name: "validator", Data: `{"name":"b"}`},
 		{ID: "6", Name: "validator", Data: `{"name":"a"}`},
@@ -110,7 +73,7 @@ func TestStream(t *testing.T) {
 		}
 	}
 	h.Publish(gone("b", 7))
-	if e := next(t, r, true); e != (Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
+	if e := next(t, r, true); e != (live.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
 		t.Fatalf("live: got %+v, want b deleted at 7", e)
 	}
 	if e := next(t, r, false); e.Comment != "heartbeat" {
@@ -120,7 +83,7 @@ func TestStream(t *testing.T) {
 	// A reconnection resumes after its last event; the header wins over since.
 	r2 := open(t, srv.URL+"?since=1", map[string]string{"Last-Event-ID": "6"})
 	next(t, r2, true) // retry
-	if e := next(t, r2, true); e != (Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
+	if e := next(t, r2, true); e != (live.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
 		t.Fatalf("resumed: got %+v, want only b deleted at 7", e)
 	}
 	if e := next(t, r2, true); e.Name != "synced" {
@@ -134,10 +97,10 @@ func TestStream(t *testing.T) {
 		if e := next(t, r, true); e.ID != "8" {
 			t.Fatalf("at shutdown: got %+v, want c at 8", e)
 		}
-		if e := next(t, r, true); e != (Event{Name: "close", Data: `{"reason":"shutdown"}`}) {
+		if e := next(t, r, true); e != (live.Event{Name: "close", Data: `{"reason":"shutdown"}`}) {
 			t.Fatalf("at shutdown: got %+v, want close", e)
 		}
-		if _, err := ReadEvent(r); !errors.Is(err, io.EOF) {
+		if _, err := live.ReadEvent(r); !errors.Is(err, io.EOF) {
 			t.Fatalf("after close: got %v, want the end of the stream", err)
 		}
 	}

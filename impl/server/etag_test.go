@@ -1,14 +1,13 @@
 package server_test
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -20,20 +19,11 @@ import (
 // against the contract by s.HTTP).
 func conditional(t *testing.T, s *apitest.Server, path, tag string) (int, string, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+s.Token)
+	h := http.Header{"Authorization": {"Bearer " + s.Token}}
 	if tag != "" {
-		req.Header.Set("If-None-Match", tag)
+		h.Set("If-None-Match", tag)
 	}
-	resp, err := s.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := sendHeaders(t, s, http.MethodGet, path, h)
 	return resp.StatusCode, resp.Header.Get("ETag"), string(body)
 }
 
@@ -114,12 +104,17 @@ func TestListETags(t *testing.T) {
 	})
 	want("a phase", "/api/validators", "/api/validators?limit=1", "/api/validators?status=RUNNING", "/api/v1/validators")
 
-	app, err := s.Kube.Applications().Get(ctx, "sample-app", metav1.GetOptions{})
+	// The simulated node writes the application's status meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		app, err := s.Kube.Applications().Get(ctx, "sample-app", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		app.SetLabels(map[string]string{"edited": "yes"})
+		_, err = s.Kube.Applications().Update(ctx, app, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	app.SetLabels(map[string]string{"edited": "yes"})
-	if _, err := s.Kube.Applications().Update(ctx, app, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	apitest.Eventually(t, 10*time.Second, "the application in the cache", func() error { return s.Kube.Settle(ctx) })

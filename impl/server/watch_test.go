@@ -14,11 +14,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/live"
 	"github.com/validator-manager/validator-manager/openapi"
 )
-
-// sseEvent is one Server-Sent Event as a client reads it.
-type sseEvent struct{ id, name, data string }
 
 // watchStream is an open watch stream whose events' data are checked
 // against the contract's x-event-schema.
@@ -64,45 +62,31 @@ func openWatch(t *testing.T, s *apitest.Server, schema *openapi3.Schema, path st
 
 // next reads the next event (comments and the retry line skipped); the
 // data of validator and deleted events must match the contract.
-func (w *watchStream) next() sseEvent {
+func (w *watchStream) next() live.Event {
 	w.t.Helper()
-	var e sseEvent
 	for {
-		line, err := w.r.ReadString('\n')
+		e, err := live.ReadEvent(w.r)
 		if err != nil {
 			w.t.Fatalf("reading the stream: %v", err)
 		}
-		line = strings.TrimSuffix(line, "\n")
-		if line == "" {
-			if e.name == "" {
-				continue
+		if e.Name == "" {
+			continue // heartbeat, retry
+		}
+		if e.Name == "validator" || e.Name == "deleted" {
+			var v any
+			if err := json.Unmarshal([]byte(e.Data), &v); err != nil {
+				w.t.Fatalf("event data %s: %v", e.Data, err)
 			}
-			break
+			if err := w.schema.VisitJSON(v); err != nil {
+				w.t.Fatalf("event data %s breaks the contract: %v", e.Data, err)
+			}
 		}
-		field, value, _ := strings.Cut(line, ": ")
-		switch field {
-		case "id":
-			e.id = value
-		case "event":
-			e.name = value
-		case "data":
-			e.data = value
-		}
+		return e
 	}
-	if e.name == "validator" || e.name == "deleted" {
-		var v any
-		if err := json.Unmarshal([]byte(e.data), &v); err != nil {
-			w.t.Fatalf("event data %s: %v", e.data, err)
-		}
-		if err := w.schema.VisitJSON(v); err != nil {
-			w.t.Fatalf("event data %s breaks the contract: %v", e.data, err)
-		}
-	}
-	return e
 }
 
 // until reads events until one satisfies ok.
-func (w *watchStream) until(what string, ok func(sseEvent) bool) sseEvent {
+func (w *watchStream) until(what string, ok func(live.Event) bool) live.Event {
 	w.t.Helper()
 	for {
 		if e := w.next(); ok(e) {
@@ -139,7 +123,7 @@ func TestWatchValidators(t *testing.T) {
 	m := openWatch(t, s, eventSchema(t, mgmt, v1), v1, nil)
 	p := openWatch(t, s, eventSchema(t, plat, v2), v2, nil)
 	for _, w := range []*watchStream{m, p} {
-		if e := w.next(); e.name != "synced" {
+		if e := w.next(); e.Name != "synced" {
 			t.Fatalf("empty namespace: got %+v, want synced at once", e)
 		}
 	}
@@ -147,25 +131,25 @@ func TestWatchValidators(t *testing.T) {
 	if r, err := s.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("watched")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", err, r)
 	}
-	pending := m.until("watched PENDING", func(e sseEvent) bool { return strings.Contains(e.data, `"name":"watched"`) })
-	if !strings.Contains(pending.data, `"phase":"PENDING"`) || pending.id == "" {
+	pending := m.until("watched PENDING", func(e live.Event) bool { return strings.Contains(e.Data, `"name":"watched"`) })
+	if !strings.Contains(pending.Data, `"phase":"PENDING"`) || pending.ID == "" {
 		t.Fatalf("first event of a new validator: got %+v, want PENDING with an id", pending)
 	}
-	p.until("2.0: watched", func(e sseEvent) bool { return strings.Contains(e.data, `"name":"watched"`) })
+	p.until("2.0: watched", func(e live.Event) bool { return strings.Contains(e.Data, `"name":"watched"`) })
 
 	time.Sleep(1500 * time.Millisecond) // past server.requestTimeout
 	if err := s.Kube.SetStatus(ctx, "watched", domain.PhaseRunning, true); err != nil {
 		t.Fatal(err)
 	}
-	running := m.until("watched RUNNING", func(e sseEvent) bool { return strings.Contains(e.data, `"phase":"RUNNING"`) })
-	p.until("2.0: RUNNING", func(e sseEvent) bool { return strings.Contains(e.data, `"status":{"phase":"RUNNING"`) })
+	running := m.until("watched RUNNING", func(e live.Event) bool { return strings.Contains(e.Data, `"phase":"RUNNING"`) })
+	p.until("2.0: RUNNING", func(e live.Event) bool { return strings.Contains(e.Data, `"status":{"phase":"RUNNING"`) })
 
 	// A client that saw PENDING resumes with RUNNING and nothing older.
-	r := openWatch(t, s, eventSchema(t, mgmt, v1), v1, map[string]string{"Last-Event-ID": pending.id})
-	if e := r.next(); e.id != running.id || !strings.Contains(e.data, `"phase":"RUNNING"`) {
-		t.Fatalf("resumed after %s: got %+v, want RUNNING at %s", pending.id, e, running.id)
+	r := openWatch(t, s, eventSchema(t, mgmt, v1), v1, map[string]string{"Last-Event-ID": pending.ID})
+	if e := r.next(); e.ID != running.ID || !strings.Contains(e.Data, `"phase":"RUNNING"`) {
+		t.Fatalf("resumed after %s: got %+v, want RUNNING at %s", pending.ID, e, running.ID)
 	}
-	if e := r.next(); e.name != "synced" {
+	if e := r.next(); e.Name != "synced" {
 		t.Fatalf("resumed: got %+v, want synced", e)
 	}
 
@@ -174,10 +158,10 @@ func TestWatchValidators(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r)
 	}
 	f := openWatch(t, s, eventSchema(t, plat, v2), v2+"?name=other", nil)
-	if e := f.next(); !strings.Contains(e.data, `"name":"other"`) {
+	if e := f.next(); !strings.Contains(e.Data, `"name":"other"`) {
 		t.Fatalf("filtered: got %+v, want other", e)
 	}
-	if e := f.next(); e.name != "synced" {
+	if e := f.next(); e.Name != "synced" {
 		t.Fatalf("filtered: got %+v, want synced (watched is filtered out)", e)
 	}
 }

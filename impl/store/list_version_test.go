@@ -41,7 +41,9 @@ func TestListVersion(t *testing.T) {
 			{"an edit of the migration", edited(func(v *domain.Validator) { v.MigrationID++ }), true},
 			{"an edit of the storage", edited(func(v *domain.Validator) { v.DatabaseStorage = "20Gi" }), true},
 			{"the same row written again", edited(func(v *domain.Validator) {}), false},
-			{"a phase", func() error { return s.SyncValidatorState(ctx, "shown", domain.ValidatorState{Phase: domain.PhaseRunning}) }, true},
+			{"a phase", func() error {
+				return s.SyncValidatorState(ctx, "shown", domain.ValidatorState{Phase: domain.PhaseRunning})
+			}, true},
 			{"the user-edit flag", func() error {
 				return s.SyncValidatorState(ctx, "shown", domain.ValidatorState{Phase: domain.PhaseRunning, DisableUserEdit: true})
 			}, true},
