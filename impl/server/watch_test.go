@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/live"
@@ -153,10 +156,23 @@ func TestWatchValidators(t *testing.T) {
 		t.Fatalf("resumed: got %+v, want synced", e)
 	}
 
-	// The name filter.
+	// A Validator another installation (or kubectl) made is not followed:
+	// the next event after it is the next validator this server manages.
+	stranger := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cluster.Group + "/" + cluster.Version, "kind": cluster.Kind, "spec": map[string]any{}}}
+	stranger.SetName("stranger")
+	if _, err := s.Kube.Validators().Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if r, err := s.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("other")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", err, r)
 	}
+	for _, w := range []*watchStream{m, p} {
+		if e := w.until("the next validator", func(e live.Event) bool { return e.Name == "validator" && !strings.Contains(e.Data, `"name":"watched"`) }); !strings.Contains(e.Data, `"name":"other"`) {
+			t.Fatalf("after a validator of no installation: got %+v, want other", e)
+		}
+	}
+
+	// The name filter.
 	f := openWatch(t, s, eventSchema(t, plat, v2), v2+"?name=other", nil)
 	if e := f.next(); !strings.Contains(e.Data, `"name":"other"`) {
 		t.Fatalf("filtered: got %+v, want other", e)
