@@ -88,7 +88,7 @@ func (h *Hub) Publish(c Change) {
 	h.publish(c)
 }
 
-// Unknown records that validator name was deleted at a version nobody
+// Unknown records that validator c.Name was deleted at a version nobody
 // knows (the cache missed the deletion and found it out on a relist):
 // watchers are told at once, and any resumption from before the next
 // change resets.
