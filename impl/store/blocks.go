@@ -71,6 +71,11 @@ type blockSpan struct {
 // what an item shows; migrations 0007 and 0024), so that release 1.11's list
 // answers an ETag without reading the page. Read it before the page.
 func (s *Store) ListVersion(ctx context.Context) (int64, error) {
+	gen, err := s.listGeneration(s.bounded(ctx))
+	return gen, translate(err, "list validators", "")
+}
+
+func (s *Store) listGeneration(ctx context.Context) (int64, error) {
 	var gen int64
 	if err := s.queryRow(ctx, "SELECT g FROM list_generation", nil, &gen); err != nil {
 		return 0, err
@@ -82,7 +87,7 @@ func (s *Store) ListVersion(ctx context.Context) (int64, error) {
 // memory when list_generation has not moved since they were read, else read
 // again (the generation first, so counts read later are at least as new).
 func (s *Store) blockCounts(ctx context.Context) (*blockCounts, error) {
-	gen, err := s.ListVersion(ctx)
+	gen, err := s.listGeneration(ctx)
 	if err != nil {
 		return nil, err
 	}
