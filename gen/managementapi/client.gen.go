@@ -199,6 +199,9 @@ type ClientInterface interface {
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
 	//
+	// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+	// and an unchanged page is 304 without a body.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/validators (the `ListValidators` operationId).
@@ -440,6 +443,37 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 	ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WatchValidators Follow validators' phases (Server-Sent Events)
+	//
+	// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+	// addition. A stream of the phases of the validators this installation manages, as
+	// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+	// Validator resources, so that a client sees a validator reach RUNNING without polling.
+	// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+	// send that header, so browsers read the stream with `fetch`). Not cut by
+	// `server.requestTimeout`; ended by the server at shutdown.
+	//
+	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+	// - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+	// - `deleted`: the validator is gone; `id` is the deletion's resource version.
+	// - `reset`: the server cannot tell what changed since the client's position (it restarted,
+	//   or too much changed): forget what you hold; the current state of every validator follows.
+	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+	//   follow.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+	//   server keeps a few events per client, never more.
+	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+	//
+	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+	// the validators changed or deleted since then, not everything. Without either it starts with
+	// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
+	// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+	WatchValidators(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListAuditEntries List audit entries
@@ -630,6 +664,9 @@ func (c *Client) UpdateRemoteParticipant(ctx context.Context, name string, body 
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
+//
+// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+// and an unchanged page is 304 without a body.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
@@ -1043,6 +1080,47 @@ func (c *Client) UpdatePruneSchedule(ctx context.Context, name PruneValidatorNam
 // Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListValidatorRunsRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WatchValidators Follow validators' phases (Server-Sent Events)
+//
+// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+// addition. A stream of the phases of the validators this installation manages, as
+// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+// Validator resources, so that a client sees a validator reach RUNNING without polling.
+// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+// send that header, so browsers read the stream with `fetch`). Not cut by
+// `server.requestTimeout`; ended by the server at shutdown.
+//
+// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+//   - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+//   - `deleted`: the validator is gone; `id` is the deletion's resource version.
+//   - `reset`: the server cannot tell what changed since the client's position (it restarted,
+//     or too much changed): forget what you hold; the current state of every validator follows.
+//   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+//     follow.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+//     server keeps a few events per client, never more.
+//   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+//
+// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+// the validators changed or deleted since then, not everything. Without either it starts with
+// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
+// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+func (c *Client) WatchValidators(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchValidatorsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1509,6 +1587,21 @@ func NewListValidatorsRequest(server string, params *ListValidatorsParams) (*htt
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -2003,6 +2096,87 @@ func NewListValidatorRunsRequest(server string, name string, params *ListValidat
 	return req, nil
 }
 
+// NewWatchValidatorsRequest constructs an http.Request for the WatchValidators method
+func NewWatchValidatorsRequest(server string, params *WatchValidatorsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/watch/validators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2163,6 +2337,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns one page of validators, ordered by name, that match all given filters, and the
 	// total number of matching validators. Secrets and `createdUser` are never included.
+	//
+	// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+	// and an unchanged page is 304 without a body.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
@@ -2417,11 +2594,39 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/validators/{name}/runs (the `ListValidatorRuns` operationId).
 	ListValidatorRunsWithResponse(ctx context.Context, name string, params *ListValidatorRunsParams, reqEditors ...RequestEditorFn) (*ListValidatorRunsResponse, error)
-}
 
-// ListAuditEntriesResponse401Headers the declared response headers of an HTTP 401 response for ListAuditEntries
-type ListAuditEntriesResponse401Headers struct {
-	WWWAuthenticate *string
+	// WatchValidatorsWithResponse Follow validators' phases (Server-Sent Events)
+	//
+	// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+	// addition. A stream of the phases of the validators this installation manages, as
+	// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+	// Validator resources, so that a client sees a validator reach RUNNING without polling.
+	// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+	// send that header, so browsers read the stream with `fetch`). Not cut by
+	// `server.requestTimeout`; ended by the server at shutdown.
+	//
+	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+	// - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+	// - `deleted`: the validator is gone; `id` is the deletion's resource version.
+	// - `reset`: the server cannot tell what changed since the client's position (it restarted,
+	//   or too much changed): forget what you hold; the current state of every validator follows.
+	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+	//   follow.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+	//   server keeps a few events per client, never more.
+	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+	//
+	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+	// the validators changed or deleted since then, not everything. Without either it starts with
+	// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+	WatchValidatorsWithResponse(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*WatchValidatorsResponse, error)
 }
 
 type ListAuditEntriesResponse struct {
@@ -2429,48 +2634,11 @@ type ListAuditEntriesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AuditFilterResponseDto
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *BadRequest
-	// JSON401 the response for an HTTP 401 `application/json` response
-	JSON401 *Unauthorized
-	// JSON403 the response for an HTTP 403 `application/json` response
-	JSON403 *Forbidden
-	// JSON500 the response for an HTTP 500 `application/json` response
-	JSON500 *InternalError
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Default
-	// Headers401 the parsed response headers for an HTTP 401 response
-	Headers401 *ListAuditEntriesResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListAuditEntriesResponse) GetJSON200() *AuditFilterResponseDto {
 	return r.JSON200
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r ListAuditEntriesResponse) GetJSON400() *BadRequest {
-	return r.JSON400
-}
-
-// GetJSON401 returns the response for an HTTP 401 `application/json` response
-func (r ListAuditEntriesResponse) GetJSON401() *Unauthorized {
-	return r.JSON401
-}
-
-// GetJSON403 returns the response for an HTTP 403 `application/json` response
-func (r ListAuditEntriesResponse) GetJSON403() *Forbidden {
-	return r.JSON403
-}
-
-// GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r ListAuditEntriesResponse) GetJSON500() *InternalError {
-	return r.JSON500
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r ListAuditEntriesResponse) GetJSONDefault() *Default {
-	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -2938,6 +3106,16 @@ func (r UpdateRemoteParticipantResponse) ContentType() string {
 	return ""
 }
 
+// ListValidatorsResponse200Headers the declared response headers of an HTTP 200 response for ListValidators
+type ListValidatorsResponse200Headers struct {
+	ETag *string
+}
+
+// ListValidatorsResponse304Headers the declared response headers of an HTTP 304 response for ListValidators
+type ListValidatorsResponse304Headers struct {
+	ETag *string
+}
+
 // ListValidatorsResponse401Headers the declared response headers of an HTTP 401 response for ListValidators
 type ListValidatorsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -2958,6 +3136,10 @@ type ListValidatorsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListValidatorsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListValidatorsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListValidatorsResponse401Headers
 }
@@ -4004,6 +4186,82 @@ func (r ListValidatorRunsResponse) ContentType() string {
 	return ""
 }
 
+// WatchValidatorsResponse401Headers the declared response headers of an HTTP 401 response for WatchValidators
+type WatchValidatorsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type WatchValidatorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchValidatorsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WatchValidatorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WatchValidatorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r WatchValidatorsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r WatchValidatorsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WatchValidatorsResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchValidatorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchValidatorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchValidatorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchValidatorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListAuditEntriesWithResponse List audit entries
 //
 // Returns one page of the audit log, newest first, that matches all given filters, and the
@@ -4168,6 +4426,9 @@ func (c *ClientWithResponses) UpdateRemoteParticipantWithResponse(ctx context.Co
 //
 // Returns one page of validators, ordered by name, that match all given filters, and the
 // total number of matching validators. Secrets and `createdUser` are never included.
+//
+// The page carries an `ETag` (our addition to release 1.11): send it back in `If-None-Match`
+// and an unchanged page is 304 without a body.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
@@ -4531,6 +4792,45 @@ func (c *ClientWithResponses) ListValidatorRunsWithResponse(ctx context.Context,
 	return ParseListValidatorRunsResponse(rsp)
 }
 
+// WatchValidatorsWithResponse Follow validators' phases (Server-Sent Events)
+//
+// Not specified by the release 1.11 document (its events are "not shown"); our read-only
+// addition. A stream of the phases of the validators this installation manages, as
+// Server-Sent Events (`text/event-stream`), fed from the server's watch cache of the
+// Validator resources, so that a client sees a validator reach RUNNING without polling.
+// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
+// send that header, so browsers read the stream with `fetch`). Not cut by
+// `server.requestTimeout`; ended by the server at shutdown.
+//
+// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+//   - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
+//   - `deleted`: the validator is gone; `id` is the deletion's resource version.
+//   - `reset`: the server cannot tell what changed since the client's position (it restarted,
+//     or too much changed): forget what you hold; the current state of every validator follows.
+//   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+//     follow.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+//     server keeps a few events per client, never more.
+//   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+//
+// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+// the validators changed or deleted since then, not everything. Without either it starts with
+// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/watch/validators (the `WatchValidators` operationId).
+func (c *ClientWithResponses) WatchValidatorsWithResponse(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*WatchValidatorsResponse, error) {
+	rsp, err := c.WatchValidators(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchValidatorsResponse(rsp)
+}
+
 // ParseListAuditEntriesResponse parses an HTTP response from a ListAuditEntriesWithResponse call
 func ParseListAuditEntriesResponse(rsp *http.Response) (*ListAuditEntriesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4552,54 +4852,6 @@ func ParseListAuditEntriesResponse(rsp *http.Response) (*ListAuditEntriesRespons
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Default
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSONDefault = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 401:
-		var headers ListAuditEntriesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.WWWAuthenticate = &value
-		}
-		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5020,6 +5272,9 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5058,6 +5313,26 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListValidatorsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListValidatorsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListValidatorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -5959,6 +6234,73 @@ func ParseListValidatorRunsResponse(rsp *http.Response) (*ListValidatorRunsRespo
 	switch {
 	case rsp.StatusCode == 401:
 		var headers ListValidatorRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchValidatorsResponse parses an HTTP response from a WatchValidatorsWithResponse call
+func ParseWatchValidatorsResponse(rsp *http.Response) (*WatchValidatorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchValidatorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WatchValidatorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -70,6 +71,9 @@ type ServerInterface interface {
 	// ListValidatorRuns List backup and pruning runs
 	// (GET /api/validators/{name}/runs)
 	ListValidatorRuns(ctx echo.Context, name string, params ListValidatorRunsParams) error
+	// WatchValidators Follow validators' phases (Server-Sent Events)
+	// (GET /api/watch/validators)
+	WatchValidators(ctx echo.Context, params WatchValidatorsParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -267,6 +271,23 @@ func (w *ServerInterfaceWrapper) ListValidators(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListValidators(ctx, params)
 	return err
@@ -457,6 +478,48 @@ func (w *ServerInterfaceWrapper) ListValidatorRuns(ctx echo.Context) error {
 	return err
 }
 
+// WatchValidators converts echo context to params.
+func (w *ServerInterfaceWrapper) WatchValidators(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WatchValidatorsParams
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", ctx.QueryParams(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID LastEventId
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WatchValidators(ctx, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -517,6 +580,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/validators/:name/backup", wrapper.UpdateBackupSchedule, options.OperationMiddlewares["updateBackupSchedule"]...)
 	router.GET(options.BaseURL+"/api/validators/:name/runs", wrapper.ListValidatorRuns, options.OperationMiddlewares["listValidatorRuns"]...)
 	router.GET(options.BaseURL+"/api/audit", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
+	router.GET(options.BaseURL+"/api/watch/validators", wrapper.WatchValidators, options.OperationMiddlewares["watchValidators"]...)
 	router.GET(options.BaseURL+"/api/remote-participants", wrapper.ListRemoteParticipants, options.OperationMiddlewares["listRemoteParticipants"]...)
 	router.POST(options.BaseURL+"/api/remote-participants", wrapper.CreateRemoteParticipant, options.OperationMiddlewares["createRemoteParticipant"]...)
 	router.DELETE(options.BaseURL+"/api/remote-participants/:name", wrapper.DeleteRemoteParticipant, options.OperationMiddlewares["deleteRemoteParticipant"]...)
@@ -536,6 +600,13 @@ type ForbiddenJSONResponse ErrorMap
 type InternalErrorJSONResponse ErrorMap
 
 type NotFoundJSONResponse ErrorMap
+
+type NotModifiedResponseHeaders struct {
+	ETag *string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
 
 type ServiceUnavailableJSONResponse ErrorMap
 
@@ -566,82 +637,6 @@ func (response ListAuditEntries200JSONResponse) VisitListAuditEntriesResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAuditEntries400JSONResponse struct{ BadRequestJSONResponse }
-
-func (response ListAuditEntries400JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(400)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAuditEntries401JSONResponse struct{ UnauthorizedJSONResponse }
-
-func (response ListAuditEntries401JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.WWWAuthenticate != nil {
-		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	w.WriteHeader(401)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAuditEntries403JSONResponse struct{ ForbiddenJSONResponse }
-
-func (response ListAuditEntries403JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(403)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAuditEntries500JSONResponse struct{ InternalErrorJSONResponse }
-
-func (response ListAuditEntries500JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAuditEntriesdefaultJSONResponse struct {
-	Body       ErrorMap
-	StatusCode int
-}
-
-func (response ListAuditEntriesdefaultJSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1195,18 +1190,38 @@ type ListValidatorsResponseObject interface {
 	VisitListValidatorsResponse(w http.ResponseWriter) error
 }
 
-type ListValidators200JSONResponse ValidatorFilterResponseDto
+type ListValidators200ResponseHeaders struct {
+	ETag *string
+}
+
+type ListValidators200JSONResponse struct {
+	Body    ValidatorFilterResponseDto
+	Headers ListValidators200ResponseHeaders
+}
 
 func (response ListValidators200JSONResponse) VisitListValidatorsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type ListValidators304Response = NotModifiedResponse
+
+func (response ListValidators304Response) VisitListValidatorsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type ListValidators400JSONResponse struct{ BadRequestJSONResponse }
@@ -2548,6 +2563,133 @@ func (response ListValidatorRunsdefaultJSONResponse) VisitListValidatorRunsRespo
 	return err
 }
 
+type WatchValidatorsRequestObject struct {
+	Params WatchValidatorsParams
+}
+
+type WatchValidatorsResponseObject interface {
+	VisitWatchValidatorsResponse(w http.ResponseWriter) error
+}
+
+type WatchValidators200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response WatchValidators200TexteventStreamResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type WatchValidators400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response WatchValidators400JSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WatchValidators401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WatchValidators401JSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WatchValidators403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response WatchValidators403JSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WatchValidators500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response WatchValidators500JSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WatchValidatorsdefaultJSONResponse struct {
+	Body       ErrorMap
+	StatusCode int
+}
+
+func (response WatchValidatorsdefaultJSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// ListAuditEntries List audit entries
@@ -2604,6 +2746,9 @@ type StrictServerInterface interface {
 	// ListValidatorRuns List backup and pruning runs
 	// (GET /api/validators/{name}/runs)
 	ListValidatorRuns(ctx context.Context, request ListValidatorRunsRequestObject) (ListValidatorRunsResponseObject, error)
+	// WatchValidators Follow validators' phases (Server-Sent Events)
+	// (GET /api/watch/validators)
+	WatchValidators(ctx context.Context, request WatchValidatorsRequestObject) (WatchValidatorsResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -3241,6 +3386,31 @@ func (sh *strictHandler) ListValidatorRuns(ctx echo.Context, name string, params
 		return err
 	} else if validResponse, ok := response.(ListValidatorRunsResponseObject); ok {
 		return validResponse.VisitListValidatorRunsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// WatchValidators operation middleware
+func (sh *strictHandler) WatchValidators(ctx echo.Context, params WatchValidatorsParams) error {
+	var request WatchValidatorsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WatchValidators(ctx.Request().Context(), request.(WatchValidatorsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WatchValidators")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WatchValidatorsResponseObject); ok {
+		return validResponse.VisitWatchValidatorsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -1110,6 +1110,12 @@ type BackupValidatorName = string
 // From defines model for From.
 type From = int32
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
+// LastEventId defines model for LastEventId.
+type LastEventId = string
+
 // Limit defines model for Limit.
 type Limit = int32
 
@@ -1122,6 +1128,9 @@ type PhaseFilter = Phase
 
 // PruneValidatorName defines model for PruneValidatorName.
 type PruneValidatorName = string
+
+// WatchSince defines model for WatchSince.
+type WatchSince = string
 
 // BadRequest Every error body: a JSON object of string to string. For 400 each key is the offending
 // field as a dotted JSON path (`name`, `clusterConfig.migration.id`), a parameter name
@@ -1249,6 +1258,10 @@ type ListValidatorsParams struct {
 	// Name Only validators whose name contains this value. Case-sensitive literal substring
 	// match: `%` and `_` match themselves (they are not wildcards).
 	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// IfNoneMatch The `ETag` of an earlier answer (or several, comma-separated, or `*`): when the answer
+	// would be the same, it is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListValidatorRunsParams defines parameters for ListValidatorRuns.
@@ -1261,6 +1274,20 @@ type ListValidatorRunsParams struct {
 
 	// Limit Maximum number of items in the page, 1 to 500. Default 20.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// WatchValidatorsParams defines parameters for WatchValidators.
+type WatchValidatorsParams struct {
+	// Name Only the validator of this name (exact match, unlike the list's substring filter);
+	// every validator when absent.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Since Resume after this resource version (the `id` of the last event received), as
+	// `Last-Event-ID` does; the header wins when both are sent.
+	Since *WatchSince `form:"since,omitempty" json:"since,omitempty"`
+
+	// LastEventID The `id` of the last event received (browsers send it when they reconnect).
+	LastEventID *LastEventId `json:"Last-Event-ID,omitempty"`
 }
 
 // CreateRemoteParticipantJSONRequestBody defines body for CreateRemoteParticipant for application/json ContentType.

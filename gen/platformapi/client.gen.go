@@ -134,10 +134,11 @@ type ClientInterface interface {
 	// ListApplications List applications
 	//
 	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
-	ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListApplicationMetrics List resource metrics of every application
 	//
@@ -194,10 +195,11 @@ type ClientInterface interface {
 	// ListValidators List validators
 	//
 	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
-	ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetValidator Get a validator
 	//
@@ -635,6 +637,36 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUser(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// WatchValidators Follow validators' status (Server-Sent Events)
+	//
+	// Our addition to release 2.0 (its events are "not shown"): a stream of the status of the
+	// Validator resources this installation manages, as Server-Sent Events
+	// (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
+	// change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
+	// the browser's `EventSource` cannot send that header, so browsers read the stream with
+	// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+	//
+	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+	// - `validator`: the current status of one validator; `id` is its `resourceVersion`.
+	// - `deleted`: the validator's resource is gone; `id` is the deletion's resource version.
+	// - `reset`: the server cannot tell what changed since the client's position (it restarted,
+	//   or too much changed): forget what you hold; the current state of every validator follows.
+	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+	//   follow.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+	//   server keeps a few events per client, never more.
+	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+	//
+	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+	// the validators changed or deleted since then, not everything. Without either it starts with
+	// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
+	// Corresponds with GET /api/v1/watch/validators (the `WatchValidators` operationId).
+	WatchValidators(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// OpenLedgerConsole Open the console stream (WebSocket)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
@@ -759,11 +791,12 @@ func (c *Client) GetPrometheus(ctx context.Context, reqEditors ...RequestEditorF
 // ListApplications List applications
 //
 // Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
-func (c *Client) ListApplications(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListApplicationsRequest(c.Server)
+func (c *Client) ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListApplicationsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -879,11 +912,12 @@ func (c *Client) ListAuditEntries(ctx context.Context, params *ListAuditEntriesP
 // ListValidators List validators
 //
 // Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
-func (c *Client) ListValidators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListValidatorsRequest(c.Server)
+func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListValidatorsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1720,6 +1754,46 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 	return c.Client.Do(req)
 }
 
+// WatchValidators Follow validators' status (Server-Sent Events)
+//
+// Our addition to release 2.0 (its events are "not shown"): a stream of the status of the
+// Validator resources this installation manages, as Server-Sent Events
+// (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
+// change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
+// the browser's `EventSource` cannot send that header, so browsers read the stream with
+// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+//
+// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+//   - `validator`: the current status of one validator; `id` is its `resourceVersion`.
+//   - `deleted`: the validator's resource is gone; `id` is the deletion's resource version.
+//   - `reset`: the server cannot tell what changed since the client's position (it restarted,
+//     or too much changed): forget what you hold; the current state of every validator follows.
+//   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+//     follow.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+//     server keeps a few events per client, never more.
+//   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+//
+// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+// the validators changed or deleted since then, not everything. Without either it starts with
+// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
+// Corresponds with GET /api/v1/watch/validators (the `WatchValidators` operationId).
+func (c *Client) WatchValidators(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchValidatorsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // OpenLedgerConsole Open the console stream (WebSocket)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
@@ -1891,7 +1965,7 @@ func NewGetPrometheusRequest(server string) (*http.Request, error) {
 }
 
 // NewListApplicationsRequest constructs an http.Request for the ListApplications method
-func NewListApplicationsRequest(server string) (*http.Request, error) {
+func NewListApplicationsRequest(server string, params *ListApplicationsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1912,6 +1986,21 @@ func NewListApplicationsRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -2161,7 +2250,7 @@ func NewListAuditEntriesRequest(server string, params *ListAuditEntriesParams) (
 }
 
 // NewListValidatorsRequest constructs an http.Request for the ListValidators method
-func NewListValidatorsRequest(server string) (*http.Request, error) {
+func NewListValidatorsRequest(server string, params *ListValidatorsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2182,6 +2271,21 @@ func NewListValidatorsRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3717,6 +3821,87 @@ func NewOffboardWalletUserRequest(server string, name ValidatorNamePath, usernam
 	return req, nil
 }
 
+// NewWatchValidatorsRequest constructs an http.Request for the WatchValidators method
+func NewWatchValidatorsRequest(server string, params *WatchValidatorsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/watch/validators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewOpenLedgerConsoleRequest constructs an http.Request for the OpenLedgerConsole method
 func NewOpenLedgerConsoleRequest(server string, params *OpenLedgerConsoleParams) (*http.Request, error) {
 	var err error
@@ -3966,12 +4151,13 @@ type ClientWithResponsesInterface interface {
 	// ListApplicationsWithResponse List applications
 	//
 	// Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
-	ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error)
+	ListApplicationsWithResponse(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error)
 
 	// ListApplicationMetricsWithResponse List resource metrics of every application
 	//
@@ -4038,12 +4224,13 @@ type ClientWithResponsesInterface interface {
 	// ListValidatorsWithResponse List validators
 	//
 	// Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+	// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
-	ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
+	ListValidatorsWithResponse(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error)
 
 	// GetValidatorWithResponse Get a validator
 	//
@@ -4525,6 +4712,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/v1/validators/{name}/wallet-users/{username} (the `OffboardWalletUser` operationId).
 	OffboardWalletUserWithResponse(ctx context.Context, name ValidatorNamePath, username string, reqEditors ...RequestEditorFn) (*OffboardWalletUserResponse, error)
 
+	// WatchValidatorsWithResponse Follow validators' status (Server-Sent Events)
+	//
+	// Our addition to release 2.0 (its events are "not shown"): a stream of the status of the
+	// Validator resources this installation manages, as Server-Sent Events
+	// (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
+	// change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
+	// the browser's `EventSource` cannot send that header, so browsers read the stream with
+	// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+	//
+	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+	// - `validator`: the current status of one validator; `id` is its `resourceVersion`.
+	// - `deleted`: the validator's resource is gone; `id` is the deletion's resource version.
+	// - `reset`: the server cannot tell what changed since the client's position (it restarted,
+	//   or too much changed): forget what you hold; the current state of every validator follows.
+	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+	//   follow.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+	//   server keeps a few events per client, never more.
+	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+	//
+	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+	// the validators changed or deleted since then, not everything. Without either it starts with
+	// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+	//
+	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/watch/validators (the `WatchValidators` operationId).
+	WatchValidatorsWithResponse(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*WatchValidatorsResponse, error)
+
 	// OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
 	//
 	// Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
@@ -4734,6 +4953,16 @@ func (r GetPrometheusResponse) ContentType() string {
 	return ""
 }
 
+// ListApplicationsResponse200Headers the declared response headers of an HTTP 200 response for ListApplications
+type ListApplicationsResponse200Headers struct {
+	ETag *string
+}
+
+// ListApplicationsResponse304Headers the declared response headers of an HTTP 304 response for ListApplications
+type ListApplicationsResponse304Headers struct {
+	ETag *string
+}
+
 // ListApplicationsResponse401Headers the declared response headers of an HTTP 401 response for ListApplications
 type ListApplicationsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4746,6 +4975,10 @@ type ListApplicationsResponse struct {
 	JSON200 *[]ApplicationResource
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListApplicationsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListApplicationsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListApplicationsResponse401Headers
 }
@@ -5113,6 +5346,16 @@ func (r ListAuditEntriesResponse) ContentType() string {
 	return ""
 }
 
+// ListValidatorsResponse200Headers the declared response headers of an HTTP 200 response for ListValidators
+type ListValidatorsResponse200Headers struct {
+	ETag *string
+}
+
+// ListValidatorsResponse304Headers the declared response headers of an HTTP 304 response for ListValidators
+type ListValidatorsResponse304Headers struct {
+	ETag *string
+}
+
 // ListValidatorsResponse401Headers the declared response headers of an HTTP 401 response for ListValidators
 type ListValidatorsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5125,6 +5368,10 @@ type ListValidatorsResponse struct {
 	JSON200 *[]ValidatorResource
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListValidatorsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListValidatorsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListValidatorsResponse401Headers
 }
@@ -7602,6 +7849,61 @@ func (r OffboardWalletUserResponse) ContentType() string {
 	return ""
 }
 
+// WatchValidatorsResponse401Headers the declared response headers of an HTTP 401 response for WatchValidators
+type WatchValidatorsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type WatchValidatorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Default
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchValidatorsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WatchValidatorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WatchValidatorsResponse) GetJSONDefault() *Default {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchValidatorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchValidatorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchValidatorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchValidatorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // OpenLedgerConsoleResponse101Headers the declared response headers of an HTTP 101 response for OpenLedgerConsole
 type OpenLedgerConsoleResponse101Headers struct {
 	Connection           *string
@@ -7879,13 +8181,14 @@ func (c *ClientWithResponses) GetPrometheusWithResponse(ctx context.Context, req
 // ListApplicationsWithResponse List applications
 //
 // Every Application resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/applications (the `ListApplications` operationId).
-func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error) {
-	rsp, err := c.ListApplications(ctx, reqEditors...)
+func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error) {
+	rsp, err := c.ListApplications(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7987,13 +8290,14 @@ func (c *ClientWithResponses) ListAuditEntriesWithResponse(ctx context.Context, 
 // ListValidatorsWithResponse List validators
 //
 // Every Validator resource of the watched namespace, as stored in the cluster, sorted by namespace then name. Complete list, no pagination.
+// Answers an `ETag` (our addition): send it back in `If-None-Match` and an unchanged list is 304 without a body.
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/validators (the `ListValidators` operationId).
-func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error) {
-	rsp, err := c.ListValidators(ctx, reqEditors...)
+func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, params *ListValidatorsParams, reqEditors ...RequestEditorFn) (*ListValidatorsResponse, error) {
+	rsp, err := c.ListValidators(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8714,6 +9018,44 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 	return ParseOffboardWalletUserResponse(rsp)
 }
 
+// WatchValidatorsWithResponse Follow validators' status (Server-Sent Events)
+//
+// Our addition to release 2.0 (its events are "not shown"): a stream of the status of the
+// Validator resources this installation manages, as Server-Sent Events
+// (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
+// change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
+// the browser's `EventSource` cannot send that header, so browsers read the stream with
+// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+//
+// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
+//   - `validator`: the current status of one validator; `id` is its `resourceVersion`.
+//   - `deleted`: the validator's resource is gone; `id` is the deletion's resource version.
+//   - `reset`: the server cannot tell what changed since the client's position (it restarted,
+//     or too much changed): forget what you hold; the current state of every validator follows.
+//   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
+//     follow.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
+//     server keeps a few events per client, never more.
+//   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
+//
+// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
+// the validators changed or deleted since then, not everything. Without either it starts with
+// every validator. The stream also sets `retry` (milliseconds to wait before reconnecting).
+//
+// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/watch/validators (the `WatchValidators` operationId).
+func (c *ClientWithResponses) WatchValidatorsWithResponse(ctx context.Context, params *WatchValidatorsParams, reqEditors ...RequestEditorFn) (*WatchValidatorsResponse, error) {
+	rsp, err := c.WatchValidators(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchValidatorsResponse(rsp)
+}
+
 // OpenLedgerConsoleWithResponse Open the console stream (WebSocket)
 //
 // Upgrades to a WebSocket carrying a raw terminal stream of the console of the participant of
@@ -8934,6 +9276,9 @@ func ParseListApplicationsResponse(rsp *http.Response) (*ListApplicationsRespons
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case rsp.StatusCode == 401:
 		break // No content-type
 
@@ -8950,6 +9295,26 @@ func ParseListApplicationsResponse(rsp *http.Response) (*ListApplicationsRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListApplicationsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListApplicationsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListApplicationsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -9295,6 +9660,9 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case rsp.StatusCode == 401:
 		break // No content-type
 
@@ -9311,6 +9679,26 @@ func ParseListValidatorsResponse(rsp *http.Response) (*ListValidatorsResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListValidatorsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListValidatorsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListValidatorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -11663,6 +12051,58 @@ func ParseOffboardWalletUserResponse(rsp *http.Response) (*OffboardWalletUserRes
 	switch {
 	case rsp.StatusCode == 401:
 		var headers OffboardWalletUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchValidatorsResponse parses an HTTP response from a WatchValidatorsWithResponse call
+func ParseWatchValidatorsResponse(rsp *http.Response) (*WatchValidatorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchValidatorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WatchValidatorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -29,7 +29,7 @@ type ServerInterface interface {
 	GetPrometheus(ctx echo.Context) error
 	// ListApplications List applications
 	// (GET /api/v1/applications)
-	ListApplications(ctx echo.Context) error
+	ListApplications(ctx echo.Context, params ListApplicationsParams) error
 	// ListApplicationMetrics List resource metrics of every application
 	// (GET /api/v1/applications/metrics)
 	ListApplicationMetrics(ctx echo.Context) error
@@ -47,7 +47,7 @@ type ServerInterface interface {
 	ListAuditEntries(ctx echo.Context, params ListAuditEntriesParams) error
 	// ListValidators List validators
 	// (GET /api/v1/validators)
-	ListValidators(ctx echo.Context) error
+	ListValidators(ctx echo.Context, params ListValidatorsParams) error
 	// GetValidator Get a validator
 	// (GET /api/v1/validators/{name})
 	GetValidator(ctx echo.Context, name ValidatorNamePath) error
@@ -141,6 +141,9 @@ type ServerInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx echo.Context, name ValidatorNamePath, username string) error
+	// WatchValidators Follow validators' status (Server-Sent Events)
+	// (GET /api/v1/watch/validators)
+	WatchValidators(ctx echo.Context, params WatchValidatorsParams) error
 	// OpenLedgerConsole Open the console stream (WebSocket)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx echo.Context, params OpenLedgerConsoleParams) error
@@ -191,8 +194,28 @@ func (w *ServerInterfaceWrapper) GetPrometheus(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListApplications(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApplicationsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListApplications(ctx)
+	err = w.Handler.ListApplications(ctx, params)
 	return err
 }
 
@@ -310,8 +333,28 @@ func (w *ServerInterfaceWrapper) ListAuditEntries(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListValidators(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListValidatorsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListValidators(ctx)
+	err = w.Handler.ListValidators(ctx, params)
 	return err
 }
 
@@ -1009,6 +1052,48 @@ func (w *ServerInterfaceWrapper) OffboardWalletUser(ctx echo.Context) error {
 	return err
 }
 
+// WatchValidators converts echo context to params.
+func (w *ServerInterfaceWrapper) WatchValidators(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WatchValidatorsParams
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", ctx.QueryParams(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID LastEventId
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WatchValidators(ctx, params)
+	return err
+}
+
 // OpenLedgerConsole converts echo context to params.
 func (w *ServerInterfaceWrapper) OpenLedgerConsole(ctx echo.Context) error {
 	var err error
@@ -1144,6 +1229,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/validators/:name/participant-status", wrapper.GetParticipantStatus, options.OperationMiddlewares["getParticipantStatus"]...)
 	router.GET(options.BaseURL+"/api/v1/validators/:name/keys", wrapper.GetValidatorKeys, options.OperationMiddlewares["getValidatorKeys"]...)
 	router.GET(options.BaseURL+"/api/v1/validators/:name/identity-dump", wrapper.GetIdentityDump, options.OperationMiddlewares["getIdentityDump"]...)
+	router.GET(options.BaseURL+"/api/v1/watch/validators", wrapper.WatchValidators, options.OperationMiddlewares["watchValidators"]...)
 	router.GET(options.BaseURL+"/api/v1/applications", wrapper.ListApplications, options.OperationMiddlewares["listApplications"]...)
 	router.GET(options.BaseURL+"/api/v1/applications/metrics", wrapper.ListApplicationMetrics, options.OperationMiddlewares["listApplicationMetrics"]...)
 	router.GET(options.BaseURL+"/api/v1/applications/:name", wrapper.GetApplication, options.OperationMiddlewares["getApplication"]...)
@@ -1195,6 +1281,13 @@ type ForbiddenResponse struct {
 }
 
 type NotFoundJSONResponse Error
+
+type NotModifiedResponseHeaders struct {
+	ETag *string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
 
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
@@ -1348,24 +1441,45 @@ func (response GetPrometheusdefaultJSONResponse) VisitGetPrometheusResponse(w ht
 }
 
 type ListApplicationsRequestObject struct {
+	Params ListApplicationsParams
 }
 
 type ListApplicationsResponseObject interface {
 	VisitListApplicationsResponse(w http.ResponseWriter) error
 }
 
-type ListApplications200JSONResponse []ApplicationResource
+type ListApplications200ResponseHeaders struct {
+	ETag *string
+}
+
+type ListApplications200JSONResponse struct {
+	Body    []ApplicationResource
+	Headers ListApplications200ResponseHeaders
+}
 
 func (response ListApplications200JSONResponse) VisitListApplicationsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type ListApplications304Response = NotModifiedResponse
+
+func (response ListApplications304Response) VisitListApplicationsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type ListApplications401Response = UnauthorizedResponse
@@ -1780,24 +1894,45 @@ func (response ListAuditEntriesdefaultJSONResponse) VisitListAuditEntriesRespons
 }
 
 type ListValidatorsRequestObject struct {
+	Params ListValidatorsParams
 }
 
 type ListValidatorsResponseObject interface {
 	VisitListValidatorsResponse(w http.ResponseWriter) error
 }
 
-type ListValidators200JSONResponse []ValidatorResource
+type ListValidators200ResponseHeaders struct {
+	ETag *string
+}
+
+type ListValidators200JSONResponse struct {
+	Body    []ValidatorResource
+	Headers ListValidators200ResponseHeaders
+}
 
 func (response ListValidators200JSONResponse) VisitListValidatorsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type ListValidators304Response = NotModifiedResponse
+
+func (response ListValidators304Response) VisitListValidatorsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type ListValidators401Response = UnauthorizedResponse
@@ -5063,6 +5198,105 @@ func (response OffboardWalletUserdefaultJSONResponse) VisitOffboardWalletUserRes
 	return err
 }
 
+type WatchValidatorsRequestObject struct {
+	Params WatchValidatorsParams
+}
+
+type WatchValidatorsResponseObject interface {
+	VisitWatchValidatorsResponse(w http.ResponseWriter) error
+}
+
+type WatchValidators200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response WatchValidators200TexteventStreamResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type WatchValidators400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response WatchValidators400JSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WatchValidators401Response = UnauthorizedResponse
+
+func (response WatchValidators401Response) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	return nil
+}
+
+type WatchValidators403Response = ForbiddenResponse
+
+func (response WatchValidators403Response) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(403)
+	return nil
+}
+
+type WatchValidatorsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response WatchValidatorsdefaultJSONResponse) VisitWatchValidatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type OpenLedgerConsoleRequestObject struct {
 	Params OpenLedgerConsoleParams
 }
@@ -5406,6 +5640,9 @@ type StrictServerInterface interface {
 	// OffboardWalletUser Offboard a wallet user
 	// (DELETE /api/v1/validators/{name}/wallet-users/{username})
 	OffboardWalletUser(ctx context.Context, request OffboardWalletUserRequestObject) (OffboardWalletUserResponseObject, error)
+	// WatchValidators Follow validators' status (Server-Sent Events)
+	// (GET /api/v1/watch/validators)
+	WatchValidators(ctx context.Context, request WatchValidatorsRequestObject) (WatchValidatorsResponseObject, error)
 	// OpenLedgerConsole Open the console stream (WebSocket)
 	// (GET /api/ws/ledger-console)
 	OpenLedgerConsole(ctx context.Context, request OpenLedgerConsoleRequestObject) (OpenLedgerConsoleResponseObject, error)
@@ -5502,8 +5739,10 @@ func (sh *strictHandler) GetPrometheus(ctx echo.Context) error {
 }
 
 // ListApplications operation middleware
-func (sh *strictHandler) ListApplications(ctx echo.Context) error {
+func (sh *strictHandler) ListApplications(ctx echo.Context, params ListApplicationsParams) error {
 	var request ListApplicationsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListApplications(ctx.Request().Context(), request.(ListApplicationsRequestObject))
@@ -5648,8 +5887,10 @@ func (sh *strictHandler) ListAuditEntries(ctx echo.Context, params ListAuditEntr
 }
 
 // ListValidators operation middleware
-func (sh *strictHandler) ListValidators(ctx echo.Context) error {
+func (sh *strictHandler) ListValidators(ctx echo.Context, params ListValidatorsParams) error {
 	var request ListValidatorsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListValidators(ctx.Request().Context(), request.(ListValidatorsRequestObject))
@@ -6639,6 +6880,31 @@ func (sh *strictHandler) OffboardWalletUser(ctx echo.Context, name ValidatorName
 		return err
 	} else if validResponse, ok := response.(OffboardWalletUserResponseObject); ok {
 		return validResponse.VisitOffboardWalletUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// WatchValidators operation middleware
+func (sh *strictHandler) WatchValidators(ctx echo.Context, params WatchValidatorsParams) error {
+	var request WatchValidatorsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WatchValidators(ctx.Request().Context(), request.(WatchValidatorsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WatchValidators")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WatchValidatorsResponseObject); ok {
+		return validResponse.VisitWatchValidatorsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

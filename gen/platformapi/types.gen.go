@@ -998,6 +998,12 @@ type CanReadAsQuery = []string
 // IdentityProviderAdminQuery defines model for IdentityProviderAdminQuery.
 type IdentityProviderAdminQuery = bool
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
+// LastEventId defines model for LastEventId.
+type LastEventId = string
+
 // ParticipantAdminQuery defines model for ParticipantAdminQuery.
 type ParticipantAdminQuery = bool
 
@@ -1009,6 +1015,9 @@ type UserIdPath = string
 
 // ValidatorNamePath defines model for ValidatorNamePath.
 type ValidatorNamePath = string
+
+// WatchSince defines model for WatchSince.
+type WatchSince = string
 
 // BadGateway A failed upstream call (502) or a request the upstream rejected as invalid (422).
 type BadGateway = UpstreamError
@@ -1027,6 +1036,12 @@ type NotFound = Error
 
 // Unprocessable A failed upstream call (502) or a request the upstream rejected as invalid (422).
 type Unprocessable = UpstreamError
+
+// ListApplicationsParams defines parameters for ListApplications.
+type ListApplicationsParams struct {
+	// IfNoneMatch The `ETag` of an earlier answer (or several, comma-separated, or `*`): when the answer would be the same, it is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
 
 // ListAuditEntriesParams defines parameters for ListAuditEntries.
 type ListAuditEntriesParams struct {
@@ -1047,6 +1062,12 @@ type ListAuditEntriesParams struct {
 
 	// Cursor The `nextCursor` of the previous answer; absent for the newest entries.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListValidatorsParams defines parameters for ListValidators.
+type ListValidatorsParams struct {
+	// IfNoneMatch The `ETag` of an earlier answer (or several, comma-separated, or `*`): when the answer would be the same, it is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // LookupParticipantParams defines parameters for LookupParticipant.
@@ -1131,6 +1152,18 @@ type UpdateUserRightsParams struct {
 
 	// CanExecuteAs Party the user may execute as; repeat the parameter for several.
 	CanExecuteAs *CanExecuteAsQuery `form:"canExecuteAs,omitempty" json:"canExecuteAs,omitempty"`
+}
+
+// WatchValidatorsParams defines parameters for WatchValidators.
+type WatchValidatorsParams struct {
+	// Name Only the validator of this name (exact match); every validator when absent.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Since Resume after this resource version (the `id` of the last event received), as `Last-Event-ID` does; the header wins when both are sent.
+	Since *WatchSince `form:"since,omitempty" json:"since,omitempty"`
+
+	// LastEventID The `id` of the last event received (browsers send it when they reconnect).
+	LastEventID *LastEventId `json:"Last-Event-ID,omitempty"`
 }
 
 // OpenLedgerConsoleParams defines parameters for OpenLedgerConsole.

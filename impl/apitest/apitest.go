@@ -69,6 +69,9 @@ type Options struct {
 	Config func(*config.Config)
 	// App options, e.g. to replace a release's handlers.
 	App []app.Option
+	// Watch runs the watch streams (App.RunWatch) on a cache of the test's
+	// own, as Run does on the Manager's; without it they answer 503.
+	Watch bool
 }
 
 // Start runs a server for the test and stops it when the test ends.
@@ -139,6 +142,11 @@ func Start(t testing.TB, o Options) *Server {
 		stopNodes()
 		a.Close()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
+	}
+	if o.Watch {
+		stopWatch := startWatch(t, a)
+		stopManager := stop
+		stop = func() { stopWatch(); stopManager() }
 	}
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
@@ -357,4 +365,23 @@ func startManager(t testing.TB, a *app.App) (stop func()) {
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// startWatch runs the app's watch streams on its Manager's cache until
+// the returned stop is called.
+func startWatch(t testing.TB, a *app.App) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := a.RunWatch(ctx, a.Manager().GetCache()); err != nil {
+			t.Errorf("watch streams: %v", err)
+		}
+	})
+	select {
+	case <-a.WatchSynced():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch streams' cache did not sync")
+	}
+	return func() { cancel(); wg.Wait() }
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/docs"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/idp"
+	"github.com/validator-manager/validator-manager/impl/live"
 	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/platform"
 	"github.com/validator-manager/validator-manager/impl/server"
@@ -99,6 +100,9 @@ type App struct {
 	Sandbox *sandbox.Network
 	// Upstreams reaches validators' nodes; its admin API connections are closed by Close.
 	Upstreams *upstream.Clients
+	// watch feeds the watch streams of both releases from the Manager's
+	// cache (watch.go).
+	watch *watchFeed
 
 	// lead is this replica's part in the leader election.
 	lead leadership
@@ -270,6 +274,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
+	a.watch = newWatchFeed(a.installation)
 	plat := platform.New(platform.Options{
 		Health:  a.health(),
 		Version: version,
@@ -293,6 +298,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Plain: map[string]server.PlainHandler{
 			"openLedgerConsole": plat.LedgerConsole,
 			"getPrometheus":     plainHandler(a.Telemetry.Handler()),
+			"watchValidators":   live.Stream{Hub: a.watch.platform}.Serve,
+		},
+		ManagementPlain: map[string]server.PlainHandler{
+			"watchValidators": live.Stream{Hub: a.watch.management}.Serve,
 		},
 		Docs:           d,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -604,6 +613,9 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 			return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout)
 		}),
 		runnable(false, a.runCluster),
+		// The watch streams, from the Manager's cache; they end before the
+		// HTTP server's shutdown gives up waiting for them.
+		runnable(false, func(ctx context.Context) error { return a.RunWatch(ctx, a.mgr.GetCache()) }),
 		// The schedules and one-off rewrites: the leader's (the
 		// controllers are too, controller-runtime's default).
 		runnable(true, a.leading),

@@ -1,19 +1,13 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-
-	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
 )
 
@@ -28,24 +22,10 @@ func TestManagerStopClosesSandbox(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Namespace = t.TempDir(), fmt.Sprintf("sandbox-%d", time.Now().UnixNano()%1_000_000)
 	cfg.ShutdownTimeout = 5 * time.Second
-	skip := true // other tests of the package run Managers too
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test",
-		app.WithControlPlane(apiServer), app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, _, cancel, done := runManager(t, cfg)
 	if a.Sandbox == nil {
 		t.Fatal("the embedded default has no sandbox network")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, ln) }()
 
 	node, err := a.Sandbox.Target("v1")
 	if err != nil {

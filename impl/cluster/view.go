@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -52,10 +53,12 @@ type view struct {
 	informer ctrlcache.Informer
 	synced   func() bool
 
-	// mu guards entries, list and the object field of every entry.
+	// mu guards entries, list, the object field of every entry and seen.
 	mu      sync.RWMutex
 	entries map[types.NamespacedName]*viewEntry
 	list    []byte // nil: to be rebuilt
+	// seen is the highest resourceVersion put or removed (ListVersion).
+	seen int64
 }
 
 type viewEntry struct {
@@ -142,8 +145,16 @@ func (v *view) put(obj any) {
 	}
 	v.mu.Lock()
 	v.entries[types.NamespacedName{Namespace: o.namespace, Name: o.name}] = o.entry
-	v.list = nil
+	v.changed(o)
 	v.mu.Unlock()
+}
+
+// changed records a put or remove of o; v.mu held.
+func (v *view) changed(o *viewObject) {
+	v.list = nil
+	if rv, err := strconv.ParseInt(o.entry.resourceVersion, 10, 64); err == nil && rv > v.seen {
+		v.seen = rv
+	}
 }
 
 func (v *view) remove(obj any) {
@@ -156,7 +167,7 @@ func (v *view) remove(obj any) {
 	}
 	v.mu.Lock()
 	delete(v.entries, types.NamespacedName{Namespace: o.namespace, Name: o.name})
-	v.list = nil
+	v.changed(o)
 	v.mu.Unlock()
 }
 
@@ -257,6 +268,20 @@ func (v *view) List() ([]byte, error) {
 	return v.list, nil
 }
 
+// ListVersion changes whenever List's answer would, and is the same on
+// every replica that holds the same objects: the highest resourceVersion
+// delivered (an add, an update and a watched deletion each carry a higher
+// one than any before) and the number of objects (a deletion found on a
+// relist carries its old version but lowers the count).
+func (v *view) ListVersion() (string, error) {
+	if err := v.ready(); err != nil {
+		return "", err
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return strconv.FormatInt(v.seen, 10) + "." + strconv.Itoa(len(v.entries)), nil
+}
+
 func (v *view) entry(namespace, name string) (viewEntry, error) {
 	if err := v.ready(); err != nil {
 		return viewEntry{}, err
@@ -294,6 +319,16 @@ func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 		return nil, err
 	}
 	return v.List()
+}
+
+// ResourceListVersion changes whenever ResourceList's answer would (the
+// lists' ETag).
+func (k *Kube) ResourceListVersion(kind domain.ResourceKind) (string, error) {
+	v, err := k.view(kind)
+	if err != nil {
+		return "", err
+	}
+	return v.ListVersion()
 }
 
 // ResourceObject is one resource as stored (minus managedFields), as JSON;

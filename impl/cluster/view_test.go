@@ -151,6 +151,59 @@ func TestResourceViews(t *testing.T) {
 				}
 				return nil
 			})
+
+			// The lists' version (their ETag) stays while nothing changes
+			// and moves with an update and a deletion.
+			version := func() string {
+				t.Helper()
+				v, err := k.ResourceListVersion(domain.KindValidator)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			within(t, func() error { // theirs reaches k too
+				if raw, _ := k.ResourceList(domain.KindValidator); !strings.Contains(string(raw), `"theirs"`) {
+					return errors.New("theirs is not listed yet")
+				}
+				return nil
+			})
+			still := version()
+			if again := version(); again != still {
+				t.Fatalf("no change: version %s then %s", still, again)
+			}
+			for _, change := range []struct {
+				what string
+				do   func() error
+			}{
+				{"an update", func() error {
+					u, err := c.dyn.Resource(cluster.ValidatorResource).Namespace(c.ns).Get(ctx, "mine", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					u.SetLabels(map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, "edited": "yes"})
+					_, err = c.dyn.Resource(cluster.ValidatorResource).Namespace(c.ns).Update(ctx, u, metav1.UpdateOptions{})
+					return err
+				}},
+				{"a deletion", func() error {
+					return c.dyn.Resource(cluster.ValidatorResource).Namespace(c.ns).Delete(ctx, "foreign", metav1.DeleteOptions{})
+				}},
+			} {
+				current := func() string { raw, _ := k.ResourceList(domain.KindValidator); return string(raw) }
+				before, was := version(), current()
+				if err := change.do(); err != nil {
+					t.Fatal(err)
+				}
+				within(t, func() error {
+					if current() == was {
+						return fmt.Errorf("%s: the list did not change yet", change.what)
+					}
+					return nil
+				})
+				if after := version(); after == before {
+					t.Fatalf("%s: the list changed, its version stayed %s", change.what, before)
+				}
+			}
 		}
 	}
 }

@@ -47,13 +47,19 @@ func setConfig(v *domain.Validator, c domain.ValidatorConfig) error {
 // listPage is a page of validators as JSON: the bytes
 // ListValidators200JSONResponse would write for it, in a buffer of pages
 // that goes back to the pool once written (a page is tens of kilobytes).
-type listPage struct{ buf *bytes.Buffer }
+type listPage struct {
+	buf *bytes.Buffer
+	tag string // the ETag; none when empty
+}
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (p listPage) VisitListValidatorsResponse(w http.ResponseWriter) error {
 	defer p.release()
 	w.Header().Set("Content-Type", "application/json")
+	if p.tag != "" {
+		w.Header().Set("ETag", p.tag)
+	}
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(p.buf.Bytes())
 	return err

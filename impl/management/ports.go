@@ -16,6 +16,9 @@ type Store interface {
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
 	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error)
+	// ListVersion moves whenever a page of ListValidators would change
+	// (the list's ETag); read it before the page.
+	ListVersion(ctx context.Context) (int64, error)
 	// StaleListViews reads up to limit validators after after, in name
 	// order, whose list view is not of version, with their Spec.
 	StaleListViews(ctx context.Context, version int, after string, limit int) ([]domain.Validator, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/etag"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
@@ -40,11 +42,30 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	if req.Params.Status != nil {
 		f.Phase = domain.Phase(*req.Params.Status)
 	}
+	version, err := s.store.ListVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The page is the generation's and the query's (the namespace and
+	// the rendering are the server's).
+	tag := etag.Of("1.11", strconv.FormatInt(version, 10), s.namespace, strconv.Itoa(listViewVersion),
+		f.NameContains, string(f.Phase), strconv.Itoa(f.Offset), strconv.Itoa(f.Limit))
+	if req.Params.IfNoneMatch != nil && etag.Match(*req.Params.IfNoneMatch, tag) {
+		return managementapi.ListValidators304Response{Headers: managementapi.NotModifiedResponseHeaders{ETag: &tag}}, nil
+	}
 	rows, total, err := s.store.ListValidators(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	return s.renderPage(ctx, rows, total)
+	page, err := s.renderPage(ctx, rows, total)
+	page.tag = tag
+	return page, err
+}
+
+// WatchValidators is never routed: the stream is served by a plain handler
+// (live.Stream) that writes Server-Sent Events as they come.
+func (s *Server) WatchValidators(ctx context.Context, req managementapi.WatchValidatorsRequestObject) (managementapi.WatchValidatorsResponseObject, error) {
+	return nil, domain.NotImplemented("watchValidators", "the validators' watch stream")
 }
 
 // CreateValidator records the validator (phase PENDING) with its pruning

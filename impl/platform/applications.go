@@ -9,7 +9,7 @@ import (
 
 // ListApplications answers every Application resource of the namespace, from the cache.
 func (s *Server) ListApplications(ctx context.Context, req platformapi.ListApplicationsRequestObject) (platformapi.ListApplicationsResponseObject, error) {
-	return s.list(domain.KindApplication)
+	return s.list(domain.KindApplication, req.Params.IfNoneMatch)
 }
 
 // GetApplication answers one Application resource, from the cache.

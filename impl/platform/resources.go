@@ -6,6 +6,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/etag"
 )
 
 // Resources is the cluster's cached view of the Validator and Application
@@ -16,6 +17,10 @@ type Resources interface {
 	// ResourceList is every resource of kind, as a JSON array sorted by
 	// namespace then name.
 	ResourceList(kind domain.ResourceKind) ([]byte, error)
+	// ResourceListVersion changes whenever ResourceList's answer would
+	// (the lists' ETag); read it before the list, so that a change between
+	// the two leaves the tag older than the list, never newer.
+	ResourceListVersion(kind domain.ResourceKind) (string, error)
 	// ResourceObject is one resource as JSON; domain.ErrNotFound when absent.
 	ResourceObject(kind domain.ResourceKind, name string) ([]byte, error)
 	// ResourceStatus is one resource's status as JSON ({} when none).
@@ -38,10 +43,8 @@ func (b rawJSON) write(w http.ResponseWriter) error {
 	return err
 }
 
-func (b rawJSON) VisitListValidatorsResponse(w http.ResponseWriter) error       { return b.write(w) }
 func (b rawJSON) VisitGetValidatorResponse(w http.ResponseWriter) error         { return b.write(w) }
 func (b rawJSON) VisitGetValidatorStatusResponse(w http.ResponseWriter) error   { return b.write(w) }
-func (b rawJSON) VisitListApplicationsResponse(w http.ResponseWriter) error     { return b.write(w) }
 func (b rawJSON) VisitGetApplicationResponse(w http.ResponseWriter) error       { return b.write(w) }
 func (b rawJSON) VisitGetApplicationStatusResponse(w http.ResponseWriter) error { return b.write(w) }
 
@@ -52,12 +55,43 @@ func (s *Server) resources() (Resources, error) {
 	return s.cluster, nil
 }
 
-func (s *Server) list(kind domain.ResourceKind) (rawJSON, error) {
+// listAnswer is a list with its ETag.
+type listAnswer struct {
+	body rawJSON
+	tag  string
+}
+
+func (a listAnswer) write(w http.ResponseWriter) error {
+	w.Header().Set("ETag", a.tag)
+	return a.body.write(w)
+}
+
+func (a listAnswer) VisitListValidatorsResponse(w http.ResponseWriter) error   { return a.write(w) }
+func (a listAnswer) VisitListApplicationsResponse(w http.ResponseWriter) error { return a.write(w) }
+
+// list answers every resource of kind, or 304 when ifNoneMatch names the
+// list's tag (then the list is not even read).
+func (s *Server) list(kind domain.ResourceKind, ifNoneMatch *string) (interface {
+	platformapi.ListValidatorsResponseObject
+	platformapi.ListApplicationsResponseObject
+}, error) {
 	r, err := s.resources()
 	if err != nil {
 		return nil, err
 	}
-	return r.ResourceList(kind)
+	version, err := r.ResourceListVersion(kind)
+	if err != nil {
+		return nil, err
+	}
+	tag := etag.Of("2.0", string(kind), version)
+	if ifNoneMatch != nil && etag.Match(*ifNoneMatch, tag) {
+		return platformapi.NotModifiedResponse{Headers: platformapi.NotModifiedResponseHeaders{ETag: &tag}}, nil
+	}
+	body, err := r.ResourceList(kind)
+	if err != nil {
+		return nil, err
+	}
+	return listAnswer{body: body, tag: tag}, nil
 }
 
 func (s *Server) object(kind domain.ResourceKind, name string) (rawJSON, error) {

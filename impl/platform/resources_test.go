@@ -101,7 +101,7 @@ func TestValidatorReads(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{})
 	ctx := context.Background()
 
-	r, err := s.Platform.ListValidatorsWithResponse(ctx)
+	r, err := s.Platform.ListValidatorsWithResponse(ctx, nil)
 	if err != nil || r.StatusCode() != http.StatusOK || string(r.Body) != "[]" {
 		t.Fatalf("empty list: got %v %d %s, want 200 []", err, r.StatusCode(), r.Body)
 	}
@@ -112,7 +112,7 @@ func TestValidatorReads(t *testing.T) {
 	addForeign(t, s, cluster.Kind, "alpha", map[string]any{})
 	settle(t, s)
 
-	r, _ = s.Platform.ListValidatorsWithResponse(ctx)
+	r, _ = s.Platform.ListValidatorsWithResponse(ctx, nil)
 	if got, want := names(t, r.Body), []string{"acme", "alpha", "zeta"}; !slices.Equal(got, want) {
 		t.Fatalf("list: got %v, want %v", got, want)
 	}
@@ -178,7 +178,7 @@ func TestApplicationReads(t *testing.T) {
 	addForeign(t, s, cluster.ApplicationKind, "idle", map[string]any{"replicas": int64(0)})
 
 	settle(t, s)
-	r, err := s.Platform.ListApplicationsWithResponse(ctx)
+	r, err := s.Platform.ListApplicationsWithResponse(ctx, nil)
 	if err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("list: %v %s", err, r.Body)
 	}

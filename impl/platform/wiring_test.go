@@ -24,6 +24,9 @@ type lateParts struct {
 func (l *lateParts) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 	return l.res.ResourceList(kind)
 }
+func (l *lateParts) ResourceListVersion(kind domain.ResourceKind) (string, error) {
+	return l.res.ResourceListVersion(kind)
+}
 func (l *lateParts) ResourceObject(kind domain.ResourceKind, name string) ([]byte, error) {
 	return l.res.ResourceObject(kind, name)
 }

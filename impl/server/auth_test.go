@@ -282,13 +282,21 @@ func TestPublicPaths(t *testing.T) {
 
 func send(t *testing.T, s *apitest.Server, method, path, authorization string) (*http.Response, []byte) {
 	t.Helper()
+	h := http.Header{}
+	if authorization != "" {
+		h.Set("Authorization", authorization)
+	}
+	return sendHeaders(t, s, method, path, h)
+}
+
+// sendHeaders sends a request without a body with the headers h.
+func sendHeaders(t *testing.T, s *apitest.Server, method, path string, h http.Header) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, s.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
-	}
+	req.Header = h
 	resp, err := s.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -170,7 +170,7 @@ func TestOneClientReachesEveryPath(t *testing.T) {
 	if r, err := s.Platform.GetHealthWithResponse(ctx); err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("health through the 2.0 client: %v %s", err, body(r))
 	}
-	if r, err := s.Platform.ListValidatorsWithResponse(ctx); err != nil || r.StatusCode() != http.StatusOK {
+	if r, err := s.Platform.ListValidatorsWithResponse(ctx, nil); err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("listValidators through the same client: %v %s", err, body(r))
 	}
 	if r, err := s.Management.ListValidatorsWithResponse(ctx, nil); err != nil || r.StatusCode() != http.StatusOK {

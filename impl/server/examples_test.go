@@ -284,6 +284,9 @@ func TestRequestExamplesAreAccepted(t *testing.T) {
 				if op.OperationID == "openLedgerConsole" {
 					t.Skip("a WebSocket upgrade cannot be tried as a plain request; the console tests (impl/platform) open it with its examples")
 				}
+				if op.OperationID == "watchValidators" {
+					t.Skip("a stream does not end as a plain request does; TestWatchValidators opens it")
+				}
 				req, _ := http.NewRequestWithContext(t.Context(), k.method, s.URL+r.target, bytes.NewReader(r.body))
 				for h, v := range r.header {
 					req.Header.Set(h, v)

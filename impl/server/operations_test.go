@@ -184,7 +184,7 @@ func operationCases() []operationCase {
 		// the behaviour). Rows run in parallel with createValidator, so the
 		// by-name rows name a validator that never exists.
 		b("listValidators", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListValidatorsWithResponse(ctx)
+			return s.Platform.ListValidatorsWithResponse(ctx, nil)
 		}, hasJSON),
 		b("getValidator", http.StatusNotFound, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.GetValidatorWithResponse(ctx, absent)
@@ -212,7 +212,7 @@ func operationCases() []operationCase {
 		}),
 		// The embedded cluster starts with one Application, sample-app.
 		b("listApplications", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
-			return s.Platform.ListApplicationsWithResponse(ctx)
+			return s.Platform.ListApplicationsWithResponse(ctx, nil)
 		}, hasJSON),
 		b("listApplicationMetrics", http.StatusOK, func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 			return s.Platform.ListApplicationMetricsWithResponse(ctx)
@@ -370,6 +370,16 @@ func operationCases() []operationCase {
 				withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
 			)
 		}),
+		// The streams themselves: TestWatchValidators; here (no watch cache
+		// runs) each reaches its handler, which says what it waits for.
+		{release: release111, id: "watchValidators", status: http.StatusServiceUnavailable, check: watchNotSynced,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Management.WatchValidatorsWithResponse(ctx, &managementapi.WatchValidatorsParams{})
+			}},
+		{release: release20, id: "watchValidators", status: http.StatusServiceUnavailable, check: watchNotSynced,
+			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
+				return s.Platform.WatchValidatorsWithResponse(ctx, &platformapi.WatchValidatorsParams{})
+			}},
 		{release: release20, id: "openLedgerConsole", variant: "bearer subprotocol", status: http.StatusNotFound, check: platformNotFound,
 			call: func(ctx context.Context, s *apitest.Server) (apiResponse, error) {
 				// Browsers cannot set Authorization on a WebSocket; the contract
@@ -381,6 +391,13 @@ func operationCases() []operationCase {
 					withHeader("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
 				)
 			}},
+	}
+}
+
+func watchNotSynced(t *testing.T, r apiResponse) {
+	t.Helper()
+	if msg := errorText(t, r.GetBody()); !strings.Contains(msg, "cache has not synced") {
+		t.Fatalf("got %q, want the watch cache named", msg)
 	}
 }
 

@@ -129,13 +129,21 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	return m.e.Add(method, path, h, mws...)
 }
 
-// isStream tells operations whose bodies are not buffered: uploads
-// (multipart) and the WebSocket console (101 response).
+// isStream tells operations whose bodies are not buffered and that the
+// request deadline does not cut: uploads (multipart), the WebSocket console
+// (101 response) and the watch streams (Server-Sent Events, which end when
+// the client leaves or the server shuts down).
 func isStream(op *openapi3.Operation) bool {
 	if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
 		return true
 	}
-	return op.Responses != nil && op.Responses.Value("101") != nil
+	if op.Responses == nil {
+		return false
+	}
+	if ok := op.Responses.Value("200"); ok != nil && ok.Value != nil && ok.Value.Content.Get("text/event-stream") != nil {
+		return true
+	}
+	return op.Responses.Value("101") != nil
 }
 
 func (m mount) CONNECT(p string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) *echo.Route {

@@ -39,13 +39,15 @@ type Options struct {
 	Verifier   *auth.Verifier
 	Management managementapi.StrictServerInterface
 	Platform   platformapi.StrictServerInterface
-	// Plain serves operations (by operationId) that a strict handler cannot:
-	// the WebSocket console.
-	Plain          map[string]PlainHandler
-	Docs           *docs.Docs
-	MaxBodyBytes   int64
-	MaxUploadBytes int64
-	RequestTimeout time.Duration
+	// Plain serves release 2.0's operations (by operationId) that a strict
+	// handler cannot: the WebSocket console, the watch stream;
+	// ManagementPlain release 1.11's (the watch stream).
+	Plain           map[string]PlainHandler
+	ManagementPlain map[string]PlainHandler
+	Docs            *docs.Docs
+	MaxBodyBytes    int64
+	MaxUploadBytes  int64
+	RequestTimeout  time.Duration
 	// BodyReadTimeout bounds each read of a request body (slow clients);
 	// zero means none.
 	BodyReadTimeout time.Duration
@@ -135,7 +137,7 @@ func New(o Options) (*Server, error) {
 		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
 	}
 	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim, obs: obs.audited(o.Audit)},
+		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs.audited(o.Audit)},
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(
 		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs.audited(o.Audit)},

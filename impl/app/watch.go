@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/live"
+)
+
+// watchFeed feeds the watch streams of both releases from the Manager's
+// cache of Validators: only those this installation manages, each change
+// encoded once per release.
+type watchFeed struct {
+	management, platform *live.Hub
+	managed              labels.Selector
+	synced               chan struct{} // closed once the streams serve
+}
+
+func newWatchFeed(installation string) *watchFeed {
+	set := labels.Set{cluster.ManagedByLabel: cluster.ManagedBy}
+	if installation != "" {
+		set[cluster.InstallationLabel] = installation
+	}
+	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set), synced: make(chan struct{})}
+}
+
+// RunWatch feeds the watch streams of both releases from c (the Manager's
+// cache; a test's own) until ctx ends, then ends every stream: the HTTP
+// server's shutdown waits for them, and they hold no request past it.
+func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
+	return a.watch.run(ctx, c)
+}
+
+// WatchSynced is closed once the watch streams serve (RunWatch's cache has
+// synced); until then they answer 503.
+func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
+
+func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
+	defer f.management.Close()
+	defer f.platform.Close()
+	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("watch streams: %w", err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { f.changed(nil, obj) },
+		UpdateFunc: f.changed,
+		DeleteFunc: f.deleted,
+	})
+	if err != nil {
+		return fmt.Errorf("watch streams: %w", err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return nil
+	}
+	f.management.Ready()
+	f.platform.Ready()
+	close(f.synced)
+	<-ctx.Done()
+	return nil
+}
+
+func (f *watchFeed) changed(old, obj any) {
+	v, ok := obj.(*v1alpha1.Validator)
+	if !ok {
+		return
+	}
+	if !f.managed.Matches(labels.Set(v.Labels)) {
+		// No longer this installation's (its labels changed): gone for
+		// the watchers.
+		if o, ok := old.(*v1alpha1.Validator); ok && f.managed.Matches(labels.Set(o.Labels)) {
+			f.publish(v, true, false)
+		}
+		return
+	}
+	f.publish(v, false, false)
+}
+
+func (f *watchFeed) deleted(obj any) {
+	unknown := false
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, unknown = d.Obj, true
+	}
+	if v, ok := obj.(*v1alpha1.Validator); ok && f.managed.Matches(labels.Set(v.Labels)) {
+		f.publish(v, true, unknown)
+	}
+}
+
+func (f *watchFeed) publish(v *v1alpha1.Validator, deleted, unknown bool) {
+	rv, err := strconv.ParseUint(v.ResourceVersion, 10, 64)
+	if err != nil && !unknown {
+		return // not from an API server (resource versions are numbers)
+	}
+	for hub, data := range map[*live.Hub][]byte{f.management: managementEvent(v, deleted), f.platform: platformEvent(v, deleted)} {
+		c := live.Change{Name: v.Name, Version: rv, Deleted: deleted, Data: data}
+		if unknown {
+			hub.Unknown(c)
+		} else {
+			hub.Publish(c)
+		}
+	}
+}
+
+// managementEvent is release 1.11's ValidatorWatchEvent: the phase (empty
+// reads as PENDING, as the list shows it) and the Ready condition's reason.
+func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
+	phase := v.Status.Phase
+	if phase == "" {
+		phase = v1alpha1.PhasePending
+	}
+	e := struct {
+		Name            string         `json:"name"`
+		Phase           v1alpha1.Phase `json:"phase"`
+		Reason          string         `json:"reason,omitempty"`
+		Message         string         `json:"message,omitempty"`
+		ResourceVersion string         `json:"resourceVersion"`
+		Deleted         bool           `json:"deleted,omitempty"`
+	}{Name: v.Name, Phase: phase, ResourceVersion: v.ResourceVersion, Deleted: deleted}
+	if c := meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		e.Reason, e.Message = c.Reason, c.Message
+	}
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// platformEvent is release 2.0's ValidatorWatchEvent: the resource's status
+// as stored.
+func platformEvent(v *v1alpha1.Validator, deleted bool) []byte {
+	e := struct {
+		Name            string                    `json:"name"`
+		Namespace       string                    `json:"namespace"`
+		ResourceVersion string                    `json:"resourceVersion"`
+		Deleted         bool                      `json:"deleted,omitempty"`
+		Status          *v1alpha1.ValidatorStatus `json:"status"`
+	}{Name: v.Name, Namespace: v.Namespace, ResourceVersion: v.ResourceVersion, Deleted: deleted, Status: &v.Status}
+	b, _ := json.Marshal(e)
+	return b
+}

@@ -1,0 +1,242 @@
+// Package live fans validators' status changes out to watchers (the watch
+// streams of both releases): a Hub holds each validator's latest state,
+// already encoded for its release, and the recent deletions, so that a
+// watcher that reconnects gets what changed since its last event, and every
+// watcher has a small buffer of its own: one that does not read is cut,
+// never buffered without limit. What feeds a Hub (the Manager's cache) is
+// wired outside: a Hub knows names, resource versions and bytes.
+package live
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Change is one validator's new state: Data is the event's JSON (the
+// release's vocabulary); Version its resource version (for a deletion, the
+// deletion's).
+type Change struct {
+	Name    string
+	Version uint64
+	Deleted bool
+	Data    []byte
+}
+
+// Why a subscription ended.
+var (
+	ErrShutdown = errors.New("shutdown")
+	ErrSlow     = errors.New("slow")
+)
+
+// Options bound a Hub's memory.
+type Options struct {
+	// Buffer is the number of changes a watcher may have unread before it
+	// is cut; default 16.
+	Buffer int
+	// Tombstones is how many deletions are kept for watchers that resume;
+	// one resuming from before the oldest gets a reset; default 1024.
+	Tombstones int
+}
+
+// Hub is the fan-out of one release's events.
+type Hub struct {
+	opts Options
+
+	mu      sync.Mutex
+	ready   bool
+	closed  bool
+	entries map[string]*Change
+	tombs   []*Change // oldest first
+	// floor: a watcher resuming from a version below it cannot be told
+	// what changed (deletions dropped or never seen) and gets a reset.
+	// Until the first change after start (or after a deletion of unknown
+	// version) every resumption resets: floorPending.
+	floor        uint64
+	floorPending bool
+	latest       uint64
+	subs         map[*Subscription]struct{}
+}
+
+// New returns a Hub that serves nobody until Ready.
+func New(o Options) *Hub {
+	if o.Buffer <= 0 {
+		o.Buffer = 16
+	}
+	if o.Tombstones <= 0 {
+		o.Tombstones = 1024
+	}
+	return &Hub{opts: o, entries: map[string]*Change{}, subs: map[*Subscription]struct{}{}, floor: math.MaxUint64, floorPending: true}
+}
+
+// Ready says the Hub holds every validator (its source has synced).
+func (h *Hub) Ready() {
+	h.mu.Lock()
+	h.ready = true
+	h.mu.Unlock()
+}
+
+// Publish records c and sends it to every watcher of its name; a watcher
+// whose buffer is full is cut (ErrSlow).
+func (h *Hub) Publish(c Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publish(c)
+}
+
+// Unknown records that validator c.Name was deleted at a version nobody
+// knows (the cache missed the deletion and found it out on a relist):
+// watchers are told at once, and any resumption from before the next
+// change resets.
+func (h *Hub) Unknown(c Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.Version, c.Deleted = h.latest, true
+	h.publish(c)
+	h.floor, h.floorPending = math.MaxUint64, true
+}
+
+func (h *Hub) publish(c Change) {
+	if h.closed {
+		return
+	}
+	if h.floorPending && h.ready {
+		h.floor, h.floorPending = c.Version, false
+	}
+	h.latest = max(h.latest, c.Version)
+	if c.Deleted {
+		delete(h.entries, c.Name)
+		h.tombs = append(h.tombs, &c)
+		if over := len(h.tombs) - h.opts.Tombstones; over > 0 {
+			// A watcher that had not seen the last dropped deletion
+			// cannot be told it.
+			h.floor = max(h.floor, h.tombs[over-1].Version)
+			h.tombs = slices.Delete(h.tombs, 0, over)
+		}
+	} else {
+		h.entries[c.Name] = &c
+	}
+	for s := range h.subs {
+		if s.name != "" && s.name != c.Name {
+			continue
+		}
+		select {
+		case s.c <- &c:
+		default:
+			h.end(s, ErrSlow)
+		}
+	}
+}
+
+// Close ends every subscription (ErrShutdown) and refuses new ones.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for s := range h.subs {
+		h.end(s, ErrShutdown)
+	}
+}
+
+// Subscription is one watcher.
+type Subscription struct {
+	hub  *Hub
+	name string
+	c    chan *Change
+	done chan struct{}
+	err  error
+}
+
+// Catchup is what a new watcher is sent before live changes.
+type Catchup struct {
+	// Reset: the watcher's position cannot be resumed from; it forgets
+	// what it holds (Changes is then every validator).
+	Reset   bool
+	Changes []*Change // by version
+	// Latest is the highest version the Hub has seen.
+	Latest uint64
+}
+
+// Subscribe starts a watcher of name (every validator when empty). since
+// is the version of the last event it saw (nil: none, it is sent every
+// validator). The catch-up and the subscription are taken together: no
+// change falls between them.
+func (h *Hub) Subscribe(name string, since *uint64) (*Subscription, Catchup, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return nil, Catchup{}, domain.Unavailable("the server is shutting down")
+	case !h.ready:
+		return nil, Catchup{}, domain.Unavailable("the validators' cache has not synced yet")
+	}
+	var cu Catchup
+	from := uint64(0)
+	if since != nil {
+		if *since < h.floor {
+			cu.Reset = true
+		} else {
+			from = *since
+		}
+	}
+	for _, c := range h.entries {
+		if c.Version > from && (name == "" || c.Name == name) {
+			cu.Changes = append(cu.Changes, c)
+		}
+	}
+	if from > 0 {
+		for _, c := range h.tombs {
+			if c.Version > from && (name == "" || c.Name == name) {
+				cu.Changes = append(cu.Changes, c)
+			}
+		}
+	}
+	slices.SortFunc(cu.Changes, func(a, b *Change) int {
+		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(a.Name, b.Name))
+	})
+	cu.Latest = h.latest
+	s := &Subscription{hub: h, name: name, c: make(chan *Change, h.opts.Buffer), done: make(chan struct{})}
+	h.subs[s] = struct{}{}
+	return s, cu, nil
+}
+
+// Changes delivers the watcher's live changes.
+func (s *Subscription) Changes() <-chan *Change { return s.c }
+
+// Done is closed when the Hub ends the subscription; Err then says why.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Err is ErrSlow or ErrShutdown once Done is closed.
+func (s *Subscription) Err() error {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.err
+}
+
+// Close ends the subscription (the watcher went away).
+func (s *Subscription) Close() {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.hub.end(s, nil)
+}
+
+// end removes s; h.mu held.
+func (h *Hub) end(s *Subscription, err error) {
+	if _, ok := h.subs[s]; !ok {
+		return
+	}
+	delete(h.subs, s)
+	s.err = err
+	close(s.done)
+}
+
+// Watchers is the number of subscriptions (for tests and metrics).
+func (h *Hub) Watchers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}

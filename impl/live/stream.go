@@ -1,0 +1,141 @@
+package live
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// Defaults of a Stream.
+const (
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultRetry is the reconnection delay a stream asks browsers for.
+	DefaultRetry = 2 * time.Second
+)
+
+// Stream serves a Hub's changes as Server-Sent Events (the watch operations
+// of both releases): a catch-up (everything, or what changed since the
+// watcher's Last-Event-ID), `synced`, then live changes, heartbeats as
+// comments, and `close` with the reason when the Hub ends it.
+type Stream struct {
+	Hub *Hub
+	// Heartbeat is the interval of the comment lines that keep proxies
+	// from closing an idle stream; WriteTimeout bounds each write (a
+	// client that does not read is cut); zero: the defaults.
+	Heartbeat, WriteTimeout time.Duration
+}
+
+// Serve answers one watch request: query `name` and `since`, header
+// Last-Event-ID (which wins over since). Errors before the stream starts
+// are returned for the release to render.
+func (s Stream) Serve(w http.ResponseWriter, r *http.Request) error {
+	name := r.URL.Query().Get("name")
+	var since *uint64
+	for field, v := range map[string]string{"since": r.URL.Query().Get("since"), "Last-Event-ID": r.Header.Get("Last-Event-ID")} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return domain.Invalid(field, "must be a resource version (digits)")
+		}
+		if since == nil || field == "Last-Event-ID" {
+			since = &n
+		}
+	}
+	sub, cu, err := s.Hub.Subscribe(name, since)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+
+	heartbeat, timeout := s.Heartbeat, s.WriteTimeout
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeat
+	}
+	if timeout <= 0 {
+		timeout = DefaultWriteTimeout
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+
+	buf := make([]byte, 0, 512)
+	send := func() error {
+		_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		if err == nil {
+			err = rc.Flush()
+		}
+		return err
+	}
+	buf = append(buf, "retry: "...)
+	buf = strconv.AppendInt(buf, DefaultRetry.Milliseconds(), 10)
+	buf = append(buf, "\n\n"...)
+	if cu.Reset {
+		buf = append(buf, "event: reset\ndata: {}\n\n"...)
+	}
+	for _, c := range cu.Changes {
+		buf = appendEvent(buf, c)
+		if len(buf) > 32<<10 {
+			if err := send(); err != nil {
+				return nil
+			}
+		}
+	}
+	buf = append(buf, `event: synced`+"\n"+`data: {"resourceVersion":"`...)
+	buf = strconv.AppendUint(buf, cu.Latest, 10)
+	buf = append(buf, "\"}\n\n"...)
+	if err := send(); err != nil {
+		return nil
+	}
+
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case c := <-sub.Changes():
+			buf = appendEvent(buf, c)
+		case <-tick.C:
+			buf = append(buf, ": heartbeat\n\n"...)
+		case <-sub.Done():
+			reason := sub.Err()
+			if errors.Is(reason, ErrShutdown) {
+				// What was published before the end is still news.
+				for len(sub.Changes()) > 0 {
+					buf = appendEvent(buf, <-sub.Changes())
+				}
+			}
+			buf = append(buf, `event: close`+"\n"+`data: {"reason":"`...)
+			buf = append(buf, reason.Error()...)
+			buf = append(buf, "\"}\n\n"...)
+			_ = send()
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+		if err := send(); err != nil {
+			return nil // the client is gone or does not read
+		}
+	}
+}
+
+func appendEvent(b []byte, c *Change) []byte {
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, c.Version, 10)
+	if c.Deleted {
+		b = append(b, "\nevent: deleted\ndata: "...)
+	} else {
+		b = append(b, "\nevent: validator\ndata: "...)
+	}
+	b = append(b, c.Data...)
+	return append(b, "\n\n"...)
+}

@@ -1,0 +1,158 @@
+package live_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validator-manager/validator-manager/impl/live"
+)
+
+func serve(t *testing.T, h *live.Hub) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := (live.Stream{Hub: h, Heartbeat: 100 * time.Millisecond}).Serve(w, r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func open(t *testing.T, url string, header map[string]string) *bufio.Reader {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("got %d %s, want 200 text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return bufio.NewReader(resp.Body)
+}
+
+func next(t *testing.T, r *bufio.Reader, skipHeartbeats bool) live.Event {
+	t.Helper()
+	for {
+		e, err := live.ReadEvent(r)
+		if err != nil {
+			t.Fatalf("reading the stream: %v", err)
+		}
+		if skipHeartbeats && e.Comment == "heartbeat" {
+			continue
+		}
+		return e
+	}
+}
+
+func TestStream(t *testing.T) {
+	h := synced(change("a", 6))
+	srv := serve(t, h)
+	r := open(t, srv.URL, nil)
+	if e := next(t, r, true); e.Retry != "2000" {
+		t.Fatalf("first: got %+v, want retry 2000", e)
+	}
+	for _, w := range []live.Event{
+		{ID: "4", Name: "validator", Data: `{"name":"c"}`},
+		{ID: "5", Name: "validator", Data: `{"name":"b"}`},
+		{ID: "6", Name: "validator", Data: `{"name":"a"}`},
+		{Name: "synced", Data: `{"resourceVersion":"6"}`},
+	} {
+		if e := next(t, r, true); e != w {
+			t.Fatalf("catch-up: got %+v, want %+v", e, w)
+		}
+	}
+	h.Publish(gone("b", 7))
+	if e := next(t, r, true); e != (live.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
+		t.Fatalf("live: got %+v, want b deleted at 7", e)
+	}
+	if e := next(t, r, false); e.Comment != "heartbeat" {
+		t.Fatalf("idle: got %+v, want a heartbeat", e)
+	}
+
+	// A reconnection resumes after its last event; the header wins over since.
+	r2 := open(t, srv.URL+"?since=1", map[string]string{"Last-Event-ID": "6"})
+	next(t, r2, true) // retry
+	if e := next(t, r2, true); e != (live.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
+		t.Fatalf("resumed: got %+v, want only b deleted at 7", e)
+	}
+	if e := next(t, r2, true); e.Name != "synced" {
+		t.Fatalf("resumed: got %+v, want synced", e)
+	}
+
+	// Shutdown: what was published is sent, then close, then the end.
+	h.Publish(change("c", 8))
+	h.Close()
+	for _, r := range []*bufio.Reader{r, r2} {
+		if e := next(t, r, true); e.ID != "8" {
+			t.Fatalf("at shutdown: got %+v, want c at 8", e)
+		}
+		if e := next(t, r, true); e != (live.Event{Name: "close", Data: `{"reason":"shutdown"}`}) {
+			t.Fatalf("at shutdown: got %+v, want close", e)
+		}
+		if _, err := live.ReadEvent(r); !errors.Is(err, io.EOF) {
+			t.Fatalf("after close: got %v, want the end of the stream", err)
+		}
+	}
+}
+
+func TestStreamFilterAndBadSince(t *testing.T) {
+	h := synced()
+	srv := serve(t, h)
+	r := open(t, srv.URL+"?name=b", nil)
+	next(t, r, true)
+	if e := next(t, r, true); e.ID != "5" {
+		t.Fatalf("filtered: got %+v, want b at 5", e)
+	}
+	if e := next(t, r, true); e.Name != "synced" {
+		t.Fatalf("filtered: got %+v, want synced", e)
+	}
+	h.Publish(change("a", 6))
+	h.Publish(change("b", 7))
+	if e := next(t, r, true); e.ID != "7" {
+		t.Fatalf("filtered live: got %+v, want b at 7 (a is filtered out)", e)
+	}
+	resp, err := http.Get(srv.URL + "?since=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable { // the test server renders every error so
+		t.Fatalf("since=x: got %d, want the error returned", resp.StatusCode)
+	}
+}
+
+// A client that stops reading is cut once its buffer is full, with close
+// "slow" when the connection still takes it, and the hub forgets it.
+func TestSlowClientIsCut(t *testing.T) {
+	h := live.New(live.Options{Buffer: 4})
+	h.Ready()
+	srv := serve(t, h)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Never read; publish large changes until the socket buffers fill
+	// and the stream's writes block, then its buffer.
+	big := strings.Repeat("x", 64<<10)
+	deadline := time.Now().Add(20 * time.Second)
+	for v := uint64(1); h.Watchers() > 0; v++ {
+		if time.Now().After(deadline) {
+			t.Fatal("a client that reads nothing was not cut within 20 s")
+		}
+		h.Publish(live.Change{Name: "a", Version: v, Data: []byte(`"` + big + `"`)})
+		time.Sleep(time.Millisecond)
+	}
+}
