@@ -356,7 +356,7 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	if len(names) != burst {
 		t.Errorf("acknowledged creates: %d of %d (the follower answers without the leader)", len(names), burst)
 	}
-	apitest.Eventually(t, 20*time.Second, "every acknowledged create provisioned by the new leader", func() error {
+	apitest.Eventually(t, 60*time.Second, "every acknowledged create provisioned by the new leader", func() error {
 		for _, n := range names {
 			if _, err := validators.Get(context.Background(), n, metav1.GetOptions{}); err != nil {
 				return err
