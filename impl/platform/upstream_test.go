@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -39,6 +40,14 @@ func createValidator(t testing.TB, s *apitest.Server) {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(validator)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, r.Body)
 	}
+	// The create answers at once; the leader provisions its resource, which
+	// release 2.0's routes resolve from the cache.
+	apitest.Eventually(t, 20*time.Second, "the validator's resource in the cache", func() error {
+		if _, ok := s.App.Cluster.CachedState(validator); !ok {
+			return fmt.Errorf("validator %q is not in the cache yet", validator)
+		}
+		return nil
+	})
 }
 
 // platformError decodes 2.0's {timestamp, status, error} or {endpoint, error}.
