@@ -40,11 +40,17 @@ func createValidator(t testing.TB, s *apitest.Server) {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(validator)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, r.Body)
 	}
-	// The create answers at once; the leader provisions its resource, which
-	// release 2.0's routes resolve from the cache.
+	provisioned(t, s, validator)
+}
+
+// provisioned waits until the leader has provisioned validator name: the
+// create answers at once, and release 2.0's routes resolve a validator
+// from the cache of its resource.
+func provisioned(t testing.TB, s *apitest.Server, name string) {
+	t.Helper()
 	apitest.Eventually(t, 20*time.Second, "the validator's resource in the cache", func() error {
-		if _, ok := s.App.Cluster.CachedState(validator); !ok {
-			return fmt.Errorf("validator %q is not in the cache yet", validator)
+		if _, ok := s.App.Cluster.CachedState(name); !ok {
+			return fmt.Errorf("validator %q is not in the cache yet", name)
 		}
 		return nil
 	})
