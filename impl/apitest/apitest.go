@@ -385,3 +385,15 @@ func startWatch(t testing.TB, a *app.App) (stop func()) {
 	}
 	return func() { cancel(); wg.Wait() }
 }
+
+// Provisioned waits until the leader has provisioned validator name (its
+// resource is in the gateway's cache): a create answers at once.
+func (s *Server) Provisioned(t testing.TB, name string) {
+	t.Helper()
+	Eventually(t, 30*time.Second, "validator "+name+" provisioned", func() error {
+		if _, ok := s.App.Cluster.CachedState(name); !ok {
+			return fmt.Errorf("validator %q is not in the cache yet", name)
+		}
+		return nil
+	})
+}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -40,20 +39,7 @@ func createValidator(t testing.TB, s *apitest.Server) {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(validator)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, r.Body)
 	}
-	provisioned(t, s, validator)
-}
-
-// provisioned waits until the leader has provisioned validator name: the
-// create answers at once, and release 2.0's routes resolve a validator
-// from the cache of its resource.
-func provisioned(t testing.TB, s *apitest.Server, name string) {
-	t.Helper()
-	apitest.Eventually(t, 20*time.Second, "the validator's resource in the cache", func() error {
-		if _, ok := s.App.Cluster.CachedState(name); !ok {
-			return fmt.Errorf("validator %q is not in the cache yet", name)
-		}
-		return nil
-	})
+	s.Provisioned(t, validator)
 }
 
 // platformError decodes 2.0's {timestamp, status, error} or {endpoint, error}.
