@@ -39,7 +39,7 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 	if err := json.Unmarshal(body, &payload); err != nil {
 		t.Fatal(err)
 	}
-	createdID := createRaw(t, base, token, body)
+	created := createRaw(t, base, token, body)
 	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
@@ -58,16 +58,13 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		return err == nil && r.JSON200 != nil && len(r.JSON200.Validators) == 1 && r.JSON200.Validators[0].Phase != nil &&
 			started(v1alpha1.Phase(*r.JSON200.Validators[0].Phase)) && started(getValidator(t, dyn, name).Status.Phase)
 	})
-	checkSpliceWorkloads(t, core, name, payload.ImageRepo, payload.ImageTag, createdID)
 	v := getValidator(t, dyn, name)
 	a := v.Spec.Config.Auth
 	if a == nil || a.Audience == "" || a.NameServiceClient == "" || a.LedgerAPIClient == "" || a.LedgerAPIUser == "" || a.WalletClient == "" ||
-		a.JWKSURL == nil || a.OIDCAuthorityURL == nil || a.OIDCConfigURL == nil {
+		a.WalletUser == "" || a.JWKSURL == nil || a.OIDCAuthorityURL == nil || a.OIDCConfigURL == nil {
 		t.Fatalf("spec.config.auth: got %+v, want every setting", a)
 	}
-	if a.WalletUser != createdID {
-		t.Fatalf("walletUser: got %q, want the created user's id %q", a.WalletUser, createdID)
-	}
+	checkSpliceWorkloads(t, core, name, payload.ImageRepo, payload.ImageTag, a.WalletUser)
 	if s := v.Spec.Secrets; s == nil || s.Database == nil || s.LedgerAPIAuth == nil {
 		t.Fatalf("spec.secrets: got %+v, want database and ledgerApiAuth", s)
 	}
@@ -120,6 +117,24 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 	form.Set("client_secret", "wrong")
 	if resp, err := http.PostForm(discovery.TokenEndpoint, form); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a wrong secret: got %v %v, want 401", statusCode(resp), err)
+	}
+	// The wallet user logs in with the temporary password the create
+	// answered, through the wallet UI's client; its tokens' subject is the
+	// walletUser the validator app was given (the created user's id).
+	login := url.Values{"grant_type": {"password"}, "client_id": {a.WalletClient},
+		"username": {created.Username}, "password": {created.TemporaryPassword}}
+	resp, err = http.PostForm(discovery.TokenEndpoint, login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	tok.AccessToken = ""
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the wallet user's password grant: got %d, %v", resp.StatusCode, err)
+	}
+	user, err := jwt.Parse([]byte(tok.AccessToken), jwt.WithKeySet(keys), jwt.WithIssuer(*a.OIDCAuthorityURL), jwt.WithValidate(true))
+	if err != nil || user.Subject() != a.WalletUser {
+		t.Fatalf("the wallet user's token: %v, sub %v; want sub %q", err, user, a.WalletUser)
 	}
 
 	// Deleted by hand: reported, then written again (with a new password).

@@ -222,6 +222,7 @@ func newRecoverFixture(t *testing.T) *recoverFixture {
 	if err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, resp.Body)
 	}
+	f.srv.Provisioned(t, recValidator)
 	kc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/auth/realms/canton/protocol/openid-connect/token" || r.FormValue("client_id") != "acme-wallet-ui" ||
 			r.FormValue("username") != "acme_walletuser" || r.FormValue("grant_type") != "password" {

@@ -81,9 +81,16 @@ func readmePayload(t *testing.T) []byte {
 	return m[1]
 }
 
+// createdUser is release 1.11's createdUser as a create answers it.
+type createdUser struct {
+	ID, Username, TemporaryPassword string
+}
+
 // createRaw posts body to release 1.11's create as curl does and returns
-// the created user's id.
-func createRaw(t *testing.T, base, token string, body []byte) string {
+// the created user the answer carries: its username and temporary
+// password, never an id (the identity provider assigns it after the
+// answer).
+func createRaw(t *testing.T, base, token string, body []byte) createdUser {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/validators", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -94,12 +101,13 @@ func createRaw(t *testing.T, base, token string, body []byte) string {
 	}
 	defer resp.Body.Close()
 	var out struct {
-		CreatedUser struct{ ID string } `json:"createdUser"`
+		CreatedUser createdUser `json:"createdUser"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated || out.CreatedUser.ID == "" {
-		t.Fatalf("create: %d %v %+v, want 201 with the created user", resp.StatusCode, err, out)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated ||
+		out.CreatedUser.Username == "" || out.CreatedUser.TemporaryPassword == "" || out.CreatedUser.ID != "" {
+		t.Fatalf("create: %d %v %+v, want 201 with the created user's name and password, no id", resp.StatusCode, err, out)
 	}
-	return out.CreatedUser.ID
+	return out.CreatedUser
 }
 
 // getValidator reads the Validator resource.

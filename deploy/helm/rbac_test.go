@@ -288,9 +288,19 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 		return nil
 	})
 
-	if code, body := post(t, follower, followerToken, "/api/validators", apitest.ValidatorPayload("acme")); code != http.StatusCreated {
+	// Until the new leader has made the cluster's password key, a create
+	// answers 503 (documented: try again shortly); nothing else but 201.
+	apitest.Eventually(t, 30*time.Second, "a create through the follower", func() error {
+		code, body := post(t, follower, followerToken, "/api/validators", apitest.ValidatorPayload("acme"))
+		switch code {
+		case http.StatusCreated:
+			return nil
+		case http.StatusServiceUnavailable:
+			return fmt.Errorf("status %d: %s", code, body)
+		}
 		t.Fatalf("create through the follower: status %d: %s", code, body)
-	}
+		return nil
+	})
 	dyn := dynamic.NewForConfigOrDie(apiServer)
 	admin := kubernetes.NewForConfigOrDie(apiServer)
 	validators := dyn.Resource(cluster.ValidatorResource).Namespace(ns)

@@ -24,6 +24,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
@@ -384,4 +386,33 @@ func startWatch(t testing.TB, a *app.App) (stop func()) {
 		t.Fatal("the watch streams' cache did not sync")
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// Provisioned waits until the leader has provisioned validator name (a
+// create answers at once): its resource is in the gateway's cache, its
+// recorded secret values are written, its wallet user exists (without
+// custom authentication) and its resource references its Secrets, after
+// which the leader leaves the resource alone.
+func (s *Server) Provisioned(t testing.TB, name string) {
+	t.Helper()
+	Eventually(t, 30*time.Second, "validator "+name+" provisioned", func() error {
+		v, err := s.App.Store.GetValidator(t.Context(), name)
+		if err != nil {
+			return err
+		}
+		if v.PendingSecrets != "" || (!v.CustomAuth && v.WalletUserID == "") {
+			return fmt.Errorf("validator %q: the leader has not provisioned it yet", name)
+		}
+		if _, ok := s.App.Cluster.CachedState(name); !ok {
+			return fmt.Errorf("validator %q is not in the cache yet", name)
+		}
+		res, err := s.Kube.Validators().Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if refs, _, _ := unstructured.NestedMap(res.Object, "spec", "secrets"); len(refs) == 0 {
+			return fmt.Errorf("validator %q references no Secret yet", name)
+		}
+		return s.Kube.Settle(t.Context())
+	})
 }

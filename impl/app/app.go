@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -424,12 +425,17 @@ const (
 	resync = 10 * time.Minute
 )
 
+// setCtrlLogger sets controller-runtime's process-wide logger once (tests
+// open several apps at once; SetLogger is not safe to call concurrently).
+var setCtrlLogger sync.Once
+
 // openManager builds the controller-runtime Manager (nothing starts until
 // Run) and the cluster gateway over its cache: one cache of the cluster's
 // objects for the gateway and every controller, started and stopped by
 // the Manager.
 func (a *App) openManager() error {
-	ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler()))
+	// controller-runtime's logger is the process's: the first app's.
+	setCtrlLogger.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler())) })
 	a.rest = rest.CopyConfig(a.rest)
 	a.rest.QPS, a.rest.Burst = clientQPS, clientBurst
 	scheme, err := cluster.Scheme()

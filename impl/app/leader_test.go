@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -356,7 +357,7 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	if len(names) != burst {
 		t.Errorf("acknowledged creates: %d of %d (the follower answers without the leader)", len(names), burst)
 	}
-	apitest.Eventually(t, 20*time.Second, "every acknowledged create provisioned by the new leader", func() error {
+	apitest.Eventually(t, 60*time.Second, "every acknowledged create provisioned by the new leader", func() error {
 		for _, n := range names {
 			if _, err := validators.Get(context.Background(), n, metav1.GetOptions{}); err != nil {
 				return err
@@ -443,10 +444,6 @@ func TestLeaderThatLosesItsLeaseStops(t *testing.T) {
 	}
 	core := kubernetes.NewForConfigOrDie(apiServer)
 	leases := core.CoordinationV1().Leases(ns)
-	lease, err := leases.Get(context.Background(), "validator-manager", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The intruder holds the lease for longer than the renew deadline, as any
 	// holder configured like the replicas would (lease duration 3 s, renew
 	// deadline 2 s): the follower may take it only after the old leader has
@@ -454,11 +451,21 @@ func TestLeaderThatLosesItsLeaseStops(t *testing.T) {
 	// lease would let the follower in while the old leader is still within
 	// its renew deadline, which no correctly configured holder allows.
 	intruder, seconds := "intruder", int32(4)
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &intruder, &seconds
-	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	taken := time.Now()
-	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+	var taken time.Time
+	// The leader renews every retry period: take the lease from its latest version.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(context.Background(), "validator-manager", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &intruder, &seconds
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		taken = time.Now()
+		_, err = leases.Update(context.Background(), lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -162,6 +162,7 @@ func TestExternalParties(t *testing.T) {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(cohostValidator)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create %s: %v %s", cohostValidator, err, r.Body)
 	}
+	s.Provisioned(t, cohostValidator)
 	ctx := t.Context()
 	self, cohost := participantOf(t, s, validator), participantOf(t, s, cohostValidator)
 	unknownHost := "participant-gone::1220" + strings.Repeat("ab", 32)

@@ -59,6 +59,7 @@ func startHosting(t *testing.T) hostingEnv {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(cohost)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create %s: %v %s", cohost, err, r.Body)
 	}
+	s.Provisioned(t, cohost)
 	return hostingEnv{s: s, faults: fl, self: participantOf(t, s, validator), cohost: participantOf(t, s, cohost), cohostVal: cohost,
 		unknownParty: "nobody::1220" + strings.Repeat("cd", 32), unknownHostUID: "participant-gone::1220" + strings.Repeat("ab", 32)}
 }

@@ -108,6 +108,7 @@ func TestValidatorReads(t *testing.T) {
 	if c, err := s.Management.CreateValidatorWithResponse(ctx, validatorDto("acme")); err != nil || c.StatusCode() != http.StatusCreated {
 		t.Fatalf("1.11 create: %v %s", err, c.Body)
 	}
+	s.Provisioned(t, "acme")
 	addForeign(t, s, cluster.Kind, "zeta", map[string]any{"storageClass": "applied-by-hand"})
 	addForeign(t, s, cluster.Kind, "alpha", map[string]any{})
 	settle(t, s)

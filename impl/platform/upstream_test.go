@@ -39,6 +39,7 @@ func createValidator(t testing.TB, s *apitest.Server) {
 	if r, err := s.Management.CreateValidatorWithResponse(t.Context(), validatorDto(validator)); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create validator: %v %s", err, r.Body)
 	}
+	s.Provisioned(t, validator)
 }
 
 // platformError decodes 2.0's {timestamp, status, error} or {endpoint, error}.

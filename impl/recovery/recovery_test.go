@@ -321,6 +321,7 @@ func newFixture(t *testing.T) *fixture {
 		if err != nil || resp.StatusCode() != http.StatusCreated {
 			t.Fatalf("create validator %s: %v %s", name, err, resp.Body)
 		}
+		f.srv.Provisioned(t, name)
 	}
 	anon, err := managementapi.NewClientWithResponses(f.srv.URL, managementapi.WithHTTPClient(f.srv.HTTP))
 	if err != nil {

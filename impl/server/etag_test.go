@@ -82,6 +82,7 @@ func TestListETags(t *testing.T) {
 	if r, err := s.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("tagged")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", err, r)
 	}
+	s.Provisioned(t, "tagged")
 	apitest.Eventually(t, 10*time.Second, "the validator in the cache", func() error { return s.Kube.Settle(ctx) })
 	want("a create", "/api/validators", "/api/validators?limit=1", "/api/v1/validators")
 

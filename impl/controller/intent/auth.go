@@ -86,9 +86,13 @@ func requestSecrets(v domain.Validator, s domain.ValidatorSecrets) domain.Valida
 // and, without custom authentication, the ledger API client's secret from
 // the identity provider. A Secret that exists is never replaced (an edit
 // that gives a value does that). The cache says what is missing, so a
-// reconcile in step asks nothing of the API server or the identity provider.
-func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator) error {
+// reconcile in step asks nothing of the API server or the identity provider;
+// written are the Secrets this reconcile wrote, which the cache may not
+// show yet.
+func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator, written domain.WrittenSecrets) error {
 	have := c.cluster.CachedSecrets(v.Name)
+	have.Database = have.Database || written.Database
+	have.LedgerAPIAuth = have.LedgerAPIAuth || written.LedgerAPIAuth
 	var d domain.SecretDefaults
 	if !have.Database {
 		password, ok, err := c.databasePassword(ctx, v)

@@ -463,10 +463,11 @@ func (c *Controller) reconcile(ctx context.Context, name string, _ *reconcile.Re
 	}
 	// The values given first, so that a missing Secret the request filled
 	// is never defaulted before.
-	if err := c.writePending(ctx, in.Validator); err != nil {
+	written, err := c.writePending(ctx, in.Validator)
+	if err != nil {
 		return err
 	}
-	if err := c.ensureSecrets(ctx, in.Validator); err != nil {
+	if err := c.ensureSecrets(ctx, in.Validator, written); err != nil {
 		return err
 	}
 	return c.syncState(ctx, in.Validator)
@@ -540,23 +541,27 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 // the row if it still holds them: an edit recorded meanwhile keeps its
 // values for the next reconcile. Values that no longer open (the key was
 // replaced) are dropped with a warning: the operator gives them again.
-func (c *Controller) writePending(ctx context.Context, v domain.Validator) error {
+// It tells which Secrets it wrote (the cache may not show them yet).
+func (c *Controller) writePending(ctx context.Context, v domain.Validator) (domain.WrittenSecrets, error) {
+	var written domain.WrittenSecrets
 	if v.PendingSecrets == "" {
-		return nil
+		return written, nil
 	}
 	key, err := c.passwordKey(ctx)
 	if err != nil {
-		return fmt.Errorf("the cluster's password key: %w", err)
+		return written, fmt.Errorf("the cluster's password key: %w", err)
 	}
 	s, err := keyring.Open(key, v.Name, v.IdentityClaim(), v.PendingSecrets)
 	if errors.Is(err, keyring.ErrUnsealable) {
 		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
 			"validator", v.Name)
 	} else if err != nil {
-		return err
+		return written, err
 	} else if err := c.cluster.WriteSecrets(ctx, v.Name, requestSecrets(v, s)); err != nil {
-		return err
+		return written, err
+	} else {
+		written = s.Written()
 	}
 	faultpoint.Reach("secrets.written")
-	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
+	return written, c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
 }
