@@ -134,17 +134,9 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 		return nil, err
 	}
 	b := req.Body
-	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
-	if b.SignatureFormat != nil {
-		format = *b.SignatureFormat
-	}
-	if b.SigningAlgorithmSpec != nil {
-		algorithm = *b.SigningAlgorithmSpec
-	}
-	// The pairs that cannot be right for any key; which key signed is the ledger's to check.
-	if algorithm == platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatDer ||
-		algorithm != platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatConcat {
-		return nil, domain.Invalid("signatureFormat", "%s does not go with %s: Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in SIGNATURE_FORMAT_DER", format, algorithm)
+	format, algorithm, err := signatureChoice(b.SignatureFormat, b.SigningAlgorithmSpec)
+	if err != nil {
+		return nil, err
 	}
 	var hosting *topology.PartyToParticipant
 	var serial int64
