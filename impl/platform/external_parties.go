@@ -165,11 +165,8 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 	resp, err := n.Ledger.PostV2PartiesExternalAllocateWithResponse(ctx, ledgerapi.AllocateExternalPartyRequest{
 		Synchronizer: b.SynchronizerId, OnboardingTransactions: txs, MultiHashSignatures: &sigs,
 	})
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var got ledgerapi.AllocateExternalPartyResponse
-	if err := passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &got); err != nil {
+	got, err := relay[ledgerapi.AllocateExternalPartyResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
+	if err != nil {
 		return nil, err
 	}
 	out := platformapi.AllocateExternalParty200JSONResponse{PartyId: got.PartyId, Hosts: []platformapi.HostingParticipant{}, Serial: &serial}
