@@ -156,21 +156,9 @@ func parseMD5(out string) (string, error) {
 	return sum, nil
 }
 
-// exec runs command in the container, WebSocket first and SPDY when the API
-// server cannot upgrade to it (as kubectl does); it returns the start of stdout.
+// exec runs command in the container; it returns the start of stdout.
 func (e *PodExec) exec(ctx context.Context, pod, container string, command []string, stdin io.Reader) (string, error) {
-	u := e.execURL(pod, container, command, stdin != nil)
-	ws, err := remotecommand.NewWebSocketExecutor(e.cfg, "GET", u.String())
-	if err != nil {
-		return "", fmt.Errorf("cluster: exec: %w", err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
-	if err != nil {
-		return "", fmt.Errorf("cluster: exec: %w", err)
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	ex, err := NewExecutor(e.cfg, e.execURL(pod, container, command, stdin != nil))
 	if err != nil {
 		return "", fmt.Errorf("cluster: exec: %w", err)
 	}
@@ -184,6 +172,22 @@ func (e *PodExec) exec(ctx context.Context, pod, container string, command []str
 		return "", errors.New(msg)
 	}
 	return stdout.String(), nil
+}
+
+// NewExecutor streams to the exec URL u over WebSocket, and over SPDY when
+// the API server cannot upgrade to WebSocket, as kubectl does.
+func NewExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		return nil, err
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 }
 
 // execURL is the pod's exec subresource with the command as parameters.

@@ -44,3 +44,17 @@ type AuditFilter struct {
 	Before    int64
 	Page
 }
+
+// NewAuditFilter reads listAuditEntries' optional query parameters, which both
+// releases share; absent ones select everything.
+func NewAuditFilter(validator, subject *string, since, until *time.Time, page Page) AuditFilter {
+	return AuditFilter{Validator: orZero(validator), Subject: orZero(subject), Since: orZero(since), Until: orZero(until), Page: page}
+}
+
+func orZero[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

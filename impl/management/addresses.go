@@ -1,6 +1,8 @@
 package management
 
 import (
+	"context"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -11,6 +13,16 @@ import (
 type Addresses interface {
 	CheckURL(raw string) error
 	CheckHost(host, port string) error
+}
+
+// checkConfig checks what a create or an edit leaves in a validator's
+// configuration that reaches outside the record: the addresses the server
+// dials and the cluster objects it references.
+func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) error {
+	if err := s.checkValidatorAddresses(cfg); err != nil {
+		return err
+	}
+	return s.cluster.CheckReferences(ctx, references(cfg))
 }
 
 // checkValidatorAddresses checks the addresses of a validator's

@@ -9,19 +9,7 @@ import (
 
 func (s *Server) ListAuditEntries(ctx context.Context, req managementapi.ListAuditEntriesRequestObject) (managementapi.ListAuditEntriesResponseObject, error) {
 	q := req.Params
-	f := domain.AuditFilter{Page: page(q.From, q.Limit)}
-	if q.Validator != nil {
-		f.Validator = *q.Validator
-	}
-	if q.Subject != nil {
-		f.Subject = *q.Subject
-	}
-	if q.Since != nil {
-		f.Since = *q.Since
-	}
-	if q.Until != nil {
-		f.Until = *q.Until
-	}
+	f := domain.NewAuditFilter(q.Validator, q.Subject, q.Since, q.Until, page(q.From, q.Limit))
 	total, err := s.store.CountAudit(ctx, f)
 	if err != nil {
 		return nil, err
@@ -35,12 +23,7 @@ func (s *Server) ListAuditEntries(ctx context.Context, req managementapi.ListAud
 		dto := managementapi.AuditEntryDto{
 			Id: e.ID, At: e.At.UTC(), Subject: e.Subject, Operation: e.Operation,
 			Outcome: managementapi.AuditOutcome(e.Outcome), Status: int32(e.Status), RequestId: e.RequestID,
-		}
-		if e.Role != "" {
-			dto.Role = ptr(managementapi.Role(e.Role))
-		}
-		if e.Validator != "" {
-			dto.Validator = ptr(e.Validator)
+			Role: (*managementapi.Role)(nonEmpty(e.Role)), Validator: nonEmpty(e.Validator),
 		}
 		if len(e.Targets) > 0 {
 			dto.Targets = &e.Targets

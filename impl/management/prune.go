@@ -38,13 +38,7 @@ func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.Crea
 	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	p, err := parsePrune(req.Name, *req.Body)
-	if err != nil {
-		return nil, err
-	}
-	err = s.record(ctx, req.Name, "prune.create",
-		func(ctx context.Context) error { return s.store.CreatePruneSchedule(ctx, &p) })
-	if err != nil {
+	if err := s.writePrune(ctx, req.Name, "prune.create", *req.Body, s.store.CreatePruneSchedule); err != nil {
 		return nil, err
 	}
 	return managementapi.CreatePruneSchedule201Response{}, nil
@@ -57,16 +51,19 @@ func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.Upda
 	if _, err := s.store.GetPruneSchedule(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	p, err := parsePrune(req.Name, *req.Body)
-	if err != nil {
-		return nil, err
-	}
-	err = s.record(ctx, req.Name, "prune.update",
-		func(ctx context.Context) error { return s.store.UpdatePruneSchedule(ctx, &p) })
-	if err != nil {
+	if err := s.writePrune(ctx, req.Name, "prune.update", *req.Body, s.store.UpdatePruneSchedule); err != nil {
 		return nil, err
 	}
 	return managementapi.UpdatePruneSchedule204Response{}, nil
+}
+
+// writePrune checks a create's or an update's schedule and records the write.
+func (s *Server) writePrune(ctx context.Context, validator, op string, dto managementapi.ScheduledValidatorPruneDto, write func(context.Context, *domain.PruneSchedule) error) error {
+	p, err := parsePrune(validator, dto)
+	if err != nil {
+		return err
+	}
+	return s.record(ctx, validator, op, func(ctx context.Context) error { return write(ctx, &p) })
 }
 
 // DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.

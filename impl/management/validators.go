@@ -91,10 +91,7 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkValidatorAddresses(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {
+	if err := s.checkConfig(ctx, cfg); err != nil {
 		return nil, err
 	}
 
@@ -227,10 +224,7 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkValidatorAddresses(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.cluster.CheckReferences(ctx, references(cfg)); err != nil {
+	if err := s.checkConfig(ctx, cfg); err != nil {
 		return nil, err
 	}
 	cfg.MarkWritten(secrets.Written())

@@ -16,21 +16,9 @@ func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAudit
 		return nil, notWired("listAuditEntries", partAudit)
 	}
 	q := req.Params
-	f := domain.AuditFilter{Page: domain.Page{Limit: defaultAuditLimit}}
+	f := domain.NewAuditFilter(q.Validator, q.Subject, q.Since, q.Until, domain.Page{Limit: defaultAuditLimit})
 	if q.Limit != nil {
 		f.Limit = int(*q.Limit)
-	}
-	if q.Validator != nil {
-		f.Validator = *q.Validator
-	}
-	if q.Subject != nil {
-		f.Subject = *q.Subject
-	}
-	if q.Since != nil {
-		f.Since = *q.Since
-	}
-	if q.Until != nil {
-		f.Until = *q.Until
 	}
 	if q.Cursor != nil {
 		before, err := strconv.ParseInt(*q.Cursor, 10, 64)
@@ -54,12 +42,7 @@ func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAudit
 		dto := platformapi.AuditEntry{
 			Id: e.ID, At: e.At.UTC(), Subject: e.Subject, Operation: e.Operation,
 			Outcome: platformapi.AuditOutcome(e.Outcome), Status: int32(e.Status), RequestId: e.RequestID,
-		}
-		if e.Role != "" {
-			dto.Role = ptrTo(platformapi.Role(e.Role))
-		}
-		if e.Validator != "" {
-			dto.Validator = ptrTo(e.Validator)
+			Role: (*platformapi.Role)(nonEmpty(e.Role)), Validator: nonEmpty(e.Validator),
 		}
 		if len(e.Targets) > 0 {
 			dto.Targets = &e.Targets

@@ -10,12 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -69,7 +69,7 @@ func (e *ExecConsole) OpenConsole(ctx context.Context, validator string) (Consol
 	}
 	newExec := e.NewExecutor
 	if newExec == nil {
-		newExec = defaultExecutor
+		newExec = cluster.NewExecutor
 	}
 	ex, err := newExec(e.Config, u)
 	if err != nil {
@@ -95,20 +95,6 @@ func (e *ExecConsole) execURL(pod, container string, command []string) (*url.URL
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) + "/pods/" + url.PathEscape(pod) + "/exec"
 	u.RawQuery = q.Encode()
 	return u, nil
-}
-
-func defaultExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
-	if err != nil {
-		return nil, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		return nil, err
-	}
-	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
 }
 
 func (e *ExecConsole) find(ctx context.Context, validator string) (string, string, error) {

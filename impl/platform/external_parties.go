@@ -134,17 +134,9 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 		return nil, err
 	}
 	b := req.Body
-	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
-	if b.SignatureFormat != nil {
-		format = *b.SignatureFormat
-	}
-	if b.SigningAlgorithmSpec != nil {
-		algorithm = *b.SigningAlgorithmSpec
-	}
-	// The pairs that cannot be right for any key; which key signed is the ledger's to check.
-	if algorithm == platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatDer ||
-		algorithm != platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatConcat {
-		return nil, domain.Invalid("signatureFormat", "%s does not go with %s: Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in SIGNATURE_FORMAT_DER", format, algorithm)
+	format, algorithm, err := signatureChoice(b.SignatureFormat, b.SigningAlgorithmSpec)
+	if err != nil {
+		return nil, err
 	}
 	var hosting *topology.PartyToParticipant
 	var serial int64
@@ -173,11 +165,8 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 	resp, err := n.Ledger.PostV2PartiesExternalAllocateWithResponse(ctx, ledgerapi.AllocateExternalPartyRequest{
 		Synchronizer: b.SynchronizerId, OnboardingTransactions: txs, MultiHashSignatures: &sigs,
 	})
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var got ledgerapi.AllocateExternalPartyResponse
-	if err := passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &got); err != nil {
+	got, err := relay[ledgerapi.AllocateExternalPartyResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
+	if err != nil {
 		return nil, err
 	}
 	out := platformapi.AllocateExternalParty200JSONResponse{PartyId: got.PartyId, Hosts: []platformapi.HostingParticipant{}, Serial: &serial}

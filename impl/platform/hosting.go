@@ -252,6 +252,24 @@ var (
 	}
 )
 
+// signatureChoice is the signature format and algorithm of a request, with
+// their defaults, refusing the pairs that cannot be right for any key; which
+// key signed is the ledger's to check.
+func signatureChoice(f *platformapi.SignatureFormat, a *platformapi.SigningAlgorithmSpec) (platformapi.SignatureFormat, platformapi.SigningAlgorithmSpec, error) {
+	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
+	if f != nil {
+		format = *f
+	}
+	if a != nil {
+		algorithm = *a
+	}
+	if algorithm == platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatDer ||
+		algorithm != platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatConcat {
+		return "", "", domain.Invalid("signatureFormat", "%s does not go with %s: Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in SIGNATURE_FORMAT_DER", format, algorithm)
+	}
+	return format, algorithm, nil
+}
+
 // SubmitAmendHosting adds the prepared transaction with the party's
 // signature (AddTransactions); the participant checks the signature and
 // the serial. The answer is the hosting state the change is in.
@@ -261,16 +279,9 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 		return nil, err
 	}
 	b := req.Body
-	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
-	if b.SignatureFormat != nil {
-		format = *b.SignatureFormat
-	}
-	if b.SigningAlgorithmSpec != nil {
-		algorithm = *b.SigningAlgorithmSpec
-	}
-	if algorithm == platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatDer ||
-		algorithm != platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatConcat {
-		return nil, domain.Invalid("signatureFormat", "%s does not go with %s: Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in SIGNATURE_FORMAT_DER", format, algorithm)
+	format, algorithm, err := signatureChoice(b.SignatureFormat, b.SigningAlgorithmSpec)
+	if err != nil {
+		return nil, err
 	}
 	tx, err := topology.Unmarshal(b.Transaction)
 	if err != nil || tx.PartyToParticipant == nil {

@@ -83,9 +83,5 @@ func (s *Server) AllocateParty(ctx context.Context, req platformapi.AllocatePart
 	}
 	hint := req.Params.PartyIdHint
 	resp, err := n.Ledger.PostV2PartiesWithResponse(ctx, ledgerapi.AllocatePartyRequest{PartyIdHint: &hint})
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var out platformapi.AllocateParty200JSONResponse
-	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
+	return relay[platformapi.AllocateParty200JSONResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
 }

@@ -47,6 +47,24 @@ func answered(up, base string, err error, res func() (*http.Response, []byte)) e
 	return upstream.Check(up, hr, b, nil, base)
 }
 
+// relay checks a call to one of n's upstreams (answered) and decodes its
+// JSON answer into T, the response type that passes it on.
+func relay[T any](n *upstream.Node, up string, err error, res func() (*http.Response, []byte)) (T, error) {
+	base, name := n.Target.ValidatorAppURL, "validator app"
+	switch up {
+	case upstream.Ledger:
+		base, name = n.Target.LedgerURL, "ledger API"
+	case upstream.Scan:
+		base, name = n.Target.ScanURL, "scan service"
+	}
+	var out T
+	if err := answered(up, base, err, res); err != nil {
+		return out, err
+	}
+	hr, body := res()
+	return out, passThrough(name, hr.Request.URL.String(), body, &out)
+}
+
 // passThrough decodes an upstream's JSON answer into the response type
 // that passes it on (unknown fields kept where the type keeps them).
 func passThrough(up, endpoint string, body []byte, v any) error {

@@ -121,11 +121,7 @@ func (s *Server) CreateUser(ctx context.Context, req platformapi.CreateUserReque
 		u.PrimaryParty = p.PrimaryParty
 	}
 	resp, err := n.Ledger.PostV2UsersWithResponse(ctx, ledgerapi.CreateUserRequest{User: u, Rights: rs.list()})
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var out platformapi.CreateUser200JSONResponse
-	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
+	return relay[platformapi.CreateUser200JSONResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
 }
 
 // UpdateUser changes what is sent of a ledger user (ledger PATCH
@@ -160,11 +156,7 @@ func (s *Server) UpdateUser(ctx context.Context, req platformapi.UpdateUserReque
 	}
 	mask := ledgerapi.FieldMask{Paths: &paths, UnknownFields: ledgerapi.UnknownFieldSet{Fields: ledgerapi.MapIntField{}}}
 	resp, err := n.Ledger.PatchV2UsersUserIdWithResponse(ctx, req.UserId, ledgerapi.UpdateUserRequest{User: u, UpdateMask: mask})
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var out platformapi.UpdateUser200JSONResponse
-	return out, passThrough("ledger API", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
+	return relay[platformapi.UpdateUser200JSONResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
 }
 
 // ListUserRights passes the ledger's GET /v2/users/{user-id}/rights through.

@@ -58,11 +58,8 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 	}
 	section("authenticatedUser", func() error {
 		r, err := n.Ledger.GetV2AuthenticatedUserWithResponse(ctx, nil)
-		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body }); err != nil {
-			return err
-		}
-		var u platformapi.AuthenticatedUser
-		if err := passThrough("ledger API", r.HTTPResponse.Request.URL.String(), r.Body, &u); err != nil {
+		u, err := relay[platformapi.AuthenticatedUser](n, upstream.Ledger, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body })
+		if err != nil {
 			return err
 		}
 		out.AuthenticatedUser = &u
@@ -208,11 +205,7 @@ func (s *Server) GetValidatorTrafficStatus(ctx context.Context, req platformapi.
 		return nil, err
 	}
 	resp, err := n.Scan.GetMemberTrafficStatusWithResponse(ctx, sync, "PAR::"+pid)
-	if err := answered(upstream.Scan, n.Target.ScanURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var out platformapi.GetValidatorTrafficStatus200JSONResponse
-	return out, passThrough("scan service", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
+	return relay[platformapi.GetValidatorTrafficStatus200JSONResponse](n, upstream.Scan, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
 }
 
 // GetIdentityDump streams the validator app's identities dump to the

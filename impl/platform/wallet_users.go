@@ -17,11 +17,7 @@ func (s *Server) ListWalletUsers(ctx context.Context, req platformapi.ListWallet
 		return nil, err
 	}
 	resp, err := n.Validator.ListUsersWithResponse(ctx)
-	if err := answered(upstream.ValidatorApp, n.Target.ValidatorAppURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	var out platformapi.ListWalletUsers200JSONResponse
-	return out, passThrough("validator app", resp.HTTPResponse.Request.URL.String(), resp.Body, &out)
+	return relay[platformapi.ListWalletUsers200JSONResponse](n, upstream.ValidatorApp, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
 }
 
 // OnboardWalletUser onboards name with a fresh party (validator app POST

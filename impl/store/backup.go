@@ -10,11 +10,7 @@ import (
 
 // GetBackupSchedule reads a validator's backup schedule, soft-deleted or not.
 func (s *Store) GetBackupSchedule(ctx context.Context, validator string) (domain.BackupSchedule, error) {
-	var row backupRow
-	if err := s.db.WithContext(ctx).Unscoped().Take(&row, "validator = ?", validator).Error; err != nil {
-		return domain.BackupSchedule{}, translate(err, backupWhat(validator), "")
-	}
-	return row.domain(), nil
+	return take[backupRow](s.db.WithContext(ctx).Unscoped(), backupWhat(validator), "validator = ?", validator)
 }
 
 // SaveBackupSchedule creates the schedule, or replaces cron and maxBackups of

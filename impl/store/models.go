@@ -9,6 +9,17 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
+// take reads the one row of R that conds select, as its domain value; what
+// names the row in the error when there is none.
+func take[R interface{ domain() D }, D any](db *gorm.DB, what string, conds ...any) (D, error) {
+	var row R
+	if err := db.Take(&row, conds...).Error; err != nil {
+		var zero D
+		return zero, translate(err, what, "")
+	}
+	return row.domain(), nil
+}
+
 // Rows map the tables of migrations/; the SQL files own the schema, these
 // structs only name the columns GORM reads and writes.
 

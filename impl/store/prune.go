@@ -11,11 +11,7 @@ import (
 // GetPruneSchedule reads a validator's pruning schedule; domain.ErrNotFound
 // when it has none.
 func (s *Store) GetPruneSchedule(ctx context.Context, validator string) (domain.PruneSchedule, error) {
-	var row pruneRow
-	if err := s.db.WithContext(ctx).Take(&row, "validator = ?", validator).Error; err != nil {
-		return domain.PruneSchedule{}, translate(err, pruneWhat(validator), "")
-	}
-	return row.domain(), nil
+	return take[pruneRow](s.db.WithContext(ctx), pruneWhat(validator), "validator = ?", validator)
 }
 
 // CreatePruneSchedule inserts a schedule: domain.ErrConflict when the

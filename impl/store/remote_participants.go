@@ -28,11 +28,7 @@ func (s *Store) CreateRemoteParticipant(ctx context.Context, p *domain.RemotePar
 
 // GetRemoteParticipant reads one registration.
 func (s *Store) GetRemoteParticipant(ctx context.Context, name string) (domain.RemoteParticipant, error) {
-	var row participantRow
-	if err := s.db.WithContext(ctx).Take(&row, "name = ?", name).Error; err != nil {
-		return domain.RemoteParticipant{}, translate(err, participantWhat(name), "")
-	}
-	return row.domain(), nil
+	return take[participantRow](s.db.WithContext(ctx), participantWhat(name), "name = ?", name)
 }
 
 // UpdateRemoteParticipant replaces the registration's columns. The health

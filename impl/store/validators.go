@@ -47,11 +47,7 @@ func (s *Store) RecordCreate(ctx context.Context, v *domain.Validator, prune *do
 
 // GetValidator reads one validator.
 func (s *Store) GetValidator(ctx context.Context, name string) (domain.Validator, error) {
-	var row validatorRow
-	if err := s.db.WithContext(ctx).Take(&row, "name = ?", name).Error; err != nil {
-		return domain.Validator{}, translate(err, validatorWhat(name), "")
-	}
-	return row.domain(), nil
+	return take[validatorRow](s.db.WithContext(ctx), validatorWhat(name), "name = ?", name)
 }
 
 // UpdateValidator replaces every column but name and created_at, and reads

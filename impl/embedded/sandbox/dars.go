@@ -30,19 +30,7 @@ func darNameVersion(f io.ReaderAt, size int64) (string, string) {
 		if err != nil {
 			return "", ""
 		}
-		sc := bufio.NewScanner(rc)
-		var last string
-		for sc.Scan() {
-			line := strings.TrimRight(sc.Text(), "\r")
-			if strings.HasPrefix(line, " ") && last != "" {
-				attrs[last] += line[1:]
-				continue
-			}
-			if k, v, ok := strings.Cut(line, ":"); ok {
-				last = strings.TrimSpace(k)
-				attrs[last] = strings.TrimSpace(v)
-			}
-		}
+		readManifest(rc, attrs)
 		rc.Close()
 	}
 	for _, candidate := range []string{attrs["Name"] + ".dalf", path.Base(attrs["Main-Dalf"])} {
@@ -51,4 +39,22 @@ func darNameVersion(f io.ReaderAt, size int64) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// readManifest reads a JAR manifest's "Key: value" lines into attrs; a line
+// that starts with a space continues the previous value.
+func readManifest(r io.Reader, attrs map[string]string) {
+	sc := bufio.NewScanner(r)
+	var last string
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasPrefix(line, " ") && last != "" {
+			attrs[last] += line[1:]
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			last = strings.TrimSpace(k)
+			attrs[last] = strings.TrimSpace(v)
+		}
+	}
 }

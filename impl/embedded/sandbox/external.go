@@ -63,6 +63,21 @@ func badRequest(w http.ResponseWriter, format string, args ...any) {
 	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
 }
 
+// decodeOnSynchronizer decodes the request into req and checks that
+// synchronizer, a field of req, is this participant's; false when it
+// answered the error.
+func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, req any, synchronizer *string) bool {
+	if err := json.NewDecoder(r.Body).Decode(req); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	if *synchronizer != n.st.SynchronizerID {
+		badRequest(w, "this participant is not connected to synchronizer %q", *synchronizer)
+		return false
+	}
+	return true
+}
+
 func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
 	var req struct {
 		Synchronizer                    string           `json:"synchronizer"`
@@ -73,12 +88,7 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 		ConfirmationThreshold           uint32           `json:"confirmationThreshold"`
 		ObservingParticipantUids        []string         `json:"observingParticipantUids"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
-		return false
-	}
-	if req.Synchronizer != n.st.SynchronizerID {
-		badRequest(w, "this participant is not connected to synchronizer %q", req.Synchronizer)
+	if !n.decodeOnSynchronizer(w, r, &req, &req.Synchronizer) {
 		return false
 	}
 	if !partyHintRE.MatchString(req.PartyHint) || strings.Contains(req.PartyHint, "::") {
@@ -267,12 +277,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		MultiHashSignatures []wireSignature `json:"multiHashSignatures"`
 		UserID              string          `json:"userId"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
-		return false
-	}
-	if req.Synchronizer != n.st.SynchronizerID {
-		badRequest(w, "this participant is not connected to synchronizer %q", req.Synchronizer)
+	if !n.decodeOnSynchronizer(w, r, &req, &req.Synchronizer) {
 		return false
 	}
 	o, err := decodeOnboarding(req.OnboardingTransactions)

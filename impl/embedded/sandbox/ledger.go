@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"archive/zip"
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -634,8 +633,7 @@ func containsString(ss []string, s string) bool {
 // maxDalfBytes bounds one DALF the sandbox reads into memory.
 const maxDalfBytes = 64 << 20
 
-// darPackages reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated,
-// continuation lines start with a space).
+// darPackages reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated).
 func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
@@ -655,19 +653,7 @@ func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 	}
 	defer rc.Close()
 	attrs := map[string]string{}
-	var last string
-	sc := bufio.NewScanner(rc)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.HasPrefix(line, " ") && last != "" {
-			attrs[last] += line[1:]
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			last = strings.TrimSpace(k)
-			attrs[last] = strings.TrimSpace(v)
-		}
-	}
+	readManifest(rc, attrs)
 	if attrs["Format"] != "" && attrs["Format"] != "daml-lf" {
 		return nil, "", fmt.Errorf("unsupported format %q", attrs["Format"])
 	}
