@@ -552,15 +552,16 @@ func (c *Controller) writePending(ctx context.Context, v domain.Validator) (doma
 		return written, fmt.Errorf("the cluster's password key: %w", err)
 	}
 	s, err := keyring.Open(key, v.Name, v.IdentityClaim(), v.PendingSecrets)
+	given := requestSecrets(v, s)
 	if errors.Is(err, keyring.ErrUnsealable) {
 		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
 			"validator", v.Name)
 	} else if err != nil {
 		return written, err
-	} else if err := c.cluster.WriteSecrets(ctx, v.Name, requestSecrets(v, s)); err != nil {
+	} else if err := c.cluster.WriteSecrets(ctx, v.Name, given); err != nil {
 		return written, err
 	} else {
-		written = s.Written()
+		written = given.Written()
 	}
 	faultpoint.Reach("secrets.written")
 	return written, c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
