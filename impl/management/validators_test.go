@@ -419,9 +419,13 @@ func TestUpdateValidator(t *testing.T) {
 	if *after.MigrationId != "2" || !*after.MigrationMigrating {
 		t.Fatalf("migration: got %s migrating %v, want 2 true", *after.MigrationId, *after.MigrationMigrating)
 	}
-	if spec := e.cluster(t).Validators["zeta"].Spec; fmt.Sprint(spec["migration"]) != "map[id:2 migrating:true]" {
-		t.Fatalf("cluster resource migration: got %v, want id 2 migrating", spec["migration"])
-	}
+	// The edit answers once recorded; the leader applies it.
+	apitest.Eventually(t, 10*time.Second, "the edit applied to the cluster", func() error {
+		if spec := e.cluster(t).Validators["zeta"].Spec; fmt.Sprint(spec["migration"]) != "map[id:2 migrating:true]" {
+			return fmt.Errorf("cluster resource migration: got %v, want id 2 migrating", spec["migration"])
+		}
+		return nil
+	})
 
 	// Immutable fields and images that cannot exist: 400 keyed by the
 	// field, and nothing changes.
