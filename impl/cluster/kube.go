@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -700,39 +699,6 @@ func (k *Kube) defaultSecrets(ctx context.Context, validator string, d domain.Se
 // from (key "key", 32 bytes): made by the first controller that needs it,
 // kept in the cluster beside the Secrets it protects.
 const PasswordKeySecret = "validator-manager-password-key"
-
-// PasswordKey reads the key of generated passwords, creating it once.
-func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
-	for {
-		s := &corev1.Secret{}
-		err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: PasswordKeySecret}, s)
-		if err == nil {
-			if key := s.Data["key"]; len(key) == 32 {
-				return key, nil
-			}
-			return nil, fmt.Errorf("Secret %s/%s holds no 32-byte key", k.namespace, PasswordKeySecret)
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, translate("read the password key", redact(err))
-		}
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
-		err = k.client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: PasswordKeySecret, Namespace: k.namespace, Labels: map[string]string{ManagedByLabel: ManagedBy}},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{"key": key},
-		}, client.FieldOwner(FieldOwner))
-		if err == nil {
-			return key, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, translate("create the password key", redact(err))
-		}
-		// Another process made it first: read theirs.
-	}
-}
 
 // writeSecretKey applies one key of one Secret (creating the Secret when
 // absent) with the validator's labels and owner. replace: the operator's
