@@ -136,6 +136,8 @@ func TestRefreshListViews(t *testing.T) {
 		if resp, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload(name)); err != nil || resp.StatusCode() != http.StatusCreated {
 			t.Fatalf("create %s: %v %v", name, resp.StatusCode(), err)
 		}
+		// The leader's writes to the row must be over before the test's.
+		e.Provisioned(t, name)
 	}
 	list := func() string {
 		t.Helper()

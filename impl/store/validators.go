@@ -75,10 +75,11 @@ func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	return affected(res, validatorWhat(name), "")
 }
 
-// shown narrows filter to the validators a list shows. Every row is shown
-// (a create is recorded, then finished, never hidden); the column creating
-// is always false since migration 0021 and stays in the predicate because
-// the list indexes are partial on it.
+// shown narrows filter to the validators a list shows. This version never
+// hides a row (a create is recorded, then finished); the column creating is
+// cleared by migration 0021 and stays in the predicate (and in the list's
+// snapshot) for a replica of an older version that still writes it during a
+// rolling upgrade.
 func shown(filter func(*gorm.DB) *gorm.DB) func(*gorm.DB) *gorm.DB {
 	return func(tx *gorm.DB) *gorm.DB { return filter(tx).Where("NOT creating") }
 }
