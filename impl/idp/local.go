@@ -2,6 +2,9 @@ package idp
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,11 +27,10 @@ import (
 const usersFile = "users.json"
 
 // Local is the identity provider of the embedded default: users kept in
-// one JSON file, passwords only as bcrypt hashes.
+// one JSON file, passwords only as hashes (hashPassword).
 type Local struct {
 	path string
 	now  func() time.Time
-	cost int // bcrypt cost
 
 	mu      sync.Mutex // guards users, clients and the file
 	users   []localUser
@@ -90,7 +93,7 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost, installation: o.Installation}
+	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, installation: o.Installation}
 	// A temporary file is left only by a process killed between its
 	// creation and the rename; it holds password hashes, so it goes.
 	leftovers, _ := filepath.Glob(filepath.Join(dir, "."+usersFile+"-*"))
@@ -142,7 +145,7 @@ func (l *Local) HasUser(id string) bool {
 }
 
 // CreateWalletUser creates <validator>_walletuser with the temporary
-// password given; only its bcrypt hash is kept. A user of that name that
+// password given; only its hash is kept. A user of that name that
 // carries claim is adopted, one that does not is domain.ErrConflict (as
 // Keycloak's).
 func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
@@ -153,18 +156,14 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password
 	if password == "" {
 		return domain.CreatedUser{}, domain.Invalid("password", "a temporary password is required to create %q", username)
 	}
-	// Hash outside the lock: bcrypt is slow on purpose.
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), l.cost)
-	if err != nil {
-		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: hash password: %w", username, err)
-	}
+	hash := hashPassword(password)
 	if err := ctx.Err(); err != nil {
 		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
 	}
 	u := localUser{
 		ID:           uuid.NewString(),
 		Username:     username,
-		PasswordHash: string(hash),
+		PasswordHash: hash,
 		Temporary:    true,
 		Claim:        claim,
 		CreatedAt:    l.now().UTC(),
@@ -222,7 +221,7 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 	return l.DeleteUser(ctx, id)
 }
 
-// CheckPassword verifies username's password against its bcrypt hash (the
+// CheckPassword verifies username's password against its hash (the
 // sandbox's password grant) and returns the user's id, the subject of its
 // tokens as in Keycloak. A temporary password is accepted: the local
 // provider has no way to change it. An unknown user or a wrong password is
@@ -235,22 +234,36 @@ func (l *Local) CheckPassword(_ context.Context, username, password string) (str
 		hash, id = l.users[i].PasswordHash, l.users[i].ID
 	}
 	l.mu.Unlock()
-	// Compared outside the lock; an unknown user costs a comparison too,
-	// so that both refusals take as long.
-	if hash == "" {
-		hash = unknownUserHash()
-	}
-	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); err != nil || i < 0 {
+	if !passwordMatches(hash, password) || i < 0 {
 		return "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
 	}
 	return id, nil
 }
 
-// unknownUserHash is the hash of a random password, made once.
-var unknownUserHash = sync.OnceValue(func() string {
-	h, _ := bcrypt.GenerateFromPassword([]byte(uuid.NewString()), bcrypt.DefaultCost)
-	return string(h)
-})
+// The only passwords this provider holds are the temporary passwords the
+// server derives (keyring.TemporaryPassword: 24 characters drawn from 90,
+// about 150 bits); the provider cannot change them. A slow hash (bcrypt,
+// PBKDF2) protects passwords people choose, which a guess can find; against
+// 150 random bits a SHA-256 is as strong, and costs a microsecond instead of
+// bcrypt's 50 ms of CPU per user, which made the embedded default's wallet
+// users most of the server's CPU per create. Files written before keep
+// their bcrypt hashes, which still verify.
+const sha256Prefix = "sha256:"
+
+func hashPassword(password string) string {
+	sum := sha256.Sum256([]byte(password))
+	return sha256Prefix + hex.EncodeToString(sum[:])
+}
+
+// passwordMatches compares in constant time, and hashes for an unknown
+// user (hash "") too, which matches nothing: both refusals take as long.
+func passwordMatches(hash, password string) bool {
+	if strings.HasPrefix(hash, "$2") {
+		return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
+	}
+	got := hashPassword(password)
+	return subtle.ConstantTimeCompare([]byte(hash), []byte(got)) == 1 && hash != ""
+}
 
 // save writes users and clients atomically: a temporary file in the same
 // directory (created 0600), synced, then renamed over the old one.

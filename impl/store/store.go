@@ -110,8 +110,11 @@ func dialectorOf(driver, dsn string) (gorm.Dialector, error) {
 		// lets readers run beside the writer; busy_timeout waits for the
 		// writer's lock instead of failing at once; _txlock=immediate takes
 		// that lock at BEGIN, because a deferred transaction that reads and
-		// then writes gets SQLITE_BUSY at once, without waiting.
-		return sqlite.Open("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate"), nil
+		// then writes gets SQLITE_BUSY at once, without waiting. The
+		// connections pass this process's writers through one gate
+		// (writegate.go).
+		gated := newGatedConnector("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate")
+		return sqlite.New(sqlite.Config{Conn: sql.OpenDB(gated)}), nil
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}
