@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql/driver"
+	"database/sql"
 	"strings"
 	"sync"
 
-	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
 )
 
 // A SQLite database has one writer at a time. A writer that finds the lock
@@ -15,9 +15,9 @@ import (
 // unlucky ones lost try after try: a create's p99 was 1.4 s at 16 clients
 // while its transaction takes a millisecond. The gate queues this process's
 // writers in Go instead, in order of arrival (a channel's waiters are
-// served first in, first out), and hands the lock on the moment it is left.
-// Writers of other processes on the same file (replicas) still meet the
-// busy handler, and wait for the gate's holder as before.
+// served first in, first out), before they take a pooled connection, and
+// hands the lock on the moment it is left. Writers of other processes on
+// the same file (replicas) still meet the busy handler.
 type writeGate chan struct{}
 
 func (g writeGate) enter(ctx context.Context) error {
@@ -31,115 +31,62 @@ func (g writeGate) enter(ctx context.Context) error {
 
 func (g writeGate) leave() { <-g }
 
-// gatedConnector opens the SQLite connections of one database, each gated.
-type gatedConnector struct {
-	dsn  string
+// gatedPool is GORM's connection pool of a SQLite database: every
+// transaction (each takes the write lock at BEGIN: _txlock=immediate; GORM
+// runs each create, update and delete in one) and every Exec outside one
+// passes through the gate. A query outside a transaction is a read, or a
+// write with RETURNING that GORM was told to run without a transaction,
+// which the store does not do; it is not gated.
+type gatedPool struct {
+	*sql.DB
 	gate writeGate
 }
 
-func newGatedConnector(dsn string) *gatedConnector {
-	return &gatedConnector{dsn: dsn, gate: make(writeGate, 1)}
-}
+func newGatedPool(db *sql.DB) *gatedPool { return &gatedPool{DB: db, gate: make(writeGate, 1)} }
 
-func (c *gatedConnector) Connect(context.Context) (driver.Conn, error) {
-	conn, err := c.Driver().Open(c.dsn)
+// GetDBConn is the pool's *sql.DB (gorm.DB.DB).
+func (p *gatedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
+
+// BeginTx makes it a gorm.ConnPoolBeginner: the transaction holds the gate
+// until it commits or rolls back.
+func (p *gatedPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
+	if err := p.gate.enter(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := p.DB.BeginTx(ctx, opts)
 	if err != nil {
+		p.gate.leave()
 		return nil, err
 	}
-	return &gatedConn{SQLiteConn: conn.(*sqlite3.SQLiteConn), gate: c.gate}, nil
+	return &gatedTx{Tx: tx, leave: sync.OnceFunc(p.gate.leave)}, nil
 }
 
-func (c *gatedConnector) Driver() driver.Driver { return &sqlite3.SQLiteDriver{} }
-
-// gatedConn passes every transaction (each takes the write lock at BEGIN:
-// _txlock=immediate) and every statement outside one that is not a SELECT
-// through the gate. database/sql uses a connection from one goroutine at a
-// time, so inTx needs no lock.
-type gatedConn struct {
-	*sqlite3.SQLiteConn
-	gate writeGate
-	inTx bool
-}
-
-func (c *gatedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if err := c.gate.enter(ctx); err != nil {
+func (p *gatedPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if reads(query) {
+		return p.DB.ExecContext(ctx, query, args...)
+	}
+	if err := p.gate.enter(ctx); err != nil {
 		return nil, err
 	}
-	tx, err := c.SQLiteConn.BeginTx(ctx, opts)
-	if err != nil {
-		c.gate.leave()
-		return nil, err
-	}
-	c.inTx = true
-	return &gatedTx{Tx: tx, conn: c}, nil
+	defer p.gate.leave()
+	return p.DB.ExecContext(ctx, query, args...)
 }
 
-// Begin is the pre-context form; database/sql calls BeginTx.
-func (c *gatedConn) Begin() (driver.Tx, error) {
-	return c.BeginTx(context.Background(), driver.TxOptions{})
-}
-
-func (c *gatedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.inTx || reads(query) {
-		return c.SQLiteConn.ExecContext(ctx, query, args)
-	}
-	if err := c.gate.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer c.gate.leave()
-	return c.SQLiteConn.ExecContext(ctx, query, args)
-}
-
-// QueryContext gates a writing query (INSERT … RETURNING) until its rows
-// are closed: SQLite steps the statement as the rows are read.
-func (c *gatedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.inTx || reads(query) {
-		return c.SQLiteConn.QueryContext(ctx, query, args)
-	}
-	if err := c.gate.enter(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := c.SQLiteConn.QueryContext(ctx, query, args)
-	if err != nil {
-		c.gate.leave()
-		return nil, err
-	}
-	return &gatedRows{SQLiteRows: rows.(*sqlite3.SQLiteRows), leave: sync.OnceFunc(c.gate.leave)}, nil
-}
-
-func (c *gatedConn) Close() error {
-	err := c.SQLiteConn.Close()
-	if c.inTx { // closed with its transaction open: SQLite rolled it back
-		c.inTx = false
-		c.gate.leave()
-	}
-	return err
-}
-
+// gatedTx is a transaction that leaves the gate when it ends, however it
+// ends (a failed commit ends it too).
 type gatedTx struct {
-	driver.Tx
-	conn *gatedConn
-}
-
-func (t *gatedTx) Commit() error   { return t.end(t.Tx.Commit()) }
-func (t *gatedTx) Rollback() error { return t.end(t.Tx.Rollback()) }
-
-func (t *gatedTx) end(err error) error {
-	if t.conn.inTx {
-		t.conn.inTx = false
-		t.conn.gate.leave()
-	}
-	return err
-}
-
-type gatedRows struct {
-	*sqlite3.SQLiteRows
+	*sql.Tx
 	leave func()
 }
 
-func (r *gatedRows) Close() error {
-	defer r.leave()
-	return r.SQLiteRows.Close()
+func (t *gatedTx) Commit() error {
+	defer t.leave()
+	return t.Tx.Commit()
+}
+
+func (t *gatedTx) Rollback() error {
+	defer t.leave()
+	return t.Tx.Rollback()
 }
 
 // reads tells a statement that cannot write (a SELECT) from one that may.

@@ -11,7 +11,7 @@ import (
 // TestWriteGate: while a transaction is open, a write of this process
 // waits in the gate (and gives up with its context), not in SQLite's busy
 // handler; a read does not wait; the write goes through once the
-// transaction ends. A writing query holds the gate until its rows close.
+// transaction ends, however it ends.
 func TestWriteGate(t *testing.T) {
 	s, err := Open("sqlite", filepath.Join(t.TempDir(), "vm.db"))
 	if err != nil {
@@ -19,45 +19,37 @@ func TestWriteGate(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	db := s.sqlDB
-	if _, err := db.ExecContext(ctx, "CREATE TABLE g (n INTEGER PRIMARY KEY, v TEXT)"); err != nil {
+	if err := s.db.Exec("CREATE TABLE g (n INTEGER PRIMARY KEY, v TEXT)").Error; err != nil {
 		t.Fatal(err)
 	}
 	write := func() error {
 		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
-		_, err := db.ExecContext(c, "INSERT INTO g (v) VALUES ('x')")
-		return err
+		return s.db.WithContext(c).Exec("INSERT INTO g (v) VALUES ('x')").Error
 	}
-
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := write(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a write beside an open transaction: got %v, want it to wait in the gate until its deadline", err)
-	}
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM g").Scan(&n); err != nil {
-		t.Errorf("a read beside an open transaction: %v", err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := write(); err != nil {
-		t.Errorf("a write after the transaction: %v", err)
-	}
-
-	rows, err := db.QueryContext(ctx, "INSERT INTO g (v) VALUES ('y') RETURNING n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := write(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a write beside an open writing query: got %v, want it to wait", err)
-	}
-	rows.Close()
-	if err := write(); err != nil {
-		t.Errorf("a write after the writing query's rows closed: %v", err)
+	for _, end := range []string{"commit", "rollback"} {
+		tx := s.db.WithContext(ctx).Begin()
+		if tx.Error != nil {
+			t.Fatal(tx.Error)
+		}
+		if err := write(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a write beside an open transaction: got %v, want it to wait in the gate until its deadline", err)
+		}
+		var n int64
+		if err := s.db.WithContext(ctx).Table("g").Count(&n).Error; err != nil {
+			t.Errorf("a read beside an open transaction: %v", err)
+		}
+		if end == "commit" {
+			err = tx.Commit().Error
+		} else {
+			err = tx.Rollback().Error
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(); err != nil {
+			t.Errorf("a write after the transaction's %s: %v", end, err)
+		}
 	}
 }
 
