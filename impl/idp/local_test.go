@@ -29,7 +29,8 @@ func openLocal(t *testing.T, dir string) *Local {
 	return l
 }
 
-// readUsers is the provider's file as stored.
+// readUsers is the provider's state as stored: its file and journal
+// (both, as text), and the users they hold, as the next open reads them.
 func readUsers(t *testing.T, dir string) (string, []localUser) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "users.json"))
@@ -40,7 +41,13 @@ func readUsers(t *testing.T, dir string) (string, []localUser) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
 	}
-	return string(raw), st.Users
+	j := journal{path: filepath.Join(dir, journalFile)}
+	users, err := j.replay(st.Epoch, st.Users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled, _ := os.ReadFile(j.path)
+	return string(raw) + string(journaled), users
 }
 
 func TestLocalCreateWalletUser(t *testing.T) {
@@ -223,16 +230,28 @@ func TestLocalEmptyName(t *testing.T) {
 	}
 }
 
-// breakLocalFile puts a directory where users.json is, so that the next
-// save fails (even for root, which writes through permissions).
+// breakLocalFile puts a directory where users.json and its journal are,
+// so that the next change fails, appended or written whole (even for root,
+// which writes through permissions); mendLocalFile removes them.
 func breakLocalFile(t *testing.T, dir string) {
 	t.Helper()
-	path := filepath.Join(dir, "users.json")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{usersFile, journalFile} {
+		path := filepath.Join(dir, name)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(path, "blocker"), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(path, "blocker"), 0o700); err != nil {
-		t.Fatal(err)
+}
+
+func mendLocalFile(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{usersFile, journalFile} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -259,9 +278,7 @@ func TestLocalSaveFailure(t *testing.T) {
 
 	// A failed save changes nothing: once the file can be written, b is
 	// new and a still exists.
-	if err := os.RemoveAll(filepath.Join(dir, "users.json")); err != nil {
-		t.Fatal(err)
-	}
+	mendLocalFile(t, dir)
 	if _, err := l.CreateWalletUser(ctx, "b", "", testPassword("b")); err != nil {
 		t.Fatalf("got error %v, want none", err)
 	}
