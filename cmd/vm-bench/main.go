@@ -43,7 +43,7 @@ import (
 var (
 	bin      = flag.String("bin", "bin/validator-manager", "server binary")
 	dir      = flag.String("dir", "bin/bench", "where seeded data directories are kept between runs")
-	sizes    = flag.String("sizes", "1000,10000", "numbers of validators of the seeded data sets")
+	sizes    = flag.String("sizes", "1000,10000", "numbers of validators of the seeded data sets (none: only the burst and convergence cases)")
 	conns    = flag.Int("conns", 16, "concurrent connections")
 	round    = flag.Duration("round", 2*time.Second, "length of one round")
 	rounds   = flag.Int("rounds", 2, "rounds per case and side (alternating baseline, server)")
@@ -87,6 +87,9 @@ func run() error {
 	var sets []dataset
 	pg := os.Getenv("TEST_POSTGRES_DSN")
 	for _, s := range strings.Split(*sizes, ",") {
+		if s == "none" {
+			continue
+		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 100 {
 			return fmt.Errorf("-sizes: %q is not a number of validators (at least 100)", s)

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -134,6 +135,9 @@ type Engine struct {
 	etcdURL   string
 	fresh     bool // etcd had no data before this start
 	ready     *http.Client
+	// readyAt is when the API server last answered ready (Up), in
+	// nanoseconds since the Unix epoch.
+	readyAt atomic.Int64
 
 	stopOnce    sync.Once
 	done        chan struct{} // closed by Stop
@@ -497,6 +501,38 @@ func (e *Engine) supervise(p *proc) {
 // Ping is nil when every child runs and the API server is ready, its
 // etcd included (/readyz); else it says what is missing.
 func (e *Engine) Ping(ctx context.Context) error {
+	if err := e.exited(); err != nil {
+		return err
+	}
+	if err := e.askReady(ctx); err != nil {
+		e.readyAt.Store(0)
+		return err
+	}
+	e.readyAt.Store(time.Now().UnixNano())
+	return nil
+}
+
+// upFor is how long Up takes the API server's last ready answer for a
+// present one.
+const upFor = time.Second
+
+// Up is Ping for a request that needs the control plane up (a create or an
+// edit checks its references): no child has exited, and the API server
+// answered ready within the last second, or does now. Each /readyz costs
+// the API server an etcd round trip; under a burst of creates one ask per
+// create queued behind the controllers' requests.
+func (e *Engine) Up(ctx context.Context) error {
+	if err := e.exited(); err != nil {
+		return err
+	}
+	if time.Since(time.Unix(0, e.readyAt.Load())) < upFor {
+		return nil
+	}
+	return e.Ping(ctx)
+}
+
+// exited says which child has exited and is being started again, if one has.
+func (e *Engine) exited() error {
 	e.mu.Lock()
 	children := append([]*proc(nil), e.children...)
 	e.mu.Unlock()
@@ -505,6 +541,11 @@ func (e *Engine) Ping(ctx context.Context) error {
 			return fmt.Errorf("%s exited (%s) and is being started again", p.name, c.status())
 		}
 	}
+	return nil
+}
+
+// askReady asks the API server's /readyz.
+func (e *Engine) askReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.apiServer+"/readyz", nil)

@@ -75,8 +75,16 @@ func TestChildExitIsSurvived(t *testing.T) {
 		if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		// Up takes Ping's last answer of the last second: down at once
+		// after Ping is, though the exit may not be seen yet.
 		waitFor(t, 5*time.Second, "Ping down after "+name+" was killed", func() bool { return e.Ping(ctx) != nil })
+		if err := e.Up(ctx); err == nil {
+			t.Errorf("Up after Ping saw %s down: want down too", name)
+		}
 		waitFor(t, 60*time.Second, "Ping up after "+name+" was restarted", func() bool { return e.Ping(ctx) == nil })
+		if err := e.Up(ctx); err != nil {
+			t.Errorf("Up after Ping saw %s back: %v", name, err)
+		}
 		if after := e.PIDs()[name]; after == before || !alive(after) {
 			t.Errorf("%s: pid %d before, %d after: want a new running process", name, before, after)
 		}
