@@ -107,6 +107,34 @@ func TestChildExitIsSurvived(t *testing.T) {
 		t.Fatal("Done closed although Stop was not called")
 	default:
 	}
+
+	// A spawned node is supervised alike, but is not the control plane:
+	// Ping stays up while it is away.
+	if err := e.Spawn("node", sleepBin(), "600"); err != nil {
+		t.Fatal(err)
+	}
+	node := e.PIDs()["node"]
+	if err := syscall.Kill(node, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the node's exit logged", func() bool {
+		return strings.Contains(logs.String(), `msg="engine: node exited; it is started again, and no Pod changes on its node until it is back"`)
+	})
+	if err := e.Ping(ctx); err != nil {
+		t.Errorf("Ping while the node is away: %v, want nil", err)
+	}
+	waitFor(t, 10*time.Second, "the node started again", func() bool {
+		now := e.PIDs()["node"]
+		return now != node && alive(now)
+	})
+	last := e.PIDs()["node"]
+	e.Stop()
+	if alive(last) {
+		t.Errorf("node %d running after Stop", last)
+	}
+	if err := e.Spawn("late", sleepBin(), "600"); err == nil {
+		t.Error("Spawn after Stop: nil, want an error")
+	}
 }
 
 // TestSecretsEncryptedAtRest: a Secret written through the apiserver is
