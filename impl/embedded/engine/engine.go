@@ -498,8 +498,9 @@ func (e *Engine) supervise(p *proc) {
 	}
 }
 
-// Ping is nil when every child runs and the API server is ready, its
-// etcd included (/readyz); else it says what is missing.
+// Ping is nil when every child of the control plane runs (Spawn's are
+// not counted) and the API server is ready, its etcd included (/readyz);
+// else it says what is missing.
 func (e *Engine) Ping(ctx context.Context) error {
 	if err := e.exited(); err != nil {
 		return err

@@ -22,7 +22,7 @@ import (
 // and provisions their volumes, alone (no kube-controller-manager between
 // the Pods and it, except the volume binder): units shaped like a
 // validator's workloads, four Pods without volumes and one with a claim,
-// are created at once by a client that is no bound itself, and timed until
+// are created at once by a client that is not itself a bound, and timed until
 // every Pod runs ready. NODESIM_BENCH_UNITS sets the units (default 100).
 //
 //	go test ./impl/embedded/nodesim/ -run '^$' -bench Started -benchtime 1x
