@@ -37,7 +37,11 @@ import (
 //     the gateway sets (cronJobDigest), which is what it compares;
 //   - Deployments and StatefulSets without their pod template (the
 //     workload controller reads their replicas, generation, status and a
-//     StatefulSet's claim templates; what it applies it builds itself);
+//     StatefulSet's claim templates; what it applies it builds itself),
+//     and in place of their managedFields the digest of the fields the
+//     workload controller applied (applied.go), which it compares before
+//     it applies again;
+//   - Services: the same digest in place of their managedFields;
 //   - everything else: without managedFields.
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
@@ -85,6 +89,7 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&batchv1.CronJob{}:             in(digestCronJob),
 			&appsv1.Deployment{}:           in(dropPodTemplate),
 			&appsv1.StatefulSet{}:          in(dropPodTemplate),
+			&corev1.Service{}:              in(digestService),
 		},
 	}
 	if resync > 0 {
@@ -127,13 +132,25 @@ func trimSecret(obj any) (any, error) {
 }
 
 // dropPodTemplate is the transform of Deployments and StatefulSets:
-// without managedFields and without the pod template.
+// without the pod template, and in place of managedFields the digest of
+// what FieldOwner applied (keepOwnedFields).
 func dropPodTemplate(obj any) (any, error) {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
-		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+		keepOwnedFields(w)
+		w.Spec.Template = corev1.PodTemplateSpec{}
 	case *appsv1.StatefulSet:
-		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+		keepOwnedFields(w)
+		w.Spec.Template = corev1.PodTemplateSpec{}
+	}
+	return obj, nil
+}
+
+// digestService is the transform of Services: in place of managedFields
+// the digest of what FieldOwner applied (keepOwnedFields).
+func digestService(obj any) (any, error) {
+	if s, ok := obj.(*corev1.Service); ok {
+		keepOwnedFields(s)
 	}
 	return obj, nil
 }
