@@ -83,6 +83,10 @@ func TestChartRenders(t *testing.T) {
 			t.Errorf("no %s among %s", kind, joined)
 		}
 	}
+	// The runtime's soft limit follows the container's.
+	if d := out["validator-manager/templates/deployment.yaml"]; !strings.Contains(d, "name: GOMEMLIMIT") || !strings.Contains(d, "resource: limits.memory") {
+		t.Errorf("the Deployment does not set GOMEMLIMIT from its memory limit:\n%s", d)
+	}
 	cm := out["validator-manager/templates/configmap.yaml"]
 	for _, want := range []string{"namespace: validators", "mode: in-cluster", "leaderElection:"} {
 		if !strings.Contains(cm, want) {

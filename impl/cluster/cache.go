@@ -35,6 +35,8 @@ import (
 //     kubectl's last-applied-configuration) and the keys of data, no value;
 //   - CronJobs: metadata and, in place of the spec, a digest of the fields
 //     the gateway sets (cronJobDigest), which is what it compares;
+//   - Pods, PersistentVolumeClaims and Jobs as the few fields their
+//     readers read (trim.go): no spec of a Pod or a Job;
 //   - Deployments and StatefulSets without their pod template (the
 //     workload controller reads their replicas, generation, status and a
 //     StatefulSet's claim templates; what it applies it builds itself),
@@ -92,6 +94,9 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&corev1.Service{}:              in(digestService),
 		},
 	}
+	o.ByObject[&corev1.Pod{}] = in(trimPod)
+	o.ByObject[&corev1.PersistentVolumeClaim{}] = in(trimClaim)
+	o.ByObject[&batchv1.Job{}] = in(trimJob)
 	if resync > 0 {
 		o.SyncPeriod = &resync
 	}

@@ -94,8 +94,28 @@ func TestObserve(t *testing.T) {
 			if ok != tt.wantOK || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %v %+v, want %v %+v", ok, got, tt.wantOK, tt.want)
 			}
+			// The same of the Job as the Manager's cache keeps it.
+			if got, ok := runs.Observe(cachedJob(t, j)); ok != tt.wantOK || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("from the cache: got %v %+v, want %v %+v", ok, got, tt.wantOK, tt.want)
+			}
 		})
 	}
+}
+
+// cachedJob is j as the Manager's cache keeps it (cluster.CacheOptions).
+func cachedJob(t *testing.T, j *batchv1.Job) *batchv1.Job {
+	t.Helper()
+	for key, by := range cluster.CacheOptions("", 0).ByObject {
+		if _, ok := key.(*batchv1.Job); ok {
+			out, err := by.Namespaces[""].Transform(j.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out.(*batchv1.Job)
+		}
+	}
+	t.Fatal("no transform of Jobs in cluster.CacheOptions")
+	return nil
 }
 
 var namespaces atomic.Int32

@@ -1,16 +1,20 @@
 package workload_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
@@ -202,6 +206,9 @@ func TestStatusBlocked(t *testing.T) {
 				tc.edit(v)
 			}
 			st := workload.Status(v, tc.observed)
+			if fromCache := workload.Status(v, cached(t, tc.observed)); !equality.Semantic.DeepEqual(untimed(fromCache), untimed(st)) {
+				t.Errorf("status from the objects as the cache keeps them: got %+v, want %+v", fromCache, st)
+			}
 			if st.Phase != tc.wantPhase || st.DatabaseReady != tc.wantDB {
 				t.Errorf("phase %s databaseReady %t, want %s %t", st.Phase, st.DatabaseReady, tc.wantPhase, tc.wantDB)
 			}
@@ -221,4 +228,48 @@ func TestStatusBlocked(t *testing.T) {
 func with(o workload.Observed, pods ...corev1.Pod) workload.Observed {
 	o.Pods = append(o.Pods, pods...)
 	return o
+}
+
+// cached is o as the Manager's cache keeps it (cluster.CacheOptions'
+// transforms): the status it gives must be the same.
+func cached(t *testing.T, o workload.Observed) workload.Observed {
+	t.Helper()
+	opts := cluster.CacheOptions("", 0)
+	through := func(obj client.Object) any {
+		for key, by := range opts.ByObject {
+			if reflect.TypeOf(key) == reflect.TypeOf(obj) && by.Namespaces[""].Transform != nil {
+				out, err := by.Namespaces[""].Transform(obj.DeepCopyObject())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+		}
+		t.Fatalf("no transform of %T in cluster.CacheOptions", obj)
+		return nil
+	}
+	c := o
+	for _, d := range []**appsv1.Deployment{&c.Participant, &c.ValidatorApp, &c.WalletUI, &c.ANSUI} {
+		if *d != nil {
+			*d = through(*d).(*appsv1.Deployment)
+		}
+	}
+	if c.Postgres != nil {
+		c.Postgres = through(c.Postgres).(*appsv1.StatefulSet)
+	}
+	c.Pods = nil
+	for i := range o.Pods {
+		c.Pods = append(c.Pods, *through(&o.Pods[i]).(*corev1.Pod))
+	}
+	return c
+}
+
+// untimed is st without its conditions' transition times (Status sets
+// them to now).
+func untimed(st v1alpha1.ValidatorStatus) v1alpha1.ValidatorStatus {
+	st.Conditions = append([]metav1.Condition(nil), st.Conditions...)
+	for i := range st.Conditions {
+		st.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	return st
 }

@@ -1,0 +1,220 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+)
+
+// cachedBudget bounds what the cache may keep of one validator's objects
+// (TestCachedBytesPerValidator), some 5 % above what it keeps: 21 typed
+// objects of some 2.7 KB each, most of which is the Go structs' own size
+// and their labels. A transform lost or widened (a Pod's spec back in the
+// cache alone adds 36 KB) fails it; docs/benchmarks.md has the figures.
+const cachedBudget = 60_000
+
+// TestCachedBytesPerValidator measures, per kind, what the Manager's cache
+// keeps of one validator's objects after CacheOptions' transforms: each
+// object of testdata/validator-objects.json (a validator of the embedded
+// default with its workloads, Pods, claims and Secrets, as its API server
+// returned them, managedFields included) is decoded copies times, as a
+// watch decodes it, and passed through its kind's transform; the live heap
+// the results keep, divided by copies, is its figure (the informer's
+// store adds its key and index entries, some 200 bytes an object, not
+// counted). It fails when a cached object keeps what no reader reads
+// (managedFields, a pod template or spec, a Secret's value) or when a
+// validator's objects keep more than cachedBudget. -v prints the table.
+func TestCachedBytesPerValidator(t *testing.T) {
+	scheme, err := cluster.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "validator-objects.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Items []json.RawMessage }
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	const ns, copies = "default", 100
+	opts := cluster.CacheOptions(ns, 0)
+	decoder := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	type row struct {
+		kind                     string
+		count                    int
+		decoded, stripped, cache int64
+	}
+	var rows []row
+	add := func(kind string, decoded, stripped, cached int64) {
+		i := slices.IndexFunc(rows, func(r row) bool { return r.kind == kind })
+		if i < 0 {
+			rows, i = append(rows, row{kind: kind}), len(rows)
+		}
+		rows[i].count++
+		rows[i].decoded += decoded
+		rows[i].stripped += stripped
+		rows[i].cache += cached
+	}
+	for _, item := range list.Items {
+		obj, gvk, err := decoder.Decode(item, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed := func() any {
+			o, _, err := decoder.Decode(item, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+		transform := transformOf(t, opts, scheme, *gvk)
+		kind := gvk.Kind
+		if _, custom := obj.(*unstructured.Unstructured); custom {
+			t.Fatalf("%s decoded as unstructured: its kind is not in cluster.Scheme", kind)
+		}
+		cached, err := transform(typed())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTrimmed(t, kind, cached)
+		add(kind, heapOf(copies, typed, nil), heapOf(copies, typed, ctrlcache.TransformStripManagedFields()), heapOf(copies, typed, transform))
+		if gvk.Group == cluster.Group {
+			// The same kind's unstructured informer (release 2.0's view).
+			asMap := func() any {
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON(item); err != nil {
+					t.Fatal(err)
+				}
+				return u
+			}
+			add(kind+" (2.0 view)", heapOf(copies, asMap, nil), heapOf(copies, asMap, ctrlcache.TransformStripManagedFields()), heapOf(copies, asMap, transform))
+		}
+	}
+	var total row
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-28s %5s %12s %20s %10s\n", "kind", "count", "as decoded", "without managedFields", "cached")
+	for _, r := range rows {
+		fmt.Fprintf(&table, "%-28s %5d %12d %20d %10d\n", r.kind, r.count, r.decoded, r.stripped, r.cache)
+		total.decoded += r.decoded
+		total.stripped += r.stripped
+		total.cache += r.cache
+	}
+	fmt.Fprintf(&table, "%-28s %5s %12d %20d %10d\n", "a validator", "", total.decoded, total.stripped, total.cache)
+	t.Logf("bytes of heap per validator, by kind (%d copies of each object):\n%s", copies, table.String())
+	if total.cache > cachedBudget {
+		t.Errorf("the cache keeps %d bytes of a validator's objects, want at most %d:\n%s", total.cache, cachedBudget, table.String())
+	}
+}
+
+// transformOf is the transform the Manager's cache applies to objects of
+// gvk with opts, as controller-runtime picks it: the ByObject entry of
+// that kind (typed or not), else the default.
+func transformOf(t *testing.T, opts ctrlcache.Options, scheme *runtime.Scheme, gvk schema.GroupVersionKind) toolscache.TransformFunc {
+	t.Helper()
+	for obj, by := range opts.ByObject {
+		k, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k != gvk {
+			continue
+		}
+		for _, c := range by.Namespaces {
+			if c.Transform != nil {
+				return c.Transform
+			}
+		}
+		if by.Transform != nil {
+			return by.Transform
+		}
+	}
+	return opts.DefaultTransform
+}
+
+// heapOf is the live heap that n results of transform (nil: none) of
+// objects made by decode keep, divided by n.
+func heapOf(n int, decode func() any, transform toolscache.TransformFunc) int64 {
+	keep := make([]any, n)
+	before := liveHeap()
+	for i := range keep {
+		obj := decode()
+		if transform != nil {
+			var err error
+			if obj, err = transform(obj); err != nil {
+				panic(err)
+			}
+		}
+		keep[i] = obj
+	}
+	after := liveHeap()
+	goruntime.KeepAlive(keep)
+	return (int64(after) - int64(before)) / int64(n)
+}
+
+func liveHeap() uint64 {
+	var m goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC()
+	goruntime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// checkTrimmed fails when a cached object keeps what its readers never
+// read.
+func checkTrimmed(t *testing.T, kind string, cached any) {
+	t.Helper()
+	if m, err := meta.Accessor(cached); err == nil && len(m.GetManagedFields()) > 0 {
+		t.Errorf("cached %s %s keeps its managedFields", kind, m.GetName())
+	}
+	switch o := cached.(type) {
+	case *corev1.Pod:
+		if len(o.Spec.Containers) > 0 || len(o.Spec.Volumes) > 0 || len(o.Annotations) > 0 || len(o.OwnerReferences) > 0 {
+			t.Errorf("cached Pod %s keeps its spec, annotations or owners: %+v", o.Name, o)
+		}
+		for _, c := range o.Status.ContainerStatuses {
+			if c.Image != "" || c.ContainerID != "" || c.State.Running != nil {
+				t.Errorf("cached Pod %s keeps more of container %s than its name and waiting state: %+v", o.Name, c.Name, c)
+			}
+		}
+	case *corev1.PersistentVolumeClaim:
+		if len(o.Annotations) > 0 || o.Status.Phase != "" || o.Spec.VolumeName != "" {
+			t.Errorf("cached claim %s keeps more than its key, owners and requests: %+v", o.Name, o)
+		}
+		if _, ok := o.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+			t.Errorf("cached claim %s lost the storage it requests (the workload controller grows it)", o.Name)
+		}
+	case *appsv1.Deployment:
+		if len(o.Spec.Template.Spec.Containers) > 0 {
+			t.Errorf("cached Deployment %s keeps its pod template", o.Name)
+		}
+	case *appsv1.StatefulSet:
+		if len(o.Spec.Template.Spec.Containers) > 0 {
+			t.Errorf("cached StatefulSet %s keeps its pod template", o.Name)
+		}
+	case *corev1.Secret:
+		for k, v := range o.Data {
+			if v != nil {
+				t.Errorf("cached Secret %s keeps the value of %s", o.Name, k)
+			}
+		}
+	}
+}
