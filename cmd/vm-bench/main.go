@@ -280,7 +280,7 @@ func seed(ds dataset) error {
 		began := time.Now()
 		// With custom authentication: a wallet user's bcrypt (tens of
 		// milliseconds of CPU) would make seeding 10,000 take an hour.
-		if _, _, _, err := createMany(srv, "node", customAuthBody, 16, ds.n, 0); err != nil {
+		if _, err := createMany(srv, "node", customAuthBody, 16, ds.n, 0); err != nil {
 			srv.stop()
 			return err
 		}
