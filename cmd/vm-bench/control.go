@@ -151,7 +151,12 @@ func fresh(what string) (ds dataset, srv *server, done func(), err error) {
 		remove()
 		return dataset{}, nil, nil, err
 	}
-	return ds, srv, func() { srv.stop(); remove() }, nil
+	return ds, srv, func() {
+		srv.stop()
+		if !*keep {
+			remove()
+		}
+	}, nil
 }
 
 // created is what createMany did: the names created, in the order their
@@ -285,6 +290,8 @@ func converge(clients, n int, limit time.Duration) error {
 	if err != nil {
 		return err
 	}
+	stopProfiles := profileAlong(fmt.Sprintf("converge-%d", n))
+	defer stopProfiles()
 	began := time.Now()
 	c, err := createMany(srv, "conv", createBody, clients, n, 0)
 	if err != nil {
@@ -318,6 +325,10 @@ func converge(clients, n int, limit time.Duration) error {
 		time.Sleep(time.Second)
 	}
 	took, after := time.Since(began), time.Since(c.last())
+	stopProfiles()
+	if err := reconciles(srv); err != nil {
+		fmt.Fprintln(os.Stderr, "vm-bench: the server's metrics:", err)
+	}
 	if err := clusterStages(context.Background(), k, t); err != nil {
 		return err
 	}
@@ -355,4 +366,60 @@ func summary() {
 	for _, f := range figures {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", f.name, f.set, f.goal, f.baseline, f.measured, f.met)
 	}
+}
+
+// profileAlong writes, with -pprof and -cpuprofile, consecutive CPU
+// profiles of 30 s of the server (what <-cpuprofile>/<what>-<i>.pprof
+// covers: from i × 30 s on) until stop is called.
+func profileAlong(what string) (stop func()) {
+	if *profiles == "" || *pprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			file := filepath.Join(*profiles, fmt.Sprintf("%s-%02d.pprof", what, i))
+			if err := cpuProfileFor(file, 30*time.Second); err != nil {
+				fmt.Fprintln(os.Stderr, "vm-bench: profile:", err)
+				return
+			}
+		}
+	}()
+	return func() {
+		once.Do(func() { close(done) })
+	}
+}
+
+// reconciles prints the controllers' reconciles by result and the
+// server's requests to the API server by method, from its metrics.
+func reconciles(s *server) error {
+	status, body, err := call(s, http.MethodGet, "/actuator/prometheus", nil)
+	if err != nil || status != http.StatusOK {
+		return fmt.Errorf("metrics: %d %v", status, err)
+	}
+	if *profiles != "" {
+		_ = os.WriteFile(filepath.Join(*profiles, "converge-metrics.txt"), body, 0o600)
+	}
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "controller_runtime_reconcile_total{"):
+			out = append(out, fmt.Sprintf("%s/%s %s", label(line, "controller"), label(line, "result"), line[strings.LastIndexByte(line, ' ')+1:]))
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			out = append(out, fmt.Sprintf("API %s %s %s", label(line, "method"), label(line, "code"), line[strings.LastIndexByte(line, ' ')+1:]))
+		}
+	}
+	fmt.Printf("server: %s\n", strings.Join(out, ", "))
+	return sc.Err()
 }

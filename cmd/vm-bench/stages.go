@@ -107,6 +107,13 @@ func clusterStages(ctx context.Context, k *kubernetes.Clientset, t timeline) err
 	for _, s := range sts.Items {
 		note(s.ObjectMeta)
 	}
+	// More ReplicaSets than Deployments: rollouts during the creates (a
+	// template that changed after its Deployment was first applied).
+	rs, err := k.AppsV1().ReplicaSets("").List(ctx, sel)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cluster: %d Deployments, %d ReplicaSets, %d StatefulSets of %d validators\n", len(deps.Items), len(rs.Items), len(sts.Items), len(t))
 	pods, err := k.CoreV1().Pods("").List(ctx, sel)
 	if err != nil {
 		return err
