@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,7 +211,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Named("validator-intent").
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return c.cluster.Manages(o.GetLabels())
-		}))).
+		}), readChanged)).
 		Owns(&batchv1.CronJob{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if name := c.cluster.SecretValidator(o); name != "" {
@@ -238,6 +239,24 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return c.start(ctx)
 	}))
+}
+
+// readChanged passes a Validator's update when something this controller
+// reads of it changed (its spec, labels, annotations, phase, deletion) or
+// nothing did (the cache's resync): not the workload controller's status
+// writes that only move conditions, several per validator as its workloads
+// come up, each of which would read the database again for nothing.
+var readChanged = predicate.TypedFuncs[client.Object]{
+	UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
+		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
+		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
+		if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+			return true
+		}
+		return old.Generation != cur.Generation || old.Status.Phase != cur.Status.Phase ||
+			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
+			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
+	},
 }
 
 // gatewaySynced is a source of no events whose sync is the gateway's: the
