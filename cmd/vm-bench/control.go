@@ -165,6 +165,8 @@ type created struct {
 	names []string
 	lat   []time.Duration
 	at    []time.Time
+	// retries of creates answered 503 (each counted in its latency)
+	retries *atomic.Int64
 }
 
 // last is when the last create answered.
@@ -181,7 +183,7 @@ func (c created) last() time.Time {
 func createMany(s *server, prefix string, body func(string) []byte, clients, n int, d time.Duration) (created, error) {
 	var (
 		mu   sync.Mutex
-		out  created
+		out  = created{retries: new(atomic.Int64)}
 		next atomic.Int64
 		fail atomic.Pointer[error]
 	)
@@ -199,6 +201,13 @@ func createMany(s *server, prefix string, body func(string) []byte, clients, n i
 				name := fmt.Sprintf("%s-%05d", prefix, i)
 				t0 := time.Now()
 				status, answer, err := call(s, http.MethodPost, "/api/validators", body(name))
+				// 503 asks to try again shortly (the embedded control
+				// plane's readiness check timed out on a loaded machine).
+				for tries := 0; err == nil && status == http.StatusServiceUnavailable && tries < 20; tries++ {
+					out.retries.Add(1)
+					time.Sleep(250 * time.Millisecond)
+					status, answer, err = call(s, http.MethodPost, "/api/validators", body(name))
+				}
 				if err == nil && status != http.StatusCreated && status != http.StatusConflict {
 					err = fmt.Errorf("create %s: %d %s", name, status, answer)
 				}
@@ -325,12 +334,19 @@ func converge(clients, n int, limit time.Duration) error {
 		time.Sleep(time.Second)
 	}
 	took, after := time.Since(began), time.Since(c.last())
+	if r := c.retries.Load(); r > 0 {
+		fmt.Printf("creates answered 503 and tried again: %d\n", r)
+	}
 	stopProfiles()
 	if err := reconciles(srv); err != nil {
 		fmt.Fprintln(os.Stderr, "vm-bench: the server's metrics:", err)
 	}
 	if err := clusterStages(context.Background(), k, t); err != nil {
 		return err
+	}
+	if w, err := apiWrites(context.Background(), k); err == nil {
+		_, text := writesText(w)
+		fmt.Printf("writes the API server counted (every writer's), for %d validators: %s\n", n, text)
 	}
 	text := fmt.Sprintf("%s after the last create (%s from the first; creates took %s)", secs(after), secs(took), secs(created))
 	if past < n {
