@@ -28,6 +28,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/validator-manager/validator-manager/impl/controller/runs"
@@ -256,6 +257,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, fmt.Errorf("intent controller: %w", err)
 	}
 	a.Telemetry = telemetry.New()
+	// The controllers' work queues and reconciles, and the client's
+	// requests to the API server (rate limits are sized by them).
+	a.Telemetry.Also(ctrlmetrics.Registry)
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	mo := management.Options{
 		Store:     a.Store,
 		Cluster:   a.managementCluster(),
