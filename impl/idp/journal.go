@@ -27,8 +27,8 @@ type journal struct {
 	// compactAfter is the fewest entries after which a change writes the
 	// file whole (the constant; smaller in tests).
 	compactAfter int
-	epoch   string // of the users file it continues; "" while none is started
-	entries int    // appended since
+	epoch        string // of the users file it continues; "" while none is started
+	entries      int    // appended since
 }
 
 // journalEntry is one line: the header (Epoch), or one change.
