@@ -86,6 +86,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podIndex, func(o client.Object) []string {
+		if name := o.GetLabels()[ValidatorLabel]; name != "" {
+			return []string{name}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index pods by their validator: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
@@ -114,6 +123,10 @@ var statusChanged = predicate.Funcs{
 		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(old.Status, cur.Status)
 	},
 }
+
+// podIndex indexes Pods by their validator (ValidatorLabel): a label
+// selector would test every Pod of the namespace at each reconcile.
+const podIndex = "workload.validator-manager.io/validator"
 
 // refIndex indexes Validators by "<Kind>/<name>" of each Secret and
 // ConfigMap their pod templates read.
@@ -427,7 +440,8 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired
 		return o, err
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingLabels{ValidatorLabel: v.Name}); err != nil {
+	// Shared with the cache: Status reads them, nothing changes them.
+	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingFields{podIndex: v.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return o, fmt.Errorf("pods of validator %s: %w", v.Name, err)
 	}
 	o.Pods = pods.Items
