@@ -276,18 +276,15 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 			return err
 		}
 	}
-	u, err := toUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	req, err := cluster.NewApplyRequest(u)
+	req, err := cluster.NewApplyRequest(obj, toUnstructured)
 	if err != nil {
 		return err
 	}
 	if r.applied(ctx, obj, req) {
 		return nil
 	}
-	if u, err = req.Object(); err != nil {
+	u, err := req.Object()
+	if err != nil {
 		return err
 	}
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
@@ -489,8 +486,7 @@ func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
 
 // toUnstructured is obj as an apply request: its type, metadata and spec,
 // without the fields a typed object always carries but apply must not
-// claim (status, creationTimestamp) or the API server does not keep (the
-// type of a claim template).
+// claim (status, creationTimestamp).
 func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -503,10 +499,6 @@ func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	if templates, ok, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates"); ok {
 		for _, t := range templates {
 			if tm, ok := t.(map[string]any); ok {
-				// The API server keeps neither: sent, they would differ from
-				// the templates kept (keepClaimTemplates) and apply again.
-				delete(tm, "apiVersion")
-				delete(tm, "kind")
 				delete(tm, "status")
 				unstructured.RemoveNestedField(tm, "metadata", "creationTimestamp")
 			}
