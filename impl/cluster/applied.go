@@ -61,30 +61,24 @@ var stripped = fieldpath.NewSet(
 	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 )
 
-// ApplyRequest is an apply request of FieldOwner (an object of client-go's
-// kinds, its kind set, no status) and what tells whether it would change
-// anything.
+// ApplyRequest is an apply request of FieldOwner and what tells whether it
+// would change anything.
 type ApplyRequest struct {
-	obj    *unstructured.Unstructured
-	digest string
+	obj       client.Object
+	toRequest func(client.Object) (*unstructured.Unstructured, error)
+	digest    string
 }
 
-// NewApplyRequest is the request that applies obj. obj is not changed.
-func NewApplyRequest(obj *unstructured.Unstructured) (ApplyRequest, error) {
-	a := obj.GetAnnotations()
-	if _, ok := a[AppliedAnnotation]; ok {
-		obj = obj.DeepCopy()
-		delete(a, AppliedAnnotation)
-		if len(a) == 0 {
-			a = nil
-		}
-		obj.SetAnnotations(a)
-	}
-	raw, err := json.Marshal(obj.Object)
+// NewApplyRequest is the request that applies obj (an object of client-go's
+// kinds, typed, without AppliedAnnotation), as toRequest makes it into one
+// (its kind set, no status). Its digest is obj's: computed without
+// converting obj, which only an apply needs.
+func NewApplyRequest(obj client.Object, toRequest func(client.Object) (*unstructured.Unstructured, error)) (ApplyRequest, error) {
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		return ApplyRequest{}, fmt.Errorf("apply request %s: %w", obj.GetName(), err)
 	}
-	return ApplyRequest{obj: obj, digest: digest(raw)}, nil
+	return ApplyRequest{obj: obj, toRequest: toRequest, digest: digest(raw)}, nil
 }
 
 // Applied tells whether cached (the object as the cache holds it) already
@@ -95,9 +89,12 @@ func (r ApplyRequest) Applied(cached client.Object) bool {
 	return owned != "" && a[AppliedAnnotation] == r.digest+"."+owned
 }
 
-// Object is the request to send: r's object with AppliedAnnotation.
+// Object is the request to send, with AppliedAnnotation.
 func (r ApplyRequest) Object() (*unstructured.Unstructured, error) {
-	obj := r.obj.DeepCopy()
+	obj, err := r.toRequest(r.obj)
+	if err != nil {
+		return nil, err
+	}
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}

@@ -7,35 +7,42 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func service(annotations map[string]string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": "v1-participant", "namespace": "ns", "labels": map[string]any{"app": "v1"}},
-		"spec": map[string]any{"selector": map[string]any{"app": "v1"}, "ports": []any{
-			map[string]any{"name": "lg-api", "port": int64(5001), "protocol": "TCP"},
+func service(annotations map[string]string) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "v1-participant", Namespace: "ns", Labels: map[string]string{"app": "v1"}, Annotations: annotations},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "v1"}, Ports: []corev1.ServicePort{
+			{Name: "lg-api", Port: 5001, Protocol: corev1.ProtocolTCP},
 		}},
-	}}
-	if annotations != nil {
-		u.SetAnnotations(annotations)
 	}
-	return u
+}
+
+func toRequest(obj client.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // An apply request is told applied by the digests the object carries: the
 // request's, recorded with the object, and that of the fields its manager
 // owns, which the cache keeps in place of managedFields.
 func TestApplyRequest(t *testing.T) {
-	req, err := NewApplyRequest(service(nil))
+	req, err := NewApplyRequest(service(nil), toRequest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := NewApplyRequest(service(map[string]string{AppliedAnnotation: "anything"}))
+	again, err := NewApplyRequest(service(nil), toRequest)
 	if err != nil || again.digest != req.digest {
-		t.Fatalf("digest with the annotation set: got %s %v, want %s (the annotation is not part of it)", again.digest, err, req.digest)
+		t.Fatalf("digest of the same object: got %s %v, want %s", again.digest, err, req.digest)
 	}
-	other, _ := NewApplyRequest(service(map[string]string{"note": "x"}))
+	other, _ := NewApplyRequest(service(map[string]string{"note": "x"}), toRequest)
 	if other.digest == req.digest {
 		t.Fatal("two requests have the same digest")
 	}
@@ -47,8 +54,11 @@ func TestApplyRequest(t *testing.T) {
 	if want := req.digest + "."; len(applied) != len(want)+32 || applied[:len(want)] != want {
 		t.Fatalf("annotation sent: got %q, want %q and the fields' digest", applied, want)
 	}
-	if _, ok := service(nil).GetAnnotations()[AppliedAnnotation]; ok {
-		t.Fatal("Object changed the request's object")
+	if obj.GetKind() != "Service" || obj.Object["status"] != nil {
+		t.Fatalf("request sent: got %v, want the Service as toRequest makes it", obj.Object)
+	}
+	if req.obj.GetAnnotations() != nil {
+		t.Fatal("Object changed the object applied")
 	}
 
 	cached := func(annotations map[string]string) *corev1.Service {

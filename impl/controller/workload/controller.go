@@ -86,6 +86,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podIndex, func(o client.Object) []string {
+		if name := o.GetLabels()[ValidatorLabel]; name != "" {
+			return []string{name}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index pods by their validator: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
@@ -114,6 +123,10 @@ var statusChanged = predicate.Funcs{
 		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(old.Status, cur.Status)
 	},
 }
+
+// podIndex indexes Pods by their validator (ValidatorLabel): a label
+// selector would test every Pod of the namespace at each reconcile.
+const podIndex = "workload.validator-manager.io/validator"
 
 // refIndex indexes Validators by "<Kind>/<name>" of each Secret and
 // ConfigMap their pod templates read.
@@ -263,18 +276,15 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 			return err
 		}
 	}
-	u, err := toUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	req, err := cluster.NewApplyRequest(u)
+	req, err := cluster.NewApplyRequest(obj, toUnstructured)
 	if err != nil {
 		return err
 	}
 	if r.applied(ctx, obj, req) {
 		return nil
 	}
-	if u, err = req.Object(); err != nil {
+	u, err := req.Object()
+	if err != nil {
 		return err
 	}
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
@@ -427,7 +437,8 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired
 		return o, err
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingLabels{ValidatorLabel: v.Name}); err != nil {
+	// Shared with the cache: Status reads them, nothing changes them.
+	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingFields{podIndex: v.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return o, fmt.Errorf("pods of validator %s: %w", v.Name, err)
 	}
 	o.Pods = pods.Items
@@ -475,8 +486,7 @@ func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
 
 // toUnstructured is obj as an apply request: its type, metadata and spec,
 // without the fields a typed object always carries but apply must not
-// claim (status, creationTimestamp) or the API server does not keep (the
-// type of a claim template).
+// claim (status, creationTimestamp).
 func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -489,10 +499,6 @@ func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	if templates, ok, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates"); ok {
 		for _, t := range templates {
 			if tm, ok := t.(map[string]any); ok {
-				// The API server keeps neither: sent, they would differ from
-				// the templates kept (keepClaimTemplates) and apply again.
-				delete(tm, "apiVersion")
-				delete(tm, "kind")
 				delete(tm, "status")
 				unstructured.RemoveNestedField(tm, "metadata", "creationTimestamp")
 			}

@@ -416,8 +416,10 @@ func (b layout) postgres() *appsv1.StatefulSet {
 	if storage == "" {
 		storage = defaultDatabaseStorage
 	}
+	// Without a type: the API server keeps none in a claim template, and
+	// the next apply (which keeps the templates, keepClaimTemplates) would
+	// differ from this one.
 	claim := corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
