@@ -121,7 +121,7 @@ func trimSecret(obj any) (any, error) {
 	}
 	t := &corev1.Secret{Type: s.Type}
 	t.Name, t.Namespace, t.ResourceVersion, t.UID = strings.Clone(s.Name), strings.Clone(s.Namespace), strings.Clone(s.ResourceVersion), s.UID
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = s.Labels, s.OwnerReferences, s.DeletionTimestamp
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(s.Labels), internedOwners(s.OwnerReferences), s.DeletionTimestamp
 	if len(s.Data) > 0 {
 		t.Data = make(map[string][]byte, len(s.Data))
 		for k := range s.Data {
@@ -140,7 +140,7 @@ func dropPodTemplate(obj any) (any, error) {
 	case *appsv1.StatefulSet:
 		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
 	}
-	return obj, nil
+	return trimRollout(obj), nil
 }
 
 // digestAnnotation is where a cached CronJob carries the digest of its
