@@ -126,7 +126,7 @@ func trimSecret(obj any) (any, error) {
 	}
 	t := &corev1.Secret{Type: s.Type}
 	t.Name, t.Namespace, t.ResourceVersion, t.UID = strings.Clone(s.Name), strings.Clone(s.Namespace), strings.Clone(s.ResourceVersion), s.UID
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = s.Labels, s.OwnerReferences, s.DeletionTimestamp
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(s.Labels), internedOwners(s.OwnerReferences), s.DeletionTimestamp
 	if len(s.Data) > 0 {
 		t.Data = make(map[string][]byte, len(s.Data))
 		for k := range s.Data {
@@ -137,8 +137,9 @@ func trimSecret(obj any) (any, error) {
 }
 
 // dropPodTemplate is the transform of Deployments and StatefulSets:
-// without the pod template, and in place of managedFields the digest of
-// what FieldOwner applied (keepOwnedFields).
+// without the pod template, in place of managedFields the digest of what
+// FieldOwner applied (keepOwnedFields), and of the rest what the workload
+// controller reads (trimRollout).
 func dropPodTemplate(obj any) (any, error) {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
@@ -148,7 +149,7 @@ func dropPodTemplate(obj any) (any, error) {
 		keepOwnedFields(w)
 		w.Spec.Template = corev1.PodTemplateSpec{}
 	}
-	return obj, nil
+	return trimRollout(obj), nil
 }
 
 // digestService is the transform of Services: in place of managedFields

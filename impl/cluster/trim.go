@@ -1,8 +1,14 @@
 package cluster
 
 import (
+	"slices"
+	"strings"
+	"unique"
+
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Transforms of the kinds the controllers watch but read little of: each
@@ -13,9 +19,11 @@ import (
 // transformed comes out the same (client-go may pass one again).
 
 // trimPod keeps of a Pod what the workload controller reads (its Status
-// function): key, labels and deletion, and of its status the phase, the
-// scheduler's condition and each container's name and waiting state (why
-// it cannot start). Pods are the most numerous objects of a validator.
+// function): key, the validator and component labels (by which it finds
+// and tells apart a validator's Pods), deletion, and of its status the
+// phase, the scheduler's condition and each container's name and waiting
+// state (why it cannot start). Pods are the most numerous objects of a
+// validator.
 func trimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -23,7 +31,7 @@ func trimPod(obj any) (any, error) {
 	}
 	t := &corev1.Pod{}
 	t.Name, t.Namespace, t.UID, t.ResourceVersion = p.Name, p.Namespace, p.UID, p.ResourceVersion
-	t.Labels, t.DeletionTimestamp = p.Labels, p.DeletionTimestamp
+	t.Labels, t.DeletionTimestamp = interned(p.Labels, ValidatorLabel, ComponentLabel), p.DeletionTimestamp
 	t.Status.Phase = p.Status.Phase
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
@@ -60,7 +68,7 @@ func trimClaim(obj any) (any, error) {
 	}
 	t := &corev1.PersistentVolumeClaim{}
 	t.Name, t.Namespace, t.UID, t.ResourceVersion = c.Name, c.Namespace, c.UID, c.ResourceVersion
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = c.Labels, c.OwnerReferences, c.DeletionTimestamp
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(c.Labels), internedOwners(c.OwnerReferences), c.DeletionTimestamp
 	t.Spec.Resources.Requests = c.Spec.Resources.Requests
 	return t, nil
 }
@@ -75,7 +83,94 @@ func trimJob(obj any) (any, error) {
 	}
 	t := &batchv1.Job{}
 	t.Name, t.Namespace, t.UID, t.ResourceVersion = j.Name, j.Namespace, j.UID, j.ResourceVersion
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = j.Labels, j.OwnerReferences, j.DeletionTimestamp
+	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(j.Labels), internedOwners(j.OwnerReferences), j.DeletionTimestamp
 	t.Status.StartTime, t.Status.CompletionTime, t.Status.Conditions = j.Status.StartTime, j.Status.CompletionTime, j.Status.Conditions
 	return t, nil
+}
+
+// trimRollout keeps of a Deployment or StatefulSet (its pod template gone
+// already, dropPodTemplate) what the workload controller reads: key,
+// generation, labels, owners and this program's own annotations (what a
+// transform records there), the replicas it wants, a
+// StatefulSet's claim templates (which it keeps when it applies), and the
+// rollout's progress in its status (of a Deployment's conditions, type
+// and status).
+func trimRollout(obj any) any {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		t := &appsv1.Deployment{}
+		t.ObjectMeta = rolloutMeta(w.ObjectMeta)
+		t.Spec.Replicas = w.Spec.Replicas
+		s := w.Status
+		t.Status = appsv1.DeploymentStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,
+			UpdatedReplicas: s.UpdatedReplicas, ReadyReplicas: s.ReadyReplicas, AvailableReplicas: s.AvailableReplicas}
+		if len(s.Conditions) > 0 {
+			t.Status.Conditions = make([]appsv1.DeploymentCondition, len(s.Conditions))
+			for i, c := range s.Conditions {
+				t.Status.Conditions[i] = appsv1.DeploymentCondition{Type: c.Type, Status: c.Status}
+			}
+		}
+		return t
+	case *appsv1.StatefulSet:
+		t := &appsv1.StatefulSet{}
+		t.ObjectMeta = rolloutMeta(w.ObjectMeta)
+		t.Spec.Replicas, t.Spec.VolumeClaimTemplates = w.Spec.Replicas, w.Spec.VolumeClaimTemplates
+		s := w.Status
+		t.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,
+			ReadyReplicas: s.ReadyReplicas, UpdatedReplicas: s.UpdatedReplicas, AvailableReplicas: s.AvailableReplicas,
+			CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}
+		return t
+	}
+	return obj
+}
+
+// rolloutMeta is what trimRollout keeps of a workload's metadata.
+func rolloutMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, Labels: interned(m.Labels), Annotations: ownAnnotations(m.Annotations), OwnerReferences: internedOwners(m.OwnerReferences),
+		DeletionTimestamp: m.DeletionTimestamp}
+}
+
+// ownAnnotations are the annotations of a that are this program's (their
+// keys in its group), nil when none.
+func ownAnnotations(a map[string]string) map[string]string {
+	var own map[string]string
+	for k, v := range a {
+		if strings.HasPrefix(k, Group+"/") {
+			if own == nil {
+				own = make(map[string]string, 1)
+			}
+			own[k] = v
+		}
+	}
+	return own
+}
+
+// interned is labels with each key and value kept once per process
+// (unique.Make): the same few keys, components and validator names recur
+// on every object of a validator. With keys, only those.
+func interned(labels map[string]string, keys ...string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	out := make(map[string]string, max(len(keys), len(labels)))
+	for k, v := range labels {
+		if len(keys) == 0 || slices.Contains(keys, k) {
+			out[unique.Make(k).Value()] = unique.Make(v).Value()
+		}
+	}
+	return out
+}
+
+// internedOwners are refs with their API version, kind and name interned.
+func internedOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]metav1.OwnerReference, len(refs))
+	for i, r := range refs {
+		r.APIVersion, r.Kind, r.Name = unique.Make(r.APIVersion).Value(), unique.Make(r.Kind).Value(), unique.Make(r.Name).Value()
+		out[i] = r
+	}
+	return out
 }
