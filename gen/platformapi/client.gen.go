@@ -93,6 +93,7 @@ type ClientInterface interface {
 	// GetHealth Health
 	//
 	// Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+	// A probe answers the last check's report while it is `UP` and younger than 10 seconds, and starts the next check behind it once the report is older than 1 second; without such a report (none yet, older, or `DOWN`) it waits for a check (at most 2 seconds). So a dependency that fails is reported `DOWN` a probe later, and a server that comes up is `UP` at once.
 	// **Required role:** none (public).
 	//
 	// Corresponds with GET /actuator/health (the `GetHealth` operationId).
@@ -720,6 +721,7 @@ type ClientInterface interface {
 // GetHealth Health
 //
 // Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+// A probe answers the last check's report while it is `UP` and younger than 10 seconds, and starts the next check behind it once the report is older than 1 second; without such a report (none yet, older, or `DOWN`) it waits for a check (at most 2 seconds). So a dependency that fails is reported `DOWN` a probe later, and a server that comes up is `UP` at once.
 // **Required role:** none (public).
 //
 // Corresponds with GET /actuator/health (the `GetHealth` operationId).
@@ -4104,6 +4106,7 @@ type ClientWithResponsesInterface interface {
 	// GetHealthWithResponse Health
 	//
 	// Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+	// A probe answers the last check's report while it is `UP` and younger than 10 seconds, and starts the next check behind it once the report is older than 1 second; without such a report (none yet, older, or `DOWN`) it waits for a check (at most 2 seconds). So a dependency that fails is reported `DOWN` a probe later, and a server that comes up is `UP` at once.
 	// **Required role:** none (public).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8116,6 +8119,7 @@ func (r GetManagementApiDocsResponse) ContentType() string {
 // GetHealthWithResponse Health
 //
 // Public health for probes, in the style of Spring Boot actuator: `UP` (200) when the database and the cluster gateway are both up, else `DOWN` (503) with the same body.
+// A probe answers the last check's report while it is `UP` and younger than 10 seconds, and starts the next check behind it once the report is older than 1 second; without such a report (none yet, older, or `DOWN`) it waits for a check (at most 2 seconds). So a dependency that fails is reported `DOWN` a probe later, and a server that comes up is `UP` at once.
 // **Required role:** none (public).
 //
 // Returns a wrapper object for the known response body format(s).

@@ -74,6 +74,9 @@ type Options struct {
 	// Watch runs the watch streams (App.RunWatch) on a cache of the test's
 	// own, as Run does on the Manager's; without it they answer 503.
 	Watch bool
+	// Quiet logs at WARN and above, as `make bench` runs the server (a
+	// benchmark of requests measures them, not their debug lines).
+	Quiet bool
 }
 
 // Start runs a server for the test and stops it when the test ends.
@@ -94,7 +97,11 @@ func Start(t testing.TB, o Options) *Server {
 		o.Config(&cfg)
 	}
 	logs := &Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	level := slog.LevelDebug
+	if o.Quiet {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	// Every exchange with the sandbox network must match the upstreams'
 	// published descriptions, as every response must match ours.
 	hook, err := sandbox.ContractHook(func(problem string) { t.Errorf("%s", problem) })

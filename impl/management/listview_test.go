@@ -190,3 +190,30 @@ func TestListSkipsRowsRemovedMeanwhile(t *testing.T) {
 		t.Fatalf("got %v %s, want golden alone", err, page.buf.Bytes())
 	}
 }
+
+// TestItemTemplate: the template's items are byte for byte what the
+// address functions write, for any name and phase; names and namespaces
+// that need escaping keep to the functions.
+func TestItemTemplate(t *testing.T) {
+	view := []byte(`{"imageTag":"0.4.2"}`)
+	for _, ns := range []string{"validators", "team-a", `odd"name<space>&\u00e9`} {
+		s := &Server{namespace: ns}
+		if got := s.itemTemplate() != nil; got != plainJSON(ns) {
+			t.Errorf("namespace %q: template %v, want %v", ns, got, plainJSON(ns))
+		}
+		for _, name := range []string{"node-00001", "a", `we"ird`, "caf\u00e9", "x<y>&z"} {
+			for _, phase := range []domain.Phase{domain.PhaseRunning, domain.PhasePending, `PH"ASE`} {
+				for _, immutable := range []bool{false, true} {
+					var got, want bytes.Buffer
+					s.writeItem(&got, name, phase, immutable, view)
+					s.writeItemFields(&want, name, phase, immutable)
+					want.WriteString(",")
+					want.Write(view[1:])
+					if got.String() != want.String() {
+						t.Errorf("namespace %q, name %q, phase %q: got\n%s\nwant\n%s", ns, name, phase, got.String(), want.String())
+					}
+				}
+			}
+		}
+	}
+}

@@ -15,10 +15,10 @@ type Store interface {
 	RecordCreate(ctx context.Context, v *domain.Validator, prune *domain.PruneSchedule) error
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
-	ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error)
-	// ListVersion moves whenever a page of ListValidators would change
-	// (the list's ETag); read it before the page.
-	ListVersion(ctx context.Context) (int64, error)
+	// ListPage is one page of the list (store.ListValidators) with the
+	// version it is of, which moves whenever a page would change (the
+	// list's ETag).
+	ListPage(ctx context.Context, f domain.ValidatorFilter) (rows []domain.ListedValidator, total, version int64, err error)
 	// StaleListViews reads up to limit validators after after, in name
 	// order, whose list view is not of version, with their Spec.
 	StaleListViews(ctx context.Context, version int, after string, limit int) ([]domain.Validator, error)

@@ -59,6 +59,10 @@ type Server struct {
 	// key is the cluster's password key, once read (passwordKey).
 	keyMu sync.Mutex
 	key   []byte
+
+	// template renders list items (listview.go), made at the first page.
+	templateOnce sync.Once
+	template     *itemTemplate
 }
 
 // New returns the release 1.11 handlers.

@@ -42,7 +42,8 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	if req.Params.Status != nil {
 		f.Phase = domain.Phase(*req.Params.Status)
 	}
-	version, err := s.store.ListVersion(ctx)
+	// One read of the list's generation serves the page and its tag.
+	rows, total, version, err := s.store.ListPage(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -52,10 +53,6 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 		f.NameContains, string(f.Phase), strconv.Itoa(f.Offset), strconv.Itoa(f.Limit))
 	if req.Params.IfNoneMatch != nil && etag.Match(*req.Params.IfNoneMatch, tag) {
 		return managementapi.ListValidators304Response{Headers: managementapi.NotModifiedResponseHeaders{ETag: &tag}}, nil
-	}
-	rows, total, err := s.store.ListValidators(ctx, f)
-	if err != nil {
-		return nil, err
 	}
 	page, err := s.renderPage(ctx, rows, total)
 	page.tag = tag

@@ -11,38 +11,52 @@ import (
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 )
 
-// healthTimeout bounds one health probe, so that a hung dependency reports
+// healthTimeout bounds one health check, so that a hung dependency reports
 // DOWN instead of hanging the probe that Kubernetes sends.
 const healthTimeout = 2 * time.Second
 
+// A health check writes (the database's health row, the embedded default's
+// file stores) and asks the API server twice: it is not what every probe
+// should wait for. A probe answers the last check's report while it is UP
+// and younger than healthMaxAge, and starts the next check in the
+// background once the report is older than healthRefresh; so a probe every
+// few seconds (the chart's readiness probe: 5 s) reads memory and reports
+// what the check started by the probe before it found. Without such a
+// report (none yet, too old, or DOWN) the probe waits for a check: a
+// server turns UP as soon as it is, and a DOWN component is checked again
+// by every probe. One check runs at a time; the probes that come meanwhile
+// share its report.
+const (
+	healthRefresh = 1 * time.Second
+	healthMaxAge  = 10 * time.Second
+)
+
+// healthReport is one check's result: each component's status, when the
+// check started.
+type healthReport struct {
+	at     time.Time
+	status map[string]platformapi.HealthStatus
+}
+
+func (r *healthReport) up() bool {
+	for _, st := range r.status {
+		if st != platformapi.HealthUp {
+			return false
+		}
+	}
+	return true
+}
+
+// healthChecks keeps the last report and the check in flight.
+type healthChecks struct {
+	mu      sync.Mutex
+	last    *healthReport
+	running chan struct{} // closed when the check in flight ends; nil: none
+}
+
 // GetHealth reports UP (200) when every dependency answers, else DOWN (503).
 func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestObject) (platformapi.GetHealthResponseObject, error) {
-	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
-	defer cancel()
-	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		results = map[string]platformapi.HealthStatus{}
-	)
-	for name, p := range s.health {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := platformapi.HealthUp
-			if p == nil {
-				st = platformapi.HealthDown
-			} else if err := p.Ping(ctx); err != nil {
-				// The body says only DOWN; the log says why (a file that
-				// cannot be written, an unreachable server).
-				st = platformapi.HealthDown
-				s.log.WarnContext(ctx, "health: component is DOWN", "component", name, "error", err)
-			}
-			mu.Lock()
-			results[name] = st
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	results := s.healthReport(ctx).status
 	status := func(name string) platformapi.ComponentHealth {
 		st, ok := results[name]
 		if !ok {
@@ -77,6 +91,80 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		return platformapi.GetHealth503JSONResponse(h), nil
 	}
 	return platformapi.GetHealth200JSONResponse(h), nil
+}
+
+// healthReport is the report a probe answers: the last one while it is UP
+// and fresh enough (starting the next check when it is due), else the
+// report of a check it waits for.
+func (s *Server) healthReport(ctx context.Context) *healthReport {
+	c := &s.checks
+	c.mu.Lock()
+	if r := c.last; r != nil && r.up() {
+		age := s.now().Sub(r.at)
+		if age < healthMaxAge {
+			if age >= healthRefresh && c.running == nil {
+				s.startCheck(ctx)
+			}
+			c.mu.Unlock()
+			return r
+		}
+	}
+	done := c.running
+	if done == nil {
+		done = s.startCheck(ctx)
+	}
+	c.mu.Unlock()
+	<-done // bounded by healthTimeout
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// startCheck starts a check, with s.checks.mu held; the returned channel
+// is closed once its report is the last one. The check is not the
+// request's: it outlives a probe that went away, within healthTimeout.
+func (s *Server) startCheck(ctx context.Context) chan struct{} {
+	done := make(chan struct{})
+	s.checks.running = done
+	go func() {
+		r := s.check(context.WithoutCancel(ctx))
+		s.checks.mu.Lock()
+		s.checks.last, s.checks.running = r, nil
+		s.checks.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// check asks every dependency at once.
+func (s *Server) check(ctx context.Context) *healthReport {
+	r := &healthReport{at: s.now(), status: make(map[string]platformapi.HealthStatus, len(s.health))}
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for name, p := range s.health {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := platformapi.HealthUp
+			if p == nil {
+				st = platformapi.HealthDown
+			} else if err := p.Ping(ctx); err != nil {
+				// The body says only DOWN; the log says why (a file that
+				// cannot be written, an unreachable server).
+				st = platformapi.HealthDown
+				s.log.WarnContext(ctx, "health: component is DOWN", "component", name, "error", err)
+			}
+			mu.Lock()
+			r.status[name] = st
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return r
 }
 
 // LeaderElection is this replica's part in the election among replicas:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -79,7 +80,9 @@ func TestSandboxWriteIsDurable(t *testing.T) {
 	if r.StatusCode() != http.StatusBadGateway || !strings.Contains(string(r.Body), "sandbox state") || !strings.Contains(string(r.Body), "the change was not made") {
 		t.Fatalf("allocate while the disk is full: got %d %s, want a failure naming the sandbox state", r.StatusCode(), r.Body)
 	}
-	if st, h := health(); st != http.StatusServiceUnavailable || h["components"].(map[string]any)["sandbox"].(map[string]any)["status"] != "DOWN" {
+	// An UP report is answered for a while after its check (the probe
+	// before this one checks again behind it): DOWN within a few probes.
+	if st, h := healthUntil(t, health, http.StatusServiceUnavailable); st != http.StatusServiceUnavailable || h["components"].(map[string]any)["sandbox"].(map[string]any)["status"] != "DOWN" {
 		t.Fatalf("health while the disk is full: %d %v, want 503 with the sandbox DOWN", st, h)
 	}
 
@@ -100,8 +103,22 @@ func TestSandboxWriteIsDurable(t *testing.T) {
 	}
 }
 
+// healthUntil probes until the status is want (at most 10 s): a probe
+// answers the last check's UP report for a while (healthMaxAge) and checks
+// again behind it.
+func healthUntil(t *testing.T, probe func() (int, map[string]any), want int) (int, map[string]any) {
+	t.Helper()
+	st, h := probe()
+	for deadline := time.Now().Add(10 * time.Second); st != want && time.Now().Before(deadline); st, h = probe() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return st, h
+}
+
 // TestDatabaseHealthFollowsWritability: /actuator/health reports db DOWN
-// while the SQLite database cannot be written and UP again when it can.
+// while the SQLite database cannot be written (within a probe or two: an
+// UP report is answered until the check behind it) and UP again at the
+// next probe when it can.
 // The pool's one connection is made read-only from the inside (PRAGMA
 // query_only), which SQLite refuses writes with as it does for a read-only
 // file; the tests run as root, whom a file's mode does not stop.
@@ -125,7 +142,11 @@ func TestDatabaseHealthFollowsWritability(t *testing.T) {
 	if err := s.App.Store.Exec(ctx, "PRAGMA query_only = ON"); err != nil {
 		t.Fatal(err)
 	}
-	if st, c := db(); st != http.StatusServiceUnavailable || c != "DOWN" {
+	st, c := db()
+	for deadline := time.Now().Add(10 * time.Second); st == http.StatusOK && time.Now().Before(deadline); st, c = db() {
+		time.Sleep(100 * time.Millisecond) // the UP report is answered until the check behind it
+	}
+	if st != http.StatusServiceUnavailable || c != "DOWN" {
 		t.Errorf("read-only: got %d, db %v; want 503, DOWN", st, c)
 	}
 	if err := s.App.Store.Exec(ctx, "PRAGMA query_only = OFF"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/docs"
@@ -63,11 +64,14 @@ type Server struct {
 	audit     AuditLog
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
+	// checks keeps the health report (actuator.go); now is its clock.
+	checks healthChecks
+	now    func() time.Time
 }
 
 // New returns the release 2.0 handlers.
 func New(o Options) *Server {
-	s := &Server{health: o.Health, version: o.Version, docs: o.Docs}
+	s := &Server{health: o.Health, version: o.Version, docs: o.Docs, now: time.Now}
 	s.cluster = o.Resources
 	s.upstreams = o.Upstreams
 	s.log = o.Logger

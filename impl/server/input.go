@@ -26,48 +26,45 @@ import (
 // valid UTF-8 or hold a NUL (PostgreSQL refuses both, SQLite stores them),
 // and JSON bodies with such strings or with content after the document. It
 // reads a buffered body whole, so an oversized one is a 413 whether or not
-// it announced its length.
-func checkInput(streams bool) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			var bad domain.Invalids
-			names, values := c.ParamNames(), c.ParamValues()
-			for i, n := range names {
-				v, err := url.PathUnescape(values[i])
-				if err != nil {
-					v = values[i]
-				}
-				if msg := badText(v); msg != "" {
-					bad = append(bad, domain.Invalid(n, "%s", msg))
-				}
-			}
-			q, err := url.ParseQuery(c.Request().URL.RawQuery)
-			if err != nil {
-				bad = append(bad, domain.Invalid("query", "is not a valid query string (percent-encoding or separators)"))
-			}
-			for k, vs := range q { // what parsed, when not all did
-				if msg := badText(k); msg != "" {
-					bad = append(bad, domain.Invalid("query", "a parameter name %s", msg))
-					continue
-				}
-				for _, v := range vs {
-					if msg := badText(v); msg != "" {
-						bad = append(bad, domain.Invalid(k, "%s", msg))
-						break
-					}
-				}
-			}
-			if len(bad) > 0 {
-				return bad
-			}
-			if !streams {
-				if err := checkBody(c.Request()); err != nil {
-					return err
-				}
-			}
-			return next(c)
+// it announced its length. It returns the query as parsed (what parsed,
+// when not all did: url.URL.Query's values), for validation to read.
+func checkInput(c echo.Context, streams bool) (url.Values, error) {
+	var bad domain.Invalids
+	names, values := c.ParamNames(), c.ParamValues()
+	for i, n := range names {
+		v, err := url.PathUnescape(values[i])
+		if err != nil {
+			v = values[i]
+		}
+		if msg := badText(v); msg != "" {
+			bad = append(bad, domain.Invalid(n, "%s", msg))
 		}
 	}
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		bad = append(bad, domain.Invalid("query", "is not a valid query string (percent-encoding or separators)"))
+	}
+	for k, vs := range q { // what parsed, when not all did
+		if msg := badText(k); msg != "" {
+			bad = append(bad, domain.Invalid("query", "a parameter name %s", msg))
+			continue
+		}
+		for _, v := range vs {
+			if msg := badText(v); msg != "" {
+				bad = append(bad, domain.Invalid(k, "%s", msg))
+				break
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return nil, bad
+	}
+	if !streams {
+		if err := checkBody(c.Request()); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
 }
 
 // badText says what is wrong with a text value, or "".

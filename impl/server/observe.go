@@ -42,17 +42,18 @@ func answered(c echo.Context, next echo.HandlerFunc) int {
 
 // instrument counts and times every request of an operation by its status.
 func instrument(m *telemetry.Metrics, operation string) echo.MiddlewareFunc {
+	op := m.Operation(operation)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
 			defer func() {
 				if p := recover(); p != nil {
-					m.ObserveRequest(operation, http.StatusInternalServerError, time.Since(start))
+					op.Observe(http.StatusInternalServerError, time.Since(start))
 					panic(p) // the recover middleware answers it
 				}
 			}()
 			status := answered(c, next)
-			m.ObserveRequest(operation, status, time.Since(start))
+			op.Observe(status, time.Since(start))
 			return nil
 		}
 	}

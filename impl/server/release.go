@@ -39,8 +39,10 @@ type release struct {
 // contract implies for its operation: authentication unless `security: []`,
 // a body limit, request validation and a deadline.
 type mount struct {
-	e        *echo.Echo
-	rel      *release
+	e   *echo.Echo
+	rel *release
+	// routes is the release of each route path (shared by both mounts).
+	routes   map[string]*release
 	verifier *auth.Verifier
 	limits   limits
 	// plain serves operations by operationId with a handler of their own
@@ -87,7 +89,9 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	route := &routers.Route{Spec: m.rel.doc, Path: specPath, PathItem: item, Method: method, Operation: op}
 	streams := isStream(op)
 
-	mws := []echo.MiddlewareFunc{m.rel.bind()}
+	// Errors after routing render in the route's release (handleError).
+	m.routes[path] = m.rel
+	var mws []echo.MiddlewareFunc
 	if m.obs.metrics != nil {
 		mws = append(mws, instrument(m.obs.metrics, op.OperationID))
 	}
@@ -95,7 +99,12 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if streams {
 		limit = m.limits.upload
 	}
-	mws = append(mws, middleware.BodyLimit(strconv.FormatInt(limit, 10)))
+	mws = append(mws, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit: strconv.FormatInt(limit, 10),
+		// A request without a body has nothing to limit; it keeps
+		// http.NoBody, which checkInput then reads no further.
+		Skipper: func(c echo.Context) bool { return c.Request().Body == nil || c.Request().Body == http.NoBody },
+	}))
 	public := op.Security != nil && len(*op.Security) == 0 || slices.Contains(m.obs.public, op.OperationID)
 	need, err := requiredRole(op)
 	if err != nil {
@@ -114,7 +123,7 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
 		mws = append(mws, formToQuery())
 	}
-	mws = append(mws, checkInput(streams), validate(route, streams))
+	mws = append(mws, validate(route, streams))
 	if !streams && m.limits.timeout != nil {
 		mws = append(mws, m.limits.timeout(op))
 	}
@@ -122,11 +131,22 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if plain, ok := m.plain[op.OperationID]; ok {
 		h = func(c echo.Context) error { return plain(c.Response(), c.Request()) }
 	}
+	// The chain is made once: echo would apply a route's middlewares to its
+	// handler again at every request.
+	h = chain(h, mws...)
 	if method == http.MethodGet {
 		// HEAD is GET without the body (net/http drops it), as Spring answers it.
-		m.e.Add(http.MethodHead, path, h, mws...)
+		m.e.Add(http.MethodHead, path, h)
 	}
-	return m.e.Add(method, path, h, mws...)
+	return m.e.Add(method, path, h)
+}
+
+// chain wraps h in mws, the first outermost, as echo applies middlewares.
+func chain(h echo.HandlerFunc, mws ...echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
 }
 
 // isStream tells operations whose bodies are not buffered and that the
@@ -174,21 +194,8 @@ func (m mount) TRACE(p string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) *e
 	return m.add(http.MethodTrace, p, h, mw...)
 }
 
-const releaseKey = "vm.release"
-
-// bind marks the request as belonging to the release, so that every error
-// after this point renders in its shape.
-func (r *release) bind() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			c.Set(releaseKey, r)
-			return next(c)
-		}
-	}
-}
-
-// validate checks the request against the operation's contract before the
-// handler sees it. Streamed bodies are not buffered for validation; their
+// validate checks the request's input (checkInput) and then the request
+// against the operation's contract before the handler sees it. Streamed bodies are not buffered for validation; their
 // handlers check what they read.
 func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 	// Authentication is the authenticate middleware's job. kin-openapi
@@ -213,6 +220,10 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 	paramsOnly.ExcludeRequestBody = true
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			query, err := checkInput(c, streams)
+			if err != nil {
+				return err
+			}
 			names, values := c.ParamNames(), c.ParamValues()
 			params := make(map[string]string, len(names))
 			for i, n := range names {
@@ -223,12 +234,13 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 				}
 			}
 			in := &openapi3filter.RequestValidationInput{
-				Request:    c.Request(),
-				PathParams: params,
-				Route:      route,
-				Options:    opts,
+				Request:     c.Request(),
+				PathParams:  params,
+				QueryParams: query,
+				Route:       route,
+				Options:     opts,
 			}
-			if err := repeated(c.Request(), single); err != nil {
+			if err := repeated(query, single); err != nil {
 				return err
 			}
 			var nulls domain.Invalids
@@ -334,11 +346,10 @@ func singleValued(route *routers.Route) []string {
 
 // repeated refuses a single-valued query parameter given more than once:
 // which value was meant is not ours to guess.
-func repeated(r *http.Request, single []string) error {
-	if len(single) == 0 || r.URL.RawQuery == "" {
+func repeated(q url.Values, single []string) error {
+	if len(single) == 0 || len(q) == 0 {
 		return nil
 	}
-	q := r.URL.Query()
 	var bad domain.Invalids
 	for _, name := range single {
 		if n := len(q[name]); n > 1 {

@@ -77,6 +77,8 @@ type Server struct {
 	log        *slog.Logger
 	management *release
 	platform   *release
+	// routes is the release of each route's path, as mounted.
+	routes map[string]*release
 }
 
 // Contracts returns the two OpenAPI documents the server is built from.
@@ -113,13 +115,17 @@ func New(o Options) (*Server, error) {
 		log:        o.Logger,
 		management: &release{name: "1.11", doc: mgmtDoc, render: renderManagement(o.Logger)},
 		platform:   &release{name: "2.0", doc: platDoc, render: renderPlatform(o.Logger)},
+		routes:     map[string]*release{},
 	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	s.maxHeader = o.MaxHeaderBytes
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout, o.UploadTimeout)
-	e.Use(
+	// The middlewares of every request, routed or not, around the handler
+	// routing found (c.Handler(): echo passes it as next). Made once: echo
+	// would apply them to it again at every request.
+	every := chain(func(c echo.Context) error { return c.Handler()(c) },
 		requestIDs(),
 		s.logRequests(),
 		limitHeaders(o.MaxHeaderBytes),
@@ -130,6 +136,7 @@ func New(o Options) (*Server, error) {
 			},
 		}),
 	)
+	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return every })
 
 	lim := limits{body: o.MaxBodyBytes, upload: o.MaxUploadBytes}
 	obs := observers{metrics: o.Metrics, log: o.Logger, public: o.Public}
@@ -137,11 +144,19 @@ func New(o Options) (*Server, error) {
 		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
 	}
 	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs.audited(o.Audit)},
+		mount{e: e, rel: s.management, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs.audited(o.Audit)},
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.platform, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs.audited(o.Audit)},
+		mount{e: e, rel: s.platform, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs.audited(o.Audit)},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
+	// A request that matched no route renders in the release whose paths
+	// its URL is under: each route's own release must be that one, or the
+	// shape of its errors would depend on whether routing succeeded.
+	for path, rel := range s.routes {
+		if s.owner(path) != rel {
+			return nil, fmt.Errorf("route %s of release %s is under the paths of release %s", path, rel.name, s.owner(path).name)
+		}
+	}
 
 	// The interactive page's scripts and styles; the page itself is an
 	// operation of the 2.0 contract.
@@ -234,7 +249,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	rel, _ := c.Get(releaseKey).(*release)
+	rel := s.routes[c.Path()]
 	if rel == nil {
 		rel = s.owner(c.Request().URL.Path)
 	}
@@ -273,6 +288,9 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 			report := v.Status == http.StatusNotImplemented || v.Status == http.StatusServiceUnavailable && v.URIPath == "/actuator/health"
 			if v.Status >= 500 && !report {
 				level = slog.LevelError
+			}
+			if !s.log.Enabled(c.Request().Context(), level) {
+				return nil // at WARN, as servers under load run: not even the line's fields
 			}
 			s.log.LogAttrs(c.Request().Context(), level, "request",
 				slog.String("request_id", v.RequestID),

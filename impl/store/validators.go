@@ -200,15 +200,23 @@ func (s *Store) WalletUsers(ctx context.Context) (map[string]string, error) {
 // from the list's rows in memory, brought up to the database's generation
 // first (listindex.go). The pages' ListView bytes are shared: read-only.
 func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
+	out, total, _, err := s.ListPage(ctx, f)
+	return out, total, err
+}
+
+// ListPage is ListValidators with the generation (ListVersion) of the rows
+// the page was cut from: a page and its ETag come from one read of the
+// generation, and always agree.
+func (s *Store) ListPage(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, int64, error) {
 	if err := checkPage(f.Page); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	ix, err := s.index(s.bounded(ctx))
 	if err != nil {
-		return nil, 0, translate(err, "list validators", "")
+		return nil, 0, 0, translate(err, "list validators", "")
 	}
 	out, total := ix.page(f)
-	return out, total, nil
+	return out, total, ix.gen, nil
 }
 
 // ImportValidators inserts validators in one transaction: the bulk path

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,12 +100,73 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
 // ObserveRequest records one answered API request.
 func (m *Metrics) ObserveRequest(operation string, status int, d time.Duration) {
+	m.Operation(operation).Observe(status, d)
+}
+
+// Operation is the request metrics of one operation: each status's series
+// is looked up once, not at every request (the label values' hash and the
+// vector's map).
+func (m *Metrics) Operation(name string) *Operation {
 	if m == nil {
+		return nil
+	}
+	return &Operation{m: m, name: name}
+}
+
+// Operation records the requests of one operationId; a nil *Operation
+// records nothing.
+type Operation struct {
+	m    *Metrics
+	name string
+	mu   sync.Mutex // held to add a status
+	seen atomic.Pointer[[]statusSeries]
+}
+
+type statusSeries struct {
+	status  int
+	count   prometheus.Counter
+	latency prometheus.Observer
+}
+
+// Observe records one answered request.
+func (o *Operation) Observe(status int, d time.Duration) {
+	if o == nil {
 		return
 	}
-	s := strconv.Itoa(status)
-	m.requests.WithLabelValues(operation, s).Inc()
-	m.latency.WithLabelValues(operation, s).Observe(d.Seconds())
+	s := o.series(status)
+	s.count.Inc()
+	s.latency.Observe(d.Seconds())
+}
+
+// series finds a status's series among the few an operation answers, or
+// adds it (copy on write: readers take no lock).
+func (o *Operation) series(status int) statusSeries {
+	find := func() (statusSeries, []statusSeries, bool) {
+		p := o.seen.Load()
+		if p == nil {
+			return statusSeries{}, nil, false
+		}
+		for _, s := range *p {
+			if s.status == status {
+				return s, *p, true
+			}
+		}
+		return statusSeries{}, *p, false
+	}
+	if s, _, ok := find(); ok {
+		return s
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s, cur, ok := find()
+	if ok {
+		return s
+	}
+	label := strconv.Itoa(status)
+	s = statusSeries{status: status, count: o.m.requests.WithLabelValues(o.name, label), latency: o.m.latency.WithLabelValues(o.name, label)}
+	next := append(slices.Clip(cur), s)
+	o.seen.Store(&next)
+	return s
 }
 
 // ObserveUpstream records one call to an upstream. upstream names the API,

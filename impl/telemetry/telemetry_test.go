@@ -118,3 +118,36 @@ func TestAlsoServesAnotherRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationCounts: an operation's requests from many goroutines are
+// counted under its name and each status, as ObserveRequest counts them.
+func TestOperationCounts(t *testing.T) {
+	m := telemetry.New()
+	op := m.Operation("getValidator")
+	statuses := []int{200, 404, 200, 503, 404, 200}
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for _, st := range statuses {
+				op.Observe(st, time.Millisecond)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	m.ObserveRequest("getValidator", 200, time.Millisecond)
+	want := `
+# HELP validator_manager_http_requests_total API requests answered, by operationId and HTTP status.
+# TYPE validator_manager_http_requests_total counter
+validator_manager_http_requests_total{operation="getValidator",status="200"} 25
+validator_manager_http_requests_total{operation="getValidator",status="404"} 16
+validator_manager_http_requests_total{operation="getValidator",status="503"} 8
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "validator_manager_http_requests_total"); err != nil {
+		t.Error(err)
+	}
+	var none *telemetry.Metrics
+	none.Operation("x").Observe(200, time.Millisecond) // records nothing, and does not panic
+}
