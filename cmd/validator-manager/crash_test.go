@@ -34,6 +34,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
 
@@ -50,6 +51,16 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == nodesim.Command {
+		// The simulated node of a `serve` this test process runs.
+		cmd := root()
+		cmd.SetArgs(os.Args[1:])
+		if err := cmd.Execute(); err != nil {
+			fmt.Fprintln(os.Stderr, "validator-manager:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childVariable) != "" {
 		if point := os.Getenv(faultVariable); point != "" {
 			faultpoint.Arm(func(name string) {

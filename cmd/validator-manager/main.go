@@ -23,6 +23,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 	"github.com/validator-manager/validator-manager/impl/server"
 )
 
@@ -47,7 +48,7 @@ func root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(serveCmd(), tokenCmd(), recoverCmd(), versionCmd())
+	cmd.AddCommand(serveCmd(), tokenCmd(), recoverCmd(), versionCmd(), nodesimCmd())
 	cmd.SetFlagErrorFunc(suggestFlag)
 	plainBools(cmd)
 	return cmd
@@ -204,6 +205,21 @@ func tokenCmd() *cobra.Command {
 	cmd.Flags().StringVar(&subject, "subject", auth.DevSubject, "the token's sub (who the audit log names)")
 	cmd.Flags().StringVar(&claims, "claims", "", `further claims as a JSON object, for roles (api.auth.roles), e.g. '{"realm_access":{"roles":["vm-viewer"]}}'`)
 	return cmd
+}
+
+// nodesimCmd is the embedded default's simulated node, which `serve`
+// starts as a child process of its control plane (nodesim.Command); hidden:
+// no one else runs it.
+func nodesimCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                nodesim.Command,
+		Short:              "Run the embedded default's simulated node (serve starts it)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return nodesim.Main(cmd.Context(), args, cmd.ErrOrStderr())
+		},
+	}
 }
 
 func versionCmd() *cobra.Command {

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 )
 
 // TestEmbeddedDefault is the newcomer's path: `serve` on a fresh data
@@ -67,6 +70,9 @@ func TestEmbeddedDefault(t *testing.T) {
 	t.Run("recover --dry-run says what it would do", func(t *testing.T) {
 		checkRecoverDryRun(t, base, startToken, dataDir)
 	})
+	t.Run("the simulated node is a child process and serves the pod metrics", func(t *testing.T) {
+		checkNodeProcess(t, base, startToken, dataDir)
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -91,6 +97,33 @@ func TestEmbeddedDefault(t *testing.T) {
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dataDir, "cluster")).Output(); len(out) > 0 {
 		t.Fatalf("control plane processes outlived the server: %s", out)
 	}
+}
+
+// checkNodeProcess: the simulated node runs as the server's child (its
+// command line names the node's kubeconfig in the data directory), and the
+// sample Application's usage, which it serves, reaches release 2.0.
+func checkNodeProcess(t *testing.T, base, token, dataDir string) {
+	node := nodesim.Command + " --kubeconfig=" + filepath.Join(dataDir, "cluster", "node.kubeconfig")
+	out, _ := exec.Command("pgrep", "-f", "-P", strconv.Itoa(os.Getpid()), node).Output()
+	if len(strings.Fields(string(out))) != 1 {
+		t.Errorf("processes %q of this server: got %q, want one", node, out)
+	}
+	var m struct {
+		MetricsAvailable bool `json:"metricsAvailable"`
+		CPU              struct {
+			Usage *int64 `json:"usageMillicores"`
+		} `json:"cpu"`
+	}
+	eventually(t, 60*time.Second, "the sample application's usage", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/applications/"+nodesim.SampleApplication+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&m) == nil && m.MetricsAvailable && m.CPU.Usage != nil
+	})
 }
 
 // served is a `serve` run in this process.
@@ -294,6 +327,32 @@ func TestBinaryLinksNoFakes(t *testing.T) {
 	for _, pkg := range strings.Fields(string(out)) {
 		if strings.Contains(pkg, "/fake") {
 			t.Errorf("the binary links %s", pkg)
+		}
+	}
+}
+
+// The binary links no informer factory beside the controller-runtime
+// Manager's cache: every watch of the server goes through that one cache,
+// and the embedded default's simulated node (a process of its own) has a
+// controller-runtime cache too. client-go's factory is linked only by its
+// leader election (coordinated election's lease candidates), which the
+// Manager does not use.
+func TestBinaryLinksNoInformerFactory(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	factory := regexp.MustCompile(`^k8s\.io/client-go/(informers|dynamic/dynamicinformer|metadata/metadatainformer)(/|$)`)
+	allowed := map[string]bool{"k8s.io/client-go/tools/leaderelection": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if factory.MatchString(pkg) || allowed[pkg] {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if factory.MatchString(imp) {
+				t.Errorf("%s imports the informer factory %s", pkg, imp)
+			}
 		}
 	}
 }

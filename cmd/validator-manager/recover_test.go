@@ -20,6 +20,8 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -319,10 +321,23 @@ func checkRecoverDryRun(t *testing.T, base, token, dataDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The Deployment may still roll its pod over after the create: each
-	// case starts when exactly one pod runs, as recover requires.
+	validators := dynamic.NewForConfigOrDie(rc).Resource(cluster.ValidatorResource).Namespace("default")
+	// The Deployment may still roll its pod over after the create, and the
+	// simulated node runs a Pod within a second, so the first pod may run
+	// before the rollover: each case starts when the validator's workloads
+	// are rolled out at its current generation (COMPLETED) and exactly one
+	// pod runs, as recover requires.
 	podRunning := func(t *testing.T) {
-		eventually(t, 90*time.Second, "omega's validator app pod running", func() bool {
+		eventually(t, 90*time.Second, "omega rolled out and its validator app pod running", func() bool {
+			v, err := validators.Get(ctx, "omega", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			phase, _, _ := unstructured.NestedString(v.Object, "status", "phase")
+			observed, _, _ := unstructured.NestedInt64(v.Object, "status", "observedGeneration")
+			if phase != "COMPLETED" || observed != v.GetGeneration() {
+				return false
+			}
 			pods, err := core.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.ValidatorAppSelector("omega")})
 			return err == nil && len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning && pods.Items[0].DeletionTimestamp == nil
 		})

@@ -151,21 +151,41 @@ func fresh(what string) (ds dataset, srv *server, done func(), err error) {
 		remove()
 		return dataset{}, nil, nil, err
 	}
-	return ds, srv, func() { srv.stop(); remove() }, nil
+	return ds, srv, func() {
+		srv.stop()
+		if !*keep {
+			remove()
+		}
+	}, nil
+}
+
+// created is what createMany did: the names created, in the order their
+// creates answered, each create's latency and when it answered.
+type created struct {
+	names []string
+	lat   []time.Duration
+	at    []time.Time
+	// retries of creates answered 503 (each counted in its latency)
+	retries *atomic.Int64
+}
+
+// last is when the last create answered.
+func (c created) last() time.Time {
+	if len(c.at) == 0 {
+		return time.Time{}
+	}
+	return c.at[len(c.at)-1]
 }
 
 // createMany creates validators named prefix-00000... (bodies from body)
 // from clients concurrent clients until n are created (n > 0) or d has
-// passed, and returns their names, each create's latency and when the last
-// answered. A name already there (409: an interrupted seed) counts as created.
-func createMany(s *server, prefix string, body func(string) []byte, clients, n int, d time.Duration) ([]string, []time.Duration, time.Time, error) {
+// passed. A name already there (409: an interrupted seed) counts as created.
+func createMany(s *server, prefix string, body func(string) []byte, clients, n int, d time.Duration) (created, error) {
 	var (
-		mu    sync.Mutex
-		names []string
-		lat   []time.Duration
-		last  time.Time
-		next  atomic.Int64
-		fail  atomic.Pointer[error]
+		mu   sync.Mutex
+		out  = created{retries: new(atomic.Int64)}
+		next atomic.Int64
+		fail atomic.Pointer[error]
 	)
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -181,6 +201,13 @@ func createMany(s *server, prefix string, body func(string) []byte, clients, n i
 				name := fmt.Sprintf("%s-%05d", prefix, i)
 				t0 := time.Now()
 				status, answer, err := call(s, http.MethodPost, "/api/validators", body(name))
+				// 503 asks to try again shortly (the embedded control
+				// plane's readiness check timed out on a loaded machine).
+				for tries := 0; err == nil && status == http.StatusServiceUnavailable && tries < 20; tries++ {
+					out.retries.Add(1)
+					time.Sleep(250 * time.Millisecond)
+					status, answer, err = call(s, http.MethodPost, "/api/validators", body(name))
+				}
 				if err == nil && status != http.StatusCreated && status != http.StatusConflict {
 					err = fmt.Errorf("create %s: %d %s", name, status, answer)
 				}
@@ -189,16 +216,17 @@ func createMany(s *server, prefix string, body func(string) []byte, clients, n i
 					return
 				}
 				mu.Lock()
-				names, lat, last = append(names, name), append(lat, time.Since(t0)), time.Now()
+				now := time.Now()
+				out.names, out.lat, out.at = append(out.names, name), append(out.lat, now.Sub(t0)), append(out.at, now)
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 	if err := fail.Load(); err != nil {
-		return names, lat, last, *err
+		return out, *err
 	}
-	return names, lat, last, nil
+	return out, nil
 }
 
 // withStatefulSet counts the names that have a StatefulSet in the cluster.
@@ -234,10 +262,11 @@ func burst(clients int, d time.Duration) error {
 		return err
 	}
 	ctx := context.Background()
-	names, lat, last, err := createMany(srv, "burst", createBody, clients, 0, d)
+	c, err := createMany(srv, "burst", createBody, clients, 0, d)
 	if err != nil {
 		return err
 	}
+	names, lat, last := c.names, c.lat, c.last()
 	atEnd, err := withStatefulSet(ctx, k, names)
 	if err != nil {
 		return err
@@ -257,35 +286,76 @@ func burst(clients int, d time.Duration) error {
 }
 
 // converge: clients create n validators on a new server; the time from the
-// first create until the 1.11 list shows all n RUNNING (at most limit).
+// first create until the 1.11 list shows none of them PENDING (RUNNING or
+// COMPLETED, at most limit after the last create), and where that time
+// went, stage by stage (stages.go).
 func converge(clients, n int, limit time.Duration) error {
-	_, srv, done, err := fresh("converge")
+	ds, srv, done, err := fresh("converge")
 	if err != nil {
 		return err
 	}
 	defer done()
-	began := time.Now()
-	if _, _, _, err := createMany(srv, "conv", createBody, clients, n, 0); err != nil {
+	k, err := kube(ds.data)
+	if err != nil {
 		return err
+	}
+	stopProfiles := profileAlong(fmt.Sprintf("converge-%d", n))
+	defer stopProfiles()
+	began := time.Now()
+	c, err := createMany(srv, "conv", createBody, clients, n, 0)
+	if err != nil {
+		return err
+	}
+	t := timeline{}
+	for i, name := range c.names {
+		t[name] = &[stages]time.Time{stageCreated: c.at[i]}
 	}
 	created := time.Since(began)
 	// limit counts from the last create: creates may take longer than it.
-	running := 0
+	past := 0
 	for {
-		if running, err = countPhase(srv, "RUNNING"); err != nil || running >= n || time.Since(began)-created > limit {
+		pending, err := pendingRows(srv)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		past = 0
+		for name, reached := range t {
+			if !pending[name] {
+				past++
+				if reached[stageRow].IsZero() {
+					reached[stageRow] = now
+				}
+			}
+		}
+		if past >= n || time.Since(began)-created > limit {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	if err != nil {
+	took, after := time.Since(began), time.Since(c.last())
+	if r := c.retries.Load(); r > 0 {
+		fmt.Printf("creates answered 503 and tried again: %d\n", r)
+	}
+	stopProfiles()
+	if err := reconciles(srv); err != nil {
+		fmt.Fprintln(os.Stderr, "vm-bench: the server's metrics:", err)
+	}
+	if err := clusterStages(context.Background(), k, t); err != nil {
 		return err
 	}
-	took := time.Since(began)
-	text := fmt.Sprintf("%s (creates took %s)", secs(took), secs(created))
-	if running < n {
-		text = fmt.Sprintf("not within %s of the last create: %d of %d RUNNING after %s (creates took %s)", secs(limit), running, n, secs(took), secs(created))
+	if w, err := apiWrites(context.Background(), k); err == nil {
+		_, text := writesText(w)
+		fmt.Printf("writes the API server counted (every writer's), for %d validators: %s\n", n, text)
 	}
-	report(fmt.Sprintf("%d validators from created to RUNNING", n), fmt.Sprintf("sqlite, %d clients", clients), "< 120 s", "", text, running >= n && took < 120*time.Second)
+	text := fmt.Sprintf("%s after the last create (%s from the first; creates took %s)", secs(after), secs(took), secs(created))
+	if past < n {
+		text = fmt.Sprintf("not within %s of the last create: %d of %d past PENDING after %s (creates took %s)", secs(limit), past, n, secs(took), secs(created))
+	}
+	tag := fmt.Sprintf("sqlite, %d clients", clients)
+	report(fmt.Sprintf("%d validators from created to RUNNING (or COMPLETED)", n), tag, "< 120 s after the last create", "", text, past >= n && after < 120*time.Second)
+	all := printStages(t, c.last())
+	figures = append(figures, figure{"the same, stage by stage: when all had reached each, from the last create", tag, "—", "", all, "—"})
 	return nil
 }
 
@@ -312,4 +382,60 @@ func summary() {
 	for _, f := range figures {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", f.name, f.set, f.goal, f.baseline, f.measured, f.met)
 	}
+}
+
+// profileAlong writes, with -pprof and -cpuprofile, consecutive CPU
+// profiles of 30 s of the server (what <-cpuprofile>/<what>-<i>.pprof
+// covers: from i × 30 s on) until stop is called.
+func profileAlong(what string) (stop func()) {
+	if *profiles == "" || *pprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			file := filepath.Join(*profiles, fmt.Sprintf("%s-%02d.pprof", what, i))
+			if err := cpuProfileFor(file, 30*time.Second); err != nil {
+				fmt.Fprintln(os.Stderr, "vm-bench: profile:", err)
+				return
+			}
+		}
+	}()
+	return func() {
+		once.Do(func() { close(done) })
+	}
+}
+
+// reconciles prints the controllers' reconciles by result and the
+// server's requests to the API server by method, from its metrics.
+func reconciles(s *server) error {
+	status, body, err := call(s, http.MethodGet, "/actuator/prometheus", nil)
+	if err != nil || status != http.StatusOK {
+		return fmt.Errorf("metrics: %d %v", status, err)
+	}
+	if *profiles != "" {
+		_ = os.WriteFile(filepath.Join(*profiles, "converge-metrics.txt"), body, 0o600)
+	}
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "controller_runtime_reconcile_total{"):
+			out = append(out, fmt.Sprintf("%s/%s %s", label(line, "controller"), label(line, "result"), line[strings.LastIndexByte(line, ' ')+1:]))
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			out = append(out, fmt.Sprintf("API %s %s %s", label(line, "method"), label(line, "code"), line[strings.LastIndexByte(line, ' ')+1:]))
+		}
+	}
+	fmt.Printf("server: %s\n", strings.Join(out, ", "))
+	return sc.Err()
 }

@@ -43,7 +43,7 @@ import (
 var (
 	bin      = flag.String("bin", "bin/validator-manager", "server binary")
 	dir      = flag.String("dir", "bin/bench", "where seeded data directories are kept between runs")
-	sizes    = flag.String("sizes", "1000,10000", "numbers of validators of the seeded data sets")
+	sizes    = flag.String("sizes", "1000,10000", "numbers of validators of the seeded data sets (none: only the burst and convergence cases)")
 	conns    = flag.Int("conns", 16, "concurrent connections")
 	round    = flag.Duration("round", 2*time.Second, "length of one round")
 	rounds   = flag.Int("rounds", 2, "rounds per case and side (alternating baseline, server)")
@@ -57,6 +57,7 @@ var (
 	convMax  = flag.Duration("converge-limit", 5*time.Minute, "longest wait for the convergence case, from its last create")
 	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
 	profiles = flag.String("cpuprofile", "", "with -pprof: write a CPU profile of the server's first round of each case into this directory")
+	keep     = flag.Bool("keep", false, "keep the data directories (and the server's log beside each) of the burst and convergence cases")
 	only     = flag.String("cases", "", "run only the request cases whose name contains this text")
 	baseline = flag.String("baseline", "", "internal: serve the baseline from this file")
 )
@@ -87,6 +88,9 @@ func run() error {
 	var sets []dataset
 	pg := os.Getenv("TEST_POSTGRES_DSN")
 	for _, s := range strings.Split(*sizes, ",") {
+		if s == "none" {
+			continue
+		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 100 {
 			return fmt.Errorf("-sizes: %q is not a number of validators (at least 100)", s)
@@ -277,7 +281,7 @@ func seed(ds dataset) error {
 		began := time.Now()
 		// With custom authentication: a wallet user's bcrypt (tens of
 		// milliseconds of CPU) would make seeding 10,000 take an hour.
-		if _, _, _, err := createMany(srv, "node", customAuthBody, 16, ds.n, 0); err != nil {
+		if _, err := createMany(srv, "node", customAuthBody, 16, ds.n, 0); err != nil {
 			srv.stop()
 			return err
 		}
@@ -770,8 +774,11 @@ func bench(ds dataset) error {
 
 // cpuProfile takes a CPU profile of the server, as long as a round, from
 // its profiling listener.
-func cpuProfile(file string) error {
-	secs := max(1, int(round.Seconds()))
+func cpuProfile(file string) error { return cpuProfileFor(file, *round) }
+
+// cpuProfileFor writes a CPU profile of the server over d into file.
+func cpuProfileFor(file string, d time.Duration) error {
+	secs := max(1, int(d.Seconds()))
 	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", *pprof, secs))
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -24,8 +25,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/validator-manager/validator-manager/impl/controller/runs"
@@ -80,9 +83,13 @@ type App struct {
 	// database.
 	Intent *intent.Controller
 	// Engine is the embedded default's control plane (cluster.mode
-	// embedded), Nodes its simulated node; nil otherwise.
-	Engine *engine.Engine
-	Nodes  *nodesim.Simulator
+	// embedded); nil otherwise. Its simulated node runs as its child
+	// process (startNode), whose pod metrics nodeMetrics reaches.
+	Engine      *engine.Engine
+	nodeMetrics string
+	// Nodes is the simulated node run in this process, on a control plane
+	// shared by tests (WithControlPlane); nil otherwise.
+	Nodes *nodesim.Simulator
 	// rest reaches the API server: the controllers' manager is built on it.
 	rest *rest.Config
 	// mgr is the controller-runtime Manager: its cache is the one the
@@ -250,6 +257,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, fmt.Errorf("intent controller: %w", err)
 	}
 	a.Telemetry = telemetry.New()
+	// The controllers' work queues and reconciles, and the client's
+	// requests to the API server (rate limits are sized by them).
+	a.Telemetry.Also(ctrlmetrics.Registry)
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	mo := management.Options{
 		Store:     a.Store,
 		Cluster:   a.managementCluster(),
@@ -476,8 +487,17 @@ func (a *App) openManager() error {
 		return fmt.Errorf("controller manager: %w", err)
 	}
 	ko := cluster.KubeOptions{Instance: a.installation}
-	if a.Nodes != nil {
+	switch {
+	case a.Nodes != nil:
 		ko.Metrics = a.Nodes.Metrics()
+	case a.nodeMetrics != "":
+		// The simulated node's process serves metrics.k8s.io's wire
+		// format: the client a cluster's metrics-server is read with.
+		mc, err := metricsclient.NewForConfig(&rest.Config{Host: a.nodeMetrics, Timeout: probeTimeout, UserAgent: "validator-manager"})
+		if err != nil {
+			return err
+		}
+		ko.Metrics = mc.MetricsV1beta1()
 	}
 	a.Cluster, err = cluster.NewKube(a.mgr, a.Config.Namespace, ko)
 	return err
@@ -490,7 +510,8 @@ func (a *App) Manager() manager.Manager { return a.mgr }
 // startEngine starts the embedded default's control plane in the data
 // directory (etcd's data there, so everything survives a restart; the
 // administrator's kubeconfig at dataDir/kubeconfig), or takes the shared
-// one of WithControlPlane, and its simulated node.
+// one of WithControlPlane, and its simulated node: a child process of the
+// control plane (startNode), or on a shared one a Runnable of this process.
 func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Config, error) {
 	cfg := a.Config
 	start := time.Now()
@@ -533,9 +554,40 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 			return nil, fmt.Errorf("embedded control plane: %w", err)
 		}
 	}
-	a.Nodes = nodesim.New(core, dyn, node)
+	if a.Engine != nil {
+		if err := a.startNode(); err != nil {
+			return nil, fmt.Errorf("embedded control plane: %w", err)
+		}
+	} else if a.Nodes, err = nodesim.New(rc, node); err != nil {
+		return nil, err
+	}
 	a.Log.Info("embedded control plane ready", "seconds", time.Since(start).Seconds(), "apiServer", host)
 	return rc, nil
+}
+
+// startNode starts the simulated node as a child process of the control
+// plane, which supervises it (restarts it if it exits, stops it first,
+// kills it with the server): this binary re-executed as `nodesim`, as a
+// kubelet runs beside a cluster's control plane rather than inside the
+// server, so that its caches and work are not the server's.
+func (a *App) startNode() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("simulated node: %w", err)
+	}
+	// A fixed port: a restarted node serves where the server reads.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("simulated node: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	p := nodesim.Process{Kubeconfig: a.Engine.NodeKubeconfig(), MetricsAddress: addr, LogLevel: a.Config.LogLevel}
+	if err := a.Engine.Spawn(nodesim.Command, exe, append([]string{nodesim.Command}, p.Args()...)...); err != nil {
+		return fmt.Errorf("simulated node: %w", err)
+	}
+	a.nodeMetrics = "http://" + addr
+	return nil
 }
 
 func (a *App) openIdentity(ctx context.Context) error {

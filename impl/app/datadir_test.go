@@ -14,6 +14,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/idp"
 )
 
 // TestStartRefusesContradictions: the embedded default's start-up compares
@@ -53,9 +54,13 @@ func TestStartRefusesContradictions(t *testing.T) {
 		}
 	}
 	emptyDatabase := remove("validator-manager.db", "validator-manager.db-wal", "validator-manager.db-shm")
-	// users edits the users file's "users" list (v2's and v3's wallet users).
+	// users edits the users file's "users" list (v2's and v3's wallet users),
+	// once an open has written it whole with what its journal holds.
 	users := func(edit func(users []any) any) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
+			if _, err := idp.OpenLocal(filepath.Join(dir, "idp")); err != nil {
+				t.Fatal(err)
+			}
 			path := filepath.Join(dir, "idp", "users.json")
 			raw, err := os.ReadFile(path)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/embedded/engine"
 	"github.com/validator-manager/validator-manager/impl/management"
 )
 
@@ -15,7 +16,12 @@ func (a *App) engineUp(ctx context.Context) error {
 	if a.Engine == nil {
 		return nil
 	}
-	if err := a.Engine.Ping(ctx); err != nil {
+	return engineDown(a.Engine.Ping(ctx))
+}
+
+// engineDown is the answer to a request while the control plane is down.
+func engineDown(err error) error {
+	if err != nil {
 		e := domain.Unavailable("cluster: the embedded control plane is unavailable and being restarted; try again shortly")
 		e.Cause = err
 		return e
@@ -31,16 +37,16 @@ func (a *App) managementCluster() management.Cluster {
 	if a.Engine == nil {
 		return a.Cluster
 	}
-	return engineGated{Kube: a.Cluster, up: a.engineUp}
+	return engineGated{Kube: a.Cluster, engine: a.Engine}
 }
 
 type engineGated struct {
 	*cluster.Kube
-	up func(context.Context) error
+	engine *engine.Engine
 }
 
 func (g engineGated) CheckReferences(ctx context.Context, refs domain.References) error {
-	if err := g.up(ctx); err != nil {
+	if err := engineDown(g.engine.Up(ctx)); err != nil {
 		return err
 	}
 	return g.Kube.CheckReferences(ctx, refs)

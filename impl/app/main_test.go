@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 )
 
 // apiServer is envtest's real kube-apiserver with the CRDs installed, and
@@ -23,7 +26,18 @@ var (
 
 const skipNoServer = "replica tests need a real kube-apiserver: set KUBEBUILDER_ASSETS=$(bash testdata/envtest/build.sh)"
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == nodesim.Command {
+		// The simulated node of an embedded default a test opens: the
+		// server re-executes its binary, this one.
+		if err := nodesim.Main(context.Background(), os.Args[2:], os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "nodesim:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
 
 func run(m *testing.M) int {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {

@@ -39,7 +39,11 @@ import (
 //     readers read (trim.go): no spec of a Pod or a Job;
 //   - Deployments and StatefulSets without their pod template (the
 //     workload controller reads their replicas, generation, status and a
-//     StatefulSet's claim templates; what it applies it builds itself);
+//     StatefulSet's claim templates; what it applies it builds itself),
+//     and in place of their managedFields the digest of the fields the
+//     workload controller applied (applied.go), which it compares before
+//     it applies again;
+//   - Services: the same digest in place of their managedFields;
 //   - everything else: without managedFields.
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
@@ -87,6 +91,7 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&batchv1.CronJob{}:             in(digestCronJob),
 			&appsv1.Deployment{}:           in(dropPodTemplate),
 			&appsv1.StatefulSet{}:          in(dropPodTemplate),
+			&corev1.Service{}:              in(digestService),
 		},
 	}
 	o.ByObject[&corev1.Pod{}] = in(trimPod)
@@ -132,15 +137,29 @@ func trimSecret(obj any) (any, error) {
 }
 
 // dropPodTemplate is the transform of Deployments and StatefulSets:
-// without managedFields and without the pod template.
+// without the pod template, and in place of managedFields the digest of
+// what FieldOwner applied (keepOwnedFields).
 func dropPodTemplate(obj any) (any, error) {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
-		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+		keepOwnedFields(w)
+		w.Spec.Template = corev1.PodTemplateSpec{}
 	case *appsv1.StatefulSet:
-		w.ManagedFields, w.Spec.Template = nil, corev1.PodTemplateSpec{}
+		keepOwnedFields(w)
+		w.Spec.Template = corev1.PodTemplateSpec{}
 	}
 	return trimRollout(obj), nil
+}
+
+// digestService is the transform of Services: in place of managedFields
+// the digest of what FieldOwner applied (keepOwnedFields), and of the rest
+// the metadata the workload controller reads (trimService).
+func digestService(obj any) (any, error) {
+	if s, ok := obj.(*corev1.Service); ok {
+		keepOwnedFields(s)
+		return trimService(s), nil
+	}
+	return obj, nil
 }
 
 // digestAnnotation is where a cached CronJob carries the digest of its

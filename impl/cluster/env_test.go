@@ -33,6 +33,9 @@ type gateway interface {
 	management.Cluster
 	intent.Cluster
 	Ping(ctx context.Context) error
+	// PutSecrets, one at a time.
+	WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error
+	DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error
 }
 
 var _ gateway = (*cluster.Kube)(nil)

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -785,5 +790,74 @@ func TestRestartWritesNothing(t *testing.T) {
 	s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("omega"), metav1.GetOptions{})
 	if err != nil || string(s.Data[cluster.DatabaseSecretKey]) != dbPassword {
 		t.Fatalf("database Secret after a default: got %v, want the operator's password", err)
+	}
+}
+
+// TestCreateWritesOnce: what the intent controller does for a new validator
+// (its resource, then its Secrets given and defaulted) costs one apply of
+// the resource, one per Secret and one of spec.secrets, and no read: the
+// Secrets' owner is the uid the resource's apply answered, though the cache
+// has not seen the resource yet. The resource's spec changes twice (its
+// generation is 2), not once per Secret written.
+func TestCreateWritesOnce(t *testing.T) {
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "w")
+	requests := map[string]int{}
+	var mu sync.Mutex
+	cfg := rest.CopyConfig(realServer)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			// The namespace's objects, not discovery; no watch.
+			if r.URL.Query().Get("watch") != "true" && strings.Contains(r.URL.Path, "/namespaces/"+ns+"/") {
+				mu.Lock()
+				requests[r.Method]++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	k, start, _ := gatewayOn(t, cfg, ns, cluster.KubeOptions{})
+	start()
+	mu.Lock()
+	clear(requests) // the cache's lists
+	mu.Unlock()
+	v := validator(t, "kappa", config("kappa", "0.4.1", map[string]any{"databaseConfig": map[string]any{"username": "cnadmin"}}))
+	if err := k.ApplyValidator(ctx, v, nil); err != nil {
+		t.Fatal(err)
+	}
+	secret := "generated-client-secret"
+	if err := k.PutSecrets(ctx, "kappa", domain.ValidatorSecrets{OnboardingSecret: onboardingValue, DatabasePassword: dbPassword},
+		domain.SecretDefaults{LedgerAPIClientSecret: &secret}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := maps.Clone(requests)
+	mu.Unlock()
+	if want := map[string]int{http.MethodPatch: 5}; !maps.Equal(got, want) {
+		t.Errorf("requests by method: got %v, want %v (the resource, three Secrets, spec.secrets)", got, want)
+	}
+	core, dyn := realClients(t)
+	u, err := dyn.Resource(cluster.ValidatorResource).Namespace(ns).Get(ctx, "kappa", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetGeneration() != 2 {
+		t.Errorf("generation: got %d, want 2", u.GetGeneration())
+	}
+	refs, _, _ := unstructured.NestedMap(u.Object, "spec", "secrets")
+	if len(refs) != 3 {
+		t.Errorf("spec.secrets: got %v, want the three Secrets", refs)
+	}
+	for _, name := range []string{domain.OnboardingSecretName("kappa"), domain.DatabaseSecretName("kappa"), domain.LedgerAPIAuthSecretName("kappa")} {
+		s, err := core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != u.GetUID() {
+			t.Errorf("Secret %s owners: got %v, want the resource (uid %s)", name, s.OwnerReferences, u.GetUID())
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,10 @@ type Kube struct {
 	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
 	metrics metricsv1beta1.PodMetricsesGetter
+	// created holds the uid of each Validator resource this gateway
+	// created that the cache did not show yet (name → types.UID): the
+	// owner of its Secrets, written next, without asking the API server.
+	created sync.Map
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -529,8 +534,11 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	if existed {
 		return nil
 	}
+	// u is the resource as the API server answered (a new one has no
+	// spec.secrets): its Secrets, written next, are owned by its uid.
+	k.created.Store(v.Name, u.GetUID())
 	// Secrets may outlive a resource deleted by hand: reference those there are.
-	return k.referenceSecrets(ctx, v.Name, nil)
+	return k.referenceSecrets(ctx, v.Name, nil, u.Object)
 }
 
 // validatorLabels are the labels of a Validator resource the gateway writes.
@@ -558,16 +566,20 @@ func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
 
 // referenceSecrets makes spec.secrets reference every one of the
 // validator's Secrets that exists (the cache's, and those just written),
-// applied as a field owner of its own; nothing is written when it already
-// does.
-func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string) error {
+// applied as a field owner of its own; nothing is written when the
+// resource already does: cur as the API server just answered it, else as
+// the cache holds it.
+func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string, cur map[string]any) error {
 	refs := map[string]any{}
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
 		if slices.Contains(written, s.name) || k.cachedSecret(s.name) != nil {
 			refs[s.field] = secretRef(s)
 		}
 	}
-	if cur, ok := k.storedValidator(validator); ok {
+	if cur == nil {
+		cur, _ = k.storedValidator(validator)
+	}
+	if cur != nil {
 		have, _, _ := unstructured.NestedMap(cur, "spec", "secrets")
 		want, err := jsonValue(refs)
 		if err == nil && covers(want, have, isZero) {
@@ -604,26 +616,29 @@ func (k *Kube) cachedSecret(name string) *corev1.Secret {
 // its Secrets that exists (an operator may have created one by hand). The
 // resource must exist.
 func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
-	return translate(fmt.Sprintf("write secrets of validator %q", validator), k.writeSecrets(ctx, validator, secrets))
+	return k.PutSecrets(ctx, validator, secrets, domain.SecretDefaults{})
 }
 
-func (k *Kube) writeSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
+// PutSecrets is WriteSecrets of given and DefaultSecrets of defaults in one
+// pass, spec.secrets applied once (one new generation of the resource, not
+// two): a value given replaces, a default only fills in where the Secret or
+// its key is missing, and a Secret given a value is not defaulted.
+func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, defaults domain.SecretDefaults) error {
+	return translate(fmt.Sprintf("write secrets of validator %q", validator), k.putSecrets(ctx, validator, given, defaults))
+}
+
+// putSecrets writes each of the validator's Secrets given a value or a
+// default, with the resource as their owner, then makes spec.secrets
+// reference every one that exists.
+func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) error {
 	values := map[string]string{}
-	for _, s := range secretSlots(validator, secrets) {
+	for _, s := range secretSlots(validator, given) {
 		values[s.name] = s.value
 	}
-	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) (bool, error) {
-		if s.value = values[s.name]; s.value == "" {
-			return false, nil
-		}
-		return k.writeSecretKey(ctx, s, owner, true)
-	})
-}
-
-// putSecrets calls put for each of the validator's Secrets with the
-// resource as their owner, then makes spec.secrets reference every one that
-// exists.
-func (k *Kube) putSecrets(ctx context.Context, validator string, put func(context.Context, secretSlot, metav1.OwnerReference) (bool, error)) error {
+	defaults := map[string]*string{
+		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
+		domain.DatabaseSecretName(validator):      d.DatabasePassword,
+	}
 	uid, err := k.validatorUID(ctx, validator)
 	if err != nil {
 		return err
@@ -631,7 +646,17 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, put func(contex
 	owner := ownerReference(validator, uid)
 	var written []string
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		wrote, err := put(ctx, s, owner)
+		var wrote bool
+		switch v, def := values[s.name], defaults[s.name]; {
+		case v != "":
+			s.value = v
+			wrote, err = k.writeSecretKey(ctx, s, owner, true)
+		case def != nil:
+			s.value = *def
+			wrote, err = k.writeSecretKey(ctx, s, owner, false)
+		default:
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -639,14 +664,19 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, put func(contex
 			written = append(written, s.name)
 		}
 	}
-	return k.referenceSecrets(ctx, validator, written)
+	return k.referenceSecrets(ctx, validator, written, nil)
 }
 
 // validatorUID is the uid of the validator's resource: from the cache, or
-// the API server when the cache does not hold it yet (just created).
+// the one this gateway just created, or the API server when the cache does
+// not hold it yet.
 func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
 	if cur, ok := k.storedValidator(validator); ok {
+		k.created.Delete(validator)
 		return (&unstructured.Unstructured{Object: cur}).GetUID(), nil
+	}
+	if uid, ok := k.created.Load(validator); ok {
+		return uid.(types.UID), nil
 	}
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(ValidatorGVK)
@@ -677,22 +707,7 @@ func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 // as it is), and references the validator's Secrets in spec.secrets. The
 // resource must exist.
 func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
-	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.defaultSecrets(ctx, validator, d))
-}
-
-func (k *Kube) defaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
-	values := map[string]*string{
-		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
-		domain.DatabaseSecretName(validator):      d.DatabasePassword,
-	}
-	return k.putSecrets(ctx, validator, func(ctx context.Context, s secretSlot, owner metav1.OwnerReference) (bool, error) {
-		v := values[s.name]
-		if v == nil {
-			return false, nil
-		}
-		s.value = *v
-		return k.writeSecretKey(ctx, s, owner, false)
-	})
+	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.putSecrets(ctx, validator, domain.ValidatorSecrets{}, d))
 }
 
 // PasswordKeySecret holds the key generated database passwords derive
@@ -741,6 +756,7 @@ func (k *Kube) DeleteValidator(ctx context.Context, name string) error {
 }
 
 func (k *Kube) deleteValidator(ctx context.Context, name string) error {
+	k.created.Delete(name)
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
 	err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err := client.IgnoreNotFound(err); err != nil {

@@ -74,9 +74,7 @@ func TestLocalPing(t *testing.T) {
 	if err := l.Ping(ctx); err == nil || !strings.Contains(err.Error(), "users.json cannot be written") {
 		t.Fatalf("unwritable: got %v, want an error naming the file", err)
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "users.json")); err != nil {
-		t.Fatal(err)
-	}
+	mendLocalFile(t, dir)
 	if err := l.Ping(ctx); err != nil {
 		t.Fatalf("writable again: %v", err)
 	}

@@ -2,6 +2,9 @@ package idp
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,15 +23,20 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// usersFile is the local provider's state inside its directory.
-const usersFile = "users.json"
+// usersFile is the local provider's state inside its directory, written
+// whole; journalFile beside it holds the changes to its users since
+// (journal.go).
+const (
+	usersFile   = "users.json"
+	journalFile = "users.journal"
+)
 
 // Local is the identity provider of the embedded default: users kept in
-// one JSON file, passwords only as bcrypt hashes.
+// one JSON file and its journal, passwords only as hashes (hashPassword).
 type Local struct {
-	path string
-	now  func() time.Time
-	cost int // bcrypt cost
+	path    string
+	journal journal
+	now     func() time.Time
 
 	mu      sync.Mutex // guards users, clients and the file
 	users   []localUser
@@ -52,9 +61,12 @@ type localState struct {
 	// Installation is the id of the installation (the database's instance
 	// id) whose users these are: a file from another installation is
 	// refused at open instead of silently serving its users.
-	Installation string        `json:"installation,omitempty"`
-	Users        []localUser   `json:"users"`
-	Clients      []localClient `json:"clients,omitempty"`
+	Installation string `json:"installation,omitempty"`
+	// Epoch names this writing of the file: the journal that continues it
+	// carries the same.
+	Epoch   string        `json:"epoch,omitempty"`
+	Users   []localUser   `json:"users"`
+	Clients []localClient `json:"clients,omitempty"`
 }
 
 // OpenLocal opens (creating) the local identity provider in dir, e.g.
@@ -84,18 +96,22 @@ func (refusal) Is(target error) bool { return target == ErrRefused }
 
 // OpenLocalWith opens the local identity provider in dir: a file that is
 // empty, null, without its users, of another installation or missing where
-// expected is refused, naming the file and what to do. A new provider's
-// file is written at once, so that its absence later means it was lost.
+// expected is refused, naming the file and what to do. The file is written
+// whole at once, with the changes its journal holds: a new provider's, so
+// that its absence later means it was lost.
 func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	l := &Local{path: filepath.Join(dir, usersFile), now: time.Now, cost: bcrypt.DefaultCost, installation: o.Installation}
+	l := &Local{path: filepath.Join(dir, usersFile), journal: journal{path: filepath.Join(dir, journalFile), compactAfter: compactAfter}, now: time.Now, installation: o.Installation}
 	// A temporary file is left only by a process killed between its
-	// creation and the rename; it holds password hashes, so it goes.
-	leftovers, _ := filepath.Glob(filepath.Join(dir, "."+usersFile+"-*"))
-	for _, f := range leftovers {
-		os.Remove(f)
+	// creation and its rename or removal; it may hold password hashes, so
+	// it goes.
+	for _, pattern := range []string{"." + usersFile + "-*", "." + journalFile + "-*", ".probe-*"} {
+		leftovers, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, f := range leftovers {
+			os.Remove(f)
+		}
 	}
 	const todo = "restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)"
 	raw, err := os.ReadFile(l.path)
@@ -124,12 +140,16 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
 		return nil, refusal{fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, o.Installation, todo)}
 	}
-	l.users, l.clients = st.Users, st.Clients
-	if o.Installation != "" && st.Installation == "" {
-		// Stamped now rather than at the next change.
-		if err := l.save(l.users, l.clients); err != nil {
-			return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
-		}
+	if l.installation == "" {
+		l.installation = st.Installation
+	}
+	users, err := l.journal.replay(st.Epoch, st.Users)
+	if err != nil {
+		return nil, refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.journal.path, err, todo)}
+	}
+	l.users, l.clients = users, st.Clients
+	if err := l.save(l.users, l.clients); err != nil {
+		return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
 	}
 	return l, nil
 }
@@ -142,7 +162,7 @@ func (l *Local) HasUser(id string) bool {
 }
 
 // CreateWalletUser creates <validator>_walletuser with the temporary
-// password given; only its bcrypt hash is kept. A user of that name that
+// password given; only its hash is kept. A user of that name that
 // carries claim is adopted, one that does not is domain.ErrConflict (as
 // Keycloak's).
 func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
@@ -153,18 +173,14 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password
 	if password == "" {
 		return domain.CreatedUser{}, domain.Invalid("password", "a temporary password is required to create %q", username)
 	}
-	// Hash outside the lock: bcrypt is slow on purpose.
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), l.cost)
-	if err != nil {
-		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: hash password: %w", username, err)
-	}
+	hash := hashPassword(password)
 	if err := ctx.Err(); err != nil {
 		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
 	}
 	u := localUser{
 		ID:           uuid.NewString(),
 		Username:     username,
-		PasswordHash: string(hash),
+		PasswordHash: hash,
 		Temporary:    true,
 		Claim:        claim,
 		CreatedAt:    l.now().UTC(),
@@ -179,7 +195,7 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password
 		return domain.CreatedUser{ID: l.users[i].ID, Username: username, TemporaryPassword: password}, nil
 	}
 	next := append(slices.Clip(l.users), u)
-	if err := l.save(next, l.clients); err != nil {
+	if err := l.change(next, journalEntry{Add: &u}); err != nil {
 		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
 	}
 	l.users = next
@@ -195,7 +211,7 @@ func (l *Local) DeleteUser(_ context.Context, id string) error {
 		return nil
 	}
 	next := slices.Delete(slices.Clone(l.users), i, i+1)
-	if err := l.save(next, l.clients); err != nil {
+	if err := l.change(next, journalEntry{Delete: id}); err != nil {
 		return fmt.Errorf("identity provider: delete user %s: %w", id, err)
 	}
 	l.users = next
@@ -222,7 +238,7 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 	return l.DeleteUser(ctx, id)
 }
 
-// CheckPassword verifies username's password against its bcrypt hash (the
+// CheckPassword verifies username's password against its hash (the
 // sandbox's password grant) and returns the user's id, the subject of its
 // tokens as in Keycloak. A temporary password is accepted: the local
 // provider has no way to change it. An unknown user or a wrong password is
@@ -235,34 +251,73 @@ func (l *Local) CheckPassword(_ context.Context, username, password string) (str
 		hash, id = l.users[i].PasswordHash, l.users[i].ID
 	}
 	l.mu.Unlock()
-	// Compared outside the lock; an unknown user costs a comparison too,
-	// so that both refusals take as long.
-	if hash == "" {
-		hash = unknownUserHash()
-	}
-	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); err != nil || i < 0 {
+	if !passwordMatches(hash, password) || i < 0 {
 		return "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
 	}
 	return id, nil
 }
 
-// unknownUserHash is the hash of a random password, made once.
-var unknownUserHash = sync.OnceValue(func() string {
-	h, _ := bcrypt.GenerateFromPassword([]byte(uuid.NewString()), bcrypt.DefaultCost)
-	return string(h)
-})
+// The only passwords this provider holds are the temporary passwords the
+// server derives (keyring.TemporaryPassword: 24 characters drawn from 90,
+// about 150 bits); the provider cannot change them. A slow hash (bcrypt,
+// PBKDF2) protects passwords people choose, which a guess can find; against
+// 150 random bits a SHA-256 is as strong, and costs a microsecond instead of
+// bcrypt's 50 ms of CPU per user, which made the embedded default's wallet
+// users most of the server's CPU per create. Files written before keep
+// their bcrypt hashes, which still verify.
+const sha256Prefix = "sha256:"
 
-// save writes users and clients atomically: a temporary file in the same
-// directory (created 0600), synced, then renamed over the old one.
+func hashPassword(password string) string {
+	sum := sha256.Sum256([]byte(password))
+	return sha256Prefix + hex.EncodeToString(sum[:])
+}
+
+// passwordMatches compares in constant time, and hashes for an unknown
+// user (hash "") too, which matches nothing: both refusals take as long.
+func passwordMatches(hash, password string) bool {
+	if strings.HasPrefix(hash, "$2") {
+		return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
+	}
+	got := hashPassword(password)
+	return subtle.ConstantTimeCompare([]byte(hash), []byte(got)) == 1 && hash != ""
+}
+
+// change makes next the users, recording e in the journal, or writing the
+// file whole when the journal holds as many entries as there are users
+// (at least compactAfter): a change costs the same at any number of users.
+func (l *Local) change(next []localUser, e journalEntry) error {
+	if !l.journal.open() || l.journal.entries >= max(l.journal.compactAfter, len(next)) {
+		return l.save(next, l.clients)
+	}
+	return l.journal.append(e)
+}
+
+// save writes users and clients atomically (a temporary file in the same
+// directory, created 0600, synced, then renamed over the old one) under a
+// new epoch, and starts the journal that continues it. Once the file is
+// renamed the change is saved; a journal that could not be started only
+// makes the next change write the file whole again.
 func (l *Local) save(users []localUser, clients []localClient) error {
 	if users == nil {
 		users = []localUser{} // "users": [] tells an empty provider from a null file
 	}
-	raw, err := json.MarshalIndent(localState{Installation: l.installation, Users: users, Clients: clients}, "", "  ")
+	epoch := uuid.NewString()
+	raw, err := json.MarshalIndent(localState{Installation: l.installation, Epoch: epoch, Users: users, Clients: clients}, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(l.path), "."+usersFile+"-*")
+	if err := writeAtomically(l.path, raw); err != nil {
+		return err
+	}
+	l.journal.start(epoch)
+	return nil
+}
+
+// writeAtomically replaces path with raw: a temporary file beside it
+// (".<name>-*", removed at the next open if a kill leaves it), 0600,
+// synced, renamed.
+func writeAtomically(path string, raw []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
@@ -283,16 +338,44 @@ func (l *Local) save(users []localUser, clients []localClient) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, l.path)
+	return os.Rename(tmp, path)
 }
 
-// Ping reports whether the users file can be written now (the health of
-// the embedded default's identity provider store).
+// Ping reports whether a change can be saved now (the health of the
+// embedded default's identity provider store): a probe file is written,
+// synced and removed in the provider's directory, and the journal opened
+// for appending; where a change failed to be saved or the journal cannot
+// be opened, the file is written whole instead, which starts a new one.
 func (l *Local) Ping(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.save(l.users, l.clients); err != nil {
+	err := probe(filepath.Dir(l.path))
+	if err == nil && l.journal.open() && l.journal.check() != nil {
+		l.journal.epoch = "" // lost or unwritable: the file is written whole below
+	}
+	if err == nil && !l.journal.open() {
+		err = l.save(l.users, l.clients)
+	}
+	if err != nil {
 		return fmt.Errorf("local identity provider: %s cannot be written: %w", l.path, err)
 	}
 	return nil
+}
+
+// probe writes, syncs and removes a file of one byte in dir.
+func probe(dir string) error {
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write([]byte{0}); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -2,6 +2,8 @@ package idp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,19 +19,18 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// openLocal opens a provider that hashes at bcrypt's minimum cost: the
-// default cost takes a second per hash under the race detector.
+// openLocal opens a provider in dir.
 func openLocal(t *testing.T, dir string) *Local {
 	t.Helper()
 	l, err := OpenLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.cost = bcrypt.MinCost
 	return l
 }
 
-// readUsers is the provider's file as stored.
+// readUsers is the provider's state as stored: its file and journal
+// (both, as text), and the users they hold, as the next open reads them.
 func readUsers(t *testing.T, dir string) (string, []localUser) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "users.json"))
@@ -40,7 +41,13 @@ func readUsers(t *testing.T, dir string) (string, []localUser) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
 	}
-	return string(raw), st.Users
+	j := journal{path: filepath.Join(dir, journalFile)}
+	users, err := j.replay(st.Epoch, st.Users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled, _ := os.ReadFile(j.path)
+	return string(raw) + string(journaled), users
 }
 
 func TestLocalCreateWalletUser(t *testing.T) {
@@ -54,10 +61,7 @@ func TestLocalCreateWalletUser(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.validator, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "idp")
-			l, err := OpenLocal(dir) // the production cost, checked below
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := openLocal(t, dir)
 			got, err := l.CreateWalletUser(context.Background(), tt.validator, "", testPassword(tt.validator))
 			if err != nil {
 				t.Fatalf("got error %v, want none", err)
@@ -80,11 +84,9 @@ func TestLocalCreateWalletUser(t *testing.T) {
 			if u.ID != got.ID || u.Username != tt.want || !u.Temporary || u.CreatedAt.IsZero() {
 				t.Errorf("got stored %+v, want id %s, username %s, temporary, createdAt set", u, got.ID, tt.want)
 			}
-			if err := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(got.TemporaryPassword)); err != nil {
-				t.Errorf("got a hash that does not match the password: %v", err)
-			}
-			if cost, _ := bcrypt.Cost([]byte(u.PasswordHash)); cost != bcrypt.DefaultCost {
-				t.Errorf("got bcrypt cost %d, want %d", cost, bcrypt.DefaultCost)
+			sum := sha256.Sum256([]byte(got.TemporaryPassword))
+			if want := "sha256:" + hex.EncodeToString(sum[:]); u.PasswordHash != want {
+				t.Errorf("got hash %q, want %q", u.PasswordHash, want)
 			}
 			if strings.Contains(raw, got.TemporaryPassword) {
 				t.Error("got the clear password in the file, want only its hash")
@@ -228,16 +230,28 @@ func TestLocalEmptyName(t *testing.T) {
 	}
 }
 
-// breakLocalFile puts a directory where users.json is, so that the next
-// save fails (even for root, which writes through permissions).
+// breakLocalFile puts a directory where users.json and its journal are,
+// so that the next change fails, appended or written whole (even for root,
+// which writes through permissions); mendLocalFile removes them.
 func breakLocalFile(t *testing.T, dir string) {
 	t.Helper()
-	path := filepath.Join(dir, "users.json")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{usersFile, journalFile} {
+		path := filepath.Join(dir, name)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(path, "blocker"), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(path, "blocker"), 0o700); err != nil {
-		t.Fatal(err)
+}
+
+func mendLocalFile(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{usersFile, journalFile} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -264,9 +278,7 @@ func TestLocalSaveFailure(t *testing.T) {
 
 	// A failed save changes nothing: once the file can be written, b is
 	// new and a still exists.
-	if err := os.RemoveAll(filepath.Join(dir, "users.json")); err != nil {
-		t.Fatal(err)
-	}
+	mendLocalFile(t, dir)
 	if _, err := l.CreateWalletUser(ctx, "b", "", testPassword("b")); err != nil {
 		t.Fatalf("got error %v, want none", err)
 	}
@@ -303,5 +315,26 @@ func TestLocalCheckPassword(t *testing.T) {
 				t.Fatalf("got %v, want an unauthenticated error", err)
 			}
 		})
+	}
+}
+
+// TestLocalCheckPasswordOfOlderFiles: a users file written when passwords
+// were kept as bcrypt hashes still lets its users sign in.
+func TestLocalCheckPasswordOfOlderFiles(t *testing.T) {
+	dir := t.TempDir()
+	hash, err := bcrypt.GenerateFromPassword([]byte("Older-Password-0123456789!"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := `{"users":[{"id":"u1","username":"old_walletuser","passwordHash":"` + string(hash) + `","temporary":true,"createdAt":"2026-01-01T00:00:00Z"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLocal(t, dir)
+	if id, err := l.CheckPassword(context.Background(), "old_walletuser", "Older-Password-0123456789!"); err != nil || id != "u1" {
+		t.Errorf("its password: got %q, %v, want u1", id, err)
+	}
+	if _, err := l.CheckPassword(context.Background(), "old_walletuser", "Older-Password-0123456789?"); !errors.Is(err, &domain.Error{Code: domain.CodeUnauthenticated}) {
+		t.Errorf("a wrong password: got %v, want an unauthenticated error", err)
 	}
 }

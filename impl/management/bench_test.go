@@ -13,9 +13,7 @@ import (
 // BenchmarkCreateEdit measures a create and an edit through the API on the
 // embedded default (SQLite, the embedded cluster, the reconciler's writes)
 // with 10 and with 1,000 validators present: neither may grow with their
-// number. Creates use custom authentication: with a wallet user, bcrypt of
-// its temporary password (cost 10, tens of milliseconds) dominates and is
-// the same at any count.
+// number. Creates use custom authentication (no wallet user).
 func BenchmarkCreateEdit(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("validators=%d", n), func(b *testing.B) {

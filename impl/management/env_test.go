@@ -355,8 +355,8 @@ func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p
 	return c.faults.around("cluster.ApplyValidator", func() error { return c.Kube.ApplyValidator(ctx, v, p) })
 }
 
-func (c faultyCluster) WriteSecrets(ctx context.Context, name string, s domain.ValidatorSecrets) error {
-	return c.faults.around("cluster.WriteSecrets", func() error { return c.Kube.WriteSecrets(ctx, name, s) })
+func (c faultyCluster) PutSecrets(ctx context.Context, name string, s domain.ValidatorSecrets, d domain.SecretDefaults) error {
+	return c.faults.around("cluster.PutSecrets", func() error { return c.Kube.PutSecrets(ctx, name, s, d) })
 }
 
 func (c faultyCluster) DeleteValidator(ctx context.Context, name string) error {

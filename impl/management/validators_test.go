@@ -235,7 +235,7 @@ func TestCreateValidatorConcurrent(t *testing.T) {
 // finished, never undone).
 func TestCreateValidatorRecordedIsFinished(t *testing.T) {
 	e := start(t)
-	for i, point := range []string{"identity.CreateWalletUser", "store.SetWalletUser", "cluster.ApplyValidator", "cluster.WriteSecrets"} {
+	for i, point := range []string{"identity.CreateWalletUser", "store.SetWalletUser", "cluster.ApplyValidator", "cluster.PutSecrets"} {
 		t.Run(point, func(t *testing.T) {
 			t.Cleanup(e.faults.clear)
 			e.faults.failBefore(point)

@@ -110,8 +110,13 @@ func dialectorOf(driver, dsn string) (gorm.Dialector, error) {
 		// lets readers run beside the writer; busy_timeout waits for the
 		// writer's lock instead of failing at once; _txlock=immediate takes
 		// that lock at BEGIN, because a deferred transaction that reads and
-		// then writes gets SQLITE_BUSY at once, without waiting.
-		return sqlite.Open("file:" + dsn + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate"), nil
+		// then writes gets SQLITE_BUSY at once, without waiting. This
+		// process's writers queue in one gate (writegate.go).
+		db, err := sql.Open("sqlite3", "file:"+dsn+"?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate")
+		if err != nil {
+			return nil, err
+		}
+		return sqlite.New(sqlite.Config{Conn: newGatedPool(db)}), nil
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}

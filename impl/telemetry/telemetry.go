@@ -8,12 +8,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -35,6 +38,8 @@ const (
 // records nothing, so callers need no check.
 type Metrics struct {
 	registry *prometheus.Registry
+	// also are served beside registry (Also).
+	also     prometheus.Gatherers
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	upstream *prometheus.HistogramVec
@@ -69,9 +74,23 @@ func New() *Metrics {
 	return m
 }
 
+// Also serves g's metrics beside the process's own: controller-runtime's
+// registry (work queues, reconciles, the API server client's requests),
+// which is the process's, shared by every Manager in it. Its Go runtime
+// and process families are left out: the process's registry has them.
+// Call it before Handler.
+func (m *Metrics) Also(g prometheus.Gatherer) {
+	m.also = append(m.also, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		fs, err := g.Gather()
+		return slices.DeleteFunc(fs, func(f *dto.MetricFamily) bool {
+			return strings.HasPrefix(f.GetName(), "go_") || strings.HasPrefix(f.GetName(), "process_")
+		}), err
+	}))
+}
+
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+	return promhttp.HandlerFor(append(prometheus.Gatherers{m.registry}, m.also...), promhttp.HandlerOpts{Registry: m.registry})
 }
 
 // Registry is where the metrics live (tests gather from it).

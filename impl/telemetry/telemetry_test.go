@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -93,4 +95,26 @@ func TestOutcome(t *testing.T) {
 	}
 	var nilMetrics *telemetry.Metrics
 	nilMetrics.ObserveUpstream("ledger", telemetry.OutcomeOK, time.Second) // records nothing, does not panic
+}
+
+// TestAlsoServesAnotherRegistry: a registry added with Also is served
+// beside the process's own, without its Go runtime and process families
+// (which both have: served twice, they would fail the whole answer).
+func TestAlsoServesAnotherRegistry(t *testing.T) {
+	m := telemetry.New()
+	other := prometheus.NewRegistry()
+	queued := prometheus.NewCounter(prometheus.CounterOpts{Name: "workqueue_adds_total", Help: "adds"})
+	other.MustRegister(queued, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	queued.Add(3)
+	m.Also(other)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("got %d %s, want 200", rec.Code, rec.Body)
+	}
+	for _, want := range []string{"workqueue_adds_total 3", "go_goroutines "} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("the answer has no %q", want)
+		}
+	}
 }

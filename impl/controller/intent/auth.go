@@ -80,16 +80,15 @@ func requestSecrets(v domain.Validator, s domain.ValidatorSecrets) domain.Valida
 	return s
 }
 
-// ensureSecrets writes every Secret the validator's pods reference that is
-// missing or lacks its key: the database password (generated for an
-// internal database; empty for an external one whose operator gave none)
-// and, without custom authentication, the ledger API client's secret from
-// the identity provider. A Secret that exists is never replaced (an edit
-// that gives a value does that). The cache says what is missing, so a
-// reconcile in step asks nothing of the API server or the identity provider;
-// written are the Secrets this reconcile wrote, which the cache may not
-// show yet.
-func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator, written domain.WrittenSecrets) error {
+// defaults are the values of every Secret the validator's pods reference
+// that is missing or lacks its key, given that those in written are being
+// written: the database password (generated for an internal database;
+// empty for an external one whose operator gave none) and, without custom
+// authentication, the ledger API client's secret from the identity
+// provider. A Secret that exists is never replaced (an edit that gives a
+// value does that). The cache says what is missing, so a reconcile in step
+// asks nothing of the API server or the identity provider.
+func (c *Controller) defaults(ctx context.Context, v domain.Validator, written domain.WrittenSecrets) (domain.SecretDefaults, error) {
 	have := c.cluster.CachedSecrets(v.Name)
 	have.Database = have.Database || written.Database
 	have.LedgerAPIAuth = have.LedgerAPIAuth || written.LedgerAPIAuth
@@ -97,7 +96,7 @@ func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator, writ
 	if !have.Database {
 		password, ok, err := c.databasePassword(ctx, v)
 		if err != nil {
-			return err
+			return d, err
 		}
 		if ok {
 			d.DatabasePassword = &password
@@ -106,14 +105,11 @@ func (c *Controller) ensureSecrets(ctx context.Context, v domain.Validator, writ
 	if !v.CustomAuth && v.ProvisionedAuth != nil && !have.LedgerAPIAuth {
 		secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 		if err != nil {
-			return fmt.Errorf("read the ledger API client's secret: %w", err)
+			return d, fmt.Errorf("read the ledger API client's secret: %w", err)
 		}
 		d.LedgerAPIClientSecret = &secret
 	}
-	if d.DatabasePassword == nil && d.LedgerAPIClientSecret == nil {
-		return nil
-	}
-	return c.cluster.DefaultSecrets(ctx, v.Name, d)
+	return d, nil
 }
 
 // databasePassword is the value of a validator's missing database Secret:

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,10 +79,10 @@ type Store interface {
 // Cluster is the cluster gateway as this controller uses it.
 type Cluster interface {
 	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
-	WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error
-	// DefaultSecrets writes values only where a Secret or its key is
-	// missing (read fresh), never over a value.
-	DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error
+	// PutSecrets writes the values given over what the Secrets hold, and
+	// the defaults only where a Secret or its key is missing, never over a
+	// value; then references the Secrets in the resource, once.
+	PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, defaults domain.SecretDefaults) error
 	// CachedSecrets tells from the cache which of the validator's Secrets
 	// exist with their key.
 	CachedSecrets(validator string) domain.WrittenSecrets
@@ -210,7 +211,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Named("validator-intent").
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return c.cluster.Manages(o.GetLabels())
-		}))).
+		}), readChanged)).
 		Owns(&batchv1.CronJob{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if name := c.cluster.SecretValidator(o); name != "" {
@@ -238,6 +239,24 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return c.start(ctx)
 	}))
+}
+
+// readChanged passes a Validator's update when something this controller
+// reads of it changed (its spec, labels, annotations, phase, deletion) or
+// nothing did (the cache's resync): not the workload controller's status
+// writes that only move conditions, several per validator as its workloads
+// come up, each of which would read the database again for nothing.
+var readChanged = predicate.TypedFuncs[client.Object]{
+	UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
+		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
+		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
+		if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+			return true
+		}
+		return old.Generation != cur.Generation || old.Status.Phase != cur.Status.Phase ||
+			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
+			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
+	},
 }
 
 // gatewaySynced is a source of no events whose sync is the gateway's: the
@@ -461,13 +480,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, _ *reconcile.Re
 			return err
 		}
 	}
-	// The values given first, so that a missing Secret the request filled
-	// is never defaulted before.
-	written, err := c.writePending(ctx, in.Validator)
-	if err != nil {
-		return err
-	}
-	if err := c.ensureSecrets(ctx, in.Validator, written); err != nil {
+	if err := c.writeSecrets(ctx, in.Validator); err != nil {
 		return err
 	}
 	return c.syncState(ctx, in.Validator)
@@ -536,33 +549,52 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 	return nil
 }
 
-// writePending writes the secret values a create or an edit recorded into
-// the validator's Secrets (replacing what they hold), then clears them from
-// the row if it still holds them: an edit recorded meanwhile keeps its
-// values for the next reconcile. Values that no longer open (the key was
-// replaced) are dropped with a warning: the operator gives them again.
-// It tells which Secrets it wrote (the cache may not show them yet).
-func (c *Controller) writePending(ctx context.Context, v domain.Validator) (domain.WrittenSecrets, error) {
-	var written domain.WrittenSecrets
+// writeSecrets writes, in one call, the secret values a create or an edit
+// recorded (sealed) into the validator's Secrets, replacing what they hold,
+// and the defaults of the Secrets its pods reference that are missing
+// (ensureSecrets: never one the values fill); then it clears the values
+// from the row if it still holds them: an edit recorded meanwhile keeps
+// its values for the next reconcile. Values that no longer open (the key
+// was replaced) are dropped with a warning: the operator gives them again.
+func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator) error {
+	given, err := c.pending(ctx, v)
+	if err != nil {
+		return err
+	}
+	defaults, err := c.defaults(ctx, v, given.Written())
+	if err != nil {
+		return err
+	}
+	if given != (domain.ValidatorSecrets{}) || defaults != (domain.SecretDefaults{}) {
+		if err := c.cluster.PutSecrets(ctx, v.Name, given, defaults); err != nil {
+			return err
+		}
+	}
 	if v.PendingSecrets == "" {
-		return written, nil
+		return nil
+	}
+	faultpoint.Reach("secrets.written")
+	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
+}
+
+// pending are the secret values the row records for the cluster (none
+// when it records none, or when they no longer open).
+func (c *Controller) pending(ctx context.Context, v domain.Validator) (domain.ValidatorSecrets, error) {
+	if v.PendingSecrets == "" {
+		return domain.ValidatorSecrets{}, nil
 	}
 	key, err := c.passwordKey(ctx)
 	if err != nil {
-		return written, fmt.Errorf("the cluster's password key: %w", err)
+		return domain.ValidatorSecrets{}, fmt.Errorf("the cluster's password key: %w", err)
 	}
 	s, err := keyring.Open(key, v.Name, v.IdentityClaim(), v.PendingSecrets)
-	given := requestSecrets(v, s)
 	if errors.Is(err, keyring.ErrUnsealable) {
 		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
 			"validator", v.Name)
-	} else if err != nil {
-		return written, err
-	} else if err := c.cluster.WriteSecrets(ctx, v.Name, given); err != nil {
-		return written, err
-	} else {
-		written = given.Written()
+		return domain.ValidatorSecrets{}, nil
 	}
-	faultpoint.Reach("secrets.written")
-	return written, c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
+	if err != nil {
+		return domain.ValidatorSecrets{}, err
+	}
+	return requestSecrets(v, s), nil
 }

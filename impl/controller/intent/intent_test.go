@@ -148,8 +148,8 @@ func (c cluster) ApplyValidator(_ context.Context, v domain.Validator, _ *domain
 	return nil
 }
 
-func (c cluster) WriteSecrets(_ context.Context, name string, s domain.ValidatorSecrets) error {
-	if err := c.fail("WriteSecrets"); err != nil {
+func (c cluster) PutSecrets(_ context.Context, name string, s domain.ValidatorSecrets, d domain.SecretDefaults) error {
+	if err := c.fail("PutSecrets"); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -164,17 +164,6 @@ func (c cluster) WriteSecrets(_ context.Context, name string, s domain.Validator
 	if s.DatabasePassword != "" {
 		have.DatabasePassword, p.Database = s.DatabasePassword, true
 	}
-	c.secrets[name], c.present[name] = have, p
-	return nil
-}
-
-func (c cluster) DefaultSecrets(_ context.Context, name string, d domain.SecretDefaults) error {
-	if err := c.fail("DefaultSecrets"); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	have, p := c.secrets[name], c.present[name]
 	if d.LedgerAPIClientSecret != nil && !p.LedgerAPIAuth {
 		have.LedgerAPIClientSecret, p.LedgerAPIAuth = *d.LedgerAPIClientSecret, true
 	}
@@ -382,7 +371,7 @@ func (w *world) provisioned(name string) bool {
 // provisioned whole, whichever step fails once on the way (retried, never
 // undone).
 func TestProvision(t *testing.T) {
-	for _, fail := range []string{"", "CreateWalletUser", "ProvisionClients", "SetProvisionedAuth", "ApplyValidator", "WriteSecrets", "ClearPendingSecrets", "DefaultSecrets"} {
+	for _, fail := range []string{"", "CreateWalletUser", "ProvisionClients", "SetProvisionedAuth", "ApplyValidator", "PutSecrets", "ClearPendingSecrets"} {
 		t.Run("fails once: "+fail, func(t *testing.T) {
 			w := newWorld()
 			if fail != "" {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,11 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
-// FieldOwner is the field manager of everything the controller applies.
-const FieldOwner = "validator-manager"
+// FieldOwner is the field manager of everything the controller applies:
+// the process's one (the cache keeps a digest of what it applied).
+const FieldOwner = cluster.FieldOwner
 
 // Options configure the controller.
 type Options struct {
@@ -56,7 +59,7 @@ func New(c client.Client, opts Options) *Reconciler {
 }
 
 // SetupWithManager registers the controller with mgr: it reconciles a
-// Validator when it changes (its generation), when one of the workloads it
+// Validator when it changes (its generation or its status), when one of the workloads it
 // controls changes or is deleted, so that hand edits and deletions are
 // corrected, and when one of its Pods or a Secret or ConfigMap its pod
 // templates read changes, so that its status says why a pod cannot start.
@@ -85,7 +88,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
-		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A new status too: one the cache was behind on (writeStatus).
+		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
@@ -100,6 +104,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
+}
+
+// statusChanged passes a Validator whose status changed.
+var statusChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
+		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
+		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(old.Status, cur.Status)
+	},
 }
 
 // refIndex indexes Validators by "<Kind>/<name>" of each Secret and
@@ -203,11 +216,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 }
 
 // writeStatus writes v's status from observed, unless it says so already.
-// It compares with and patches the Validator as the API server has it: the
-// cache may lag behind the last status written, and a status equal to a
-// stale one would not be written, or a merge patch from it would leave out
-// fields that seem unchanged (a phase, with new conditions).
+// A status the cache holds is not written again (a restart reads and writes
+// nothing): should the cache be behind the API server, the status it then
+// receives reconciles the Validator again (SetupWithManager). A status to
+// write is compared with and patched on the Validator as the API server has
+// it: a status equal to a stale one would not be written, or a merge patch
+// from it would leave out fields that seem unchanged (a phase, with new
+// conditions).
 func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, observed Observed) error {
+	if equality.Semantic.DeepEqual(Status(cached, observed), cached.Status) {
+		return nil
+	}
 	reader := r.fresh
 	if reader == nil {
 		reader = r.client
@@ -233,7 +252,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator
 }
 
 // apply writes obj by server-side apply as FieldOwner, taking over fields
-// someone changed by hand (drift is corrected, not reported as a conflict).
+// someone changed by hand (drift is corrected, not reported as a conflict),
+// unless the cache says the object holds it already.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 		return r.createClaim(ctx, claim)
@@ -247,11 +267,46 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
+	req, err := cluster.NewApplyRequest(u)
+	if err != nil {
+		return err
+	}
+	if r.applied(ctx, obj, req) {
+		return nil
+	}
+	if u, err = req.Object(); err != nil {
+		return err
+	}
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", u.GetKind(), obj.GetName(), err)
 	}
 	return nil
 }
+
+// applied tells from the cache whether applying req (obj as an apply
+// request) would change nothing (cluster.ApplyRequest.Applied): false when
+// someone changed or removed a field the last apply set, and when the
+// cache is behind the API server (the apply then changes nothing).
+func (r *Reconciler) applied(ctx context.Context, obj client.Object, req cluster.ApplyRequest) bool {
+	var cur client.Object
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		cur = &appsv1.Deployment{}
+	case *appsv1.StatefulSet:
+		cur = &appsv1.StatefulSet{}
+	case *corev1.Service:
+		cur = &corev1.Service{}
+	default:
+		return false // the cache keeps no digest of it
+	}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), cur, noCopy); err != nil {
+		return false
+	}
+	return req.Applied(cur)
+}
+
+// noCopy reads a cached object without copying it: read it, never change it.
+var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 
 // createClaim creates claim unless it exists: a claim's spec is immutable
 // once bound, and an existing one (kept from before, or resized by an
@@ -420,7 +475,8 @@ func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
 
 // toUnstructured is obj as an apply request: its type, metadata and spec,
 // without the fields a typed object always carries but apply must not
-// claim (status, creationTimestamp).
+// claim (status, creationTimestamp) or the API server does not keep (the
+// type of a claim template).
 func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -433,6 +489,10 @@ func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	if templates, ok, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates"); ok {
 		for _, t := range templates {
 			if tm, ok := t.(map[string]any); ok {
+				// The API server keeps neither: sent, they would differ from
+				// the templates kept (keepClaimTemplates) and apply again.
+				delete(tm, "apiVersion")
+				delete(tm, "kind")
 				delete(tm, "status")
 				unstructured.RemoveNestedField(tm, "metadata", "creationTimestamp")
 			}

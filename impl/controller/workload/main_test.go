@@ -8,12 +8,15 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
@@ -22,6 +25,10 @@ import (
 // controller runs in a Manager for the whole test binary; nil without
 // KUBEBUILDER_ASSETS (testdata/envtest/build.sh builds the binaries).
 var apiServer client.Client
+
+// restConfig reaches the same API server (tests start controllers of their
+// own with it).
+var restConfig *rest.Config
 
 const skipNoServer = "workload controller tests need a real kube-apiserver: set KUBEBUILDER_ASSETS=$(bash testdata/envtest/build.sh)"
 
@@ -54,7 +61,20 @@ func run(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cluster.CacheOptions("", 0), Metrics: metricsserver.Options{BindAddress: "0"}})
+	restConfig = cfg
+	// Validators labelled apart are left to the tests' own controllers.
+	cacheOptions := cluster.CacheOptions("", 0)
+	notApart, err := labels.Parse("!" + apart)
+	if err != nil {
+		panic(err)
+	}
+	for obj, by := range cacheOptions.ByObject {
+		if _, ok := obj.(*v1alpha1.Validator); ok {
+			by.Label = notApart
+			cacheOptions.ByObject[obj] = by
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cacheOptions, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "workload tests: manager: %v\n", err)
 		return 1

@@ -66,6 +66,12 @@ func helperServer(block bool) int {
 		e.Stop()
 		return 1
 	}
+	// A spawned node, which must die with the server too.
+	if err := e.Spawn("node", sleepBin(), "600"); err != nil {
+		fmt.Fprintln(os.Stderr, "spawn:", err)
+		e.Stop()
+		return 1
+	}
 	b, _ := json.Marshal(e.PIDs())
 	fmt.Printf("READY %s\n", b)
 	if block {
@@ -217,8 +223,8 @@ func TestChildrenDieWithKilledServer(t *testing.T) {
 	binaries(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
 	cmd, pids := startHelper(t, dir, nil)
-	if len(pids) != 3 {
-		t.Fatalf("children: %v, want 3", pids)
+	if len(pids) != 4 {
+		t.Fatalf("children: %v, want the control plane's 3 and a spawned node", pids)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -381,6 +387,15 @@ func startHelper(t *testing.T, dir string, extraEnv []string) (*exec.Cmd, map[st
 		t.Fatal("helper server not ready within 90s")
 	}
 	return nil, nil
+}
+
+// sleepBin is sleep(1), which stands for a spawned node.
+func sleepBin() string {
+	p, err := exec.LookPath("sleep")
+	if err != nil {
+		return "/bin/sleep"
+	}
+	return p
 }
 
 func alive(pid int) bool {

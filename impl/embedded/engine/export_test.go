@@ -10,12 +10,12 @@ func (e *Engine) EtcdURL() string { return e.etcdURL }
 // Done is closed by Stop.
 func (e *Engine) Done() <-chan struct{} { return e.done }
 
-// PIDs are the children's process ids by binary name.
+// PIDs are the children's process ids by name (Spawn's too).
 func (e *Engine) PIDs() map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := map[string]int{}
-	for _, p := range e.children {
+	for _, p := range append(append([]*proc(nil), e.children...), e.nodes...) {
 		out[p.name] = p.current().cmd.Process.Pid
 	}
 	return out

@@ -19,7 +19,8 @@ import (
 
 // The engine's PKI lives in <Dir>/pki and is made once: one CA signs the
 // serving certificates (etcd, kube-apiserver) and the client certificates
-// (kube-apiserver to etcd, the administrator, kube-controller-manager).
+// (kube-apiserver to etcd, the administrator, kube-controller-manager, the
+// simulated node).
 // Leaf certificates are renewed when less than a month of validity is left;
 // the CA (ten years) is kept, so kubeconfigs written earlier stay valid.
 
@@ -71,6 +72,9 @@ func openPKI(dir string) (*pki, error) {
 		// credentials (no per-controller service accounts), so it needs the
 		// administrator group, as kubeadm's single-identity setups do.
 		{name: "controller-manager", cn: "system:kube-controller-manager", orgs: []string{"system:masters"}, client: true},
+		// The simulated node plays scheduler, kubelet and volume
+		// provisioner at once: the rights of all three.
+		{name: "node", cn: "nodesim", orgs: []string{"system:masters"}, client: true},
 	}
 	for _, l := range leaves {
 		if err := p.ensureLeaf(l); err != nil {

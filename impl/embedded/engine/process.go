@@ -66,10 +66,10 @@ type child struct {
 	err     error         // its exit status, set before done closes
 }
 
-// startChild starts a binary; a restart (appendLog) adds to the log of the
-// run that exited, which holds why it did, instead of rotating it away.
-func (e *Engine) startChild(name string, appendLog bool, args ...string) (*child, error) {
-	bin := filepath.Join(e.opts.BinDir, name)
+// startChild starts p's binary; a restart (appendLog) adds to the log of
+// the run that exited, which holds why it did, instead of rotating it away.
+func (e *Engine) startChild(p *proc, appendLog bool) (*child, error) {
+	name := p.name
 	logFile := filepath.Join(e.opts.Dir, "logs", name+".log")
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	if !appendLog {
@@ -85,7 +85,7 @@ func (e *Engine) startChild(name string, appendLog bool, args ...string) (*child
 	}
 	// A restart on a full disk runs without its log file rather than not at all.
 	out := &output{file: f}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = e.opts.Dir
 	cmd.Env = childEnv()
@@ -263,6 +263,7 @@ func stalePaths(dir string) map[string]bool {
 		filepath.Join(dir, "etcd"):                          true,
 		filepath.Join(dir, "pki"):                           true,
 		filepath.Join(dir, "controller-manager.kubeconfig"): true,
+		filepath.Join(dir, nodeKubeconfig):                  true,
 	}
 }
 

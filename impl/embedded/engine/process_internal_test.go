@@ -16,6 +16,7 @@ func TestStaleMatchesOnlyTheDirectoryOwnPaths(t *testing.T) {
 		{[]string{"--data-dir", "/data/cluster/etcd"}, true},
 		{[]string{"--cert-dir=/data/cluster/pki"}, true},
 		{[]string{"--kubeconfig=/data/cluster/controller-manager.kubeconfig"}, true},
+		{[]string{"nodesim", "--kubeconfig=/data/cluster/node.kubeconfig"}, true},
 		{[]string{"--data-dir=/data/cluster2/etcd"}, false},
 		{[]string{"--data-dir=/data/cluster/etcd/sub"}, false},
 		{[]string{"--data-dir=/data"}, false},

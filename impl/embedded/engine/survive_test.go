@@ -75,8 +75,16 @@ func TestChildExitIsSurvived(t *testing.T) {
 		if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		// Up takes Ping's last answer of the last second: down at once
+		// after Ping is, though the exit may not be seen yet.
 		waitFor(t, 5*time.Second, "Ping down after "+name+" was killed", func() bool { return e.Ping(ctx) != nil })
+		if err := e.Up(ctx); err == nil {
+			t.Errorf("Up after Ping saw %s down: want down too", name)
+		}
 		waitFor(t, 60*time.Second, "Ping up after "+name+" was restarted", func() bool { return e.Ping(ctx) == nil })
+		if err := e.Up(ctx); err != nil {
+			t.Errorf("Up after Ping saw %s back: %v", name, err)
+		}
 		if after := e.PIDs()[name]; after == before || !alive(after) {
 			t.Errorf("%s: pid %d before, %d after: want a new running process", name, before, after)
 		}
@@ -98,6 +106,34 @@ func TestChildExitIsSurvived(t *testing.T) {
 	case <-e.Done():
 		t.Fatal("Done closed although Stop was not called")
 	default:
+	}
+
+	// A spawned node is supervised alike, but is not the control plane:
+	// Ping stays up while it is away.
+	if err := e.Spawn("node", sleepBin(), "600"); err != nil {
+		t.Fatal(err)
+	}
+	node := e.PIDs()["node"]
+	if err := syscall.Kill(node, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the node's exit logged", func() bool {
+		return strings.Contains(logs.String(), `msg="engine: node exited; it is started again, and no Pod changes on its node until it is back"`)
+	})
+	if err := e.Ping(ctx); err != nil {
+		t.Errorf("Ping while the node is away: %v, want nil", err)
+	}
+	waitFor(t, 10*time.Second, "the node started again", func() bool {
+		now := e.PIDs()["node"]
+		return now != node && alive(now)
+	})
+	last := e.PIDs()["node"]
+	e.Stop()
+	if alive(last) {
+		t.Errorf("node %d running after Stop", last)
+	}
+	if err := e.Spawn("late", sleepBin(), "600"); err == nil {
+		t.Error("Spawn after Stop: nil, want an error")
 	}
 }
 

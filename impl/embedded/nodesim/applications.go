@@ -3,6 +3,7 @@ package nodesim
 import (
 	"context"
 	"reflect"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Applications: on a cluster, whatever deploys an Application (Helm, Argo
@@ -64,30 +66,27 @@ func CreateSampleApplication(ctx context.Context, dyn dynamic.Interface, namespa
 	return err
 }
 
-// deploymentChanged enqueues the Application that owns the Deployment.
-func (s *Simulator) deploymentChanged(o any) {
-	m, err := metaOf(o)
-	if err != nil {
-		return
-	}
-	for _, ref := range m.GetOwnerReferences() {
-		if ref.Kind == "Application" && ref.APIVersion == ApplicationGVR.GroupVersion().String() {
-			s.queue.Add(key{kind: applicationKey, namespace: m.GetNamespace(), name: ref.Name})
-		}
-	}
+// applicationGVK is the Application's kind.
+var applicationGVK = ApplicationGVR.GroupVersion().WithKind("Application")
+
+// application is an empty Application (unstructured: the simulator reads
+// spec.replicas and spec.image only).
+func application() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(applicationGVK)
+	return u
 }
 
-func (s *Simulator) syncApplication(ctx context.Context, namespace, name string) error {
-	obj, err := s.apps.ByNamespace(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil // its Deployment is garbage-collected
+// syncApplication applies the Application's Deployment and writes the
+// Application's status from it; the Deployment's changes enqueue the
+// Application again (it owns the Deployment).
+func (s *Simulator) syncApplication(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
+	app := application()
+	if err := s.client.Get(ctx, key, app); err != nil {
+		return 0, client.IgnoreNotFound(err) // its Deployment is garbage-collected
 	}
-	if err != nil {
-		return err
-	}
-	app, ok := obj.(*unstructured.Unstructured)
-	if !ok || app.GetDeletionTimestamp() != nil {
-		return nil
+	if app.GetDeletionTimestamp() != nil {
+		return 0, nil
 	}
 	replicas, found, _ := unstructured.NestedInt64(app.Object, "spec", "replicas")
 	if !found || replicas < 0 {
@@ -97,15 +96,11 @@ func (s *Simulator) syncApplication(ctx context.Context, namespace, name string)
 	if image == "" {
 		image = defaultImage
 	}
-	dep, err := s.deploys.Deployments(namespace).Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if dep == nil || !deploymentMatches(dep, app, int32(replicas), image) {
-		if dep, err = s.core.AppsV1().Deployments(namespace).Apply(ctx, applicationDeployment(app, int32(replicas), image),
-			metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-			return err
-		}
+	dep := &appsv1.Deployment{}
+	if err := s.client.Get(ctx, key, dep); err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	} else if err != nil || !deploymentMatches(dep, app, int32(replicas), image) {
+		return 0, s.client.Apply(ctx, applicationDeployment(app, int32(replicas), image), client.FieldOwner(FieldManager), client.ForceOwnership)
 	}
 	phase := "Pending"
 	if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.ReadyReplicas == int32(replicas) && dep.Status.UpdatedReplicas == int32(replicas) {
@@ -113,15 +108,10 @@ func (s *Simulator) syncApplication(ctx context.Context, namespace, name string)
 	}
 	status := map[string]any{"phase": phase, "replicas": int64(dep.Status.ReadyReplicas)}
 	if have, _, _ := unstructured.NestedMap(app.Object, "status"); reflect.DeepEqual(have, status) {
-		return nil
+		return 0, nil
 	}
-	u := app.DeepCopy()
-	u.Object["status"] = status
-	_, err = s.dyn.Resource(ApplicationGVR).Namespace(namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	app.Object["status"] = status
+	return 0, client.IgnoreNotFound(s.client.Status().Update(ctx, app, client.FieldOwner(FieldManager)))
 }
 
 func deploymentMatches(d *appsv1.Deployment, app *unstructured.Unstructured, replicas int32, image string) bool {
@@ -149,4 +139,21 @@ func applicationDeployment(app *unstructured.Unstructured, replicas int32, image
 				WithLabels(labels).
 				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().
 					WithName("app").WithImage(image).WithResources(resources)))))
+}
+
+// trimDeployment is the cache's transform of Deployments: of the pod
+// template, the containers' names and images (what deploymentMatches
+// compares); no managedFields.
+func trimDeployment(obj any) (any, error) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return obj, nil
+	}
+	d.ManagedFields = nil
+	containers := make([]corev1.Container, len(d.Spec.Template.Spec.Containers))
+	for i, c := range d.Spec.Template.Spec.Containers {
+		containers[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	d.Spec.Template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: containers}}
+	return d, nil
 }

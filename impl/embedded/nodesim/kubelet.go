@@ -1,6 +1,7 @@
 package nodesim
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
@@ -47,16 +49,17 @@ const (
 
 // keys are the keys of the named Secret or ConfigMap in the simulator's
 // cache; false when it is absent.
-func (s *Simulator) keys(kind podrefs.Kind, namespace, name string) (map[string]bool, bool) {
+func (s *Simulator) keys(ctx context.Context, kind podrefs.Kind, namespace, name string) (map[string]bool, bool) {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
 	if kind == podrefs.Secret {
-		o, err := s.secrets.Secrets(namespace).Get(name)
-		if err != nil {
+		o := &corev1.Secret{}
+		if err := s.client.Get(ctx, key, o); err != nil {
 			return nil, false
 		}
 		return keySet[[]byte, string](o.Data, nil), true
 	}
-	o, err := s.configMaps.ConfigMaps(namespace).Get(name)
-	if err != nil {
+	o := &corev1.ConfigMap{}
+	if err := s.client.Get(ctx, key, o); err != nil {
 		return nil, false
 	}
 	return keySet(o.BinaryData, o.Data), true
@@ -75,8 +78,8 @@ func keySet[A, B any](a map[string]A, b map[string]B) map[string]bool {
 
 // refError is the kubelet's error for r, "" when what r needs exists (or r
 // is optional). missingKey words a missing key (env and volumes differ).
-func (s *Simulator) refError(namespace string, r podrefs.Ref, missingKey func(key string) string) string {
-	keys, ok := s.keys(r.Kind, namespace, r.Name)
+func (s *Simulator) refError(ctx context.Context, namespace string, r podrefs.Ref, missingKey func(key string) string) string {
+	keys, ok := s.keys(ctx, r.Kind, namespace, r.Name)
 	switch {
 	case r.Optional:
 		return ""
@@ -102,20 +105,20 @@ func imageError(image string) string {
 
 // startError is why the kubelet cannot start c: its waiting reason and
 // message, or "" when it can.
-func (s *Simulator) startError(p *corev1.Pod, c *corev1.Container) (reason, message string) {
+func (s *Simulator) startError(ctx context.Context, p *corev1.Pod, c *corev1.Container) (reason, message string) {
 	if msg := imageError(c.Image); msg != "" {
 		return ReasonInvalidImageName, msg
 	}
-	if msg := s.configError(p.Namespace, c); msg != "" {
+	if msg := s.configError(ctx, p.Namespace, c); msg != "" {
 		return ReasonCreateContainerConfigError, msg
 	}
 	return "", ""
 }
 
 // configError checks c's environment in the kubelet's order: envFrom, then env.
-func (s *Simulator) configError(ns string, c *corev1.Container) string {
+func (s *Simulator) configError(ctx context.Context, ns string, c *corev1.Container) string {
 	for _, r := range podrefs.Env(c) {
-		if msg := s.refError(ns, r, func(k string) string {
+		if msg := s.refError(ctx, ns, r, func(k string) string {
 			return fmt.Sprintf("couldn't find key %s in %s %s/%s", k, r.Kind, ns, r.Name)
 		}); msg != "" {
 			return msg
@@ -126,11 +129,11 @@ func (s *Simulator) configError(ns string, c *corev1.Container) string {
 
 // mountError is the kubelet's FailedMount message for the first volume of p
 // it cannot set up, "" when it can set up all.
-func (s *Simulator) mountError(p *corev1.Pod) string {
+func (s *Simulator) mountError(ctx context.Context, p *corev1.Pod) string {
 	for i := range p.Spec.Volumes {
 		v := &p.Spec.Volumes[i]
 		for _, r := range podrefs.Volume(v) {
-			if msg := s.refError(p.Namespace, r, func(k string) string {
+			if msg := s.refError(ctx, p.Namespace, r, func(k string) string {
 				if r.Kind == podrefs.Secret {
 					return "references non-existent secret key: " + k
 				}
@@ -145,13 +148,10 @@ func (s *Simulator) mountError(p *corev1.Pod) string {
 
 // claimError is the scheduler's message for a Pod whose claim does not
 // exist or is being deleted (it then stays unscheduled), "" otherwise.
-func (s *Simulator) claimError(p *corev1.Pod) string {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		name := v.PersistentVolumeClaim.ClaimName
-		c, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(name)
+func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) string {
+	for _, name := range podClaims(p) {
+		c := &corev1.PersistentVolumeClaim{}
+		err := s.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, c)
 		var why string
 		switch {
 		case apierrors.IsNotFound(err):
@@ -167,30 +167,20 @@ func (s *Simulator) claimError(p *corev1.Pod) string {
 }
 
 // podSecrets and podConfigMaps index a Pod by the objects it reads.
-func podSecrets(o any) ([]string, error)    { return podRefs(o, podrefs.Secret), nil }
-func podConfigMaps(o any) ([]string, error) { return podRefs(o, podrefs.ConfigMap), nil }
-
-func podRefs(o any, kind podrefs.Kind) []string {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return nil
-	}
-	names := podrefs.Names(&p.Spec, kind, true)
-	for i, n := range names {
-		names[i] = p.Namespace + "/" + n
-	}
-	return names
-}
+func podSecrets(p *corev1.Pod) []string    { return podrefs.Names(&p.Spec, podrefs.Secret, true) }
+func podConfigMaps(p *corev1.Pod) []string { return podrefs.Names(&p.Spec, podrefs.ConfigMap, true) }
 
 // keysOnly keeps the keys of a cached Secret or ConfigMap and drops the
-// values: the rules need no more, and the simulator holds no secret.
+// values (and managedFields): the rules need no more, and the simulator
+// holds no secret.
 func keysOnly(o any) (any, error) {
 	switch v := o.(type) {
 	case *corev1.Secret:
 		for k := range v.Data {
 			v.Data[k] = nil
 		}
-		v.StringData, v.ManagedFields = nil, nil
+		// An annotation may quote the values (kubectl's last-applied-configuration).
+		v.StringData, v.ManagedFields, v.Annotations = nil, nil, nil
 	case *corev1.ConfigMap:
 		for k := range v.Data {
 			v.Data[k] = ""

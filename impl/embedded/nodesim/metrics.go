@@ -2,8 +2,11 @@ package nodesim
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"math"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Metrics answers as metrics.k8s.io would for the Pods the simulator runs
@@ -22,9 +25,10 @@ import (
 // container uses 20–70% of its CPU request and 50–70% of its memory request
 // (50m and 64Mi without one), varying over a five-minute cycle and
 // differently per Pod. It is the PodMetricses part of the metrics clientset
-// (the real one's MetricsV1beta1() satisfies the same interface).
+// (the real one's MetricsV1beta1() satisfies the same interface), and it
+// serves the same over HTTP (Handler), where the real clientset reads it.
 type Metrics struct {
-	pods corelisters.PodLister
+	pods client.Reader // the simulator's cache
 	now  func() time.Time
 }
 
@@ -42,39 +46,34 @@ type podMetricses struct {
 
 var podMetricsResource = metricsv1beta1.SchemeGroupVersion.WithResource("pods").GroupResource()
 
-func (p podMetricses) List(_ context.Context, opts metav1.ListOptions) (*metricsv1beta1.PodMetricsList, error) {
+func (p podMetricses) List(ctx context.Context, opts metav1.ListOptions) (*metricsv1beta1.PodMetricsList, error) {
 	sel, err := labels.Parse(opts.LabelSelector)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	var pods []*corev1.Pod
-	if p.namespace == "" {
-		pods, err = p.m.pods.List(sel)
-	} else {
-		pods, err = p.m.pods.Pods(p.namespace).List(sel)
-	}
-	if err != nil {
+	var pods corev1.PodList
+	if err := p.m.pods.List(ctx, &pods, client.InNamespace(p.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err
 	}
 	t := p.m.now()
-	out := &metricsv1beta1.PodMetricsList{}
-	for _, pod := range pods {
-		if pod.Status.Phase == corev1.PodRunning {
-			out.Items = append(out.Items, podMetrics(pod, t))
+	out := &metricsv1beta1.PodMetricsList{TypeMeta: metav1.TypeMeta{APIVersion: metricsv1beta1.SchemeGroupVersion.String(), Kind: "PodMetricsList"}}
+	for i := range pods.Items {
+		if pods.Items[i].Status.Phase == corev1.PodRunning {
+			out.Items = append(out.Items, podMetrics(&pods.Items[i], t))
 		}
 	}
 	return out, nil
 }
 
-func (p podMetricses) Get(_ context.Context, name string, _ metav1.GetOptions) (*metricsv1beta1.PodMetrics, error) {
-	pod, err := p.m.pods.Pods(p.namespace).Get(name)
-	if err != nil {
+func (p podMetricses) Get(ctx context.Context, name string, _ metav1.GetOptions) (*metricsv1beta1.PodMetrics, error) {
+	var pod corev1.Pod
+	if err := p.m.pods.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, &pod); err != nil {
 		return nil, err
 	}
 	if pod.Status.Phase != corev1.PodRunning {
 		return nil, apierrors.NewNotFound(podMetricsResource, name)
 	}
-	pm := podMetrics(pod, p.m.now())
+	pm := podMetrics(&pod, p.m.now())
 	return &pm, nil
 }
 
@@ -89,6 +88,7 @@ func podMetrics(p *corev1.Pod, t time.Time) metricsv1beta1.PodMetrics {
 	phase := float64(h.Sum32()%1000) / 1000 * 2 * math.Pi
 	wave := math.Sin(float64(t.Unix())/300*2*math.Pi + phase) // a five-minute cycle
 	pm := metricsv1beta1.PodMetrics{
+		TypeMeta:   metav1.TypeMeta{APIVersion: metricsv1beta1.SchemeGroupVersion.String(), Kind: "PodMetrics"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
 		Timestamp:  metav1.NewTime(t.UTC().Truncate(time.Second)),
 		Window:     metav1.Duration{Duration: 30 * time.Second},
@@ -111,4 +111,44 @@ func podMetrics(p *corev1.Pod, t time.Time) metricsv1beta1.PodMetrics {
 		})
 	}
 	return pm
+}
+
+// MetricsPath is where, under Options.MetricsAddress, the pod metrics are
+// served, as metrics.k8s.io's API group is under an API server's address.
+const MetricsPath = "/apis/metrics.k8s.io/"
+
+// Handler serves List and Get of the pod metrics as metrics.k8s.io does
+// (the paths of its API group, its JSON, its Status errors), so that a
+// server in another process reads them with the real clientset.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	base := "GET " + MetricsPath + metricsv1beta1.SchemeGroupVersion.Version
+	list := func(w http.ResponseWriter, r *http.Request) {
+		l, err := m.PodMetricses(r.PathValue("namespace")).List(r.Context(), metav1.ListOptions{LabelSelector: r.URL.Query().Get("labelSelector")})
+		reply(w, l, err)
+	}
+	mux.HandleFunc(base+"/pods", list)
+	mux.HandleFunc(base+"/namespaces/{namespace}/pods", list)
+	mux.HandleFunc(base+"/namespaces/{namespace}/pods/{name}", func(w http.ResponseWriter, r *http.Request) {
+		pm, err := m.PodMetricses(r.PathValue("namespace")).Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
+		reply(w, pm, err)
+	})
+	return mux
+}
+
+// reply writes v, or err as the API server's Status.
+func reply(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		st := apierrors.APIStatus(nil)
+		if !errors.As(err, &st) {
+			st = apierrors.NewInternalError(err)
+		}
+		status := st.Status()
+		status.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+		w.WriteHeader(int(status.Code))
+		_ = json.NewEncoder(w).Encode(status)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
 }

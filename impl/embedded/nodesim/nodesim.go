@@ -10,6 +10,12 @@
 // by Pods, keeps the embedded default's Applications running as Deployments,
 // and reports simulated usage of the Pods it runs (Metrics). Never run it
 // against a real cluster.
+//
+// It watches as a controller-runtime program: a Manager of its own (its own
+// cache, trimmed to what the rules read), one controller per kind made with
+// the builder. The embedded default runs it in a process of its own, as a
+// node's kubelet is (validator-manager nodesim, which the engine
+// supervises): its caches and work are not the server's.
 package nodesim
 
 import (
@@ -17,27 +23,34 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Options tune the simulator; zero values take the defaults.
@@ -50,18 +63,39 @@ type Options struct {
 	// ReadyDelay is how long after binding a Pod is reported running and
 	// ready (a Job's Pod: succeeded); default 1 s.
 	ReadyDelay time.Duration
-	// Capacity of the node; default 64 CPUs, 256Gi memory, 1,000 Pods.
+	// Capacity of the node; default 64 CPUs, 256Gi memory, 10,000 Pods.
 	Capacity corev1.ResourceList
 	// StorageClass is made (as the default class) when absent, so claims
 	// that name no class get one; default "standard"; "-" makes none.
 	StorageClass string
-	// Workers process the queue; default 4.
+	// Workers of each controller (Pods, claims, volumes, Applications):
+	// Pods reconciled at once; default DefaultWorkers.
 	Workers int
+	// QPS and Burst bound the simulator's requests to the API server;
+	// defaults DefaultQPS and DefaultBurst (client-go's 5 and 10 would
+	// start a few Pods a second).
+	QPS   float32
+	Burst int
+	// MetricsAddress, when set, is where the simulator serves the usage of
+	// its Pods as metrics.k8s.io does (MetricsPath), beside its own
+	// Prometheus metrics at /metrics: how a server in another process
+	// reads them. Empty: nothing is served (Metrics answers in process).
+	MetricsAddress string
 	// Now is the clock of the simulated usage; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
+
+// Defaults of Options, chosen by BenchmarkPodsStarted: a Pod costs the
+// simulator two writes (its binding, its status) and a claim one, each a
+// few milliseconds of the API server's; more workers or a higher rate only
+// queue on the API server.
+const (
+	DefaultWorkers = 16
+	DefaultQPS     = 400
+	DefaultBurst   = 800
+)
 
 func (o *Options) defaults() {
 	if o.NodeName == "" {
@@ -74,14 +108,20 @@ func (o *Options) defaults() {
 		o.Capacity = corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("64"),
 			corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods:   resource.MustParse("1000"),
+			corev1.ResourcePods:   resource.MustParse("10000"),
 		}
 	}
 	if o.StorageClass == "" {
 		o.StorageClass = "standard"
 	}
 	if o.Workers <= 0 {
-		o.Workers = 4
+		o.Workers = DefaultWorkers
+	}
+	if o.QPS <= 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultBurst
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -91,39 +131,14 @@ func (o *Options) defaults() {
 	}
 }
 
-// kind says what a queue key names.
-type kind uint8
-
-const (
-	podKey kind = iota
-	claimKey
-	volumeKey
-	applicationKey
-)
-
-type key struct {
-	kind            kind
-	namespace, name string
-}
-
 // Simulator is the node simulator; Start runs it.
 type Simulator struct {
-	core  kubernetes.Interface
-	dyn   dynamic.Interface
-	opts  Options
-	log   *slog.Logger
-	queue workqueue.TypedRateLimitingInterface[key]
-
-	factories  []factory
-	pods       corelisters.PodLister
-	podIndex   cache.Indexer
-	claims     corelisters.PersistentVolumeClaimLister
-	secrets    corelisters.SecretLister
-	configMaps corelisters.ConfigMapLister
-	volumes    corelisters.PersistentVolumeLister
-	deploys    appslisters.DeploymentLister
-	apps       cache.GenericLister
-	synced     []cache.InformerSynced
+	mgr    manager.Manager
+	client client.Client // reads from the simulator's cache
+	api    client.Reader // reads from the API server
+	events kubernetes.Interface
+	opts   Options
+	log    *slog.Logger
 
 	// kubelet and scheduler record the events those would; set by Start.
 	kubelet, scheduler record.EventRecorder
@@ -133,62 +148,166 @@ type Simulator struct {
 	metrics *Metrics
 }
 
-// New builds a simulator over the API server of core and dyn (the same
-// server); Start runs it.
-func New(core kubernetes.Interface, dyn dynamic.Interface, opts Options) *Simulator {
+// New builds a simulator over the API server of rc (its QPS and burst are
+// the Options'); Start runs it.
+func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	opts.defaults()
-	s := &Simulator{
-		core: core, dyn: dyn, opts: opts, log: opts.Logger,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "nodesim"}),
-		ready: make(chan struct{}),
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = opts.QPS, opts.Burst
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
 	}
-	typed := informers.NewSharedInformerFactoryWithOptions(core, 0, informers.WithNamespace(opts.Namespace))
-	// Volumes are cluster-scoped: their own factory.
-	volFactory := informers.NewSharedInformerFactory(core, 0)
-	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, opts.Namespace, nil)
-	s.factories = []factory{typed, volFactory, dynFactory}
-
-	podInf := typed.Core().V1().Pods()
-	utilruntime.Must(podInf.Informer().AddIndexers(cache.Indexers{claimIndex: podClaims, secretIndex: podSecrets, configMapIndex: podConfigMaps}))
-	s.pods, s.podIndex = podInf.Lister(), podInf.Informer().GetIndexer()
-	_, _ = podInf.Informer().AddEventHandler(s.handler(podKey))
-
-	// Claims, Secrets and ConfigMaps: a change reaches the Pods that wait
-	// for them (level-triggered: a Pod starts once what it needs exists).
-	claimInf := typed.Core().V1().PersistentVolumeClaims()
-	s.claims = claimInf.Lister()
-	_, _ = claimInf.Informer().AddEventHandler(s.dependency(claimIndex, func(m metav1.Object) {
-		s.queue.Add(key{kind: claimKey, namespace: m.GetNamespace(), name: m.GetName()})
-	}))
-	secretInf := typed.Core().V1().Secrets()
-	utilruntime.Must(secretInf.Informer().SetTransform(keysOnly))
-	s.secrets = secretInf.Lister()
-	_, _ = secretInf.Informer().AddEventHandler(s.dependency(secretIndex, nil))
-	configMapInf := typed.Core().V1().ConfigMaps()
-	utilruntime.Must(configMapInf.Informer().SetTransform(keysOnly))
-	s.configMaps = configMapInf.Lister()
-	_, _ = configMapInf.Informer().AddEventHandler(s.dependency(configMapIndex, nil))
-	volInf := volFactory.Core().V1().PersistentVolumes()
-	s.volumes = volInf.Lister()
-	_, _ = volInf.Informer().AddEventHandler(s.handler(volumeKey))
-
-	depInf := typed.Apps().V1().Deployments()
-	s.deploys = depInf.Lister()
-	_, _ = depInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.deploymentChanged(o) },
-		UpdateFunc: func(_, o any) { s.deploymentChanged(o) },
-		DeleteFunc: func(o any) { s.deploymentChanged(o) },
+	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{now: opts.Now}}
+	metrics := metricsserver.Options{BindAddress: "0"}
+	if opts.MetricsAddress != "" {
+		metrics = metricsserver.Options{BindAddress: opts.MetricsAddress,
+			ExtraHandlers: map[string]http.Handler{MetricsPath: s.metrics.Handler()}}
+	}
+	mgr, err := manager.New(rc, manager.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOptions(opts.Namespace),
+		Metrics:                metrics,
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.FromSlogHandler(opts.Logger.Handler()),
+		// Tests run several simulators in one process, each with the
+		// same controllers.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
-	appInf := dynFactory.ForResource(ApplicationGVR)
-	s.apps = appInf.Lister()
-	_, _ = appInf.Informer().AddEventHandler(s.handler(applicationKey))
+	if err != nil {
+		return nil, fmt.Errorf("nodesim: %w", err)
+	}
+	if s.events, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, fmt.Errorf("nodesim: %w", err)
+	}
+	s.mgr, s.client, s.api = mgr, mgr.GetClient(), mgr.GetAPIReader()
+	s.metrics.pods = s.client
+	if err := s.setup(); err != nil {
+		return nil, fmt.Errorf("nodesim: %w", err)
+	}
+	return s, nil
+}
 
-	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, claimInf.Informer().HasSynced,
-		secretInf.Informer().HasSynced, configMapInf.Informer().HasSynced,
-		volInf.Informer().HasSynced, depInf.Informer().HasSynced, appInf.Informer().HasSynced}
-	s.metrics = &Metrics{pods: s.pods, now: opts.Now}
-	return s
+// cacheOptions hold of each kind what the rules read: Secrets and
+// ConfigMaps without their values, Deployments without their pod
+// templates' details, volumes the simulator made only; nothing with
+// managedFields.
+func cacheOptions(namespace string) cache.Options {
+	in := func(t toolscache.TransformFunc) cache.ByObject {
+		if namespace == "" {
+			return cache.ByObject{Transform: t}
+		}
+		// Per namespace: a ByObject transform without its namespaces would
+		// lose to the DefaultNamespaces' defaulted one.
+		return cache.ByObject{Namespaces: map[string]cache.Config{namespace: {Transform: t}}}
+	}
+	o := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:           in(keysOnly),
+			&corev1.ConfigMap{}:        in(keysOnly),
+			&appsv1.Deployment{}:       in(trimDeployment),
+			&corev1.PersistentVolume{}: {Label: labels.SelectorFromSet(labels.Set{provisionedLabel: "true"}), Transform: cache.TransformStripManagedFields()},
+		},
+	}
+	if namespace != "" {
+		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return o
+}
+
+// setup indexes the Pods by what they read and makes the controllers. Each
+// kind's informer is made now, so that the cache's first sync, after which
+// Ready closes, covers them all.
+func (s *Simulator) setup() error {
+	ctx := context.Background()
+	for _, o := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Secret{}, &corev1.ConfigMap{},
+		&corev1.PersistentVolume{}, &appsv1.Deployment{}, application()} {
+		if _, err := s.mgr.GetCache().GetInformer(ctx, o); err != nil {
+			return fmt.Errorf("informer of %T: %w", o, err)
+		}
+	}
+	for index, refs := range map[string]func(*corev1.Pod) []string{claimIndex: podClaims, secretIndex: podSecrets, configMapIndex: podConfigMaps} {
+		err := s.mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, index, func(o client.Object) []string {
+			if p, ok := o.(*corev1.Pod); ok {
+				return refs(p)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("index pods by %s: %w", index, err)
+		}
+	}
+	workers := controller.Options{MaxConcurrentReconciles: s.opts.Workers}
+	// Pods; a claim, Secret or ConfigMap that changes reaches the Pods
+	// that read it (level-triggered: a Pod starts once what it needs exists).
+	err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-pod").
+		For(&corev1.Pod{}).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(claimIndex))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(secretIndex))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(configMapIndex))).
+		WithOptions(workers).
+		Complete(s.reconciler(s.syncPod))
+	if err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-claim").
+		For(&corev1.PersistentVolumeClaim{}).WithOptions(workers).
+		Complete(s.reconciler(s.syncClaim)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-volume").
+		For(&corev1.PersistentVolume{}).WithOptions(workers).
+		Complete(s.reconciler(s.syncVolume)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-application").
+		For(application()).Owns(&appsv1.Deployment{}).WithOptions(workers).
+		Complete(s.reconciler(s.syncApplication)); err != nil {
+		return err
+	}
+	// After the caches' first sync (controller-runtime starts its
+	// runnables after them): the simulator is ready.
+	return s.mgr.Add(manager.RunnableFunc(func(context.Context) error {
+		close(s.ready)
+		s.log.Info("nodesim: node ready", "node", s.opts.NodeName, "readyDelay", s.opts.ReadyDelay.String())
+		return nil
+	}))
+}
+
+// step is one controller's work on one object: how long until its next
+// step is due (0: none, until it changes).
+type step func(ctx context.Context, key client.ObjectKey) (time.Duration, error)
+
+// reconciler runs a sync. A conflict is no error: the object changed since
+// the cache's copy, and that change enqueues it again.
+func (s *Simulator) reconciler(f step) reconcile.Func {
+	return func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		after, err := f(ctx, req.NamespacedName)
+		switch {
+		case ctx.Err() != nil, apierrors.IsConflict(err):
+			return reconcile.Result{}, nil
+		case err != nil:
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+}
+
+// podsReading maps an object to the Pods whose index refers to it.
+func (s *Simulator) podsReading(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var pods corev1.PodList
+		if err := s.client.List(ctx, &pods, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+			s.log.Warn("nodesim: pods reading", "index", index, "namespace", o.GetNamespace(), "name", o.GetName(), "err", err)
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pods.Items))
+		for i := range pods.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+		}
+		return out
+	}
 }
 
 // Metrics is the simulated metrics.k8s.io of the Pods this simulator runs.
@@ -211,7 +330,6 @@ func (s *Simulator) Start(ctx context.Context) error {
 	if !first {
 		return errors.New("nodesim: already started")
 	}
-	defer s.queue.ShutDown()
 	if err := s.registerNode(ctx); err != nil {
 		return fmt.Errorf("nodesim: register node %s: %w", s.opts.NodeName, err)
 	}
@@ -220,120 +338,29 @@ func (s *Simulator) Start(ctx context.Context) error {
 	}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.core.CoreV1().Events("")})
-	s.kubelet = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: s.opts.NodeName})
-	s.scheduler = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "default-scheduler"})
-	for _, f := range s.factories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-		return ctx.Err()
-	}
-	close(s.ready)
-	s.log.Info("nodesim: node ready", "node", s.opts.NodeName, "readyDelay", s.opts.ReadyDelay.String())
-	var wg sync.WaitGroup
-	for range s.opts.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, s.worker, time.Second) })
-	}
-	<-ctx.Done()
-	s.queue.ShutDown()
-	wg.Wait()
-	return nil
-}
-
-func (s *Simulator) handler(k kind) cache.ResourceEventHandler {
-	add := func(o any) {
-		if m, err := metaOf(o); err == nil {
-			s.queue.Add(key{kind: k, namespace: m.GetNamespace(), name: m.GetName()})
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }, DeleteFunc: add}
-}
-
-// dependency handles an object Pods depend on: also (self, when not nil)
-// its own queue key, then the Pods that index refers to it.
-func (s *Simulator) dependency(index string, self func(metav1.Object)) cache.ResourceEventHandler {
-	changed := func(o any) {
-		m, err := metaOf(o)
-		if err != nil {
-			return
-		}
-		if self != nil {
-			self(m)
-		}
-		pods, _ := s.podIndex.ByIndex(index, m.GetNamespace()+"/"+m.GetName())
-		for _, p := range pods {
-			if p, ok := p.(*corev1.Pod); ok {
-				s.queue.Add(key{kind: podKey, namespace: p.Namespace, name: p.Name})
-			}
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed}
-}
-
-func metaOf(o any) (metav1.Object, error) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	return meta.Accessor(o)
-}
-
-func (s *Simulator) worker(ctx context.Context) {
-	for s.next(ctx) {
-	}
-}
-
-func (s *Simulator) next(ctx context.Context) bool {
-	k, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(k)
-	var after time.Duration
-	var err error
-	switch k.kind {
-	case podKey:
-		after, err = s.syncPod(ctx, k.namespace, k.name)
-	case claimKey:
-		err = s.syncClaim(ctx, k.namespace, k.name)
-	case volumeKey:
-		err = s.syncVolume(ctx, k.name)
-	case applicationKey:
-		err = s.syncApplication(ctx, k.namespace, k.name)
-	}
-	switch {
-	case err != nil && ctx.Err() == nil:
-		if !apierrors.IsConflict(err) {
-			s.log.Warn("nodesim: sync failed, retrying", "kind", k.kind, "namespace", k.namespace, "name", k.name, "err", err)
-		}
-		s.queue.AddRateLimited(k)
-	case after > 0:
-		s.queue.Forget(k)
-		s.queue.AddAfter(k, after)
-	default:
-		s.queue.Forget(k)
-	}
-	return true
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.events.CoreV1().Events("")})
+	s.kubelet = events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: s.opts.NodeName})
+	s.scheduler = events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "default-scheduler"})
+	return s.mgr.Start(ctx)
 }
 
 // registerNode creates the node, or takes it over after a restart, and
 // reports it Ready with its capacity. The node lifecycle controller does not
 // run on the embedded default, so no heartbeat is needed to stay Ready.
 func (s *Simulator) registerNode(ctx context.Context) error {
-	nodes := s.core.CoreV1().Nodes()
-	n, err := nodes.Get(ctx, s.opts.NodeName, metav1.GetOptions{})
+	n := &corev1.Node{}
+	err := s.api.Get(ctx, client.ObjectKey{Name: s.opts.NodeName}, n)
 	if apierrors.IsNotFound(err) {
-		n, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:   s.opts.NodeName,
 			Labels: map[string]string{corev1.LabelHostname: s.opts.NodeName, corev1.LabelOSStable: "linux", "node.kubernetes.io/simulated": "true"},
-		}}, metav1.CreateOptions{})
+		}}
+		err = s.client.Create(ctx, n)
 	}
 	if err != nil {
 		return err
 	}
 	now := metav1.NewTime(s.opts.Now())
-	n = n.DeepCopy()
 	n.Status.Capacity = s.opts.Capacity.DeepCopy()
 	n.Status.Allocatable = s.opts.Capacity.DeepCopy()
 	n.Status.Phase = corev1.NodeRunning
@@ -350,12 +377,5 @@ func (s *Simulator) registerNode(ctx context.Context) error {
 		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure"),
 		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID"),
 	}
-	_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
-	return err
-}
-
-// factory is an informer factory, typed or dynamic.
-type factory interface {
-	Start(stop <-chan struct{})
-	Shutdown()
+	return s.client.Status().Update(ctx, n)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/validator-manager/validator-manager/impl/embedded/engine"
 	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
@@ -34,7 +39,11 @@ var (
 	dyn        dynamic.Interface
 	sim        *nodesim.Simulator
 	nsCounter  atomic.Int32
+	plane      *rest.Config
 )
+
+// restConfig is a copy of the administrator's configuration of the engine.
+func restConfig() *rest.Config { return rest.CopyConfig(plane) }
 
 const readyDelay = 300 * time.Millisecond
 
@@ -57,6 +66,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e, err := engine.Start(ctx, engine.Options{Dir: filepath.Join(dir, "cluster"), Logger: log})
@@ -65,9 +75,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer e.Stop()
+	plane = e.RESTConfig()
 	core = kubernetes.NewForConfigOrDie(e.RESTConfig())
 	dyn = dynamic.NewForConfigOrDie(e.RESTConfig())
-	sim = nodesim.New(core, dyn, nodesim.Options{ReadyDelay: readyDelay, Logger: log})
+	if sim, err = nodesim.New(e.RESTConfig(), nodesim.Options{ReadyDelay: readyDelay, Logger: log}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	done := make(chan error, 1)
 	go func() { done <- sim.Start(ctx) }()
 	select {
@@ -93,7 +107,6 @@ func namespace(t *testing.T) string {
 		t.Skip(skipReason)
 	}
 	t.Parallel()
-	ctx := context.Background()
 	name := fmt.Sprintf("t%d-%s", nsCounter.Add(1), strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
@@ -103,7 +116,13 @@ func namespace(t *testing.T) string {
 	if len(name) > 60 {
 		name = name[:60]
 	}
-	name = strings.TrimRight(name, "-")
+	return newNamespace(t, strings.TrimRight(name, "-"))
+}
+
+// newNamespace makes the namespace name, with its default service account.
+func newNamespace(t testing.TB, name string) string {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +133,7 @@ func namespace(t *testing.T) string {
 	return name
 }
 
-func eventually(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {
+func eventually(t testing.TB, d time.Duration, what string, ok func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -375,6 +394,24 @@ func TestApplicationRunsAsDeployment(t *testing.T) {
 	}
 	if _, err := sim.Metrics().PodMetricses(ns).Get(ctx, "absent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get metrics of an absent pod: %v, want not found", err)
+	}
+	// The same over HTTP, as a server in another process reads them: the
+	// metrics clientset on the paths and wire format of metrics.k8s.io.
+	srv := httptest.NewServer(sim.Metrics().Handler())
+	defer srv.Close()
+	remote := metricsclient.NewForConfigOrDie(&rest.Config{Host: srv.URL}).MetricsV1beta1()
+	rl, err := remote.PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(rl.Items) != 2 || rl.Items[0].Containers[0].Usage.Cpu().IsZero() {
+		t.Fatalf("pod metrics over HTTP: %v %+v, want the two pods' usage", err, rl)
+	}
+	if _, err := remote.PodMetricses(ns).Get(ctx, pm.Items[0].Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("get metrics over HTTP: %v", err)
+	}
+	if _, err := remote.PodMetricses(ns).Get(ctx, "absent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get metrics of an absent pod over HTTP: %v, want not found", err)
+	}
+	if all, err := remote.PodMetricses("").List(ctx, metav1.ListOptions{LabelSelector: sel}); err != nil || len(all.Items) < 2 {
+		t.Errorf("pod metrics of every namespace over HTTP: %v %+v", err, all)
 	}
 	// Scaling the Application scales its Pods.
 	if _, err := apps.Patch(ctx, nodesim.SampleApplication, "application/merge-patch+json", []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {

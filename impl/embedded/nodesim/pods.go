@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // hostIP is the simulated node's address: the containers "run" on this machine.
@@ -28,37 +29,33 @@ const PodCIDR = "127.244.0.0/16"
 // succeeded), or waiting where the kubelet's rules (kubelet.go) say it
 // cannot start; confirm a deletion at once. It returns how long to wait
 // before the Pod's next step is due.
-func (s *Simulator) syncPod(ctx context.Context, namespace, name string) (time.Duration, error) {
-	pod, err := s.pods.Pods(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
+func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
+	pod := &corev1.Pod{}
+	if err := s.client.Get(ctx, key, pod); err != nil {
+		return 0, client.IgnoreNotFound(err)
 	}
-	if err != nil {
-		return 0, err
-	}
-	api := s.core.CoreV1().Pods(namespace)
 	if pod.DeletionTimestamp != nil {
 		if pod.Spec.NodeName != s.opts.NodeName {
 			return 0, nil // unbound Pods are removed by the API server itself
 		}
 		// The containers are "stopped": confirm, as the kubelet does.
-		err := api.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		err := s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return 0, nil
 		}
 		return 0, err
 	}
 	if pod.Spec.NodeName == "" {
-		if msg := s.claimError(pod); msg != "" {
+		if msg := s.claimError(ctx, pod); msg != "" {
 			return 0, s.unschedulable(ctx, pod, msg)
 		}
-		if !s.claimsBound(pod) {
+		if !s.claimsBound(ctx, pod) {
 			return 0, nil // a claim's change enqueues the Pod again
 		}
-		err := api.Bind(ctx, &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: pod.UID},
+		err := s.client.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: s.opts.NodeName},
-		}, metav1.CreateOptions{})
+		})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return 0, nil // deleted, or bound meanwhile: its own event follows
 		}
@@ -75,17 +72,17 @@ func (s *Simulator) syncPod(ctx context.Context, namespace, name string) (time.D
 	if wait := due.Sub(s.opts.Now()); wait > 0 {
 		return wait, nil
 	}
-	status, warnings := s.kubeletStatus(pod, s.opts.Now())
+	status, warnings := s.kubeletStatus(ctx, pod, s.opts.Now())
 	if equality.Semantic.DeepEqual(status, &pod.Status) {
 		return 0, nil
 	}
-	p := pod.DeepCopy()
-	p.Status = *status
-	if _, err := api.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		return 0, ignoreNotFound(err)
+	was := pod.DeepCopy()
+	pod.Status = *status
+	if err := s.client.Status().Update(ctx, pod); err != nil {
+		return 0, client.IgnoreNotFound(err)
 	}
 	for _, w := range warnings {
-		s.kubelet.Event(pod, corev1.EventTypeWarning, w.reason, w.message)
+		s.kubelet.Event(was, corev1.EventTypeWarning, w.reason, w.message)
 	}
 	return 0, nil
 }
@@ -99,20 +96,13 @@ func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 	if equality.Semantic.DeepEqual(st, &pod.Status) {
 		return nil
 	}
-	p := pod.DeepCopy()
-	p.Status = *st
-	if _, err := s.core.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		return ignoreNotFound(err)
+	was := pod.DeepCopy()
+	pod.Status = *st
+	if err := s.client.Status().Update(ctx, pod); err != nil {
+		return client.IgnoreNotFound(err)
 	}
-	s.scheduler.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+	s.scheduler.Event(was, corev1.EventTypeWarning, "FailedScheduling", msg)
 	return nil
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // scheduledAt is when the Pod was bound (its PodScheduled condition, which
@@ -162,7 +152,7 @@ type warning struct{ reason, message string }
 // warnings it records with it: running and ready (a Job's Pod: succeeded)
 // when every container starts, else Pending with the containers it cannot
 // start waiting (kubelet.go). Containers already started stay as they are.
-func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStatus, []warning) {
+func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.Time) (*corev1.PodStatus, []warning) {
 	st := p.Status.DeepCopy()
 	t := metav1.NewTime(now)
 	st.HostIP, st.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
@@ -170,7 +160,7 @@ func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStat
 		st.StartTime = &t
 	}
 	if st.PodIP == "" { // no sandbox yet: its volumes come first
-		if msg := s.mountError(p); msg != "" {
+		if msg := s.mountError(ctx, p); msg != "" {
 			unmounted(p, st, t)
 			return st, []warning{{"FailedMount", msg}}
 		}
@@ -182,7 +172,7 @@ func (s *Simulator) kubeletStatus(p *corev1.Pod, now time.Time) (*corev1.PodStat
 	// reason the kubelet cannot start it, else started (a Job's container
 	// and an init container: completed).
 	start := func(c *corev1.Container, completes bool) corev1.ContainerStatus {
-		if reason, msg := s.startError(p, c); reason != "" {
+		if reason, msg := s.startError(ctx, p, c); reason != "" {
 			warnings = append(warnings, startWarning(reason, msg))
 			return waitingStatus(c, reason, msg)
 		}

@@ -2,12 +2,14 @@ package nodesim
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Volumes: the simulator is the provisioner of every claim in its
@@ -27,28 +29,21 @@ const provisionedLabel = "nodesim.validator-manager.io/provisioned"
 
 const claimIndex = "claim"
 
-// podClaims indexes a Pod by the claims its volumes name.
-func podClaims(o any) ([]string, error) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
+// podClaims are the names of the claims p's volumes name.
+func podClaims(p *corev1.Pod) []string {
 	var out []string
 	for _, v := range p.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
-			out = append(out, p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName)
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
 		}
 	}
-	return out, nil
+	return out
 }
 
-func (s *Simulator) claimsBound(p *corev1.Pod) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		c, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
-		if err != nil || c.Status.Phase != corev1.ClaimBound {
+func (s *Simulator) claimsBound(ctx context.Context, p *corev1.Pod) bool {
+	for _, name := range podClaims(p) {
+		c := &corev1.PersistentVolumeClaim{}
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, c); err != nil || c.Status.Phase != corev1.ClaimBound {
 			return false
 		}
 	}
@@ -56,20 +51,17 @@ func (s *Simulator) claimsBound(p *corev1.Pod) bool {
 }
 
 // syncClaim provisions a volume for a pending claim.
-func (s *Simulator) syncClaim(ctx context.Context, namespace, name string) error {
-	c, err := s.claims.PersistentVolumeClaims(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
+func (s *Simulator) syncClaim(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
+	c := &corev1.PersistentVolumeClaim{}
+	if err := s.client.Get(ctx, key, c); err != nil {
+		return 0, client.IgnoreNotFound(err)
 	}
 	if c.DeletionTimestamp != nil || c.Spec.VolumeName != "" || c.Status.Phase != corev1.ClaimPending {
-		return nil
+		return 0, nil
 	}
 	pvName := "pvc-" + string(c.UID)
-	if _, err := s.volumes.Get(pvName); err == nil {
-		return nil
+	if err := s.client.Get(ctx, client.ObjectKey{Name: pvName}, &corev1.PersistentVolume{}); err == nil {
+		return 0, nil
 	}
 	size := c.Spec.Resources.Requests[corev1.ResourceStorage]
 	pv := &corev1.PersistentVolume{
@@ -93,30 +85,27 @@ func (s *Simulator) syncClaim(ctx context.Context, namespace, name string) error
 	if len(pv.Spec.AccessModes) == 0 {
 		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
-	_, err = s.core.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
+	if err := s.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, err
 	}
-	return err
+	return 0, nil
 }
 
-// syncVolume deletes a volume the simulator made once its claim released it.
-func (s *Simulator) syncVolume(ctx context.Context, name string) error {
-	pv, err := s.volumes.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
+// syncVolume deletes a volume the simulator made once its claim released
+// it (the cache holds those only).
+func (s *Simulator) syncVolume(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
+	pv := &corev1.PersistentVolume{}
+	if err := s.client.Get(ctx, key, pv); err != nil {
+		return 0, client.IgnoreNotFound(err)
 	}
 	if pv.Labels[provisionedLabel] != "true" || pv.DeletionTimestamp != nil || pv.Status.Phase != corev1.VolumeReleased {
-		return nil
+		return 0, nil
 	}
-	err = s.core.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+	err := s.client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
+		return 0, nil
 	}
-	return err
+	return 0, err
 }
 
 // ensureStorageClass makes the default storage class when it is absent.
@@ -133,9 +122,8 @@ func (s *Simulator) ensureStorageClass(ctx context.Context) error {
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
 	}
-	_, err := s.core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
+	if err := s.client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
-	return err
+	return nil
 }

@@ -1,0 +1,89 @@
+package nodesim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Command is the subcommand of the server's binary that runs the simulator
+// in a process of its own: the embedded default re-executes its binary as
+// `<binary> nodesim <Process.Args>` beside the control plane, as a node's
+// kubelet runs beside a cluster's, so that the simulator's caches and work
+// are not the server's. A test binary that opens the embedded default
+// hands that command line to Main in its TestMain.
+const Command = "nodesim"
+
+// Process is what the server tells the simulator's process.
+type Process struct {
+	// Kubeconfig reaches the API server with the node's credentials.
+	Kubeconfig string
+	// MetricsAddress is Options.MetricsAddress (host:port on loopback).
+	MetricsAddress string
+	// LogLevel is slog's: debug, info, warn, error.
+	LogLevel string
+}
+
+// Args are the arguments after Command.
+func (p Process) Args() []string {
+	args := []string{"--kubeconfig=" + p.Kubeconfig}
+	if p.MetricsAddress != "" {
+		args = append(args, "--metrics-listen="+p.MetricsAddress)
+	}
+	if p.LogLevel != "" {
+		args = append(args, "--log-level="+p.LogLevel)
+	}
+	return args
+}
+
+// Main runs the simulator of the command line args (Process.Args, and the
+// Options' flags) until SIGTERM or SIGINT, logging JSON to stderr.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := pflag.NewFlagSet(Command, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	var kubeconfig, level string
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (required)")
+	fs.StringVar(&o.NodeName, "node-name", "", "the simulated node's name (default embedded-node)")
+	fs.StringVar(&o.Namespace, "namespace", "", "simulate this namespace's Pods only (default: every namespace)")
+	fs.StringVar(&o.MetricsAddress, "metrics-listen", "", "serve metrics.k8s.io's pod metrics and /metrics on this address")
+	fs.DurationVar(&o.ReadyDelay, "ready-delay", 0, "time from binding to running (default 1s)")
+	fs.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("workers of each controller (default %d)", DefaultWorkers))
+	fs.Float32Var(&o.QPS, "qps", 0, fmt.Sprintf("requests per second to the API server (default %d)", DefaultQPS))
+	fs.IntVar(&o.Burst, "burst", 0, fmt.Sprintf("request burst (default %d)", DefaultBurst))
+	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if kubeconfig == "" {
+		return fmt.Errorf("%s: --kubeconfig is required", Command)
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return fmt.Errorf("%s: --log-level: %w", Command, err)
+	}
+	o.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: l})).With("process", Command)
+	ctrllog.SetLogger(logr.FromSlogHandler(o.Logger.Handler()))
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Command, err)
+	}
+	rc.UserAgent = "nodesim"
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sim, err := New(rc, o)
+	if err != nil {
+		return err
+	}
+	return sim.Start(ctx)
+}

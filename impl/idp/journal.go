@@ -1,0 +1,128 @@
+package idp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+)
+
+// compactAfter is the fewest journal entries after which a change writes
+// the users file whole instead (more when there are more users, so that
+// the whole writes cost a constant share of each change).
+const compactAfter = 1024
+
+// The users file is written whole only now and then; each change of a
+// user between is one line appended to the journal and synced, so a create
+// costs the same with ten users or ten thousand. The journal's first line
+// names the epoch of the users file it continues: a journal of another
+// epoch (the file was written whole again since, or set aside, or restored
+// from a backup) is not replayed. A last line without its newline was cut
+// short by a kill and is left out; it was never acknowledged.
+type journal struct {
+	path string
+	// compactAfter is the fewest entries after which a change writes the
+	// file whole (the constant; smaller in tests).
+	compactAfter int
+	epoch        string // of the users file it continues; "" while none is started
+	entries      int    // appended since
+}
+
+// journalEntry is one line: the header (Epoch), or one change.
+type journalEntry struct {
+	Epoch  string     `json:"epoch,omitempty"`
+	Add    *localUser `json:"add,omitempty"`
+	Delete string     `json:"delete,omitempty"`
+}
+
+func (j *journal) open() bool { return j.epoch != "" }
+
+// start begins the journal that continues the users file of epoch: a
+// header alone, written atomically over the old journal. Where it fails,
+// no journal is open and the next change writes the file whole.
+func (j *journal) start(epoch string) {
+	j.epoch, j.entries = "", 0
+	header, _ := json.Marshal(journalEntry{Epoch: epoch})
+	if writeAtomically(j.path, append(header, '\n')) == nil {
+		j.epoch = epoch
+	}
+}
+
+// append adds e and syncs it. After a failure the journal is closed (its
+// end may hold part of a line): the next change writes the file whole.
+func (j *journal) append(e journalEntry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err == nil {
+		_, err = f.Write(append(line, '\n'))
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		j.epoch = ""
+		return err
+	}
+	j.entries++
+	return nil
+}
+
+// check opens the journal for appending, and syncs it.
+func (j *journal) check() error {
+	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replay applies the journal that continues the users file of epoch to
+// users; a missing journal, or one of another epoch, leaves them as they
+// are.
+func (j *journal) replay(epoch string, users []localUser) ([]localUser, error) {
+	raw, err := os.ReadFile(j.path)
+	if errors.Is(err, fs.ErrNotExist) || epoch == "" {
+		return users, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.Split(raw, []byte{'\n'})
+	lines = lines[:len(lines)-1] // "" after the last newline, or a line cut short
+	if len(lines) == 0 {
+		return users, nil
+	}
+	var header journalEntry
+	if err := json.Unmarshal(lines[0], &header); err != nil {
+		return nil, fmt.Errorf("line 1: %w", err)
+	}
+	if header.Epoch != epoch {
+		return users, nil
+	}
+	for i, line := range lines[1:] {
+		var e journalEntry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+2, err)
+		}
+		switch {
+		case e.Add != nil && !slices.ContainsFunc(users, func(u localUser) bool { return u.ID == e.Add.ID }):
+			users = append(users, *e.Add)
+		case e.Delete != "":
+			users = slices.DeleteFunc(users, func(u localUser) bool { return u.ID == e.Delete })
+		}
+	}
+	return users, nil
+}
