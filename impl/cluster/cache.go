@@ -153,10 +153,12 @@ func dropPodTemplate(obj any) (any, error) {
 }
 
 // digestService is the transform of Services: in place of managedFields
-// the digest of what FieldOwner applied (keepOwnedFields).
+// the digest of what FieldOwner applied (keepOwnedFields), and of the rest
+// the metadata the workload controller reads (trimService).
 func digestService(obj any) (any, error) {
 	if s, ok := obj.(*corev1.Service); ok {
 		keepOwnedFields(s)
+		return trimService(s), nil
 	}
 	return obj, nil
 }

@@ -124,7 +124,15 @@ func trimRollout(obj any) any {
 	return obj
 }
 
-// rolloutMeta is what trimRollout keeps of a workload's metadata.
+// trimService keeps of a Service (its owned fields' digest taken already,
+// digestService) its metadata as trimRollout does: the workload
+// controller compares this program's annotations and reads its owners,
+// never its spec.
+func trimService(s *corev1.Service) *corev1.Service {
+	return &corev1.Service{ObjectMeta: rolloutMeta(s.ObjectMeta)}
+}
+
+// rolloutMeta is what trimRollout and trimService keep of metadata.
 func rolloutMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, Labels: interned(m.Labels), Annotations: ownAnnotations(m.Annotations), OwnerReferences: internedOwners(m.OwnerReferences),
