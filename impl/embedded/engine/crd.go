@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -22,8 +24,14 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // FieldManager is the engine's name in managedFields.
 const FieldManager = "validator-manager-engine"
 
-// installCRDs applies each CRD (server-side, so a changed file updates the
-// stored definition on the next start) and waits until all are established.
+// appliedAnnotation holds the SHA-256 of the manifest a stored CRD was
+// last applied from, so that a start over unchanged definitions writes
+// nothing (an apply that changes nothing is still a write request).
+const appliedAnnotation = "validator-manager.io/applied"
+
+// installCRDs applies each CRD whose stored definition was not applied
+// from the same manifest (server-side, so a changed file updates the stored
+// definition on the next start) and waits until all are established.
 func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifest, timeout time.Duration) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -36,6 +44,18 @@ func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifes
 		if err := yaml.Unmarshal(m.YAML, &u.Object); err != nil {
 			return fmt.Errorf("CRD %s: %w", m.Name, err)
 		}
+		sum := sha256.Sum256(m.YAML)
+		digest := hex.EncodeToString(sum[:])
+		names = append(names, u.GetName())
+		if stored, err := api.Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil && stored.GetAnnotations()[appliedAnnotation] == digest {
+			continue
+		}
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[appliedAnnotation] = digest
+		u.SetAnnotations(ann)
 		body, err := u.MarshalJSON()
 		if err != nil {
 			return fmt.Errorf("CRD %s: %w", m.Name, err)
@@ -44,7 +64,6 @@ func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifes
 		if _, err := api.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
 			return fmt.Errorf("install CRD %s: %w", m.Name, err)
 		}
-		names = append(names, u.GetName())
 	}
 	for _, n := range names {
 		var last string

@@ -30,6 +30,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -360,6 +361,7 @@ func (s *Simulator) registerNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	before := n.Status.DeepCopy()
 	now := metav1.NewTime(s.opts.Now())
 	n.Status.Capacity = s.opts.Capacity.DeepCopy()
 	n.Status.Allocatable = s.opts.Capacity.DeepCopy()
@@ -368,7 +370,14 @@ func (s *Simulator) registerNode(ctx context.Context) error {
 	n.Status.NodeInfo.KubeletVersion = "nodesim"
 	n.Status.NodeInfo.OperatingSystem = "linux"
 	n.Status.NodeInfo.Architecture = "amd64"
+	// A condition that holds already keeps its times, so that a restart
+	// over a registered node writes nothing.
 	cond := func(t corev1.NodeConditionType, st corev1.ConditionStatus, reason string) corev1.NodeCondition {
+		for _, c := range before.Conditions {
+			if c.Type == t && c.Status == st && c.Reason == reason {
+				return c
+			}
+		}
 		return corev1.NodeCondition{Type: t, Status: st, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
 	}
 	n.Status.Conditions = []corev1.NodeCondition{
@@ -376,6 +385,9 @@ func (s *Simulator) registerNode(ctx context.Context) error {
 		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory"),
 		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure"),
 		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID"),
+	}
+	if equality.Semantic.DeepEqual(before, &n.Status) {
+		return nil
 	}
 	return s.client.Status().Update(ctx, n)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -431,3 +433,72 @@ func TestApplicationRunsAsDeployment(t *testing.T) {
 		return apierrors.IsNotFound(err) && perr == nil && len(pods.Items) == 0, fmt.Sprint(err)
 	})
 }
+
+// TestRestartWritesNothing: a simulator started again over the node and
+// storage class a first one made (a restart of the server) rewrites
+// neither, as a kubelet restarted over an unchanged node would not. Not
+// parallel: the second simulator runs before any parallel test's Pods exist.
+func TestRestartWritesNothing(t *testing.T) {
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	ctx := context.Background()
+	versions := func() (node, class string) {
+		t.Helper()
+		n, err := core.CoreV1().Nodes().Get(ctx, "embedded-node", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := core.StorageV1().StorageClasses().Get(ctx, "standard", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.ResourceVersion, sc.ResourceVersion
+	}
+	node0, class0 := versions()
+	// An update or create that changes nothing leaves resource versions
+	// alone: the second simulator's write requests are counted too.
+	var writes []string
+	var mu sync.Mutex
+	cfg := restConfig()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				mu.Lock()
+				writes = append(writes, req.Method+" "+req.URL.Path)
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	again, err := nodesim.New(cfg, nodesim.Options{ReadyDelay: readyDelay, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- again.Start(runCtx) }()
+	select {
+	case <-again.Ready():
+	case err := <-done:
+		t.Fatalf("second simulator: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("second simulator not ready within 30 s")
+	}
+	cancel()
+	<-done
+	if node1, class1 := versions(); node1 != node0 || class1 != class0 {
+		t.Errorf("node and storage class resource versions %s, %s after a restart; want %s, %s (unchanged)", node1, class1, node0, class0)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range writes {
+		if strings.Contains(w, "/nodes") || strings.Contains(w, "/storageclasses") {
+			t.Errorf("a restart over the registered node wrote %s", w)
+		}
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -108,10 +108,14 @@ func (s *Simulator) syncVolume(ctx context.Context, key client.ObjectKey) (time.
 	return 0, err
 }
 
-// ensureStorageClass makes the default storage class when it is absent.
+// ensureStorageClass makes the default storage class when it is absent
+// (read first: a create that finds it is still a write request).
 func (s *Simulator) ensureStorageClass(ctx context.Context) error {
 	if s.opts.StorageClass == "-" {
 		return nil
+	}
+	if err := s.api.Get(ctx, client.ObjectKey{Name: s.opts.StorageClass}, &storagev1.StorageClass{}); err == nil || !apierrors.IsNotFound(err) {
+		return err
 	}
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
