@@ -422,15 +422,19 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 // (QPS 5, burst 10; controller-runtime's 20/30) is a wall for a controller
 // that writes some 8 objects per validator: 311 creates in a minute need
 // about 40 writes a second, a restart of 10,000 validators lists and
-// watches a handful of kinds once and writes nothing. 100/200 leave the
+// watches a handful of kinds once and writes nothing. 200/400 leave the
 // API server's own limits (400 requests in flight, 200 mutating, by
 // default) as the bound (docs/decisions.md).
 const (
-	clientQPS   = 100
-	clientBurst = 200
+	clientQPS   = 200
+	clientBurst = 400
 	// intentWorkers reconcile different validators at once: each spends
 	// most of its time waiting for the API server or the database.
 	intentWorkers = 8
+	// workloadWorkers likewise: a validator's reconcile is some ten applies
+	// in a row, each a round trip to the API server, so one worker
+	// provisioned about two validators a second (docs/benchmarks.md).
+	workloadWorkers = 8
 	// resync re-delivers every cached object this often (the intent
 	// controller then looks again at each managed validator).
 	resync = 10 * time.Minute
@@ -695,7 +699,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if err := workload.New(mgr.GetClient(), workload.Options{}).SetupWithManager(mgr); err != nil {
+	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
 	}
 	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {
