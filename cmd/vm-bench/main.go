@@ -52,6 +52,7 @@ var (
 	seedAPI  = flag.Int("seed-api", 10000, "data sets of up to this many validators are seeded through the API; larger ones through the store")
 	settle   = flag.Duration("seed-settle", 20*time.Minute, "longest wait, after seeding through the API, until no validator is PENDING")
 	bursts   = flag.Duration("burst", time.Minute, "length of the burst of creates on a new server (0: none)")
+	bpaced   = flag.Int("burst-paced", 311, "creates of a second burst, spread evenly over its length (issue 23's 311 in 60 s; 0: none)")
 	bclients = flag.Int("burst-clients", 16, "concurrent clients of the burst and of the convergence case")
 	convN    = flag.Int("converge", 1000, "validators created on a new server, then timed until all are RUNNING (0: none)")
 	convMax  = flag.Duration("converge-limit", 5*time.Minute, "longest wait for the convergence case, from its last create")
@@ -116,8 +117,14 @@ func run() error {
 	}
 	if *bursts > 0 {
 		fmt.Printf("## burst: %d clients create for %s on a new server\n\n", *bclients, *bursts)
-		if err := burst(*bclients, *bursts); err != nil {
+		if err := burst(*bclients, 0, *bursts); err != nil {
 			return fmt.Errorf("burst: %w", err)
+		}
+		if *bpaced > 0 {
+			fmt.Printf("\n## paced burst: %d clients create %d over %s on a new server\n\n", *bclients, *bpaced, *bursts)
+			if err := burst(*bclients, *bpaced, *bursts); err != nil {
+				return fmt.Errorf("paced burst: %w", err)
+			}
 		}
 	}
 	if *convN > 0 {
@@ -160,6 +167,10 @@ type server struct {
 	began   time.Time
 	startup time.Duration // until it listens
 	ready   time.Duration // until its health is UP
+	// until the embedded control plane's kube-apiserver answers /readyz:
+	// the part of ready that a real cluster, already running, does not
+	// spend (0: not seen)
+	controlPlane time.Duration
 }
 
 func start(ds dataset) (*server, error) {
@@ -215,6 +226,9 @@ func start(ds dataset) (*server, error) {
 	// them (the embedded cluster's writes, about 2 ms each), later starts
 	// find them in step.
 	for deadline := time.Now().Add(30 * time.Minute); ; {
+		if s.controlPlane == 0 && apiServerReady(ds.data) {
+			s.controlPlane = time.Since(began)
+		}
 		resp, err := http.Get(s.base + "/actuator/health")
 		if err == nil {
 			resp.Body.Close()
