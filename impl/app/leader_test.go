@@ -344,8 +344,14 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 	next := leaderOf(t, 30*time.Second, follower)
 	failover := time.Since(killed)
 	t.Logf("failover after the leader was killed: %s (lease duration %s)", failover, 3*time.Second)
-	if max := 3*time.Second + time.Second; failover > max {
-		t.Errorf("failover took %s, more than the lease duration and a retry (%s)", failover, max)
+	// The lease duration, one retry period (250 ms, jittered) after the
+	// follower last saw the lease renewed, another before it tries, and
+	// the acquiring update's round trip: 3.6 s and a round trip. Under a
+	// parallel `make test` that round trip took up to 1.1 s on an idle
+	// 2-core machine; 5 s still fails a default 15 s lease or a follower
+	// that waits for anything but the lease.
+	if max := 3*time.Second + 2*time.Second; failover > max {
+		t.Errorf("failover took %s, more than the lease duration, two retries and a round trip (%s)", failover, max)
 	}
 
 	wg.Wait()
