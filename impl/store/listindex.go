@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -42,6 +43,81 @@ type listRows struct {
 	gen *sql.Stmt // SELECT g, removed FROM list_generation, prepared once
 	mu  sync.Mutex
 	cur atomic.Pointer[listIndex]
+
+	// Concurrent pages share generation reads: while one read is in
+	// flight, pages that arrive join the next one, which starts when it
+	// ends. A page so sees every write committed before it arrived, as
+	// with a read of its own, and at 16 connections a few reads serve
+	// many pages (on PostgreSQL each read is a round trip and CPU of
+	// another process).
+	genMu    sync.Mutex
+	reading  bool
+	nextRead *genRead
+}
+
+// genRead is one shared read of list_generation.
+type genRead struct {
+	claimed      atomic.Bool   // a waiter took the read on
+	lead         chan struct{} // closed when the read before it ended
+	done         chan struct{} // closed when gen, removed and err are set
+	gen, removed int64
+	err          error
+}
+
+// generation reads list_generation, sharing the read with concurrent
+// callers (listRows).
+func (s *Store) generation(ctx context.Context) (gen, removed int64, err error) {
+	l := &s.list
+	l.genMu.Lock()
+	if !l.reading {
+		l.reading = true
+		l.genMu.Unlock()
+		return s.readGeneration(ctx, nil)
+	}
+	r := l.nextRead
+	if r == nil {
+		r = &genRead{lead: make(chan struct{}), done: make(chan struct{})}
+		l.nextRead = r
+	}
+	l.genMu.Unlock()
+	// A waiter stays until its batch is read, whatever its context: one
+	// that left could leave a batch without a reader. The wait is bounded
+	// by two reads, each by genReadTimeout.
+	select {
+	case <-r.done:
+	case <-r.lead:
+		if r.claimed.CompareAndSwap(false, true) {
+			return s.readGeneration(ctx, r)
+		}
+		<-r.done
+	}
+	return r.gen, r.removed, r.err
+}
+
+// genReadTimeout bounds a shared generation read: it outlives the request
+// that runs it (others wait on it), so not that request's deadline.
+const genReadTimeout = 5 * time.Second
+
+// readGeneration runs one read for r's waiters (nil: for the caller alone)
+// and hands the next batch, if any, to one of its waiters.
+func (s *Store) readGeneration(ctx context.Context, r *genRead) (gen, removed int64, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), genReadTimeout)
+	defer cancel()
+	err = s.list.gen.QueryRowContext(ctx).Scan(&gen, &removed)
+	if r != nil {
+		r.gen, r.removed, r.err = gen, removed, err
+		close(r.done)
+	}
+	l := &s.list
+	l.genMu.Lock()
+	if next := l.nextRead; next != nil {
+		l.nextRead = nil
+		close(next.lead) // l.reading stays true: one of its waiters reads
+	} else {
+		l.reading = false
+	}
+	l.genMu.Unlock()
+	return gen, removed, err
 }
 
 // listColumns are the columns the snapshot reads, in scanListRow's order.
@@ -49,8 +125,8 @@ const listColumns = "name, phase, immutable, creating, list_view, list_view_vers
 
 // index returns the snapshot as of the database's current generation.
 func (s *Store) index(ctx context.Context) (*listIndex, error) {
-	var gen, removed int64
-	if err := s.list.gen.QueryRowContext(ctx).Scan(&gen, &removed); err != nil {
+	gen, removed, err := s.generation(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if ix := s.list.cur.Load(); ix != nil && ix.gen >= gen {
@@ -62,10 +138,7 @@ func (s *Store) index(ctx context.Context) (*listIndex, error) {
 	if old != nil && old.gen >= gen {
 		return old, nil // another page read it meanwhile
 	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
+	var rows *sql.Rows
 	if old == nil || removed > old.gen {
 		rows, err = s.sqlDB.QueryContext(ctx, "SELECT "+listColumns+" FROM validators")
 		old = nil
@@ -225,7 +298,6 @@ func window[T any](items []T, p domain.Page, row func(T) domain.ListedValidator)
 // migration 0022's triggers), so that release 1.11's list answers an ETag
 // without reading the page. Read it before the page.
 func (s *Store) ListVersion(ctx context.Context) (int64, error) {
-	var gen, removed int64
-	err := s.list.gen.QueryRowContext(ctx).Scan(&gen, &removed)
+	gen, _, err := s.generation(ctx)
 	return gen, translate(err, "list validators", "")
 }

@@ -164,7 +164,10 @@ func TestListFollowsWrites(t *testing.T) {
 // TestListPagesDuringWrites: pages read while another goroutine creates
 // and changes validators never fail and never show a total smaller than
 // the validators created before the page began; afterwards the list is
-// the table. (Run with -race: snapshots are shared, never written.)
+// the table. Eight readers share generation reads (a page that arrives
+// while one is in flight waits for the next), which must still see every
+// create that came before the page. (Run with -race: snapshots are
+// shared, never written.)
 func TestListPagesDuringWrites(t *testing.T) {
 	each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -187,7 +190,7 @@ func TestListPagesDuringWrites(t *testing.T) {
 			}
 		}()
 		var wg sync.WaitGroup
-		for range 4 {
+		for range 8 {
 			wg.Go(func() {
 				for {
 					select {
