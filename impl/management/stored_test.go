@@ -3,6 +3,7 @@ package management_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -91,9 +92,14 @@ func TestStoredVersions(t *testing.T) {
 	if v := version(rowConfig()); v != float64(domain.ValidatorConfigVersion) {
 		t.Errorf("row after the edit: got version %v, want %d", v, domain.ValidatorConfigVersion)
 	}
-	if cfg, _ := e.cluster(t).Validators["omega"].Spec["config"].(map[string]any); version(cfg) != float64(domain.ValidatorConfigVersion) || cfg["imageTag"] != "0.5.0" {
-		t.Errorf("resource spec.config after the edit: got version %v tag %v, want %d and 0.5.0", version(cfg), cfg["imageTag"], domain.ValidatorConfigVersion)
-	}
+	// The leader applies the edit from the record; its cache may show the
+	// resource as it was a moment longer.
+	apitest.Eventually(t, 10*time.Second, "the edit applied to the resource", func() error {
+		if cfg, _ := e.cluster(t).Validators["omega"].Spec["config"].(map[string]any); version(cfg) != float64(domain.ValidatorConfigVersion) || cfg["imageTag"] != "0.5.0" {
+			return fmt.Errorf("resource spec.config after the edit: got version %v tag %v, want %d and 0.5.0", version(cfg), cfg["imageTag"], domain.ValidatorConfigVersion)
+		}
+		return nil
+	})
 
 	// A newer version: reads and edits fail, the row stays as it was.
 	newer := rowConfig()
