@@ -66,9 +66,7 @@ func trimClaim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	t := &corev1.PersistentVolumeClaim{}
-	t.Name, t.Namespace, t.UID, t.ResourceVersion = c.Name, c.Namespace, c.UID, c.ResourceVersion
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(c.Labels), internedOwners(c.OwnerReferences), c.DeletionTimestamp
+	t := &corev1.PersistentVolumeClaim{ObjectMeta: keyMeta(c.ObjectMeta)}
 	t.Spec.Resources.Requests = c.Spec.Resources.Requests
 	return t, nil
 }
@@ -81,9 +79,7 @@ func trimJob(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	t := &batchv1.Job{}
-	t.Name, t.Namespace, t.UID, t.ResourceVersion = j.Name, j.Namespace, j.UID, j.ResourceVersion
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(j.Labels), internedOwners(j.OwnerReferences), j.DeletionTimestamp
+	t := &batchv1.Job{ObjectMeta: keyMeta(j.ObjectMeta)}
 	t.Status.StartTime, t.Status.CompletionTime, t.Status.Conditions = j.Status.StartTime, j.Status.CompletionTime, j.Status.Conditions
 	return t, nil
 }
@@ -132,11 +128,19 @@ func trimService(s *corev1.Service) *corev1.Service {
 	return &corev1.Service{ObjectMeta: rolloutMeta(s.ObjectMeta)}
 }
 
-// rolloutMeta is what trimRollout and trimService keep of metadata.
-func rolloutMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+// keyMeta is what a trimmed object keeps of its metadata at least: its
+// key, labels, owners and deletion.
+func keyMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Generation: m.Generation, Labels: interned(m.Labels), Annotations: ownAnnotations(m.Annotations), OwnerReferences: internedOwners(m.OwnerReferences),
-		DeletionTimestamp: m.DeletionTimestamp}
+		Labels: interned(m.Labels), OwnerReferences: internedOwners(m.OwnerReferences), DeletionTimestamp: m.DeletionTimestamp}
+}
+
+// rolloutMeta is what trimRollout and trimService keep of metadata: keyMeta,
+// the generation and this program's own annotations.
+func rolloutMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	k := keyMeta(m)
+	k.Generation, k.Annotations = m.Generation, ownAnnotations(m.Annotations)
+	return k
 }
 
 // ownAnnotations are the annotations of a that are this program's (their
