@@ -82,7 +82,11 @@ func TestControllerCreatesWorkloads(t *testing.T) {
 			}
 		}
 		var st appsv1.StatefulSet
-		return apiServer.Get(ctx, key(v, workload.Postgres), &st)
+		if err := apiServer.Get(ctx, key(v, workload.Postgres), &st); err != nil {
+			return err
+		}
+		// The database's Service is applied after its StatefulSet.
+		return apiServer.Get(ctx, key(v, workload.Postgres), &corev1.Service{})
 	})
 	for _, c := range append(components, workload.Postgres) {
 		var svc corev1.Service
