@@ -643,44 +643,25 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
 }
 
-// memory is a process's resident set now and at its peak, in MB.
-func memory(pid int) (rss, peak float64) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, peak
-}
+// resident is a process's resident set, in MB (/proc/<pid>/status): now,
+// at its peak, and what it is made of now: anonymous memory (the Go heap,
+// stacks, C allocations) and pages of files (the binary's code and data).
+type resident struct{ rss, peak, anon, file float64 }
 
-// rssParts is what a process's resident set is made of: anonymous memory
-// (the Go heap, stacks, C allocations) and pages of files (the binary's
-// code and data), from /proc/<pid>/status.
-func rssParts(pid int) string {
+func memory(pid int) resident {
+	var m resident
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return "parts unknown"
+		return m
 	}
-	var parts []string
+	fields := map[string]*float64{"VmRSS:": &m.rss, "VmHWM:": &m.peak, "RssAnon:": &m.anon, "RssFile:": &m.file}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "RssAnon:" || f[0] == "RssFile:") {
+		if f := strings.Fields(line); len(f) >= 2 && fields[f[0]] != nil {
 			kb, _ := strconv.ParseFloat(f[1], 64)
-			parts = append(parts, fmt.Sprintf("%s %.0f MB", map[string]string{"RssAnon:": "anonymous", "RssFile:": "file-backed"}[f[0]], kb/1024))
+			*fields[f[0]] = kb / 1024
 		}
 	}
-	return strings.Join(parts, ", ")
+	return m
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
@@ -700,7 +681,7 @@ func bench(ds dataset) error {
 	if err := restarted(ds, srv); err != nil {
 		return err
 	}
-	rss0, _ := memory(srv.cmd.Process.Pid)
+	rss0 := memory(srv.cmd.Process.Pid).rss
 
 	phase, inPhase, err := largestPhase(srv)
 	if err != nil {
@@ -770,8 +751,9 @@ func bench(ds dataset) error {
 				yes(met)})
 		}
 	}
-	rss, peak := memory(srv.cmd.Process.Pid)
-	fmt.Printf("\nServer RSS after the rounds: %.0f MB (peak %.0f MB; %s).\n", rss, peak, rssParts(srv.cmd.Process.Pid))
+	m := memory(srv.cmd.Process.Pid)
+	rss, peak := m.rss, m.peak
+	fmt.Printf("\nServer RSS after the rounds: %.0f MB (peak %.0f MB; anonymous %.0f MB, file-backed %.0f MB).\n", rss, peak, m.anon, m.file)
 	rssGoal := map[int]float64{1000: 120, 10000: 250}[ds.n]
 	figures = append(figures, figure{"server RSS (its own process, /proc VmRSS) after the rounds", tag, goalText(rssGoal, "< %.0f MB"), "",
 		fmt.Sprintf("%.0f MB (peak %.0f MB)", rss, peak), yes(rssGoal == 0 || rss < rssGoal)})
