@@ -136,18 +136,16 @@ func trimSecret(obj any) (any, error) {
 	return t, nil
 }
 
-// dropPodTemplate is the transform of Deployments and StatefulSets:
-// without the pod template, in place of managedFields the digest of what
-// FieldOwner applied (keepOwnedFields), and of the rest what the workload
-// controller reads (trimRollout).
+// dropPodTemplate is the transform of Deployments and StatefulSets: in
+// place of managedFields the digest of what FieldOwner applied
+// (keepOwnedFields), and of the rest what the workload controller reads
+// (trimRollout, which leaves the pod template out).
 func dropPodTemplate(obj any) (any, error) {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
 		keepOwnedFields(w)
-		w.Spec.Template = corev1.PodTemplateSpec{}
 	case *appsv1.StatefulSet:
 		keepOwnedFields(w)
-		w.Spec.Template = corev1.PodTemplateSpec{}
 	}
 	return trimRollout(obj), nil
 }

@@ -84,8 +84,9 @@ func trimJob(obj any) (any, error) {
 	return t, nil
 }
 
-// trimRollout keeps of a Deployment or StatefulSet (its pod template gone
-// already, dropPodTemplate) what the workload controller reads: key,
+// trimRollout keeps of a Deployment or StatefulSet (its owned fields'
+// digest taken already, dropPodTemplate) what the workload controller
+// reads, and not its pod template: key,
 // generation, labels, owners and this program's own annotations (what a
 // transform records there), the replicas it wants, a
 // StatefulSet's claim templates (which it keeps when it applies), and the
