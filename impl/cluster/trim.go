@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unique"
@@ -9,6 +10,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Transforms of the kinds the controllers watch but read little of: each
@@ -18,44 +22,96 @@ import (
 // environment and volumes, and its managedFields). An object already
 // transformed comes out the same (client-go may pass one again).
 
-// trimPod keeps of a Pod what the workload controller reads (its Status
-// function): key, the validator and component labels (by which it finds
-// and tells apart a validator's Pods), deletion, and of its status the
-// phase, the scheduler's condition and each container's name and waiting
-// state (why it cannot start). Pods are the most numerous objects of a
-// validator.
-func trimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	t := &corev1.Pod{}
-	t.Name, t.Namespace, t.UID, t.ResourceVersion = p.Name, p.Namespace, p.UID, p.ResourceVersion
-	t.Labels, t.DeletionTimestamp = interned(p.Labels, ValidatorLabel, ComponentLabel), p.DeletionTimestamp
-	t.Status.Phase = p.Status.Phase
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			t.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
-		}
-	}
-	t.Status.InitContainerStatuses = waitingStates(p.Status.InitContainerStatuses)
-	t.Status.ContainerStatuses = waitingStates(p.Status.ContainerStatuses)
-	return t, nil
+// PodRecord is what the Manager's cache keeps of a Pod in its place
+// (trimPod): its key, deletion, the validator and component it belongs to
+// (its ValidatorLabel and ComponentLabel) and why it cannot start
+// (StartFailure), all that the workload controller reads of it. Pods are
+// the most numerous objects of a validator; a record takes some 400 bytes
+// where a trimmed corev1.Pod, 1.2 KB of struct before its maps and slices,
+// took 2.3 KB. It is a client.Object, so that the informer, its indexes and
+// the controllers' event handlers take it; the typed client's reads of
+// Pods through the cache do not (they would fail: nothing reads Pods so,
+// the workload controller reads its informer's index).
+type PodRecord struct {
+	metav1.ObjectMeta // name, namespace, UID, resourceVersion and deletion only
+	// Validator and Component are the Pod's ValidatorLabel and
+	// ComponentLabel ("" when it has none).
+	Validator, Component string
+	// Reason and Message say why the Pod cannot start (StartFailure);
+	// both "" when nothing stops it.
+	Reason, Message string
 }
 
-// waitingStates are containers' names and waiting states.
-func waitingStates(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(cs) == 0 {
-		return nil
+var _ client.Object = (*PodRecord)(nil)
+
+// GetObjectKind: a record carries no kind (the informer it is in knows it).
+func (p *PodRecord) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the record.
+func (p *PodRecord) DeepCopyObject() runtime.Object {
+	c := *p
+	p.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// GetLabels are the two labels the record keeps.
+func (p *PodRecord) GetLabels() map[string]string {
+	l := make(map[string]string, 2)
+	if p.Validator != "" {
+		l[ValidatorLabel] = p.Validator
 	}
-	out := make([]corev1.ContainerStatus, len(cs))
-	for i, c := range cs {
-		out[i].Name = c.Name
-		if w := c.State.Waiting; w != nil {
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+	if p.Component != "" {
+		l[ComponentLabel] = p.Component
+	}
+	return l
+}
+
+// SetLabels keeps of labels the two a record keeps.
+func (p *PodRecord) SetLabels(labels map[string]string) {
+	p.Validator, p.Component = labels[ValidatorLabel], labels[ComponentLabel]
+}
+
+// RecordOf folds p into its record.
+func RecordOf(p *corev1.Pod) *PodRecord {
+	r := &PodRecord{Validator: unique.Make(p.Labels[ValidatorLabel]).Value(), Component: unique.Make(p.Labels[ComponentLabel]).Value()}
+	r.Name, r.Namespace, r.UID, r.ResourceVersion = p.Name, unique.Make(p.Namespace).Value(), p.UID, p.ResourceVersion
+	r.DeletionTimestamp = p.DeletionTimestamp
+	r.Reason, r.Message = StartFailure(p)
+	return r
+}
+
+// trimPod is the transform of Pods: their records. A record comes out as
+// it went in (client-go may pass one again).
+func trimPod(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return RecordOf(p), nil
+	}
+	return obj, nil
+}
+
+// startFailures are the kubelet's waiting reasons of a container it tried
+// and failed to start (ContainerCreating and PodInitializing are progress).
+var startFailures = map[string]bool{
+	"CreateContainerConfigError": true, "CreateContainerError": true, "InvalidImageName": true,
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
+	"CrashLoopBackOff": true, "RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
+}
+
+// StartFailure is the reason and message of a Pod that cannot start: the
+// scheduler's, or its first container waiting in a start failure; "", ""
+// when none.
+func StartFailure(p *corev1.Pod) (reason, message string) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Reason, "cannot be scheduled: " + c.Message
 		}
 	}
-	return out
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && startFailures[w.Reason] {
+			return w.Reason, fmt.Sprintf("container %s: %s", cs.Name, w.Message)
+		}
+	}
+	return "", ""
 }
 
 // trimClaim keeps of a PersistentVolumeClaim what the workload controller

@@ -48,7 +48,10 @@ type Reconciler struct {
 	client client.Client
 	// fresh reads the Validator from the API server before its status is
 	// written (SetupWithManager: the manager's API reader; else client).
-	fresh   client.Reader
+	fresh client.Reader
+	// pods is the records of each validator's Pods, kept by the Pod
+	// watch (SetupWithManager).
+	pods    *pods
 	options Options
 }
 
@@ -86,15 +89,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
-	err = mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podIndex, func(o client.Object) []string {
-		if name := o.GetLabels()[ValidatorLabel]; name != "" {
-			return []string{name}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("index pods by their validator: %w", err)
-	}
+	r.pods = newPods()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
@@ -102,10 +97,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
-		// A Pod's update matters only when what it tells the status changes.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool { return podCause(e.ObjectOld) != podCause(e.ObjectNew) },
-		})).
+		// The cache keeps Pods as records (cluster.PodRecord), which the
+		// typed client does not read: r.pods keeps them.
+		Watches(&corev1.Pod{}, r.pods.events()).
 		// Whether a Secret exists is all the status needs: the Manager's
 		// cache holds Secrets without their values (cluster.CacheOptions),
 		// one informer shared with the gateway and the intent controller.
@@ -124,35 +118,11 @@ var statusChanged = predicate.Funcs{
 	},
 }
 
-// podIndex indexes Pods by their validator (ValidatorLabel): a label
-// selector would test every Pod of the namespace at each reconcile.
-const podIndex = "workload.validator-manager.io/validator"
-
 // refIndex indexes Validators by "<Kind>/<name>" of each Secret and
 // ConfigMap their pod templates read.
 const refIndex = "workload.validator-manager.io/reads"
 
 func refKey(kind podrefs.Kind, name string) string { return string(kind) + "/" + name }
-
-// podValidator maps a Pod to the Validator its label names.
-func podValidator(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[ValidatorLabel]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// podCause is what a Pod tells the status: why it cannot start, if it
-// counts ("" for a terminating Pod).
-func podCause(o client.Object) string {
-	p, ok := o.(*corev1.Pod)
-	if !ok || p.DeletionTimestamp != nil {
-		return ""
-	}
-	reason, msg := podFailure(p)
-	return reason + ": " + msg
-}
 
 // readers maps a Secret or ConfigMap to the Validators whose pods read it.
 func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
@@ -436,12 +406,7 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired
 	case err != nil && !apierrors.IsNotFound(err):
 		return o, err
 	}
-	var pods corev1.PodList
-	// Shared with the cache: Status reads them, nothing changes them.
-	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingFields{podIndex: v.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return o, fmt.Errorf("pods of validator %s: %w", v.Name, err)
-	}
-	o.Pods = pods.Items
+	o.Pods = r.pods.of(types.NamespacedName{Namespace: v.Namespace, Name: v.Name})
 	o.Missing, err = r.missing(ctx, v.Namespace, templates(desired))
 	return o, err
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
@@ -21,9 +22,10 @@ type Observed struct {
 	WalletUI     *appsv1.Deployment
 	ANSUI        *appsv1.Deployment
 	Postgres     *appsv1.StatefulSet
-	// Pods of the validator (labelled ValidatorLabel and ComponentLabel):
-	// what the kubelet and the scheduler say of those that cannot start.
-	Pods []corev1.Pod
+	// Pods of the validator (labelled ValidatorLabel and ComponentLabel),
+	// as the cache keeps them: what the kubelet and the scheduler say of
+	// those that cannot start. Shared with the cache: read only.
+	Pods []*cluster.PodRecord
 	// Missing: per component, the Secrets and ConfigMaps its pod template
 	// reads (not optionally) that do not exist. Running pods keep running
 	// without them, but none can (re)start.
@@ -48,14 +50,6 @@ const (
 	// scheduler's (Unschedulable).
 )
 
-// startFailures are the kubelet's waiting reasons of a container it tried
-// and failed to start (ContainerCreating and PodInitializing are progress).
-var startFailures = map[string]bool{
-	"CreateContainerConfigError": true, "CreateContainerError": true, "InvalidImageName": true,
-	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
-	"CrashLoopBackOff": true, "RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
-}
-
 // readiness of one workload.
 type readiness struct {
 	// available: the workload serves (a Deployment's Available condition, a
@@ -75,13 +69,12 @@ type readiness struct {
 // a pod the kubelet or the scheduler reports first (it is what happens),
 // then what the template reads that does not exist.
 func blockedBy(r readiness, workload, component string, o Observed) readiness {
-	for i := range o.Pods {
-		p := &o.Pods[i]
-		if p.Labels[ComponentLabel] != component || p.DeletionTimestamp != nil {
+	for _, p := range o.Pods {
+		if p.Component != component || p.DeletionTimestamp != nil {
 			continue
 		}
-		if reason, msg := podFailure(p); reason != "" {
-			return readiness{blocked: true, reason: reason, message: fmt.Sprintf("%s: pod %s %s", workload, p.Name, msg)}
+		if p.Reason != "" {
+			return readiness{blocked: true, reason: p.Reason, message: fmt.Sprintf("%s: pod %s %s", workload, p.Name, p.Message)}
 		}
 	}
 	missing := o.Missing[component]
@@ -98,22 +91,6 @@ func blockedBy(r readiness, workload, component string, o Observed) readiness {
 	}
 	return readiness{blocked: true, reason: reason,
 		message: fmt.Sprintf("%s: %s; its pods cannot start until it exists", workload, strings.Join(names, ", "))}
-}
-
-// podFailure is the reason and message of a pod that cannot start: the
-// scheduler's, or its first container waiting in a start failure.
-func podFailure(p *corev1.Pod) (reason, message string) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return c.Reason, "cannot be scheduled: " + c.Message
-		}
-	}
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		if w := cs.State.Waiting; w != nil && startFailures[w.Reason] {
-			return w.Reason, fmt.Sprintf("container %s: %s", cs.Name, w.Message)
-		}
-	}
-	return "", ""
 }
 
 func deploymentReadiness(name string, d *appsv1.Deployment) readiness {

@@ -1,6 +1,7 @@
 package workload_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -129,12 +130,13 @@ func TestStatusStable(t *testing.T) {
 	}
 }
 
-// pod is a pod of component of validator v1 with the given status.
-func pod(component string, st corev1.PodStatus) corev1.Pod {
-	return corev1.Pod{
+// pod is a pod of component of validator v1 with the given status, as the
+// Manager's cache keeps it (a record: cluster.CacheOptions).
+func pod(component string, st corev1.PodStatus) *cluster.PodRecord {
+	return throughCache(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "v1-" + component + "-abc", Labels: map[string]string{workload.ValidatorLabel: "v1", workload.ComponentLabel: component}},
 		Status:     st,
-	}
+	}).(*cluster.PodRecord)
 }
 
 func waiting(container, reason, message string) corev1.PodStatus {
@@ -206,7 +208,7 @@ func TestStatusBlocked(t *testing.T) {
 				tc.edit(v)
 			}
 			st := workload.Status(v, tc.observed)
-			if fromCache := workload.Status(v, cached(t, tc.observed)); !equality.Semantic.DeepEqual(untimed(fromCache), untimed(st)) {
+			if fromCache := workload.Status(v, cached(tc.observed)); !equality.Semantic.DeepEqual(untimed(fromCache), untimed(st)) {
 				t.Errorf("status from the objects as the cache keeps them: got %+v, want %+v", fromCache, st)
 			}
 			if st.Phase != tc.wantPhase || st.DatabaseReady != tc.wantDB {
@@ -225,43 +227,40 @@ func TestStatusBlocked(t *testing.T) {
 	}
 }
 
-func with(o workload.Observed, pods ...corev1.Pod) workload.Observed {
+func with(o workload.Observed, pods ...*cluster.PodRecord) workload.Observed {
 	o.Pods = append(o.Pods, pods...)
 	return o
 }
 
 // cached is o as the Manager's cache keeps it (cluster.CacheOptions'
-// transforms): the status it gives must be the same.
-func cached(t *testing.T, o workload.Observed) workload.Observed {
-	t.Helper()
-	opts := cluster.CacheOptions("", 0)
-	through := func(obj client.Object) any {
-		for key, by := range opts.ByObject {
-			if reflect.TypeOf(key) == reflect.TypeOf(obj) && by.Namespaces[""].Transform != nil {
-				out, err := by.Namespaces[""].Transform(obj.DeepCopyObject())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out
-			}
-		}
-		t.Fatalf("no transform of %T in cluster.CacheOptions", obj)
-		return nil
-	}
+// transforms): the status it gives must be the same. Its Pods are kept so
+// already (pod).
+func cached(o workload.Observed) workload.Observed {
 	c := o
 	for _, d := range []**appsv1.Deployment{&c.Participant, &c.ValidatorApp, &c.WalletUI, &c.ANSUI} {
 		if *d != nil {
-			*d = through(*d).(*appsv1.Deployment)
+			*d = throughCache(*d).(*appsv1.Deployment)
 		}
 	}
 	if c.Postgres != nil {
-		c.Postgres = through(c.Postgres).(*appsv1.StatefulSet)
-	}
-	c.Pods = nil
-	for i := range o.Pods {
-		c.Pods = append(c.Pods, *through(&o.Pods[i]).(*corev1.Pod))
+		c.Postgres = throughCache(c.Postgres).(*appsv1.StatefulSet)
 	}
 	return c
+}
+
+// throughCache is a copy of obj passed through its kind's transform in
+// cluster.CacheOptions.
+func throughCache(obj client.Object) any {
+	for key, by := range cluster.CacheOptions("", 0).ByObject {
+		if reflect.TypeOf(key) == reflect.TypeOf(obj) && by.Namespaces[""].Transform != nil {
+			out, err := by.Namespaces[""].Transform(obj.DeepCopyObject())
+			if err != nil {
+				panic(err)
+			}
+			return out
+		}
+	}
+	panic(fmt.Sprintf("no transform of %T in cluster.CacheOptions", obj))
 }
 
 // untimed is st without its conditions' transition times (Status sets
