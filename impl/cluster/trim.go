@@ -28,10 +28,10 @@ import (
 // (StartFailure), all that the workload controller reads of it. Pods are
 // the most numerous objects of a validator; a record takes some 400 bytes
 // where a trimmed corev1.Pod, 1.2 KB of struct before its maps and slices,
-// took 2.3 KB. It is a client.Object, so that the informer, its indexes and
-// the controllers' event handlers take it; the typed client's reads of
-// Pods through the cache do not (they would fail: nothing reads Pods so,
-// the workload controller reads its informer's index).
+// took 2.3 KB. It is a client.Object, so that the informer and the
+// controllers' event handlers take it; the typed client cannot read it out
+// of the cache (a Get or List of Pods through the cache fails), so the
+// workload controller keeps the records its Pod handler is given.
 type PodRecord struct {
 	metav1.ObjectMeta // name, namespace, UID, resourceVersion and deletion only
 	// Validator and Component are the Pod's ValidatorLabel and
