@@ -21,7 +21,7 @@ import (
 // AppliedAnnotation, the digest of the apply request and the digest of the
 // fields it sets (the managedFields entry the API server records for the
 // apply); the cache keeps, in place of the object's managedFields, the
-// digest of the entry the object has now (ownedFieldsAnnotation). The
+// digest of the entry the object has now (WorkloadRecord.Owned). The
 // object holds what a request applies when the request's digest is the one
 // recorded and the fields FieldOwner owns are the ones the recorded apply
 // set: a field someone else changed is theirs from then on, and a field
@@ -32,11 +32,6 @@ import (
 // AppliedAnnotation is where FieldOwner records what it applied to an
 // object: "<digest of the apply request>.<digest of the fields it sets>".
 const AppliedAnnotation = "validator-manager.io/applied"
-
-// ownedFieldsAnnotation is where a cached object carries the digest of the
-// managedFields entry of FieldOwner's applies; the API server never holds
-// it.
-const ownedFieldsAnnotation = "validator-manager.io/cached-owned-fields"
 
 // typeConverter knows the schema of client-go's kinds (which lists are
 // maps, by which keys), parsed once, on first use.
@@ -81,12 +76,10 @@ func NewApplyRequest(obj client.Object, toRequest func(client.Object) (*unstruct
 	return ApplyRequest{obj: obj, toRequest: toRequest, digest: digest(raw)}, nil
 }
 
-// Applied tells whether cached (the object as the cache holds it) already
-// holds what r applies.
-func (r ApplyRequest) Applied(cached client.Object) bool {
-	a := cached.GetAnnotations()
-	owned := a[ownedFieldsAnnotation]
-	return owned != "" && a[AppliedAnnotation] == r.digest+"."+owned
+// Applied tells whether cached (the object's record) already holds what r
+// applies.
+func (r ApplyRequest) Applied(cached *WorkloadRecord) bool {
+	return cached.Owned != "" && cached.Applied == r.digest+"."+cached.Owned
 }
 
 // Object is the request to send, with AppliedAnnotation.
@@ -118,34 +111,15 @@ func (r ApplyRequest) Object() (*unstructured.Unstructured, error) {
 	return obj, nil
 }
 
-// keepOwnedFields replaces obj's managedFields with the digest of
-// FieldOwner's apply entry in ownedFieldsAnnotation (none when it has
-// none). An object without managedFields (transformed already) is left as
-// it is.
-func keepOwnedFields(obj client.Object) {
-	mf := obj.GetManagedFields()
-	if mf == nil {
-		return
-	}
-	owned := ""
+// ownedFields is the digest of the fields FieldOwner's applies own, of an
+// object's managedFields: "" when it has none.
+func ownedFields(mf []metav1.ManagedFieldsEntry) string {
 	for _, e := range mf {
 		if e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
-			owned = digest(e.FieldsV1.Raw)
-			break
+			return digest(e.FieldsV1.Raw)
 		}
 	}
-	obj.SetManagedFields(nil)
-	a := obj.GetAnnotations()
-	switch {
-	case owned != "":
-		if a == nil {
-			a = make(map[string]string, 1)
-		}
-		a[ownedFieldsAnnotation] = owned
-		obj.SetAnnotations(a)
-	case a[ownedFieldsAnnotation] != "":
-		delete(a, ownedFieldsAnnotation) // someone wrote it: it is not ours
-	}
+	return ""
 }
 
 func digest(raw []byte) string {

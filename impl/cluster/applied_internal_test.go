@@ -5,9 +5,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -61,20 +63,17 @@ func TestApplyRequest(t *testing.T) {
 		t.Fatal("Object changed the object applied")
 	}
 
-	cached := func(annotations map[string]string) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
-	}
 	owned := applied[len(req.digest)+1:]
 	tests := []struct {
 		name   string
-		cached *corev1.Service
+		cached *WorkloadRecord
 		want   bool
 	}{
-		{"as applied", cached(map[string]string{AppliedAnnotation: applied, ownedFieldsAnnotation: owned}), true},
-		{"fields taken over or removed", cached(map[string]string{AppliedAnnotation: applied, ownedFieldsAnnotation: "0123"}), false},
-		{"another request applied", cached(map[string]string{AppliedAnnotation: other.digest + "." + owned, ownedFieldsAnnotation: owned}), false},
-		{"no apply of ours", cached(map[string]string{AppliedAnnotation: applied}), false},
-		{"never applied", cached(nil), false},
+		{"as applied", &WorkloadRecord{Applied: applied, Owned: owned}, true},
+		{"fields taken over or removed", &WorkloadRecord{Applied: applied, Owned: "0123"}, false},
+		{"another request applied", &WorkloadRecord{Applied: other.digest + "." + owned, Owned: owned}, false},
+		{"no apply of ours", &WorkloadRecord{Applied: applied}, false},
+		{"never applied", &WorkloadRecord{}, false},
 	}
 	for _, tt := range tests {
 		if got := req.Applied(tt.cached); got != tt.want {
@@ -83,29 +82,59 @@ func TestApplyRequest(t *testing.T) {
 	}
 }
 
-// The cache keeps, of managedFields, the digest of FieldOwner's apply entry.
-func TestKeepOwnedFields(t *testing.T) {
+// The cache keeps a workload as its record: of managedFields the digest of
+// FieldOwner's apply entry, of the annotations the applied one, and what
+// the status tells; a record comes out of the transform as it went in.
+func TestRecordWorkload(t *testing.T) {
 	ours := metav1.ManagedFieldsEntry{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}}
 	entries := []metav1.ManagedFieldsEntry{
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}},
 		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}},
 		ours,
 	}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries}}
-	if _, err := dropPodTemplate(d); err != nil {
-		t.Fatal(err)
+	owner := metav1.OwnerReference{APIVersion: "validator-manager.io/v1alpha1", Kind: "Validator", Name: "v1", UID: "u1", Controller: ptr.To(true)}
+	meta := metav1.ObjectMeta{Name: "v1-participant", Namespace: "ns", UID: "d1", ResourceVersion: "7", Generation: 3,
+		Labels: map[string]string{"app": "v1"}, Annotations: map[string]string{AppliedAnnotation: "a.b", "other": "x"},
+		OwnerReferences: []metav1.OwnerReference{owner}, ManagedFields: entries}
+	key := metav1.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID, ResourceVersion: meta.ResourceVersion,
+		Generation: meta.Generation, OwnerReferences: meta.OwnerReferences}
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pg-data"}}
+	tests := []struct {
+		name string
+		obj  client.Object
+		want *WorkloadRecord
+	}{
+		{"Deployment", &appsv1.Deployment{ObjectMeta: meta,
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse}, {Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "m"}}}},
+			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 2,
+				Status: RolloutStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, AvailableCondition: true}}},
+		{"Deployment without replicas, unavailable", &appsv1.Deployment{ObjectMeta: meta,
+			Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}}}},
+			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1}},
+		{"StatefulSet mid rollout", &appsv1.StatefulSet{ObjectMeta: meta,
+			Spec:   appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, Replicas: 1, ReadyReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r2"}},
+			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1, ClaimTemplates: []corev1.PersistentVolumeClaim{claim},
+				Status: RolloutStatus{ObservedGeneration: 3, Replicas: 1, ReadyReplicas: 1}}},
+		{"StatefulSet rolled out", &appsv1.StatefulSet{ObjectMeta: meta, Status: appsv1.StatefulSetStatus{CurrentRevision: "r2", UpdateRevision: "r2"}},
+			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1, Status: RolloutStatus{Revised: true}}},
+		{"Service no apply of ours", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: entries[:2]}},
+			&WorkloadRecord{ObjectMeta: metav1.ObjectMeta{Name: "s"}}},
 	}
-	if d.ManagedFields != nil || d.Annotations[ownedFieldsAnnotation] != digest(ours.FieldsV1.Raw) {
-		t.Fatalf("got managedFields %v annotations %v, want the digest of %s alone", d.ManagedFields, d.Annotations, ours.FieldsV1.Raw)
-	}
-	if _, err := dropPodTemplate(d); err != nil || d.Annotations[ownedFieldsAnnotation] != digest(ours.FieldsV1.Raw) {
-		t.Fatalf("transformed twice: got %v %v, want the digest kept", d.Annotations, err)
-	}
-	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries[:2], Annotations: map[string]string{ownedFieldsAnnotation: "written by someone"}}}
-	if _, err := digestService(s); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := s.Annotations[ownedFieldsAnnotation]; ok || s.ManagedFields != nil {
-		t.Fatalf("no apply of ours: got %v %v, want neither managedFields nor a digest", s.ManagedFields, s.Annotations)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := recordWorkload(tt.obj)
+			if err != nil || !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v %v, want %+v", got, err, tt.want)
+			}
+			if again, err := recordWorkload(got); err != nil || again != got {
+				t.Fatalf("a record transformed again: got %+v %v, want it as it was", again, err)
+			}
+			if c := got.(*WorkloadRecord).DeepCopyObject(); !equality.Semantic.DeepEqual(c, got) {
+				t.Fatalf("copy: got %+v, want %+v", c, got)
+			}
+		})
 	}
 }

@@ -89,9 +89,9 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			unstructuredOf(ApplicationGVK): in(encodeView),
 			&corev1.Secret{}:               in(trimSecret),
 			&batchv1.CronJob{}:             in(digestCronJob),
-			&appsv1.Deployment{}:           in(dropPodTemplate),
-			&appsv1.StatefulSet{}:          in(dropPodTemplate),
-			&corev1.Service{}:              in(digestService),
+			&appsv1.Deployment{}:           in(recordWorkload),
+			&appsv1.StatefulSet{}:          in(recordWorkload),
+			&corev1.Service{}:              in(recordWorkload),
 		},
 	}
 	o.ByObject[&corev1.Pod{}] = in(trimPod)
@@ -134,31 +134,6 @@ func trimSecret(obj any) (any, error) {
 		}
 	}
 	return t, nil
-}
-
-// dropPodTemplate is the transform of Deployments and StatefulSets: in
-// place of managedFields the digest of what FieldOwner applied
-// (keepOwnedFields), and of the rest what the workload controller reads
-// (trimRollout, which leaves the pod template out).
-func dropPodTemplate(obj any) (any, error) {
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		keepOwnedFields(w)
-	case *appsv1.StatefulSet:
-		keepOwnedFields(w)
-	}
-	return trimRollout(obj), nil
-}
-
-// digestService is the transform of Services: in place of managedFields
-// the digest of what FieldOwner applied (keepOwnedFields), and of the rest
-// the metadata the workload controller reads (trimService).
-func digestService(obj any) (any, error) {
-	if s, ok := obj.(*corev1.Service); ok {
-		keepOwnedFields(s)
-		return trimService(s), nil
-	}
-	return obj, nil
 }
 
 // digestAnnotation is where a cached CronJob carries the digest of its

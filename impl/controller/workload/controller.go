@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,10 +48,12 @@ type Reconciler struct {
 	// fresh reads the Validator from the API server before its status is
 	// written (SetupWithManager: the manager's API reader; else client).
 	fresh client.Reader
-	// pods is the records of each validator's Pods, kept by the Pod
-	// watch (SetupWithManager).
-	pods    *pods
-	options Options
+	// pods is the records of each validator's Pods, workloads those of
+	// its Deployments, StatefulSets and Services, kept by their watches
+	// (SetupWithManager).
+	pods      *pods
+	workloads *workloads
+	options   Options
 }
 
 // New is a Reconciler that reads and writes through c (the manager's
@@ -89,16 +90,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
-	r.pods = newPods()
+	r.pods, r.workloads = newPods(), newWorkloads()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		// The cache keeps Pods as records (cluster.PodRecord), which the
-		// typed client does not read: r.pods keeps them.
+		// The cache keeps workloads and Pods as records
+		// (cluster.WorkloadRecord, cluster.PodRecord), which the typed
+		// client does not read: r.workloads and r.pods keep them. A
+		// workload's change reconciles the Validator that controls it, as
+		// Owns would.
+		Watches(&appsv1.Deployment{}, r.workloads.events(deploymentKind)).
+		Watches(&appsv1.StatefulSet{}, r.workloads.events(statefulSetKind)).
+		Watches(&corev1.Service{}, r.workloads.events(serviceKind)).
 		Watches(&corev1.Pod{}, r.pods.events()).
 		// Whether a Secret exists is all the status needs: the Manager's
 		// cache holds Secrets without their values (cluster.CacheOptions),
@@ -242,15 +246,14 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 		return r.createClaim(ctx, claim)
 	}
 	if st, ok := obj.(*appsv1.StatefulSet); ok {
-		if err := r.keepClaimTemplates(ctx, st); err != nil {
-			return err
-		}
+		r.keepClaimTemplates(st)
 	}
 	req, err := cluster.NewApplyRequest(obj, toUnstructured)
 	if err != nil {
 		return err
 	}
-	if r.applied(ctx, obj, req) {
+	prev := r.record(obj)
+	if prev != nil && req.Applied(prev) {
 		return nil
 	}
 	u, err := req.Object()
@@ -260,33 +263,26 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", u.GetKind(), obj.GetName(), err)
 	}
+	k := kindOf(obj)
+	if k == "" {
+		return nil
+	}
+	// u is the API server's answer now: the object as it holds it.
+	answer := k.object()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, answer); err != nil {
+		return fmt.Errorf("answer to the apply of %s %s: %w", u.GetKind(), obj.GetName(), err)
+	}
+	r.workloads.answered(k, prev, cluster.RecordWorkload(answer))
 	return nil
 }
 
-// applied tells from the cache whether applying req (obj as an apply
-// request) would change nothing (cluster.ApplyRequest.Applied): false when
-// someone changed or removed a field the last apply set, and when the
-// cache is behind the API server (the apply then changes nothing).
-func (r *Reconciler) applied(ctx context.Context, obj client.Object, req cluster.ApplyRequest) bool {
-	var cur client.Object
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		cur = &appsv1.Deployment{}
-	case *appsv1.StatefulSet:
-		cur = &appsv1.StatefulSet{}
-	case *corev1.Service:
-		cur = &corev1.Service{}
-	default:
-		return false // the cache keeps no digest of it
-	}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), cur, noCopy); err != nil {
-		return false
-	}
-	return req.Applied(cur)
+// record is the cache's record of the workload obj names, nil when there
+// is none. Applying obj changes nothing when its record says it holds what
+// the apply request sets (cluster.ApplyRequest.Applied); a record that is
+// behind the API server makes an apply that changes nothing.
+func (r *Reconciler) record(obj client.Object) *cluster.WorkloadRecord {
+	return r.workloads.get(kindOf(obj), client.ObjectKeyFromObject(obj))
 }
-
-// noCopy reads a cached object without copying it: read it, never change it.
-var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 
 // createClaim creates claim unless it exists: a claim's spec is immutable
 // once bound, and an existing one (kept from before, or resized by an
@@ -306,21 +302,17 @@ func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVo
 // keepClaimTemplates keeps an existing StatefulSet's volume claim templates:
 // Kubernetes forbids changing them, so a new storage size or class reaches
 // the database through its claim (growDataClaim), not the template.
-func (r *Reconciler) keepClaimTemplates(ctx context.Context, st *appsv1.StatefulSet) error {
-	var cur appsv1.StatefulSet
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(st), &cur)
-	if apierrors.IsNotFound(err) {
-		return nil
+func (r *Reconciler) keepClaimTemplates(st *appsv1.StatefulSet) {
+	cur := r.record(st)
+	if cur == nil {
+		return
 	}
-	if err != nil {
-		return fmt.Errorf("read StatefulSet %s: %w", st.Name, err)
-	}
-	st.Spec.VolumeClaimTemplates = cur.Spec.VolumeClaimTemplates
-	for i := range st.Spec.VolumeClaimTemplates {
+	st.Spec.VolumeClaimTemplates = make([]corev1.PersistentVolumeClaim, len(cur.ClaimTemplates))
+	for i := range cur.ClaimTemplates {
+		cur.ClaimTemplates[i].DeepCopyInto(&st.Spec.VolumeClaimTemplates[i])
 		// Apply sends what the server would default anyway.
 		st.Spec.VolumeClaimTemplates[i].Status = corev1.PersistentVolumeClaimStatus{}
 	}
-	return nil
 }
 
 // growDataClaim raises the internal database's claim to spec.databaseStorage
@@ -360,53 +352,32 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) e
 // deleteOwned deletes obj when it exists and v controls it; an object of
 // the same name that someone else made is left alone.
 func (r *Reconciler) deleteOwned(ctx context.Context, v *v1alpha1.Validator, obj client.Object) error {
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	owner := metav1.GetControllerOf(obj)
-	if owner == nil || owner.UID != v.UID {
+	cur := r.record(obj)
+	if cur == nil || !controlledBy(cur, v) {
 		return nil
 	}
-	if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &[]types.UID{obj.GetUID()}[0]}); err != nil {
+	if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &cur.UID}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
 }
 
 func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired []client.Object) (Observed, error) {
-	var o Observed
-	getDeployment := func(component string) (*appsv1.Deployment, error) {
-		var d appsv1.Deployment
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: Name(v.Name, component)}, &d); err != nil {
-			return nil, client.IgnoreNotFound(err)
+	// v's workload of kind k for component, nil unless v controls it.
+	get := func(k kind, component string) *cluster.WorkloadRecord {
+		w := r.workloads.get(k, types.NamespacedName{Namespace: v.Namespace, Name: Name(v.Name, component)})
+		if w == nil || !controlledBy(w, v) {
+			return nil
 		}
-		if !controlledBy(&d, v) {
-			return nil, nil
-		}
-		return &d, nil
+		return w
+	}
+	o := Observed{
+		Participant: get(deploymentKind, Participant), ValidatorApp: get(deploymentKind, ValidatorApp),
+		WalletUI: get(deploymentKind, WalletUI), ANSUI: get(deploymentKind, ANSUI),
+		Postgres: get(statefulSetKind, Postgres),
+		Pods:     r.pods.of(types.NamespacedName{Namespace: v.Namespace, Name: v.Name}),
 	}
 	var err error
-	if o.Participant, err = getDeployment(Participant); err != nil {
-		return o, err
-	}
-	if o.ValidatorApp, err = getDeployment(ValidatorApp); err != nil {
-		return o, err
-	}
-	if o.WalletUI, err = getDeployment(WalletUI); err != nil {
-		return o, err
-	}
-	if o.ANSUI, err = getDeployment(ANSUI); err != nil {
-		return o, err
-	}
-	var st appsv1.StatefulSet
-	err = r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: Name(v.Name, Postgres)}, &st)
-	switch {
-	case err == nil && controlledBy(&st, v):
-		o.Postgres = &st
-	case err != nil && !apierrors.IsNotFound(err):
-		return o, err
-	}
-	o.Pods = r.pods.of(types.NamespacedName{Namespace: v.Namespace, Name: v.Name})
 	o.Missing, err = r.missing(ctx, v.Namespace, templates(desired))
 	return o, err
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,17 +12,17 @@ import (
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
-// Observed is what the cluster holds of a validator's workloads; nil where
-// a workload does not exist (yet).
+// Observed is what the cluster holds of a validator's workloads, as the
+// cache keeps them; nil where a workload does not exist (yet). Shared with
+// the cache: read only.
 type Observed struct {
-	Participant  *appsv1.Deployment
-	ValidatorApp *appsv1.Deployment
-	WalletUI     *appsv1.Deployment
-	ANSUI        *appsv1.Deployment
-	Postgres     *appsv1.StatefulSet
+	// Participant, ValidatorApp, WalletUI and ANSUI are Deployments',
+	// Postgres a StatefulSet's records.
+	Participant, ValidatorApp, WalletUI, ANSUI *cluster.WorkloadRecord
+	Postgres                                   *cluster.WorkloadRecord
 	// Pods of the validator (labelled ValidatorLabel and ComponentLabel),
 	// as the cache keeps them: what the kubelet and the scheduler say of
-	// those that cannot start. Shared with the cache: read only.
+	// those that cannot start.
 	Pods []*cluster.PodRecord
 	// Missing: per component, the Secrets and ConfigMaps its pod template
 	// reads (not optionally) that do not exist. Running pods keep running
@@ -93,21 +91,12 @@ func blockedBy(r readiness, workload, component string, o Observed) readiness {
 		message: fmt.Sprintf("%s: %s; its pods cannot start until it exists", workload, strings.Join(names, ", "))}
 }
 
-func deploymentReadiness(name string, d *appsv1.Deployment) readiness {
+func deploymentReadiness(name string, d *cluster.WorkloadRecord) readiness {
 	if d == nil {
 		return readiness{reason: ReasonNotFound, message: fmt.Sprintf("Deployment %s does not exist yet", name)}
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	var available bool
-	for _, c := range s.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			available = c.Status == corev1.ConditionTrue
-		}
-	}
+	want, s := d.Replicas, d.Status
+	available := s.AvailableCondition
 	current := s.ObservedGeneration >= d.Generation
 	settled := available && current && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
 	switch {
@@ -119,18 +108,14 @@ func deploymentReadiness(name string, d *appsv1.Deployment) readiness {
 	return readiness{available: true, settled: true, reason: ReasonAvailable, message: fmt.Sprintf("Deployment %s: %d of %d replicas available", name, s.AvailableReplicas, want)}
 }
 
-func statefulSetReadiness(name string, st *appsv1.StatefulSet) readiness {
+func statefulSetReadiness(name string, st *cluster.WorkloadRecord) readiness {
 	if st == nil {
 		return readiness{reason: ReasonNotFound, message: fmt.Sprintf("StatefulSet %s does not exist yet", name)}
 	}
-	want := int32(1)
-	if st.Spec.Replicas != nil {
-		want = *st.Spec.Replicas
-	}
-	s := st.Status
+	want, s := st.Replicas, st.Status
 	current := s.ObservedGeneration >= st.Generation
 	available := s.ReadyReplicas >= want && want > 0
-	settled := available && current && s.UpdatedReplicas == want && (s.UpdateRevision == "" || s.CurrentRevision == s.UpdateRevision)
+	settled := available && current && s.UpdatedReplicas == want && s.Revised
 	switch {
 	case !available:
 		return readiness{reason: ReasonUnavailable, message: fmt.Sprintf("StatefulSet %s: %d of %d replicas ready", name, s.ReadyReplicas, want)}
@@ -163,7 +148,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		})
 	}
 	b := newLayout(v)
-	deployment := func(component string, d *appsv1.Deployment) readiness {
+	deployment := func(component string, d *cluster.WorkloadRecord) readiness {
 		name := b.name(component)
 		return blockedBy(deploymentReadiness(name, d), "Deployment "+name, component, o)
 	}
