@@ -252,7 +252,8 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
-	prev := r.record(obj)
+	k := kindOf(obj)
+	prev, seen := r.workloads.lookup(k, client.ObjectKeyFromObject(obj))
 	if prev != nil && req.Applied(prev) {
 		return nil
 	}
@@ -263,7 +264,6 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", u.GetKind(), obj.GetName(), err)
 	}
-	k := kindOf(obj)
 	if k == "" {
 		return nil
 	}
@@ -272,7 +272,7 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, answer); err != nil {
 		return fmt.Errorf("answer to the apply of %s %s: %w", u.GetKind(), obj.GetName(), err)
 	}
-	r.workloads.answered(k, prev, cluster.RecordWorkload(answer))
+	r.workloads.answered(k, seen, cluster.RecordWorkload(answer))
 	return nil
 }
 

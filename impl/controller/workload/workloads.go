@@ -64,6 +64,9 @@ func kindOf(obj client.Object) kind {
 type workloads struct {
 	mu    sync.RWMutex
 	byKey map[workloadKey]*cluster.WorkloadRecord
+	// removed counts the records the watches removed: an apply's answer
+	// for an object that had none must not bring back one removed since.
+	removed uint64
 }
 
 type workloadKey struct {
@@ -78,25 +81,43 @@ func newWorkloads() *workloads {
 // get is the record of the object of kind k with key, nil when there is
 // none; shared: read only.
 func (x *workloads) get(k kind, key types.NamespacedName) *cluster.WorkloadRecord {
+	w, _ := x.lookup(k, key)
+	return w
+}
+
+// seen is what an apply was decided on: the record then (nil: none) and
+// how many records the watches had removed.
+type seen struct {
+	record  *cluster.WorkloadRecord
+	removed uint64
+}
+
+// lookup is get, with what answered needs to know whether the watches put
+// or removed anything of it since.
+func (x *workloads) lookup(k kind, key types.NamespacedName) (*cluster.WorkloadRecord, seen) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.byKey[workloadKey{k, key}]
+	w := x.byKey[workloadKey{k, key}]
+	return w, seen{w, x.removed}
 }
 
 // answered puts the record of answer, what the API server answered an
-// apply of an object of kind k with, in place of prev, the record the
-// apply was decided on, unless the watch has put another since: a
-// reconcile before the watch's event of the apply (queued by another
-// object's) then does not apply it again. Should the watch give an event
-// from before the apply after this, the next reconcile applies again,
-// changing nothing: the record is what the cache would hold, never newer.
-func (x *workloads) answered(k kind, prev, answer *cluster.WorkloadRecord) {
+// apply of an object of kind k with, in place of the record the apply was
+// decided on (prev), unless the watch has put another since, or, where
+// there was none, removed any record since (the object the apply made
+// may be gone already, and its record must not outlive it): a reconcile
+// before the watch's event of the apply (queued by another object's) then
+// does not apply it again. Should the watch give an event from before the
+// apply after this, the next reconcile applies again, changing nothing:
+// the record is what the cache would hold, never newer.
+func (x *workloads) answered(k kind, prev seen, answer *cluster.WorkloadRecord) {
 	key := workloadKey{k, types.NamespacedName{Namespace: answer.Namespace, Name: answer.Name}}
 	x.mu.Lock()
-	if x.byKey[key] == prev {
-		x.byKey[key] = answer
+	defer x.mu.Unlock()
+	if x.byKey[key] != prev.record || prev.record == nil && x.removed != prev.removed {
+		return
 	}
-	x.mu.Unlock()
+	x.byKey[key] = answer
 }
 
 func (x *workloads) put(k kind, w *cluster.WorkloadRecord) {
@@ -108,6 +129,7 @@ func (x *workloads) put(k kind, w *cluster.WorkloadRecord) {
 func (x *workloads) remove(k kind, w *cluster.WorkloadRecord) {
 	x.mu.Lock()
 	delete(x.byKey, workloadKey{k, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	x.removed++
 	x.mu.Unlock()
 }
 

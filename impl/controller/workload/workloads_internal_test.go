@@ -21,7 +21,8 @@ import (
 // enqueues the Validator that controls the object, as Owns would: none
 // for an object no Validator controls, both for one whose controller
 // changed. An apply's answer takes the place of the record the apply was
-// decided on, and never of one the watch put since.
+// decided on, never of one the watch put since, and never brings back one
+// the watch removed.
 func TestWorkloadEvents(t *testing.T) {
 	record := func(rv, controller string, owners ...metav1.OwnerReference) *cluster.WorkloadRecord {
 		if controller != "" {
@@ -72,14 +73,28 @@ func TestWorkloadEvents(t *testing.T) {
 		}
 	}
 
-	answer, newer := record("7", "v1"), record("8", "v1")
-	x.answered(deploymentKind, nil, answer)
-	if got := x.get(deploymentKind, key); got != answer {
+	// The answers to applies.
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	_, none := x.lookup(deploymentKind, key)
+	created, newer := record("7", "v1"), record("8", "v1")
+	x.answered(deploymentKind, none, created)
+	if got := x.get(deploymentKind, key); got != created {
 		t.Errorf("the answer to the apply that created it: kept %+v, want the answer", got)
 	}
-	h.Update(ctx, event.UpdateEvent{ObjectOld: answer, ObjectNew: newer}, workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()))
-	x.answered(deploymentKind, answer, record("9", "v1"))
+	_, before := x.lookup(deploymentKind, key)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: created, ObjectNew: newer}, q)
+	x.answered(deploymentKind, before, record("9", "v1"))
 	if got := x.get(deploymentKind, key); got != newer {
 		t.Errorf("an answer to an apply decided on a record the watch replaced since: kept %+v, want the watch's", got)
+	}
+	h.Delete(ctx, event.DeleteEvent{Object: newer}, q)
+	_, none = x.lookup(deploymentKind, key)
+	made := record("10", "v1")
+	h.Create(ctx, event.CreateEvent{Object: made}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: made}, q)
+	x.answered(deploymentKind, none, made)
+	if got := x.get(deploymentKind, key); got != nil {
+		t.Errorf("the answer to an apply that made an object the watch saw come and go: kept %+v, want none", got)
 	}
 }
