@@ -253,8 +253,11 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	k := kindOf(obj)
-	prev, seen := r.workloads.lookup(k, client.ObjectKeyFromObject(obj))
-	if prev != nil && req.Applied(prev) {
+	// The record says whether the object holds what the request applies
+	// (cluster.ApplyRequest.Applied); one behind the API server makes an
+	// apply that changes nothing.
+	seen := r.workloads.lookup(k, client.ObjectKeyFromObject(obj))
+	if seen.record != nil && req.Applied(seen.record) {
 		return nil
 	}
 	u, err := req.Object()
@@ -277,9 +280,7 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 }
 
 // record is the cache's record of the workload obj names, nil when there
-// is none. Applying obj changes nothing when its record says it holds what
-// the apply request sets (cluster.ApplyRequest.Applied); a record that is
-// behind the API server makes an apply that changes nothing.
+// is none.
 func (r *Reconciler) record(obj client.Object) *cluster.WorkloadRecord {
 	return r.workloads.get(kindOf(obj), client.ObjectKeyFromObject(obj))
 }

@@ -81,8 +81,7 @@ func newWorkloads() *workloads {
 // get is the record of the object of kind k with key, nil when there is
 // none; shared: read only.
 func (x *workloads) get(k kind, key types.NamespacedName) *cluster.WorkloadRecord {
-	w, _ := x.lookup(k, key)
-	return w
+	return x.lookup(k, key).record
 }
 
 // seen is what an apply was decided on: the record then (nil: none) and
@@ -94,11 +93,10 @@ type seen struct {
 
 // lookup is get, with what answered needs to know whether the watches put
 // or removed anything of it since.
-func (x *workloads) lookup(k kind, key types.NamespacedName) (*cluster.WorkloadRecord, seen) {
+func (x *workloads) lookup(k kind, key types.NamespacedName) seen {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	w := x.byKey[workloadKey{k, key}]
-	return w, seen{w, x.removed}
+	return seen{x.byKey[workloadKey{k, key}], x.removed}
 }
 
 // answered puts the record of answer, what the API server answered an

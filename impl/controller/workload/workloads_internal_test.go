@@ -76,20 +76,20 @@ func TestWorkloadEvents(t *testing.T) {
 	// The answers to applies.
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	_, none := x.lookup(deploymentKind, key)
+	none := x.lookup(deploymentKind, key)
 	created, newer := record("7", "v1"), record("8", "v1")
 	x.answered(deploymentKind, none, created)
 	if got := x.get(deploymentKind, key); got != created {
 		t.Errorf("the answer to the apply that created it: kept %+v, want the answer", got)
 	}
-	_, before := x.lookup(deploymentKind, key)
+	before := x.lookup(deploymentKind, key)
 	h.Update(ctx, event.UpdateEvent{ObjectOld: created, ObjectNew: newer}, q)
 	x.answered(deploymentKind, before, record("9", "v1"))
 	if got := x.get(deploymentKind, key); got != newer {
 		t.Errorf("an answer to an apply decided on a record the watch replaced since: kept %+v, want the watch's", got)
 	}
 	h.Delete(ctx, event.DeleteEvent{Object: newer}, q)
-	_, none = x.lookup(deploymentKind, key)
+	none = x.lookup(deploymentKind, key)
 	made := record("10", "v1")
 	h.Create(ctx, event.CreateEvent{Object: made}, q)
 	h.Delete(ctx, event.DeleteEvent{Object: made}, q)
