@@ -146,7 +146,7 @@ func trimJob(obj any) (any, error) {
 // applied (ApplyRequest.Applied), the replicas it wants and its rollout's
 // progress, all that the workload controller reads of it. A trimmed
 // typed Deployment, its pod template emptied, still took 2.5 KB with its
-// label and annotation maps; a record takes some 400 bytes. As PodRecord,
+// label and annotation maps; a record takes some 600 bytes. As PodRecord,
 // the typed client cannot read it out of the cache: the workload
 // controller keeps the records its watches' handlers are given.
 type WorkloadRecord struct {
