@@ -58,18 +58,8 @@ func TestPodEvents(t *testing.T) {
 		}, []string{"v2"}, 0, 0, ""},
 	}
 	for _, s := range steps {
-		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-		s.do(q)
-		var queued []string
-		for q.Len() > 0 {
-			r, _ := q.Get()
-			queued = append(queued, r.Name)
-			q.Done(r)
-		}
-		q.ShutDown()
-		slices.Sort(queued)
-		if !slices.Equal(queued, s.queued) {
-			t.Errorf("%s: queued %v, want %v", s.name, queued, s.queued)
+		if got := queued(s.do); !slices.Equal(got, s.queued) {
+			t.Errorf("%s: queued %v, want %v", s.name, got, s.queued)
 		}
 		v1, v2 := x.of(key("v1")), x.of(key("v2"))
 		if len(v1) != s.v1 || len(v2) != s.v2 {
@@ -82,4 +72,19 @@ func TestPodEvents(t *testing.T) {
 	if len(x.byName) != 0 {
 		t.Errorf("validators without Pods are still kept: %v", x.byName)
 	}
+}
+
+// queued runs do on a new queue and returns the names it queued, sorted.
+func queued(do func(q workqueue.TypedRateLimitingInterface[reconcile.Request])) []string {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	do(q)
+	var names []string
+	for q.Len() > 0 {
+		r, _ := q.Get()
+		names = append(names, r.Name)
+		q.Done(r)
+	}
+	slices.Sort(names)
+	return names
 }

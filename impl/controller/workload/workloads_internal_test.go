@@ -55,18 +55,8 @@ func TestWorkloadEvents(t *testing.T) {
 		}, []string{"v1"}, nil},
 	}
 	for _, s := range steps {
-		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-		s.do(q)
-		var queued []string
-		for q.Len() > 0 {
-			r, _ := q.Get()
-			queued = append(queued, r.Name)
-			q.Done(r)
-		}
-		q.ShutDown()
-		slices.Sort(queued)
-		if !slices.Equal(queued, s.queued) {
-			t.Errorf("%s: queued %v, want %v", s.name, queued, s.queued)
+		if got := queued(s.do); !slices.Equal(got, s.queued) {
+			t.Errorf("%s: queued %v, want %v", s.name, got, s.queued)
 		}
 		if got := x.get(deploymentKind, key); got != s.kept {
 			t.Errorf("%s: kept %+v, want %+v", s.name, got, s.kept)
