@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 )
 
@@ -74,6 +73,11 @@ type workloadKey struct {
 	types.NamespacedName
 }
 
+// keyOf is w's key among records of kind k.
+func keyOf(k kind, w *cluster.WorkloadRecord) workloadKey {
+	return workloadKey{k, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}}
+}
+
 func newWorkloads() *workloads {
 	return &workloads{byKey: map[workloadKey]*cluster.WorkloadRecord{}}
 }
@@ -109,7 +113,7 @@ func (x *workloads) lookup(k kind, key types.NamespacedName) seen {
 // apply after this, the next reconcile applies again, changing nothing:
 // the record is what the cache would hold, never newer.
 func (x *workloads) answered(k kind, prev seen, answer *cluster.WorkloadRecord) {
-	key := workloadKey{k, types.NamespacedName{Namespace: answer.Namespace, Name: answer.Name}}
+	key := keyOf(k, answer)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.byKey[key] != prev.record || prev.record == nil && x.removed != prev.removed {
@@ -120,19 +124,16 @@ func (x *workloads) answered(k kind, prev seen, answer *cluster.WorkloadRecord) 
 
 func (x *workloads) put(k kind, w *cluster.WorkloadRecord) {
 	x.mu.Lock()
-	x.byKey[workloadKey{k, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}}] = w
+	x.byKey[keyOf(k, w)] = w
 	x.mu.Unlock()
 }
 
 func (x *workloads) remove(k kind, w *cluster.WorkloadRecord) {
 	x.mu.Lock()
-	delete(x.byKey, workloadKey{k, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	delete(x.byKey, keyOf(k, w))
 	x.removed++
 	x.mu.Unlock()
 }
-
-// validatorKind is the group and kind a controlling owner reference names.
-var validatorKind = v1alpha1.GroupVersion.WithKind("Validator").GroupKind()
 
 // controllerOf is the key of the Validator that controls w, and whether one
 // does: the handler builder.Owns would make, on records.
@@ -142,7 +143,7 @@ func controllerOf(w *cluster.WorkloadRecord) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.WithKind(ref.Kind).GroupKind() != validatorKind {
+	if err != nil || gv.WithKind(ref.Kind).GroupKind() != cluster.ValidatorGVK.GroupKind() {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: w.Namespace, Name: ref.Name}, true
