@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -28,7 +31,7 @@ import (
 // another accepted token, and the server shuts down cleanly on cancel.
 func TestEmbeddedDefault(t *testing.T) {
 	dataDir := t.TempDir()
-	s := startServe(t, "--data-dir", dataDir)
+	s := startServe(t, "--data-dir", dataDir, "--cluster.node.pods", "5000")
 	out, logs, done, cancel, base := s.out, s.logs, s.done, s.cancel, s.base
 	startToken := regexp.MustCompile(`(?m)^(eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindString(out.String())
 	if startToken == "" {
@@ -73,6 +76,9 @@ func TestEmbeddedDefault(t *testing.T) {
 	t.Run("the simulated node is a child process and serves the pod metrics", func(t *testing.T) {
 		checkNodeProcess(t, base, startToken, dataDir)
 	})
+	t.Run("a validator that does not fit on the node stays PENDING, saying why", func(t *testing.T) {
+		checkNoRoom(t, base, startToken, dataDir)
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -100,13 +106,26 @@ func TestEmbeddedDefault(t *testing.T) {
 }
 
 // checkNodeProcess: the simulated node runs as the server's child (its
-// command line names the node's kubeconfig in the data directory), and the
-// sample Application's usage, which it serves, reaches release 2.0.
+// command line names the node's kubeconfig in the data directory), declares
+// the room the configuration gives it (cluster.node.pods 5000, the default
+// CPUs and memory), and the sample Application's usage, which it serves,
+// reaches release 2.0.
 func checkNodeProcess(t *testing.T, base, token, dataDir string) {
 	node := nodesim.Command + " --kubeconfig=" + filepath.Join(dataDir, "cluster", "node.kubeconfig")
 	out, _ := exec.Command("pgrep", "-f", "-P", strconv.Itoa(os.Getpid()), node).Output()
 	if len(strings.Fields(string(out))) != 1 {
 		t.Errorf("processes %q of this server: got %q, want one", node, out)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Nodes().Get(context.Background(), "embedded-node", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := n.Status.Allocatable; c.Pods().Value() != 5000 || c.Cpu().Value() != 64 || c.Memory().String() != "256Gi" {
+		t.Errorf("the node's allocatable: got %v, want pods 5000, cpu 64, memory 256Gi", c)
 	}
 	var m struct {
 		MetricsAvailable bool `json:"metricsAvailable"`

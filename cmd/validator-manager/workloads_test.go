@@ -4,16 +4,21 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 )
 
 // checkWorkloads is what a newcomer does after `make run`: create a
@@ -118,5 +123,46 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %s", what, limit)
 		}
+	}
+}
+
+// checkNoRoom: a validator whose participant requests more CPUs than the
+// embedded default's node has (100 of 64) stays PENDING: the node leaves
+// its participant Pod Pending as a scheduler would, and the Validator's
+// status gives the scheduler's reason; the rest of its Pods run.
+func checkNoRoom(t *testing.T, base, token, dataDir string) {
+	ctx := context.Background()
+	c := testClient(t, base, token)
+	v := apitest.ValidatorPayload("huge")
+	v.Participant.Resources = &managementapi.ResourcesDto{CpuRequested: ptr("100")}
+	if r, err := c.CreateValidatorWithResponse(ctx, v); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", statusOf(r), err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "0/1 nodes are available: 1 Insufficient cpu."
+	var last string
+	eventually(t, 90*time.Second, "the participant unschedulable: "+why, func() bool {
+		u, err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Get(ctx, "huge", metav1.GetOptions{})
+		if err != nil {
+			return false // not made yet
+		}
+		got := toValidator(t, u)
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionParticipantReady)
+		if c == nil {
+			return false
+		}
+		last = c.Reason + ": " + c.Message
+		return got.Status.Phase == v1alpha1.PhasePending && c.Reason == "Unschedulable" && strings.Contains(c.Message, why)
+	})
+	r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr("huge")})
+	if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 || r.JSON200.Validators[0].Phase == nil || string(*r.JSON200.Validators[0].Phase) != "PENDING" {
+		t.Errorf("1.11's phase of the validator that does not fit: %v %v (condition %s)", statusOf(r), err, last)
 	}
 }

@@ -519,7 +519,11 @@ func (a *App) Manager() manager.Manager { return a.mgr }
 func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Config, error) {
 	cfg := a.Config
 	start := time.Now()
-	rc, fresh, node, host := shared, false, nodesim.Options{Logger: a.Log}, ""
+	capacity, err := cfg.NodeCapacity()
+	if err != nil {
+		return nil, err
+	}
+	rc, fresh, node, host := shared, false, nodesim.Options{Logger: a.Log, Capacity: capacity}, ""
 	if shared == nil {
 		a.Log.Info("starting the embedded control plane (etcd, kube-apiserver, kube-controller-manager)", "kubeconfig", filepath.Join(cfg.DataDir, "kubeconfig"))
 		eng, err := engine.Start(ctx, engine.Options{
@@ -559,7 +563,7 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 		}
 	}
 	if a.Engine != nil {
-		if err := a.startNode(); err != nil {
+		if err := a.startNode(capacity); err != nil {
 			return nil, fmt.Errorf("embedded control plane: %w", err)
 		}
 	} else if a.Nodes, err = nodesim.New(rc, node); err != nil {
@@ -574,7 +578,7 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 // kills it with the server): this binary re-executed as `nodesim`, as a
 // kubelet runs beside a cluster's control plane rather than inside the
 // server, so that its caches and work are not the server's.
-func (a *App) startNode() error {
+func (a *App) startNode(capacity corev1.ResourceList) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("simulated node: %w", err)
@@ -586,7 +590,7 @@ func (a *App) startNode() error {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p := nodesim.Process{Kubeconfig: a.Engine.NodeKubeconfig(), MetricsAddress: addr, LogLevel: a.Config.LogLevel}
+	p := nodesim.Process{Kubeconfig: a.Engine.NodeKubeconfig(), MetricsAddress: addr, LogLevel: a.Config.LogLevel, Capacity: capacity}
 	if err := a.Engine.Spawn(nodesim.Command, exe, append([]string{nodesim.Command}, p.Args()...)...); err != nil {
 		return fmt.Errorf("simulated node: %w", err)
 	}

@@ -23,6 +23,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Cluster modes.
@@ -75,6 +77,12 @@ type Config struct {
 
 	ClusterMode string
 	Kubeconfig  string
+	// NodeCPU, NodeMemory (quantities) and NodePods are the room the
+	// embedded default's simulated node declares, all of it allocatable:
+	// Pods that would not fit stay Pending, as a scheduler leaves them.
+	NodeCPU    string
+	NodeMemory string
+	NodePods   int64
 
 	IdentityMode         string
 	KeycloakURL          string
@@ -149,6 +157,9 @@ func Default() Config {
 		DataDir:         "data",
 		Namespace:       "default",
 		ClusterMode:     ClusterEmbedded,
+		NodeCPU:         "64",
+		NodeMemory:      "256Gi",
+		NodePods:        10000,
 		IdentityMode:    IdentityLocal,
 		KeycloakRealm:   "master",
 		RequestTimeout:  60 * time.Second,
@@ -208,6 +219,9 @@ func (c *Config) settings() []setting {
 		{"api.metrics.public", "serve /actuator/prometheus without a bearer token (for a scraper inside the cluster)", &c.MetricsPublic, false},
 		{"cluster.mode", "cluster: embedded (a control plane the server runs in dataDir), kubeconfig, in-cluster", &c.ClusterMode, false},
 		{"cluster.kubeconfig", "kubeconfig file for cluster.mode=kubeconfig", &c.Kubeconfig, false},
+		{"cluster.node.cpu", "CPUs the embedded default's one simulated node offers its Pods' requests (a quantity: 64, 1500m); a Pod that does not fit stays Pending, Insufficient cpu", &c.NodeCPU, false},
+		{"cluster.node.memory", "memory the embedded default's simulated node offers its Pods' requests (a quantity: 256Gi); a Pod that does not fit stays Pending, Insufficient memory", &c.NodeMemory, false},
+		{"cluster.node.pods", "Pods the embedded default's simulated node runs at most; one more stays Pending, Too many pods", &c.NodePods, false},
 		{"idp.mode", "identity provider for wallet users: local or keycloak", &c.IdentityMode, false},
 		{"idp.keycloak.url", "Keycloak base URL", &c.KeycloakURL, false},
 		{"idp.keycloak.publicUrl", "Keycloak base URL as validators' pods reach it (their JWKS, OIDC and token URLs); empty = idp.keycloak.url", &c.KeycloakPublicURL, false},
@@ -547,7 +561,29 @@ func (c *Config) validate() error {
 			return fmt.Errorf("startAfresh: %q is not one of %s", s, strings.Join(AfreshStores, ", "))
 		}
 	}
+	if _, err := c.NodeCapacity(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// NodeCapacity is the embedded default's node room (cluster.node.*).
+func (c Config) NodeCapacity() (corev1.ResourceList, error) {
+	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(c.NodePods, resource.DecimalSI)}
+	if c.NodePods <= 0 {
+		return nil, fmt.Errorf("cluster.node.pods: must be positive")
+	}
+	for _, q := range []struct {
+		key, value string
+		name       corev1.ResourceName
+	}{{"cluster.node.cpu", c.NodeCPU, corev1.ResourceCPU}, {"cluster.node.memory", c.NodeMemory, corev1.ResourceMemory}} {
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil || v.Sign() <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive quantity", q.key, q.value)
+		}
+		out[q.name] = v
+	}
+	return out, nil
 }
 
 // Loopback tells whether a host:port address only listens on the loopback

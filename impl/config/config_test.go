@@ -112,6 +112,9 @@ func TestRejects(t *testing.T) {
 		{"bad duration", map[string]string{"VM_SERVER_REQUEST_TIMEOUT": "soon"}, "VM_SERVER_REQUEST_TIMEOUT"},
 		{"missing file", map[string]string{"VM_CONFIG": filepath.Join(dir, "absent.yaml")}, "config file"},
 		{"unknown store to start afresh", map[string]string{"VM_START_AFRESH": "idp,database"}, `startAfresh: "database" is not one of idp, sandbox, cluster`},
+		{"node cpu not a quantity", map[string]string{"VM_CLUSTER_NODE_CPU": "many"}, `cluster.node.cpu: "many" is not a positive quantity`},
+		{"node memory zero", map[string]string{"VM_CLUSTER_NODE_MEMORY": "0"}, `cluster.node.memory: "0" is not a positive quantity`},
+		{"node pods zero", map[string]string{"VM_CLUSTER_NODE_PODS": "0"}, `cluster.node.pods: must be positive`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

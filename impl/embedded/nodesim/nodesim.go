@@ -1,7 +1,7 @@
 // Package nodesim plays the scheduler and the kubelet of one node against a
 // real API server, for the embedded default (which runs no kubelet and no
-// container runtime): it registers a Ready node, binds every unscheduled Pod
-// to it, and a little later reports the Pod running and ready (Pods of Jobs:
+// container runtime): it registers a Ready node, binds to it every
+// unscheduled Pod that fits in the room the node declares (room.go), and a little later reports the Pod running and ready (Pods of Jobs:
 // succeeded), unless the kubelet's rules that need no image say a kubelet
 // could not start it (kubelet.go): then it waits as on a node, with the
 // kubelet's reasons and messages, until what it lacks exists. Everything else is the real control plane's: the Deployment,
@@ -52,19 +52,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Options tune the simulator; zero values take the defaults.
 type Options struct {
 	// NodeName is the simulated node; default "embedded-node".
 	NodeName string
+	// SchedulerName is the scheduler whose Pods (spec.schedulerName) the
+	// simulator binds, as each scheduler of a cluster binds only its own;
+	// default "default-scheduler", the API server's default.
+	SchedulerName string
 	// Namespace whose Pods, claims and Applications are simulated; default
 	// every namespace.
 	Namespace string
 	// ReadyDelay is how long after binding a Pod is reported running and
 	// ready (a Job's Pod: succeeded); default 1 s.
 	ReadyDelay time.Duration
-	// Capacity of the node; default 64 CPUs, 256Gi memory, 10,000 Pods.
+	// Capacity of the node, all of it allocatable: the room the Pods bound
+	// to it may request (cpu, memory, pods; room.go); what it does not
+	// give is the default: 64 CPUs, 256Gi memory, 10,000 Pods.
 	Capacity corev1.ResourceList
 	// StorageClass is made (as the default class) when absent, so claims
 	// that name no class get one; default "standard"; "-" makes none.
@@ -98,20 +105,30 @@ const (
 	DefaultBurst   = 800
 )
 
+// defaultCapacity is the node's room when Options give none.
+func defaultCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("10000"),
+	}
+}
+
 func (o *Options) defaults() {
 	if o.NodeName == "" {
 		o.NodeName = "embedded-node"
 	}
+	if o.SchedulerName == "" {
+		o.SchedulerName = corev1.DefaultSchedulerName
+	}
 	if o.ReadyDelay <= 0 {
 		o.ReadyDelay = time.Second
 	}
-	if o.Capacity == nil {
-		o.Capacity = corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("64"),
-			corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods:   resource.MustParse("10000"),
-		}
+	capacity := defaultCapacity()
+	for name, q := range o.Capacity {
+		capacity[name] = q
 	}
+	o.Capacity = capacity
 	if o.StorageClass == "" {
 		o.StorageClass = "standard"
 	}
@@ -147,6 +164,7 @@ type Simulator struct {
 	started sync.Once
 	ready   chan struct{} // closed when the caches have synced and the node exists
 	metrics *Metrics
+	room    *room // what the Pods bound to the node request (room.go)
 }
 
 // New builds a simulator over the API server of rc (its QPS and burst are
@@ -159,7 +177,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{now: opts.Now}}
+	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{now: opts.Now}, room: newRoom(opts.Capacity)}
 	metrics := metricsserver.Options{BindAddress: "0"}
 	if opts.MetricsAddress != "" {
 		metrics = metricsserver.Options{BindAddress: opts.MetricsAddress,
@@ -241,9 +259,11 @@ func (s *Simulator) setup() error {
 	}
 	workers := controller.Options{MaxConcurrentReconciles: s.opts.Workers}
 	// Pods; a claim, Secret or ConfigMap that changes reaches the Pods
-	// that read it (level-triggered: a Pod starts once what it needs exists).
+	// that read it (level-triggered: a Pod starts once what it needs
+	// exists), and a Pod that leaves the node those waiting for its room.
 	err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-pod").
 		For(&corev1.Pod{}).
+		WatchesRawSource(source.Channel(s.room.retry, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(claimIndex))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(secretIndex))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(configMapIndex))).
@@ -341,7 +361,7 @@ func (s *Simulator) Start(ctx context.Context) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.events.CoreV1().Events("")})
 	s.kubelet = events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: s.opts.NodeName})
-	s.scheduler = events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "default-scheduler"})
+	s.scheduler = events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: s.opts.SchedulerName})
 	return s.mgr.Start(ctx)
 }
 

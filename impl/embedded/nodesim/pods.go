@@ -24,16 +24,21 @@ const hostIP = "127.0.0.1"
 const PodCIDR = "127.244.0.0/16"
 
 // syncPod does for one Pod what the scheduler and the kubelet would:
-// bind it when its claims are bound (report it unschedulable while one is
-// missing); after ReadyDelay report it running and ready (a Job's Pod:
+// bind it when its claims are bound and the node has room for it (report
+// it unschedulable while a claim is missing or the room is not there:
+// room.go); after ReadyDelay report it running and ready (a Job's Pod:
 // succeeded), or waiting where the kubelet's rules (kubelet.go) say it
 // cannot start; confirm a deletion at once. It returns how long to wait
 // before the Pod's next step is due.
 func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
 	pod := &corev1.Pod{}
 	if err := s.client.Get(ctx, key, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.room.observe(key, nil, s.opts.NodeName)
+		}
 		return 0, client.IgnoreNotFound(err)
 	}
+	s.room.observe(key, pod, s.opts.NodeName)
 	if pod.DeletionTimestamp != nil {
 		if pod.Spec.NodeName != s.opts.NodeName {
 			return 0, nil // unbound Pods are removed by the API server itself
@@ -46,20 +51,34 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 		return 0, err
 	}
 	if pod.Spec.NodeName == "" {
+		if pod.Spec.SchedulerName != s.opts.SchedulerName {
+			return 0, nil // another scheduler's
+		}
 		if msg := s.claimError(ctx, pod); msg != "" {
 			return 0, s.unschedulable(ctx, pod, msg)
 		}
 		if !s.claimsBound(ctx, pod) {
 			return 0, nil // a claim's change enqueues the Pod again
 		}
-		err := s.client.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+		msg, err := s.room.reserve(ctx, s.client, pod, s.opts.NodeName)
+		if err != nil {
+			return 0, err
+		}
+		if msg != "" {
+			return 0, s.unschedulable(ctx, pod, msg) // a Pod leaving the node enqueues it again
+		}
+		err = s.client.SubResource("binding").Create(ctx, pod, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: s.opts.NodeName},
 		})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return 0, nil // deleted, or bound meanwhile: its own event follows
+		switch {
+		case apierrors.IsConflict(err):
+			return 0, nil // bound meanwhile: its own event follows
+		case err != nil:
+			s.room.unreserve(pod)
+			return 0, client.IgnoreNotFound(err) // deleted: its own event follows
 		}
-		return 0, err
+		return 0, nil
 	}
 	if pod.Spec.NodeName != s.opts.NodeName {
 		return 0, nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -32,6 +34,8 @@ type Process struct {
 	MetricsAddress string
 	// LogLevel is slog's: debug, info, warn, error.
 	LogLevel string
+	// Capacity is Options.Capacity (nil: its default).
+	Capacity corev1.ResourceList
 }
 
 // Args are the arguments after Command.
@@ -42,6 +46,11 @@ func (p Process) Args() []string {
 	}
 	if p.LogLevel != "" {
 		args = append(args, "--log-level="+p.LogLevel)
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		if q, ok := p.Capacity[name]; ok {
+			args = append(args, fmt.Sprintf("--%s=%s", name, q.String()))
+		}
 	}
 	return args
 }
@@ -62,8 +71,20 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Float32Var(&o.QPS, "qps", 0, fmt.Sprintf("requests per second to the API server (default %d)", DefaultQPS))
 	fs.IntVar(&o.Burst, "burst", 0, fmt.Sprintf("request burst (default %d)", DefaultBurst))
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	capacity := map[corev1.ResourceName]*string{}
+	for name, def := range defaultCapacity() {
+		capacity[name] = fs.String(string(name), def.String(), "the node's "+string(name)+" capacity, all allocatable")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	o.Capacity = corev1.ResourceList{}
+	for name, v := range capacity {
+		q, err := resource.ParseQuantity(*v)
+		if err != nil || q.Sign() < 0 {
+			return fmt.Errorf("%s: --%s: %q is not a quantity", Command, name, *v)
+		}
+		o.Capacity[name] = q
 	}
 	if kubeconfig == "" {
 		return fmt.Errorf("%s: --kubeconfig is required", Command)
