@@ -18,7 +18,8 @@ import (
 
 // watchFeed feeds the watch streams of both releases from the Manager's
 // cache of Validators: only those this installation manages, each change
-// encoded once per release.
+// encoded once per release when it is sent to watchers (a catch-up's
+// entries when they are sent).
 type watchFeed struct {
 	management, platform *live.Hub
 	managed              labels.Selector
@@ -104,8 +105,13 @@ func (f *watchFeed) publish(v *v1alpha1.Validator, deleted, unknown bool) {
 	if err != nil && !unknown {
 		return // not from an API server (resource versions are numbers)
 	}
-	for hub, data := range map[*live.Hub][]byte{f.management: managementEvent(v, deleted), f.platform: platformEvent(v, deleted)} {
-		c := live.Change{Name: v.Name, Version: rv, Deleted: deleted, Data: data}
+	// The events are encoded when sent: what the hubs keep of a validator
+	// is v, the cache's own object.
+	for hub, encode := range map[*live.Hub]func() []byte{
+		f.management: func() []byte { return managementEvent(v, deleted) },
+		f.platform:   func() []byte { return platformEvent(v, deleted) },
+	} {
+		c := live.Change{Name: v.Name, Version: rv, Deleted: deleted, Encode: encode}
 		if unknown {
 			hub.Unknown(c)
 		} else {

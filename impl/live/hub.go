@@ -1,6 +1,6 @@
 // Package live fans validators' status changes out to watchers (the watch
-// streams of both releases): a Hub holds each validator's latest state,
-// already encoded for its release, and the recent deletions, so that a
+// streams of both releases): a Hub holds each validator's latest state (as
+// what encodes it for its release: Change.Encode), and the recent deletions, so that a
 // watcher that reconnects gets what changed since its last event, and every
 // watcher has a small buffer of its own: one that does not read is cut,
 // never buffered without limit. What feeds a Hub (the Manager's cache) is
@@ -17,14 +17,36 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// Change is one validator's new state: Data is the event's JSON (the
-// release's vocabulary); Version its resource version (for a deletion, the
-// deletion's).
+// Change is one validator's new state: its event's JSON (the release's
+// vocabulary), given as Data or made on demand by Encode; Version its
+// resource version (for a deletion, the deletion's).
 type Change struct {
 	Name    string
 	Version uint64
 	Deleted bool
-	Data    []byte
+	// Data is the event's JSON, or nil: Encode makes it. A Hub keeps each
+	// validator's latest Change as given, so an Encode over the cache's
+	// object keeps no bytes of the event (the object is the cache's): the
+	// watch streams are no second copy of the validators. It encodes a
+	// change once when it is published to watchers, a catch-up's entries
+	// when they are sent, and a deletion at once (its object would
+	// otherwise outlive the cache's).
+	Data   []byte
+	Encode func() []byte
+}
+
+// JSON is the event's JSON.
+func (c *Change) JSON() []byte {
+	if c.Data != nil || c.Encode == nil {
+		return c.Data
+	}
+	return c.Encode()
+}
+
+// encoded is c with its JSON made.
+func (c Change) encoded() *Change {
+	c.Data, c.Encode = c.JSON(), nil
+	return &c
 }
 
 // Why a subscription ended.
@@ -109,6 +131,7 @@ func (h *Hub) publish(c Change) {
 	}
 	h.latest = max(h.latest, c.Version)
 	if c.Deleted {
+		c = *c.encoded()
 		delete(h.entries, c.Name)
 		h.tombs = append(h.tombs, &c)
 		if over := len(h.tombs) - h.opts.Tombstones; over > 0 {
@@ -120,12 +143,16 @@ func (h *Hub) publish(c Change) {
 	} else {
 		h.entries[c.Name] = &c
 	}
+	var sent *Change // encoded once for every watcher
 	for s := range h.subs {
 		if s.name != "" && s.name != c.Name {
 			continue
 		}
+		if sent == nil {
+			sent = c.encoded()
+		}
 		select {
-		case s.c <- &c:
+		case s.c <- sent:
 		default:
 			h.end(s, ErrSlow)
 		}

@@ -169,3 +169,53 @@ func TestSlowWatcherIsCut(t *testing.T) {
 		t.Fatalf("after Close: got %v and %d watchers, want ErrShutdown and none", fast.Err(), h.Watchers())
 	}
 }
+
+// TestEncodedWhenSent: a Hub keeps a validator's state as the Encode it
+// was given, not as bytes: nothing is encoded while nobody watches; a
+// change is encoded once for all its watchers; a catch-up's entries are
+// encoded when read; a deletion is encoded at once and keeps no Encode
+// (which would hold the deleted object).
+func TestEncodedWhenSent(t *testing.T) {
+	calls := map[string]int{}
+	state := func(name string, v uint64, deleted bool) live.Change {
+		return live.Change{Name: name, Version: v, Deleted: deleted, Encode: func() []byte {
+			calls[name]++
+			return []byte(fmt.Sprintf(`{"name":%q,"v":%d}`, name, v))
+		}}
+	}
+	h := live.New(live.Options{})
+	h.Publish(state("a", 1, false))
+	h.Publish(state("b", 2, false))
+	h.Ready()
+	if calls["a"]+calls["b"] != 0 {
+		t.Fatalf("encoded with nobody watching: %v", calls)
+	}
+	s1, cu, err := h.Subscribe("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _, err := h.Subscribe("a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cu.Changes) != 2 || string(cu.Changes[0].JSON()) != `{"name":"a","v":1}` || calls["a"] != 1 {
+		t.Fatalf("catch-up: %v, encodes %v", got(cu), calls)
+	}
+	h.Publish(state("a", 3, false))
+	c1, c2 := <-s1.Changes(), <-s2.Changes()
+	if c1 != c2 || string(c1.JSON()) != `{"name":"a","v":3}` || calls["a"] != 2 {
+		t.Errorf("a change sent to two watchers: %q and %q, encodes %v; want one encoding shared", c1.JSON(), c2.JSON(), calls)
+	}
+	h.Publish(state("b", 4, true))
+	if calls["b"] != 1 {
+		t.Errorf("a deletion encoded %d times at publish, want once", calls["b"])
+	}
+	<-s1.Changes()
+	_, cu, err = h.Subscribe("b", ptr(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cu.Changes) != 1 || !cu.Changes[0].Deleted || cu.Changes[0].Encode != nil || string(cu.Changes[0].Data) != `{"name":"b","v":4}` || calls["b"] != 1 {
+		t.Errorf("the deletion kept: %+v, encodes %v; want its JSON and no Encode", cu.Changes, calls)
+	}
+}

@@ -136,6 +136,6 @@ func appendEvent(b []byte, c *Change) []byte {
 	} else {
 		b = append(b, "\nevent: validator\ndata: "...)
 	}
-	b = append(b, c.Data...)
+	b = append(b, c.JSON()...)
 	return append(b, "\n\n"...)
 }
