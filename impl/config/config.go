@@ -569,10 +569,10 @@ func (c *Config) validate() error {
 
 // NodeCapacity is the embedded default's node room (cluster.node.*).
 func (c Config) NodeCapacity() (corev1.ResourceList, error) {
-	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(c.NodePods, resource.DecimalSI)}
 	if c.NodePods <= 0 {
 		return nil, fmt.Errorf("cluster.node.pods: must be positive")
 	}
+	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(c.NodePods, resource.DecimalSI)}
 	for _, q := range []struct {
 		key, value string
 		name       corev1.ResourceName

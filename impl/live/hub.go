@@ -1,10 +1,11 @@
 // Package live fans validators' status changes out to watchers (the watch
 // streams of both releases): a Hub holds each validator's latest state (as
-// what encodes it for its release: Change.Encode), and the recent deletions, so that a
-// watcher that reconnects gets what changed since its last event, and every
-// watcher has a small buffer of its own: one that does not read is cut,
-// never buffered without limit. What feeds a Hub (the Manager's cache) is
-// wired outside: a Hub knows names, resource versions and bytes.
+// what encodes it for its release: Change.Encode) and the recent
+// deletions, so that a watcher that reconnects gets what changed since its
+// last event, and every watcher has a small buffer of its own: one that
+// does not read is cut, never buffered without limit. What feeds a Hub
+// (the Manager's cache) is wired outside: a Hub knows names, resource
+// versions and events.
 package live
 
 import (

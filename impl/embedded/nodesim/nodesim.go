@@ -1,7 +1,8 @@
 // Package nodesim plays the scheduler and the kubelet of one node against a
 // real API server, for the embedded default (which runs no kubelet and no
 // container runtime): it registers a Ready node, binds to it every
-// unscheduled Pod that fits in the room the node declares (room.go), and a little later reports the Pod running and ready (Pods of Jobs:
+// unscheduled Pod that fits in the room the node declares (room.go), and
+// a little later reports the Pod running and ready (Pods of Jobs:
 // succeeded), unless the kubelet's rules that need no image say a kubelet
 // could not start it (kubelet.go): then it waits as on a node, with the
 // kubelet's reasons and messages, until what it lacks exists. Everything else is the real control plane's: the Deployment,

@@ -18,36 +18,44 @@ import (
 
 // TestNodeRoom: a node of 1 CPU, 1Gi and 3 Pods binds what fits and leaves
 // the rest Pending with the scheduler's reason, condition and event, as a
-// scheduler would; when a Pod leaves, a waiting one that fits now starts.
-// (A simulator of its own, for a scheduler name of its own, so that the
+// scheduler would; when a Pod leaves, a waiting one that fits now starts;
+// a restarted simulator counts the Pods bound before it. (A simulator of its own, for a scheduler name of its own, so that the
 // shared simulator does not bind these Pods.)
 func TestNodeRoom(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
 	const scheduler = "room-scheduler"
-	small, err := nodesim.New(restConfig(), nodesim.Options{
-		NodeName: "room-node", SchedulerName: scheduler, Namespace: ns, ReadyDelay: readyDelay,
-		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("3")},
-		Logger:   slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
+	// start runs the node's simulator until the returned stop.
+	start := func() (stop func()) {
+		t.Helper()
+		sim, err := nodesim.New(restConfig(), nodesim.Options{
+			NodeName: "room-node", SchedulerName: scheduler, Namespace: ns, ReadyDelay: readyDelay,
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("3")},
+			Logger:   slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- sim.Start(runCtx) }()
+		select {
+		case <-sim.Ready():
+		case err := <-done:
+			t.Fatalf("simulator: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("simulator not ready within 30 s")
+		}
+		return func() {
+			cancel()
+			<-done
+		}
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- small.Start(runCtx) }()
+	stop := start()
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		stop()
 		_ = core.CoreV1().Nodes().Delete(context.Background(), "room-node", metav1.DeleteOptions{})
 	})
-	select {
-	case <-small.Ready():
-	case err := <-done:
-		t.Fatalf("simulator: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("simulator not ready within 30 s")
-	}
 
 	create := func(name, cpu, memory string) {
 		t.Helper()
@@ -128,4 +136,15 @@ func TestNodeRoom(t *testing.T) {
 		s := state("c")
 		return strings.HasPrefix(s, `Pending on "", scheduled False Unschedulable: 0/1 nodes are available: 1 Insufficient memory`), s
 	})
+
+	// A restarted simulator counts the Pods bound before it (b, e, f): a
+	// new Pod finds the node full, and starts when one of them leaves.
+	stop()
+	stop = start()
+	create("g", "", "")
+	wait("g", `Pending on "", scheduled False Unschedulable: 0/1 nodes are available: 1 Too many pods`+tail)
+	if err := core.CoreV1().Pods(ns).Delete(ctx, "e", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait("g", running)
 }
