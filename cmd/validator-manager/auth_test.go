@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -40,10 +38,7 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		t.Fatal(err)
 	}
 	created := createRaw(t, base, token, body)
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := adminConfig(t, dataDir)
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

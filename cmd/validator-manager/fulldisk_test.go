@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 )
@@ -64,10 +63,7 @@ func TestFullDiskDegradesAndHeals(t *testing.T) {
 	})
 	waitHealthy(t, base, nil)
 	c := client(t, base, dataDir)
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := adminConfig(t, dataDir)
 	rc.Timeout = 5 * time.Second
 	core := kubernetes.NewForConfigOrDie(rc)
 

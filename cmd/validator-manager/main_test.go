@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -116,10 +117,7 @@ func checkNodeProcess(t *testing.T, base, token, dataDir string) {
 	if len(strings.Fields(string(out))) != 1 {
 		t.Errorf("processes %q of this server: got %q, want one", node, out)
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := adminConfig(t, dataDir)
 	n, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Nodes().Get(context.Background(), "embedded-node", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +141,18 @@ func checkNodeProcess(t *testing.T, base, token, dataDir string) {
 		defer resp.Body.Close()
 		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&m) == nil && m.MetricsAvailable && m.CPU.Usage != nil
 	})
+}
+
+// adminConfig is the administrator's configuration of the embedded
+// default's control plane, from the kubeconfig the server wrote in its
+// data directory (as `kubectl --kubeconfig data/kubeconfig` reads it).
+func adminConfig(t *testing.T, dataDir string) *rest.Config {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatalf("the kubeconfig the server wrote: %v", err)
+	}
+	return rc
 }
 
 // served is a `serve` run in this process.

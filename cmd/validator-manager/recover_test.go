@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -313,10 +312,7 @@ func checkRecoverDryRun(t *testing.T, base, token, dataDir string) {
 	}
 	password := *created.JSON201.CreatedUser.TemporaryPassword
 
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := adminConfig(t, dataDir)
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -35,10 +33,7 @@ func checkWorkloads(t *testing.T, base, token, dataDir string) {
 		t.Fatalf("create: %v %v %s", statusOf(created), err, created.Body)
 	}
 
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatalf("the kubeconfig the server wrote: %v", err)
-	}
+	rc := adminConfig(t, dataDir)
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -138,10 +133,7 @@ func checkNoRoom(t *testing.T, base, token, dataDir string) {
 	if r, err := c.CreateValidatorWithResponse(ctx, v); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", statusOf(r), err)
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := adminConfig(t, dataDir)
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

@@ -471,22 +471,7 @@ func TestRestartWritesNothing(t *testing.T) {
 			return rt.RoundTrip(req)
 		})
 	}
-	again, err := nodesim.New(cfg, nodesim.Options{ReadyDelay: readyDelay, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- again.Start(runCtx) }()
-	select {
-	case <-again.Ready():
-	case err := <-done:
-		t.Fatalf("second simulator: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("second simulator not ready within 30 s")
-	}
-	cancel()
-	<-done
+	startSim(t, cfg, nodesim.Options{ReadyDelay: readyDelay, Logger: slog.New(slog.DiscardHandler)})()
 	if node1, class1 := versions(); node1 != node0 || class1 != class0 {
 		t.Errorf("node and storage class resource versions %s, %s after a restart; want %s, %s (unchanged)", node1, class1, node0, class0)
 	}
@@ -496,6 +481,32 @@ func TestRestartWritesNothing(t *testing.T) {
 		if strings.Contains(w, "/nodes") || strings.Contains(w, "/storageclasses") {
 			t.Errorf("a restart over the registered node wrote %s", w)
 		}
+	}
+}
+
+// startSim starts a simulator of its own over rc and waits until it is
+// ready; stop ends it.
+func startSim(t *testing.T, rc *rest.Config, o nodesim.Options) (stop func()) {
+	t.Helper()
+	sim, err := nodesim.New(rc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Start(ctx) }()
+	select {
+	case <-sim.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("simulator: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("simulator not ready within 30 s")
+	}
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

@@ -27,29 +27,11 @@ func TestNodeRoom(t *testing.T) {
 	const scheduler = "room-scheduler"
 	// start runs the node's simulator until the returned stop.
 	start := func() (stop func()) {
-		t.Helper()
-		sim, err := nodesim.New(restConfig(), nodesim.Options{
+		return startSim(t, restConfig(), nodesim.Options{
 			NodeName: "room-node", SchedulerName: scheduler, Namespace: ns, ReadyDelay: readyDelay,
 			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("3")},
 			Logger:   slog.New(slog.DiscardHandler),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- sim.Start(runCtx) }()
-		select {
-		case <-sim.Ready():
-		case err := <-done:
-			t.Fatalf("simulator: %v", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("simulator not ready within 30 s")
-		}
-		return func() {
-			cancel()
-			<-done
-		}
 	}
 	stop := start()
 	t.Cleanup(func() {
