@@ -124,7 +124,7 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 // checkNoRoom: a validator whose participant requests more CPUs than the
 // embedded default's node has (100 of 64) stays PENDING: the node leaves
 // its participant Pod Pending as a scheduler would, and the Validator's
-// status gives the scheduler's reason; the rest of its Pods run.
+// status gives the scheduler's reason.
 func checkNoRoom(t *testing.T, base, token, dataDir string) {
 	ctx := context.Background()
 	c := testClient(t, base, token)

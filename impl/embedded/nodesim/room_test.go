@@ -19,8 +19,9 @@ import (
 // TestNodeRoom: a node of 1 CPU, 1Gi and 3 Pods binds what fits and leaves
 // the rest Pending with the scheduler's reason, condition and event, as a
 // scheduler would; when a Pod leaves, a waiting one that fits now starts;
-// a restarted simulator counts the Pods bound before it. (A simulator of its own, for a scheduler name of its own, so that the
-// shared simulator does not bind these Pods.)
+// a restarted simulator counts the Pods bound before it. (A simulator of
+// its own, for a scheduler name of its own, so that the shared simulator
+// does not bind these Pods.)
 func TestNodeRoom(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
