@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -440,6 +442,19 @@ const (
 	resync = 10 * time.Minute
 )
 
+// onThisMachine tells whether the API server at host (a rest.Config's)
+// answers on the loopback interface, as the embedded default's does. Its
+// answers are then not compressed: over loopback gzip saves nothing and
+// costs both ends CPU (a tenth of the server's during a restart's lists,
+// docs/benchmarks.md).
+func onThisMachine(host string) bool {
+	if !strings.Contains(host, "://") {
+		host = "https://" + host // client-go's form without a scheme
+	}
+	u, err := url.Parse(host)
+	return err == nil && config.Loopback(net.JoinHostPort(u.Hostname(), "0"))
+}
+
 // setCtrlLogger sets controller-runtime's process-wide logger once (tests
 // open several apps at once; SetLogger is not safe to call concurrently).
 var setCtrlLogger sync.Once
@@ -453,6 +468,7 @@ func (a *App) openManager() error {
 	setCtrlLogger.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler())) })
 	a.rest = rest.CopyConfig(a.rest)
 	a.rest.QPS, a.rest.Burst = clientQPS, clientBurst
+	a.rest.DisableCompression = onThisMachine(a.rest.Host)
 	scheme, err := cluster.Scheme()
 	if err != nil {
 		return err
@@ -703,7 +719,13 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(mgr); err != nil {
+	// The workload controller starts (and lists every Pod, Deployment,
+	// StatefulSet and Service) once the intent controller is in step, so
+	// that at a restart those lists do not compete with what the server
+	// needs to be ready for: at 1,000 validators they are most of the
+	// API server's and the server's work then.
+	held := heldBack{Manager: mgr, until: a.Intent.InStep(), most: workloadHold}
+	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(held); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
 	}
 	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {
@@ -767,6 +789,47 @@ type leaderRunnable struct {
 }
 
 func (r leaderRunnable) NeedLeaderElection() bool { return r.leader }
+
+// workloadHold bounds how long the workload controller waits for the
+// intent controller's first pass: a pass slowed by an unreachable identity
+// provider must not stop validators' workloads from being kept.
+const workloadHold = 30 * time.Second
+
+// heldBack is a Manager whose Add holds each Runnable back until until is
+// closed, or for most at the longest.
+type heldBack struct {
+	manager.Manager
+	until <-chan struct{}
+	most  time.Duration
+}
+
+func (m heldBack) Add(r manager.Runnable) error {
+	return m.Manager.Add(held{Runnable: r, until: m.until, most: m.most})
+}
+
+type held struct {
+	manager.Runnable
+	until <-chan struct{}
+	most  time.Duration
+}
+
+func (h held) Start(ctx context.Context) error {
+	t := time.NewTimer(h.most)
+	defer t.Stop()
+	select {
+	case <-h.until:
+	case <-t.C:
+	case <-ctx.Done():
+		return nil
+	}
+	return h.Runnable.Start(ctx)
+}
+
+// NeedLeaderElection is the held Runnable's (controllers: true).
+func (h held) NeedLeaderElection() bool {
+	l, ok := h.Runnable.(manager.LeaderElectionRunnable)
+	return !ok || l.NeedLeaderElection()
+}
 
 // plainHandler serves an operation with a net/http handler.
 func plainHandler(h http.Handler) server.PlainHandler {

@@ -167,6 +167,7 @@ type Controller struct {
 	mu      sync.Mutex
 	initial map[string]bool
 	synced  atomic.Bool
+	inStep  chan struct{} // closed with synced
 }
 
 // namesPage is how many names one read of the database returns.
@@ -176,7 +177,7 @@ const namesPage = 500
 func New(o Options) (*Controller, error) {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
 		workers: o.Workers, changes: o.Changes,
-		enqueued: make(chan event.TypedGenericEvent[string], enqueueBuffer)}
+		enqueued: make(chan event.TypedGenericEvent[string], enqueueBuffer), inStep: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -416,9 +417,14 @@ func (c *Controller) allNames(ctx context.Context) ([]string, error) {
 
 func (c *Controller) markSynced() {
 	if !c.synced.Swap(true) {
+		close(c.inStep)
 		c.log.Info("validators reconciled with their records")
 	}
 }
+
+// InStep is closed once every validator known at start was reconciled
+// once (Ping answers nil from then on).
+func (c *Controller) InStep() <-chan struct{} { return c.inStep }
 
 // reconciled notes that name had its first reconcile since start.
 func (c *Controller) reconciled(name string) {

@@ -174,6 +174,9 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	opts.defaults()
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = opts.QPS, opts.Burst
+	// The simulator runs beside its API server: over loopback gzip saves
+	// nothing and costs both ends CPU.
+	rc.DisableCompression = true
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
