@@ -30,7 +30,6 @@ import (
 	"maps"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -163,11 +162,11 @@ type Controller struct {
 	key   []byte
 
 	// initial holds the names found at start that have not been reconciled
-	// yet; the controller is in step (Ping) once it is empty.
+	// yet; the controller is in step (inStep closed, Ping nil) once it is
+	// empty.
 	mu      sync.Mutex
 	initial map[string]bool
-	synced  atomic.Bool
-	inStep  chan struct{} // closed with synced
+	inStep  chan struct{}
 }
 
 // namesPage is how many names one read of the database returns.
@@ -300,10 +299,10 @@ func (c *Controller) start(ctx context.Context) error {
 	for _, n := range names {
 		c.initial[n] = true
 	}
-	c.mu.Unlock()
 	if len(names) == 0 {
 		c.markSynced()
 	}
+	c.mu.Unlock()
 	c.startedMu.Lock()
 	c.started = ctx
 	c.startedMu.Unlock()
@@ -415,8 +414,11 @@ func (c *Controller) allNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// markSynced closes inStep, once; c.mu is held.
 func (c *Controller) markSynced() {
-	if !c.synced.Swap(true) {
+	select {
+	case <-c.inStep:
+	default:
 		close(c.inStep)
 		c.log.Info("validators reconciled with their records")
 	}
@@ -443,10 +445,12 @@ func (c *Controller) reconciled(name string) {
 // start was reconciled once: before that, records of creates that a crash
 // interrupted may still show in the cluster.
 func (c *Controller) Ping(context.Context) error {
-	if !c.synced.Load() {
+	select {
+	case <-c.inStep:
+		return nil
+	default:
 		return domain.Unavailable("the first reconcile of validators with their records has not finished")
 	}
-	return nil
 }
 
 // Reconcile drives one validator to its record.
