@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,7 +153,7 @@ func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, d
 	if err != nil {
 		return fmt.Errorf("status of validator %q: %w", name, err)
 	}
-	return k.seen(ctx, domain.KindValidator, &v1alpha1.Validator{}, stored)
+	return k.seen(ctx, domain.KindValidator, k.cachedValidator, stored)
 }
 
 // Settle waits until the gateway's views and the Manager's cache hold
@@ -166,7 +165,7 @@ func (k *Kube) Settle(ctx context.Context) error {
 		return err
 	}
 	for _, v := range validators {
-		if err := k.seen(ctx, domain.KindValidator, &v1alpha1.Validator{}, v); err != nil {
+		if err := k.seen(ctx, domain.KindValidator, k.cachedValidator, v); err != nil {
 			return err
 		}
 	}
@@ -184,7 +183,7 @@ func (k *Kube) Settle(ctx context.Context) error {
 		return err
 	}
 	for i := range cronJobs.Items {
-		if err := k.seen(ctx, "", &batchv1.CronJob{}, &cronJobs.Items[i]); err != nil {
+		if err := k.seen(ctx, "", k.gatewayCronJob, &cronJobs.Items[i]); err != nil {
 			return err
 		}
 	}
@@ -202,10 +201,26 @@ func objects(l *unstructured.UnstructuredList, err error) ([]metav1.Object, erro
 	return out, nil
 }
 
+// cachedValidator is the resourceVersion of the typed Validator o as the
+// Manager's cache holds it ("": none).
+func (k *Kube) cachedValidator(ctx context.Context, o metav1.Object) string {
+	v := &v1alpha1.Validator{}
+	if err := k.cache.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, v); err != nil {
+		return ""
+	}
+	return v.ResourceVersion
+}
+
+// gatewayCronJob is the resourceVersion of the CronJob o as the gateway's
+// records hold it ("": none).
+func (k *Kube) gatewayCronJob(_ context.Context, o metav1.Object) string {
+	return k.gateway.CachedCronJobVersion(o.GetName())
+}
+
 // seen waits, 10 s at most, until the gateway's view of kind ("": none)
-// and the cache's typed object (nil: none) hold o at its resourceVersion
-// or a later one.
-func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, typed client.Object, o metav1.Object) error {
+// and cached (nil: none; the resourceVersion of o as a cache holds it)
+// hold o at its resourceVersion or a later one.
+func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, cached func(context.Context, metav1.Object) string, o metav1.Object) error {
 	if k.gateway == nil {
 		return nil
 	}
@@ -223,9 +238,8 @@ func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, typed client.
 			raw, err := k.gateway.ResourceObject(kind, o.GetName())
 			ok = err == nil && json.Unmarshal(raw, &m) == nil && atLeast(m.Metadata.ResourceVersion)
 		}
-		if ok && typed != nil {
-			err := k.cache.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, typed)
-			ok = err == nil && atLeast(typed.GetResourceVersion())
+		if ok && cached != nil {
+			ok = atLeast(cached(ctx, o))
 		}
 		if ok {
 			return nil
@@ -296,7 +310,7 @@ func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) err
 	if err != nil {
 		return fmt.Errorf("annotate validator %q: %w", name, err)
 	}
-	return k.seen(ctx, domain.KindValidator, &v1alpha1.Validator{}, stored)
+	return k.seen(ctx, domain.KindValidator, k.cachedValidator, stored)
 }
 
 // remove deletes the namespace and its node (the namespace controller

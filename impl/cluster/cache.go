@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,10 +30,12 @@ import (
 //     not hold (zero values, foreign fields), so one cannot be derived from
 //     the other;
 //   - Applications: their encoding only;
-//   - Secrets: metadata (no annotations, which may quote a value:
-//     kubectl's last-applied-configuration) and the keys of data, no value;
-//   - CronJobs: metadata and, in place of the spec, a digest of the fields
-//     the gateway sets (cronJobDigest), which is what it compares;
+//   - Secrets as records (SecretRecord): key, owners, the validator and the
+//     keys of data, no value and no annotation (kubectl's
+//     last-applied-configuration may quote a value);
+//   - CronJobs as records (CronJobRecord): metadata and, in place of the
+//     spec, a digest of the fields the gateway sets (cronJobDigest), which
+//     is what it compares;
 //   - Pods, PersistentVolumeClaims and Jobs as the few fields their
 //     readers read (trim.go): no spec of a Pod or a Job;
 //   - Deployments and StatefulSets without their pod template (the
@@ -87,8 +88,8 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		ByObject: map[client.Object]ctrlcache.ByObject{
 			&v1alpha1.Validator{}:          in(transformValidator),
 			unstructuredOf(ApplicationGVK): in(encodeView),
-			&corev1.Secret{}:               in(trimSecret),
-			&batchv1.CronJob{}:             in(digestCronJob),
+			&corev1.Secret{}:               in(recordSecret),
+			&batchv1.CronJob{}:             in(recordCronJob),
 			&appsv1.Deployment{}:           in(recordWorkload),
 			&appsv1.StatefulSet{}:          in(recordWorkload),
 			&corev1.Service{}:              in(recordWorkload),
@@ -114,50 +115,6 @@ func transformValidator(obj any) (any, error) {
 }
 
 var _ toolscache.TransformFunc = transformValidator
-
-// trimSecret keeps of a Secret what its readers read: name, namespace,
-// resourceVersion, labels, owners, type and the keys of its data (nil
-// values). The values never reach the cache; the few reads that need one
-// go to the API server.
-func trimSecret(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return obj, nil
-	}
-	t := &corev1.Secret{Type: s.Type}
-	t.Name, t.Namespace, t.ResourceVersion, t.UID = strings.Clone(s.Name), strings.Clone(s.Namespace), strings.Clone(s.ResourceVersion), s.UID
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = interned(s.Labels), internedOwners(s.OwnerReferences), s.DeletionTimestamp
-	if len(s.Data) > 0 {
-		t.Data = make(map[string][]byte, len(s.Data))
-		for k := range s.Data {
-			t.Data[strings.Clone(k)] = nil
-		}
-	}
-	return t, nil
-}
-
-// digestAnnotation is where a cached CronJob carries the digest of its
-// spec (cronJobDigest) in place of the spec.
-const digestAnnotation = "validator-manager.io/cached-spec-digest"
-
-// digestCronJob keeps of a CronJob its name, namespace, resourceVersion,
-// uid, labels and owners, and the digest of its spec: some 500 bytes where
-// the decoded CronJob takes several KB (its backup script alone one).
-func digestCronJob(obj any) (any, error) {
-	cj, ok := obj.(*batchv1.CronJob)
-	if !ok || cj.Annotations[digestAnnotation] != "" && cj.Spec.JobTemplate.Spec.Template.Spec.Containers == nil {
-		return obj, nil
-	}
-	digest, err := cronJobDigest(cj.Spec)
-	if err != nil {
-		return nil, err
-	}
-	t := &batchv1.CronJob{}
-	t.Name, t.Namespace, t.ResourceVersion, t.UID = cj.Name, cj.Namespace, cj.ResourceVersion, cj.UID
-	t.Labels, t.OwnerReferences, t.DeletionTimestamp = cj.Labels, cj.OwnerReferences, cj.DeletionTimestamp
-	t.Annotations = map[string]string{digestAnnotation: digest}
-	return t, nil
-}
 
 // backupShape is the backup CronJob's spec as the gateway writes it, as a
 // JSON value: the fields whose values cronJobDigest covers.

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,19 +11,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// TestCacheTrims: the Manager's cache (CacheOptions) holds a Secret's keys
-// without their values and without its annotations (kubectl's
-// last-applied-configuration may quote a value), a CronJob without its
-// spec, only the digest the gateway compares, and a Deployment as its
-// record (cluster.WorkloadRecord).
+// TestCacheTrims: the Manager's cache (CacheOptions) holds a Secret as its
+// record (cluster.SecretRecord: the keys of its data without their values,
+// no annotation, which kubectl's last-applied-configuration may quote a
+// value in), a CronJob as its record (cluster.CronJobRecord: no spec, only
+// the digest the gateway compares), and a Deployment as its record
+// (cluster.WorkloadRecord).
 func TestCacheTrims(t *testing.T) {
 	if realServer == nil {
 		t.Skip(backendFakes)
@@ -65,43 +68,48 @@ func TestCacheTrims(t *testing.T) {
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
 	c.GetCache().WaitForCacheSync(sctx)
-	s := &corev1.Secret{}
-	if err := c.GetCache().Get(sctx, types.NamespacedName{Namespace: ns, Name: domain.OnboardingSecretName("mu")}, s); err != nil {
-		t.Fatal(err)
+	// Each is cached as its record, which the typed client does not read:
+	// the informer's handlers are given it.
+	obj := recordOf(t, sctx, c.GetCache(), &corev1.Secret{}, domain.OnboardingSecretName("mu"))
+	if s, ok := obj.(*cluster.SecretRecord); !ok || s.Validator != "mu" || !slices.Equal(s.Keys, []string{cluster.OnboardingSecretKey}) ||
+		len(s.Annotations) != 0 || len(s.Labels) != 0 || len(s.ManagedFields) != 0 || len(s.OwnerReferences) != 1 {
+		t.Fatalf("cached Secret: got %#v; want its record: key, owner, validator and the keys of its data, nothing else", obj)
 	}
-	v, has := s.Data[cluster.OnboardingSecretKey]
-	if !has || v != nil || len(s.Annotations) != 0 || len(s.ManagedFields) != 0 || s.Labels[cluster.ValidatorLabel] != "mu" {
-		t.Fatalf("cached Secret: got data %q annotations %v managedFields %d labels %v; want the key without its value, labels, nothing else", s.Data, s.Annotations, len(s.ManagedFields), s.Labels)
+	obj = recordOf(t, sctx, c.GetCache(), &batchv1.CronJob{}, cluster.BackupCronJobName("mu"))
+	if cj, ok := obj.(*cluster.CronJobRecord); !ok || cj.Digest == "" || len(cj.Annotations) != 0 || len(cj.OwnerReferences) != 1 || cj.Labels[cluster.ValidatorLabel] != "mu" {
+		t.Fatalf("cached CronJob: got %#v; want its record: key, labels, owner and the digest of its spec", obj)
 	}
-	cj := &batchv1.CronJob{}
-	if err := c.GetCache().Get(sctx, types.NamespacedName{Namespace: ns, Name: cluster.BackupCronJobName("mu")}, cj); err != nil {
-		t.Fatal(err)
+	obj = recordOf(t, sctx, c.GetCache(), &appsv1.Deployment{}, "web")
+	rec, ok := obj.(*cluster.WorkloadRecord)
+	if !ok || rec.Replicas != 1 || rec.UID == "" || rec.Applied != "" || rec.Owned != "" || len(rec.Labels) != 0 || len(rec.Annotations) != 0 || len(rec.ManagedFields) != 0 {
+		t.Fatalf("cached Deployment: got %#v; want its record: key, the replicas it wants, nothing applied by us (no digests), no labels, annotations or managedFields", obj)
 	}
-	if cj.Spec.Schedule != "" || len(cj.Spec.JobTemplate.Spec.Template.Spec.Containers) != 0 || len(cj.Annotations) != 1 || len(cj.OwnerReferences) != 1 {
-		t.Fatalf("cached CronJob: got spec %+v annotations %v owners %v; want no spec, the digest and the owner", cj.Spec, cj.Annotations, cj.OwnerReferences)
-	}
-	// A Deployment is cached as its record, which the typed client does
-	// not read: the informer's handlers are given it.
-	inf, err := c.GetCache().GetInformer(sctx, &appsv1.Deployment{})
+}
+
+// recordOf is what the cache's informer of obj's kind hands its handlers
+// of the object of that name: a record, which the typed client does not
+// read.
+func recordOf(t *testing.T, ctx context.Context, c ctrlcache.Cache, obj client.Object, name string) any {
+	t.Helper()
+	inf, err := c.GetInformer(ctx, obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan any, 1)
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		if m, err := meta.Accessor(obj); err == nil && m.GetName() == "web" {
-			got <- obj
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+		if m, err := meta.Accessor(o); err == nil && m.GetName() == name {
+			got <- o
 		}
-	}}); err != nil {
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var obj any
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
 	select {
-	case obj = <-got:
-	case <-sctx.Done():
-		t.Fatal("the Deployment never reached the informer's handler")
-	}
-	rec, ok := obj.(*cluster.WorkloadRecord)
-	if !ok || rec.Replicas != 1 || rec.UID == "" || rec.Applied != "" || rec.Owned != "" || len(rec.Labels) != 0 || len(rec.Annotations) != 0 || len(rec.ManagedFields) != 0 {
-		t.Fatalf("cached Deployment: got %#v; want its record: key, the replicas it wants, nothing applied by us (no digests), no labels, annotations or managedFields", obj)
+	case o := <-got:
+		return o
+	case <-ctx.Done():
+		t.Fatalf("%T %s never reached the informer's handler", obj, name)
+		return nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 
@@ -19,7 +20,8 @@ import (
 // gateway and the controllers read (typed Validators, the 2.0 views,
 // CronJobs, Secrets without values); the live heap it adds, after
 // collection, is divided by the count. Skipped unless VM_HEAP_VALIDATORS
-// is set (it takes some seconds per hundred validators).
+// is set (it takes some seconds per hundred validators); VM_HEAP_PROFILE
+// names a file for the heap profile taken then.
 func TestHeapPerValidator(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("VM_HEAP_VALIDATORS"))
 	if n <= 0 || realServer == nil {
@@ -61,6 +63,16 @@ func TestHeapPerValidator(t *testing.T) {
 		t.Fatalf("managed validators: got %d %v, want %d", len(names), err, n)
 	}
 	after := heap()
+	if path := os.Getenv("VM_HEAP_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Logf("%d validators: the cache holds %d bytes, %d per validator", n, after-before, (after-before)/uint64(n))
 	runtime.KeepAlive(k)
 }

@@ -92,8 +92,15 @@ type Kube struct {
 	// namespace, kept encoded.
 	validatorView   *view
 	applicationView *view
-	// The cache's informers the gateway reads (SyncState).
-	typedValidators, cronJobs, secrets ctrlcache.Informer
+	// typedValidators is the cache's informer of typed Validators
+	// (SyncState); secrets and cronJobs keep the records the cache holds
+	// of those kinds.
+	typedValidators ctrlcache.Informer
+	secrets         *records[*SecretRecord]
+	cronJobs        *records[*CronJobRecord]
+	// watchers are WatchRecords' callbacks.
+	watchersMu sync.Mutex
+	watchers   map[*func(string)]struct{}
 	// deleted are OnValidatorDeleted's callbacks.
 	deleted []func(name string)
 	synced  atomic.Bool
@@ -161,7 +168,10 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
-		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
+		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{}),
+		watchers: map[*func(string)]struct{}{}}
+	k.secrets = newRecords(namespace, func(s *SecretRecord) { k.recordChanged(k.SecretValidator(s)) })
+	k.cronJobs = newRecords(namespace, func(cj *CronJobRecord) { k.recordChanged(k.cronJobValidator(cj)) })
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -209,22 +219,27 @@ func (k *Kube) Start(ctx context.Context) error {
 	if _, err := k.validatorView.informer.AddEventHandler(deleteHandler(k.validatorDeleted)); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	for _, i := range []struct {
-		obj client.Object
-		to  *ctrlcache.Informer
-	}{{&v1alpha1.Validator{}, &k.typedValidators}, {&batchv1.CronJob{}, &k.cronJobs}, {&corev1.Secret{}, &k.secrets}} {
-		if *i.to, err = k.cache.GetInformer(ctx, i.obj, ctrlcache.BlockUntilSynced(false)); err != nil {
-			return fmt.Errorf("cluster: %T informer: %w", i.obj, err)
-		}
+	if k.typedValidators, err = k.cache.GetInformer(ctx, &v1alpha1.Validator{}, ctrlcache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("cluster: Validator informer: %w", err)
+	}
+	if err := k.secrets.attach(ctx, k.cache, &corev1.Secret{}); err != nil {
+		return err
+	}
+	if err := k.cronJobs.attach(ctx, k.cache, &batchv1.CronJob{}); err != nil {
+		return err
 	}
 	if !k.cache.WaitForCacheSync(ctx) {
 		return domain.Unavailable("cluster: the validator cache did not sync: %v", ctx.Err())
 	}
+	handlers := map[string]func() bool{"secrets": k.secrets.synced, "cronjobs": k.cronJobs.synced}
 	for _, v := range views {
-		for !v.synced() {
+		handlers[string(v.kind)+" view"] = v.synced
+	}
+	for what, synced := range handlers {
+		for !synced() {
 			select {
 			case <-ctx.Done():
-				return domain.Unavailable("cluster: the %s view did not sync: %v", v.kind, ctx.Err())
+				return domain.Unavailable("cluster: the %s did not sync: %v", what, ctx.Err())
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
@@ -597,16 +612,13 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written [
 	return k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
-// cachedSecret is the cache's Secret of that name (keys, no values), nil
-// when absent; shared: read it, never change it.
-func (k *Kube) cachedSecret(name string) *corev1.Secret {
+// cachedSecret is the cache's record of the Secret of that name (keys, no
+// values), nil when absent; shared: read it, never change it.
+func (k *Kube) cachedSecret(name string) *SecretRecord {
 	if !k.synced.Load() {
 		return nil
 	}
-	s := &corev1.Secret{}
-	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, s, noCopy); err != nil {
-		return nil
-	}
+	s, _ := k.secrets.get(name)
 	return s
 }
 
@@ -692,7 +704,7 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 	has := func(name, key string) bool {
 		s := k.cachedSecret(name)
-		return s != nil && hasKey(s, key)
+		return s != nil && s.Has(key)
 	}
 	return domain.WrittenSecrets{
 		Onboarding:    has(domain.OnboardingSecretName(validator), OnboardingSecretKey),
@@ -723,7 +735,7 @@ const PasswordKeySecret = "validator-manager-password-key"
 // carry no server message (it could quote the value).
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
-		if cur := k.cachedSecret(s.name); cur != nil && hasKey(cur, s.key) {
+		if cur := k.cachedSecret(s.name); cur != nil && cur.Has(s.key) {
 			return false, nil
 		}
 	}
@@ -847,13 +859,19 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 	return k.apply(ctx, want, FieldOwner, true)
 }
 
-// cachedCronJob is the validator's backup CronJob in the cache, nil when
-// absent; shared: read it, never change it.
-func (k *Kube) cachedCronJob(validator string) *batchv1.CronJob {
-	cj := &batchv1.CronJob{}
-	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: BackupCronJobName(validator)}, cj, noCopy); err != nil {
-		return nil
+// CachedCronJobVersion is the resourceVersion of the CronJob of that name
+// as the cache holds it, "" when it holds none.
+func (k *Kube) CachedCronJobVersion(name string) string {
+	if cj, ok := k.cronJobs.get(name); ok {
+		return cj.ResourceVersion
 	}
+	return ""
+}
+
+// cachedCronJob is the cache's record of the validator's backup CronJob,
+// nil when absent; shared: read it, never change it.
+func (k *Kube) cachedCronJob(validator string) *CronJobRecord {
+	cj, _ := k.cronJobs.get(BackupCronJobName(validator))
 	return cj
 }
 
@@ -866,7 +884,7 @@ func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 		return false
 	}
 	digest, err := cronJobDigest(want.Spec)
-	return err == nil && cur.Annotations[digestAnnotation] == digest
+	return err == nil && cur.Digest == digest
 }
 
 // desiredCronJob is the backup CronJob of the Validator resource v for b.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -30,8 +29,7 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 	if err != nil {
 		return "", "", false
 	}
-	var s corev1.Secret
-	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: domain.LedgerAPIAuthSecretName(name)}, &s); err == nil {
+	if s := k.cachedSecret(domain.LedgerAPIAuthSecretName(name)); s != nil {
 		secret = s.ResourceVersion
 	}
 	return e.resourceVersion, secret, true

@@ -372,9 +372,9 @@ func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
 // operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	out := map[string]bool{}
-	for name, i := range map[string]ctrlcache.Informer{"validators.managed": k.typedValidators, "cronjobs.managed": k.cronJobs, "secrets": k.secrets} {
-		out[name] = k.synced.Load() && i != nil && i.HasSynced()
-	}
+	out["validators.managed"] = k.synced.Load() && k.typedValidators != nil && k.typedValidators.HasSynced()
+	out["cronjobs.managed"] = k.synced.Load() && k.cronJobs.synced()
+	out["secrets"] = k.synced.Load() && k.secrets.synced()
 	for name, v := range map[string]*view{"validators": k.validatorView, "applications": k.applicationView} {
 		out[name] = v.ready() == nil
 	}

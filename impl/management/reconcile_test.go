@@ -3,9 +3,11 @@ package management_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -197,4 +199,76 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// TestDriftUndoneByEvents: a hand edit of a validator's backup CronJob or
+// the deletion of its database Secret is undone by the intent controller
+// on the change's own event (the gateway's records tell it, once its reads
+// show the change), with no periodic pass.
+func TestDriftUndoneByEvents(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	payload := apitest.ValidatorPayload("drift")
+	payload.DatabaseConfig.Password = nil // generated: made again when its Secret is gone
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, payload); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", r.StatusCode(), err)
+	}
+	e.provisioned(t, "drift")
+	e.setStatus(t, "drift", domain.PhaseRunning, true)
+	if r, err := e.Management.CreateBackupScheduleWithResponse(ctx, "drift", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 4}); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("backup: %v %v", r.StatusCode(), err)
+	}
+	cronJobs, secrets := e.Kube.Core.BatchV1().CronJobs(e.Kube.Namespace), e.Kube.Core.CoreV1().Secrets(e.Kube.Namespace)
+	apitest.Eventually(t, 10*time.Second, "backup CronJob made", func() error {
+		_, err := cronJobs.Get(ctx, "drift-backup", metav1.GetOptions{})
+		return err
+	})
+	tests := []struct {
+		name   string
+		drift  func() error
+		undone func() error
+	}{
+		{"backup CronJob suspended and rescheduled by hand", func() error {
+			cj, err := cronJobs.Get(ctx, "drift-backup", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cj.Spec.Suspend, cj.Spec.Schedule = ptr(true), "0 5 * * *"
+			_, err = cronJobs.Update(ctx, cj, metav1.UpdateOptions{})
+			return err
+		}, func() error {
+			cj, err := cronJobs.Get(ctx, "drift-backup", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if cj.Spec.Suspend != nil && *cj.Spec.Suspend || cj.Spec.Schedule != "0 3 * * *" {
+				return fmt.Errorf("suspend %v, schedule %q", cj.Spec.Suspend, cj.Spec.Schedule)
+			}
+			return nil
+		}},
+		{"database Secret deleted by hand", func() error {
+			return secrets.Delete(ctx, domain.DatabaseSecretName("drift"), metav1.DeleteOptions{})
+		}, func() error {
+			s, err := secrets.Get(ctx, domain.DatabaseSecretName("drift"), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if len(s.Data[cluster.DatabaseSecretKey]) == 0 {
+				return fmt.Errorf("no %s", cluster.DatabaseSecretKey)
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Twice: a reconcile queued before the drift (the change feed's
+			// of the backup schedule) may undo the first.
+			for range 2 {
+				if err := tt.drift(); err != nil {
+					t.Fatal(err)
+				}
+				apitest.Eventually(t, 10*time.Second, "undone", tt.undone)
+			}
+		})
+	}
 }

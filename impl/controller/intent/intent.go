@@ -32,9 +32,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -100,9 +97,10 @@ type Cluster interface {
 	// Manages tells whether a Validator resource with these labels is one
 	// this installation manages.
 	Manages(labels map[string]string) bool
-	// SecretValidator names the managed validator a Secret belongs to, ""
-	// for any other Secret.
-	SecretValidator(s metav1.Object) string
+	// WatchRecords calls f, until ctx ends, with the name of the managed
+	// validator each change of its Secrets or backup CronJob belongs to,
+	// once the cached reads above show the change.
+	WatchRecords(ctx context.Context, f func(validator string))
 	// WaitForSync waits until the gateway's cached reads answer (false when
 	// ctx ends first): the controller's workers and its first pass wait
 	// for it.
@@ -212,11 +210,10 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return c.cluster.Manages(o.GetLabels())
 		}), readChanged)).
-		Owns(&batchv1.CronJob{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if name := c.cluster.SecretValidator(o); name != "" {
-				return []reconcile.Request{c.request(name)}
-			}
+		// A change of a validator's Secrets or backup CronJob, once the
+		// gateway, through which a reconcile reads them, shows it.
+		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			c.cluster.WatchRecords(ctx, func(name string) { q.Add(c.request(name)) })
 			return nil
 		})).
 		WatchesRawSource(source.Channel(c.enqueued, byName)).

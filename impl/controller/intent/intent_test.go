@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -223,7 +222,7 @@ func (c cluster) ManagedValidators() ([]string, error) {
 
 func (c cluster) Manages(map[string]string) bool { return true }
 
-func (c cluster) SecretValidator(metav1.Object) string { return "" }
+func (c cluster) WatchRecords(context.Context, func(string)) {}
 
 func (c cluster) WaitForSync(context.Context) bool { return true }
 

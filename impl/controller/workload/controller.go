@@ -49,10 +49,11 @@ type Reconciler struct {
 	// written (SetupWithManager: the manager's API reader; else client).
 	fresh client.Reader
 	// pods is the records of each validator's Pods, workloads those of
-	// its Deployments, StatefulSets and Services, kept by their watches
-	// (SetupWithManager).
+	// its Deployments, StatefulSets and Services, secrets the keys of the
+	// Secrets that exist, kept by their watches (SetupWithManager).
 	pods      *pods
 	workloads *workloads
+	secrets   *secrets
 	options   Options
 }
 
@@ -90,7 +91,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
-	r.pods, r.workloads = newPods(), newWorkloads()
+	r.pods, r.workloads, r.secrets = newPods(), newWorkloads(), newSecrets()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
@@ -105,9 +106,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, r.workloads.events(serviceKind)).
 		Watches(&corev1.Pod{}, r.pods.events()).
 		// Whether a Secret exists is all the status needs: the Manager's
-		// cache holds Secrets without their values (cluster.CacheOptions),
-		// one informer shared with the gateway and the intent controller.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret))).
+		// cache holds Secrets as records (cluster.SecretRecord), one
+		// informer shared with the gateway and the intent controller;
+		// r.secrets keeps their keys.
+		Watches(&corev1.Secret{}, r.secrets.events(r.readers(podrefs.Secret))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
@@ -392,7 +394,14 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 			if ref.Optional || slices.ContainsFunc(out[t.component], func(m podrefs.Ref) bool { return m.Kind == ref.Kind && m.Name == ref.Name }) {
 				continue
 			}
-			err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cachedAs(ref.Kind))
+			key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+			if ref.Kind == podrefs.Secret {
+				if !r.secrets.has(key) {
+					out[t.component] = append(out[t.component], ref)
+				}
+				continue
+			}
+			err := r.client.Get(ctx, key, configMapMeta())
 			switch {
 			case apierrors.IsNotFound(err):
 				out[t.component] = append(out[t.component], ref)
@@ -404,15 +413,11 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 	return out, nil
 }
 
-// cachedAs is the object a reference is read into from the cache, the one
-// its watch fills: a Secret typed (the cache keeps no values), a ConfigMap
-// as metadata.
-func cachedAs(kind podrefs.Kind) client.Object {
-	if kind == podrefs.Secret {
-		return &corev1.Secret{}
-	}
+// configMapMeta is what a ConfigMap is read into from the cache: its
+// metadata, which its watch fills (Secrets are in r.secrets).
+func configMapMeta() client.Object {
 	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind)))
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(podrefs.ConfigMap)))
 	return m
 }
 
