@@ -316,6 +316,12 @@ func testSecretsOnlyWhenGiven(t *testing.T, e *env) {
 
 	// A database Secret an operator created counts; the onboarding one is kept.
 	e.addSecret(t, "gamma-database", map[string]string{"password": dbPassword})
+	within(t, func() error { // the gateway reads which Secrets exist from its cache
+		if !e.gw.CachedSecrets("gamma").Database {
+			return fmt.Errorf("the cache does not show gamma-database yet")
+		}
+		return nil
+	})
 	mustApply(t, e, v, domain.ValidatorSecrets{LedgerAPIClientSecret: clientSecret})
 	want := map[string]any{
 		"onboarding":    secretRef("gamma-onboarding", "secret"),
