@@ -96,7 +96,7 @@ func TestRecordWorkload(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "v1-participant", Namespace: "ns", UID: "d1", ResourceVersion: "7", Generation: 3,
 		Labels: map[string]string{"app": "v1"}, Annotations: map[string]string{AppliedAnnotation: "a.b", "other": "x"},
 		OwnerReferences: []metav1.OwnerReference{owner}, ManagedFields: entries}
-	key := metav1.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID, ResourceVersion: meta.ResourceVersion,
+	key := RecordMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID, ResourceVersion: meta.ResourceVersion,
 		Generation: meta.Generation, OwnerReferences: meta.OwnerReferences}
 	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pg-data"}}
 	tests := []struct {
@@ -108,20 +108,20 @@ func TestRecordWorkload(t *testing.T) {
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1,
 				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse}, {Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "m"}}}},
-			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 2,
+			&WorkloadRecord{RecordMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 2,
 				Status: RolloutStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, AvailableCondition: true}}},
 		{"Deployment without replicas, unavailable", &appsv1.Deployment{ObjectMeta: meta,
 			Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}}}},
-			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1}},
+			&WorkloadRecord{RecordMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1}},
 		{"StatefulSet mid rollout", &appsv1.StatefulSet{ObjectMeta: meta,
 			Spec:   appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim}},
 			Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, Replicas: 1, ReadyReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r2"}},
-			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1, ClaimTemplates: []corev1.PersistentVolumeClaim{claim},
+			&WorkloadRecord{RecordMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1, ClaimTemplates: []corev1.PersistentVolumeClaim{claim},
 				Status: RolloutStatus{ObservedGeneration: 3, Replicas: 1, ReadyReplicas: 1}}},
 		{"StatefulSet rolled out", &appsv1.StatefulSet{ObjectMeta: meta, Status: appsv1.StatefulSetStatus{CurrentRevision: "r2", UpdateRevision: "r2"}},
-			&WorkloadRecord{ObjectMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1, Status: RolloutStatus{Revised: true}}},
+			&WorkloadRecord{RecordMeta: key, Applied: "a.b", Owned: digest(ours.FieldsV1.Raw), Replicas: 1, Status: RolloutStatus{Revised: true}}},
 		{"Service no apply of ours", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: entries[:2]}},
-			&WorkloadRecord{ObjectMeta: metav1.ObjectMeta{Name: "s"}}},
+			&WorkloadRecord{RecordMeta: RecordMeta{Name: "s"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,15 +36,13 @@ import (
 //   - CronJobs as records (CronJobRecord): metadata and, in place of the
 //     spec, a digest of the fields the gateway sets (cronJobDigest), which
 //     is what it compares;
-//   - Pods, PersistentVolumeClaims and Jobs as the few fields their
-//     readers read (trim.go): no spec of a Pod or a Job;
-//   - Deployments and StatefulSets without their pod template (the
-//     workload controller reads their replicas, generation, status and a
-//     StatefulSet's claim templates; what it applies it builds itself),
-//     and in place of their managedFields the digest of the fields the
-//     workload controller applied (applied.go), which it compares before
-//     it applies again;
-//   - Services: the same digest in place of their managedFields;
+//   - Pods, PersistentVolumeClaims, Deployments, StatefulSets and Services
+//     as records of what the workload controller reads (trim.go:
+//     PodRecord, ClaimRecord, WorkloadRecord): no spec, and for the
+//     workloads, in place of their managedFields, the digest of the fields
+//     the workload controller applied (applied.go), which it compares
+//     before it applies again;
+//   - Jobs as the few fields the runs controller reads: no spec;
 //   - everything else: without managedFields.
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
@@ -96,7 +94,7 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		},
 	}
 	o.ByObject[&corev1.Pod{}] = in(trimPod)
-	o.ByObject[&corev1.PersistentVolumeClaim{}] = in(trimClaim)
+	o.ByObject[&corev1.PersistentVolumeClaim{}] = in(recordClaim)
 	o.ByObject[&batchv1.Job{}] = in(trimJob)
 	if resync > 0 {
 		o.SyncPeriod = &resync

@@ -72,16 +72,16 @@ func TestCacheTrims(t *testing.T) {
 	// the informer's handlers are given it.
 	obj := recordOf(t, sctx, c.GetCache(), &corev1.Secret{}, domain.OnboardingSecretName("mu"))
 	if s, ok := obj.(*cluster.SecretRecord); !ok || s.Validator != "mu" || !slices.Equal(s.Keys, []string{cluster.OnboardingSecretKey}) ||
-		len(s.Annotations) != 0 || len(s.Labels) != 0 || len(s.ManagedFields) != 0 || len(s.OwnerReferences) != 1 {
+		len(s.GetAnnotations()) != 0 || len(s.OwnerReferences) != 1 {
 		t.Fatalf("cached Secret: got %#v; want its record: key, owner, validator and the keys of its data, nothing else", obj)
 	}
 	obj = recordOf(t, sctx, c.GetCache(), &batchv1.CronJob{}, cluster.BackupCronJobName("mu"))
-	if cj, ok := obj.(*cluster.CronJobRecord); !ok || cj.Digest == "" || len(cj.Annotations) != 0 || len(cj.OwnerReferences) != 1 || cj.Labels[cluster.ValidatorLabel] != "mu" {
+	if cj, ok := obj.(*cluster.CronJobRecord); !ok || cj.Digest == "" || len(cj.GetAnnotations()) != 0 || len(cj.OwnerReferences) != 1 || cj.Labels[cluster.ValidatorLabel] != "mu" {
 		t.Fatalf("cached CronJob: got %#v; want its record: key, labels, owner and the digest of its spec", obj)
 	}
 	obj = recordOf(t, sctx, c.GetCache(), &appsv1.Deployment{}, "web")
 	rec, ok := obj.(*cluster.WorkloadRecord)
-	if !ok || rec.Replicas != 1 || rec.UID == "" || rec.Applied != "" || rec.Owned != "" || len(rec.Labels) != 0 || len(rec.Annotations) != 0 || len(rec.ManagedFields) != 0 {
+	if !ok || rec.Replicas != 1 || rec.UID == "" || rec.Applied != "" || rec.Owned != "" || len(rec.GetLabels()) != 0 || len(rec.GetAnnotations()) != 0 || len(rec.GetManagedFields()) != 0 {
 		t.Fatalf("cached Deployment: got %#v; want its record: key, the replicas it wants, nothing applied by us (no digests), no labels, annotations or managedFields", obj)
 	}
 }

@@ -34,7 +34,7 @@ func TestRecordSecret(t *testing.T) {
 	}
 	if r.Name != "v1-database" || r.Namespace != "ns" || r.UID != "s1" || r.ResourceVersion != "7" || r.Validator != "v1" ||
 		!slices.Equal(r.Keys, []string{"extra", "password", "user"}) || len(r.OwnerReferences) != 1 || r.OwnerReferences[0] != owner ||
-		r.Labels != nil || r.Annotations != nil {
+		len(r.GetAnnotations()) != 0 {
 		t.Fatalf("record: got %+v", r)
 	}
 	for key, want := range map[string]bool{"password": true, "user": true, "extra": true, "pass": false, "": false} {
@@ -66,7 +66,7 @@ func TestRecordCronJob(t *testing.T) {
 		if !ok {
 			t.Fatalf("got %T, want *CronJobRecord", out)
 		}
-		if r.Name != cj.Name || r.ResourceVersion != "9" || r.Labels[ValidatorLabel] != "v1" || len(r.OwnerReferences) != 1 || r.Annotations != nil {
+		if r.Name != cj.Name || r.ResourceVersion != "9" || r.Labels[ValidatorLabel] != "v1" || len(r.OwnerReferences) != 1 || len(r.GetAnnotations()) != 0 {
 			t.Fatalf("record: got %+v", r)
 		}
 		if again, _ := recordCronJob(r); again != r {

@@ -49,10 +49,12 @@ type Reconciler struct {
 	// written (SetupWithManager: the manager's API reader; else client).
 	fresh client.Reader
 	// pods is the records of each validator's Pods, workloads those of
-	// its Deployments, StatefulSets and Services, secrets the keys of the
-	// Secrets that exist, kept by their watches (SetupWithManager).
+	// its Deployments, StatefulSets and Services, claims those of the
+	// PersistentVolumeClaims, secrets the keys of the Secrets that exist,
+	// kept by their watches (SetupWithManager).
 	pods      *pods
 	workloads *workloads
+	claims    *claims
 	secrets   *secrets
 	options   Options
 }
@@ -91,7 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index validators by the objects they read: %w", err)
 	}
-	r.pods, r.workloads, r.secrets = newPods(), newWorkloads(), newSecrets()
+	r.pods, r.workloads, r.secrets, r.claims = newPods(), newWorkloads(), newSecrets(), newClaims()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
@@ -105,6 +107,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.StatefulSet{}, r.workloads.events(statefulSetKind)).
 		Watches(&corev1.Service{}, r.workloads.events(serviceKind)).
 		Watches(&corev1.Pod{}, r.pods.events()).
+		Watches(&corev1.PersistentVolumeClaim{}, r.claims.events()).
 		// Whether a Secret exists is all the status needs: the Manager's
 		// cache holds Secrets as records (cluster.SecretRecord), one
 		// informer shared with the gateway and the intent controller;
@@ -291,11 +294,10 @@ func (r *Reconciler) record(obj client.Object) *cluster.WorkloadRecord {
 // once bound, and an existing one (kept from before, or resized by an
 // operator) is the one to use.
 func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
-	if !apierrors.IsNotFound(err) {
-		return client.IgnoreNotFound(err)
+	if r.claims.get(client.ObjectKeyFromObject(claim)) != nil {
+		return nil
 	}
-	err = r.client.Create(ctx, claim, client.FieldOwner(FieldOwner))
+	err := r.client.Create(ctx, claim, client.FieldOwner(FieldOwner))
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create PersistentVolumeClaim %s: %w", claim.Name, err)
 	}
@@ -329,25 +331,16 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) e
 	if err != nil {
 		return nil // the API validated it; a bad one must not block the rest
 	}
-	var pvc corev1.PersistentVolumeClaim
-	err = r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: DataClaimName(v.Name)}, &pvc)
-	if apierrors.IsNotFound(err) {
+	cur := r.claims.get(types.NamespacedName{Namespace: v.Namespace, Name: DataClaimName(v.Name)})
+	if cur == nil || cur.Storage.Cmp(want) >= 0 {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("read claim %s: %w", DataClaimName(v.Name), err)
-	}
-	have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	if have.Cmp(want) >= 0 {
-		return nil
-	}
-	orig := pvc.DeepCopy()
-	if pvc.Spec.Resources.Requests == nil {
-		pvc.Spec.Resources.Requests = corev1.ResourceList{}
-	}
-	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = want
-	if err := r.client.Patch(ctx, &pvc, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("grow claim %s to %s: %w", pvc.Name, v.Spec.DatabaseStorage, err)
+	// A merge patch of the request alone: the claim's other fields are
+	// not the controller's.
+	patch := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{%q:%q}}}}`, corev1.ResourceStorage, want.String())
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name}}
+	if err := r.client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("grow claim %s to %s: %w", cur.Name, v.Spec.DatabaseStorage, err)
 	}
 	return nil
 }

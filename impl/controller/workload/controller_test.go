@@ -10,8 +10,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -455,4 +457,78 @@ func TestControllerCorrectsDrift(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestControllerGrowsDataClaim: a larger spec.databaseStorage grows the
+// bound claim of the internal database (its request, by a merge patch),
+// through a storage class that allows expansion; a smaller one leaves it.
+func TestControllerGrowsDataClaim(t *testing.T) {
+	const class = "expandable"
+	v := create(t, func(v *v1alpha1.Validator) { v.Spec.DatabaseStorage, v.Spec.StorageClass = "10Gi", class })
+	ctx := context.Background()
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "csi.example.test", AllowVolumeExpansion: ptr.To(true)}
+	if err := apiServer.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The claim and its volume, bound, as the StatefulSet controller and a
+	// provisioner would make them.
+	name := workload.DataClaimName(v.Name)
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: v.Namespace + "-data"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: size, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: class,
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.test", VolumeHandle: v.Namespace}},
+		ClaimRef:               &corev1.ObjectReference{Namespace: v.Namespace, Name: name},
+	}}
+	if err := apiServer.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(class), VolumeName: pv.Name,
+		Resources: corev1.VolumeResourceRequirements{Requests: size},
+	}}
+	if err := apiServer.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: size, AccessModes: pvc.Spec.AccessModes}
+	if err := apiServer.Status().Update(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	storage := func(s string) {
+		eventually(t, "edit to "+s, func(ctx context.Context) error {
+			var cur v1alpha1.Validator
+			if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+				return err
+			}
+			cur.Spec.DatabaseStorage = s
+			return apiServer.Update(ctx, &cur)
+		})
+	}
+	requested := func(ctx context.Context) (resource.Quantity, error) {
+		var cur corev1.PersistentVolumeClaim
+		err := apiServer.Get(ctx, client.ObjectKeyFromObject(pvc), &cur)
+		return cur.Spec.Resources.Requests[corev1.ResourceStorage], err
+	}
+	storage("20Gi")
+	eventually(t, "claim grown to 20Gi", func(ctx context.Context) error {
+		q, err := requested(ctx)
+		if err != nil || q.String() != "20Gi" {
+			return fmt.Errorf("requests %s (%v)", q.String(), err)
+		}
+		return nil
+	})
+	// Smaller: the StatefulSet follows the edit, the claim does not.
+	storage("15Gi")
+	eventually(t, "statefulset applied after the edit", func(ctx context.Context) error {
+		var cur v1alpha1.Validator
+		if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+			return err
+		}
+		if cur.Status.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("observed generation %d of %d", cur.Status.ObservedGeneration, cur.Generation)
+		}
+		return nil
+	})
+	if q, err := requested(ctx); err != nil || q.String() != "20Gi" {
+		t.Errorf("after a smaller databaseStorage: requests %s (%v), want 20Gi kept", q.String(), err)
+	}
 }
