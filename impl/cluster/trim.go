@@ -28,7 +28,7 @@ import (
 // (trimPod): its key, deletion, the validator and component it belongs to
 // (its ValidatorLabel and ComponentLabel) and why it cannot start
 // (StartFailure), all that the workload controller reads of it. Pods are
-// the most numerous objects of a validator; a record takes some 400 bytes
+// the most numerous objects of a validator; a record takes under 300 bytes
 // where a trimmed corev1.Pod, 1.2 KB of struct before its maps and slices,
 // took 2.3 KB. It is a client.Object, so that the informer and the
 // controllers' event handlers take it; the typed client cannot read it out
@@ -121,7 +121,7 @@ func StartFailure(p *corev1.Pod) (reason, message string) {
 // it belongs to (its ValidatorLabel) and the storage it requests, all that
 // the workload controller reads of it (whether it exists, and whether it
 // must grow). A trimmed corev1.PersistentVolumeClaim took 1.6 KB with its
-// label and request maps, a record some 400 bytes. The workload controller
+// label and request maps, a record under 300 bytes. The workload controller
 // keeps the records its claim watch's handler is given.
 type ClaimRecord struct {
 	RecordMeta
@@ -186,7 +186,7 @@ func trimJob(obj any) (any, error) {
 // applied (ApplyRequest.Applied), the replicas it wants and its rollout's
 // progress, all that the workload controller reads of it. A trimmed
 // typed Deployment, its pod template emptied, still took 2.5 KB with its
-// label and annotation maps; a record takes some 600 bytes. As PodRecord,
+// label and annotation maps; a record takes some 450 bytes. As PodRecord,
 // the typed client cannot read it out of the cache: the workload
 // controller keeps the records its watches' handlers are given.
 type WorkloadRecord struct {
@@ -318,7 +318,7 @@ func internedOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
 // to (its ValidatorLabel) and the keys of its data, never a value. Its
 // readers ask whether a Secret exists and has a key; a trimmed
 // corev1.Secret, its values dropped, still took 1.3 KB with its label and
-// data maps, a record some 350 bytes. The typed client cannot read it out
+// data maps, a record some 400 bytes. The typed client cannot read it out
 // of the cache: the gateway keeps the records its informer's handler is
 // given (records), the workload controller the names.
 type SecretRecord struct {
