@@ -40,6 +40,9 @@ func TestHeldBack(t *testing.T) {
 		{name: "stopped first", most: long, closeIn: -1, cancelIn: short, started: false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			// Before the timers: a start is measured from no later than
+			// what makes it.
+			begin := time.Now()
 			until := make(chan struct{})
 			if tt.closeIn == 0 {
 				close(until)
@@ -53,7 +56,6 @@ func TestHeldBack(t *testing.T) {
 			}
 			m := &adds{}
 			startedAt := make(chan time.Duration, 1)
-			begin := time.Now()
 			if err := (heldBack{Manager: m, until: until, most: tt.most}).Add(manager.RunnableFunc(func(context.Context) error {
 				startedAt <- time.Since(begin)
 				return nil
