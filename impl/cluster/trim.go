@@ -145,15 +145,19 @@ func (c *ClaimRecord) DeepCopyObject() runtime.Object {
 }
 
 // GetLabels is the one label the record keeps.
-func (c *ClaimRecord) GetLabels() map[string]string {
-	if c.Validator == "" {
-		return map[string]string{}
-	}
-	return map[string]string{ValidatorLabel: c.Validator}
-}
+func (c *ClaimRecord) GetLabels() map[string]string { return validatorLabels(c.Validator) }
 
 // SetLabels keeps of labels the one a record keeps.
 func (c *ClaimRecord) SetLabels(labels map[string]string) { c.Validator = labels[ValidatorLabel] }
+
+// validatorLabels are the labels of a record that keeps one, the validator
+// it belongs to ("": none).
+func validatorLabels(validator string) map[string]string {
+	if validator == "" {
+		return map[string]string{}
+	}
+	return map[string]string{ValidatorLabel: validator}
+}
 
 // recordClaim is the transform of PersistentVolumeClaims: their records. A
 // record comes out as it went in.
@@ -342,12 +346,7 @@ func (s *SecretRecord) DeepCopyObject() runtime.Object {
 }
 
 // GetLabels is the one label the record keeps.
-func (s *SecretRecord) GetLabels() map[string]string {
-	if s.Validator == "" {
-		return map[string]string{}
-	}
-	return map[string]string{ValidatorLabel: s.Validator}
-}
+func (s *SecretRecord) GetLabels() map[string]string { return validatorLabels(s.Validator) }
 
 // SetLabels keeps of labels the one a record keeps.
 func (s *SecretRecord) SetLabels(labels map[string]string) { s.Validator = labels[ValidatorLabel] }
