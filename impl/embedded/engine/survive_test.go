@@ -61,7 +61,10 @@ func TestChildExitIsSurvived(t *testing.T) {
 	binaries(t)
 	ctx := context.Background()
 	log, logs := capture(t)
-	e, err := engine.Start(ctx, engine.Options{Dir: filepath.Join(t.TempDir(), "cluster"), Logger: log, RestartDelay: 200 * time.Millisecond})
+	// A child is away for the restart delay at least: long enough that a
+	// Ping polled every 50 ms sees it down on a loaded machine (a 200 ms
+	// window was missed once under the race detector).
+	e, err := engine.Start(ctx, engine.Options{Dir: filepath.Join(t.TempDir(), "cluster"), Logger: log, RestartDelay: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
