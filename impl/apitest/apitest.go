@@ -167,7 +167,7 @@ func Start(t testing.TB, o Options) *Server {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ts := httptest.NewServer(a.Server)
-	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster, a.Manager().GetCache())}
+	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster)}
 	t.Cleanup(func() {
 		ts.Close()
 		stop()

@@ -20,14 +20,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/engine"
@@ -99,16 +96,16 @@ type Kube struct {
 	Core      kubernetes.Interface
 	Dyn       dynamic.Interface
 	Namespace string
-	// gateway is the server's, whose views Settle waits for, and cache
-	// the Manager's cache it reads.
+	// gateway is the server's, whose views and records Settle waits for.
+	// A Validator's view follows the one informer of Validators the
+	// Manager's cache reads too: once the view shows a change, so does
+	// the cache.
 	gateway *cluster.Kube
-	cache   client.Reader
 }
 
 // NewKube reaches rc in namespace; gateway, when not nil, is the server's
-// cluster gateway over cache (its Manager's), which Settle and SetStatus
-// wait for.
-func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube, cache client.Reader) *Kube {
+// cluster gateway, which Settle and SetStatus wait for.
+func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube) *Kube {
 	t.Helper()
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -118,7 +115,7 @@ func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.K
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Kube{Core: core, Dyn: dyn, Namespace: namespace, gateway: gateway, cache: cache}
+	return &Kube{Core: core, Dyn: dyn, Namespace: namespace, gateway: gateway}
 }
 
 // Validators is the dynamic client of the namespace's Validator resources.
@@ -153,7 +150,7 @@ func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, d
 	if err != nil {
 		return fmt.Errorf("status of validator %q: %w", name, err)
 	}
-	return k.seen(ctx, domain.KindValidator, k.cachedValidator, stored)
+	return k.seen(ctx, domain.KindValidator, nil, stored)
 }
 
 // Settle waits until the gateway's views and the Manager's cache hold
@@ -165,7 +162,7 @@ func (k *Kube) Settle(ctx context.Context) error {
 		return err
 	}
 	for _, v := range validators {
-		if err := k.seen(ctx, domain.KindValidator, k.cachedValidator, v); err != nil {
+		if err := k.seen(ctx, domain.KindValidator, nil, v); err != nil {
 			return err
 		}
 	}
@@ -199,16 +196,6 @@ func objects(l *unstructured.UnstructuredList, err error) ([]metav1.Object, erro
 		out[i] = &l.Items[i]
 	}
 	return out, nil
-}
-
-// cachedValidator is the resourceVersion of the typed Validator o as the
-// Manager's cache holds it ("": none).
-func (k *Kube) cachedValidator(ctx context.Context, o metav1.Object) string {
-	v := &v1alpha1.Validator{}
-	if err := k.cache.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, v); err != nil {
-		return ""
-	}
-	return v.ResourceVersion
 }
 
 // gatewayCronJob is the resourceVersion of the CronJob o as the gateway's
@@ -310,7 +297,7 @@ func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) err
 	if err != nil {
 		return fmt.Errorf("annotate validator %q: %w", name, err)
 	}
-	return k.seen(ctx, domain.KindValidator, k.cachedValidator, stored)
+	return k.seen(ctx, domain.KindValidator, nil, stored)
 }
 
 // remove deletes the namespace and its node (the namespace controller

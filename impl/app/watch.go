@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -48,7 +49,7 @@ func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	defer f.management.Close()
 	defer f.platform.Close()
-	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
+	inf, err := c.GetInformer(ctx, cluster.ValidatorObject())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -74,15 +75,18 @@ func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	return nil
 }
 
+// The informer's objects are the cache's Validators (cluster.ValidatorObject):
+// their metadata and stored encoding.
+
 func (f *watchFeed) changed(old, obj any) {
-	v, ok := obj.(*v1alpha1.Validator)
+	v, ok := obj.(client.Object)
 	if !ok {
 		return
 	}
-	if !f.managed.Matches(labels.Set(v.Labels)) {
+	if !f.managed.Matches(labels.Set(v.GetLabels())) {
 		// No longer this installation's (its labels changed): gone for
 		// the watchers.
-		if o, ok := old.(*v1alpha1.Validator); ok && f.managed.Matches(labels.Set(o.Labels)) {
+		if o, ok := old.(client.Object); ok && f.managed.Matches(labels.Set(o.GetLabels())) {
 			f.publish(v, true, false)
 		}
 		return
@@ -95,23 +99,27 @@ func (f *watchFeed) deleted(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, unknown = d.Obj, true
 	}
-	if v, ok := obj.(*v1alpha1.Validator); ok && f.managed.Matches(labels.Set(v.Labels)) {
+	if v, ok := obj.(client.Object); ok && f.managed.Matches(labels.Set(v.GetLabels())) {
 		f.publish(v, true, unknown)
 	}
 }
 
-func (f *watchFeed) publish(v *v1alpha1.Validator, deleted, unknown bool) {
-	rv, err := strconv.ParseUint(v.ResourceVersion, 10, 64)
+func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
+	rv, err := strconv.ParseUint(v.GetResourceVersion(), 10, 64)
 	if err != nil && !unknown {
 		return // not from an API server (resource versions are numbers)
+	}
+	status, ok := cluster.ValidatorStatus(v)
+	if !ok {
+		return
 	}
 	// The events are encoded when sent: what the hubs keep of a validator
 	// is v, the cache's own object.
 	for hub, encode := range map[*live.Hub]func() []byte{
-		f.management: func() []byte { return managementEvent(v, deleted) },
-		f.platform:   func() []byte { return platformEvent(v, deleted) },
+		f.management: func() []byte { return managementEvent(v, status, deleted) },
+		f.platform:   func() []byte { return platformEvent(v, status, deleted) },
 	} {
-		c := live.Change{Name: v.Name, Version: rv, Deleted: deleted, Encode: encode}
+		c := live.Change{Name: v.GetName(), Version: rv, Deleted: deleted, Encode: encode}
 		if unknown {
 			hub.Unknown(c)
 		} else {
@@ -121,9 +129,12 @@ func (f *watchFeed) publish(v *v1alpha1.Validator, deleted, unknown bool) {
 }
 
 // managementEvent is release 1.11's ValidatorWatchEvent: the phase (empty
-// reads as PENDING, as the list shows it) and the Ready condition's reason.
-func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
-	phase := v.Status.Phase
+// reads as PENDING, as the list shows it) and the Ready condition's reason,
+// from v's status as stored.
+func managementEvent(v client.Object, status []byte, deleted bool) []byte {
+	var st v1alpha1.ValidatorStatus
+	_ = json.Unmarshal(status, &st) // a status the API server took decodes
+	phase := st.Phase
 	if phase == "" {
 		phase = v1alpha1.PhasePending
 	}
@@ -134,8 +145,8 @@ func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
 		Message         string         `json:"message,omitempty"`
 		ResourceVersion string         `json:"resourceVersion"`
 		Deleted         bool           `json:"deleted,omitempty"`
-	}{Name: v.Name, Phase: phase, ResourceVersion: v.ResourceVersion, Deleted: deleted}
-	if c := meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+	}{Name: v.GetName(), Phase: phase, ResourceVersion: v.GetResourceVersion(), Deleted: deleted}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
 		e.Reason, e.Message = c.Reason, c.Message
 	}
 	b, _ := json.Marshal(e)
@@ -144,14 +155,14 @@ func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
 
 // platformEvent is release 2.0's ValidatorWatchEvent: the resource's status
 // as stored.
-func platformEvent(v *v1alpha1.Validator, deleted bool) []byte {
+func platformEvent(v client.Object, status []byte, deleted bool) []byte {
 	e := struct {
-		Name            string                    `json:"name"`
-		Namespace       string                    `json:"namespace"`
-		ResourceVersion string                    `json:"resourceVersion"`
-		Deleted         bool                      `json:"deleted,omitempty"`
-		Status          *v1alpha1.ValidatorStatus `json:"status"`
-	}{Name: v.Name, Namespace: v.Namespace, ResourceVersion: v.ResourceVersion, Deleted: deleted, Status: &v.Status}
+		Name            string          `json:"name"`
+		Namespace       string          `json:"namespace"`
+		ResourceVersion string          `json:"resourceVersion"`
+		Deleted         bool            `json:"deleted,omitempty"`
+		Status          json.RawMessage `json:"status"`
+	}{Name: v.GetName(), Namespace: v.GetNamespace(), ResourceVersion: v.GetResourceVersion(), Deleted: deleted, Status: status}
 	b, _ := json.Marshal(e)
 	return b
 }

@@ -23,12 +23,10 @@ import (
 // The one cache: the gateway reads cluster objects from the controller-runtime
 // Manager's cache (the one the controllers read), whose options CacheOptions
 // gives. Each kind is cached as small as its readers allow:
-//   - Validators twice over one GVK: typed (v1alpha1.Validator, what the
-//     controllers and release 1.11 read) and, for release 2.0, which
-//     returns them as stored, as their encoding (viewObject: bytes, no
-//     decoded object); typed decoding would lose what the typed fields do
-//     not hold (zero values, foreign fields), so one cannot be derived from
-//     the other;
+//   - Validators once, as their encoding (viewObject: release 2.0 returns
+//     them as stored, which a typed object cannot reproduce: zero values,
+//     quantities as written), with the metadata predicates read; readers
+//     of the typed Validator decode it (validators.go);
 //   - Applications: their encoding only;
 //   - Secrets as records (SecretRecord): key, owners, the validator and the
 //     keys of data, no value and no annotation (kubectl's
@@ -84,7 +82,7 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
 		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
 		ByObject: map[client.Object]ctrlcache.ByObject{
-			&v1alpha1.Validator{}:          in(transformValidator),
+			unstructuredOf(ValidatorGVK):   in(encodeView),
 			unstructuredOf(ApplicationGVK): in(encodeView),
 			&corev1.Secret{}:               in(recordSecret),
 			&batchv1.CronJob{}:             in(recordCronJob),
@@ -101,18 +99,6 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	}
 	return o
 }
-
-// transformValidator is the transform of both Validator informers (one
-// per GVK in controller-runtime): the typed one keeps the object without
-// managedFields, the unstructured one (release 2.0's) its encoding.
-func transformValidator(obj any) (any, error) {
-	if _, ok := obj.(*unstructured.Unstructured); ok {
-		return encodeView(obj)
-	}
-	return ctrlcache.TransformStripManagedFields()(obj)
-}
-
-var _ toolscache.TransformFunc = transformValidator
 
 // backupShape is the backup CronJob's spec as the gateway writes it, as a
 // JSON value: the fields whose values cronJobDigest covers.

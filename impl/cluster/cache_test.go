@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -25,7 +26,9 @@ import (
 // no annotation, which kubectl's last-applied-configuration may quote a
 // value in), a CronJob as its record (cluster.CronJobRecord: no spec, only
 // the digest the gateway compares), and a Deployment as its record
-// (cluster.WorkloadRecord).
+// (cluster.WorkloadRecord), and a Validator once, as its encoding, from
+// which a reader decodes it typed: a typed read of the cache, which would
+// be a second informer of Validators, is refused.
 func TestCacheTrims(t *testing.T) {
 	if realServer == nil {
 		t.Skip(backendFakes)
@@ -78,6 +81,16 @@ func TestCacheTrims(t *testing.T) {
 	obj = recordOf(t, sctx, c.GetCache(), &batchv1.CronJob{}, cluster.BackupCronJobName("mu"))
 	if cj, ok := obj.(*cluster.CronJobRecord); !ok || cj.Digest == "" || len(cj.GetAnnotations()) != 0 || len(cj.OwnerReferences) != 1 || cj.Labels[cluster.ValidatorLabel] != "mu" {
 		t.Fatalf("cached CronJob: got %#v; want its record: key, labels, owner and the digest of its spec", obj)
+	}
+	obj = recordOf(t, sctx, c.GetCache(), cluster.ValidatorObject(), "mu")
+	v, ok := cluster.DecodeValidator(obj)
+	if !ok || v.Name != "mu" || v.Spec.Config.ImageTag != "0.4.1" || len(v.ManagedFields) != 0 {
+		t.Fatalf("cached Validator: got %#v, decoded %#v; want its encoding, which decodes to the Validator without managedFields", obj, v)
+	}
+	tctx, tcancel := context.WithTimeout(sctx, time.Second)
+	defer tcancel()
+	if err := c.GetCache().Get(tctx, client.ObjectKey{Namespace: ns, Name: "mu"}, &v1alpha1.Validator{}); err == nil {
+		t.Fatal("a typed Validator read from the cache: want it refused (a second informer of Validators)")
 	}
 	obj = recordOf(t, sctx, c.GetCache(), &appsv1.Deployment{}, "web")
 	rec, ok := obj.(*cluster.WorkloadRecord)

@@ -17,8 +17,8 @@ import (
 // validator (docs/benchmarks.md): VM_HEAP_VALIDATORS validators, each with
 // its resource, three Secrets and a backup CronJob, are written, then a
 // fresh cache (as after a restart) is started with the informers the
-// gateway and the controllers read (typed Validators, the 2.0 views,
-// CronJobs, Secrets without values); the live heap it adds, after
+// gateway reads (the Validators, held once as their encoding, CronJobs
+// and Secrets as records); the live heap it adds, after
 // collection, is divided by the count. Skipped unless VM_HEAP_VALIDATORS
 // is set (it takes some seconds per hundred validators); VM_HEAP_PROFILE
 // names a file for the heap profile taken then.

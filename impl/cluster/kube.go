@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	metricsv1beta1 "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
@@ -92,12 +90,11 @@ type Kube struct {
 	// namespace, kept encoded.
 	validatorView   *view
 	applicationView *view
-	// typedValidators is the cache's informer of typed Validators
-	// (SyncState); secrets and cronJobs keep the records the cache holds
-	// of those kinds.
-	typedValidators ctrlcache.Informer
-	secrets         *records[*SecretRecord]
-	cronJobs        *records[*CronJobRecord]
+	// validators reads validatorView's Validators typed; secrets and
+	// cronJobs keep the records the cache holds of those kinds.
+	validators *ValidatorCache
+	secrets    *records[*SecretRecord]
+	cronJobs   *records[*CronJobRecord]
 	// watchers are WatchRecords' callbacks.
 	watchersMu sync.Mutex
 	watchers   map[*func(string)]struct{}
@@ -180,6 +177,8 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		return nil, fmt.Errorf("cluster: installation %q: %w", k.instance, err)
 	}
 	k.validatorView = newView(domain.KindValidator, ValidatorGVK, ValidatorResource.GroupResource())
+	k.validators = &ValidatorCache{v: k.validatorView}
+	k.validatorView.subscribe(context.Background(), k.validatorChanged)
 	k.applicationView = newView(domain.KindApplication, ApplicationGVK, ApplicationGVR.GroupResource())
 	return k, nil
 }
@@ -209,18 +208,12 @@ func (k *Kube) Start(ctx context.Context) error {
 		views = append(views, k.applicationView)
 	}
 	for _, v := range views {
-		if v.served {
+		if v.attached() {
 			continue
 		}
 		if err := v.attach(ctx, k.cache); err != nil {
 			return err
 		}
-	}
-	if _, err := k.validatorView.informer.AddEventHandler(deleteHandler(k.validatorDeleted)); err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	if k.typedValidators, err = k.cache.GetInformer(ctx, &v1alpha1.Validator{}, ctrlcache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("cluster: Validator informer: %w", err)
 	}
 	if err := k.secrets.attach(ctx, k.cache, &corev1.Secret{}); err != nil {
 		return err
@@ -273,10 +266,6 @@ func servedOr(err error) (bool, error) {
 	return false, err
 }
 
-func deleteHandler(f func(obj any)) toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{DeleteFunc: f}
-}
-
 // Namespace is the namespace the gateway works in.
 func (k *Kube) Namespace() string { return k.namespace }
 
@@ -294,7 +283,7 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 	if name == "" {
 		return ""
 	}
-	if _, ok := k.cachedValidator(name); !ok {
+	if !k.managesCached(name) {
 		return ""
 	}
 	return name
@@ -483,18 +472,18 @@ func labelsCover(have, want map[string]string) bool {
 	return true
 }
 
-// storedValidator is the Validator resource of that name as stored (the
-// view's encoding, decoded); false when the cache has none.
+// storedValidator is the Validator resource of that name as stored (its
+// cached encoding, decoded); false when the cache has none.
 func (k *Kube) storedValidator(name string) (map[string]any, bool) {
 	if !k.synced.Load() {
 		return nil, false
 	}
-	e, err := k.validatorView.entry(k.namespace, name)
+	o, err := k.validators.object(types.NamespacedName{Namespace: k.namespace, Name: name})
 	if err != nil {
 		return nil, false
 	}
 	var obj map[string]any
-	if json.Unmarshal(e.object, &obj) != nil {
+	if json.Unmarshal(o.entry.encoding(), &obj) != nil {
 		return nil, false
 	}
 	return obj, true
@@ -566,17 +555,24 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 }
 
 // cachedValidator reads a validator this installation manages from the
-// cache (shared: read it, never change it); false when the cache is not
-// synced or has no such validator.
+// cache, decoded; false when the cache is not synced or has no such
+// validator.
 func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
+	if !k.managesCached(name) {
+		return nil, false
+	}
+	v, err := k.validators.Get(types.NamespacedName{Namespace: k.namespace, Name: name})
+	return v, err == nil
+}
+
+// managesCached tells whether the cache holds a validator of that name this
+// installation manages (nothing decoded).
+func (k *Kube) managesCached(name string) bool {
 	if !k.synced.Load() {
-		return nil, false
+		return false
 	}
-	v := &v1alpha1.Validator{}
-	if err := k.cache.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, v, noCopy); err != nil {
-		return nil, false
-	}
-	return v, k.Manages(v.Labels)
+	o, err := k.validators.object(types.NamespacedName{Namespace: k.namespace, Name: name})
+	return err == nil && k.Manages(o.Labels)
 }
 
 // referenceSecrets makes spec.secrets reference every one of the
@@ -986,17 +982,8 @@ func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
 // ManagedValidators names every Validator resource this installation
 // manages, from the cache.
 func (k *Kube) ManagedValidators() ([]string, error) {
-	list := &v1alpha1.ValidatorList{}
-	err := k.cache.List(context.Background(), list, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy)
-	if errors.As(err, new(*ctrlcache.ErrCacheNotStarted)) {
-		return nil, domain.Unavailable("cluster: the validator cache is not started")
+	if !k.synced.Load() {
+		return nil, domain.Unavailable("cluster: the validator cache is not synced")
 	}
-	if err != nil {
-		return nil, translate("list validators", err)
-	}
-	names := make([]string, len(list.Items))
-	for i := range list.Items {
-		names[i] = list.Items[i].Name
-	}
-	return names, nil
+	return k.validators.Names(k.namespace, k.managed), nil
 }

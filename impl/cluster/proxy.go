@@ -7,7 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -32,7 +33,7 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 	if s := k.cachedSecret(domain.LedgerAPIAuthSecretName(name)); s != nil {
 		secret = s.ResourceVersion
 	}
-	return e.resourceVersion, secret, true
+	return e.ResourceVersion, secret, true
 }
 
 // TypedValidator reads the Validator resource of that name, decoded: from
@@ -41,12 +42,15 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 // it.
 func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Validator, error) {
 	key := types.NamespacedName{Namespace: k.namespace, Name: name}
-	v := &v1alpha1.Validator{}
-	err := errNotSynced
+	var (
+		v   *v1alpha1.Validator
+		err = errNotSynced
+	)
 	if k.synced.Load() {
-		err = k.cache.Get(ctx, key, v)
+		v, err = k.validators.Get(key)
 	}
 	if err != nil {
+		v = &v1alpha1.Validator{}
 		err = k.api.Get(ctx, key, v)
 	}
 	if apierrors.IsNotFound(err) {
@@ -66,13 +70,21 @@ func (k *Kube) OnValidatorDeleted(f func(name string)) {
 	k.deleted = append(k.deleted, f)
 }
 
-func (k *Kube) validatorDeleted(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+// validatorChanged tells OnValidatorDeleted's callbacks of a Validator
+// that left the view.
+func (k *Kube) validatorChanged(old, cur *viewObject) {
+	if cur != nil {
+		return
 	}
-	if o, ok := obj.(*viewObject); ok {
-		for _, f := range k.deleted {
-			f(o.name)
-		}
+	for _, f := range k.deleted {
+		f(old.Name)
 	}
+}
+
+// ValidatorSource is a controller's source of the changes of the
+// Validators the gateway reads (ValidatorCache.Source): a reconcile it
+// queues reads them through the gateway at least at the version that
+// queued it.
+func (k *Kube) ValidatorSource(preds ...predicate.Predicate) source.Source {
+	return k.validators.Source(preds...)
 }

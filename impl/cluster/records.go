@@ -123,7 +123,7 @@ func (k *Kube) cronJobValidator(cj metav1.Object) string {
 	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() {
 		return ""
 	}
-	if _, ok := k.cachedValidator(ref.Name); !ok {
+	if !k.managesCached(ref.Name) {
 		return ""
 	}
 	return ref.Name

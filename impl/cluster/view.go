@@ -9,15 +9,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -38,72 +40,88 @@ var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version,
 // that a read costs a copy.
 //
 // Each object is held encoded once: the cache's transform (encodeView)
-// encodes it on its way into the cache, which keeps a viewObject (key,
-// resourceVersion and the encoding) instead of the decoded object; the
-// entries share those encodings, and a rebuilt list takes them over (each
+// encodes it on its way into the cache, which keeps a viewObject (metadata
+// and the encoding) instead of the decoded object; the view's map holds
+// the cache's objects, and a rebuilt list takes their encodings over (each
 // entry then points into the list), so that the list is no second copy. The
 // status is a slice of the object's encoding, not a copy.
+//
+// The map follows the informer through the view's handler, which then
+// tells the view's subscribers (subscribe): what one of them queues reads
+// the view at least at the version that queued it. A handler of its own
+// would not: client-go runs each handler of an informer on its own
+// goroutine.
 type view struct {
 	kind domain.ResourceKind
 	gvk  schema.GroupVersionKind
 	gr   schema.GroupResource
 	// served is false when the cluster does not serve the kind (its CRD is
 	// not installed): reads then say so.
-	served   bool
-	informer ctrlcache.Informer
-	synced   func() bool
+	served bool
+	synced func() bool
 
-	// mu guards entries, list, the object field of every entry and seen.
+	// mu guards served and synced (set once, by attach), objects, list,
+	// seen and subscribers.
 	mu      sync.RWMutex
-	entries map[types.NamespacedName]*viewEntry
+	objects map[types.NamespacedName]*viewObject
 	list    []byte // nil: to be rebuilt
 	// seen is the highest resourceVersion put or removed (ListVersion).
-	seen int64
+	seen        int64
+	subscribers map[*func(old, cur *viewObject)]struct{}
 }
 
+// viewEntry is an object's encoding, shared by every copy of its
+// viewObject. A rebuilt list moves the encoding into itself, so it is read
+// and replaced atomically (the bytes never change).
 type viewEntry struct {
-	object []byte
+	object atomic.Pointer[[]byte]
 	// statusStart and statusEnd bound the status in object (0, 0: none).
 	statusStart, statusEnd int32
-	resourceVersion        string
 }
 
-// statusOf is the entry's status as JSON ({} when it has none).
-func (e viewEntry) statusOf() []byte {
+// encoding is the object as stored, minus managedFields.
+func (e *viewEntry) encoding() []byte { return *e.object.Load() }
+
+// status is the object's status as JSON ({} when it has none).
+func (e *viewEntry) status() []byte {
 	if e.statusEnd == 0 {
 		return []byte("{}")
 	}
-	return e.object[e.statusStart:e.statusEnd:e.statusEnd]
+	return e.encoding()[e.statusStart:e.statusEnd:e.statusEnd]
 }
 
 // viewObject is what a view's informer caches in place of a resource: the
-// metadata client-go reads of it (its key and resourceVersion) and its
-// encoding.
+// metadata client-go and the controllers' predicates read of it (key,
+// resourceVersion, generation, deletion, owners, labels) and its encoding.
+// It is a client.Object: what RecordMeta does not keep reads as empty.
 type viewObject struct {
-	name, namespace string
-	entry           *viewEntry
+	RecordMeta
+	Labels map[string]string
+	entry  *viewEntry
 }
 
-var _ runtime.Object = (*viewObject)(nil)
+var _ client.Object = (*viewObject)(nil)
 
 func (o *viewObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-// GetObjectMeta is what client-go reads (meta.Accessor): name, namespace
-// and resourceVersion.
-func (o *viewObject) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.entry.resourceVersion}
-}
+func (o *viewObject) GetLabels() map[string]string { return o.Labels }
 
-// DeepCopyObject copies the metadata; the entry is shared (its encoding
-// never changes, only where it is kept).
+// DeepCopyObject copies the metadata; the labels and the entry are shared
+// (neither is ever changed: a change of the resource is a new viewObject).
 func (o *viewObject) DeepCopyObject() runtime.Object {
 	c := *o
+	c.RecordMeta = o.RecordMeta.deepCopy()
 	return &c
 }
 
 // encodeView is the views' cache transform: the object encoded. It must be
-// idempotent: what it returns may come back to it.
+// idempotent: what it returns may come back to it. It refuses a typed
+// Validator: one asked of the cache would be a second informer of
+// Validators beside the one that holds their encodings (validators.go).
 func encodeView(obj any) (any, error) {
+	if v, ok := obj.(*v1alpha1.Validator); ok {
+		return nil, fmt.Errorf("cluster: the cache holds Validators in their stored encoding only; a typed Validator (%s/%s) was asked of it: read it with cluster.ValidatorCache or DecodeValidator", v.Namespace, v.Name)
+	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
@@ -112,12 +130,13 @@ func encodeView(obj any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	e.resourceVersion = strings.Clone(u.GetResourceVersion())
-	return &viewObject{name: strings.Clone(u.GetName()), namespace: strings.Clone(u.GetNamespace()), entry: &e}, nil
+	o := &viewObject{RecordMeta: metaOf(u), Labels: internedLabels(u.GetLabels()), entry: e}
+	o.Name, o.ResourceVersion = strings.Clone(o.Name), strings.Clone(o.ResourceVersion)
+	return o, nil
 }
 
 func newView(kind domain.ResourceKind, gvk schema.GroupVersionKind, gr schema.GroupResource) *view {
-	return &view{kind: kind, gvk: gvk, gr: gr, entries: map[types.NamespacedName]*viewEntry{}}
+	return &view{kind: kind, gvk: gvk, gr: gr, objects: map[types.NamespacedName]*viewObject{}, subscribers: map[*func(old, cur *viewObject)]struct{}{}}
 }
 
 // attach starts following the cache's informer of the view's kind.
@@ -134,7 +153,9 @@ func (v *view) attach(ctx context.Context, c ctrlcache.Cache) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	v.informer, v.synced, v.served = informer, reg.HasSynced, true
+	v.mu.Lock()
+	v.synced, v.served = reg.HasSynced, true
+	v.mu.Unlock()
 	return nil
 }
 
@@ -143,18 +164,29 @@ func (v *view) put(obj any) {
 	if !ok {
 		return
 	}
+	key := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
 	v.mu.Lock()
-	v.entries[types.NamespacedName{Namespace: o.namespace, Name: o.name}] = o.entry
-	v.changed(o)
+	old := v.objects[key]
+	v.objects[key] = o
+	subscribers := v.changed(o)
 	v.mu.Unlock()
+	for _, f := range subscribers {
+		(*f)(old, o)
+	}
 }
 
-// changed records a put or remove of o; v.mu held.
-func (v *view) changed(o *viewObject) {
+// changed records a put or remove of o and is what to tell of it; v.mu
+// held.
+func (v *view) changed(o *viewObject) []*func(old, cur *viewObject) {
 	v.list = nil
-	if rv, err := strconv.ParseInt(o.entry.resourceVersion, 10, 64); err == nil && rv > v.seen {
+	if rv, err := strconv.ParseInt(o.ResourceVersion, 10, 64); err == nil && rv > v.seen {
 		v.seen = rv
 	}
+	out := make([]*func(old, cur *viewObject), 0, len(v.subscribers))
+	for f := range v.subscribers {
+		out = append(out, f)
+	}
+	return out
 }
 
 func (v *view) remove(obj any) {
@@ -165,16 +197,42 @@ func (v *view) remove(obj any) {
 	if !ok {
 		return
 	}
+	key := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
 	v.mu.Lock()
-	delete(v.entries, types.NamespacedName{Namespace: o.namespace, Name: o.name})
-	v.changed(o)
+	delete(v.objects, key)
+	subscribers := v.changed(o)
 	v.mu.Unlock()
+	for _, f := range subscribers {
+		(*f)(o, nil)
+	}
+}
+
+// subscribe calls f, until ctx ends, with each change once the view shows
+// it: (nil, cur) for an object added, (old, cur) for one replaced, (old,
+// nil) for one removed. The objects the view holds when f subscribes come
+// first, as added.
+func (v *view) subscribe(ctx context.Context, f func(old, cur *viewObject)) {
+	v.mu.Lock()
+	v.subscribers[&f] = struct{}{}
+	now := make([]*viewObject, 0, len(v.objects))
+	for _, o := range v.objects {
+		now = append(now, o)
+	}
+	v.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		v.mu.Lock()
+		delete(v.subscribers, &f)
+		v.mu.Unlock()
+	})
+	for _, o := range now {
+		f(nil, o)
+	}
 }
 
 // encodeEntry encodes u as stored minus metadata.managedFields (bookkeeping
 // of server-side apply, large and of no use to a reader), and its status
 // alone ({} when it has none). u is not changed.
-func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
+func encodeEntry(u *unstructured.Unstructured) (*viewEntry, error) {
 	obj := u.Object
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		if _, has := md["managedFields"]; has {
@@ -194,31 +252,42 @@ func encodeEntry(u *unstructured.Unstructured) (viewEntry, error) {
 	}
 	object, err := json.Marshal(obj)
 	if err != nil {
-		return viewEntry{}, err
+		return nil, err
 	}
-	e := viewEntry{object: object}
+	e := &viewEntry{}
+	e.object.Store(&object)
 	if st, ok := obj["status"].(map[string]any); ok {
 		// The encoding of a map is its keys sorted, each value encoded as
 		// it would be alone: the status is the slice after "status":.
 		status, err := json.Marshal(st)
 		if err != nil {
-			return viewEntry{}, err
+			return nil, err
 		}
 		if i := bytes.Index(object, append([]byte(`"status":`), status...)); i >= 0 {
 			start := i + len(`"status":`)
 			e.statusStart, e.statusEnd = int32(start), int32(start+len(status))
 		} else {
-			return viewEntry{}, fmt.Errorf("the status is not where its encoding says")
+			return nil, fmt.Errorf("the status is not where its encoding says")
 		}
 	}
 	return e, nil
 }
 
+// attached tells whether attach has run.
+func (v *view) attached() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.served
+}
+
 func (v *view) ready() error {
+	v.mu.RLock()
+	served, synced := v.served, v.synced
+	v.mu.RUnlock()
 	switch {
-	case !v.served:
+	case !served:
 		return domain.Unavailable("cluster: the %s resource (%s) was not served when the server started; apply deploy/crds, then restart the server", v.kind, v.gr)
-	case v.synced == nil || !v.synced():
+	case synced == nil || !synced():
 		return domain.Unavailable("cluster: the %s cache has not synced yet", v.kind)
 	}
 	return nil
@@ -238,11 +307,11 @@ func (v *view) List() ([]byte, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.list == nil {
-		keys := make([]types.NamespacedName, 0, len(v.entries))
+		keys := make([]types.NamespacedName, 0, len(v.objects))
 		size := 2
-		for k, e := range v.entries {
+		for k, o := range v.objects {
 			keys = append(keys, k)
-			size += len(e.object) + 1
+			size += len(o.entry.encoding()) + 1
 		}
 		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
 			if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
@@ -256,11 +325,12 @@ func (v *view) List() ([]byte, error) {
 			if i > 0 {
 				list = append(list, ',')
 			}
-			e := v.entries[k]
+			e := v.objects[k].entry
 			start := len(list)
-			list = append(list, e.object...)
+			list = append(list, e.encoding()...)
 			// The entry's encoding is now kept in the list only.
-			e.object = list[start:len(list):len(list)]
+			moved := list[start:len(list):len(list)]
+			e.object.Store(&moved)
 		}
 		v.list = append(list, ']')
 	}
@@ -279,20 +349,22 @@ func (v *view) ListVersion() (string, error) {
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return strconv.FormatInt(v.seen, 10) + "." + strconv.Itoa(len(v.entries)), nil
+	return strconv.FormatInt(v.seen, 10) + "." + strconv.Itoa(len(v.objects)), nil
 }
 
-func (v *view) entry(namespace, name string) (viewEntry, error) {
+// entry is the object of that name; domain.ErrNotFound when the view has
+// none.
+func (v *view) entry(namespace, name string) (*viewObject, error) {
 	if err := v.ready(); err != nil {
-		return viewEntry{}, err
+		return nil, err
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	e, ok := v.entries[types.NamespacedName{Namespace: namespace, Name: name}]
+	o, ok := v.objects[types.NamespacedName{Namespace: namespace, Name: name}]
 	if !ok {
-		return viewEntry{}, domain.NotFound("%s %q does not exist in namespace %q", strings.ToLower(string(v.kind)), name, namespace)
+		return nil, domain.NotFound("%s %q does not exist in namespace %q", strings.ToLower(string(v.kind)), name, namespace)
 	}
-	return *e, nil
+	return o, nil
 }
 
 // names lists the objects' names, sorted.
@@ -301,8 +373,8 @@ func (v *view) names() ([]string, error) {
 		return nil, err
 	}
 	v.mu.RLock()
-	out := make([]string, 0, len(v.entries))
-	for k := range v.entries {
+	out := make([]string, 0, len(v.objects))
+	for k := range v.objects {
 		out = append(out, k.Name)
 	}
 	v.mu.RUnlock()
@@ -338,8 +410,11 @@ func (k *Kube) ResourceObject(kind domain.ResourceKind, name string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	e, err := v.entry(k.namespace, name)
-	return e.object, err
+	o, err := v.entry(k.namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return o.entry.encoding(), nil
 }
 
 // ResourceStatus is one resource's status as JSON ({} when it has none).
@@ -348,11 +423,11 @@ func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	e, err := v.entry(k.namespace, name)
+	o, err := v.entry(k.namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	return e.statusOf(), nil
+	return o.entry.status(), nil
 }
 
 func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
@@ -372,7 +447,7 @@ func (k *Kube) view(kind domain.ResourceKind) (*view, error) {
 // operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	out := map[string]bool{}
-	out["validators.managed"] = k.synced.Load() && k.typedValidators != nil && k.typedValidators.HasSynced()
+	out["validators.managed"] = k.synced.Load() && k.validators != nil && k.validators.HasSynced()
 	out["cronjobs.managed"] = k.synced.Load() && k.cronJobs.synced()
 	out["secrets"] = k.synced.Load() && k.secrets.synced()
 	for name, v := range map[string]*view{"validators": k.validatorView, "applications": k.applicationView} {

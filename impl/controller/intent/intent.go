@@ -35,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -45,7 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 	"github.com/validator-manager/validator-manager/impl/keyring"
@@ -97,6 +96,9 @@ type Cluster interface {
 	// Manages tells whether a Validator resource with these labels is one
 	// this installation manages.
 	Manages(labels map[string]string) bool
+	// ValidatorSource is the source of the changes of the Validator
+	// resources the gateway reads, through preds.
+	ValidatorSource(preds ...predicate.Predicate) source.Source
 	// WatchRecords calls f, until ctx ends, with the name of the managed
 	// validator each change of its Secrets or backup CronJob belongs to,
 	// once the cached reads above show the change.
@@ -207,7 +209,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("validator-intent").
-		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		// A change of a managed Validator resource, once the gateway,
+		// through which a reconcile reads it, shows it.
+		WatchesRawSource(c.cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return c.cluster.Manages(o.GetLabels())
 		}), readChanged)).
 		// A change of a validator's Secrets or backup CronJob, once the
@@ -245,9 +249,12 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 // come up, each of which would read the database again for nothing.
 var readChanged = predicate.TypedFuncs[client.Object]{
 	UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
-		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
-		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
-		if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+			return true
+		}
+		old, ok1 := clustergw.DecodeValidator(e.ObjectOld)
+		cur, ok2 := clustergw.DecodeValidator(e.ObjectNew)
+		if !ok1 || !ok2 {
 			return true
 		}
 		return old.Generation != cur.Generation || old.Status.Phase != cur.Status.Phase ||

@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -223,6 +227,12 @@ func (c cluster) ManagedValidators() ([]string, error) {
 func (c cluster) Manages(map[string]string) bool { return true }
 
 func (c cluster) WatchRecords(context.Context, func(string)) {}
+
+// ValidatorSource: the world's resources are no API server's, so nothing
+// comes of them.
+func (c cluster) ValidatorSource(...predicate.Predicate) source.Source {
+	return source.Func(func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error { return nil })
+}
 
 func (c cluster) WaitForSync(context.Context) bool { return true }
 

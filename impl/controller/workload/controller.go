@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -48,6 +49,9 @@ type Reconciler struct {
 	// fresh reads the Validator from the API server before its status is
 	// written (SetupWithManager: the manager's API reader; else client).
 	fresh client.Reader
+	// validators reads the cached Validators, decoded from the one form
+	// the cache holds them in (cluster.ValidatorCache).
+	validators *cluster.ValidatorCache
 	// pods is the records of each validator's Pods, workloads those of
 	// its Deployments, StatefulSets and Services, claims those of the
 	// PersistentVolumeClaims, secrets the keys of the Secrets that exist,
@@ -77,27 +81,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.client = mgr.GetClient()
 	}
 	r.fresh = mgr.GetAPIReader()
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refIndex, func(o client.Object) []string {
-		v, ok := o.(*v1alpha1.Validator)
-		if !ok {
-			return nil
-		}
+	var err error
+	if r.validators, err = cluster.NewValidatorCache(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
+	r.validators.AddIndex(context.Background(), func(v *v1alpha1.Validator) []string {
 		var out []string
 		for _, t := range templates(Desired(v)) {
 			for _, ref := range podrefs.All(&t.spec.Spec) {
-				out = append(out, refKey(ref.Kind, ref.Name))
+				out = append(out, refKey(v.Namespace, ref.Kind, ref.Name))
 			}
 		}
 		return out
 	})
-	if err != nil {
-		return fmt.Errorf("index validators by the objects they read: %w", err)
-	}
 	r.pods, r.workloads, r.secrets, r.claims = newPods(), newWorkloads(), newSecrets(), newClaims()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
-		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
+		// A Validator's change, once r.validators, which the reconcile
+		// reads, shows it.
+		WatchesRawSource(r.validators.Source(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
 		// The cache keeps workloads and Pods as records
 		// (cluster.WorkloadRecord, cluster.PodRecord), which the typed
 		// client does not read: r.workloads and r.pods keep them. A
@@ -118,32 +121,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// statusChanged passes a Validator whose status changed.
+// statusChanged passes a Validator whose status changed (its encoding:
+// the cache's, as stored).
 var statusChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
-		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
-		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(old.Status, cur.Status)
+		old, ok1 := cluster.ValidatorStatus(e.ObjectOld)
+		cur, ok2 := cluster.ValidatorStatus(e.ObjectNew)
+		return !ok1 || !ok2 || !bytes.Equal(old, cur)
 	},
 }
 
-// refIndex indexes Validators by "<Kind>/<name>" of each Secret and
-// ConfigMap their pod templates read.
-const refIndex = "workload.validator-manager.io/reads"
-
-func refKey(kind podrefs.Kind, name string) string { return string(kind) + "/" + name }
+// refKey is what r.validators files a Validator under for each Secret and
+// ConfigMap its pod templates read.
+func refKey(namespace string, kind podrefs.Kind, name string) string {
+	return namespace + "/" + string(kind) + "/" + name
+}
 
 // readers maps a Secret or ConfigMap to the Validators whose pods read it.
 func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list v1alpha1.ValidatorList
-		if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{refIndex: refKey(kind, o.GetName())}); err != nil {
-			log.FromContext(ctx).Error(err, "validators reading", "kind", kind, "name", o.GetName())
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for _, v := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
+		keys := r.validators.ByIndex(refKey(o.GetNamespace(), kind, o.GetName()))
+		out := make([]reconcile.Request, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, reconcile.Request{NamespacedName: k})
 		}
 		return out
 	}
@@ -178,33 +178,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			res, err = ctrl.Result{}, nil
 		}
 	}()
-	var v v1alpha1.Validator
-	if err := r.client.Get(ctx, req.NamespacedName, &v); err != nil {
+	v, err := r.validators.Get(req.NamespacedName)
+	if err != nil {
 		// Gone: the garbage collector deletes what it owned.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !v.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	desired := Desired(&v)
+	desired := Desired(v)
 	for _, obj := range desired {
 		if err := r.apply(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	for _, obj := range Unwanted(&v) {
-		if err := r.deleteOwned(ctx, &v, obj); err != nil {
+	for _, obj := range Unwanted(v) {
+		if err := r.deleteOwned(ctx, v, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.growDataClaim(ctx, &v); err != nil {
+	if err := r.growDataClaim(ctx, v); err != nil {
 		return ctrl.Result{}, err
 	}
-	observed, err := r.observe(ctx, &v, desired)
+	observed, err := r.observe(ctx, v, desired)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, &v, observed)
+	return ctrl.Result{}, r.writeStatus(ctx, v, observed)
 }
 
 // writeStatus writes v's status from observed, unless it says so already.

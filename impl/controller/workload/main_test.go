@@ -16,7 +16,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
@@ -68,11 +67,15 @@ func run(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
+	found := false
 	for obj, by := range cacheOptions.ByObject {
-		if _, ok := obj.(*v1alpha1.Validator); ok {
+		if obj.GetObjectKind().GroupVersionKind() == cluster.ValidatorGVK {
 			by.Label = notApart
-			cacheOptions.ByObject[obj] = by
+			cacheOptions.ByObject[obj], found = by, true
 		}
+	}
+	if !found {
+		panic("workload tests: the cache options have no entry for Validators")
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cacheOptions, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {

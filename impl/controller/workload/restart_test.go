@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,14 +34,14 @@ const apart = "workload.validator-manager.io/test-apart"
 
 // process is one run of the controller, as one server process runs it,
 // over namespace ns: writes counts every request to the API server that is
-// not a read (watches and lists are reads), reconciles every read of the
-// Validator from its cache (a reconcile starts with one).
+// not a read (watches and lists are reads), seen every Validator its cache
+// gave the controller (each queues a reconcile).
 type process struct {
-	writes     atomic.Int64
-	reconciles atomic.Int64
-	mu         sync.Mutex
-	written    []string
-	stop       func()
+	writes  atomic.Int64
+	seen    atomic.Int64
+	mu      sync.Mutex
+	written []string
+	stop    func()
 }
 
 func (p *process) wrote() []string {
@@ -53,17 +54,43 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// countingCache counts the reads of Validators.
+// countingCache counts the Validators its informer gives its handlers,
+// once each handler has them.
 type countingCache struct {
 	cache.Cache
-	reads *atomic.Int64
+	seen *atomic.Int64
 }
 
-func (c countingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*v1alpha1.Validator); ok {
-		c.reads.Add(1)
+func (c countingCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	inf, err := c.Cache.GetInformer(ctx, obj, opts...)
+	if err != nil || obj.GetObjectKind().GroupVersionKind() != cluster.ValidatorGVK {
+		return inf, err
 	}
-	return c.Cache.Get(ctx, key, obj, opts...)
+	return countingInformer{Informer: inf, seen: c.seen}, nil
+}
+
+type countingInformer struct {
+	cache.Informer
+	seen *atomic.Int64
+}
+
+func (i countingInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandler(countingHandler{ResourceEventHandler: h, seen: i.seen})
+}
+
+type countingHandler struct {
+	toolscache.ResourceEventHandler
+	seen *atomic.Int64
+}
+
+func (h countingHandler) OnAdd(obj any, initial bool) {
+	h.ResourceEventHandler.OnAdd(obj, initial)
+	h.seen.Add(1)
+}
+
+func (h countingHandler) OnUpdate(old, cur any) {
+	h.ResourceEventHandler.OnUpdate(old, cur)
+	h.seen.Add(1)
 }
 
 // startProcess starts the controller in a Manager of its own, caching ns
@@ -94,7 +121,7 @@ func startProcess(t *testing.T, ns string) *process {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewCache: func(c *rest.Config, o cache.Options) (cache.Cache, error) {
 			ca, err := cache.New(c, o)
-			return countingCache{Cache: ca, reads: &p.reconciles}, err
+			return countingCache{Cache: ca, seen: &p.seen}, err
 		},
 	})
 	if err != nil {
@@ -119,8 +146,8 @@ func startProcess(t *testing.T, ns string) *process {
 	return p
 }
 
-// quiet waits until p has reconciled and then written nothing for a
-// second, and returns what it wrote in all.
+// quiet waits until p has been given a validator and then written nothing
+// for a second, and returns what it wrote in all.
 func (p *process) quiet(t *testing.T) int64 {
 	t.Helper()
 	last, since := p.writes.Load(), time.Now()
@@ -128,8 +155,8 @@ func (p *process) quiet(t *testing.T) int64 {
 		if n := p.writes.Load(); n != last {
 			last, since = n, time.Now()
 		}
-		if p.reconciles.Load() == 0 || time.Since(since) < time.Second {
-			return fmt.Errorf("%d reconciles, %d writes, the last %s ago", p.reconciles.Load(), last, time.Since(since))
+		if p.seen.Load() == 0 || time.Since(since) < time.Second {
+			return fmt.Errorf("%d validators seen, %d writes, the last %s ago", p.seen.Load(), last, time.Since(since))
 		}
 		return nil
 	})
