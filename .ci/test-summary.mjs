@@ -1,6 +1,7 @@
 // Reads `go test -json` on stdin and prints what plain `go test` prints (a line per package, and
-// the output of failing tests), then every skipped test with the reason it gave, then the closing
-// line `N passed, N failed, N skipped` (tests and subtests). Exits 1 when a test or a package failed.
+// the output of failing tests and of tests still running when their package failed), then every
+// skipped test with the reason it gave, then the closing line `N passed, N failed, N skipped`
+// (tests and subtests). Exits 1 when a test or a package failed.
 import { createInterface } from 'node:readline';
 
 const counts = { pass: 0, fail: 0, skip: 0 };
@@ -54,7 +55,17 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   if (e.Action === 'output' && !/^(PASS|FAIL)\n$/.test(e.Output) && !e.Output.startsWith('=== ')) {
     process.stdout.write(e.Output); // ok/FAIL/? package lines, package-level messages
   }
-  if (e.Action === 'fail') failed = true;
+  if (e.Action === 'fail') {
+    failed = true;
+    // Tests that never ended were running when the package died (a timeout's panic, a crash):
+    // their output says where; a test that timed out gets no fail event of its own.
+    for (const [k, lines] of held) {
+      if (!k.startsWith(`${e.Package} `)) continue;
+      const tail = lines.slice(-40);
+      process.stdout.write(`--- ${k.slice(e.Package.length + 1)} did not end (last ${tail.length} lines):\n${tail.join('')}`);
+      held.delete(k);
+    }
+  }
 }
 
 if (skipped.length > 0) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,30 +73,61 @@ func (w *watchStream) next() live.Event {
 		if err != nil {
 			w.t.Fatalf("reading the stream: %v", err)
 		}
-		if e.Name == "" {
-			continue // heartbeat, retry
-		}
-		if e.Name == "validator" || e.Name == "deleted" {
-			var v any
-			if err := json.Unmarshal([]byte(e.Data), &v); err != nil {
-				w.t.Fatalf("event data %s: %v", e.Data, err)
-			}
-			if err := w.schema.VisitJSON(v); err != nil {
-				w.t.Fatalf("event data %s breaks the contract: %v", e.Data, err)
-			}
-		}
-		return e
-	}
-}
-
-// until reads events until one satisfies ok.
-func (w *watchStream) until(what string, ok func(live.Event) bool) live.Event {
-	w.t.Helper()
-	for {
-		if e := w.next(); ok(e) {
+		if e = w.checked(e); e.Name != "" {
 			return e
 		}
 	}
+}
+
+// checked is e, whose data, for validator and deleted events, must match
+// the contract; a heartbeat or retry line has no name.
+func (w *watchStream) checked(e live.Event) live.Event {
+	w.t.Helper()
+	if e.Name == "validator" || e.Name == "deleted" {
+		var v any
+		if err := json.Unmarshal([]byte(e.Data), &v); err != nil {
+			w.t.Fatalf("event data %s: %v", e.Data, err)
+		}
+		if err := w.schema.VisitJSON(v); err != nil {
+			w.t.Fatalf("event data %s breaks the contract: %v", e.Data, err)
+		}
+	}
+	return e
+}
+
+// until reads events until one satisfies ok; after 30 s the stream is
+// closed, and the test fails saying what it waited for.
+func (w *watchStream) until(what string, ok func(live.Event) bool) live.Event {
+	w.t.Helper()
+	var late atomic.Bool
+	timer := time.AfterFunc(30*time.Second, func() { late.Store(true); w.resp.Body.Close() })
+	defer timer.Stop()
+	for {
+		e, err := live.ReadEvent(w.r)
+		if late.Load() {
+			w.t.Fatalf("%s: no such event within 30 s", what)
+		}
+		if err != nil {
+			w.t.Fatalf("reading the stream: %v", err)
+		}
+		if e = w.checked(e); e.Name != "" && ok(e) {
+			return e
+		}
+	}
+}
+
+// phaseOf is the status.phase of a 2.0 event's data ("" when it has none).
+func phaseOf(t *testing.T, data string) string {
+	t.Helper()
+	var e struct {
+		Status struct {
+			Phase string `json:"phase"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(data), &e); err != nil {
+		t.Fatalf("event data %s: %v", data, err)
+	}
+	return e.Status.Phase
 }
 
 // TestWatchValidators follows a validator on both releases' streams from
@@ -145,7 +177,7 @@ func TestWatchValidators(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := m.until("watched RUNNING", func(e live.Event) bool { return strings.Contains(e.Data, `"phase":"RUNNING"`) })
-	p.until("2.0: RUNNING", func(e live.Event) bool { return strings.Contains(e.Data, `"status":{"phase":"RUNNING"`) })
+	p.until("2.0: RUNNING", func(e live.Event) bool { return phaseOf(t, e.Data) == "RUNNING" })
 
 	// A client that saw PENDING resumes with RUNNING and nothing older.
 	r := openWatch(t, s, eventSchema(t, mgmt, v1), v1, map[string]string{"Last-Event-ID": pending.ID})
