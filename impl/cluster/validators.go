@@ -90,9 +90,9 @@ func internedLabels(l map[string]string) map[string]string {
 // reconcile it queues reads at least the version that queued it.
 type ValidatorCache struct {
 	v *view
-	// index, when set (AddIndex), files each Validator under values.
+	// index, when set (AddIndex), files each Validator under its values;
+	// filed is what each is filed under.
 	indexMu sync.RWMutex
-	values  func(*v1alpha1.Validator) []string
 	index   map[string]map[types.NamespacedName]struct{}
 	filed   map[types.NamespacedName][]string
 }
@@ -147,7 +147,7 @@ func (c *ValidatorCache) Names(namespace string, selector labels.Selector) []str
 // AddIndex files each Validator under what values gives of it, decoded
 // (ByIndex). Call it once, before the cache starts.
 func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Validator) []string) {
-	c.values, c.index, c.filed = values, map[string]map[types.NamespacedName]struct{}{}, map[types.NamespacedName][]string{}
+	c.index, c.filed = map[string]map[types.NamespacedName]struct{}{}, map[types.NamespacedName][]string{}
 	c.v.subscribe(ctx, func(old, cur *viewObject) {
 		var (
 			key  types.NamespacedName
