@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,12 @@ func TestCacheTrims(t *testing.T) {
 	defer tcancel()
 	if err := c.GetCache().Get(tctx, client.ObjectKey{Namespace: ns, Name: "mu"}, &v1alpha1.Validator{}); err == nil {
 		t.Fatal("a typed Validator read from the cache: want it refused (a second informer of Validators)")
+	}
+	// The refusal is the transform's, not the read's timeout.
+	typed := &v1alpha1.Validator{}
+	typed.Name, typed.Namespace = "mu", ns
+	if _, err := transformOf(t, cluster.CacheOptions(ns, 0), scheme, cluster.ValidatorGVK)(typed); err == nil || !strings.Contains(err.Error(), "stored encoding only") {
+		t.Fatalf("the cache's transform given a typed Validator: got %v, want it refused", err)
 	}
 	obj = recordOf(t, sctx, c.GetCache(), &appsv1.Deployment{}, "web")
 	rec, ok := obj.(*cluster.WorkloadRecord)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -229,12 +228,8 @@ func (k *Kube) Start(ctx context.Context) error {
 		handlers[string(v.kind)+" view"] = v.synced
 	}
 	for what, synced := range handlers {
-		for !synced() {
-			select {
-			case <-ctx.Done():
-				return domain.Unavailable("cluster: the %s did not sync: %v", what, ctx.Err())
-			case <-time.After(5 * time.Millisecond):
-			}
+		if !waitSynced(ctx, synced) {
+			return domain.Unavailable("cluster: the %s did not sync: %v", what, ctx.Err())
 		}
 	}
 	if !k.synced.Swap(true) {
@@ -558,21 +553,32 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 // cache, decoded; false when the cache is not synced or has no such
 // validator.
 func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
-	if !k.managesCached(name) {
+	o, ok := k.managedObject(name)
+	if !ok {
 		return nil, false
 	}
-	v, err := k.validators.Get(types.NamespacedName{Namespace: k.namespace, Name: name})
+	v, err := o.validator()
 	return v, err == nil
 }
 
 // managesCached tells whether the cache holds a validator of that name this
 // installation manages (nothing decoded).
 func (k *Kube) managesCached(name string) bool {
+	_, ok := k.managedObject(name)
+	return ok
+}
+
+// managedObject is the cache's object of the validator of that name, when
+// this installation manages it.
+func (k *Kube) managedObject(name string) (*viewObject, bool) {
 	if !k.synced.Load() {
-		return false
+		return nil, false
 	}
 	o, err := k.validators.object(types.NamespacedName{Namespace: k.namespace, Name: name})
-	return err == nil && k.Manages(o.Labels)
+	if err != nil || !k.Manages(o.Labels) {
+		return nil, false
+	}
+	return o, true
 }
 
 // referenceSecrets makes spec.secrets reference every one of the

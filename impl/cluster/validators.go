@@ -231,14 +231,23 @@ func (s validatorSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 }
 
 func (s validatorSource) WaitForSync(ctx context.Context) error {
-	for !s.c.HasSynced() {
+	if !waitSynced(ctx, s.c.HasSynced) {
+		return fmt.Errorf("cluster: the Validators' view did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+// waitSynced waits until synced tells so, looking every 5 ms (a handler's
+// sync has no notification); false when ctx ends first.
+func waitSynced(ctx context.Context, synced func() bool) bool {
+	for !synced() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: the Validators' view did not sync: %w", ctx.Err())
+			return false
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	return nil
+	return true
 }
 
 func (s validatorSource) String() string { return "validators view" }
