@@ -34,7 +34,9 @@ import (
 // lost or widened (a Pod's spec back in the cache alone adds 38 KB;
 // Deployments, StatefulSets and Services cached as trimmed typed objects
 // instead of records, 14 KB) fails it; docs/benchmarks.md has the figures.
-const cachedBudget = 13_500
+// Under the race detector, whose runtime keeps some 9 % more of the same
+// objects, the budget is raceCachedBudget.
+const cachedBudget, raceCachedBudget = 13_500, 14_800
 
 // TestCachedBytesPerValidator measures, per kind, what the Manager's cache
 // keeps of one validator's objects after CacheOptions' transforms: each
@@ -151,8 +153,12 @@ func TestCachedBytesPerValidator(t *testing.T) {
 	}
 	fmt.Fprintf(&table, "%-28s %5s %12d %20d %10d\n", "a validator", "", total.bytes[0], total.bytes[1], total.bytes[2])
 	t.Logf("bytes of heap per validator, by kind (%d copies of each object):\n%s", copies, table.String())
-	if total.bytes[2] > cachedBudget {
-		t.Errorf("the cache keeps %d bytes of a validator's objects, want at most %d:\n%s", total.bytes[2], cachedBudget, table.String())
+	budget := int64(cachedBudget)
+	if raceBuild {
+		budget = raceCachedBudget
+	}
+	if total.bytes[2] > budget {
+		t.Errorf("the cache keeps %d bytes of a validator's objects, want at most %d:\n%s", total.bytes[2], budget, table.String())
 	}
 }
 
