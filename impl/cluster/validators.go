@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	"unique"
@@ -90,10 +91,11 @@ func internedLabels(l map[string]string) map[string]string {
 // reconcile it queues reads at least the version that queued it.
 type ValidatorCache struct {
 	v *view
-	// index, when set (AddIndex), files each Validator under its values;
-	// filed is what each is filed under.
+	// index, when set (AddIndex), files each Validator under its values
+	// (a slice: nearly every value is one Validator's own, and a map per
+	// value cost some 200 bytes each); filed is what each is filed under.
 	indexMu sync.RWMutex
-	index   map[string]map[types.NamespacedName]struct{}
+	index   map[string][]types.NamespacedName
 	filed   map[types.NamespacedName][]string
 }
 
@@ -147,7 +149,7 @@ func (c *ValidatorCache) Names(namespace string, selector labels.Selector) []str
 // AddIndex files each Validator under what values gives of it, decoded
 // (ByIndex). Call it once, before the cache starts.
 func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Validator) []string) {
-	c.index, c.filed = map[string]map[types.NamespacedName]struct{}{}, map[types.NamespacedName][]string{}
+	c.index, c.filed = map[string][]types.NamespacedName{}, map[types.NamespacedName][]string{}
 	c.v.subscribe(ctx, func(old, cur *viewObject) {
 		var (
 			key  types.NamespacedName
@@ -157,6 +159,8 @@ func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Val
 			key = types.NamespacedName{Namespace: cur.Namespace, Name: cur.Name}
 			if v, err := cur.validator(); err == nil {
 				vals = values(v)
+				slices.Sort(vals)
+				vals = slices.Clip(slices.Compact(vals))
 			}
 		} else {
 			key = types.NamespacedName{Namespace: old.Namespace, Name: old.Name}
@@ -164,16 +168,15 @@ func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Val
 		c.indexMu.Lock()
 		defer c.indexMu.Unlock()
 		for _, val := range c.filed[key] {
-			if delete(c.index[val], key); len(c.index[val]) == 0 {
+			if keys := slices.DeleteFunc(c.index[val], func(k types.NamespacedName) bool { return k == key }); len(keys) == 0 {
 				delete(c.index, val)
+			} else {
+				c.index[val] = keys
 			}
 		}
 		delete(c.filed, key)
 		for _, val := range vals {
-			if c.index[val] == nil {
-				c.index[val] = map[types.NamespacedName]struct{}{}
-			}
-			c.index[val][key] = struct{}{}
+			c.index[val] = append(c.index[val], key)
 		}
 		if len(vals) > 0 {
 			c.filed[key] = vals
@@ -185,11 +188,7 @@ func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Val
 func (c *ValidatorCache) ByIndex(value string) []types.NamespacedName {
 	c.indexMu.RLock()
 	defer c.indexMu.RUnlock()
-	out := make([]types.NamespacedName, 0, len(c.index[value]))
-	for k := range c.index[value] {
-		out = append(out, k)
-	}
-	return out
+	return slices.Clone(c.index[value])
 }
 
 // Source is a controller's source of the Validators' changes, each passed
