@@ -93,7 +93,9 @@ type ValidatorCache struct {
 	v *view
 	// index, when set (AddIndex), files each Validator under its values
 	// (a slice: nearly every value is one Validator's own, and a map per
-	// value cost some 200 bytes each); filed is what each is filed under.
+	// value cost some 200 bytes each; a value many share is scanned only
+	// when one of them changes what it is filed under, or goes); filed is
+	// what each is filed under.
 	indexMu sync.RWMutex
 	index   map[string][]types.NamespacedName
 	filed   map[types.NamespacedName][]string
@@ -167,6 +169,9 @@ func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Val
 		}
 		c.indexMu.Lock()
 		defer c.indexMu.Unlock()
+		if cur != nil && slices.Equal(c.filed[key], vals) {
+			return // a change of what it does not file by (its status)
+		}
 		for _, val := range c.filed[key] {
 			if keys := slices.DeleteFunc(c.index[val], func(k types.NamespacedName) bool { return k == key }); len(keys) == 0 {
 				delete(c.index, val)

@@ -53,6 +53,8 @@ func TestValidatorIndex(t *testing.T) {
 	check("added", want{"shared": {a, b}, "a1": {a}, "a2": {a}, "b1": {b}, "none": nil})
 	c.v.put(object("a", "a2,a3"))
 	check("a changed", want{"shared": {b}, "a1": nil, "a2": {a}, "a3": {a}, "b1": {b}})
+	c.v.put(object("a", "a3,a2"))
+	check("a changed, not what it reads", want{"shared": {b}, "a2": {a}, "a3": {a}, "b1": {b}})
 	c.v.remove(object("b", "shared,b1"))
 	check("b removed", want{"shared": nil, "b1": nil, "a2": {a}, "a3": {a}})
 	c.indexMu.RLock()
