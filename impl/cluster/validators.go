@@ -149,10 +149,15 @@ func (c *ValidatorCache) Names(namespace string, selector labels.Selector) []str
 }
 
 // AddIndex files each Validator under what values gives of it, decoded
-// (ByIndex). Call it once, before the cache starts.
+// (ByIndex). values reads the Validator's key and spec only: a change that
+// keeps its generation (its status, its metadata) is not refiled, nor
+// decoded. Call it once, before the cache starts.
 func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Validator) []string) {
 	c.index, c.filed = map[string][]types.NamespacedName{}, map[types.NamespacedName][]string{}
 	c.v.subscribe(ctx, func(old, cur *viewObject) {
+		if old != nil && cur != nil && old.Generation != 0 && old.Generation == cur.Generation {
+			return
+		}
 		var (
 			key  types.NamespacedName
 			vals []string
@@ -170,7 +175,7 @@ func (c *ValidatorCache) AddIndex(ctx context.Context, values func(*v1alpha1.Val
 		c.indexMu.Lock()
 		defer c.indexMu.Unlock()
 		if cur != nil && slices.Equal(c.filed[key], vals) {
-			return // a change of what it does not file by (its status)
+			return // a new spec that reads what the last one did
 		}
 		for _, val := range c.filed[key] {
 			if keys := slices.DeleteFunc(c.index[val], func(k types.NamespacedName) bool { return k == key }); len(keys) == 0 {
@@ -211,14 +216,13 @@ type validatorSource struct {
 
 func (s validatorSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	s.c.v.subscribe(ctx, func(old, cur *viewObject) {
-		o := cur
 		for _, p := range s.preds {
 			var pass bool
 			switch {
 			case old == nil:
 				pass = p.Create(event.CreateEvent{Object: cur})
 			case cur == nil:
-				o, pass = old, p.Delete(event.DeleteEvent{Object: old})
+				pass = p.Delete(event.DeleteEvent{Object: old})
 			default:
 				pass = p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: cur})
 			}
@@ -226,6 +230,7 @@ func (s validatorSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 				return
 			}
 		}
+		o := cur
 		if o == nil {
 			o = old
 		}
