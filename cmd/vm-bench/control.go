@@ -350,7 +350,9 @@ func burst(clients, n int, d time.Duration) error {
 		return err
 	}
 	ctx := context.Background()
+	stopProfiles := profileAlong(fmt.Sprintf("burst-%d", n))
 	c, err := createMany(srv, "burst", createBody, clients, n, d)
+	stopProfiles()
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ var (
 	convN    = flag.Int("converge", 1000, "validators created on a new server, then timed until all are RUNNING (0: none)")
 	convMax  = flag.Duration("converge-limit", 5*time.Minute, "longest wait for the convergence case, from its last create")
 	pprof    = flag.String("pprof", "", "loopback address for the server's profiling listener (server.pprofListen), to profile a run")
-	profiles = flag.String("cpuprofile", "", "with -pprof: write a CPU profile of the server's first round of each case into this directory")
+	profiles = flag.String("cpuprofile", "", "with -pprof: write into this directory a CPU profile of the server's first round of each case, and 30 s profiles along the bursts and the convergence case")
 	// The embedded default's one node declares the room its Pods may
 	// request, and leaves Pending what does not fit, as a scheduler would;
 	// a validator requests some 0.7 CPU, 1.5 Gi and 5 Pods. The bench's
