@@ -134,11 +134,7 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			defer ln.Close()
-			opts := appOptions
-			if p, ok := steadyGCPercent(os.Getenv); ok {
-				opts = append(opts[:len(opts):len(opts)], app.WithSteadyGC(p))
-			}
-			a, err := app.Open(ctx, cfg, log, version, opts...)
+			a, err := app.Open(ctx, cfg, log, version, appOptions...)
 			if err != nil {
 				return err
 			}
@@ -167,24 +163,6 @@ func serveCmd() *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags())
 	return cmd
-}
-
-// steadyGC is the collector's target (GOGC's percent) once the server has
-// started, where the operator did not set GOGC: the heap may grow to 1.5
-// times what is live instead of Go's 2 times. At 1,000 validators that is
-// some 18 MB less RSS after load (125 against 142 MB), for some 7 % of
-// the cheapest request's throughput at saturation (the collector runs
-// twice as often); the start-up's lists still run at Go's 100, which keeps
-// the restart's time to ready (docs/benchmarks.md run Q, docs/decisions.md).
-const steadyGC = 50
-
-// steadyGCPercent is the collector's target once started: steadyGC, or
-// none (false) when GOGC is set, whose value the Go runtime then keeps.
-func steadyGCPercent(getenv func(string) string) (int, bool) {
-	if getenv("GOGC") != "" {
-		return 0, false
-	}
-	return steadyGC, true
 }
 
 func tokenCmd() *cobra.Command {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,12 +55,6 @@ func TestEmbeddedDefault(t *testing.T) {
 	// reconcile is done: soon after start. (Release 2.0's reads answer 503
 	// until the caches have synced.)
 	waitHealthy(t, base, done)
-	// Started, the collector runs at the steady target (GOGC unset).
-	if want, ok := steadyGCPercent(os.Getenv); ok {
-		if got := debug.SetGCPercent(want); got != want {
-			t.Errorf("collector's target once started: got %d, want %d", got, want)
-		}
-	}
 	for _, token := range []string{startToken, printedToken} {
 		for path, want := range map[string]int{"/api/validators": http.StatusOK, "/api/v1/validators": http.StatusOK} {
 			if got := status(t, base+path, token); got != want {
@@ -110,31 +103,6 @@ func TestEmbeddedDefault(t *testing.T) {
 	// Its children went with it: nothing holds etcd's data directory.
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dataDir, "cluster")).Output(); len(out) > 0 {
 		t.Fatalf("control plane processes outlived the server: %s", out)
-	}
-}
-
-// TestSteadyGCPercent: the serve command lowers the collector's target once
-// started only where the operator did not set GOGC.
-func TestSteadyGCPercent(t *testing.T) {
-	for _, tc := range []struct {
-		gogc string
-		want int
-		ok   bool
-	}{
-		{"", steadyGC, true},
-		{"100", 0, false},
-		{"200", 0, false},
-		{"off", 0, false},
-	} {
-		got, ok := steadyGCPercent(func(k string) string {
-			if k == "GOGC" {
-				return tc.gogc
-			}
-			return ""
-		})
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("GOGC=%q: got %d %v, want %d %v", tc.gogc, got, ok, tc.want, tc.ok)
-		}
 	}
 }
 

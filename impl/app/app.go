@@ -113,9 +113,6 @@ type App struct {
 	// watch feeds the watch streams of both releases from the Manager's
 	// cache (watch.go).
 	watch *watchFeed
-	// steadyGC is the collector's target once the first sync is done
-	// (WithSteadyGC); 0 leaves it.
-	steadyGC int
 
 	// lead is this replica's part in the leader election.
 	lead leadership
@@ -142,9 +139,6 @@ type Wiring struct {
 	// Manager is the controller-runtime Manager's options (tests running
 	// two replicas in one process skip its controller-name check).
 	Manager *manager.Options
-	// SteadyGC is the collector's target (GOGC's percent) once the cache's
-	// first sync is done (WithSteadyGC); 0 leaves the process's own.
-	SteadyGC *int
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -187,19 +181,6 @@ func WithManager(f func(*manager.Options)) Option {
 	}
 }
 
-// WithSteadyGC sets the collector's target to percent (as GOGC does) once
-// the cache's first sync is done: the start-up's lists run at the
-// process's own target, the rest of its life at percent. The serve command
-// passes it (cmd/validator-manager: steadyGCPercent); tests leave the
-// process's target alone.
-func WithSteadyGC(percent int) Option {
-	return func(w Wiring) {
-		if w.SteadyGC != nil {
-			*w.SteadyGC = percent
-		}
-	}
-}
-
 // WithControlPlane makes the embedded default use the running control
 // plane of rc rather than start its own in the data directory: a test
 // process shares one among its servers, each in a namespace of its own
@@ -218,9 +199,6 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	// Whatever logs with a request's context names the request.
 	log = slog.New(server.LogRequestIDs(log.Handler()))
 	a := &App{Config: cfg, Log: log, opts: opts}
-	for _, opt := range opts {
-		opt(Wiring{SteadyGC: &a.steadyGC})
-	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -678,9 +656,6 @@ func (a *App) StartCluster(ctx context.Context) error {
 	// back to the OS now rather than over minutes (at 100,000 validators
 	// the caches keep about 0.5 GB; the sync had the heap at twice that).
 	debug.FreeOSMemory()
-	if a.steadyGC > 0 {
-		debug.SetGCPercent(a.steadyGC)
-	}
 	return nil
 }
 
