@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"golang.org/x/sys/unix"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -33,6 +34,8 @@ type Store struct {
 	// where names the database in errors: its file, or "the PostgreSQL
 	// database" (a DSN may hold a password).
 	where string
+	// file is the SQLite database's path ("" on PostgreSQL).
+	file string
 }
 
 // Pool is the connection pool's settings (database/sql's; zero: no limit).
@@ -64,7 +67,7 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 	}
 	s := &Store{db: db, dialect: driver, where: "the PostgreSQL database"}
 	if driver == "sqlite" {
-		s.where = "database " + dsn
+		s.where, s.file = "database "+dsn, dsn
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -179,17 +182,53 @@ func (s *Store) bounded(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Ping tells whether the database can be written now (the health of the
-// db component): it rewrites the one row of the health table, because a
-// read-only or full SQLite file, or a PostgreSQL standby, still answers a
-// ping and reads.
+// Ping tells whether the database can take writes now (the health of the
+// db component) by reads alone, so that it never waits behind the writers
+// it reports on (SQLite's writers queue in one gate: writegate.go). A
+// PostgreSQL standby or read-only session, a SQLite connection switched to
+// query_only, a file the process may not write and a full disk still answer
+// reads, so each is asked about.
 func (s *Store) Ping(ctx context.Context) error {
-	err := s.db.WithContext(ctx).Exec("INSERT INTO health (singleton, checked_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET checked_at = excluded.checked_at", now()).Error
-	if err != nil {
+	db := s.db.WithContext(ctx)
+	if s.dialect == "postgres" {
+		var standby bool
+		var readOnly string
+		if err := db.Raw("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')").Row().Scan(&standby, &readOnly); err != nil {
+			return fmt.Errorf("%s does not answer: %w", s.where, err)
+		}
+		switch {
+		case standby:
+			return fmt.Errorf("%s cannot be written: it is a read-only standby in recovery", s.where)
+		case readOnly == "on":
+			return fmt.Errorf("%s cannot be written: its transactions are read-only (default_transaction_read_only)", s.where)
+		}
+		return nil
+	}
+	var queryOnly int
+	if err := db.Raw("PRAGMA query_only").Row().Scan(&queryOnly); err != nil {
+		return fmt.Errorf("%s does not answer: %w", s.where, err)
+	}
+	if queryOnly != 0 {
+		return fmt.Errorf("%s cannot be written: the connection is read-only (query_only)", s.where)
+	}
+	if err := unix.Access(s.file, unix.W_OK); err != nil {
 		return fmt.Errorf("%s cannot be written: %w", s.where, err)
+	}
+	var fsStat unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(s.file), &fsStat); err != nil {
+		return fmt.Errorf("%s: the space left on its disk cannot be read: %w", s.where, err)
+	}
+	if free := fsStat.Bavail * uint64(fsStat.Bsize); free < minFreeBytes {
+		return fmt.Errorf("%s cannot be written: the disk holding it is full (%d bytes free)", s.where, free)
 	}
 	return nil
 }
+
+// minFreeBytes is the free space below which SQLite is taken to be unable
+// to write: a transaction appends whole pages (4 KiB each) to the WAL and
+// may need to grow it, so a disk with less than this left refuses writes
+// soon, if not at once.
+const minFreeBytes = 1 << 20
 
 // Close releases the connections.
 func (s *Store) Close() error {

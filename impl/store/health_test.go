@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/validator-manager/validator-manager/impl/store"
+)
+
+// TestPingBesideAHeldWriter: health reads, so a writer that holds the
+// database (SQLite's one writer, a PostgreSQL row lock on what a write
+// would touch) does not hold health back.
+func TestPingBesideAHeldWriter(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		held, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- s.DB().Transaction(func(tx *gorm.DB) error {
+				if err := tx.Exec("INSERT INTO health (singleton, checked_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET checked_at = excluded.checked_at", time.Now().UTC()).Error; err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		select {
+		case <-held:
+		case err := <-done:
+			t.Fatalf("the writer ended before it held the database: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		began := time.Now()
+		err := s.Ping(ctx)
+		close(release)
+		if err != nil {
+			t.Errorf("got %v after %s, want UP while a writer holds the database", err, time.Since(began))
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+	})
+}
+
+// TestPingFullDisk: a SQLite database on a disk with no space left is
+// DOWN, saying so, and UP again once space is freed.
+func TestPingFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small filesystem needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("with room: got %v, want UP", err)
+	}
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for block := make([]byte, 64<<10); ; {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill: %v, want ENOSPC", err)
+			}
+			break
+		}
+	}
+	f.Close()
+	err = s.Ping(ctx)
+	for _, want := range []string{"vm.db", "cannot be written", "full"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("full disk: got %v, want an error containing %q", err, want)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("space freed: got %v, want UP", err)
+	}
+}
