@@ -147,8 +147,8 @@ func serveCmd() *cobra.Command {
 				}
 				// The one place a token is printed: the operator asked for the
 				// embedded default and needs it to call the API.
-				fmt.Fprintf(cmd.OutOrStdout(), "\nDevelopment bearer token (valid %s; `validator-manager token --data-dir %s` prints another):\n\n%s\n\nDocs: http://%s/docs-ui.html\n\n",
-					cfg.TokenTTL, cfg.DataDir, token, ln.Addr().String())
+				fmt.Fprintf(cmd.OutOrStdout(), "\nDevelopment bearer token (valid %s; `%s token --data-dir %s` prints another):\n\n%s\n\nDocs: http://%s/docs-ui.html\n\n",
+					cfg.TokenTTL, os.Args[0], cfg.DataDir, token, ln.Addr().String())
 			}
 			// When ctx ends, shutdown begins; the last line says it is over.
 			stopping := make(chan time.Time, 1)

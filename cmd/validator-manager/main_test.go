@@ -38,6 +38,11 @@ func TestEmbeddedDefault(t *testing.T) {
 	if startToken == "" {
 		t.Fatalf("serve printed no bearer token; output: %s", out.String())
 	}
+	// The command that prints another token is the binary as it was run
+	// (bin/validator-manager under make run), not a name on no PATH.
+	if want := "`" + os.Args[0] + " token --data-dir " + dataDir + "`"; !strings.Contains(out.String(), want) {
+		t.Errorf("serve's banner does not name %s; output: %s", want, out.String())
+	}
 
 	tokenOut := &bytes.Buffer{}
 	tokenCmd := root()
