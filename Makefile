@@ -6,7 +6,7 @@ BIN     := bin/validator-manager
 REDOCLY := REDOCLY_TELEMETRY=off node_modules/.bin/redocly
 SPECS   := openapi/management-1.11.yaml openapi/platform-2.0.yaml
 
-.PHONY: run build engine prereqs prereqs-test generate check-generated lint test test-go bench clean
+.PHONY: run build engine prereqs prereqs-test setup generate check-generated lint test test-go bench clean
 
 ## run: start the server on its embedded default (SQLite, embedded cluster, dev tokens in ./data).
 ## Configuration as documented: VM_LISTEN, VM_DATA_DIR, ... (defaults 127.0.0.1:8080 and ./data),
@@ -30,6 +30,11 @@ prereqs-test:
 ## cold caches downloads the modules and compiles SQLite's C code: a few minutes)
 build: prereqs
 	@GO="$(GO)" LDFLAGS="$(LDFLAGS)" BIN="$(BIN)" bash .ci/build
+
+## setup: what make test needs beyond make run, made ready alike on every machine: Chromium and the
+## PostgreSQL client installed when missing (as root), the local PostgreSQL started (.ci/setup)
+setup:
+	@bash .ci/setup
 
 ## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/),
 ## the participant admin gRPC subset in openapi/proto/ (buf and the protoc plugins, all Go modules run with
@@ -64,18 +69,18 @@ lint: prereqs-test node_modules/.bin/redocly
 
 ## test-go: the Go test suites (PostgreSQL when TEST_POSTGRES_DSN is set; browser test when chromium is installed)
 test-go:
-	@echo "store suite: SQLite$${TEST_POSTGRES_DSN:+ and PostgreSQL (TEST_POSTGRES_DSN)}"
+	@dsn="$$(bash .ci/setup dsn)"; echo "store suite: SQLite$${dsn:+ and PostgreSQL}"
 	@echo "control plane: etcd, kube-apiserver and kube-controller-manager from $${KUBEBUILDER_ASSETS:-the user cache (make engine)}: the embedded default end to end, the engine and node simulator, the controllers and the cluster gateway"
 	@command -v chromium >/dev/null && echo "docs page: headless Chromium" || echo "docs page: browser test skipped (no chromium)"
 	@echo "TypeScript client: openapi-typescript, tsc and openapi-fetch from node_modules (npm ci)"
 	@echo "CI scripts (cmd/ci): check-generated on copies of the tree (make generate three times), the stages' stop on failure"
-	@assets="$${KUBEBUILDER_ASSETS:-$$(bash testdata/envtest/build.sh)}" && \
-	  KUBEBUILDER_ASSETS="$$assets" bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
+	@assets="$${KUBEBUILDER_ASSETS:-$$(bash testdata/envtest/build.sh)}" && dsn="$$(bash .ci/setup dsn)" && \
+	  KUBEBUILDER_ASSETS="$$assets" TEST_POSTGRES_DSN="$$dsn" bash -o pipefail -c '$(GO) test -race -count=1 -json ./... 2>&1 | node .ci/test-summary.mjs'
 
 ## test: everything CI checks; prints each stage's duration and ends with the skipped tests (and
 ## why) and the line `N passed, N failed, N skipped`
 test:
-	@bash .ci/stages "$(MAKE) --no-print-directory" lint check-generated engine test-go
+	@bash .ci/stages "$(MAKE) --no-print-directory" setup lint check-generated engine test-go
 
 ## bench: the figures of docs/benchmarks.md beside their goals (not part of test): on seeded data sets of
 ## BENCH_SIZES validators (kept in bin/bench; PostgreSQL too when TEST_POSTGRES_DSN is set) a restart's

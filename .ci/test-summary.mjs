@@ -1,6 +1,6 @@
 // Reads `go test -json` on stdin and prints what plain `go test` prints (a line per package, and
 // the output of failing tests and of tests still running when their package failed), then every
-// skipped test with the reason it gave, then the closing line `N passed, N failed, N skipped`
+// skipped test with the reason it gave, the ten slowest top-level tests, then the closing line `N passed, N failed, N skipped`
 // (tests and subtests). Exits 1 when a test or a package failed.
 import { createInterface } from 'node:readline';
 
@@ -8,6 +8,7 @@ const counts = { pass: 0, fail: 0, skip: 0 };
 const held = new Map(); // "pkg test" -> output lines, printed only if the test fails
 let failed = false;
 const skipped = []; // {pkg, test, reason}
+const timings = []; // {name, seconds} of top-level tests that ended
 
 // reason is what a skipped test said (t.Skip's message), without go test's own lines.
 function reason(lines) {
@@ -41,6 +42,9 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
       held.get(key).push(e.Output);
     } else if (e.Action in counts) {
       counts[e.Action]++;
+      if (e.Action !== 'skip' && !e.Test.includes('/')) {
+        timings.push({ name: `${e.Package.replace(/^github\.com\/[^/]+\/[^/]+\//, '')} ${e.Test}`, seconds: e.Elapsed ?? 0 });
+      }
       if (e.Action === 'fail') {
         failed = true;
         process.stdout.write((held.get(key) ?? []).join(''));
@@ -73,6 +77,12 @@ if (skipped.length > 0) {
   for (const s of skipped) {
     process.stdout.write(`  ${s.pkg.replace(/^github\.com\/[^/]+\/[^/]+\//, '')} ${s.test}: ${s.reason || '(no reason given)'}\n`);
   }
+  process.stdout.write('\n');
+}
+if (timings.length > 0) {
+  timings.sort((a, b) => b.seconds - a.seconds);
+  process.stdout.write('Slowest tests:\n');
+  for (const t of timings.slice(0, 10)) process.stdout.write(`  ${t.seconds.toFixed(1).padStart(7)} s  ${t.name}\n`);
   process.stdout.write('\n');
 }
 process.stdout.write(`${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped\n`);
