@@ -452,7 +452,8 @@ type ClientInterface interface {
 	// Validator resources, so that a client sees a validator reach RUNNING without polling.
 	// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
 	// send that header, so browsers read the stream with `fetch`). Not cut by
-	// `server.requestTimeout`; ended by the server at shutdown.
+	// `server.requestTimeout`; ended by the server at shutdown and when the
+	// bearer token it was opened with expires.
 	//
 	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 	// - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
@@ -461,7 +462,11 @@ type ClientInterface interface {
 	//   or too much changed): forget what you hold; the current state of every validator follows.
 	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 	//   follow.
-	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	// - `expired`: the bearer token the stream was opened with has expired (`data`
+	//   `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+	//   30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+	//   Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 	//   server keeps a few events per client, never more.
 	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
@@ -1098,7 +1103,8 @@ func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *Lis
 // Validator resources, so that a client sees a validator reach RUNNING without polling.
 // Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
 // send that header, so browsers read the stream with `fetch`). Not cut by
-// `server.requestTimeout`; ended by the server at shutdown.
+// `server.requestTimeout`; ended by the server at shutdown and when the
+// bearer token it was opened with expires.
 //
 // Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 //   - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
@@ -1107,7 +1113,11 @@ func (c *Client) ListValidatorRuns(ctx context.Context, name string, params *Lis
 //     or too much changed): forget what you hold; the current state of every validator follows.
 //   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 //     follow.
-//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//   - `expired`: the bearer token the stream was opened with has expired (`data`
+//     `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+//     30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+//     Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 //     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 //     server keeps a few events per client, never more.
 //   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
@@ -2603,7 +2613,8 @@ type ClientWithResponsesInterface interface {
 	// Validator resources, so that a client sees a validator reach RUNNING without polling.
 	// Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
 	// send that header, so browsers read the stream with `fetch`). Not cut by
-	// `server.requestTimeout`; ended by the server at shutdown.
+	// `server.requestTimeout`; ended by the server at shutdown and when the
+	// bearer token it was opened with expires.
 	//
 	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 	// - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
@@ -2612,7 +2623,11 @@ type ClientWithResponsesInterface interface {
 	//   or too much changed): forget what you hold; the current state of every validator follows.
 	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 	//   follow.
-	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	// - `expired`: the bearer token the stream was opened with has expired (`data`
+	//   `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+	//   30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+	//   Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 	//   server keeps a few events per client, never more.
 	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
@@ -4842,7 +4857,8 @@ func (c *ClientWithResponses) ListValidatorRunsWithResponse(ctx context.Context,
 // Validator resources, so that a client sees a validator reach RUNNING without polling.
 // Authenticated like every call (`Authorization: Bearer`; the browser's `EventSource` cannot
 // send that header, so browsers read the stream with `fetch`). Not cut by
-// `server.requestTimeout`; ended by the server at shutdown.
+// `server.requestTimeout`; ended by the server at shutdown and when the
+// bearer token it was opened with expires.
 //
 // Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 //   - `validator`: the current phase of one validator; `id` is its resource's `resourceVersion`.
@@ -4851,7 +4867,11 @@ func (c *ClientWithResponses) ListValidatorRunsWithResponse(ctx context.Context,
 //     or too much changed): forget what you hold; the current state of every validator follows.
 //   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 //     follow.
-//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//   - `expired`: the bearer token the stream was opened with has expired (`data`
+//     `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+//     30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+//     Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 //     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 //     server keeps a few events per client, never more.
 //   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.

@@ -645,7 +645,8 @@ type ClientInterface interface {
 	// (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
 	// change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
 	// the browser's `EventSource` cannot send that header, so browsers read the stream with
-	// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+	// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown
+	// and when the bearer token it was opened with expires.
 	//
 	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 	// - `validator`: the current status of one validator; `id` is its `resourceVersion`.
@@ -654,7 +655,11 @@ type ClientInterface interface {
 	//   or too much changed): forget what you hold; the current state of every validator follows.
 	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 	//   follow.
-	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	// - `expired`: the bearer token the stream was opened with has expired (`data`
+	//   `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+	//   30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+	//   Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 	//   server keeps a few events per client, never more.
 	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
@@ -1763,7 +1768,8 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 // (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
 // change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
 // the browser's `EventSource` cannot send that header, so browsers read the stream with
-// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown
+// and when the bearer token it was opened with expires.
 //
 // Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 //   - `validator`: the current status of one validator; `id` is its `resourceVersion`.
@@ -1772,7 +1778,11 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 //     or too much changed): forget what you hold; the current state of every validator follows.
 //   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 //     follow.
-//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//   - `expired`: the bearer token the stream was opened with has expired (`data`
+//     `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+//     30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+//     Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 //     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 //     server keeps a few events per client, never more.
 //   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
@@ -4722,7 +4732,8 @@ type ClientWithResponsesInterface interface {
 	// (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
 	// change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
 	// the browser's `EventSource` cannot send that header, so browsers read the stream with
-	// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+	// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown
+	// and when the bearer token it was opened with expires.
 	//
 	// Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 	// - `validator`: the current status of one validator; `id` is its `resourceVersion`.
@@ -4731,7 +4742,11 @@ type ClientWithResponsesInterface interface {
 	//   or too much changed): forget what you hold; the current state of every validator follows.
 	// - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 	//   follow.
-	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+	// - `expired`: the bearer token the stream was opened with has expired (`data`
+	//   `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+	//   30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+	//   Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 	//   server keeps a few events per client, never more.
 	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
@@ -9029,7 +9044,8 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 // (`text/event-stream`), fed from the server's watch cache, so that a client sees a phase
 // change without polling. Authenticated like every `/api/v1` call (`Authorization: Bearer`;
 // the browser's `EventSource` cannot send that header, so browsers read the stream with
-// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown.
+// `fetch`). Not cut by `server.requestTimeout`; ended by the server at shutdown
+// and when the bearer token it was opened with expires.
 //
 // Events (each `data` is one JSON object, `ValidatorWatchEvent`):
 //   - `validator`: the current status of one validator; `id` is its `resourceVersion`.
@@ -9038,7 +9054,11 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 //     or too much changed): forget what you hold; the current state of every validator follows.
 //   - `synced`: the catch-up is complete (`data` `{"resourceVersion":"<latest>"}`); live events
 //     follow.
-//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"}`; reconnect
+//   - `expired`: the bearer token the stream was opened with has expired (`data`
+//     `{"expiredAt":"<RFC 3339 time>"}`, when the server stopped accepting it: its `exp` plus the
+//     30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
+//     Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
+//   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
 //     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
 //     server keeps a few events per client, never more.
 //   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.

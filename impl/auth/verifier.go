@@ -47,6 +47,9 @@ type Principal struct {
 	// Role is what the token's claims map to under the verifier's Roles;
 	// RoleNone when roles are off.
 	Role Role
+	// Expires is when the server stops accepting the token: its exp plus
+	// the clock skew tolerated (Skew). A watch stream opened with it ends then.
+	Expires time.Time
 }
 
 // NewVerifier verifies against keys; issuer and audience, when not empty,
@@ -96,7 +99,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	if tok.Expiration().IsZero() {
 		return Principal{}, fmt.Errorf("%w: token has no exp claim", ErrUnauthenticated)
 	}
-	p := Principal{Subject: tok.Subject(), Issuer: tok.Issuer(), Role: v.roles.Of(tok)}
+	p := Principal{Subject: tok.Subject(), Issuer: tok.Issuer(), Role: v.roles.Of(tok), Expires: tok.Expiration().Add(Skew)}
 	v.cache.put(key, cached{principal: p, exp: tok.Expiration(), gen: gen}, now)
 	return p, nil
 }

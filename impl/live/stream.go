@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -20,7 +21,9 @@ const (
 // Stream serves a Hub's changes as Server-Sent Events (the watch operations
 // of both releases): a catch-up (everything, or what changed since the
 // watcher's Last-Event-ID), `synced`, then live changes, heartbeats as
-// comments, and `close` with the reason when the Hub ends it.
+// comments, and `close` with the reason when the Hub ends it, or
+// `expired` and then `close` when the caller's bearer token expires: a
+// stream never outlives the token it was opened with.
 type Stream struct {
 	Hub *Hub
 	// Heartbeat is the interval of the comment lines that keep proxies
@@ -98,6 +101,12 @@ func (s Stream) Serve(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
+	var expiry <-chan time.Time
+	if p, ok := auth.PrincipalFrom(r.Context()); ok && !p.Expires.IsZero() {
+		t := time.NewTimer(time.Until(p.Expires))
+		defer t.Stop()
+		expiry = t.C
+	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
@@ -106,6 +115,13 @@ func (s Stream) Serve(w http.ResponseWriter, r *http.Request) error {
 			buf = appendEvent(buf, c)
 		case <-tick.C:
 			buf = append(buf, ": heartbeat\n\n"...)
+		case <-expiry:
+			p, _ := auth.PrincipalFrom(r.Context())
+			buf = append(buf, `event: expired`+"\n"+`data: {"expiredAt":"`...)
+			buf = p.Expires.UTC().AppendFormat(buf, time.RFC3339)
+			buf = append(buf, `"}`+"\n\n"+`event: close`+"\n"+`data: {"reason":"expired"}`+"\n\n"...)
+			_ = send()
+			return nil
 		case <-sub.Done():
 			reason := sub.Err()
 			if errors.Is(reason, ErrShutdown) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/live"
 )
 
@@ -154,5 +155,37 @@ func TestSlowClientIsCut(t *testing.T) {
 		}
 		h.Publish(live.Change{Name: "a", Version: v, Data: []byte(`"` + big + `"`)})
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStreamEndsWhenTheTokenExpires: a stream opened with a token that
+// expires ends then, `expired` and `close` its last events, and what is
+// published after the expiry is not sent.
+func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
+	h := synced()
+	expires := time.Now().Add(400 * time.Millisecond).Truncate(time.Second).Add(time.Second)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{Subject: "operator", Expires: expires}))
+		if err := (live.Stream{Hub: h, Heartbeat: time.Hour}).Serve(w, r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	r := open(t, srv.URL, nil)
+	for e := next(t, r, true); e.Name != "synced"; e = next(t, r, true) {
+	}
+	time.Sleep(time.Until(expires) + 100*time.Millisecond)
+	h.Publish(change("late", 9))
+	want := []live.Event{
+		{Name: "expired", Data: `{"expiredAt":"` + expires.UTC().Format(time.RFC3339) + `"}`},
+		{Name: "close", Data: `{"reason":"expired"}`},
+	}
+	for _, w := range want {
+		if got := next(t, r, true); got != w {
+			t.Fatalf("got %+v, want %+v", got, w)
+		}
+	}
+	if e, err := live.ReadEvent(r); !errors.Is(err, io.EOF) {
+		t.Fatalf("after close: got %+v, %v; want the end of the stream", e, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -229,5 +230,54 @@ func TestWatchBadPosition(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("GET %s: got %d, want 400", path, resp.StatusCode)
 		}
+	}
+}
+
+// TestWatchEndsWhenTheTokenExpires: both releases' streams end when the
+// token they were opened with expires (`expired`, then `close`), while
+// the same server answers every other call with that token 401.
+func TestWatchEndsWhenTheTokenExpires(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{Watch: true})
+	// Expired 28 s ago: accepted for 2 s more (auth.Skew), then refused.
+	token, err := s.App.Issuer.Issue("operator", 2*time.Second-auth.Skew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := map[string]string{"Authorization": "Bearer " + token}
+	mgmt, err := openapi.Management()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plat, err := openapi.Platform()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const v1, v2 = "/api/watch/validators", "/api/v1/watch/validators"
+	streams := []*watchStream{openWatch(t, s, eventSchema(t, mgmt, v1), v1, header), openWatch(t, s, eventSchema(t, plat, v2), v2, header)}
+	for _, w := range streams {
+		if e := w.next(); e.Name != "synced" {
+			t.Fatalf("got %+v, want synced", e)
+		}
+	}
+	for _, w := range streams {
+		if e := w.next(); e.Name != "expired" || !strings.Contains(e.Data, `"expiredAt":"`) {
+			t.Fatalf("got %+v, want expired", e)
+		}
+		if e := w.next(); e.Name != "close" || e.Data != `{"reason":"expired"}` {
+			t.Fatalf("got %+v, want close with the reason expired", e)
+		}
+		if e, err := live.ReadEvent(w.r); err == nil {
+			t.Fatalf("after close: got %+v, want the end of the stream", e)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/validators", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET with the expired token: got %d, want 401", resp.StatusCode)
 	}
 }
