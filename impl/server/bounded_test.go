@@ -68,7 +68,7 @@ func TestNamesAndLengths(t *testing.T) {
 	}
 	backends := map[string]string{"sqlite": ""}
 	if os.Getenv("TEST_POSTGRES_DSN") != "" {
-		backends["postgres"] = throwawayPostgres(t)
+		backends["postgres"] = apitest.ThrowawayPostgres(t)
 	}
 	for backend, dsn := range backends {
 		s := hostile(t, dsn)

@@ -20,9 +20,12 @@ import (
 // is the one place where GORM's errors are interpreted. what names the row
 // (`validator "x"`), validator the row its foreign key points to, if any.
 func translate(err error, what, validator string) error {
+	var translated *domain.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &translated):
+		return err
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		return domain.Conflict("%s already exists", what)
 	case errors.Is(err, gorm.ErrRecordNotFound):

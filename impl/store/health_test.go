@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
 
@@ -55,6 +57,34 @@ func TestPingBesideAHeldWriter(t *testing.T) {
 // TestPingFullDisk: a SQLite database on a disk with no space left is
 // DOWN, saying so, and UP again once space is freed.
 func TestPingFullDisk(t *testing.T) {
+	dir := smallDisk(t)
+	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("with room: got %v, want UP", err)
+	}
+	filler := fillDisk(t, dir)
+	err = s.Ping(ctx)
+	for _, want := range []string{"vm.db", "cannot be written", "full"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("full disk: got %v, want an error containing %q", err, want)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("space freed: got %v, want UP", err)
+	}
+}
+
+// smallDisk is a directory on a filesystem of its own, 8 MiB large.
+func smallDisk(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small filesystem needs root")
 	}
@@ -67,39 +97,62 @@ func TestPingFullDisk(t *testing.T) {
 			t.Errorf("umount %s: %v %s", dir, err, out)
 		}
 	})
+	return dir
+}
+
+// fillDisk writes a file in dir until its filesystem has no space left,
+// and returns the file's path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for block := make([]byte, 64<<10); ; {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill: %v, want ENOSPC", err)
+			}
+			return filler
+		}
+	}
+}
+
+// TestFullDiskRefusesAsUnavailable: on a disk with no space left every
+// create the database refuses, the first included, is ErrUnavailable (503),
+// and records nothing.
+func TestFullDiskRefusesAsUnavailable(t *testing.T) {
+	dir := smallDisk(t)
 	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	if err := s.Ping(ctx); err != nil {
-		t.Fatalf("with room: got %v, want UP", err)
-	}
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for block := make([]byte, 64<<10); ; {
-		if _, err := f.Write(block); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill: %v, want ENOSPC", err)
-			}
-			break
+	filler := fillDisk(t, dir)
+	var refused []string
+	for i := range 20 {
+		v := domain.Validator{Name: fmt.Sprintf("v%d", i), Phase: domain.PhasePending, Spec: []byte(`{}`)}
+		err := s.CreateValidator(ctx, &v)
+		switch {
+		case err == nil:
+		case errors.Is(err, domain.ErrUnavailable):
+			refused = append(refused, v.Name)
+		default:
+			t.Fatalf("create %s on a full disk: got %v, want ErrUnavailable", v.Name, err)
 		}
 	}
-	f.Close()
-	err = s.Ping(ctx)
-	for _, want := range []string{"vm.db", "cannot be written", "full"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("full disk: got %v, want an error containing %q", err, want)
-		}
+	if len(refused) == 0 {
+		t.Fatal("no create was refused on a full disk")
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ping(ctx); err != nil {
-		t.Fatalf("space freed: got %v, want UP", err)
+	for _, name := range refused {
+		if _, err := s.GetValidator(ctx, name); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("refused %s: got %v, want nothing recorded", name, err)
+		}
 	}
 }

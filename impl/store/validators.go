@@ -36,7 +36,9 @@ func (s *Store) RecordCreate(ctx context.Context, v *domain.Validator, prune *do
 		return translate(tx.Create(&pr).Error, pruneWhat(v.Name), v.Name)
 	})
 	if err != nil {
-		return err
+		// The commit's own failure (a full disk refuses the WAL's write) is
+		// translated too.
+		return translate(err, validatorWhat(v.Name), "")
 	}
 	v.CreatedAt, v.UpdatedAt = row.CreatedAt, row.UpdatedAt
 	if prune != nil {
