@@ -254,7 +254,7 @@ func requestInvalid(err error) error {
 				path = append([]string{field}, path...)
 			}
 			msg := e.Reason
-			if msg == "Value is not nullable" {
+			if e.Value == nil {
 				msg = "must not be null"
 			}
 			if m := missingProperty.FindStringSubmatch(e.Reason); m != nil {

@@ -62,17 +62,22 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if err := checkInput(c, single, streams); err != nil {
+			nulls, err := checkInput(c, route.Operation, single, streams)
+			if err != nil {
 				return err
 			}
 			if he := echomiddleware.ValidateRequestFromContext(c, routed{route, c}, opts); he != nil {
-				if he.Code == http.StatusBadRequest {
-					return requestInvalid(he)
+				if he.Code != http.StatusBadRequest {
+					return he
 				}
-				return he
-			}
-			if err := defaultedNulls(c); err != nil {
+				err := requestInvalid(he)
+				if invalid, ok := err.(domain.Invalids); ok && len(nulls) > 0 {
+					return append(invalid, nulls...)
+				}
 				return err
+			}
+			if len(nulls) > 0 {
+				return nulls
 			}
 			if streams {
 				if err := checkContentType(c.Request(), route.Operation); err != nil {
@@ -109,8 +114,9 @@ const bodyKey = "server.body"
 // checkInput refuses, before validation and before any database sees them,
 // inputs that no operation accepts: path and query values that are not valid
 // UTF-8 or hold a NUL (PostgreSQL refuses both, SQLite stores them), a
-// single-valued query parameter given twice, and what checkBody refuses.
-func checkInput(c echo.Context, single []string, streams bool) error {
+// single-valued query parameter given twice, and what checkBody refuses. It
+// returns the nulls that checkBody found replaced by defaults.
+func checkInput(c echo.Context, op *openapi3.Operation, single []string, streams bool) (domain.Invalids, error) {
 	var bad domain.Invalids
 	names, values := c.ParamNames(), c.ParamValues()
 	for i, n := range names {
@@ -139,12 +145,12 @@ func checkInput(c echo.Context, single []string, streams bool) error {
 		}
 	}
 	if len(bad) > 0 {
-		return bad
+		return nil, bad
 	}
 	if streams {
-		return nil
+		return nil, nil
 	}
-	return checkBody(c)
+	return checkBody(c, op)
 }
 
 // badText says what is wrong with a text value, or "".
@@ -161,43 +167,84 @@ func badText(s string) string {
 // checkBody reads a buffered body whole, so that an oversized one is a 413
 // whether or not it announced its length, and refuses JSON bodies that are
 // not UTF-8, hold a NUL in a string or have content after the document.
-func checkBody(c echo.Context) error {
+//
+// It returns the properties sent as null that validation would fill with
+// their default: kin-openapi fills a property's default for null as for
+// absence, so {"cron": null} would pass as the default; only absence takes
+// it. (A null without a default is validation's own complaint: "must not be
+// null" in requestInvalid.) They are found by letting kin-openapi fill the
+// defaults into a copy of the document. No property of either contract
+// admits null and has a default (TestNoNullableDefault), or this would
+// refuse a null that the contract admits.
+func checkBody(c echo.Context, op *openapi3.Operation) (domain.Invalids, error) {
 	r := c.Request()
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil
+		return nil, nil
 	}
 	raw, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") || len(bytes.TrimSpace(raw)) == 0 {
-		return nil
+		return nil, nil
 	}
 	if !utf8.Valid(raw) {
-		return domain.Invalid("body", "must be valid UTF-8")
+		return nil, domain.Invalid("body", "must be valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil // not JSON: validation says so in the release's words
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return domain.Invalid("body", "has content after the JSON document")
+	doc, err := decodeJSON(raw)
+	if err != nil {
+		if errors.Is(err, errTrailing) {
+			return nil, domain.Invalid("body", "has content after the JSON document")
+		}
+		return nil, nil // not JSON: validation says so in the release's words
 	}
 	c.Set(bodyKey, doc)
 	var bad domain.Invalids
+	var nulls bool
 	walkJSON(doc, nil, "", func(path string, v, _ any) {
 		if s, ok := v.(string); ok && strings.IndexByte(s, 0) >= 0 {
 			bad = append(bad, domain.Invalid(cmp.Or(path, "body"), "must not contain NUL characters"))
 		}
+		nulls = nulls || v == nil
 	})
 	if len(bad) > 0 {
-		return bad
+		return nil, bad
 	}
-	return nil
+	var content *openapi3.MediaType
+	if op.RequestBody != nil {
+		content = op.RequestBody.Value.Content.Get(mt)
+	}
+	if !nulls || content == nil || content.Schema == nil {
+		return nil, nil
+	}
+	filled, _ := decodeJSON(raw)
+	_ = content.Schema.Value.VisitJSON(filled, openapi3.VisitAsRequest(), openapi3.MultiErrors(),
+		openapi3.DisableReadOnlyValidation(), openapi3.DefaultsSet(func() {}))
+	walkJSON(doc, filled, "", func(path string, v, filled any) {
+		if v == nil && filled != nil {
+			bad = append(bad, domain.Invalid(path, "must not be null"))
+		}
+	})
+	return bad, nil
+}
+
+var errTrailing = errors.New("content after the JSON document")
+
+// decodeJSON decodes one JSON document as kin-openapi does (numbers kept as
+// json.Number), and nothing after it.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errTrailing
+	}
+	return doc, nil
 }
 
 // walkJSON calls f with every value of a decoded JSON document (and every
@@ -222,30 +269,6 @@ func walkJSON(v, other any, path string, f func(path string, v, other any)) {
 			walkJSON(e, oe, joinPath(path, strconv.Itoa(i)), f)
 		}
 	}
-}
-
-// defaultedNulls refuses the properties of a JSON body that were sent as
-// null and validated with a value: kin-openapi fills a property's default
-// for null as for absence, so {"cron": null} would pass as the default;
-// only absence takes it. A null without a default is validation's own
-// complaint ("must not be null" in requestInvalid). No property of either
-// contract is nullable and has a default (TestNoNullableDefault), or this
-// would refuse a null that the contract admits.
-func defaultedNulls(c echo.Context) error {
-	vb, ok := c.Request().Body.(interface{ ValidatedValue() any })
-	if !ok {
-		return nil
-	}
-	var bad domain.Invalids
-	walkJSON(c.Get(bodyKey), vb.ValidatedValue(), "", func(path string, v, validated any) {
-		if v == nil && validated != nil {
-			bad = append(bad, domain.Invalid(path, "must not be null"))
-		}
-	})
-	if len(bad) > 0 {
-		return bad
-	}
-	return nil
 }
 
 func joinPath(path, k string) string {
