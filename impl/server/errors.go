@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -225,6 +224,7 @@ func requestInvalid(err error) error {
 	var out domain.Invalids
 	var walk func(error, string)
 	walk = func(err error, field string) {
+		var branches openapi3.MultiError
 		switch e := err.(type) {
 		case openapi3.MultiError:
 			for _, inner := range e {
@@ -243,12 +243,10 @@ func requestInvalid(err error) error {
 				walk(e.Err, field)
 			}
 		case *openapi3.SchemaError:
-			if inner := nested(e.Origin); len(inner) > 0 {
+			if errors.As(e.Origin, &branches) && len(branches) > 0 {
 				// allOf (every nullable section of an edit DTO): report the
 				// fields inside, whose paths are already complete.
-				for _, ie := range inner {
-					walk(ie, field)
-				}
+				walk(branches, field)
 				return
 			}
 			path := e.JSONPointer()
@@ -256,6 +254,9 @@ func requestInvalid(err error) error {
 				path = append([]string{field}, path...)
 			}
 			msg := e.Reason
+			if e.Value == nil {
+				msg = "must not be null"
+			}
 			if m := missingProperty.FindStringSubmatch(e.Reason); m != nil {
 				if len(path) == 0 || path[len(path)-1] != m[1] {
 					path = append(path, m[1])
@@ -286,23 +287,4 @@ func requestInvalid(err error) error {
 		return domain.Invalid("", "invalid request")
 	}
 	return out
-}
-
-// nested finds the errors kin-openapi collects under a composite schema
-// (allOf): they sit, wrapped, in an unexported slice type of errors.
-func nested(origin error) []error {
-	for err := origin; err != nil; err = errors.Unwrap(err) {
-		v := reflect.ValueOf(err)
-		if v.Kind() != reflect.Slice {
-			continue
-		}
-		out := make([]error, 0, v.Len())
-		for i := 0; i < v.Len(); i++ {
-			if e, ok := v.Index(i).Interface().(error); ok {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-	return nil
 }

@@ -83,7 +83,7 @@ func audit(log *slog.Logger, a Auditor, operation, bodyValidator string) echo.Mi
 			answer := func() {
 				e.Status = answered(c, next)
 				if e.Validator == "" && bodyValidator != "" {
-					e.Validator = bodyString(c.Request(), bodyValidator)
+					e.Validator = bodyString(c, bodyValidator)
 				}
 			}
 			if a == nil {
@@ -145,12 +145,8 @@ func auditEntry(c echo.Context, operation string) domain.AuditEntry {
 
 // bodyString is the top-level string property name of the request's JSON
 // body as decoded for validation; empty when there is none.
-func bodyString(r *http.Request, name string) string {
-	b, ok := decodedJSON(r)
-	if !ok {
-		return ""
-	}
-	m, _ := b.value.(map[string]any)
+func bodyString(c echo.Context, name string) string {
+	m, _ := c.Get(bodyKey).(map[string]any)
 	s, _ := m[name].(string)
 	return s
 }

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -10,10 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -102,7 +98,7 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	mws = append(mws, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit: strconv.FormatInt(limit, 10),
 		// A request without a body has nothing to limit; it keeps
-		// http.NoBody, which checkInput then reads no further.
+		// http.NoBody, which checkBody then reads no further.
 		Skipper: func(c echo.Context) bool { return c.Request().Body == nil || c.Request().Body == http.NoBody },
 	}))
 	public := op.Security != nil && len(*op.Security) == 0 || slices.Contains(m.obs.public, op.OperationID)
@@ -192,197 +188,6 @@ func (m mount) PUT(p string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) *ech
 }
 func (m mount) TRACE(p string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) *echo.Route {
 	return m.add(http.MethodTrace, p, h, mw...)
-}
-
-// validate checks the request's input (checkInput) and then the request
-// against the operation's contract before the handler sees it. Streamed bodies are not buffered for validation; their
-// handlers check what they read.
-func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
-	// Authentication is the authenticate middleware's job. kin-openapi
-	// checks security requirements by reading the whole body into memory
-	// (for authentication functions that read it): an empty requirement
-	// list skips that, so an upload streams as it arrives.
-	noSecurity := *route.Operation
-	noSecurity.Security = &openapi3.SecurityRequirements{}
-	unsecured := *route
-	unsecured.Operation = &noSecurity
-	route = &unsecured
-	single := singleValued(route)
-	opts := &openapi3filter.Options{
-		MultiError:         true,
-		ExcludeRequestBody: streams,
-		// Read-only fields sent back (a GET sent back through PUT) are
-		// accepted and ignored: the handlers never read them.
-		ExcludeReadOnlyValidations: true,
-		AuthenticationFunc:         func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
-	}
-	paramsOnly := *opts
-	paramsOnly.ExcludeRequestBody = true
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			query, err := checkInput(c, streams)
-			if err != nil {
-				return err
-			}
-			names, values := c.ParamNames(), c.ParamValues()
-			params := make(map[string]string, len(names))
-			for i, n := range names {
-				if v, err := url.PathUnescape(values[i]); err == nil {
-					params[n] = v
-				} else {
-					params[n] = values[i]
-				}
-			}
-			in := &openapi3filter.RequestValidationInput{
-				Request:     c.Request(),
-				PathParams:  params,
-				QueryParams: query,
-				Route:       route,
-				Options:     opts,
-			}
-			if err := repeated(query, single); err != nil {
-				return err
-			}
-			var nulls domain.Invalids
-			if !streams {
-				nulls = nullsRefused(c.Request(), route.Operation)
-			}
-			if err := validateRequest(c.Request().Context(), in, &paramsOnly); err != nil || len(nulls) > 0 {
-				return withNulls(nulls, err)
-			}
-			if streams {
-				if err := checkContentType(c.Request(), route.Operation); err != nil {
-					return err
-				}
-			}
-			return next(c)
-		}
-	}
-}
-
-// validateRequest is openapi3filter.ValidateRequest without a second decode
-// of a JSON body the operation declares: its parameters are validated by
-// kin-openapi, the body's document (decoded once by checkBody) by its
-// schema, with the options and in the error shape ValidateRequestBody
-// uses. Other bodies (empty, not JSON, undeclared) go to kin-openapi whole.
-func validateRequest(ctx context.Context, in *openapi3filter.RequestValidationInput, paramsOnly *openapi3filter.Options) error {
-	body, ok := decodedJSON(in.Request)
-	rb := in.Route.Operation.RequestBody
-	var content *openapi3.MediaType
-	if ok && rb != nil && rb.Value != nil {
-		content = rb.Value.Content.Get(in.Request.Header.Get("Content-Type"))
-	}
-	if content == nil || content.Schema == nil || content.Schema.Value == nil {
-		return openapi3filter.ValidateRequest(ctx, in)
-	}
-	params := *in
-	params.Options = paramsOnly
-	var all openapi3.MultiError
-	if err := openapi3filter.ValidateRequest(ctx, &params); err != nil {
-		var me openapi3.MultiError
-		if !errors.As(err, &me) {
-			me = openapi3.MultiError{err}
-		}
-		all = append(all, me...)
-	}
-	if err := validateBody(in, rb.Value, content, body); err != nil {
-		all = append(all, err)
-	}
-	if len(all) > 0 {
-		return all
-	}
-	return nil
-}
-
-// validateBody validates the decoded document against the body's schema and
-// fills its defaults in place, as ValidateRequestBody does with in.Options.
-func validateBody(in *openapi3filter.RequestValidationInput, rb *openapi3.RequestBody, content *openapi3.MediaType, body *decodedBody) error {
-	o := in.Options
-	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsRequest()}
-	if !o.SkipSettingDefaults {
-		opts = append(opts, openapi3.DefaultsSet(func() { body.stale = true }))
-	}
-	if o.MultiError {
-		opts = append(opts, openapi3.MultiErrors())
-	}
-	if o.ExcludeReadOnlyValidations {
-		opts = append(opts, openapi3.DisableReadOnlyValidation())
-	}
-	if o.RegexCompiler != nil {
-		opts = append(opts, openapi3.SetSchemaRegexCompiler(o.RegexCompiler))
-	}
-	opts = append(opts, o.SchemaValidationOptions...)
-	if in.Route.Spec.IsOpenAPI31OrLater() {
-		opts = append(opts, openapi3.EnableJSONSchema2020())
-	}
-	if err := content.Schema.Value.VisitJSON(body.value, opts...); err != nil {
-		id := strings.TrimSpace(content.Schema.Ref)
-		if id == "" {
-			id = strings.TrimSpace(content.Schema.Value.Title)
-		}
-		return &openapi3filter.RequestError{Input: in, RequestBody: rb, Reason: strings.TrimSpace("doesn't match schema " + id), Err: err}
-	}
-	return nil
-}
-
-// singleValued names the operation's query parameters that take one value
-// (any schema but an array).
-func singleValued(route *routers.Route) []string {
-	var out []string
-	params := append(slices.Clone(route.PathItem.Parameters), route.Operation.Parameters...)
-	for _, p := range params {
-		if p.Value == nil || p.Value.In != openapi3.ParameterInQuery {
-			continue
-		}
-		if sch := p.Value.Schema; sch != nil && sch.Value != nil && sch.Value.Type.Is(openapi3.TypeArray) {
-			continue
-		}
-		if !slices.Contains(out, p.Value.Name) {
-			out = append(out, p.Value.Name)
-		}
-	}
-	return out
-}
-
-// repeated refuses a single-valued query parameter given more than once:
-// which value was meant is not ours to guess.
-func repeated(q url.Values, single []string) error {
-	if len(single) == 0 || len(q) == 0 {
-		return nil
-	}
-	var bad domain.Invalids
-	for _, name := range single {
-		if n := len(q[name]); n > 1 {
-			bad = append(bad, domain.Invalid(name, "must be given once, got %d values", n))
-		}
-	}
-	if len(bad) > 0 {
-		return bad
-	}
-	return nil
-}
-
-// checkContentType does for a streamed body what validation does for the
-// others: the media type must be one the operation declares.
-func checkContentType(r *http.Request, op *openapi3.Operation) error {
-	if op.RequestBody == nil || op.RequestBody.Value == nil {
-		return nil
-	}
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err == nil && op.RequestBody.Value.Content.Get(mt) != nil {
-		if strings.HasPrefix(mt, "multipart/") && params["boundary"] == "" {
-			// Without it no part can be found; the generated handler's
-			// reader would fail as if the server had.
-			return domain.Invalid("body", "Content-Type %s needs a boundary parameter (e.g. %s; boundary=x)", mt, mt)
-		}
-		return nil
-	}
-	want := make([]string, 0, len(op.RequestBody.Value.Content))
-	for ct := range op.RequestBody.Value.Content {
-		want = append(want, ct)
-	}
-	slices.Sort(want)
-	return domain.Invalid("body", "Content-Type %q is not accepted; send %s", r.Header.Get("Content-Type"), strings.Join(want, " or "))
 }
 
 // formToQuery lets an operation whose contract says `x-form-parameters` take
