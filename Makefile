@@ -38,10 +38,11 @@ setup:
 
 ## generate: regenerate gen/ from the OpenAPI documents (both releases and the upstream subsets in openapi/upstream/),
 ## the participant admin gRPC subset in openapi/proto/ (buf and the protoc plugins, all Go modules run with
-## `go run`: no protoc to install), and the API types' deepcopy and the Validator CRD (deploy/crds) from
-## impl/apis with controller-gen
+## `go run`: no protoc to install), and the API types' deepcopy, apply configurations (gen/applyconfiguration,
+## for typed server-side apply) and the Validator CRD (deploy/crds) from impl/apis with controller-gen
 generate:
-	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen object paths=./impl/apis/... \
+	rm -rf gen/applyconfiguration
+	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen object applyconfiguration paths=./impl/apis/... \
 	  crd:crdVersions=v1 output:crd:dir=deploy/crds
 	cp deploy/crds/*.yaml deploy/helm/validator-manager/crds/
 	cd gen/managementapi && $(GO) generate .

@@ -26,6 +26,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/gen/platformapi"
@@ -108,7 +109,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
+	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
@@ -422,4 +423,12 @@ func (s *Server) Provisioned(t testing.TB, name string) {
 		}
 		return s.Kube.Settle(t.Context())
 	})
+}
+
+// SeveralManagers lets one test process build the server's controllers
+// under several Managers, one per server it opens: controller-runtime
+// refuses a controller name used twice in a process, which only a test
+// does.
+func SeveralManagers() app.Option {
+	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr(true) })
 }

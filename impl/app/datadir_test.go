@@ -174,7 +174,7 @@ func openEmbedded(t *testing.T, dir, ns, afresh string) *app.App {
 func open(dir, ns, afresh string) (*app.App, error) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Namespace, cfg.StartAfresh = dir, ns, afresh
-	return app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apiServer))
+	return app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apiServer), apitest.SeveralManagers())
 }
 
 // TestEmptiedEtcdIsRefused: the embedded control plane records the
@@ -190,7 +190,7 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 	cfg.DataDir = dir
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	a, err := app.Open(ctx, cfg, log, "test")
+	a, err := app.Open(ctx, cfg, log, "test", apitest.SeveralManagers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close()
-	a, err = app.Open(ctx, cfg, log, "test")
+	a, err = app.Open(ctx, cfg, log, "test", apitest.SeveralManagers())
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 	if err := os.RemoveAll(etcd); err != nil {
 		t.Fatal(err)
 	}
-	a, err = app.Open(ctx, cfg, log, "test")
+	a, err = app.Open(ctx, cfg, log, "test", apitest.SeveralManagers())
 	if err == nil {
 		a.Close()
 		t.Fatal("started on an emptied etcd, want a refusal")
@@ -217,12 +217,12 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 			t.Errorf("got %q, want it to contain %q", err, want)
 		}
 	}
-	if a, err = app.Open(ctx, cfg, log, "test"); err == nil {
+	if a, err = app.Open(ctx, cfg, log, "test", apitest.SeveralManagers()); err == nil {
 		a.Close()
 		t.Fatal("a second start on the emptied etcd started, want the refusal again")
 	}
 	cfg.StartAfresh = "cluster"
-	a, err = app.Open(ctx, cfg, log, "test")
+	a, err = app.Open(ctx, cfg, log, "test", apitest.SeveralManagers())
 	if err != nil {
 		t.Fatalf("--start-afresh=cluster: %v", err)
 	}

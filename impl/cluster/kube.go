@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
@@ -486,7 +487,7 @@ func (k *Kube) storedValidator(name string) (map[string]any, bool) {
 
 // validatorInStep tells from the cache whether the Validator resource has
 // the spec (spec.secrets aside) and labels the gateway would apply.
-func (k *Kube) validatorInStep(name string, spec map[string]any) bool {
+func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
 	cur, ok := k.storedValidator(name)
 	if !ok {
 		return false
@@ -522,22 +523,18 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 		return nil
 	}
 	_, existed := k.storedValidator(v.Name)
-	u := unstructuredOf(ValidatorGVK)
-	u.SetName(v.Name)
-	u.SetNamespace(k.namespace)
-	u.SetLabels(k.validatorLabels(v.Name))
-	u.Object["spec"] = spec
-	if err := k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	ac := validatorac.Validator(v.Name, k.namespace).WithLabels(k.validatorLabels(v.Name)).WithSpec(spec)
+	if err := k.client.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return err
 	}
-	if existed {
+	if existed || ac.UID == nil {
 		return nil
 	}
-	// u is the resource as the API server answered (a new one has no
+	// ac is the resource as the API server answered (a new one has no
 	// spec.secrets): its Secrets, written next, are owned by its uid.
-	k.created.Store(v.Name, u.GetUID())
+	k.created.Store(v.Name, *ac.UID)
 	// Secrets may outlive a resource deleted by hand: reference those there are.
-	return k.referenceSecrets(ctx, v.Name, nil, u.Object)
+	return k.referenceSecrets(ctx, v.Name, nil, ac)
 }
 
 // validatorLabels are the labels of a Validator resource the gateway writes.
@@ -584,34 +581,40 @@ func (k *Kube) managedObject(name string) (*viewObject, bool) {
 // referenceSecrets makes spec.secrets reference every one of the
 // validator's Secrets that exists (the cache's, and those just written),
 // applied as a field owner of its own; nothing is written when the
-// resource already does: cur as the API server just answered it, else as
+// resource already does: as the API server just answered it, else as
 // the cache holds it.
-func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string, cur map[string]any) error {
-	refs := map[string]any{}
+func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string, answered *validatorac.ValidatorApplyConfiguration) error {
+	var slots []secretSlot
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
 		if slices.Contains(written, s.name) || k.cachedSecret(s.name) != nil {
-			refs[s.field] = secretRef(s)
+			slots = append(slots, s)
 		}
 	}
-	if cur == nil {
-		cur, _ = k.storedValidator(validator)
+	refs := secretRefs(slots)
+	var cur any
+	known := false
+	if answered != nil {
+		known = true
+		if answered.Spec != nil && answered.Spec.Secrets != nil {
+			cur = answered.Spec.Secrets
+		}
+	} else if stored, ok := k.storedValidator(validator); ok {
+		known = true
+		cur, _, _ = unstructured.NestedMap(stored, "spec", "secrets")
 	}
-	if cur != nil {
-		have, _, _ := unstructured.NestedMap(cur, "spec", "secrets")
+	if known {
+		have, herr := jsonValue(cur)
 		want, err := jsonValue(refs)
-		if err == nil && covers(want, have, isZero) {
+		if err == nil && herr == nil && covers(want, have, isZero) {
 			return nil
 		}
 	}
-	u := unstructuredOf(ValidatorGVK)
-	u.SetName(validator)
-	u.SetNamespace(k.namespace)
-	spec := map[string]any{}
-	if len(refs) > 0 {
-		spec["secrets"] = refs
+	spec := validatorac.ValidatorSpec()
+	if len(slots) > 0 {
+		spec.WithSecrets(refs)
 	}
-	u.Object["spec"] = spec
-	return k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(secretRefsOwner), client.ForceOwnership)
+	ac := validatorac.Validator(validator, k.namespace).WithSpec(spec)
+	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
 // cachedSecret is the cache's record of the Secret of that name (keys, no

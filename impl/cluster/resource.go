@@ -1,14 +1,15 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
@@ -60,17 +61,19 @@ func labelsFor(validator string) map[string]string {
 // secretSlot is one of a validator's Secrets: its spec.secrets entry, its
 // name and the key that holds the value.
 type secretSlot struct {
-	field string // key under spec.secrets
+	field func(*secretRefsAC, *validatorac.SecretKeyRefApplyConfiguration) *secretRefsAC // sets its spec.secrets entry
 	name  string
 	key   string
 	value string
 }
 
+type secretRefsAC = validatorac.ValidatorSecretRefsApplyConfiguration
+
 func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 	return []secretSlot{
-		{"onboarding", domain.OnboardingSecretName(validator), OnboardingSecretKey, s.OnboardingSecret},
-		{"ledgerApiAuth", domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey, s.LedgerAPIClientSecret},
-		{"database", domain.DatabaseSecretName(validator), DatabaseSecretKey, s.DatabasePassword},
+		{(*secretRefsAC).WithOnboarding, domain.OnboardingSecretName(validator), OnboardingSecretKey, s.OnboardingSecret},
+		{(*secretRefsAC).WithLedgerAPIAuth, domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey, s.LedgerAPIClientSecret},
+		{(*secretRefsAC).WithDatabase, domain.DatabaseSecretName(validator), DatabaseSecretKey, s.DatabasePassword},
 	}
 }
 
@@ -86,17 +89,16 @@ func slotOf(secret string) (validator, key string, ok bool) {
 }
 
 // validatorSpec is the resource's spec for v and its pruning schedule (nil:
-// none), without spec.secrets, which WriteSecrets maintains. spec.config is
-// v's configuration in the current stored format (a row of an older version
-// is written in the new one); what the cluster's own objects need from it is
-// written beside it as typed fields.
-func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (map[string]any, error) {
-	spec := map[string]any{
-		"customAuth":       v.CustomAuth,
-		"externalDatabase": v.ExternalDatabase,
-		"migration":        map[string]any{"id": int64(v.MigrationID), "migrating": v.Migrating},
-	}
-	config := map[string]any{}
+// none), without spec.secrets, which referenceSecrets maintains. spec.config
+// is v's configuration in the current stored format (a row of an older
+// version is written in the new one); what the cluster's own objects need
+// from it is written beside it as typed fields.
+func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (*validatorac.ValidatorSpecApplyConfiguration, error) {
+	spec := validatorac.ValidatorSpec().
+		WithCustomAuth(v.CustomAuth).
+		WithExternalDatabase(v.ExternalDatabase).
+		WithMigration(validatorac.MigrationSpec().WithID(v.MigrationID).WithMigrating(v.Migrating))
+	config := validatorac.ValidatorConfig()
 	if len(v.Spec) > 0 {
 		c, err := v.Config()
 		if err != nil {
@@ -106,45 +108,50 @@ func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (map[string]
 		if err != nil {
 			return nil, err
 		}
-		// util/json keeps integers as int64, as unstructured objects want them.
-		if err := utiljson.Unmarshal(raw, &config); err != nil {
+		// The stored form is the configuration type's JSON, and its apply
+		// configuration is generated from the same type: every field set
+		// in the stored form is set in the apply.
+		if err := json.Unmarshal(raw, config); err != nil {
 			return nil, err
 		}
 		if class := c.StorageClass(); class != "" {
-			spec["storageClass"] = class
+			spec.WithStorageClass(class)
 		}
 		if user := c.DatabaseUser(); user != "" {
-			spec["database"] = map[string]any{"user": user}
+			spec.WithDatabase(validatorac.DatabaseRef().WithUser(user))
 		}
 	}
-	spec["config"] = config
+	spec.WithConfig(config)
 	if v.DatabaseStorage != "" {
-		spec["databaseStorage"] = v.DatabaseStorage
+		spec.WithDatabaseStorage(v.DatabaseStorage)
 	}
 	if prune != nil {
-		spec["participantPruningSchedule"] = pruneSpec(prune)
+		spec.WithParticipantPruningSchedule(pruneSpec(prune))
 	}
 	return spec, nil
 }
 
-// secretRef is a spec.secrets entry.
-func secretRef(s secretSlot) map[string]any {
-	return map[string]any{"name": s.name, "key": s.key}
+// secretRefs is spec.secrets naming the Secrets of slots.
+func secretRefs(slots []secretSlot) *secretRefsAC {
+	refs := validatorac.ValidatorSecretRefs()
+	for _, s := range slots {
+		s.field(refs, validatorac.SecretKeyRef().WithName(s.name).WithKey(s.key))
+	}
+	return refs
 }
 
 // pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.
 // The cron is written in the form Canton's parser (log4j) accepts: it
 // requires a "?" in day-of-month or day-of-week, which the API does not.
-func pruneSpec(p *domain.PruneSchedule) map[string]any {
+func pruneSpec(p *domain.PruneSchedule) *validatorac.PruningScheduleApplyConfiguration {
 	cron := p.Cron
 	if c, err := schedule.ParsePrune(p.Cron); err == nil {
 		cron = c.Canton()
 	}
-	return map[string]any{
-		"cron":        cron,
-		"maxDuration": durationText(p.MaxDurationText, p.MaxDuration),
-		"retention":   durationText(p.RetentionText, p.Retention),
-	}
+	return validatorac.PruningSchedule().
+		WithCron(cron).
+		WithMaxDuration(durationText(p.MaxDurationText, p.MaxDuration)).
+		WithRetention(durationText(p.RetentionText, p.Retention))
 }
 
 // singleUnit is a duration HOCON reads: one number, one unit.

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -35,7 +38,7 @@ func TestValidatorSpec(t *testing.T) {
 		{
 			name:       "no storage class, no user",
 			stored:     `{"version":1,"name":"v","phase":"RUNNING","participant":{"envVars":null,"resources":{"cpuLimit":"2","replicas":2}}}`,
-			wantConfig: map[string]any{"version": int64(2), "phase": nil, "participant": map[string]any{"envVars": nil, "resources": map[string]any{"limits": map[string]any{"cpu": "2"}}, "replicas": int64(2)}},
+			wantConfig: map[string]any{"version": int64(2), "phase": nil, "participant": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "2"}}, "replicas": int64(2)}},
 			wantTyped:  map[string]any{"storageClass": nil, "database": nil},
 		},
 		{name: "newer version", stored: `{"version":3,"name":"v"}`, wantErr: domain.ErrConfigVersion},
@@ -52,14 +55,23 @@ func TestValidatorSpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			config := spec["config"].(map[string]any)
+			// As the API server gets it: the apply configuration's JSON.
+			raw, err := json.Marshal(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent map[string]any
+			if err := utiljson.Unmarshal(raw, &sent); err != nil {
+				t.Fatal(err)
+			}
+			config := sent["config"].(map[string]any)
 			for k, want := range tc.wantConfig {
 				if got := config[k]; !reflect.DeepEqual(got, want) {
 					t.Errorf("spec.config.%s: got %#v, want %#v", k, got, want)
 				}
 			}
 			for k, want := range tc.wantTyped {
-				if got := spec[k]; !reflect.DeepEqual(got, want) {
+				if got := sent[k]; !reflect.DeepEqual(got, want) {
 					t.Errorf("spec.%s: got %#v, want %#v", k, got, want)
 				}
 			}

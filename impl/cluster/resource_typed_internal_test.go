@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// TestValidatorSpecIsTyped: the spec the gateway writes is exactly the JSON
-// of v1alpha1.ValidatorSpec: it decodes without an unknown field and encodes
-// back to the same document, so the typed controller and the gateway agree.
+// TestValidatorSpecIsTyped: the spec the gateway applies decodes into
+// v1alpha1.ValidatorSpec without an unknown field, and that typed spec is in
+// step with it (covers), so the typed controller and the gateway agree.
 func TestValidatorSpecIsTyped(t *testing.T) {
 	ptr := func(s string) *string { return &s }
 	yes := true
@@ -54,14 +53,7 @@ func TestValidatorSpecIsTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range secretSlots("v", domain.ValidatorSecrets{}) {
-		refs, _ := spec["secrets"].(map[string]any)
-		if refs == nil {
-			refs = map[string]any{}
-		}
-		refs[s.field] = secretRef(s)
-		spec["secrets"] = refs
-	}
+	spec.WithSecrets(secretRefs(secretSlots("v", domain.ValidatorSecrets{})))
 	written, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -76,17 +68,23 @@ func TestValidatorSpecIsTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want, got any
-	if err := json.Unmarshal(written, &want); err != nil {
+	// The resource as stored (the typed spec) is in step with the apply:
+	// it holds every field applied, and only defaults beside them.
+	sent, err := jsonValue(spec)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(back, &got); err != nil {
+	have, err := jsonValue(typed)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("typed spec encodes as\n%s\nwant the gateway's\n%s", back, written)
+	if !covers(sent, have, isZero) {
+		t.Errorf("typed spec encodes as\n%s\nwhich does not cover the gateway's\n%s", back, written)
 	}
 	if typed.Config.Cluster.Prune.NextRun == nil || !typed.Config.Cluster.Prune.NextRun.Equal(next) {
 		t.Errorf("nextRun %v, want %v (sub-second precision kept)", typed.Config.Cluster.Prune.NextRun, next)
+	}
+	if typed.Secrets == nil || typed.Secrets.Database == nil || typed.Secrets.Database.Key != DatabaseSecretKey {
+		t.Errorf("spec.secrets: got %+v, want every Secret referenced", typed.Secrets)
 	}
 }

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { apitest.Main(m) }
 func openApp(t *testing.T, cfg config.Config) (*app.App, error) {
 	t.Helper()
 	cfg.ClusterMode, cfg.Namespace = config.ClusterEmbedded, apitest.Namespace()
-	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apitest.ControlPlane(t)))
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apitest.ControlPlane(t)), apitest.SeveralManagers())
 	if err == nil {
 		t.Cleanup(func() { a.Close() })
 	}

@@ -3,10 +3,13 @@
 // whose spec.config (ValidatorConfig) is also the stored format of a
 // validator's configuration in the database.
 //
-// The CRD in deploy/crds and zz_generated.deepcopy.go are generated from
-// these types by controller-gen (make generate).
+// The CRD in deploy/crds, zz_generated.deepcopy.go and the apply
+// configurations in gen/applyconfiguration (typed server-side apply) are
+// generated from these types by controller-gen (make generate).
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
+// +kubebuilder:ac:output:package=../../../gen/applyconfiguration
 // +kubebuilder:validation:Optional
 // +groupName=validator-manager.io
 package v1alpha1
@@ -19,6 +22,10 @@ import (
 var (
 	// GroupVersion is the group and version of these resources.
 	GroupVersion = schema.GroupVersion{Group: "validator-manager.io", Version: "v1alpha1"}
+
+	// SchemeGroupVersion is GroupVersion under the name generated apply
+	// configurations use.
+	SchemeGroupVersion = GroupVersion
 
 	// SchemeBuilder registers the types of this group and version.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}

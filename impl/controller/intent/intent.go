@@ -18,8 +18,9 @@
 //   - a managed Validator resource without a row is removed.
 //
 // Only the elected leader runs it: handlers on any replica only record, and
-// the leader learns of their writes from the database's change feed
-// (PollChanges) or, for its own process, from Enqueue.
+// the leader learns of their writes from the database's change feed, which
+// a Runnable of the leader's owns (feed.go), or, for its own process, from
+// Enqueue. The decisions of a reconcile are pure functions (decide.go).
 package intent
 
 import (
@@ -30,6 +31,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -39,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -47,7 +48,6 @@ import (
 	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
-	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
 // Store is the database as this controller reads and writes it.
@@ -135,8 +135,8 @@ type Options struct {
 	Workers int
 	// Namespace is where the validators' resources are.
 	Namespace string
-	// Changes is how often PollChanges takes the database's change feed
-	// (writes of every replica's handlers); default 200 ms.
+	// Changes is how often the database's change feed (writes of every
+	// replica's handlers) is taken; default 200 ms.
 	Changes time.Duration
 }
 
@@ -151,11 +151,11 @@ type Controller struct {
 	workers   int
 	changes   time.Duration
 
-	// enqueued carries Enqueue to the controller's channel source; started
-	// is the context of the running controller (nil: not running here).
-	enqueued  chan event.TypedGenericEvent[string]
-	startedMu sync.Mutex
-	started   context.Context
+	// names carries the feed's names and Enqueue's to the controller's
+	// channel source; running is set while the feed runs here (the
+	// leader's).
+	names   chan event.TypedGenericEvent[string]
+	running atomic.Bool
 
 	// key is the cluster's key of generated passwords (PasswordKey), once read.
 	keyMu sync.Mutex
@@ -169,14 +169,11 @@ type Controller struct {
 	inStep  chan struct{}
 }
 
-// namesPage is how many names one read of the database returns.
-const namesPage = 500
-
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) (*Controller, error) {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
 		workers: o.Workers, changes: o.Changes,
-		enqueued: make(chan event.TypedGenericEvent[string], enqueueBuffer), inStep: make(chan struct{})}
+		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -189,10 +186,8 @@ func New(o Options) (*Controller, error) {
 	return c, nil
 }
 
-// enqueueBuffer is how many Enqueues wait for the controller's source.
-const enqueueBuffer = 1024
-
-func ptr[T any](v T) *T { return &v }
+// namesBuffer is how many names wait for the controller's channel source.
+const namesBuffer = 1024
 
 // SetupWithManager runs the controller under mgr, whose cache holds the
 // Validators, CronJobs and Secrets the gateway reads: it reconciles a
@@ -200,46 +195,30 @@ func ptr[T any](v T) *T { return &v }
 // changes (and at every resync of the cache), when one of its Secrets
 // changes or goes (deleted or emptied by hand), when a handler or the
 // database feed names it, and, once at start, every validator of the
-// database and the cluster. It runs on the elected leader only.
+// database and the cluster. It runs on the elected leader only, with the
+// feed (a Runnable of mgr's).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	byName := handler.TypedFuncs[string, reconcile.Request]{
-		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[string], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			q.Add(c.request(e.Object))
-		},
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	err := ctrl.NewControllerManagedBy(mgr).
 		Named("validator-intent").
 		// A change of a managed Validator resource, once the gateway,
 		// through which a reconcile reads it, shows it.
 		WatchesRawSource(c.cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return c.cluster.Manages(o.GetLabels())
 		}), readChanged)).
-		// A change of a validator's Secrets or backup CronJob, once the
-		// gateway, through which a reconcile reads them, shows it.
-		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			c.cluster.WatchRecords(ctx, func(name string) { q.Add(c.request(name)) })
-			return nil
-		})).
-		WatchesRawSource(source.Channel(c.enqueued, byName)).
-		WatchesRawSource(gatewaySynced(c.cluster.WaitForSync))
-	err := b.WithOptions(controller.Options{
-		MaxConcurrentReconciles: c.workers,
-		// Several Managers in one test process build this controller.
-		SkipNameValidation: ptr(true),
-		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
-	}).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		return c.Reconcile(ctx, req.Name)
-	}))
+		WatchesRawSource(records{c}).
+		WatchesRawSource(source.Channel(c.names, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, name string) []reconcile.Request { return []reconcile.Request{c.request(name)} }))).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: c.workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+		}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return c.Reconcile(ctx, req.Name)
+		}))
 	if err != nil {
 		return err
 	}
-	// The first pass: the leader's, with the controller.
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if !c.cluster.WaitForSync(ctx) {
-			return nil
-		}
-		return c.start(ctx)
-	}))
+	return mgr.Add(feed{c})
 }
 
 // readChanged passes a Validator's update when something this controller
@@ -263,159 +242,47 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 	},
 }
 
-// gatewaySynced is a source of no events whose sync is the gateway's: the
-// controller starts its workers once the gateway's cached reads (InStep,
-// CachedState) answer, so that no reconcile writes what the cache would
-// have shown in step.
-type gatewaySynced func(ctx context.Context) bool
+// records is the source of the changes of the validators' Secrets and
+// backup CronJobs, as the gateway's cached reads show them; it is synced
+// when those reads answer, so that the controller's workers, which start
+// once every source is synced, write nothing the cache would have shown in
+// step.
+type records struct{ c *Controller }
 
-func (gatewaySynced) Start(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (r records) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	r.c.cluster.WatchRecords(ctx, func(name string) { q.Add(r.c.request(name)) })
 	return nil
 }
 
-func (w gatewaySynced) WaitForSync(ctx context.Context) error {
-	if !w(ctx) {
+func (r records) WaitForSync(ctx context.Context) error {
+	if !r.c.cluster.WaitForSync(ctx) {
 		return fmt.Errorf("the cluster gateway did not sync: %w", ctx.Err())
 	}
 	return nil
 }
 
+func (records) String() string { return "validators' Secrets and backup CronJobs" }
+
 func (c *Controller) request(name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.namespace, Name: name}}
 }
 
-// start makes the cluster's password key when there is none (handlers,
-// which only read it, answer 503 until then; should that fail, the first
-// reconcile that needs the key tries again), enqueues every validator known
-// at start (database rows, among them those without any resource, and
-// managed resources), marks the controller running here and takes the
-// database's change feed until ctx ends.
-func (c *Controller) start(ctx context.Context) error {
-	if _, err := c.passwordKey(ctx); err != nil && ctx.Err() == nil {
-		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
-	}
-	names, err := c.allNames(ctx)
-	if err != nil {
-		return fmt.Errorf("intent controller: %w", err)
-	}
-	c.mu.Lock()
-	c.initial = make(map[string]bool, len(names))
-	for _, n := range names {
-		c.initial[n] = true
-	}
-	if len(names) == 0 {
-		c.markSynced()
-	}
-	c.mu.Unlock()
-	c.startedMu.Lock()
-	c.started = ctx
-	c.startedMu.Unlock()
-	defer func() {
-		c.startedMu.Lock()
-		c.started = nil
-		c.startedMu.Unlock()
-	}()
-	for _, n := range names {
-		c.send(ctx, n)
-	}
-	c.PollChanges(ctx, func(name string) { c.send(ctx, name) })
-	return nil
-}
-
-// send hands name to the controller's channel source, waiting for room.
-func (c *Controller) send(ctx context.Context, name string) {
-	select {
-	case c.enqueued <- event.TypedGenericEvent[string]{Object: name}:
-	case <-ctx.Done():
-	}
-}
-
 // Running tells whether the controller runs in this process.
-func (c *Controller) Running() bool {
-	c.startedMu.Lock()
-	defer c.startedMu.Unlock()
-	return c.started != nil
-}
+func (c *Controller) Running() bool { return c.running.Load() }
 
 // Enqueue asks for name to be reconciled at once (a handler of this
 // process recorded a change). It never waits: in a process that does not
 // run the controller, or when the source's buffer is full, it does
 // nothing, and the leader takes the change from the database's feed
-// (PollChanges) within Options.Changes.
+// within Options.Changes.
 func (c *Controller) Enqueue(name string) {
 	if !c.Running() {
 		return
 	}
 	select {
-	case c.enqueued <- event.TypedGenericEvent[string]{Object: name}:
+	case c.names <- event.TypedGenericEvent[string]{Object: name}:
 	default:
 	}
-}
-
-// changesPage is how many changes one take reads.
-const changesPage = 500
-
-// PollChanges takes the database's change feed every Options.Changes and
-// hands each name to add, until ctx ends: the writes of every replica's
-// handlers reach the leader's queue within that interval. A take that
-// fails is logged and tried again; what it would have taken stays in the
-// feed.
-func (c *Controller) PollChanges(ctx context.Context, add func(name string)) {
-	tick := time.NewTicker(c.changes)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for {
-			names, err := c.store.TakeChanges(ctx, changesPage)
-			if err != nil {
-				if ctx.Err() == nil {
-					c.log.Warn("reading the validators' change feed", "error", err)
-				}
-				break
-			}
-			for _, n := range names {
-				add(n)
-			}
-			if len(names) < changesPage {
-				break
-			}
-		}
-	}
-}
-
-// allNames names every validator of the database and every managed
-// Validator resource.
-func (c *Controller) allNames(ctx context.Context) ([]string, error) {
-	seen := map[string]bool{}
-	var names []string
-	for after := ""; ; {
-		page, err := c.store.ValidatorNames(ctx, after, namesPage)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range page {
-			seen[n] = true
-			names = append(names, n)
-		}
-		if len(page) < namesPage {
-			break
-		}
-		after = page[len(page)-1]
-	}
-	managed, err := c.cluster.ManagedValidators()
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range managed {
-		if !seen[n] {
-			names = append(names, n)
-		}
-	}
-	return names, nil
 }
 
 // markSynced closes inStep, once; c.mu is held.
@@ -460,31 +327,36 @@ func (c *Controller) Ping(context.Context) error {
 // Reconcile drives one validator to its record.
 func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	defer c.reconciled(name)
-	var res reconcile.Result
-	err := c.reconcile(ctx, name, &res)
+	err := c.reconcile(ctx, name)
 	if err != nil && ctx.Err() == nil {
 		c.log.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
 	}
-	return res, err
+	return reconcile.Result{}, err
 }
 
-func (c *Controller) reconcile(ctx context.Context, name string, _ *reconcile.Result) error {
+// reconcile reads the validator's row and what the cache shows, asks the
+// decisions (decide.go) what to do, and does it in order: the identity
+// provider's user and clients, the Validator resource and its backup
+// schedule, the Secrets, the state copied back; or, without a row, removes
+// what the cluster has of it.
+func (c *Controller) reconcile(ctx context.Context, name string) error {
 	in, err := c.store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
-		// No record: whatever the cluster has of it goes.
 		return c.cluster.DeleteValidator(ctx, name)
 	}
 	if err != nil {
 		return err
 	}
-	if err := c.provisionIdentity(ctx, &in.Validator); err != nil {
-		return err
-	}
-	applied, err := withAuth(in.Validator, c.identity.Endpoints())
+	key, err := c.passwordKey(ctx)
 	if err != nil {
+		return fmt.Errorf("the cluster's password key: %w", err)
+	}
+	if err := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key)); err != nil {
 		return err
 	}
-	in.Validator = applied
+	if in.Validator, err = desiredResource(in.Validator, c.identity.Endpoints()); err != nil {
+		return err
+	}
 	if !c.cluster.InStep(in) {
 		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune); err != nil {
 			return err
@@ -494,34 +366,34 @@ func (c *Controller) reconcile(ctx context.Context, name string, _ *reconcile.Re
 			return err
 		}
 	}
-	if err := c.writeSecrets(ctx, in.Validator); err != nil {
+	work, err := decideSecrets(in.Validator, key, c.cluster.CachedSecrets(name))
+	if err != nil {
 		return err
 	}
-	return c.syncState(ctx, in.Validator)
+	if err := c.writeSecrets(ctx, in.Validator, work); err != nil {
+		return err
+	}
+	st, cached := c.cluster.CachedState(name)
+	if st, ok := stateToCopy(in.Validator, st, cached); ok {
+		return c.store.SyncValidatorState(ctx, name, st)
+	}
+	return nil
 }
 
-// syncState copies the phase and the edit flag the cluster reports into the
-// row when they differ.
-func (c *Controller) syncState(ctx context.Context, v domain.Validator) error {
-	st, ok := c.cluster.CachedState(v.Name)
-	if !ok || (st.Phase == v.Phase && st.DisableUserEdit == v.Immutable) {
+// provisionIdentity makes what w says in the identity provider, adopting
+// what carries the validator's claim, and records it in the row. A failure
+// is recorded in the row, where the validator's status shows it, and
+// returned (retried with backoff); success clears the record.
+func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator, w identityWork) error {
+	if !w.Provider {
 		return nil
 	}
-	return c.store.SyncValidatorState(ctx, v.Name, st)
-}
-
-// provisionIdentity makes, without custom authentication, the wallet user
-// and the identity provider's clients the validator's row has not recorded
-// yet, adopting those that carry its claim. A failure is recorded in the
-// row, where the validator's status shows it, and returned (retried with
-// backoff); success clears the record.
-func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator) error {
-	if v.CustomAuth {
-		return nil
+	var err error
+	if w.WalletUser {
+		err = c.provisionWalletUser(ctx, v, w.Password)
 	}
-	err := c.provisionWalletUser(ctx, v)
-	if err == nil {
-		err = c.provisionAuth(ctx, v)
+	if err == nil && w.Clients {
+		err = c.provisionClients(ctx, v)
 	}
 	message := ""
 	if err != nil {
@@ -536,19 +408,10 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator)
 	return err
 }
 
-// provisionWalletUser creates the wallet user with the temporary password
-// the create answered (derived again from the cluster's key, the name and
-// the claim) and records its id.
-func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator) error {
-	if v.WalletUserID != "" {
-		return nil
-	}
-	key, err := c.passwordKey(ctx)
-	if err != nil {
-		return fmt.Errorf("the cluster's password key: %w", err)
-	}
-	claim := v.IdentityClaim()
-	u, err := c.identity.CreateWalletUser(ctx, v.Name, claim, keyring.TemporaryPassword(key, v.Name, claim))
+// provisionWalletUser creates the wallet user with password and records
+// its id.
+func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator, password string) error {
+	u, err := c.identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
 	if errors.Is(err, domain.ErrConflict) {
 		return domain.Conflict("the identity provider already has a user %s_walletuser that this validator did not create; remove it, and the validator is provisioned", strings.ToLower(v.Name))
 	}
@@ -563,52 +426,68 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 	return nil
 }
 
-// writeSecrets writes, in one call, the secret values a create or an edit
-// recorded (sealed) into the validator's Secrets, replacing what they hold,
-// and the defaults of the Secrets its pods reference that are missing
-// (ensureSecrets: never one the values fill); then it clears the values
-// from the row if it still holds them: an edit recorded meanwhile keeps
-// its values for the next reconcile. Values that no longer open (the key
-// was replaced) are dropped with a warning: the operator gives them again.
-func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator) error {
-	given, err := c.pending(ctx, v)
+// provisionClients makes the identity provider's clients and records them
+// in the row (ids only), so that later reconciles need not ask the
+// identity provider. A crash before the record is healed by the next call,
+// which adopts the clients that carry the validator's claim.
+func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) error {
+	a, err := c.identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)
+	}
 	if err != nil {
+		return fmt.Errorf("create the identity provider's clients: %w", err)
+	}
+	faultpoint.Reach("auth.provisioned")
+	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err
 	}
-	defaults, err := c.defaults(ctx, v, given.Written())
-	if err != nil {
-		return err
+	v.ProvisionedAuth = &a
+	return nil
+}
+
+// writeSecrets writes, in one call, what w says into the validator's
+// Secrets (the identity provider's client secret read first when w needs
+// it), then clears the values from the row if it still holds them: an
+// edit recorded meanwhile keeps its values for the next reconcile.
+func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w secretWork) error {
+	if w.Unsealable {
+		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
+			"validator", v.Name)
 	}
-	if given != (domain.ValidatorSecrets{}) || defaults != (domain.SecretDefaults{}) {
-		if err := c.cluster.PutSecrets(ctx, v.Name, given, defaults); err != nil {
+	if w.OperatorPassword {
+		c.log.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
+			"validator", v.Name, "secret", domain.DatabaseSecretName(v.Name))
+	}
+	if w.ClientSecret {
+		secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
+		if err != nil {
+			return fmt.Errorf("read the ledger API client's secret: %w", err)
+		}
+		w.Defaults.LedgerAPIClientSecret = &secret
+	}
+	if w.writes() {
+		if err := c.cluster.PutSecrets(ctx, v.Name, w.Given, w.Defaults); err != nil {
 			return err
 		}
 	}
-	if v.PendingSecrets == "" {
+	if !w.Clear {
 		return nil
 	}
 	faultpoint.Reach("secrets.written")
 	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
 }
 
-// pending are the secret values the row records for the cluster (none
-// when it records none, or when they no longer open).
-func (c *Controller) pending(ctx context.Context, v domain.Validator) (domain.ValidatorSecrets, error) {
-	if v.PendingSecrets == "" {
-		return domain.ValidatorSecrets{}, nil
+// passwordKey is the cluster's key of generated passwords, read once.
+func (c *Controller) passwordKey(ctx context.Context) ([]byte, error) {
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	if c.key == nil {
+		key, err := c.cluster.PasswordKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.key = key
 	}
-	key, err := c.passwordKey(ctx)
-	if err != nil {
-		return domain.ValidatorSecrets{}, fmt.Errorf("the cluster's password key: %w", err)
-	}
-	s, err := keyring.Open(key, v.Name, v.IdentityClaim(), v.PendingSecrets)
-	if errors.Is(err, keyring.ErrUnsealable) {
-		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
-			"validator", v.Name)
-		return domain.ValidatorSecrets{}, nil
-	}
-	if err != nil {
-		return domain.ValidatorSecrets{}, err
-	}
-	return requestSecrets(v, s), nil
+	return c.key, nil
 }

@@ -1,0 +1,178 @@
+package intent
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/keyring"
+)
+
+var complete = &domain.ProvisionedAuth{Audience: "a-ledger-api", LedgerAPIClient: "a-validator-app", LedgerAPIUser: "sa-a",
+	WalletClient: "a-wallet-ui", NameServiceClient: "a-ans-ui"}
+
+func TestDecideIdentity(t *testing.T) {
+	password := keyring.TemporaryPassword(testKey, "a", "claim-a")
+	for _, tc := range []struct {
+		name string
+		v    domain.Validator
+		want identityWork
+	}{
+		{"custom authentication: nothing", domain.Validator{Name: "a", Claim: "claim-a", CustomAuth: true}, identityWork{}},
+		{"new: the user with the create's password, and the clients", domain.Validator{Name: "a", Claim: "claim-a"},
+			identityWork{Provider: true, WalletUser: true, Password: password, Clients: true}},
+		{"user recorded: the clients", domain.Validator{Name: "a", Claim: "claim-a", WalletUserID: "id-a"},
+			identityWork{Provider: true, Clients: true}},
+		{"clients recorded in part: healed", domain.Validator{Name: "a", Claim: "claim-a", WalletUserID: "id-a",
+			ProvisionedAuth: &domain.ProvisionedAuth{Audience: "a-ledger-api"}}, identityWork{Provider: true, Clients: true}},
+		{"all recorded: nothing to make, the outcome still recorded", domain.Validator{Name: "a", Claim: "claim-a", WalletUserID: "id-a",
+			ProvisionedAuth: complete}, identityWork{Provider: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decideIdentity(tc.v, testKey); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDesiredResource(t *testing.T) {
+	e := identity{}.Endpoints()
+	for _, tc := range []struct {
+		name string
+		v    domain.Validator
+		want *domain.Auth // nil: the spec as the row has it
+	}{
+		{"custom authentication: the operator's", domain.Validator{Name: "a", CustomAuth: true, ProvisionedAuth: complete,
+			Spec: []byte(`{"name":"a"}`)}, nil},
+		{"not provisioned yet", domain.Validator{Name: "a", Spec: []byte(`{"name":"a"}`)}, nil},
+		{"provisioned: the provider's clients, user and endpoints", domain.Validator{Name: "a", WalletUserID: "id-a",
+			ProvisionedAuth: complete, Spec: []byte(`{"name":"a"}`)},
+			&domain.Auth{Audience: "a-ledger-api", NameServiceClient: "a-ans-ui", LedgerAPIClient: "a-validator-app", LedgerAPIUser: "sa-a",
+				WalletClient: "a-wallet-ui", WalletUser: "id-a", JWKSURL: &e.JWKS, OIDCAuthorityURL: &e.Authority, OIDCConfigURL: &e.Config}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := desiredResource(tc.v, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if string(got.Spec) != string(tc.v.Spec) {
+					t.Fatalf("spec: got %s, want the row's %s", got.Spec, tc.v.Spec)
+				}
+				return
+			}
+			cfg, err := got.Config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Auth, tc.want) {
+				t.Errorf("auth: got %+v, want %+v", cfg.Auth, tc.want)
+			}
+			if cfg.Name != "a" {
+				t.Errorf("the rest of the configuration was lost: %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestDecideSecrets(t *testing.T) {
+	seal := func(name, claim string, s domain.ValidatorSecrets) string {
+		t.Helper()
+		sealed, err := keyring.Seal(testKey, name, claim, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sealed
+	}
+	generated := keyring.DatabasePassword(testKey, "a", "claim-a")
+	empty := ""
+	all := domain.WrittenSecrets{Onboarding: true, LedgerAPIAuth: true, Database: true}
+	for _, tc := range []struct {
+		name string
+		v    domain.Validator
+		have domain.WrittenSecrets
+		want secretWork
+	}{
+		{"in step: nothing", domain.Validator{Name: "a", Claim: "claim-a", ProvisionedAuth: complete}, all, secretWork{}},
+		{"new, no password given: one generated, the provider's client secret",
+			domain.Validator{Name: "a", Claim: "claim-a", ProvisionedAuth: complete,
+				PendingSecrets: seal("a", "claim-a", domain.ValidatorSecrets{OnboardingSecret: "s3cret"})}, domain.WrittenSecrets{},
+			secretWork{Given: domain.ValidatorSecrets{OnboardingSecret: "s3cret"}, Defaults: domain.SecretDefaults{DatabasePassword: &generated},
+				ClientSecret: true, Clear: true}},
+		{"the request's password; its client secret is not the provider's",
+			domain.Validator{Name: "a", Claim: "claim-a", ProvisionedAuth: complete,
+				PendingSecrets: seal("a", "claim-a", domain.ValidatorSecrets{DatabasePassword: "theirs", LedgerAPIClientSecret: "ignored"})}, domain.WrittenSecrets{},
+			secretWork{Given: domain.ValidatorSecrets{DatabasePassword: "theirs"}, ClientSecret: true, Clear: true}},
+		{"custom authentication: the request's client secret, no provider",
+			domain.Validator{Name: "a", Claim: "claim-a", CustomAuth: true,
+				PendingSecrets: seal("a", "claim-a", domain.ValidatorSecrets{LedgerAPIClientSecret: "their-secret"})}, domain.WrittenSecrets{},
+			secretWork{Given: domain.ValidatorSecrets{LedgerAPIClientSecret: "their-secret"}, Defaults: domain.SecretDefaults{DatabasePassword: &generated}, Clear: true}},
+		{"external database without a password: an empty one",
+			domain.Validator{Name: "a", Claim: "claim-a", ExternalDatabase: true, ProvisionedAuth: complete}, domain.WrittenSecrets{LedgerAPIAuth: true},
+			secretWork{Defaults: domain.SecretDefaults{DatabasePassword: &empty}}},
+		{"deleted database Secret: the same generated password again",
+			domain.Validator{Name: "a", Claim: "claim-a", CustomAuth: true, Spec: []byte(`{"name":"a"}`)}, domain.WrittenSecrets{LedgerAPIAuth: true},
+			secretWork{Defaults: domain.SecretDefaults{DatabasePassword: &generated}}},
+		{"deleted database Secret of the operator's password: none made up",
+			domain.Validator{Name: "a", Claim: "claim-a", CustomAuth: true, Spec: []byte(`{"name":"a","writtenSecrets":{"database":true}}`)},
+			domain.WrittenSecrets{LedgerAPIAuth: true}, secretWork{OperatorPassword: true}},
+		{"nor for an external database",
+			domain.Validator{Name: "a", Claim: "claim-a", CustomAuth: true, ExternalDatabase: true, Spec: []byte(`{"name":"a","writtenSecrets":{"database":true}}`)},
+			domain.WrittenSecrets{LedgerAPIAuth: true}, secretWork{OperatorPassword: true}},
+		{"not provisioned yet: no client secret to read",
+			domain.Validator{Name: "a", Claim: "claim-a"}, domain.WrittenSecrets{Database: true}, secretWork{}},
+		{"values sealed under another key: dropped, cleared",
+			domain.Validator{Name: "a", Claim: "claim-a", CustomAuth: true,
+				PendingSecrets: seal("a", "another claim", domain.ValidatorSecrets{OnboardingSecret: "s3cret"})}, all,
+			secretWork{Unsealable: true, Clear: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := decideSecrets(tc.v, testKey, tc.have)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %s, want %s", describe(got), describe(tc.want))
+			}
+			if got.writes() != (tc.want.Given != domain.ValidatorSecrets{} || tc.want.Defaults != domain.SecretDefaults{} || tc.want.ClientSecret) {
+				t.Errorf("writes: got %v", got.writes())
+			}
+		})
+	}
+}
+
+// describe shows w with its defaults' values (pointers print as addresses).
+func describe(w secretWork) string {
+	value := func(p *string) string {
+		if p == nil {
+			return "<none>"
+		}
+		return strconv.Quote(*p)
+	}
+	return fmt.Sprintf("%+v (database default %s, client default %s)", w, value(w.Defaults.DatabasePassword), value(w.Defaults.LedgerAPIClientSecret))
+}
+
+func TestStateToCopy(t *testing.T) {
+	row := domain.Validator{Name: "a", Phase: domain.PhasePending}
+	for _, tc := range []struct {
+		name   string
+		st     domain.ValidatorState
+		cached bool
+		want   bool
+	}{
+		{"not in the cache", domain.ValidatorState{Phase: domain.PhaseRunning}, false, false},
+		{"same phase", domain.ValidatorState{Phase: domain.PhasePending, DatabaseRunning: true}, true, false},
+		{"phase moved", domain.ValidatorState{Phase: domain.PhaseRunning}, true, true},
+		{"frozen by the operator", domain.ValidatorState{Phase: domain.PhasePending, DisableUserEdit: true}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, ok := stateToCopy(row, tc.st, tc.cached)
+			if ok != tc.want || (ok && st != tc.st) {
+				t.Errorf("got %+v, %v; want %v", st, ok, tc.want)
+			}
+		})
+	}
+}

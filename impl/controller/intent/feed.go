@@ -1,0 +1,123 @@
+package intent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// feed is the Runnable that owns the database's change feed on the elected
+// leader and names validators to the controller's channel source: once the
+// gateway's cached reads answer, it makes the cluster's password key when
+// there is none (handlers, which only read it, answer 503 until then;
+// should that fail, the first reconcile tries again), names every
+// validator known at start (database rows, among them those without any
+// resource, and managed resources), then takes the feed every
+// Options.Changes until the leader stops: the writes of every replica's
+// handlers reach the leader's queue within that interval. A take that
+// fails is logged and tried again; what it would have taken stays in the
+// feed.
+type feed struct{ c *Controller }
+
+// NeedLeaderElection: the feed is the leader's, as the controller is.
+func (feed) NeedLeaderElection() bool { return true }
+
+// namesPage is how many names one read of the database returns;
+// changesPage how many changes one take reads.
+const (
+	namesPage   = 500
+	changesPage = 500
+)
+
+func (f feed) Start(ctx context.Context) error {
+	c := f.c
+	if !c.cluster.WaitForSync(ctx) {
+		return nil
+	}
+	if _, err := c.passwordKey(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
+	}
+	names, err := f.allNames(ctx)
+	if err != nil {
+		return fmt.Errorf("intent controller: %w", err)
+	}
+	c.mu.Lock()
+	c.initial = make(map[string]bool, len(names))
+	for _, n := range names {
+		c.initial[n] = true
+	}
+	if len(names) == 0 {
+		c.markSynced()
+	}
+	c.mu.Unlock()
+	c.running.Store(true)
+	defer c.running.Store(false)
+	for _, n := range names {
+		f.send(ctx, n)
+	}
+	tick := time.NewTicker(c.changes)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		for {
+			names, err := c.store.TakeChanges(ctx, changesPage)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("reading the validators' change feed", "error", err)
+				}
+				break
+			}
+			for _, n := range names {
+				f.send(ctx, n)
+			}
+			if len(names) < changesPage {
+				break
+			}
+		}
+	}
+}
+
+// send hands name to the controller's channel source, waiting for room.
+func (f feed) send(ctx context.Context, name string) {
+	select {
+	case f.c.names <- event.TypedGenericEvent[string]{Object: name}:
+	case <-ctx.Done():
+	}
+}
+
+// allNames names every validator of the database and every managed
+// Validator resource.
+func (f feed) allNames(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var names []string
+	for after := ""; ; {
+		page, err := f.c.store.ValidatorNames(ctx, after, namesPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page {
+			seen[n] = true
+			names = append(names, n)
+		}
+		if len(page) < namesPage {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	managed, err := f.c.cluster.ManagedValidators()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range managed {
+		if !seen[n] {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
