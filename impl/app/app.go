@@ -725,7 +725,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	// needs to be ready for: at 1,000 validators they are most of the
 	// API server's and the server's work then.
 	held := heldBack{Manager: mgr, until: a.Intent.InStep(), most: workloadHold}
-	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(held); err != nil {
+	if err := workload.New(workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(held); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
 	}
 	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {

@@ -49,7 +49,7 @@ func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	defer f.management.Close()
 	defer f.platform.Close()
-	inf, err := c.GetInformer(ctx, cluster.ValidatorObject())
+	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -74,9 +74,6 @@ func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	<-ctx.Done()
 	return nil
 }
-
-// The informer's objects are the cache's Validators (cluster.ValidatorObject):
-// their metadata and stored encoding.
 
 func (f *watchFeed) changed(old, obj any) {
 	v, ok := obj.(client.Object)
@@ -109,8 +106,12 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 	if err != nil && !unknown {
 		return // not from an API server (resource versions are numbers)
 	}
-	status, ok := cluster.ValidatorStatus(v)
+	typed, ok := v.(*v1alpha1.Validator)
 	if !ok {
+		return
+	}
+	status, err := json.Marshal(typed.Status)
+	if err != nil {
 		return
 	}
 	// The events are encoded when sent: what the hubs keep of a validator
@@ -130,7 +131,7 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 
 // managementEvent is release 1.11's ValidatorWatchEvent: the phase (empty
 // reads as PENDING, as the list shows it) and the Ready condition's reason,
-// from v's status as stored.
+// from v's status.
 func managementEvent(v client.Object, status []byte, deleted bool) []byte {
 	var st v1alpha1.ValidatorStatus
 	_ = json.Unmarshal(status, &st) // a status the API server took decodes
@@ -153,8 +154,7 @@ func managementEvent(v client.Object, status []byte, deleted bool) []byte {
 	return b
 }
 
-// platformEvent is release 2.0's ValidatorWatchEvent: the resource's status
-// as stored.
+// platformEvent is release 2.0's ValidatorWatchEvent: the resource's status.
 func platformEvent(v client.Object, status []byte, deleted bool) []byte {
 	e := struct {
 		Name            string          `json:"name"`

@@ -127,7 +127,7 @@ func startProcess(t *testing.T, ns string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
+	if err := workload.New(workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
