@@ -208,7 +208,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForSync waits until Start has seen the cache and the views synced;
+// WaitForSync waits until Start has seen the cache synced;
 // false when ctx ends first.
 func (k *Kube) WaitForSync(ctx context.Context) bool {
 	select {
@@ -843,6 +843,9 @@ func (k *Kube) CachedCronJobVersion(name string) string {
 // cachedCronJob is the cache's CronJob of that name, nil when absent;
 // shared: read it, never change it.
 func (k *Kube) cachedCronJob(name string) *batchv1.CronJob {
+	if !k.synced.Load() {
+		return nil
+	}
 	cj := &batchv1.CronJob{}
 	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, cj, noCopy) != nil {
 		return nil
