@@ -13,13 +13,14 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// onChange calls f, until ctx ends, with each object of obj's kind the
-// cache adds, updates or deletes, once the cache's reads show the change
-// (an informer updates its store before it tells its handlers).
-func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.Object, deleted bool)) error {
+// onChange calls f, until remove is called or the cache stops, with each
+// object of obj's kind of the namespace the cache adds, updates or
+// deletes, once the cache's reads show the change (an informer updates its
+// store before it tells its handlers).
+func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.Object, deleted bool)) (remove func(), err error) {
 	informer, err := k.cache.GetInformer(ctx, obj)
 	if err != nil {
-		return fmt.Errorf("cluster: %T informer: %w", obj, err)
+		return nil, fmt.Errorf("cluster: %T informer: %w", obj, err)
 	}
 	call := func(o any, deleted bool) {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -35,10 +36,9 @@ func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.
 		DeleteFunc: func(o any) { call(o, true) },
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
-	return nil
+	return func() { _ = informer.RemoveEventHandler(reg) }, nil
 }
 
 // WatchRecords calls f, until ctx ends, with the name of the managed
@@ -49,11 +49,14 @@ func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
 	for obj, validator := range map[client.Object]func(metav1.Object) string{&corev1.Secret{}: k.SecretValidator, &batchv1.CronJob{}: k.cronJobValidator} {
 		// The informers exist once Start has run: an error here is a
 		// context that ended.
-		_ = k.onChange(ctx, obj, func(o metav1.Object, _ bool) {
+		remove, err := k.onChange(ctx, obj, func(o metav1.Object, _ bool) {
 			if name := validator(o); name != "" {
 				f(name)
 			}
 		})
+		if err == nil {
+			context.AfterFunc(ctx, remove)
+		}
 	}
 }
 
@@ -76,17 +79,18 @@ func (k *Kube) OnValidatorDeleted(f func(name string)) {
 	k.deleted = append(k.deleted, f)
 }
 
-// notifyDeleted tells OnValidatorDeleted's callbacks, until ctx ends, of
-// each Validator that leaves the cache.
+// notifyDeleted tells OnValidatorDeleted's callbacks, while the cache
+// runs, of each Validator that leaves it.
 func (k *Kube) notifyDeleted(ctx context.Context) error {
 	if len(k.deleted) == 0 {
 		return nil
 	}
-	return k.onChange(ctx, &v1alpha1.Validator{}, func(o metav1.Object, deleted bool) {
+	_, err := k.onChange(ctx, &v1alpha1.Validator{}, func(o metav1.Object, deleted bool) {
 		if deleted {
 			for _, f := range k.deleted {
 				f(o.GetName())
 			}
 		}
 	})
+	return err
 }

@@ -196,8 +196,10 @@ func (k *Kube) Start(ctx context.Context) error {
 			return fmt.Errorf("cluster: %T informer: %w", obj, err)
 		}
 	}
-	if err := k.notifyDeleted(ctx); err != nil {
-		return err
+	if !k.synced.Load() { // once
+		if err := k.notifyDeleted(ctx); err != nil {
+			return err
+		}
 	}
 	if !k.cache.WaitForCacheSync(ctx) {
 		return domain.Unavailable("cluster: the validator cache did not sync: %v", ctx.Err())

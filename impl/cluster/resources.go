@@ -28,7 +28,9 @@ const (
 var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: ApplicationResource}
 
 // Release 2.0's reads of the custom resources: every object of the
-// namespace, whatever wrote it, from the Manager's cache. A Validator is
+// namespace, whatever wrote it, from the Manager's cache (the Manager's
+// client reads unstructured objects from the API server: Applications are
+// read from the cache itself). A Validator is
 // the cache's typed object encoded (its fields as the type has them: a
 // zero value the type omits is not returned, one it keeps is, whether or
 // not it was stored); an Application, which has no Go type, as stored.
@@ -53,7 +55,7 @@ func (k *Kube) resources(ctx context.Context, kind domain.ResourceKind) ([]resou
 	case domain.KindApplication:
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationKind + "List"))
-		if err := k.client.List(ctx, l, client.InNamespace(k.namespace)); err != nil {
+		if err := k.cache.List(ctx, l, client.InNamespace(k.namespace)); err != nil {
 			return nil, translate("list applications", err)
 		}
 		for i := range l.Items {
@@ -82,7 +84,7 @@ func (k *Kube) resource(ctx context.Context, kind domain.ResourceKind, name stri
 		o = validatorObject(v)
 	case domain.KindApplication:
 		u := unstructuredOf(ApplicationGVK)
-		err = k.client.Get(ctx, key, u)
+		err = k.cache.Get(ctx, key, u)
 		o = applicationObject(u)
 	}
 	if client.IgnoreNotFound(err) == nil && err != nil {
