@@ -646,7 +646,7 @@ func (a *App) openIdentity(ctx context.Context) error {
 }
 
 // StartCluster waits, until ctx ends, for the first sync of the Manager's
-// cache (the Manager starts it) and the gateway's views over it. It fails
+// cache (the Manager starts it) and the informers the gateway reads. It fails
 // fast when the cluster does not serve the Validator resource.
 func (a *App) StartCluster(ctx context.Context) error {
 	if err := a.Cluster.Start(ctx); err != nil {
@@ -725,7 +725,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	// needs to be ready for: at 1,000 validators they are most of the
 	// API server's and the server's work then.
 	held := heldBack{Manager: mgr, until: a.Intent.InStep(), most: workloadHold}
-	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(held); err != nil {
+	if err := workload.New(workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(held); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
 	}
 	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {
@@ -754,7 +754,7 @@ func (a *App) serveSandbox(ctx context.Context, served <-chan struct{}) error {
 	return <-done
 }
 
-// runCluster waits for the cache and the gateway's views over it
+// runCluster waits for the cache and the informers the gateway reads
 // (StartCluster); health is DOWN until then.
 func (a *App) runCluster(ctx context.Context) error {
 	if err := a.StartCluster(ctx); err != nil {

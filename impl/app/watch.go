@@ -49,7 +49,7 @@ func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	defer f.management.Close()
 	defer f.platform.Close()
-	inf, err := c.GetInformer(ctx, cluster.ValidatorObject())
+	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -74,9 +74,6 @@ func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
 	<-ctx.Done()
 	return nil
 }
-
-// The informer's objects are the cache's Validators (cluster.ValidatorObject):
-// their metadata and stored encoding.
 
 func (f *watchFeed) changed(old, obj any) {
 	v, ok := obj.(client.Object)
@@ -109,15 +106,15 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 	if err != nil && !unknown {
 		return // not from an API server (resource versions are numbers)
 	}
-	status, ok := cluster.ValidatorStatus(v)
+	typed, ok := v.(*v1alpha1.Validator)
 	if !ok {
 		return
 	}
 	// The events are encoded when sent: what the hubs keep of a validator
 	// is v, the cache's own object.
 	for hub, encode := range map[*live.Hub]func() []byte{
-		f.management: func() []byte { return managementEvent(v, status, deleted) },
-		f.platform:   func() []byte { return platformEvent(v, status, deleted) },
+		f.management: func() []byte { return managementEvent(typed, deleted) },
+		f.platform:   func() []byte { return platformEvent(typed, deleted) },
 	} {
 		c := live.Change{Name: v.GetName(), Version: rv, Deleted: deleted, Encode: encode}
 		if unknown {
@@ -130,10 +127,9 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 
 // managementEvent is release 1.11's ValidatorWatchEvent: the phase (empty
 // reads as PENDING, as the list shows it) and the Ready condition's reason,
-// from v's status as stored.
-func managementEvent(v client.Object, status []byte, deleted bool) []byte {
-	var st v1alpha1.ValidatorStatus
-	_ = json.Unmarshal(status, &st) // a status the API server took decodes
+// from v's status.
+func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
+	st := v.Status
 	phase := st.Phase
 	if phase == "" {
 		phase = v1alpha1.PhasePending
@@ -153,16 +149,15 @@ func managementEvent(v client.Object, status []byte, deleted bool) []byte {
 	return b
 }
 
-// platformEvent is release 2.0's ValidatorWatchEvent: the resource's status
-// as stored.
-func platformEvent(v client.Object, status []byte, deleted bool) []byte {
+// platformEvent is release 2.0's ValidatorWatchEvent: the resource's status.
+func platformEvent(v *v1alpha1.Validator, deleted bool) []byte {
 	e := struct {
-		Name            string          `json:"name"`
-		Namespace       string          `json:"namespace"`
-		ResourceVersion string          `json:"resourceVersion"`
-		Deleted         bool            `json:"deleted,omitempty"`
-		Status          json.RawMessage `json:"status"`
-	}{Name: v.GetName(), Namespace: v.GetNamespace(), ResourceVersion: v.GetResourceVersion(), Deleted: deleted, Status: status}
+		Name            string                   `json:"name"`
+		Namespace       string                   `json:"namespace"`
+		ResourceVersion string                   `json:"resourceVersion"`
+		Deleted         bool                     `json:"deleted,omitempty"`
+		Status          v1alpha1.ValidatorStatus `json:"status"`
+	}{Name: v.Name, Namespace: v.Namespace, ResourceVersion: v.ResourceVersion, Deleted: deleted, Status: v.Status}
 	b, _ := json.Marshal(e)
 	return b
 }

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,28 +21,13 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// The one cache: the gateway reads cluster objects from the controller-runtime
-// Manager's cache (the one the controllers read), whose options CacheOptions
-// gives. Each kind is cached as small as its readers allow:
-//   - Validators once, as their encoding (viewObject: release 2.0 returns
-//     them as stored, which a typed object cannot reproduce: zero values,
-//     quantities as written), with the metadata predicates read; readers
-//     of the typed Validator decode it (validators.go);
-//   - Applications: their encoding only;
-//   - Secrets as records (SecretRecord): key, owners, the validator and the
-//     keys of data, no value and no annotation (kubectl's
-//     last-applied-configuration may quote a value);
-//   - CronJobs as records (CronJobRecord): metadata and, in place of the
-//     spec, a digest of the fields the gateway sets (cronJobDigest), which
-//     is what it compares;
-//   - Pods, PersistentVolumeClaims, Deployments, StatefulSets and Services
-//     as records of what the workload controller reads (trim.go:
-//     PodRecord, ClaimRecord, WorkloadRecord): no spec, and for the
-//     workloads, in place of their managedFields, the digest of the fields
-//     the workload controller applied (applied.go), which it compares
-//     before it applies again;
-//   - Jobs as the few fields the runs controller reads: no spec;
-//   - everything else: without managedFields.
+// The one cache: the gateway, the controllers and the watch streams read
+// cluster objects from the controller-runtime Manager's cache, typed (the
+// Application, which has no Go type, unstructured), through the Manager's
+// client. Its options (CacheOptions) drop what no reader reads: every
+// object's managedFields, and the values of Secrets (their keys stay:
+// readers ask whether a Secret has a key; a value is read from the API
+// server when it is needed).
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
 // and the Validator's.
@@ -69,12 +55,13 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 }
 
 // CacheOptions are the options of the Manager's cache: objects of
-// namespace only ("": of every namespace), each kind trimmed to what its readers read; resync
-// re-delivers every cached object this often (0: controller-runtime's
-// default), which is how controllers see changes no event announces.
+// namespace only ("": of every namespace), without managedFields, Secrets
+// without their values; resync re-delivers every cached object this often
+// (0: controller-runtime's default), which is how controllers see changes
+// no event announces.
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
-	// The transforms are set per namespace: a ByObject transform without
-	// its namespaces would lose to the DefaultNamespaces' defaulted one.
+	// A ByObject transform names its namespaces: without them it would lose
+	// to the DefaultNamespaces' defaulted one.
 	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
 		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: t}}}
 	}
@@ -82,22 +69,49 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
 		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
 		ByObject: map[client.Object]ctrlcache.ByObject{
-			unstructuredOf(ValidatorGVK):   in(encodeView),
-			unstructuredOf(ApplicationGVK): in(encodeView),
-			&corev1.Secret{}:               in(recordSecret),
-			&batchv1.CronJob{}:             in(recordCronJob),
-			&appsv1.Deployment{}:           in(recordWorkload),
-			&appsv1.StatefulSet{}:          in(recordWorkload),
-			&corev1.Service{}:              in(recordWorkload),
+			&corev1.Secret{}:      in(secretKeys),
+			&appsv1.Deployment{}:  in(ownFieldsOnly),
+			&appsv1.StatefulSet{}: in(ownFieldsOnly),
+			&corev1.Service{}:     in(ownFieldsOnly),
 		},
 	}
-	o.ByObject[&corev1.Pod{}] = in(trimPod)
-	o.ByObject[&corev1.PersistentVolumeClaim{}] = in(recordClaim)
-	o.ByObject[&batchv1.Job{}] = in(trimJob)
 	if resync > 0 {
 		o.SyncPeriod = &resync
 	}
 	return o
+}
+
+// secretKeys is the transform of Secrets: their keys without values, no
+// managedFields and no annotations (kubectl's last-applied-configuration
+// may quote a value).
+func secretKeys(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields, s.Annotations = nil, nil
+	for k := range s.Data {
+		s.Data[k] = []byte{}
+	}
+	return s, nil
+}
+
+// ownFieldsOnly is the transform of the workloads the workload controller
+// applies: of their managedFields, only FieldOwner's apply, which tells
+// whether the object holds what the controller would apply again.
+func ownFieldsOnly(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	var own []metav1.ManagedFieldsEntry
+	for _, e := range o.GetManagedFields() {
+		if e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			own = append(own, e)
+		}
+	}
+	o.SetManagedFields(own)
+	return o, nil
 }
 
 // backupShape is the backup CronJob's spec as the gateway writes it, as a

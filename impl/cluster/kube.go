@@ -86,18 +86,9 @@ type Kube struct {
 	instance string
 	// managed selects the Validators this installation manages.
 	managed labels.Selector
-	// Release 2.0's read model: every Validator and Application of the
-	// namespace, kept encoded.
-	validatorView   *view
-	applicationView *view
-	// validators reads validatorView's Validators typed; secrets and
-	// cronJobs keep the records the cache holds of those kinds.
-	validators *ValidatorCache
-	secrets    *records[*SecretRecord]
-	cronJobs   *records[*CronJobRecord]
-	// watchers are WatchRecords' callbacks.
-	watchersMu sync.Mutex
-	watchers   map[*func(string)]struct{}
+	// applications tells whether the cluster serves the Application
+	// resource (Start).
+	applications atomic.Bool
 	// deleted are OnValidatorDeleted's callbacks.
 	deleted []func(name string)
 	synced  atomic.Bool
@@ -165,10 +156,7 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
-		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{}),
-		watchers: map[*func(string)]struct{}{}}
-	k.secrets = newRecords(namespace, func(s *SecretRecord) { k.recordChanged(k.SecretValidator(s)) })
-	k.cronJobs = newRecords(namespace, func(cj *CronJobRecord) { k.recordChanged(k.cronJobValidator(cj)) })
+		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -176,10 +164,6 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 	if k.managed, err = labels.Parse(selector); err != nil {
 		return nil, fmt.Errorf("cluster: installation %q: %w", k.instance, err)
 	}
-	k.validatorView = newView(domain.KindValidator, ValidatorGVK, ValidatorResource.GroupResource())
-	k.validators = &ValidatorCache{v: k.validatorView}
-	k.validatorView.subscribe(context.Background(), k.validatorChanged)
-	k.applicationView = newView(domain.KindApplication, ApplicationGVK, ApplicationGVR.GroupResource())
 	return k, nil
 }
 
@@ -203,35 +187,23 @@ func (k *Kube) Start(ctx context.Context) error {
 	if err != nil {
 		return translate("list applications", err)
 	}
-	views := []*view{k.validatorView}
+	k.applications.Store(applications)
+	kinds := []client.Object{&v1alpha1.Validator{}, &corev1.Secret{}, &batchv1.CronJob{}}
 	if applications {
-		views = append(views, k.applicationView)
+		kinds = append(kinds, unstructuredOf(ApplicationGVK))
 	}
-	for _, v := range views {
-		if v.attached() {
-			continue
+	for _, obj := range kinds {
+		if _, err := k.cache.GetInformer(ctx, obj, ctrlcache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("cluster: %T informer: %w", obj, err)
 		}
-		if err := v.attach(ctx, k.cache); err != nil {
+	}
+	if !k.synced.Load() { // once
+		if err := k.notifyDeleted(ctx); err != nil {
 			return err
 		}
 	}
-	if err := k.secrets.attach(ctx, k.cache, &corev1.Secret{}); err != nil {
-		return err
-	}
-	if err := k.cronJobs.attach(ctx, k.cache, &batchv1.CronJob{}); err != nil {
-		return err
-	}
 	if !k.cache.WaitForCacheSync(ctx) {
 		return domain.Unavailable("cluster: the validator cache did not sync: %v", ctx.Err())
-	}
-	handlers := map[string]func() bool{"secrets": k.secrets.synced, "cronjobs": k.cronJobs.synced}
-	for _, v := range views {
-		handlers[string(v.kind)+" view"] = v.synced
-	}
-	for what, synced := range handlers {
-		if !waitSynced(ctx, synced) {
-			return domain.Unavailable("cluster: the %s did not sync: %v", what, ctx.Err())
-		}
 	}
 	if !k.synced.Swap(true) {
 		close(k.ready)
@@ -239,7 +211,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForSync waits until Start has seen the cache and the views synced;
+// WaitForSync waits until Start has seen the cache synced;
 // false when ctx ends first.
 func (k *Kube) WaitForSync(ctx context.Context) bool {
 	select {
@@ -392,7 +364,8 @@ func dropNullTimestamps(v any) {
 // covers tells whether actual holds what desired says: every field of
 // desired with an equal value (maps key by key, lists element by element
 // with the same length); a field only actual has is allowed when extra
-// allows its value (the API server's defaults). Both are JSON values
+// allows its value (the API server's defaults), and a field only desired
+// has when extra allows its value. Both are JSON values
 // (jsonValue).
 func covers(desired, actual any, extra func(any) bool) bool {
 	switch d := desired.(type) {
@@ -403,6 +376,9 @@ func covers(desired, actual any, extra func(any) bool) bool {
 		}
 		for key, dv := range d {
 			av, ok := a[key]
+			if !ok && extra(dv) { // a zero value the encoding omits
+				continue
+			}
 			if !ok || !covers(dv, av, extra) {
 				return false
 			}
@@ -468,21 +444,28 @@ func labelsCover(have, want map[string]string) bool {
 	return true
 }
 
-// storedValidator is the Validator resource of that name as stored (its
-// cached encoding, decoded); false when the cache has none.
+// storedValidator is the Validator resource of that name as the cache
+// holds it, as a JSON value; false when the cache has none.
 func (k *Kube) storedValidator(name string) (map[string]any, bool) {
+	v, ok := k.cachedObject(name)
+	if !ok {
+		return nil, false
+	}
+	obj, err := jsonValue(v)
+	m, ok := obj.(map[string]any)
+	return m, err == nil && ok
+}
+
+// cachedObject is the cache's Validator of that name (any, managed or
+// not), shared: read it, never change it; false when the cache is not
+// synced or has none.
+func (k *Kube) cachedObject(name string) (*v1alpha1.Validator, bool) {
 	if !k.synced.Load() {
 		return nil, false
 	}
-	o, err := k.validators.object(types.NamespacedName{Namespace: k.namespace, Name: name})
-	if err != nil {
-		return nil, false
-	}
-	var obj map[string]any
-	if json.Unmarshal(o.entry.encoding(), &obj) != nil {
-		return nil, false
-	}
-	return obj, true
+	v := &v1alpha1.Validator{}
+	err := k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, v, noCopy)
+	return v, err == nil
 }
 
 // validatorInStep tells from the cache whether the Validator resource has
@@ -547,35 +530,21 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 }
 
 // cachedValidator reads a validator this installation manages from the
-// cache, decoded; false when the cache is not synced or has no such
-// validator.
+// cache (shared: read it, never change it); false when the cache is not
+// synced or has no such validator.
 func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
-	o, ok := k.managedObject(name)
-	if !ok {
+	v, ok := k.cachedObject(name)
+	if !ok || !k.Manages(v.Labels) {
 		return nil, false
 	}
-	v, err := o.validator()
-	return v, err == nil
+	return v, true
 }
 
 // managesCached tells whether the cache holds a validator of that name this
-// installation manages (nothing decoded).
+// installation manages.
 func (k *Kube) managesCached(name string) bool {
-	_, ok := k.managedObject(name)
+	_, ok := k.cachedValidator(name)
 	return ok
-}
-
-// managedObject is the cache's object of the validator of that name, when
-// this installation manages it.
-func (k *Kube) managedObject(name string) (*viewObject, bool) {
-	if !k.synced.Load() {
-		return nil, false
-	}
-	o, err := k.validators.object(types.NamespacedName{Namespace: k.namespace, Name: name})
-	if err != nil || !k.Manages(o.Labels) {
-		return nil, false
-	}
-	return o, true
 }
 
 // referenceSecrets makes spec.secrets reference every one of the
@@ -617,13 +586,16 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written [
 	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
-// cachedSecret is the cache's record of the Secret of that name (keys, no
-// values), nil when absent; shared: read it, never change it.
-func (k *Kube) cachedSecret(name string) *SecretRecord {
+// cachedSecret is the cache's Secret of that name (keys, no values), nil
+// when absent; shared: read it, never change it.
+func (k *Kube) cachedSecret(name string) *corev1.Secret {
 	if !k.synced.Load() {
 		return nil
 	}
-	s, _ := k.secrets.get(name)
+	s := &corev1.Secret{}
+	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, s, noCopy) != nil {
+		return nil
+	}
 	return s
 }
 
@@ -709,7 +681,7 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 	has := func(name, key string) bool {
 		s := k.cachedSecret(name)
-		return s != nil && s.Has(key)
+		return s != nil && hasKey(s, key)
 	}
 	return domain.WrittenSecrets{
 		Onboarding:    has(domain.OnboardingSecretName(validator), OnboardingSecretKey),
@@ -740,7 +712,7 @@ const PasswordKeySecret = "validator-manager-password-key"
 // carry no server message (it could quote the value).
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
-		if cur := k.cachedSecret(s.name); cur != nil && cur.Has(s.key) {
+		if cur := k.cachedSecret(s.name); cur != nil && hasKey(cur, s.key) {
 			return false, nil
 		}
 	}
@@ -823,7 +795,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 
 func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
 	if b == nil {
-		if k.synced.Load() && k.cachedCronJob(validator) == nil {
+		if k.synced.Load() && k.cachedCronJob(BackupCronJobName(validator)) == nil {
 			return nil
 		}
 		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
@@ -867,16 +839,22 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 // CachedCronJobVersion is the resourceVersion of the CronJob of that name
 // as the cache holds it, "" when it holds none.
 func (k *Kube) CachedCronJobVersion(name string) string {
-	if cj, ok := k.cronJobs.get(name); ok {
+	if cj := k.cachedCronJob(name); cj != nil {
 		return cj.ResourceVersion
 	}
 	return ""
 }
 
-// cachedCronJob is the cache's record of the validator's backup CronJob,
-// nil when absent; shared: read it, never change it.
-func (k *Kube) cachedCronJob(validator string) *CronJobRecord {
-	cj, _ := k.cronJobs.get(BackupCronJobName(validator))
+// cachedCronJob is the cache's CronJob of that name, nil when absent;
+// shared: read it, never change it.
+func (k *Kube) cachedCronJob(name string) *batchv1.CronJob {
+	if !k.synced.Load() {
+		return nil
+	}
+	cj := &batchv1.CronJob{}
+	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, cj, noCopy) != nil {
+		return nil
+	}
 	return cj
 }
 
@@ -884,12 +862,13 @@ func (k *Kube) cachedCronJob(validator string) *CronJobRecord {
 // says: its spec (the fields the gateway sets: the cache keeps their
 // digest), labels and owner.
 func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
-	cur := k.cachedCronJob(want.Labels[ValidatorLabel])
+	cur := k.cachedCronJob(want.Name)
 	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !ownedBy(cur.OwnerReferences, want.OwnerReferences[0].UID) {
 		return false
 	}
-	digest, err := cronJobDigest(want.Spec)
-	return err == nil && cur.Digest == digest
+	have, err1 := cronJobDigest(cur.Spec)
+	digest, err2 := cronJobDigest(want.Spec)
+	return err1 == nil && err2 == nil && have == digest
 }
 
 // desiredCronJob is the backup CronJob of the Validator resource v for b.
@@ -926,7 +905,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 		return false
 	}
 	if in.Backup == nil {
-		return k.cachedCronJob(v.Name) == nil
+		return k.cachedCronJob(BackupCronJobName(v.Name)) == nil
 	}
 	cur, ok := k.cachedValidator(v.Name)
 	if !ok {
@@ -994,5 +973,13 @@ func (k *Kube) ManagedValidators() ([]string, error) {
 	if !k.synced.Load() {
 		return nil, domain.Unavailable("cluster: the validator cache is not synced")
 	}
-	return k.validators.Names(k.namespace, k.managed), nil
+	vs := &v1alpha1.ValidatorList{}
+	if err := k.client.List(context.Background(), vs, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, translate("list validators", err)
+	}
+	names := make([]string, len(vs.Items))
+	for i := range vs.Items {
+		names[i] = vs.Items[i].Name
+	}
+	return names, nil
 }

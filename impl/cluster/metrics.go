@@ -23,17 +23,17 @@ const InstanceLabel = "app.kubernetes.io/instance"
 // API that cannot be reached makes Available false, not an error.
 // domain.ErrNotFound when a named application does not exist.
 func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domain.ApplicationMetrics, error) {
-	v, err := k.view(domain.KindApplication)
-	if err != nil {
-		return nil, err
-	}
 	if len(names) == 0 {
-		if names, err = v.names(); err != nil {
+		apps, err := k.resources(ctx, domain.KindApplication)
+		if err != nil {
 			return nil, err
+		}
+		for _, a := range apps {
+			names = append(names, a.name)
 		}
 	}
 	for _, n := range names {
-		if _, err := v.entry(k.namespace, n); err != nil {
+		if _, err := k.resource(ctx, domain.KindApplication, n); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -17,7 +19,7 @@ import (
 // What release 2.0's proxy reads of a validator: its Validator resource (any
 // Validator of the namespace, as 2.0 lists them) and the version of its
 // ledger API auth Secret, from the caches, so that an unchanged validator
-// costs two map lookups per call.
+// costs two reads of the cache per call.
 
 // ValidatorRevision is the resourceVersion of the Validator resource of that
 // name in the cache and that of its ledger API auth Secret ("" when there is
@@ -26,14 +28,14 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 	if !k.synced.Load() {
 		return "", "", false
 	}
-	e, err := k.validatorView.entry(k.namespace, name)
-	if err != nil {
+	v, ok := k.cachedObject(name)
+	if !ok {
 		return "", "", false
 	}
 	if s := k.cachedSecret(domain.LedgerAPIAuthSecretName(name)); s != nil {
 		secret = s.ResourceVersion
 	}
-	return e.ResourceVersion, secret, true
+	return v.ResourceVersion, secret, true
 }
 
 // TypedValidator reads the Validator resource of that name, decoded: from
@@ -47,7 +49,8 @@ func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Valid
 		err = errNotSynced
 	)
 	if k.synced.Load() {
-		v, err = k.validators.Get(key)
+		v = &v1alpha1.Validator{}
+		err = k.client.Get(ctx, key, v)
 	}
 	if err != nil {
 		v = &v1alpha1.Validator{}
@@ -64,27 +67,8 @@ func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Valid
 
 var errNotSynced = errors.New("the cache has not synced")
 
-// OnValidatorDeleted calls f with the name of every Validator resource of
-// the namespace that leaves the cache. Call it before Start.
-func (k *Kube) OnValidatorDeleted(f func(name string)) {
-	k.deleted = append(k.deleted, f)
-}
-
-// validatorChanged tells OnValidatorDeleted's callbacks of a Validator
-// that left the view.
-func (k *Kube) validatorChanged(old, cur *viewObject) {
-	if cur != nil {
-		return
-	}
-	for _, f := range k.deleted {
-		f(old.Name)
-	}
-}
-
 // ValidatorSource is a controller's source of the changes of the
-// Validators the gateway reads (ValidatorCache.Source): a reconcile it
-// queues reads them through the gateway at least at the version that
-// queued it.
+// Validators of the Manager's cache, which the gateway reads.
 func (k *Kube) ValidatorSource(preds ...predicate.Predicate) source.Source {
-	return k.validators.Source(preds...)
+	return source.Kind[client.Object](k.cache, &v1alpha1.Validator{}, &handler.EnqueueRequestForObject{}, preds...)
 }

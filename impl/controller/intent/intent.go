@@ -45,7 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
@@ -231,8 +231,8 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 		if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
 			return true
 		}
-		old, ok1 := clustergw.DecodeValidator(e.ObjectOld)
-		cur, ok2 := clustergw.DecodeValidator(e.ObjectNew)
+		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
+		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
 		if !ok1 || !ok2 {
 			return true
 		}

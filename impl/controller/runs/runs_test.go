@@ -105,17 +105,11 @@ func TestObserve(t *testing.T) {
 // cachedJob is j as the Manager's cache keeps it (cluster.CacheOptions).
 func cachedJob(t *testing.T, j *batchv1.Job) *batchv1.Job {
 	t.Helper()
-	for key, by := range cluster.CacheOptions("", 0).ByObject {
-		if _, ok := key.(*batchv1.Job); ok {
-			out, err := by.Namespaces[""].Transform(j.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out.(*batchv1.Job)
-		}
+	out, err := cluster.CacheOptions("", 0).DefaultTransform(j.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no transform of Jobs in cluster.CacheOptions")
-	return nil
+	return out.(*batchv1.Job)
 }
 
 var namespaces atomic.Int32

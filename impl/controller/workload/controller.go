@@ -1,10 +1,10 @@
 package workload
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +30,7 @@ import (
 )
 
 // FieldOwner is the field manager of everything the controller applies:
-// the process's one (the cache keeps a digest of what it applied).
+// the process's one.
 const FieldOwner = cluster.FieldOwner
 
 // Options configure the controller.
@@ -45,29 +44,24 @@ type Options struct {
 // Reconciler keeps each Validator's workloads as Desired says and writes
 // its status from them.
 type Reconciler struct {
+	// client reads from the Manager's cache, each read after the cache
+	// has seen the controller's own writes before it (read-your-writes),
+	// so that a reconcile never applies again what the last one applied.
 	client client.Client
 	// fresh reads the Validator from the API server before its status is
-	// written (SetupWithManager: the manager's API reader; else client).
-	fresh client.Reader
-	// validators reads the cached Validators, decoded from the one form
-	// the cache holds them in (cluster.ValidatorCache).
-	validators *cluster.ValidatorCache
-	// pods is the records of each validator's Pods, workloads those of
-	// its Deployments, StatefulSets and Services, claims those of the
-	// PersistentVolumeClaims, secrets the keys of the Secrets that exist,
-	// kept by their watches (SetupWithManager).
-	pods      *pods
-	workloads *workloads
-	claims    *claims
-	secrets   *secrets
-	options   Options
+	// written.
+	fresh   client.Reader
+	options Options
 }
 
-// New is a Reconciler that reads and writes through c (the manager's
-// client: reads come from its cache).
-func New(c client.Client, opts Options) *Reconciler {
-	return &Reconciler{client: c, options: opts}
+// New is a Reconciler; SetupWithManager gives it the Manager's cache.
+func New(opts Options) *Reconciler {
+	return &Reconciler{options: opts}
 }
+
+// refsField is the index of the Validators by the Secrets and ConfigMaps
+// their pod templates read (refKey).
+const refsField = "workload.validator-manager.io/pod-refs"
 
 // SetupWithManager registers the controller with mgr: it reconciles a
 // Validator when it changes (its generation or its status), when one of the workloads it
@@ -77,73 +71,105 @@ func New(c client.Client, opts Options) *Reconciler {
 // The scheme of mgr must hold v1alpha1 (v1alpha1.AddToScheme) and the apps
 // and core groups.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
-	r.fresh = mgr.GetAPIReader()
 	var err error
-	if r.validators, err = cluster.NewValidatorCache(context.Background(), mgr.GetCache()); err != nil {
+	r.client, err = client.New(mgr.GetConfig(), client.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), EnableReadYourWritesConsistency: ptr.To(true)},
+	})
+	if err != nil {
 		return err
 	}
-	r.validators.AddIndex(context.Background(), func(v *v1alpha1.Validator) []string {
+	r.fresh = mgr.GetAPIReader()
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refsField, func(o client.Object) []string {
+		v, ok := o.(*v1alpha1.Validator)
+		if !ok {
+			return nil
+		}
 		var out []string
 		for _, t := range templates(Desired(v)) {
 			for _, ref := range podrefs.All(&t.spec.Spec) {
-				out = append(out, refKey(v.Namespace, ref.Kind, ref.Name))
+				out = append(out, refKey(ref.Kind, ref.Name))
 			}
 		}
-		return out
+		slices.Sort(out)
+		return slices.Compact(out)
 	})
-	r.pods, r.workloads, r.secrets, r.claims = newPods(), newWorkloads(), newSecrets(), newClaims()
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
-		// A Validator's change, once r.validators, which the reconcile
-		// reads, shows it.
-		WatchesRawSource(r.validators.Source(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
-		// The cache keeps workloads and Pods as records
-		// (cluster.WorkloadRecord, cluster.PodRecord), which the typed
-		// client does not read: r.workloads and r.pods keep them. A
-		// workload's change reconciles the Validator that controls it, as
-		// Owns would.
-		Watches(&appsv1.Deployment{}, r.workloads.events(deploymentKind)).
-		Watches(&appsv1.StatefulSet{}, r.workloads.events(statefulSetKind)).
-		Watches(&corev1.Service{}, r.workloads.events(serviceKind)).
-		Watches(&corev1.Pod{}, r.pods.events()).
-		Watches(&corev1.PersistentVolumeClaim{}, r.claims.events()).
-		// Whether a Secret exists is all the status needs: the Manager's
-		// cache holds Secrets as records (cluster.SecretRecord), one
-		// informer shared with the gateway and the intent controller;
-		// r.secrets keeps their keys.
-		Watches(&corev1.Secret{}, r.secrets.events(r.readers(podrefs.Secret))).
+		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		// A Pod queues the Validator it belongs to when it comes or goes,
+		// or when why it cannot start changes.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator), builder.WithPredicates(podChanged)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
 
-// statusChanged passes a Validator whose status changed (its encoding:
-// the cache's, as stored).
+// statusChanged passes a Validator whose status changed.
 var statusChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, ok1 := cluster.ValidatorStatus(e.ObjectOld)
-		cur, ok2 := cluster.ValidatorStatus(e.ObjectNew)
-		return !ok1 || !ok2 || !bytes.Equal(old, cur)
+		old, ok1 := e.ObjectOld.(*v1alpha1.Validator)
+		cur, ok2 := e.ObjectNew.(*v1alpha1.Validator)
+		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(old.Status, cur.Status)
 	},
 }
 
-// refKey is what r.validators files a Validator under for each Secret and
-// ConfigMap its pod templates read.
-func refKey(namespace string, kind podrefs.Kind, name string) string {
-	return namespace + "/" + string(kind) + "/" + name
+// podValidator is the Validator a Pod belongs to (its ValidatorLabel).
+func podValidator(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[ValidatorLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podChanged passes a Pod's update when it moved to another validator or
+// what it tells the status (cause) changed.
+var podChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(*corev1.Pod)
+		cur, ok2 := e.ObjectNew.(*corev1.Pod)
+		return !ok1 || !ok2 || old.Labels[ValidatorLabel] != cur.Labels[ValidatorLabel] || cause(old) != cause(cur)
+	},
+}
+
+// cause is what a Pod tells the status: why it cannot start, if it counts
+// ("" for a terminating Pod).
+func cause(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return ""
+	}
+	reason, message := StartFailure(p)
+	return reason + ": " + message
+}
+
+// refKey is what the Validators are indexed under (refsField) for each
+// Secret and ConfigMap their pod templates read.
+func refKey(kind podrefs.Kind, name string) string {
+	return string(kind) + "/" + name
 }
 
 // readers maps a Secret or ConfigMap to the Validators whose pods read it.
 func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		keys := r.validators.ByIndex(refKey(o.GetNamespace(), kind, o.GetName()))
-		out := make([]reconcile.Request, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, reconcile.Request{NamespacedName: k})
+		var l v1alpha1.ValidatorList
+		if err := r.client.List(ctx, &l, client.InNamespace(o.GetNamespace()), client.MatchingFields{refsField: refKey(kind, o.GetName())},
+			client.UnsafeDisableDeepCopy, client.DisableReadYourWritesConsistency); err != nil {
+			log.FromContext(ctx).Error(err, "validators reading", "kind", kind, "name", o.GetName())
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(l.Items))
+		for _, v := range l.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
 		}
 		return out
 	}
@@ -178,8 +204,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			res, err = ctrl.Result{}, nil
 		}
 	}()
-	v, err := r.validators.Get(req.NamespacedName)
-	if err != nil {
+	v := &v1alpha1.Validator{}
+	if err := r.client.Get(ctx, req.NamespacedName, v); err != nil {
 		// Gone: the garbage collector deletes what it owned.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -245,76 +271,66 @@ func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator
 
 // apply writes obj by server-side apply as FieldOwner, taking over fields
 // someone changed by hand (drift is corrected, not reported as a conflict),
-// unless the cache says the object holds it already.
+// unless the cached object holds what it would apply (upToDate).
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 		return r.createClaim(ctx, claim)
 	}
-	if st, ok := obj.(*appsv1.StatefulSet); ok {
-		r.keepClaimTemplates(st)
-	}
-	req, err := cluster.NewApplyRequest(obj, toUnstructured)
+	cur, err := r.get(ctx, obj)
 	if err != nil {
 		return err
 	}
-	k := kindOf(obj)
-	// The record says whether the object holds what the request applies
-	// (cluster.ApplyRequest.Applied); one behind the API server makes an
-	// apply that changes nothing.
-	seen := r.workloads.lookup(k, client.ObjectKeyFromObject(obj))
-	if seen.record != nil && req.Applied(seen.record) {
-		return nil
+	if st, ok := obj.(*appsv1.StatefulSet); ok && cur != nil {
+		keepClaimTemplates(st, cur.(*appsv1.StatefulSet))
 	}
-	u, err := req.Object()
+	req, err := newApplyRequest(obj)
 	if err != nil {
 		return err
 	}
-	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s %s: %w", u.GetKind(), obj.GetName(), err)
-	}
-	if k == "" {
+	if cur != nil && req.upToDate(cur) {
 		return nil
 	}
-	// u is the API server's answer now: the object as it holds it.
-	answer := k.object()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, answer); err != nil {
-		return fmt.Errorf("answer to the apply of %s %s: %w", u.GetKind(), obj.GetName(), err)
+	if err := r.client.Apply(ctx, req.config, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
-	r.workloads.answered(k, seen, cluster.RecordWorkload(answer))
 	return nil
 }
 
-// record is the cache's record of the workload obj names, nil when there
-// is none.
-func (r *Reconciler) record(obj client.Object) *cluster.WorkloadRecord {
-	return r.workloads.get(kindOf(obj), client.ObjectKeyFromObject(obj))
+// get is the cached object of obj's kind and key, nil when there is none.
+func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object, error) {
+	cur := obj.DeepCopyObject().(client.Object)
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", obj.GetName(), err)
+	}
+	return cur, nil
 }
 
 // createClaim creates claim unless it exists: a claim's spec is immutable
 // once bound, and an existing one (kept from before, or resized by an
 // operator) is the one to use.
 func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	if r.claims.get(client.ObjectKeyFromObject(claim)) != nil {
-		return nil
+	cur, err := r.get(ctx, claim)
+	if err != nil || cur != nil {
+		return err
 	}
-	err := r.client.Create(ctx, claim, client.FieldOwner(FieldOwner))
+	err = r.client.Create(ctx, claim, client.FieldOwner(FieldOwner))
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create PersistentVolumeClaim %s: %w", claim.Name, err)
 	}
 	return nil
 }
 
-// keepClaimTemplates keeps an existing StatefulSet's volume claim templates:
-// Kubernetes forbids changing them, so a new storage size or class reaches
-// the database through its claim (growDataClaim), not the template.
-func (r *Reconciler) keepClaimTemplates(st *appsv1.StatefulSet) {
-	cur := r.record(st)
-	if cur == nil {
-		return
-	}
-	st.Spec.VolumeClaimTemplates = make([]corev1.PersistentVolumeClaim, len(cur.ClaimTemplates))
-	for i := range cur.ClaimTemplates {
-		cur.ClaimTemplates[i].DeepCopyInto(&st.Spec.VolumeClaimTemplates[i])
+// keepClaimTemplates keeps cur's volume claim templates in st: Kubernetes
+// forbids changing them, so a new storage size or class reaches the
+// database through its claim (growDataClaim), not the template.
+func keepClaimTemplates(st, cur *appsv1.StatefulSet) {
+	st.Spec.VolumeClaimTemplates = make([]corev1.PersistentVolumeClaim, len(cur.Spec.VolumeClaimTemplates))
+	for i := range cur.Spec.VolumeClaimTemplates {
+		cur.Spec.VolumeClaimTemplates[i].DeepCopyInto(&st.Spec.VolumeClaimTemplates[i])
 		// Apply sends what the server would default anyway.
 		st.Spec.VolumeClaimTemplates[i].Status = corev1.PersistentVolumeClaimStatus{}
 	}
@@ -331,8 +347,11 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) e
 	if err != nil {
 		return nil // the API validated it; a bad one must not block the rest
 	}
-	cur := r.claims.get(types.NamespacedName{Namespace: v.Namespace, Name: DataClaimName(v.Name)})
-	if cur == nil || cur.Storage.Cmp(want) >= 0 {
+	cur := &corev1.PersistentVolumeClaim{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: DataClaimName(v.Name)}, cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if have := cur.Spec.Resources.Requests[corev1.ResourceStorage]; have.Cmp(want) >= 0 {
 		return nil
 	}
 	// A merge patch of the request alone: the claim's other fields are
@@ -348,34 +367,58 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) e
 // deleteOwned deletes obj when it exists and v controls it; an object of
 // the same name that someone else made is left alone.
 func (r *Reconciler) deleteOwned(ctx context.Context, v *v1alpha1.Validator, obj client.Object) error {
-	cur := r.record(obj)
-	if cur == nil || !controlledBy(cur, v) {
-		return nil
+	cur, err := r.get(ctx, obj)
+	if err != nil || cur == nil || !controlledBy(cur, v) {
+		return err
 	}
-	if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &cur.UID}); err != nil {
+	uid := cur.GetUID()
+	if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
 }
 
 func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired []client.Object) (Observed, error) {
-	// v's workload of kind k for component, nil unless v controls it.
-	get := func(k kind, component string) *cluster.WorkloadRecord {
-		w := r.workloads.get(k, types.NamespacedName{Namespace: v.Namespace, Name: Name(v.Name, component)})
-		if w == nil || !controlledBy(w, v) {
-			return nil
+	var o Observed
+	deployments := map[string]**appsv1.Deployment{Participant: &o.Participant, ValidatorApp: &o.ValidatorApp, WalletUI: &o.WalletUI, ANSUI: &o.ANSUI}
+	for component, into := range deployments {
+		d := &appsv1.Deployment{}
+		if ok, err := r.owned(ctx, v, component, d); err != nil {
+			return o, err
+		} else if ok {
+			*into = d
 		}
-		return w
 	}
-	o := Observed{
-		Participant: get(deploymentKind, Participant), ValidatorApp: get(deploymentKind, ValidatorApp),
-		WalletUI: get(deploymentKind, WalletUI), ANSUI: get(deploymentKind, ANSUI),
-		Postgres: get(statefulSetKind, Postgres),
-		Pods:     r.pods.of(types.NamespacedName{Namespace: v.Namespace, Name: v.Name}),
+	st := &appsv1.StatefulSet{}
+	if ok, err := r.owned(ctx, v, Postgres, st); err != nil {
+		return o, err
+	} else if ok {
+		o.Postgres = st
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingLabels{ValidatorLabel: v.Name}); err != nil {
+		return o, fmt.Errorf("list pods: %w", err)
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for i := range pods.Items {
+		o.Pods = append(o.Pods, &pods.Items[i])
 	}
 	var err error
 	o.Missing, err = r.missing(ctx, v.Namespace, templates(desired))
 	return o, err
+}
+
+// owned reads v's workload of component into obj: false unless it exists
+// and v controls it.
+func (r *Reconciler) owned(ctx context.Context, v *v1alpha1.Validator, component string, obj client.Object) (bool, error) {
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: Name(v.Name, component)}, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", Name(v.Name, component), err)
+	}
+	return controlledBy(obj, v), nil
 }
 
 // missing lists, per component, the Secrets and ConfigMaps its template
@@ -388,13 +431,11 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 				continue
 			}
 			key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
-			if ref.Kind == podrefs.Secret {
-				if !r.secrets.has(key) {
-					out[t.component] = append(out[t.component], ref)
-				}
-				continue
+			var obj client.Object = &corev1.Secret{}
+			if ref.Kind == podrefs.ConfigMap {
+				obj = configMapMeta()
 			}
-			err := r.client.Get(ctx, key, configMapMeta())
+			err := r.client.Get(ctx, key, obj)
 			switch {
 			case apierrors.IsNotFound(err):
 				out[t.component] = append(out[t.component], ref)
@@ -407,7 +448,7 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 }
 
 // configMapMeta is what a ConfigMap is read into from the cache: its
-// metadata, which its watch fills (Secrets are in r.secrets).
+// metadata, which its watch fills.
 func configMapMeta() client.Object {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(podrefs.ConfigMap)))
@@ -417,28 +458,4 @@ func configMapMeta() client.Object {
 func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == v.UID
-}
-
-// toUnstructured is obj as an apply request: its type, metadata and spec,
-// without the fields a typed object always carries but apply must not
-// claim (status, creationTimestamp).
-func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("convert %s: %w", obj.GetName(), err)
-	}
-	u := &unstructured.Unstructured{Object: m}
-	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
-	if templates, ok, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates"); ok {
-		for _, t := range templates {
-			if tm, ok := t.(map[string]any); ok {
-				delete(tm, "status")
-				unstructured.RemoveNestedField(tm, "metadata", "creationTimestamp")
-			}
-		}
-		_ = unstructured.SetNestedSlice(u.Object, templates, "spec", "volumeClaimTemplates")
-	}
-	return u, nil
 }

@@ -11,11 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
@@ -67,22 +69,13 @@ func run(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
-	found := false
-	for obj, by := range cacheOptions.ByObject {
-		if obj.GetObjectKind().GroupVersionKind() == cluster.ValidatorGVK {
-			by.Label = notApart
-			cacheOptions.ByObject[obj], found = by, true
-		}
-	}
-	if !found {
-		panic("workload tests: the cache options have no entry for Validators")
-	}
+	cacheOptions.ByObject[&v1alpha1.Validator{}] = cache.ByObject{Label: notApart}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cacheOptions, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "workload tests: manager: %v\n", err)
 		return 1
 	}
-	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
+	if err := workload.New(workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintf(os.Stderr, "workload tests: controller: %v\n", err)
 		return 1
 	}

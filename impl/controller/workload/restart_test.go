@@ -63,7 +63,7 @@ type countingCache struct {
 
 func (c countingCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	inf, err := c.Cache.GetInformer(ctx, obj, opts...)
-	if err != nil || obj.GetObjectKind().GroupVersionKind() != cluster.ValidatorGVK {
+	if _, ok := obj.(*v1alpha1.Validator); err != nil || !ok {
 		return inf, err
 	}
 	return countingInformer{Informer: inf, seen: c.seen}, nil
@@ -127,7 +127,7 @@ func startProcess(t *testing.T, ns string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := workload.New(mgr.GetClient(), workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
+	if err := workload.New(workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,13 +2,16 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
-	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
@@ -16,14 +19,14 @@ import (
 // cache keeps them; nil where a workload does not exist (yet). Shared with
 // the cache: read only.
 type Observed struct {
-	// Participant, ValidatorApp, WalletUI and ANSUI are Deployments',
-	// Postgres a StatefulSet's records.
-	Participant, ValidatorApp, WalletUI, ANSUI *cluster.WorkloadRecord
-	Postgres                                   *cluster.WorkloadRecord
+	// Participant, ValidatorApp, WalletUI and ANSUI are Deployments,
+	// Postgres a StatefulSet.
+	Participant, ValidatorApp, WalletUI, ANSUI *appsv1.Deployment
+	Postgres                                   *appsv1.StatefulSet
 	// Pods of the validator (labelled ValidatorLabel and ComponentLabel),
-	// as the cache keeps them: what the kubelet and the scheduler say of
-	// those that cannot start.
-	Pods []*cluster.PodRecord
+	// by name: what the kubelet and the scheduler say of those that cannot
+	// start.
+	Pods []*corev1.Pod
 	// Missing: per component, the Secrets and ConfigMaps its pod template
 	// reads (not optionally) that do not exist. Running pods keep running
 	// without them, but none can (re)start.
@@ -68,11 +71,11 @@ type readiness struct {
 // then what the template reads that does not exist.
 func blockedBy(r readiness, workload, component string, o Observed) readiness {
 	for _, p := range o.Pods {
-		if p.Component != component || p.DeletionTimestamp != nil {
+		if p.Labels[ComponentLabel] != component || p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Reason != "" {
-			return readiness{blocked: true, reason: p.Reason, message: fmt.Sprintf("%s: pod %s %s", workload, p.Name, p.Message)}
+		if reason, message := StartFailure(p); reason != "" {
+			return readiness{blocked: true, reason: reason, message: fmt.Sprintf("%s: pod %s %s", workload, p.Name, message)}
 		}
 	}
 	missing := o.Missing[component]
@@ -91,12 +94,17 @@ func blockedBy(r readiness, workload, component string, o Observed) readiness {
 		message: fmt.Sprintf("%s: %s; its pods cannot start until it exists", workload, strings.Join(names, ", "))}
 }
 
-func deploymentReadiness(name string, d *cluster.WorkloadRecord) readiness {
+func deploymentReadiness(name string, d *appsv1.Deployment) readiness {
 	if d == nil {
 		return readiness{reason: ReasonNotFound, message: fmt.Sprintf("Deployment %s does not exist yet", name)}
 	}
-	want, s := d.Replicas, d.Status
-	available := s.AvailableCondition
+	want, s := ptr.Deref(d.Spec.Replicas, 1), d.Status
+	available := false
+	for _, c := range s.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			available = c.Status == corev1.ConditionTrue
+		}
+	}
 	current := s.ObservedGeneration >= d.Generation
 	settled := available && current && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
 	switch {
@@ -108,14 +116,16 @@ func deploymentReadiness(name string, d *cluster.WorkloadRecord) readiness {
 	return readiness{available: true, settled: true, reason: ReasonAvailable, message: fmt.Sprintf("Deployment %s: %d of %d replicas available", name, s.AvailableReplicas, want)}
 }
 
-func statefulSetReadiness(name string, st *cluster.WorkloadRecord) readiness {
+func statefulSetReadiness(name string, st *appsv1.StatefulSet) readiness {
 	if st == nil {
 		return readiness{reason: ReasonNotFound, message: fmt.Sprintf("StatefulSet %s does not exist yet", name)}
 	}
-	want, s := st.Replicas, st.Status
+	want, s := ptr.Deref(st.Spec.Replicas, 1), st.Status
 	current := s.ObservedGeneration >= st.Generation
 	available := s.ReadyReplicas >= want && want > 0
-	settled := available && current && s.UpdatedReplicas == want && s.Revised
+	// Every replica runs the update revision.
+	revised := s.UpdateRevision == "" || s.CurrentRevision == s.UpdateRevision
+	settled := available && current && s.UpdatedReplicas == want && revised
 	switch {
 	case !available:
 		return readiness{reason: ReasonUnavailable, message: fmt.Sprintf("StatefulSet %s: %d of %d replicas ready", name, s.ReadyReplicas, want)}
@@ -148,7 +158,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		})
 	}
 	b := newLayout(v)
-	deployment := func(component string, d *cluster.WorkloadRecord) readiness {
+	deployment := func(component string, d *appsv1.Deployment) readiness {
 		name := b.name(component)
 		return blockedBy(deploymentReadiness(name, d), "Deployment "+name, component, o)
 	}
@@ -202,4 +212,29 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	}
 	set(v1alpha1.ConditionReady, ready)
 	return st
+}
+
+// startFailures are the kubelet's waiting reasons of a container it tried
+// and failed to start (ContainerCreating and PodInitializing are progress).
+var startFailures = map[string]bool{
+	"CreateContainerConfigError": true, "CreateContainerError": true, "InvalidImageName": true,
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
+	"CrashLoopBackOff": true, "RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
+}
+
+// StartFailure is the reason and message of a Pod that cannot start: the
+// scheduler's, or its first container waiting in a start failure; "", ""
+// when none.
+func StartFailure(p *corev1.Pod) (reason, message string) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Reason, "cannot be scheduled: " + c.Message
+		}
+	}
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && startFailures[w.Reason] {
+			return w.Reason, fmt.Sprintf("container %s: %s", cs.Name, w.Message)
+		}
+	}
+	return "", ""
 }

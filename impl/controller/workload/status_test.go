@@ -1,8 +1,6 @@
 package workload_test
 
 import (
-	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -11,34 +9,31 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
-	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
-// readyDeployment is the record of an available Deployment, rolled out at
-// generation, as the Manager's cache keeps it (cluster.CacheOptions).
-func readyDeployment(generation int64) *cluster.WorkloadRecord {
-	return throughCache(&appsv1.Deployment{
+// readyDeployment is an available Deployment, rolled out at generation.
+func readyDeployment(generation int64) *appsv1.Deployment {
+	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Generation: generation},
 		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
 		Status: appsv1.DeploymentStatus{
 			ObservedGeneration: generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}},
 		},
-	}).(*cluster.WorkloadRecord)
+	}
 }
 
-// readyStatefulSet is the record of a ready StatefulSet.
-func readyStatefulSet() *cluster.WorkloadRecord {
-	return throughCache(&appsv1.StatefulSet{
+// readyStatefulSet is a ready StatefulSet.
+func readyStatefulSet() *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Generation: 1},
 		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
 		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r1"},
-	}).(*cluster.WorkloadRecord)
+	}
 }
 
 func allReady() workload.Observed {
@@ -50,9 +45,9 @@ func allReady() workload.Observed {
 
 // notReady is o with its participant's Deployment unavailable.
 func notReady(o workload.Observed) workload.Observed {
-	p := *o.Participant
-	p.Status.AvailableCondition, p.Status.AvailableReplicas = false, 0
-	o.Participant = &p
+	p := o.Participant.DeepCopy()
+	p.Status.Conditions[0].Status, p.Status.AvailableReplicas = corev1.ConditionFalse, 0
+	o.Participant = p
 	return o
 }
 
@@ -73,7 +68,7 @@ func TestStatus(t *testing.T) {
 		{"participant only", nil, func() workload.Observed { return workload.Observed{Participant: readyDeployment(1)} }, v1alpha1.PhasePending, false,
 			conds{"ParticipantReady": "True", "ValidatorAppReady": "False"}, nil},
 		{"apps available, UIs and database not yet", nil, func() workload.Observed {
-			return workload.Observed{Participant: readyDeployment(1), ValidatorApp: readyDeployment(1), WalletUI: throughCache(&appsv1.Deployment{}).(*cluster.WorkloadRecord)}
+			return workload.Observed{Participant: readyDeployment(1), ValidatorApp: readyDeployment(1), WalletUI: &appsv1.Deployment{}}
 		}, v1alpha1.PhaseRunning, false, conds{"ParticipantReady": "True", "ValidatorAppReady": "True", "DatabaseReady": "False", "Ready": "False"},
 			map[string]string{"DatabaseReady": workload.ReasonNotFound}},
 		{"everything available", nil, allReady, v1alpha1.PhaseCompleted, true,
@@ -137,13 +132,12 @@ func TestStatusStable(t *testing.T) {
 	}
 }
 
-// pod is a pod of component of validator v1 with the given status, as the
-// Manager's cache keeps it (a record: cluster.CacheOptions).
-func pod(component string, st corev1.PodStatus) *cluster.PodRecord {
-	return throughCache(&corev1.Pod{
+// pod is a pod of component of validator v1 with the given status.
+func pod(component string, st corev1.PodStatus) *corev1.Pod {
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "v1-" + component + "-abc", Labels: map[string]string{workload.ValidatorLabel: "v1", workload.ComponentLabel: component}},
 		Status:     st,
-	}).(*cluster.PodRecord)
+	}
 }
 
 func waiting(container, reason, message string) corev1.PodStatus {
@@ -226,22 +220,7 @@ func TestStatusBlocked(t *testing.T) {
 	}
 }
 
-func with(o workload.Observed, pods ...*cluster.PodRecord) workload.Observed {
+func with(o workload.Observed, pods ...*corev1.Pod) workload.Observed {
 	o.Pods = append(o.Pods, pods...)
 	return o
-}
-
-// throughCache is a copy of obj passed through its kind's transform in
-// cluster.CacheOptions.
-func throughCache(obj client.Object) any {
-	for key, by := range cluster.CacheOptions("", 0).ByObject {
-		if reflect.TypeOf(key) == reflect.TypeOf(obj) && by.Namespaces[""].Transform != nil {
-			out, err := by.Namespaces[""].Transform(obj.DeepCopyObject())
-			if err != nil {
-				panic(err)
-			}
-			return out
-		}
-	}
-	panic(fmt.Sprintf("no transform of %T in cluster.CacheOptions", obj))
 }

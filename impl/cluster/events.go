@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+)
+
+// onChange calls f, until remove is called or the cache stops, with each
+// object of obj's kind of the namespace the cache adds, updates or
+// deletes, once the cache's reads show the change (an informer updates its
+// store before it tells its handlers).
+func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.Object, deleted bool)) (remove func(), err error) {
+	informer, err := k.cache.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %T informer: %w", obj, err)
+	}
+	call := func(o any, deleted bool) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if m, ok := o.(metav1.Object); ok && m.GetNamespace() == k.namespace {
+			f(m, deleted)
+		}
+	}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { call(o, false) },
+		UpdateFunc: func(_, o any) { call(o, false) },
+		DeleteFunc: func(o any) { call(o, true) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return func() { _ = informer.RemoveEventHandler(reg) }, nil
+}
+
+// WatchRecords calls f, until ctx ends, with the name of the managed
+// validator that each change of a Secret or backup CronJob belongs to,
+// once the gateway's reads show the change (the intent controller's
+// source: it reads what it reconciles through the gateway).
+func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
+	for obj, validator := range map[client.Object]func(metav1.Object) string{&corev1.Secret{}: k.SecretValidator, &batchv1.CronJob{}: k.cronJobValidator} {
+		// The informers exist once Start has run: an error here is a
+		// context that ended.
+		remove, err := k.onChange(ctx, obj, func(o metav1.Object, _ bool) {
+			if name := validator(o); name != "" {
+				f(name)
+			}
+		})
+		if err == nil {
+			context.AfterFunc(ctx, remove)
+		}
+	}
+}
+
+// cronJobValidator names the managed validator whose resource controls cj,
+// "" for any other CronJob.
+func (k *Kube) cronJobValidator(cj metav1.Object) string {
+	ref := metav1.GetControllerOf(cj)
+	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() {
+		return ""
+	}
+	if !k.managesCached(ref.Name) {
+		return ""
+	}
+	return ref.Name
+}
+
+// OnValidatorDeleted calls f with the name of every Validator resource of
+// the namespace that leaves the cache. Call it before Start.
+func (k *Kube) OnValidatorDeleted(f func(name string)) {
+	k.deleted = append(k.deleted, f)
+}
+
+// notifyDeleted tells OnValidatorDeleted's callbacks, while the cache
+// runs, of each Validator that leaves it.
+func (k *Kube) notifyDeleted(ctx context.Context) error {
+	if len(k.deleted) == 0 {
+		return nil
+	}
+	_, err := k.onChange(ctx, &v1alpha1.Validator{}, func(o metav1.Object, deleted bool) {
+		if deleted {
+			for _, f := range k.deleted {
+				f(o.GetName())
+			}
+		}
+	})
+	return err
+}

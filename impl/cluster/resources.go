@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// The Application custom resource (deploy/crds/applications.validator-manager.io.yaml):
+// same group and version as the Validator.
+const (
+	ApplicationKind     = "Application"
+	ApplicationResource = "applications"
+)
+
+// ApplicationGVR is the group/version/resource of the Application custom resource.
+var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: ApplicationResource}
+
+// Release 2.0's reads of the custom resources: every object of the
+// namespace, whatever wrote it, from the Manager's cache (the Manager's
+// client reads unstructured objects from the API server: Applications are
+// read from the cache itself). A Validator is
+// the cache's typed object encoded (its fields as the type has them: a
+// zero value the type omits is not returned, one it keeps is, whether or
+// not it was stored); an Application, which has no Go type, as stored.
+// Either without managedFields (the cache's transform drops them).
+
+// resources lists the namespace's resources of kind from the cache, sorted
+// by name, each as JSON.
+func (k *Kube) resources(ctx context.Context, kind domain.ResourceKind) ([]resourceObject, error) {
+	if err := k.served(kind); err != nil {
+		return nil, err
+	}
+	var out []resourceObject
+	switch kind {
+	case domain.KindValidator:
+		l := &v1alpha1.ValidatorList{}
+		if err := k.client.List(ctx, l, client.InNamespace(k.namespace)); err != nil {
+			return nil, translate("list validators", err)
+		}
+		for i := range l.Items {
+			out = append(out, validatorObject(&l.Items[i]))
+		}
+	case domain.KindApplication:
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationKind + "List"))
+		if err := k.cache.List(ctx, l, client.InNamespace(k.namespace)); err != nil {
+			return nil, translate("list applications", err)
+		}
+		for i := range l.Items {
+			out = append(out, applicationObject(&l.Items[i]))
+		}
+	}
+	slices.SortFunc(out, func(a, b resourceObject) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// resource is the namespace's resource of kind and name from the cache;
+// domain.ErrNotFound when there is none.
+func (k *Kube) resource(ctx context.Context, kind domain.ResourceKind, name string) (resourceObject, error) {
+	if err := k.served(kind); err != nil {
+		return resourceObject{}, err
+	}
+	key := types.NamespacedName{Namespace: k.namespace, Name: name}
+	var (
+		o   resourceObject
+		err error
+	)
+	switch kind {
+	case domain.KindValidator:
+		v := &v1alpha1.Validator{}
+		err = k.client.Get(ctx, key, v)
+		o = validatorObject(v)
+	case domain.KindApplication:
+		u := unstructuredOf(ApplicationGVK)
+		err = k.cache.Get(ctx, key, u)
+		o = applicationObject(u)
+	}
+	if client.IgnoreNotFound(err) == nil && err != nil {
+		return resourceObject{}, domain.NotFound("%s %q does not exist in namespace %q", strings.ToLower(string(kind)), name, k.namespace)
+	}
+	return o, translate(fmt.Sprintf("read %s %q", strings.ToLower(string(kind)), name), err)
+}
+
+// resourceObject is a resource as release 2.0 returns it: the object and
+// its status.
+type resourceObject struct {
+	name, resourceVersion string
+	object, status        any
+}
+
+func validatorObject(v *v1alpha1.Validator) resourceObject {
+	v.APIVersion, v.Kind = ValidatorGVK.ToAPIVersionAndKind()
+	return resourceObject{name: v.Name, resourceVersion: v.ResourceVersion, object: v, status: v.Status}
+}
+
+func applicationObject(u *unstructured.Unstructured) resourceObject {
+	status, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		status = map[string]any{}
+	}
+	return resourceObject{name: u.GetName(), resourceVersion: u.GetResourceVersion(), object: u.Object, status: status}
+}
+
+// served fails when the cluster does not serve kind (its CRD was not
+// installed when the server started) or the cache has not synced yet.
+func (k *Kube) served(kind domain.ResourceKind) error {
+	if !k.synced.Load() {
+		return domain.Unavailable("cluster: the gateway's caches are not started (or the gateway is closed)")
+	}
+	switch kind {
+	case domain.KindValidator:
+		return nil
+	case domain.KindApplication:
+		if !k.applications.Load() {
+			return domain.Unavailable("cluster: the %s resource (%s) was not served when the server started; apply deploy/crds, then restart the server", kind, ApplicationGVR.GroupResource())
+		}
+		return nil
+	}
+	return domain.NotFound("unknown resource kind %q", kind)
+}
+
+// ResourceList is every resource of kind in the namespace, as a JSON array
+// sorted by name, from the cache (never the API server).
+func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
+	objs, err := k.resources(context.TODO(), kind)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]any, len(objs))
+	for i, o := range objs {
+		list[i] = o.object
+	}
+	return json.Marshal(list)
+}
+
+// ResourceListVersion changes whenever ResourceList's answer would (the
+// lists' ETag), and is the same on every replica that holds the same
+// objects: the highest resourceVersion of the list and its length (a
+// deletion lowers the length).
+func (k *Kube) ResourceListVersion(kind domain.ResourceKind) (string, error) {
+	objs, err := k.resources(context.TODO(), kind)
+	if err != nil {
+		return "", err
+	}
+	var highest int64
+	for _, o := range objs {
+		if rv, err := strconv.ParseInt(o.resourceVersion, 10, 64); err == nil && rv > highest {
+			highest = rv
+		}
+	}
+	return strconv.FormatInt(highest, 10) + "." + strconv.Itoa(len(objs)), nil
+}
+
+// ResourceObject is one resource (minus managedFields), as JSON;
+// domain.ErrNotFound when the namespace has none of that name.
+func (k *Kube) ResourceObject(kind domain.ResourceKind, name string) ([]byte, error) {
+	o, err := k.resource(context.TODO(), kind, name)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(o.object)
+}
+
+// ResourceStatus is one resource's status as JSON ({} when it has none).
+func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, error) {
+	o, err := k.resource(context.TODO(), kind, name)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(o.status)
+}
+
+// SyncState tells, per informer, whether its cache has synced (for the
+// operational metrics).
+func (k *Kube) SyncState() map[string]bool {
+	synced := k.synced.Load()
+	return map[string]bool{"validators": synced, "validators.managed": synced, "cronjobs.managed": synced, "secrets": synced,
+		"applications": synced && k.applications.Load()}
+}

@@ -1,0 +1,179 @@
+package workload
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/validator-manager/validator-manager/impl/cluster"
+)
+
+// Whether an apply would change anything, told from the cached object: an
+// object applied by FieldOwner carries, in AppliedAnnotation, the digest
+// of the apply request and the digest of the fields it sets; the cache
+// keeps FieldOwner's managedFields entry (cluster.CacheOptions), the
+// fields its applies own now. The object holds what a request applies when
+// the request's digest is the one recorded and the fields FieldOwner owns
+// are the ones the recorded apply set: a field someone else changed is
+// theirs from then on, and a field removed is no one's, so either changes
+// the owned fields' digest; values are not compared, so the API server's
+// defaults and normal forms (a quantity's) never make an object look
+// changed.
+
+// AppliedAnnotation is where FieldOwner records what it applied to an
+// object: "<digest of the apply request>.<digest of the fields it sets>".
+const AppliedAnnotation = "validator-manager.io/applied"
+
+// typeConverter knows the schema of client-go's kinds (which lists are
+// maps, by which keys), parsed once, on first use.
+var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
+	return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+})
+
+// stripped are the fields the API server never records as a manager's:
+// its field manager strips them from the fields an apply sets.
+var stripped = fieldpath.NewSet(
+	fieldpath.MakePathOrDie("apiVersion"),
+	fieldpath.MakePathOrDie("kind"),
+	fieldpath.MakePathOrDie("metadata"),
+	fieldpath.MakePathOrDie("metadata", "name"),
+	fieldpath.MakePathOrDie("metadata", "namespace"),
+	fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
+	fieldpath.MakePathOrDie("metadata", "selfLink"),
+	fieldpath.MakePathOrDie("metadata", "uid"),
+	fieldpath.MakePathOrDie("metadata", "clusterName"),
+	fieldpath.MakePathOrDie("metadata", "generation"),
+	fieldpath.MakePathOrDie("metadata", "managedFields"),
+	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
+)
+
+// applyRequest is the typed apply configuration of a Deployment,
+// StatefulSet or Service, with AppliedAnnotation.
+type applyRequest struct {
+	config runtime.ApplyConfiguration
+	// digest is the request's, before its AppliedAnnotation.
+	digest string
+}
+
+// newApplyRequest is the request that applies obj (typed, without
+// AppliedAnnotation).
+func newApplyRequest(obj client.Object) (applyRequest, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return applyRequest{}, fmt.Errorf("apply request %s: %w", obj.GetName(), err)
+	}
+	request := digest(raw)
+	obj = obj.DeepCopyObject().(client.Object)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AppliedAnnotation] = "" // its value is not part of the fields
+	obj.SetAnnotations(a)
+	config, err := applyConfiguration(obj)
+	if err != nil {
+		return applyRequest{}, err
+	}
+	fields, err := fieldsOf(config)
+	if err != nil {
+		return applyRequest{}, fmt.Errorf("fields of apply request %s: %w", obj.GetName(), err)
+	}
+	a[AppliedAnnotation] = request + "." + fields
+	config, err = applyConfiguration(obj)
+	return applyRequest{config: config, digest: request}, err
+}
+
+// upToDate tells whether cur, the cached object, holds what r applies.
+func (r applyRequest) upToDate(cur client.Object) bool {
+	owned := ownedFields(cur.GetManagedFields())
+	return owned != "" && cur.GetAnnotations()[AppliedAnnotation] == r.digest+"."+owned
+}
+
+// applyConfiguration is obj as the apply configuration of its kind: its
+// type, metadata and spec (an apply claims no status).
+func applyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		c := &appsv1ac.DeploymentApplyConfiguration{}
+		err = json.Unmarshal(raw, c)
+		c.Status = nil
+		return c, err
+	case *appsv1.StatefulSet:
+		c := &appsv1ac.StatefulSetApplyConfiguration{}
+		err = json.Unmarshal(raw, c)
+		c.Status = nil
+		if c.Spec != nil {
+			for i := range c.Spec.VolumeClaimTemplates {
+				c.Spec.VolumeClaimTemplates[i].Status = nil
+			}
+		}
+		return c, err
+	case *corev1.Service:
+		c := &corev1ac.ServiceApplyConfiguration{}
+		err = json.Unmarshal(raw, c)
+		c.Status = nil
+		return c, err
+	}
+	return nil, fmt.Errorf("no apply configuration for %T", obj)
+}
+
+// fieldsOf is the digest of the fields config sets, as the API server
+// records them for its field manager.
+func fieldsOf(config runtime.ApplyConfiguration) (string, error) {
+	raw, err := json.Marshal(config)
+	if err != nil {
+		return "", err
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw, &u.Object); err != nil {
+		return "", err
+	}
+	tv, err := typeConverter().ObjectToTyped(u)
+	if err != nil {
+		return "", err
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return "", err
+	}
+	fields, err := set.Difference(stripped).ToJSON()
+	if err != nil {
+		return "", err
+	}
+	return digest(fields), nil
+}
+
+// ownedFields is the digest of the fields FieldOwner's applies own, of an
+// object's managedFields: "" when it has none.
+func ownedFields(mf []metav1.ManagedFieldsEntry) string {
+	for _, e := range mf {
+		if e.Manager == cluster.FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
+			return digest(e.FieldsV1.Raw)
+		}
+	}
+	return ""
+}
+
+func digest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
+}
