@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -216,6 +217,23 @@ func TestEveryOperationUnderDeployRBAC(t *testing.T) {
 	// none without a kubelet) before any exec.
 	send(http.MethodGet, "/api/ws/ledger-console?validator=acme", nil, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict,
 		http.StatusServiceUnavailable, http.StatusUpgradeRequired, http.StatusBadGateway)
+
+	// Release 1.11 has no delete of a validator: a row removed from the
+	// database (by hand, or by an older version) has the leader remove what
+	// the cluster holds of it.
+	if err := f.app.Store.DeleteValidator(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the leader removes the validator", func() error {
+		if _, err := validators.Get(ctx, "acme", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Validator resource: %v", err)
+		}
+		cj, err := admin.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{LabelSelector: cluster.ValidatorLabel + "=acme"})
+		if err != nil || len(cj.Items) != 0 {
+			return fmt.Errorf("backup CronJobs: %d, %v", len(cj.Items), err)
+		}
+		return nil
+	})
 
 	if refused := sink.lines(from, "forbidden"); len(refused) > 0 {
 		t.Errorf("the API server refused the servers under deploy/rbac:\n%s", strings.Join(refused, "\n"))
