@@ -11,11 +11,17 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/idp"
 )
+
+// namesTwice lets the servers the tests open one after another in this
+// process build controllers of the same names.
+var namesTwice = app.WithManager(func(o *manager.Options) { skip := true; o.Controller.SkipNameValidation = &skip })
 
 // TestStartRefusesContradictions: the embedded default's start-up compares
 // its stores with the database. A store that is missing beside a database
@@ -174,7 +180,7 @@ func openEmbedded(t *testing.T, dir, ns, afresh string) *app.App {
 func open(dir, ns, afresh string) (*app.App, error) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Namespace, cfg.StartAfresh = dir, ns, afresh
-	return app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apiServer))
+	return app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test", app.WithControlPlane(apiServer), namesTwice)
 }
 
 // TestEmptiedEtcdIsRefused: the embedded control plane records the
@@ -190,7 +196,7 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 	cfg.DataDir = dir
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	a, err := app.Open(ctx, cfg, log, "test")
+	a, err := app.Open(ctx, cfg, log, "test", namesTwice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +204,7 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close()
-	a, err = app.Open(ctx, cfg, log, "test")
+	a, err = app.Open(ctx, cfg, log, "test", namesTwice)
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -207,7 +213,7 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 	if err := os.RemoveAll(etcd); err != nil {
 		t.Fatal(err)
 	}
-	a, err = app.Open(ctx, cfg, log, "test")
+	a, err = app.Open(ctx, cfg, log, "test", namesTwice)
 	if err == nil {
 		a.Close()
 		t.Fatal("started on an emptied etcd, want a refusal")
@@ -217,12 +223,12 @@ func TestEmptiedEtcdIsRefused(t *testing.T) {
 			t.Errorf("got %q, want it to contain %q", err, want)
 		}
 	}
-	if a, err = app.Open(ctx, cfg, log, "test"); err == nil {
+	if a, err = app.Open(ctx, cfg, log, "test", namesTwice); err == nil {
 		a.Close()
 		t.Fatal("a second start on the emptied etcd started, want the refusal again")
 	}
 	cfg.StartAfresh = "cluster"
-	a, err = app.Open(ctx, cfg, log, "test")
+	a, err = app.Open(ctx, cfg, log, "test", namesTwice)
 	if err != nil {
 		t.Fatalf("--start-afresh=cluster: %v", err)
 	}
