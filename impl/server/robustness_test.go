@@ -6,11 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -22,7 +20,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/management"
 	"github.com/validator-manager/validator-manager/impl/server"
-	"github.com/validator-manager/validator-manager/impl/store"
 )
 
 // hostile starts a server with small limits, so that the tests can exceed them cheaply.
@@ -202,28 +199,7 @@ func TestHostileInput(t *testing.T) {
 
 // throwawayPostgres creates an empty database on the TEST_POSTGRES_DSN
 // server, dropped when the test ends, and returns its DSN.
-func throwawayPostgres(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("TEST_POSTGRES_DSN")
-	admin, err := store.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("TEST_POSTGRES_DSN: %v", err)
-	}
-	name := fmt.Sprintf("vm_server_test_%d", time.Now().UnixNano())
-	if err := admin.Exec(t.Context(), "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close()
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
+func throwawayPostgres(t *testing.T) string { return apitest.ThrowawayPostgres(t) }
 
 // TestFrameworkErrorsInShape: 401 challenges in both releases, HEAD answers
 // like GET, oversized headers are a 431 in the release's shape.
