@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,14 +75,15 @@ func chartRoles(t *testing.T) (namespaced, clusterWide sets.Set[string]) {
 	return namespaced, clusterWide
 }
 
-// The chart grants what deploy/rbac grants, no more and no less: the files
-// there say per part of the server what it calls and why.
-func TestChartRoleMatchesDeployRBAC(t *testing.T) {
+// deployRBAC reads the Roles and ClusterRoles of deploy/rbac (a ClusterRole
+// read into the same type: their fields are the same).
+func deployRBAC(t *testing.T) []rbacv1.Role {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "rbac", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("deploy/rbac: %v, %d files", err, len(files))
 	}
-	namespaced, clusterWide := sets.New[string](), sets.New[string]()
+	var out []rbacv1.Role
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -92,12 +94,24 @@ func TestChartRoleMatchesDeployRBAC(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			switch r.Kind {
-			case "Role":
-				namespaced = namespaced.Union(grants(r.Rules))
-			case "ClusterRole":
-				clusterWide = clusterWide.Union(grants(r.Rules))
+			if r.Kind != "" {
+				out = append(out, r)
 			}
+		}
+	}
+	return out
+}
+
+// The chart grants what deploy/rbac grants, no more and no less: the files
+// there say per part of the server what it calls and why.
+func TestChartRoleMatchesDeployRBAC(t *testing.T) {
+	namespaced, clusterWide := sets.New[string](), sets.New[string]()
+	for _, r := range deployRBAC(t) {
+		switch r.Kind {
+		case "Role":
+			namespaced = namespaced.Union(grants(r.Rules))
+		case "ClusterRole":
+			clusterWide = clusterWide.Union(grants(r.Rules))
 		}
 	}
 	chartNS, chartCluster := chartRoles(t)
@@ -115,39 +129,53 @@ func TestChartRoleMatchesDeployRBAC(t *testing.T) {
 }
 
 // logSink keeps every log line of the servers and of client-go (klog: its
-// informers report a refused list or watch there).
+// informers report a refused list or watch there), for the whole test
+// process: klog's and controller-runtime's loggers are set once (the
+// latter keeps the first it is given), and each test reads the lines
+// written since its mark.
 type logSink struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
-	t   *testing.T
-	// done: the test has ended; what client-go's goroutines still log is
-	// dropped (klog's logger stays set: clearing it races with them).
-	done bool
+}
+
+var (
+	sink        = &logSink{}
+	sinkHandler slog.Handler
+	sinkOnce    sync.Once
+)
+
+// logs is the process's sink and the handler that writes to it.
+func logs() (*logSink, slog.Handler) {
+	sinkOnce.Do(func() {
+		sinkHandler = slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelInfo})
+		klog.SetLogger(logr.FromSlogHandler(sinkHandler))
+		ctrllog.SetLogger(logr.FromSlogHandler(sinkHandler))
+	})
+	return sink, sinkHandler
 }
 
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
-		return len(p), nil
-	}
 	if testing.Verbose() {
-		s.t.Log(strings.TrimSpace(string(p)))
+		os.Stderr.Write(p)
 	}
 	return s.buf.Write(p)
 }
 
-func (s *logSink) close() {
+// mark is where the lines a test is to read begin.
+func (s *logSink) mark() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.done = true
+	return s.buf.Len()
 }
 
-func (s *logSink) lines(substr string) []string {
+// lines are the lines written since from that contain substr (any case).
+func (s *logSink) lines(from int, substr string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for _, l := range strings.Split(s.buf.String(), "\n") {
+	for _, l := range strings.Split(s.buf.String()[from:], "\n") {
 		if strings.Contains(strings.ToLower(l), substr) {
 			out = append(out, l)
 		}
@@ -155,37 +183,11 @@ func (s *logSink) lines(substr string) []string {
 	return out
 }
 
-// The server runs under the chart's Role and nothing else: the chart's
-// ServiceAccount, Role, RoleBinding, ClusterRole and ClusterRoleBinding
-// are applied for real, and two replicas (cluster.mode=kubeconfig) reach
-// the API server impersonating that ServiceAccount. A validator created
-// through release 1.11 on the follower is provisioned (resource, Secrets),
-// the follower hands a schedule to the leader (merge patch), the leader
-// reconciles it (backup CronJob, workloads by server-side apply, status),
-// and no log line says forbidden.
-func TestServerRunsUnderChartRole(t *testing.T) {
-	if apiServer == nil {
-		t.Skip(skipNoServer)
-	}
-	ctx := context.Background()
-	ns := newNamespace(t, "rbac")
-	out, err := renderIn(t, ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := newApplier(t, apiServer)
-	for _, obj := range objects(t, out) {
-		switch obj.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			if err := a.apply(ctx, ns, obj, false); err != nil {
-				t.Fatalf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
-			}
-		}
-	}
-
-	// A kubeconfig that acts as the chart's ServiceAccount (the API server
-	// adds its groups, system:serviceaccounts and system:authenticated).
-	user := "system:serviceaccount:" + ns + ":vm"
+// impersonating is a kubeconfig file (and its rest.Config) that reaches the
+// API server as user (the API server adds a ServiceAccount's groups,
+// system:serviceaccounts and system:authenticated).
+func impersonating(t *testing.T, user string) (string, *rest.Config) {
+	t.Helper()
 	kc, err := clientcmd.Load(adminKubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -197,42 +199,28 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	sa, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The identity has the Role's rights and no others; exec (the console,
-	// recovery) cannot run on envtest, which has no kubelet, so its rights
-	// are asked of the authorizer.
-	saCore := kubernetes.NewForConfigOrDie(sa)
-	for _, c := range []struct {
-		attr authorizationv1.ResourceAttributes
-		want bool
-	}{
-		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"}, true},
-		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods"}, true},
-		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Group: "metrics.k8s.io", Resource: "pods"}, true},
-		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "secrets"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}, false},
-	} {
-		r, err := saCore.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Status.Allowed != c.want {
-			t.Errorf("%s may %s %s/%s in %s: %v, want %v", user, c.attr.Verb, c.attr.Resource, c.attr.Subresource, c.attr.Namespace, r.Status.Allowed, c.want)
-		}
-	}
+	return kubeconfig, rc
+}
 
-	sink := &logSink{t: t}
-	handler := slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelInfo})
-	klog.SetLogger(logr.FromSlogHandler(handler))
-	t.Cleanup(sink.close)
-	// controller-runtime keeps the first logger it is given (the servers'
-	// own calls come later): its controllers report refused calls here.
-	ctrllog.SetLogger(logr.FromSlogHandler(handler))
+// replica is one running server.
+type replica struct {
+	app        *app.App
+	url, token string
+}
+
+// startReplicas runs two servers (cluster.mode=kubeconfig through
+// kubeconfig, one database, edit changing their configuration) in ns until
+// the test ends, and returns them once one leads.
+func startReplicas(t *testing.T, ns, kubeconfig string, edit ...func(*config.Config)) (leader, follower replica) {
+	t.Helper()
+	ctx := context.Background()
+	_, handler := logs()
 	dataDir := t.TempDir()
-	start := func(name string) (*app.App, string, string) {
+	start := func(name string) replica {
 		cfg := config.Default()
 		cfg.ClusterMode = config.ClusterKubeconfig
 		cfg.Kubeconfig = kubeconfig
@@ -244,6 +232,9 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 		cfg.LeaderElectionLeaseDuration = 3 * time.Second
 		cfg.LeaderElectionRenewDeadline = 2 * time.Second
 		cfg.LeaderElectionRetryPeriod = 250 * time.Millisecond
+		for _, e := range edit {
+			e(&cfg)
+		}
 		log := slog.New(handler).With("replica", name)
 		// Two Managers in one process register controllers of the same names.
 		skip := true
@@ -270,23 +261,87 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 			}
 			srv.Close()
 		})
-		return srv, "http://" + ln.Addr().String(), token
+		return replica{app: srv, url: "http://" + ln.Addr().String(), token: token}
 	}
-	replicaA, urlA, tokenA := start("replica-a")
-	replicaB, urlB, tokenB := start("replica-b")
-
-	follower, followerToken := "", ""
+	a, b := start("replica-a"), start("replica-b")
 	apitest.Eventually(t, 30*time.Second, "one replica leads", func() error {
 		switch {
-		case replicaA.Role() == app.RoleLeader && replicaB.Role() == app.RoleFollower:
-			follower, followerToken = urlB, tokenB
-		case replicaB.Role() == app.RoleLeader && replicaA.Role() == app.RoleFollower:
-			follower, followerToken = urlA, tokenA
+		case a.app.Role() == app.RoleLeader && b.app.Role() == app.RoleFollower:
+			leader, follower = a, b
+		case b.app.Role() == app.RoleLeader && a.app.Role() == app.RoleFollower:
+			leader, follower = b, a
 		default:
-			return fmt.Errorf("roles %s, %s", replicaA.Role(), replicaB.Role())
+			return fmt.Errorf("roles %s, %s", a.app.Role(), b.app.Role())
 		}
 		return nil
 	})
+	return leader, follower
+}
+
+// mayExec asks the authorizer whether user may run exec (the console,
+// recovery) in ns and read its pods, and nothing beyond the namespace:
+// envtest has no kubelet, so exec cannot run.
+func mayExec(t *testing.T, rc *rest.Config, user, ns string) {
+	t.Helper()
+	saCore := kubernetes.NewForConfigOrDie(rc)
+	for _, c := range []struct {
+		attr authorizationv1.ResourceAttributes
+		want bool
+	}{
+		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "pods"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Group: "metrics.k8s.io", Resource: "pods"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "secrets"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update", Resource: "secrets"}, false},
+	} {
+		r, err := saCore.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed != c.want {
+			t.Errorf("%s may %s %s/%s in %s: %v, want %v", user, c.attr.Verb, c.attr.Resource, c.attr.Subresource, c.attr.Namespace, r.Status.Allowed, c.want)
+		}
+	}
+}
+
+// The server runs under the chart's Role and nothing else: the chart's
+// ServiceAccount, Role, RoleBinding, ClusterRole and ClusterRoleBinding
+// are applied for real, and two replicas (cluster.mode=kubeconfig) reach
+// the API server impersonating that ServiceAccount. A validator created
+// through release 1.11 on the follower is provisioned (resource, Secrets),
+// the follower records a schedule, which the leader takes from the
+// database's change feed and
+// reconciles it (backup CronJob, workloads by server-side apply, status),
+// and no log line says forbidden.
+func TestServerRunsUnderChartRole(t *testing.T) {
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "rbac")
+	out, err := renderIn(t, ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApplier(t, apiServer)
+	for _, obj := range objects(t, out) {
+		switch obj.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			if err := a.apply(ctx, ns, obj, false); err != nil {
+				t.Fatalf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+
+	user := "system:serviceaccount:" + ns + ":vm"
+	kubeconfig, sa := impersonating(t, user)
+	mayExec(t, sa, user, ns)
+	sink, _ := logs()
+	from := sink.mark()
+	_, f := startReplicas(t, ns, kubeconfig)
+	follower, followerToken := f.url, f.token
 
 	// Until the new leader has made the cluster's password key, a create
 	// answers 503 (documented: try again shortly); nothing else but 201.
@@ -339,7 +394,7 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 		}
 		return nil
 	})
-	if refused := sink.lines("forbidden"); len(refused) > 0 {
+	if refused := sink.lines(from, "forbidden"); len(refused) > 0 {
 		t.Errorf("the API server refused the servers under the chart's Role:\n%s", strings.Join(refused, "\n"))
 	}
 }
@@ -357,19 +412,32 @@ func field(obj map[string]any, path ...string) string {
 
 func post(t *testing.T, base, token, path string, body any) (int, string) {
 	t.Helper()
-	raw, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
+	return call(t, http.MethodPost, base, token, path, body)
+}
+
+// call sends a request with body as JSON (nil: none) and returns the
+// status and body of the answer.
+func call(t *testing.T, method, base, token, path string, body any) (int, string) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(raw))
+	req, err := http.NewRequest(method, base+path, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)

@@ -41,6 +41,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/controller/gateway"
 	"github.com/validator-manager/validator-manager/impl/controller/intent"
 	"github.com/validator-manager/validator-manager/impl/docs"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
@@ -56,15 +57,19 @@ import (
 
 // Conformance of the adapters to the ports their consumers declare.
 var (
-	_ management.Store   = (*store.Store)(nil)
-	_ management.Cluster = (*cluster.Kube)(nil)
-	_ management.Intent  = (*intent.Controller)(nil)
-	_ intent.Store       = (*store.Store)(nil)
-	_ intent.Cluster     = (*cluster.Kube)(nil)
-	_ intent.Identity    = (*idp.Keycloak)(nil)
-	_ intent.Identity    = (*idp.Local)(nil)
-	_ platform.Resources = (*cluster.Kube)(nil)
-	_ server.Auditor     = (*store.Store)(nil)
+	_ management.Store      = (*store.Store)(nil)
+	_ management.Cluster    = (*cluster.Kube)(nil)
+	_ management.Intent     = (*intent.Controller)(nil)
+	_ intent.Store          = (*store.Store)(nil)
+	_ intent.Cluster        = (*cluster.Kube)(nil)
+	_ intent.Identity       = (*idp.Keycloak)(nil)
+	_ intent.Identity       = (*idp.Local)(nil)
+	_ platform.Resources    = (*cluster.Kube)(nil)
+	_ platform.GatewayStore = (*store.Store)(nil)
+	_ platform.PasswordKeys = (*cluster.Kube)(nil)
+	_ gateway.Store         = (*store.Store)(nil)
+	_ gateway.Keys          = (*cluster.Kube)(nil)
+	_ server.Auditor        = (*store.Store)(nil)
 )
 
 // Intervals of the background work.
@@ -258,6 +263,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err := a.Intent.SetupWithManager(a.mgr); err != nil {
 		return nil, fmt.Errorf("intent controller: %w", err)
 	}
+	gwo := gateway.Options{Store: a.Store, Keys: a.Cluster, Namespace: cfg.Namespace, Logger: log}
+	if err := gateway.New(a.mgr.GetClient(), gwo).SetupWithManager(a.mgr); err != nil {
+		return nil, fmt.Errorf("wallet gateway controller: %w", err)
+	}
 	a.Telemetry = telemetry.New()
 	// The controllers' work queues and reconciles, and the client's
 	// requests to the API server (rate limits are sized by them).
@@ -284,7 +293,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
-	gw, console, err := a.gatewayAndConsole()
+	console, err := a.console()
 	if err != nil {
 		return nil, err
 	}
@@ -298,8 +307,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Resources: a.Cluster,
 		Upstreams: ups,
 		Logger:    log,
-		// The wallet gateway's state and the ledger console.
-		Gateway: gw,
+		// The wallet gateway's record and the ledger console.
+		Gateway: a.Store,
+		Keys:    a.Cluster,
 		Console: console,
 		Leader:  a.leaderHealthFunc(),
 		Audit:   a.Store,

@@ -29,6 +29,7 @@ const (
 	databasePurpose  = "validator-manager database password"
 	temporaryPurpose = "validator-manager wallet user temporary password"
 	sealPurpose      = "validator-manager pending secrets"
+	custodyPurpose   = "validator-manager custody provider credentials"
 )
 
 func mac(key []byte, purpose, name, claim string) []byte {
@@ -127,9 +128,9 @@ type sealed struct {
 	Database   string `json:"database,omitempty"`
 }
 
-// aead is AES-256-GCM under the sealing key derived from key with HKDF.
-func aead(key []byte) (cipher.AEAD, error) {
-	k, err := hkdf.Key(sha256.New, key, nil, sealPurpose, 32)
+// aead is AES-256-GCM under the key derived from key with HKDF for purpose.
+func aead(key []byte, purpose string) (cipher.AEAD, error) {
+	k, err := hkdf.Key(sha256.New, key, nil, purpose, 32)
 	if err != nil {
 		return nil, err
 	}
@@ -147,11 +148,16 @@ func Seal(key []byte, name, claim string, s domain.ValidatorSecrets) (string, er
 	if s == (domain.ValidatorSecrets{}) {
 		return "", nil
 	}
-	g, err := aead(key)
+	plain, err := json.Marshal(sealed{Onboarding: s.OnboardingSecret, LedgerAPI: s.LedgerAPIClientSecret, Database: s.DatabasePassword})
 	if err != nil {
 		return "", err
 	}
-	plain, err := json.Marshal(sealed{Onboarding: s.OnboardingSecret, LedgerAPI: s.LedgerAPIClientSecret, Database: s.DatabasePassword})
+	return seal(key, sealPurpose, name+"\x00"+claim, plain)
+}
+
+// seal encrypts plain under the key derived for purpose, bound to label.
+func seal(key []byte, purpose, label string, plain []byte) (string, error) {
+	g, err := aead(key, purpose)
 	if err != nil {
 		return "", err
 	}
@@ -159,8 +165,27 @@ func Seal(key []byte, name, claim string, s domain.ValidatorSecrets) (string, er
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	out := g.Seal(nonce, nonce, plain, []byte(name+"\x00"+claim))
-	return base64.StdEncoding.EncodeToString(out), nil
+	return base64.StdEncoding.EncodeToString(g.Seal(nonce, nonce, plain, []byte(label))), nil
+}
+
+// open decrypts what seal made; ErrUnsealable when it does not open.
+func open(key []byte, purpose, label, text string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return nil, ErrUnsealable
+	}
+	g, err := aead(key, purpose)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < g.NonceSize() {
+		return nil, ErrUnsealable
+	}
+	plain, err := g.Open(nil, raw[:g.NonceSize()], raw[g.NonceSize():], []byte(label))
+	if err != nil {
+		return nil, ErrUnsealable
+	}
+	return plain, nil
 }
 
 // ErrUnsealable is a pending-secrets column that does not open under the
@@ -172,20 +197,9 @@ func Open(key []byte, name, claim, text string) (domain.ValidatorSecrets, error)
 	if text == "" {
 		return domain.ValidatorSecrets{}, nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(text)
-	if err != nil {
-		return domain.ValidatorSecrets{}, ErrUnsealable
-	}
-	g, err := aead(key)
+	plain, err := open(key, sealPurpose, name+"\x00"+claim, text)
 	if err != nil {
 		return domain.ValidatorSecrets{}, err
-	}
-	if len(raw) < g.NonceSize() {
-		return domain.ValidatorSecrets{}, ErrUnsealable
-	}
-	plain, err := g.Open(nil, raw[:g.NonceSize()], raw[g.NonceSize():], []byte(name+"\x00"+claim))
-	if err != nil {
-		return domain.ValidatorSecrets{}, ErrUnsealable
 	}
 	var s sealed
 	if err := json.Unmarshal(plain, &s); err != nil {
@@ -211,4 +225,30 @@ func Merge(pending, next domain.ValidatorSecrets) domain.ValidatorSecrets {
 		}
 	}
 	return pending
+}
+
+// SealCredentials encrypts a validator's custody provider credentials for
+// the database (bound to the validator's name); the leader opens them to
+// write them into the wallet gateway's Secret.
+func SealCredentials(key []byte, validator string, c domain.CustodyCredentials) (string, error) {
+	plain, err := json.Marshal(c)
+	if err != nil {
+		return "", errors.New("credentials cannot be encoded")
+	}
+	return seal(key, custodyPurpose, validator, plain)
+}
+
+// OpenCredentials decrypts what SealCredentials made; ErrUnsealable when it
+// does not open under key.
+func OpenCredentials(key []byte, validator, text string) (domain.CustodyCredentials, error) {
+	var c domain.CustodyCredentials
+	plain, err := open(key, custodyPurpose, validator, text)
+	if err != nil {
+		return c, err
+	}
+	// Never wrap the decoder's error: it can quote the plaintext.
+	if json.Unmarshal(plain, &c) != nil {
+		return domain.CustodyCredentials{}, ErrUnsealable
+	}
+	return c, nil
 }

@@ -108,3 +108,39 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 }
+
+// Custody credentials open under the key and validator they were sealed
+// for, and under nothing else (not even as pending secrets of that name).
+func TestSealCredentials(t *testing.T) {
+	key, other := make([]byte, KeySize), make([]byte, KeySize)
+	other[0] = 1
+	c := domain.CustodyCredentials{APIKey: "key-AKIA", APISecret: "secret-MIIE"}
+	text, err := SealCredentials(key, "v1", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, "AKIA") || strings.Contains(text, "MIIE") {
+		t.Fatalf("sealed text holds the credentials: %s", text)
+	}
+	if got, err := OpenCredentials(key, "v1", text); err != nil || got != c {
+		t.Fatalf("open: got %v, %v, want the credentials sealed", got, err)
+	}
+	for _, tc := range []struct {
+		name, validator, text string
+		key                   []byte
+	}{
+		{"another validator", "v2", text, key},
+		{"another key", "v1", text, other},
+		{"damaged", "v1", text[:len(text)-4] + "AAAA", key},
+		{"not base64", "v1", "%%%", key},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := OpenCredentials(tc.key, tc.validator, tc.text); !errors.Is(err, ErrUnsealable) {
+				t.Fatalf("got %v, want ErrUnsealable", err)
+			}
+		})
+	}
+	if _, err := Open(key, "v1", "", text); !errors.Is(err, ErrUnsealable) {
+		t.Fatalf("opened as pending secrets: got %v, want ErrUnsealable", err)
+	}
+}

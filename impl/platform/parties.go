@@ -28,6 +28,12 @@ func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesReq
 	if req.Params.PartyId != nil {
 		prefix = *req.Params.PartyId
 	}
+	return partiesWithPrefix(ctx, n, prefix)
+}
+
+// partiesWithPrefix follows every page of the ledger's GET /v2/parties and
+// keeps the entries whose party id starts with prefix, as the ledger wrote them.
+func partiesWithPrefix(ctx context.Context, n *upstream.Node, prefix string) (rawParties, error) {
 	out := rawParties{}
 	params := &ledgerapi.GetV2PartiesParams{}
 	for range maxPages {
@@ -48,9 +54,7 @@ func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesReq
 			return nil, err
 		}
 		for _, p := range page.PartyDetails {
-			var id struct {
-				Party string `json:"party"`
-			}
+			var id partyID
 			if err := passThrough("ledger API", resp.Request.URL.String(), p, &id); err != nil {
 				return nil, err
 			}
@@ -64,6 +68,11 @@ func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesReq
 		params.PageToken = &page.NextPageToken
 	}
 	return out, nil
+}
+
+// partyID is a ledger party entry decoded as far as its id.
+type partyID struct {
+	Party string `json:"party"`
 }
 
 // rawParties is listParties' 200: the ledger's partyDetails entries, unchanged.

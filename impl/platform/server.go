@@ -36,8 +36,10 @@ type Options struct {
 	// Leader reports this replica's role in the leader election, shown in
 	// /actuator/health; nil: no election (one process), not shown.
 	Leader func() LeaderElection
-	// Gateway keeps the wallet gateway state; nil leaves its operations at 501.
-	Gateway GatewayState
+	// Gateway records the wallet gateway state, sealing credentials under
+	// Keys; nil leaves its operations at 501.
+	Gateway GatewayStore
+	Keys    PasswordKeys
 	// Console opens participant consoles; nil leaves the console at 501.
 	Console ConsoleOptions
 	// Audit reads the audit log; nil leaves listAuditEntries at 501.
@@ -59,7 +61,8 @@ type Server struct {
 	upstreams Upstreams
 	log       *slog.Logger
 	leader    func() LeaderElection
-	gateway   GatewayState
+	gateway   GatewayStore
+	keys      PasswordKeys
 	console   ConsoleOptions
 	audit     AuditLog
 	// The descriptions as the generated response types want them, decoded once.
@@ -79,7 +82,7 @@ func New(o Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.leader = o.Leader
-	s.gateway = o.Gateway
+	s.gateway, s.keys = o.Gateway, o.Keys
 	s.console = o.Console
 	s.audit = o.Audit
 	if o.Docs != nil {

@@ -4,20 +4,23 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/keyring"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-const partGateway = "the wallet gateway state (the Secret <validator>-wallet-gateway)"
+const partGateway = "the wallet gateway's record (database)"
 
 // gatewayFor checks that the validator exists (404 otherwise) and that
 // the gateway state is wired.
-func (s *Server) gatewayFor(operation, validator string) (GatewayState, error) {
+func (s *Server) gatewayFor(operation, validator string) (GatewayStore, error) {
 	if s.gateway == nil {
 		return nil, notWired(operation, partGateway)
 	}
@@ -32,83 +35,104 @@ func (s *Server) ListGatewayWallets(ctx context.Context, req platformapi.ListGat
 	if err != nil {
 		return nil, err
 	}
-	r, err := g.Load(ctx, req.Name)
+	ws, err := g.GatewayWallets(ctx, req.Name)
 	if err != nil {
 		return nil, err
 	}
 	out := platformapi.ListGatewayWallets200JSONResponse{}
-	for _, w := range r.Wallets {
-		out = append(out, walletView(w))
+	for _, w := range ws {
+		// A wallet whose party is not recorded is not a wallet yet.
+		if w.PartyID != "" {
+			out = append(out, walletView(w))
+		}
 	}
 	return out, nil
 }
 
-// CreateGatewayWallet allocates the wallet's party on the validator's
-// participant and records the wallet. The provider must be enabled and
-// hold credentials: a wallet whose custody provider cannot be reached is
-// not a wallet.
+// CreateGatewayWallet records the wallet, allocates its party on the
+// validator's participant and records the party: a failure or a crash
+// after the record leaves it, and a retry with the same party hint
+// finishes it (adopting the party an earlier attempt allocated). The
+// provider must be enabled and hold credentials: a wallet whose custody
+// provider cannot be reached is not a wallet.
 func (s *Server) CreateGatewayWallet(ctx context.Context, req platformapi.CreateGatewayWalletRequestObject) (platformapi.CreateGatewayWalletResponseObject, error) {
 	g, err := s.gatewayFor("createGatewayWallet", req.Name)
 	if err != nil {
 		return nil, err
 	}
 	body := req.Body
-	r, err := g.Load(ctx, req.Name)
+	gw, err := g.WalletGateway(ctx, req.Name)
 	if err != nil {
 		return nil, err
 	}
-	if err := walletAllowed(r, body.PartyHint); err != nil {
+	if err := walletAllowed(gw); err != nil {
 		return nil, err
 	}
 	n, err := s.node(ctx, "createGatewayWallet", req.Name)
 	if err != nil {
 		return nil, err
 	}
-	hint := body.PartyHint
-	resp, err := n.Ledger.PostV2PartiesWithResponse(ctx, ledgerapi.AllocatePartyRequest{PartyIdHint: &hint})
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
-	}
-	if resp.JSON200 == nil || resp.JSON200.PartyDetails.Party == "" {
-		return nil, &domain.UpstreamError{Endpoint: resp.HTTPResponse.Request.URL.String(), Message: "ledger API answered the allocation without a party"}
-	}
-	w := GatewayWalletRecord{
-		WalletID: newWalletID(), PartyID: resp.JSON200.PartyDetails.Party, PartyHint: hint,
-		Provider: string(body.SigningProvider), Primary: body.Primary != nil && *body.Primary,
-		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
+	w := domain.GatewayWallet{
+		WalletID: newWalletID(), Validator: req.Name, PartyHint: body.PartyHint,
+		SigningProvider: string(body.SigningProvider), Primary: body.Primary != nil && *body.Primary,
 	}
 	if body.Vault != nil {
 		w.Vault = *body.Vault
 	}
-	_, err = g.Update(ctx, req.Name, func(r *GatewayRecord) error {
-		if err := walletAllowed(*r, hint); err != nil {
-			return err
+	fresh := w.WalletID
+	if err := g.RecordWallet(ctx, &w); err != nil {
+		return nil, err
+	}
+	if w.WalletID != fresh {
+		// An earlier create of this hint was recorded and not finished:
+		// its party may exist already.
+		if w.PartyID, err = allocatedParty(ctx, n, w.PartyHint); err != nil {
+			return nil, err
 		}
-		if w.Primary {
-			for i := range r.Wallets {
-				r.Wallets[i].Primary = false
-			}
+	}
+	if w.PartyID == "" {
+		if w.PartyID, err = allocateParty(ctx, n, w.PartyHint); err != nil {
+			return nil, err
 		}
-		r.Wallets = append(r.Wallets, w)
-		return nil
-	})
-	if err != nil {
+	}
+	if err := g.CompleteWallet(ctx, w); err != nil {
 		return nil, err
 	}
 	return platformapi.CreateGatewayWallet200JSONResponse(walletView(w)), nil
 }
 
-func walletAllowed(r GatewayRecord, hint string) error {
-	if !r.Enabled {
+// allocateParty allocates a participant-managed party of hint.
+func allocateParty(ctx context.Context, n *upstream.Node, hint string) (string, error) {
+	resp, err := n.Ledger.PostV2PartiesWithResponse(ctx, ledgerapi.AllocatePartyRequest{PartyIdHint: &hint})
+	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+		return "", err
+	}
+	if resp.JSON200 == nil || resp.JSON200.PartyDetails.Party == "" {
+		return "", &domain.UpstreamError{Endpoint: resp.HTTPResponse.Request.URL.String(), Message: "ledger API answered the allocation without a party"}
+	}
+	return resp.JSON200.PartyDetails.Party, nil
+}
+
+// allocatedParty is the party of hint the participant hosts already
+// (hint::<namespace>), "" when it hosts none.
+func allocatedParty(ctx context.Context, n *upstream.Node, hint string) (string, error) {
+	found, err := partiesWithPrefix(ctx, n, hint+"::")
+	if err != nil || len(found) == 0 {
+		return "", err
+	}
+	var id partyID
+	if err := json.Unmarshal(found[0], &id); err != nil || !strings.HasPrefix(id.Party, hint+"::") {
+		return "", nil
+	}
+	return id.Party, nil
+}
+
+func walletAllowed(g domain.WalletGateway) error {
+	if !g.Enabled {
 		return domain.Conflict("custody provider %s is not enabled for this validator", platformapi.SigningProviderCustodyProviderA)
 	}
-	if r.Credentials == nil {
+	if g.Credentials == "" {
 		return domain.Conflict("custody provider %s has no credentials configured", platformapi.SigningProviderCustodyProviderA)
-	}
-	for _, w := range r.Wallets {
-		if w.PartyHint == hint {
-			return domain.Conflict("a wallet for party hint %q exists already (%s)", hint, w.WalletID)
-		}
 	}
 	return nil
 }
@@ -118,61 +142,78 @@ func (s *Server) GetCustodyProviderSettings(ctx context.Context, req platformapi
 	if err != nil {
 		return nil, err
 	}
-	r, err := g.Load(ctx, req.Name)
+	gw, err := g.WalletGateway(ctx, req.Name)
 	if err != nil {
 		return nil, err
 	}
-	return platformapi.GetCustodyProviderSettings200JSONResponse(settingsView(r)), nil
+	return platformapi.GetCustodyProviderSettings200JSONResponse(settingsView(gw)), nil
 }
 
-// UpdateCustodyProviderSettings changes only what the body sends; the
-// credentials, when sent, replace the stored ones as a whole.
+// UpdateCustodyProviderSettings records only what the body sends; the
+// credentials, when sent, replace the stored ones as a whole, sealed under
+// the cluster's password key.
 func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platformapi.UpdateCustodyProviderSettingsRequestObject) (platformapi.UpdateCustodyProviderSettingsResponseObject, error) {
 	g, err := s.gatewayFor("updateCustodyProviderSettings", req.Name)
 	if err != nil {
 		return nil, err
 	}
 	b := req.Body
-	r, err := g.Update(ctx, req.Name, func(r *GatewayRecord) error {
+	sealed := ""
+	if c := b.Credentials; c != nil {
+		// The contract requires both; a body that slipped past
+		// validation must not store half a credential.
+		if c.ApiKey == nil || c.ApiSecret == nil || *c.ApiKey == "" || *c.ApiSecret == "" {
+			return nil, domain.Invalid("credentials", "apiKey and apiSecret are both required")
+		}
+		if s.keys == nil {
+			return nil, notWired("updateCustodyProviderSettings", "the cluster's password key")
+		}
+		key, err := s.keys.ReadPasswordKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if sealed, err = keyring.SealCredentials(key, req.Name, domain.CustodyCredentials{APIKey: *c.ApiKey, APISecret: *c.ApiSecret}); err != nil {
+			return nil, err
+		}
+	}
+	gw, err := g.UpdateWalletGateway(ctx, req.Name, func(gw *domain.WalletGateway) error {
 		if b.Enabled != nil {
-			r.Enabled = *b.Enabled
+			gw.Enabled = *b.Enabled
 		}
 		if b.BaseUrl != nil {
-			r.BaseURL = *b.BaseUrl
+			gw.BaseURL = *b.BaseUrl
 		}
-		if c := b.Credentials; c != nil {
-			// The contract requires both; a body that slipped past
-			// validation must not store half a credential.
-			if c.ApiKey == nil || c.ApiSecret == nil || *c.ApiKey == "" || *c.ApiSecret == "" {
-				return domain.Invalid("credentials", "apiKey and apiSecret are both required")
-			}
-			r.Credentials = &CustodyCredentials{APIKey: *c.ApiKey, APISecret: *c.ApiSecret}
+		if sealed != "" {
+			gw.Credentials = sealed
 		}
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		r.UpdatedAt = &now
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return platformapi.UpdateCustodyProviderSettings200JSONResponse(settingsView(r)), nil
+	return platformapi.UpdateCustodyProviderSettings200JSONResponse(settingsView(gw)), nil
 }
 
-func settingsView(r GatewayRecord) platformapi.CustodyProviderSettings {
+func settingsView(g domain.WalletGateway) platformapi.CustodyProviderSettings {
 	out := platformapi.CustodyProviderSettings{
-		Provider: platformapi.SigningProviderCustodyProviderA, Enabled: r.Enabled,
-		CredentialsConfigured: r.Credentials != nil, UpdatedAt: r.UpdatedAt,
+		Provider: platformapi.SigningProviderCustodyProviderA, Enabled: g.Enabled,
+		CredentialsConfigured: g.Credentials != "",
 	}
-	if r.BaseURL != "" {
-		out.BaseUrl = &r.BaseURL
+	if g.UpdatedAt != nil {
+		at := g.UpdatedAt.Truncate(time.Millisecond)
+		out.UpdatedAt = &at
+	}
+	if g.BaseURL != "" {
+		out.BaseUrl = &g.BaseURL
 	}
 	return out
 }
 
-func walletView(w GatewayWalletRecord) platformapi.GatewayWallet {
+func walletView(w domain.GatewayWallet) platformapi.GatewayWallet {
 	out := platformapi.GatewayWallet{
 		WalletId: w.WalletID, PartyId: w.PartyID, PartyHint: w.PartyHint,
-		SigningProvider: platformapi.SigningProvider(w.Provider), Primary: w.Primary, CreatedAt: w.CreatedAt,
+		SigningProvider: platformapi.SigningProvider(w.SigningProvider), Primary: w.Primary,
+		CreatedAt: w.CreatedAt.Truncate(time.Millisecond),
 	}
 	if w.Vault != "" {
 		out.Vault = &w.Vault

@@ -2,15 +2,18 @@ package platform_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/platform"
+	"github.com/validator-manager/validator-manager/impl/controller/gateway"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // Credentials sent in the tests: no response, log line or audit row may
@@ -21,10 +24,7 @@ const (
 )
 
 func TestWalletGateway(t *testing.T) {
-	gw := &platform.SecretGateway{}
-	s := startWired(t, platform.Options{Gateway: gw}, func(s *apitest.Server) {
-		gw.Core, gw.Namespace = s.Kube.Core, s.Kube.Namespace
-	})
+	s := apitest.Start(t, apitest.Options{})
 	createValidator(t, s)
 	ctx := t.Context()
 	var bodies []string // every response body, checked for credentials at the end
@@ -102,13 +102,24 @@ func TestWalletGateway(t *testing.T) {
 		if before.GetResourceVersion() != after.GetResourceVersion() {
 			t.Fatalf("the Validator resource changed (%s -> %s)", before.GetResourceVersion(), after.GetResourceVersion())
 		}
-		sec, err := s.Kube.Core.CoreV1().Secrets(gw.Namespace).Get(ctx, platform.GatewaySecretName(validator), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(sec.Data["credentials.json"]), testAPIKey) {
-			t.Fatalf("credentials not stored in the Secret")
-		}
+		// The leader writes what was recorded into the gateway's Secret.
+		apitest.Eventually(t, 30*time.Second, "the wallet gateway's Secret", func() error {
+			sec, err := s.Kube.Core.CoreV1().Secrets(s.Kube.Namespace).Get(ctx, gateway.SecretName(validator), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			var st struct {
+				Enabled bool   `json:"enabled"`
+				BaseURL string `json:"baseUrl"`
+			}
+			if err := json.Unmarshal(sec.Data[gateway.SettingsKey], &st); err != nil || !st.Enabled || st.BaseURL != base {
+				return fmt.Errorf("settings.json %s (%v)", sec.Data[gateway.SettingsKey], err)
+			}
+			if !strings.Contains(string(sec.Data[gateway.CredentialsKey]), testAPIKey) {
+				return fmt.Errorf("credentials not stored in the Secret")
+			}
+			return nil
+		})
 	})
 
 	t.Run("wallets", func(t *testing.T) {
@@ -128,6 +139,24 @@ func TestWalletGateway(t *testing.T) {
 		if len(got) != 2 || got[0].WalletId != a.WalletId || got[0].Primary || got[1].WalletId != b.WalletId || !got[1].Primary {
 			t.Fatalf("wallets (alice demoted, bob primary): %s", r.Body)
 		}
+		// A create recorded whose party was allocated but not recorded (a
+		// crash in between) is finished by a retry, which adopts the party.
+		rec := domain.GatewayWallet{WalletID: "wallet-crashed", Validator: validator, PartyHint: "carol", SigningProvider: string(provider)}
+		if err := s.App.Store.RecordWallet(ctx, &rec); err != nil {
+			t.Fatal(err)
+		}
+		ar, err := s.Platform.AllocatePartyWithResponse(ctx, validator, &platformapi.AllocatePartyParams{PartyIdHint: "carol"})
+		if err != nil || ar.StatusCode() != http.StatusOK {
+			t.Fatalf("allocate carol: %v %s", err, ar.Body)
+		}
+		if r, err := s.Platform.ListGatewayWalletsWithResponse(ctx, validator); err != nil || strings.Contains(string(r.Body), "carol") {
+			t.Fatalf("a wallet whose party is not recorded is listed: %v %s", err, r.Body)
+		}
+		c := create(t, validator, platformapi.CreateGatewayWalletRequest{PartyHint: "carol", SigningProvider: provider}, http.StatusOK).JSON200
+		if c.WalletId != "wallet-crashed" || !strings.HasPrefix(c.PartyId, "carol::") || !strings.Contains(string(ar.Body), c.PartyId) {
+			t.Fatalf("resumed wallet: %+v, allocated %s", c, ar.Body)
+		}
+		create(t, validator, platformapi.CreateGatewayWalletRequest{PartyHint: "carol", SigningProvider: provider}, http.StatusConflict)
 		// The party exists on the validator's ledger.
 		pr, err := s.Platform.ListPartiesWithResponse(ctx, validator, &platformapi.ListPartiesParams{PartyId: &a.PartyId})
 		if err != nil || pr.StatusCode() != http.StatusOK || !strings.Contains(string(pr.Body), a.PartyId) {
@@ -197,6 +226,12 @@ func TestWalletGateway(t *testing.T) {
 			t.Fatal("no audit row of updateCustodyProviderSettings")
 		}
 		bodies = append(bodies, s.Logs())
+		// At rest they are sealed.
+		gw, err := s.App.Store.WalletGateway(ctx, validator)
+		if err != nil || gw.Credentials == "" {
+			t.Fatalf("recorded gateway: %v, credentials %t", err, gw.Credentials != "")
+		}
+		bodies = append(bodies, gw.Credentials)
 		for _, b := range bodies {
 			for _, secret := range []string{testAPIKey, testAPISecret, "secret-MIIEvQ"} {
 				if strings.Contains(b, secret) {

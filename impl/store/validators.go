@@ -107,13 +107,20 @@ func (s *Store) SetProvisionError(ctx context.Context, name, message string) err
 // (validator_changes, filled by triggers on every write of an operator's
 // request), returning the names they name, each once.
 func (s *Store) TakeChanges(ctx context.Context, limit int) ([]string, error) {
+	names, err := s.takeFeed(ctx, "validator_changes", "name", limit)
+	return names, translate(err, "take validator changes", "")
+}
+
+// takeFeed reads and deletes up to limit rows of a change feed (a table of
+// seq and a name column), returning the names, each once, in feed order.
+func (s *Store) takeFeed(ctx context.Context, table, column string, limit int) ([]string, error) {
 	var names []string
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var rows []struct {
 			Seq  int64
 			Name string
 		}
-		if err := tx.Table("validator_changes").Order("seq").Limit(limit).Find(&rows).Error; err != nil {
+		if err := tx.Table(table).Select("seq", column+" AS name").Order("seq").Limit(limit).Find(&rows).Error; err != nil {
 			return err
 		}
 		if len(rows) == 0 {
@@ -128,9 +135,9 @@ func (s *Store) TakeChanges(ctx context.Context, limit int) ([]string, error) {
 				names = append(names, r.Name)
 			}
 		}
-		return tx.Exec("DELETE FROM validator_changes WHERE seq IN ?", seqs).Error
+		return tx.Exec("DELETE FROM "+table+" WHERE seq IN ?", seqs).Error
 	})
-	return names, translate(err, "take validator changes", "")
+	return names, err
 }
 
 // SetWalletUser records the identity provider's id of the validator's

@@ -9,16 +9,15 @@ import (
 	"github.com/validator-manager/validator-manager/impl/platform"
 )
 
-// gatewayAndConsole builds release 2.0's wallet gateway state and console:
-// the cluster's Secrets hold the gateway's state; consoles are the sandbox
-// participants' on the embedded default, an exec session in the
-// participant pod on a real cluster.
-func (a *App) gatewayAndConsole() (platform.GatewayState, platform.ConsoleOptions, error) {
+// console builds release 2.0's ledger console: the sandbox participants'
+// on the embedded default, an exec session in the participant pod on a
+// real cluster.
+func (a *App) console() (platform.ConsoleOptions, error) {
 	cfg := a.Config
 	c := platform.ConsoleOptions{IdleTimeout: cfg.ConsoleIdleTimeout, Audit: a.Store}
 	core, err := kubernetes.NewForConfig(a.rest)
 	if err != nil {
-		return nil, c, err
+		return c, err
 	}
 	if cfg.EmbeddedDefault() && a.Sandbox != nil {
 		sb := a.Sandbox
@@ -32,5 +31,5 @@ func (a *App) gatewayAndConsole() (platform.GatewayState, platform.ConsoleOption
 	} else {
 		c.Opener = &platform.ExecConsole{Core: core, Config: rest.CopyConfig(a.rest), Namespace: cfg.Namespace}
 	}
-	return &platform.SecretGateway{Core: core, Namespace: cfg.Namespace}, c, nil
+	return c, nil
 }
