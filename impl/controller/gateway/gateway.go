@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
@@ -120,39 +121,11 @@ func (f feed) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("wallet gateway controller: %w", err)
 	}
-	g.send(ctx, names)
-	tick := time.NewTicker(g.changes)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		for {
-			names, err := g.store.TakeGatewayChanges(ctx, feedPage)
-			if err != nil {
-				if ctx.Err() == nil {
-					g.log.Warn("reading the wallet gateways' change feed", "error", err)
-				}
-				break
-			}
-			g.send(ctx, names)
-			if len(names) < feedPage {
-				break
-			}
-		}
-	}
-}
-
-func (g *Controller) send(ctx context.Context, names []string) {
-	for _, n := range names {
-		select {
-		case g.named <- event.TypedGenericEvent[string]{Object: n}:
-		case <-ctx.Done():
-			return
-		}
-	}
+	changefeed.Send(ctx, g.named, names)
+	changefeed.Follow(ctx, g.changes, feedPage, g.store.TakeGatewayChanges, g.named, func(err error) {
+		g.log.Warn("reading the wallet gateways' change feed", "error", err)
+	})
+	return nil
 }
 
 // Reconcile writes one validator's recorded wallet gateway into its Secret.

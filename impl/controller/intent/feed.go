@@ -3,9 +3,8 @@ package intent
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
 )
 
 // feed is the Runnable that owns the database's change feed on the elected
@@ -54,41 +53,11 @@ func (f feed) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	c.running.Store(true)
 	defer c.running.Store(false)
-	for _, n := range names {
-		f.send(ctx, n)
-	}
-	tick := time.NewTicker(c.changes)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		for {
-			names, err := c.store.TakeChanges(ctx, changesPage)
-			if err != nil {
-				if ctx.Err() == nil {
-					c.log.Warn("reading the validators' change feed", "error", err)
-				}
-				break
-			}
-			for _, n := range names {
-				f.send(ctx, n)
-			}
-			if len(names) < changesPage {
-				break
-			}
-		}
-	}
-}
-
-// send hands name to the controller's channel source, waiting for room.
-func (f feed) send(ctx context.Context, name string) {
-	select {
-	case f.c.names <- event.TypedGenericEvent[string]{Object: name}:
-	case <-ctx.Done():
-	}
+	changefeed.Send(ctx, c.names, names)
+	changefeed.Follow(ctx, c.changes, changesPage, c.store.TakeChanges, c.names, func(err error) {
+		c.log.Warn("reading the validators' change feed", "error", err)
+	})
+	return nil
 }
 
 // allNames names every validator of the database and every managed

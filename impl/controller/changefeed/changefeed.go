@@ -1,0 +1,55 @@
+// Package changefeed follows a database change feed for a leader's
+// controller: every replica's handlers record a change in a feed table, and
+// the elected leader takes it page by page and hands the names it holds to
+// its controller's channel source.
+package changefeed
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// Take removes and returns at most limit names from a feed.
+type Take func(ctx context.Context, limit int) ([]string, error)
+
+// Follow takes the feed every interval until ctx ends, page names at a
+// time, and sends each name to names. A take that fails is handed to warn
+// (unless ctx has ended) and tried again at the next tick: what it would
+// have taken stays in the feed.
+func Follow(ctx context.Context, interval time.Duration, page int, take Take, names chan<- event.TypedGenericEvent[string], warn func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for {
+			taken, err := take(ctx, page)
+			if err != nil {
+				if ctx.Err() == nil {
+					warn(err)
+				}
+				break
+			}
+			Send(ctx, names, taken)
+			if len(taken) < page {
+				break
+			}
+		}
+	}
+}
+
+// Send hands each name to names, waiting for room, until ctx ends.
+func Send(ctx context.Context, names chan<- event.TypedGenericEvent[string], taken []string) {
+	for _, n := range taken {
+		select {
+		case names <- event.TypedGenericEvent[string]{Object: n}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
