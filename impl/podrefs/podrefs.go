@@ -110,3 +110,43 @@ func Names(spec *corev1.PodSpec, kind Kind, optional bool) []string {
 	}
 	return out
 }
+
+// Object is one object a Pod reads.
+type Object struct {
+	Kind Kind
+	Name string
+}
+
+// Lacking is what refs read, not optionally, that is not there: per
+// object, in the order refs first name it, a Ref without Keys when the
+// object does not exist, or a Ref with the keys it lacks. held maps each
+// object that exists to its keys; the keys of a ref are all checked, so a
+// ref whose object's keys are not known must come without them.
+func Lacking(refs []Ref, held map[Object][]string) []Ref {
+	var out []Ref
+	for _, r := range refs {
+		if r.Optional {
+			continue
+		}
+		i := slices.IndexFunc(out, func(l Ref) bool { return l.Kind == r.Kind && l.Name == r.Name })
+		keys, exists := held[Object{r.Kind, r.Name}]
+		if !exists {
+			if i < 0 {
+				out = append(out, Ref{Kind: r.Kind, Name: r.Name})
+			}
+			continue
+		}
+		for _, k := range r.Keys {
+			if slices.Contains(keys, k) {
+				continue
+			}
+			if i < 0 {
+				out, i = append(out, Ref{Kind: r.Kind, Name: r.Name}), len(out)
+			}
+			if !slices.Contains(out[i].Keys, k) {
+				out[i].Keys = append(out[i].Keys, k)
+			}
+		}
+	}
+	return out
+}

@@ -158,7 +158,9 @@ type ValidatorStatus struct {
 	// at its current generation. PENDING, whatever the workloads report,
 	// while a pod cannot start (CreateContainerConfigError,
 	// InvalidImageName, Unschedulable) or a Secret or ConfigMap a pod
-	// template reads is missing: the Ready condition names the cause.
+	// template reads, or a key it reads of a Secret, is missing
+	// (SecretNotFound, ConfigMapNotFound, SecretKeyMissing): the Ready
+	// condition names the cause.
 	Phase Phase `json:"phase,omitempty"`
 	// DatabaseReady: the internal database is ready (backups can be
 	// scheduled). Always false for an external database.

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -421,15 +422,25 @@ func (r *Reconciler) owned(ctx context.Context, v *v1alpha1.Validator, component
 	return controlledBy(obj, v), nil
 }
 
-// missing lists, per component, the Secrets and ConfigMaps its template
-// reads (not optionally) that do not exist.
+// missing lists, per component, what its template reads (not optionally)
+// that is not there (podrefs.Lacking): the Secrets and ConfigMaps that do
+// not exist and the keys an existing Secret lacks. A ConfigMap's keys are
+// not checked: the cache holds its metadata only.
 func (r *Reconciler) missing(ctx context.Context, namespace string, ts []template) (map[string][]podrefs.Ref, error) {
+	held := map[podrefs.Object][]string{}
+	read := map[podrefs.Object]bool{}
 	out := map[string][]podrefs.Ref{}
 	for _, t := range ts {
-		for _, ref := range podrefs.All(&t.spec.Spec) {
-			if ref.Optional || slices.ContainsFunc(out[t.component], func(m podrefs.Ref) bool { return m.Kind == ref.Kind && m.Name == ref.Name }) {
+		refs := podrefs.All(&t.spec.Spec)
+		for i, ref := range refs {
+			o := podrefs.Object{Kind: ref.Kind, Name: ref.Name}
+			if ref.Kind == podrefs.ConfigMap {
+				refs[i].Keys = nil
+			}
+			if ref.Optional || read[o] {
 				continue
 			}
+			read[o] = true
 			key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
 			var obj client.Object = &corev1.Secret{}
 			if ref.Kind == podrefs.ConfigMap {
@@ -438,10 +449,17 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 			err := r.client.Get(ctx, key, obj)
 			switch {
 			case apierrors.IsNotFound(err):
-				out[t.component] = append(out[t.component], ref)
+				continue
 			case err != nil:
 				return nil, fmt.Errorf("read %s %s: %w", ref.Kind, ref.Name, err)
 			}
+			held[o] = nil
+			if s, ok := obj.(*corev1.Secret); ok {
+				held[o] = slices.Collect(maps.Keys(s.Data))
+			}
+		}
+		if l := podrefs.Lacking(refs, held); len(l) > 0 {
+			out[t.component] = l
 		}
 	}
 	return out, nil

@@ -329,6 +329,46 @@ func TestControllerReportsWhyPodsCannotStart(t *testing.T) {
 	}
 }
 
+// A key a pod template reads that its Secret lacks is named in the status
+// at once, before any pod tries (the cache keeps the Secrets' keys), and
+// holds the validator PENDING though its Deployments are available, until
+// the key is written.
+func TestControllerReportsMissingKey(t *testing.T) {
+	v := create(t, nil)
+	ctx := context.Background()
+	writeReads(t, v)
+	auth := &corev1.Secret{}
+	if err := apiServer.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: "v1-ledger-api-auth"}, auth); err != nil {
+		t.Fatal(err)
+	}
+	delete(auth.Data, "client-secret")
+	auth.Data["client-id"] = []byte("x")
+	if err := apiServer.Update(ctx, auth); err != nil {
+		t.Fatal(err)
+	}
+	const lacks = `Deployment v1-validator-app: secret "v1-ledger-api-auth" has no key "client-secret"`
+	waitCondition(t, v, v1alpha1.ConditionValidatorAppReady, workload.ReasonSecretKeyMissing, lacks)
+	for _, c := range []string{workload.Participant, workload.ValidatorApp, workload.WalletUI, workload.ANSUI} {
+		markAvailable(t, v, c)
+	}
+	cur := waitCondition(t, v, v1alpha1.ConditionReady, workload.ReasonSecretKeyMissing, lacks)
+	if cur.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("phase %s with a key missing, want PENDING", cur.Status.Phase)
+	}
+	var pods corev1.PodList
+	if err := apiServer.List(ctx, &pods, client.InNamespace(v.Namespace)); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods %d (%v), want none: the status needs no pod to say it", len(pods.Items), err)
+	}
+	auth.Data["client-secret"] = []byte("x")
+	if err := apiServer.Update(ctx, auth); err != nil {
+		t.Fatal(err)
+	}
+	cur = waitPhase(t, v, v1alpha1.PhaseRunning) // the database StatefulSet is not ready
+	if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionValidatorAppReady); c == nil || c.Reason != workload.ReasonAvailable {
+		t.Errorf("ValidatorAppReady %+v, want reason %s", c, workload.ReasonAvailable)
+	}
+}
+
 func TestControllerStatus(t *testing.T) {
 	v := create(t, nil)
 	writeReads(t, v)

@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,8 +28,9 @@ type Observed struct {
 	// by name: what the kubelet and the scheduler say of those that cannot
 	// start.
 	Pods []*corev1.Pod
-	// Missing: per component, the Secrets and ConfigMaps its pod template
-	// reads (not optionally) that do not exist. Running pods keep running
+	// Missing: per component, what its pod template reads (not optionally)
+	// that is not there (podrefs.Lacking): a Secret or ConfigMap that does
+	// not exist, or the keys a Secret lacks. Running pods keep running
 	// without them, but none can (re)start.
 	Missing map[string][]podrefs.Ref
 }
@@ -43,9 +45,11 @@ const (
 	ReasonWorkloadsReady    = "WorkloadsReady"
 	ReasonWorkloadsNotReady = "WorkloadsNotReady"
 	// ReasonSecretNotFound, ReasonConfigMapNotFound: a pod template reads
-	// an object that does not exist (Observed.Missing).
+	// an object that does not exist; ReasonSecretKeyMissing: a key of a
+	// Secret that exists (Observed.Missing).
 	ReasonSecretNotFound    = "SecretNotFound"
 	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	ReasonSecretKeyMissing  = "SecretKeyMissing"
 	// A pod that cannot start gives its own reason: the kubelet's waiting
 	// reason (CreateContainerConfigError, InvalidImageName, ...) or the
 	// scheduler's (Unschedulable).
@@ -82,16 +86,40 @@ func blockedBy(r readiness, workload, component string, o Observed) readiness {
 	if len(missing) == 0 {
 		return r
 	}
-	reason := ReasonSecretNotFound
-	if missing[0].Kind == podrefs.ConfigMap {
-		reason = ReasonConfigMapNotFound
-	}
 	var names []string
 	for _, m := range missing {
-		names = append(names, fmt.Sprintf("%s %q not found", strings.ToLower(string(m.Kind)), m.Name))
+		names = append(names, lacks(m))
 	}
-	return readiness{blocked: true, reason: reason,
-		message: fmt.Sprintf("%s: %s; its pods cannot start until it exists", workload, strings.Join(names, ", "))}
+	return readiness{blocked: true, reason: missingReason(missing[0]),
+		message: fmt.Sprintf("%s: %s; its pods cannot start", workload, strings.Join(names, ", "))}
+}
+
+// missingReason is the reason of what m says is missing.
+func missingReason(m podrefs.Ref) string {
+	switch {
+	case m.Kind == podrefs.ConfigMap:
+		return ReasonConfigMapNotFound
+	case len(m.Keys) > 0:
+		return ReasonSecretKeyMissing
+	}
+	return ReasonSecretNotFound
+}
+
+// lacks says what m says is missing: the object, or its keys (names, never
+// values).
+func lacks(m podrefs.Ref) string {
+	object := fmt.Sprintf("%s %q", strings.ToLower(string(m.Kind)), m.Name)
+	switch len(m.Keys) {
+	case 0:
+		return object + " not found"
+	case 1:
+		return fmt.Sprintf("%s has no key %q", object, m.Keys[0])
+	}
+	quoted := make([]string, len(m.Keys))
+	for i, k := range m.Keys {
+		quoted[i] = strconv.Quote(k)
+	}
+	return fmt.Sprintf("%s has no keys %s", object, strings.Join(quoted, ", "))
 }
 
 func deploymentReadiness(name string, d *appsv1.Deployment) readiness {

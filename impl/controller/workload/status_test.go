@@ -178,8 +178,21 @@ func TestStatusBlocked(t *testing.T) {
 			o := allReady()
 			o.Missing = map[string][]podrefs.Ref{workload.ValidatorApp: {{Kind: podrefs.Secret, Name: "v1-database"}}}
 			return o
-		}(), nil, "ValidatorAppReady", workload.ReasonSecretNotFound, `Deployment v1-validator-app: secret "v1-database" not found; its pods cannot start until it exists`,
+		}(), nil, "ValidatorAppReady", workload.ReasonSecretNotFound, `Deployment v1-validator-app: secret "v1-database" not found; its pods cannot start`,
 			v1alpha1.PhasePending, true},
+		{"a key the participant reads is missing from its Secret", func() workload.Observed {
+			o := allReady()
+			o.Missing = map[string][]podrefs.Ref{workload.Participant: {{Kind: podrefs.Secret, Name: "v1-database", Keys: []string{"password"}}}}
+			return o
+		}(), nil, "ParticipantReady", workload.ReasonSecretKeyMissing, `Deployment v1-participant: secret "v1-database" has no key "password"; its pods cannot start`,
+			v1alpha1.PhasePending, true},
+		{"keys and a Secret missing: the first names the reason, the message all", func() workload.Observed {
+			o := allReady()
+			o.Missing = map[string][]podrefs.Ref{workload.ValidatorApp: {
+				{Kind: podrefs.Secret, Name: "v1-auth", Keys: []string{"client-id", "client-secret"}}, {Kind: podrefs.Secret, Name: "v1-extra"}}}
+			return o
+		}(), nil, "ValidatorAppReady", workload.ReasonSecretKeyMissing,
+			`secret "v1-auth" has no keys "client-id", "client-secret", secret "v1-extra" not found`, v1alpha1.PhasePending, true},
 		{"a missing ConfigMap", func() workload.Observed {
 			o := allReady()
 			o.Missing = map[string][]podrefs.Ref{workload.Participant: {{Kind: podrefs.ConfigMap, Name: "extra"}}}
