@@ -831,9 +831,13 @@ func bench(ds dataset) error {
 	m := memory(srv.cmd.Process.Pid)
 	rss, peak := m.rss, m.peak
 	fmt.Printf("\nServer RSS after the rounds: %.0f MB (peak %.0f MB; anonymous %.0f MB, file-backed %.0f MB).\n", rss, peak, m.anon, m.file)
-	rssGoal := map[int]float64{1000: 200}[ds.n]
-	report("server RSS (its own process, /proc VmRSS) after the rounds", tag, goalText(rssGoal, "≤ %.0f MB"), "",
-		fmt.Sprintf("%.0f MB (peak %.0f MB)", rss, peak), rssGoal == 0 || rss <= rssGoal)
+	// The goal is set at 1,000 validators only; other sizes are reported.
+	rssName, rssText := "server RSS (its own process, /proc VmRSS) after the rounds", fmt.Sprintf("%.0f MB (peak %.0f MB)", rss, peak)
+	if ds.n == 1000 {
+		report(rssName, tag, "≤ 200 MB", "", rssText, rss <= 200)
+	} else {
+		figures = append(figures, figure{rssName, tag, "— (≤ 200 MB at 1,000)", "", rssText, "—"})
+	}
 	heap, err := liveHeap(srv)
 	if err != nil {
 		return fmt.Errorf("live heap: %w", err)
@@ -932,6 +936,15 @@ func emptyHeap() (int64, error) {
 			return
 		}
 		defer done()
+		// What the measured server's rounds warm (the request path, the
+		// queries) is warmed here too, once each.
+		for _, path := range []string{"/api/validators?limit=50", "/api/validators?limit=50&status=RUNNING", "/api/validators?limit=50&name=0001",
+			"/api/remote-participants", "/api/v1/validators/no-such-validator", "/actuator/health"} {
+			if _, _, err := call(srv, http.MethodGet, path, nil); err != nil {
+				emptied.err = err
+				return
+			}
+		}
 		idleAfter(srv, time.Now(), time.Minute)
 		emptied.bytes, emptied.err = liveHeap(srv)
 	})
@@ -1009,14 +1022,6 @@ func yes(met bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-// goalText formats a goal, or a dash when there is none (0).
-func goalText(v float64, format string) string {
-	if v == 0 {
-		return "—"
-	}
-	return fmt.Sprintf(format, v)
 }
 
 func numCPU() int {
