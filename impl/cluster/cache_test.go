@@ -50,6 +50,10 @@ func TestCacheTrims(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
+	// A read before Start has run fails (the cache is not started).
+	if !c.GetCache().WaitForCacheSync(sctx) {
+		t.Fatal("the cache did not sync")
+	}
 	read := func(name string, obj client.Object) {
 		t.Helper()
 		if err := c.GetClient().Get(sctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
