@@ -282,8 +282,8 @@ func DecodeValidatorConfig(b []byte) (ValidatorConfig, error) {
 
 // UnmarshalJSON reads any known version, as DecodeValidatorConfig does but
 // ignoring unknown fields: a Validator resource read from the API server
-// may hold a version 0 or 1 spec.config, whose fields the API server prunes
-// when they are not in the current schema.
+// may hold a version 0 or 1 spec.config (kept whole: the CRD gives
+// spec.config no schema) until the gateway rewrites it.
 func (c *ValidatorConfig) UnmarshalJSON(b []byte) error {
 	d, err := decodeConfig(b, false)
 	if err != nil {

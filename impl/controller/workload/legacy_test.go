@@ -17,8 +17,8 @@ import (
 
 // TestControllerReadsVersion1Config: a Validator whose spec.config is of
 // stored version 1 (as in etcd from before the CRD took Kubernetes' types)
-// still lays out: the API server prunes the old shapes, the controller
-// reads the rest (the environment).
+// still lays out whole: the API server keeps spec.config as written, the
+// controller converts its environment and resources.
 func TestControllerReadsVersion1Config(t *testing.T) {
 	if apiServer == nil {
 		t.Skip(skipNoServer)
@@ -31,11 +31,6 @@ func TestControllerReadsVersion1Config(t *testing.T) {
 	if err := json.Unmarshal(raw, &config); err != nil {
 		t.Fatal(err)
 	}
-	// Version 1's volumes no longer validate, so a test cannot store them;
-	// its resources (cpuLimit, ...) are pruned as they are on a read.
-	db := config["sqlDbConfig"].(map[string]any)
-	delete(db, "volumes")
-	delete(db, "volumeMounts")
 	ctx := context.Background()
 	ns := fmt.Sprintf("wl-%d", namespaces.Add(1))
 	if err := apiServer.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -59,6 +54,9 @@ func TestControllerReadsVersion1Config(t *testing.T) {
 		c := d.Spec.Template.Spec.Containers[0]
 		if e := env(c, "P_VAR"); e == nil || e.Value != "p" {
 			return fmt.Errorf("participant env %v, want P_VAR=p", c.Env)
+		}
+		if got := c.Resources.Limits.Cpu().String(); got != "4" {
+			return fmt.Errorf("participant cpu limit %s, want 4 (cpuLimit of version 1)", got)
 		}
 		return nil
 	})

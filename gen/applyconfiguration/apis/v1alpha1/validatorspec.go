@@ -11,7 +11,9 @@ type ValidatorSpecApplyConfiguration struct {
 	// format, the same JSON as its database row, with every secret value
 	// removed. Its layout follows config.version, not the API contract; what
 	// other components need from it is written beside it as typed fields
-	// (storageClass, database).
+	// (storageClass, database). The API server keeps it as written: it has
+	// no schema, because one schema cannot describe every stored version and
+	// the API server prunes on read the fields its schema lacks.
 	Config *ValidatorConfigApplyConfiguration `json:"config,omitempty"`
 	// StorageClass of the validator's volumes (and of its backup volume);
 	// absent means the cluster's default.
