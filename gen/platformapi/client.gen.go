@@ -490,6 +490,7 @@ type ClientInterface interface {
 	// GetValidatorStatus Get a validator's resource status
 	//
 	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+	// Its `conditions` are a list keyed by `type`: the workload controller's `ParticipantReady`, `ValidatorAppReady`, `DatabaseReady` and `Ready`, and the leader's `Provisioned`, which shows a provisioning failure: `False` while it lasts, with reason `WalletUserConflict` (the identity provider has a wallet user of the validator's name that this validator did not create: remove it), `ClientConflict` (it has a client of the validator's made elsewhere), `IdentityProviderUnavailable` (it failed or cannot be reached; retried with backoff), `SecretsUnsealable` (secret values a create or an edit gave no longer open under the cluster's key and were dropped: give them again with an edit) or `DatabasePasswordMissing` (the database Secret is gone and its password was the operator's: restore it, or give a password with an edit), and a message that never holds a secret value; `True` with reason `Provisioned` once a failure it showed is over; absent on a validator that never failed. The phase stays `PENDING` while provisioning fails.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
@@ -1443,6 +1444,7 @@ func (c *Client) AllocateParty(ctx context.Context, name ValidatorNamePath, para
 // GetValidatorStatus Get a validator's resource status
 //
 // The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+// Its `conditions` are a list keyed by `type`: the workload controller's `ParticipantReady`, `ValidatorAppReady`, `DatabaseReady` and `Ready`, and the leader's `Provisioned`, which shows a provisioning failure: `False` while it lasts, with reason `WalletUserConflict` (the identity provider has a wallet user of the validator's name that this validator did not create: remove it), `ClientConflict` (it has a client of the validator's made elsewhere), `IdentityProviderUnavailable` (it failed or cannot be reached; retried with backoff), `SecretsUnsealable` (secret values a create or an edit gave no longer open under the cluster's key and were dropped: give them again with an edit) or `DatabasePasswordMissing` (the database Secret is gone and its password was the operator's: restore it, or give a password with an edit), and a message that never holds a secret value; `True` with reason `Provisioned` once a failure it showed is over; absent on a validator that never failed. The phase stays `PENDING` while provisioning fails.
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Corresponds with GET /api/v1/validators/{name}/status (the `GetValidatorStatus` operationId).
@@ -4555,6 +4557,7 @@ type ClientWithResponsesInterface interface {
 	// GetValidatorStatusWithResponse Get a validator's resource status
 	//
 	// The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+	// Its `conditions` are a list keyed by `type`: the workload controller's `ParticipantReady`, `ValidatorAppReady`, `DatabaseReady` and `Ready`, and the leader's `Provisioned`, which shows a provisioning failure: `False` while it lasts, with reason `WalletUserConflict` (the identity provider has a wallet user of the validator's name that this validator did not create: remove it), `ClientConflict` (it has a client of the validator's made elsewhere), `IdentityProviderUnavailable` (it failed or cannot be reached; retried with backoff), `SecretsUnsealable` (secret values a create or an edit gave no longer open under the cluster's key and were dropped: give them again with an edit) or `DatabasePasswordMissing` (the database Secret is gone and its password was the operator's: restore it, or give a password with an edit), and a message that never holds a secret value; `True` with reason `Provisioned` once a failure it showed is over; absent on a validator that never failed. The phase stays `PENDING` while provisioning fails.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8765,6 +8768,7 @@ func (c *ClientWithResponses) AllocatePartyWithResponse(ctx context.Context, nam
 // GetValidatorStatusWithResponse Get a validator's resource status
 //
 // The `status` of the Validator resource only, as stored; `{}` when the resource has no status yet. Its fields are those of the custom resource definition.
+// Its `conditions` are a list keyed by `type`: the workload controller's `ParticipantReady`, `ValidatorAppReady`, `DatabaseReady` and `Ready`, and the leader's `Provisioned`, which shows a provisioning failure: `False` while it lasts, with reason `WalletUserConflict` (the identity provider has a wallet user of the validator's name that this validator did not create: remove it), `ClientConflict` (it has a client of the validator's made elsewhere), `IdentityProviderUnavailable` (it failed or cannot be reached; retried with backoff), `SecretsUnsealable` (secret values a create or an edit gave no longer open under the cluster's key and were dropped: give them again with an edit) or `DatabasePasswordMissing` (the database Secret is gone and its password was the operator's: restore it, or give a password with an edit), and a message that never holds a secret value; `True` with reason `Provisioned` once a failure it showed is over; absent on a validator that never failed. The phase stays `PENDING` while provisioning fails.
 // **Required role** (when roles are on, setting `api.auth.roles`): `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -928,11 +928,11 @@ type ValidatorDetails struct {
 	// Example: http://participant-1:7575
 	LedgerApiEndpoint *string `json:"ledgerApiEndpoint,omitempty"`
 
-	// Validator A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
+	// Validator A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here; the status's conditions (the `Provisioned` condition among them, which shows a provisioning failure) are those `getValidatorStatus` describes. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
 	Validator ValidatorResource `json:"validator"`
 }
 
-// ValidatorResource A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
+// ValidatorResource A Validator custom resource, returned as stored in the cluster. Fields of its `spec` and `status` are those of the custom resource definition and are not constrained here; the status's conditions (the `Provisioned` condition among them, which shows a provisioning failure) are those `getValidatorStatus` describes. `metadata.managedFields` (server-side apply bookkeeping) is left out. Every resource of the watched namespace is served, whoever created it, from the server's watch cache: a change in the cluster shows within moments, and a read never waits on the Kubernetes API server.
 type ValidatorResource struct {
 	ApiVersion *string `json:"apiVersion,omitempty"`
 

@@ -271,13 +271,17 @@ func TestCreateValidatorRecordFails(t *testing.T) {
 
 // TestCreateValidatorUserExists: a wallet user someone else left in the
 // identity provider does not refuse the create; the validator stays
-// PENDING and its record says why, until the user is removed.
+// PENDING, its record says why, and release 2.0's reads of its resource
+// show the Provisioned condition with its reason, until the user is removed:
+// then the validator is provisioned and the condition turns True.
 func TestCreateValidatorUserExists(t *testing.T) {
 	e := start(t)
-	if _, err := e.App.Identity.CreateWalletUser(context.Background(), "omega", "", "Someone-elses-Pa55word"); err != nil {
+	ctx := context.Background()
+	other, err := e.App.Identity.CreateWalletUser(ctx, "omega", "", "Someone-elses-Pa55word")
+	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.Management.CreateValidatorWithResponse(context.Background(), apitest.ValidatorPayload("omega"))
+	resp, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("omega"))
 	if err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("got %v %v, want 201", resp.StatusCode(), err)
 	}
@@ -288,8 +292,68 @@ func TestCreateValidatorUserExists(t *testing.T) {
 		}
 		return nil
 	})
-	if managed, err := e.sim.ManagedValidators(); err != nil || slices.Contains(managed, "omega") {
-		t.Fatalf("managed validators %v (%v): want omega not applied without its wallet user", managed, err)
+	provisioned := func(status, reason string) error {
+		for _, read := range []func() (int, []byte, error){
+			func() (int, []byte, error) {
+				r, err := e.Platform.GetValidatorStatusWithResponse(ctx, "omega")
+				if err != nil {
+					return 0, nil, err
+				}
+				return r.StatusCode(), r.Body, nil
+			},
+			func() (int, []byte, error) {
+				r, err := e.Platform.GetValidatorWithResponse(ctx, "omega")
+				if err != nil {
+					return 0, nil, err
+				}
+				var v struct {
+					Status json.RawMessage `json:"status"`
+				}
+				err = json.Unmarshal(r.Body, &v)
+				return r.StatusCode(), v.Status, err
+			},
+		} {
+			code, body, err := read()
+			if err != nil || code != http.StatusOK {
+				return fmt.Errorf("read: %d %v", code, err)
+			}
+			var st struct {
+				Phase      string `json:"phase"`
+				Conditions []struct {
+					Type, Status, Reason, Message string
+				} `json:"conditions"`
+			}
+			if err := json.Unmarshal(body, &st); err != nil {
+				return err
+			}
+			if st.Phase != "" && st.Phase != string(domain.PhasePending) {
+				return fmt.Errorf("phase %s, want PENDING", st.Phase)
+			}
+			found := false
+			for _, c := range st.Conditions {
+				if c.Type == "Provisioned" {
+					found = c.Status == status && c.Reason == reason && c.Message != "" && !strings.Contains(c.Message, "Pa55word")
+				}
+			}
+			if !found {
+				return fmt.Errorf("status %s: want condition Provisioned %s %s", body, status, reason)
+			}
+		}
+		return nil
+	}
+	apitest.Eventually(t, 10*time.Second, "release 2.0 shows the failure", func() error {
+		return provisioned("False", "WalletUserConflict")
+	})
+	if err := e.App.Identity.(interface {
+		DeleteUser(context.Context, string) error
+	}).DeleteUser(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	apitest.Eventually(t, 30*time.Second, "the condition clears", func() error {
+		return provisioned("True", "Provisioned")
+	})
+	if row, _ := e.row(t, "omega"); row.ProvisionError != "" || row.WalletUserID == "" {
+		t.Fatalf("row: provision error %q, wallet user %q; want none, the user made", row.ProvisionError, row.WalletUserID)
 	}
 }
 

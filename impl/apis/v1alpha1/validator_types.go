@@ -26,6 +26,13 @@ const (
 	// ConditionReady: every workload of the validator is available at its
 	// current generation.
 	ConditionReady = "Ready"
+	// ConditionProvisioned: written by the leader's intent controller (a
+	// field owner of its own), not the workload controller. False while
+	// provisioning fails (reasons WalletUserConflict, ClientConflict,
+	// IdentityProviderUnavailable, SecretsUnsealable,
+	// DatabasePasswordMissing); True (reason Provisioned) once a failure
+	// it showed is over; absent on a validator that never failed.
+	ConditionProvisioned = "Provisioned"
 )
 
 // Validator is a validator managed by validator-manager. metadata.name is
@@ -154,9 +161,11 @@ type PruningSchedule struct {
 	Retention string `json:"retention"`
 }
 
-// ValidatorStatus is written by the workload controller through the status
-// subresource, from the validator's workloads; validator-manager's API only
-// reads it.
+// ValidatorStatus is written through the status subresource by the workload
+// controller, from the validator's workloads, and by the intent controller,
+// which applies only the Provisioned condition (server-side apply under a
+// field owner of its own; conditions are a map keyed by type);
+// validator-manager's API only reads it.
 type ValidatorStatus struct {
 	// Phase is the lifecycle phase; empty reads as PENDING. PENDING until the
 	// participant and validator app Deployments are available, RUNNING from
@@ -173,7 +182,12 @@ type ValidatorStatus struct {
 	DatabaseReady bool `json:"databaseReady,omitempty"`
 	// ObservedGeneration is the metadata.generation this status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready.
+	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready
+	// (the workload controller's); Provisioned (the intent controller's):
+	// False while provisioning fails, with reason WalletUserConflict,
+	// ClientConflict, IdentityProviderUnavailable, SecretsUnsealable or
+	// DatabasePasswordMissing, True (reason Provisioned) once a failure it
+	// showed is over, absent on a validator that never failed.
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

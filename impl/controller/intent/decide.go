@@ -3,6 +3,9 @@ package intent
 import (
 	"errors"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
@@ -155,4 +158,68 @@ func decideSecrets(v domain.Validator, key []byte, have domain.WrittenSecrets) (
 // which run in the database, see it.
 func stateToCopy(v domain.Validator, st domain.ValidatorState, cached bool) (domain.ValidatorState, bool) {
 	return st, cached && (st.Phase != v.Phase || st.DisableUserEdit != v.Immutable)
+}
+
+// Reasons of the Provisioned condition (v1alpha1.ConditionProvisioned).
+const (
+	// ReasonWalletUserConflict: the identity provider has a wallet user of
+	// the validator's name that this validator did not create.
+	ReasonWalletUserConflict = "WalletUserConflict"
+	// ReasonClientConflict: the identity provider has a client of the
+	// validator's that it did not make for it.
+	ReasonClientConflict = "ClientConflict"
+	// ReasonIdentityProviderUnavailable: the identity provider failed or
+	// could not be reached; retried with backoff.
+	ReasonIdentityProviderUnavailable = "IdentityProviderUnavailable"
+	// ReasonSecretsUnsealable: the secret values a create or an edit
+	// recorded no longer open under the cluster's key and were dropped;
+	// shown until an edit gives secret values again.
+	ReasonSecretsUnsealable = "SecretsUnsealable"
+	// ReasonDatabasePasswordMissing: the database Secret is missing and its
+	// password was the operator's: restore it, or give one with an edit.
+	ReasonDatabasePasswordMissing = "DatabasePasswordMissing"
+	// ReasonProvisioned: a failure shown before is over.
+	ReasonProvisioned = "Provisioned"
+)
+
+// provisionFailure is a failure of provisioning that the validator's
+// Provisioned condition shows: Reason, and err (whose message is the
+// condition's; it never holds a secret value).
+type provisionFailure struct {
+	Reason string
+	err    error
+}
+
+func (f *provisionFailure) Error() string { return f.err.Error() }
+func (f *provisionFailure) Unwrap() error { return f.err }
+
+// decideProvisioned is the Provisioned condition v's resource is to carry,
+// nil when nothing is to be written: identity is the identity provider's
+// outcome (a *provisionFailure shows; other errors, the database's, do
+// not), secrets what the Secrets get, shown the condition the resource
+// carries now (nil: none). A failure shows as False with its reason; once
+// none is left, a condition shown False becomes True (reason Provisioned),
+// and a validator that never failed gets none. Dropped secret values stay
+// shown until an edit gives values again: the row no longer records them.
+func decideProvisioned(identity error, secrets secretWork, shown *metav1.Condition) *metav1.Condition {
+	failed := func(reason, message string) *metav1.Condition {
+		return &metav1.Condition{Type: v1alpha1.ConditionProvisioned, Status: metav1.ConditionFalse, Reason: reason, Message: message}
+	}
+	var f *provisionFailure
+	switch {
+	case errors.As(identity, &f):
+		return failed(f.Reason, f.Error())
+	case identity != nil:
+		return nil // not the identity provider's: retried, shown as it was
+	case secrets.Unsealable:
+		return failed(ReasonSecretsUnsealable, "the secret values recorded for this validator do not open under the cluster's password key and were dropped; give them again with an edit")
+	case secrets.OperatorPassword:
+		return failed(ReasonDatabasePasswordMissing, "the database Secret is missing and its password was the operator's: restore the Secret, or give a new password with an edit")
+	case shown == nil || shown.Status != metav1.ConditionFalse:
+		return nil
+	case shown.Reason == ReasonSecretsUnsealable && secrets.Given == (domain.ValidatorSecrets{}):
+		return nil
+	}
+	return &metav1.Condition{Type: v1alpha1.ConditionProvisioned, Status: metav1.ConditionTrue, Reason: ReasonProvisioned,
+		Message: "the identity provider's user and clients and the validator's Secrets are provisioned"}
 }

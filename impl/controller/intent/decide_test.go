@@ -1,11 +1,16 @@
 package intent
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
@@ -172,6 +177,57 @@ func TestStateToCopy(t *testing.T) {
 			st, ok := stateToCopy(row, tc.st, tc.cached)
 			if ok != tc.want || (ok && st != tc.st) {
 				t.Errorf("got %+v, %v; want %v", st, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecideProvisioned: which Provisioned condition each recorded failure
+// shows, and when a shown one clears.
+func TestDecideProvisioned(t *testing.T) {
+	shown := func(status metav1.ConditionStatus, reason string) *metav1.Condition {
+		return &metav1.Condition{Type: v1alpha1.ConditionProvisioned, Status: status, Reason: reason, Message: "m"}
+	}
+	idp := func(reason string) error {
+		return &provisionFailure{Reason: reason, err: fmt.Errorf("wrapped: %w", domain.Conflict("user exists"))}
+	}
+	for _, tc := range []struct {
+		name     string
+		identity error
+		secrets  secretWork
+		shown    *metav1.Condition
+		// want is the condition's status and reason; "" none is written.
+		want       metav1.ConditionStatus
+		wantReason string
+	}{
+		{name: "never failed", want: ""},
+		{name: "wallet user of the name made elsewhere", identity: idp(ReasonWalletUserConflict), want: metav1.ConditionFalse, wantReason: ReasonWalletUserConflict},
+		{name: "client made elsewhere", identity: idp(ReasonClientConflict), want: metav1.ConditionFalse, wantReason: ReasonClientConflict},
+		{name: "identity provider down", identity: idp(ReasonIdentityProviderUnavailable), want: metav1.ConditionFalse, wantReason: ReasonIdentityProviderUnavailable},
+		{name: "identity provider's failure first", identity: idp(ReasonIdentityProviderUnavailable), secrets: secretWork{Unsealable: true},
+			want: metav1.ConditionFalse, wantReason: ReasonIdentityProviderUnavailable},
+		{name: "the database's error is not shown", identity: errors.New("database is locked"), shown: shown(metav1.ConditionFalse, ReasonWalletUserConflict), want: ""},
+		{name: "values that no longer open", secrets: secretWork{Unsealable: true}, want: metav1.ConditionFalse, wantReason: ReasonSecretsUnsealable},
+		{name: "operator's database password gone", secrets: secretWork{OperatorPassword: true}, want: metav1.ConditionFalse, wantReason: ReasonDatabasePasswordMissing},
+		{name: "failure over", shown: shown(metav1.ConditionFalse, ReasonIdentityProviderUnavailable), want: metav1.ConditionTrue, wantReason: ReasonProvisioned},
+		{name: "already cleared", shown: shown(metav1.ConditionTrue, ReasonProvisioned), want: ""},
+		{name: "dropped values stay shown", shown: shown(metav1.ConditionFalse, ReasonSecretsUnsealable), want: ""},
+		{name: "dropped values given again", shown: shown(metav1.ConditionFalse, ReasonSecretsUnsealable),
+			secrets: secretWork{Given: domain.ValidatorSecrets{OnboardingSecret: "s3cret"}}, want: metav1.ConditionTrue, wantReason: ReasonProvisioned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decideProvisioned(tc.identity, tc.secrets, tc.shown)
+			if tc.want == "" {
+				if got != nil {
+					t.Fatalf("got %+v, want none written", got)
+				}
+				return
+			}
+			if got == nil || got.Type != v1alpha1.ConditionProvisioned || got.Status != tc.want || got.Reason != tc.wantReason || got.Message == "" {
+				t.Fatalf("got %+v, want %s %s with a message", got, tc.want, tc.wantReason)
+			}
+			if strings.Contains(got.Message, "s3cret") {
+				t.Fatalf("message %q holds a secret value", got.Message)
 			}
 		})
 	}

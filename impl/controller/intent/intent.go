@@ -13,8 +13,11 @@
 //     from the row if it still holds them; missing Secrets are defaulted.
 //     The phase the cluster reports is copied back into the row, so that
 //     list filters and pages, which run in the database, see it. A
-//     provisioning failure is recorded in the row (ProvisionError) and
-//     retried with backoff; a recorded create is finished, never undone;
+//     provisioning failure is recorded in the row (ProvisionError), shown
+//     on the Validator resource (its Provisioned condition, which a
+//     failure of the identity provider does not keep from being applied)
+//     and retried with backoff; a recorded create is finished, never
+//     undone;
 //   - a managed Validator resource without a row is removed.
 //
 // Only the elected leader runs it: handlers on any replica only record, and
@@ -34,6 +37,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -91,6 +96,12 @@ type Cluster interface {
 	// CachedState reads a managed validator's state from the cache; false
 	// when the cache has no such resource.
 	CachedState(name string) (domain.ValidatorState, bool)
+	// CachedCondition is the cached Validator resource's condition of that
+	// type (a copy); nil when none.
+	CachedCondition(validator, typ string) *metav1.Condition
+	// ApplyCondition writes that condition, and only it, into the Validator
+	// resource's status, under a field owner of its own.
+	ApplyCondition(ctx context.Context, validator string, c metav1.Condition) error
 	// ManagedValidators names every managed Validator resource (cache).
 	ManagedValidators() ([]string, error)
 	// Manages tells whether a Validator resource with these labels is one
@@ -222,7 +233,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // readChanged passes a Validator's update when something this controller
-// reads of it changed (its spec, labels, annotations, phase, deletion) or
+// reads of it changed (its spec, labels, annotations, phase, Provisioned
+// condition, deletion) or
 // nothing did (the cache's resync): not the workload controller's status
 // writes that only move conditions, several per validator as its workloads
 // come up, each of which would read the database again for nothing.
@@ -237,6 +249,8 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 			return true
 		}
 		return old.Generation != cur.Generation || old.Status.Phase != cur.Status.Phase ||
+			!sameCondition(meta.FindStatusCondition(old.Status.Conditions, v1alpha1.ConditionProvisioned),
+				meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProvisioned)) ||
 			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
 			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
 	},
@@ -337,8 +351,11 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 // reconcile reads the validator's row and what the cache shows, asks the
 // decisions (decide.go) what to do, and does it in order: the identity
 // provider's user and clients, the Validator resource and its backup
-// schedule, the Secrets, the state copied back; or, without a row, removes
-// what the cluster has of it.
+// schedule, the Secrets, the Provisioned condition, the state copied back;
+// or, without a row, removes what the cluster has of it. A failure of the
+// identity provider does not stop the rest: the resource is applied with
+// what was provisioned (its validator app waits for the ledger API
+// client's Secret, so the phase stays PENDING) and shows the failure.
 func (c *Controller) reconcile(ctx context.Context, name string) error {
 	in, err := c.store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -351,8 +368,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	if err := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key)); err != nil {
-		return err
+	failure := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key))
+	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
+		return failure
 	}
 	if in.Validator, err = desiredResource(in.Validator, c.identity.Endpoints()); err != nil {
 		return err
@@ -371,19 +389,40 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		return err
 	}
 	if err := c.writeSecrets(ctx, in.Validator, work); err != nil {
-		return err
+		if failure != nil || !errors.As(err, new(*provisionFailure)) {
+			return err
+		}
+		failure = err
+	}
+	shown := c.cluster.CachedCondition(name, v1alpha1.ConditionProvisioned)
+	if cond := decideProvisioned(failure, work, shown); cond != nil && !sameCondition(cond, shown) {
+		if err := c.cluster.ApplyCondition(ctx, name, *cond); err != nil {
+			return err
+		}
 	}
 	st, cached := c.cluster.CachedState(name)
 	if st, ok := stateToCopy(in.Validator, st, cached); ok {
-		return c.store.SyncValidatorState(ctx, name, st)
+		if err := c.store.SyncValidatorState(ctx, name, st); err != nil {
+			return err
+		}
 	}
-	return nil
+	return failure
+}
+
+// sameCondition tells whether a and b say the same (lastTransitionTime and
+// observedGeneration aside).
+func sameCondition(a, b *metav1.Condition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 }
 
 // provisionIdentity makes what w says in the identity provider, adopting
 // what carries the validator's claim, and records it in the row. A failure
-// is recorded in the row, where the validator's status shows it, and
-// returned (retried with backoff); success clears the record.
+// of the identity provider (a *provisionFailure, which the Provisioned
+// condition shows) is recorded in the row and returned (retried with
+// backoff); success clears the record.
 func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator, w identityWork) error {
 	if !w.Provider {
 		return nil
@@ -413,10 +452,11 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator,
 func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator, password string) error {
 	u, err := c.identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
 	if errors.Is(err, domain.ErrConflict) {
-		return domain.Conflict("the identity provider already has a user %s_walletuser that this validator did not create; remove it, and the validator is provisioned", strings.ToLower(v.Name))
+		return &provisionFailure{Reason: ReasonWalletUserConflict,
+			err: domain.Conflict("the identity provider already has a user %s_walletuser that this validator did not create; remove it, and the validator is provisioned", strings.ToLower(v.Name))}
 	}
 	if err != nil {
-		return fmt.Errorf("create the wallet user: %w", err)
+		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("create the wallet user: %w", err)}
 	}
 	faultpoint.Reach("create.walletUser")
 	if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
@@ -433,10 +473,11 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) error {
 	a, err := c.identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
 	if errors.Is(err, domain.ErrConflict) {
-		return domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)
+		return &provisionFailure{Reason: ReasonClientConflict,
+			err: domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)}
 	}
 	if err != nil {
-		return fmt.Errorf("create the identity provider's clients: %w", err)
+		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("create the identity provider's clients: %w", err)}
 	}
 	faultpoint.Reach("auth.provisioned")
 	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
@@ -462,7 +503,7 @@ func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w sec
 	if w.ClientSecret {
 		secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 		if err != nil {
-			return fmt.Errorf("read the ledger API client's secret: %w", err)
+			return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("read the ledger API client's secret: %w", err)}
 		}
 		w.Defaults.LedgerAPIClientSecret = &secret
 	}

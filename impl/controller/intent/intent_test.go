@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -37,12 +38,15 @@ type world struct {
 	failNext  map[string]error
 	changes   []string // the database's change feed
 	creates   int      // wallet users created (not adopted)
+	// conditions: the Provisioned condition of each resource.
+	conditions map[string]metav1.Condition
 }
 
 func newWorld() *world {
 	return &world{rows: map[string]domain.Validator{}, cluster: map[string]domain.ValidatorState{},
 		secrets: map[string]domain.ValidatorSecrets{}, present: map[string]domain.WrittenSecrets{}, applied: map[string]domain.Validator{},
-		users: map[string]string{}, clients: map[string]string{}, passwords: map[string]string{}, failNext: map[string]error{}}
+		users: map[string]string{}, clients: map[string]string{}, passwords: map[string]string{}, failNext: map[string]error{},
+		conditions: map[string]metav1.Condition{}}
 }
 
 func (w *world) fail(op string) error {
@@ -213,6 +217,25 @@ func (c cluster) CachedState(name string) (domain.ValidatorState, bool) {
 	defer c.mu.Unlock()
 	st, ok := c.cluster[name]
 	return st, ok
+}
+
+func (c cluster) CachedCondition(name, _ string) *metav1.Condition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cond, ok := c.conditions[name]; ok {
+		return &cond
+	}
+	return nil
+}
+
+func (c cluster) ApplyCondition(_ context.Context, name string, cond metav1.Condition) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cluster[name]; !ok {
+		return domain.NotFound("no validator %s", name)
+	}
+	c.conditions[name] = cond
+	return nil
 }
 
 func (c cluster) ManagedValidators() ([]string, error) {
@@ -405,8 +428,10 @@ func TestProvision(t *testing.T) {
 }
 
 // TestProvisionFailureShown: a wallet user of the name that this create did
-// not make is a conflict recorded in the row (the validator stays PENDING,
-// nothing applied); once the user is gone the validator is provisioned.
+// not make is a conflict recorded in the row and shown by the resource's
+// Provisioned condition (the validator stays PENDING, applied without the
+// identity provider's auth); once the user is gone the validator is
+// provisioned and the condition turns True.
 func TestProvisionFailureShown(t *testing.T) {
 	w := newWorld()
 	w.users["omega"] = "someone else's"
@@ -422,8 +447,12 @@ func TestProvisionFailureShown(t *testing.T) {
 	if !strings.Contains(v.ProvisionError, "omega_walletuser") || v.Phase != domain.PhasePending {
 		t.Fatalf("row: provision error %q, phase %s; want the user named, PENDING", v.ProvisionError, v.Phase)
 	}
-	if _, resource, _ := w.has("omega"); resource || w.users["omega"] != "someone else's" {
-		t.Fatal("applied despite the conflict, or the other user was touched")
+	if _, resource, _ := w.has("omega"); !resource || w.users["omega"] != "someone else's" || w.applied["omega"].ProvisionedAuth != nil {
+		t.Fatal("not applied, applied with auth despite the conflict, or the other user was touched")
+	}
+	if cond := w.conditions["omega"]; cond.Status != metav1.ConditionFalse || cond.Reason != ReasonWalletUserConflict ||
+		!strings.Contains(cond.Message, "omega_walletuser") {
+		t.Fatalf("condition %+v, want False, WalletUserConflict, naming the user", cond)
 	}
 	w.mu.Lock()
 	delete(w.users, "omega")
@@ -433,6 +462,9 @@ func TestProvisionFailureShown(t *testing.T) {
 	}
 	if !w.provisioned("omega") || w.row("omega").ProvisionError != "" {
 		t.Fatalf("after the user was removed: %+v, want provisioned and the error cleared", w.row("omega"))
+	}
+	if cond := w.conditions["omega"]; cond.Status != metav1.ConditionTrue || cond.Reason != ReasonProvisioned {
+		t.Fatalf("condition %+v, want True, Provisioned", cond)
 	}
 }
 

@@ -17,9 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
@@ -570,5 +572,41 @@ func TestControllerGrowsDataClaim(t *testing.T) {
 	})
 	if q, err := requested(ctx); err != nil || q.String() != "20Gi" {
 		t.Errorf("after a smaller databaseStorage: requests %s (%v), want 20Gi kept", q.String(), err)
+	}
+}
+
+// The intent controller's Provisioned condition, applied to the status
+// under a field owner of its own, survives the workload controller's status
+// writes, and its later applies leave the workload controller's conditions
+// alone: the two writers never overwrite each other's conditions.
+func TestControllerKeepsAnotherWritersCondition(t *testing.T) {
+	v := create(t, nil)
+	ctx := context.Background()
+	waitCondition(t, v, v1alpha1.ConditionParticipantReady, workload.ReasonSecretNotFound, `secret "v1-database" not found`)
+	provisioned := func(status metav1.ConditionStatus, reason string) {
+		t.Helper()
+		c := metaac.Condition().WithType(v1alpha1.ConditionProvisioned).WithStatus(status).WithReason(reason).
+			WithMessage("the intent controller's").WithLastTransitionTime(metav1.Now())
+		ac := validatorac.Validator(v.Name, v.Namespace).WithStatus(validatorac.ValidatorStatus().WithConditions(c))
+		if err := apiServer.Status().Apply(ctx, ac, client.FieldOwner("validator-manager-intent"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+	}
+	provisioned(metav1.ConditionFalse, "WalletUserConflict")
+	// The workload controller writes its conditions anew once the reads exist.
+	writeReads(t, v)
+	cur := waitCondition(t, v, v1alpha1.ConditionParticipantReady, workload.ReasonUnavailable, "")
+	if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProvisioned); c == nil || c.Reason != "WalletUserConflict" {
+		t.Fatalf("Provisioned %+v after the workload controller's write, want WalletUserConflict kept", c)
+	}
+	provisioned(metav1.ConditionTrue, "Provisioned")
+	cur = waitCondition(t, v, v1alpha1.ConditionProvisioned, "Provisioned", "")
+	for _, typ := range []string{v1alpha1.ConditionParticipantReady, v1alpha1.ConditionValidatorAppReady, v1alpha1.ConditionDatabaseReady, v1alpha1.ConditionReady} {
+		if meta.FindStatusCondition(cur.Status.Conditions, typ) == nil {
+			t.Fatalf("%s gone after the intent controller's apply: %+v", typ, cur.Status.Conditions)
+		}
+	}
+	if cur.Status.Phase != v1alpha1.PhasePending {
+		t.Fatalf("phase %s, want PENDING kept", cur.Status.Phase)
 	}
 }

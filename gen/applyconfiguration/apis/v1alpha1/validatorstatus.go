@@ -10,9 +10,11 @@ import (
 // ValidatorStatusApplyConfiguration represents a declarative configuration of the ValidatorStatus type for use
 // with apply.
 //
-// ValidatorStatus is written by the workload controller through the status
-// subresource, from the validator's workloads; validator-manager's API only
-// reads it.
+// ValidatorStatus is written through the status subresource by the workload
+// controller, from the validator's workloads, and by the intent controller,
+// which applies only the Provisioned condition (server-side apply under a
+// field owner of its own; conditions are a map keyed by type);
+// validator-manager's API only reads it.
 type ValidatorStatusApplyConfiguration struct {
 	// Phase is the lifecycle phase; empty reads as PENDING. PENDING until the
 	// participant and validator app Deployments are available, RUNNING from
@@ -29,7 +31,12 @@ type ValidatorStatusApplyConfiguration struct {
 	DatabaseReady *bool `json:"databaseReady,omitempty"`
 	// ObservedGeneration is the metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready.
+	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready
+	// (the workload controller's); Provisioned (the intent controller's):
+	// False while provisioning fails, with reason WalletUserConflict,
+	// ClientConflict, IdentityProviderUnavailable, SecretsUnsealable or
+	// DatabasePasswordMissing, True (reason Provisioned) once a failure it
+	// showed is over, absent on a validator that never failed.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 

@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
+)
+
+// conditionOwner is the field owner of the status conditions the intent
+// controller applies (Provisioned): the workload controller writes the
+// others, and conditions are a map keyed by type, so neither write replaces
+// the other's.
+const conditionOwner = "validator-manager-intent"
+
+// CachedCondition is the condition of that type on the cached Validator
+// resource (a copy); nil when it has none or the cache has no such resource.
+func (k *Kube) CachedCondition(validator, typ string) *metav1.Condition {
+	v, ok := k.cachedValidator(validator)
+	if !ok {
+		return nil
+	}
+	c := meta.FindStatusCondition(v.Status.Conditions, typ)
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	return &cp
+}
+
+// ApplyCondition applies c to the Validator resource's status through the
+// status subresource, under the intent controller's field owner: only that
+// condition, every other one left to its owner. Its lastTransitionTime is
+// kept from the cached condition when its status does not change.
+func (k *Kube) ApplyCondition(ctx context.Context, validator string, c metav1.Condition) error {
+	if cur := k.CachedCondition(validator, c.Type); cur != nil && cur.Status == c.Status {
+		c.LastTransitionTime = cur.LastTransitionTime
+	}
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Now()
+	}
+	cond := metaac.Condition().WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).
+		WithMessage(c.Message).WithLastTransitionTime(c.LastTransitionTime)
+	ac := validatorac.Validator(validator, k.namespace).WithStatus(validatorac.ValidatorStatus().WithConditions(cond))
+	err := k.client.Status().Apply(ctx, ac, client.FieldOwner(conditionOwner), client.ForceOwnership)
+	return translate(fmt.Sprintf("apply the %s condition of validator %q", c.Type, validator), err)
+}
