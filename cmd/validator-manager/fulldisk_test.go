@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,19 +27,8 @@ import (
 // started etcd again, health is UP and a new create is provisioned, all
 // without restarting the server.
 func TestFullDiskDegradesAndHeals(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small filesystem for the data directory needs root")
-	}
-	dataDir := t.TempDir()
 	// etcd preallocates two 64 MB WAL segments; the rest is headroom.
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=320m,mode=0700", "tmpfs", dataDir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for the data directory (%v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dataDir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dataDir, err, out)
-		}
-	})
+	dataDir := apitest.SmallDisk(t, "320m")
 
 	s := startServe(t, "--data-dir", dataDir, "--server.request-timeout=10s")
 	ctx, logs, done, base := context.Background(), s.logs, s.done, s.base
@@ -67,8 +52,7 @@ func TestFullDiskDegradesAndHeals(t *testing.T) {
 	rc.Timeout = 5 * time.Second
 	core := kubernetes.NewForConfigOrDie(rc)
 
-	filler := filepath.Join(dataDir, "filler")
-	fill(t, filler)
+	filler := apitest.FillDisk(t, dataDir, "filler")
 	// Writes make etcd need space: it exits on the first it cannot make.
 	// Started again, it runs until a write needs space again (its WAL
 	// segment and database file have some left), so the writes go on
@@ -162,25 +146,6 @@ func etcdDownFor(t *testing.T, log string, now time.Time) time.Duration {
 		t.Fatalf("restartIn %q: %v", last.RestartIn, err)
 	}
 	return last.Time.Add(delay).Sub(now)
-}
-
-// fill writes file until the filesystem has no space left.
-func fill(t *testing.T, file string) {
-	t.Helper()
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	block := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(block); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v, want ENOSPC", file, err)
-			}
-			return
-		}
-	}
 }
 
 // writeConfigMaps creates ConfigMaps until ctx ends; their failures are

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/store"
 )
@@ -57,7 +56,7 @@ func TestPingBesideAHeldWriter(t *testing.T) {
 // TestPingFullDisk: a SQLite database on a disk with no space left is
 // DOWN, saying so, and UP again once space is freed.
 func TestPingFullDisk(t *testing.T) {
-	dir := smallDisk(t)
+	dir := apitest.SmallDisk(t, "8m")
 	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +66,7 @@ func TestPingFullDisk(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("with room: got %v, want UP", err)
 	}
-	filler := fillDisk(t, dir)
+	filler := apitest.FillDisk(t, dir, "filler")
 	err = s.Ping(ctx)
 	for _, want := range []string{"vm.db", "cannot be written", "full"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -82,56 +81,18 @@ func TestPingFullDisk(t *testing.T) {
 	}
 }
 
-// smallDisk is a directory on a filesystem of its own, 8 MiB large.
-func smallDisk(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small filesystem needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (%v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes a file in dir until its filesystem has no space left,
-// and returns the file's path.
-func fillDisk(t *testing.T, dir string) string {
-	t.Helper()
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for block := make([]byte, 64<<10); ; {
-		if _, err := f.Write(block); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill: %v, want ENOSPC", err)
-			}
-			return filler
-		}
-	}
-}
-
 // TestFullDiskRefusesAsUnavailable: on a disk with no space left every
 // create the database refuses, the first included, is ErrUnavailable (503),
 // and records nothing.
 func TestFullDiskRefusesAsUnavailable(t *testing.T) {
-	dir := smallDisk(t)
+	dir := apitest.SmallDisk(t, "8m")
 	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	filler := fillDisk(t, dir)
+	filler := apitest.FillDisk(t, dir, "filler")
 	var refused []string
 	for i := range 20 {
 		v := domain.Validator{Name: fmt.Sprintf("v%d", i), Phase: domain.PhasePending, Spec: []byte(`{}`)}
