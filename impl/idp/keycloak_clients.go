@@ -92,11 +92,9 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 	}
 	id := gocloak.PString(c.ID)
 	if !s.confidential && (!slices.Equal(deref(c.RedirectURIs), s.redirectURIs) || !slices.Equal(deref(c.WebOrigins), s.webOrigins)) {
-		// Keycloak's update sets the fields the representation carries;
-		// the one read is sent back whole, with the protocol mappers,
-		// which an update leaves as they are.
-		update := *c
-		update.RedirectURIs, update.WebOrigins = nonNil(s.redirectURIs), nonNil(s.webOrigins)
+		// Keycloak's update sets only the fields the representation
+		// carries: the rest of the client stays as it is.
+		update := gocloak.Client{ID: c.ID, ClientID: c.ClientID, RedirectURIs: nonNil(s.redirectURIs), WebOrigins: nonNil(s.webOrigins)}
 		err := k.withToken(ctx, func(token string) error { return k.client.UpdateClient(ctx, token, k.realm, update) })
 		if err != nil {
 			return "", k.fail(ctx, fmt.Sprintf("set the redirect URIs of client %q", s.id), err)
