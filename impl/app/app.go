@@ -624,11 +624,17 @@ func (a *App) startNode(capacity corev1.ResourceList) error {
 	return nil
 }
 
+// uis are where browsers reach the validators' UIs (ui.publicUrl), which
+// their identity-provider clients are given.
+func (a *App) uis() idp.UIs {
+	return idp.UIs{Template: a.Config.UIPublicURL, Namespace: a.Config.Namespace}
+}
+
 func (a *App) openIdentity(ctx context.Context) error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
 		return a.openAfresh(config.StoreIdentity, a.usersFile(), idp.ErrRefused, func(expected bool) error {
-			local, err := idp.OpenLocalWith(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected})
+			local, err := idp.OpenLocalWith(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected, UIs: a.uis()})
 			if err != nil {
 				return err
 			}
@@ -647,6 +653,7 @@ func (a *App) openIdentity(ctx context.Context) error {
 		Realm:        cfg.KeycloakRealm,
 		ClientID:     cfg.KeycloakClientID,
 		ClientSecret: cfg.KeycloakClientSecret,
+		UIs:          a.uis(),
 	})
 	if err != nil {
 		return fmt.Errorf("idp.keycloak: %w", err)

@@ -35,6 +35,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 			so.Passwords = local
 			// The clients it made for validators get tokens there too.
 			so.Clients = local
+			so.Redirects = local
 		}
 		for _, opt := range opts {
 			opt(Wiring{Sandbox: &so})

@@ -25,6 +25,8 @@ import (
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/validator-manager/validator-manager/impl/idp"
 )
 
 // Cluster modes.
@@ -90,6 +92,10 @@ type Config struct {
 	KeycloakRealm        string
 	KeycloakClientID     string
 	KeycloakClientSecret string
+	// UIPublicURL is where browsers reach the validators' wallet and
+	// name-service UIs (idp.UIs.Template): their identity-provider clients'
+	// redirect URIs and web origins.
+	UIPublicURL string
 
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -228,6 +234,7 @@ func (c *Config) settings() []setting {
 		{"idp.keycloak.realm", "Keycloak realm of the wallet users", &c.KeycloakRealm, false},
 		{"idp.keycloak.clientId", "Keycloak admin client id (client credentials)", &c.KeycloakClientID, false},
 		{"idp.keycloak.clientSecret", "Keycloak admin client secret", &c.KeycloakClientSecret, true},
+		{"ui.publicUrl", "base URL where browsers reach a validator's wallet and name-service UIs, with {validator} (its name) and {ui} (wallet or ans) in it, e.g. https://{ui}.{validator}.example.com: their identity-provider clients get <URL>/* as redirect URI and its origin as web origin; empty = the UIs' in-cluster services, http://<validator>-wallet-web-ui.<namespace>.svc.cluster.local and -ans-web-ui", &c.UIPublicURL, false},
 		{"server.requestTimeout", "deadline of one API request (streams excepted)", &c.RequestTimeout, false},
 		{"server.shutdownTimeout", "how long shutdown waits for requests in flight", &c.ShutdownTimeout, false},
 		{"server.maxBodyBytes", "largest JSON request body", &c.MaxBodyBytes, false},
@@ -524,6 +531,9 @@ func (c *Config) validate() error {
 	}
 	if c.Namespace == "" {
 		return fmt.Errorf("api.namespace: must not be empty")
+	}
+	if err := idp.CheckUITemplate(c.UIPublicURL); err != nil {
+		return fmt.Errorf("ui.publicUrl: %w", err)
 	}
 	if c.MaxBodyBytes <= 0 || c.MaxUploadBytes <= 0 || c.MaxHeaderBytes <= 0 {
 		return fmt.Errorf("server.maxBodyBytes, server.maxUploadBytes and server.maxHeaderBytes must be positive")

@@ -251,6 +251,11 @@ type ProvisionedAuth struct {
 	LedgerAPIUser     string `json:"ledgerApiUser"`
 	WalletClient      string `json:"walletClientId"`
 	NameServiceClient string `json:"cnsClientId"`
+	// WalletURL and NameServiceURL are the UIs' addresses the public
+	// clients were given as redirect URIs and web origins: where the
+	// server's setting now says otherwise, the clients are updated.
+	WalletURL      string `json:"walletUiUrl,omitempty"`
+	NameServiceURL string `json:"cnsUiUrl,omitempty"`
 }
 
 // Complete tells whether every id is set.

@@ -31,30 +31,39 @@ type clientSpec struct {
 	confidential bool
 	// passwordGrant: the resource-owner password grant is allowed.
 	passwordGrant bool
+	// redirectURIs and webOrigins of a public client: its UI's address
+	// (UIs), where the browser flow may return and whence its token
+	// requests come.
+	redirectURIs, webOrigins []string
 }
 
-// validatorClients are the clients a validator gets, the ledger API client first.
-func validatorClients(validator string) ([]clientSpec, error) {
+// validatorClients are the clients a validator gets, the ledger API client
+// first; its UIs are where uis says.
+func validatorClients(validator string, uis UIs) ([]clientSpec, error) {
 	if strings.TrimSpace(validator) == "" {
 		return nil, domain.Invalid("name", "a validator name is required to create its clients")
 	}
 	aud := Audience(validator)
+	wallet, ans := uis.URLs(validator)
 	return []clientSpec{
 		{id: LedgerAPIClientID(validator), audience: aud, confidential: true},
-		{id: WalletClientID(validator), audience: aud, passwordGrant: true},
-		{id: NameServiceClientID(validator), audience: aud},
+		{id: WalletClientID(validator), audience: aud, passwordGrant: true, redirectURIs: redirectURIs(wallet), webOrigins: webOrigins(wallet)},
+		{id: NameServiceClientID(validator), audience: aud, redirectURIs: redirectURIs(ans), webOrigins: webOrigins(ans)},
 	}, nil
 }
 
 // provisioned is what the clients of validator are, given the ledger API
-// client's service-account user.
-func provisioned(validator, serviceAccount string) domain.ProvisionedAuth {
+// client's service-account user and where its UIs are.
+func provisioned(validator, serviceAccount string, uis UIs) domain.ProvisionedAuth {
+	wallet, ans := uis.URLs(validator)
 	return domain.ProvisionedAuth{
 		Audience:          Audience(validator),
 		LedgerAPIClient:   LedgerAPIClientID(validator),
 		LedgerAPIUser:     serviceAccount,
 		WalletClient:      WalletClientID(validator),
 		NameServiceClient: NameServiceClientID(validator),
+		WalletURL:         wallet,
+		NameServiceURL:    ans,
 	}
 }
 

@@ -67,6 +67,8 @@ type clientRep struct {
 	ServiceAccountsEnabled    *bool               `json:"serviceAccountsEnabled,omitempty"`
 	StandardFlowEnabled       *bool               `json:"standardFlowEnabled,omitempty"`
 	DirectAccessGrantsEnabled *bool               `json:"directAccessGrantsEnabled,omitempty"`
+	RedirectURIs              *[]string           `json:"redirectUris,omitempty"`
+	WebOrigins                *[]string           `json:"webOrigins,omitempty"`
 	Attributes                map[string]string   `json:"attributes,omitempty"`
 	ProtocolMappers           []protocolMapperRep `json:"protocolMappers,omitempty"`
 }
@@ -138,6 +140,7 @@ func newFakeKeycloak(t *testing.T) *fakeKeycloak {
 	mux.HandleFunc("PUT /admin/realms/{realm}/users/{id}/reset-password", f.admin(f.resetPassword))
 	mux.HandleFunc("POST /admin/realms/{realm}/clients", f.admin(f.createClient))
 	mux.HandleFunc("GET /admin/realms/{realm}/clients", f.admin(f.listClients))
+	mux.HandleFunc("PUT /admin/realms/{realm}/clients/{id}", f.admin(f.updateClient))
 	mux.HandleFunc("DELETE /admin/realms/{realm}/clients/{id}", f.admin(f.deleteClient))
 	mux.HandleFunc("GET /admin/realms/{realm}/clients/{id}/client-secret", f.admin(f.clientSecret))
 	mux.HandleFunc("GET /admin/realms/{realm}/clients/{id}/service-account-user", f.admin(f.serviceAccountUser))
@@ -477,6 +480,11 @@ func (f *fakeKeycloak) createClient(w http.ResponseWriter, r *http.Request, body
 	}
 	c := &fakeClient{rep: rep}
 	c.rep.ID = uuid.NewString()
+	for _, l := range []**[]string{&c.rep.RedirectURIs, &c.rep.WebOrigins} {
+		if *l == nil { // Keycloak answers an empty list, never none
+			*l = &[]string{}
+		}
+	}
 	for i := range c.rep.ProtocolMappers {
 		c.rep.ProtocolMappers[i].ID = uuid.NewString()
 	}
@@ -518,6 +526,63 @@ func (f *fakeKeycloak) realmClient(w http.ResponseWriter, r *http.Request) *fake
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Could not find client"})
 	}
 	return c
+}
+
+// updateClient is PUT /admin/realms/{realm}/clients/{id}: 204; as
+// Keycloak's RepresentationToModel.updateClient, the fields the
+// representation carries replace the client's (an absent one is left as it
+// is, an empty list clears), protocol mappers and the ids excepted; a
+// clientId another client has is 409.
+func (f *fakeKeycloak) updateClient(w http.ResponseWriter, r *http.Request, body []byte) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "HTTP 415 Unsupported Media Type"})
+		return
+	}
+	var rep clientRep
+	if err := json.Unmarshal(body, &rep); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"errorMessage": "invalid client representation"})
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.realmClient(w, r)
+	if c == nil {
+		return
+	}
+	if rep.ClientID != "" && rep.ClientID != c.rep.ClientID {
+		for _, o := range f.realmClients {
+			if o.rep.ClientID == rep.ClientID {
+				writeJSON(w, http.StatusConflict, map[string]string{"errorMessage": "Client " + rep.ClientID + " already exists"})
+				return
+			}
+		}
+		c.rep.ClientID = rep.ClientID
+	}
+	set := func(dst **bool, src *bool) {
+		if src != nil {
+			*dst = src
+		}
+	}
+	set(&c.rep.Enabled, rep.Enabled)
+	set(&c.rep.PublicClient, rep.PublicClient)
+	set(&c.rep.ServiceAccountsEnabled, rep.ServiceAccountsEnabled)
+	set(&c.rep.StandardFlowEnabled, rep.StandardFlowEnabled)
+	set(&c.rep.DirectAccessGrantsEnabled, rep.DirectAccessGrantsEnabled)
+	if rep.RedirectURIs != nil {
+		c.rep.RedirectURIs = rep.RedirectURIs
+	}
+	if rep.WebOrigins != nil {
+		c.rep.WebOrigins = rep.WebOrigins
+	}
+	if rep.Attributes != nil {
+		if c.rep.Attributes == nil {
+			c.rep.Attributes = map[string]string{}
+		}
+		for k, v := range rep.Attributes { // Keycloak sets each attribute given
+			c.rep.Attributes[k] = v
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (f *fakeKeycloak) deleteClient(w http.ResponseWriter, r *http.Request, _ []byte) {

@@ -35,6 +35,8 @@ type KeycloakConfig struct {
 	ClientSecret string
 	// Timeout bounds each HTTP request to Keycloak; zero means 30s.
 	Timeout time.Duration
+	// UIs are where the validators' UIs are, their clients' redirect URIs.
+	UIs UIs
 }
 
 // DefaultKeycloakTimeout bounds each request when KeycloakConfig.Timeout is zero.
@@ -47,6 +49,7 @@ const updatePassword = "UPDATE_PASSWORD"
 type Keycloak struct {
 	client    *gocloak.GoCloak
 	publicURL string
+	uis       UIs
 	realm     string
 	clientID  string
 	secret    string
@@ -81,6 +84,9 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	} else if p, err := url.Parse(public); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		return nil, fmt.Errorf("identity provider: keycloak public URL %q is not an http(s) URL", public)
 	}
+	if err := CheckUITemplate(cfg.UIs.Template); err != nil {
+		return nil, fmt.Errorf("identity provider: UI address: %w", err)
+	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultKeycloakTimeout
@@ -92,6 +98,7 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	return &Keycloak{
 		client:    client,
 		publicURL: public,
+		uis:       cfg.UIs,
 		realm:     cfg.Realm,
 		clientID:  cfg.ClientID,
 		secret:    cfg.ClientSecret,

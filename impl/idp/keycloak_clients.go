@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/Nerzal/gocloak/v13"
 
@@ -18,6 +19,11 @@ const (
 	audienceMapperName = "validator audience"
 )
 
+// UIURLs are the addresses of validator's UIs that its clients are given.
+func (k *Keycloak) UIURLs(validator string) (wallet, nameService string) {
+	return k.uis.URLs(validator)
+}
+
 // Endpoints are the realm's URLs as the validators' pods reach them
 // (KeycloakConfig.PublicURL, else BaseURL).
 func (k *Keycloak) Endpoints() domain.AuthEndpoints { return RealmEndpoints(k.publicURL, k.realm) }
@@ -28,7 +34,7 @@ func (k *Keycloak) Endpoints() domain.AuthEndpoints { return RealmEndpoints(k.pu
 // call that did not record its outcome). A client of that id without the
 // claim is a conflict: someone else made it.
 func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
-	specs, err := validatorClients(validator)
+	specs, err := validatorClients(validator, k.uis)
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
@@ -45,11 +51,12 @@ func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string
 			return domain.ProvisionedAuth{}, k.fail(ctx, fmt.Sprintf("read the service account of client %q", s.id), err)
 		}
 	}
-	return provisioned(validator, serviceAccount), nil
+	return provisioned(validator, serviceAccount, k.uis), nil
 }
 
 // ensureClient creates the client of s or adopts the one that carries
-// claim, and returns its Keycloak id.
+// claim, giving it the redirect URIs and web origins of s where it has
+// others, and returns its Keycloak id.
 func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string) (string, error) {
 	op := fmt.Sprintf("create client %q", s.id)
 	if claim == "" {
@@ -84,6 +91,15 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 		return "", notOurs(s.id)
 	}
 	id := gocloak.PString(c.ID)
+	if !s.confidential && (!slices.Equal(deref(c.RedirectURIs), s.redirectURIs) || !slices.Equal(deref(c.WebOrigins), s.webOrigins)) {
+		// Keycloak's update sets only the fields the representation
+		// carries: the rest of the client stays as it is.
+		update := gocloak.Client{ID: c.ID, ClientID: c.ClientID, RedirectURIs: nonNil(s.redirectURIs), WebOrigins: nonNil(s.webOrigins)}
+		err := k.withToken(ctx, func(token string) error { return k.client.UpdateClient(ctx, token, k.realm, update) })
+		if err != nil {
+			return "", k.fail(ctx, fmt.Sprintf("set the redirect URIs of client %q", s.id), err)
+		}
+	}
 	if !hasAudienceMapper(c, s.audience) {
 		err := k.withToken(ctx, func(token string) error {
 			_, err := k.client.CreateClientProtocolMapper(ctx, token, k.realm, url.PathEscape(id), audienceMapper(s.audience))
@@ -108,9 +124,27 @@ func clientRepresentation(s clientSpec, claim string) gocloak.Client {
 		ServiceAccountsEnabled:    gocloak.BoolP(s.confidential),
 		StandardFlowEnabled:       gocloak.BoolP(!s.confidential),
 		DirectAccessGrantsEnabled: gocloak.BoolP(s.passwordGrant),
+		RedirectURIs:              nonNil(s.redirectURIs),
+		WebOrigins:                nonNil(s.webOrigins),
 		Attributes:                &map[string]string{ClaimAttribute: claim},
 		ProtocolMappers:           &[]gocloak.ProtocolMapperRepresentation{audienceMapper(s.audience)},
 	}
+}
+
+// nonNil is &v, an empty list for none: the representation then says
+// "none" rather than "unchanged".
+func nonNil(v []string) *[]string {
+	if v == nil {
+		v = []string{}
+	}
+	return &v
+}
+
+func deref(v *[]string) []string {
+	if v == nil || len(*v) == 0 {
+		return nil
+	}
+	return *v
 }
 
 func audienceMapper(audience string) gocloak.ProtocolMapperRepresentation {
@@ -212,7 +246,7 @@ func (k *Keycloak) ClientSecret(ctx context.Context, validator, claim string) (s
 // removes a client's service-account user with it); absent ones, and those
 // of another claim, are left as they are.
 func (k *Keycloak) DeleteClients(ctx context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator)
+	specs, err := validatorClients(validator, k.uis)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,8 @@ type Local struct {
 	endpoints atomic.Pointer[domain.AuthEndpoints]
 	// installation is written into the file (localState.Installation).
 	installation string
+	// uis are where the validators' UIs are (LocalOptions.UIs).
+	uis UIs
 }
 
 // localUser is one user as stored on disk.
@@ -82,6 +84,8 @@ type LocalOptions struct {
 	// Expected says that the file must exist (the database holds
 	// validators, whose wallet users it kept): a missing one is refused.
 	Expected bool
+	// UIs are where the validators' UIs are, their clients' redirect URIs.
+	UIs UIs
 }
 
 // ErrRefused marks a users file refused at open (damaged, another
@@ -100,10 +104,13 @@ func (refusal) Is(target error) bool { return target == ErrRefused }
 // whole at once, with the changes its journal holds: a new provider's, so
 // that its absence later means it was lost.
 func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
+	if err := CheckUITemplate(o.UIs.Template); err != nil {
+		return nil, fmt.Errorf("local identity provider: UI address: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	l := &Local{path: filepath.Join(dir, usersFile), journal: journal{path: filepath.Join(dir, journalFile), compactAfter: compactAfter}, now: time.Now, installation: o.Installation}
+	l := &Local{path: filepath.Join(dir, usersFile), journal: journal{path: filepath.Join(dir, journalFile), compactAfter: compactAfter}, now: time.Now, installation: o.Installation, uis: o.UIs}
 	// A temporary file is left only by a process killed between its
 	// creation and its rename or removal; it may hold password hashes, so
 	// it goes.

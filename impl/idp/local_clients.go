@@ -20,16 +20,23 @@ type localClient struct {
 	Secret   string `json:"secret,omitempty"`
 	// ServiceAccount is the id of the confidential client's
 	// service-account user: the subject of its tokens.
-	ServiceAccount string    `json:"serviceAccountUser,omitempty"`
-	Audience       string    `json:"audience"`
-	PasswordGrant  bool      `json:"passwordGrant,omitempty"`
-	Claim          string    `json:"claim,omitempty"`
-	CreatedAt      time.Time `json:"createdAt"`
+	ServiceAccount string `json:"serviceAccountUser,omitempty"`
+	Audience       string `json:"audience"`
+	PasswordGrant  bool   `json:"passwordGrant,omitempty"`
+	// RedirectURIs and WebOrigins of a public client, in Keycloak's form
+	// (redirectAllowed).
+	RedirectURIs []string  `json:"redirectUris,omitempty"`
+	WebOrigins   []string  `json:"webOrigins,omitempty"`
+	Claim        string    `json:"claim,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 // SetEndpoints says where the realm of this provider is served (the
 // embedded default's token endpoint, which starts after the provider).
 func (l *Local) SetEndpoints(e domain.AuthEndpoints) { l.endpoints.Store(&e) }
+
+// UIURLs are the addresses of validator's UIs that its clients are given.
+func (l *Local) UIURLs(validator string) (wallet, nameService string) { return l.uis.URLs(validator) }
 
 // Endpoints are the realm's URLs; empty until SetEndpoints.
 func (l *Local) Endpoints() domain.AuthEndpoints {
@@ -40,10 +47,11 @@ func (l *Local) Endpoints() domain.AuthEndpoints {
 }
 
 // ProvisionClients makes the validator's clients, adopting those that carry
-// claim (an earlier call that did not record its outcome); a client of that
-// id with another claim is a conflict. All of them are written at once.
+// claim (an earlier call that did not record its outcome) with the
+// redirect URIs and web origins of now; a client of that id with another
+// claim is a conflict. All of them are written at once.
 func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
-	specs, err := validatorClients(validator)
+	specs, err := validatorClients(validator, l.uis)
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
@@ -53,7 +61,7 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	next := slices.Clone(l.clients)
-	serviceAccount := ""
+	serviceAccount, changed := "", false
 	for _, s := range specs {
 		i := slices.IndexFunc(next, func(c localClient) bool { return c.ClientID == s.id })
 		if i >= 0 && (claim == "" || next[i].Claim != claim) {
@@ -66,22 +74,28 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 			}
 			next = append(next, c)
 			i = len(next) - 1
+			changed = true
+		}
+		if !slices.Equal(next[i].RedirectURIs, s.redirectURIs) || !slices.Equal(next[i].WebOrigins, s.webOrigins) {
+			next[i].RedirectURIs, next[i].WebOrigins = s.redirectURIs, s.webOrigins
+			changed = true
 		}
 		if s.confidential {
 			serviceAccount = next[i].ServiceAccount
 		}
 	}
-	if len(next) != len(l.clients) {
+	if changed {
 		if err := l.save(l.users, next); err != nil {
 			return domain.ProvisionedAuth{}, fmt.Errorf("identity provider: create clients of %q: %w", validator, err)
 		}
 		l.clients = next
 	}
-	return provisioned(validator, serviceAccount), nil
+	return provisioned(validator, serviceAccount, l.uis), nil
 }
 
 func (l *Local) newClient(s clientSpec, claim string) (localClient, error) {
-	c := localClient{ClientID: s.id, Audience: s.audience, PasswordGrant: s.passwordGrant, Claim: claim, CreatedAt: l.now().UTC()}
+	c := localClient{ClientID: s.id, Audience: s.audience, PasswordGrant: s.passwordGrant, RedirectURIs: s.redirectURIs, WebOrigins: s.webOrigins,
+		Claim: claim, CreatedAt: l.now().UTC()}
 	if s.confidential {
 		secret, err := clientSecret()
 		if err != nil {
@@ -111,7 +125,7 @@ func (l *Local) ClientSecret(_ context.Context, validator, claim string) (string
 // DeleteClients removes the validator's clients that carry claim; absent
 // ones, and those of another claim, are left as they are.
 func (l *Local) DeleteClients(_ context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator)
+	specs, err := validatorClients(validator, l.uis)
 	if err != nil {
 		return err
 	}
@@ -146,4 +160,28 @@ func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject
 		return "", "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid client credentials"}
 	}
 	return c.ServiceAccount, c.Audience, nil
+}
+
+// CheckRedirect authorizes the browser flow of a public client to
+// redirect (the authorization endpoint): it answers the client's audience
+// when redirect is one of the client's redirect URIs, as Keycloak matches
+// them (redirectAllowed). An unknown client, a confidential one and one
+// without that redirect URI are errors of code CodeInvalid.
+func (l *Local) CheckRedirect(_ context.Context, clientID, redirect string) (audience string, err error) {
+	l.mu.Lock()
+	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID })
+	var c localClient
+	if i >= 0 {
+		c = l.clients[i]
+	}
+	l.mu.Unlock()
+	switch {
+	case i < 0:
+		return "", &domain.Error{Code: domain.CodeInvalid, Message: "Client not found."}
+	case c.Secret != "":
+		return "", &domain.Error{Code: domain.CodeInvalid, Message: "Wrong client protocol."}
+	case !redirectAllowed(c.RedirectURIs, redirect):
+		return "", &domain.Error{Code: domain.CodeInvalid, Message: "Invalid parameter: redirect_uri"}
+	}
+	return c.Audience, nil
 }

@@ -206,3 +206,43 @@ func TestReconcileHealsAndNeverReplaces(t *testing.T) {
 		t.Fatal("an operator's external database password was replaced by an empty one")
 	}
 }
+
+// TestNewUIAddressesReachTheClients: clients recorded with other UI
+// addresses than the identity provider gives now (made before the UIs had
+// any, or before ui.publicUrl changed) are provisioned again, which gives
+// the existing clients the new redirect URIs, and the row records them: a
+// later reconcile asks nothing more.
+func TestNewUIAddressesReachTheClients(t *testing.T) {
+	w := newWorld()
+	w.rows["old"] = domain.Validator{Name: "old", Claim: "c-old", WalletUserID: "id-old", Spec: []byte(`{"name":"old"}`),
+		ProvisionedAuth: &domain.ProvisionedAuth{Audience: "old-ledger-api", LedgerAPIClient: "old-validator-app", LedgerAPIUser: "sa-old",
+			WalletClient: "old-wallet-ui", NameServiceClient: "old-ans-ui"}}
+	w.clients["old"] = "c-old"
+	c := run(t, w)
+	calls := func() int { w.mu.Lock(); defer w.mu.Unlock(); return w.provisions }
+	reconcile := func() {
+		t.Helper()
+		if _, err := c.Reconcile(context.Background(), "old"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcile()
+	if n := calls(); n != 0 {
+		t.Fatalf("clients recorded with the UI addresses of now: provisioned %d times, want 0", n)
+	}
+
+	w.mu.Lock()
+	w.uiDomain = "ui.test"
+	w.mu.Unlock()
+	reconcile()
+	if n := calls(); n != 1 {
+		t.Fatalf("UI addresses changed: provisioned %d times, want 1", n)
+	}
+	if p := w.row("old").ProvisionedAuth; p == nil || p.WalletURL != "https://wallet.old.ui.test" || p.NameServiceURL != "https://ans.old.ui.test" {
+		t.Fatalf("recorded: got %+v, want the new UI addresses", p)
+	}
+	reconcile()
+	if n := calls(); n != 1 {
+		t.Fatalf("after the new addresses were recorded: provisioned %d times, want 1", n)
+	}
+}

@@ -25,17 +25,26 @@ type identityWork struct {
 	WalletUser bool
 	Password   string
 	// Clients: the identity provider's clients are made (or adopted) and
-	// recorded in the row, which has not recorded them whole yet.
+	// recorded in the row, which has not recorded them whole yet, or
+	// recorded other UI addresses than the provider gives them now (the
+	// existing clients get the new redirect URIs and web origins).
 	Clients bool
+}
+
+// uiAddresses say where a validator's UIs are now (Identity.UIURLs).
+type uiAddresses interface {
+	UIURLs(validator string) (wallet, nameService string)
 }
 
 // decideIdentity is what the identity provider must make for v: what the
 // row has not recorded yet, nothing with custom authentication.
-func decideIdentity(v domain.Validator, key []byte) identityWork {
+func decideIdentity(v domain.Validator, key []byte, uis uiAddresses) identityWork {
 	if v.CustomAuth {
 		return identityWork{}
 	}
-	w := identityWork{Provider: true, Clients: v.ProvisionedAuth == nil || !v.ProvisionedAuth.Complete()}
+	p := v.ProvisionedAuth
+	wallet, ans := uis.UIURLs(v.Name)
+	w := identityWork{Provider: true, Clients: p == nil || !p.Complete() || p.WalletURL != wallet || p.NameServiceURL != ans}
 	if v.WalletUserID == "" {
 		w.WalletUser = true
 		w.Password = keyring.TemporaryPassword(key, v.Name, v.IdentityClaim())

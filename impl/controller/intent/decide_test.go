@@ -34,13 +34,26 @@ func TestDecideIdentity(t *testing.T) {
 			ProvisionedAuth: &domain.ProvisionedAuth{Audience: "a-ledger-api"}}, identityWork{Provider: true, Clients: true}},
 		{"all recorded: nothing to make, the outcome still recorded", domain.Validator{Name: "a", Claim: "claim-a", WalletUserID: "id-a",
 			ProvisionedAuth: complete}, identityWork{Provider: true}},
+		{"all recorded with the UIs of now: nothing to make", domain.Validator{Name: "a", Claim: "claim-a", WalletUserID: "id-a",
+			ProvisionedAuth: withUIs(*complete, "https://wallet.a.ui.test", "https://ans.a.ui.test")}, identityWork{Provider: true}},
+		{"recorded with other UIs: the clients again", domain.Validator{Name: "a", Claim: "claim-a", WalletUserID: "id-a",
+			ProvisionedAuth: withUIs(*complete, "https://wallet.a.old.test", "https://ans.a.ui.test")}, identityWork{Provider: true, Clients: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decideIdentity(tc.v, testKey); got != tc.want {
+			uis := &world{}
+			if tc.v.ProvisionedAuth != nil && tc.v.ProvisionedAuth.WalletURL != "" {
+				uis.uiDomain = "ui.test"
+			}
+			if got := decideIdentity(tc.v, testKey, identity{uis}); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
 	}
+}
+
+func withUIs(p domain.ProvisionedAuth, wallet, ans string) *domain.ProvisionedAuth {
+	p.WalletURL, p.NameServiceURL = wallet, ans
+	return &p
 }
 
 func TestDesiredResource(t *testing.T) {

@@ -134,6 +134,9 @@ type Identity interface {
 	ClientSecret(ctx context.Context, validator, claim string) (string, error)
 	// Endpoints are the realm's URLs the validators' apps use.
 	Endpoints() domain.AuthEndpoints
+	// UIURLs are the addresses of validator's UIs that ProvisionClients
+	// gives their clients (as redirect URIs and web origins) and records.
+	UIURLs(validator string) (wallet, nameService string)
 }
 
 // Options build a Controller.
@@ -368,7 +371,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	failure := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key))
+	failure := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key, c.identity))
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
 	}

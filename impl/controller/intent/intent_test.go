@@ -40,6 +40,10 @@ type world struct {
 	creates   int      // wallet users created (not adopted)
 	// conditions: the Provisioned condition of each resource.
 	conditions map[string]metav1.Condition
+	// uiDomain: the validators' UIs are at https://wallet.<name>.<uiDomain>
+	// and https://ans.<name>.<uiDomain>; none when empty.
+	uiDomain   string
+	provisions int // calls of ProvisionClients that succeeded
 }
 
 func newWorld() *world {
@@ -288,8 +292,25 @@ func (i identity) ProvisionClients(_ context.Context, validator, claim string) (
 		return domain.ProvisionedAuth{}, domain.Conflict("client exists")
 	}
 	i.clients[validator] = claim
+	i.provisions++
+	wallet, ans := i.uiURLs(validator)
 	return domain.ProvisionedAuth{Audience: validator + "-ledger-api", LedgerAPIClient: validator + "-validator-app",
-		LedgerAPIUser: "sa-" + validator, WalletClient: validator + "-wallet-ui", NameServiceClient: validator + "-ans-ui"}, nil
+		LedgerAPIUser: "sa-" + validator, WalletClient: validator + "-wallet-ui", NameServiceClient: validator + "-ans-ui",
+		WalletURL: wallet, NameServiceURL: ans}, nil
+}
+
+func (i identity) UIURLs(validator string) (string, string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.uiURLs(validator)
+}
+
+// uiURLs: i.mu held.
+func (w *world) uiURLs(validator string) (string, string) {
+	if w.uiDomain == "" {
+		return "", ""
+	}
+	return "https://wallet." + validator + "." + w.uiDomain, "https://ans." + validator + "." + w.uiDomain
 }
 
 func (i identity) ClientSecret(_ context.Context, validator, claim string) (string, error) {

@@ -49,16 +49,23 @@ func (n *Network) realmTokenURL() string { return n.realmURL() + "/protocol/open
 func (n *Network) URL() string { return n.scan.url }
 
 // realmToken is the realm's token endpoint: the password grant of wallet
-// users and the client-credentials grant of the clients the identity
-// provider made for validators.
+// users, the client-credentials grant of the clients the identity provider
+// made for validators and the authorization-code grant of their UIs'
+// clients (authcode.go).
 func (n *Network) realmToken(w http.ResponseWriter, r *http.Request) {
 	if r.PathValue("realm") != Realm {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
 		return
 	}
-	if err := r.ParseForm(); err == nil && r.PostForm.Get("grant_type") == "client_credentials" {
-		n.clientToken(w, r)
-		return
+	if err := r.ParseForm(); err == nil {
+		switch r.PostForm.Get("grant_type") {
+		case "client_credentials":
+			n.clientToken(w, r)
+			return
+		case "authorization_code":
+			n.codeToken(w, r)
+			return
+		}
 	}
 	n.passwordToken(w, r)
 }
@@ -102,7 +109,8 @@ func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint":                        n.realmTokenURL(),
 		"jwks_uri":                              base + "/protocol/openid-connect/certs",
 		"authorization_endpoint":                base + "/protocol/openid-connect/auth",
-		"grant_types_supported":                 []string{"password", "client_credentials"},
+		"grant_types_supported":                 []string{"authorization_code", "password", "client_credentials"},
+		"code_challenge_methods_supported":      []string{"plain", "S256"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
 		"response_types_supported":              []string{"code", "token"},
 		"subject_types_supported":               []string{"public"},

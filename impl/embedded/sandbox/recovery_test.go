@@ -110,7 +110,7 @@ func TestRecoveryEndpoints(t *testing.T) {
 			{"client credentials of a public client", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-wallet-ui"}}, http.StatusUnauthorized, "unauthorized_client"},
 			{"client credentials, wrong secret", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-validator-app"}, "client_secret": {"nope"}}, http.StatusUnauthorized, "unauthorized_client"},
 			{"client credentials", tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {"v1-validator-app"}, "client_secret": {"app-secret"}}, http.StatusOK, ""},
-			{"another grant", tokenURL, url.Values{"grant_type": {"authorization_code"}, "client_id": {"v1-wallet-ui"}}, http.StatusBadRequest, "unsupported_grant_type"},
+			{"another grant", tokenURL, url.Values{"grant_type": {"implicit"}, "client_id": {"v1-wallet-ui"}}, http.StatusBadRequest, "unsupported_grant_type"},
 			{"other realm", idp.TokenURL(ep.AuthURL, "master"), url.Values{"grant_type": {"password"}, "client_id": {"v1-wallet-ui"}, "username": {"v1_walletuser"}, "password": {"pw-1"}}, http.StatusNotFound, "Realm does not exist"},
 		}
 		for _, tc := range cases {

@@ -71,6 +71,9 @@ type Options struct {
 	// Clients authenticates the realm's confidential clients for its
 	// client-credentials grant (realm.go); without it every client is refused.
 	Clients Clients
+	// Redirects authorizes the authorization-code flow of the realm's UI
+	// clients (authcode.go); without it every such client is refused.
+	Redirects Redirects
 	// Installation is written into the state: a state file of another
 	// installation is refused, one written before installations were
 	// recorded is adopted.
@@ -106,6 +109,9 @@ type Network struct {
 	passwords Passwords
 	// realmClients are Options.Clients.
 	realmClients Clients
+	// redirects are Options.Redirects; codes the authorization codes issued.
+	redirects Redirects
+	codes     authCodes
 	// lookup resolves the validators the discovery route answers for
 	// (discovery.go); nil until ServeDiscovery.
 	lookup upstream.Resolver
@@ -144,7 +150,7 @@ func Open(dir string, o Options) (*Network, error) {
 		o.Files = osFiles{}
 	}
 	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
-		passwords: o.Passwords, realmClients: o.Clients}
+		passwords: o.Passwords, realmClients: o.Clients, redirects: o.Redirects}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
@@ -171,6 +177,8 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", n.realmToken)
 	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", n.realmCerts)
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", n.authorize)
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", n.authorize)
 	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", n.realmDiscovery)
 	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {

@@ -1,0 +1,260 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The authorization-code flow (RFC 6749 section 4.1) with PKCE (RFC 7636)
+// of the validators' public UI clients, as Keycloak serves it: the
+// authorization endpoint shows a login form, and on the validator's wallet
+// user's password redirects to a redirect URI the client registered with a
+// one-time code, which the token endpoint exchanges for tokens.
+
+// Redirects authorizes the browser flow of a public client to a redirect
+// URI; the embedded default's local identity provider (impl/idp.Local) is
+// one. It answers the client's audience, the aud of its tokens, or an
+// error whose text is Keycloak's error page's ("Client not found.",
+// "Invalid parameter: redirect_uri").
+type Redirects interface {
+	CheckRedirect(ctx context.Context, clientID, redirect string) (audience string, err error)
+}
+
+// codeTTL is how long a code may be exchanged: Keycloak's default
+// (accessCodeLifespan, one minute).
+const codeTTL = time.Minute
+
+// uiClientSuffixes are those of a validator's UI clients.
+var uiClientSuffixes = []string{walletClientSuffix, "-ans-ui"}
+
+// grant is what a code stands for.
+type grant struct {
+	client, redirect, challenge, method string
+	subject, username, audience         string
+	expiry                              time.Time
+}
+
+// authCodes are the codes issued and not yet exchanged; each is used once.
+type authCodes struct {
+	mu sync.Mutex
+	m  map[string]grant
+}
+
+func (c *authCodes) put(g grant) string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	code := base64.RawURLEncoding.EncodeToString(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]grant{}
+	}
+	for k, old := range c.m { // expired codes go as new ones come
+		if time.Now().After(old.expiry) {
+			delete(c.m, k)
+		}
+	}
+	c.m[code] = g
+	return code
+}
+
+// take removes code and answers its grant if it has not expired.
+func (c *authCodes) take(code string) (grant, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.m[code]
+	delete(c.m, code)
+	return g, ok && time.Now().Before(g.expiry)
+}
+
+// errorPage is Keycloak's answer to a request it cannot redirect back
+// (unknown client, unregistered redirect URI): 400 with a page that names
+// the error, never a redirect to the URI it was given.
+var errorPage = template.Must(template.New("error").Parse(`<!DOCTYPE html>
+<html><head><title>Error</title></head><body><p id="kc-error-message" class="instruction">{{.}}</p></body></html>
+`))
+
+var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
+<html><head><title>Sign in</title></head><body>
+{{if .Error}}<p id="input-error">{{.Error}}</p>{{end}}
+<form id="kc-form-login" method="post" action="{{.Action}}">
+<input id="username" name="username" type="text" autocomplete="username">
+<input id="password" name="password" type="password" autocomplete="current-password">
+<input id="kc-login" type="submit" value="Sign In">
+</form></body></html>
+`))
+
+// authorize is the realm's authorization endpoint, GET (the login form)
+// and POST (its submission) with the request's parameters in the query.
+// Its checks are Keycloak's, in Keycloak's order: an unknown client and a
+// redirect URI the client did not register are answered with an error
+// page (400, "Client not found.", "Invalid parameter: redirect_uri"); the
+// other errors are redirected to the redirect URI (error, error_description,
+// state).
+func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("realm") != Realm {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+		return
+	}
+	q := r.URL.Query()
+	client, redirect, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
+	page := func(status int, msg string) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		errorPage.Execute(w, msg)
+	}
+	validator := ""
+	for _, s := range uiClientSuffixes {
+		if v, ok := strings.CutSuffix(client, s); ok && v != "" {
+			validator = v
+		}
+	}
+	if validator == "" || n.redirects == nil {
+		page(http.StatusBadRequest, "Client not found.")
+		return
+	}
+	audience, err := n.redirects.CheckRedirect(r.Context(), client, redirect)
+	if err != nil {
+		page(http.StatusBadRequest, err.Error())
+		return
+	}
+	back := func(params url.Values) {
+		u, _ := url.Parse(redirect)
+		v := u.Query()
+		for k, vs := range params {
+			v[k] = vs
+		}
+		if state != "" {
+			v.Set("state", state)
+		}
+		u.RawQuery = v.Encode()
+		http.Redirect(w, r, u.String(), http.StatusFound)
+	}
+	fail := func(code, description string) {
+		back(url.Values{"error": {code}, "error_description": {description}})
+	}
+	challenge, method := q.Get("code_challenge"), q.Get("code_challenge_method")
+	switch {
+	case q.Get("response_type") == "":
+		fail("invalid_request", "Missing parameter: response_type")
+		return
+	case q.Get("response_type") != "code":
+		fail("unsupported_response_type", "Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.")
+		return
+	case challenge == "" && method != "":
+		fail("invalid_request", "Missing parameter: code_challenge")
+		return
+	case challenge != "" && method != "" && method != "S256" && method != "plain":
+		fail("invalid_request", "Invalid parameter: code_challenge_method")
+		return
+	case challenge != "" && !verifierForm.MatchString(challenge):
+		fail("invalid_request", "Invalid parameter: code_challenge")
+		return
+	}
+	if method == "" && challenge != "" {
+		method = "plain"
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		loginPage.Execute(w, map[string]string{"Action": r.URL.RequestURI()})
+		return
+	}
+	username, password := strings.ToLower(r.PostFormValue("username")), r.PostFormValue("password")
+	subject, err := "", errors.New("invalid user credentials")
+	if username == strings.ToLower(validator)+walletUserSuffix && password != "" && n.passwords != nil {
+		subject, err = n.passwords.CheckPassword(r.Context(), username, password)
+	}
+	if err != nil {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK) // Keycloak shows the form again
+		loginPage.Execute(w, map[string]string{"Action": r.URL.RequestURI(), "Error": "Invalid username or password."})
+		return
+	}
+	code := n.codes.put(grant{client: client, redirect: redirect, challenge: challenge, method: method,
+		subject: subject, username: username, audience: audience, expiry: time.Now().Add(codeTTL)})
+	back(url.Values{"code": {code}, "iss": {n.realmURL()}})
+}
+
+// verifierForm is RFC 7636's code_verifier (and an S256 challenge's
+// base64url form fits it too): 43 to 128 unreserved characters.
+var verifierForm = regexp.MustCompile(`^[A-Za-z0-9\-._~]{43,128}$`)
+
+// codeToken is the token endpoint's authorization_code grant of a public
+// client, with Keycloak's errors (400 invalid_grant for a code that is
+// unknown, used, expired, another client's or given with another
+// redirect URI, or whose PKCE verifier is missing or does not match).
+func (n *Network) codeToken(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
+	invalid := func(description string) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": description})
+	}
+	code, client := f.Get("code"), f.Get("client_id")
+	if code == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "Missing parameter: code"})
+		return
+	}
+	if client == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client", "error_description": "Missing parameter: client_id"})
+		return
+	}
+	g, ok := n.codes.take(code)
+	switch {
+	case !ok:
+		invalid("Code not valid")
+		return
+	case g.client != client:
+		invalid("Auth error")
+		return
+	case f.Get("redirect_uri") != g.redirect:
+		invalid("Incorrect redirect_uri")
+		return
+	}
+	if g.challenge != "" {
+		verifier := f.Get("code_verifier")
+		switch {
+		case verifier == "":
+			invalid("PKCE code verifier not specified")
+			return
+		case !verifierForm.MatchString(verifier):
+			invalid("PKCE invalid code verifier")
+			return
+		}
+		got := verifier
+		if g.method == "S256" {
+			sum := sha256.Sum256([]byte(verifier))
+			got = base64.RawURLEncoding.EncodeToString(sum[:])
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(g.challenge)) != 1 {
+			invalid("PKCE verification failed: Code mismatch")
+			return
+		}
+	}
+	now := time.Now()
+	c := claims{Issuer: n.realmURL(), Subject: g.subject, Audience: g.audience, PreferredUsername: g.username, AuthorizedParty: client,
+		Scope: "openid profile", IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()}
+	access, err := n.issue(c)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		return
+	}
+	c.Audience, c.Scope = client, "" // the ID token is the client's
+	idToken, err := n.issue(c)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "id_token": idToken, "token_type": "Bearer",
+		"expires_in": int(tokenTTL.Seconds()), "scope": "openid profile"})
+}
