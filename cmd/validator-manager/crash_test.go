@@ -525,7 +525,7 @@ func (w *world) checkAgreement(t *testing.T) {
 		var want map[string]any
 		json.Unmarshal(v.Spec, &want)
 		// The resource is applied typed: an empty list is not sent.
-		dropEmptyLists(want)
+		apitest.DropEmptyLists(want)
 		got, _ := res.Object["spec"].(map[string]any)["config"].(map[string]any)
 		if !v.CustomAuth {
 			// Without custom auth the resource carries the identity
@@ -644,22 +644,6 @@ func BenchmarkRestartConverges(b *testing.B) {
 }
 
 // withoutKey is a copy of m without key.
-// dropEmptyLists removes the null and empty lists of m.
-func dropEmptyLists(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			delete(m, k)
-		case []any:
-			if len(t) == 0 {
-				delete(m, k)
-			}
-		case map[string]any:
-			dropEmptyLists(t)
-		}
-	}
-}
-
 func withoutKey(m map[string]any, key string) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {

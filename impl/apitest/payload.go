@@ -43,3 +43,21 @@ func ValidatorPayload(name string) managementapi.ValidatorDto {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// DropEmptyLists removes the null and empty lists of m, at any depth: an
+// apply configuration sends none, while the stored form of a configuration
+// writes, for example, an application's envVars as null when it has none.
+func DropEmptyLists(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case []any:
+			if len(t) == 0 {
+				delete(m, k)
+			}
+		case map[string]any:
+			DropEmptyLists(t)
+		}
+	}
+}

@@ -122,26 +122,8 @@ func stored(t *testing.T, cfg map[string]any) map[string]any {
 	if m["version"] != float64(domain.ValidatorConfigVersion) {
 		t.Fatalf("stored config version: got %v, want %d", m["version"], domain.ValidatorConfigVersion)
 	}
-	dropEmptyLists(m)
+	apitest.DropEmptyLists(m)
 	return m
-}
-
-// dropEmptyLists removes the null and empty lists of m, which an apply
-// configuration does not send (the stored form writes an application's
-// envVars as null when it has none).
-func dropEmptyLists(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			delete(m, k)
-		case []any:
-			if len(t) == 0 {
-				delete(m, k)
-			}
-		case map[string]any:
-			dropEmptyLists(t)
-		}
-	}
 }
 
 func jsonEqual(t *testing.T, got, want any) bool {
