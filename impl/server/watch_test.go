@@ -32,9 +32,18 @@ type watchStream struct {
 	resp   *http.Response
 }
 
-// eventSchema is the x-event-schema of the watch operation at path.
-func eventSchema(t *testing.T, doc *openapi3.T, path string) *openapi3.Schema {
+// eventSchema is the x-event-schema of the watch operation at path, in the
+// document of the release that serves it.
+func eventSchema(t *testing.T, path string) *openapi3.Schema {
 	t.Helper()
+	load := openapi.Management
+	if strings.HasPrefix(path, "/api/v1/") {
+		load = openapi.Platform
+	}
+	doc, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	mt := doc.Paths.Value(path).Get.Responses.Value("200").Value.Content.Get("text/event-stream")
 	raw, err := json.Marshal(mt.Extensions["x-event-schema"])
 	if err != nil {
@@ -47,8 +56,9 @@ func eventSchema(t *testing.T, doc *openapi3.T, path string) *openapi3.Schema {
 	return &s
 }
 
-func openWatch(t *testing.T, s *apitest.Server, schema *openapi3.Schema, path string, header map[string]string) *watchStream {
+func openWatch(t *testing.T, s *apitest.Server, path string, header map[string]string) *watchStream {
 	t.Helper()
+	schema := eventSchema(t, strings.SplitN(path, "?", 2)[0])
 	req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
 	for k, v := range header {
@@ -137,14 +147,6 @@ func phaseOf(t *testing.T, data string) string {
 func TestWatchValidators(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{Watch: true, Config: func(c *config.Config) { c.RequestTimeout = time.Second }})
 	ctx := t.Context()
-	mgmt, err := openapi.Management()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plat, err := openapi.Platform()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const v1, v2 = "/api/watch/validators", "/api/v1/watch/validators"
 	for _, path := range []string{v1, v2} {
 		resp, err := s.HTTP.Get(s.URL + path) // no token
@@ -156,8 +158,8 @@ func TestWatchValidators(t *testing.T) {
 			t.Fatalf("GET %s without a token: got %d, want 401", path, resp.StatusCode)
 		}
 	}
-	m := openWatch(t, s, eventSchema(t, mgmt, v1), v1, nil)
-	p := openWatch(t, s, eventSchema(t, plat, v2), v2, nil)
+	m := openWatch(t, s, v1, nil)
+	p := openWatch(t, s, v2, nil)
 	for _, w := range []*watchStream{m, p} {
 		if e := w.next(); e.Name != "synced" {
 			t.Fatalf("empty namespace: got %+v, want synced at once", e)
@@ -181,7 +183,7 @@ func TestWatchValidators(t *testing.T) {
 	p.until("2.0: RUNNING", func(e live.Event) bool { return phaseOf(t, e.Data) == "RUNNING" })
 
 	// A client that saw PENDING resumes with RUNNING and nothing older.
-	r := openWatch(t, s, eventSchema(t, mgmt, v1), v1, map[string]string{"Last-Event-ID": pending.ID})
+	r := openWatch(t, s, v1, map[string]string{"Last-Event-ID": pending.ID})
 	if e := r.next(); e.ID != running.ID || !strings.Contains(e.Data, `"phase":"RUNNING"`) {
 		t.Fatalf("resumed after %s: got %+v, want RUNNING at %s", pending.ID, e, running.ID)
 	}
@@ -206,7 +208,7 @@ func TestWatchValidators(t *testing.T) {
 	}
 
 	// The name filter.
-	f := openWatch(t, s, eventSchema(t, plat, v2), v2+"?name=other", nil)
+	f := openWatch(t, s, v2+"?name=other", nil)
 	if e := f.next(); !strings.Contains(e.Data, `"name":"other"`) {
 		t.Fatalf("filtered: got %+v, want other", e)
 	}
@@ -244,16 +246,8 @@ func TestWatchEndsWhenTheTokenExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	header := map[string]string{"Authorization": "Bearer " + token}
-	mgmt, err := openapi.Management()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plat, err := openapi.Platform()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const v1, v2 = "/api/watch/validators", "/api/v1/watch/validators"
-	streams := []*watchStream{openWatch(t, s, eventSchema(t, mgmt, v1), v1, header), openWatch(t, s, eventSchema(t, plat, v2), v2, header)}
+	streams := []*watchStream{openWatch(t, s, v1, header), openWatch(t, s, v2, header)}
 	for _, w := range streams {
 		if e := w.next(); e.Name != "synced" {
 			t.Fatalf("got %+v, want synced", e)
