@@ -56,18 +56,13 @@ func TestPingBesideAHeldWriter(t *testing.T) {
 // TestPingFullDisk: a SQLite database on a disk with no space left is
 // DOWN, saying so, and UP again once space is freed.
 func TestPingFullDisk(t *testing.T) {
-	dir := apitest.SmallDisk(t, "8m")
-	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := onSmallDisk(t)
 	ctx := context.Background()
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("with room: got %v, want UP", err)
 	}
 	filler := apitest.FillDisk(t, dir, "filler")
-	err = s.Ping(ctx)
+	err := s.Ping(ctx)
 	for _, want := range []string{"vm.db", "cannot be written", "full"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("full disk: got %v, want an error containing %q", err, want)
@@ -85,12 +80,7 @@ func TestPingFullDisk(t *testing.T) {
 // create the database refuses, the first included, is ErrUnavailable (503),
 // and records nothing.
 func TestFullDiskRefusesAsUnavailable(t *testing.T) {
-	dir := apitest.SmallDisk(t, "8m")
-	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := onSmallDisk(t)
 	ctx := context.Background()
 	filler := apitest.FillDisk(t, dir, "filler")
 	var refused []string
@@ -116,4 +106,17 @@ func TestFullDiskRefusesAsUnavailable(t *testing.T) {
 			t.Errorf("refused %s: got %v, want nothing recorded", name, err)
 		}
 	}
+}
+
+// onSmallDisk is a SQLite store on a filesystem of its own, 8 MiB large,
+// and the store's directory.
+func onSmallDisk(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	dir := apitest.SmallDisk(t, "8m")
+	s, err := store.Open("sqlite", filepath.Join(dir, "vm.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
 }
