@@ -20,6 +20,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apisv1alpha1.AppApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Auth"):
 		return &apisv1alpha1.AuthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ChartRef"):
+		return &apisv1alpha1.ChartRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Cluster"):
 		return &apisv1alpha1.ClusterApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Database"):

@@ -23,6 +23,21 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.validator-manager.validator-manager.impl.apis.v1alpha1.ChartRef
+  map:
+    fields:
+    - name: digest
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: reference
+      type:
+        scalar: string
+    - name: version
+      type:
+        scalar: string
 - name: com.github.validator-manager.validator-manager.impl.apis.v1alpha1.DatabaseRef
   map:
     fields:
@@ -94,6 +109,19 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.validator-manager.validator-manager.impl.apis.v1alpha1.ValidatorSpec
   map:
     fields:
+    - name: chartValues
+      type:
+        map:
+          elementType:
+            scalar: untyped
+            list:
+              elementType:
+                namedType: __untyped_atomic_
+              elementRelationship: atomic
+            map:
+              elementType:
+                namedType: __untyped_deduced_
+              elementRelationship: separable
     - name: config
       type:
         map:
@@ -134,6 +162,14 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.validator-manager.validator-manager.impl.apis.v1alpha1.ValidatorStatus
   map:
     fields:
+    - name: charts
+      type:
+        list:
+          elementType:
+            namedType: com.github.validator-manager.validator-manager.impl.apis.v1alpha1.ChartRef
+          elementRelationship: associative
+          keys:
+          - name
     - name: conditions
       type:
         list:
@@ -145,6 +181,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: databaseReady
       type:
         scalar: boolean
+    - name: namespace
+      type:
+        scalar: string
     - name: observedGeneration
       type:
         scalar: numeric

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -113,6 +114,19 @@ type ValidatorSpec struct {
 	// syntax (7 fields, evaluated in UTC); maxDuration and retention are
 	// durations such as 5m, 48h, 30d. Absent when no schedule is set.
 	ParticipantPruningSchedule *PruningSchedule `json:"participantPruningSchedule,omitempty"`
+	// ChartValues are Helm values for Splice's charts that the API does not
+	// model, given per validator (edit with kubectl): an object with a key
+	// per chart (splice-participant, splice-validator), each holding values
+	// of that chart. Used only in chart mode (the server setting
+	// splice.charts); they override the server's splice.chartValues and are
+	// overridden by the values the server derives where deploy/README.md
+	// says it must.
+	//
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	ChartValues *apiextensionsv1.JSON `json:"chartValues,omitempty"`
 }
 
 // DatabaseRef names the validator's database user.
@@ -191,4 +205,26 @@ type ValidatorStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Namespace holds the validator's workloads: the Validator's own for the
+	// built-in layout, a namespace of the validator's own in chart mode
+	// (Splice's charts name their objects the same in every release).
+	Namespace string `json:"namespace,omitempty"`
+	// Charts are the charts the workloads were last rendered from, in chart
+	// mode; absent for the built-in layout.
+	// +listType=map
+	// +listMapKey=name
+	Charts []ChartRef `json:"charts,omitempty"`
+}
+
+// ChartRef names one chart a validator's workloads were rendered from.
+type ChartRef struct {
+	// Name of the chart (splice-participant, splice-validator).
+	Name string `json:"name"`
+	// Reference is the chart's OCI reference without its version
+	// (oci://ghcr.io/.../helm/splice-validator).
+	Reference string `json:"reference"`
+	// Version of the chart (the validator's imageTag).
+	Version string `json:"version"`
+	// Digest of the chart's manifest in the registry (sha256:...).
+	Digest string `json:"digest"`
 }

@@ -2,6 +2,10 @@
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
 // ValidatorSpecApplyConfiguration represents a declarative configuration of the ValidatorSpec type for use
 // with apply.
 //
@@ -42,6 +46,14 @@ type ValidatorSpecApplyConfiguration struct {
 	// syntax (7 fields, evaluated in UTC); maxDuration and retention are
 	// durations such as 5m, 48h, 30d. Absent when no schedule is set.
 	ParticipantPruningSchedule *PruningScheduleApplyConfiguration `json:"participantPruningSchedule,omitempty"`
+	// ChartValues are Helm values for Splice's charts that the API does not
+	// model, given per validator (edit with kubectl): an object with a key
+	// per chart (splice-participant, splice-validator), each holding values
+	// of that chart. Used only in chart mode (the server setting
+	// splice.charts); they override the server's splice.chartValues and are
+	// overridden by the values the server derives where deploy/README.md
+	// says it must.
+	ChartValues *v1.JSON `json:"chartValues,omitempty"`
 }
 
 // ValidatorSpecApplyConfiguration constructs a declarative configuration of the ValidatorSpec type for use with
@@ -119,5 +131,13 @@ func (b *ValidatorSpecApplyConfiguration) WithSecrets(value *ValidatorSecretRefs
 // If called multiple times, the ParticipantPruningSchedule field is set to the value of the last call.
 func (b *ValidatorSpecApplyConfiguration) WithParticipantPruningSchedule(value *PruningScheduleApplyConfiguration) *ValidatorSpecApplyConfiguration {
 	b.ParticipantPruningSchedule = value
+	return b
+}
+
+// WithChartValues sets the ChartValues field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ChartValues field is set to the value of the last call.
+func (b *ValidatorSpecApplyConfiguration) WithChartValues(value v1.JSON) *ValidatorSpecApplyConfiguration {
+	b.ChartValues = &value
 	return b
 }

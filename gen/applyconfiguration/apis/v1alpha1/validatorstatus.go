@@ -38,6 +38,13 @@ type ValidatorStatusApplyConfiguration struct {
 	// DatabasePasswordMissing, True (reason Provisioned) once a failure it
 	// showed is over, absent on a validator that never failed.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// Namespace holds the validator's workloads: the Validator's own for the
+	// built-in layout, a namespace of the validator's own in chart mode
+	// (Splice's charts name their objects the same in every release).
+	Namespace *string `json:"namespace,omitempty"`
+	// Charts are the charts the workloads were last rendered from, in chart
+	// mode; absent for the built-in layout.
+	Charts []ChartRefApplyConfiguration `json:"charts,omitempty"`
 }
 
 // ValidatorStatusApplyConfiguration constructs a declarative configuration of the ValidatorStatus type for use with
@@ -79,6 +86,27 @@ func (b *ValidatorStatusApplyConfiguration) WithConditions(values ...*v1.Conditi
 			panic("nil value passed to WithConditions")
 		}
 		b.Conditions = append(b.Conditions, *values[i])
+	}
+	return b
+}
+
+// WithNamespace sets the Namespace field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Namespace field is set to the value of the last call.
+func (b *ValidatorStatusApplyConfiguration) WithNamespace(value string) *ValidatorStatusApplyConfiguration {
+	b.Namespace = &value
+	return b
+}
+
+// WithCharts adds the given value to the Charts field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Charts field.
+func (b *ValidatorStatusApplyConfiguration) WithCharts(values ...*ChartRefApplyConfiguration) *ValidatorStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithCharts")
+		}
+		b.Charts = append(b.Charts, *values[i])
 	}
 	return b
 }
