@@ -93,9 +93,9 @@ func TestChartSecrets(t *testing.T) {
 			workload.ChartDatabaseSecret: {"postgresPassword": "secret:operator-db/pw"},
 			workload.ChartLedgerAPIAuthSecret: {"ledger-api-user": "ledger-user", "audience": "https://ledger.example.test",
 				"url": "https://idp.example.test/.well-known/openid-configuration", "client-id": "ledger-client", "client-secret": "secret:operator-auth/cs"},
-			workload.ChartOnboardingSecret:    {"secret": "secret:v1-onboarding/secret"},
-			workload.ChartWalletUIAuthSecret:  {"url": "https://idp.example.test", "client-id": "wallet-client"},
-			workload.ChartCNSUIAuthSecret:     {"url": "https://idp.example.test", "client-id": "ans-client"},
+			workload.ChartOnboardingSecret:   {"secret": "secret:v1-onboarding/secret"},
+			workload.ChartWalletUIAuthSecret: {"url": "https://idp.example.test", "client-id": "wallet-client"},
+			workload.ChartCNSUIAuthSecret:    {"url": "https://idp.example.test", "client-id": "ans-client"},
 		}},
 	}
 	for name, tc := range cases {
