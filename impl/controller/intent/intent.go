@@ -259,8 +259,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // readChanged passes a Validator's update when something this controller
-// reads of it changed (its spec, labels, annotations, phase, Provisioned
-// condition, deletion) or
+// reads of it changed (its spec, labels, annotations, phase, workloads'
+// namespace, which the backup CronJob dials, Provisioned condition,
+// deletion) or
 // nothing did (the cache's resync): not the workload controller's status
 // writes that only move conditions, several per validator as its workloads
 // come up, each of which would read the database again for nothing.
@@ -275,6 +276,7 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 			return true
 		}
 		return old.Generation != cur.Generation || old.Status.Phase != cur.Status.Phase ||
+			old.Status.Namespace != cur.Status.Namespace ||
 			!sameCondition(meta.FindStatusCondition(old.Status.Conditions, v1alpha1.ConditionProvisioned),
 				meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProvisioned)) ||
 			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // In chart mode, Splice's charts read Secrets that an installer creates by
@@ -44,7 +45,7 @@ const (
 // as this user to this database whatever the values say (Splice 0.7.3), so
 // the validator's own PostgreSQL is initialised with both in chart mode.
 const (
-	ChartDatabaseUser      = "cnadmin"
+	ChartDatabaseUser      = domain.ChartDatabaseUser
 	ChartBootstrapDatabase = "cantonnet"
 )
 
