@@ -845,7 +845,7 @@ type ValidatorDto struct {
 	// it is never rewritten.
 	ImageRepo string `json:"imageRepo"`
 
-	// ImageTag Image tag of Splice's images (the release, such as `0.4.2`). A value an image
+	// ImageTag Image tag of Splice's images (the release, such as `0.7.3`). A value an image
 	// reference cannot carry is refused with 400 keyed `imageTag`.
 	ImageTag string `json:"imageTag"`
 

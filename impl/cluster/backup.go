@@ -58,6 +58,8 @@ type backupTarget struct {
 	maxBackups   int32
 	suspend      bool
 	databaseUser string
+	// host is the database's address, DatabaseHost's when empty.
+	host string
 }
 
 func ownerReference(validator string, uid types.UID) metav1.OwnerReference {
@@ -82,6 +84,10 @@ func backupCronJob(t backupTarget) *batchv1.CronJob {
 	user := t.databaseUser
 	if user == "" {
 		user = defaultDatabaseUser
+	}
+	host := t.host
+	if host == "" {
+		host = DatabaseHost(t.validator)
 	}
 	tz := backupTimeZone
 	suspend := t.suspend
@@ -118,7 +124,7 @@ func backupCronJob(t backupTarget) *batchv1.CronJob {
 								Env: []corev1.EnvVar{
 									{Name: "BACKUP_DIR", Value: backupMountPath},
 									{Name: "MAX_BACKUPS", Value: strconv.Itoa(int(t.maxBackups))},
-									{Name: "PGHOST", Value: DatabaseHost(t.validator)},
+									{Name: "PGHOST", Value: host},
 									{Name: "PGPORT", Value: databasePort},
 									{Name: "PGUSER", Value: user},
 									{Name: "PGPASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

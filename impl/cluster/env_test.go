@@ -88,6 +88,8 @@ type pvcView struct {
 // env is one fresh gateway with its backend's test hooks.
 type env struct {
 	gw gateway
+	// namespace is the gateway's (the Validators').
+	namespace string
 	// uniq makes a cluster-scoped name unique to this env.
 	uniq func(name string) string
 
@@ -97,6 +99,9 @@ type env struct {
 	// setPhase writes status.phase/databaseReady as the cluster's
 	// controller does.
 	setPhase func(t *testing.T, name string, phase domain.Phase, databaseReady bool)
+	// setWorkloadNamespace writes status.namespace as the workload
+	// controller does in chart mode.
+	setWorkloadNamespace func(t *testing.T, name, namespace string)
 
 	validator func(t *testing.T, name string) (resourceView, bool)
 	secret    func(t *testing.T, name string) (secretView, bool)
@@ -236,8 +241,9 @@ func kubeEnv(t *testing.T, gw gateway, core kubernetes.Interface, validators dyn
 	}
 	uniq := func(name string) string { return ns + "-" + name }
 	return &env{
-		gw:   gw,
-		uniq: uniq,
+		gw:        gw,
+		namespace: ns,
+		uniq:      uniq,
 		addSecret: func(t *testing.T, name string, data map[string]string) {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{}}
 			for k, v := range data {
@@ -272,6 +278,15 @@ func kubeEnv(t *testing.T, gw gateway, core kubernetes.Interface, validators dyn
 		setPhase: func(t *testing.T, name string, phase domain.Phase, ready bool) {
 			u := get(t, name)
 			u.Object["status"] = map[string]any{"phase": string(phase), "databaseReady": ready}
+			if _, err := validators.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		setWorkloadNamespace: func(t *testing.T, name, namespace string) {
+			u := get(t, name)
+			if err := unstructured.SetNestedField(u.Object, namespace, "status", "namespace"); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := validators.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}

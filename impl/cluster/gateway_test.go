@@ -39,6 +39,7 @@ func TestGateway(t *testing.T) {
 		{"pruning schedule", testPruneSchedule},
 		{"backup schedule", testBackupSchedule},
 		{"backup schedule refusals", testBackupScheduleRefusals},
+		{"backup schedule in chart mode", testBackupScheduleChartMode},
 		{"in step reads the caches", testInStep},
 		{"ping", testPing},
 	}
@@ -626,6 +627,39 @@ func testBackupSchedule(t *testing.T, e *env) {
 		t.Errorf("reactivated cron job: got %+v, want active 0 4 * * *, 5 backups", c)
 	}
 	checkNoSecretValues(t, e)
+}
+
+// testBackupScheduleChartMode: once the workloads run in a release's
+// namespace (status.namespace, chart mode), the backup Job, which stays
+// beside the Validator with its volume and the database Secret, dials the
+// database's Service there as the charts' user; back in the Validator's
+// namespace, as before.
+func testBackupScheduleChartMode(t *testing.T, e *env) {
+	ctx := context.Background()
+	mustApply(t, e, validator(t, "kappa", config("kappa", "0.7.3", nil)), allSecrets())
+	apply := func() cronJobView {
+		t.Helper()
+		if err := e.gw.ApplyBackupSchedule(ctx, "kappa", &domain.BackupSchedule{Validator: "kappa", Cron: "0 3 * * *", MaxBackups: 2}); err != nil {
+			t.Fatal(err)
+		}
+		c, ok := e.cronJob(t, "kappa-backup")
+		if !ok {
+			t.Fatal("backup cron job: got absent, want present")
+		}
+		return c
+	}
+	for _, tc := range []struct{ namespace, host, user string }{
+		{"", "kappa-postgres", "postgres"},
+		{"release-kappa", "kappa-postgres.release-kappa", domain.ChartDatabaseUser},
+		{e.namespace, "kappa-postgres", "postgres"},
+	} {
+		e.setWorkloadNamespace(t, "kappa", tc.namespace)
+		c := apply()
+		if c.Env["PGHOST"] != tc.host || c.Env["PGUSER"] != tc.user || c.Env["PGPASSWORD"] != "secret:kappa-database/password" || c.ClaimName != "kappa-backups" {
+			t.Errorf("workloads in %q: cron job env %v, volume %s; want host %s, user %s, the database Secret, kappa-backups",
+				tc.namespace, c.Env, c.ClaimName, tc.host, tc.user)
+		}
+	}
 }
 
 func testBackupScheduleRefusals(t *testing.T, e *env) {

@@ -876,12 +876,20 @@ func (k *Kube) desiredCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*
 	if v.Spec.ExternalDatabase && !b.Deleted {
 		return nil, errExternalDatabase(v.Name)
 	}
-	user := ""
+	user, host := "", DatabaseHost(v.Name)
 	if v.Spec.Database != nil {
 		user = v.Spec.Database.User
 	}
+	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
+		// Chart mode: the validator's own database runs in its release's
+		// namespace, with the charts' user; the Job stays here, beside its
+		// volume and the database Secret, whose value the charts' Secret
+		// copies.
+		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
+	}
 	cj := backupCronJob(backupTarget{
 		namespace:    k.namespace,
+		host:         host,
 		validator:    v.Name,
 		uid:          v.UID,
 		image:        k.image,

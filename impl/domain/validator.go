@@ -129,6 +129,11 @@ func LedgerAPIAuthSecretName(validator string) string {
 }
 func DatabaseSecretName(validator string) string { return validator + "-database" }
 
+// ChartDatabaseUser is the internal database's user when Splice's charts
+// run a validator (chart mode): their init steps connect as it whatever
+// their values say (Splice 0.7.3).
+const ChartDatabaseUser = "cnadmin"
+
 // References are the cluster objects a validator's configuration names; they
 // must exist before the validator is created. Field is the request field
 // that named the object (a dotted JSON path), for the 400 that reports it.

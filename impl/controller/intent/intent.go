@@ -12,7 +12,9 @@
 //     an edit recorded (sealed) are written into the Secrets, then cleared
 //     from the row if it still holds them; missing Secrets are defaulted.
 //     The phase the cluster reports is copied back into the row, so that
-//     list filters and pages, which run in the database, see it. A
+//     list filters and pages, which run in the database, see it. In chart
+//     mode the Secrets Splice's charts read are written into the
+//     release's namespace from the validator's own (chartsecrets.go). A
 //     provisioning failure is recorded in the row (ProvisionError), shown
 //     on the Validator resource (its Provisioned condition, which a
 //     failure of the identity provider does not keep from being applied)
@@ -37,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,6 +155,12 @@ type Options struct {
 	// Changes is how often the database's change feed (writes of every
 	// replica's handlers) is taken; default 200 ms.
 	Changes time.Duration
+	// ChartNamespace is set in chart mode (the server setting
+	// splice.charts): it names the namespace of a validator's release
+	// (workload.ReleaseNamespace), where the controller writes the Secrets
+	// Splice's charts read (chartsecrets.go). The Manager's cache must hold
+	// the Secrets of those namespaces.
+	ChartNamespace func(*v1alpha1.Validator) string
 }
 
 // Controller is the intent controller; SetupWithManager runs it under a
@@ -164,6 +173,13 @@ type Controller struct {
 	namespace string
 	workers   int
 	changes   time.Duration
+
+	// chartNamespace: chart mode (Options.ChartNamespace); kube is the
+	// Manager's client (reads from its cache), reader reads the API
+	// server (the values of the Secrets the chart Secrets copy).
+	chartNamespace func(*v1alpha1.Validator) string
+	kube           client.Client
+	reader         client.Reader
 
 	// names carries the feed's names and Enqueue's to the controller's
 	// channel source; running is set while the feed runs here (the
@@ -186,7 +202,7 @@ type Controller struct {
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) (*Controller, error) {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
-		workers: o.Workers, changes: o.Changes,
+		workers: o.Workers, changes: o.Changes, chartNamespace: o.ChartNamespace,
 		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -210,9 +226,16 @@ const namesBuffer = 1024
 // changes or goes (deleted or emptied by hand), when a handler or the
 // database feed names it, and, once at start, every validator of the
 // database and the cluster. It runs on the elected leader only, with the
-// feed (a Runnable of mgr's).
+// feed (a Runnable of mgr's). In chart mode it also reconciles a validator
+// when one of its chart Secrets changes or goes.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if c.chartNamespace != nil {
+		c.kube, c.reader = mgr.GetClient(), mgr.GetAPIReader()
+		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{},
+			handler.TypedEnqueueRequestsFromMapFunc(c.chartSecretRequests)))
+	}
+	err := b.
 		Named("validator-intent").
 		// A change of a managed Validator resource, once the gateway,
 		// through which a reconcile reads it, shows it.
@@ -236,8 +259,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // readChanged passes a Validator's update when something this controller
-// reads of it changed (its spec, labels, annotations, phase, Provisioned
-// condition, deletion) or
+// reads of it changed (its spec, labels, annotations, phase, workloads'
+// namespace, which the backup CronJob dials, Provisioned condition,
+// deletion) or
 // nothing did (the cache's resync): not the workload controller's status
 // writes that only move conditions, several per validator as its workloads
 // come up, each of which would read the database again for nothing.
@@ -252,6 +276,7 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 			return true
 		}
 		return old.Generation != cur.Generation || old.Status.Phase != cur.Status.Phase ||
+			old.Status.Namespace != cur.Status.Namespace ||
 			!sameCondition(meta.FindStatusCondition(old.Status.Conditions, v1alpha1.ConditionProvisioned),
 				meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProvisioned)) ||
 			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
@@ -396,6 +421,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			return err
 		}
 		failure = err
+	}
+	if err := c.writeChartSecrets(ctx, name); err != nil {
+		return err
 	}
 	shown := c.cluster.CachedCondition(name, v1alpha1.ConditionProvisioned)
 	if cond := decideProvisioned(failure, work, shown); cond != nil && !sameCondition(cond, shown) {

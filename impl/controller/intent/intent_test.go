@@ -351,7 +351,11 @@ func run(t *testing.T, w *world, edit ...func(*Options)) *Controller {
 		t.Fatal(err)
 	}
 	skip := true // every test builds the controller under a Manager of its own
-	mgr, err := manager.New(apiServer, manager.Options{Scheme: scheme, Cache: clustergw.CacheOptions(ns, 0),
+	cached := ns
+	if o.ChartNamespace != nil {
+		cached = "" // the releases' namespaces too
+	}
+	mgr, err := manager.New(apiServer, manager.Options{Scheme: scheme, Cache: clustergw.CacheOptions(cached, 0),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {

@@ -35,6 +35,10 @@ func TestReadChanged(t *testing.T) {
 		{"spec (generation)", func(v *v1alpha1.Validator) { v.ResourceVersion = "2"; v.Generation = 2 }, true},
 		{"labels", func(v *v1alpha1.Validator) { v.ResourceVersion = "2"; v.Labels = nil }, true},
 		{"annotations", func(v *v1alpha1.Validator) { v.ResourceVersion = "2"; v.Annotations["e"] = "f" }, true},
+		{"workloads' namespace (the backup CronJob dials it)", func(v *v1alpha1.Validator) {
+			v.ResourceVersion = "2"
+			v.Status.Namespace = "release"
+		}, true},
 		{"deletion", func(v *v1alpha1.Validator) { v.ResourceVersion = "2"; v.DeletionTimestamp = &now }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

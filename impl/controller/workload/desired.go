@@ -117,10 +117,26 @@ func Unwanted(v *v1alpha1.Validator) []client.Object {
 type layout struct {
 	v   *v1alpha1.Validator
 	cfg *v1alpha1.ValidatorConfig
+	// chart: the objects run beside Splice's charts, in the release's
+	// namespace, with the database the charts expect (charts_data.go).
+	chart bool
 }
 
 func newLayout(v *v1alpha1.Validator) layout {
 	return layout{v: v, cfg: &v.Spec.Config}
+}
+
+func newChartLayout(v *v1alpha1.Validator) layout {
+	return layout{v: v, cfg: &v.Spec.Config, chart: true}
+}
+
+// namespace holds the objects: the Validator's, or in chart mode its
+// release's.
+func (b layout) namespace() string {
+	if b.chart {
+		return ReleaseNamespace(b.v)
+	}
+	return b.v.Namespace
 }
 
 func (b layout) walletEnabled() bool { return !deref(b.cfg.Cluster.DisabledWallet) }
@@ -162,13 +178,14 @@ func (b layout) labels(component string) map[string]string {
 	}
 }
 
+// meta is a component's name, labels and owner (none in chart mode: an
+// owner reference cannot cross namespaces).
 func (b layout) meta(component string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            b.name(component),
-		Namespace:       b.v.Namespace,
-		Labels:          b.labels(component),
-		OwnerReferences: []metav1.OwnerReference{b.owner()},
+	m := metav1.ObjectMeta{Name: b.name(component), Namespace: b.namespace(), Labels: b.labels(component)}
+	if !b.chart {
+		m.OwnerReferences = []metav1.OwnerReference{b.owner()}
 	}
+	return m
 }
 
 // owner is the controller reference to the Validator: the garbage collector
@@ -186,7 +203,7 @@ func (b layout) owner() metav1.OwnerReference {
 
 func (b layout) named(obj client.Object, component string) client.Object {
 	obj.SetName(b.name(component))
-	obj.SetNamespace(b.v.Namespace)
+	obj.SetNamespace(b.namespace())
 	return obj
 }
 
@@ -383,7 +400,8 @@ func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1
 }
 
 // postgres is the internal database, as splice-postgres runs it, with the
-// user and password the apps and the backup Job use.
+// user and password the apps and the backup Job use; in chart mode also
+// with the database the charts' init steps connect to.
 func (b layout) postgres() *appsv1.StatefulSet {
 	w := b.databaseWorkload()
 	user := b.databaseUser()
@@ -399,6 +417,11 @@ func (b layout) postgres() *appsv1.StatefulSet {
 		},
 		Ports:        []corev1.ContainerPort{{Name: "postgresdb", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, derefSlice(w.VolumeMounts)...),
+	}
+	if b.chart {
+		// The image creates it with the user when it initialises the
+		// data directory: the charts' init steps connect to it.
+		c.Env = append(c.Env, corev1.EnvVar{Name: "POSTGRES_DB", Value: ChartBootstrapDatabase})
 	}
 	if b.probes() {
 		c.LivenessProbe = &corev1.Probe{

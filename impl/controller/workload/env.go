@@ -68,8 +68,8 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	}
 	if c.SVSponsorAddress != "" {
 		env = add(env, "SPLICE_APP_VALIDATOR_SV_SPONSOR_ADDRESS", c.SVSponsorAddress)
-		if ref := secretRef(spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Onboarding }); ref != nil {
-			env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_ONBOARDING_SECRET", ValueFrom: secretKey(ref.Name, ref.Key, false)})
+		if ref := b.onboardingSecret(); ref != nil {
+			env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_ONBOARDING_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref}})
 		} else {
 			// Onboarding without a secret works on DevNet only, as in the chart.
 			env = add(env, "SPLICE_APP_DEVNET", "1")
@@ -181,10 +181,28 @@ func (b layout) validatorAuthEnv() []corev1.EnvVar {
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_AUDIENCE", Value: auth.Audience},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_URL", Value: deref(auth.OIDCConfigURL)},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_ID", Value: auth.LedgerAPIClient},
-		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_SECRET", ValueFrom: b.secret(
-			func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.LedgerAPIAuth },
-			domain.LedgerAPIAuthSecretName(b.v.Name), ledgerAPIAuthSecretKey)},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: b.ledgerAPIClientSecret()}},
 	}
+}
+
+// ledgerAPIClientSecret is the ledger API client's secret: the spec's
+// entry, else the conventional <validator>-ledger-api-auth.
+func (b layout) ledgerAPIClientSecret() *corev1.SecretKeySelector {
+	return b.secret(func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.LedgerAPIAuth },
+		domain.LedgerAPIAuthSecretName(b.v.Name), ledgerAPIAuthSecretKey).SecretKeyRef
+}
+
+// onboardingSecret is the sponsor's onboarding secret of a validator
+// onboarded with one (a sponsor and the spec's entry), else nil.
+func (b layout) onboardingSecret() *corev1.SecretKeySelector {
+	if b.cfg.Cluster.SVSponsorAddress == "" {
+		return nil
+	}
+	ref := secretRef(b.v.Spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Onboarding })
+	if ref == nil {
+		return nil
+	}
+	return secretKey(ref.Name, ref.Key, false).SecretKeyRef
 }
 
 // walletUser is the validator operator's wallet user (the chart's
@@ -222,8 +240,12 @@ func (b layout) databasePort() string {
 }
 
 // databaseUser is the spec's database user (which the backup Job uses
-// too), else postgres.
+// too), else postgres; the internal database in chart mode has the user
+// the charts' init steps connect as.
 func (b layout) databaseUser() string {
+	if b.chart && !b.v.Spec.ExternalDatabase {
+		return ChartDatabaseUser
+	}
 	if b.v.Spec.Database != nil && b.v.Spec.Database.User != "" {
 		return b.v.Spec.Database.User
 	}
@@ -240,8 +262,12 @@ func (b layout) participantDatabase() string {
 }
 
 // databasePassword is the database password's Secret: the spec's entry,
-// else the conventional <validator>-database (the pods wait for it).
+// else the conventional <validator>-database (the pods wait for it); in
+// chart mode the charts' Secret, which holds a copy (ChartSecrets).
 func (b layout) databasePassword() *corev1.EnvVarSource {
+	if b.chart {
+		return secretKey(ChartDatabaseSecret, ChartDatabaseSecretKey, false)
+	}
 	return b.secret(func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Database },
 		domain.DatabaseSecretName(b.v.Name), databasePasswordKey)
 }

@@ -93,14 +93,17 @@ type Setting struct {
 }
 
 // Load reads the table at path; unknown fields are errors.
-func Load(path string) (Facts, error) {
+func Load(path string) (Facts, error) { return load[Facts](path) }
+
+// load reads a table of T at path; unknown fields are errors.
+func load[T any](path string) (T, error) {
+	var f T
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return Facts{}, err
+		return f, err
 	}
-	var f Facts
 	if err := yaml.UnmarshalStrict(raw, &f); err != nil {
-		return Facts{}, fmt.Errorf("%s: %w", path, err)
+		return f, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }

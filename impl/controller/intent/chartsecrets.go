@@ -1,0 +1,169 @@
+package intent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+)
+
+// In chart mode (Options.ChartNamespace), Splice's charts read Secrets an
+// installer makes by hand (workload.ChartSecrets). The leader writes them
+// into the release's namespace, creating it when absent, after the
+// validator's own Secrets and from them: the secret values are copied from
+// the Secrets the built-in layout reads, the public ones (client ids, URLs,
+// the audience, the ledger API user) come from the Validator resource,
+// which carries the identity provider's clients. The workload controller
+// applies the release's objects once they exist (its missing-Secret
+// check). Values are never logged: errors name the Secret and the API
+// server's reason only.
+
+// ChartSourcesLabel is on each chart Secret: a digest of what it was
+// written from (its public values and the names, uids and resource
+// versions of the Secrets its secret values were copied from, never a
+// value of theirs). The cache keeps labels, not values, so that a
+// reconcile tells from the cache alone whether a chart Secret is missing,
+// lacks a key, or was written from sources that have changed since; a
+// value changed by hand is left as it is, as for the validator's own
+// Secrets.
+const ChartSourcesLabel = "validator-manager.io/chart-sources"
+
+// chartSecretsOwner is the field owner of the chart Secrets and of the
+// labels it sets on the release's namespace (the workload controller
+// applies that namespace too, as an owner of its own).
+const chartSecretsOwner = "validator-manager-chart-secrets"
+
+// writeChartSecrets brings the chart Secrets of the validator name into
+// its release's namespace, where the cache shows one missing, lacking a
+// key, or written from other sources; nothing outside chart mode, for a
+// resource the cache does not show yet (its arrival reconciles again) or
+// one being deleted. A Secret whose source is missing waits for it: the
+// source's arrival reconciles again.
+func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
+	if c.chartNamespace == nil {
+		return nil
+	}
+	v := &v1alpha1.Validator{}
+	if err := c.kube.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, v); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !v.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	ns := c.chartNamespace(v)
+	var stale []workload.ChartSecret
+	for _, s := range workload.ChartSecrets(v) {
+		digest, _, ok, err := chartSecretData(ctx, c.kube, v.Namespace, s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		cur := &corev1.Secret{}
+		err = c.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.Name}, cur)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err != nil || cur.Labels[ChartSourcesLabel] != digest || !hasKeys(cur, s) {
+			stale = append(stale, s)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	labels := map[string]string{workload.ManagedByLabel: workload.ManagedBy, workload.ValidatorLabel: v.Name}
+	if err := c.kube.Apply(ctx, corev1ac.Namespace(ns).WithLabels(labels), client.FieldOwner(chartSecretsOwner)); err != nil {
+		return fmt.Errorf("apply the release's namespace %s: %w", ns, err)
+	}
+	for _, s := range stale {
+		digest, data, ok, err := chartSecretData(ctx, c.reader, v.Namespace, s)
+		if err != nil || !ok {
+			return err
+		}
+		ac := corev1ac.Secret(s.Name, ns).WithData(data).
+			WithLabels(labels).WithLabels(map[string]string{ChartSourcesLabel: digest})
+		if err := c.kube.Apply(ctx, ac, client.FieldOwner(chartSecretsOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("write Secret %s/%s: %w", ns, s.Name, withoutMessage(err))
+		}
+	}
+	return nil
+}
+
+// chartSecretData is what s holds, read through r (the values from the
+// API server; only the keys from the cache) and the digest of its
+// sources; ok is false when a source Secret or its key is missing.
+func chartSecretData(ctx context.Context, r client.Reader, namespace string, s workload.ChartSecret) (digest string, data map[string][]byte, ok bool, err error) {
+	h := sha256.New()
+	data = map[string][]byte{}
+	for _, k := range s.Keys {
+		if k.From == nil {
+			data[k.Key] = []byte(k.Value)
+			fmt.Fprintf(h, "%q=%q\n", k.Key, k.Value)
+			continue
+		}
+		src := &corev1.Secret{}
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: k.From.Name}, src); {
+		case apierrors.IsNotFound(err):
+			return "", nil, false, nil
+		case err != nil:
+			return "", nil, false, fmt.Errorf("read Secret %s/%s: %w", namespace, k.From.Name, withoutMessage(err))
+		}
+		value, has := src.Data[k.From.Key]
+		if !has {
+			return "", nil, false, nil
+		}
+		data[k.Key] = value
+		fmt.Fprintf(h, "%q<%q/%q uid %s version %s\n", k.Key, k.From.Name, k.From.Key, src.UID, src.ResourceVersion)
+	}
+	// A label value: at most 63 characters.
+	return hex.EncodeToString(h.Sum(nil))[:40], data, true, nil
+}
+
+// hasKeys tells whether cur has every key of s.
+func hasKeys(cur *corev1.Secret, s workload.ChartSecret) bool {
+	for _, k := range s.Keys {
+		if _, ok := cur.Data[k.Key]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutMessage is err without the API server's message, which may quote
+// what was sent (a Secret's value): its reason and code remain.
+func withoutMessage(err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return err
+	}
+	s := status.Status()
+	return fmt.Errorf("%s (%d)", s.Reason, s.Code)
+}
+
+// chartSecretRequests maps a chart Secret's change (deleted or changed by
+// hand, or written) to its validator's reconcile: a Secret of a release's
+// namespace with the labels writeChartSecrets gives.
+func (c *Controller) chartSecretRequests(_ context.Context, s *corev1.Secret) []reconcile.Request {
+	name := s.Labels[workload.ValidatorLabel]
+	if name == "" || s.Labels[workload.ManagedByLabel] != workload.ManagedBy || s.Namespace == c.namespace {
+		return nil
+	}
+	v := &v1alpha1.Validator{}
+	v.Name, v.Namespace = name, c.namespace
+	if s.Namespace != c.chartNamespace(v) {
+		return nil
+	}
+	return []reconcile.Request{c.request(name)}
+}

@@ -1,0 +1,142 @@
+package intent
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	clustergw "github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// TestChartSecrets: in chart mode the Secrets Splice's charts read appear
+// in the release's namespace, with the validator's secret values and its
+// auth's public ones; one deleted or stripped of a key by hand comes back
+// (the controller watches them); a changed source is copied again.
+func TestChartSecrets(t *testing.T) {
+	w := newWorld()
+	c := run(t, w, func(o *Options) { o.ChartNamespace = workload.ReleaseNamespace })
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.New(apiServer, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns, name = "intent-test", "chart1"
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The validator's own Secrets and its resource, as the gateway writes
+	// them (the world's cluster writes nothing to the API server).
+	own := map[string]map[string]string{
+		name + "-database":        {"password": "pw-1"},
+		name + "-ledger-api-auth": {"client-secret": "cs-1"},
+		name + "-onboarding":      {"secret": "onboard-1"},
+	}
+	for n, data := range own {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
+		if err := k.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	issuer := "http://idp.test/realms/r"
+	v := &v1alpha1.Validator{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy}},
+		Spec: v1alpha1.ValidatorSpec{
+			Config: v1alpha1.ValidatorConfig{
+				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
+				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart1.test", LedgerAPIUser: "sa-chart1", LedgerAPIClient: "chart1-validator-app",
+					WalletClient: "chart1-wallet-ui", NameServiceClient: "chart1-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
+					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
+				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", SVSponsorAddress: "http://sv.test", DefaultJVMOptions: "-Xmx1g"},
+			},
+			CustomAuth: true,
+			Secrets: &v1alpha1.ValidatorSecretRefs{
+				Onboarding:    &v1alpha1.SecretKeyRef{Name: name + "-onboarding", Key: "secret"},
+				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
+				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
+			},
+		},
+	}
+	if err := k.Create(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	w.record(t, name, true, domain.ValidatorSecrets{})
+
+	release := workload.ReleaseNamespace(v)
+	want := map[string]map[string]string{
+		workload.ChartDatabaseSecret: {"postgresPassword": "pw-1"},
+		workload.ChartLedgerAPIAuthSecret: {"ledger-api-user": "sa-chart1", "audience": "https://ledger.chart1.test",
+			"url": issuer + "/.well-known/openid-configuration", "client-id": "chart1-validator-app", "client-secret": "cs-1"},
+		workload.ChartOnboardingSecret:   {"secret": "onboard-1"},
+		workload.ChartWalletUIAuthSecret: {"url": issuer, "client-id": "chart1-wallet-ui"},
+		workload.ChartCNSUIAuthSecret:    {"url": issuer, "client-id": "chart1-ans-ui"},
+	}
+	// written tells whether the release's namespace holds want, each
+	// labelled with the validator.
+	written := func() bool {
+		for n, data := range want {
+			s := &corev1.Secret{}
+			if err := k.Get(ctx, types.NamespacedName{Namespace: release, Name: n}, s); err != nil {
+				return false
+			}
+			got := map[string]string{}
+			for key, value := range s.Data {
+				got[key] = string(value)
+			}
+			if !maps.Equal(got, data) || s.Labels[workload.ValidatorLabel] != name {
+				return false
+			}
+		}
+		return true
+	}
+	// The resource reaches the cache after the row's first reconcile may
+	// have run: ask again until the Secrets are there.
+	eventually(t, func() bool { c.Enqueue(name); return written() })
+	nsObj := &corev1.Namespace{}
+	if err := k.Get(ctx, types.NamespacedName{Name: release}, nsObj); err != nil || nsObj.Labels[workload.ValidatorLabel] != name {
+		t.Fatalf("release namespace %s: %v, labels %v; want it labelled with the validator", release, err, nsObj.Labels)
+	}
+
+	// Deleted by hand: back without anyone asking.
+	if err := k.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: workload.ChartLedgerAPIAuthSecret, Namespace: release}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, written)
+
+	// A key removed by hand: back.
+	s := &corev1.Secret{}
+	if err := k.Get(ctx, types.NamespacedName{Namespace: release, Name: workload.ChartWalletUIAuthSecret}, s); err != nil {
+		t.Fatal(err)
+	}
+	delete(s.Data, "client-id")
+	if err := k.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, written)
+
+	// The database password changes (an edit's value written by the
+	// gateway, whose Secret events reach the controller): copied again.
+	db := &corev1.Secret{}
+	if err := k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-database"}, db); err != nil {
+		t.Fatal(err)
+	}
+	db.Data["password"] = []byte("pw-2")
+	if err := k.Update(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	want[workload.ChartDatabaseSecret]["postgresPassword"] = "pw-2"
+	eventually(t, func() bool { c.Enqueue(name); return written() })
+}
