@@ -128,11 +128,12 @@ func jsonValues(values map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// schemaMessage is Helm's schema error without its leading chart name line.
+// schemaMessage is Helm's schema error on one line, without its leading
+// chart name: "at '/path': message[ - at '/path': message...]".
 func schemaMessage(chartName string, err error) string {
 	msg := strings.TrimSpace(err.Error())
 	msg = strings.TrimPrefix(msg, chartName+":")
-	return strings.Join(strings.Fields(msg), " ")
+	return strings.TrimPrefix(strings.Join(strings.Fields(msg), " "), "- ")
 }
 
 // decode turns rendered manifests into objects, in Helm's install order.
