@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -30,6 +31,9 @@ const ChartLabel = "validator-manager.io/chart"
 type SchemaError struct {
 	Chart   string
 	Version string
+	// Value is the path of the first value refused, dotted
+	// (migration.id); empty for the values as a whole.
+	Value   string
 	Message string
 }
 
@@ -57,7 +61,8 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 		return nil, fmt.Errorf("chart %s: values: %w", ch.Name(), err)
 	}
 	if err := chartutil.ValidateAgainstSchema(ch, coalesced); err != nil {
-		return nil, &SchemaError{Chart: ch.Name(), Version: ch.Metadata.Version, Message: schemaMessage(ch.Name(), err)}
+		msg := schemaMessage(ch.Name(), err)
+		return nil, &SchemaError{Chart: ch.Name(), Version: ch.Metadata.Version, Value: firstValue(msg), Message: msg}
 	}
 	caps := common.DefaultCapabilities
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartv2util.IsCompatibleRange(kv, caps.KubeVersion.String()) {
@@ -134,6 +139,18 @@ func schemaMessage(chartName string, err error) string {
 	msg := strings.TrimSpace(err.Error())
 	msg = strings.TrimPrefix(msg, chartName+":")
 	return strings.TrimPrefix(strings.Join(strings.Fields(msg), " "), "- ")
+}
+
+// schemaPath is where the schema validator's message places a failure.
+var schemaPath = regexp.MustCompile(`at '(/[^']*)'`)
+
+// firstValue is the dotted path of the first value msg names.
+func firstValue(msg string) string {
+	m := schemaPath.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(strings.TrimPrefix(m[1], "/"), "/", ".")
 }
 
 // decode turns rendered manifests into objects, in Helm's install order.

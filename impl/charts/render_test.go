@@ -106,11 +106,13 @@ func TestRenderSchemaFailure(t *testing.T) {
 		name   string
 		values map[string]any
 		want   string // in the message: the value's path
+		value  string
 	}{
-		{"wrong type", map[string]any{"nodeIdentifier": 42}, "/nodeIdentifier"},
-		{"pattern", map[string]any{"nodeIdentifier": "Not Valid"}, "/nodeIdentifier"},
-		{"nested minimum", map[string]any{"nodeIdentifier": "n", "migration": map[string]any{"id": -1}}, "/migration/id"},
-		{"server value of the wrong type", map[string]any{"nodeIdentifier": "n", "topup": map[string]any{"targetThroughput": "fast"}}, "/topup/targetThroughput"},
+		{"wrong type", map[string]any{"nodeIdentifier": 42}, "/nodeIdentifier", "nodeIdentifier"},
+		{"pattern", map[string]any{"nodeIdentifier": "Not Valid"}, "/nodeIdentifier", "nodeIdentifier"},
+		{"nested minimum", map[string]any{"nodeIdentifier": "n", "migration": map[string]any{"id": -1}}, "/migration/id", "migration.id"},
+		{"server value of the wrong type", map[string]any{"nodeIdentifier": "n", "topup": map[string]any{"targetThroughput": "fast"}}, "/topup/targetThroughput", "topup.targetThroughput"},
+		{"required value removed", map[string]any{"migration": nil}, "missing property 'migration'", ""},
 	}
 	ch := loadChart(t, "splice-validator", chartstest.V2)
 	for _, tt := range tests {
@@ -120,7 +122,7 @@ func TestRenderSchemaFailure(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("error %v (%T), want a *SchemaError", err, err)
 			}
-			if se.Chart != "splice-validator" || se.Version != chartstest.V2 || !strings.Contains(se.Message, tt.want) {
+			if se.Chart != "splice-validator" || se.Version != chartstest.V2 || se.Value != tt.value || !strings.Contains(se.Message, tt.want) {
 				t.Fatalf("schema error %+v, want the chart and %s", se, tt.want)
 			}
 			t.Log(err)
