@@ -26,6 +26,8 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
+
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
 // PullCause is why a chart could not be pulled.
@@ -287,7 +289,7 @@ func (s *Source) read(e indexEntry) (*chart.Chart, error) {
 // store writes the chart's archive, then the index naming it, each
 // atomically (a temporary file renamed over the old).
 func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) error {
-	if err := writeAtomic(s.file(e.Digest), data); err != nil {
+	if err := atomicfile.Write(s.file(e.Digest), data, 0o644); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -301,30 +303,10 @@ func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) err
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(s.dir, indexFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(s.dir, indexFile), b, 0o644); err != nil {
 		return err
 	}
 	s.index = index
 	s.loaded[e.Digest] = ch
 	return nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after a successful rename, a no-op
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

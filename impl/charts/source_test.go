@@ -3,11 +3,11 @@ package charts_test
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,46 +104,44 @@ func mustSource(t *testing.T, dir string) *charts.Source {
 	return s
 }
 
-// alterBlobs serves every blob but the chart's config with a byte
-// changed: what the registry serves no longer matches its digests.
-func alterBlobs(next http.Handler) http.Handler {
+// rewrite serves the requests match selects with their body edited (and
+// the headers drop names left out).
+func rewrite(next http.Handler, match func(*http.Request) bool, edit func([]byte) []byte, drop ...string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
+		if r.Method != http.MethodGet || !match(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
-		body := rec.Body.Bytes()
-		if len(body) > 0 && !bytes.HasPrefix(body, []byte("{")) {
-			body[len(body)/2] ^= 0xff
-		}
 		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(body)
-	})
-}
-
-// alterManifests serves manifests fetched by digest with a field added.
-func alterManifests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/manifests/sha256:") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		next.ServeHTTP(rec, r)
-		body := bytes.Replace(rec.Body.Bytes(), []byte("{"), []byte(`{"annotations":{"x":"y"},`), 1)
-		for k, v := range rec.Header() {
-			if k != "Content-Length" && k != "Docker-Content-Digest" {
+			if !slices.Contains(drop, k) {
 				w.Header()[k] = v
 			}
 		}
 		w.WriteHeader(rec.Code)
-		_, _ = io.Copy(w, bytes.NewReader(body))
+		_, _ = w.Write(edit(rec.Body.Bytes()))
 	})
+}
+
+// alterBlobs serves every blob but the chart's config with a byte
+// changed: what the registry serves no longer matches its digests.
+func alterBlobs(next http.Handler) http.Handler {
+	return rewrite(next, func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/blobs/") },
+		func(body []byte) []byte {
+			if len(body) > 0 && !bytes.HasPrefix(body, []byte("{")) {
+				body[len(body)/2] ^= 0xff
+			}
+			return body
+		})
+}
+
+// alterManifests serves manifests fetched by digest with a field added.
+func alterManifests(next http.Handler) http.Handler {
+	return rewrite(next, func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/manifests/sha256:") },
+		func(body []byte) []byte {
+			return bytes.Replace(body, []byte("{"), []byte(`{"annotations":{"x":"y"},`), 1)
+		}, "Content-Length", "Docker-Content-Digest")
 }
 
 func TestSourceFailures(t *testing.T) {

@@ -3,11 +3,11 @@ package charts
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
@@ -109,7 +109,7 @@ func participantPinned(v *v1alpha1.Validator) map[string]any {
 	m := map[string]any{
 		"persistence": persistence(v, workload.ParticipantDatabase(v), workload.ParticipantSchema),
 		"auth": map[string]any{
-			"jwksUrl":        deref(auth.JWKSURL),
+			"jwksUrl":        ptr.Deref(auth.JWKSURL, ""),
 			"targetAudience": auth.Audience,
 		},
 		"participantAdminUserNameFrom": map[string]any{"secretKeyRef": map[string]any{
@@ -128,8 +128,8 @@ func participantModelled(v *v1alpha1.Validator) map[string]any {
 	if r := cfg.Participant.Resources; r != nil {
 		m["resources"] = r
 	}
-	if len(cfg.Participant.EnvVars) > 0 {
-		m["additionalEnvVars"] = cfg.Participant.EnvVars
+	if env := workload.AppendEnv(nil, cfg.Participant.EnvVars); len(env) > 0 {
+		m["additionalEnvVars"] = env
 	}
 	return m
 }
@@ -146,7 +146,7 @@ func validatorPinned(v *v1alpha1.Validator) map[string]any {
 		"scanAddress":        c.ScanAddress,
 		"migration":          map[string]any{"id": v.Spec.Migration.ID, "migrating": v.Spec.Migration.Migrating},
 		"persistence":        persistence(v, workload.ValidatorDatabase, workload.ValidatorSchema),
-		"auth":               map[string]any{"audience": auth.Audience, "jwksUrl": deref(auth.JWKSURL)},
+		"auth":               map[string]any{"audience": auth.Audience, "jwksUrl": ptr.Deref(auth.JWKSURL, "")},
 		"enableWallet":       wallet,
 		"validatorWebUi":     map[string]any{"enabled": wallet},
 		"ansWebUi":           map[string]any{"enabled": wallet},
@@ -174,28 +174,28 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 	if r := c.ValidatorApp.Resources; r != nil {
 		m["resources"] = r
 	}
-	if env := slices.Concat(c.ValidatorApp.EnvVars, derefSlice(cfg.EnvVars)); len(env) > 0 {
+	if env := workload.AppendEnv(workload.AppendEnv(nil, c.ValidatorApp.EnvVars), ptr.Deref(cfg.EnvVars, nil)); len(env) > 0 {
 		m["additionalEnvVars"] = env
 	}
-	if users := derefSlice(c.AdditionalUsersEnvVars); len(users) > 0 {
+	if users := ptr.Deref(c.AdditionalUsersEnvVars, nil); len(users) > 0 {
 		m["additionalUsers"] = users
 	}
-	setNonZero(m, "additionalConfig", deref(c.AdditionalConfig))
-	if dars := deref(c.AppDars); dars != "" {
+	setNonZero(m, "additionalConfig", ptr.Deref(c.AdditionalConfig, ""))
+	if dars := ptr.Deref(c.AppDars, ""); dars != "" {
 		m["appDars"] = appDars(dars)
 	}
-	setNonZero(m, "contactPoint", deref(c.ContactPoint))
+	setNonZero(m, "contactPoint", ptr.Deref(c.ContactPoint, ""))
 	setPtr(m, "failOnAppVersionMismatch", c.FailOnAppVersionMismatch)
 	setPtr(m, "svValidator", c.SVValidator)
 	setPtr(m, "migrateValidatorParty", c.MigrateValidatorParty)
 	if c.SequencersFromScan != nil {
 		m["useSequencerConnectionsFromScan"] = *c.SequencersFromScan
-		setNonZero(m, "decentralizedSynchronizerUrl", deref(c.SynchronizerURL))
+		setNonZero(m, "decentralizedSynchronizerUrl", ptr.Deref(c.SynchronizerURL, ""))
 	}
-	if ds := derefSlice(c.ExtraSynchronizers); len(ds) > 0 {
+	if ds := ptr.Deref(c.ExtraSynchronizers, nil); len(ds) > 0 {
 		extra := make([]map[string]any, 0, len(ds))
 		for _, d := range ds {
-			extra = append(extra, map[string]any{"alias": deref(d.Alias), "url": deref(d.URL)})
+			extra = append(extra, map[string]any{"alias": ptr.Deref(d.Alias, ""), "url": ptr.Deref(d.URL, "")})
 		}
 		m["extraDomains"] = extra
 	}
@@ -233,12 +233,8 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 			},
 		}
 	}
-	if met := c.Metrics; met != nil {
-		metrics := map[string]any{}
-		setPtr(metrics, "enable", met.Enable)
-		setPtr(metrics, "interval", met.Interval)
-		setPtr(metrics, "release", met.Release)
-		m["metrics"] = metrics
+	if c.Metrics != nil {
+		m["metrics"] = c.Metrics // the chart's keys: enable, interval, release
 	}
 	if c.FixedTokens != nil {
 		m["cluster"] = map[string]any{"fixedTokens": *c.FixedTokens}
@@ -302,19 +298,4 @@ func setPtr[T any](m map[string]any, k string, p *T) {
 	if p != nil {
 		m[k] = *p
 	}
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-func derefSlice[T any](p *[]T) []T {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

@@ -30,9 +30,11 @@ func sample(imageTag string) *v1alpha1.Validator {
 					ScanAddress: "http://scan.example.test", SVSponsorAddress: "http://sv.example.test", PartyHint: "acme-validator-1",
 					DefaultJVMOptions: "-Xmx2g", ContactPoint: ptr.To("ops@example.test"),
 					ValidatorApp: v1alpha1.App{EnvVars: []corev1.EnvVar{{Name: "EXTRA", Value: "1"}}},
+					Metrics:      &v1alpha1.Metrics{Enable: ptr.To(true), Interval: ptr.To("1m")},
 					TopUp:        &v1alpha1.TopUp{Enable: ptr.To(true), TargetThroughput: ptr.To[int32](20000), MinTopupInterval: ptr.To("1m")},
 				},
-				EnvVars: &[]corev1.EnvVar{{Name: "GLOBAL", Value: "g"}},
+				// A later variable of a name replaces the earlier; a nameless one is skipped.
+				EnvVars: &[]corev1.EnvVar{{Name: "GLOBAL", Value: "g"}, {Name: "EXTRA", Value: "2"}, {Value: "nameless"}},
 				Participant: v1alpha1.App{
 					EnvVars: []corev1.EnvVar{{Name: "P_VAR", Value: "p"}},
 					Workload: v1alpha1.Workload{Resources: &corev1.ResourceRequirements{
@@ -128,7 +130,8 @@ func TestValues(t *testing.T) {
 				"splice-validator:defaultJvmOptions":                                "-Xmx2g",
 				"splice-validator:contactPoint":                                     "ops@example.test",
 				"splice-validator:topup":                                            map[string]any{"enabled": true, "targetThroughput": 20000.0, "minTopupInterval": "1m"},
-				"splice-validator:additionalEnvVars":                                []any{map[string]any{"name": "EXTRA", "value": "1"}, map[string]any{"name": "GLOBAL", "value": "g"}},
+				"splice-validator:additionalEnvVars":                                []any{map[string]any{"name": "EXTRA", "value": "2"}, map[string]any{"name": "GLOBAL", "value": "g"}},
+				"splice-validator:metrics":                                          map[string]any{"enable": true, "interval": "1m"},
 				"splice-validator:pvc.volumeStorageClass":                           "fast",
 				"splice-validator:enableWallet":                                     true,
 				"splice-validator:spliceInstanceNames.networkName":                  "TestNet",

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -59,6 +60,11 @@ func DatabaseUser(v *v1alpha1.Validator) string { return newLayout(v).databaseUs
 // ParticipantDatabase is the participant's database of the current
 // migration id.
 func ParticipantDatabase(v *v1alpha1.Validator) string { return newLayout(v).participantDatabase() }
+
+// AppendEnv appends vars to env as the built-in layout appends the
+// configuration's variables: nameless ones skipped, valueFrom winning over
+// value, a later variable of a name replacing the earlier in place.
+func AppendEnv(env, vars []corev1.EnvVar) []corev1.EnvVar { return appendEnv(env, vars) }
 
 // PostgresImage is the internal database's image (which holds psql).
 func PostgresImage(v *v1alpha1.Validator) string { return newLayout(v).postgresImage() }
