@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"k8s.io/utils/ptr"
 
@@ -84,6 +85,25 @@ func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string
 		out[d.chart] = merged
 	}
 	return out, nil
+}
+
+// LoadValues reads the server's chart values (the setting
+// splice.chartValues): a YAML file with a table per chart name, as
+// spec.chartValues. An empty path is none.
+func LoadValues(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, nil
+	}
+	vals, err := common.ReadValuesFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("splice.chartValues: %w", err)
+	}
+	for _, chart := range []string{ParticipantChart, ValidatorChart} {
+		if _, err := table(vals, chart, "splice.chartValues"); err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
 }
 
 // table is chart's table in m, a layer keyed by chart name (what names it

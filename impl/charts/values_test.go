@@ -2,6 +2,8 @@ package charts_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -234,5 +236,44 @@ func TestValuesRefusesMalformedChartValues(t *testing.T) {
 				t.Fatalf("error %v, want one naming spec.chartValues", err)
 			}
 		})
+	}
+}
+
+func TestLoadValues(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	if vals, err := charts.LoadValues(""); err != nil || vals != nil {
+		t.Fatalf("no file: %v %v", vals, err)
+	}
+	vals, err := charts.LoadValues(write("ok.yaml", "splice-validator:\n  spliceInstanceNames:\n    networkName: TestNet\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := charts.Values(sample("0.9.1"), vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, _ := at(got[charts.ValidatorChart], "spliceInstanceNames.networkName"); name != "TestNet" {
+		t.Fatalf("networkName %v", name)
+	}
+	for name, text := range map[string]string{
+		"not-yaml.yaml":  "splice-validator: [",
+		"not-table.yaml": "splice-participant: 3\n",
+		"missing.yaml":   "",
+	} {
+		path := filepath.Join(dir, name)
+		if text != "" {
+			path = write(name, text)
+		}
+		if _, err := charts.LoadValues(path); err == nil || !strings.Contains(err.Error(), "splice.chartValues") {
+			t.Errorf("%s: error %v, want one naming splice.chartValues", name, err)
+		}
 	}
 }
