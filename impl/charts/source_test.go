@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -92,6 +93,42 @@ func TestSourceRetagKeepsFirstDigest(t *testing.T) {
 	}
 	if again.Digest != first.Digest {
 		t.Fatalf("re-tag followed: %s, first %s", again.Digest, first.Digest)
+	}
+}
+
+// Concurrent requests for one chart pull it once.
+func TestSourceConcurrentGetPullsOnce(t *testing.T) {
+	var resolves atomic.Int64
+	reg := chartstest.NewRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodHead && strings.HasSuffix(r.URL.Path, "/manifests/"+chartstest.V1) {
+				resolves.Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	reg.Push(t, chartstest.V1)
+	resolves.Store(0)
+	s, _ := newSource(t)
+	ref := charts.Reference(reg.Repository, "splice-validator")
+	var wg sync.WaitGroup
+	digests := make([]string, 8)
+	for i := range digests {
+		wg.Go(func() {
+			c, err := s.Get(ref, chartstest.V1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			digests[i] = c.Digest
+		})
+	}
+	wg.Wait()
+	if n := resolves.Load(); n != 1 {
+		t.Fatalf("%d resolves of the tag, want 1", n)
+	}
+	if digests[0] == "" || slices.ContainsFunc(digests, func(d string) bool { return d != digests[0] }) {
+		t.Fatalf("digests %v", digests)
 	}
 }
 
