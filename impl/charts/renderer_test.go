@@ -37,10 +37,11 @@ func TestRendererRender(t *testing.T) {
 		version string
 		want    []string
 	}{
+		// The sample's metrics.enable renders the ServiceMonitor.
 		{chartstest.V1, []string{"Service/participant", "Deployment/participant",
-			"PersistentVolumeClaim/migration-dump", "Service/validator-app", "Service/wallet-web-ui", "Deployment/validator-app"}},
+			"PersistentVolumeClaim/migration-dump", "Service/validator-app", "Service/wallet-web-ui", "Deployment/validator-app", "ServiceMonitor/validator-app"}},
 		{chartstest.V2, []string{"Service/participant", "Deployment/participant",
-			"ConfigMap/validator-settings", "PersistentVolumeClaim/migration-dump", "Service/validator-app", "Deployment/validator-app"}},
+			"ConfigMap/validator-settings", "PersistentVolumeClaim/migration-dump", "Service/validator-app", "Deployment/validator-app", "ServiceMonitor/validator-app"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
