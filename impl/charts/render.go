@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -134,12 +135,30 @@ func jsonValues(values map[string]any) (map[string]any, error) {
 }
 
 // schemaMessage is Helm's schema error on one line, without its leading
-// chart name: "at '/path': message[ - at '/path': message...]".
+// chart name: "at '/path': message[; at '/path': message...]", sorted. The message
+// of a value whose path names a secret (secretOverrides, passwords,
+// tokens, credentials) is not shown: the validator's text may quote the
+// value (a pattern it does not match).
 func schemaMessage(chartName string, err error) string {
-	msg := strings.TrimSpace(err.Error())
-	msg = strings.TrimPrefix(msg, chartName+":")
-	return strings.TrimPrefix(strings.Join(strings.Fields(msg), " "), "- ")
+	var entries []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
+		if line == "" || line == chartName+":" {
+			continue
+		}
+		if m := schemaPath.FindStringSubmatch(line); m != nil && secretPath.MatchString(m[1]) {
+			line = "at '" + m[1] + "': refused (the value is not shown)"
+		}
+		entries = append(entries, line)
+	}
+	// Sorted: the same values give the same message (a condition that
+	// does not change is not written again).
+	slices.Sort(entries)
+	return strings.Join(entries, "; ")
 }
+
+// secretPath matches the paths of values that hold secrets.
+var secretPath = regexp.MustCompile(`(?i)secret|password|token|credential`)
 
 // schemaPath is where the schema validator's message places a failure.
 var schemaPath = regexp.MustCompile(`at '(/[^']*)'`)

@@ -113,6 +113,10 @@ func TestRenderSchemaFailure(t *testing.T) {
 		{"nested minimum", map[string]any{"nodeIdentifier": "n", "migration": map[string]any{"id": -1}}, "/migration/id", "migration.id"},
 		{"server value of the wrong type", map[string]any{"nodeIdentifier": "n", "topup": map[string]any{"targetThroughput": "fast"}}, "/topup/targetThroughput", "topup.targetThroughput"},
 		{"required value removed", map[string]any{"migration": nil}, "missing property 'migration'", ""},
+		{"two values", map[string]any{"nodeIdentifier": 42, "contactPoint": strings.Repeat("x", 40)}, "at '/contactPoint': maxLength: got 40, want 32; at '/nodeIdentifier': got number", "contactPoint"},
+		{"secret value not quoted", map[string]any{"nodeIdentifier": "n",
+			"auth": map[string]any{"secretOverrides": map[string]any{"clientSecret": "hunter2"}}},
+			"at '/auth/secretOverrides/clientSecret': refused (the value is not shown)", "auth.secretOverrides.clientSecret"},
 	}
 	ch := loadChart(t, "splice-validator", chartstest.V2)
 	for _, tt := range tests {
@@ -126,7 +130,7 @@ func TestRenderSchemaFailure(t *testing.T) {
 				t.Fatalf("schema error %+v, want the chart and %s", se, tt.want)
 			}
 			t.Log(err)
-			if strings.Contains(se.Message, "\n") {
+			if strings.Contains(se.Message, "\n") || strings.Contains(se.Message, "hunter2") {
 				t.Fatalf("message %q spans lines", se.Message)
 			}
 		})
