@@ -227,8 +227,8 @@ type ClientInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -257,8 +257,8 @@ type ClientInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -282,8 +282,8 @@ type ClientInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -307,8 +307,8 @@ type ClientInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -744,8 +744,8 @@ func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParam
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -784,8 +784,8 @@ func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -819,8 +819,8 @@ func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRe
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -854,8 +854,8 @@ func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -2450,8 +2450,8 @@ type ClientWithResponsesInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -2480,8 +2480,8 @@ type ClientWithResponsesInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -2505,8 +2505,8 @@ type ClientWithResponsesInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -2530,8 +2530,8 @@ type ClientWithResponsesInterface interface {
 	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-	// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-	// they cannot be pulled or rendered.
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -4628,8 +4628,8 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, pa
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -4664,8 +4664,8 @@ func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Co
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -4695,8 +4695,8 @@ func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, b
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -4726,8 +4726,8 @@ func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Co
 // value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
 // `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
 // the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
-// the validator stays PENDING with condition `ChartUnavailable` or `ChartValuesInvalid` while
-// they cannot be pulled or rendered.
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
