@@ -221,6 +221,15 @@ type ClientInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
@@ -242,6 +251,15 @@ type ClientInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -258,6 +276,15 @@ type ClientInterface interface {
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
 	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
@@ -273,6 +300,15 @@ type ClientInterface interface {
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -702,6 +738,15 @@ func (c *Client) ListValidators(ctx context.Context, params *ListValidatorsParam
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+//
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
@@ -733,6 +778,15 @@ func (c *Client) CreateValidatorWithBody(ctx context.Context, contentType string
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+//
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
@@ -759,6 +813,15 @@ func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRe
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
 //
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+//
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
@@ -784,6 +847,15 @@ func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
+//
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
@@ -2372,6 +2444,15 @@ type ClientWithResponsesInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2393,6 +2474,15 @@ type ClientWithResponsesInterface interface {
 	// database password is generated (never returned) when the payload gives none for the
 	// internal database; an external database without one gets an empty password.
 	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -2409,6 +2499,15 @@ type ClientWithResponsesInterface interface {
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
 	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2424,6 +2523,15 @@ type ClientWithResponsesInterface interface {
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	//
+	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+	// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+	// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+	// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+	// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+	// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+	// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 	//
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
@@ -4514,6 +4622,15 @@ func (c *ClientWithResponses) ListValidatorsWithResponse(ctx context.Context, pa
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+//
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4541,6 +4658,15 @@ func (c *ClientWithResponses) CreateValidatorWithBodyWithResponse(ctx context.Co
 // database password is generated (never returned) when the payload gives none for the
 // internal database; an external database without one gets an empty password.
 //
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+//
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -4563,6 +4689,15 @@ func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, b
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
 //
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
+//
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4584,6 +4719,15 @@ func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Co
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
 // (`immutable: true` in its response, i.e. created with disableUserEdit).
+//
+// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
+// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
+// cache, the values derived for the validator must pass each chart's `values.schema.json`: a
+// value a chart refuses answers 400 keyed `<chart>.<value path>` (such as
+// `splice-validator.nodeIdentifier`; the chart's name alone for the values as a whole) with
+// the chart's message. Charts not cached yet are not checked here: the leader pulls them, and
+// the validator stays PENDING, with a condition of reason `ChartUnavailable` or
+// `ChartValuesInvalid`, while they cannot be pulled or rendered.
 //
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -320,33 +321,10 @@ func (l *Local) save(users []localUser, clients []localClient) error {
 	return nil
 }
 
-// writeAtomically replaces path with raw: a temporary file beside it
-// (".<name>-*", removed at the next open if a kill leaves it), 0600,
-// synced, renamed.
-func writeAtomically(path string, raw []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(raw); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+// writeAtomically replaces path with raw, 0600 (atomicfile.Write: a
+// temporary ".<name>-*" beside it, removed at the next open if a kill
+// leaves it).
+func writeAtomically(path string, raw []byte) error { return atomicfile.Write(path, raw, 0o600) }
 
 // Ping reports whether a change can be saved now (the health of the
 // embedded default's identity provider store): a probe file is written,

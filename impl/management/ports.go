@@ -68,6 +68,19 @@ type Cluster interface {
 	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
 }
 
+// Charts checks, in chart mode (the server setting splice.charts), the
+// values a validator's record derives for Splice's charts at its imageTag
+// against the charts' values.schema.json (impl/charts.Checker); nil when
+// chart mode is off.
+type Charts interface {
+	// CheckValidator fails with domain.Invalid, keyed by the chart value
+	// (<chart>.<value path>) and carrying the chart's message, when the
+	// charts of v's version are cached and refuse the values; nil when
+	// they accept them or are not cached. prune nil: the validator's
+	// current pruning schedule.
+	CheckValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
+}
+
 // Intent is the controller that brings the identity provider and the
 // cluster to what a record says (impl/controller/intent). It runs on the
 // elected leader only; a handler's write reaches it from the database's

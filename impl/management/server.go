@@ -38,6 +38,9 @@ type Options struct {
 	Dial func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 	// ObserveProbe counts each probe by outcome (telemetry.Probe*); nil: not counted.
 	ObserveProbe func(outcome string)
+	// Charts checks a create or an edit against Splice's charts in chart
+	// mode; nil: chart mode is off.
+	Charts Charts
 }
 
 // Server serves release 1.11. Its handlers validate, record what the
@@ -55,6 +58,7 @@ type Server struct {
 	validatorAddresses, participantAddresses Addresses
 	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 	observeProbe                             func(outcome string)
+	charts                                   Charts
 
 	// key is the cluster's password key, once read (passwordKey).
 	keyMu sync.Mutex
@@ -68,7 +72,7 @@ type Server struct {
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, cluster: o.Cluster, intent: o.Intent, namespace: o.Namespace, log: o.Logger, now: o.Now,
-		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial, observeProbe: o.ObserveProbe}
+		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial, observeProbe: o.ObserveProbe, charts: o.Charts}
 	if s.observeProbe == nil {
 		s.observeProbe = func(string) {}
 	}

@@ -117,6 +117,9 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if err := setConfig(&v, cfg); err != nil {
 		return nil, err
 	}
+	if err := s.checkCharts(ctx, v, prune); err != nil {
+		return nil, err
+	}
 	if err := s.store.RecordCreate(ctx, &v, prune); err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			return s.createConflict(ctx, dto.Name, err)
@@ -228,6 +231,9 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	if err := setConfig(&next, cfg); err != nil {
 		return nil, err
 	}
+	if err := s.checkCharts(ctx, next, nil); err != nil {
+		return nil, err
+	}
 	if secrets != (domain.ValidatorSecrets{}) {
 		if next.PendingSecrets, err = s.sealOver(ctx, old, secrets); err != nil {
 			return nil, err
@@ -240,6 +246,15 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 	}
 	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
 	return managementapi.UpdateValidator200Response{}, nil
+}
+
+// checkCharts refuses, in chart mode, a validator whose derived values
+// Splice's charts at its imageTag refuse (when they are cached).
+func (s *Server) checkCharts(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
+	if s.charts == nil {
+		return nil
+	}
+	return s.charts.CheckValidator(ctx, v, prune)
 }
 
 // sealOver seals the values an edit gives over those of v still waiting for

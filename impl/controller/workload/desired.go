@@ -258,9 +258,7 @@ func (b layout) participant() *appsv1.Deployment {
 			{Name: "metrics-api", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
 		},
 	}
-	// The participant chart's enableHealthProbes, which the configuration
-	// may turn off for the participant alone.
-	if b.probes() && ptr.Deref(b.cfg.ParticipantNode.EnableHealthProbes, true) {
+	if b.participantProbes() {
 		c.LivenessProbe = &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: participantProbePort, Service: ptr.To("liveness")}},
 			InitialDelaySeconds: 600, PeriodSeconds: 60, FailureThreshold: 5, TimeoutSeconds: 10,

@@ -27,12 +27,8 @@ const (
 // splice-participant chart writes it, then the configuration's envVars.
 func (b layout) participantEnv() []corev1.EnvVar {
 	auth := b.auth()
-	jvm := deref(b.cfg.ParticipantNode.DefaultJVMOptions)
-	if jvm == "" {
-		jvm = b.cfg.Cluster.DefaultJVMOptions
-	}
 	env := []corev1.EnvVar{
-		{Name: "JAVA_TOOL_OPTIONS", Value: jvm},
+		{Name: "JAVA_TOOL_OPTIONS", Value: b.participantJVMOptions()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_SERVER", Value: b.databaseHost()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_PORT", Value: b.databasePort()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_SCHEMA", Value: participantSchema},

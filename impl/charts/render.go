@@ -1,0 +1,215 @@
+package charts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartv2util "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// ChartLabel names, on every object rendered from a chart, the chart it
+// came from: the workload controller prunes by it (with its own validator
+// labels) what a new version no longer renders.
+const ChartLabel = "validator-manager.io/chart"
+
+// SchemaError is values a chart's values.schema.json refuses: the chart and
+// the schema validator's message, which names each offending value by its
+// path (such as "at '/nodeIdentifier': got number, want string").
+type SchemaError struct {
+	Chart   string
+	Version string
+	// Value is the path of the first value refused, dotted
+	// (migration.id); empty for the values as a whole.
+	Value   string
+	Message string
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("values of chart %s %s do not match its values.schema.json: %s", e.Chart, e.Version, e.Message)
+}
+
+// Render renders ch as `helm template` does (the steps of Helm's install
+// action in client-only dry run: default capabilities, no cluster), as release name in
+// namespace with values, and decodes what it renders: into client-go's
+// typed objects where the kind is one of Kubernetes' own, unstructured
+// otherwise. Every object gets namespace and the label ChartLabel=<chart
+// name>. Hooks (helm.sh/hook: tests, pre-install Jobs) are left out: the
+// controller applies a steady state and runs no release lifecycle
+// (docs/decisions.md). Values go through JSON first (Go types such as
+// []string are not Helm values), and are checked against the chart's
+// values.schema.json: a failure is a *SchemaError.
+func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any) ([]client.Object, error) {
+	vals, err := jsonValues(values)
+	if err != nil {
+		return nil, err
+	}
+	coalesced, err := chartutil.CoalesceValues(ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: values: %w", ch.Name(), err)
+	}
+	if err := chartutil.ValidateAgainstSchema(ch, coalesced); err != nil {
+		msg := schemaMessage(ch.Name(), err)
+		return nil, &SchemaError{Chart: ch.Name(), Version: ch.Metadata.Version, Value: firstValue(msg), Message: msg}
+	}
+	caps := common.DefaultCapabilities
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartv2util.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart %s %s requires kubeVersion %s", ch.Name(), ch.Metadata.Version, kv)
+	}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, common.ReleaseOptions{
+		Name: name, Namespace: namespace, Revision: 1, IsInstall: true,
+	}, caps, true) // validated above, with a typed error
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: values: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	files, err := engine.Engine{}.RenderWithContext(ctx, ch, top)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: render: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	for f := range files {
+		if strings.HasSuffix(f, "NOTES.txt") {
+			delete(files, f)
+		}
+	}
+	// Hooks are sorted out here and left out.
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	objs, err := decode(manifests)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	for _, o := range objs {
+		o.SetNamespace(namespace)
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ChartLabel] = ch.Name()
+		o.SetLabels(labels)
+	}
+	return objs, nil
+}
+
+// Keep: obj carries helm.sh/resource-policy: keep, which tells Helm never
+// to delete it (Splice's migration dump claim): the controller does not
+// prune it either.
+func Keep(obj client.Object) bool {
+	return obj.GetAnnotations()[resourcePolicyAnnotation] == keepPolicy
+}
+
+// Helm's resource policy (helm.sh/helm/v4/pkg/kube, whose package brings
+// the whole cluster client along).
+const (
+	resourcePolicyAnnotation = "helm.sh/resource-policy"
+	keepPolicy               = "keep"
+)
+
+// jsonValues is values as JSON would give them: maps of string keys,
+// slices of any, float64 and json.Number free, as Helm's own values files
+// decode.
+func jsonValues(values map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(values)
+	if err != nil {
+		return nil, fmt.Errorf("chart values: %w", err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("chart values: %w", err)
+	}
+	return out, nil
+}
+
+// schemaMessage is Helm's schema error on one line, without its leading
+// chart name: "at '/path': message[; at '/path': message...]", sorted. The message
+// of a value whose path names a secret (secretOverrides, passwords,
+// tokens, credentials) is not shown: the validator's text may quote the
+// value (a pattern it does not match).
+func schemaMessage(chartName string, err error) string {
+	var entries []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
+		if line == "" || line == chartName+":" {
+			continue
+		}
+		if m := schemaPath.FindStringSubmatch(line); m != nil && secretPath.MatchString(m[1]) {
+			line = "at '" + m[1] + "': refused (the value is not shown)"
+		}
+		entries = append(entries, line)
+	}
+	// Sorted: the same values give the same message (a condition that
+	// does not change is not written again).
+	slices.Sort(entries)
+	return strings.Join(entries, "; ")
+}
+
+// secretPath matches the paths of values that hold secrets.
+var secretPath = regexp.MustCompile(`(?i)secret|password|token|credential`)
+
+// schemaPath is where the schema validator's message places a failure.
+var schemaPath = regexp.MustCompile(`at '(/[^']*)'`)
+
+// firstValue is the dotted path of the first value msg names.
+func firstValue(msg string) string {
+	m := schemaPath.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(strings.TrimPrefix(m[1], "/"), "/", ".")
+}
+
+// decode turns rendered manifests into objects, in Helm's install order.
+func decode(manifests []releaseutil.Manifest) ([]client.Object, error) {
+	var objs []client.Object
+	for _, m := range manifests {
+		obj, err := decodeOne([]byte(m.Content))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+		if obj != nil {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, nil
+}
+
+func decodeOne(doc []byte) (client.Object, error) {
+	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+	if err == nil {
+		co, ok := obj.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("rendered %s is not an object", gvk)
+		}
+		co.GetObjectKind().SetGroupVersionKind(*gvk)
+		return co, nil
+	}
+	if !runtime.IsNotRegisteredError(err) {
+		return nil, fmt.Errorf("rendered object: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("rendered object: %w", err)
+	}
+	if string(j) == "null" {
+		return nil, nil
+	}
+	if err := u.UnmarshalJSON(j); err != nil {
+		return nil, fmt.Errorf("rendered object: %w", err)
+	}
+	return u, nil
+}

@@ -1,0 +1,117 @@
+package charts
+
+import (
+	"context"
+	"errors"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+)
+
+// Reasons of the *workload.RenderError the Renderer returns.
+const (
+	// ReasonChartUnavailable: a chart could not be pulled (version not in
+	// the registry, registry unreachable, digest mismatch).
+	ReasonChartUnavailable = "ChartUnavailable"
+	// ReasonChartValuesInvalid: the values derived for the validator fail a
+	// chart's values.schema.json.
+	ReasonChartValuesInvalid = "ChartValuesInvalid"
+)
+
+// Options of a Renderer.
+type Options struct {
+	// Repository is the charts' OCI prefix (the setting splice.charts),
+	// such as oci://ghcr.io/digital-asset/decentralized-canton-sync/helm.
+	Repository string
+	// Source pulls and caches the charts.
+	Source *Source
+	// Namespace is the namespace of a validator's release.
+	Namespace func(*v1alpha1.Validator) string
+	// Values are the server's chart values (the setting splice.chartValues):
+	// an object keyed by chart name.
+	Values map[string]any
+}
+
+// Renderer lays out a Validator as Splice's charts do: splice-participant
+// and splice-validator at the version of the validator's imageTag, rendered
+// into the validator's release namespace. It implements workload.Renderer.
+type Renderer struct {
+	opts Options
+}
+
+var _ workload.Renderer = (*Renderer)(nil)
+
+// NewRenderer is a Renderer with opts.
+func NewRenderer(opts Options) *Renderer { return &Renderer{opts: opts} }
+
+// releases are the charts of a validator's layout.
+var releases = []struct{ chart, release string }{
+	{ParticipantChart, ParticipantRelease},
+	{ValidatorChart, ValidatorRelease},
+}
+
+// Render pulls (or takes from the cache) both charts and renders them. A
+// chart that cannot be pulled is a *workload.RenderError of reason
+// ChartUnavailable, values its schema refuses (or its templates fail on)
+// one of reason ChartValuesInvalid; nothing is rendered unless both charts render.
+func (r *Renderer) Render(ctx context.Context, v *v1alpha1.Validator) (*workload.Layout, error) {
+	version := v.Spec.Config.ImageTag
+	var pulled []*Chart
+	for _, rel := range releases {
+		ref := Reference(r.opts.Repository, rel.chart)
+		c, err := r.opts.Source.Get(ref, version)
+		if err != nil {
+			var pe *PullError
+			if errors.As(err, &pe) {
+				return nil, &workload.RenderError{Reason: ReasonChartUnavailable, Message: pe.Error(), Err: err}
+			}
+			return nil, err
+		}
+		pulled = append(pulled, c)
+	}
+	return r.render(ctx, v, pulled)
+}
+
+// Check renders v when both charts of its version are already in the cache
+// (without the network) and returns what the charts' schemas refuse of
+// the values derived for it, a *SchemaError; nil otherwise (a chart not
+// cached yet, or any other failure, is for the controller to show).
+func (r *Renderer) Check(ctx context.Context, v *v1alpha1.Validator) error {
+	var pulled []*Chart
+	for _, rel := range releases {
+		c, ok := r.opts.Source.Cached(Reference(r.opts.Repository, rel.chart), v.Spec.Config.ImageTag)
+		if !ok {
+			return nil
+		}
+		pulled = append(pulled, c)
+	}
+	_, err := r.render(ctx, v, pulled)
+	var se *SchemaError
+	if errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*Chart) (*workload.Layout, error) {
+	values, err := Values(v, r.opts.Values)
+	if err != nil {
+		return nil, &workload.RenderError{Reason: ReasonChartValuesInvalid, Message: err.Error(), Err: err}
+	}
+	ns := r.opts.Namespace(v)
+	layout := &workload.Layout{Namespace: ns}
+	for i, rel := range releases {
+		c := pulled[i]
+		objs, err := Render(ctx, c.Chart, rel.release, ns, values[rel.chart])
+		if err != nil {
+			// A template that fails (such as a required value) fails on
+			// the values too: shown as the schema's failures are.
+			return nil, &workload.RenderError{Reason: ReasonChartValuesInvalid, Message: err.Error(), Err: err}
+		}
+		layout.Objects = append(layout.Objects, objs...)
+		layout.Charts = append(layout.Charts, v1alpha1.ChartRef{
+			Name: c.Name, Reference: c.Reference, Version: c.Version, Digest: c.Digest,
+		})
+	}
+	return layout, nil
+}

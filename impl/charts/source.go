@@ -1,0 +1,312 @@
+// Package charts provisions a validator from Splice's published Helm charts
+// (chart mode, the server setting splice.charts): it pulls splice-participant
+// and splice-validator from an OCI registry at the validator's imageTag,
+// verifies and caches them on disk by digest (Source), derives their values
+// from the Validator (Values), renders them client-side as `helm template`
+// does (Render) and hands the objects to the workload controller (Renderer).
+package charts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/registry"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
+)
+
+// PullCause is why a chart could not be pulled.
+type PullCause string
+
+const (
+	// NotFound: the registry does not have the chart at that version.
+	NotFound PullCause = "not found in the registry"
+	// Unreachable: the registry did not answer (DNS, connection, TLS,
+	// timeout).
+	Unreachable PullCause = "registry unreachable"
+	// DigestMismatch: what the registry served is not what its manifest
+	// digest names; the chart is refused.
+	DigestMismatch PullCause = "digest mismatch"
+	// Invalid: the registry answered with something that is not the chart
+	// asked for (not a Helm chart, another name or version, an error
+	// status other than not found).
+	Invalid PullCause = "invalid chart"
+)
+
+// PullError is a chart that could not be had: its reference and version,
+// the cause and the underlying error.
+type PullError struct {
+	Reference string
+	Version   string
+	Cause     PullCause
+	Err       error
+}
+
+func (e *PullError) Error() string {
+	return fmt.Sprintf("chart %s:%s: %s: %v", e.Reference, e.Version, e.Cause, e.Err)
+}
+
+func (e *PullError) Unwrap() error { return e.Err }
+
+// Chart is a verified chart: where it came from and its content.
+type Chart struct {
+	// Name of the chart (its last reference segment and Chart.yaml name).
+	Name string
+	// Reference is the chart's OCI reference without version
+	// (oci://host/path/name).
+	Reference string
+	Version   string
+	// Digest of the chart's manifest in the registry (sha256:...).
+	Digest string
+	Chart  *chart.Chart
+}
+
+// indexEntry is what the cache remembers of one reference:version.
+type indexEntry struct {
+	// Digest of the manifest: the chart's identity, its file name.
+	Digest string `json:"digest"`
+	// Content is the digest of the chart archive (the manifest's chart
+	// layer), checked when the file is read back.
+	Content string `json:"content"`
+}
+
+const indexFile = "index.json"
+
+// pullTimeout bounds one registry request: Helm's registry client takes no
+// context.
+const pullTimeout = 2 * time.Minute
+
+// Source pulls charts from OCI registries and keeps them on disk by digest
+// under its directory: sha256/<hex>.tgz and index.json, which maps
+// reference:version to the digest it was first resolved to. A version is
+// resolved once: later requests are served from the cache without the
+// network, and a version re-tagged in the registry keeps the digest first
+// pulled (docs/decisions.md; delete the index entry to follow a re-tag).
+// Safe for concurrent use.
+type Source struct {
+	dir string
+
+	mu     sync.Mutex
+	index  map[string]indexEntry
+	loaded map[string]*chart.Chart // by manifest digest
+
+	pulling sync.Mutex // one pull at a time; cache reads never wait for it
+}
+
+// NewSource opens (creating it if need be) the chart cache in dir, such
+// as <data-dir>/charts.
+func NewSource(dir string) (*Source, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "sha256"), 0o755); err != nil {
+		return nil, fmt.Errorf("chart cache: %w", err)
+	}
+	s := &Source{dir: dir, index: map[string]indexEntry{}, loaded: map[string]*chart.Chart{}}
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("chart cache: %w", err)
+	default:
+		if err := json.Unmarshal(b, &s.index); err != nil {
+			return nil, fmt.Errorf("chart cache index %s: %w", filepath.Join(dir, indexFile), err)
+		}
+	}
+	return s, nil
+}
+
+// Reference is the OCI reference of chart name in repository (an
+// oci://host/path prefix such as splice.charts).
+func Reference(repository, name string) string {
+	return strings.TrimSuffix(repository, "/") + "/" + name
+}
+
+// Cached is the chart at version from the cache, without the network; false
+// when it was never pulled (or its file is gone or altered).
+func (s *Source) Cached(reference, version string) (*Chart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.index[key(reference, version)]
+	if !ok {
+		return nil, false
+	}
+	ch, ok := s.loaded[e.Digest]
+	if !ok {
+		var err error
+		if ch, err = s.read(e); err != nil {
+			return nil, false
+		}
+		s.loaded[e.Digest] = ch
+	}
+	return &Chart{Name: ch.Name(), Reference: reference, Version: version, Digest: e.Digest, Chart: ch}, true
+}
+
+// Get is the chart at version: from the cache, else pulled, verified and
+// cached. A failure is a *PullError.
+func (s *Source) Get(reference, version string) (*Chart, error) {
+	if c, ok := s.Cached(reference, version); ok {
+		return c, nil
+	}
+	s.pulling.Lock()
+	defer s.pulling.Unlock()
+	if c, ok := s.Cached(reference, version); ok { // pulled while we waited
+		return c, nil
+	}
+	fail := func(cause PullCause, err error) error {
+		return &PullError{Reference: reference, Version: version, Cause: cause, Err: err}
+	}
+	e, data, err := pull(reference, version)
+	if err != nil {
+		return nil, fail(classify(err), err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, fail(Invalid, err)
+	}
+	if want := name(reference); ch.Name() != want || ch.Metadata.Version != version {
+		return nil, fail(Invalid, fmt.Errorf("the registry served chart %s:%s", ch.Name(), ch.Metadata.Version))
+	}
+	if err := s.store(key(reference, version), e, data, ch); err != nil {
+		return nil, fmt.Errorf("chart cache: %w", err)
+	}
+	return &Chart{Name: ch.Name(), Reference: reference, Version: version, Digest: e.Digest, Chart: ch}, nil
+}
+
+// pull resolves reference:version to its manifest digest, pulls the chart
+// by that digest and verifies the manifest and the chart archive against
+// their digests (Helm's client, through oras, verifies each blob as well).
+func pull(reference, version string) (indexEntry, []byte, error) {
+	ref := strings.TrimPrefix(reference, registry.OCIScheme+"://")
+	opts := []registry.ClientOption{registry.ClientOptHTTPClient(&http.Client{
+		Transport: registry.NewTransport(false), Timeout: pullTimeout,
+	})}
+	if loopback(ref) {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	client, err := registry.NewClient(opts...)
+	if err != nil {
+		return indexEntry{}, nil, err
+	}
+	desc, err := client.Resolve(ref + ":" + strings.ReplaceAll(version, "+", "_"))
+	if err != nil {
+		return indexEntry{}, nil, err
+	}
+	res, err := client.Pull(ref + "@" + desc.Digest.String())
+	if err != nil {
+		return indexEntry{}, nil, err
+	}
+	if err := verify(desc.Digest.String(), res.Manifest.Data); err != nil {
+		return indexEntry{}, nil, fmt.Errorf("manifest: %w", err)
+	}
+	if err := verify(res.Chart.Digest, res.Chart.Data); err != nil {
+		return indexEntry{}, nil, fmt.Errorf("chart archive: %w", err)
+	}
+	return indexEntry{Digest: desc.Digest.String(), Content: res.Chart.Digest}, res.Chart.Data, nil
+}
+
+// errMismatch is a verification of ours that failed.
+var errMismatch = errors.New("content does not match its digest")
+
+func verify(want string, data []byte) error {
+	d, err := digest.Parse(want)
+	if err != nil {
+		return err
+	}
+	if d.Algorithm().FromBytes(data) != d {
+		return fmt.Errorf("%w %s", errMismatch, d)
+	}
+	return nil
+}
+
+// classify names the cause of a pull failure. oras reports some digest
+// mismatches (a Docker-Content-Digest header that contradicts the digest
+// asked for) with an error of no type of its own, only its text.
+func classify(err error) PullCause {
+	var urlErr *url.Error
+	var netErr net.Error
+	switch {
+	case errors.Is(err, errMismatch), errors.Is(err, content.ErrMismatchedDigest),
+		strings.Contains(err.Error(), "digest mismatch"):
+		return DigestMismatch
+	case errors.Is(err, errdef.ErrNotFound):
+		return NotFound
+	case errors.As(err, &urlErr), errors.As(err, &netErr):
+		return Unreachable
+	default:
+		return Invalid
+	}
+}
+
+// loopback: the registry of ref (host[:port]/path) is on a loopback
+// address, spoken to over plain HTTP as Helm's --plain-http does; any other
+// over HTTPS with the system's trust store.
+func loopback(ref string) bool {
+	host, _, _ := strings.Cut(ref, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func key(reference, version string) string { return reference + ":" + version }
+
+func name(reference string) string { return reference[strings.LastIndex(reference, "/")+1:] }
+
+func (s *Source) file(d string) string {
+	return filepath.Join(s.dir, "sha256", strings.TrimPrefix(d, "sha256:")+".tgz")
+}
+
+// read loads a cached chart, checking its archive against its digest.
+func (s *Source) read(e indexEntry) (*chart.Chart, error) {
+	data, err := os.ReadFile(s.file(e.Digest))
+	if err != nil {
+		return nil, err
+	}
+	if err := verify(e.Content, data); err != nil {
+		return nil, err
+	}
+	return loader.LoadArchive(bytes.NewReader(data))
+}
+
+// store writes the chart's archive, then the index naming it, each
+// atomically (a temporary file renamed over the old).
+func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) error {
+	if err := atomicfile.Write(s.file(e.Digest), data, 0o644); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	index := make(map[string]indexEntry, len(s.index)+1)
+	for k, v := range s.index {
+		index[k] = v
+	}
+	index[k] = e
+	b, err := json.MarshalIndent(index, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(s.dir, indexFile), b, 0o644); err != nil {
+		return err
+	}
+	s.index = index
+	s.loaded[e.Digest] = ch
+	return nil
+}

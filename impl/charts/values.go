@@ -1,0 +1,321 @@
+package charts
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"k8s.io/utils/ptr"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+)
+
+// The charts a validator is made of, and the release names it is rendered
+// as (as Splice's documentation installs them: the participant's
+// Deployment and Service are named after its release).
+const (
+	ParticipantChart   = "splice-participant"
+	ValidatorChart     = "splice-validator"
+	ParticipantRelease = "participant"
+	ValidatorRelease   = "validator"
+)
+
+// Secrets the charts read in the release namespace, under the names and
+// keys Splice's charts expect (written there by the leader in chart mode).
+const (
+	PostgresSecret      = "postgres-secrets"                          // key postgresPassword
+	LedgerAPIAuthSecret = "splice-app-validator-ledger-api-auth"      // keys ledger-api-user, url, client-id, client-secret, audience
+	OnboardingSecret    = "splice-app-validator-onboarding-validator" // key secret
+)
+
+// Values are the values of each chart (by chart name) for v, merged from,
+// lowest first (deploy/README.md has the table):
+//
+//  1. server: the server's splice.chartValues, an object keyed by chart
+//     name (values the API does not model, for every validator);
+//  2. the values derived from what v's configuration sets (resources, JVM
+//     options, env, top-up, contact point, ...): absent fields derive
+//     nothing, so the lower layers' values stay;
+//  3. v's spec.chartValues, the same shape as server (per validator, edited
+//     with kubectl): they override both above;
+//  4. the values that must be derived: identity, addresses, auth, the
+//     database and the Secrets' names, which the manager provisions and
+//     reads back; nothing overrides them.
+//
+// Tables merge key by key (Helm's MergeTables); a null removes a chart
+// default, as in a Helm values file. Everything passes through JSON.
+func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string]any, error) {
+	perValidator := map[string]any{}
+	if v.Spec.ChartValues != nil && len(v.Spec.ChartValues.Raw) > 0 {
+		if err := json.Unmarshal(v.Spec.ChartValues.Raw, &perValidator); err != nil {
+			return nil, fmt.Errorf("spec.chartValues: %w", err)
+		}
+	}
+	out := map[string]map[string]any{}
+	for _, d := range []struct {
+		chart            string
+		modelled, pinned map[string]any
+	}{
+		{ParticipantChart, participantModelled(v), participantPinned(v)},
+		{ValidatorChart, validatorModelled(v), validatorPinned(v)},
+	} {
+		layers := []map[string]any{d.pinned}
+		for _, l := range []struct {
+			what string
+			m    map[string]any
+		}{{"spec.chartValues", perValidator}, {"", d.modelled}, {"splice.chartValues", server}} {
+			m, err := table(l.m, d.chart, l.what)
+			if err != nil {
+				return nil, err
+			}
+			layers = append(layers, m)
+		}
+		merged := map[string]any{}
+		for _, l := range layers { // highest first
+			j, err := jsonValues(l)
+			if err != nil {
+				return nil, err
+			}
+			merged = chartutil.MergeTables(merged, j)
+		}
+		out[d.chart] = merged
+	}
+	return out, nil
+}
+
+// LoadValues reads the server's chart values (the setting
+// splice.chartValues): a YAML file with a table per chart name, as
+// spec.chartValues. An empty path is none.
+func LoadValues(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, nil
+	}
+	vals, err := common.ReadValuesFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("splice.chartValues: %w", err)
+	}
+	for _, chart := range []string{ParticipantChart, ValidatorChart} {
+		if _, err := table(vals, chart, "splice.chartValues"); err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// table is chart's table in m, a layer keyed by chart name (what names it
+// in errors); a layer without a name (the derived values) is the table.
+func table(m map[string]any, chart, what string) (map[string]any, error) {
+	if what == "" {
+		return m, nil
+	}
+	t, ok := m[chart]
+	if !ok || t == nil {
+		return nil, nil
+	}
+	tm, ok := t.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s.%s: an object of the chart's values, not a %T", what, chart, t)
+	}
+	return tm, nil
+}
+
+// participantPinned: what splice-participant must be given.
+func participantPinned(v *v1alpha1.Validator) map[string]any {
+	auth := authOf(v)
+	m := map[string]any{
+		"persistence": persistence(v, workload.ParticipantDatabase(v), workload.ParticipantSchema),
+		"auth": map[string]any{
+			"jwksUrl":        ptr.Deref(auth.JWKSURL, ""),
+			"targetAudience": auth.Audience,
+		},
+		"participantAdminUserNameFrom": map[string]any{"secretKeyRef": map[string]any{
+			"name": LedgerAPIAuthSecret, "key": "ledger-api-user", "optional": false,
+		}},
+	}
+	imageRepo(v, m)
+	return m
+}
+
+// participantModelled: what v's configuration sets of splice-participant.
+func participantModelled(v *v1alpha1.Validator) map[string]any {
+	cfg := &v.Spec.Config
+	m := map[string]any{"enableHealthProbes": workload.ParticipantProbes(v)}
+	setNonZero(m, "defaultJvmOptions", workload.ParticipantJVMOptions(v))
+	if r := cfg.Participant.Resources; r != nil {
+		m["resources"] = r
+	}
+	if env := workload.AppendEnv(nil, cfg.Participant.EnvVars); len(env) > 0 {
+		m["additionalEnvVars"] = env
+	}
+	return m
+}
+
+// validatorPinned: what splice-validator must be given.
+func validatorPinned(v *v1alpha1.Validator) map[string]any {
+	cfg := &v.Spec.Config
+	c := &cfg.Cluster
+	auth := authOf(v)
+	wallet := workload.WalletEnabled(v)
+	m := map[string]any{
+		"nodeIdentifier":     workload.NodeIdentifier(v),
+		"participantAddress": ParticipantRelease,
+		"scanAddress":        c.ScanAddress,
+		"migration":          map[string]any{"id": v.Spec.Migration.ID, "migrating": v.Spec.Migration.Migrating},
+		"persistence":        persistence(v, workload.ValidatorDatabase, workload.ValidatorSchema),
+		"auth":               map[string]any{"audience": auth.Audience, "jwksUrl": ptr.Deref(auth.JWKSURL, "")},
+		"enableWallet":       wallet,
+		"validatorWebUi":     map[string]any{"enabled": wallet},
+		"ansWebUi":           map[string]any{"enabled": wallet},
+	}
+	setNonZero(m, "validatorWalletUser", workload.WalletUser(v))
+	setNonZero(m, "validatorPartyHint", c.PartyHint)
+	if c.SVSponsorAddress != "" {
+		m["svSponsorAddress"] = c.SVSponsorAddress
+		if v.Spec.Secrets != nil && v.Spec.Secrets.Onboarding != nil {
+			m["onboardingSecretFrom"] = map[string]any{"secretKeyRef": map[string]any{
+				"name": OnboardingSecret, "key": "secret", "optional": false,
+			}}
+		}
+	}
+	imageRepo(v, m)
+	return m
+}
+
+// validatorModelled: what v's configuration sets of splice-validator.
+func validatorModelled(v *v1alpha1.Validator) map[string]any {
+	cfg := &v.Spec.Config
+	c := &cfg.Cluster
+	m := map[string]any{}
+	setNonZero(m, "defaultJvmOptions", c.DefaultJVMOptions)
+	if r := c.ValidatorApp.Resources; r != nil {
+		m["resources"] = r
+	}
+	if env := workload.AppendEnv(workload.AppendEnv(nil, c.ValidatorApp.EnvVars), ptr.Deref(cfg.EnvVars, nil)); len(env) > 0 {
+		m["additionalEnvVars"] = env
+	}
+	if users := ptr.Deref(c.AdditionalUsersEnvVars, nil); len(users) > 0 {
+		m["additionalUsers"] = users
+	}
+	setNonZero(m, "additionalConfig", ptr.Deref(c.AdditionalConfig, ""))
+	if dars := ptr.Deref(c.AppDars, ""); dars != "" {
+		m["appDars"] = appDars(dars)
+	}
+	setNonZero(m, "contactPoint", ptr.Deref(c.ContactPoint, ""))
+	setPtr(m, "failOnAppVersionMismatch", c.FailOnAppVersionMismatch)
+	setPtr(m, "svValidator", c.SVValidator)
+	setPtr(m, "migrateValidatorParty", c.MigrateValidatorParty)
+	if c.SequencersFromScan != nil {
+		m["useSequencerConnectionsFromScan"] = *c.SequencersFromScan
+		setNonZero(m, "decentralizedSynchronizerUrl", ptr.Deref(c.SynchronizerURL, ""))
+	}
+	if ds := ptr.Deref(c.ExtraSynchronizers, nil); len(ds) > 0 {
+		extra := make([]map[string]any, 0, len(ds))
+		for _, d := range ds {
+			extra = append(extra, map[string]any{"alias": ptr.Deref(d.Alias, ""), "url": ptr.Deref(d.URL, "")})
+		}
+		m["extraDomains"] = extra
+	}
+	if t := c.TopUp; t != nil {
+		topup := map[string]any{}
+		setPtr(topup, "enabled", t.Enable)
+		setPtr(topup, "targetThroughput", t.TargetThroughput)
+		setPtr(topup, "minTopupInterval", t.MinTopupInterval)
+		m["topup"] = topup
+	}
+	if len(cfg.WalletSweeps) > 0 {
+		sweeps := map[string]any{}
+		for _, w := range cfg.WalletSweeps {
+			sweeps[w.SenderPartyID] = map[string]any{
+				"maxBalanceUSD": w.MaxBalanceUSD, "minBalanceUSD": w.MinBalanceUSD,
+				"receiver": w.ReceiverPartyID, "useTransferPreapproval": w.UseTransferPreapproval,
+			}
+		}
+		m["walletSweep"] = sweeps
+	}
+	if p := v.Spec.ParticipantPruningSchedule; p != nil {
+		m["participantPruningSchedule"] = map[string]any{"cron": p.Cron, "maxDuration": p.MaxDuration, "retention": p.Retention}
+	}
+	if imp := c.IdentitiesImport; imp != nil && imp.SecretName != "" {
+		i := map[string]any{"secretName": imp.SecretName}
+		setNonZero(i, "newParticipantIdentifier", imp.NewParticipantIdentifier)
+		m["participantIdentitiesDumpImport"] = i
+	}
+	if b := c.IdentitiesBackup; b != nil {
+		m["participantIdentitiesDumpPeriodicBackup"] = map[string]any{
+			"backupInterval": b.Interval,
+			"location": map[string]any{
+				"prefix": b.Prefix,
+				"bucket": map[string]any{"projectId": b.BucketProjectID, "bucketName": b.BucketName, "secretName": b.BucketSecretName},
+			},
+		}
+	}
+	if c.Metrics != nil {
+		m["metrics"] = c.Metrics // the chart's keys: enable, interval, release
+	}
+	if c.FixedTokens != nil {
+		m["cluster"] = map[string]any{"fixedTokens": *c.FixedTokens}
+	}
+	if sc := v.Spec.StorageClass; sc != "" {
+		m["pvc"] = map[string]any{"volumeStorageClass": sc}
+	}
+	return m
+}
+
+// persistence is a chart's database: the validator's (external or
+// internal), the app's database and schema, and the password's Secret.
+func persistence(v *v1alpha1.Validator, database, schema string) map[string]any {
+	m := map[string]any{
+		"host":          workload.DatabaseHost(v),
+		"user":          workload.DatabaseUser(v),
+		"databaseName":  database,
+		"schema":        schema,
+		"secretName":    PostgresSecret,
+		"initImageName": workload.PostgresImage(v),
+	}
+	if port, err := strconv.Atoi(workload.DatabasePort(v)); err == nil {
+		m["port"] = port
+	} else {
+		m["port"] = workload.DatabasePort(v) // the chart's schema names it
+	}
+	return m
+}
+
+// imageRepo: the configuration's imageRepo is the charts' imageRepo (the
+// images' registry prefix); the tag is the chart's appVersion, the
+// validator's imageTag.
+func imageRepo(v *v1alpha1.Validator, m map[string]any) {
+	setNonZero(m, "imageRepo", v.Spec.Config.ImageRepo)
+}
+
+// appDars is the configuration's appDars (a JSON list of DAR paths, or
+// one path) as the chart's list.
+func appDars(s string) []string {
+	var list []string
+	if strings.HasPrefix(strings.TrimSpace(s), "[") && json.Unmarshal([]byte(s), &list) == nil {
+		return list
+	}
+	return []string{s}
+}
+
+func authOf(v *v1alpha1.Validator) v1alpha1.Auth {
+	if v.Spec.Config.Auth == nil {
+		return v1alpha1.Auth{}
+	}
+	return *v.Spec.Config.Auth
+}
+
+func setNonZero(m map[string]any, k, s string) {
+	if s != "" {
+		m[k] = s
+	}
+}
+
+func setPtr[T any](m map[string]any, k string, p *T) {
+	if p != nil {
+		m[k] = *p
+	}
+}

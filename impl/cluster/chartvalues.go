@@ -1,0 +1,40 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// ValidatorResource is the Validator resource ApplyValidator makes of v
+// and prune, over the cached one: its spec.secrets and spec.chartValues
+// (which the API does not write) and, when prune is nil, its pruning
+// schedule are kept. Chart mode derives the charts' values from it when a
+// create or an edit is checked (impl/charts.Checker).
+func (k *Kube) ValidatorResource(_ context.Context, v domain.Validator, prune *domain.PruneSchedule) (*v1alpha1.Validator, error) {
+	spec, err := validatorSpec(v, prune)
+	if err != nil {
+		return nil, err
+	}
+	res := &v1alpha1.Validator{ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: k.namespace, Labels: k.validatorLabels(v.Name)}}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &res.Spec); err != nil {
+		return nil, err
+	}
+	if cur, ok := k.cachedObject(v.Name); ok {
+		res.UID = cur.UID
+		res.Spec.Secrets = cur.Spec.Secrets.DeepCopy()
+		res.Spec.ChartValues = cur.Spec.ChartValues.DeepCopy()
+		if prune == nil {
+			res.Spec.ParticipantPruningSchedule = cur.Spec.ParticipantPruningSchedule.DeepCopy()
+		}
+	}
+	return res, nil
+}
