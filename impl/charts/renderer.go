@@ -99,7 +99,11 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 		return nil, &workload.RenderError{Reason: ReasonChartValuesInvalid, Message: err.Error(), Err: err}
 	}
 	ns := r.opts.Namespace(v)
-	layout := &workload.Layout{Namespace: ns}
+	// The validator's own database: splice-postgres is deprecated.
+	layout := &workload.Layout{Namespace: ns, Objects: workload.ChartPostgres(v)}
+	for _, o := range layout.Objects {
+		o.SetNamespace(ns)
+	}
 	for i, rel := range releases {
 		c := pulled[i]
 		objs, err := Render(ctx, c.Chart, rel.release, ns, values[rel.chart])

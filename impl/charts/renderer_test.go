@@ -38,9 +38,10 @@ func TestRendererRender(t *testing.T) {
 		want    []string
 	}{
 		// The sample's metrics.enable renders the ServiceMonitor.
-		{chartstest.V1, []string{"Service/participant", "Deployment/participant",
+		// First the validator's own database (workload.ChartPostgres).
+		{chartstest.V1, []string{"StatefulSet/alice-postgres", "Service/alice-postgres", "Service/participant", "Deployment/participant",
 			"PersistentVolumeClaim/migration-dump", "Service/validator-app", "Service/wallet-web-ui", "Deployment/validator-app", "ServiceMonitor/validator-app"}},
-		{chartstest.V2, []string{"Service/participant", "Deployment/participant",
+		{chartstest.V2, []string{"StatefulSet/alice-postgres", "Service/alice-postgres", "Service/participant", "Deployment/participant",
 			"ConfigMap/validator-settings", "PersistentVolumeClaim/migration-dump", "Service/validator-app", "Deployment/validator-app", "ServiceMonitor/validator-app"}},
 	}
 	for _, tt := range tests {

@@ -3,11 +3,11 @@ package charts
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -22,14 +22,6 @@ const (
 	ValidatorChart     = "splice-validator"
 	ParticipantRelease = "participant"
 	ValidatorRelease   = "validator"
-)
-
-// Secrets the charts read in the release namespace, under the names and
-// keys Splice's charts expect (written there by the leader in chart mode).
-const (
-	PostgresSecret      = "postgres-secrets"                          // key postgresPassword
-	LedgerAPIAuthSecret = "splice-app-validator-ledger-api-auth"      // keys ledger-api-user, url, client-id, client-secret, audience
-	OnboardingSecret    = "splice-app-validator-onboarding-validator" // key secret
 )
 
 // Values are the values of each chart (by chart name) for v, merged from,
@@ -126,15 +118,25 @@ func table(m map[string]any, chart, what string) (map[string]any, error) {
 // participantPinned: what splice-participant must be given.
 func participantPinned(v *v1alpha1.Validator) map[string]any {
 	auth := authOf(v)
+	db := workload.ChartDatabase(v)
 	m := map[string]any{
-		"persistence": persistence(v, workload.ParticipantDatabase(v), workload.ParticipantSchema),
+		"persistence": persistence(db, db.ParticipantDatabase, db.ParticipantSchema),
 		"auth": map[string]any{
 			"jwksUrl":        ptr.Deref(auth.JWKSURL, ""),
 			"targetAudience": auth.Audience,
 		},
 		"participantAdminUserNameFrom": map[string]any{"secretKeyRef": map[string]any{
-			"name": LedgerAPIAuthSecret, "key": "ledger-api-user", "optional": false,
+			"name": workload.ChartLedgerAPIAuthSecret, "key": workload.ChartLedgerAPIUserKey, "optional": false,
 		}},
+	}
+	if db.ParticipantInit != nil {
+		m["extraInitContainers"] = []any{db.ParticipantInit}
+		// splice-participant passes no user: its image's default is
+		// ChartDatabaseUser, not the operator's.
+		// This pins the participant's variables: the configuration's
+		// come first.
+		user := []corev1.EnvVar{{Name: "CANTON_PARTICIPANT_POSTGRES_USER", Value: db.User}}
+		m["additionalEnvVars"] = workload.AppendEnv(workload.AppendEnv(nil, v.Spec.Config.Participant.EnvVars), user)
 	}
 	imageRepo(v, m)
 	return m
@@ -160,12 +162,13 @@ func validatorPinned(v *v1alpha1.Validator) map[string]any {
 	c := &cfg.Cluster
 	auth := authOf(v)
 	wallet := workload.WalletEnabled(v)
+	db := workload.ChartDatabase(v)
 	m := map[string]any{
 		"nodeIdentifier":     workload.NodeIdentifier(v),
 		"participantAddress": ParticipantRelease,
 		"scanAddress":        c.ScanAddress,
 		"migration":          map[string]any{"id": v.Spec.Migration.ID, "migrating": v.Spec.Migration.Migrating},
-		"persistence":        persistence(v, workload.ValidatorDatabase, workload.ValidatorSchema),
+		"persistence":        persistence(db, db.ValidatorDatabase, db.ValidatorSchema),
 		"auth":               map[string]any{"audience": auth.Audience, "jwksUrl": ptr.Deref(auth.JWKSURL, "")},
 		"enableWallet":       wallet,
 		"validatorWebUi":     map[string]any{"enabled": wallet},
@@ -177,9 +180,12 @@ func validatorPinned(v *v1alpha1.Validator) map[string]any {
 		m["svSponsorAddress"] = c.SVSponsorAddress
 		if v.Spec.Secrets != nil && v.Spec.Secrets.Onboarding != nil {
 			m["onboardingSecretFrom"] = map[string]any{"secretKeyRef": map[string]any{
-				"name": OnboardingSecret, "key": "secret", "optional": false,
+				"name": workload.ChartOnboardingSecret, "key": workload.ChartOnboardingSecretKey, "optional": false,
 			}}
 		}
+	}
+	if db.ValidatorInit != nil {
+		m["extraInitContainers"] = []any{db.ValidatorInit}
 	}
 	imageRepo(v, m)
 	return m
@@ -265,23 +271,20 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 	return m
 }
 
-// persistence is a chart's database: the validator's (external or
-// internal), the app's database and schema, and the password's Secret.
-func persistence(v *v1alpha1.Validator, database, schema string) map[string]any {
-	m := map[string]any{
-		"host":          workload.DatabaseHost(v),
-		"user":          workload.DatabaseUser(v),
-		"databaseName":  database,
-		"schema":        schema,
-		"secretName":    PostgresSecret,
-		"initImageName": workload.PostgresImage(v),
+// persistence is a chart's persistence values: where db is, the app's
+// database and schema, the password's Secret and whether the chart's own
+// init step creates the database.
+func persistence(db workload.ChartPersistence, database, schema string) map[string]any {
+	return map[string]any{
+		"host":                  db.Host,
+		"port":                  db.Port,
+		"user":                  db.User,
+		"databaseName":          database,
+		"schema":                schema,
+		"secretName":            db.SecretName,
+		"initImageName":         db.InitImage,
+		"enablePgInitContainer": db.ChartInit,
 	}
-	if port, err := strconv.Atoi(workload.DatabasePort(v)); err == nil {
-		m["port"] = port
-	} else {
-		m["port"] = workload.DatabasePort(v) // the chart's schema names it
-	}
-	return m
 }
 
 // imageRepo: the configuration's imageRepo is the charts' imageRepo (the

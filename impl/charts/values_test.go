@@ -16,6 +16,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/charts"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
 // sample is a validator as the API writes one, with a sponsor, an
@@ -116,7 +117,7 @@ func TestValues(t *testing.T) {
 				"splice-validator:validatorPartyHint":                               "acme-validator-1",
 				"splice-validator:svSponsorAddress":                                 "http://sv.example.test",
 				"splice-validator:scanAddress":                                      "http://scan.example.test",
-				"splice-validator:onboardingSecretFrom.secretKeyRef.name":           charts.OnboardingSecret,
+				"splice-validator:onboardingSecretFrom.secretKeyRef.name":           workload.ChartOnboardingSecret,
 				"splice-validator:onboardingSecretFrom.secretKeyRef.key":            "secret",
 				"splice-validator:migration.id":                                     3.0,
 				"splice-validator:migration.migrating":                              true,
@@ -125,9 +126,9 @@ func TestValues(t *testing.T) {
 				"splice-validator:auth.jwksUrl":                                     "https://idp.example.test/jwks",
 				"splice-validator:persistence.host":                                 "alice-postgres",
 				"splice-validator:persistence.port":                                 5432.0,
-				"splice-validator:persistence.user":                                 "postgres",
+				"splice-validator:persistence.user":                                 "cnadmin", // the charts' init steps connect as cnadmin (workload.ChartDatabase)
 				"splice-validator:persistence.databaseName":                         "cantonnet_validator",
-				"splice-validator:persistence.secretName":                           charts.PostgresSecret,
+				"splice-validator:persistence.secretName":                           workload.ChartDatabaseSecret,
 				"splice-validator:imageRepo":                                        "ghcr.io/example/docker",
 				"splice-validator:defaultJvmOptions":                                "-Xmx2g",
 				"splice-validator:contactPoint":                                     "ops@example.test",
@@ -141,7 +142,7 @@ func TestValues(t *testing.T) {
 				"splice-participant:persistence.databaseName":                       "participant_3",
 				"splice-participant:persistence.schema":                             "participant",
 				"splice-participant:auth.targetAudience":                            "https://ledger.example.test",
-				"splice-participant:participantAdminUserNameFrom.secretKeyRef.name": charts.LedgerAPIAuthSecret,
+				"splice-participant:participantAdminUserNameFrom.secretKeyRef.name": workload.ChartLedgerAPIAuthSecret,
 				"splice-participant:resources":                                      map[string]any{"limits": map[string]any{"memory": "4Gi"}},
 				"splice-participant:additionalEnvVars":                              []any{map[string]any{"name": "P_VAR", "value": "p"}},
 				// modelled: the validator's configuration beats the server's
@@ -167,7 +168,7 @@ func TestValues(t *testing.T) {
 				"splice-validator:defaultJvmOptions":                 "-per-validator",
 				"splice-validator:nodeIdentifier":                    "alice",
 				"splice-validator:persistence.host":                  "alice-postgres",
-				"splice-validator:persistence.enablePgInitContainer": false,
+				"splice-validator:persistence.enablePgInitContainer": true, // pinned: the manager provisions the database
 				"splice-validator:spliceInstanceNames.networkName":   "TestNet",
 				"splice-validator:spliceInstanceNames.amuletName":    "Coin",
 				"splice-validator:contactPoint":                      nil, // null: removes the chart's default when rendered

@@ -10,14 +10,6 @@ import (
 // What the built-in layout derives from a Validator, for the chart
 // renderer's values (impl/charts): one derivation for both layouts.
 
-// The apps' databases and schemas (the charts' persistence.databaseName
-// and persistence.schema).
-const (
-	ParticipantSchema = participantSchema
-	ValidatorSchema   = validatorSchema
-	ValidatorDatabase = validatorDatabase
-)
-
 // NodeIdentifier is the participant's node identifier: the configuration's,
 // else the validator's name.
 func NodeIdentifier(v *v1alpha1.Validator) string { return newLayout(v).nodeIdentifier() }
@@ -47,24 +39,7 @@ func (b layout) participantJVMOptions() string {
 	return b.cfg.Cluster.DefaultJVMOptions
 }
 
-// DatabaseHost is the external database's host, else the internal
-// database's Service (in the Validator's namespace).
-func DatabaseHost(v *v1alpha1.Validator) string { return newLayout(v).databaseHost() }
-
-// DatabasePort is the database's port.
-func DatabasePort(v *v1alpha1.Validator) string { return newLayout(v).databasePort() }
-
-// DatabaseUser is the database user the apps connect as.
-func DatabaseUser(v *v1alpha1.Validator) string { return newLayout(v).databaseUser() }
-
-// ParticipantDatabase is the participant's database of the current
-// migration id.
-func ParticipantDatabase(v *v1alpha1.Validator) string { return newLayout(v).participantDatabase() }
-
 // AppendEnv appends vars to env as the built-in layout appends the
 // configuration's variables: nameless ones skipped, valueFrom winning over
 // value, a later variable of a name replacing the earlier in place.
 func AppendEnv(env, vars []corev1.EnvVar) []corev1.EnvVar { return appendEnv(env, vars) }
-
-// PostgresImage is the internal database's image (which holds psql).
-func PostgresImage(v *v1alpha1.Validator) string { return newLayout(v).postgresImage() }
