@@ -61,8 +61,11 @@ func TestRendererRender(t *testing.T) {
 					t.Errorf("%s in namespace %q", o.GetName(), o.GetNamespace())
 				}
 				want := charts.ValidatorChart
-				if o.GetName() == "participant" {
+				switch o.GetName() {
+				case "participant":
 					want = charts.ParticipantChart
+				case "alice-postgres":
+					want = "" // ours, not a chart's
 				}
 				if got := o.GetLabels()[charts.ChartLabel]; got != want {
 					t.Errorf("%s labelled chart %q, want %q", o.GetName(), got, want)
