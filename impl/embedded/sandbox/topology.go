@@ -57,18 +57,6 @@ func (h *hosting) missing(party string, p *proposal) []string {
 	return out
 }
 
-// owing are the hosts of p whose participant has not signed it yet.
-func (h *hosting) owing(party string, p *proposal) []hostingPart {
-	miss := h.missing(party, p)
-	var out []hostingPart
-	for _, host := range p.Hosts {
-		if slices.Contains(miss, namespaceOf(host.ParticipantUID)) {
-			out = append(out, host)
-		}
-	}
-	return out
-}
-
 // sign adds fp's signature to the party's proposal and makes it effective
 // once fully authorized; it reports whether it did.
 func (n *Network) sign(party string, h *hosting, fp string) bool {
