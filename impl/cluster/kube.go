@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	metricsv1beta1 "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -322,9 +323,7 @@ func hasKey(s *corev1.Secret, key string) bool {
 }
 
 // noCopy reads a cached object without copying it: read it, never change it.
-var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptrTo(true)}
-
-func ptrTo[T any](v T) *T { return &v }
+var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 
 // apply applies obj (server-side apply) as owner; force takes over the
 // fields other owners hold. The API server's errors may quote what was
@@ -863,7 +862,7 @@ func (k *Kube) cachedCronJob(name string) *batchv1.CronJob {
 // digest), labels and owner.
 func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 	cur := k.cachedCronJob(want.Name)
-	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !ownedBy(cur.OwnerReferences, want.OwnerReferences[0].UID) {
+	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
 	have, err1 := cronJobDigest(cur.Spec)
@@ -913,15 +912,6 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	}
 	want, err := k.desiredCronJob(cur, *in.Backup)
 	return err == nil && k.cronJobInStep(want)
-}
-
-func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
-	for _, r := range refs {
-		if r.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // Ping asks the API server for its version; before the caches have synced
