@@ -459,12 +459,25 @@ func (k *Kube) storedValidator(name string) (map[string]any, bool) {
 // not), shared: read it, never change it; false when the cache is not
 // synced or has none.
 func (k *Kube) cachedObject(name string) (*v1alpha1.Validator, bool) {
+	v := cached[v1alpha1.Validator](k, name)
+	return v, v != nil
+}
+
+// cached is the cache's object of type T and that name (a Secret with its
+// keys, not their values: CacheOptions), nil when the cache is not synced
+// or has none; shared: read it, never change it.
+func cached[T any, P interface {
+	*T
+	client.Object
+}](k *Kube, name string) P {
 	if !k.synced.Load() {
-		return nil, false
+		return nil
 	}
-	v := &v1alpha1.Validator{}
-	err := k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, v, noCopy)
-	return v, err == nil
+	obj := P(new(T))
+	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, obj, noCopy) != nil {
+		return nil
+	}
+	return obj
 }
 
 // validatorInStep tells from the cache whether the Validator resource has
@@ -554,7 +567,7 @@ func (k *Kube) managesCached(name string) bool {
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string, answered *validatorac.ValidatorApplyConfiguration) error {
 	var slots []secretSlot
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		if slices.Contains(written, s.name) || k.cachedSecret(s.name) != nil {
+		if slices.Contains(written, s.name) || cached[corev1.Secret](k, s.name) != nil {
 			slots = append(slots, s)
 		}
 	}
@@ -583,19 +596,6 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written [
 	}
 	ac := validatorac.Validator(validator, k.namespace).WithSpec(spec)
 	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
-}
-
-// cachedSecret is the cache's Secret of that name (keys, no values), nil
-// when absent; shared: read it, never change it.
-func (k *Kube) cachedSecret(name string) *corev1.Secret {
-	if !k.synced.Load() {
-		return nil
-	}
-	s := &corev1.Secret{}
-	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, s, noCopy) != nil {
-		return nil
-	}
-	return s
 }
 
 // WriteSecrets writes the secret values given (empty ones are left as they
@@ -679,7 +679,7 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 	has := func(name, key string) bool {
-		s := k.cachedSecret(name)
+		s := cached[corev1.Secret](k, name)
 		return s != nil && hasKey(s, key)
 	}
 	return domain.WrittenSecrets{
@@ -711,7 +711,7 @@ const PasswordKeySecret = "validator-manager-password-key"
 // carry no server message (it could quote the value).
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
-		if cur := k.cachedSecret(s.name); cur != nil && hasKey(cur, s.key) {
+		if cur := cached[corev1.Secret](k, s.name); cur != nil && hasKey(cur, s.key) {
 			return false, nil
 		}
 	}
@@ -794,7 +794,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 
 func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
 	if b == nil {
-		if k.synced.Load() && k.cachedCronJob(BackupCronJobName(validator)) == nil {
+		if k.synced.Load() && cached[batchv1.CronJob](k, BackupCronJobName(validator)) == nil {
 			return nil
 		}
 		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
@@ -838,30 +838,17 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 // CachedCronJobVersion is the resourceVersion of the CronJob of that name
 // as the cache holds it, "" when it holds none.
 func (k *Kube) CachedCronJobVersion(name string) string {
-	if cj := k.cachedCronJob(name); cj != nil {
+	if cj := cached[batchv1.CronJob](k, name); cj != nil {
 		return cj.ResourceVersion
 	}
 	return ""
-}
-
-// cachedCronJob is the cache's CronJob of that name, nil when absent;
-// shared: read it, never change it.
-func (k *Kube) cachedCronJob(name string) *batchv1.CronJob {
-	if !k.synced.Load() {
-		return nil
-	}
-	cj := &batchv1.CronJob{}
-	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, cj, noCopy) != nil {
-		return nil
-	}
-	return cj
 }
 
 // cronJobInStep tells from the cache whether the CronJob is what want
 // says: its spec (the fields the gateway sets: the cache keeps their
 // digest), labels and owner.
 func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
-	cur := k.cachedCronJob(want.Name)
+	cur := cached[batchv1.CronJob](k, want.Name)
 	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
@@ -904,7 +891,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 		return false
 	}
 	if in.Backup == nil {
-		return k.cachedCronJob(BackupCronJobName(v.Name)) == nil
+		return cached[batchv1.CronJob](k, BackupCronJobName(v.Name)) == nil
 	}
 	cur, ok := k.cachedValidator(v.Name)
 	if !ok {
