@@ -204,7 +204,7 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	return out, total, err
 }
 
-// ListPage is ListValidators with the generation (ListVersion) of the rows
+// ListPage is ListValidators with the generation of the rows (list_generation)
 // the page was cut from: a page and its ETag come from one read of the
 // generation, and always agree.
 func (s *Store) ListPage(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, int64, error) {
