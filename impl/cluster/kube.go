@@ -93,6 +93,9 @@ type Kube struct {
 	// deleted are OnValidatorDeleted's callbacks.
 	deleted []func(name string)
 	synced  atomic.Bool
+	// passwordKey is the key of generated passwords once read (it is
+	// never replaced: keys.go).
+	passwordKey atomic.Pointer[[]byte]
 	// ready is closed once synced is set.
 	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.

@@ -56,10 +56,6 @@ type Server struct {
 	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 	observeProbe                             func(outcome string)
 
-	// key is the cluster's password key, once read (passwordKey).
-	keyMu sync.Mutex
-	key   []byte
-
 	// template renders list items (listview.go), made at the first page.
 	templateOnce sync.Once
 	template     *itemTemplate
