@@ -42,6 +42,7 @@ func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
 			Data:       map[string][]byte{"key": key},
 		}, client.FieldOwner(FieldOwner))
 		if err == nil {
+			k.passwordKey.Store(&key)
 			return key, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -51,9 +52,13 @@ func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// readPasswordKey reads the key from the API server (fresh); found is false
-// when its Secret does not exist.
+// readPasswordKey reads the key from the API server (fresh) until one read
+// found it, which is kept: the key is never replaced. found is false when
+// its Secret does not exist.
 func (k *Kube) readPasswordKey(ctx context.Context) (key []byte, found bool, err error) {
+	if key := k.passwordKey.Load(); key != nil {
+		return *key, true, nil
+	}
 	s := &corev1.Secret{}
 	err = k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: PasswordKeySecret}, s)
 	if apierrors.IsNotFound(err) {
@@ -63,6 +68,7 @@ func (k *Kube) readPasswordKey(ctx context.Context) (key []byte, found bool, err
 		return nil, false, translate("read the password key", redact(err))
 	}
 	if key := s.Data["key"]; len(key) == 32 {
+		k.passwordKey.Store(&key)
 		return key, true, nil
 	}
 	return nil, true, fmt.Errorf("Secret %s/%s holds no 32-byte key", k.namespace, PasswordKeySecret)

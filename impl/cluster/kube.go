@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	metricsv1beta1 "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -92,6 +93,9 @@ type Kube struct {
 	// deleted are OnValidatorDeleted's callbacks.
 	deleted []func(name string)
 	synced  atomic.Bool
+	// passwordKey is the key of generated passwords once read (it is
+	// never replaced: keys.go).
+	passwordKey atomic.Pointer[[]byte]
 	// ready is closed once synced is set.
 	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
@@ -322,9 +326,7 @@ func hasKey(s *corev1.Secret, key string) bool {
 }
 
 // noCopy reads a cached object without copying it: read it, never change it.
-var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptrTo(true)}
-
-func ptrTo[T any](v T) *T { return &v }
+var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 
 // apply applies obj (server-side apply) as owner; force takes over the
 // fields other owners hold. The API server's errors may quote what was
@@ -460,12 +462,25 @@ func (k *Kube) storedValidator(name string) (map[string]any, bool) {
 // not), shared: read it, never change it; false when the cache is not
 // synced or has none.
 func (k *Kube) cachedObject(name string) (*v1alpha1.Validator, bool) {
+	v := cached[v1alpha1.Validator](k, name)
+	return v, v != nil
+}
+
+// cached is the cache's object of type T and that name (a Secret with its
+// keys, not their values: CacheOptions), nil when the cache is not synced
+// or has none; shared: read it, never change it.
+func cached[T any, P interface {
+	*T
+	client.Object
+}](k *Kube, name string) P {
 	if !k.synced.Load() {
-		return nil, false
+		return nil
 	}
-	v := &v1alpha1.Validator{}
-	err := k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, v, noCopy)
-	return v, err == nil
+	obj := P(new(T))
+	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, obj, noCopy) != nil {
+		return nil
+	}
+	return obj
 }
 
 // validatorInStep tells from the cache whether the Validator resource has
@@ -555,7 +570,7 @@ func (k *Kube) managesCached(name string) bool {
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string, answered *validatorac.ValidatorApplyConfiguration) error {
 	var slots []secretSlot
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		if slices.Contains(written, s.name) || k.cachedSecret(s.name) != nil {
+		if slices.Contains(written, s.name) || cached[corev1.Secret](k, s.name) != nil {
 			slots = append(slots, s)
 		}
 	}
@@ -584,28 +599,6 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written [
 	}
 	ac := validatorac.Validator(validator, k.namespace).WithSpec(spec)
 	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
-}
-
-// cachedSecret is the cache's Secret of that name (keys, no values), nil
-// when absent; shared: read it, never change it.
-func (k *Kube) cachedSecret(name string) *corev1.Secret {
-	if !k.synced.Load() {
-		return nil
-	}
-	s := &corev1.Secret{}
-	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, s, noCopy) != nil {
-		return nil
-	}
-	return s
-}
-
-// WriteSecrets writes the secret values given (empty ones are left as they
-// are) into the validator's Secrets, owned by its resource, over any value
-// they held, and makes the resource's spec.secrets reference every one of
-// its Secrets that exists (an operator may have created one by hand). The
-// resource must exist.
-func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
-	return k.PutSecrets(ctx, validator, secrets, domain.SecretDefaults{})
 }
 
 // PutSecrets is WriteSecrets of given and DefaultSecrets of defaults in one
@@ -680,7 +673,7 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 	has := func(name, key string) bool {
-		s := k.cachedSecret(name)
+		s := cached[corev1.Secret](k, name)
 		return s != nil && hasKey(s, key)
 	}
 	return domain.WrittenSecrets{
@@ -688,15 +681,6 @@ func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 		LedgerAPIAuth: has(domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey),
 		Database:      has(domain.DatabaseSecretName(validator), DatabaseSecretKey),
 	}
-}
-
-// DefaultSecrets writes each value d gives into its Secret only where the
-// Secret or its key is missing, never over a value (applied without force
-// as an owner of its own: a key another owner set is a conflict, and left
-// as it is), and references the validator's Secrets in spec.secrets. The
-// resource must exist.
-func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
-	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.putSecrets(ctx, validator, domain.ValidatorSecrets{}, d))
 }
 
 // PasswordKeySecret holds the key generated database passwords derive
@@ -712,7 +696,7 @@ const PasswordKeySecret = "validator-manager-password-key"
 // carry no server message (it could quote the value).
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
-		if cur := k.cachedSecret(s.name); cur != nil && hasKey(cur, s.key) {
+		if cur := cached[corev1.Secret](k, s.name); cur != nil && hasKey(cur, s.key) {
 			return false, nil
 		}
 	}
@@ -795,7 +779,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 
 func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
 	if b == nil {
-		if k.synced.Load() && k.cachedCronJob(BackupCronJobName(validator)) == nil {
+		if k.synced.Load() && cached[batchv1.CronJob](k, BackupCronJobName(validator)) == nil {
 			return nil
 		}
 		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
@@ -839,31 +823,18 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 // CachedCronJobVersion is the resourceVersion of the CronJob of that name
 // as the cache holds it, "" when it holds none.
 func (k *Kube) CachedCronJobVersion(name string) string {
-	if cj := k.cachedCronJob(name); cj != nil {
+	if cj := cached[batchv1.CronJob](k, name); cj != nil {
 		return cj.ResourceVersion
 	}
 	return ""
-}
-
-// cachedCronJob is the cache's CronJob of that name, nil when absent;
-// shared: read it, never change it.
-func (k *Kube) cachedCronJob(name string) *batchv1.CronJob {
-	if !k.synced.Load() {
-		return nil
-	}
-	cj := &batchv1.CronJob{}
-	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, cj, noCopy) != nil {
-		return nil
-	}
-	return cj
 }
 
 // cronJobInStep tells from the cache whether the CronJob is what want
 // says: its spec (the fields the gateway sets: the cache keeps their
 // digest), labels and owner.
 func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
-	cur := k.cachedCronJob(want.Name)
-	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !ownedBy(cur.OwnerReferences, want.OwnerReferences[0].UID) {
+	cur := cached[batchv1.CronJob](k, want.Name)
+	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
 	have, err1 := cronJobDigest(cur.Spec)
@@ -913,7 +884,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 		return false
 	}
 	if in.Backup == nil {
-		return k.cachedCronJob(BackupCronJobName(v.Name)) == nil
+		return cached[batchv1.CronJob](k, BackupCronJobName(v.Name)) == nil
 	}
 	cur, ok := k.cachedValidator(v.Name)
 	if !ok {
@@ -921,15 +892,6 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	}
 	want, err := k.desiredCronJob(cur, *in.Backup)
 	return err == nil && k.cronJobInStep(want)
-}
-
-func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
-	for _, r := range refs {
-		if r.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // Ping asks the API server for its version; before the caches have synced

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,7 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 	if !ok {
 		return "", "", false
 	}
-	if s := k.cachedSecret(domain.LedgerAPIAuthSecretName(name)); s != nil {
+	if s := cached[corev1.Secret](k, domain.LedgerAPIAuthSecretName(name)); s != nil {
 		secret = s.ResourceVersion
 	}
 	return v.ResourceVersion, secret, true

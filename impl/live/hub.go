@@ -261,10 +261,3 @@ func (h *Hub) end(s *Subscription, err error) {
 	s.err = err
 	close(s.done)
 }
-
-// Watchers is the number of subscriptions (for tests and metrics).
-func (h *Hub) Watchers() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}

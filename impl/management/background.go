@@ -42,10 +42,9 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 			return err
 		}
 		for _, p := range rows {
-			wg.Add(1)
 			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
+			wg.Go(func() {
+				defer func() { <-sem }()
 				// A participant removed meanwhile has no record to update.
 				if err := s.probe(ctx, p, timeout); err != nil && !isNotFound(err) {
 					mu.Lock()
@@ -54,7 +53,7 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 					}
 					mu.Unlock()
 				}
-			}()
+			})
 		}
 		offset += len(rows)
 		if len(rows) == 0 || int64(offset) >= total {

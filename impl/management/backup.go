@@ -47,9 +47,6 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.Cre
 
 // GetBackupSchedule: 404 when absent or soft-deleted.
 func (s *Server) GetBackupSchedule(ctx context.Context, req managementapi.GetBackupScheduleRequestObject) (managementapi.GetBackupScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
-		return nil, err
-	}
 	b, err := s.activeBackup(ctx, req.Name)
 	if err != nil {
 		return nil, err
@@ -82,9 +79,6 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 // DeleteBackupSchedule soft-deletes: the record stays, the CronJob is
 // suspended, no further backups run.
 func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.DeleteBackupScheduleRequestObject) (managementapi.DeleteBackupScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
-		return nil, err
-	}
 	if _, err := s.activeBackup(ctx, req.Name); err != nil {
 		return nil, err
 	}
@@ -109,7 +103,12 @@ func (s *Server) backupValidator(ctx context.Context, name string) (domain.Valid
 	return v, nil
 }
 
+// activeBackup reads the validator's active backup schedule: 404 when the
+// validator, or such a schedule of it, is absent.
 func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSchedule, error) {
+	if _, err := s.store.GetValidator(ctx, name); err != nil {
+		return domain.BackupSchedule{}, err
+	}
 	b, err := s.store.GetBackupSchedule(ctx, name)
 	switch {
 	case isNotFound(err):

@@ -62,7 +62,8 @@ type Cluster interface {
 	// first object that does not exist.
 	CheckReferences(ctx context.Context, refs domain.References) error
 	// ReadPasswordKey reads the cluster's password key, which the leader
-	// makes; domain.ErrUnavailable while it is not made.
+	// makes (and never replaces: it is read once); domain.ErrUnavailable
+	// while it is not made.
 	ReadPasswordKey(ctx context.Context) ([]byte, error)
 	// ValidatorState reads the resource's status; domain.ErrNotFound when absent.
 	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)

@@ -33,14 +33,7 @@ func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.L
 }
 
 func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.CreateRemoteParticipantRequestObject) (managementapi.CreateRemoteParticipantResponseObject, error) {
-	p, err := participantRow(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.store.CreateRemoteParticipant(ctx, &p); err != nil {
-		return nil, err
-	}
-	dto, err := participantResponse(p)
+	dto, err := s.saveParticipant(ctx, *req.Body, s.store.CreateRemoteParticipant)
 	if err != nil {
 		return nil, err
 	}
@@ -64,19 +57,24 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req managementapi.
 	if req.Body.Name != req.Name {
 		return nil, domain.Invalid("name", "must equal the name in the path (%q); a registration is not renamed", req.Name)
 	}
-	p, err := participantRow(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	// The store reads the row back into p, health record included.
-	if err := s.store.UpdateRemoteParticipant(ctx, &p); err != nil {
-		return nil, err
-	}
-	dto, err := participantResponse(p)
+	dto, err := s.saveParticipant(ctx, *req.Body, s.store.UpdateRemoteParticipant)
 	if err != nil {
 		return nil, err
 	}
 	return managementapi.UpdateRemoteParticipant200JSONResponse(dto), nil
+}
+
+// saveParticipant records the registration dto with save, which reads the
+// stored row back (an update's health record included), and answers it.
+func (s *Server) saveParticipant(ctx context.Context, dto managementapi.RemoteParticipantDto, save func(context.Context, *domain.RemoteParticipant) error) (managementapi.RemoteParticipantDto, error) {
+	p, err := participantRow(dto)
+	if err != nil {
+		return dto, err
+	}
+	if err := save(ctx, &p); err != nil {
+		return dto, err
+	}
+	return participantResponse(p)
 }
 
 func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.DeleteRemoteParticipantRequestObject) (managementapi.DeleteRemoteParticipantResponseObject, error) {

@@ -60,10 +60,6 @@ type Server struct {
 	observeProbe                             func(outcome string)
 	charts                                   Charts
 
-	// key is the cluster's password key, once read (passwordKey).
-	keyMu sync.Mutex
-	key   []byte
-
 	// template renders list items (listview.go), made at the first page.
 	templateOnce sync.Once
 	template     *itemTemplate

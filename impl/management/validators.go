@@ -107,7 +107,7 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if !v.ExternalDatabase {
 		v.DatabaseStorage = defaultDatabaseStorage
 	}
-	key, err := s.passwordKey(ctx)
+	key, err := s.cluster.ReadPasswordKey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ func (s *Server) checkCharts(ctx context.Context, v domain.Validator, prune *dom
 // the leader: an earlier create's or edit's values it has not written yet
 // are kept.
 func (s *Server) sealOver(ctx context.Context, v domain.Validator, next domain.ValidatorSecrets) (string, error) {
-	key, err := s.passwordKey(ctx)
+	key, err := s.cluster.ReadPasswordKey(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -273,21 +273,6 @@ func (s *Server) sealOver(ctx context.Context, v domain.Validator, next domain.V
 		return "", err
 	}
 	return keyring.Seal(key, v.Name, claim, keyring.Merge(pending, next))
-}
-
-// passwordKey is the cluster's password key, read once (the leader makes
-// it and never replaces it).
-func (s *Server) passwordKey(ctx context.Context) ([]byte, error) {
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	if s.key == nil {
-		key, err := s.cluster.ReadPasswordKey(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s.key = key
-	}
-	return s.key, nil
 }
 
 // checkGrow refuses a smaller volume: Kubernetes cannot shrink a PVC.

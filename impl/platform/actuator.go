@@ -146,9 +146,7 @@ func (s *Server) check(ctx context.Context) *healthReport {
 		wg sync.WaitGroup
 	)
 	for name, p := range s.health {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			st := platformapi.HealthUp
 			if p == nil {
 				st = platformapi.HealthDown
@@ -161,7 +159,7 @@ func (s *Server) check(ctx context.Context) *healthReport {
 			mu.Lock()
 			r.status[name] = st
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	return r

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/types/known/emptypb"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	participantv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/participant/v30"
@@ -59,6 +60,17 @@ func identify(ctx context.Context, a *upstream.AdminAPI) (participant, error) {
 	}, nil
 }
 
+// identified is the admin API of the validator's participant and who the
+// participant is (identify).
+func (s *Server) identified(ctx context.Context, operation, validator string) (*upstream.AdminAPI, participant, error) {
+	a, err := s.admin(ctx, operation, validator)
+	if err != nil {
+		return nil, participant{}, err
+	}
+	p, err := identify(ctx, a)
+	return a, p, err
+}
+
 // headQuery asks for the head state of the synchronizer's store: its
 // effective mappings, or its proposals.
 func (p participant) headQuery(proposals bool) *topologyadminv30.BaseQuery {
@@ -102,7 +114,7 @@ func partyHosts(m *protocolv30.PartyToParticipant) []platformapi.PartyHost {
 			ph.Permission = platformapi.HostedPermissionObserving // an unknown permission grants no more than observing
 		}
 		if h.GetOnboarding() != nil {
-			ph.Onboarding = ptrTo(true)
+			ph.Onboarding = ptr.To(true)
 		}
 		out = append(out, ph)
 	}
@@ -140,5 +152,3 @@ func owing(m, current *protocolv30.PartyToParticipant, signedBy []string) []plat
 	}
 	return out
 }
-
-func ptrTo[T any](v T) *T { return &v }

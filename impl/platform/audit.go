@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -36,7 +38,7 @@ func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAudit
 	out := platformapi.ListAuditEntries200JSONResponse{Entries: make([]platformapi.AuditEntry, 0, len(rows))}
 	if len(rows) == f.Limit {
 		rows = rows[:len(rows)-1]
-		out.NextCursor = ptrTo(strconv.FormatInt(rows[len(rows)-1].ID, 10))
+		out.NextCursor = ptr.To(strconv.FormatInt(rows[len(rows)-1].ID, 10))
 	}
 	for _, e := range rows {
 		dto := platformapi.AuditEntry{

@@ -179,9 +179,7 @@ func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess 
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // console → browser
-		defer wg.Done()
+	wg.Go(func() { // console → browser
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := sess.Read(buf)
@@ -204,9 +202,8 @@ func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess 
 				return
 			}
 		}
-	}()
-	go func() { // browser → console
-		defer wg.Done()
+	})
+	wg.Go(func() { // browser → console
 		for {
 			typ, data, err := conn.Read(connCtx)
 			if err != nil {
@@ -232,7 +229,7 @@ func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess 
 				return
 			}
 		}
-	}()
+	})
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
 loop:
@@ -241,13 +238,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-activity:
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
-			timer.Reset(idle)
+			timer.Reset(idle) // a Go 1.23 timer drops a stale tick itself
 		case <-timer.C:
 			finish(endIdle)
 			break loop

@@ -40,11 +40,7 @@ func (s *Server) ListExternalParties(ctx context.Context, req platformapi.ListEx
 }
 
 func (s *Server) hostedParties(ctx context.Context, operation, validator string, externalOnly bool) ([]platformapi.HostedParty, error) {
-	a, err := s.admin(ctx, operation, validator)
-	if err != nil {
-		return nil, err
-	}
-	p, err := identify(ctx, a)
+	a, p, err := s.identified(ctx, operation, validator)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +70,7 @@ func hosts(m *protocolv30.PartyToParticipant, uid string) bool {
 
 // ListTopologyProposals lists the pending mappings that name this participant.
 func (s *Server) ListTopologyProposals(ctx context.Context, req platformapi.ListTopologyProposalsRequestObject) (platformapi.ListTopologyProposalsResponseObject, error) {
-	a, err := s.admin(ctx, "listTopologyProposals", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	p, err := identify(ctx, a)
+	a, p, err := s.identified(ctx, "listTopologyProposals", req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +105,7 @@ func (s *Server) ListTopologyProposals(ctx context.Context, req platformapi.List
 // is still missing.
 func (s *Server) ApprovePendingHosting(ctx context.Context, req platformapi.ApprovePendingHostingRequestObject) (platformapi.ApprovePendingHostingResponseObject, error) {
 	party := req.Body.PartyId
-	a, err := s.admin(ctx, "approvePendingHosting", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	p, err := identify(ctx, a)
+	a, p, err := s.identified(ctx, "approvePendingHosting", req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -185,11 +173,7 @@ func (s *Server) PrepareAmendHosting(ctx context.Context, req platformapi.Prepar
 	if confirming == 0 {
 		return nil, domain.Invalid("hosts", "at least one host must confirm for the party")
 	}
-	a, err := s.admin(ctx, "prepareAmendHosting", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	p, err := identify(ctx, a)
+	a, p, err := s.identified(ctx, "prepareAmendHosting", req.Name)
 	if err != nil {
 		return nil, err
 	}

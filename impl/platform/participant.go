@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	participantv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/participant/v30"
@@ -63,7 +64,7 @@ func vaultKey(m *cryptoadminv30.PrivateKeyMetadata) platformapi.VaultKey {
 	var data []byte
 	if sk := pk.GetSigningPublicKey(); sk != nil {
 		k.Purpose, format, data = platformapi.VaultKeyPurposeSigning, sk.GetFormat(), sk.GetPublicKey()
-		k.KeySpec = ptrTo(sk.GetKeySpec().String())
+		k.KeySpec = ptr.To(sk.GetKeySpec().String())
 		usage := []string{}
 		for _, u := range sk.GetUsage() {
 			usage = append(usage, u.String())
@@ -72,9 +73,9 @@ func vaultKey(m *cryptoadminv30.PrivateKeyMetadata) platformapi.VaultKey {
 	} else {
 		ek := pk.GetEncryptionPublicKey()
 		k.Purpose, format, data = platformapi.VaultKeyPurposeEncryption, ek.GetFormat(), ek.GetPublicKey()
-		k.KeySpec = ptrTo(ek.GetKeySpec().String())
+		k.KeySpec = ptr.To(ek.GetKeySpec().String())
 	}
-	k.Format, k.PublicKey = ptrTo(format.String()), &data
+	k.Format, k.PublicKey = ptr.To(format.String()), &data
 	k.Fingerprint = topology.PublicKeyFingerprint(format == cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, data)
 	return k
 }
@@ -93,11 +94,7 @@ func (s *Server) LookupParticipant(ctx context.Context, req platformapi.LookupPa
 	if strings.TrimSpace(prefix) == "" {
 		return nil, domain.Invalid("participantUid", "must not be blank")
 	}
-	a, err := s.admin(ctx, "lookupParticipant", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	p, err := identify(ctx, a)
+	a, p, err := s.identified(ctx, "lookupParticipant", req.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -92,11 +92,6 @@ func New(o Options) *Server {
 	return s
 }
 
-// notBuilt is the answer of an operation this build does not serve yet.
-func notBuilt(operation, missing string) error {
-	return domain.NotImplemented(operation, missing)
-}
-
 // notWired is the answer of a built operation whose part this server was
 // assembled without (a test server, or a process wired for one release).
 func notWired(operation, part string) error {
@@ -108,10 +103,4 @@ const (
 	partCluster   = "the cluster resource reader (Validator/Application informers)"
 	partUpstreams = "the upstream proxy (ledger JSON API, scan, validator app)"
 	partAudit     = "the audit log (database)"
-)
-
-// What notBuilt names as missing, in the words of the README's "Not built
-// yet" table.
-const (
-	needsConsole = "it needs the ledger console stream (an exec stream into the participant pod)"
 )

@@ -28,11 +28,7 @@ func (s *Server) node(ctx context.Context, operation, validator string) (*upstre
 	if len(validation.IsDNS1123Subdomain(validator)) > 0 {
 		return nil, domain.NotFound("validator %q not found", validator)
 	}
-	n, err := s.upstreams.For(ctx, validator)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return s.upstreams.For(ctx, validator)
 }
 
 // answered turns a generated client's result into an error: no answer

@@ -46,15 +46,13 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 
 	var wg sync.WaitGroup
 	section := func(name string, fetch func() error, failed **string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := fetch(); err != nil {
 				s.logUpstream(ctx, "getValidatorDetails", err)
 				msg := sectionError(err)
 				*failed = &msg
 			}
-		}()
+		})
 	}
 	section("authenticatedUser", func() error {
 		r, err := n.Ledger.GetV2AuthenticatedUserWithResponse(ctx, nil)

@@ -9,6 +9,15 @@ import (
 // DB lets the behaviour tests read rows back with their own SQL.
 func (s *Store) DB() *gorm.DB { return s.db }
 
+// ListVersion is list_generation's generation (ListPage answers it with
+// its page): it moves whenever a page of validators would change (an
+// insert, a delete, a change of a listed column: migration 0022's
+// triggers).
+func (s *Store) ListVersion(ctx context.Context) (int64, error) {
+	gen, _, err := s.generation(ctx)
+	return gen, translate(err, "list validators", "")
+}
+
 // Dialect is "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.dialect }
 

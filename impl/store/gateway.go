@@ -23,12 +23,7 @@ type walletGatewayRow struct {
 func (walletGatewayRow) TableName() string { return "wallet_gateways" }
 
 func (r walletGatewayRow) domain() domain.WalletGateway {
-	g := domain.WalletGateway{Validator: r.Validator, Enabled: r.Enabled, BaseURL: r.BaseURL, Credentials: r.Credentials}
-	if r.UpdatedAt != nil {
-		at := r.UpdatedAt.UTC()
-		g.UpdatedAt = &at
-	}
-	return g
+	return domain.WalletGateway{Validator: r.Validator, Enabled: r.Enabled, BaseURL: r.BaseURL, Credentials: r.Credentials, UpdatedAt: utc(r.UpdatedAt)}
 }
 
 type gatewayWalletRow struct {

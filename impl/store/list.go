@@ -22,8 +22,10 @@ func checkPage(p domain.Page) error {
 // contains is a literal, case-sensitive substring test of column against the
 // one argument, which containsArg makes of the substring. SQLite compares
 // with instr, exactly; PostgreSQL with LIKE and the wildcards escaped, which
-// is the same test and one that a trigram index (pg_trgm, migration 0003)
-// serves. SQLite's LIKE is case-insensitive, hence instr there.
+// is the same test and one that the remote participants' trigram index
+// (pg_trgm, migration 0003) serves; the validators' went with migration
+// 0022, their list being filtered in memory (listindex.go). SQLite's LIKE is
+// case-insensitive, hence instr there.
 func (s *Store) contains(column string) string {
 	if s.dialect == "postgres" {
 		// E'\\' is one backslash whatever standard_conforming_strings says.

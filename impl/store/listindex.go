@@ -292,12 +292,3 @@ func window[T any](items []T, p domain.Page, row func(T) domain.ListedValidator)
 	}
 	return out
 }
-
-// ListVersion is list_generation's generation: it moves whenever a page of
-// validators would change (an insert, a delete, a change of a listed column:
-// migration 0022's triggers), so that release 1.11's list answers an ETag
-// without reading the page. Read it before the page.
-func (s *Store) ListVersion(ctx context.Context) (int64, error) {
-	gen, _, err := s.generation(ctx)
-	return gen, translate(err, "list validators", "")
-}

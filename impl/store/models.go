@@ -222,7 +222,7 @@ func participantFrom(p *domain.RemoteParticipant) participantRow {
 }
 
 func (r participantRow) domain() domain.RemoteParticipant {
-	p := domain.RemoteParticipant{
+	return domain.RemoteParticipant{
 		Name:          r.Name,
 		Spec:          specBytes(r.Spec),
 		Phase:         domain.Phase(r.Phase),
@@ -231,14 +231,10 @@ func (r participantRow) domain() domain.RemoteParticipant {
 		LedgerAddress: r.LedgerAddress,
 		LedgerPort:    r.LedgerPort,
 		Healthy:       r.Healthy,
+		LastCheckedAt: utc(r.LastCheckedAt),
 		CreatedAt:     r.CreatedAt.UTC(),
 		UpdatedAt:     r.UpdatedAt.UTC(),
 	}
-	if r.LastCheckedAt != nil {
-		at := r.LastCheckedAt.UTC()
-		p.LastCheckedAt = &at
-	}
-	return p
 }
 
 type runRow struct {
@@ -256,21 +252,27 @@ func (runRow) TableName() string { return "runs" }
 
 func (r runRow) domain() domain.Run {
 	run := domain.Run{
-		ID:        r.ID,
-		Validator: r.Validator,
-		Kind:      domain.RunKind(r.Kind),
-		StartedAt: r.StartedAt.UTC(),
-		Succeeded: r.Succeeded,
-		Message:   r.Message,
-	}
-	if r.FinishedAt != nil {
-		at := r.FinishedAt.UTC()
-		run.FinishedAt = &at
+		ID:         r.ID,
+		Validator:  r.Validator,
+		Kind:       domain.RunKind(r.Kind),
+		StartedAt:  r.StartedAt.UTC(),
+		FinishedAt: utc(r.FinishedAt),
+		Succeeded:  r.Succeeded,
+		Message:    r.Message,
 	}
 	if r.JobUID != nil {
 		run.JobUID = *r.JobUID
 	}
 	return run
+}
+
+// utc is an optional time in UTC.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	at := t.UTC()
+	return &at
 }
 
 // specBytes returns a spec column as the domain's []byte; an empty column is nil.

@@ -77,15 +77,6 @@ func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	return affected(res, validatorWhat(name), "")
 }
 
-// shown narrows filter to the validators a list shows. This version never
-// hides a row (a create is recorded, then finished); the column creating is
-// cleared by migration 0021 and stays in the predicate (and in the list's
-// snapshot) for a replica of an older version that still writes it during a
-// rolling upgrade.
-func shown(filter func(*gorm.DB) *gorm.DB) func(*gorm.DB) *gorm.DB {
-	return func(tx *gorm.DB) *gorm.DB { return filter(tx).Where("NOT creating") }
-}
-
 // ClearPendingSecrets empties the validator's pending secrets if they still
 // are sealed, what the leader wrote into its Secrets: an edit recorded
 // meanwhile keeps its values for the next reconcile.
@@ -213,7 +204,7 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	return out, total, err
 }
 
-// ListPage is ListValidators with the generation (ListVersion) of the rows
+// ListPage is ListValidators with the generation of the rows (list_generation)
 // the page was cut from: a page and its ETag come from one read of the
 // generation, and always agree.
 func (s *Store) ListPage(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, int64, error) {

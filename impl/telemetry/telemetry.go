@@ -19,8 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 const namespace = "validator_manager"
@@ -97,11 +95,6 @@ func (m *Metrics) Handler() http.Handler {
 
 // Registry is where the metrics live (tests gather from it).
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
-
-// ObserveRequest records one answered API request.
-func (m *Metrics) ObserveRequest(operation string, status int, d time.Duration) {
-	m.Operation(operation).Observe(status, d)
-}
 
 // Operation is the request metrics of one operation: each status's series
 // is looked up once, not at every request (the label values' hash and the
@@ -205,24 +198,6 @@ func StatusOutcome(status int) string {
 		return OutcomeRejected
 	}
 	return OutcomeOK
-}
-
-// Outcome is the outcome of a call that ended with err (nil: ok): a
-// deadline is a timeout, a domain.UpstreamError its status's outcome (or
-// rejected when the upstream refused the input), anything else an error.
-func Outcome(err error) string {
-	var ue *domain.UpstreamError
-	switch {
-	case err == nil:
-		return OutcomeOK
-	case errors.Is(err, context.DeadlineExceeded):
-		return OutcomeTimeout
-	case errors.As(err, &ue) && ue.Rejected:
-		return OutcomeRejected
-	case errors.As(err, &ue) && ue.Status > 0:
-		return StatusOutcome(ue.Status)
-	}
-	return OutcomeError
 }
 
 // Transport wraps next (nil: http.DefaultTransport) so that every call through it is

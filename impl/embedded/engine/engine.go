@@ -227,8 +227,7 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	for _, p := range e.children {
-		e.supervisors.Add(1)
-		go e.supervise(p)
+		e.supervisors.Go(func() { e.supervise(p) })
 	}
 	e.log.Info("engine: ready", "apiServer", e.apiServer, "dir", dir, "kubeconfig", opts.Kubeconfig,
 		"elapsed", time.Since(began).Round(time.Millisecond).String())
@@ -434,8 +433,7 @@ func (e *Engine) Spawn(name, bin string, args ...string) error {
 	}
 	p.cur = c
 	e.nodes = append(e.nodes, p)
-	e.supervisors.Add(1)
-	go e.supervise(p)
+	e.supervisors.Go(func() { e.supervise(p) })
 	return nil
 }
 
@@ -456,7 +454,6 @@ func ownBinary() string {
 // once. The ports stay the same, so the apiserver finds etcd again and
 // every client the apiserver.
 func (e *Engine) supervise(p *proc) {
-	defer e.supervisors.Done()
 	delay := e.opts.RestartDelay
 	for {
 		c := p.current()

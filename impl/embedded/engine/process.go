@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,7 +236,7 @@ func killStale(dir string, names []string) ([]int, error) {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if !isOurs(args[0], names) || !namesPath(args[1:], marks) {
+		if !slices.Contains(names, filepath.Base(args[0])) || !namesPath(args[1:], marks) {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -265,16 +266,6 @@ func stalePaths(dir string) map[string]bool {
 		filepath.Join(dir, "controller-manager.kubeconfig"): true,
 		filepath.Join(dir, nodeKubeconfig):                  true,
 	}
-}
-
-func isOurs(arg0 string, names []string) bool {
-	base := filepath.Base(arg0)
-	for _, n := range names {
-		if base == n {
-			return true
-		}
-	}
-	return false
 }
 
 // namesPath reports whether a --flag=value or "--flag value" argument gives

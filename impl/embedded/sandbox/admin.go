@@ -50,15 +50,6 @@ func adminError(c codes.Code, code string, category int, format string, args ...
 	return status.Errorf(c, "%s(%d,%s): %s", code, category, randomHex(4), fmt.Sprintf(format, args...))
 }
 
-// NewAdminServer returns a gRPC server with validator name's admin services
-// registered, not yet serving (tests serve it on a bufconn listener).
-func (n *Network) NewAdminServer(name string) (*grpc.Server, error) {
-	if _, err := n.node(name); err != nil {
-		return nil, err
-	}
-	return n.adminServer(name), nil
-}
-
 func (n *Network) adminServer(name string) *grpc.Server {
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(n.adminGuard))
 	a := &admin{n: n, name: name}

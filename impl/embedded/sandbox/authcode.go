@@ -240,21 +240,7 @@ func (n *Network) codeToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	now := time.Now()
-	c := claims{Issuer: n.realmURL(), Subject: g.subject, Audience: g.audience, PreferredUsername: g.username, AuthorizedParty: client,
-		Scope: "openid profile", IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()}
-	access, err := n.issue(c)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
-		return
-	}
-	c.Audience, c.Scope = client, "" // the ID token is the client's
-	idToken, err := n.issue(c)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "id_token": idToken, "token_type": "Bearer",
-		"expires_in": int(tokenTTL.Seconds()), "scope": "openid profile"})
+	// The ID token is the client's.
+	n.writeToken(w, claims{Issuer: n.realmURL(), Subject: g.subject, Audience: g.audience, PreferredUsername: g.username, AuthorizedParty: client,
+		Scope: "openid profile"}, client, true)
 }

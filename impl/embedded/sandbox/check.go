@@ -18,15 +18,9 @@ func (st *state) check() error {
 		case ns.Fingerprint == "" || ns.OperatorUser == "" || ns.OperatorParty == "":
 			return fmt.Errorf("nodes.%s lacks its fingerprint, operatorUser or operatorParty", name)
 		}
-		if ns.Parties == nil {
-			ns.Parties = map[string]*party{}
-		}
-		if ns.Users == nil {
-			ns.Users = map[string]*user{}
-		}
-		if ns.WalletUsers == nil {
-			ns.WalletUsers = map[string]string{}
-		}
+		makeMap(&ns.Parties)
+		makeMap(&ns.Users)
+		makeMap(&ns.WalletUsers)
 		for id, p := range ns.Parties {
 			if p == nil {
 				return fmt.Errorf("nodes.%s.parties.%s is null", name, id)
@@ -44,4 +38,11 @@ func (st *state) check() error {
 		}
 	}
 	return nil
+}
+
+// makeMap makes *m an empty map when it is nil (absent or null in the file).
+func makeMap[K comparable, V any](m *map[K]V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
 }

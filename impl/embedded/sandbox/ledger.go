@@ -386,20 +386,11 @@ func rightsJSON(rs []right) []any {
 
 func addRights(have, add []right) []right {
 	for _, a := range add {
-		if !containsRight(have, a) {
+		if !slices.Contains(have, a) {
 			have = append(have, a)
 		}
 	}
 	return have
-}
-
-func containsRight(rs []right, r right) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
@@ -554,7 +545,7 @@ func grantRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	}
 	var granted []right
 	for _, x := range rs {
-		if !containsRight(u.Rights, x) && !containsRight(granted, x) {
+		if !slices.Contains(u.Rights, x) && !slices.Contains(granted, x) {
 			granted = append(granted, x)
 		}
 	}
@@ -570,7 +561,7 @@ func revokeRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	}
 	var kept, revoked []right
 	for _, x := range u.Rights {
-		if containsRight(rs, x) {
+		if slices.Contains(rs, x) {
 			revoked = append(revoked, x)
 		} else {
 			kept = append(kept, x)
@@ -611,7 +602,7 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 		return false
 	}
 	for _, p := range pkgs {
-		if !containsString(ns.Packages, p) {
+		if !slices.Contains(ns.Packages, p) {
 			ns.Packages = append(ns.Packages, p)
 		}
 	}
@@ -619,15 +610,6 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 	ns.Dars = append(ns.Dars, dar{MainPackageID: main, Name: name, Version: version, Packages: pkgs, SizeBytes: size})
 	writeJSON(w, http.StatusOK, map[string]any{})
 	return true
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // maxDalfBytes bounds one DALF the sandbox reads into memory.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // Realm is the one realm of the token endpoint's password grant, served at
@@ -86,15 +85,7 @@ func (n *Network) clientToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized_client", "error_description": "Invalid client or Invalid client credentials"})
 		return
 	}
-	now := time.Now()
-	tok, err := n.issue(claims{Issuer: n.realmURL(), Subject: sub, Audience: aud, Scope: "profile email",
-		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds()), "scope": "profile email"})
+	n.writeToken(w, claims{Issuer: n.realmURL(), Subject: sub, Audience: aud, Scope: "profile email"}, "", true)
 }
 
 // realmDiscovery is the realm's OpenID Provider Metadata.
@@ -158,13 +149,5 @@ func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 		invalid()
 		return
 	}
-	now := time.Now()
-	tok, err := n.issue(claims{Issuer: n.realmURL(), Subject: id, PreferredUsername: username, AuthorizedParty: client, Scope: "openid profile",
-		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds()), "scope": "openid profile"})
+	n.writeToken(w, claims{Issuer: n.realmURL(), Subject: id, PreferredUsername: username, AuthorizedParty: client, Scope: "openid profile"}, "", true)
 }

@@ -375,15 +375,9 @@ func loadState(path string, o Options) (*state, error) {
 	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
 		return nil, refusal{fmt.Errorf("sandbox state %s belongs to installation %s, the database to %s: it is another installation's file; %s", path, st.Installation, o.Installation, restoreOrAfresh)}
 	}
-	if st.Nodes == nil {
-		st.Nodes = map[string]*nodeState{}
-	}
-	if st.Hosting == nil {
-		st.Hosting = map[string]*hosting{}
-	}
-	if st.UsedMultiHashes == nil {
-		st.UsedMultiHashes = map[string]string{}
-	}
+	makeMap(&st.Nodes)
+	makeMap(&st.Hosting)
+	makeMap(&st.UsedMultiHashes)
 	if err := st.check(); err != nil {
 		return nil, refusal{fmt.Errorf("sandbox state %s is damaged: %w; %s", path, err, restoreOrAfresh)}
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -89,7 +90,7 @@ func (n *Network) migrationDumpLocked(validator string, ns *nodeState, at time.T
 			rights = append(rights, r)
 		}
 		annotations := make([]any, 0, len(u.Annotations))
-		for _, k := range sortedKeys(u.Annotations) {
+		for _, k := range slices.Sorted(maps.Keys(u.Annotations)) {
 			annotations = append(annotations, map[string]string{"key": k, "value": u.Annotations[k]})
 		}
 		pu := map[string]any{"id": u.ID, "rights": rights, "isDeactivated": u.IsDeactivated, "annotations": annotations, "identityProviderId": ""}
@@ -118,13 +119,4 @@ func (n *Network) migrationDumpLocked(validator string, ns *nodeState, at time.T
 func lowerFirst(s string) string {
 	r, size := utf8.DecodeRuneInString(s)
 	return string(unicode.ToLower(r)) + s[size:]
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -35,15 +35,10 @@ type state struct {
 
 // hosting is an external party's party-to-participant mapping on the
 // synchronizer (topology.go): the effective one (Serial 0 while there is
-// none) and the proposal that awaits signatures.
+// none; its Tx empty when an earlier sandbox recorded none) and the
+// proposal that awaits signatures.
 type hosting struct {
-	Threshold uint32        `json:"threshold"`
-	Serial    uint32        `json:"serial"`
-	Hosts     []hostingPart `json:"hosts"`
-	// Tx is the effective mapping's versioned transaction, SignedBy the
-	// fingerprints that signed it.
-	Tx       []byte   `json:"tx,omitempty"`
-	SignedBy []string `json:"signedBy,omitempty"`
+	proposal
 	// Proposal is the mapping that awaits signatures, if any.
 	Proposal *proposal `json:"proposal,omitempty"`
 	// Pending is an earlier sandbox's record of the hosts that had not

@@ -223,15 +223,30 @@ func (n *Network) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
 	}
+	n.writeToken(w, claims{Issuer: n.scan.url, Subject: id, Audience: r.PostForm.Get("audience"), Scope: r.PostForm.Get("scope")}, "", false)
+}
+
+// writeToken answers a token request: c as an access token valid for
+// tokenTTL from now, with an ID token of the same claims for idAudience
+// when set (the authorization-code flow's), and the scope when withScope.
+func (n *Network) writeToken(w http.ResponseWriter, c claims, idAudience string, withScope bool) {
 	now := time.Now()
-	tok, err := n.issue(claims{Issuer: n.scan.url, Subject: id, Audience: r.PostForm.Get("audience"), Scope: r.PostForm.Get("scope"),
-		IssuedAt: now.Unix(), Expiry: now.Add(tokenTTL).Unix()})
+	c.IssuedAt, c.Expiry = now.Unix(), now.Add(tokenTTL).Unix()
+	access, err := n.issue(c)
+	body := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds())}
+	if withScope {
+		body["scope"] = c.Scope
+	}
+	if err == nil && idAudience != "" {
+		c.Audience, c.Scope = idAudience, ""
+		body["id_token"], err = n.issue(c)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenTTL.Seconds())})
+	writeJSON(w, http.StatusOK, body)
 }
 
 // discovery is the OpenID Provider Metadata of the token endpoint.

@@ -18,14 +18,16 @@ import (
 // sandbox records those signatures by fingerprint, while the party's
 // signatures are verified for real.
 
-// proposal is a mapping that is not fully authorized yet.
+// proposal is a mapping that is not fully authorized yet (the effective
+// mapping of a hosting has the same fields).
 type proposal struct {
 	Serial    uint32        `json:"serial"`
 	Threshold uint32        `json:"threshold"`
 	Hosts     []hostingPart `json:"hosts"`
 	// Tx is the versioned TopologyTransaction; its hash is what is signed.
-	Tx       []byte   `json:"tx"`
-	SignedBy []string `json:"signedBy"`
+	// SignedBy are the fingerprints that signed it.
+	Tx       []byte   `json:"tx,omitempty"`
+	SignedBy []string `json:"signedBy,omitempty"`
 }
 
 // namespaceOf is the namespace (fingerprint) of a UID or party id, name::namespace.
@@ -52,18 +54,6 @@ func (h *hosting) missing(party string, p *proposal) []string {
 	for _, fp := range h.required(party, p) {
 		if !slices.Contains(p.SignedBy, fp) {
 			out = append(out, fp)
-		}
-	}
-	return out
-}
-
-// owing are the hosts of p whose participant has not signed it yet.
-func (h *hosting) owing(party string, p *proposal) []hostingPart {
-	miss := h.missing(party, p)
-	var out []hostingPart
-	for _, host := range p.Hosts {
-		if slices.Contains(miss, namespaceOf(host.ParticipantUID)) {
-			out = append(out, host)
 		}
 	}
 	return out
@@ -100,8 +90,7 @@ func (n *Network) promote(id string, h *hosting) {
 			delete(ns.Parties, id)
 		}
 	}
-	h.Serial, h.Threshold, h.Hosts, h.Tx, h.SignedBy = p.Serial, p.Threshold, p.Hosts, p.Tx, p.SignedBy
-	h.Proposal = nil
+	h.proposal, h.Proposal = *p, nil
 }
 
 // mappingEntry is one party-to-participant mapping as the admin API lists it.
@@ -203,6 +192,6 @@ func migrateHosting(st *state) {
 				p.SignedBy = append(p.SignedBy, namespaceOf(host.ParticipantUID))
 			}
 		}
-		h.Serial, h.Threshold, h.Hosts, h.Pending, h.Proposal = 0, 0, nil, nil, p
+		h.proposal, h.Pending, h.Proposal = proposal{}, nil, p
 	}
 }

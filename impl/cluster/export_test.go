@@ -1,0 +1,26 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
+)
+
+// WriteSecrets writes the secret values given (empty ones are left as they
+// are) into the validator's Secrets, owned by its resource, over any value
+// they held, and makes the resource's spec.secrets reference every one of
+// its Secrets that exists (an operator may have created one by hand). The
+// resource must exist.
+func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domain.ValidatorSecrets) error {
+	return k.PutSecrets(ctx, validator, secrets, domain.SecretDefaults{})
+}
+
+// DefaultSecrets writes each value d gives into its Secret only where the
+// Secret or its key is missing, never over a value (applied without force
+// as an owner of its own: a key another owner set is a conflict, and left
+// as it is), and references the validator's Secrets in spec.secrets. The
+// resource must exist.
+func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
+	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.putSecrets(ctx, validator, domain.ValidatorSecrets{}, d))
+}
