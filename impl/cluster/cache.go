@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -79,6 +81,37 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		o.SyncPeriod = &resync
 	}
 	return o
+}
+
+// ReleaseCache widens o, the options CacheOptions made for namespace, to
+// the objects of every other namespace that carry ValidatorNamespaceLabel
+// (chart mode: each validator's release lives in a namespace of its own,
+// made while the server runs), with the same transforms: still one cache,
+// one informer per kind, whose other-namespace half lists and watches only
+// labelled objects. Without a namespace (every namespace) o already holds
+// them.
+func ReleaseCache(o *ctrlcache.Options, namespace string) error {
+	if namespace == "" {
+		return nil
+	}
+	labelled, err := labels.Parse(ValidatorNamespaceLabel)
+	if err != nil {
+		return err
+	}
+	o.DefaultNamespaces = maps.Clone(o.DefaultNamespaces)
+	o.DefaultNamespaces[ctrlcache.AllNamespaces] = ctrlcache.Config{LabelSelector: labelled}
+	byObject := make(map[client.Object]ctrlcache.ByObject, len(o.ByObject))
+	for obj, by := range o.ByObject {
+		if by.Namespaces != nil {
+			by.Namespaces = maps.Clone(by.Namespaces)
+			all := by.Namespaces[namespace]
+			all.LabelSelector = labelled
+			by.Namespaces[ctrlcache.AllNamespaces] = all
+		}
+		byObject[obj] = by
+	}
+	o.ByObject = byObject
+	return nil
 }
 
 // secretKeys is the transform of Secrets: their keys without values, no
