@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -84,12 +85,13 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 }
 
 // ReleaseCache widens o, the options CacheOptions made for namespace, to
-// the objects of every other namespace that carry ValidatorNamespaceLabel
-// (chart mode: each validator's release lives in a namespace of its own,
-// made while the server runs), with the same transforms: still one cache,
-// one informer per kind, whose other-namespace half lists and watches only
-// labelled objects. Without a namespace (every namespace) o already holds
-// them.
+// the objects of every other namespace that carry ValidatorNamespaceLabel,
+// of the kinds the workload controller applies or reads there (chart mode:
+// each validator's release lives in a namespace of its own, made while the
+// server runs), with the same transforms: still one cache, one informer
+// per kind, whose other-namespace half lists and watches only labelled
+// objects. Every other kind stays in namespace. Without a namespace (every
+// namespace) o already holds them.
 func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if namespace == "" {
 		return nil
@@ -98,20 +100,37 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if err != nil {
 		return err
 	}
-	o.DefaultNamespaces = maps.Clone(o.DefaultNamespaces)
-	o.DefaultNamespaces[ctrlcache.AllNamespaces] = ctrlcache.Config{LabelSelector: labelled}
-	byObject := make(map[client.Object]ctrlcache.ByObject, len(o.ByObject))
-	for obj, by := range o.ByObject {
-		if by.Namespaces != nil {
-			by.Namespaces = maps.Clone(by.Namespaces)
-			all := by.Namespaces[namespace]
-			all.LabelSelector = labelled
-			by.Namespaces[ctrlcache.AllNamespaces] = all
+	byObject := maps.Clone(o.ByObject)
+	if byObject == nil {
+		byObject = map[client.Object]ctrlcache.ByObject{}
+	}
+	for _, kind := range releaseKinds() {
+		key, by := client.Object(kind), ctrlcache.ByObject{}
+		for obj, b := range byObject {
+			if reflect.TypeOf(obj) == reflect.TypeOf(kind) {
+				key, by = obj, b
+			}
 		}
-		byObject[obj] = by
+		here := ctrlcache.Config{}
+		if c, ok := by.Namespaces[namespace]; ok {
+			here = c
+		}
+		elsewhere := here
+		elsewhere.LabelSelector = labelled
+		by.Namespaces = map[string]ctrlcache.Config{namespace: here, ctrlcache.AllNamespaces: elsewhere}
+		byObject[key] = by
 	}
 	o.ByObject = byObject
 	return nil
+}
+
+// releaseKinds are the kinds the workload controller applies, prunes or
+// reads in a release namespace.
+func releaseKinds() []client.Object {
+	return []client.Object{
+		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
+		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
+	}
 }
 
 // secretKeys is the transform of Secrets: their keys without values, no

@@ -410,7 +410,10 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, v *v1alpha1.Validator,
 		return nil
 	}
 	apply := corev1ac.Namespace(name).WithLabels(validatorLabels(v))
-	if err := r.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	// Namespaces are read from the API server (namespace), never from the
+	// cache: a write that waited for the cache would start an informer of
+	// every namespace.
+	if err := r.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership, client.DisableReadYourWritesConsistency); err != nil {
 		return fmt.Errorf("apply namespace %s: %w", name, err)
 	}
 	return nil
@@ -428,7 +431,7 @@ func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error 
 	}
 	if ns != nil && ns.DeletionTimestamp == nil {
 		uid := ns.UID
-		if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &uid}, client.DisableReadYourWritesConsistency); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
 		}
 		log.FromContext(ctx).Info("deleted release namespace", "namespace", ns.Name)
