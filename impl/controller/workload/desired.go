@@ -1,7 +1,10 @@
 // Package workload is the controller that turns each Validator resource into
-// the workloads of a Splice validator, laid out as the splice-participant,
-// splice-validator and splice-postgres Helm charts lay them out, and reports
-// their readiness in the Validator's status.
+// the workloads of a Splice validator, as its Renderer lays them out: the
+// built-in layout (BuiltIn: the splice-participant, splice-validator and
+// splice-postgres Helm charts' layout, kept by hand), or Splice's published
+// charts in chart mode, in a namespace of the validator's own
+// (ReleaseNamespace). It applies them, prunes what a render no longer holds,
+// and reports their readiness in the Validator's status.
 package workload
 
 import (
