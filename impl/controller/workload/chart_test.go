@@ -31,7 +31,7 @@ import (
 // namespace and the labelled objects of every other (cluster.ReleaseCache),
 // as the server does; and creates the Validator (apart from the shared
 // controller) at version. It stops with the test.
-func chartMode(t *testing.T, version string) (*v1alpha1.Validator, *workloadtest.Charts) {
+func chartMode(t *testing.T, version string, before ...func(*v1alpha1.Validator)) (*v1alpha1.Validator, *workloadtest.Charts) {
 	t.Helper()
 	v := create(t, func(v *v1alpha1.Validator) {
 		v.Labels = map[string]string{apart: "true"}
@@ -39,6 +39,9 @@ func chartMode(t *testing.T, version string) (*v1alpha1.Validator, *workloadtest
 		v.Spec.ExternalDatabase = true
 		v.Spec.Config.Cluster.DisabledWallet = ptr.To(true)
 	})
+	for _, b := range before {
+		b(v)
+	}
 	scheme, err := cluster.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -324,5 +327,38 @@ func TestReleaseNamespace(t *testing.T) {
 	a, b := workload.ReleaseNamespace(validator("a-b", "c")), workload.ReleaseNamespace(validator("a", "b-c"))
 	if a == b || !strings.HasPrefix(a, "a-b-c-") || !strings.HasPrefix(b, "a-b-c-") {
 		t.Errorf("a-b/c %q and a/b-c %q", a, b)
+	}
+}
+
+// A validator whose built-in workloads run in its own namespace is not
+// moved into a release namespace when chart mode comes on: nothing is
+// applied, Rendered says why, until they are deleted.
+func TestChartModeDoesNotMoveRunningWorkloads(t *testing.T) {
+	var builtIn *appsv1.Deployment
+	v, _ := chartMode(t, workloadtest.VersionA, func(v *v1alpha1.Validator) {
+		for _, obj := range workload.Desired(v) {
+			if d, ok := obj.(*appsv1.Deployment); ok && d.Labels[workload.ComponentLabel] == workload.Participant {
+				builtIn = d
+			}
+		}
+		if err := apiServer.Create(context.Background(), builtIn); err != nil {
+			t.Fatal(err)
+		}
+	})
+	cur := waitCondition(t, v, v1alpha1.ConditionRendered, workload.ReasonNamespaceMoved, "run in namespace "+v.Namespace)
+	if cur.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("phase %s, want PENDING", cur.Status.Phase)
+	}
+	ctx := context.Background()
+	err := apiServer.Get(ctx, types.NamespacedName{Name: workload.ReleaseNamespace(v)}, &corev1.Namespace{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("release namespace: %v, want none while the built-in workloads run", err)
+	}
+	if err := apiServer.Delete(ctx, builtIn); err != nil {
+		t.Fatal(err)
+	}
+	cur = rendered(t, v, workloadtest.VersionA)
+	if cur.Status.Namespace != workload.ReleaseNamespace(v) {
+		t.Errorf("status namespace %q, want the release namespace", cur.Status.Namespace)
 	}
 }
