@@ -292,7 +292,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		err = r.prepare(ctx, v, l)
 	}
 	if re := (*RenderError)(nil); errors.As(err, &re) {
-		return ctrl.Result{RequeueAfter: r.backoff.When(req)}, r.renderFailed(ctx, v, re)
+		if err := r.renderFailed(ctx, v, re); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.backoff.When(req)}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
