@@ -264,6 +264,9 @@ func TestChartModeUpgrade(t *testing.T) {
 func TestChartModeUnavailableVersion(t *testing.T) {
 	v, _ := chartMode(t, "9.9.9")
 	cur := waitCondition(t, v, v1alpha1.ConditionRendered, workloadtest.ReasonUnavailable, "not found in the registry")
+	if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != workloadtest.ReasonUnavailable {
+		t.Errorf("Ready %+v, want False with the render's reason", c)
+	}
 	if cur.Status.Phase != v1alpha1.PhasePending || cur.Status.Namespace != "" || len(cur.Status.Charts) != 0 {
 		t.Errorf("status %+v, want PENDING, no namespace nor charts", cur.Status)
 	}

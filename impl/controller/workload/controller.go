@@ -456,8 +456,9 @@ func (r *Reconciler) patchFinalizer(ctx context.Context, v *v1alpha1.Validator, 
 }
 
 // renderFailed shows why v could not be rendered: PENDING, and the
-// Rendered condition False with the error's reason and message; logged
-// when that cause is new.
+// Rendered and Ready conditions False with the error's reason and message
+// (Ready: the workloads are not at the current generation; release 1.11's
+// watch events carry its reason); logged when that cause is new.
 func (r *Reconciler) renderFailed(ctx context.Context, v *v1alpha1.Validator, re *RenderError) error {
 	if c := meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionRendered); c == nil ||
 		c.Status != metav1.ConditionFalse || c.Reason != re.Reason || c.Message != re.Message {
@@ -467,6 +468,9 @@ func (r *Reconciler) renderFailed(ctx context.Context, v *v1alpha1.Validator, re
 		st := *v.Status.DeepCopy()
 		st.ObservedGeneration, st.Phase = v.Generation, v1alpha1.PhasePending
 		setRendered(&st, v, metav1.ConditionFalse, re.Reason, re.Message)
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Message, ObservedGeneration: v.Generation,
+		})
 		return st
 	})
 }
