@@ -159,6 +159,7 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 				"idp":      map[string]any{"mode": "keycloak", "keycloak": map[string]any{"url": "https://keycloak.example.test", "clientId": "vm"}},
 				"server":   map[string]any{"pprofListen": "127.0.0.1:6060"},
 				"outbound": map[string]any{"allowedHosts": "*.scan.test", "allowHttp": true},
+				"splice":   map[string]any{"charts": "oci://registry.example.test/helm", "chartValues": "/etc/vm/chart-values.yaml"},
 			},
 		}, []string{"Ingress", "ServiceMonitor"}},
 	}

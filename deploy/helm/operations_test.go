@@ -13,14 +13,19 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
+	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/controller/gateway"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/controller/workload/workloadtest"
 )
 
 // bindDeployRBAC creates deploy/rbac's Roles in ns and its ClusterRoles
@@ -99,19 +104,8 @@ func TestEveryOperationUnderDeployRBAC(t *testing.T) {
 	}
 	eventually := func(what string, f func() error) { t.Helper(); apitest.Eventually(t, 60*time.Second, what, f) }
 
-	// Release 1.11. A create answers 503 until the leader has made the
-	// cluster's password key.
-	eventually("a create", func() error {
-		code, body := call(t, http.MethodPost, f.url, f.token, "/api/validators", apitest.ValidatorPayload("acme"))
-		switch code {
-		case http.StatusCreated:
-			return nil
-		case http.StatusServiceUnavailable:
-			return fmt.Errorf("status %d: %s", code, body)
-		}
-		t.Fatalf("create: status %d: %s", code, body)
-		return nil
-	})
+	// Release 1.11.
+	create(t, f, apitest.ValidatorPayload("acme"))
 	eventually("the leader provisions the validator", func() error {
 		if _, err := validators.Get(ctx, "acme", metav1.GetOptions{}); err != nil {
 			return err
@@ -235,6 +229,75 @@ func TestEveryOperationUnderDeployRBAC(t *testing.T) {
 		return nil
 	})
 
+	if refused := sink.lines(from, "forbidden"); len(refused) > 0 {
+		t.Errorf("the API server refused the servers under deploy/rbac:\n%s", strings.Join(refused, "\n"))
+	}
+}
+
+// Chart mode under deploy/rbac: the leader's workload controller, with a
+// renderer of a made-up release (workloadtest.Charts) in place of Splice's
+// charts, creates the validator's release namespace, applies its objects
+// there, prunes what an upgrade no longer renders and deletes the namespace
+// with the validator, and the API server refuses none of it.
+func TestChartModeUnderDeployRBAC(t *testing.T) {
+	if apiServer == nil {
+		t.Skip(skipNoServer)
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "charts")
+	bindDeployRBAC(t, ns, "vm")
+	kubeconfig, _ := impersonating(t, "system:serviceaccount:"+ns+":vm")
+	sink, _ := logs()
+	from := sink.mark()
+	charts := &workloadtest.Charts{}
+	_, f := startReplicas(t, ns, kubeconfig, nil, app.WithWorkload(func(o *workload.Options) { o.Renderer = charts }))
+	admin := kubernetes.NewForConfigOrDie(apiServer)
+	validators := dynamic.NewForConfigOrDie(apiServer).Resource(cluster.ValidatorResource).Namespace(ns)
+	eventually := func(what string, f func() error) { t.Helper(); apitest.Eventually(t, 60*time.Second, what, f) }
+
+	payload := apitest.ValidatorPayload("acme")
+	payload.ImageTag = workloadtest.VersionA
+	create(t, f, payload)
+	release := ""
+	eventually("the leader applies the release", func() error {
+		v, err := validators.Get(ctx, "acme", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		release, _, _ = unstructured.NestedString(v.Object, "status", "namespace")
+		if release == "" {
+			return fmt.Errorf("no status.namespace yet")
+		}
+		_, err = admin.AppsV1().Deployments(release).Get(ctx, workloadtest.Extra, metav1.GetOptions{})
+		return err
+	})
+	code, body := call(t, http.MethodGet, f.url, f.token, "/api/v1/validators/acme/status", nil)
+	if code != http.StatusOK || !strings.Contains(body, `"namespace":"`+release+`"`) || !strings.Contains(body, workloadtest.Digest(workloadtest.VersionA)) {
+		t.Errorf("status: %d %s, want the release namespace and the chart's digest", code, body)
+	}
+	code, body = call(t, http.MethodPut, f.url, f.token, "/api/validators", map[string]any{"name": "acme", "imageTag": workloadtest.VersionB})
+	if code != http.StatusOK {
+		t.Fatalf("edit: %d %s", code, body)
+	}
+	eventually("the leader prunes what the new version does not render", func() error {
+		if _, err := admin.AppsV1().Deployments(release).Get(ctx, workloadtest.Extra, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Deployment %s: %v", workloadtest.Extra, err)
+		}
+		return nil
+	})
+	if err := f.app.Store.DeleteValidator(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the leader deletes the validator and its release namespace", func() error {
+		if _, err := validators.Get(ctx, "acme", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Validator resource: %v", err)
+		}
+		n, err := admin.CoreV1().Namespaces().Get(ctx, release, metav1.GetOptions{})
+		if err == nil && n.DeletionTimestamp == nil {
+			return fmt.Errorf("namespace %s not being deleted", release)
+		}
+		return client.IgnoreNotFound(err)
+	})
 	if refused := sink.lines(from, "forbidden"); len(refused) > 0 {
 		t.Errorf("the API server refused the servers under deploy/rbac:\n%s", strings.Join(refused, "\n"))
 	}

@@ -51,11 +51,14 @@ func grants(rules []rbacv1.PolicyRule) sets.Set[string] {
 	return out
 }
 
-// chartRoles is what the chart's rbac.yaml grants: in the namespace, and
-// cluster-wide.
-func chartRoles(t *testing.T) (namespaced, clusterWide sets.Set[string]) {
+// chartModeValues turn chart mode on (config.splice.charts).
+var chartModeValues = map[string]any{"config": map[string]any{"splice": map[string]any{"charts": "oci://registry.example.test/helm"}}}
+
+// chartRoles is what the chart's rbac.yaml grants with values: in the
+// namespace, and cluster-wide.
+func chartRoles(t *testing.T, values map[string]any) (namespaced, clusterWide sets.Set[string]) {
 	t.Helper()
-	out, err := render(t, nil)
+	out, err := render(t, values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,8 @@ func TestChartRoleMatchesDeployRBAC(t *testing.T) {
 			clusterWide = clusterWide.Union(grants(r.Rules))
 		}
 	}
-	chartNS, chartCluster := chartRoles(t)
+	// Chart mode: every part of the server runs.
+	chartNS, chartCluster := chartRoles(t, chartModeValues)
 	for _, d := range []struct {
 		scope       string
 		chart, want sets.Set[string]
@@ -124,6 +128,31 @@ func TestChartRoleMatchesDeployRBAC(t *testing.T) {
 		}
 		if missing := sets.List(d.want.Difference(d.chart)); len(missing) > 0 {
 			t.Errorf("the chart's %s lacks what deploy/rbac grants: %v", d.scope, missing)
+		}
+	}
+}
+
+// Without chart mode the chart grants nothing in other namespaces but the
+// storage classes' reads: chart-mode.yaml's ClusterRole only with
+// config.splice.charts.
+func TestChartGrantsReleasesInChartModeOnly(t *testing.T) {
+	var releases sets.Set[string]
+	for _, r := range deployRBAC(t) {
+		if r.Name == "validator-manager-releases" {
+			releases = grants(r.Rules)
+		}
+	}
+	if releases.Len() == 0 {
+		t.Fatal("deploy/rbac/chart-mode.yaml: no ClusterRole validator-manager-releases")
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   bool
+	}{{"built-in layout", nil, false}, {"chart mode", chartModeValues, true}} {
+		_, clusterWide := chartRoles(t, tc.values)
+		if got := clusterWide.IsSuperset(releases); got != tc.want {
+			t.Errorf("%s: the chart's ClusterRoles %v, chart mode's granted %v, want %v", tc.name, sets.List(clusterWide), got, tc.want)
 		}
 	}
 }
@@ -213,9 +242,10 @@ type replica struct {
 }
 
 // startReplicas runs two servers (cluster.mode=kubeconfig through
-// kubeconfig, one database, edit changing their configuration) in ns until
-// the test ends, and returns them once one leads.
-func startReplicas(t *testing.T, ns, kubeconfig string, edit ...func(*config.Config)) (leader, follower replica) {
+// kubeconfig, one database, edit changing their configuration unless nil,
+// opts their wiring) in ns until the test ends, and returns them once one
+// leads.
+func startReplicas(t *testing.T, ns, kubeconfig string, edit func(*config.Config), opts ...app.Option) (leader, follower replica) {
 	t.Helper()
 	ctx := context.Background()
 	_, handler := logs()
@@ -232,13 +262,14 @@ func startReplicas(t *testing.T, ns, kubeconfig string, edit ...func(*config.Con
 		cfg.LeaderElectionLeaseDuration = 3 * time.Second
 		cfg.LeaderElectionRenewDeadline = 2 * time.Second
 		cfg.LeaderElectionRetryPeriod = 250 * time.Millisecond
-		for _, e := range edit {
-			e(&cfg)
+		if edit != nil {
+			edit(&cfg)
 		}
 		log := slog.New(handler).With("replica", name)
 		// Two Managers in one process register controllers of the same names.
 		skip := true
-		srv, err := app.Open(ctx, cfg, log, "test", app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+		opts := append([]app.Option{app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip })}, opts...)
+		srv, err := app.Open(ctx, cfg, log, "test", opts...)
 		if err != nil {
 			t.Fatalf("%s: open: %v", name, err)
 		}
@@ -340,22 +371,10 @@ func TestServerRunsUnderChartRole(t *testing.T) {
 	mayExec(t, sa, user, ns)
 	sink, _ := logs()
 	from := sink.mark()
-	_, f := startReplicas(t, ns, kubeconfig)
+	_, f := startReplicas(t, ns, kubeconfig, nil)
 	follower, followerToken := f.url, f.token
 
-	// Until the new leader has made the cluster's password key, a create
-	// answers 503 (documented: try again shortly); nothing else but 201.
-	apitest.Eventually(t, 30*time.Second, "a create through the follower", func() error {
-		code, body := post(t, follower, followerToken, "/api/validators", apitest.ValidatorPayload("acme"))
-		switch code {
-		case http.StatusCreated:
-			return nil
-		case http.StatusServiceUnavailable:
-			return fmt.Errorf("status %d: %s", code, body)
-		}
-		t.Fatalf("create through the follower: status %d: %s", code, body)
-		return nil
-	})
+	create(t, f, apitest.ValidatorPayload("acme"))
 	dyn := dynamic.NewForConfigOrDie(apiServer)
 	admin := kubernetes.NewForConfigOrDie(apiServer)
 	validators := dyn.Resource(cluster.ValidatorResource).Namespace(ns)
@@ -408,6 +427,24 @@ func field(obj map[string]any, path ...string) string {
 	}
 	s, _ := v.(string)
 	return s
+}
+
+// create sends a release 1.11 create of payload to r until it answers 201:
+// until the leader has made the cluster's password key, a create answers
+// 503 (documented: try again shortly); nothing else but 201.
+func create(t *testing.T, r replica, payload any) {
+	t.Helper()
+	apitest.Eventually(t, 60*time.Second, "a create through "+r.url, func() error {
+		code, body := post(t, r.url, r.token, "/api/validators", payload)
+		switch code {
+		case http.StatusCreated:
+			return nil
+		case http.StatusServiceUnavailable:
+			return fmt.Errorf("status %d: %s", code, body)
+		}
+		t.Fatalf("create through %s: status %d: %s", r.url, code, body)
+		return nil
+	})
 }
 
 func post(t *testing.T, base, token, path string, body any) (int, string) {

@@ -3768,7 +3768,7 @@ type GetValidatorStatusResponseObject interface {
 	VisitGetValidatorStatusResponse(w http.ResponseWriter) error
 }
 
-type GetValidatorStatus200JSONResponse ResourceStatus
+type GetValidatorStatus200JSONResponse ValidatorResourceStatus
 
 func (response GetValidatorStatus200JSONResponse) VisitGetValidatorStatusResponse(w http.ResponseWriter) error {
 

@@ -343,6 +343,27 @@ type BuildInfo struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// ChartRef One chart a validator's workloads were rendered from.
+type ChartRef struct {
+	// Digest Digest of the chart's manifest in the registry.
+	//
+	// Example: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+	Digest string `json:"digest"`
+
+	// Name Example: splice-validator
+	Name string `json:"name"`
+
+	// Reference The chart's OCI reference, without its version.
+	//
+	// Example: oci://ghcr.io/digital-asset/decentralized-canton-sync/helm/splice-validator
+	Reference string `json:"reference"`
+
+	// Version The chart's version, the validator's `imageTag`.
+	//
+	// Example: 0.7.3
+	Version string `json:"version"`
+}
+
 // ComponentHealth defines model for ComponentHealth.
 type ComponentHealth struct {
 	Status HealthStatus `json:"status"`
@@ -943,8 +964,20 @@ type ValidatorResource struct {
 	Metadata *ObjectMeta             `json:"metadata,omitempty"`
 	Spec     *map[string]interface{} `json:"spec,omitempty"`
 
-	// Status The `status` of a custom resource, as stored; its fields are those of the custom resource definition.
-	Status               *ResourceStatus        `json:"status,omitempty"`
+	// Status The `status` of a Validator resource, as stored; its fields are those of the custom resource definition (`getValidatorStatus` describes its conditions). Among them, where the validator's workloads live and, in chart mode, which charts they were rendered from.
+	Status               *ValidatorResourceStatus `json:"status,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// ValidatorResourceStatus The `status` of a Validator resource, as stored; its fields are those of the custom resource definition (`getValidatorStatus` describes its conditions). Among them, where the validator's workloads live and, in chart mode, which charts they were rendered from.
+type ValidatorResourceStatus struct {
+	// Charts The charts the workloads were last rendered from (chart mode only).
+	Charts *[]ChartRef `json:"charts,omitempty"`
+
+	// Namespace Namespace of the validator's workloads: the Validator's own for the built-in layout; in chart mode one of the validator's own, `<namespace>-<name>` of the Validator (cut to fit) and 12 hex digits of a digest of both.
+	//
+	// Example: validators-acme-3f9c2a7b1d04
+	Namespace            *string                `json:"namespace,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -3202,6 +3235,89 @@ func (a ValidatorResource) MarshalJSON() ([]byte, error) {
 		object["status"], err = json.Marshal(a.Status)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ValidatorResourceStatus. Returns the specified
+// element and whether it was found
+func (a ValidatorResourceStatus) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ValidatorResourceStatus
+func (a *ValidatorResourceStatus) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ValidatorResourceStatus to handle AdditionalProperties
+func (a *ValidatorResourceStatus) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["charts"]; found {
+		err = json.Unmarshal(raw, &a.Charts)
+		if err != nil {
+			return fmt.Errorf("error reading 'charts': %w", err)
+		}
+		delete(object, "charts")
+	}
+
+	if raw, found := object["namespace"]; found {
+		err = json.Unmarshal(raw, &a.Namespace)
+		if err != nil {
+			return fmt.Errorf("error reading 'namespace': %w", err)
+		}
+		delete(object, "namespace")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ValidatorResourceStatus to handle AdditionalProperties
+func (a ValidatorResourceStatus) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Charts != nil {
+		object["charts"], err = json.Marshal(a.Charts)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'charts': %w", err)
+		}
+	}
+
+	if a.Namespace != nil {
+		object["namespace"], err = json.Marshal(a.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'namespace': %w", err)
 		}
 	}
 

@@ -39,6 +39,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/embedded/nodesim"
 
 	"github.com/validator-manager/validator-manager/impl/auth"
+	"github.com/validator-manager/validator-manager/impl/charts"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/controller/gateway"
@@ -128,6 +129,10 @@ type App struct {
 	// so the stores that keep their data must exist.
 	installation string
 	expected     bool
+	// workload are the workload controller's options (openWorkload).
+	workload workload.Options
+	// charts is the chart renderer in chart mode (splice.charts), else nil.
+	charts *charts.Renderer
 }
 
 // Wiring is what options may change before the parts are assembled.
@@ -144,6 +149,10 @@ type Wiring struct {
 	// Manager is the controller-runtime Manager's options (tests running
 	// two replicas in one process skip its controller-name check).
 	Manager *manager.Options
+	// Workload is the workload controller's options: its Renderer is the
+	// chart renderer in chart mode (splice.charts, chartRenderer); tests
+	// give one of their own.
+	Workload *workload.Options
 }
 
 // Option adjusts the wiring (tests replace a part with a failing one).
@@ -186,6 +195,17 @@ func WithManager(f func(*manager.Options)) Option {
 	}
 }
 
+// WithWorkload edits the workload controller's options before Open builds
+// the Manager's cache (which sees the release namespaces when the
+// controller has a Renderer).
+func WithWorkload(f func(*workload.Options)) Option {
+	return func(w Wiring) {
+		if w.Workload != nil {
+			f(w.Workload)
+		}
+	}
+}
+
 // WithControlPlane makes the embedded default use the running control
 // plane of rc rather than start its own in the data directory: a test
 // process shares one among its servers, each in a namespace of its own
@@ -211,6 +231,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		}
 	}()
 
+	// First: a chart mode this build cannot run fails before anything starts.
+	if err := a.openWorkload(); err != nil {
+		return nil, err
+	}
 	var err error
 	driver, dsn := cfg.DatabaseDriver(), cfg.DatabaseDSN
 	if driver == "sqlite" {
@@ -254,6 +278,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	}
 
 	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log, Namespace: cfg.Namespace, Workers: intentWorkers}
+	if a.charts != nil {
+		io.ChartNamespace = workload.ReleaseNamespace
+	}
 	for _, opt := range opts {
 		opt(Wiring{Intent: &io})
 	}
@@ -283,6 +310,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		ParticipantAddresses: a.outboundPolicy(),
 		Dial:                 a.outboundPolicy().DialContext,
 		ObserveProbe:         a.Telemetry.ObserveProbe,
+	}
+	if a.charts != nil {
+		mo.Charts = charts.Checker{Renderer: a.charts, Resource: a.Cluster.ValidatorResource}
 	}
 	for _, opt := range opts {
 		opt(Wiring{Management: &mo})
@@ -509,6 +539,12 @@ func (a *App) openManager() error {
 		// process exit) without a graceful shutdown: controller-runtime's
 		// rule, kept (docs/decisions.md).
 		mo.LeaderElectionReleaseOnCancel = cfg.LeaderElectionReleaseOnCancel
+	}
+	if a.workload.Renderer != nil {
+		// Each validator's objects in a namespace of its own.
+		if err := cluster.ReleaseCache(&mo.Cache, a.Config.Namespace); err != nil {
+			return err
+		}
 	}
 	for _, opt := range a.opts {
 		opt(Wiring{Manager: &mo})
@@ -742,7 +778,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	// needs to be ready for: at 1,000 validators they are most of the
 	// API server's and the server's work then.
 	held := heldBack{Manager: mgr, until: a.Intent.InStep(), most: workloadHold}
-	if err := workload.New(workload.Options{MaxConcurrentReconciles: workloadWorkers}).SetupWithManager(held); err != nil {
+	if err := workload.New(a.workload).SetupWithManager(held); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
 	}
 	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -79,6 +82,55 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		o.SyncPeriod = &resync
 	}
 	return o
+}
+
+// ReleaseCache widens o, the options CacheOptions made for namespace, to
+// the objects of every other namespace that carry ValidatorNamespaceLabel,
+// of the kinds the workload controller applies or reads there (chart mode:
+// each validator's release lives in a namespace of its own, made while the
+// server runs), with the same transforms: still one cache, one informer
+// per kind, whose other-namespace half lists and watches only labelled
+// objects. Every other kind stays in namespace. Without a namespace (every
+// namespace) o already holds them.
+func ReleaseCache(o *ctrlcache.Options, namespace string) error {
+	if namespace == "" {
+		return nil
+	}
+	labelled, err := labels.Parse(ValidatorNamespaceLabel)
+	if err != nil {
+		return err
+	}
+	byObject := maps.Clone(o.ByObject)
+	if byObject == nil {
+		byObject = map[client.Object]ctrlcache.ByObject{}
+	}
+	for _, kind := range releaseKinds() {
+		key, by := client.Object(kind), ctrlcache.ByObject{}
+		for obj, b := range byObject {
+			if reflect.TypeOf(obj) == reflect.TypeOf(kind) {
+				key, by = obj, b
+			}
+		}
+		here := ctrlcache.Config{}
+		if c, ok := by.Namespaces[namespace]; ok {
+			here = c
+		}
+		elsewhere := here
+		elsewhere.LabelSelector = labelled
+		by.Namespaces = map[string]ctrlcache.Config{namespace: here, ctrlcache.AllNamespaces: elsewhere}
+		byObject[key] = by
+	}
+	o.ByObject = byObject
+	return nil
+}
+
+// releaseKinds are the kinds the workload controller applies, prunes or
+// reads in a release namespace.
+func releaseKinds() []client.Object {
+	return []client.Object{
+		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
+		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
+	}
 }
 
 // secretKeys is the transform of Secrets: their keys without values, no

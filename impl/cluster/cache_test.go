@@ -2,11 +2,13 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -77,5 +79,44 @@ func TestCacheTrims(t *testing.T) {
 	read("mu", v)
 	if v.Spec.Config.ImageTag != "0.4.1" {
 		t.Fatalf("cached Validator: got %#v", v)
+	}
+}
+
+// TestReleaseCache: chart mode's cache sees, outside the namespace, the
+// labelled objects of the kinds the workload controller keeps in release
+// namespaces, with the namespace's transforms; every other kind stays in the
+// namespace.
+func TestReleaseCache(t *testing.T) {
+	o := cluster.CacheOptions("vm", 0)
+	if err := cluster.ReleaseCache(&o, "vm"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.DefaultNamespaces[ctrlcache.AllNamespaces]; ok || len(o.DefaultNamespaces) != 1 {
+		t.Errorf("default namespaces %v, want vm only", o.DefaultNamespaces)
+	}
+	byType := map[string]ctrlcache.ByObject{}
+	for obj, by := range o.ByObject {
+		byType[fmt.Sprintf("%T", obj)] = by
+	}
+	for _, kind := range []string{"*v1.Deployment", "*v1.StatefulSet", "*v1.Service", "*v1.PersistentVolumeClaim", "*v1.Pod", "*v1.Secret", "*v1.ConfigMap"} {
+		by, ok := byType[kind]
+		if !ok {
+			t.Errorf("%s: not widened", kind)
+			continue
+		}
+		here, elsewhere := by.Namespaces["vm"], by.Namespaces[ctrlcache.AllNamespaces]
+		if len(by.Namespaces) != 2 || here.LabelSelector != nil || elsewhere.LabelSelector == nil ||
+			elsewhere.LabelSelector.String() != cluster.ValidatorNamespaceLabel {
+			t.Errorf("%s: namespaces %+v, want vm and the labelled objects of every other", kind, by.Namespaces)
+		}
+		if (here.Transform == nil) != (elsewhere.Transform == nil) {
+			t.Errorf("%s: transforms differ inside and outside the namespace", kind)
+		}
+	}
+	if by := byType["*v1.Secret"].Namespaces[ctrlcache.AllNamespaces]; by.Transform == nil {
+		t.Error("Secrets of release namespaces keep their values")
+	}
+	if _, ok := byType["*v1alpha1.Validator"]; ok {
+		t.Error("Validators widened")
 	}
 }

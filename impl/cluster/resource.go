@@ -27,10 +27,16 @@ var ValidatorResource = schema.GroupVersionResource{Group: Group, Version: Versi
 
 // Labels on every object the gateway writes.
 const (
-	ManagedByLabel  = "app.kubernetes.io/managed-by"
-	ManagedBy       = "validator-manager"
-	ValidatorLabel  = "validator-manager.io/validator"
-	managedSelector = ManagedByLabel + "=" + ManagedBy
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "validator-manager"
+	ValidatorLabel = "validator-manager.io/validator"
+	// ValidatorNamespaceLabel names the namespace of the Validator an
+	// object belongs to, on the objects the workload controller applies:
+	// in chart mode they live in a namespace of their own
+	// (workload.ReleaseNamespace), where the Manager's cache sees only
+	// objects that carry it (ReleaseCache).
+	ValidatorNamespaceLabel = "validator-manager.io/validator-namespace"
+	managedSelector         = ManagedByLabel + "=" + ManagedBy
 	// InstallationLabel on a Validator resource names the server
 	// installation (its database) that manages it: the reconciler removes
 	// only its own resources that lack a record, never those of another

@@ -130,6 +130,14 @@ type Config struct {
 	LeaderElectionRetryPeriod     time.Duration
 	LeaderElectionReleaseOnCancel bool
 
+	// SpliceCharts is chart mode's OCI repository prefix of Splice's charts
+	// (oci://host/path): a validator is then splice-participant and
+	// splice-validator from there at its imageTag; empty: the built-in
+	// layout. SpliceChartValues is a YAML file of the charts' values the
+	// API does not model.
+	SpliceCharts      string
+	SpliceChartValues string
+
 	// StartAfresh names the data directory's stores (AfreshStores) that
 	// the operator lets start empty when start-up refuses them: their
 	// file is set aside, or the cluster's installation record rewritten.
@@ -259,6 +267,8 @@ func (c *Config) settings() []setting {
 		{"upstream.adminTls", "dial the participants' admin APIs (gRPC) over TLS; plaintext otherwise", &c.UpstreamAdminTLS, false},
 		{"upstream.adminCaFile", "PEM file of the certificate authorities that sign the admin APIs' certificates (with upstream.adminTls); empty = the system's", &c.UpstreamAdminCAFile, false},
 		{"startAfresh", "stores of dataDir that may start empty when start-up refuses them as missing, damaged or another installation's (comma-separated: idp, sandbox, cluster); their files are set aside, not deleted", &c.StartAfresh, false},
+		{"splice.charts", "chart mode: the OCI repository prefix of Splice's Helm charts (oci://ghcr.io/digital-asset/decentralized-canton-sync/helm); a validator is then its splice-participant and splice-validator charts at the version of its imageTag, pulled, verified by digest, cached in dataDir and rendered by the server, in a namespace of its own; a registry on a loopback address is spoken to over plain HTTP; empty = the built-in layout", &c.SpliceCharts, false},
+		{"splice.chartValues", "chart mode: a YAML file of Helm values for Splice's charts that the API does not model (a key per chart: splice-participant, splice-validator); a Validator's spec.chartValues override them, the values derived from the API override both where deploy/README.md says", &c.SpliceChartValues, false},
 		{"upstream.tokenUrl", "OAuth2 token endpoint for the validators' ledger API clients (client-credentials grant) when a validator names no oidcAuthorityUrl; ignored on the embedded default, whose sandbox network has its own", &c.UpstreamTokenURL, false},
 	}
 }
@@ -505,6 +515,25 @@ func set(s setting, v string) error {
 	return nil
 }
 
+// checkCharts checks chart mode's settings: an oci:// prefix naming a
+// host, and values only with it.
+func checkCharts(prefix, values string) error {
+	if prefix == "" {
+		if values != "" {
+			return fmt.Errorf("splice.chartValues: set without splice.charts (chart mode is off)")
+		}
+		return nil
+	}
+	host, _, _ := strings.Cut(strings.TrimPrefix(prefix, "oci://"), "/")
+	if !strings.HasPrefix(prefix, "oci://") || host == "" {
+		return fmt.Errorf("splice.charts: %q is not an OCI repository prefix (oci://host/path)", prefix)
+	}
+	return nil
+}
+
+// ChartMode tells whether validators are Splice's charts (splice.charts).
+func (c Config) ChartMode() bool { return c.SpliceCharts != "" }
+
 // EmbeddedDefault tells whether the cluster is the one the server runs
 // itself, whose validators' nodes are the sandbox network's.
 func (c Config) EmbeddedDefault() bool {
@@ -556,6 +585,9 @@ func (c *Config) validate() error {
 		if c.LeaderElectionRetryPeriod <= 0 || c.LeaderElectionRenewDeadline <= c.LeaderElectionRetryPeriod || c.LeaderElectionLeaseDuration <= c.LeaderElectionRenewDeadline {
 			return fmt.Errorf("leaderElection: need 0 < retryPeriod (%s) < renewDeadline (%s) < leaseDuration (%s)", c.LeaderElectionRetryPeriod, c.LeaderElectionRenewDeadline, c.LeaderElectionLeaseDuration)
 		}
+	}
+	if err := checkCharts(c.SpliceCharts, c.SpliceChartValues); err != nil {
+		return err
 	}
 	if c.PprofListen != "" && !Loopback(c.PprofListen) {
 		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)

@@ -20,6 +20,8 @@ func TestNames(t *testing.T) {
 		{"startAfresh", "start-afresh", "VM_START_AFRESH"},
 		{"api.namespace", "api.namespace", "VM_API_NAMESPACE"},
 		{"idp.keycloak.clientSecret", "idp.keycloak.client-secret", "VM_IDP_KEYCLOAK_CLIENT_SECRET"},
+		{"splice.charts", "splice.charts", "VM_SPLICE_CHARTS"},
+		{"splice.chartValues", "splice.chart-values", "VM_SPLICE_CHART_VALUES"},
 	}
 	for _, tc := range cases {
 		if got := config.FlagName(tc.key); got != tc.flag {
@@ -115,6 +117,9 @@ func TestRejects(t *testing.T) {
 		{"node cpu not a quantity", map[string]string{"VM_CLUSTER_NODE_CPU": "many"}, `cluster.node.cpu: "many" is not a positive quantity`},
 		{"node memory zero", map[string]string{"VM_CLUSTER_NODE_MEMORY": "0"}, `cluster.node.memory: "0" is not a positive quantity`},
 		{"node pods zero", map[string]string{"VM_CLUSTER_NODE_PODS": "0"}, `cluster.node.pods: must be positive`},
+		{"charts not oci", map[string]string{"VM_SPLICE_CHARTS": "https://ghcr.io/helm"}, `splice.charts: "https://ghcr.io/helm" is not an OCI repository prefix`},
+		{"charts without host", map[string]string{"VM_SPLICE_CHARTS": "oci:///helm"}, `splice.charts: "oci:///helm" is not an OCI repository prefix`},
+		{"chart values without charts", map[string]string{"VM_SPLICE_CHART_VALUES": "values.yaml"}, `splice.chartValues: set without splice.charts`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,6 +128,25 @@ func TestRejects(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestChartMode: splice.charts turns chart mode on.
+func TestChartMode(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{"VM_SPLICE_CHARTS": "oci://127.0.0.1:5000/helm", "VM_SPLICE_CHART_VALUES": "v.yaml"}, true},
+	} {
+		c, err := config.Load(nil, func(k string) string { return tc.env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ChartMode() != tc.want || c.SpliceCharts != tc.env["VM_SPLICE_CHARTS"] || c.SpliceChartValues != tc.env["VM_SPLICE_CHART_VALUES"] {
+			t.Errorf("%v: chart mode %v (%q, %q)", tc.env, c.ChartMode(), c.SpliceCharts, c.SpliceChartValues)
+		}
 	}
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
@@ -156,6 +158,31 @@ func TestValidatorReads(t *testing.T) {
 			t.Fatalf("status %s: got %v %d %s, want %s", tc.phase, err, st.StatusCode(), st.Body, tc.want)
 		}
 	}
+
+	// Chart mode's status: the release namespace and the charts, read as
+	// stored (the client checks the answers against the contract).
+	charts := map[string]any{"name": "splice-validator", "reference": "oci://registry.example.test/helm/splice-validator",
+		"version": "0.7.3", "digest": "sha256:" + strings.Repeat("ab", 32)}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := s.Kube.Validators().Get(ctx, "acme", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		u.Object["status"] = map[string]any{"phase": "PENDING", "namespace": "validators-acme-0123456789ab", "charts": []any{charts}}
+		_, err = s.Kube.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"phase":"PENDING","namespace":"validators-acme-0123456789ab","charts":[{"name":"splice-validator","reference":"oci://registry.example.test/helm/splice-validator","version":"0.7.3","digest":"sha256:` + strings.Repeat("ab", 32) + `"}]}`
+	apitest.Eventually(t, 10*time.Second, "chart mode's status", func() error {
+		st, err := s.Platform.GetValidatorStatusWithResponse(ctx, "acme")
+		if err != nil || st.StatusCode() != http.StatusOK || string(st.Body) != want {
+			return fmt.Errorf("got %v %d %s, want %s", err, st.StatusCode(), st.Body, want)
+		}
+		return nil
+	})
 
 	// Deleted by another tool: gone from 2.0 too.
 	if err := s.Kube.Validators().Delete(ctx, "zeta", metav1.DeleteOptions{}); err != nil {

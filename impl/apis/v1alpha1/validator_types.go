@@ -34,6 +34,13 @@ const (
 	// DatabasePasswordMissing); True (reason Provisioned) once a failure
 	// it showed is over; absent on a validator that never failed.
 	ConditionProvisioned = "Provisioned"
+	// ConditionRendered: the workload controller rendered the validator's
+	// desired objects (the built-in layout, or Splice's charts in chart
+	// mode). False while rendering fails (reason ChartUnavailable and the
+	// chart renderer's others, or NamespaceMoved): nothing of that render
+	// is applied, the running objects stay and the phase is PENDING; True
+	// (reason Rendered) once a render succeeds.
+	ConditionRendered = "Rendered"
 )
 
 // Validator is a validator managed by validator-manager. metadata.name is
@@ -196,8 +203,8 @@ type ValidatorStatus struct {
 	DatabaseReady bool `json:"databaseReady,omitempty"`
 	// ObservedGeneration is the metadata.generation this status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready
-	// (the workload controller's); Provisioned (the intent controller's):
+	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready,
+	// Rendered (the workload controller's); Provisioned (the intent controller's):
 	// False while provisioning fails, with reason WalletUserConflict,
 	// ClientConflict, IdentityProviderUnavailable, SecretsUnsealable or
 	// DatabasePasswordMissing, True (reason Provisioned) once a failure it

@@ -83,7 +83,7 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if len(stale) == 0 {
 		return nil
 	}
-	labels := map[string]string{workload.ManagedByLabel: workload.ManagedBy, workload.ValidatorLabel: v.Name}
+	labels := workload.ValidatorLabels(v)
 	if err := c.kube.Apply(ctx, corev1ac.Namespace(ns).WithLabels(labels), client.FieldOwner(chartSecretsOwner)); err != nil {
 		return fmt.Errorf("apply the release's namespace %s: %w", ns, err)
 	}

@@ -35,9 +35,9 @@ func loadChartFacts(t *testing.T) splicefacts.ChartFacts {
 	return f
 }
 
-// rendered is a ChartSecret as text per key: the value, or
+// secretValues is a ChartSecret as text per key: the value, or
 // secret:<name>/<key> for a copied one.
-func rendered(s workload.ChartSecret) map[string]string {
+func secretValues(s workload.ChartSecret) map[string]string {
 	out := map[string]string{}
 	for _, k := range s.Keys {
 		out[k.Key] = k.Value
@@ -105,7 +105,7 @@ func TestChartSecrets(t *testing.T) {
 				if _, dup := got[s.Name]; dup {
 					t.Fatalf("Secret %s derived twice", s.Name)
 				}
-				got[s.Name] = rendered(s)
+				got[s.Name] = secretValues(s)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("chart Secrets:\n got %v\nwant %v", got, tc.want)
@@ -152,7 +152,7 @@ func TestChartSecretsAgainstFacts(t *testing.T) {
 			}
 			got := map[string]map[string]string{}
 			for _, s := range workload.ChartSecrets(v) {
-				got[s.Name] = rendered(s)
+				got[s.Name] = secretValues(s)
 			}
 			for _, fs := range f.Secrets {
 				read, ok := when[fs.When]

@@ -1,24 +1,32 @@
 package workload
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -40,24 +48,48 @@ type Options struct {
 	// reconciled at once; one validator is never reconciled by two at
 	// once). 0 means 1.
 	MaxConcurrentReconciles int
+	// Renderer lays out each Validator's objects; nil is the built-in
+	// layout (BuiltIn). The chart renderer puts them in a namespace of the
+	// validator's own (ReleaseNamespace): the Manager's cache must then see
+	// the labelled objects of other namespaces (cluster.ReleaseCache).
+	Renderer Renderer
+	// RenderBackoff is the first wait before a failed render
+	// (*RenderError) is tried again; it doubles with every failure of the
+	// same validator up to MaxRenderBackoff. 0 means 1s and 5m.
+	RenderBackoff, MaxRenderBackoff time.Duration
 }
 
-// Reconciler keeps each Validator's workloads as Desired says and writes
-// its status from them.
+// Reconciler keeps each Validator's workloads as its Renderer says and
+// writes its status from them.
 type Reconciler struct {
 	// client reads from the Manager's cache, each read after the cache
 	// has seen the controller's own writes before it (read-your-writes),
 	// so that a reconcile never applies again what the last one applied.
 	client client.Client
 	// fresh reads the Validator from the API server before its status is
-	// written.
-	fresh   client.Reader
-	options Options
+	// written, and the release namespaces (which the cache does not hold).
+	fresh    client.Reader
+	options  Options
+	renderer Renderer
+	// backoff spaces the renders of a validator whose render fails.
+	backoff workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 // New is a Reconciler; SetupWithManager gives it the Manager's cache.
 func New(opts Options) *Reconciler {
-	return &Reconciler{options: opts}
+	r := &Reconciler{options: opts, renderer: opts.Renderer}
+	if r.renderer == nil {
+		r.renderer = BuiltIn{}
+	}
+	first, most := opts.RenderBackoff, opts.MaxRenderBackoff
+	if first <= 0 {
+		first = time.Second
+	}
+	if most <= 0 {
+		most = 5 * time.Minute
+	}
+	r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](first, most)
+	return r
 }
 
 // refsField is the index of the Validators by the Secrets and ConfigMaps
@@ -65,12 +97,15 @@ func New(opts Options) *Reconciler {
 const refsField = "workload.validator-manager.io/pod-refs"
 
 // SetupWithManager registers the controller with mgr: it reconciles a
-// Validator when it changes (its generation or its status), when one of the workloads it
-// controls changes or is deleted, so that hand edits and deletions are
-// corrected, and when one of its Pods or a Secret or ConfigMap its pod
-// templates read changes, so that its status says why a pod cannot start.
-// The scheme of mgr must hold v1alpha1 (v1alpha1.AddToScheme) and the apps
-// and core groups.
+// Validator when it changes (its generation or its status), when one of the
+// objects it applied changes or is deleted, so that hand edits and
+// deletions are corrected, and when one of its Pods or a Secret or
+// ConfigMap its pod templates read changes, so that its status says why a
+// pod cannot start. Objects map to their Validator by their labels
+// (ValidatorLabel, ValidatorNamespaceLabel): in chart mode they live in
+// another namespace than the Validator, which an owner reference cannot
+// name. The scheme of mgr must hold v1alpha1 (v1alpha1.AddToScheme) and
+// the apps and core groups.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
 	r.client, err = client.New(mgr.GetConfig(), client.Options{
@@ -81,9 +116,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.fresh = mgr.GetAPIReader()
+	_, builtIn := r.renderer.(BuiltIn)
 	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refsField, func(o client.Object) []string {
 		v, ok := o.(*v1alpha1.Validator)
-		if !ok {
+		if !ok || !builtIn {
+			// A chart's Secrets are labelled with their validator (labelled).
 			return nil
 		}
 		var out []string
@@ -98,17 +135,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	byLabel := handler.EnqueueRequestsFromMapFunc(labelled)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus).
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
+		Watches(&appsv1.Deployment{}, byLabel).
+		Watches(&appsv1.StatefulSet{}, byLabel).
+		Watches(&corev1.Service{}, byLabel).
+		Watches(&corev1.PersistentVolumeClaim{}, byLabel).
 		// A Pod queues the Validator it belongs to when it comes or goes,
 		// or when why it cannot start changes.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podValidator), builder.WithPredicates(podChanged)).
+		Watches(&corev1.Pod{}, byLabel, builder.WithPredicates(podChanged)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
@@ -124,13 +162,25 @@ var statusChanged = predicate.Funcs{
 	},
 }
 
-// podValidator is the Validator a Pod belongs to (its ValidatorLabel).
-func podValidator(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[ValidatorLabel]
-	if name == "" {
+// labelled is the Validator an object belongs to: the one its
+// ValidatorLabel names, in the namespace its ValidatorNamespaceLabel
+// names, else in its own (the built-in layout's objects, and those applied
+// before the label was).
+func labelled(_ context.Context, o client.Object) []reconcile.Request {
+	key, ok := validatorOf(o)
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+func validatorOf(o client.Object) (types.NamespacedName, bool) {
+	l := o.GetLabels()
+	key := types.NamespacedName{Namespace: l[ValidatorNamespaceLabel], Name: l[ValidatorLabel]}
+	if key.Namespace == "" {
+		key.Namespace = o.GetNamespace()
+	}
+	return key, key.Name != ""
 }
 
 // podChanged passes a Pod's update when it moved to another validator or
@@ -159,9 +209,14 @@ func refKey(kind podrefs.Kind, name string) string {
 	return string(kind) + "/" + name
 }
 
-// readers maps a Secret or ConfigMap to the Validators whose pods read it.
+// readers maps a Secret or ConfigMap to the Validators whose pods read it:
+// in a release namespace the one it is labelled with, else those whose
+// built-in layout reads it.
 func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetLabels()[ValidatorNamespaceLabel] != "" {
+			return labelled(ctx, o)
+		}
 		var l v1alpha1.ValidatorList
 		if err := r.client.List(ctx, &l, client.InNamespace(o.GetNamespace()), client.MatchingFields{refsField: refKey(kind, o.GetName())},
 			client.UnsafeDisableDeepCopy, client.DisableReadYourWritesConsistency); err != nil {
@@ -196,8 +251,27 @@ func templates(objs []client.Object) []template {
 	return out
 }
 
-// Reconcile applies the validator's workloads, deletes those its
-// configuration no longer wants, and writes its status.
+// ReleaseFinalizer is on a Validator whose workloads live in a namespace
+// of their own (chart mode): the controller deletes that namespace when the
+// Validator is deleted, then removes the finalizer.
+const ReleaseFinalizer = "validator-manager.io/release-namespace"
+
+// Reasons of the Rendered condition besides a RenderError's.
+const (
+	ReasonRendered = "Rendered"
+	// ReasonNamespaceMoved: the validator's workloads live in another
+	// namespace than the one the renderer puts them in (chart mode was
+	// switched on or off); the controller does not move them.
+	ReasonNamespaceMoved = "NamespaceMoved"
+	// ReasonNamespaceConflict: the release namespace exists and is not
+	// this validator's.
+	ReasonNamespaceConflict = "NamespaceConflict"
+)
+
+// Reconcile renders the validator's objects, applies them, deletes those
+// it applied before that the render no longer holds, and writes its
+// status. Nothing is applied unless the whole render succeeded: a failed
+// render leaves what runs in place.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	defer func() {
 		if ctx.Err() != nil {
@@ -211,30 +285,238 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !v.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finalize(ctx, v)
 	}
-	desired := Desired(v)
-	for _, obj := range desired {
+	l, err := r.renderer.Render(ctx, v)
+	if err == nil {
+		err = r.prepare(ctx, v, l)
+	}
+	if re := (*RenderError)(nil); errors.As(err, &re) {
+		if err := r.renderFailed(ctx, v, re); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.backoff.When(req)}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.backoff.Forget(req)
+	for _, obj := range l.Objects {
+		stamp(v, l, obj)
 		if err := r.apply(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	for _, obj := range Unwanted(v) {
-		if err := r.deleteOwned(ctx, v, obj); err != nil {
+	if err := r.prune(ctx, v, l); err != nil {
+		return ctrl.Result{}, err
+	}
+	if l.Namespace == v.Namespace {
+		// Back from chart mode, its namespace gone (prepare).
+		if err := r.patchFinalizer(ctx, v, controllerutil.RemoveFinalizer); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.growDataClaim(ctx, v); err != nil {
+	if err := r.growDataClaim(ctx, v, l.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
-	observed, err := r.observe(ctx, v, desired)
+	observed, err := r.observe(ctx, v, l)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, v, observed)
+	return ctrl.Result{}, r.writeStatus(ctx, v, func(v *v1alpha1.Validator) v1alpha1.ValidatorStatus {
+		st := Status(v, observed)
+		st.Namespace, st.Charts = l.Namespace, l.Charts
+		message := "the built-in layout"
+		if len(l.Charts) > 0 {
+			var charts []string
+			for _, c := range l.Charts {
+				charts = append(charts, fmt.Sprintf("%s:%s@%s", c.Reference, c.Version, c.Digest))
+			}
+			message = "charts " + strings.Join(charts, ", ")
+		}
+		setRendered(&st, v, metav1.ConditionTrue, ReasonRendered, message)
+		return st
+	})
 }
 
-// writeStatus writes v's status from observed, unless it says so already.
+// prepare readies l's namespace: in chart mode, the finalizer that
+// deletes it, and the namespace itself. A validator whose workloads live
+// in another namespace than l's (chart mode switched on or off) is not
+// moved while they are there: running it twice, or without its database,
+// is worse than not running the new layout (docs/decisions.md).
+func (r *Reconciler) prepare(ctx context.Context, v *v1alpha1.Validator, l *Layout) error {
+	old := cmp.Or(v.Status.Namespace, v.Namespace)
+	if old != l.Namespace {
+		held, err := r.holds(ctx, v, old)
+		if err != nil {
+			return err
+		}
+		if held {
+			return &RenderError{Reason: ReasonNamespaceMoved, Message: fmt.Sprintf(
+				"the validator's workloads run in namespace %s and are now laid out in namespace %s: they are not moved; "+
+					"delete them (a release namespace: the namespace) to start them in %s", old, l.Namespace, l.Namespace)}
+		}
+	}
+	if l.Namespace == v.Namespace {
+		return nil
+	}
+	if err := r.patchFinalizer(ctx, v, controllerutil.AddFinalizer); err != nil {
+		return err
+	}
+	return r.ensureNamespace(ctx, v, l.Namespace)
+}
+
+// holds tells whether namespace holds v's workloads: its own namespace
+// Deployments or StatefulSets it applied, a release namespace its being
+// there.
+func (r *Reconciler) holds(ctx context.Context, v *v1alpha1.Validator, namespace string) (bool, error) {
+	if namespace != v.Namespace {
+		ns, err := r.namespace(ctx, v, namespace)
+		return ns != nil, err
+	}
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}} {
+		objs, err := r.applied(ctx, v, namespace, list)
+		if err != nil || len(objs) > 0 {
+			return len(objs) > 0, err
+		}
+	}
+	return false, nil
+}
+
+// namespace is the namespace of name if it is v's (labelled with it), nil
+// when there is none; another's is a RenderError.
+func (r *Reconciler) namespace(ctx context.Context, v *v1alpha1.Validator, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	err := r.fresh.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	if key, ok := validatorOf(ns); !ok || key != client.ObjectKeyFromObject(v) || ns.Labels[ManagedByLabel] != ManagedBy {
+		return nil, &RenderError{Reason: ReasonNamespaceConflict, Message: fmt.Sprintf("namespace %s exists and is not this validator's", name)}
+	}
+	return ns, nil
+}
+
+// ensureNamespace makes v's release namespace unless it is there, by
+// server-side apply, labelled with v.
+func (r *Reconciler) ensureNamespace(ctx context.Context, v *v1alpha1.Validator, name string) error {
+	ns, err := r.namespace(ctx, v, name)
+	switch {
+	case err != nil:
+		return err
+	case ns != nil && ns.DeletionTimestamp != nil:
+		return fmt.Errorf("namespace %s is being deleted", name)
+	case ns != nil:
+		return nil
+	}
+	apply := corev1ac.Namespace(name).WithLabels(ValidatorLabels(v))
+	// Namespaces are read from the API server (namespace), never from the
+	// cache: a write that waited for the cache would start an informer of
+	// every namespace.
+	if err := r.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership, client.DisableReadYourWritesConsistency); err != nil {
+		return fmt.Errorf("apply namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// finalize deletes the release namespace of v, being deleted, and then
+// removes its finalizer.
+func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error {
+	if !controllerutil.ContainsFinalizer(v, ReleaseFinalizer) {
+		return nil
+	}
+	ns, err := r.namespace(ctx, v, ReleaseNamespace(v))
+	if re := (*RenderError)(nil); err != nil && !errors.As(err, &re) {
+		return err
+	}
+	if ns != nil && ns.DeletionTimestamp == nil {
+		uid := ns.UID
+		if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &uid}, client.DisableReadYourWritesConsistency); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
+		}
+		log.FromContext(ctx).Info("deleted release namespace", "namespace", ns.Name)
+	}
+	return r.patchFinalizer(ctx, v, controllerutil.RemoveFinalizer)
+}
+
+// patchFinalizer adds or removes (edit) ReleaseFinalizer on v, by a merge
+// patch of its finalizers that fails should they have changed meanwhile.
+func (r *Reconciler) patchFinalizer(ctx context.Context, v *v1alpha1.Validator, edit func(client.Object, string) bool) error {
+	orig := v.DeepCopy()
+	if !edit(v, ReleaseFinalizer) {
+		return nil
+	}
+	if err := r.client.Patch(ctx, v, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("finalizer of validator %s: %w", v.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// renderFailed shows why v could not be rendered: PENDING, and the
+// Rendered and Ready conditions False with the error's reason and message
+// (Ready: the workloads are not at the current generation; release 1.11's
+// watch events carry its reason); logged when that cause is new.
+func (r *Reconciler) renderFailed(ctx context.Context, v *v1alpha1.Validator, re *RenderError) error {
+	if c := meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionRendered); c == nil ||
+		c.Status != metav1.ConditionFalse || c.Reason != re.Reason || c.Message != re.Message {
+		log.FromContext(ctx).Info("render failed; the running workloads stay", "reason", re.Reason, "message", re.Message)
+	}
+	return r.writeStatus(ctx, v, func(v *v1alpha1.Validator) v1alpha1.ValidatorStatus {
+		st := *v.Status.DeepCopy()
+		st.ObservedGeneration, st.Phase = v.Generation, v1alpha1.PhasePending
+		setRendered(&st, v, metav1.ConditionFalse, re.Reason, re.Message)
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Message, ObservedGeneration: v.Generation,
+		})
+		return st
+	})
+}
+
+func setRendered(st *v1alpha1.ValidatorStatus, v *v1alpha1.Validator, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionRendered, Status: status, Reason: reason, Message: message, ObservedGeneration: v.Generation,
+	})
+}
+
+// ValidatorLabels name v on the objects applied for it, and on what the
+// leader writes into its release namespace: the cache holds, outside the
+// Validators' namespace, only objects that carry them.
+func ValidatorLabels(v *v1alpha1.Validator) map[string]string {
+	return map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: v.Name, ValidatorNamespaceLabel: v.Namespace}
+}
+
+// stamp labels obj, one of l's objects, with v (validatorLabels), and
+// the pod template of a workload with ValidatorLabel, and in another
+// namespace than v's with ValidatorNamespaceLabel too (the built-in
+// layout's pod templates keep the labels they had: a new one would restart
+// every pod).
+func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
+	obj.SetLabels(withLabels(obj.GetLabels(), ValidatorLabels(v)))
+	pod := map[string]string{ValidatorLabel: v.Name}
+	if l.Namespace != v.Namespace {
+		pod[ValidatorNamespaceLabel] = v.Namespace
+	}
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		w.Spec.Template.Labels = withLabels(w.Spec.Template.Labels, pod)
+	case *appsv1.StatefulSet:
+		w.Spec.Template.Labels = withLabels(w.Spec.Template.Labels, pod)
+	}
+}
+
+func withLabels(l, add map[string]string) map[string]string {
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, add)
+	return l
+}
+
+// writeStatus writes v's status as status computes it from the Validator,
+// unless it says so already.
 // A status the cache holds is not written again (a restart reads and writes
 // nothing): should the cache be behind the API server, the status it then
 // receives reconciles the Validator again (SetupWithManager). A status to
@@ -242,8 +524,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // it: a status equal to a stale one would not be written, or a merge patch
 // from it would leave out fields that seem unchanged (a phase, with new
 // conditions).
-func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, observed Observed) error {
-	if equality.Semantic.DeepEqual(Status(cached, observed), cached.Status) {
+func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, status func(*v1alpha1.Validator) v1alpha1.ValidatorStatus) error {
+	if equality.Semantic.DeepEqual(status(cached), cached.Status) {
 		return nil
 	}
 	reader := r.fresh
@@ -257,16 +539,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator
 	if v.Generation != cached.Generation || v.UID != cached.UID {
 		return nil // a newer spec: its event reconciles again
 	}
-	status := Status(&v, observed)
-	if equality.Semantic.DeepEqual(status, v.Status) {
+	st := status(&v)
+	if equality.Semantic.DeepEqual(st, v.Status) {
 		return nil
 	}
 	orig := v.DeepCopy()
-	v.Status = status
+	v.Status = st
 	if err := r.client.Status().Patch(ctx, &v, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("status of validator %s: %w", v.Name, client.IgnoreNotFound(err))
 	}
-	log.FromContext(ctx).V(1).Info("status", "phase", status.Phase, "databaseReady", status.DatabaseReady)
+	log.FromContext(ctx).V(1).Info("status", "phase", st.Phase, "databaseReady", st.DatabaseReady)
 	return nil
 }
 
@@ -340,7 +622,7 @@ func keepClaimTemplates(st, cur *appsv1.StatefulSet) {
 // growDataClaim raises the internal database's claim to spec.databaseStorage
 // when that is larger (volumes grow, never shrink; the storage class must
 // allow expansion, else the API server refuses and the error is retried).
-func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) error {
+func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator, namespace string) error {
 	if v.Spec.ExternalDatabase || v.Spec.DatabaseStorage == "" {
 		return nil
 	}
@@ -349,7 +631,7 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) e
 		return nil // the API validated it; a bad one must not block the rest
 	}
 	cur := &corev1.PersistentVolumeClaim{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: DataClaimName(v.Name)}, cur); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: DataClaimName(v.Name)}, cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if have := cur.Spec.Resources.Requests[corev1.ResourceStorage]; have.Cmp(want) >= 0 {
@@ -365,39 +647,117 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator) e
 	return nil
 }
 
-// deleteOwned deletes obj when it exists and v controls it; an object of
-// the same name that someone else made is left alone.
-func (r *Reconciler) deleteOwned(ctx context.Context, v *v1alpha1.Validator, obj client.Object) error {
-	cur, err := r.get(ctx, obj)
-	if err != nil || cur == nil || !controlledBy(cur, v) {
-		return err
+// KeepAnnotation on an object tells Helm to leave it when it uninstalls or
+// upgrades a release; the controller likewise never prunes it.
+const KeepAnnotation = "helm.sh/resource-policy"
+
+// pruned are the kinds the controller applies by server-side apply, and
+// deletes when a render no longer holds them. Claims are created once and
+// never deleted: they hold data.
+var pruned = []func() client.ObjectList{
+	func() client.ObjectList { return &appsv1.DeploymentList{} },
+	func() client.ObjectList { return &appsv1.StatefulSetList{} },
+	func() client.ObjectList { return &corev1.ServiceList{} },
+}
+
+// prune deletes the objects of the pruned kinds in l's namespace that the
+// controller applied for v and l does not hold, but those annotated
+// KeepAnnotation: keep.
+func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout) error {
+	want := map[string]bool{}
+	for _, obj := range l.Objects {
+		want[kindName(obj)] = true
 	}
-	uid := cur.GetUID()
-	if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil {
-		return client.IgnoreNotFound(err)
+	for _, list := range pruned {
+		objs, err := r.applied(ctx, v, l.Namespace, list())
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if want[kindName(obj)] || obj.GetAnnotations()[KeepAnnotation] == "keep" {
+				continue
+			}
+			uid := obj.GetUID()
+			if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("prune %s: %w", kindName(obj), err)
+			}
+			log.FromContext(ctx).V(1).Info("pruned", "object", kindName(obj), "namespace", l.Namespace)
+		}
 	}
 	return nil
 }
 
-func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired []client.Object) (Observed, error) {
-	var o Observed
+// kindName is "<Kind>/<name>" of a typed object.
+func kindName(obj client.Object) string {
+	return fmt.Sprintf("%T/%s", obj, obj.GetName())
+}
+
+// applied are the objects of list's kind in namespace that the controller
+// applied for v (ours).
+func (r *Reconciler) applied(ctx context.Context, v *v1alpha1.Validator, namespace string, list client.ObjectList) ([]client.Object, error) {
+	if err := r.client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ManagedByLabel: ManagedBy, ValidatorLabel: v.Name}); err != nil {
+		return nil, fmt.Errorf("list %T: %w", list, err)
+	}
+	var out []client.Object
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		if obj := o.(client.Object); ours(obj, v) {
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ours tells whether obj was applied for v: labelled with it and, in v's
+// namespace (the built-in layout), controlled by it (an object another
+// Validator of the same name left is not). A release namespace's objects
+// have no owner: an owner reference cannot cross namespaces.
+func ours(obj client.Object, v *v1alpha1.Validator) bool {
+	key, ok := validatorOf(obj)
+	if !ok || key != client.ObjectKeyFromObject(v) {
+		return false
+	}
+	return obj.GetNamespace() != v.Namespace || controlledBy(obj, v)
+}
+
+// observe reads l's workloads and v's pods from the cache.
+func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layout) (Observed, error) {
+	o := Observed{Names: map[string]string{}}
 	deployments := map[string]**appsv1.Deployment{Participant: &o.Participant, ValidatorApp: &o.ValidatorApp, WalletUI: &o.WalletUI, ANSUI: &o.ANSUI}
-	for component, into := range deployments {
-		d := &appsv1.Deployment{}
-		if ok, err := r.owned(ctx, v, component, d); err != nil {
-			return o, err
-		} else if ok {
-			*into = d
+	for _, obj := range l.Objects {
+		component := obj.GetLabels()[ComponentLabel]
+		switch obj.(type) {
+		case *appsv1.Deployment:
+			into, ok := deployments[component]
+			if !ok {
+				continue
+			}
+			o.Names[component] = obj.GetName()
+			d := &appsv1.Deployment{}
+			if ok, err := r.owned(ctx, v, obj, d); err != nil {
+				return o, err
+			} else if ok {
+				*into = d
+			}
+		case *appsv1.StatefulSet:
+			if component != Postgres {
+				continue
+			}
+			o.Names[component] = obj.GetName()
+			st := &appsv1.StatefulSet{}
+			if ok, err := r.owned(ctx, v, obj, st); err != nil {
+				return o, err
+			} else if ok {
+				o.Postgres = st
+			}
 		}
 	}
-	st := &appsv1.StatefulSet{}
-	if ok, err := r.owned(ctx, v, Postgres, st); err != nil {
-		return o, err
-	} else if ok {
-		o.Postgres = st
-	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(v.Namespace), client.MatchingLabels{ValidatorLabel: v.Name}); err != nil {
+	match := client.MatchingLabels{ValidatorLabel: v.Name}
+	if l.Namespace != v.Namespace {
+		match[ValidatorNamespaceLabel] = v.Namespace
+	}
+	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), match); err != nil {
 		return o, fmt.Errorf("list pods: %w", err)
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
@@ -405,21 +765,21 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, desired
 		o.Pods = append(o.Pods, &pods.Items[i])
 	}
 	var err error
-	o.Missing, err = r.missing(ctx, v.Namespace, templates(desired))
+	o.Missing, err = r.missing(ctx, l.Namespace, templates(l.Objects))
 	return o, err
 }
 
-// owned reads v's workload of component into obj: false unless it exists
-// and v controls it.
-func (r *Reconciler) owned(ctx context.Context, v *v1alpha1.Validator, component string, obj client.Object) (bool, error) {
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: Name(v.Name, component)}, obj)
+// owned reads the object of want's kind and key into obj: false unless it
+// exists and is ours.
+func (r *Reconciler) owned(ctx context.Context, v *v1alpha1.Validator, want, obj client.Object) (bool, error) {
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), obj)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", Name(v.Name, component), err)
+		return false, fmt.Errorf("read %s: %w", want.GetName(), err)
 	}
-	return controlledBy(obj, v), nil
+	return ours(obj, v), nil
 }
 
 // missing lists, per component, what its template reads (not optionally)

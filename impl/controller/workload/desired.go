@@ -1,7 +1,10 @@
 // Package workload is the controller that turns each Validator resource into
-// the workloads of a Splice validator, laid out as the splice-participant,
-// splice-validator and splice-postgres Helm charts lay them out, and reports
-// their readiness in the Validator's status.
+// the workloads of a Splice validator, as its Renderer lays them out: the
+// built-in layout (BuiltIn: the splice-participant, splice-validator and
+// splice-postgres Helm charts' layout, kept by hand), or Splice's published
+// charts in chart mode, in a namespace of the validator's own
+// (ReleaseNamespace). It applies them, prunes what a render no longer holds,
+// and reports their readiness in the Validator's status.
 package workload
 
 import (
@@ -17,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -37,8 +41,11 @@ const (
 const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "validator-manager"
-	ValidatorLabel = "validator-manager.io/validator"
-	ComponentLabel = "app.kubernetes.io/component"
+	ValidatorLabel = cluster.ValidatorLabel
+	// ValidatorNamespaceLabel names the Validator's namespace
+	// (cluster.ValidatorNamespaceLabel).
+	ValidatorNamespaceLabel = cluster.ValidatorNamespaceLabel
+	ComponentLabel          = "app.kubernetes.io/component"
 	// MigrationLabel is the charts' label of the synchronizer migration id.
 	MigrationLabel = "migration"
 )
@@ -70,7 +77,8 @@ const (
 // Name is the name of a validator's workload and Service of component.
 func Name(validator, component string) string { return validator + "-" + component }
 
-// Desired is every object the controller keeps for v: Deployments of the
+// Desired is every object the controller keeps for v in the built-in
+// layout (BuiltIn): Deployments of the
 // participant and the validator app, of the wallet and name-service UIs
 // unless the wallet is disabled, the internal PostgreSQL StatefulSet unless
 // the database is external, and a Service for each. Each is owned by v
@@ -93,22 +101,6 @@ func Desired(v *v1alpha1.Validator) []client.Object {
 	}
 	if !v.Spec.ExternalDatabase {
 		objs = append(objs, b.postgres(), b.service(Postgres, postgresPorts()))
-	}
-	return objs
-}
-
-// Unwanted is every object of the full layout that Desired does not hold for
-// v (the UIs of a validator whose wallet is disabled, the database of one
-// whose database is external): the controller deletes those it owns.
-func Unwanted(v *v1alpha1.Validator) []client.Object {
-	b := newLayout(v)
-	var objs []client.Object
-	if !b.walletEnabled() {
-		objs = append(objs, b.named(&appsv1.Deployment{}, WalletUI), b.named(&corev1.Service{}, WalletUI),
-			b.named(&appsv1.Deployment{}, ANSUI), b.named(&corev1.Service{}, ANSUI))
-	}
-	if v.Spec.ExternalDatabase {
-		objs = append(objs, b.named(&appsv1.StatefulSet{}, Postgres), b.named(&corev1.Service{}, Postgres))
 	}
 	return objs
 }
@@ -199,12 +191,6 @@ func (b layout) owner() metav1.OwnerReference {
 		Controller:         ptr.To(true),
 		BlockOwnerDeletion: ptr.To(true),
 	}
-}
-
-func (b layout) named(obj client.Object, component string) client.Object {
-	obj.SetName(b.name(component))
-	obj.SetNamespace(b.namespace())
-	return obj
 }
 
 var (

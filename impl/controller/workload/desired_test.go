@@ -91,21 +91,18 @@ func TestDesiredLayout(t *testing.T) {
 		"StatefulSet/v1-postgres",
 	}
 	tests := []struct {
-		name         string
-		edit         func(*v1alpha1.Validator)
-		want         []string
-		wantUnwanted []string
+		name string
+		edit func(*v1alpha1.Validator)
+		want []string
 	}{
-		{"full layout", func(*v1alpha1.Validator) {}, full, nil},
+		{"full layout", func(*v1alpha1.Validator) {}, full},
 		{"wallet disabled", func(v *v1alpha1.Validator) { v.Spec.Config.Cluster.DisabledWallet = ptr.To(true) },
 			[]string{"Deployment/v1-participant", "Deployment/v1-validator-app", "PersistentVolumeClaim/v1-domain-upgrade-dump",
-				"Service/v1-participant", "Service/v1-postgres", "Service/v1-validator-app", "StatefulSet/v1-postgres"},
-			[]string{"Deployment/v1-ans-web-ui", "Deployment/v1-wallet-web-ui", "Service/v1-ans-web-ui", "Service/v1-wallet-web-ui"}},
+				"Service/v1-participant", "Service/v1-postgres", "Service/v1-validator-app", "StatefulSet/v1-postgres"}},
 		{"external database", func(v *v1alpha1.Validator) { v.Spec.ExternalDatabase = true },
 			[]string{"Deployment/v1-ans-web-ui", "Deployment/v1-participant", "Deployment/v1-validator-app", "Deployment/v1-wallet-web-ui",
 				"PersistentVolumeClaim/v1-domain-upgrade-dump",
-				"Service/v1-ans-web-ui", "Service/v1-participant", "Service/v1-validator-app", "Service/v1-wallet-web-ui"},
-			[]string{"Service/v1-postgres", "StatefulSet/v1-postgres"}},
+				"Service/v1-ans-web-ui", "Service/v1-participant", "Service/v1-validator-app", "Service/v1-wallet-web-ui"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,9 +111,6 @@ func TestDesiredLayout(t *testing.T) {
 			objs := workload.Desired(v)
 			if got := names(objs); !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
-			}
-			if got := names(workload.Unwanted(v)); !slices.Equal(got, tc.wantUnwanted) {
-				t.Errorf("unwanted: got %v, want %v", got, tc.wantUnwanted)
 			}
 			for _, o := range objs {
 				if _, kept := o.(*corev1.PersistentVolumeClaim); kept {

@@ -33,6 +33,9 @@ type Observed struct {
 	// not exist, or the keys a Secret lacks. Running pods keep running
 	// without them, but none can (re)start.
 	Missing map[string][]podrefs.Ref
+	// Names of the workloads by component, as the renderer named them;
+	// absent: the built-in layout's (Name).
+	Names map[string]string
 }
 
 // Condition reasons.
@@ -186,8 +189,14 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		})
 	}
 	b := newLayout(v)
+	name := func(component string) string {
+		if n := o.Names[component]; n != "" {
+			return n
+		}
+		return b.name(component)
+	}
 	deployment := func(component string, d *appsv1.Deployment) readiness {
-		name := b.name(component)
+		name := name(component)
 		return blockedBy(deploymentReadiness(name, d), "Deployment "+name, component, o)
 	}
 	participant := deployment(Participant, o.Participant)
@@ -204,7 +213,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		// operator's; databaseReady (the internal database runs) stays false.
 		db = readiness{available: true, settled: true, reason: ReasonExternalDatabase, message: "the validator uses an external database"}
 	} else {
-		name := b.name(Postgres)
+		name := name(Postgres)
 		db = blockedBy(statefulSetReadiness(name, o.Postgres), "StatefulSet "+name, Postgres, o)
 		st.DatabaseReady = db.available
 	}

@@ -31,8 +31,8 @@ type ValidatorStatusApplyConfiguration struct {
 	DatabaseReady *bool `json:"databaseReady,omitempty"`
 	// ObservedGeneration is the metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready
-	// (the workload controller's); Provisioned (the intent controller's):
+	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready,
+	// Rendered (the workload controller's); Provisioned (the intent controller's):
 	// False while provisioning fails, with reason WalletUserConflict,
 	// ClientConflict, IdentityProviderUnavailable, SecretsUnsealable or
 	// DatabasePasswordMissing, True (reason Provisioned) once a failure it
