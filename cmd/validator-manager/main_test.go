@@ -34,10 +34,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	dataDir := t.TempDir()
 	s := startServe(t, "--data-dir", dataDir, "--cluster.node.pods", "5000")
 	out, logs, done, cancel, base := s.out, s.logs, s.done, s.cancel, s.base
-	startToken := regexp.MustCompile(`(?m)^(eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindString(out.String())
-	if startToken == "" {
-		t.Fatalf("serve printed no bearer token; output: %s", out.String())
-	}
+	startToken := printedToken(t, out.String())
 	// The command that prints another token is the binary as it was run
 	// (bin/validator-manager under make run), not a name on no PATH.
 	if want := "`" + os.Args[0] + " token --data-dir " + dataDir + "`"; !strings.Contains(out.String(), want) {
@@ -203,6 +200,16 @@ func startServe(t *testing.T, args ...string) *served {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// printedToken is the bearer token serve printed on its own line.
+func printedToken(t *testing.T, out string) string {
+	t.Helper()
+	token := regexp.MustCompile(`(?m)^(eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindString(out)
+	if token == "" {
+		t.Fatalf("serve printed no bearer token; output: %s", out)
+	}
+	return token
 }
 
 func status(t *testing.T, url, token string) int {

@@ -197,24 +197,7 @@ func checkSpliceWorkloads(t *testing.T, core kubernetes.Interface, name, imageRe
 				t.Errorf("%s/%s: image %q, want %s or a postgres image", img.Workload, c.Name, c.Image, splice)
 			}
 		}
-		for _, ref := range podrefs.All(&spec) {
-			if ref.Optional {
-				continue
-			}
-			s, err := core.CoreV1().Secrets("default").Get(ctx, ref.Name, metav1.GetOptions{})
-			if ref.Kind != podrefs.Secret {
-				_, err = core.CoreV1().ConfigMaps("default").Get(ctx, ref.Name, metav1.GetOptions{})
-			}
-			if err != nil {
-				t.Errorf("%s: %s %s: %v", img.Workload, ref.Kind, ref.Name, err)
-				continue
-			}
-			for _, k := range ref.Keys {
-				if _, ok := s.Data[k]; ref.Kind == podrefs.Secret && !ok {
-					t.Errorf("%s: Secret %s has no key %s", img.Workload, ref.Name, k)
-				}
-			}
-		}
+		checkRefs(t, core, "default", img.Workload, spec)
 		c := spec.Containers[0]
 		for _, r := range img.Required {
 			if v := value(c, r.Env); v == "" && !r.MayBeEmpty {
@@ -229,6 +212,31 @@ func checkSpliceWorkloads(t *testing.T, core kubernetes.Interface, name, imageRe
 	}
 	if got := value(pods[workload.ValidatorApp].Containers[0], "SPLICE_APP_VALIDATOR_WALLET_USER_NAME"); got != walletUserID {
 		t.Errorf("operator wallet user %q, want the created user's id %q", got, walletUserID)
+	}
+}
+
+// checkRefs: every Secret and ConfigMap the pod template spec of workload
+// reads (not optionally) exists in namespace ns, a Secret with every key read.
+func checkRefs(t *testing.T, core kubernetes.Interface, ns, workload string, spec corev1.PodSpec) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ref := range podrefs.All(&spec) {
+		if ref.Optional {
+			continue
+		}
+		s, err := core.CoreV1().Secrets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		if ref.Kind != podrefs.Secret {
+			_, err = core.CoreV1().ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		}
+		if err != nil {
+			t.Errorf("%s: %s %s: %v", workload, ref.Kind, ref.Name, err)
+			continue
+		}
+		for _, k := range ref.Keys {
+			if _, ok := s.Data[k]; ref.Kind == podrefs.Secret && !ok {
+				t.Errorf("%s: Secret %s has no key %s", workload, ref.Name, k)
+			}
+		}
 	}
 }
 

@@ -112,11 +112,17 @@ func checkWorkloads(t *testing.T, base, token, dataDir string) {
 	})
 }
 
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+// eventually waits for cond; last, when given, says what was seen last
+// when it fails.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool, last ...func() string) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); !cond(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, limit)
+			seen := ""
+			for _, l := range last {
+				seen += "; last seen: " + l()
+			}
+			t.Fatalf("%s: not within %s%s", what, limit, seen)
 		}
 	}
 }
