@@ -218,7 +218,10 @@ type ValidatorStatus struct {
 
 // ChartRef names one chart a validator's workloads were rendered from.
 type ChartRef struct {
-	// Name of the chart (splice-participant, splice-validator).
+	// Name of the chart (splice-participant, splice-validator); required:
+	// it keys the list, and the API server refuses a list-map key that may
+	// be absent.
+	// +kubebuilder:validation:Required
 	Name string `json:"name"`
 	// Reference is the chart's OCI reference without its version
 	// (oci://ghcr.io/.../helm/splice-validator).

@@ -7,7 +7,9 @@ package v1alpha1
 //
 // ChartRef names one chart a validator's workloads were rendered from.
 type ChartRefApplyConfiguration struct {
-	// Name of the chart (splice-participant, splice-validator).
+	// Name of the chart (splice-participant, splice-validator); required:
+	// it keys the list, and the API server refuses a list-map key that may
+	// be absent.
 	Name *string `json:"name,omitempty"`
 	// Reference is the chart's OCI reference without its version
 	// (oci://ghcr.io/.../helm/splice-validator).
