@@ -51,6 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/backoff"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
@@ -224,7 +225,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			func(_ context.Context, name string) []reconcile.Request { return []reconcile.Request{c.request(name)} }))).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+			RateLimiter:             backoff.RateLimiter[reconcile.Request](time.Second),
 		}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return c.Reconcile(ctx, req.Name)
