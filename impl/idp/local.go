@@ -168,6 +168,13 @@ func (l *Local) HasUser(id string) bool {
 	return slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
 }
 
+// HasClient tells whether the client of clientID exists.
+func (l *Local) HasClient(clientID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID })
+}
+
 // CreateWalletUser creates <validator>_walletuser with the temporary
 // password given; only its hash is kept. A user of that name that
 // carries claim is adopted, one that does not is domain.ErrConflict (as
