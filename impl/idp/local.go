@@ -168,6 +168,9 @@ func (l *Local) HasUser(id string) bool {
 	return slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
 }
 
+// UserExists is HasUser as the intent controller asks it (drift).
+func (l *Local) UserExists(_ context.Context, id string) (bool, error) { return l.HasUser(id), nil }
+
 // HasClient tells whether the client of clientID exists.
 func (l *Local) HasClient(clientID string) bool {
 	l.mu.Lock()

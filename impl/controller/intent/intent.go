@@ -138,6 +138,8 @@ type Identity interface {
 	// UIURLs are the addresses of validator's UIs that ProvisionClients
 	// gives their clients (as redirect URIs and web origins) and records.
 	UIURLs(validator string) (wallet, nameService string)
+	// UserExists tells whether the user of id exists (drift.go).
+	UserExists(ctx context.Context, id string) (bool, error)
 }
 
 // Options build a Controller.
@@ -153,6 +155,9 @@ type Options struct {
 	// Changes is how often the database's change feed (writes of every
 	// replica's handlers) is taken; default 200 ms.
 	Changes time.Duration
+	// ObserveEvery is how often the identity provider is asked again for
+	// what it made for each validator (drift.go); default ObserveEvery.
+	ObserveEvery time.Duration
 }
 
 // Controller is the intent controller; SetupWithManager runs it under a
@@ -182,13 +187,16 @@ type Controller struct {
 	mu      sync.Mutex
 	initial map[string]bool
 	inStep  chan struct{}
+
+	// drift paces the looks at the identity provider (drift.go).
+	drift *drift
 }
 
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) (*Controller, error) {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
 		workers: o.Workers, changes: o.Changes,
-		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{})}
+		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -372,7 +380,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	failure := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key, c.identity))
+	identity, before := decideIdentity(in.Validator, key, c.identity), in.Validator.ProvisionedAuth
+	failure := c.observeIdentity(ctx, in.Validator, key, &identity)
+	if failure == nil {
+		failure = c.provisionIdentity(ctx, &in.Validator, identity)
+	}
+	if failure == nil {
+		failure = c.healClientSecret(ctx, in.Validator, before)
+	}
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
 	}
@@ -484,6 +499,9 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("create the identity provider's clients: %w", err)}
 	}
 	faultpoint.Reach("auth.provisioned")
+	if v.ProvisionedAuth != nil && *v.ProvisionedAuth == a {
+		return nil // looked at again (drift.go): nothing changed
+	}
 	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err
 	}
