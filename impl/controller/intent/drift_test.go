@@ -2,6 +2,7 @@ package intent
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -75,5 +76,21 @@ func TestDriftLooksArePaced(t *testing.T) {
 	}
 	if n != observeRate {
 		t.Fatalf("%d looks at one instant, want the burst of %d", n, observeRate)
+	}
+}
+
+// The controller's DOWN while its first pass runs is a start's (logged at
+// INFO by health) for the pass's first two minutes, a fault after.
+func TestFirstPassIsStarting(t *testing.T) {
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); !errors.Is(err, domain.ErrStarting) {
+		t.Fatalf("before the pass: %v, want starting", err)
+	}
+	c.began.Store(time.Now().Add(-firstPassChance - time.Second).UnixNano())
+	if err := c.Ping(context.Background()); err == nil || errors.Is(err, domain.ErrStarting) || !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("a pass that took longer: %v, want unavailable, not starting", err)
 	}
 }

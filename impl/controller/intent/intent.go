@@ -190,6 +190,8 @@ type Controller struct {
 
 	// drift paces the looks at the identity provider (drift.go).
 	drift *drift
+	// began is when the feed began the first pass (Unix nanoseconds).
+	began atomic.Int64
 }
 
 // New builds the controller; SetupWithManager runs it.
@@ -346,9 +348,18 @@ func (c *Controller) Ping(context.Context) error {
 	case <-c.inStep:
 		return nil
 	default:
-		return domain.Unavailable("the first reconcile of validators with their records has not finished")
 	}
+	// Starting (logged at INFO by health) for the pass's first two
+	// minutes, or before the feed began it.
+	if began := c.began.Load(); began == 0 || time.Since(time.Unix(0, began)) < firstPassChance {
+		return domain.Starting("the first reconcile of validators with their records has not finished")
+	}
+	return domain.Unavailable("the first reconcile of validators with their records has not finished (for %s since it began)", firstPassChance)
 }
+
+// firstPassChance is how long the first pass may take before its absence
+// is a fault rather than a start.
+const firstPassChance = 2 * time.Minute
 
 // Reconcile drives one validator to its record.
 func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
