@@ -139,8 +139,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byLabel := handler.EnqueueRequestsFromMapFunc(labelled)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
-		// A new status too: one the cache was behind on (writeStatus).
-		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
+		// A new status too: one the cache was behind on (writeStatus);
+		// and the cache's resync (resync.go).
+		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged, resynced))).
 		Watches(&appsv1.Deployment{}, byLabel).
 		Watches(&appsv1.StatefulSet{}, byLabel).
 		Watches(&corev1.Service{}, byLabel).
