@@ -663,8 +663,11 @@ type ClientInterface interface {
 	//   30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
 	//   Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
 	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
-	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
-	//   server keeps a few events per client, never more.
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut: the server
+	//   keeps at most 16 events for it (beyond them, `close` with `slow`) and 64 KiB of them in
+	//   the connection's send buffer; once what the client has not read fills its receive
+	//   window and that buffer, a write that does not complete within 10 seconds ends the
+	//   stream (the connection closes without `close`, which could not be delivered).
 	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
 	//
 	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
@@ -1789,8 +1792,11 @@ func (c *Client) OffboardWalletUser(ctx context.Context, name ValidatorNamePath,
 //     30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
 //     Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
 //   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
-//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
-//     server keeps a few events per client, never more.
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut: the server
+//     keeps at most 16 events for it (beyond them, `close` with `slow`) and 64 KiB of them in
+//     the connection's send buffer; once what the client has not read fills its receive
+//     window and that buffer, a write that does not complete within 10 seconds ends the
+//     stream (the connection closes without `close`, which could not be delivered).
 //   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
 //
 // Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
@@ -4756,8 +4762,11 @@ type ClientWithResponsesInterface interface {
 	//   30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
 	//   Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
 	// - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
-	//   (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
-	//   server keeps a few events per client, never more.
+	//   (with `Last-Event-ID`). A client that does not read what is sent is cut: the server
+	//   keeps at most 16 events for it (beyond them, `close` with `slow`) and 64 KiB of them in
+	//   the connection's send buffer; once what the client has not read fills its receive
+	//   window and that buffer, a write that does not complete within 10 seconds ends the
+	//   stream (the connection closes without `close`, which could not be delivered).
 	// - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
 	//
 	// Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with
@@ -9071,8 +9080,11 @@ func (c *ClientWithResponses) OffboardWalletUserWithResponse(ctx context.Context
 //     30 seconds of clock skew every call tolerates); `close` with the reason `expired` follows.
 //     Reconnect with a fresh token and `Last-Event-ID`: a stream never outlives its token.
 //   - `close`: the server ends the stream, `data` `{"reason":"shutdown"|"slow"|"expired"}`; reconnect
-//     (with `Last-Event-ID`). A client that does not read what is sent is cut (`slow`): the
-//     server keeps a few events per client, never more.
+//     (with `Last-Event-ID`). A client that does not read what is sent is cut: the server
+//     keeps at most 16 events for it (beyond them, `close` with `slow`) and 64 KiB of them in
+//     the connection's send buffer; once what the client has not read fills its receive
+//     window and that buffer, a write that does not complete within 10 seconds ends the
+//     stream (the connection closes without `close`, which could not be delivered).
 //   - a comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle stream.
 //
 // Resuming: send the last `id` received as `Last-Event-ID` (or `since`): the stream starts with

@@ -192,33 +192,55 @@ func setAside(path string) (string, error) {
 	return aside, nil
 }
 
-// checkWalletUsers refuses a users file that lacks a wallet user the
-// database records (its "users" emptied, null, or an entry dropped), like
-// the other refused forms of the same loss: the validators would run on
-// with wallet users nobody can sign in as.
+// checkWalletUsers refuses a users file that lacks a wallet user or a
+// client the database records (its "users" or "clients" emptied, null, or
+// an entry dropped), like the other refused forms of the same loss: the
+// validators would run on with wallet users nobody can sign in as, and
+// without the clients their apps and release 2.0's calls get tokens from.
 func (a *App) checkWalletUsers(ctx context.Context, local *idp.Local) error {
-	recorded, err := a.Store.WalletUsers(ctx)
+	users, err := a.Store.WalletUsers(ctx)
 	if err != nil {
 		return err
 	}
-	var lost []string
-	for name, id := range recorded {
+	clients, err := a.Store.ProvisionedClients(ctx)
+	if err != nil {
+		return err
+	}
+	var lostUsers, lostClients []string
+	for name, id := range users {
 		if !local.HasUser(id) {
-			lost = append(lost, name)
+			lostUsers = append(lostUsers, name)
 		}
+	}
+	for name, ids := range clients {
+		if slices.ContainsFunc(ids, func(id string) bool { return !local.HasClient(id) }) {
+			lostClients = append(lostClients, name)
+		}
+	}
+	var lost []string
+	if len(lostUsers) > 0 {
+		lost = append(lost, "the wallet users the database records for validators "+names(lostUsers)+" (its users were emptied or dropped)")
+	}
+	if len(lostClients) > 0 {
+		lost = append(lost, "the clients the database records for validators "+names(lostClients)+" (its clients were emptied or dropped)")
 	}
 	if len(lost) == 0 {
 		return nil
 	}
-	slices.Sort(lost)
-	shown := lost[:min(len(lost), 5)]
+	return walletUsersLost{fmt.Errorf("local identity provider: %s lacks %s; "+
+		"restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users and clients are then gone)",
+		a.usersFile(), strings.Join(lost, ", and "))}
+}
+
+// names shows up to five names, then a count.
+func names(all []string) string {
+	slices.Sort(all)
+	shown := all[:min(len(all), 5)]
 	more := ""
-	if len(lost) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(lost)-len(shown))
+	if len(all) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(all)-len(shown))
 	}
-	return walletUsersLost{fmt.Errorf("local identity provider: %s lacks the wallet users the database records for validators %s%s (its users were emptied or dropped); "+
-		"restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)",
-		a.usersFile(), strings.Join(shown, ", "), more)}
+	return strings.Join(shown, ", ") + more
 }
 
 // walletUsersLost is refused like the users file's own refusals, so that

@@ -54,9 +54,10 @@ func TestStartRefusesContradictions(t *testing.T) {
 		}
 	}
 	emptyDatabase := remove("validator-manager.db", "validator-manager.db-wal", "validator-manager.db-shm")
-	// users edits the users file's "users" list (v2's and v3's wallet users),
-	// once an open has written it whole with what its journal holds.
-	users := func(edit func(users []any) any) func(t *testing.T, dir string) {
+	// list edits a list of the users file ("users": v2's and v3's wallet
+	// users; "clients": their three clients each), once an open has
+	// written it whole with what its journal holds.
+	list := func(key string, count int, edit func(list []any) any) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
 			if _, err := idp.OpenLocal(filepath.Join(dir, "idp")); err != nil {
 				t.Fatal(err)
@@ -70,19 +71,30 @@ func TestStartRefusesContradictions(t *testing.T) {
 			if err := json.Unmarshal(raw, &st); err != nil {
 				t.Fatal(err)
 			}
-			list, _ := st["users"].([]any)
-			if len(list) != 2 {
-				t.Fatalf("users.json holds %d users, want v2's and v3's", len(list))
+			items, _ := st[key].([]any)
+			if len(items) != count {
+				t.Fatalf("users.json holds %d %s, want %d", len(items), key, count)
 			}
-			st["users"] = edit(list)
+			st[key] = edit(items)
 			raw, _ = json.Marshal(st)
 			if err := os.WriteFile(path, raw, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	users := func(edit func(list []any) any) func(t *testing.T, dir string) { return list("users", 2, edit) }
 	emptied := users(func([]any) any { return []any{} })
 	nulled := users(func([]any) any { return nil })
+	clientsEmptied := list("clients", 6, func([]any) any { return []any{} })
+	clientDropped := list("clients", 6, func(list []any) any {
+		for i, c := range list {
+			if c.(map[string]any)["clientId"] == "v3-wallet-ui" {
+				return append(list[:i:i], list[i+1:]...)
+			}
+		}
+		t.Fatal("no wallet UI client of v3")
+		return nil
+	})
 	dropped := users(func(list []any) any {
 		for i, u := range list {
 			if u.(map[string]any)["username"] == "v3_walletuser" {
@@ -113,6 +125,9 @@ func TestStartRefusesContradictions(t *testing.T) {
 		{"users.json users null", nulled, "", []string{"idp/users.json lacks the wallet users the database records for validators v2, v3 (", "--start-afresh=idp"}, nil},
 		{"users.json entry dropped", dropped, "", []string{"idp/users.json lacks the wallet users the database records for validators v3 (", "--start-afresh=idp"}, nil},
 		{"users.json users emptied, afresh", emptied, "idp", nil, []string{"idp/users.json"}},
+		{"users.json clients emptied", clientsEmptied, "", []string{"idp/users.json lacks the clients the database records for validators v2, v3 (", "--start-afresh=idp"}, nil},
+		{"users.json client dropped", clientDropped, "", []string{"idp/users.json lacks the clients the database records for validators v3 (", "--start-afresh=idp"}, nil},
+		{"users.json clients emptied, afresh", clientsEmptied, "idp", nil, []string{"idp/users.json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,14 +136,21 @@ func TestStartRefusesContradictions(t *testing.T) {
 			if err := a.Store.Exec(context.Background(), "INSERT INTO validators (name, created_at, updated_at) VALUES ('v1', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"); err != nil {
 				t.Fatal(err)
 			}
-			// v2 and v3 have wallet users the identity provider made (v1
-			// has custom authentication).
+			// v2 and v3 have wallet users and clients the identity
+			// provider made (v1 has custom authentication).
 			for _, name := range []string{"v2", "v3"} {
 				u, err := a.Identity.CreateWalletUser(context.Background(), name, "claim-"+name, "Datadir-Test-Pa55word")
 				if err != nil {
 					t.Fatal(err)
 				}
 				if err := a.Store.Exec(context.Background(), fmt.Sprintf("INSERT INTO validators (name, wallet_user_id, created_at, updated_at) VALUES ('%s', '%s', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)", name, u.ID)); err != nil {
+					t.Fatal(err)
+				}
+				made, err := a.Identity.ProvisionClients(context.Background(), name, "claim-"+name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := a.Store.SetProvisionedAuth(context.Background(), name, made); err != nil {
 					t.Fatal(err)
 				}
 			}

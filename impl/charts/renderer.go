@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
@@ -112,10 +116,50 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 			// the values too: shown as the schema's failures are.
 			return nil, &workload.RenderError{Reason: ReasonChartValuesInvalid, Message: err.Error(), Err: err}
 		}
-		layout.Objects = append(layout.Objects, objs...)
+		for _, o := range objs {
+			if applied(o) {
+				layout.Objects = append(layout.Objects, o)
+			}
+		}
 		layout.Charts = append(layout.Charts, v1alpha1.ChartRef{
 			Name: c.Name, Reference: c.Reference, Version: c.Version, Digest: c.Digest,
 		})
 	}
 	return layout, nil
+}
+
+// applied tells whether the workload controller applies obj, a rendered
+// object: Deployments, StatefulSets, Services, claims and ConfigMaps. Any
+// other kind (the ServiceMonitor of metrics.enable, whose CRD a cluster
+// may not have) is left out. A Deployment or StatefulSet, and its pod
+// template, is labelled with the component its status is read as: Splice's
+// charts name it in their selector label app (participant, validator-app,
+// wallet-web-ui, ans-web-ui).
+func applied(obj client.Object) bool {
+	var tmpl *corev1.PodTemplateSpec
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		tmpl = &o.Spec.Template
+	case *appsv1.StatefulSet:
+		tmpl = &o.Spec.Template
+	case *corev1.Service, *corev1.PersistentVolumeClaim, *corev1.ConfigMap:
+		return true
+	default:
+		return false
+	}
+	component := obj.GetLabels()["app"]
+	if component == "" {
+		component = obj.GetName()
+	}
+	obj.SetLabels(with(obj.GetLabels(), workload.ComponentLabel, component))
+	tmpl.Labels = with(tmpl.Labels, workload.ComponentLabel, component)
+	return true
+}
+
+func with(labels map[string]string, k, v string) map[string]string {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[k] = v
+	return labels
 }

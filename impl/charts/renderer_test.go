@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -37,12 +38,13 @@ func TestRendererRender(t *testing.T) {
 		version string
 		want    []string
 	}{
-		// The sample's metrics.enable renders the ServiceMonitor.
+		// The sample's metrics.enable renders a ServiceMonitor, which the
+		// layout leaves out (the controller applies none).
 		// First the validator's own database (workload.ChartPostgres).
 		{chartstest.V1, []string{"StatefulSet/alice-postgres", "Service/alice-postgres", "Service/participant", "Deployment/participant",
-			"PersistentVolumeClaim/migration-dump", "Service/validator-app", "Service/wallet-web-ui", "Deployment/validator-app", "ServiceMonitor/validator-app"}},
+			"PersistentVolumeClaim/migration-dump", "Service/validator-app", "Service/wallet-web-ui", "Deployment/validator-app"}},
 		{chartstest.V2, []string{"StatefulSet/alice-postgres", "Service/alice-postgres", "Service/participant", "Deployment/participant",
-			"ConfigMap/validator-settings", "PersistentVolumeClaim/migration-dump", "Service/validator-app", "Deployment/validator-app", "ServiceMonitor/validator-app"}},
+			"ConfigMap/validator-settings", "PersistentVolumeClaim/migration-dump", "Service/validator-app", "Deployment/validator-app"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
@@ -57,6 +59,11 @@ func TestRendererRender(t *testing.T) {
 				t.Fatalf("rendered %v, want %v", got, tt.want)
 			}
 			for _, o := range layout.Objects {
+				if d, ok := o.(*appsv1.Deployment); ok {
+					if c := d.Labels[workload.ComponentLabel]; c != d.Name || d.Spec.Template.Labels[workload.ComponentLabel] != c {
+						t.Errorf("Deployment %s: component %q, pods' %q", d.Name, c, d.Spec.Template.Labels[workload.ComponentLabel])
+					}
+				}
 				if o.GetNamespace() != "vm-alice" {
 					t.Errorf("%s in namespace %q", o.GetName(), o.GetNamespace())
 				}

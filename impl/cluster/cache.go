@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,17 +58,30 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	return u
 }
 
+// Resync is how often the cache hands every Validator and Job to the
+// controllers again, as if it had changed: the intent and workload
+// controllers look at each validator (everything else of a validator maps
+// to it), the runs controller at each backup Job, so that an object whose
+// event was missed (a reconcile that failed into a long backoff, or that
+// took a fault for a change still to come) converges within a minute of
+// the fault clearing: within two periods, since the informer checks at its
+// own period whether each handler's resync is due, and its period is
+// jittered by up to a tenth. A validator in step costs a database read and
+// cache reads, no write.
+const Resync = 25 * time.Second
+
 // CacheOptions are the options of the Manager's cache: objects of
 // namespace only ("": of every namespace), without managedFields, Secrets
-// without their values; resync re-delivers every cached object this often
-// (0: controller-runtime's default), which is how controllers see changes
-// no event announces.
+// without their values; Validators and Jobs are resynced every Resync, the
+// other kinds every resync (0: controller-runtime's default), which is how
+// controllers see changes no event announces.
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	// A ByObject transform names its namespaces: without them it would lose
 	// to the DefaultNamespaces' defaulted one.
 	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
 		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: t}}}
 	}
+	often := ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: ptr.To(Resync)}}}
 	o := ctrlcache.Options{
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
 		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
@@ -76,6 +90,8 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&appsv1.Deployment{}:  in(ownFieldsOnly),
 			&appsv1.StatefulSet{}: in(ownFieldsOnly),
 			&corev1.Service{}:     in(ownFieldsOnly),
+			&v1alpha1.Validator{}: often,
+			&batchv1.Job{}:        often,
 		},
 	}
 	if resync > 0 {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +97,8 @@ type Kube struct {
 	// passwordKey is the key of generated passwords once read (it is
 	// never replaced: keys.go).
 	passwordKey atomic.Pointer[[]byte]
+	// began is when Start was first called (Unix nanoseconds; 0: not yet).
+	began atomic.Int64
 	// ready is closed once synced is set.
 	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
@@ -177,6 +180,7 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 // the Application CRD the gateway runs and application reads say what is
 // missing.
 func (k *Kube) Start(ctx context.Context) error {
+	k.began.CompareAndSwap(0, time.Now().UnixNano())
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ValidatorGVK.GroupVersion().WithKind(Kind + "List"))
 	err := k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1))
@@ -894,11 +898,19 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	return err == nil && k.cronJobInStep(want)
 }
 
+// syncChance is how long a first sync may take before its absence is a
+// fault rather than a start (controller-runtime's default CacheSyncTimeout).
+const syncChance = 2 * time.Minute
+
 // Ping asks the API server for its version; before the caches have synced
-// it reports the gateway unavailable.
+// it reports the gateway unavailable: as starting (domain.ErrStarting)
+// until the first sync has had syncChance.
 func (k *Kube) Ping(ctx context.Context) error {
 	if !k.synced.Load() {
-		return domain.Unavailable("cluster: the gateway's caches have not synced yet")
+		if began := k.began.Load(); began == 0 || time.Since(time.Unix(0, began)) < syncChance {
+			return domain.Starting("cluster: the gateway's caches have not synced yet")
+		}
+		return domain.Unavailable("cluster: the gateway's caches have not synced yet (for %s since the start)", syncChance)
 	}
 	disc := k.core.Discovery()
 	var err error

@@ -52,6 +52,18 @@ func (e *Error) Is(target error) bool {
 	return errors.As(target, &t) && t.Field == "" && t.Message == "" && t.Code == e.Code
 }
 
+// ErrStarting is the cause of an Unavailable that a starting process
+// expects (a first sync that has not had its chance yet): health reports
+// the component DOWN and logs it at INFO, not WARN.
+var ErrStarting = errors.New("starting")
+
+// Starting reports a dependency that is not ready yet because the process
+// is starting; errors.Is(err, ErrStarting) and errors.Is(err,
+// ErrUnavailable) both hold.
+func Starting(format string, args ...any) *Error {
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), Cause: ErrStarting}
+}
+
 // Sentinels for errors.Is.
 var (
 	ErrInvalid     = &Error{Code: CodeInvalid}

@@ -136,6 +136,7 @@ func newFakeKeycloak(t *testing.T) *fakeKeycloak {
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", f.token)
 	mux.HandleFunc("POST /admin/realms/{realm}/users", f.admin(f.createUser))
 	mux.HandleFunc("GET /admin/realms/{realm}/users", f.admin(f.listUsers))
+	mux.HandleFunc("GET /admin/realms/{realm}/users/{id}", f.admin(f.getUser))
 	mux.HandleFunc("DELETE /admin/realms/{realm}/users/{id}", f.admin(f.deleteUser))
 	mux.HandleFunc("PUT /admin/realms/{realm}/users/{id}/reset-password", f.admin(f.resetPassword))
 	mux.HandleFunc("POST /admin/realms/{realm}/clients", f.admin(f.createClient))
@@ -425,6 +426,17 @@ func (f *fakeKeycloak) listUsers(w http.ResponseWriter, r *http.Request, _ []byt
 	}
 	slices.SortFunc(out, func(a, b userRep) int { return strings.Compare(a.Username, b.Username) })
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (f *fakeKeycloak) getUser(w http.ResponseWriter, r *http.Request, _ []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.users[r.PathValue("id")]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "User not found"})
+		return
+	}
+	writeJSON(w, http.StatusOK, userRep{ID: u.ID, Username: u.Username})
 }
 
 func (f *fakeKeycloak) deleteUser(w http.ResponseWriter, r *http.Request, _ []byte) {

@@ -217,6 +217,22 @@ func (k *Keycloak) DeleteWalletUser(ctx context.Context, validator, claim string
 	return k.DeleteUser(ctx, *u.ID)
 }
 
+// UserExists tells whether the realm holds the user of id (the leader's
+// look for a wallet user deleted by hand).
+func (k *Keycloak) UserExists(ctx context.Context, id string) (bool, error) {
+	err := k.withToken(ctx, func(token string) error {
+		_, err := k.client.GetUserByID(ctx, token, k.realm, id)
+		return err
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case hasStatus(err, http.StatusNotFound):
+		return false, nil
+	}
+	return false, k.fail(ctx, "read user "+id, err)
+}
+
 // DeleteUser deletes a user by Keycloak id; an absent user is not an error.
 func (k *Keycloak) DeleteUser(ctx context.Context, id string) error {
 	if id == "" || id == "." || id == ".." {

@@ -129,6 +129,28 @@ func TestKeycloakCreateWalletUser(t *testing.T) {
 	}
 }
 
+// TestKeycloakUserExists: the leader's look for a wallet user deleted by
+// hand reads the user by id: true while it exists, false once deleted
+// (404), an error when Keycloak fails otherwise.
+func TestKeycloakUserExists(t *testing.T) {
+	f := newFakeKeycloak(t)
+	k := f.adapter(t)
+	ctx := context.Background()
+	u, err := k.CreateWalletUser(ctx, "val1", "claim-val1", testPassword("val1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := k.UserExists(ctx, u.ID); !ok || err != nil {
+		t.Fatalf("an existing user: %t, %v; want true", ok, err)
+	}
+	if err := k.DeleteUser(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := k.UserExists(ctx, u.ID); ok || err != nil {
+		t.Fatalf("a deleted user: %t, %v; want false without an error", ok, err)
+	}
+}
+
 func TestKeycloakCreateWalletUserFailures(t *testing.T) {
 	tests := []struct {
 		name      string

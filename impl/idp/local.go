@@ -169,6 +169,16 @@ func (l *Local) HasUser(id string) bool {
 	return slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
 }
 
+// UserExists is HasUser as the intent controller asks it (drift).
+func (l *Local) UserExists(_ context.Context, id string) (bool, error) { return l.HasUser(id), nil }
+
+// HasClient tells whether the client of clientID exists.
+func (l *Local) HasClient(clientID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID })
+}
+
 // CreateWalletUser creates <validator>_walletuser with the temporary
 // password given; only its hash is kept. A user of that name that
 // carries claim is adopted, one that does not is domain.ErrConflict (as

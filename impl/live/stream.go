@@ -1,7 +1,10 @@
 package live
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,7 +19,36 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultRetry is the reconnection delay a stream asks browsers for.
 	DefaultRetry = 2 * time.Second
+	// SendBuffer is the kernel's send buffer of a stream's connection
+	// (SO_SNDBUF). Left to the kernel's autotuning, a client that stops
+	// reading let events pile up to megabytes per connection before a write
+	// blocked and its deadline could cut it.
+	SendBuffer = 64 << 10
 )
+
+// connKey carries a request's connection in its context (ConnContext).
+type connKey struct{}
+
+// ConnContext is the http.Server's ConnContext that lets a stream size its
+// connection's send buffer.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// bound sets the send buffer of the request's connection, when it is an
+// HTTP/1 connection of its own (an HTTP/2 connection carries other streams).
+func bound(r *http.Request) {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	if r.ProtoMajor != 1 || c == nil {
+		return
+	}
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
+	if t, ok := c.(*net.TCPConn); ok {
+		_ = t.SetWriteBuffer(SendBuffer)
+	}
+}
 
 // Stream serves a Hub's changes as Server-Sent Events (the watch operations
 // of both releases): a catch-up (everything, or what changed since the
@@ -28,7 +60,9 @@ type Stream struct {
 	Hub *Hub
 	// Heartbeat is the interval of the comment lines that keep proxies
 	// from closing an idle stream; WriteTimeout bounds each write (a
-	// client that does not read is cut); zero: the defaults.
+	// client that does not read is cut once what it has not read fills
+	// its receive window and the connection's SendBuffer, when its server
+	// sets ConnContext); zero: the defaults.
 	Heartbeat, WriteTimeout time.Duration
 }
 
@@ -63,6 +97,7 @@ func (s Stream) Serve(w http.ResponseWriter, r *http.Request) error {
 	if timeout <= 0 {
 		timeout = DefaultWriteTimeout
 	}
+	bound(r)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

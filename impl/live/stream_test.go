@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,5 +191,82 @@ func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
 	}
 	if e, err := live.ReadEvent(r); !errors.Is(err, io.EOF) {
 		t.Fatalf("after close: got %+v, %v; want the end of the stream", e, err)
+	}
+}
+
+// counted counts the bytes a handler writes.
+type counted struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c counted) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c counted) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// TestClientThatStopsReadingIsCut: a client that reads nothing is cut by the
+// write deadline once its receive window and the connection's send buffer
+// are full, even while the hub would still hold its events (its buffer is
+// large here, so the hub's own cut never comes); and the server hands the
+// kernel at most the send buffer's worth beyond what the client's window
+// took, instead of the megabytes the kernel's autotuning allowed.
+func TestClientThatStopsReadingIsCut(t *testing.T) {
+	h := live.New(live.Options{Buffer: 1 << 16})
+	h.Ready()
+	var written atomic.Int64
+	ended := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer once.Do(func() { close(ended) })
+		_ = live.Stream{Hub: h, Heartbeat: time.Hour, WriteTimeout: time.Second}.Serve(counted{w, &written}, r)
+	}))
+	srv.Config.ConnContext = live.ConnContext
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	// The client asks for the stream and never reads; its receive buffer is
+	// small, so that what it takes in is known.
+	const window = 8 << 10
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, window/2) // the kernel doubles it
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	conn, err := d.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: stream.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	event := []byte(`"` + strings.Repeat("x", 4<<10) + `"`)
+	start := time.Now()
+	for v := uint64(1); ; v++ {
+		select {
+		case <-ended:
+			t.Logf("cut after %s, %d bytes written", time.Since(start).Round(time.Millisecond), written.Load())
+			// The client's window, the send buffer (the kernel doubles
+			// SO_SNDBUF for its bookkeeping), the HTTP writer's buffer and
+			// the event in flight.
+			if limit := int64(window + 2*live.SendBuffer + 4<<10 + len(event) + 1<<10); written.Load() > limit {
+				t.Errorf("%d bytes written before the cut, want at most %d", written.Load(), limit)
+			}
+			return
+		default:
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("a client that reads nothing was not cut within 20 s (%d bytes written)", written.Load())
+		}
+		h.Publish(live.Change{Name: "a", Version: v, Data: event})
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -3,12 +3,15 @@ package platform
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // healthTimeout bounds one health check, so that a hung dependency reports
@@ -153,8 +156,14 @@ func (s *Server) check(ctx context.Context) *healthReport {
 			} else if err := p.Ping(ctx); err != nil {
 				// The body says only DOWN; the log says why (a file that
 				// cannot be written, an unreachable server).
+				// A start in progress (the first sync has not had its chance
+				// yet) is expected: INFO, not WARN.
 				st = platformapi.HealthDown
-				s.log.WarnContext(ctx, "health: component is DOWN", "component", name, "error", err)
+				level := slog.LevelWarn
+				if errors.Is(err, domain.ErrStarting) {
+					level = slog.LevelInfo
+				}
+				s.log.Log(ctx, level, "health: component is DOWN", "component", name, "error", err)
 			}
 			mu.Lock()
 			r.status[name] = st

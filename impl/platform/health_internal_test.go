@@ -3,13 +3,16 @@ package platform
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // countingPinger fails while failing is set, counts its calls, and can be
@@ -124,5 +127,40 @@ func TestHealthChecks(t *testing.T) {
 		if c != http.StatusOK {
 			t.Errorf("probe %d: got %d, want 200", i, c)
 		}
+	}
+}
+
+type pingerFunc func(context.Context) error
+
+func (f pingerFunc) Ping(ctx context.Context) error { return f(ctx) }
+
+// TestStartingIsNoWarning: a component DOWN because the process is still
+// starting (domain.ErrStarting: a first sync that has not had its chance)
+// is logged at INFO; any other DOWN at WARN.
+func TestStartingIsNoWarning(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"starting", domain.Starting("cluster: the gateway's caches have not synced yet"), "level=INFO"},
+		{"unavailable", domain.Unavailable("cluster: the gateway's caches have not synced yet (for 2m0s since the start)"), "level=WARN"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			s := New(Options{Health: map[string]Pinger{"cluster": pingerFunc(func(context.Context) error { return tt.err })},
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			r, err := s.GetHealth(context.Background(), platformapi.GetHealthRequestObject{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := r.(platformapi.GetHealth503JSONResponse); !ok {
+				t.Fatalf("got %T, want 503", r)
+			}
+			line := logs.String()
+			if !strings.Contains(line, `msg="health: component is DOWN"`) || !strings.Contains(line, tt.want) {
+				t.Errorf("logged %q, want the DOWN line at %s", line, tt.want)
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/docs"
+	"github.com/validator-manager/validator-manager/impl/live"
 	"github.com/validator-manager/validator-manager/impl/telemetry"
 	"github.com/validator-manager/validator-manager/openapi"
 )
@@ -222,6 +223,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		MaxHeaderBytes: max(16*s.maxHeader, 1<<20),
 		IdleTimeout:    2 * time.Minute,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// The watch streams size their connections' send buffers.
+		ConnContext: live.ConnContext,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -195,6 +195,29 @@ func (s *Store) WalletUsers(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// ProvisionedClients names, per validator, the identity provider's clients
+// its row records as made for it (provisioned_auth).
+func (s *Store) ProvisionedClients(ctx context.Context) (map[string][]string, error) {
+	var rows []struct{ Name, ProvisionedAuth string }
+	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("provisioned_auth <> ''").Select("name", "provisioned_auth").Find(&rows).Error
+	if err != nil {
+		return nil, translate(err, "read validators' provisioned clients", "")
+	}
+	out := make(map[string][]string, len(rows))
+	for _, r := range rows {
+		a := authOf(r.ProvisionedAuth)
+		if a == nil {
+			continue
+		}
+		for _, id := range []string{a.LedgerAPIClient, a.WalletClient, a.NameServiceClient} {
+			if id != "" {
+				out[r.Name] = append(out[r.Name], id)
+			}
+		}
+	}
+	return out, nil
+}
+
 // ListValidators returns one page ordered by name, as a list shows it
 // (ListedValidator), and the number of validators that match the filter:
 // from the list's rows in memory, brought up to the database's generation

@@ -22,12 +22,14 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/controller/backoff"
 	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/keyring"
@@ -98,6 +100,7 @@ func (g *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("wallet-gateway").
 		WatchesRawSource(source.Channel(g.named, byName)).
+		WithOptions(controller.Options{RateLimiter: backoff.RateLimiter[reconcile.Request](5 * time.Millisecond)}).
 		Complete(g)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package intent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
 )
@@ -42,6 +43,7 @@ func (f feed) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("intent controller: %w", err)
 	}
+	c.began.CompareAndSwap(0, time.Now().UnixNano())
 	c.mu.Lock()
 	c.initial = make(map[string]bool, len(names))
 	for _, n := range names {

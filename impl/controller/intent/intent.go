@@ -54,6 +54,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/controller/backoff"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/faultpoint"
 )
@@ -140,6 +141,8 @@ type Identity interface {
 	// UIURLs are the addresses of validator's UIs that ProvisionClients
 	// gives their clients (as redirect URIs and web origins) and records.
 	UIURLs(validator string) (wallet, nameService string)
+	// UserExists tells whether the user of id exists (drift.go).
+	UserExists(ctx context.Context, id string) (bool, error)
 }
 
 // Options build a Controller.
@@ -161,6 +164,9 @@ type Options struct {
 	// Splice's charts read (chartsecrets.go). The Manager's cache must hold
 	// the Secrets of those namespaces.
 	ChartNamespace func(*v1alpha1.Validator) string
+	// ObserveEvery is how often the identity provider is asked again for
+	// what it made for each validator (drift.go); default ObserveEvery.
+	ObserveEvery time.Duration
 }
 
 // Controller is the intent controller; SetupWithManager runs it under a
@@ -197,13 +203,18 @@ type Controller struct {
 	mu      sync.Mutex
 	initial map[string]bool
 	inStep  chan struct{}
+
+	// drift paces the looks at the identity provider (drift.go).
+	drift *drift
+	// began is when the feed began the first pass (Unix nanoseconds).
+	began atomic.Int64
 }
 
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) (*Controller, error) {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
 		workers: o.Workers, changes: o.Changes, chartNamespace: o.ChartNamespace,
-		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{})}
+		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -247,7 +258,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			func(_ context.Context, name string) []reconcile.Request { return []reconcile.Request{c.request(name)} }))).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+			RateLimiter:             backoff.RateLimiter[reconcile.Request](time.Second),
 		}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return c.Reconcile(ctx, req.Name)
@@ -362,9 +373,18 @@ func (c *Controller) Ping(context.Context) error {
 	case <-c.inStep:
 		return nil
 	default:
-		return domain.Unavailable("the first reconcile of validators with their records has not finished")
 	}
+	// Starting (logged at INFO by health) for the pass's first two
+	// minutes, or before the feed began it.
+	if began := c.began.Load(); began == 0 || time.Since(time.Unix(0, began)) < firstPassChance {
+		return domain.Starting("the first reconcile of validators with their records has not finished")
+	}
+	return domain.Unavailable("the first reconcile of validators with their records has not finished (for %s since it began)", firstPassChance)
 }
+
+// firstPassChance is how long the first pass may take before its absence
+// is a fault rather than a start.
+const firstPassChance = 2 * time.Minute
 
 // Reconcile drives one validator to its record.
 func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
@@ -396,7 +416,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	failure := c.provisionIdentity(ctx, &in.Validator, decideIdentity(in.Validator, key, c.identity))
+	identity, before := decideIdentity(in.Validator, key, c.identity), in.Validator.ProvisionedAuth
+	failure := c.observeIdentity(ctx, in.Validator, key, &identity)
+	if failure == nil {
+		failure = c.provisionIdentity(ctx, &in.Validator, identity)
+	}
+	if failure == nil {
+		failure = c.healClientSecret(ctx, in.Validator, before)
+	}
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
 	}
@@ -511,6 +538,9 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("create the identity provider's clients: %w", err)}
 	}
 	faultpoint.Reach("auth.provisioned")
+	if v.ProvisionedAuth != nil && *v.ProvisionedAuth == a {
+		return nil // looked at again (drift.go): nothing changed
+	}
 	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err
 	}

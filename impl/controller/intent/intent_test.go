@@ -282,6 +282,16 @@ func (i identity) CreateWalletUser(_ context.Context, validator, claim, password
 	return domain.CreatedUser{ID: "id-" + validator, Username: validator + "_walletuser", TemporaryPassword: password}, nil
 }
 
+func (i identity) UserExists(_ context.Context, id string) (bool, error) {
+	if err := i.fail("UserExists"); err != nil {
+		return false, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	_, ok := i.users[strings.TrimPrefix(id, "id-")]
+	return ok, nil
+}
+
 func (i identity) ProvisionClients(_ context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
 	if err := i.fail("ProvisionClients"); err != nil {
 		return domain.ProvisionedAuth{}, err

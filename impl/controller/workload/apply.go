@@ -132,6 +132,10 @@ func applyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 		err = json.Unmarshal(raw, c)
 		c.Status = nil
 		return c, err
+	case *corev1.ConfigMap:
+		c := &corev1ac.ConfigMapApplyConfiguration{}
+		err = json.Unmarshal(raw, c)
+		return c, err
 	}
 	return nil, fmt.Errorf("no apply configuration for %T", obj)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -138,8 +139,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byLabel := handler.EnqueueRequestsFromMapFunc(labelled)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
-		// A new status too: one the cache was behind on (writeStatus).
-		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged))).
+		// A new status too: one the cache was behind on (writeStatus);
+		// and the cache's resync (resync.go).
+		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged, resynced))).
 		Watches(&appsv1.Deployment{}, byLabel).
 		Watches(&appsv1.StatefulSet{}, byLabel).
 		Watches(&corev1.Service{}, byLabel).
@@ -579,9 +581,13 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-// get is the cached object of obj's kind and key, nil when there is none.
+// get is the cached object of obj's kind and key, nil when there is none
+// (of a ConfigMap, its metadata: the cache holds no more).
 func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object, error) {
 	cur := obj.DeepCopyObject().(client.Object)
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		cur = configMapMeta()
+	}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -652,12 +658,21 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator, n
 const KeepAnnotation = "helm.sh/resource-policy"
 
 // pruned are the kinds the controller applies by server-side apply, and
-// deletes when a render no longer holds them. Claims are created once and
-// never deleted: they hold data.
-var pruned = []func() client.ObjectList{
-	func() client.ObjectList { return &appsv1.DeploymentList{} },
-	func() client.ObjectList { return &appsv1.StatefulSetList{} },
-	func() client.ObjectList { return &corev1.ServiceList{} },
+// deletes when a render no longer holds them (ConfigMaps, which only
+// charts render, read as metadata, as the cache holds them). Claims are
+// created once and never deleted: they hold data.
+var pruned = []struct {
+	kind string
+	list func() client.ObjectList
+}{
+	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }},
+	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
+	{"ConfigMap", func() client.ObjectList {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		return l
+	}},
 }
 
 // prune deletes the objects of the pruned kinds in l's namespace that the
@@ -666,31 +681,30 @@ var pruned = []func() client.ObjectList{
 func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout) error {
 	want := map[string]bool{}
 	for _, obj := range l.Objects {
-		want[kindName(obj)] = true
+		want[kindName(reflect.TypeOf(obj).Elem().Name(), obj)] = true
 	}
-	for _, list := range pruned {
-		objs, err := r.applied(ctx, v, l.Namespace, list())
+	for _, kind := range pruned {
+		objs, err := r.applied(ctx, v, l.Namespace, kind.list())
 		if err != nil {
 			return err
 		}
 		for _, obj := range objs {
-			if want[kindName(obj)] || obj.GetAnnotations()[KeepAnnotation] == "keep" {
+			name := kindName(kind.kind, obj)
+			if want[name] || obj.GetAnnotations()[KeepAnnotation] == "keep" {
 				continue
 			}
 			uid := obj.GetUID()
 			if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("prune %s: %w", kindName(obj), err)
+				return fmt.Errorf("prune %s: %w", name, err)
 			}
-			log.FromContext(ctx).V(1).Info("pruned", "object", kindName(obj), "namespace", l.Namespace)
+			log.FromContext(ctx).V(1).Info("pruned", "object", name, "namespace", l.Namespace)
 		}
 	}
 	return nil
 }
 
-// kindName is "<Kind>/<name>" of a typed object.
-func kindName(obj client.Object) string {
-	return fmt.Sprintf("%T/%s", obj, obj.GetName())
-}
+// kindName is "<kind>/<name>" of obj.
+func kindName(kind string, obj client.Object) string { return kind + "/" + obj.GetName() }
 
 // applied are the objects of list's kind in namespace that the controller
 // applied for v (ours).

@@ -30,8 +30,8 @@ type Layout struct {
 	// it, labelled with the validator, and deletes it with the Validator).
 	Namespace string
 	// Objects are the desired objects, each with its namespace set:
-	// Deployments, StatefulSets and Services (applied by server-side
-	// apply, pruned when a later render no longer holds them) and
+	// Deployments, StatefulSets, Services and ConfigMaps (applied by
+	// server-side apply, pruned when a later render no longer holds them) and
 	// PersistentVolumeClaims (created once, never changed nor pruned). The
 	// controller labels each with its validator (ValidatorLabel,
 	// ValidatorNamespaceLabel, ManagedByLabel; the pod templates too), so

@@ -54,6 +54,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/validator-manager/validator-manager/impl/controller/backoff"
 )
 
 // Options tune the simulator; zero values take the defaults.
@@ -236,8 +238,20 @@ func cacheOptions(namespace string) cache.Options {
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
+	resync := Resync
+	o.SyncPeriod = &resync
 	return o
 }
+
+// Resync is how often the simulator's cache hands every object it holds to
+// its controllers again, as if it had changed: a Pod or claim whose event
+// was dropped (a write refused during a fault and taken for a conflict, a
+// retry the work queue's backoff put off for many minutes after a long
+// outage) is simulated again within a minute of the fault clearing, as a
+// kubelet's periodic sync does: within two periods, since the informer
+// checks at its own period whether each handler's resync is due, and its
+// period is jittered by up to a tenth. What is in step costs a cache read.
+const Resync = 25 * time.Second
 
 // setup indexes the Pods by what they read and makes the controllers. Each
 // kind's informer is made now, so that the cache's first sync, after which
@@ -261,7 +275,7 @@ func (s *Simulator) setup() error {
 			return fmt.Errorf("index pods by %s: %w", index, err)
 		}
 	}
-	workers := controller.Options{MaxConcurrentReconciles: s.opts.Workers}
+	workers := controller.Options{MaxConcurrentReconciles: s.opts.Workers, RateLimiter: backoff.RateLimiter[reconcile.Request](5 * time.Millisecond)}
 	// Pods; a claim, Secret or ConfigMap that changes reaches the Pods
 	// that read it (level-triggered: a Pod starts once what it needs
 	// exists), and a Pod that leaves the node those waiting for its room.

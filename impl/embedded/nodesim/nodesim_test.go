@@ -3,6 +3,7 @@ package nodesim_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -513,3 +514,51 @@ func startSim(t *testing.T, rc *rest.Config, o nodesim.Options) (stop func()) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestMissedPodIsSimulatedAfterAResync: a Pod whose binding the API server
+// refused with a conflict while a fault lasted (the simulator takes a
+// conflict for a change whose own event follows, and drops the Pod) is
+// bound and runs once the fault has cleared, within the cache's resync
+// and no later than a minute, although nothing about it changes.
+func TestMissedPodIsSimulatedAfterAResync(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	const scheduler, node = "resync-scheduler", "resync-node"
+	var faulty atomic.Bool
+	var refused atomic.Int32
+	faulty.Store(true)
+	cfg := restConfig()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if faulty.Load() && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/binding") {
+				refused.Add(1)
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict","code":409,"message":"refused by the test's fault"}`
+				return &http.Response{StatusCode: http.StatusConflict, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	// A simulator of the namespace's own scheduler (the package's binds
+	// only the default scheduler's Pods), on a node of its own.
+	t.Cleanup(startSim(t, cfg, nodesim.Options{Namespace: ns, NodeName: node, SchedulerName: scheduler, ReadyDelay: readyDelay,
+		Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}) })
+	spec := podSpec()
+	spec.SchedulerName = scheduler
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "missed", Namespace: ns}, Spec: spec}
+	if _, err := core.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a binding refused", func() (bool, string) { return refused.Load() > 0, "none yet" })
+	faulty.Store(false)
+	cleared := time.Now()
+	eventually(t, time.Minute, "the Pod running after the fault cleared", func() (bool, string) {
+		p, err := core.CoreV1().Pods(ns).Get(ctx, "missed", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning, fmt.Sprintf("node %q, phase %s", p.Spec.NodeName, p.Status.Phase)
+	})
+	t.Logf("running %s after the fault cleared (resync %s)", time.Since(cleared).Round(time.Second), nodesim.Resync)
+}
