@@ -146,6 +146,9 @@ func TestChartMode(t *testing.T) {
 		}
 	})
 
+	// The validator's record stays (release 1.11 has no delete), so the
+	// leader makes the Validator again, and its release namespace anew,
+	// once the old one is gone (some 15 s later: not waited for).
 	t.Run("deleting the Validator removes its release namespace", func(t *testing.T) {
 		n, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
@@ -154,10 +157,13 @@ func TestChartMode(t *testing.T) {
 		if err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Delete(ctx, "validator-1", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// Deleted, not necessarily gone: the namespace controller's
+		// removal of its objects is Kubernetes' part.
 		eventually(t, 60*time.Second, "namespace "+ns+" deleted", func() bool {
 			got, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return apierrors.IsNotFound(err) || err == nil && (got.UID != n.UID || got.DeletionTimestamp != nil)
 		})
+
 	})
 }
 
@@ -228,7 +234,11 @@ func waitRelease(t *testing.T, mc *managementapi.ClientWithResponses, pc *platfo
 		}
 		st := r.JSON200.Status
 		last = fmt.Sprintf("phase %s, 2.0's status %s", p, mustJSON(st))
-		if !started(v1alpha1.Phase(p)) || st.Namespace == nil || st.Charts == nil {
+		// The status is of the current generation: an upgrade's edit is
+		// not judged by the previous version's phase.
+		observed, _ := st.AdditionalProperties["observedGeneration"].(float64)
+		if !started(v1alpha1.Phase(p)) || st.Namespace == nil || st.Charts == nil ||
+			r.JSON200.Metadata == nil || r.JSON200.Metadata.Generation == nil || int64(observed) != *r.JSON200.Metadata.Generation {
 			return false
 		}
 		got := *st.Charts
