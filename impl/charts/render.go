@@ -187,8 +187,18 @@ func decode(manifests []releaseutil.Manifest) ([]client.Object, error) {
 	return objs, nil
 }
 
+// decodeOne decodes one manifest; one of only comments (a template whose
+// condition is false beneath a licence header, as Splice's
+// serviceMonitor.yaml) is no object, as for Helm.
 func decodeOne(doc []byte) (client.Object, error) {
-	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("rendered object: %w", err)
+	}
+	if string(j) == "null" {
+		return nil, nil
+	}
+	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(j, nil, nil)
 	if err == nil {
 		co, ok := obj.(client.Object)
 		if !ok {
@@ -201,13 +211,6 @@ func decodeOne(doc []byte) (client.Object, error) {
 		return nil, fmt.Errorf("rendered object: %w", err)
 	}
 	u := &unstructured.Unstructured{}
-	j, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return nil, fmt.Errorf("rendered object: %w", err)
-	}
-	if string(j) == "null" {
-		return nil, nil
-	}
 	if err := u.UnmarshalJSON(j); err != nil {
 		return nil, fmt.Errorf("rendered object: %w", err)
 	}

@@ -101,6 +101,21 @@ func TestRenderVersions(t *testing.T) {
 	}
 }
 
+// TestRenderCommentsOnly: a template whose condition is false beneath a
+// header comment (metrics off; Splice's serviceMonitor.yaml under its
+// licence header) renders no object, as with Helm, rather than failing.
+func TestRenderCommentsOnly(t *testing.T) {
+	objs, err := charts.Render(context.Background(), loadChart(t, "splice-validator", chartstest.V1), "validator", "vm-alice",
+		map[string]any{"metrics": map[string]any{"enable": false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PersistentVolumeClaim/migration-dump", "Service/validator-app", "Service/wallet-web-ui", "Deployment/validator-app"}
+	if got := kindNames(objs); !slices.Equal(got, want) {
+		t.Fatalf("rendered %v, want %v", got, want)
+	}
+}
+
 func TestRenderSchemaFailure(t *testing.T) {
 	tests := []struct {
 		name   string
