@@ -27,6 +27,8 @@ const (
 // Values are the values of each chart (by chart name) for v, merged from,
 // lowest first (deploy/README.md has the table):
 //
+//  0. what the API's silence means where a chart has no default that
+//     says it (validatorDefaults);
 //  1. server: the server's splice.chartValues, an object keyed by chart
 //     name (values the API does not model, for every validator);
 //  2. the values derived from what v's configuration sets (resources, JVM
@@ -49,17 +51,17 @@ func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string
 	}
 	out := map[string]map[string]any{}
 	for _, d := range []struct {
-		chart            string
-		modelled, pinned map[string]any
+		chart                      string
+		defaults, modelled, pinned map[string]any
 	}{
-		{ParticipantChart, participantModelled(v), participantPinned(v)},
-		{ValidatorChart, validatorModelled(v), validatorPinned(v)},
+		{ParticipantChart, nil, participantModelled(v), participantPinned(v)},
+		{ValidatorChart, validatorDefaults, validatorModelled(v), validatorPinned(v)},
 	} {
 		layers := []map[string]any{d.pinned}
 		for _, l := range []struct {
 			what string
 			m    map[string]any
-		}{{"spec.chartValues", perValidator}, {"", d.modelled}, {"splice.chartValues", server}} {
+		}{{"spec.chartValues", perValidator}, {"", d.modelled}, {"splice.chartValues", server}, {"", d.defaults}} {
 			m, err := table(l.m, d.chart, l.what)
 			if err != nil {
 				return nil, err
@@ -78,6 +80,13 @@ func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string
 	}
 	return out, nil
 }
+
+// validatorDefaults: no top-up unless configured, as the built-in layout
+// without clusterConfig.topUp. splice-validator 0.7.3 has no topup
+// default, and its values.schema.json, whose condition on
+// topup.enabled holds when topup is absent, then requires topup: a
+// validator without it would never render.
+var validatorDefaults = map[string]any{"topup": map[string]any{"enabled": false}}
 
 // LoadValues reads the server's chart values (the setting
 // splice.chartValues): a YAML file with a table per chart name, as

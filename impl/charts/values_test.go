@@ -175,6 +175,17 @@ func TestValues(t *testing.T) {
 			},
 		},
 		{
+			name: "no top-up configured: none, unless a values layer sets one",
+			edit: func(v *v1alpha1.Validator) { v.Spec.Config.Cluster.TopUp = nil },
+			want: want{"splice-validator:topup": map[string]any{"enabled": false}},
+		},
+		{
+			name:   "no top-up configured, the server's",
+			edit:   func(v *v1alpha1.Validator) { v.Spec.Config.Cluster.TopUp = nil },
+			server: map[string]any{"splice-validator": map[string]any{"topup": map[string]any{"enabled": true, "targetThroughput": 1, "minTopupInterval": "5m"}}},
+			want:   want{"splice-validator:topup": map[string]any{"enabled": true, "targetThroughput": 1.0, "minTopupInterval": "5m"}},
+		},
+		{
 			name: "external database, no sponsor, wallet disabled",
 			edit: func(v *v1alpha1.Validator) {
 				v.Spec.ExternalDatabase = true
