@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/charts/chartstest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/controller/workload/splicefacts"
 )
 
 // release is what the test charts render for the README's validator at a
@@ -65,25 +67,7 @@ func testRelease(version string) release {
 func TestChartMode(t *testing.T) {
 	reg := chartstest.NewRegistry(t)
 	reg.Push(t, chartstest.V1, chartstest.V2)
-	dataDir := t.TempDir()
-	s := startServe(t, "--data-dir", dataDir, "--splice.charts", reg.Repository)
-	t.Cleanup(func() {
-		s.cancel()
-		select {
-		case err := <-s.done:
-			if err != nil {
-				t.Errorf("serve after cancel: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("serve did not shut down")
-		}
-	})
-	token := printedToken(t, s.out.String())
-	waitHealthy(t, s.base, s.done)
-	mc, pc := contractClients(t, s.base, token)
-	rc := adminConfig(t, dataDir)
-	core := kubernetes.NewForConfigOrDie(rc)
-	dyn := dynamic.NewForConfigOrDie(rc)
+	mc, pc, core, dyn := serveCharts(t, reg)
 	ctx := context.Background()
 
 	// Both at once: the unknown version's validator fails while the other
@@ -165,6 +149,100 @@ func TestChartMode(t *testing.T) {
 		})
 
 	})
+}
+
+// serveCharts runs `serve` in chart mode with reg as splice.charts until
+// the test ends, and returns its clients: release 1.11's and 2.0's, and the
+// administrator's of its control plane.
+func serveCharts(t *testing.T, reg *chartstest.Registry) (*managementapi.ClientWithResponses, *platformapi.ClientWithResponses, kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	dataDir := t.TempDir()
+	s := startServe(t, "--data-dir", dataDir, "--splice.charts", reg.Repository)
+	t.Cleanup(func() {
+		s.cancel()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				t.Errorf("serve after cancel: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Error("serve did not shut down")
+		}
+	})
+	token := printedToken(t, s.out.String())
+	waitHealthy(t, s.base, s.done)
+	mc, pc := contractClients(t, s.base, token)
+	rc := adminConfig(t, dataDir)
+	return mc, pc, kubernetes.NewForConfigOrDie(rc), dynamic.NewForConfigOrDie(rc)
+}
+
+// TestSpliceCharts holds chart mode against Splice's own charts, which the
+// project does not hold (issue 39 item 9; docs/decisions.md, "Splice's
+// facts and the chart renderer"): VM_TEST_SPLICE_CHARTS_DIR names a
+// directory holding splice-participant and splice-validator built as
+// Splice's build does (Chart-template.yaml made Chart.yaml,
+// values-template.yaml made values.yaml with splice-util-lib's security
+// profiles merged in, splice-util-lib copied into each chart's charts/),
+// VM_TEST_SPLICE_CHARTS_VERSION their release (0.7.3). Skipped without.
+// The README's validator at that version runs on the embedded default, as
+// the charts render it: every workload labelled with its chart, every
+// Secret and key read present, the facts' images and required settings
+// (those the charts' release still passes) set.
+func TestSpliceCharts(t *testing.T) {
+	dir, version := os.Getenv("VM_TEST_SPLICE_CHARTS_DIR"), os.Getenv("VM_TEST_SPLICE_CHARTS_VERSION")
+	if dir == "" || version == "" {
+		t.Skip("set VM_TEST_SPLICE_CHARTS_DIR and VM_TEST_SPLICE_CHARTS_VERSION to run against Splice's charts")
+	}
+	reg := chartstest.NewRegistry(t)
+	reg.PushDir(t, dir, version)
+	mc, pc, core, _ := serveCharts(t, reg)
+	createChartValidator(t, mc, "validator-1", version)
+	ns := waitRelease(t, mc, pc, reg, "validator-1", version)
+	var payload struct{ ImageRepo string }
+	if err := json.Unmarshal(readmePayload(t), &payload); err != nil {
+		t.Fatal(err)
+	}
+	f, err := splicefacts.Load("../../impl/controller/workload/testdata/splice-requirements.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Facts of the built-in layout's Splice that this release's charts no
+	// longer pass, by design: the participant's database user (none:
+	// the image's default cnadmin, chart mode's user) and the migration id
+	// (optional since).
+	passedNoMore := map[string]bool{"participant/CANTON_PARTICIPANT_POSTGRES_USER": true, "validator-app/ADDITIONAL_CONFIG_MIGRATION_ID": true}
+	ctx := context.Background()
+	pods := map[string]corev1.PodSpec{}
+	ds, err := core.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds.Items {
+		if d.Labels[charts.ChartLabel] == "" {
+			t.Errorf("Deployment %s: labels %v, want its chart", d.Name, d.Labels)
+		}
+		pods[d.Labels[workload.ComponentLabel]] = d.Spec.Template.Spec
+		checkRefs(t, core, ns, "Deployment "+d.Name, d.Spec.Template.Spec)
+	}
+	for _, img := range f.Images {
+		if img.Workload == workload.Postgres {
+			continue // ours, as in the built-in layout (TestEmbeddedDefault)
+		}
+		spec, ok := pods[img.Workload]
+		if !ok {
+			t.Errorf("%s: no Deployment labelled %s=%s", img.Workload, workload.ComponentLabel, img.Workload)
+			continue
+		}
+		c := spec.Containers[0]
+		if want := payload.ImageRepo + "/" + img.Image + ":" + version; c.Image != want {
+			t.Errorf("%s: image %s, want %s", img.Workload, c.Image, want)
+		}
+		for _, r := range img.Required {
+			if v, _ := splicefacts.Resolve(c, r.Env); v == "" && !r.MayBeEmpty && !passedNoMore[img.Workload+"/"+r.Env] {
+				t.Errorf("%s: required %s is empty", img.Workload, r.Env)
+			}
+		}
+	}
 }
 
 // contractClients are release 1.11's and 2.0's clients at base with token,

@@ -81,12 +81,22 @@ func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string
 	return out, nil
 }
 
-// validatorDefaults: no top-up unless configured, as the built-in layout
-// without clusterConfig.topUp. splice-validator 0.7.3 has no topup
-// default, and its values.schema.json, whose condition on
-// topup.enabled holds when topup is absent, then requires topup: a
-// validator without it would never render.
-var validatorDefaults = map[string]any{"topup": map[string]any{"enabled": false}}
+// validatorDefaults are what the built-in layout does where the API is
+// silent and splice-validator has no default that does the same:
+//   - no top-up unless configured (no clusterConfig.topUp). splice-validator
+//     0.7.3 has no topup default, and its values.schema.json, whose
+//     condition on topup.enabled holds when topup is absent, then requires
+//     topup: a validator without it would never render;
+//   - the UIs' names (spliceInstanceNames), the Global Synchronizer's
+//     (workload.InstanceNames): the chart's are null, which leaves the UIs'
+//     variables empty.
+var validatorDefaults = func() map[string]any {
+	names := map[string]any{}
+	for _, n := range workload.InstanceNames {
+		names[n.Key] = n.Value
+	}
+	return map[string]any{"topup": map[string]any{"enabled": false}, "spliceInstanceNames": names}
+}()
 
 // LoadValues reads the server's chart values (the setting
 // splice.chartValues): a YAML file with a table per chart name, as

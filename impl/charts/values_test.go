@@ -180,6 +180,15 @@ func TestValues(t *testing.T) {
 			want: want{"splice-validator:topup": map[string]any{"enabled": false}},
 		},
 		{
+			name:   "the UIs' names: the built-in layout's unless a values layer names them",
+			server: server,
+			want: want{
+				"splice-validator:spliceInstanceNames.networkName":            "TestNet",
+				"splice-validator:spliceInstanceNames.amuletName":             "Canton Coin",
+				"splice-validator:spliceInstanceNames.nameServiceNameAcronym": "CNS",
+			},
+		},
+		{
 			name:   "no top-up configured, the server's",
 			edit:   func(v *v1alpha1.Validator) { v.Spec.Config.Cluster.TopUp = nil },
 			server: map[string]any{"splice-validator": map[string]any{"topup": map[string]any{"enabled": true, "targetThroughput": 1, "minTopupInterval": "5m"}}},

@@ -58,17 +58,25 @@ func NewRegistry(t testing.TB, wrap ...func(http.Handler) http.Handler) *Registr
 // Helm's registry client, as <Repository>/<chart>:<version>.
 func (r *Registry) Push(t testing.TB, versions ...string) {
 	t.Helper()
+	for _, v := range versions {
+		r.PushDir(t, Dir(), v)
+	}
+}
+
+// PushDir packages the charts named Charts in dir (chart directories, as
+// Splice's are once built) at version and pushes them as
+// <Repository>/<chart>:<version>.
+func (r *Registry) PushDir(t testing.TB, dir, version string) {
+	t.Helper()
 	client, err := registry.NewClient(registry.ClientOptPlainHTTP(),
 		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "config.json")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range versions {
-		for _, name := range Charts {
-			ref := strings.TrimPrefix(r.Repository, "oci://") + "/" + name + ":" + v
-			if _, err := client.Push(Package(t, name, v), ref); err != nil {
-				t.Fatalf("push %s: %v", ref, err)
-			}
+	for _, name := range Charts {
+		ref := strings.TrimPrefix(r.Repository, "oci://") + "/" + name + ":" + version
+		if _, err := client.Push(packageDir(t, filepath.Join(dir, name), version), ref); err != nil {
+			t.Fatalf("push %s: %v", ref, err)
 		}
 	}
 }
@@ -77,7 +85,12 @@ func (r *Registry) Push(t testing.TB, versions ...string) {
 // and appVersion).
 func Package(t testing.TB, name, version string) []byte {
 	t.Helper()
-	ch, err := loader.LoadDir(filepath.Join(Dir(), name))
+	return packageDir(t, filepath.Join(Dir(), name), version)
+}
+
+func packageDir(t testing.TB, dir, version string) []byte {
+	t.Helper()
+	ch, err := loader.LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

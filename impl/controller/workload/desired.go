@@ -345,17 +345,27 @@ func (b layout) createDatabase(database string) corev1.Container {
 	}
 }
 
-// Instance names the UIs show (the charts' spliceInstanceNames, which the
-// 1.11 payload has no field for): the Global Synchronizer's, which a UI's
-// envVars replace for another network.
-var instanceNames = []corev1.EnvVar{
-	{Name: "SPLICE_APP_UI_NETWORK_NAME", Value: "Canton Network"},
-	{Name: "SPLICE_APP_UI_NETWORK_FAVICON_URL", Value: "https://www.canton.network/hubfs/cn-favicon-05%201-1.png"},
-	{Name: "SPLICE_APP_UI_AMULET_NAME", Value: "Canton Coin"},
-	{Name: "SPLICE_APP_UI_AMULET_NAME_ACRONYM", Value: "CC"},
-	{Name: "SPLICE_APP_UI_NAME_SERVICE_NAME", Value: "Canton Name Service"},
-	{Name: "SPLICE_APP_UI_NAME_SERVICE_NAME_ACRONYM", Value: "CNS"},
+// InstanceNames are the names the UIs show (the charts' values
+// spliceInstanceNames, by key, which the 1.11 payload has no field for):
+// the Global Synchronizer's, which a UI's envVars (chart mode: the chart
+// values) replace for another network. Env is the UI image's variable.
+var InstanceNames = []struct{ Key, Env, Value string }{
+	{"networkName", "SPLICE_APP_UI_NETWORK_NAME", "Canton Network"},
+	{"networkFaviconUrl", "SPLICE_APP_UI_NETWORK_FAVICON_URL", "https://www.canton.network/hubfs/cn-favicon-05%201-1.png"},
+	{"amuletName", "SPLICE_APP_UI_AMULET_NAME", "Canton Coin"},
+	{"amuletNameAcronym", "SPLICE_APP_UI_AMULET_NAME_ACRONYM", "CC"},
+	{"nameServiceName", "SPLICE_APP_UI_NAME_SERVICE_NAME", "Canton Name Service"},
+	{"nameServiceNameAcronym", "SPLICE_APP_UI_NAME_SERVICE_NAME_ACRONYM", "CNS"},
 }
+
+// instanceNames are InstanceNames as the UIs' variables.
+var instanceNames = func() []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(InstanceNames))
+	for _, n := range InstanceNames {
+		out = append(out, corev1.EnvVar{Name: n.Env, Value: n.Value})
+	}
+	return out
+}()
 
 // ui is a web UI's Deployment (wallet-web-ui or ans-web-ui), with the
 // charts' resources unless the configuration gives its own. The charts read
