@@ -58,12 +58,8 @@ type config struct {
 }
 
 func main() {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = filepath.Join(os.Getenv("HOME"), ".cache")
-	}
 	c := config{Version: engine.Version, OS: runtime.GOOS, Arch: runtime.GOARCH}
-	flag.StringVar(&c.Dir, "dir", filepath.Join(cache, "validator-manager", "envtest", engine.Version), "folder to install into")
+	flag.StringVar(&c.Dir, "dir", engine.CacheDir(), "folder to install into")
 	flag.StringVar(&c.IndexURL, "index", remote.DefaultIndexURL, "setup-envtest's index of envtest archives")
 	flag.StringVar(&c.ReleaseURL, "release", "https://dl.k8s.io/release", "Kubernetes' release binaries")
 	script := flag.String("build", "testdata/envtest/build.sh", "script building what is missing from source")
