@@ -239,11 +239,19 @@ func TestCrashConverges(t *testing.T) {
 	} else {
 		t.Log("TEST_POSTGRES_DSN is not set: the crash test runs on SQLite only")
 	}
-	bin := faultBinary(t)
+	// The build runs while the package's other tests do; each case has its
+	// own data directory, database and namespace, so the cases run side by side.
+	built := faultBinary(t)
+	t.Parallel()
+	bin := built()
 	for db, dsn := range databases {
 		t.Run(db, func(t *testing.T) {
+			t.Parallel()
 			for i, c := range crashCases {
-				t.Run(fmt.Sprintf("%02d-%s", i, c.point), func(t *testing.T) { runCrash(t, bin, c, dsn(t)) })
+				t.Run(fmt.Sprintf("%02d-%s", i, c.point), func(t *testing.T) {
+					t.Parallel()
+					runCrash(t, bin, c, dsn(t))
+				})
 			}
 		})
 	}
@@ -373,19 +381,31 @@ func waitHealthy(t testing.TB, base string, done chan error) {
 	}
 }
 
-// faultBinary is the test binary the server processes run: this one when it
-// was built with the fault points (-tags faultpoints), else one built so.
-// Fault points are compiled into no other build (package faultpoint).
-func faultBinary(t *testing.T) string {
+// faultBinary starts making the test binary the server processes run and
+// returns a wait for its path: this binary when it was built with the fault
+// points (-tags faultpoints), else one built so. Fault points are compiled
+// into no other build (package faultpoint).
+func faultBinary(t *testing.T) (wait func() string) {
 	t.Helper()
 	if faultpoint.Enabled {
-		return os.Args[0]
+		return func() string { return os.Args[0] }
 	}
 	bin := filepath.Join(t.TempDir(), "crashtest")
 	start := time.Now()
-	goCommand(t, "test", "-c", "-tags", "faultpoints", "-o", bin, ".")
-	t.Logf("built the server with its fault points in %s", time.Since(start).Round(time.Second))
-	return bin
+	cmd := exec.Command("go", "test", "-c", "-tags", "faultpoints", "-o", bin, ".")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		t.Helper()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("go test -c -tags faultpoints: %v\n%s", err, out.String())
+		}
+		t.Logf("built the server with its fault points in %s", time.Since(start).Round(time.Second))
+		return bin
+	}
 }
 
 // goCommand runs the go command in this package's directory and returns its

@@ -16,6 +16,7 @@ func TestNoFaultPointsInProduction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary twice")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		tags string

@@ -27,6 +27,7 @@ import (
 // started etcd again, health is UP and a new create is provisioned, all
 // without restarting the server.
 func TestFullDiskDegradesAndHeals(t *testing.T) {
+	t.Parallel()
 	// etcd preallocates two 64 MB WAL segments; the rest is headroom.
 	dataDir := apitest.SmallDisk(t, "320m")
 

@@ -67,10 +67,17 @@ func TestRecover(t *testing.T) {
 		{name: "migration id not greater", args: []string{"--migration-id", "2"}, wantErr: "not greater than the current 2", wantMigration: 2, wantPodsOpen: true},
 		{name: "missing realm", args: []string{"--realm", ""}, wantErr: "realm", wantMigration: 2, wantPodsOpen: true},
 	}
+	// A run that migrates changes its server's validator and writes its
+	// folder: it gets a fixture of its own. The others leave both as they
+	// were (each asserts so) and share one server.
+	shared := newRecoverFixture(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newRecoverFixture(t)
+			f := shared
+			if tc.wantMigrating {
+				f = newRecoverFixture(t)
+			}
 			env := map[string]string{envWalletPassword: recPassword, envToken: f.srv.Token}
 			if tc.noToken {
 				delete(env, envToken)

@@ -237,18 +237,29 @@ type contract struct {
 	errorShape string
 }
 
+// contracts are both releases' documents and routers, loaded once per test
+// process: validating a response only reads them (as the server's own
+// request validation reads its documents from every request's goroutine),
+// and loading four documents for every server a test starts took seconds.
+var contracts struct {
+	once       sync.Once
+	mgmt, plat contract
+	err        error
+}
+
 // NewValidator wraps base.
 func NewValidator(t testing.TB, base http.RoundTripper) *Validator {
 	t.Helper()
-	v := &Validator{t: t, base: base}
-	var err error
-	if v.mgmt, err = newContract(openapi.Management, "ErrorMap"); err != nil {
-		t.Fatal(err)
+	contracts.once.Do(func() {
+		if contracts.mgmt, contracts.err = newContract(openapi.Management, "ErrorMap"); contracts.err != nil {
+			return
+		}
+		contracts.plat, contracts.err = newContract(openapi.Platform, "Error")
+	})
+	if contracts.err != nil {
+		t.Fatal(contracts.err)
 	}
-	if v.plat, err = newContract(openapi.Platform, "Error"); err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return &Validator{t: t, base: base, mgmt: contracts.mgmt, plat: contracts.plat}
 }
 
 // newContract routes on the paths as written (the documents' one server is

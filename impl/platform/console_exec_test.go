@@ -84,6 +84,7 @@ func pod(name, validator string, phase corev1.PodPhase, containers ...string) *c
 }
 
 func TestExecConsole(t *testing.T) {
+	t.Parallel()
 	core := fake.NewClientset(
 		pod("v1-participant-0", "v1", corev1.PodRunning, "participant", "sidecar"),
 		pod("v2-participant-0", "v2", corev1.PodPending, "participant"),

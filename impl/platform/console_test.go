@@ -100,6 +100,7 @@ func closedWith(t *testing.T, c *websocket.Conn) (websocket.StatusCode, string) 
 }
 
 func TestLedgerConsole(t *testing.T) {
+	t.Parallel()
 	s := startConsole(t, 2*time.Second)
 	ctx := t.Context()
 

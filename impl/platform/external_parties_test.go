@@ -152,6 +152,7 @@ func participantOf(t *testing.T, s *apitest.Server, name string) string {
 // TestExternalParties drives generate-topology and allocate against the
 // sandbox ledger of validator-1, with validator-2's participant as a co-host.
 func TestExternalParties(t *testing.T) {
+	t.Parallel()
 	var calls ledgerCalls
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.UpstreamTimeout = time.Second },

@@ -70,6 +70,7 @@ func startHosting(t *testing.T) hostingEnv {
 // party with both hosts; then the party changes its hosting (prepare, sign,
 // submit) twice: dropping the co-host, and adding it back, which it approves.
 func TestMultiHostedParty(t *testing.T) {
+	t.Parallel()
 	e := startHosting(t)
 	s, ctx := e.s, t.Context()
 	k := newPartyKey(t, platformapi.KeySpecEd25519)
@@ -257,6 +258,7 @@ func TestMultiHostedParty(t *testing.T) {
 // TestAdminOperations: each admin API operation's answers other than the
 // flow's: the participant's own views, 400s, 404s and 502s.
 func TestAdminOperations(t *testing.T) {
+	t.Parallel()
 	e := startHosting(t)
 	s, ctx := e.s, t.Context()
 

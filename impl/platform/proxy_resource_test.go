@@ -48,6 +48,7 @@ func applyResource(t *testing.T, s *apitest.Server, name, scan string, auth map[
 // created through release 1.11, with its own ledger API client when it
 // configures one.
 func TestProxyValidatorResourceOnly(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := t.Context()
 	tests := []struct {
@@ -120,6 +121,7 @@ func settled(t *testing.T, c *upstream.Clients, validator string) *upstream.Node
 // across calls and rebuilt once its resource or Secret changes; once the
 // resource is deleted the validator is no longer proxied.
 func TestProxyClientsFollowResource(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := t.Context()
 	const name = "kubectl-rotate"

@@ -15,6 +15,7 @@ import (
 // an error status and a body that does not decode are upstream errors that
 // name the upstream the call went to.
 func TestRelay(t *testing.T) {
+	t.Parallel()
 	n := &upstream.Node{Target: upstream.Target{LedgerURL: "http://127.0.0.1:1", ScanURL: "http://127.0.0.2:1", ValidatorAppURL: "http://127.0.0.3:1"}}
 	answer := func(status int, body string) func() (*http.Response, []byte) {
 		u, _ := url.Parse("http://127.0.0.1:1/v2/users")

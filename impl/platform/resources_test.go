@@ -100,6 +100,7 @@ func addForeign(t *testing.T, s *apitest.Server, kind, name string, spec map[str
 // those other tools created, sorted, as stored, and its status is what the
 // workload controller writes.
 func TestValidatorReads(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := context.Background()
 
@@ -202,6 +203,7 @@ func TestValidatorReads(t *testing.T) {
 // TestApplicationReads: every Application of the namespace, its status, and
 // the metrics of its pods on the simulated node.
 func TestApplicationReads(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := context.Background()
 	addForeign(t, s, cluster.ApplicationKind, "api-gateway", map[string]any{"image": "gw:1", "replicas": int64(1)})

@@ -9,6 +9,7 @@ import (
 // TestSignatureChoice: absent fields take Ed25519 in CONCAT; a pair no key
 // can sign in is refused; every other pair passes unchanged.
 func TestSignatureChoice(t *testing.T) {
+	t.Parallel()
 	concat, der, raw := platformapi.SignatureFormatConcat, platformapi.SignatureFormatDer, platformapi.SignatureFormatRaw
 	ed, ecdsa := platformapi.SigningAlgorithmEd25519, platformapi.SigningAlgorithmEcDsaSha256
 	for _, c := range []struct {

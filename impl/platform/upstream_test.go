@@ -60,6 +60,7 @@ func expect(t *testing.T, what string, got int, raw []byte, want int) {
 }
 
 func TestParties(t *testing.T) {
+	t.Parallel()
 	s := startWithValidator(t, nil)
 	ctx := t.Context()
 
@@ -182,6 +183,7 @@ func sameSet(a, b []string) bool {
 }
 
 func TestUsersAndRights(t *testing.T) {
+	t.Parallel()
 	s := startWithValidator(t, nil)
 	ctx := t.Context()
 	alloc := func(hint string) string {
@@ -327,6 +329,7 @@ func TestUsersAndRights(t *testing.T) {
 }
 
 func TestWalletUsers(t *testing.T) {
+	t.Parallel()
 	s := startWithValidator(t, nil)
 	ctx := t.Context()
 	operator := validator + "-validator-operator"
@@ -425,6 +428,7 @@ func multipartBody(t *testing.T, field, fileName string, content []byte) (string
 }
 
 func TestUploadDar(t *testing.T) {
+	t.Parallel()
 	s := startWithValidator(t, func(c *config.Config) { c.MaxUploadBytes = 64 << 10 })
 	ctx := t.Context()
 	packages := func() []string {
@@ -529,6 +533,7 @@ func (f *faults) hook(up string, r *http.Request) int {
 }
 
 func TestValidatorViews(t *testing.T) {
+	t.Parallel()
 	var fl faults
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.UpstreamTimeout = 300 * time.Millisecond },
@@ -709,6 +714,7 @@ func TestValidatorViews(t *testing.T) {
 // allocate a party, create a user with rights, onboard a wallet user,
 // upload a DAR, and see all of it in details.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	var fl faults
 	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.PageSize = 2; o.Fault = fl.hook })}})
 	createValidator(t, s)
@@ -784,6 +790,7 @@ func TestEndToEnd(t *testing.T) {
 // TestUpstreamCallsAreMeasured: a proxied call shows in /actuator/prometheus
 // by upstream and outcome.
 func TestUpstreamCallsAreMeasured(t *testing.T) {
+	t.Parallel()
 	s := startWithValidator(t, nil)
 	if r, err := s.Platform.ListPartiesWithResponse(t.Context(), validator, nil); err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("listParties: %v %v", err, r.StatusCode())

@@ -24,6 +24,7 @@ const (
 )
 
 func TestWalletGateway(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	createValidator(t, s)
 	ctx := t.Context()

@@ -95,10 +95,15 @@ func TestProcedure(t *testing.T) {
 			p.Timeout = 100 * time.Millisecond
 		}, wantStep: 6, wantErr: "the edit was accepted but", wantMigration: 2, wantFile: true, wantCopy: true, wantToken: true, wantSnapshot: true},
 	}
+	shared := startServer(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t)
+			srv := shared
+			if tc.wantMigrating {
+				srv = nil
+			}
+			f := newFixture(t, srv)
 			p := f.procedure()
 			if tc.edit != nil {
 				tc.edit(f, p)
@@ -206,10 +211,11 @@ func TestDryRun(t *testing.T) {
 		{name: "no pod", edit: func(f *fixture, _ *recovery.Procedure) { f.pods.noPod = true }, wantStep: 4, wantErr: "no running pod"},
 		{name: "migration id not greater", edit: func(_ *fixture, p *recovery.Procedure) { p.MigrationID = 1 }, wantStep: 6, wantErr: "not greater"},
 	}
+	shared := startServer(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t)
+			f := newFixture(t, shared)
 			p := f.procedure()
 			p.DryRun = true
 			if tc.edit != nil {
@@ -274,10 +280,11 @@ func TestRejectedInput(t *testing.T) {
 		{"no password", "password is empty", func(p *recovery.Procedure) { p.WalletPassword = "" }},
 		{"no realm", "realm", func(p *recovery.Procedure) { p.Realm = "" }},
 	}
+	shared := startServer(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t)
+			f := newFixture(t, shared)
 			p := f.procedure()
 			tc.edit(p)
 			_, err := p.Run(context.Background())
@@ -312,17 +319,30 @@ type fixture struct {
 	dir       string
 }
 
-func newFixture(t *testing.T) *fixture {
+// startServer is a server holding the two validators a run may reach.
+func startServer(t *testing.T) *apitest.Server {
 	t.Helper()
-	f := &fixture{srv: apitest.Start(t, apitest.Options{}), out: &apitest.Buffer{}, dir: t.TempDir(), pods: &fakePods{}}
+	srv := apitest.Start(t, apitest.Options{})
 	for name, id := range map[string]int32{validator: 2, neighbour: 7} {
 		v := validValidator(name, id)
-		resp, err := f.srv.Management.CreateValidatorWithResponse(context.Background(), v)
+		resp, err := srv.Management.CreateValidatorWithResponse(context.Background(), v)
 		if err != nil || resp.StatusCode() != http.StatusCreated {
 			t.Fatalf("create validator %s: %v %s", name, err, resp.Body)
 		}
-		f.srv.Provisioned(t, name)
+		srv.Provisioned(t, name)
 	}
+	return srv
+}
+
+// newFixture is one run's fakes and folder, on srv: a test's runs that
+// leave the validators as they were (each asserts so) share one server; a
+// run that migrates passes nil and gets one of its own.
+func newFixture(t *testing.T, srv *apitest.Server) *fixture {
+	t.Helper()
+	if srv == nil {
+		srv = startServer(t)
+	}
+	f := &fixture{srv: srv, out: &apitest.Buffer{}, dir: t.TempDir(), pods: &fakePods{}}
 	anon, err := managementapi.NewClientWithResponses(f.srv.URL, managementapi.WithHTTPClient(f.srv.HTTP))
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ func (u countingUpstream) AllocateParty(_ context.Context, req platformapi.Alloc
 // never reaches the upstream; once the lock is released the same call is
 // attempted and audited as done.
 func TestAuditBeforeMutation(t *testing.T) {
+	t.Parallel()
 	type locker func(t *testing.T, cfg config.Config) (release func())
 	sqliteLock := func(t *testing.T, cfg config.Config) func() {
 		db, err := sql.Open("sqlite3", "file:"+filepath.Join(cfg.DataDir, "validator-manager.db")+"?_busy_timeout=0")
@@ -139,6 +140,7 @@ func TestAuditBeforeMutation(t *testing.T) {
 // audited) only when it matches server.RequestIDPattern; otherwise the
 // server generates one.
 func TestRequestIDPattern(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	tests := []struct {
 		sent string

@@ -19,6 +19,7 @@ import (
 // role and whether it worked, filtered and paged; nobody else may read it.
 // On SQLite and on PostgreSQL.
 func TestAuditLogAnswersWhoChangedAValidator(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			dsn := ""

@@ -131,6 +131,7 @@ func unsigned(t *testing.T) string {
 func jsonTime(t time.Time) string { b, _ := json.Marshal(t.Unix()); return string(b) }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	p := newIDP(t, true)
 	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
 		c.JWKSURI = p.server.URL
@@ -213,6 +214,7 @@ func TestAuthentication(t *testing.T) {
 // TestAudience: with api.auth.audience set, only tokens naming it are admitted
 // (a wallet user's token of the same realm names its own client).
 func TestAudience(t *testing.T) {
+	t.Parallel()
 	p := newIDP(t, true)
 	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) {
 		c.JWKSURI, c.Issuer, c.Audience = p.server.URL, testIssuer, "validator-manager"
@@ -237,6 +239,7 @@ func TestAudience(t *testing.T) {
 // TestJWKSSources: a JWKS file works like a URL, keys without alg admit only
 // their own key type's algorithms, and a JWKS with no public key is refused.
 func TestJWKSSources(t *testing.T) {
+	t.Parallel()
 	p := newIDP(t, false)
 	file := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(file, p.jwks, 0o600); err != nil {
@@ -267,6 +270,7 @@ func TestJWKSSources(t *testing.T) {
 
 // TestPublicPaths need no token; everything under /api and /api/v1 does.
 func TestPublicPaths(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	for _, path := range []string{"/actuator/health", "/actuator/info", "/v3/api-docs", "/v3/api-docs/management", "/docs-ui.html"} {
 		resp, body := send(t, s, http.MethodGet, path, "")

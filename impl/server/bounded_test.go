@@ -15,6 +15,7 @@ import (
 // single-valued query parameter given twice are 400 in the release's shape,
 // naming what is wrong, before any handler runs.
 func TestWellFormedRequests(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	tests := []struct {
 		name, method, path, contentType, body string
@@ -42,6 +43,7 @@ func TestWellFormedRequests(t *testing.T) {
 // ports are port numbers. On SQLite, and on PostgreSQL when
 // TEST_POSTGRES_DSN is set.
 func TestNamesAndLengths(t *testing.T) {
+	t.Parallel()
 	participant := func(name, adminPort string) string {
 		b, _ := json.Marshal(map[string]string{"name": name, "adminAddress": "rp.test", "adminPort": adminPort, "ledgerAddress": "rp.test",
 			"ledgerPort": "5001", "ledgerId": "l", "jsonApiUrl": "https://rp.test", "authProvider": "custom", "image": "i"})

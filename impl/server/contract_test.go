@@ -19,6 +19,7 @@ import (
 // TestReadOnlyFieldsRoundTrip sends what a GET answered back through PUT:
 // the read-only fields in it are accepted and ignored.
 func TestReadOnlyFieldsRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := t.Context()
 	v := validValidator()
@@ -87,6 +88,7 @@ func TestReadOnlyFieldsRoundTrip(t *testing.T) {
 // TestFormParameters: the operations with "query or form parameters" take a
 // form-encoded body as well as a query string.
 func TestFormParameters(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	form := url.Values{"userId": {"alice"}, "canActAs": {"alice::1220ab", "bob::1220cd"}, "participantAdmin": {"true"}}
 	cases := []struct {
@@ -124,6 +126,7 @@ func TestFormParameters(t *testing.T) {
 // pattern (anchored) rewritten without nested repetition; both accept the
 // same names.
 func TestBackupNamePatternIsLinear(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi.Management()
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +154,7 @@ func TestBackupNamePatternIsLinear(t *testing.T) {
 // one server and full paths, so a client rooted at the server reaches the
 // public and the protected operations alike.
 func TestOneClientReachesEveryPath(t *testing.T) {
+	t.Parallel()
 	for name, load := range map[string]func() (*openapi3.T, error){"1.11": openapi.Management, "2.0": openapi.Platform} {
 		doc, err := load()
 		if err != nil {
@@ -180,6 +184,7 @@ func TestOneClientReachesEveryPath(t *testing.T) {
 
 // TestIdentityDumpIsAFile: the contract publishes the dump as bytes.
 func TestIdentityDumpIsAFile(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi.Platform()
 	if err != nil {
 		t.Fatal(err)

@@ -84,6 +84,7 @@ func validatorExample(tb testing.TB, s *Server) []byte {
 // handler binds the document that validation saw (kin-openapi's
 // KeepValidatedValue), defaults included, instead of decoding the body again.
 func TestHandlerGetsValidatedBody(t *testing.T) {
+	t.Parallel()
 	s, stub := decodeServer(t)
 	wallet := `{"partyHint":"acme","signingProvider":"custody-provider-a"}`
 	for _, tc := range []struct {

@@ -26,6 +26,7 @@ import (
 // release's contract. It needs Debian's chromium (.ci/run installs it); on a
 // machine without it the test skips, except in CI where it fails.
 func TestDocsPageInBrowser(t *testing.T) {
+	t.Parallel()
 	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	releases := []struct {
@@ -97,6 +98,7 @@ func dumpDOM(t *testing.T, browser, page string) string {
 // (a deep link) shows the role it needs, as its description's sentence and
 // as its x-required-role extension, in both releases.
 func TestDocsPageShowsRoles(t *testing.T) {
+	t.Parallel()
 	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	for _, tt := range []struct{ page, role string }{
@@ -144,6 +146,7 @@ measure();
 // "…API (/ap"). It also leaves a screenshot of the page in the test's log
 // directory for a person to look at (DOCS_SCREENSHOT names a file to keep it).
 func TestDocsReleaseSelectorShowsFullLabels(t *testing.T) {
+	t.Parallel()
 	browser := chromium(t)
 	s := apitest.Start(t, apitest.Options{})
 	mux := http.NewServeMux()

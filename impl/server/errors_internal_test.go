@@ -12,6 +12,7 @@ import (
 // what encoding/json writes for platformError (as c.JSON did), escapes
 // included.
 func TestAppendPlatformError(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 26, 17, 4, 5, 123456789, time.FixedZone("", 3600))
 	for _, msg := range []string{
 		`validator "no-such-validator" does not exist in namespace "validators"`,

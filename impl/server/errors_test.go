@@ -35,6 +35,7 @@ func (panickingPlatform) ListValidators(context.Context, platformapi.ListValidat
 // TestErrorShapes: whatever goes wrong, the body is in the shape of the
 // release that owns the path, never echo's default.
 func TestErrorShapes(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.MaxBodyBytes = 1 << 10 },
 		App: []app.Option{app.WithServer(func(o *server.Options) {

@@ -32,6 +32,7 @@ func conditional(t *testing.T, s *apitest.Server, path, tag string) (int, string
 // list then is what it was), and 200 with a new tag once something did (a
 // create, an edit, a phase, a change in the cluster), or for another query.
 func TestListETags(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := t.Context()
 	lists := []string{"/api/validators", "/api/validators?limit=1", "/api/validators?status=RUNNING", "/api/v1/validators", "/api/v1/applications"}

@@ -125,6 +125,7 @@ func servedExamples(t *testing.T) []docExample {
 // documents is valid against its own schema, read as the page uses it
 // (request examples as requests, response examples as responses).
 func TestDocumentExamplesMatchTheirSchemas(t *testing.T) {
+	t.Parallel()
 	examples := servedExamples(t)
 	if len(examples) < 20 {
 		t.Fatalf("found %d examples, want the documents' examples (at least 20)", len(examples))
@@ -150,6 +151,7 @@ func TestDocumentExamplesMatchTheirSchemas(t *testing.T) {
 // operation shows are the bodies the server sends for them (the message
 // where it is fixed, the shape and status where it depends on the request).
 func TestResponseExamplesAreWhatTheServerSends(t *testing.T) {
+	t.Parallel()
 	// The examples name the namespace "default", as a first run's server has.
 	s := apitest.Start(t, apitest.Options{Config: func(c *config.Config) { c.Namespace = "default" }})
 	send := func(method, path, token string) (int, map[string]any) {
@@ -236,6 +238,7 @@ func jsonEqual(a, b any) bool {
 // example comes first: it creates the validator that the 2.0 path examples
 // name. Every request example belongs to an operation sent here.
 func TestRequestExamplesAreAccepted(t *testing.T) {
+	t.Parallel()
 	examples := servedExamples(t)
 	type opKey struct{ release, method, path string }
 	var order []opKey
@@ -401,6 +404,7 @@ func exampleRequests(path string, op *openapi3.Operation, exs []docExample) ([]e
 // TestReadmeCreatePayloadIsTheExample: the README's curl create sends the
 // createValidator example of the document.
 func TestReadmeCreatePayloadIsTheExample(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

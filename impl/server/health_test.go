@@ -13,6 +13,7 @@ import (
 // TestHealthReportsDown: a dependency that stops answering turns the probe
 // into 503 DOWN and names it.
 func TestHealthReportsDown(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	if err := s.App.Store.Close(); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ var badNames = []string{"a%2Fb", ".", "..", "Validator-1", "a%20b", strings.Repe
 // refused by validation (400) or not found (404), in the release's shape,
 // never a 5xx, and nothing is logged at ERROR for them.
 func TestNamesNoObjectCanHave(t *testing.T) {
+	t.Parallel()
 	type op struct{ release, method, path, id string }
 	var ops []op
 	for release, load := range map[string]func() (*openapi3.T, error){release111: openapi.Management, release20: openapi.Platform} {
@@ -91,6 +92,7 @@ func TestNamesNoObjectCanHave(t *testing.T) {
 // names no file, or climbs out of them, is a 404 in release 2.0's shape,
 // not net/http's plain text.
 func TestDocsAssetsOutsideAnswerInShape(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	for _, path := range []string{"/docs-ui/../x", "/docs-ui/no-such-file.js", "/docs-ui/xterm/../../x"} {
 		resp, raw := do(t, s, http.MethodGet, path, "", nil, false)

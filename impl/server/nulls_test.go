@@ -33,6 +33,7 @@ type nullCase struct {
 // 2.0 {timestamp, status, error} whose error says "<field>: must not be
 // null".
 func TestNullRefusedWhereNotNullable(t *testing.T) {
+	t.Parallel()
 	var cases []nullCase
 	for release, load := range map[string]func() (*openapi3.T, error){release111: openapi.Management, release20: openapi.Platform} {
 		doc, err := load()
@@ -134,6 +135,7 @@ func requestTarget(path string, params openapi3.Parameters) string {
 // the property's default (it fills defaults for null as for absence); a
 // property that admits null and has one would be refused a null it admits.
 func TestNoNullableDefault(t *testing.T) {
+	t.Parallel()
 	for release, load := range map[string]func() (*openapi3.T, error){release111: openapi.Management, release20: openapi.Platform} {
 		doc, err := load()
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 // recorded in the database and logged, whatever its answer, with who, what,
 // outcome and request id, and nothing of its body or query.
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	ctx := context.Background()
 	const secret = "s3cret-never-recorded"
@@ -112,6 +113,7 @@ func (uncompletableAuditor) CompleteAudit(context.Context, int64, int, string) e
 // as an error; the answer stands (the operation has happened) and the
 // record stays pending.
 func TestAuditCompletionFailure(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) { o.Audit = uncompletableAuditor{o.Audit} })}})
 	resp, _ := do(t, s, "DELETE", "/api/v1/validators/acme/wallet-users/bob", "", nil, true)
 	if resp.StatusCode == http.StatusInternalServerError || resp.StatusCode == http.StatusServiceUnavailable {
@@ -130,6 +132,7 @@ func TestAuditCompletionFailure(t *testing.T) {
 // status, upstream calls by upstream and outcome, reports the caches' sync
 // state, and needs the token unless api.metrics.public is set.
 func TestPrometheus(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	do(t, s, "GET", "/api/v1/validators", "", nil, true)
 	do(t, s, "GET", "/api/v1/validators/absent", "", nil, true)

@@ -53,6 +53,7 @@ const (
 // TestEveryOperation calls every operation of both contracts with valid
 // inputs, so that each request passes validation and reaches its handler.
 func TestEveryOperation(t *testing.T) {
+	t.Parallel()
 	cases := operationCases()
 	t.Run("table covers both contracts", func(t *testing.T) {
 		assertCoversContracts(t, cases)
@@ -404,6 +405,7 @@ func watchNotSynced(t *testing.T, r apiResponse) {
 // TestBadInputs sends requests that break the contract: each is refused with
 // 400 in the release's shape, naming the offending input.
 func TestBadInputs(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 
 	t.Run(release111, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // oidcAuthorityUrl the policy refuses is 400 naming the field and the
 // policy, and nothing is stored.
 func TestValidatorAddressPolicy(t *testing.T) {
+	t.Parallel()
 	policy := outbound.Cluster("default", []string{"https://kc.example.com/realms/r"}, []string{"scan.example.com", "sv.example.com"}, false, false)
 	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithManagement(func(o *management.Options) { o.ValidatorAddresses = policy })}})
 	ctx := t.Context()

@@ -14,6 +14,7 @@ import (
 // other address; its Runnable runs on every replica and closes the
 // listener when it stops.
 func TestPprof(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0"} {
 		if ln, err := server.ListenPprof(addr); err == nil {
 			ln.Close()

@@ -33,6 +33,7 @@ func (s *seeing) ListValidators(ctx context.Context, req managementapi.ListValid
 // TestPrincipalInContext: a handler of an authenticated operation finds the
 // token's subject in its context.
 func TestPrincipalInContext(t *testing.T) {
+	t.Parallel()
 	var h *seeing
 	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) {
 		h = &seeing{Server: o.Management.(*management.Server)}
@@ -50,6 +51,7 @@ func TestPrincipalInContext(t *testing.T) {
 // TestConsolePlainHandler: the WebSocket console is served by a plain
 // handler on the raw connection, behind authentication and validation.
 func TestConsolePlainHandler(t *testing.T) {
+	t.Parallel()
 	var seen []auth.Principal
 	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) {
 		o.Plain["openLedgerConsole"] = func(w http.ResponseWriter, r *http.Request) error {

@@ -12,6 +12,7 @@ import (
 // once, also through WithAttrs and WithGroup; a line that names an id keeps
 // its own; a line without a request has none.
 func TestLogRequestIDs(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := slog.New(LogRequestIDs(slog.NewJSONHandler(&buf, nil)))
 	ctx := context.WithValue(context.Background(), requestIDKey{}, "req-1")

@@ -147,6 +147,7 @@ func TestTricklingBodyIsCut(t *testing.T) {
 // PostgreSQL (which refuses NUL and invalid UTF-8 itself) when
 // TEST_POSTGRES_DSN is set.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	prune := `{"cron":"0 0 20 * * ?","maxDuration":"5m","retention":"48h"}`
 	big := strings.Repeat("x", 8192)
 	cases := []struct {
@@ -200,6 +201,7 @@ func TestHostileInput(t *testing.T) {
 // TestFrameworkErrorsInShape: 401 challenges in both releases, HEAD answers
 // like GET, oversized headers are a 431 in the release's shape.
 func TestFrameworkErrorsInShape(t *testing.T) {
+	t.Parallel()
 	s := hostile(t, "")
 	t.Run("1.11 401 challenges", func(t *testing.T) {
 		resp, raw := do(t, s, "GET", "/api/validators", "", nil, false)
@@ -251,6 +253,7 @@ func TestFrameworkErrorsInShape(t *testing.T) {
 
 // TestDatabaseOutage: 503 naming the database, not a bare 500.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	if err := s.App.Store.Close(); err != nil {
 		t.Fatal(err)
@@ -263,6 +266,7 @@ func TestDatabaseOutage(t *testing.T) {
 
 // TestRequestLog: an expected 4xx is not an ERROR, and latency has a unit.
 func TestRequestLog(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{})
 	if resp, _ := do(t, s, "GET", "/api/v1/validators/v1/wallet-gateway/wallets", "", nil, true); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("got %d, want 404 (no validator v1)", resp.StatusCode)

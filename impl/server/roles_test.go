@@ -53,6 +53,7 @@ func contractOperations(t *testing.T) map[string]contractOperation {
 // method: operator; the admin operations: admin), says it in its
 // description, and declares 403 unless it is public.
 func TestRequiredRolesInContracts(t *testing.T) {
+	t.Parallel()
 	for key, o := range contractOperations(t) {
 		want := "operator"
 		switch {
@@ -86,6 +87,7 @@ func TestRequiredRolesInContracts(t *testing.T) {
 // release 2.0 and a JSON object on release 1.11. With roles off (release
 // 2.0's rule) the same tokens are never refused.
 func TestRolesEveryOperation(t *testing.T) {
+	t.Parallel()
 	callers := []struct {
 		role   auth.Role
 		claims map[string]any

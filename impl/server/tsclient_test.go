@@ -19,6 +19,7 @@ import (
 // tools are the ones package-lock.json pins (`npm ci`, which `make test`
 // runs first).
 func TestTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

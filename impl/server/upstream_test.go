@@ -30,6 +30,7 @@ func (f failingUpstream) AllocateParty(context.Context, platformapi.AllocatePart
 // TestUpstreamErrors: a failed upstream call is 502, a rejection 422, both
 // as {endpoint, error} with the safe message; the cause is in the log only.
 func TestUpstreamErrors(t *testing.T) {
+	t.Parallel()
 	const secretCause = "dial tcp 127.0.0.9:7575: token=abc.def refused"
 	tests := []struct {
 		name   string

@@ -36,6 +36,7 @@ func provisionedOf(t *testing.T, data string) (status, reason string) {
 // (False, WalletUserConflict) while release 1.11's events keep their fields
 // and PENDING; once the user is removed the condition turns True.
 func TestWatchShowsProvisioningFailure(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{Watch: true})
 	ctx := context.Background()
 	other, err := s.App.Identity.CreateWalletUser(ctx, "omega", "", "Someone-elses-Pa55word")

@@ -145,6 +145,7 @@ func phaseOf(t *testing.T, data string) string {
 // its creation (PENDING) to RUNNING, past the request timeout, resumes
 // after a disconnection, and filters by name.
 func TestWatchValidators(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{Watch: true, Config: func(c *config.Config) { c.RequestTimeout = time.Second }})
 	ctx := t.Context()
 	const v1, v2 = "/api/watch/validators", "/api/v1/watch/validators"
@@ -220,6 +221,7 @@ func TestWatchValidators(t *testing.T) {
 // TestWatchBadPosition: a resource version that is not one is 400 in the
 // release's shape (the contract's pattern).
 func TestWatchBadPosition(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, apitest.Options{Watch: true})
 	for _, path := range []string{"/api/watch/validators?since=x", "/api/v1/watch/validators?since=-1"} {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.URL+path, nil)

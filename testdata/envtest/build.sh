@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver and kube-controller-manager into $1 (default: the
-# user cache), each only when it is not already there. Prints only the folder
+# user cache), each only when it is not already there: the fallback of
+# cmd/engine (`make engine`) when their download fails. Prints only the folder
 # on stdout (for KUBEBUILDER_ASSETS and the embedded default's engine);
 # progress goes to stderr, one line per stage with the elapsed seconds.
 # Cold (nothing cached, 2 idle cores): about 8 minutes; warm: instant.

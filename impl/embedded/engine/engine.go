@@ -2,8 +2,8 @@
 // etcd, kube-apiserver and kube-controller-manager as child processes on
 // loopback, with etcd's data, the PKI and the logs in one directory, so that
 // every object survives a restart and an operator's kubectl sees what the
-// server made. The binaries come from testdata/envtest/build.sh (`make
-// engine`).
+// server made. The binaries are those `make engine` installs (cmd/engine:
+// downloaded, or built by testdata/envtest/build.sh where that fails).
 package engine
 
 import (
@@ -31,7 +31,7 @@ import (
 	"github.com/validator-manager/validator-manager/deploy/crds"
 )
 
-// Version is the Kubernetes release testdata/envtest/build.sh builds.
+// Version is the Kubernetes release `make engine` installs.
 const Version = "v1.37.1"
 
 // ServiceCIDR is the virtual range Services get addresses from: nothing
@@ -106,12 +106,17 @@ type Options struct {
 const stableAfter = time.Minute
 
 // DefaultBinDir is where Start looks for the binaries without
-// Options.BinDir: $KUBEBUILDER_ASSETS if set, else the folder
-// testdata/envtest/build.sh fills.
+// Options.BinDir: $KUBEBUILDER_ASSETS if set, else CacheDir.
 func DefaultBinDir() string {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d
 	}
+	return CacheDir()
+}
+
+// CacheDir is the folder `make engine` fills:
+// <user cache>/validator-manager/envtest/<Version>.
+func CacheDir() string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = filepath.Join(os.Getenv("HOME"), ".cache")
