@@ -62,7 +62,8 @@ func testRelease(version string) release {
 // with their digests; an edit to V2 prunes what V2 no longer renders and
 // applies what it adds; a version the registry lacks leaves its validator
 // PENDING with Rendered False, ChartUnavailable; deleting the Validator
-// removes its release namespace. Every response is checked against the
+// keeps its release namespace and claims, where the Validator made again
+// runs. Every response is checked against the
 // contract of its release.
 func TestChartMode(t *testing.T) {
 	reg := chartstest.NewRegistry(t)
@@ -131,23 +132,37 @@ func TestChartMode(t *testing.T) {
 	})
 
 	// The validator's record stays (release 1.11 has no delete), so the
-	// leader makes the Validator again, and its release namespace anew,
-	// once the old one is gone (some 15 s later: not waited for).
-	t.Run("deleting the Validator removes its release namespace", func(t *testing.T) {
+	// leader makes the Validator again. Its release namespace keeps the
+	// claims (the database's, the migration dump's) and so stays: the
+	// Validator made again runs there, on the same data.
+	t.Run("deleting the Validator keeps its data", func(t *testing.T) {
 		n, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := core.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "migration-dump", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Get(ctx, "validator-1", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Delete(ctx, "validator-1", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// Deleted, not necessarily gone: the namespace controller's
-		// removal of its objects is Kubernetes' part.
-		eventually(t, 60*time.Second, "namespace "+ns+" deleted", func() bool {
-			got, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			return apierrors.IsNotFound(err) || err == nil && (got.UID != n.UID || got.DeletionTimestamp != nil)
+		eventually(t, 60*time.Second, "the Validator made again", func() bool {
+			v, err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Get(ctx, "validator-1", metav1.GetOptions{})
+			return err == nil && v.GetUID() != old.GetUID()
 		})
-
+		got, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil || got.UID != n.UID || got.DeletionTimestamp != nil {
+			t.Fatalf("release namespace %s: %v (deleting %v); want the same, kept", ns, err, got.DeletionTimestamp)
+		}
+		after, err := core.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "migration-dump", metav1.GetOptions{})
+		if err != nil || after.UID != before.UID {
+			t.Fatalf("the migration dump's claim: %v, want the same one kept", err)
+		}
 	})
 }
 

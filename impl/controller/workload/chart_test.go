@@ -276,13 +276,18 @@ func TestChartModeUnavailableVersion(t *testing.T) {
 	}
 }
 
-// Deleting the Validator deletes its release namespace (envtest runs no
-// namespace controller: the namespace stays terminating), then the
-// finalizer goes and the Validator with it.
+// Deleting the Validator deletes the workloads of its release namespace
+// but not the claims, which hold data, nor the namespace holding them;
+// then the finalizer goes and the Validator with it.
 func TestChartModeDeletion(t *testing.T) {
 	v, _ := chartMode(t, workloadtest.VersionA)
 	rendered(t, v, workloadtest.VersionA)
 	ctx := context.Background()
+	ns := workload.ReleaseNamespace(v)
+	var claims corev1.PersistentVolumeClaimList
+	if err := apiServer.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) == 0 {
+		t.Fatalf("claims before the deletion: %v %d", err, len(claims.Items))
+	}
 	if err := apiServer.Delete(ctx, v); err != nil {
 		t.Fatal(err)
 	}
@@ -292,12 +297,17 @@ func TestChartModeDeletion(t *testing.T) {
 		}
 		return nil
 	})
-	var ns corev1.Namespace
-	if err := apiServer.Get(ctx, types.NamespacedName{Name: workload.ReleaseNamespace(v)}, &ns); err != nil {
-		t.Fatal(err)
+	var deployments appsv1.DeploymentList
+	if err := apiServer.List(ctx, &deployments, client.InNamespace(ns)); err != nil || len(deployments.Items) != 0 {
+		t.Errorf("deployments left: %v %d", err, len(deployments.Items))
 	}
-	if ns.DeletionTimestamp == nil {
-		t.Errorf("release namespace %s not being deleted", ns.Name)
+	var kept corev1.PersistentVolumeClaimList
+	if err := apiServer.List(ctx, &kept, client.InNamespace(ns)); err != nil || len(kept.Items) != len(claims.Items) {
+		t.Errorf("claims after the deletion: %v %d, want %d", err, len(kept.Items), len(claims.Items))
+	}
+	var n corev1.Namespace
+	if err := apiServer.Get(ctx, types.NamespacedName{Name: ns}, &n); err != nil || n.DeletionTimestamp != nil {
+		t.Errorf("release namespace %s: %v, deleting %v; want kept", ns, err, n.DeletionTimestamp)
 	}
 }
 

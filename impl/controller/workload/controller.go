@@ -424,8 +424,8 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, v *v1alpha1.Validator,
 	return nil
 }
 
-// finalize deletes the release namespace of v, being deleted, and then
-// removes its finalizer.
+// finalize deletes the release namespace of v, being deleted (or, while
+// it holds claims, the workloads in it), and then removes its finalizer.
 func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error {
 	if !controllerutil.ContainsFinalizer(v, ReleaseFinalizer) {
 		return nil
@@ -435,11 +435,27 @@ func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error 
 		return err
 	}
 	if ns != nil && ns.DeletionTimestamp == nil {
-		uid := ns.UID
-		if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &uid}, client.DisableReadYourWritesConsistency); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
+		// Claims hold data (the database's, the migration dump's): a
+		// deletion never destroys them, as the built-in layout's outlive
+		// their Validator. Their namespace stays, with its Secrets, and a
+		// Validator made again (from its record) finds them; without
+		// claims the namespace goes.
+		var claims corev1.PersistentVolumeClaimList
+		if err := r.fresh.List(ctx, &claims, client.InNamespace(ns.Name), client.Limit(1)); err != nil {
+			return fmt.Errorf("claims of namespace %s: %w", ns.Name, err)
 		}
-		log.FromContext(ctx).Info("deleted release namespace", "namespace", ns.Name)
+		if len(claims.Items) > 0 {
+			if err := r.prune(ctx, v, &Layout{Namespace: ns.Name}); err != nil {
+				return err
+			}
+			log.FromContext(ctx).Info("kept release namespace: it holds claims", "namespace", ns.Name)
+		} else {
+			uid := ns.UID
+			if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &uid}, client.DisableReadYourWritesConsistency); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
+			}
+			log.FromContext(ctx).Info("deleted release namespace", "namespace", ns.Name)
+		}
 	}
 	return r.patchFinalizer(ctx, v, controllerutil.RemoveFinalizer)
 }
