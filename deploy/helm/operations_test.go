@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
@@ -288,15 +287,21 @@ func TestChartModeUnderDeployRBAC(t *testing.T) {
 	if err := f.app.Store.DeleteValidator(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the leader deletes the validator and its release namespace", func() error {
+	// The release holds a claim (its data): the leader deletes the
+	// workloads in it and keeps the namespace with the claim.
+	eventually("the leader deletes the validator and its release's workloads", func() error {
 		if _, err := validators.Get(ctx, "acme", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Validator resource: %v", err)
 		}
-		n, err := admin.CoreV1().Namespaces().Get(ctx, release, metav1.GetOptions{})
-		if err == nil && n.DeletionTimestamp == nil {
-			return fmt.Errorf("namespace %s not being deleted", release)
+		deployments, err := admin.AppsV1().Deployments(release).List(ctx, metav1.ListOptions{})
+		if err != nil || len(deployments.Items) > 0 {
+			return fmt.Errorf("deployments in %s: %v %d", release, err, len(deployments.Items))
 		}
-		return client.IgnoreNotFound(err)
+		n, err := admin.CoreV1().Namespaces().Get(ctx, release, metav1.GetOptions{})
+		if err != nil || n.DeletionTimestamp != nil {
+			return fmt.Errorf("namespace %s: %v, want kept with its claims", release, err)
+		}
+		return nil
 	})
 	if refused := sink.lines(from, "forbidden"); len(refused) > 0 {
 		t.Errorf("the API server refused the servers under deploy/rbac:\n%s", strings.Join(refused, "\n"))

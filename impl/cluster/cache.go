@@ -101,7 +101,8 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 }
 
 // ReleaseCache widens o, the options CacheOptions made for namespace, to
-// the objects of every other namespace that carry ValidatorNamespaceLabel,
+// the objects of every other namespace whose ValidatorNamespaceLabel names
+// namespace,
 // of the kinds the workload controller applies or reads there (chart mode:
 // each validator's release lives in a namespace of its own, made while the
 // server runs), with the same transforms: still one cache, one informer
@@ -112,7 +113,9 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if namespace == "" {
 		return nil
 	}
-	labelled, err := labels.Parse(ValidatorNamespaceLabel)
+	// Of this server's validators only: another server in the cluster
+	// labels its own.
+	labelled, err := labels.Parse(ValidatorNamespaceLabel + "=" + namespace)
 	if err != nil {
 		return err
 	}

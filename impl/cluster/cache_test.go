@@ -106,7 +106,7 @@ func TestReleaseCache(t *testing.T) {
 		}
 		here, elsewhere := by.Namespaces["vm"], by.Namespaces[ctrlcache.AllNamespaces]
 		if len(by.Namespaces) != 2 || here.LabelSelector != nil || elsewhere.LabelSelector == nil ||
-			elsewhere.LabelSelector.String() != cluster.ValidatorNamespaceLabel {
+			elsewhere.LabelSelector.String() != cluster.ValidatorNamespaceLabel+"=vm" {
 			t.Errorf("%s: namespaces %+v, want vm and the labelled objects of every other", kind, by.Namespaces)
 		}
 		if (here.Transform == nil) != (elsewhere.Transform == nil) {
