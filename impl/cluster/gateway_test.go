@@ -902,3 +902,41 @@ func TestCreateWritesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabasePasswordEditKeepsPrevious: the database Secret carries its
+// password's digest as a label, and an edit that changes the password
+// keeps the one it replaced (what the running database accepts until the
+// workload controller's rotation ran); writing the same password again
+// keeps it too.
+func TestDatabasePasswordEditKeepsPrevious(t *testing.T) {
+	core, _ := realClients(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "p")
+	gw, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+	start()
+	v := validator(t, "rho", config("rho", "0.4.1", nil))
+	if err := gw.ApplyValidator(ctx, v, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct{ password, previous string }{
+		{"first", ""}, {"second", "first"}, {"second", "first"}, {"third", "second"},
+	} {
+		within(t, func() error { // the cache shows what was written before
+			if step.previous != "" && !gw.CachedSecrets("rho").Database {
+				return fmt.Errorf("the cache does not show the database Secret yet")
+			}
+			return nil
+		})
+		if err := gw.WriteSecrets(ctx, "rho", domain.ValidatorSecrets{DatabasePassword: step.password}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("rho"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(s.Data[cluster.PreviousDatabasePasswordKey]); got != step.previous || string(s.Data[cluster.DatabaseSecretKey]) != step.password ||
+			s.Labels[cluster.DatabasePasswordLabel] != cluster.PasswordDigest([]byte(step.password)) {
+			t.Fatalf("after writing %q: previous %q, labels %v; want previous %q and the digest of %q", step.password, got, s.Labels, step.previous, step.password)
+		}
+	}
+}

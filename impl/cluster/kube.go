@@ -714,6 +714,11 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 		},
 		Data: map[string][]byte{s.key: []byte(s.value)},
 	}
+	if s.key == DatabaseSecretKey {
+		if err := k.keepPreviousPassword(ctx, sec); err != nil {
+			return false, err
+		}
+	}
 	fieldOwner := FieldOwner
 	if !replace {
 		fieldOwner = secretDefaultOwner
@@ -723,6 +728,36 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 		return false, nil
 	}
 	return err == nil, redact(err)
+}
+
+// keepPreviousPassword completes the database Secret sec about to be
+// written: the digest of its password as DatabasePasswordLabel, and the
+// password the Secret holds now, when it differs, as
+// PreviousDatabasePasswordKey (else the one it holds already), which the
+// workload controller's rotation presents to the running database. The
+// Secret is read only when the cache shows it with a password.
+func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) error {
+	next := sec.Data[DatabaseSecretKey]
+	sec.Labels[DatabasePasswordLabel] = PasswordDigest(next)
+	if cached := cached[corev1.Secret](k, sec.Name); cached == nil || !hasKey(cached, DatabaseSecretKey) {
+		return nil // a new Secret (a create reads nothing)
+	}
+	cur := &corev1.Secret{}
+	err := k.api.Get(ctx, client.ObjectKeyFromObject(sec), cur)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return redact(err)
+	}
+	previous, had := cur.Data[DatabaseSecretKey]
+	if !had || string(previous) == string(next) {
+		previous = cur.Data[PreviousDatabasePasswordKey]
+	}
+	if len(previous) > 0 {
+		sec.Data[PreviousDatabasePasswordKey] = previous
+	}
+	return nil
 }
 
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;
