@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -907,11 +909,27 @@ func TestCreateWritesOnce(t *testing.T) {
 // password's digest as a label, and an edit that changes the password
 // keeps the one it replaced (what the running database accepts until the
 // workload controller's rotation ran); writing the same password again
-// keeps it too.
+// keeps it too; an edit before the last one's rotation ran keeps the
+// password the database still takes (the apps' template says which).
 func TestDatabasePasswordEditKeepsPrevious(t *testing.T) {
 	core, _ := realClients(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "p")
+	// The database took "second", never "third".
+	app := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "rho-validator-app", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rho"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rho"},
+					Annotations: map[string]string{cluster.DatabasePasswordAnnotation: cluster.PasswordDigest([]byte("second"))}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}},
+			},
+		},
+	}
+	if _, err := core.AppsV1().Deployments(ns).Create(ctx, app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	gw, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
 	start()
 	v := validator(t, "rho", config("rho", "0.4.1", nil))
@@ -919,7 +937,7 @@ func TestDatabasePasswordEditKeepsPrevious(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, step := range []struct{ password, previous string }{
-		{"first", ""}, {"second", "first"}, {"second", "first"}, {"third", "second"},
+		{"first", ""}, {"second", "first"}, {"second", "first"}, {"third", "second"}, {"fourth", "second"},
 	} {
 		within(t, func() error { // the cache shows what was written before
 			if step.previous != "" && !gw.CachedSecrets("rho").Database {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -751,13 +752,25 @@ func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) err
 		return redact(err)
 	}
 	previous, had := cur.Data[DatabaseSecretKey]
-	if !had || string(previous) == string(next) {
-		previous = cur.Data[PreviousDatabasePasswordKey]
+	older := cur.Data[PreviousDatabasePasswordKey]
+	if !had || string(previous) == string(next) || len(older) > 0 && k.databaseTakes(sec.Labels[ValidatorLabel], older) {
+		// The same password again, or one the database never took (an
+		// edit before the last one's rotation ran): the database still
+		// takes the older one.
+		previous = older
 	}
 	if len(previous) > 0 {
 		sec.Data[PreviousDatabasePasswordKey] = previous
 	}
 	return nil
+}
+
+// databaseTakes tells from the cache whether the validator's apps start
+// with password (DatabasePasswordAnnotation on the validator app's pod
+// template, which the workload controller sets once the database took it).
+func (k *Kube) databaseTakes(validator string, password []byte) bool {
+	d := cached[appsv1.Deployment](k, validator+"-"+domain.ServiceValidatorApp)
+	return d != nil && d.Spec.Template.Annotations[DatabasePasswordAnnotation] == PasswordDigest(password)
 }
 
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;

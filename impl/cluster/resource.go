@@ -62,6 +62,11 @@ const (
 // password (a label: the caches keep labels, never values or annotations).
 const DatabasePasswordLabel = "validator-manager.io/database-password"
 
+// DatabasePasswordAnnotation on the pod templates of the apps that log in
+// to the internal database is PasswordDigest of the password they start
+// with: the one the database takes (the workload controller's rotation).
+const DatabasePasswordAnnotation = "validator-manager.io/database-password"
+
 // PasswordDigest names a password without showing it: the first 16 hex
 // digits of its SHA-256.
 func PasswordDigest(password []byte) string {

@@ -32,7 +32,7 @@ import (
 
 // PasswordAnnotation on the participant's and the validator app's pod
 // templates is the digest of the database password they start with.
-const PasswordAnnotation = "validator-manager.io/database-password"
+const PasswordAnnotation = cluster.DatabasePasswordAnnotation
 
 // Reasons of ConditionDatabasePasswordRotated.
 const (
