@@ -89,8 +89,9 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 	switch {
 	case want == "":
 		return rotation{digest: have}, nil
-	case have == "" || have == want || !previous:
-		// A new database takes the Secret's password when it starts.
+	case have == want || !previous || apierrors.IsNotFound(err):
+		// A new database takes the Secret's password when it starts;
+		// a Secret without a previous password was never edited.
 		return rotation{digest: want, condition: rotated(v, meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated))}, nil
 	}
 	job := &batchv1.Job{}

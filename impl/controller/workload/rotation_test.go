@@ -135,3 +135,21 @@ func TestControllerRotatesDatabasePassword(t *testing.T) {
 		t.Errorf("wallet UI template: %v %v, want no password digest (it does not log in to the database)", err, d.Spec.Template.Annotations)
 	}
 }
+
+// A validator whose apps' templates carry no digest yet (made by an older
+// version) is rotated too when an edit changes its password: its apps do
+// not restart before the database takes the new one.
+func TestControllerRotatesPasswordOfOlderValidator(t *testing.T) {
+	v := create(t, nil)
+	writeReads(t, v)
+	eventually(t, "the validator app", func(ctx context.Context) error {
+		_, err := getDeployment(ctx, v, workload.ValidatorApp)
+		return err
+	})
+	setDatabasePassword(t, v, "second", "first")
+	rotationJob(t, v, "second")
+	d, err := getDeployment(context.Background(), v, workload.ValidatorApp)
+	if err != nil || d.Spec.Template.Annotations[workload.PasswordAnnotation] != "" {
+		t.Fatalf("validator app template while rotating: %v %v, want no digest", err, d.Spec.Template.Annotations)
+	}
+}
