@@ -70,6 +70,9 @@ func TestEmbeddedDefault(t *testing.T) {
 	t.Run("a validator becomes workloads on the control plane", func(t *testing.T) {
 		checkWorkloads(t, base, startToken, dataDir)
 	})
+	t.Run("a new database password reaches the running database", func(t *testing.T) {
+		checkPasswordEdit(t, base, startToken, dataDir)
+	})
 	t.Run("a validator without custom auth gets its clients and Secrets", func(t *testing.T) {
 		checkAuth(t, base, startToken, dataDir)
 	})

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -899,6 +901,60 @@ func TestCreateWritesOnce(t *testing.T) {
 		}
 		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != u.GetUID() {
 			t.Errorf("Secret %s owners: got %v, want the resource (uid %s)", name, s.OwnerReferences, u.GetUID())
+		}
+	}
+}
+
+// TestDatabasePasswordEditKeepsPrevious: the database Secret carries its
+// password's digest as a label, and an edit that changes the password
+// keeps the one it replaced (what the running database accepts until the
+// workload controller's rotation ran); writing the same password again
+// keeps it too; an edit before the last one's rotation ran keeps the
+// password the database still takes (the apps' template says which).
+func TestDatabasePasswordEditKeepsPrevious(t *testing.T) {
+	core, _ := realClients(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "p")
+	// The database took "second", never "third".
+	app := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "rho-validator-app", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rho"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rho"},
+					Annotations: map[string]string{cluster.DatabasePasswordAnnotation: cluster.PasswordDigest([]byte("second"))}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}},
+			},
+		},
+	}
+	if _, err := core.AppsV1().Deployments(ns).Create(ctx, app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gw, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+	start()
+	v := validator(t, "rho", config("rho", "0.4.1", nil))
+	if err := gw.ApplyValidator(ctx, v, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct{ password, previous string }{
+		{"first", ""}, {"second", "first"}, {"second", "first"}, {"third", "second"}, {"fourth", "second"},
+	} {
+		within(t, func() error { // the cache shows what was written before
+			if step.previous != "" && !gw.CachedSecrets("rho").Database {
+				return fmt.Errorf("the cache does not show the database Secret yet")
+			}
+			return nil
+		})
+		if err := gw.WriteSecrets(ctx, "rho", domain.ValidatorSecrets{DatabasePassword: step.password}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("rho"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(s.Data[cluster.PreviousDatabasePasswordKey]); got != step.previous || string(s.Data[cluster.DatabaseSecretKey]) != step.password ||
+			s.Labels[cluster.DatabasePasswordLabel] != cluster.PasswordDigest([]byte(step.password)) {
+			t.Fatalf("after writing %q: previous %q, labels %v; want previous %q and the digest of %q", step.password, got, s.Labels, step.previous, step.password)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -714,6 +715,11 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 		},
 		Data: map[string][]byte{s.key: []byte(s.value)},
 	}
+	if s.key == DatabaseSecretKey {
+		if err := k.keepPreviousPassword(ctx, sec); err != nil {
+			return false, err
+		}
+	}
 	fieldOwner := FieldOwner
 	if !replace {
 		fieldOwner = secretDefaultOwner
@@ -723,6 +729,48 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 		return false, nil
 	}
 	return err == nil, redact(err)
+}
+
+// keepPreviousPassword completes the database Secret sec about to be
+// written: the digest of its password as DatabasePasswordLabel, and the
+// password the Secret holds now, when it differs, as
+// PreviousDatabasePasswordKey (else the one it holds already), which the
+// workload controller's rotation presents to the running database. The
+// Secret is read only when the cache shows it with a password.
+func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) error {
+	next := sec.Data[DatabaseSecretKey]
+	sec.Labels[DatabasePasswordLabel] = PasswordDigest(next)
+	if cached := cached[corev1.Secret](k, sec.Name); cached == nil || !hasKey(cached, DatabaseSecretKey) {
+		return nil // a new Secret (a create reads nothing)
+	}
+	cur := &corev1.Secret{}
+	err := k.api.Get(ctx, client.ObjectKeyFromObject(sec), cur)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return redact(err)
+	}
+	previous, had := cur.Data[DatabaseSecretKey]
+	older := cur.Data[PreviousDatabasePasswordKey]
+	if !had || string(previous) == string(next) || len(older) > 0 && k.databaseTakes(sec.Labels[ValidatorLabel], older) {
+		// The same password again, or one the database never took (an
+		// edit before the last one's rotation ran): the database still
+		// takes the older one.
+		previous = older
+	}
+	if len(previous) > 0 {
+		sec.Data[PreviousDatabasePasswordKey] = previous
+	}
+	return nil
+}
+
+// databaseTakes tells from the cache whether the validator's apps start
+// with password (DatabasePasswordAnnotation on the validator app's pod
+// template, which the workload controller sets once the database took it).
+func (k *Kube) databaseTakes(validator string, password []byte) bool {
+	d := cached[appsv1.Deployment](k, validator+"-"+domain.ServiceValidatorApp)
+	return d != nil && d.Spec.Template.Annotations[DatabasePasswordAnnotation] == PasswordDigest(password)
 }
 
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;

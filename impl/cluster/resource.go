@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -50,7 +52,27 @@ const (
 	OnboardingSecretKey    = "secret"
 	LedgerAPIAuthSecretKey = "client-secret"
 	DatabaseSecretKey      = "password"
+	// PreviousDatabasePasswordKey holds, once an edit gave the database a
+	// new password, the one it replaced: what the running internal
+	// database accepts until the workload controller's rotation ran.
+	PreviousDatabasePasswordKey = "previous-password"
 )
+
+// DatabasePasswordLabel on the database Secret is PasswordDigest of its
+// password (a label: the caches keep labels, never values or annotations).
+const DatabasePasswordLabel = "validator-manager.io/database-password"
+
+// DatabasePasswordAnnotation on the pod templates of the apps that log in
+// to the internal database is PasswordDigest of the password they start
+// with: the one the database takes (the workload controller's rotation).
+const DatabasePasswordAnnotation = "validator-manager.io/database-password"
+
+// PasswordDigest names a password without showing it: the first 16 hex
+// digits of its SHA-256.
+func PasswordDigest(password []byte) string {
+	sum := sha256.Sum256(password)
+	return hex.EncodeToString(sum[:8])
+}
 
 // Names of the backup objects of a validator.
 func BackupCronJobName(validator string) string { return validator + "-backup" }

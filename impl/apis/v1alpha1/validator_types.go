@@ -41,6 +41,12 @@ const (
 	// is applied, the running objects stay and the phase is PENDING; True
 	// (reason Rendered) once a render succeeds.
 	ConditionRendered = "Rendered"
+	// ConditionDatabasePasswordRotated: the workload controller's, once an
+	// edit gave the internal database a new password: False while the
+	// running database is being set to it (reason Rotating) or when that
+	// failed (RotationFailed: the database and the apps keep the old
+	// password); True (Rotated) once the apps start with the new one.
+	ConditionDatabasePasswordRotated = "DatabasePasswordRotated"
 )
 
 // Validator is a validator managed by validator-manager. metadata.name is
@@ -204,7 +210,9 @@ type ValidatorStatus struct {
 	// ObservedGeneration is the metadata.generation this status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready,
-	// Rendered (the workload controller's); Provisioned (the intent controller's):
+	// Rendered, DatabasePasswordRotated (the workload controller's; the
+	// last once an edit changed the internal database's password);
+	// Provisioned (the intent controller's):
 	// False while provisioning fails, with reason WalletUserConflict,
 	// ClientConflict, IdentityProviderUnavailable, SecretsUnsealable or
 	// DatabasePasswordMissing, True (reason Provisioned) once a failure it

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -146,6 +147,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.StatefulSet{}, byLabel).
 		Watches(&corev1.Service{}, byLabel).
 		Watches(&corev1.PersistentVolumeClaim{}, byLabel).
+		// The database password's rotation (rotation.go).
+		Watches(&batchv1.Job{}, byLabel).
 		// A Pod queues the Validator it belongs to when it comes or goes,
 		// or when why it cannot start changes.
 		Watches(&corev1.Pod{}, byLabel, builder.WithPredicates(podChanged)).
@@ -303,6 +306,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	r.backoff.Forget(req)
+	rot, err := r.rotate(ctx, v, l) // rotation.go
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	withPassword(l.Objects, rot.digest)
 	for _, obj := range l.Objects {
 		stamp(v, l, obj)
 		if err := r.apply(ctx, obj); err != nil {
@@ -337,6 +345,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			message = "charts " + strings.Join(charts, ", ")
 		}
 		setRendered(&st, v, metav1.ConditionTrue, ReasonRendered, message)
+		if rot.condition != nil {
+			meta.SetStatusCondition(&st.Conditions, *rot.condition)
+		}
 		return st
 	})
 }

@@ -36,6 +36,7 @@ import (
 const (
 	ReasonCreateContainerConfigError = "CreateContainerConfigError"
 	ReasonInvalidImageName           = "InvalidImageName"
+	ReasonCrashLoopBackOff           = "CrashLoopBackOff"
 	reasonContainerCreating          = "ContainerCreating"
 	reasonPodInitializing            = "PodInitializing"
 )

@@ -168,6 +168,7 @@ type Simulator struct {
 	ready   chan struct{} // closed when the caches have synced and the node exists
 	metrics *Metrics
 	room    *room // what the Pods bound to the node request (room.go)
+	db      databases
 }
 
 // New builds a simulator over the API server of rc (its QPS and burst are
@@ -183,7 +184,8 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{now: opts.Now}, room: newRoom(opts.Capacity)}
+	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{now: opts.Now}, room: newRoom(opts.Capacity),
+		db: databases{accepted: map[string][32]byte{}}}
 	metrics := metricsserver.Options{BindAddress: "0"}
 	if opts.MetricsAddress != "" {
 		metrics = metricsserver.Options{BindAddress: opts.MetricsAddress,

@@ -187,6 +187,7 @@ func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.T
 	ip := podIP(p)
 	st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	var warnings []warning
+	failed := false // a Job's container exited with an error
 	// start is c's status when it has not started yet: waiting with the
 	// reason the kubelet cannot start it, else started (a Job's container
 	// and an init container: completed).
@@ -195,6 +196,17 @@ func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.T
 			warnings = append(warnings, startWarning(reason, msg))
 			return waitingStatus(c, reason, msg)
 		}
+		if msg := s.authError(ctx, p, c); msg != "" { // database.go
+			if ownedByJob(p) {
+				failed = true
+				return exitedStatus(p, c, t, msg)
+			}
+			cs := waitingStatus(c, ReasonCrashLoopBackOff, fmt.Sprintf("back-off 10s restarting failed container=%s pod=%s_%s(%s)", c.Name, p.Name, p.Namespace, p.UID))
+			cs.LastTerminationState = exitedStatus(p, c, t, msg).State
+			warnings = append(warnings, warning{"BackOff", "Back-off restarting failed container " + c.Name + " in pod " + p.Name + "_" + p.Namespace + "(" + string(p.UID) + ")"})
+			return cs
+		}
+		s.serverStarts(ctx, p, c)
 		if completes {
 			return completedStatus(p, c, t)
 		}
@@ -235,6 +247,10 @@ func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.T
 	setCondition(st, t, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", "")
 	initialized(st, t, pendingInit)
 	switch {
+	case failed:
+		st.Phase = corev1.PodFailed
+		setCondition(st, t, corev1.ContainersReady, corev1.ConditionFalse, "PodFailed", "")
+		setCondition(st, t, corev1.PodReady, corev1.ConditionFalse, "PodFailed", "")
 	case len(pendingInit) > 0 || len(unready) > 0:
 		st.Phase = corev1.PodPending
 		notReady(st, t, append(pendingInit, unready...))
@@ -310,6 +326,15 @@ func completedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time) corev1.C
 	return corev1.ContainerStatus{
 		Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Started: ptr.To(false),
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t}},
+	}
+}
+
+// exitedStatus is c's status after it exited with an error, msg its
+// termination message (the kubelet's fallback to the log's tail).
+func exitedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time, msg string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
+		Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Started: ptr.To(false),
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg, StartedAt: t, FinishedAt: t}},
 	}
 }
 

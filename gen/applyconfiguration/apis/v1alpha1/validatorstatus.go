@@ -32,7 +32,9 @@ type ValidatorStatusApplyConfiguration struct {
 	// ObservedGeneration is the metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Conditions: ParticipantReady, ValidatorAppReady, DatabaseReady, Ready,
-	// Rendered (the workload controller's); Provisioned (the intent controller's):
+	// Rendered, DatabasePasswordRotated (the workload controller's; the
+	// last once an edit changed the internal database's password);
+	// Provisioned (the intent controller's):
 	// False while provisioning fails, with reason WalletUserConflict,
 	// ClientConflict, IdentityProviderUnavailable, SecretsUnsealable or
 	// DatabasePasswordMissing, True (reason Provisioned) once a failure it

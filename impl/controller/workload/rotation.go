@@ -1,0 +1,196 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/cluster"
+)
+
+// Password rotation of the internal database (docs/decisions.md, "A new
+// database password reaches the running database"): the database Secret
+// carries the digest of its password (cluster.DatabasePasswordLabel) and,
+// after an edit, the password it replaced (cluster.PreviousDatabasePasswordKey).
+// The apps' pod templates carry the digest of the password the database
+// was last set to (PasswordAnnotation). When the two differ, the Job
+// RotationJobName sets the running database's password over its Service,
+// logged in with the previous one; only once it completed do the apps'
+// templates take the new digest, so that they restart with a password the
+// database accepts. A failed Job leaves the templates, and the database,
+// on the old password, and the condition ConditionDatabasePasswordRotated
+// False (ReasonRotationFailed) says why.
+
+// PasswordAnnotation on the participant's and the validator app's pod
+// templates is the digest of the database password they start with.
+const PasswordAnnotation = cluster.DatabasePasswordAnnotation
+
+// Reasons of ConditionDatabasePasswordRotated.
+const (
+	ReasonRotating       = "Rotating"
+	ReasonRotated        = "Rotated"
+	ReasonRotationFailed = "RotationFailed"
+)
+
+// RotationJobName is the Job that sets a validator's database password.
+func RotationJobName(validator string) string { return validator + "-database-password" }
+
+// rotationScript logs in with PGPASSWORD (the previous password) and sets
+// NEW_PASSWORD, unless the database takes NEW_PASSWORD already (a Job run
+// again); it retries while the server does not answer. The new password
+// never appears in a command line.
+const rotationScript = `for i in $(seq 30); do
+  PGPASSWORD="$NEW_PASSWORD" psql -tAc 'SELECT 1' >/dev/null 2>&1 && exit 0
+  printf '%s\n' '\set pw ` + "`printenv NEW_PASSWORD`" + `' "ALTER ROLE CURRENT_USER PASSWORD :'pw';" |
+    psql -v ON_ERROR_STOP=1 -q && exit 0
+  sleep 2
+done
+exit 1`
+
+// rotation is what the controller does about v's database password: the
+// digest the apps' templates carry (none: leave them as they are) and the
+// condition to show (nil: none).
+type rotation struct {
+	digest    string
+	condition *metav1.Condition
+}
+
+// rotate decides and starts the rotation of v's internal database's
+// password (built-in layout only; chart mode and an external database are
+// the operator's), from the cached database Secret, the cached validator
+// app Deployment and the cached rotation Job.
+func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layout) (rotation, error) {
+	if v.Spec.ExternalDatabase || l.Namespace != v.Namespace {
+		return rotation{}, nil
+	}
+	b := newLayout(v)
+	ref := b.databasePassword().SecretKeyRef
+	secret := &corev1.Secret{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, secret); err != nil {
+		return rotation{}, client.IgnoreNotFound(err)
+	}
+	want := secret.Labels[cluster.DatabasePasswordLabel]
+	app := &appsv1.Deployment{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: b.name(ValidatorApp)}, app)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return rotation{}, err
+	}
+	have := app.Spec.Template.Annotations[PasswordAnnotation]
+	_, previous := secret.Data[cluster.PreviousDatabasePasswordKey]
+	switch {
+	case want == "":
+		return rotation{digest: have}, nil
+	case have == want || !previous || apierrors.IsNotFound(err):
+		// A new database takes the Secret's password when it starts;
+		// a Secret without a previous password was never edited.
+		return rotation{digest: want, condition: rotated(v, meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated))}, nil
+	}
+	job := &batchv1.Job{}
+	err = r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: RotationJobName(v.Name)}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.client.Create(ctx, b.rotationJob(ref, want)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return rotation{}, fmt.Errorf("create Job %s: %w", RotationJobName(v.Name), err)
+		}
+		return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")}, nil
+	case err != nil:
+		return rotation{}, err
+	case job.Labels[cluster.DatabasePasswordLabel] != want:
+		// An older rotation's: a new one follows its deletion's event.
+		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
+		return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")}, client.IgnoreNotFound(err)
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return rotation{digest: want, condition: rotationCondition(v, metav1.ConditionTrue, ReasonRotated, "the running database takes the new password")}, nil
+		case batchv1.JobFailed:
+			return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotationFailed, fmt.Sprintf(
+				"Job %s failed (%s): the database and the apps keep the old password; see the Job's pod log, then delete the Job to retry or give the password again with an edit",
+				job.Name, c.Message))}, nil
+		}
+	}
+	return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")}, nil
+}
+
+// rotated is the condition once the apps start with the database's
+// password: True where a rotation was shown, else none.
+func rotated(v *v1alpha1.Validator, shown *metav1.Condition) *metav1.Condition {
+	if shown == nil {
+		return nil
+	}
+	return rotationCondition(v, metav1.ConditionTrue, ReasonRotated, "the running database takes the new password")
+}
+
+func rotationCondition(v *v1alpha1.Validator, status metav1.ConditionStatus, reason, message string) *metav1.Condition {
+	return &metav1.Condition{Type: v1alpha1.ConditionDatabasePasswordRotated, Status: status, Reason: reason, Message: message, ObservedGeneration: v.Generation}
+}
+
+// rotationJob sets the database password to the Secret's (ref), logged in
+// with the previous one, over the database's Service; labelled with the
+// digest it sets. It is owned by the Validator and runs once
+// (backoffLimit 0: a failure is shown, not retried with the same password).
+func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batchv1.Job {
+	previous := secretKey(ref.Name, cluster.PreviousDatabasePasswordKey, false)
+	labels := withLabels(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: RotationJobName(b.v.Name), Namespace: b.v.Namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{b.owner()},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To[int64](300),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name:            "rotate-password",
+						Image:           b.postgresImage(),
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Command:         []string{"bash", "-c", rotationScript},
+						Env: []corev1.EnvVar{
+							{Name: "PGHOST", Value: b.databaseHost()},
+							{Name: "PGPORT", Value: b.databasePort()},
+							{Name: "PGUSER", Value: b.databaseUser()},
+							{Name: "PGDATABASE", Value: maintenanceDatabase},
+							{Name: "PGPASSWORD", ValueFrom: previous},
+							{Name: "NEW_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// withPassword sets the digest of the database password on the pod
+// templates of the workloads that log in to the database.
+func withPassword(objs []client.Object, digest string) {
+	if digest == "" {
+		return
+	}
+	for _, o := range objs {
+		d, ok := o.(*appsv1.Deployment)
+		if !ok || (d.Labels[ComponentLabel] != Participant && d.Labels[ComponentLabel] != ValidatorApp) {
+			continue
+		}
+		if d.Spec.Template.Annotations == nil {
+			d.Spec.Template.Annotations = map[string]string{}
+		}
+		d.Spec.Template.Annotations[PasswordAnnotation] = digest
+	}
+}
