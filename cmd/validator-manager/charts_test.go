@@ -104,6 +104,15 @@ func TestChartMode(t *testing.T) {
 	t.Run("the README's validator at "+chartstest.V1+" is what the charts render and runs", func(t *testing.T) {
 		ns = waitRelease(t, mc, pc, reg, "validator-1", chartstest.V1)
 		checkRelease(t, core, ns, testRelease(chartstest.V1))
+		// 1.11 shows the addresses of the release's Services, which the
+		// charts name after their release, and 2.0's proxy dials.
+		r, err := mc.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr("validator-1")})
+		if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 {
+			t.Fatalf("list: %v %s", err, r.Body)
+		}
+		if got, want := ptrValue(r.JSON200.Validators[0].LedgerApiAddress), "participant."+ns+".svc.cluster.local:5001"; got != want {
+			t.Errorf("1.11's ledgerApiAddress: %q, want %q", got, want)
+		}
 	})
 	if ns == "" {
 		t.FailNow()
@@ -421,4 +430,11 @@ func checkRelease(t *testing.T, core kubernetes.Interface, ns string, want relea
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func ptrValue(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -313,6 +313,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	}
 	if a.charts != nil {
 		mo.Charts = charts.Checker{Renderer: a.charts, Resource: a.Cluster.ValidatorResource}
+		mo.Release = a.releaseNamespace()
 	}
 	for _, opt := range opts {
 		opt(Wiring{Management: &mo})

@@ -3,6 +3,9 @@ package app
 import (
 	"path/filepath"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/charts"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
@@ -39,4 +42,16 @@ func (a *App) chartRenderer() (*charts.Renderer, error) {
 	return charts.NewRenderer(charts.Options{
 		Repository: a.Config.SpliceCharts, Source: src, Namespace: workload.ReleaseNamespace, Values: values,
 	}), nil
+}
+
+// releaseNamespace is, in chart mode, the namespace of a validator's
+// release by its name (its Services are there, named as Splice's charts
+// name them); nil otherwise.
+func (a *App) releaseNamespace() func(validator string) string {
+	if a.charts == nil {
+		return nil
+	}
+	return func(name string) string {
+		return workload.ReleaseNamespace(&v1alpha1.Validator{ObjectMeta: metav1.ObjectMeta{Namespace: a.Config.Namespace, Name: name}})
+	}
 }

@@ -61,7 +61,9 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 		if err != nil {
 			return nil, err
 		}
-		r = upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL, AdminTLS: adminTLS}
+		cr := upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL, AdminTLS: adminTLS}
+		cr.Release = a.releaseNamespace()
+		r = cr
 	}
 	policy := a.outboundPolicy()
 	a.Upstreams = upstream.New(upstream.Options{Resolver: upstream.Revised(r, a.Cluster), Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,

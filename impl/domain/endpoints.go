@@ -3,7 +3,9 @@ package domain
 import "strconv"
 
 // Services of a validator, by the Helm charts' naming convention: each
-// answers at <validator>-<service>.<namespace>.svc.cluster.local. Release
+// answers at <validator>-<service>.<namespace>.svc.cluster.local (in chart
+// mode at <service>.<release namespace>.svc.cluster.local: an empty
+// validator in the functions below). Release
 // 1.11 shows these addresses, the recover command and release 2.0's
 // upstream resolver dial them.
 const (
@@ -50,8 +52,10 @@ func JSONAPIURL(validator, namespace string) string {
 // addresses (a list page) without a string each.
 
 func AppendServiceHost(b []byte, validator, service, namespace string) []byte {
-	b = append(b, validator...)
-	b = append(b, '-')
+	if validator != "" {
+		b = append(b, validator...)
+		b = append(b, '-')
+	}
 	b = append(b, service...)
 	b = append(b, '.')
 	b = append(b, namespace...)

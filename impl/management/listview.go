@@ -169,13 +169,14 @@ func (s *Server) writeItemFields(b *bytes.Buffer, name string, phase domain.Phas
 	b.WriteString(strconv.FormatBool(immutable))
 	// The addresses are the name, the namespace and plain characters: plain
 	// JSON when those two are, tested once rather than in each address.
-	plain := plainJSON(name) && plainJSON(s.namespace)
+	prefix, ns := s.servicesOf(name)
+	plain := plainJSON(prefix) && plainJSON(ns)
 	for _, f := range itemAddresses {
 		b.WriteString(`,"`)
 		b.WriteString(f.key)
 		b.WriteString(`":`)
 		b.WriteByte('"')
-		addr := f.addr(b.AvailableBuffer(), name, s.namespace)
+		addr := f.addr(b.AvailableBuffer(), prefix, ns)
 		if !plain && !plainJSON(addr) {
 			b.Truncate(b.Len() - 1)
 			writeString(b, string(addr))
@@ -197,7 +198,8 @@ type itemTemplate struct {
 
 func (s *Server) itemTemplate() *itemTemplate {
 	s.templateOnce.Do(func() {
-		if !plainJSON(s.namespace) {
+		// In chart mode the namespace is each validator's own.
+		if s.release != nil || !plainJSON(s.namespace) {
 			return
 		}
 		const marker = "\x00"

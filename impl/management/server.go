@@ -41,6 +41,10 @@ type Options struct {
 	// Charts checks a create or an edit against Splice's charts in chart
 	// mode; nil: chart mode is off.
 	Charts Charts
+	// Release, in chart mode, is the namespace of a validator's release,
+	// where Splice's charts name the Services without the validator: the
+	// addresses shown are there; nil: <validator>-<service> in Namespace.
+	Release func(validator string) string
 }
 
 // Server serves release 1.11. Its handlers validate, record what the
@@ -59,6 +63,7 @@ type Server struct {
 	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 	observeProbe                             func(outcome string)
 	charts                                   Charts
+	release                                  func(validator string) string
 
 	// template renders list items (listview.go), made at the first page.
 	templateOnce sync.Once
@@ -68,7 +73,7 @@ type Server struct {
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, cluster: o.Cluster, intent: o.Intent, namespace: o.Namespace, log: o.Logger, now: o.Now,
-		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial, observeProbe: o.ObserveProbe, charts: o.Charts}
+		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial, observeProbe: o.ObserveProbe, charts: o.Charts, release: o.Release}
 	if s.observeProbe == nil {
 		s.observeProbe = func(string) {}
 	}

@@ -137,22 +137,34 @@ func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.Validato
 }
 
 // addresses are a validator's service addresses as release 1.11 shows
-// them, by the Helm charts' convention in the server's namespace.
+// them, by the Helm charts' convention in the server's namespace (in chart
+// mode in the validator's release namespace).
 type addresses struct {
 	participant, ledgerAPI, jsonAPI, validatorAPI, application, wallet, nameServer string
 }
 
 func (s *Server) addresses(name string) addresses {
-	host := func(service string) string { return domain.ServiceHost(name, service, s.namespace) }
+	prefix, ns := s.servicesOf(name)
+	host := func(service string) string { return domain.ServiceHost(prefix, service, ns) }
 	return addresses{
 		participant:  host(domain.ServiceParticipant),
-		ledgerAPI:    domain.LedgerAPIAddress(name, s.namespace),
-		jsonAPI:      domain.JSONAPIURL(name, s.namespace),
-		validatorAPI: domain.ValidatorAppURL(name, s.namespace),
+		ledgerAPI:    domain.LedgerAPIAddress(prefix, ns),
+		jsonAPI:      domain.JSONAPIURL(prefix, ns),
+		validatorAPI: domain.ValidatorAppURL(prefix, ns),
 		application:  host(domain.ServiceValidatorApp),
 		wallet:       host(domain.ServiceWalletUI),
 		nameServer:   host(domain.ServiceANSUI),
 	}
+}
+
+// servicesOf is the prefix of a validator's Service names and their
+// namespace (domain's address functions): <name>-<service> in the
+// server's namespace, or in chart mode <service> in its release's.
+func (s *Server) servicesOf(name string) (prefix, namespace string) {
+	if s.release != nil {
+		return "", s.release(name)
+	}
+	return name, s.namespace
 }
 
 func ptr[T any](v T) *T { return &v }

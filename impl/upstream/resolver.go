@@ -33,6 +33,11 @@ type ClusterResolver struct {
 	// AdminTLS is the TLS configuration of the participants' admin APIs;
 	// nil: plaintext.
 	AdminTLS *tls.Config
+	// Release, in chart mode, is the namespace of a validator's release,
+	// where Splice's charts name the Services without the validator
+	// (participant, validator-app); nil: the built-in layout's
+	// <validator>-<service> in Namespace.
+	Release func(validator string) string
 }
 
 // Resolve implements Resolver.
@@ -45,13 +50,17 @@ func (r ClusterResolver) Resolve(ctx context.Context, name string) (Target, erro
 	if err != nil {
 		return Target{}, domain.Internal(err)
 	}
+	prefix, ns := name, r.Namespace
+	if r.Release != nil {
+		prefix, ns = "", r.Release(name)
+	}
 	t := Target{
 		Validator:       name,
 		MigrationID:     int64(v.MigrationID),
-		LedgerURL:       domain.JSONAPIURL(name, r.Namespace),
-		AdminAddress:    domain.AdminAPIAddress(name, r.Namespace),
+		LedgerURL:       domain.JSONAPIURL(prefix, ns),
+		AdminAddress:    domain.AdminAPIAddress(prefix, ns),
 		AdminTLS:        r.AdminTLS,
-		ValidatorAppURL: domain.ValidatorAppURL(name, r.Namespace),
+		ValidatorAppURL: domain.ValidatorAppURL(prefix, ns),
 		ScanURL:         strings.TrimSuffix(strings.TrimSuffix(cfg.Cluster.ScanAddress, "/"), "/api/scan"),
 	}
 	creds := Credentials{TokenURL: r.TokenURL}

@@ -202,4 +202,15 @@ func TestClusterResolver(t *testing.T) {
 	if _, err := r.Resolve(t.Context(), "absent"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("absent: got %v, want not found", err)
 	}
+	// Chart mode: Splice's charts name the Services after their release,
+	// in the validator's release namespace.
+	r.Release = func(name string) string { return "rel-" + name }
+	tgt, err = r.Resolve(t.Context(), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tgt.LedgerURL != "http://participant.rel-plain.svc.cluster.local:7575" || tgt.ValidatorAppURL != "http://validator-app.rel-plain.svc.cluster.local:5003" ||
+		tgt.AdminAddress != "participant.rel-plain.svc.cluster.local:5002" {
+		t.Fatalf("chart mode: got %+v", tgt)
+	}
 }
