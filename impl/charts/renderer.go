@@ -118,6 +118,7 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 		}
 		for _, o := range objs {
 			if applied(o) {
+				labelComponent(o)
 				layout.Objects = append(layout.Objects, o)
 			}
 		}
@@ -131,21 +132,28 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 // applied tells whether the workload controller applies obj, a rendered
 // object: Deployments, StatefulSets, Services, claims and ConfigMaps. Any
 // other kind (the ServiceMonitor of metrics.enable, whose CRD a cluster
-// may not have) is left out. A Deployment or StatefulSet, and its pod
-// template, is labelled with the component its status is read as: Splice's
-// charts name it in their selector label app (participant, validator-app,
-// wallet-web-ui, ans-web-ui).
+// may not have) is left out.
 func applied(obj client.Object) bool {
+	switch obj.(type) {
+	case *appsv1.Deployment, *appsv1.StatefulSet, *corev1.Service, *corev1.PersistentVolumeClaim, *corev1.ConfigMap:
+		return true
+	}
+	return false
+}
+
+// labelComponent labels a Deployment or StatefulSet, and its pod template,
+// with the component its status is read as: Splice's charts name it in
+// their selector label app (participant, validator-app, wallet-web-ui,
+// ans-web-ui).
+func labelComponent(obj client.Object) {
 	var tmpl *corev1.PodTemplateSpec
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		tmpl = &o.Spec.Template
 	case *appsv1.StatefulSet:
 		tmpl = &o.Spec.Template
-	case *corev1.Service, *corev1.PersistentVolumeClaim, *corev1.ConfigMap:
-		return true
 	default:
-		return false
+		return
 	}
 	component := obj.GetLabels()["app"]
 	if component == "" {
@@ -153,7 +161,6 @@ func applied(obj client.Object) bool {
 	}
 	obj.SetLabels(with(obj.GetLabels(), workload.ComponentLabel, component))
 	tmpl.Labels = with(tmpl.Labels, workload.ComponentLabel, component)
-	return true
 }
 
 func with(labels map[string]string, k, v string) map[string]string {
