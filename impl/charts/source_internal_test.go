@@ -12,7 +12,7 @@ func TestLoopback(t *testing.T) {
 		"localhost:5000/charts":        true,
 		"localhost/charts":             true,
 		"ghcr.io/digital-asset/helm":   false,
-		"10.0.0.1:5000/charts":         false,
+		"registry.test:5000/charts":    false,
 		"localhost.example.test/chart": false,
 		"[::2]:5000/charts":            false,
 		"128.0.0.1/charts":             false,
