@@ -101,13 +101,13 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 		if err := r.client.Create(ctx, b.rotationJob(ref, want)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return rotation{}, fmt.Errorf("create Job %s: %w", RotationJobName(v.Name), err)
 		}
-		return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")}, nil
+		return rotation{digest: have, condition: rotating(v)}, nil
 	case err != nil:
 		return rotation{}, err
 	case job.Labels[cluster.DatabasePasswordLabel] != want:
 		// An older rotation's: a new one follows its deletion's event.
 		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
-		return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")}, client.IgnoreNotFound(err)
+		return rotation{digest: have, condition: rotating(v)}, client.IgnoreNotFound(err)
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -115,14 +115,14 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return rotation{digest: want, condition: rotationCondition(v, metav1.ConditionTrue, ReasonRotated, "the running database takes the new password")}, nil
+			return rotation{digest: want, condition: rotatedCondition(v)}, nil
 		case batchv1.JobFailed:
 			return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotationFailed, fmt.Sprintf(
 				"Job %s failed (%s): the database and the apps keep the old password; see the Job's pod log, then delete the Job to retry or give the password again with an edit",
 				job.Name, c.Message))}, nil
 		}
 	}
-	return rotation{digest: have, condition: rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")}, nil
+	return rotation{digest: have, condition: rotating(v)}, nil
 }
 
 // rotated is the condition once the apps start with the database's
@@ -131,6 +131,16 @@ func rotated(v *v1alpha1.Validator, shown *metav1.Condition) *metav1.Condition {
 	if shown == nil {
 		return nil
 	}
+	return rotatedCondition(v)
+}
+
+// rotating: the rotation Job runs (or is about to); rotatedCondition: it
+// succeeded.
+func rotating(v *v1alpha1.Validator) *metav1.Condition {
+	return rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")
+}
+
+func rotatedCondition(v *v1alpha1.Validator) *metav1.Condition {
 	return rotationCondition(v, metav1.ConditionTrue, ReasonRotated, "the running database takes the new password")
 }
 
