@@ -270,11 +270,16 @@ func TestChartModeUnderDeployRBAC(t *testing.T) {
 		_, err = admin.AppsV1().Deployments(release).Get(ctx, workloadtest.Extra, metav1.GetOptions{})
 		return err
 	})
-	code, body := call(t, http.MethodGet, f.url, f.token, "/api/v1/validators/acme/status", nil)
-	if code != http.StatusOK || !strings.Contains(body, `"namespace":"`+release+`"`) || !strings.Contains(body, workloadtest.Digest(workloadtest.VersionA)) {
-		t.Errorf("status: %d %s, want the release namespace and the chart's digest", code, body)
-	}
-	code, body = call(t, http.MethodPut, f.url, f.token, "/api/validators", map[string]any{"name": "acme", "imageTag": workloadtest.VersionB})
+	// The status follows the apply (the leader writes it once the
+	// objects are read back), and the follower's cache follows the status.
+	eventually("the status names the release", func() error {
+		code, body := call(t, http.MethodGet, f.url, f.token, "/api/v1/validators/acme/status", nil)
+		if code != http.StatusOK || !strings.Contains(body, `"namespace":"`+release+`"`) || !strings.Contains(body, workloadtest.Digest(workloadtest.VersionA)) {
+			return fmt.Errorf("status: %d %s, want the release namespace and the chart's digest", code, body)
+		}
+		return nil
+	})
+	code, body := call(t, http.MethodPut, f.url, f.token, "/api/validators", map[string]any{"name": "acme", "imageTag": workloadtest.VersionB})
 	if code != http.StatusOK {
 		t.Fatalf("edit: %d %s", code, body)
 	}
