@@ -245,7 +245,7 @@ func (l *Local) changed() bool {
 		return b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 	}
 	regular := func(fi os.FileInfo) bool { return fi != nil && fi.Mode().IsRegular() }
-	return regular(now[0]) && (!same(now[0], l.seen[0]) || regular(now[1]) && !same(now[1], l.seen[1]))
+	return regular(now[0]) && (!same(now[0], l.seen[0]) || (regular(now[1]) && !same(now[1], l.seen[1])))
 }
 
 // HasUser tells whether the provider holds the user with id
