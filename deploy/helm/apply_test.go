@@ -144,8 +144,9 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 		values map[string]any
 		kinds  []string
 	}{
-		{"defaults", nil, []string{"ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Service", "ServiceAccount"}},
+		{"defaults", nil, []string{"ConfigMap", "Deployment", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Service", "ServiceAccount"}},
 		{"everything on", map[string]any{
+			"replicaCount": 2,
 			"ingress": map[string]any{
 				"enabled":   true,
 				"className": "traefik",
@@ -161,7 +162,7 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 				"outbound": map[string]any{"allowedHosts": "*.scan.test", "allowHttp": true},
 				"splice":   map[string]any{"charts": "oci://registry.example.test/helm", "chartValues": "/etc/vm/chart-values.yaml"},
 			},
-		}, []string{"Ingress", "ServiceMonitor"}},
+		}, []string{"Ingress", "ServiceMonitor", "PodDisruptionBudget"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,9 +51,12 @@ func TestChartLints(t *testing.T) {
 }
 
 func TestChartRenders(t *testing.T) {
+	// Several replicas, which need Keycloak; the PodDisruptionBudget comes with them.
 	out, err := render(t, map[string]any{
-		"ingress": map[string]any{"enabled": true},
+		"replicaCount": 2,
+		"ingress":      map[string]any{"enabled": true},
 		"config": map[string]any{
+			"idp":      map[string]any{"mode": "keycloak", "keycloak": map[string]any{"url": "https://keycloak.example.test", "clientId": "vm"}},
 			"api":      map[string]any{"ingress": map[string]any{"middlewares": "auth-docs@kubernetescrd"}},
 			"console":  map[string]any{"idleTimeout": "5m"},
 			"outbound": map[string]any{"allowedHosts": "*.scan.test,10.0.0.0/8"},
@@ -172,6 +175,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		want   string
 	}{
 		{"no replicas", map[string]any{"replicaCount": 0}, "replicaCount"},
+		{"replicas with the local identity provider", map[string]any{"replicaCount": 2}, "replicaCount 2 with config.idp.mode local: the local identity provider keeps its users in one pod's data directory"},
 		{"embedded cluster", map[string]any{"config": map[string]any{"cluster": map[string]any{"mode": "embedded"}}}, "mode"},
 		{"log level", map[string]any{"config": map[string]any{"log": map[string]any{"level": "loud"}}}, "level"},
 		{"console idle timeout", map[string]any{"config": map[string]any{"console": map[string]any{"idleTimeout": "fifteen minutes"}}}, "idleTimeout"},

@@ -91,8 +91,11 @@ func (j *journal) check() error {
 
 // replay applies the journal that continues the users file of epoch to
 // users; a missing journal, or one of another epoch, leaves them as they
-// are.
+// are. Changes are appended to the journal replayed only when it continues
+// that file and ends with a whole line; otherwise the next change writes
+// the file whole.
 func (j *journal) replay(epoch string, users []localUser) ([]localUser, error) {
+	j.epoch, j.entries = "", 0
 	raw, err := os.ReadFile(j.path)
 	if errors.Is(err, fs.ErrNotExist) || epoch == "" {
 		return users, nil
@@ -123,6 +126,9 @@ func (j *journal) replay(epoch string, users []localUser) ([]localUser, error) {
 		case e.Delete != "":
 			users = slices.DeleteFunc(users, func(u localUser) bool { return u.ID == e.Delete })
 		}
+	}
+	if bytes.HasSuffix(raw, []byte{'\n'}) {
+		j.epoch, j.entries = epoch, len(lines)-1
 	}
 	return users, nil
 }

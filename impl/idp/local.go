@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sys/unix"
 
 	"github.com/validator-manager/validator-manager/impl/atomicfile"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -26,10 +27,12 @@ import (
 
 // usersFile is the local provider's state inside its directory, written
 // whole; journalFile beside it holds the changes to its users since
-// (journal.go).
+// (journal.go); lockFile is flocked by whoever reads or writes them
+// (Local.lock).
 const (
 	usersFile   = "users.json"
 	journalFile = "users.journal"
+	lockFile    = "users.lock"
 )
 
 // Local is the identity provider of the embedded default: users kept in
@@ -39,7 +42,11 @@ type Local struct {
 	journal journal
 	now     func() time.Time
 
-	mu      sync.Mutex // guards users, clients and the file
+	mu sync.Mutex // with the lock file (lock), guards users, clients, seen and the files
+	// seen are the file and its journal as this process last read or
+	// wrote them: where they differ now, another process sharing the
+	// directory changed them, and they are read again (locked).
+	seen    [2]os.FileInfo
 	users   []localUser
 	clients []localClient
 	// endpoints are where the realm is served (SetEndpoints).
@@ -112,71 +119,156 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
 	l := &Local{path: filepath.Join(dir, usersFile), journal: journal{path: filepath.Join(dir, journalFile), compactAfter: compactAfter}, now: time.Now, installation: o.Installation, uis: o.UIs}
+	unlock, err := l.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	// A temporary file is left only by a process killed between its
-	// creation and its rename or removal; it may hold password hashes, so
-	// it goes.
+	// creation and its rename or removal (another one's are not there
+	// while this one holds the lock); it may hold password hashes, so it
+	// goes.
 	for _, pattern := range []string{"." + usersFile + "-*", "." + journalFile + "-*", ".probe-*"} {
 		leftovers, _ := filepath.Glob(filepath.Join(dir, pattern))
 		for _, f := range leftovers {
 			os.Remove(f)
 		}
 	}
-	const todo = "restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)"
-	raw, err := os.ReadFile(l.path)
-	switch {
+	switch err := l.load(); {
 	case errors.Is(err, fs.ErrNotExist) && o.Expected:
 		return nil, refusal{fmt.Errorf("local identity provider: %s is missing, but the database holds validators whose wallet users it kept; %s", l.path, todo)}
-	case errors.Is(err, fs.ErrNotExist):
-		if err := l.save(nil, nil); err != nil {
-			return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
-		}
-		return l, nil
-	case err != nil:
-		return nil, fmt.Errorf("local identity provider: %w", err)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	if err := l.save(l.users, l.clients); err != nil {
+		return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
+	}
+	l.seen = l.stat()
+	return l, nil
+}
+
+// todo is what the operator does about a refused file.
+const todo = "restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)"
+
+// load reads the file and replays its journal, refusing a file that is
+// empty, null, without its users or of another installation: at open, and
+// again wherever another process sharing the directory changed them.
+func (l *Local) load() error {
+	raw, err := os.ReadFile(l.path)
+	if err != nil {
+		return fmt.Errorf("local identity provider: %w", err)
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)}
+		return refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)}
 	}
 	if _, ok := probe["users"]; !ok {
-		return nil, refusal{fmt.Errorf("local identity provider: %s is empty, null or not a users file (it has no \"users\"); %s", l.path, todo)}
+		return refusal{fmt.Errorf("local identity provider: %s is empty, null or not a users file (it has no \"users\"); %s", l.path, todo)}
 	}
 	var st localState
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)}
+		return refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.path, err, todo)}
 	}
-	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
-		return nil, refusal{fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, o.Installation, todo)}
+	if l.installation != "" && st.Installation != "" && st.Installation != l.installation {
+		return refusal{fmt.Errorf("local identity provider: %s belongs to installation %s, the database to %s: it is another installation's file; %s", l.path, st.Installation, l.installation, todo)}
 	}
 	if l.installation == "" {
 		l.installation = st.Installation
 	}
 	users, err := l.journal.replay(st.Epoch, st.Users)
 	if err != nil {
-		return nil, refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.journal.path, err, todo)}
+		return refusal{fmt.Errorf("local identity provider: %s is damaged: %w; %s", l.journal.path, err, todo)}
 	}
 	l.users, l.clients = users, st.Clients
-	if err := l.save(l.users, l.clients); err != nil {
-		return nil, fmt.Errorf("local identity provider: %s: %w", l.path, err)
-	}
-	return l, nil
+	return nil
 }
 
-// HasUser tells whether the provider holds the user with id.
-func (l *Local) HasUser(id string) bool {
+// lock takes the provider's lock for one operation: the mutex within the
+// process, and an exclusive flock of the lock file across the processes
+// that share the directory (replicas on one data directory, of which
+// either may write); unlock releases both.
+func (l *Local) lock() (unlock func(), err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(l.path), lockFile), os.O_RDONLY|os.O_CREATE, 0o600)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		for err == unix.EINTR {
+			err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("local identity provider: lock: %w", err)
+	}
+	return func() { f.Close(); l.mu.Unlock() }, nil // closing releases the flock
+}
+
+// locked runs f under the lock on the state as stored: read again first
+// where the file or its journal changed since this process last read or
+// wrote them, so that it never answers, nor writes the file whole, from a
+// stale copy.
+func (l *Local) locked(f func() error) error {
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if l.changed() {
+		if err := l.load(); err != nil {
+			return err
+		}
+	}
+	err = f()
+	l.seen = l.stat()
+	return err
+}
+
+// stat is the file and its journal now (nil where missing).
+func (l *Local) stat() (now [2]os.FileInfo) {
+	for i, path := range []string{l.path, l.journal.path} {
+		now[i], _ = os.Stat(path)
+	}
+	return now
+}
+
+// changed tells whether another process wrote the file or its journal
+// since this one last read or wrote them: each write replaces the file
+// (another inode) or appends to the journal (another size). A file missing
+// or not a file leaves the state as this process holds it, the only copy,
+// written whole by the next change or Ping (as is a missing journal's).
+func (l *Local) changed() bool {
+	now := l.stat()
+	same := func(a, b os.FileInfo) bool {
+		return b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+	}
+	regular := func(fi os.FileInfo) bool { return fi != nil && fi.Mode().IsRegular() }
+	return regular(now[0]) && (!same(now[0], l.seen[0]) || (regular(now[1]) && !same(now[1], l.seen[1])))
+}
+
+// HasUser tells whether the provider holds the user with id
+// (false where the file cannot be read: UserExists says why).
+func (l *Local) HasUser(id string) bool {
+	ok, _ := l.UserExists(context.Background(), id)
+	return ok
 }
 
 // UserExists is HasUser as the intent controller asks it (drift).
-func (l *Local) UserExists(_ context.Context, id string) (bool, error) { return l.HasUser(id), nil }
+func (l *Local) UserExists(_ context.Context, id string) (ok bool, err error) {
+	err = l.locked(func() error {
+		ok = slices.ContainsFunc(l.users, func(x localUser) bool { return x.ID == id })
+		return nil
+	})
+	return ok, err
+}
 
-// HasClient tells whether the client of clientID exists.
+// HasClient tells whether the client of clientID exists (false where the
+// file cannot be read).
 func (l *Local) HasClient(clientID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID })
+	c, _ := l.client(clientID)
+	return c != nil
 }
 
 // CreateWalletUser creates <validator>_walletuser with the temporary
@@ -204,26 +296,34 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password
 		CreatedAt:    l.now().UTC(),
 	}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username }); i >= 0 {
-		if claim == "" || l.users[i].Claim != claim {
-			return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
+	err = l.locked(func() error {
+		if i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username }); i >= 0 {
+			if claim == "" || l.users[i].Claim != claim {
+				return domain.Conflict("identity provider user %q already exists", username)
+			}
+			u.ID = l.users[i].ID
+			return nil
 		}
-		return domain.CreatedUser{ID: l.users[i].ID, Username: username, TemporaryPassword: password}, nil
+		next := append(slices.Clip(l.users), u)
+		if err := l.change(next, journalEntry{Add: &u}); err != nil {
+			return fmt.Errorf("identity provider: create user %q: %w", username, err)
+		}
+		l.users = next
+		return nil
+	})
+	if err != nil {
+		return domain.CreatedUser{}, err
 	}
-	next := append(slices.Clip(l.users), u)
-	if err := l.change(next, journalEntry{Add: &u}); err != nil {
-		return domain.CreatedUser{}, fmt.Errorf("identity provider: create user %q: %w", username, err)
-	}
-	l.users = next
 	return domain.CreatedUser{ID: u.ID, Username: username, TemporaryPassword: password}, nil
 }
 
 // DeleteUser removes a user by id; an absent user is not an error.
 func (l *Local) DeleteUser(_ context.Context, id string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	return l.locked(func() error { return l.deleteUser(id) })
+}
+
+// deleteUser is DeleteUser under the lock.
+func (l *Local) deleteUser(id string) error {
 	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.ID == id })
 	if i < 0 {
 		return nil
@@ -243,17 +343,13 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
-	id := ""
-	if i >= 0 && claim != "" && l.users[i].Claim == claim {
-		id = l.users[i].ID
-	}
-	l.mu.Unlock()
-	if id == "" {
-		return nil
-	}
-	return l.DeleteUser(ctx, id)
+	return l.locked(func() error {
+		i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
+		if i < 0 || claim == "" || l.users[i].Claim != claim {
+			return nil
+		}
+		return l.deleteUser(l.users[i].ID)
+	})
 }
 
 // CheckPassword verifies username's password against its hash (the
@@ -262,14 +358,17 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 // provider has no way to change it. An unknown user or a wrong password is
 // a domain error of code CodeUnauthenticated, the same for both.
 func (l *Local) CheckPassword(_ context.Context, username, password string) (string, error) {
-	l.mu.Lock()
-	i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
 	hash, id := "", ""
-	if i >= 0 {
-		hash, id = l.users[i].PasswordHash, l.users[i].ID
+	err := l.locked(func() error {
+		if i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username }); i >= 0 {
+			hash, id = l.users[i].PasswordHash, l.users[i].ID
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
-	l.mu.Unlock()
-	if !passwordMatches(hash, password) || i < 0 {
+	if !passwordMatches(hash, password) || id == "" {
 		return "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid user credentials"}
 	}
 	return id, nil
@@ -342,15 +441,16 @@ func writeAtomically(path string, raw []byte) error { return atomicfile.Write(pa
 // for appending; where a change failed to be saved or the journal cannot
 // be opened, the file is written whole instead, which starts a new one.
 func (l *Local) Ping(context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	err := probe(filepath.Dir(l.path))
-	if err == nil && l.journal.open() && l.journal.check() != nil {
-		l.journal.epoch = "" // lost or unwritable: the file is written whole below
-	}
-	if err == nil && !l.journal.open() {
-		err = l.save(l.users, l.clients)
-	}
+	err := l.locked(func() error {
+		err := probe(filepath.Dir(l.path))
+		if err == nil && l.journal.open() && l.journal.check() != nil {
+			l.journal.epoch = "" // lost or unwritable: the file is written whole below
+		}
+		if err == nil && !l.journal.open() {
+			err = l.save(l.users, l.clients)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("local identity provider: %s cannot be written: %w", l.path, err)
 	}

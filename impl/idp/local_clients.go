@@ -58,37 +58,41 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 	if err := ctx.Err(); err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	next := slices.Clone(l.clients)
-	serviceAccount, changed := "", false
-	for _, s := range specs {
-		i := slices.IndexFunc(next, func(c localClient) bool { return c.ClientID == s.id })
-		if i >= 0 && (claim == "" || next[i].Claim != claim) {
-			return domain.ProvisionedAuth{}, notOurs(s.id)
-		}
-		if i < 0 {
-			c, err := l.newClient(s, claim)
-			if err != nil {
-				return domain.ProvisionedAuth{}, fmt.Errorf("identity provider: create client %q: %w", s.id, err)
+	serviceAccount := ""
+	err = l.locked(func() error {
+		next, changed := slices.Clone(l.clients), false
+		for _, s := range specs {
+			i := slices.IndexFunc(next, func(c localClient) bool { return c.ClientID == s.id })
+			if i >= 0 && (claim == "" || next[i].Claim != claim) {
+				return notOurs(s.id)
 			}
-			next = append(next, c)
-			i = len(next) - 1
-			changed = true
+			if i < 0 {
+				c, err := l.newClient(s, claim)
+				if err != nil {
+					return fmt.Errorf("identity provider: create client %q: %w", s.id, err)
+				}
+				next = append(next, c)
+				i = len(next) - 1
+				changed = true
+			}
+			if !slices.Equal(next[i].RedirectURIs, s.redirectURIs) || !slices.Equal(next[i].WebOrigins, s.webOrigins) {
+				next[i].RedirectURIs, next[i].WebOrigins = s.redirectURIs, s.webOrigins
+				changed = true
+			}
+			if s.confidential {
+				serviceAccount = next[i].ServiceAccount
+			}
 		}
-		if !slices.Equal(next[i].RedirectURIs, s.redirectURIs) || !slices.Equal(next[i].WebOrigins, s.webOrigins) {
-			next[i].RedirectURIs, next[i].WebOrigins = s.redirectURIs, s.webOrigins
-			changed = true
+		if changed {
+			if err := l.save(l.users, next); err != nil {
+				return fmt.Errorf("identity provider: create clients of %q: %w", validator, err)
+			}
+			l.clients = next
 		}
-		if s.confidential {
-			serviceAccount = next[i].ServiceAccount
-		}
-	}
-	if changed {
-		if err := l.save(l.users, next); err != nil {
-			return domain.ProvisionedAuth{}, fmt.Errorf("identity provider: create clients of %q: %w", validator, err)
-		}
-		l.clients = next
+		return nil
+	})
+	if err != nil {
+		return domain.ProvisionedAuth{}, err
 	}
 	return provisioned(validator, serviceAccount, l.uis), nil
 }
@@ -110,16 +114,29 @@ func (l *Local) newClient(s clientSpec, claim string) (localClient, error) {
 // carries claim.
 func (l *Local) ClientSecret(_ context.Context, validator, claim string) (string, error) {
 	id := LedgerAPIClientID(validator)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == id })
+	c, err := l.client(id)
 	switch {
-	case i < 0:
+	case err != nil:
+		return "", err
+	case c == nil:
 		return "", domain.NotFound("identity provider client %q does not exist", id)
-	case claim == "" || l.clients[i].Claim != claim:
+	case claim == "" || c.Claim != claim:
 		return "", notOurs(id)
 	}
-	return l.clients[i].Secret, nil
+	return c.Secret, nil
+}
+
+// client is a copy of the client of clientID, nil where there is none.
+func (l *Local) client(clientID string) (*localClient, error) {
+	var c *localClient
+	err := l.locked(func() error {
+		if i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID }); i >= 0 {
+			c = new(localClient)
+			*c = l.clients[i]
+		}
+		return nil
+	})
+	return c, err
 }
 
 // DeleteClients removes the validator's clients that carry claim; absent
@@ -129,19 +146,19 @@ func (l *Local) DeleteClients(_ context.Context, validator, claim string) error 
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	next := slices.DeleteFunc(slices.Clone(l.clients), func(c localClient) bool {
-		return claim != "" && c.Claim == claim && slices.ContainsFunc(specs, func(s clientSpec) bool { return s.id == c.ClientID })
-	})
-	if len(next) == len(l.clients) {
+	return l.locked(func() error {
+		next := slices.DeleteFunc(slices.Clone(l.clients), func(c localClient) bool {
+			return claim != "" && c.Claim == claim && slices.ContainsFunc(specs, func(s clientSpec) bool { return s.id == c.ClientID })
+		})
+		if len(next) == len(l.clients) {
+			return nil
+		}
+		if err := l.save(l.users, next); err != nil {
+			return fmt.Errorf("identity provider: delete clients of %q: %w", validator, err)
+		}
+		l.clients = next
 		return nil
-	}
-	if err := l.save(l.users, next); err != nil {
-		return fmt.Errorf("identity provider: delete clients of %q: %w", validator, err)
-	}
-	l.clients = next
-	return nil
+	})
 }
 
 // CheckClient authenticates a confidential client (the token endpoint's
@@ -149,14 +166,11 @@ func (l *Local) DeleteClients(_ context.Context, validator, claim string) error 
 // user and their audience its validator's. A wrong secret and an unknown
 // client are the same domain error of code CodeUnauthenticated.
 func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject, audience string, err error) {
-	l.mu.Lock()
-	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID && c.Secret != "" })
-	var c localClient
-	if i >= 0 {
-		c = l.clients[i]
+	c, err := l.client(clientID)
+	if err != nil {
+		return "", "", err
 	}
-	l.mu.Unlock()
-	if i < 0 || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
+	if c == nil || c.Secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
 		return "", "", &domain.Error{Code: domain.CodeUnauthenticated, Message: "invalid client credentials"}
 	}
 	return c.ServiceAccount, c.Audience, nil
@@ -168,15 +182,11 @@ func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject
 // them (redirectAllowed). An unknown client, a confidential one and one
 // without that redirect URI are errors of code CodeInvalid.
 func (l *Local) CheckRedirect(_ context.Context, clientID, redirect string) (audience string, err error) {
-	l.mu.Lock()
-	i := slices.IndexFunc(l.clients, func(c localClient) bool { return c.ClientID == clientID })
-	var c localClient
-	if i >= 0 {
-		c = l.clients[i]
-	}
-	l.mu.Unlock()
+	c, err := l.client(clientID)
 	switch {
-	case i < 0:
+	case err != nil:
+		return "", err
+	case c == nil:
 		return "", &domain.Error{Code: domain.CodeInvalid, Message: "Client not found."}
 	case c.Secret != "":
 		return "", &domain.Error{Code: domain.CodeInvalid, Message: "Wrong client protocol."}
