@@ -64,43 +64,23 @@ type legacyVolumeMount struct {
 	SubPath  *string `json:"subPath,omitempty"`
 }
 
+// legacyVolume keeps only the emptyDir of its own: the other sources are
+// stored in corev1's JSON.
+//
 // +kubebuilder:object:generate=false
 type legacyVolume struct {
-	ConfigMap *struct {
-		DefaultMode *int32             `json:"defaultMode,omitempty"`
-		Items       *[]legacyKeyToPath `json:"items,omitempty"`
-		Name        *string            `json:"name,omitempty"`
-		Optional    *bool              `json:"optional,omitempty"`
-	} `json:"configMap,omitempty"`
-	EmptyDir *struct {
+	Name      string                        `json:"name,omitempty"`
+	ConfigMap *corev1.ConfigMapVolumeSource `json:"configMap,omitempty"`
+	EmptyDir  *struct {
 		Medium    *string `json:"medium,omitempty"`
 		SizeLimit *struct {
 			Amount *string `json:"amount,omitempty"`
 			Format *string `json:"format,omitempty"`
 		} `json:"sizeLimit,omitempty"`
 	} `json:"emptyDir,omitempty"`
-	HostPath *struct {
-		Path *string `json:"path,omitempty"`
-		Type *string `json:"type,omitempty"`
-	} `json:"hostPath,omitempty"`
-	Name                  *string `json:"name,omitempty"`
-	PersistentVolumeClaim *struct {
-		ClaimName *string `json:"claimName,omitempty"`
-		ReadOnly  *bool   `json:"readOnly,omitempty"`
-	} `json:"persistentVolumeClaim,omitempty"`
-	Secret *struct {
-		DefaultMode *int32             `json:"defaultMode,omitempty"`
-		Items       *[]legacyKeyToPath `json:"items,omitempty"`
-		Optional    *bool              `json:"optional,omitempty"`
-		SecretName  *string            `json:"secretName,omitempty"`
-	} `json:"secret,omitempty"`
-}
-
-// +kubebuilder:object:generate=false
-type legacyKeyToPath struct {
-	Key  *string `json:"key,omitempty"`
-	Mode *int32  `json:"mode,omitempty"`
-	Path *string `json:"path,omitempty"`
+	HostPath              *corev1.HostPathVolumeSource              `json:"hostPath,omitempty"`
+	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	Secret                *corev1.SecretVolumeSource                `json:"secret,omitempty"`
 }
 
 // convert drops the phase (the status holds it) and converts the rest.
@@ -190,18 +170,12 @@ func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
 // convert is the volume with its first source in the order the workload
 // controller read them; a volume without a source was left out (false).
 func (v legacyVolume) convert() (corev1.Volume, bool) {
-	vol := corev1.Volume{Name: deref(v.Name)}
+	vol := corev1.Volume{Name: v.Name}
 	switch {
 	case v.ConfigMap != nil:
-		vol.ConfigMap = &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: deref(v.ConfigMap.Name)},
-			Items:                keyToPaths(v.ConfigMap.Items), DefaultMode: v.ConfigMap.DefaultMode, Optional: v.ConfigMap.Optional,
-		}
+		vol.ConfigMap = v.ConfigMap
 	case v.Secret != nil:
-		vol.Secret = &corev1.SecretVolumeSource{
-			SecretName: deref(v.Secret.SecretName),
-			Items:      keyToPaths(v.Secret.Items), DefaultMode: v.Secret.DefaultMode, Optional: v.Secret.Optional,
-		}
+		vol.Secret = v.Secret
 	case v.EmptyDir != nil:
 		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(v.EmptyDir.Medium))}
 		if l := v.EmptyDir.SizeLimit; l != nil {
@@ -210,30 +184,16 @@ func (v legacyVolume) convert() (corev1.Volume, bool) {
 			}
 		}
 	case v.HostPath != nil:
-		vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(v.HostPath.Path)}
-		if t := deref(v.HostPath.Type); t != "" {
-			ht := corev1.HostPathType(t)
-			vol.HostPath.Type = &ht
+		vol.HostPath = v.HostPath
+		if t := v.HostPath.Type; t != nil && *t == "" {
+			vol.HostPath.Type = nil // an empty type was left out
 		}
 	case v.PersistentVolumeClaim != nil:
-		vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: deref(v.PersistentVolumeClaim.ClaimName), ReadOnly: v.PersistentVolumeClaim.ReadOnly != nil && *v.PersistentVolumeClaim.ReadOnly,
-		}
+		vol.PersistentVolumeClaim = v.PersistentVolumeClaim
 	default:
 		return vol, false
 	}
 	return vol, true
-}
-
-func keyToPaths(items *[]legacyKeyToPath) []corev1.KeyToPath {
-	if items == nil {
-		return nil
-	}
-	out := make([]corev1.KeyToPath, 0, len(*items))
-	for _, k := range *items {
-		out = append(out, corev1.KeyToPath{Key: deref(k.Key), Path: deref(k.Path), Mode: k.Mode})
-	}
-	return out
 }
 
 // legacyImageComponent is the image that earlier servers documented as part
