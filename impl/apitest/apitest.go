@@ -26,6 +26,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
@@ -441,5 +442,5 @@ func (s *Server) Provisioned(t testing.TB, name string) {
 // refuses a controller name used twice in a process, which only a test
 // does.
 func SeveralManagers() app.Option {
-	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr(true) })
+	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
 }

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // The layout of stored versions 0 and 1, kept only to decode them: the
@@ -100,7 +101,7 @@ func (l legacyConfig) convert() ValidatorConfig {
 		if d.VolumeMounts != nil {
 			mounts := make([]corev1.VolumeMount, 0, len(*d.VolumeMounts))
 			for _, m := range *d.VolumeMounts {
-				mounts = append(mounts, corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: m.ReadOnly != nil && *m.ReadOnly, SubPath: deref(m.SubPath)})
+				mounts = append(mounts, corev1.VolumeMount{Name: ptr.Deref(m.Name, ""), MountPath: ptr.Deref(m.Path, ""), ReadOnly: ptr.Deref(m.ReadOnly, false), SubPath: ptr.Deref(m.SubPath, "")})
 			}
 			c.DatabaseWorkload.VolumeMounts = &mounts
 		}
@@ -161,7 +162,7 @@ func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
 	set(&res.Limits, corev1.ResourceCPU, "cpuLimit", r.CPULimit)
 	set(&res.Limits, corev1.ResourceMemory, "memoryLimit", r.MemoryLimit)
 	w := Workload{Resources: res, Replicas: r.Replicas}
-	if s := deref(r.ImagePullSecret); s != "" {
+	if s := ptr.Deref(r.ImagePullSecret, ""); s != "" {
 		w.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s}}
 	}
 	return w
@@ -177,9 +178,9 @@ func (v legacyVolume) convert() (corev1.Volume, bool) {
 	case v.Secret != nil:
 		vol.Secret = v.Secret
 	case v.EmptyDir != nil:
-		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(v.EmptyDir.Medium))}
+		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(ptr.Deref(v.EmptyDir.Medium, ""))}
 		if l := v.EmptyDir.SizeLimit; l != nil {
-			if q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format)); err == nil {
+			if q, err := resource.ParseQuantity(ptr.Deref(l.Amount, "") + ptr.Deref(l.Format, "")); err == nil {
 				vol.EmptyDir.SizeLimit = &q
 			}
 		}
