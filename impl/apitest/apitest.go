@@ -123,9 +123,10 @@ func Start(t testing.TB, o Options) *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stop := startManager(t, a)
+	stopNodes := func() {}
+	shutdown := func() { stop(); stopNodes(); a.Close() }
 	if err := a.StartCluster(ctx); err != nil {
-		stop()
-		a.Close()
+		shutdown()
 		t.Fatalf("start cluster: %v", err)
 	}
 	// The namespace's simulated node: Pods of the sample Application and of
@@ -145,13 +146,11 @@ func Start(t testing.TB, o Options) *Server {
 			}
 		})
 	}
-	stopNodes := func() { stopNode(); nodes.Wait() }
+	stopNodes = func() { stopNode(); nodes.Wait() }
 	select {
 	case <-a.Nodes.Ready():
 	case <-ctx.Done():
-		stop()
-		stopNodes()
-		a.Close()
+		shutdown()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
 	}
 	if o.Watch {
@@ -161,9 +160,7 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
-			stop()
-			stopNodes()
-			a.Close()
+			shutdown()
 			t.Fatalf("first reconcile: %v", a.Intent.Ping(ctx))
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -172,9 +169,7 @@ func Start(t testing.TB, o Options) *Server {
 	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster)}
 	t.Cleanup(func() {
 		ts.Close()
-		stop()
-		stopNodes()
-		a.Close()
+		shutdown()
 		s.Kube.remove(a.Nodes.NodeName())
 	})
 	if a.Issuer != nil {
