@@ -26,6 +26,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
@@ -122,9 +123,10 @@ func Start(t testing.TB, o Options) *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stop := startManager(t, a)
+	stopNodes := func() {}
+	shutdown := func() { stop(); stopNodes(); a.Close() }
 	if err := a.StartCluster(ctx); err != nil {
-		stop()
-		a.Close()
+		shutdown()
 		t.Fatalf("start cluster: %v", err)
 	}
 	// The namespace's simulated node: Pods of the sample Application and of
@@ -144,13 +146,11 @@ func Start(t testing.TB, o Options) *Server {
 			}
 		})
 	}
-	stopNodes := func() { stopNode(); nodes.Wait() }
+	stopNodes = func() { stopNode(); nodes.Wait() }
 	select {
 	case <-a.Nodes.Ready():
 	case <-ctx.Done():
-		stop()
-		stopNodes()
-		a.Close()
+		shutdown()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
 	}
 	if o.Watch {
@@ -160,9 +160,7 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
-			stop()
-			stopNodes()
-			a.Close()
+			shutdown()
 			t.Fatalf("first reconcile: %v", a.Intent.Ping(ctx))
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -171,9 +169,7 @@ func Start(t testing.TB, o Options) *Server {
 	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster)}
 	t.Cleanup(func() {
 		ts.Close()
-		stop()
-		stopNodes()
-		a.Close()
+		shutdown()
 		s.Kube.remove(a.Nodes.NodeName())
 	})
 	if a.Issuer != nil {
@@ -263,22 +259,16 @@ func NewValidator(t testing.TB, base http.RoundTripper) *Validator {
 }
 
 // newContract routes on the paths as written (the documents' one server is
-// the root, so a request's path is the contract's path).
+// the root, so a request's path is the contract's path). load gives a copy
+// of its own, which routing without servers may change.
 func newContract(load func() (*openapi3.T, error), errorShape string) (contract, error) {
 	doc, err := load()
 	if err != nil {
 		return contract{}, err
 	}
-	routed, err := load()
-	if err != nil {
-		return contract{}, err
-	}
-	c := contract{doc: doc, errorShape: errorShape}
-	routed.Servers = nil
-	if c.router, err = gorillamux.NewRouter(routed); err != nil {
-		return contract{}, err
-	}
-	return c, nil
+	doc.Servers = nil
+	router, err := gorillamux.NewRouter(doc)
+	return contract{doc: doc, router: router, errorShape: errorShape}, err
 }
 
 // RoundTrip sends req and validates the response.
@@ -441,5 +431,5 @@ func (s *Server) Provisioned(t testing.TB, name string) {
 // refuses a controller name used twice in a process, which only a test
 // does.
 func SeveralManagers() app.Option {
-	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr(true) })
+	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
 }

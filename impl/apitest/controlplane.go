@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -157,22 +156,15 @@ func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, d
 // every Validator, Application and managed CronJob the namespace has now
 // (not deletions: a test that deletes waits for what it expects to see).
 func (k *Kube) Settle(ctx context.Context) error {
-	validators, err := objects(k.Validators().List(ctx, metav1.ListOptions{}))
-	if err != nil {
-		return err
-	}
-	for _, v := range validators {
-		if err := k.seen(ctx, domain.KindValidator, nil, v); err != nil {
+	for kind, api := range map[domain.ResourceKind]dynamic.ResourceInterface{domain.KindValidator: k.Validators(), domain.KindApplication: k.Applications()} {
+		l, err := api.List(ctx, metav1.ListOptions{})
+		if err != nil {
 			return err
 		}
-	}
-	applications, err := objects(k.Applications().List(ctx, metav1.ListOptions{}))
-	if err != nil {
-		return err
-	}
-	for _, a := range applications {
-		if err := k.seen(ctx, domain.KindApplication, nil, a); err != nil {
-			return err
+		for i := range l.Items {
+			if err := k.seen(ctx, kind, nil, &l.Items[i]); err != nil {
+				return err
+			}
 		}
 	}
 	cronJobs, err := k.Core.BatchV1().CronJobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.ManagedByLabel + "=" + cluster.ManagedBy})
@@ -185,17 +177,6 @@ func (k *Kube) Settle(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func objects(l *unstructured.UnstructuredList, err error) ([]metav1.Object, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]metav1.Object, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out, nil
 }
 
 // gatewayCronJob is the resourceVersion of the CronJob o as the gateway's
@@ -259,16 +240,6 @@ func (k *Kube) AddSecret(ctx context.Context, name string, data map[string]strin
 		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
 		return err
 	})
-}
-
-// AddStorageClass creates a storage class; an existing one is kept.
-func (k *Kube) AddStorageClass(ctx context.Context, name string) error {
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "validator-manager.io/test"}
-	_, err := k.Core.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
 }
 
 // SetDisableUserEdit sets or removes the validator's disable-user-edit

@@ -1,6 +1,10 @@
 package apitest
 
-import "github.com/validator-manager/validator-manager/gen/managementapi"
+import (
+	"k8s.io/utils/ptr"
+
+	"github.com/validator-manager/validator-manager/gen/managementapi"
+)
 
 // The secret values ValidatorPayload carries: tests look for them where
 // they must be (the validator's Secrets) and where they must never be
@@ -23,7 +27,7 @@ func ValidatorPayload(name string) managementapi.ValidatorDto {
 		ClusterConfig: managementapi.ClusterConfigDto{
 			AppInfoLedgerNameService: managementapi.AppInfoDto{EnvVars: none},
 			AppInfoValidator: managementapi.AppInfoDto{
-				EnvVars: []managementapi.EnvVar{{Name: ptr("LOG_LEVEL"), Value: ptr("INFO")}, {Name: ptr("JAVA_OPTS"), Value: ptr("-Xmx2g")}},
+				EnvVars: []managementapi.EnvVar{{Name: ptr.To("LOG_LEVEL"), Value: ptr.To("INFO")}, {Name: ptr.To("JAVA_OPTS"), Value: ptr.To("-Xmx2g")}},
 			},
 			DefaultJvmOptions: "-Xms1g",
 			Migration:         managementapi.MigrationDto{Id: 1},
@@ -34,15 +38,13 @@ func ValidatorPayload(name string) managementapi.ValidatorDto {
 		Participant: managementapi.AppInfoDto{EnvVars: none},
 		Auth: &managementapi.ValidatorAuthDto{
 			Audience: "https://ledger.example.test", CnsClientId: "cns", WalletClientId: "wallet",
-			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr(ClientSecret),
+			LedgerApiClientId: "validator", LedgerApiClientSecret: ptr.To(ClientSecret),
 			LedgerApiUser: "validator-user", WalletUser: "wallet-user",
 		},
-		OnboardingSecret: ptr(OnboardingSecret),
-		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr(DatabasePassword)},
+		OnboardingSecret: ptr.To(OnboardingSecret),
+		DatabaseConfig:   &managementapi.ValidatorDbConfigDto{Username: ptr.To("cnadmin"), Password: ptr.To(DatabasePassword)},
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // DropEmptyLists removes the null and empty lists of m, at any depth: an
 // apply configuration sends none, while the stored form of a configuration

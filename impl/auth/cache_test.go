@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
+	"k8s.io/apimachinery/pkg/util/cache"
 )
 
 func devIssuer(t *testing.T) *DevIssuer {
@@ -46,15 +47,15 @@ func TestCacheHit(t *testing.T) {
 	if err != nil || p.Subject != "alice" {
 		t.Fatalf("second verify: got %+v, %v; want alice from the cache", p, err)
 	}
-	if _, ok := v.cache.m[sha256.Sum256([]byte(tok))]; !ok || len(v.cache.m) != 1 {
-		t.Fatalf("got %d entries, want the token's hash only", len(v.cache.m))
+	if _, ok := v.cache.Get(sha256.Sum256([]byte(tok))); !ok || len(v.cache.Keys()) != 1 {
+		t.Fatalf("got %d entries, want the token's hash only", len(v.cache.Keys()))
 	}
 	// A token that fails is not cached.
 	if _, err := v.Verify(context.Background(), issue(t, d, "bob", time.Hour)); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("token of the replaced keys: got %v, want ErrUnauthenticated", err)
 	}
-	if len(v.cache.m) != 1 {
-		t.Fatalf("got %d entries after a refused token, want 1", len(v.cache.m))
+	if len(v.cache.Keys()) != 1 {
+		t.Fatalf("got %d entries after a refused token, want 1", len(v.cache.Keys()))
 	}
 }
 
@@ -76,8 +77,8 @@ func TestCacheExpiry(t *testing.T) {
 	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("after exp: got %v, want the token verified again (and refused by the replaced keys)", err)
 	}
-	if len(v.cache.m) != 0 {
-		t.Fatalf("got %d entries after exp, want 0", len(v.cache.m))
+	if len(v.cache.Keys()) != 0 {
+		t.Fatalf("got %d entries after exp, want 0", len(v.cache.Keys()))
 	}
 }
 
@@ -102,8 +103,8 @@ func TestCacheRotation(t *testing.T) {
 	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Fatalf("before rotation: got %v, want none", err)
 	}
-	if _, err := v.Verify(ctx, tok); err != nil || len(v.cache.m) != 1 {
-		t.Fatalf("before rotation, again: got %v with %d entries, want a cache hit", err, len(v.cache.m))
+	if _, err := v.Verify(ctx, tok); err != nil || len(v.cache.Keys()) != 1 {
+		t.Fatalf("before rotation, again: got %v with %d entries, want a cache hit", err, len(v.cache.Keys()))
 	}
 
 	// The same keys fetched again are no rotation.
@@ -126,34 +127,23 @@ func TestCacheRotation(t *testing.T) {
 	if _, err := v.Verify(ctx, issue(t, newKeys, "bob", time.Hour)); err != nil {
 		t.Fatalf("token of the new key: got %v, want none", err)
 	}
-	if _, ok := v.cache.m[sha256.Sum256([]byte(tok))]; ok || len(v.cache.m) != 1 {
-		t.Fatalf("after rotation: got %d entries (old token kept: %v), want the new token's only", len(v.cache.m), ok)
+	if _, ok := v.cache.Get(sha256.Sum256([]byte(tok))); ok || len(v.cache.Keys()) != 1 {
+		t.Fatalf("after rotation: got %d entries (old token kept: %v), want the new token's only", len(v.cache.Keys()), ok)
 	}
 }
 
-// TestCacheBound: the cache never holds more than its bound; expired
-// entries go first.
+// TestCacheBound: the cache never holds more than its bound.
 func TestCacheBound(t *testing.T) {
 	d := devIssuer(t)
 	v := NewVerifier(d.PublicKeys(), DevIssuerName, "")
-	v.cache = newTokenCache(3)
+	v.cache = cache.NewLRUExpireCacheWithClock(3, verifierClock{v})
 	for range 5 {
 		if _, err := v.Verify(context.Background(), issue(t, d, "alice", time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if len(v.cache.m) > 3 {
-			t.Fatalf("got %d entries, want at most 3", len(v.cache.m))
+		if len(v.cache.Keys()) > 3 {
+			t.Fatalf("got %d entries, want at most 3", len(v.cache.Keys()))
 		}
-	}
-
-	c := newTokenCache(2)
-	now := time.Now()
-	c.put([32]byte{1}, cached{exp: now.Add(time.Second)}, now)
-	c.put([32]byte{2}, cached{exp: now.Add(time.Hour)}, now)
-	later := now.Add(2 * time.Second)
-	c.put([32]byte{3}, cached{exp: now.Add(time.Hour)}, later)
-	if _, ok := c.m[[32]byte{1}]; ok || len(c.m) != 2 {
-		t.Fatalf("got %d entries, expired one kept: %v; want the expired one evicted", len(c.m), ok)
 	}
 }
 

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lestrrat-go/jwx/v2/jwt"
@@ -31,10 +32,8 @@ func (r Role) String() string {
 
 // ParseRole reads a role's name (as the contracts' x-required-role has it).
 func ParseRole(s string) (Role, error) {
-	for i, n := range roleNames {
-		if n == s {
-			return Role(i), nil
-		}
+	if i := slices.Index(roleNames, s); i >= 0 {
+		return Role(i), nil
 	}
 	return RoleNone, fmt.Errorf("unknown role %q (want one of %s)", s, strings.Join(roleNames, ", "))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/lestrrat-go/jwx/v2/jwt"
+	"k8s.io/apimachinery/pkg/util/cache"
 )
 
 // Skew is the clock difference tolerated on exp, nbf and iat.
@@ -29,13 +30,14 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 
 // Verifier checks a bearer token's signature against a JWKS, its expiry and
 // not-before, and optionally its issuer. A token that verified is
-// remembered (see tokenCache) until its exp, so that a client repeating its
+// remembered (see remember) until its exp, so that a client repeating its
 // token costs a hash and a map lookup instead of an RSA verification.
 type Verifier struct {
 	keys     jwk.Set
 	issuer   string
 	audience string
-	cache    *tokenCache
+	cache    *cache.LRUExpireCache
+	cacheGen atomic.Uint64
 	now      func() time.Time
 	roles    *Roles
 }
@@ -55,7 +57,9 @@ type Principal struct {
 // NewVerifier verifies against keys; issuer and audience, when not empty,
 // must match iss and be one of aud.
 func NewVerifier(keys jwk.Set, issuer, audience string) *Verifier {
-	return &Verifier{keys: keys, issuer: issuer, audience: audience, cache: newTokenCache(cachedTokens), now: time.Now}
+	v := &Verifier{keys: keys, issuer: issuer, audience: audience, now: time.Now}
+	v.cache = cache.NewLRUExpireCacheWithClock(cachedTokens, verifierClock{v})
+	return v
 }
 
 // WithRoles makes v resolve each token's role (Principal.Role) with r; nil:
@@ -72,9 +76,8 @@ func (v *Verifier) RolesOn() bool { return v != nil && v.roles != nil }
 func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) {
 	gen := generation(v.keys)
 	key := sha256.Sum256([]byte(token))
-	now := v.now()
-	if p, ok := v.cache.get(key, gen, now); ok {
-		return p, nil
+	if e, ok := v.cache.Get(key); ok && e.(cached).gen == gen {
+		return e.(cached).principal, nil
 	}
 	opts := []jwt.ParseOption{
 		jwt.WithContext(ctx),
@@ -100,7 +103,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 		return Principal{}, fmt.Errorf("%w: token has no exp claim", ErrUnauthenticated)
 	}
 	p := Principal{Subject: tok.Subject(), Issuer: tok.Issuer(), Role: v.roles.Of(tok), Expires: tok.Expiration().Add(Skew)}
-	v.cache.put(key, cached{principal: p, exp: tok.Expiration(), gen: gen}, now)
+	v.remember(key, cached{principal: p, gen: gen}, tok.Expiration())
 	return p, nil
 }
 
@@ -198,66 +201,30 @@ func generation(set jwk.Set) uint64 {
 // whatever the clients send.
 const cachedTokens = 10000
 
+// cached is a verified token's principal and the JWKS generation it was
+// verified under.
 type cached struct {
 	principal Principal
-	exp       time.Time
 	gen       uint64
 }
 
-// tokenCache remembers verified tokens by the SHA-256 of the token (the
-// token itself is never kept). An entry is dropped at the token's exp (the
-// clock skew is not extended to cached tokens: past exp, a token is
-// verified again, by the same rules), when the JWKS rotates, and, when the
-// cache is full, expired entries first, then any.
-type tokenCache struct {
-	mu  sync.RWMutex
-	m   map[[32]byte]cached
-	max int
-	gen uint64
-}
-
-func newTokenCache(max int) *tokenCache {
-	return &tokenCache{m: make(map[[32]byte]cached), max: max}
-}
-
-func (c *tokenCache) get(key [32]byte, gen uint64, now time.Time) (Principal, bool) {
-	c.mu.RLock()
-	e, ok := c.m[key]
-	c.mu.RUnlock()
-	if ok && e.gen == gen && now.Before(e.exp) {
-		return e.principal, true
-	}
-	if ok {
-		c.mu.Lock()
-		delete(c.m, key)
-		c.mu.Unlock()
-	}
-	return Principal{}, false
-}
-
-func (c *tokenCache) put(key [32]byte, e cached, now time.Time) {
-	if !now.Before(e.exp) {
+// remember caches a verified token, by the SHA-256 of the token (the token
+// itself is never kept), until its exp: the clock skew is not extended to
+// cached tokens, past exp a token is verified again, by the same rules.
+// When the JWKS rotates, what was verified under the old keys goes; when
+// the cache is full, the least recently used entry goes.
+func (v *Verifier) remember(key [32]byte, e cached, exp time.Time) {
+	ttl := exp.Sub(v.now())
+	if ttl <= 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.gen != c.gen {
-		// The keys rotated: what was verified under the old ones goes.
-		clear(c.m)
-		c.gen = e.gen
+	if v.cacheGen.Swap(e.gen) != e.gen {
+		v.cache.RemoveAll(func(any) bool { return true })
 	}
-	if _, ok := c.m[key]; !ok && len(c.m) >= c.max {
-		for k, old := range c.m {
-			if !now.Before(old.exp) {
-				delete(c.m, k)
-			}
-		}
-		for k := range c.m {
-			if len(c.m) < c.max {
-				break
-			}
-			delete(c.m, k)
-		}
-	}
-	c.m[key] = e
+	v.cache.Add(key, e, ttl)
 }
+
+// verifierClock is the cache's clock: the verifier's.
+type verifierClock struct{ v *Verifier }
+
+func (c verifierClock) Now() time.Time { return c.v.now() }

@@ -10,7 +10,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -156,12 +158,7 @@ var AfreshStores = []string{StoreIdentity, StoreSandbox, StoreCluster}
 
 // Afresh tells whether startAfresh names store.
 func (c Config) Afresh(store string) bool {
-	for _, s := range strings.Split(c.StartAfresh, ",") {
-		if strings.TrimSpace(s) == store {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(strings.Split(c.StartAfresh, ","), func(s string) bool { return strings.TrimSpace(s) == store })
 }
 
 // Default is the embedded default: everything local, in ./data.
@@ -365,11 +362,7 @@ func (c *Config) loadFile(path string) error {
 	for _, s := range c.settings() {
 		byKey[s.key] = s
 	}
-	keys := make([]string, 0, len(flat))
-	for k := range flat {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return flat[keys[i]].line < flat[keys[j]].line })
+	keys := slices.SortedFunc(maps.Keys(flat), func(a, b string) int { return cmp.Compare(flat[a].line, flat[b].line) })
 	var unknown []string
 	for _, k := range keys {
 		if _, ok := byKey[k]; !ok {

@@ -1,6 +1,10 @@
 package domain
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/utils/ptr"
+)
 
 // Page is an offset page: Offset rows skipped, at most Limit returned.
 type Page struct {
@@ -48,13 +52,5 @@ type AuditFilter struct {
 // NewAuditFilter reads listAuditEntries' optional query parameters, which both
 // releases share; absent ones select everything.
 func NewAuditFilter(validator, subject *string, since, until *time.Time, page Page) AuditFilter {
-	return AuditFilter{Validator: orZero(validator), Subject: orZero(subject), Since: orZero(since), Until: orZero(until), Page: page}
-}
-
-func orZero[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	return AuditFilter{Validator: ptr.Deref(validator, ""), Subject: ptr.Deref(subject, ""), Since: ptr.Deref(since, time.Time{}), Until: ptr.Deref(until, time.Time{}), Page: page}
 }

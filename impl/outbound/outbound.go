@@ -220,18 +220,12 @@ func matchAny(patterns []string, host string) bool {
 			if strings.HasSuffix(h, p[1:]) && len(h) > len(p)-1 {
 				return true
 			}
-		case strings.Contains(p, "/"):
-			if pre, err := netip.ParsePrefix(p); err == nil && ipErr == nil && pre.Contains(ip.Unmap()) {
+		case ipErr == nil:
+			if ipListed([]string{p}, ip) {
 				return true
 			}
-		default:
-			if a, err := netip.ParseAddr(p); err == nil {
-				if ipErr == nil && a.Unmap() == ip.Unmap() {
-					return true
-				}
-			} else if p == h {
-				return true
-			}
+		case p == h:
+			return true
 		}
 	}
 	return false

@@ -102,11 +102,7 @@ func (s *Store) GatewayWallets(ctx context.Context, validator string) ([]domain.
 	if err != nil {
 		return nil, translate(err, gatewayWhat(validator), "")
 	}
-	out := make([]domain.GatewayWallet, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
-	}
-	return out, nil
+	return domains(rows), nil
 }
 
 // RecordWallet records w before its party is allocated and sets its

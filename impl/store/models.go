@@ -2,9 +2,11 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -18,6 +20,37 @@ func take[R interface{ domain() D }, D any](db *gorm.DB, what string, conds ...a
 		return zero, translate(err, what, "")
 	}
 	return row.domain(), nil
+}
+
+// optional is take of a row that may be absent (nil).
+func optional[R interface{ domain() D }, D any](db *gorm.DB, what string, conds ...any) (*D, error) {
+	d, err := take[R](db, what, conds...)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &d, nil
+}
+
+// domains is rows as their domain values.
+func domains[R interface{ domain() D }, D any](rows []R) []D {
+	out := make([]D, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out
+}
+
+// update writes the columns cols of row (selected by its primary key) and
+// reads the stored row back into out.
+func update[R interface{ domain() D }, D any](db *gorm.DB, row *R, out *D, what string, cols ...string) error {
+	if err := affected(db.Model(row).Clauses(clause.Returning{}).Select(cols).Updates(row), what, ""); err != nil {
+		return err
+	}
+	*out = (*row).domain()
+	return nil
 }
 
 // Rows map the tables of migrations/; the SQL files own the schema, these

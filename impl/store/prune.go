@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -32,14 +30,8 @@ func (s *Store) CreatePruneSchedule(ctx context.Context, p *domain.PruneSchedule
 func (s *Store) UpdatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error {
 	row := pruneFrom(p)
 	row.UpdatedAt = now()
-	res := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).
-		Select("cron", "max_duration_seconds", "retention_seconds", "max_duration_text", "retention_text", "updated_at").
-		Updates(&row)
-	if err := affected(res, pruneWhat(p.Validator), ""); err != nil {
-		return err
-	}
-	*p = row.domain()
-	return nil
+	return update(s.db.WithContext(ctx), &row, p, pruneWhat(p.Validator),
+		"cron", "max_duration_seconds", "retention_seconds", "max_duration_text", "retention_text", "updated_at")
 }
 
 // DeletePruneSchedule removes a validator's schedule; an absent schedule is

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -36,14 +35,8 @@ func (s *Store) GetRemoteParticipant(ctx context.Context, name string) (domain.R
 func (s *Store) UpdateRemoteParticipant(ctx context.Context, p *domain.RemoteParticipant) error {
 	row := participantFrom(p)
 	row.UpdatedAt = now()
-	res := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).
-		Select("spec", "phase", "admin_address", "admin_port", "ledger_address", "ledger_port", "updated_at").
-		Updates(&row)
-	if err := affected(res, participantWhat(p.Name), ""); err != nil {
-		return err
-	}
-	*p = row.domain()
-	return nil
+	return update(s.db.WithContext(ctx), &row, p, participantWhat(p.Name),
+		"spec", "phase", "admin_address", "admin_port", "ledger_address", "ledger_port", "updated_at")
 }
 
 // DeleteRemoteParticipant removes a registration.
@@ -75,11 +68,7 @@ func (s *Store) ListRemoteParticipants(ctx context.Context, f domain.RemoteParti
 	if err != nil {
 		return nil, 0, translate(err, "list remote participants", "")
 	}
-	out := make([]domain.RemoteParticipant, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
-	}
-	return out, total, nil
+	return domains(rows), total, nil
 }
 
 // RecordParticipantHealth stores the outcome of a health check. updated_at

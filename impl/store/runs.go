@@ -86,9 +86,8 @@ func (s *Store) ListRuns(ctx context.Context, f domain.RunFilter) ([]domain.Run,
 	if err != nil {
 		return nil, 0, translate(err, what, "")
 	}
-	out := []domain.Run{}
 	if int64(f.Offset) >= total {
-		return out, total, nil
+		return []domain.Run{}, total, nil
 	}
 	var rows []runRow
 	err = s.db.WithContext(ctx).Scopes(filter).Order("started_at DESC, id DESC").
@@ -96,8 +95,5 @@ func (s *Store) ListRuns(ctx context.Context, f domain.RunFilter) ([]domain.Run,
 	if err != nil {
 		return nil, 0, translate(err, what, "")
 	}
-	for _, r := range rows {
-		out = append(out, r.domain())
-	}
-	return out, total, nil
+	return domains(rows), total, nil
 }

@@ -250,12 +250,9 @@ func (s *Store) Exec(ctx context.Context, sql string) error {
 // stores are checked against it at start-up.
 func (s *Store) Recorded(ctx context.Context) (installation string, validators bool, err error) {
 	db := s.db.WithContext(ctx)
-	var ids []string
-	if err := db.Raw("SELECT id FROM instance WHERE singleton = 1").Scan(&ids).Error; err != nil {
+	// No row leaves installation empty.
+	if err := db.Raw("SELECT id FROM instance WHERE singleton = 1").Scan(&installation).Error; err != nil {
 		return "", false, translate(err, "instance id", "")
-	}
-	if len(ids) > 0 {
-		installation = ids[0]
 	}
 	var n int64
 	if err := db.Raw("SELECT COUNT(*) FROM (SELECT 1 FROM validators LIMIT 1) v").Scan(&n).Error; err != nil {

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -57,17 +55,10 @@ func (s *Store) GetValidator(ctx context.Context, name string) (domain.Validator
 func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error {
 	row := validatorFrom(v)
 	row.UpdatedAt = now()
-	res := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).
-		// phase and immutable are the cluster's to say (SyncValidatorState):
-		// an edit read before a sync must not put an old phase back.
-		Select("custom_auth", "external_database", "database_storage",
-			"migration_id", "migrating", "spec", "list_view", "list_view_version", "wallet_user_id", "pending_secrets", "updated_at").
-		Updates(&row)
-	if err := affected(res, validatorWhat(v.Name), ""); err != nil {
-		return err
-	}
-	*v = row.domain()
-	return nil
+	// phase and immutable are the cluster's to say (SyncValidatorState):
+	// an edit read before a sync must not put an old phase back.
+	return update(s.db.WithContext(ctx), &row, v, validatorWhat(v.Name), "custom_auth", "external_database", "database_storage",
+		"migration_id", "migrating", "spec", "list_view", "list_view_version", "wallet_user_id", "pending_secrets", "updated_at")
 }
 
 // DeleteValidator removes a validator; its schedules and runs go with it
@@ -147,26 +138,17 @@ func (s *Store) SetProvisionedAuth(ctx context.Context, name string, a domain.Pr
 
 // ValidatorIntent reads one validator with its schedules.
 func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.ValidatorIntent, error) {
-	var row validatorRow
-	if err := s.db.WithContext(ctx).Take(&row, "name = ?", name).Error; err != nil {
-		return domain.ValidatorIntent{}, translate(err, validatorWhat(name), "")
+	db := s.db.WithContext(ctx)
+	var in domain.ValidatorIntent
+	var err error
+	if in.Validator, err = take[validatorRow](db, validatorWhat(name), "name = ?", name); err != nil {
+		return domain.ValidatorIntent{}, err
 	}
-	in := domain.ValidatorIntent{Validator: row.domain()}
-	var prune pruneRow
-	switch err := s.db.WithContext(ctx).Take(&prune, "validator = ?", name).Error; {
-	case err == nil:
-		d := prune.domain()
-		in.Prune = &d
-	case !errors.Is(err, gorm.ErrRecordNotFound):
-		return domain.ValidatorIntent{}, translate(err, pruneWhat(name), name)
+	if in.Prune, err = optional[pruneRow](db, pruneWhat(name), "validator = ?", name); err != nil {
+		return domain.ValidatorIntent{}, err
 	}
-	var backup backupRow
-	switch err := s.db.WithContext(ctx).Unscoped().Take(&backup, "validator = ?", name).Error; {
-	case err == nil:
-		d := backup.domain()
-		in.Backup = &d
-	case !errors.Is(err, gorm.ErrRecordNotFound):
-		return domain.ValidatorIntent{}, translate(err, backupWhat(name), name)
+	if in.Backup, err = optional[backupRow](db.Unscoped(), backupWhat(name), "validator = ?", name); err != nil {
+		return domain.ValidatorIntent{}, err
 	}
 	return in, nil
 }
@@ -263,11 +245,7 @@ func (s *Store) StaleListViews(ctx context.Context, version int, after string, l
 	if err != nil {
 		return nil, translate(err, "read stale list views", "")
 	}
-	out := make([]domain.Validator, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
-	}
-	return out, nil
+	return domains(rows), nil
 }
 
 // SetListViews stores list views in one transaction, each unless its row

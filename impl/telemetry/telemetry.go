@@ -211,7 +211,7 @@ func (m *Metrics) Transport(upstream string, next http.RoundTripper) http.RoundT
 	if m == nil {
 		return next
 	}
-	return roundTripper(func(r *http.Request) (*http.Response, error) {
+	return promhttp.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		start := time.Now()
 		resp, err := next.RoundTrip(r)
 		outcome := OutcomeError
@@ -225,10 +225,6 @@ func (m *Metrics) Transport(upstream string, next http.RoundTripper) http.RoundT
 		return resp, err
 	})
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // WatchSync publishes validator_manager_informer_synced{informer}: 1 when
 // that cache of the cluster gateway has synced, read from state at each

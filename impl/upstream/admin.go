@@ -257,15 +257,10 @@ func (c AdminCall) Failed(err error) error {
 	up := &domain.UpstreamError{Endpoint: c.Endpoint(), Cause: err}
 	st, ok := status.FromError(err)
 	if !ok {
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			up.Message = "the participant admin API did not answer in time"
-		case errors.Is(err, context.Canceled):
-			up.Message = "the request was cancelled while calling the participant admin API"
-		default:
-			up.Message = "the participant admin API could not be reached"
+		// No answer: the call's context ended, or the API was not reached.
+		if st = status.FromContextError(err); st.Code() == codes.Unknown {
+			st = status.New(codes.Unavailable, "")
 		}
-		return up
 	}
 	detail := truncate(st.Message(), 300)
 	code, _, _ := strings.Cut(st.Message(), "(")

@@ -39,6 +39,8 @@ func TestAdminFailed(t *testing.T) {
 		{"unauthenticated", status.Error(codes.Unauthenticated, "bad token"), 502, "refused the server's credentials"},
 		{"internal, message withheld", status.Error(codes.Internal, "stack trace with secrets"), 502, "failed (Internal)"},
 		{"no status", context.DeadlineExceeded, 502, "did not answer in time"},
+		{"no status, cancelled", context.Canceled, 502, "cancelled"},
+		{"no status, not reached", errors.New("dial tcp: no route to host"), 502, "could not be reached"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,14 +100,13 @@ func isTimeout(err error) bool {
 // (UpstreamError.Rejected), unknown user or party → 404, already exists →
 // 409, anything else → 502.
 func (c Call) Answer(status int, body []byte) error {
-	up := &domain.UpstreamError{Endpoint: c.Endpoint(), Status: status}
+	up := &domain.UpstreamError{Endpoint: c.Endpoint(), Status: status, Cause: fmt.Errorf("HTTP %d: %s", status, truncate(string(body), 2000))}
 	var ce cantonError
 	if c.Upstream == Ledger && json.Unmarshal(body, &ce) == nil && ce.Code != "" {
 		detail := ce.Code
 		if ce.Cause != "" {
 			detail += ": " + truncate(ce.Cause, 300)
 		}
-		up.Cause = fmt.Errorf("HTTP %d: %s", status, truncate(string(body), 2000))
 		switch {
 		case ce.GrpcCodeValue == grpcInvalidArgument || ce.GrpcCodeValue == 0 && ce.ErrorCategory == categoryInvalidIndependentOfSystemState:
 			up.Rejected, up.Message = true, detail
@@ -125,7 +124,6 @@ func (c Call) Answer(status int, body []byte) error {
 	if json.Unmarshal(body, &se) == nil && se.Error != "" {
 		detail = truncate(se.Error, 300)
 	}
-	up.Cause = fmt.Errorf("HTTP %d: %s", status, truncate(string(body), 2000))
 	switch {
 	case status == http.StatusNotFound:
 		return &domain.Error{Code: domain.CodeNotFound, Message: detail, Cause: up}

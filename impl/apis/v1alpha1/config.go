@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // ValidatorConfigVersion is the version of the stored format of
@@ -64,15 +65,15 @@ type ValidatorConfig struct {
 
 // StorageClass is the storage class of the validator's volumes; empty means
 // the cluster's default.
-func (c ValidatorConfig) StorageClass() string { return deref(c.Cluster.StorageClass) }
+func (c ValidatorConfig) StorageClass() string { return ptr.Deref(c.Cluster.StorageClass, "") }
 
 // DatabaseUser is the user of the validator's database; empty means the
 // default. The deprecated LegacyDatabaseUser counts when Database has none.
 func (c ValidatorConfig) DatabaseUser() string {
-	if c.Database != nil && deref(c.Database.Username) != "" {
+	if c.Database != nil && ptr.Deref(c.Database.Username, "") != "" {
 		return *c.Database.Username
 	}
-	return deref(c.LegacyDatabaseUser)
+	return ptr.Deref(c.LegacyDatabaseUser, "")
 }
 
 // MarkWritten records the Secrets that written names as written (a Secret
@@ -82,13 +83,6 @@ func (c *ValidatorConfig) MarkWritten(written WrittenSecrets) {
 	w.Onboarding = w.Onboarding || written.Onboarding
 	w.LedgerAPIAuth = w.LedgerAPIAuth || written.LedgerAPIAuth
 	w.Database = w.Database || written.Database
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // WrittenSecrets tells which of the validator's Secrets were written.

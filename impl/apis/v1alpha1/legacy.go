@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // The layout of stored versions 0 and 1, kept only to decode them: the
@@ -64,43 +65,23 @@ type legacyVolumeMount struct {
 	SubPath  *string `json:"subPath,omitempty"`
 }
 
+// legacyVolume keeps only the emptyDir of its own: the other sources are
+// stored in corev1's JSON.
+//
 // +kubebuilder:object:generate=false
 type legacyVolume struct {
-	ConfigMap *struct {
-		DefaultMode *int32             `json:"defaultMode,omitempty"`
-		Items       *[]legacyKeyToPath `json:"items,omitempty"`
-		Name        *string            `json:"name,omitempty"`
-		Optional    *bool              `json:"optional,omitempty"`
-	} `json:"configMap,omitempty"`
-	EmptyDir *struct {
+	Name      string                        `json:"name,omitempty"`
+	ConfigMap *corev1.ConfigMapVolumeSource `json:"configMap,omitempty"`
+	EmptyDir  *struct {
 		Medium    *string `json:"medium,omitempty"`
 		SizeLimit *struct {
 			Amount *string `json:"amount,omitempty"`
 			Format *string `json:"format,omitempty"`
 		} `json:"sizeLimit,omitempty"`
 	} `json:"emptyDir,omitempty"`
-	HostPath *struct {
-		Path *string `json:"path,omitempty"`
-		Type *string `json:"type,omitempty"`
-	} `json:"hostPath,omitempty"`
-	Name                  *string `json:"name,omitempty"`
-	PersistentVolumeClaim *struct {
-		ClaimName *string `json:"claimName,omitempty"`
-		ReadOnly  *bool   `json:"readOnly,omitempty"`
-	} `json:"persistentVolumeClaim,omitempty"`
-	Secret *struct {
-		DefaultMode *int32             `json:"defaultMode,omitempty"`
-		Items       *[]legacyKeyToPath `json:"items,omitempty"`
-		Optional    *bool              `json:"optional,omitempty"`
-		SecretName  *string            `json:"secretName,omitempty"`
-	} `json:"secret,omitempty"`
-}
-
-// +kubebuilder:object:generate=false
-type legacyKeyToPath struct {
-	Key  *string `json:"key,omitempty"`
-	Mode *int32  `json:"mode,omitempty"`
-	Path *string `json:"path,omitempty"`
+	HostPath              *corev1.HostPathVolumeSource              `json:"hostPath,omitempty"`
+	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	Secret                *corev1.SecretVolumeSource                `json:"secret,omitempty"`
 }
 
 // convert drops the phase (the status holds it) and converts the rest.
@@ -120,7 +101,7 @@ func (l legacyConfig) convert() ValidatorConfig {
 		if d.VolumeMounts != nil {
 			mounts := make([]corev1.VolumeMount, 0, len(*d.VolumeMounts))
 			for _, m := range *d.VolumeMounts {
-				mounts = append(mounts, corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: m.ReadOnly != nil && *m.ReadOnly, SubPath: deref(m.SubPath)})
+				mounts = append(mounts, corev1.VolumeMount{Name: ptr.Deref(m.Name, ""), MountPath: ptr.Deref(m.Path, ""), ReadOnly: ptr.Deref(m.ReadOnly, false), SubPath: ptr.Deref(m.SubPath, "")})
 			}
 			c.DatabaseWorkload.VolumeMounts = &mounts
 		}
@@ -181,7 +162,7 @@ func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
 	set(&res.Limits, corev1.ResourceCPU, "cpuLimit", r.CPULimit)
 	set(&res.Limits, corev1.ResourceMemory, "memoryLimit", r.MemoryLimit)
 	w := Workload{Resources: res, Replicas: r.Replicas}
-	if s := deref(r.ImagePullSecret); s != "" {
+	if s := ptr.Deref(r.ImagePullSecret, ""); s != "" {
 		w.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s}}
 	}
 	return w
@@ -190,50 +171,30 @@ func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
 // convert is the volume with its first source in the order the workload
 // controller read them; a volume without a source was left out (false).
 func (v legacyVolume) convert() (corev1.Volume, bool) {
-	vol := corev1.Volume{Name: deref(v.Name)}
+	vol := corev1.Volume{Name: v.Name}
 	switch {
 	case v.ConfigMap != nil:
-		vol.ConfigMap = &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: deref(v.ConfigMap.Name)},
-			Items:                keyToPaths(v.ConfigMap.Items), DefaultMode: v.ConfigMap.DefaultMode, Optional: v.ConfigMap.Optional,
-		}
+		vol.ConfigMap = v.ConfigMap
 	case v.Secret != nil:
-		vol.Secret = &corev1.SecretVolumeSource{
-			SecretName: deref(v.Secret.SecretName),
-			Items:      keyToPaths(v.Secret.Items), DefaultMode: v.Secret.DefaultMode, Optional: v.Secret.Optional,
-		}
+		vol.Secret = v.Secret
 	case v.EmptyDir != nil:
-		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(v.EmptyDir.Medium))}
+		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(ptr.Deref(v.EmptyDir.Medium, ""))}
 		if l := v.EmptyDir.SizeLimit; l != nil {
-			if q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format)); err == nil {
+			if q, err := resource.ParseQuantity(ptr.Deref(l.Amount, "") + ptr.Deref(l.Format, "")); err == nil {
 				vol.EmptyDir.SizeLimit = &q
 			}
 		}
 	case v.HostPath != nil:
-		vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(v.HostPath.Path)}
-		if t := deref(v.HostPath.Type); t != "" {
-			ht := corev1.HostPathType(t)
-			vol.HostPath.Type = &ht
+		vol.HostPath = v.HostPath
+		if t := v.HostPath.Type; t != nil && *t == "" {
+			vol.HostPath.Type = nil // an empty type was left out
 		}
 	case v.PersistentVolumeClaim != nil:
-		vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: deref(v.PersistentVolumeClaim.ClaimName), ReadOnly: v.PersistentVolumeClaim.ReadOnly != nil && *v.PersistentVolumeClaim.ReadOnly,
-		}
+		vol.PersistentVolumeClaim = v.PersistentVolumeClaim
 	default:
 		return vol, false
 	}
 	return vol, true
-}
-
-func keyToPaths(items *[]legacyKeyToPath) []corev1.KeyToPath {
-	if items == nil {
-		return nil
-	}
-	out := make([]corev1.KeyToPath, 0, len(*items))
-	for _, k := range *items {
-		out = append(out, corev1.KeyToPath{Key: deref(k.Key), Path: deref(k.Path), Mode: k.Mode})
-	}
-	return out
 }
 
 // legacyImageComponent is the image that earlier servers documented as part
