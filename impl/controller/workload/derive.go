@@ -33,7 +33,7 @@ func (b layout) participantProbes() bool {
 func ParticipantJVMOptions(v *v1alpha1.Validator) string { return newLayout(v).participantJVMOptions() }
 
 func (b layout) participantJVMOptions() string {
-	if jvm := deref(b.cfg.ParticipantNode.DefaultJVMOptions); jvm != "" {
+	if jvm := ptr.Deref(b.cfg.ParticipantNode.DefaultJVMOptions, ""); jvm != "" {
 		return jvm
 	}
 	return b.cfg.Cluster.DefaultJVMOptions

@@ -153,7 +153,6 @@ func rotationCondition(v *v1alpha1.Validator, status metav1.ConditionStatus, rea
 // digest it sets. It is owned by the Validator and runs once
 // (backoffLimit 0: a failure is shown, not retried with the same password).
 func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batchv1.Job {
-	previous := secretKey(ref.Name, cluster.PreviousDatabasePasswordKey, false)
 	labels := withLabels(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -167,20 +166,8 @@ func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batch
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
-						Name:            "rotate-password",
-						Image:           b.postgresImage(),
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						Command:         []string{"bash", "-c", rotationScript},
-						Env: []corev1.EnvVar{
-							{Name: "PGHOST", Value: b.databaseHost()},
-							{Name: "PGPORT", Value: b.databasePort()},
-							{Name: "PGUSER", Value: b.databaseUser()},
-							{Name: "PGDATABASE", Value: maintenanceDatabase},
-							{Name: "PGPASSWORD", ValueFrom: previous},
-							{Name: "NEW_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}},
-						},
-					}},
+					Containers: []corev1.Container{b.psql("rotate-password", rotationScript, secretKey(ref.Name, cluster.PreviousDatabasePasswordKey),
+						corev1.EnvVar{Name: "NEW_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})},
 				},
 			},
 		},
