@@ -95,29 +95,10 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	}
 	for _, o := range objs {
 		o.SetNamespace(namespace)
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[ChartLabel] = ch.Name()
-		o.SetLabels(labels)
+		o.SetLabels(with(o.GetLabels(), ChartLabel, ch.Name()))
 	}
 	return objs, nil
 }
-
-// Keep: obj carries helm.sh/resource-policy: keep, which tells Helm never
-// to delete it (Splice's migration dump claim): the controller does not
-// prune it either.
-func Keep(obj client.Object) bool {
-	return obj.GetAnnotations()[resourcePolicyAnnotation] == keepPolicy
-}
-
-// Helm's resource policy (helm.sh/helm/v4/pkg/kube, whose package brings
-// the whole cluster client along).
-const (
-	resourcePolicyAnnotation = "helm.sh/resource-policy"
-	keepPolicy               = "keep"
-)
 
 // jsonValues is values as JSON would give them: maps of string keys,
 // slices of any, float64 and json.Number free, as Helm's own values files

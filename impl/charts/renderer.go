@@ -146,13 +146,8 @@ func applied(obj client.Object) bool {
 // their selector label app (participant, validator-app, wallet-web-ui,
 // ans-web-ui).
 func labelComponent(obj client.Object) {
-	var tmpl *corev1.PodTemplateSpec
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		tmpl = &o.Spec.Template
-	case *appsv1.StatefulSet:
-		tmpl = &o.Spec.Template
-	default:
+	tmpl := workload.PodTemplate(obj)
+	if tmpl == nil {
 		return
 	}
 	component := obj.GetLabels()["app"]

@@ -246,14 +246,23 @@ type template struct {
 func templates(objs []client.Object) []template {
 	var out []template
 	for _, o := range objs {
-		switch w := o.(type) {
-		case *appsv1.Deployment:
-			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
-		case *appsv1.StatefulSet:
-			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
+		if t := PodTemplate(o); t != nil {
+			out = append(out, template{o.GetLabels()[ComponentLabel], t})
 		}
 	}
 	return out
+}
+
+// PodTemplate is the pod template of obj, a Deployment or a StatefulSet;
+// nil for any other kind.
+func PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	}
+	return nil
 }
 
 // ReleaseFinalizer is on a Validator whose workloads live in a namespace
@@ -528,11 +537,8 @@ func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
 	if l.Namespace != v.Namespace {
 		pod[ValidatorNamespaceLabel] = v.Namespace
 	}
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		w.Spec.Template.Labels = withLabels(w.Spec.Template.Labels, pod)
-	case *appsv1.StatefulSet:
-		w.Spec.Template.Labels = withLabels(w.Spec.Template.Labels, pod)
+	if t := PodTemplate(obj); t != nil {
+		t.Labels = withLabels(t.Labels, pod)
 	}
 }
 
@@ -557,12 +563,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator
 	if equality.Semantic.DeepEqual(status(cached), cached.Status) {
 		return nil
 	}
-	reader := r.fresh
-	if reader == nil {
-		reader = r.client
-	}
 	var v v1alpha1.Validator
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(cached), &v); err != nil {
+	if err := r.fresh.Get(ctx, client.ObjectKeyFromObject(cached), &v); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if v.Generation != cached.Generation || v.UID != cached.UID {
@@ -762,35 +764,25 @@ func ours(obj client.Object, v *v1alpha1.Validator) bool {
 }
 
 // observe reads l's workloads and v's pods from the cache.
-func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layout) (Observed, error) {
-	o := Observed{Names: map[string]string{}}
+func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layout) (o Observed, err error) {
+	o.Names = map[string]string{}
 	deployments := map[string]**appsv1.Deployment{Participant: &o.Participant, ValidatorApp: &o.ValidatorApp, WalletUI: &o.WalletUI, ANSUI: &o.ANSUI}
 	for _, obj := range l.Objects {
 		component := obj.GetLabels()[ComponentLabel]
-		switch obj.(type) {
+		switch w := obj.(type) {
 		case *appsv1.Deployment:
-			into, ok := deployments[component]
-			if !ok {
-				continue
-			}
-			o.Names[component] = obj.GetName()
-			d := &appsv1.Deployment{}
-			if ok, err := r.owned(ctx, v, obj, d); err != nil {
-				return o, err
-			} else if ok {
-				*into = d
+			if into, ok := deployments[component]; ok {
+				o.Names[component] = w.Name
+				*into, err = owned(ctx, r, v, w)
 			}
 		case *appsv1.StatefulSet:
-			if component != Postgres {
-				continue
+			if component == Postgres {
+				o.Names[component] = w.Name
+				o.Postgres, err = owned(ctx, r, v, w)
 			}
-			o.Names[component] = obj.GetName()
-			st := &appsv1.StatefulSet{}
-			if ok, err := r.owned(ctx, v, obj, st); err != nil {
-				return o, err
-			} else if ok {
-				o.Postgres = st
-			}
+		}
+		if err != nil {
+			return o, err
 		}
 	}
 	var pods corev1.PodList
@@ -805,22 +797,19 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layo
 	for i := range pods.Items {
 		o.Pods = append(o.Pods, &pods.Items[i])
 	}
-	var err error
 	o.Missing, err = r.missing(ctx, l.Namespace, templates(l.Objects))
 	return o, err
 }
 
-// owned reads the object of want's kind and key into obj: false unless it
-// exists and is ours.
-func (r *Reconciler) owned(ctx context.Context, v *v1alpha1.Validator, want, obj client.Object) (bool, error) {
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+// owned is the cached object of want's kind and key: nil unless it exists
+// and is ours.
+func owned[T client.Object](ctx context.Context, r *Reconciler, v *v1alpha1.Validator, want T) (T, error) {
+	var none T
+	cur, err := r.get(ctx, want)
+	if err != nil || cur == nil || !ours(cur, v) {
+		return none, err
 	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", want.GetName(), err)
-	}
-	return ours(obj, v), nil
+	return cur.(T), nil
 }
 
 // missing lists, per component, what its template reads (not optionally)
