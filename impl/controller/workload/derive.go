@@ -1,7 +1,6 @@
 package workload
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -38,8 +37,3 @@ func (b layout) participantJVMOptions() string {
 	}
 	return b.cfg.Cluster.DefaultJVMOptions
 }
-
-// AppendEnv appends vars to env as the built-in layout appends the
-// configuration's variables: nameless ones skipped, valueFrom winning over
-// value, a later variable of a name replacing the earlier in place.
-func AppendEnv(env, vars []corev1.EnvVar) []corev1.EnvVar { return appendEnv(env, vars) }

@@ -389,7 +389,7 @@ func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1
 		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_AUDIENCE", Value: auth.Audience},
 		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_CLIENT_ID", Value: clientID})
 	if app != nil {
-		env = appendEnv(env, app.EnvVars)
+		env = AppendEnv(env, app.EnvVars)
 	}
 	c := corev1.Container{
 		Name:  component,

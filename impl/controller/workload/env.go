@@ -40,7 +40,7 @@ func (b layout) participantEnv() []corev1.EnvVar {
 		{Name: "AUTH_JWKS_URL", Value: ptr.Deref(auth.JWKSURL, "")},
 		{Name: "AUTH_TARGET_AUDIENCE", Value: auth.Audience},
 	}
-	return appendEnv(env, b.cfg.Participant.EnvVars)
+	return AppendEnv(env, b.cfg.Participant.EnvVars)
 }
 
 // validatorAppEnv is the validator app container's environment, in the
@@ -59,7 +59,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	if dars := ptr.Deref(c.AppDars, ""); dars != "" {
 		env = add(env, "SPLICE_APP_DARS", dars)
 	}
-	env = appendEnv(env, ptr.Deref(c.AdditionalUsersEnvVars, nil))
+	env = AppendEnv(env, ptr.Deref(c.AdditionalUsersEnvVars, nil))
 	if other := ptr.Deref(c.AdditionalConfig, ""); other != "" {
 		env = add(env, "ADDITIONAL_CONFIG_OTHER", other)
 	}
@@ -159,8 +159,8 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	env = add(env, "SPLICE_APP_CONTACT_POINT", ptr.Deref(c.ContactPoint, ""))
 	env = add(env, "SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTIFIER", b.nodeIdentifier())
 	env = append(env, b.validatorAuthEnv()...)
-	env = appendEnv(env, c.ValidatorApp.EnvVars)
-	return appendEnv(env, ptr.Deref(b.cfg.EnvVars, nil))
+	env = AppendEnv(env, c.ValidatorApp.EnvVars)
+	return AppendEnv(env, ptr.Deref(b.cfg.EnvVars, nil))
 }
 
 // validatorAuthEnv is the validator app's authentication: the chart reads
@@ -289,12 +289,12 @@ func secretKey(name, key string) *corev1.EnvVarSource {
 	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
 }
 
-// appendEnv appends the configuration's variables as the charts'
-// additional-env-vars helper does: valueFrom wins over value; a variable
+// AppendEnv appends the configuration's variables vars to env as the
+// charts' additional-env-vars helper does (for the chart renderer too): valueFrom wins over value; a variable
 // without a name is skipped (Kubernetes would refuse the pod). A later
 // variable of a name already set replaces it in place: Kubernetes keys env
 // by name, and server-side apply refuses duplicates.
-func appendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
+func AppendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
 	for _, v := range vars {
 		if v.Name == "" {
 			continue
