@@ -136,7 +136,7 @@ func table(m map[string]any, chart, what string) (map[string]any, error) {
 
 // participantPinned: what splice-participant must be given.
 func participantPinned(v *v1alpha1.Validator) map[string]any {
-	auth := authOf(v)
+	auth := ptr.Deref(v.Spec.Config.Auth, v1alpha1.Auth{})
 	db := workload.ChartDatabase(v)
 	m := map[string]any{
 		"persistence": persistence(db, db.ParticipantDatabase, db.ParticipantSchema),
@@ -179,7 +179,7 @@ func participantModelled(v *v1alpha1.Validator) map[string]any {
 func validatorPinned(v *v1alpha1.Validator) map[string]any {
 	cfg := &v.Spec.Config
 	c := &cfg.Cluster
-	auth := authOf(v)
+	auth := ptr.Deref(v.Spec.Config.Auth, v1alpha1.Auth{})
 	wallet := workload.WalletEnabled(v)
 	db := workload.ChartDatabase(v)
 	m := map[string]any{
@@ -321,13 +321,6 @@ func appDars(s string) []string {
 		return list
 	}
 	return []string{s}
-}
-
-func authOf(v *v1alpha1.Validator) v1alpha1.Auth {
-	if v.Spec.Config.Auth == nil {
-		return v1alpha1.Auth{}
-	}
-	return *v.Spec.Config.Auth
 }
 
 func setNonZero(m map[string]any, k, s string) {
