@@ -760,7 +760,8 @@ func ours(obj client.Object, v *v1alpha1.Validator) bool {
 	if !ok || key != client.ObjectKeyFromObject(v) {
 		return false
 	}
-	return obj.GetNamespace() != v.Namespace || controlledBy(obj, v)
+	ref := metav1.GetControllerOf(obj)
+	return obj.GetNamespace() != v.Namespace || ref != nil && ref.UID == v.UID
 }
 
 // observe reads l's workloads and v's pods from the cache.
@@ -861,9 +862,4 @@ func configMapMeta() client.Object {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(podrefs.ConfigMap)))
 	return m
-}
-
-func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == v.UID
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -302,17 +303,11 @@ func AppendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
 		if v.ValueFrom != nil {
 			v.Value = ""
 		}
-		env = setEnv(env, v)
-	}
-	return env
-}
-
-func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
-	for i := range env {
-		if env[i].Name == e.Name {
-			env[i] = e
-			return env
+		if i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == v.Name }); i >= 0 {
+			env[i] = v
+		} else {
+			env = append(env, v)
 		}
 	}
-	return append(env, e)
+	return env
 }
