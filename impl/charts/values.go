@@ -166,9 +166,7 @@ func participantModelled(v *v1alpha1.Validator) map[string]any {
 	cfg := &v.Spec.Config
 	m := map[string]any{"enableHealthProbes": workload.ParticipantProbes(v)}
 	setNonZero(m, "defaultJvmOptions", workload.ParticipantJVMOptions(v))
-	if r := cfg.Participant.Resources; r != nil {
-		m["resources"] = r
-	}
+	setPtr(m, "resources", cfg.Participant.Resources)
 	if env := workload.AppendEnv(nil, cfg.Participant.EnvVars); len(env) > 0 {
 		m["additionalEnvVars"] = env
 	}
@@ -216,9 +214,7 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 	c := &cfg.Cluster
 	m := map[string]any{}
 	setNonZero(m, "defaultJvmOptions", c.DefaultJVMOptions)
-	if r := c.ValidatorApp.Resources; r != nil {
-		m["resources"] = r
-	}
+	setPtr(m, "resources", c.ValidatorApp.Resources)
 	if env := workload.AppendEnv(workload.AppendEnv(nil, c.ValidatorApp.EnvVars), ptr.Deref(cfg.EnvVars, nil)); len(env) > 0 {
 		m["additionalEnvVars"] = env
 	}
@@ -278,9 +274,7 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 			},
 		}
 	}
-	if c.Metrics != nil {
-		m["metrics"] = c.Metrics // the chart's keys: enable, interval, release
-	}
+	setPtr(m, "metrics", c.Metrics) // the chart's keys: enable, interval, release
 	if c.FixedTokens != nil {
 		m["cluster"] = map[string]any{"fixedTokens": *c.FixedTokens}
 	}
