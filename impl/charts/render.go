@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,7 +96,7 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	}
 	for _, o := range objs {
 		o.SetNamespace(namespace)
-		o.SetLabels(with(o.GetLabels(), ChartLabel, ch.Name()))
+		o.SetLabels(labels.Merge(o.GetLabels(), labels.Set{ChartLabel: ch.Name()}))
 	}
 	return objs, nil
 }

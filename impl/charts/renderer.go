@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -154,14 +155,6 @@ func labelComponent(obj client.Object) {
 	if component == "" {
 		component = obj.GetName()
 	}
-	obj.SetLabels(with(obj.GetLabels(), workload.ComponentLabel, component))
-	tmpl.Labels = with(tmpl.Labels, workload.ComponentLabel, component)
-}
-
-func with(labels map[string]string, k, v string) map[string]string {
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[k] = v
-	return labels
+	obj.SetLabels(labels.Merge(obj.GetLabels(), labels.Set{workload.ComponentLabel: component}))
+	tmpl.Labels = labels.Merge(tmpl.Labels, labels.Set{workload.ComponentLabel: component})
 }

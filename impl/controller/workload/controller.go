@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -532,22 +533,14 @@ func ValidatorLabels(v *v1alpha1.Validator) map[string]string {
 // layout's pod templates keep the labels they had: a new one would restart
 // every pod).
 func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
-	obj.SetLabels(withLabels(obj.GetLabels(), ValidatorLabels(v)))
+	obj.SetLabels(labels.Merge(obj.GetLabels(), ValidatorLabels(v)))
 	pod := map[string]string{ValidatorLabel: v.Name}
 	if l.Namespace != v.Namespace {
 		pod[ValidatorNamespaceLabel] = v.Namespace
 	}
 	if t := PodTemplate(obj); t != nil {
-		t.Labels = withLabels(t.Labels, pod)
+		t.Labels = labels.Merge(t.Labels, pod)
 	}
-}
-
-func withLabels(l, add map[string]string) map[string]string {
-	if l == nil {
-		l = map[string]string{}
-	}
-	maps.Copy(l, add)
-	return l
 }
 
 // writeStatus writes v's status as status computes it from the Validator,

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,17 +154,17 @@ func rotationCondition(v *v1alpha1.Validator, status metav1.ConditionStatus, rea
 // digest it sets. It is owned by the Validator and runs once
 // (backoffLimit 0: a failure is shown, not retried with the same password).
 func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batchv1.Job {
-	labels := withLabels(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
+	jobLabels := labels.Merge(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: RotationJobName(b.v.Name), Namespace: b.v.Namespace, Labels: labels,
+			Name: RotationJobName(b.v.Name), Namespace: b.v.Namespace, Labels: jobLabels,
 			OwnerReferences: []metav1.OwnerReference{b.owner()},
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
 			ActiveDeadlineSeconds: ptr.To[int64](300),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: jobLabels},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{b.psql("rotate-password", rotationScript, secretKey(ref.Name, cluster.PreviousDatabasePasswordKey),
