@@ -92,8 +92,13 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 		return rotation{digest: have}, nil
 	case have == want || !previous || apierrors.IsNotFound(err):
 		// A new database takes the Secret's password when it starts;
-		// a Secret without a previous password was never edited.
-		return rotation{digest: want, condition: rotated(v, meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated))}, nil
+		// a Secret without a previous password was never edited. The
+		// condition turns True where a rotation was shown, else none.
+		rot := rotation{digest: want}
+		if meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated) != nil {
+			rot.condition = rotatedCondition(v)
+		}
+		return rot, nil
 	}
 	job := &batchv1.Job{}
 	err = r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: RotationJobName(v.Name)}, job)
@@ -124,15 +129,6 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 		}
 	}
 	return rotation{digest: have, condition: rotating(v)}, nil
-}
-
-// rotated is the condition once the apps start with the database's
-// password: True where a rotation was shown, else none.
-func rotated(v *v1alpha1.Validator, shown *metav1.Condition) *metav1.Condition {
-	if shown == nil {
-		return nil
-	}
-	return rotatedCondition(v)
 }
 
 // rotating: the rotation Job runs (or is about to); rotatedCondition: it
