@@ -284,9 +284,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	for _, opt := range opts {
 		opt(Wiring{Intent: &io})
 	}
-	if a.Intent, err = intent.New(io); err != nil {
-		return nil, err
-	}
+	a.Intent = intent.New(io)
 	if err := a.Intent.SetupWithManager(a.mgr); err != nil {
 		return nil, fmt.Errorf("intent controller: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,29 +96,10 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	}
 	for _, o := range objs {
 		o.SetNamespace(namespace)
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[ChartLabel] = ch.Name()
-		o.SetLabels(labels)
+		o.SetLabels(labels.Merge(o.GetLabels(), labels.Set{ChartLabel: ch.Name()}))
 	}
 	return objs, nil
 }
-
-// Keep: obj carries helm.sh/resource-policy: keep, which tells Helm never
-// to delete it (Splice's migration dump claim): the controller does not
-// prune it either.
-func Keep(obj client.Object) bool {
-	return obj.GetAnnotations()[resourcePolicyAnnotation] == keepPolicy
-}
-
-// Helm's resource policy (helm.sh/helm/v4/pkg/kube, whose package brings
-// the whole cluster client along).
-const (
-	resourcePolicyAnnotation = "helm.sh/resource-policy"
-	keepPolicy               = "keep"
-)
 
 // jsonValues is values as JSON would give them: maps of string keys,
 // slices of any, float64 and json.Number free, as Helm's own values files

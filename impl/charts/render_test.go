@@ -18,6 +18,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/charts"
 	"github.com/validator-manager/validator-manager/impl/charts/chartstest"
+	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
 func loadChart(t *testing.T, name, version string) *chart.Chart {
@@ -70,8 +71,9 @@ func TestRenderVersions(t *testing.T) {
 				if o.GetNamespace() != "vm-alice" || o.GetLabels()[charts.ChartLabel] != "splice-validator" {
 					t.Errorf("%s: namespace %q labels %v", o.GetName(), o.GetNamespace(), o.GetLabels())
 				}
-				if got, want := charts.Keep(o), o.GetName() == "migration-dump"; got != want {
-					t.Errorf("Keep(%s) = %t", o.GetName(), got)
+				// The controller never prunes what Helm keeps.
+				if got, want := o.GetAnnotations()[workload.KeepAnnotation] == "keep", o.GetName() == "migration-dump"; got != want {
+					t.Errorf("%s kept: %t, want %t", o.GetName(), got, want)
 				}
 			}
 			d, ok := objs[3].(*appsv1.Deployment)

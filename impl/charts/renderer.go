@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -146,27 +147,14 @@ func applied(obj client.Object) bool {
 // their selector label app (participant, validator-app, wallet-web-ui,
 // ans-web-ui).
 func labelComponent(obj client.Object) {
-	var tmpl *corev1.PodTemplateSpec
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		tmpl = &o.Spec.Template
-	case *appsv1.StatefulSet:
-		tmpl = &o.Spec.Template
-	default:
+	tmpl := workload.PodTemplate(obj)
+	if tmpl == nil {
 		return
 	}
 	component := obj.GetLabels()["app"]
 	if component == "" {
 		component = obj.GetName()
 	}
-	obj.SetLabels(with(obj.GetLabels(), workload.ComponentLabel, component))
-	tmpl.Labels = with(tmpl.Labels, workload.ComponentLabel, component)
-}
-
-func with(labels map[string]string, k, v string) map[string]string {
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[k] = v
-	return labels
+	obj.SetLabels(labels.Merge(obj.GetLabels(), labels.Set{workload.ComponentLabel: component}))
+	tmpl.Labels = labels.Merge(tmpl.Labels, labels.Set{workload.ComponentLabel: component})
 }

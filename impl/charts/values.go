@@ -136,7 +136,7 @@ func table(m map[string]any, chart, what string) (map[string]any, error) {
 
 // participantPinned: what splice-participant must be given.
 func participantPinned(v *v1alpha1.Validator) map[string]any {
-	auth := authOf(v)
+	auth := ptr.Deref(v.Spec.Config.Auth, v1alpha1.Auth{})
 	db := workload.ChartDatabase(v)
 	m := map[string]any{
 		"persistence": persistence(db, db.ParticipantDatabase, db.ParticipantSchema),
@@ -166,9 +166,7 @@ func participantModelled(v *v1alpha1.Validator) map[string]any {
 	cfg := &v.Spec.Config
 	m := map[string]any{"enableHealthProbes": workload.ParticipantProbes(v)}
 	setNonZero(m, "defaultJvmOptions", workload.ParticipantJVMOptions(v))
-	if r := cfg.Participant.Resources; r != nil {
-		m["resources"] = r
-	}
+	setPtr(m, "resources", cfg.Participant.Resources)
 	if env := workload.AppendEnv(nil, cfg.Participant.EnvVars); len(env) > 0 {
 		m["additionalEnvVars"] = env
 	}
@@ -179,7 +177,7 @@ func participantModelled(v *v1alpha1.Validator) map[string]any {
 func validatorPinned(v *v1alpha1.Validator) map[string]any {
 	cfg := &v.Spec.Config
 	c := &cfg.Cluster
-	auth := authOf(v)
+	auth := ptr.Deref(v.Spec.Config.Auth, v1alpha1.Auth{})
 	wallet := workload.WalletEnabled(v)
 	db := workload.ChartDatabase(v)
 	m := map[string]any{
@@ -216,9 +214,7 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 	c := &cfg.Cluster
 	m := map[string]any{}
 	setNonZero(m, "defaultJvmOptions", c.DefaultJVMOptions)
-	if r := c.ValidatorApp.Resources; r != nil {
-		m["resources"] = r
-	}
+	setPtr(m, "resources", c.ValidatorApp.Resources)
 	if env := workload.AppendEnv(workload.AppendEnv(nil, c.ValidatorApp.EnvVars), ptr.Deref(cfg.EnvVars, nil)); len(env) > 0 {
 		m["additionalEnvVars"] = env
 	}
@@ -278,9 +274,7 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 			},
 		}
 	}
-	if c.Metrics != nil {
-		m["metrics"] = c.Metrics // the chart's keys: enable, interval, release
-	}
+	setPtr(m, "metrics", c.Metrics) // the chart's keys: enable, interval, release
 	if c.FixedTokens != nil {
 		m["cluster"] = map[string]any{"fixedTokens": *c.FixedTokens}
 	}
@@ -321,13 +315,6 @@ func appDars(s string) []string {
 		return list
 	}
 	return []string{s}
-}
-
-func authOf(v *v1alpha1.Validator) v1alpha1.Auth {
-	if v.Spec.Config.Auth == nil {
-		return v1alpha1.Auth{}
-	}
-	return *v.Spec.Config.Auth
 }
 
 func setNonZero(m map[string]any, k, s string) {

@@ -307,13 +307,14 @@ func (p *Procedure) dryRun(ctx context.Context, out *progress, res Result) error
 	if res.NoExec != nil {
 		out.linef("[4/6] Cannot copy it into pod %s: %v.", res.Pod, res.NoExec)
 		out.linef("[5/6] Cannot compare the MD5 of both files for the same reason.")
-		out.linef("[6/6] Would set the migration of %s to {id: %d, migrating: true} (now %d) and wait until it shows.", p.Validator, res.MigrationID, res.PreviousMigrationID)
-		out.linef("A run without --dry-run stops before step 1: steps 4 and 5 cannot run here.")
-		return nil
+	} else {
+		out.linef("[4/6] Would copy it into pod %s, container %s, at %s.", res.Pod, res.Container, DumpPath)
+		out.linef("[5/6] Would compare the MD5 of both files.")
 	}
-	out.linef("[4/6] Would copy it into pod %s, container %s, at %s.", res.Pod, res.Container, DumpPath)
-	out.linef("[5/6] Would compare the MD5 of both files.")
 	out.linef("[6/6] Would set the migration of %s to {id: %d, migrating: true} (now %d) and wait until it shows.", p.Validator, res.MigrationID, res.PreviousMigrationID)
+	if res.NoExec != nil {
+		out.linef("A run without --dry-run stops before step 1: steps 4 and 5 cannot run here.")
+	}
 	return nil
 }
 
@@ -324,13 +325,6 @@ func (p *Procedure) copy(ctx context.Context, res Result) error {
 	}
 	defer f.Close()
 	return p.Pods.Copy(ctx, res.Pod, res.Container, DumpPath, f)
-}
-
-func (p *Procedure) httpClient() *http.Client {
-	if p.HTTP != nil {
-		return p.HTTP
-	}
-	return &http.Client{}
 }
 
 // mask hides the secrets that Procedure knows about in s.

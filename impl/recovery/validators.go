@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 )
@@ -95,31 +96,21 @@ func (p *Procedure) await(ctx context.Context, id int32) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
 	last := "nothing"
-	for {
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		v, err := p.findValidator(ctx)
 		if err != nil {
 			last = "an error (" + err.Error() + ")"
-		} else {
-			got, migrating, err := migrationOf(v)
-			if err != nil {
-				return err
-			}
-			if got == id && migrating {
-				return nil
-			}
-			last = fmt.Sprintf("migration %d, migrating %t", got, migrating)
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the edit was accepted but within %s validator-manager showed %s, not migration %d, migrating: %w", timeout, last, id, ctx.Err())
-		case <-tick.C:
-		}
+		got, migrating, err := migrationOf(v)
+		last = fmt.Sprintf("migration %d, migrating %t", got, migrating)
+		return got == id && migrating, err
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("the edit was accepted but within %s validator-manager showed %s, not migration %d, migrating: %w", timeout, last, id, err)
 	}
+	return err
 }
 
 // apiError describes a refusal of validator-manager: status and the start of

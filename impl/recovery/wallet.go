@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -35,7 +36,7 @@ func (p *Procedure) fetch(ctx context.Context, out *progress, token, path string
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json") // as the procedure shows it
 	req.Header.Set("Accept", "application/json")
-	resp, err := p.httpClient().Do(req)
+	resp, err := cmp.Or(p.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return 0, "", out.fail(2, fmt.Errorf("wallet app: %w", err))
 	}
@@ -93,7 +94,7 @@ func (p *Procedure) alive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := p.httpClient().Do(req)
+	resp, err := cmp.Or(p.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("wallet app: %w", err)
 	}

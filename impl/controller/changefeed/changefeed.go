@@ -8,6 +8,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
@@ -19,28 +20,21 @@ type Take func(ctx context.Context, limit int) ([]string, error)
 // (unless ctx has ended) and tried again at the next tick: what it would
 // have taken stays in the feed.
 func Follow(ctx context.Context, interval time.Duration, page int, take Take, names chan<- event.TypedGenericEvent[string], warn func(error)) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for {
 			taken, err := take(ctx, page)
 			if err != nil {
 				if ctx.Err() == nil {
 					warn(err)
 				}
-				break
+				return
 			}
 			Send(ctx, names, taken)
 			if len(taken) < page {
-				break
+				return
 			}
 		}
-	}
+	}, interval)
 }
 
 // Send hands each name to names, waiting for room, until ctx ends.

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -92,11 +91,9 @@ const feedPage = 500
 // SetupWithManager runs the controller and its change feed under mgr, on
 // the elected leader only.
 func (g *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	byName := handler.TypedFuncs[string, reconcile.Request]{
-		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[string], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.namespace, Name: e.Object}})
-		},
-	}
+	byName := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, name string) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: g.namespace, Name: name}}}
+	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("wallet-gateway").
 		WatchesRawSource(source.Channel(g.named, byName)).

@@ -82,10 +82,7 @@ func TestDriftLooksArePaced(t *testing.T) {
 // The controller's DOWN while its first pass runs is a start's (logged at
 // INFO by health) for the pass's first two minutes, a fault after.
 func TestFirstPassIsStarting(t *testing.T) {
-	c, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(Options{})
 	if err := c.Ping(context.Background()); !errors.Is(err, domain.ErrStarting) {
 		t.Fatalf("before the pass: %v, want starting", err)
 	}

@@ -211,7 +211,7 @@ type Controller struct {
 }
 
 // New builds the controller; SetupWithManager runs it.
-func New(o Options) (*Controller, error) {
+func New(o Options) *Controller {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
 		workers: o.Workers, changes: o.Changes, chartNamespace: o.ChartNamespace,
 		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
@@ -224,7 +224,7 @@ func New(o Options) (*Controller, error) {
 	if c.changes <= 0 {
 		c.changes = 200 * time.Millisecond
 	}
-	return c, nil
+	return c
 }
 
 // namesBuffer is how many names wait for the controller's channel source.

@@ -352,10 +352,7 @@ func run(t *testing.T, w *world, edit ...func(*Options)) *Controller {
 	for _, e := range edit {
 		e(&o)
 	}
-	c, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(o)
 	scheme, err := clustergw.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -470,10 +467,7 @@ func TestProvision(t *testing.T) {
 func TestProvisionFailureShown(t *testing.T) {
 	w := newWorld()
 	w.users["omega"] = "someone else's"
-	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
 	w.record(t, "omega", false, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
 	if _, err := c.Reconcile(context.Background(), "omega"); !errors.Is(err, domain.ErrConflict) {
 		t.Fatalf("got %v, want a conflict", err)
@@ -507,10 +501,7 @@ func TestProvisionFailureShown(t *testing.T) {
 // leader writes earlier ones are not cleared with them.
 func TestEditKeepsValuesRecordedMeanwhile(t *testing.T) {
 	w := newWorld()
-	c, err := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(Options{Store: store{w}, Cluster: cluster{w}, Identity: identity{w}})
 	v := w.record(t, "delta", true, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
 	if _, err := c.Reconcile(context.Background(), "delta"); err != nil {
 		t.Fatal(err)

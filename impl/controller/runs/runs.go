@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,14 +125,13 @@ func Observe(job *batchv1.Job) (run domain.Run, ok bool) {
 		if at.IsZero() {
 			at = run.StartedAt
 		}
-		no := false
-		run.FinishedAt, run.Succeeded = &at, &no
+		run.FinishedAt, run.Succeeded = &at, ptr.To(false)
 		run.Message = failureMessage(failed)
 		return run, true
 	}
 	if job.Status.CompletionTime != nil {
-		at, yes := job.Status.CompletionTime.UTC(), true
-		run.FinishedAt, run.Succeeded = &at, &yes
+		at := job.Status.CompletionTime.UTC()
+		run.FinishedAt, run.Succeeded = &at, ptr.To(true)
 	}
 	return run, true
 }

@@ -107,37 +107,37 @@ func (r applyRequest) upToDate(cur client.Object) bool {
 // applyConfiguration is obj as the apply configuration of its kind: its
 // type, metadata and spec (an apply claims no status).
 func applyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
+	var config runtime.ApplyConfiguration
 	switch obj.(type) {
 	case *appsv1.Deployment:
-		c := &appsv1ac.DeploymentApplyConfiguration{}
-		err = json.Unmarshal(raw, c)
-		c.Status = nil
-		return c, err
+		config = &appsv1ac.DeploymentApplyConfiguration{}
 	case *appsv1.StatefulSet:
-		c := &appsv1ac.StatefulSetApplyConfiguration{}
-		err = json.Unmarshal(raw, c)
+		config = &appsv1ac.StatefulSetApplyConfiguration{}
+	case *corev1.Service:
+		config = &corev1ac.ServiceApplyConfiguration{}
+	case *corev1.ConfigMap:
+		config = &corev1ac.ConfigMapApplyConfiguration{}
+	default:
+		return nil, fmt.Errorf("no apply configuration for %T", obj)
+	}
+	raw, err := json.Marshal(obj)
+	if err == nil {
+		err = json.Unmarshal(raw, config)
+	}
+	switch c := config.(type) {
+	case *appsv1ac.DeploymentApplyConfiguration:
+		c.Status = nil
+	case *appsv1ac.StatefulSetApplyConfiguration:
 		c.Status = nil
 		if c.Spec != nil {
 			for i := range c.Spec.VolumeClaimTemplates {
 				c.Spec.VolumeClaimTemplates[i].Status = nil
 			}
 		}
-		return c, err
-	case *corev1.Service:
-		c := &corev1ac.ServiceApplyConfiguration{}
-		err = json.Unmarshal(raw, c)
+	case *corev1ac.ServiceApplyConfiguration:
 		c.Status = nil
-		return c, err
-	case *corev1.ConfigMap:
-		c := &corev1ac.ConfigMapApplyConfiguration{}
-		err = json.Unmarshal(raw, c)
-		return c, err
 	}
-	return nil, fmt.Errorf("no apply configuration for %T", obj)
+	return config, err
 }
 
 // fieldsOf is the digest of the fields config sets, as the API server

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -81,7 +82,7 @@ func ChartSecrets(v *v1alpha1.Validator) []ChartSecret {
 		{Name: ChartLedgerAPIAuthSecret, Keys: []ChartSecretKey{
 			{Key: ChartLedgerAPIUserKey, Value: auth.LedgerAPIUser},
 			{Key: "audience", Value: auth.Audience},
-			{Key: "url", Value: deref(auth.OIDCConfigURL)},
+			{Key: "url", Value: ptr.Deref(auth.OIDCConfigURL, "")},
 			{Key: "client-id", Value: auth.LedgerAPIClient},
 			{Key: ledgerAPIAuthSecretKey, From: b.ledgerAPIClientSecret()},
 		}},
@@ -91,7 +92,7 @@ func ChartSecrets(v *v1alpha1.Validator) []ChartSecret {
 	}
 	if b.walletEnabled() {
 		ui := func(name, clientID string) ChartSecret {
-			return ChartSecret{Name: name, Keys: []ChartSecretKey{{Key: "url", Value: deref(auth.OIDCAuthorityURL)}, {Key: "client-id", Value: clientID}}}
+			return ChartSecret{Name: name, Keys: []ChartSecretKey{{Key: "url", Value: ptr.Deref(auth.OIDCAuthorityURL, "")}, {Key: "client-id", Value: clientID}}}
 		}
 		out = append(out, ui(ChartWalletUIAuthSecret, auth.WalletClient), ui(ChartCNSUIAuthSecret, auth.NameServiceClient))
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -246,14 +247,23 @@ type template struct {
 func templates(objs []client.Object) []template {
 	var out []template
 	for _, o := range objs {
-		switch w := o.(type) {
-		case *appsv1.Deployment:
-			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
-		case *appsv1.StatefulSet:
-			out = append(out, template{w.Labels[ComponentLabel], &w.Spec.Template})
+		if t := PodTemplate(o); t != nil {
+			out = append(out, template{o.GetLabels()[ComponentLabel], t})
 		}
 	}
 	return out
+}
+
+// PodTemplate is the pod template of obj, a Deployment or a StatefulSet;
+// nil for any other kind.
+func PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	}
+	return nil
 }
 
 // ReleaseFinalizer is on a Validator whose workloads live in a namespace
@@ -523,25 +533,14 @@ func ValidatorLabels(v *v1alpha1.Validator) map[string]string {
 // layout's pod templates keep the labels they had: a new one would restart
 // every pod).
 func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
-	obj.SetLabels(withLabels(obj.GetLabels(), ValidatorLabels(v)))
+	obj.SetLabels(labels.Merge(obj.GetLabels(), ValidatorLabels(v)))
 	pod := map[string]string{ValidatorLabel: v.Name}
 	if l.Namespace != v.Namespace {
 		pod[ValidatorNamespaceLabel] = v.Namespace
 	}
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		w.Spec.Template.Labels = withLabels(w.Spec.Template.Labels, pod)
-	case *appsv1.StatefulSet:
-		w.Spec.Template.Labels = withLabels(w.Spec.Template.Labels, pod)
+	if t := PodTemplate(obj); t != nil {
+		t.Labels = labels.Merge(t.Labels, pod)
 	}
-}
-
-func withLabels(l, add map[string]string) map[string]string {
-	if l == nil {
-		l = map[string]string{}
-	}
-	maps.Copy(l, add)
-	return l
 }
 
 // writeStatus writes v's status as status computes it from the Validator,
@@ -557,12 +556,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator
 	if equality.Semantic.DeepEqual(status(cached), cached.Status) {
 		return nil
 	}
-	reader := r.fresh
-	if reader == nil {
-		reader = r.client
-	}
 	var v v1alpha1.Validator
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(cached), &v); err != nil {
+	if err := r.fresh.Get(ctx, client.ObjectKeyFromObject(cached), &v); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if v.Generation != cached.Generation || v.UID != cached.UID {
@@ -758,39 +753,30 @@ func ours(obj client.Object, v *v1alpha1.Validator) bool {
 	if !ok || key != client.ObjectKeyFromObject(v) {
 		return false
 	}
-	return obj.GetNamespace() != v.Namespace || controlledBy(obj, v)
+	ref := metav1.GetControllerOf(obj)
+	return obj.GetNamespace() != v.Namespace || ref != nil && ref.UID == v.UID
 }
 
 // observe reads l's workloads and v's pods from the cache.
-func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layout) (Observed, error) {
-	o := Observed{Names: map[string]string{}}
+func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layout) (o Observed, err error) {
+	o.Names = map[string]string{}
 	deployments := map[string]**appsv1.Deployment{Participant: &o.Participant, ValidatorApp: &o.ValidatorApp, WalletUI: &o.WalletUI, ANSUI: &o.ANSUI}
 	for _, obj := range l.Objects {
 		component := obj.GetLabels()[ComponentLabel]
-		switch obj.(type) {
+		switch w := obj.(type) {
 		case *appsv1.Deployment:
-			into, ok := deployments[component]
-			if !ok {
-				continue
-			}
-			o.Names[component] = obj.GetName()
-			d := &appsv1.Deployment{}
-			if ok, err := r.owned(ctx, v, obj, d); err != nil {
-				return o, err
-			} else if ok {
-				*into = d
+			if into, ok := deployments[component]; ok {
+				o.Names[component] = w.Name
+				*into, err = owned(ctx, r, v, w)
 			}
 		case *appsv1.StatefulSet:
-			if component != Postgres {
-				continue
+			if component == Postgres {
+				o.Names[component] = w.Name
+				o.Postgres, err = owned(ctx, r, v, w)
 			}
-			o.Names[component] = obj.GetName()
-			st := &appsv1.StatefulSet{}
-			if ok, err := r.owned(ctx, v, obj, st); err != nil {
-				return o, err
-			} else if ok {
-				o.Postgres = st
-			}
+		}
+		if err != nil {
+			return o, err
 		}
 	}
 	var pods corev1.PodList
@@ -805,22 +791,19 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layo
 	for i := range pods.Items {
 		o.Pods = append(o.Pods, &pods.Items[i])
 	}
-	var err error
 	o.Missing, err = r.missing(ctx, l.Namespace, templates(l.Objects))
 	return o, err
 }
 
-// owned reads the object of want's kind and key into obj: false unless it
-// exists and is ours.
-func (r *Reconciler) owned(ctx context.Context, v *v1alpha1.Validator, want, obj client.Object) (bool, error) {
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+// owned is the cached object of want's kind and key: nil unless it exists
+// and is ours.
+func owned[T client.Object](ctx context.Context, r *Reconciler, v *v1alpha1.Validator, want T) (T, error) {
+	var none T
+	cur, err := r.get(ctx, want)
+	if err != nil || cur == nil || !ours(cur, v) {
+		return none, err
 	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", want.GetName(), err)
-	}
-	return ours(obj, v), nil
+	return cur.(T), nil
 }
 
 // missing lists, per component, what its template reads (not optionally)
@@ -872,9 +855,4 @@ func configMapMeta() client.Object {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(podrefs.ConfigMap)))
 	return m
-}
-
-func controlledBy(obj client.Object, v *v1alpha1.Validator) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == v.UID
 }

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -33,13 +32,8 @@ func (b layout) participantProbes() bool {
 func ParticipantJVMOptions(v *v1alpha1.Validator) string { return newLayout(v).participantJVMOptions() }
 
 func (b layout) participantJVMOptions() string {
-	if jvm := deref(b.cfg.ParticipantNode.DefaultJVMOptions); jvm != "" {
+	if jvm := ptr.Deref(b.cfg.ParticipantNode.DefaultJVMOptions, ""); jvm != "" {
 		return jvm
 	}
 	return b.cfg.Cluster.DefaultJVMOptions
 }
-
-// AppendEnv appends vars to env as the built-in layout appends the
-// configuration's variables: nameless ones skipped, valueFrom winning over
-// value, a later variable of a name replacing the earlier in place.
-func AppendEnv(env, vars []corev1.EnvVar) []corev1.EnvVar { return appendEnv(env, vars) }

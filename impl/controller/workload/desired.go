@@ -8,6 +8,7 @@
 package workload
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 
@@ -131,16 +132,11 @@ func (b layout) namespace() string {
 	return b.v.Namespace
 }
 
-func (b layout) walletEnabled() bool { return !deref(b.cfg.Cluster.DisabledWallet) }
+func (b layout) walletEnabled() bool { return !ptr.Deref(b.cfg.Cluster.DisabledWallet, false) }
 
-func (b layout) probes() bool { return !deref(b.cfg.Cluster.DisableProbes) }
+func (b layout) probes() bool { return !ptr.Deref(b.cfg.Cluster.DisableProbes, false) }
 
-func (b layout) auth() v1alpha1.Auth {
-	if b.cfg.Auth == nil {
-		return v1alpha1.Auth{}
-	}
-	return *b.cfg.Auth
-}
+func (b layout) auth() v1alpha1.Auth { return ptr.Deref(b.cfg.Auth, v1alpha1.Auth{}) }
 
 func (b layout) image(component string) string {
 	return domain.ImageReference(b.cfg.ImageRepo, component, b.cfg.ImageTag)
@@ -148,7 +144,7 @@ func (b layout) image(component string) string {
 
 // migrationDump: the validator app keeps its migration dump on a claim, as
 // the chart does for every validator but a super validator's.
-func (b layout) migrationDump() bool { return !deref(b.cfg.Cluster.SVValidator) }
+func (b layout) migrationDump() bool { return !ptr.Deref(b.cfg.Cluster.SVValidator, false) }
 
 func (b layout) name(component string) string { return Name(b.v.Name, component) }
 
@@ -210,7 +206,10 @@ func appUser() *corev1.PodSecurityContext {
 // write them: Recreate strategy (the apps hold their database and identity
 // exclusively).
 func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Container, sc *corev1.PodSecurityContext) *appsv1.Deployment {
-	res := appWorkload(app)
+	var res v1alpha1.Workload
+	if app != nil {
+		res = app.Workload
+	}
 	c.Resources = mergeResources(c.Resources, res.Resources)
 	pod := corev1.PodSpec{
 		SecurityContext:  sc,
@@ -221,7 +220,7 @@ func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Contain
 		TypeMeta:   deploymentType,
 		ObjectMeta: b.meta(component),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas(res)),
+			Replicas: ptr.To(ptr.Deref(res.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: b.selector(component)},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
@@ -299,21 +298,27 @@ func MigrationDumpClaimName(validator string) string { return validator + "-" + 
 // chart's (kept by Helm) it has no owner: deleting the validator leaves the
 // dump of its last migration; the operator deletes the claim by hand.
 func (b layout) migrationDumpClaim() *corev1.PersistentVolumeClaim {
-	claim := &corev1.PersistentVolumeClaim{
+	return &corev1.PersistentVolumeClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: MigrationDumpClaimName(b.v.Name), Namespace: b.v.Namespace,
 			Labels: map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: b.v.Name, ComponentLabel: ValidatorApp},
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(migrationDumpStorage)}},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(migrationDumpStorage)}},
+			StorageClassName: b.storageClass(),
 		},
 	}
-	if b.v.Spec.StorageClass != "" {
-		claim.Spec.StorageClassName = ptr.To(b.v.Spec.StorageClass)
+}
+
+// storageClass is the claims' storage class: the spec's, else the
+// cluster's default (none named).
+func (b layout) storageClass() *string {
+	if b.v.Spec.StorageClass == "" {
+		return nil
 	}
-	return claim
+	return ptr.To(b.v.Spec.StorageClass)
 }
 
 // createDatabaseScript creates $DATABASE_NAME unless it exists, retrying
@@ -329,19 +334,25 @@ done`
 // the validator's database server, as the app's user, before the app
 // starts.
 func (b layout) createDatabase(database string) corev1.Container {
+	return b.psql("pg-init", createDatabaseScript, b.databasePassword(), corev1.EnvVar{Name: "DATABASE_NAME", Value: database})
+}
+
+// psql is a container that runs script with the internal database's psql,
+// connected by libpq's PG* variables to the validator's database server as
+// its user with password, then env.
+func (b layout) psql(name, script string, password *corev1.EnvVarSource, env ...corev1.EnvVar) corev1.Container {
 	return corev1.Container{
-		Name:            "pg-init",
+		Name:            name,
 		Image:           b.postgresImage(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{"bash", "-c", createDatabaseScript},
-		Env: []corev1.EnvVar{
+		Command:         []string{"bash", "-c", script},
+		Env: append([]corev1.EnvVar{
 			{Name: "PGHOST", Value: b.databaseHost()},
 			{Name: "PGPORT", Value: b.databasePort()},
 			{Name: "PGUSER", Value: b.databaseUser()},
-			{Name: "PGPASSWORD", ValueFrom: b.databasePassword()},
+			{Name: "PGPASSWORD", ValueFrom: password},
 			{Name: "PGDATABASE", Value: maintenanceDatabase},
-			{Name: "DATABASE_NAME", Value: database},
-		},
+		}, env...),
 	}
 }
 
@@ -374,11 +385,11 @@ var instanceNames = func() []corev1.EnvVar {
 func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1.Deployment {
 	auth := b.auth()
 	env := append(slices.Clone(instanceNames),
-		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_URL", Value: deref(auth.OIDCAuthorityURL)},
+		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_URL", Value: ptr.Deref(auth.OIDCAuthorityURL, "")},
 		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_AUDIENCE", Value: auth.Audience},
 		corev1.EnvVar{Name: "SPLICE_APP_UI_AUTH_CLIENT_ID", Value: clientID})
 	if app != nil {
-		env = appendEnv(env, app.EnvVars)
+		env = AppendEnv(env, app.EnvVars)
 	}
 	c := corev1.Container{
 		Name:  component,
@@ -397,20 +408,20 @@ func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1
 // user and password the apps and the backup Job use; in chart mode also
 // with the database the charts' init steps connect to.
 func (b layout) postgres() *appsv1.StatefulSet {
-	w := b.databaseWorkload()
+	w := ptr.Deref(b.cfg.DatabaseWorkload, v1alpha1.DatabaseWorkload{})
 	user := b.databaseUser()
 	c := corev1.Container{
 		Name:            Postgres,
 		Image:           b.postgresImage(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Args:            append([]string{"-c", "max_connections=300", "-c", "max_wal_size=2GB"}, derefSlice(w.Args)...),
+		Args:            append([]string{"-c", "max_connections=300", "-c", "max_wal_size=2GB"}, ptr.Deref(w.Args, nil)...),
 		Env: []corev1.EnvVar{
 			{Name: "POSTGRES_USER", Value: user},
 			{Name: "POSTGRES_PASSWORD", ValueFrom: b.databasePassword()},
 			{Name: "PGDATA", Value: postgresDataDir + "/pgdata"},
 		},
 		Ports:        []corev1.ContainerPort{{Name: "postgresdb", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
-		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, derefSlice(w.VolumeMounts)...),
+		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, ptr.Deref(w.VolumeMounts, nil)...),
 	}
 	if b.chart {
 		// The image creates it with the user when it initialises the
@@ -428,31 +439,26 @@ func (b layout) postgres() *appsv1.StatefulSet {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("12Gi")},
 	}, res.Resources)
-	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: derefSlice(w.Volumes), ImagePullSecrets: res.ImagePullSecrets}
-	storage := b.v.Spec.DatabaseStorage
-	if storage == "" {
-		storage = defaultDatabaseStorage
-	}
+	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: ptr.Deref(w.Volumes, nil), ImagePullSecrets: res.ImagePullSecrets}
+	storage := cmp.Or(b.v.Spec.DatabaseStorage, defaultDatabaseStorage)
 	// Without a type: the API server keeps none in a claim template, and
 	// the next apply (which keeps the templates, keepClaimTemplates) would
 	// differ from this one.
 	claim := corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(storage)}},
-			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(storage)}},
+			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
+			StorageClassName: b.storageClass(),
 		},
-	}
-	if b.v.Spec.StorageClass != "" {
-		claim.Spec.StorageClassName = ptr.To(b.v.Spec.StorageClass)
 	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   statefulSetType,
 		ObjectMeta: b.meta(Postgres),
 		Spec: appsv1.StatefulSetSpec{
 			ServiceName: b.name(Postgres),
-			Replicas:    ptr.To(replicas(res)),
+			Replicas:    ptr.To(ptr.Deref(res.Replicas, 1)),
 			Selector:    &metav1.LabelSelector{MatchLabels: b.selector(Postgres)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: b.labels(Postgres)},
@@ -463,18 +469,11 @@ func (b layout) postgres() *appsv1.StatefulSet {
 	}
 }
 
-func (b layout) databaseWorkload() *v1alpha1.DatabaseWorkload {
-	if b.cfg.DatabaseWorkload == nil {
-		return &v1alpha1.DatabaseWorkload{}
-	}
-	return b.cfg.DatabaseWorkload
-}
-
 // postgresImage is the internal database's image, which also holds the psql
 // the init containers create the apps' databases with.
 func (b layout) postgresImage() string {
-	if image := deref(b.databaseWorkload().Image); image != "" {
-		return image
+	if w := b.cfg.DatabaseWorkload; w != nil && ptr.Deref(w.Image, "") != "" {
+		return *w.Image
 	}
 	return postgresImage
 }
@@ -524,21 +523,6 @@ func postgresPorts() []corev1.ServicePort {
 	return []corev1.ServicePort{tcp("postgresdb", 5432, intstr.FromInt32(5432))}
 }
 
-// replicas of a workload: the configuration's, else 1 as in the charts.
-func replicas(w v1alpha1.Workload) int32 {
-	if w.Replicas == nil {
-		return 1
-	}
-	return *w.Replicas
-}
-
-func appWorkload(app *v1alpha1.App) v1alpha1.Workload {
-	if app == nil {
-		return v1alpha1.Workload{}
-	}
-	return app.Workload
-}
-
 // mergeResources sets the requests and limits r gives over base.
 func mergeResources(base corev1.ResourceRequirements, r *corev1.ResourceRequirements) corev1.ResourceRequirements {
 	if r == nil {
@@ -555,19 +539,4 @@ func mergeResources(base corev1.ResourceRequirements, r *corev1.ResourceRequirem
 	set(&base.Requests, r.Requests)
 	set(&base.Limits, r.Limits)
 	return base
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-func derefSlice[T any](p *[]T) []T {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

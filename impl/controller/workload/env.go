@@ -2,10 +2,12 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -36,10 +38,10 @@ func (b layout) participantEnv() []corev1.EnvVar {
 		{Name: "CANTON_PARTICIPANT_POSTGRES_USER", Value: b.databaseUser()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_PASSWORD", ValueFrom: b.databasePassword()},
 		{Name: "CANTON_PARTICIPANT_ADMIN_USER_NAME", Value: auth.LedgerAPIUser},
-		{Name: "AUTH_JWKS_URL", Value: deref(auth.JWKSURL)},
+		{Name: "AUTH_JWKS_URL", Value: ptr.Deref(auth.JWKSURL, "")},
 		{Name: "AUTH_TARGET_AUDIENCE", Value: auth.Audience},
 	}
-	return appendEnv(env, b.cfg.Participant.EnvVars)
+	return AppendEnv(env, b.cfg.Participant.EnvVars)
 }
 
 // validatorAppEnv is the validator app container's environment, in the
@@ -55,11 +57,11 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 		{Name: "JAVA_TOOL_OPTIONS", Value: c.DefaultJVMOptions},
 		{Name: "SPLICE_APP_VALIDATOR_PARTICIPANT_ADDRESS", Value: b.name(Participant)},
 	}
-	if dars := deref(c.AppDars); dars != "" {
+	if dars := ptr.Deref(c.AppDars, ""); dars != "" {
 		env = add(env, "SPLICE_APP_DARS", dars)
 	}
-	env = appendEnv(env, derefSlice(c.AdditionalUsersEnvVars))
-	if other := deref(c.AdditionalConfig); other != "" {
+	env = AppendEnv(env, ptr.Deref(c.AdditionalUsersEnvVars, nil))
+	if other := ptr.Deref(c.AdditionalConfig, ""); other != "" {
 		env = add(env, "ADDITIONAL_CONFIG_OTHER", other)
 	}
 	if c.SVSponsorAddress != "" {
@@ -78,7 +80,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	if c.PartyHint != "" {
 		env = add(env, "SPLICE_APP_VALIDATOR_PARTY_HINT", c.PartyHint)
 	}
-	if deref(c.SVValidator) {
+	if ptr.Deref(c.SVValidator, false) {
 		env = add(env, "SPLICE_APP_VALIDATOR_SV_VALIDATOR", "true")
 	} else {
 		env = add(env, "ADDITIONAL_CONFIG_BFT_SCAN", "canton.validator-apps.validator_backend.scan-client.type = \"bft\"\n"+
@@ -86,18 +88,18 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	}
 	if c.SequencersFromScan != nil && !*c.SequencersFromScan {
 		env = add(env, "ADDITIONAL_CONFIG_STATIC_SEQUENCER_URL",
-			"canton.validator-apps.validator_backend.domains.global.url = "+strconv.Quote(deref(c.SynchronizerURL)))
+			"canton.validator-apps.validator_backend.domains.global.url = "+strconv.Quote(ptr.Deref(c.SynchronizerURL, "")))
 	}
-	for i, d := range derefSlice(c.ExtraSynchronizers) {
+	for i, d := range ptr.Deref(c.ExtraSynchronizers, nil) {
 		env = add(env, "ADDITIONAL_CONFIG_EXTRA_DOMAIN_"+strconv.Itoa(i), fmt.Sprintf(
 			"canton.validator-apps.validator_backend.domains.extra.%d = {\n  alias = %s\n  url = %s\n}\n",
-			i, strconv.Quote(deref(d.Alias)), strconv.Quote(deref(d.URL))))
+			i, strconv.Quote(ptr.Deref(d.Alias, "")), strconv.Quote(ptr.Deref(d.URL, ""))))
 	}
-	if t := c.TopUp; t != nil && deref(t.Enable) {
+	if t := c.TopUp; t != nil && ptr.Deref(t.Enable, false) {
 		env = add(env, "ADDITIONAL_CONFIG_TOPUPS", fmt.Sprintf(
 			"canton.validator-apps.validator_backend.domains.global.buy-extra-traffic.target-throughput = %d\n"+
 				"canton.validator-apps.validator_backend.domains.global.buy-extra-traffic.min-topup-interval = %s\n",
-			deref(t.TargetThroughput), deref(t.MinTopupInterval)))
+			ptr.Deref(t.TargetThroughput, 0), ptr.Deref(t.MinTopupInterval, "")))
 	}
 	env = add(env, "ADDITIONAL_CONFIG_PERSISTENCE", fmt.Sprintf(
 		"canton.validator-apps.validator_backend.storage {\n  config {\n    properties = {\n"+
@@ -112,7 +114,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 				"        json-credentials = ${SPLICE_APP_VALIDATOR_BACKUP_BUCKET_SERVICE_ACCOUNT_CREDENTIALS}\n      }\n    }\n"+
 				"    prefix = %q\n  }\n  backup-interval = %s\n}\n",
 			bk.BucketProjectID, bk.BucketName, bk.Prefix, bk.Interval))
-		env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_BACKUP_BUCKET_SERVICE_ACCOUNT_CREDENTIALS", ValueFrom: secretKey(bk.BucketSecretName, "json-credentials", false)})
+		env = append(env, corev1.EnvVar{Name: "SPLICE_APP_VALIDATOR_BACKUP_BUCKET_SERVICE_ACCOUNT_CREDENTIALS", ValueFrom: secretKey(bk.BucketSecretName, "json-credentials")})
 	}
 	if imp := c.IdentitiesImport; imp != nil {
 		id := ""
@@ -122,7 +124,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 		env = add(env, "ADDITIONAL_CONFIG_SPLICE_APP_SV_PARTICIPANT_IDENTITIES_DUMP_IMPORT",
 			"canton.validator-apps.validator_backend.participant-bootstrapping-dump {\n  type = file\n  file = "+identitiesDumpPath+"/content\n"+id+"}\n")
 	}
-	if deref(c.MigrateValidatorParty) {
+	if ptr.Deref(c.MigrateValidatorParty, false) {
 		env = add(env, "ADDITIONAL_CONFIG_MIGRATE_VALIDATOR_PARTY",
 			"canton.validator-apps.validator_backend.migrate-validator-party.scan.admin-api.url = ${_scan.admin-api.address}\n")
 	}
@@ -154,12 +156,12 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 			"canton.validator-apps.validator_backend.participant-pruning-schedule {\n  cron = %q\n  max-duration = %q\n  retention = %q\n}\n",
 			p.Cron, p.MaxDuration, p.Retention))
 	}
-	env = add(env, "FAIL_ON_APP_VERSION_MISMATCH", strconv.FormatBool(ptrOr(c.FailOnAppVersionMismatch, true)))
-	env = add(env, "SPLICE_APP_CONTACT_POINT", deref(c.ContactPoint))
+	env = add(env, "FAIL_ON_APP_VERSION_MISMATCH", strconv.FormatBool(ptr.Deref(c.FailOnAppVersionMismatch, true)))
+	env = add(env, "SPLICE_APP_CONTACT_POINT", ptr.Deref(c.ContactPoint, ""))
 	env = add(env, "SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTIFIER", b.nodeIdentifier())
 	env = append(env, b.validatorAuthEnv()...)
-	env = appendEnv(env, c.ValidatorApp.EnvVars)
-	return appendEnv(env, derefSlice(b.cfg.EnvVars))
+	env = AppendEnv(env, c.ValidatorApp.EnvVars)
+	return AppendEnv(env, ptr.Deref(b.cfg.EnvVars, nil))
 }
 
 // validatorAuthEnv is the validator app's authentication: the chart reads
@@ -172,10 +174,10 @@ func (b layout) validatorAuthEnv() []corev1.EnvVar {
 	auth := b.auth()
 	return []corev1.EnvVar{
 		{Name: "SPLICE_APP_VALIDATOR_AUTH_AUDIENCE", Value: auth.Audience},
-		{Name: "SPLICE_APP_VALIDATOR_AUTH_JWKS_URL", Value: deref(auth.JWKSURL)},
+		{Name: "SPLICE_APP_VALIDATOR_AUTH_JWKS_URL", Value: ptr.Deref(auth.JWKSURL, "")},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_USER_NAME", Value: auth.LedgerAPIUser},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_AUDIENCE", Value: auth.Audience},
-		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_URL", Value: deref(auth.OIDCConfigURL)},
+		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_URL", Value: ptr.Deref(auth.OIDCConfigURL, "")},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_ID", Value: auth.LedgerAPIClient},
 		{Name: "SPLICE_APP_VALIDATOR_LEDGER_API_AUTH_CLIENT_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: b.ledgerAPIClientSecret()}},
 	}
@@ -198,7 +200,7 @@ func (b layout) onboardingSecret() *corev1.SecretKeySelector {
 	if ref == nil {
 		return nil
 	}
-	return secretKey(ref.Name, ref.Key, false).SecretKeyRef
+	return secretKey(ref.Name, ref.Key).SecretKeyRef
 }
 
 // walletUser is the validator operator's wallet user (the chart's
@@ -206,14 +208,14 @@ func (b layout) onboardingSecret() *corev1.SecretKeySelector {
 // configuration's auth.walletUser (the created wallet user's subject
 // without custom auth).
 func (b layout) walletUser() string {
-	if u := deref(b.cfg.Cluster.WalletUserName); u != "" {
+	if u := ptr.Deref(b.cfg.Cluster.WalletUserName, ""); u != "" {
 		return u
 	}
 	return b.auth().WalletUser
 }
 
 func (b layout) nodeIdentifier() string {
-	if id := deref(b.cfg.ParticipantNode.NodeIdentifier); id != "" {
+	if id := ptr.Deref(b.cfg.ParticipantNode.NodeIdentifier, ""); id != "" {
 		return id
 	}
 	return b.v.Name
@@ -222,14 +224,14 @@ func (b layout) nodeIdentifier() string {
 // databaseHost is the external database's host, else the internal
 // database's Service.
 func (b layout) databaseHost() string {
-	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && deref(b.cfg.Database.Hostname) != "" {
+	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && ptr.Deref(b.cfg.Database.Hostname, "") != "" {
 		return *b.cfg.Database.Hostname
 	}
 	return b.name(Postgres)
 }
 
 func (b layout) databasePort() string {
-	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && deref(b.cfg.Database.Port) != "" {
+	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && ptr.Deref(b.cfg.Database.Port, "") != "" {
 		return *b.cfg.Database.Port
 	}
 	return defaultDatabasePort
@@ -262,7 +264,7 @@ func (b layout) participantDatabase() string {
 // chart mode the charts' Secret, which holds a copy (ChartSecrets).
 func (b layout) databasePassword() *corev1.EnvVarSource {
 	if b.chart {
-		return secretKey(ChartDatabaseSecret, ChartDatabaseSecretKey, false)
+		return secretKey(ChartDatabaseSecret, ChartDatabaseSecretKey)
 	}
 	return b.secret(func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Database },
 		domain.DatabaseSecretName(b.v.Name), databasePasswordKey)
@@ -272,9 +274,9 @@ func (b layout) databasePassword() *corev1.EnvVarSource {
 // validator's conventional Secret name and key, which the controllers write.
 func (b layout) secret(field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef, name, key string) *corev1.EnvVarSource {
 	if ref := secretRef(b.v.Spec.Secrets, field); ref != nil {
-		return secretKey(ref.Name, ref.Key, false)
+		return secretKey(ref.Name, ref.Key)
 	}
-	return secretKey(name, key, false)
+	return secretKey(name, key)
 }
 
 func secretRef(s *v1alpha1.ValidatorSecretRefs, field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef) *v1alpha1.SecretKeyRef {
@@ -284,23 +286,16 @@ func secretRef(s *v1alpha1.ValidatorSecretRefs, field func(*v1alpha1.ValidatorSe
 	return field(s)
 }
 
-func secretKey(name, key string, optional bool) *corev1.EnvVarSource {
-	src := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: name},
-		Key:                  key,
-	}}
-	if optional {
-		src.SecretKeyRef.Optional = &optional
-	}
-	return src
+func secretKey(name, key string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
 }
 
-// appendEnv appends the configuration's variables as the charts'
-// additional-env-vars helper does: valueFrom wins over value; a variable
+// AppendEnv appends the configuration's variables vars to env as the
+// charts' additional-env-vars helper does (for the chart renderer too): valueFrom wins over value; a variable
 // without a name is skipped (Kubernetes would refuse the pod). A later
 // variable of a name already set replaces it in place: Kubernetes keys env
 // by name, and server-side apply refuses duplicates.
-func appendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
+func AppendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
 	for _, v := range vars {
 		if v.Name == "" {
 			continue
@@ -308,24 +303,11 @@ func appendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
 		if v.ValueFrom != nil {
 			v.Value = ""
 		}
-		env = setEnv(env, v)
-	}
-	return env
-}
-
-func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
-	for i := range env {
-		if env[i].Name == e.Name {
-			env[i] = e
-			return env
+		if i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == v.Name }); i >= 0 {
+			env[i] = v
+		} else {
+			env = append(env, v)
 		}
 	}
-	return append(env, e)
-}
-
-func ptrOr(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
+	return env
 }

@@ -1,7 +1,7 @@
 package workload
 
 import (
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
@@ -10,8 +10,4 @@ import (
 // whose event was missed (a reconcile that failed into a long backoff, a
 // Pod's event dropped) is reconciled again within cluster.Resync; the
 // generation and status predicates drop it.
-var resynced = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion()
-	},
-}
+var resynced = predicate.Not[client.Object](predicate.ResourceVersionChangedPredicate{})

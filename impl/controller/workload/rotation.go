@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,8 +92,13 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 		return rotation{digest: have}, nil
 	case have == want || !previous || apierrors.IsNotFound(err):
 		// A new database takes the Secret's password when it starts;
-		// a Secret without a previous password was never edited.
-		return rotation{digest: want, condition: rotated(v, meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated))}, nil
+		// a Secret without a previous password was never edited. The
+		// condition turns True where a rotation was shown, else none.
+		rot := rotation{digest: want}
+		if meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated) != nil {
+			rot.condition = rotatedCondition(v)
+		}
+		return rot, nil
 	}
 	job := &batchv1.Job{}
 	err = r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: RotationJobName(v.Name)}, job)
@@ -125,15 +131,6 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 	return rotation{digest: have, condition: rotating(v)}, nil
 }
 
-// rotated is the condition once the apps start with the database's
-// password: True where a rotation was shown, else none.
-func rotated(v *v1alpha1.Validator, shown *metav1.Condition) *metav1.Condition {
-	if shown == nil {
-		return nil
-	}
-	return rotatedCondition(v)
-}
-
 // rotating: the rotation Job runs (or is about to); rotatedCondition: it
 // succeeded.
 func rotating(v *v1alpha1.Validator) *metav1.Condition {
@@ -153,34 +150,21 @@ func rotationCondition(v *v1alpha1.Validator, status metav1.ConditionStatus, rea
 // digest it sets. It is owned by the Validator and runs once
 // (backoffLimit 0: a failure is shown, not retried with the same password).
 func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batchv1.Job {
-	previous := secretKey(ref.Name, cluster.PreviousDatabasePasswordKey, false)
-	labels := withLabels(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
+	jobLabels := labels.Merge(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: RotationJobName(b.v.Name), Namespace: b.v.Namespace, Labels: labels,
+			Name: RotationJobName(b.v.Name), Namespace: b.v.Namespace, Labels: jobLabels,
 			OwnerReferences: []metav1.OwnerReference{b.owner()},
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
 			ActiveDeadlineSeconds: ptr.To[int64](300),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: jobLabels},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
-						Name:            "rotate-password",
-						Image:           b.postgresImage(),
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						Command:         []string{"bash", "-c", rotationScript},
-						Env: []corev1.EnvVar{
-							{Name: "PGHOST", Value: b.databaseHost()},
-							{Name: "PGPORT", Value: b.databasePort()},
-							{Name: "PGUSER", Value: b.databaseUser()},
-							{Name: "PGDATABASE", Value: maintenanceDatabase},
-							{Name: "PGPASSWORD", ValueFrom: previous},
-							{Name: "NEW_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}},
-						},
-					}},
+					Containers: []corev1.Container{b.psql("rotate-password", rotationScript, secretKey(ref.Name, cluster.PreviousDatabasePasswordKey),
+						corev1.EnvVar{Name: "NEW_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})},
 				},
 			},
 		},

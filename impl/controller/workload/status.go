@@ -136,15 +136,8 @@ func deploymentReadiness(name string, d *appsv1.Deployment) readiness {
 			available = c.Status == corev1.ConditionTrue
 		}
 	}
-	current := s.ObservedGeneration >= d.Generation
-	settled := available && current && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
-	switch {
-	case !available:
-		return readiness{reason: ReasonUnavailable, message: fmt.Sprintf("Deployment %s: %d of %d replicas available", name, s.AvailableReplicas, want)}
-	case !settled:
-		return readiness{available: true, reason: ReasonProgressing, message: fmt.Sprintf("Deployment %s is available; rollout in progress (%d of %d replicas updated)", name, s.UpdatedReplicas, want)}
-	}
-	return readiness{available: true, settled: true, reason: ReasonAvailable, message: fmt.Sprintf("Deployment %s: %d of %d replicas available", name, s.AvailableReplicas, want)}
+	rolledOut := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+	return rollout("Deployment", name, "available", available, rolledOut, s.AvailableReplicas, s.UpdatedReplicas, want)
 }
 
 func statefulSetReadiness(name string, st *appsv1.StatefulSet) readiness {
@@ -152,18 +145,23 @@ func statefulSetReadiness(name string, st *appsv1.StatefulSet) readiness {
 		return readiness{reason: ReasonNotFound, message: fmt.Sprintf("StatefulSet %s does not exist yet", name)}
 	}
 	want, s := ptr.Deref(st.Spec.Replicas, 1), st.Status
-	current := s.ObservedGeneration >= st.Generation
-	available := s.ReadyReplicas >= want && want > 0
 	// Every replica runs the update revision.
 	revised := s.UpdateRevision == "" || s.CurrentRevision == s.UpdateRevision
-	settled := available && current && s.UpdatedReplicas == want && revised
+	rolledOut := s.ObservedGeneration >= st.Generation && s.UpdatedReplicas == want && revised
+	return rollout("StatefulSet", name, "ready", s.ReadyReplicas >= want && want > 0, rolledOut, s.ReadyReplicas, s.UpdatedReplicas, want)
+}
+
+// rollout is the readiness of a workload of kind that is available (have
+// of its want replicas counted as such: available, ready) and has rolled
+// out (updated replicas, each at the current generation).
+func rollout(kind, name, counted string, available, rolledOut bool, have, updated, want int32) readiness {
 	switch {
 	case !available:
-		return readiness{reason: ReasonUnavailable, message: fmt.Sprintf("StatefulSet %s: %d of %d replicas ready", name, s.ReadyReplicas, want)}
-	case !settled:
-		return readiness{available: true, reason: ReasonProgressing, message: fmt.Sprintf("StatefulSet %s is ready; rollout in progress (%d of %d replicas updated)", name, s.UpdatedReplicas, want)}
+		return readiness{reason: ReasonUnavailable, message: fmt.Sprintf("%s %s: %d of %d replicas %s", kind, name, have, want, counted)}
+	case !rolledOut:
+		return readiness{available: true, reason: ReasonProgressing, message: fmt.Sprintf("%s %s is %s; rollout in progress (%d of %d replicas updated)", kind, name, counted, updated, want)}
 	}
-	return readiness{available: true, settled: true, reason: ReasonAvailable, message: fmt.Sprintf("StatefulSet %s: %d of %d replicas ready", name, s.ReadyReplicas, want)}
+	return readiness{available: true, settled: true, reason: ReasonAvailable, message: fmt.Sprintf("%s %s: %d of %d replicas %s", kind, name, have, want, counted)}
 }
 
 // Status is v's status given its workloads: PENDING until the participant
