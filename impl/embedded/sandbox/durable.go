@@ -9,34 +9,9 @@ import (
 	"os"
 )
 
-// Files is where the network's state is written: the operating system's
-// files by default; tests inject a failing one (a full or read-only disk).
-type Files interface {
-	WriteFile(name string, data []byte, perm os.FileMode) error
-	Rename(oldpath, newpath string) error
-}
-
-type osFiles struct{}
-
-func (osFiles) WriteFile(name string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	// The rename that follows must not publish a file whose bytes are
-	// still only in the page cache.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func (osFiles) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+// WriteFile replaces a file whole, as atomicfile.Write does (the default);
+// tests inject a failing one (a full or read-only disk).
+type WriteFile func(path string, data []byte, perm os.FileMode) error
 
 // durably runs a mutating handler h with its answer held back: when the
 // state it changed cannot be saved, the change is undone and the caller

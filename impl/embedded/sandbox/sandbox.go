@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -63,8 +64,8 @@ type Options struct {
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
-	// Files writes the state (durable.go); the operating system's when nil.
-	Files Files
+	// WriteFile writes the state (durable.go); atomicfile.Write when nil.
+	WriteFile WriteFile
 	// Passwords checks wallet users' passwords for the password grant of
 	// Realm (realm.go); without it every password is refused.
 	Passwords Passwords
@@ -90,7 +91,7 @@ type Network struct {
 	hook     Hook
 	fault    func(string, *http.Request) int
 	pageSize int
-	files    Files
+	write    WriteFile
 
 	mu sync.Mutex
 	st *state
@@ -146,10 +147,10 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	if o.Files == nil {
-		o.Files = osFiles{}
+	if o.WriteFile == nil {
+		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, write: o.WriteFile, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
 		passwords: o.Passwords, realmClients: o.Clients, redirects: o.Redirects}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
@@ -335,11 +336,7 @@ func (n *Network) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp := n.statePath() + ".tmp"
-	if err := n.files.WriteFile(tmp, raw, 0o600); err != nil {
-		return err
-	}
-	return n.files.Rename(tmp, n.statePath())
+	return n.write(n.statePath(), raw, 0o600)
 }
 
 // ErrRefused marks a state file refused at open (damaged, another
