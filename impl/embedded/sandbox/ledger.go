@@ -596,18 +596,17 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 		invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
 		return false
 	}
-	pkgs, main, err := darPackages(f, size)
+	d, err := readDar(f, size)
 	if err != nil {
 		invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
 		return false
 	}
-	for _, p := range pkgs {
+	for _, p := range d.Packages {
 		if !slices.Contains(ns.Packages, p) {
 			ns.Packages = append(ns.Packages, p)
 		}
 	}
-	name, version := darNameVersion(f, size)
-	ns.Dars = append(ns.Dars, dar{MainPackageID: main, Name: name, Version: version, Packages: pkgs, SizeBytes: size})
+	ns.Dars = append(ns.Dars, d)
 	writeJSON(w, http.StatusOK, map[string]any{})
 	return true
 }
@@ -615,11 +614,12 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 // maxDalfBytes bounds one DALF the sandbox reads into memory.
 const maxDalfBytes = 64 << 20
 
-// darPackages reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated).
-func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
+// readDar reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated),
+// and its name and version (darNameVersion).
+func readDar(f io.ReaderAt, size int64) (dar, error) {
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
-		return nil, "", fmt.Errorf("not a zip archive")
+		return dar{}, fmt.Errorf("not a zip archive")
 	}
 	files := map[string]*zip.File{}
 	for _, zf := range zr.File {
@@ -627,21 +627,21 @@ func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 	}
 	mf, ok := files["META-INF/MANIFEST.MF"]
 	if !ok {
-		return nil, "", fmt.Errorf("no META-INF/MANIFEST.MF")
+		return dar{}, fmt.Errorf("no META-INF/MANIFEST.MF")
 	}
 	rc, err := mf.Open()
 	if err != nil {
-		return nil, "", err
+		return dar{}, err
 	}
 	defer rc.Close()
 	attrs := map[string]string{}
 	readManifest(rc, attrs)
 	if attrs["Format"] != "" && attrs["Format"] != "daml-lf" {
-		return nil, "", fmt.Errorf("unsupported format %q", attrs["Format"])
+		return dar{}, fmt.Errorf("unsupported format %q", attrs["Format"])
 	}
 	mainName := attrs["Main-Dalf"]
 	if mainName == "" {
-		return nil, "", fmt.Errorf("the manifest names no Main-Dalf")
+		return dar{}, fmt.Errorf("the manifest names no Main-Dalf")
 	}
 	names := []string{mainName}
 	for _, d := range strings.Split(attrs["Dalfs"], ",") {
@@ -653,25 +653,26 @@ func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 	for _, name := range names {
 		zf, ok := files[name]
 		if !ok {
-			return nil, "", fmt.Errorf("the manifest names %s, which is not in the archive", name)
+			return dar{}, fmt.Errorf("the manifest names %s, which is not in the archive", name)
 		}
 		rc, err := zf.Open()
 		if err != nil {
-			return nil, "", err
+			return dar{}, err
 		}
 		raw, err := io.ReadAll(io.LimitReader(rc, maxDalfBytes+1))
 		rc.Close()
 		if err != nil {
-			return nil, "", err
+			return dar{}, err
 		}
 		if len(raw) > maxDalfBytes {
-			return nil, "", fmt.Errorf("%s is larger than %d bytes", name, maxDalfBytes)
+			return dar{}, fmt.Errorf("%s is larger than %d bytes", name, maxDalfBytes)
 		}
 		id, err := archivePackageID(raw)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %v", name, err)
+			return dar{}, fmt.Errorf("%s: %v", name, err)
 		}
 		ids = append(ids, id)
 	}
-	return ids, ids[0], nil
+	name, version := darNameVersion(attrs)
+	return dar{MainPackageID: ids[0], Name: name, Version: version, Packages: ids, SizeBytes: size}, nil
 }
