@@ -176,11 +176,12 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("POST /oauth2/token", n.token)
 	mux.HandleFunc("GET /.well-known/openid-configuration", n.discovery)
 	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", n.realmToken)
-	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", n.realmCerts)
-	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", n.authorize)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", n.authorize)
-	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", n.realmDiscovery)
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", inRealm(n.realmToken))
+	// The realm's JWKS: the token endpoint's one key.
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", inRealm(n.jwks))
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
+	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", inRealm(n.realmDiscovery))
 	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err
