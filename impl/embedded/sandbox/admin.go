@@ -378,31 +378,17 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	if tx.GetSerial() != h.Serial+1 {
 		return false, adminError(codes.FailedPrecondition, "SERIAL_MISMATCH", 9, "The given serial %d does not match the expected serial %d of party %s", tx.GetSerial(), h.Serial+1, id)
 	}
-	known := map[string]bool{}
-	for v, other := range a.n.st.Nodes {
-		known[other.participantUID(v)] = true
-	}
-	var hosts []hostingPart
-	var unknown []string
-	confirmers := uint32(0)
+	var in []topology.Host
 	for _, p := range ptp.GetParticipants() {
-		perm := permissionName(uint64(p.GetPermission()))
-		if perm != "CONFIRMATION" && perm != "OBSERVATION" {
-			return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "participant %s of an external party must confirm or observe", p.GetParticipantUid())
-		}
-		if perm == "CONFIRMATION" {
-			confirmers++
-		}
-		if !known[p.GetParticipantUid()] {
-			unknown = append(unknown, p.GetParticipantUid())
-		}
-		hosts = append(hosts, hostingPart{ParticipantUID: p.GetParticipantUid(), Permission: perm})
+		in = append(in, topology.Host{ParticipantUID: p.GetParticipantUid(), Permission: uint64(p.GetPermission())})
 	}
+	hosts, confirmers, unknown, bad := a.n.hostsOf(in)
 	switch {
+	case bad != "":
+		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "participant %s of an external party must confirm or observe", bad)
 	case len(hosts) == 0:
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "party %s must keep at least one hosting participant", id)
 	case len(unknown) > 0:
-		slices.Sort(unknown)
 		return false, adminError(codes.NotFound, codeUnknownMembers, catMissing, "The following members are not known on the synchronizer: %s", strings.Join(unknown, ", "))
 	case ptp.GetThreshold() < 1 || ptp.GetThreshold() > confirmers:
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "confirmation threshold %d is not between 1 and the %d confirming participants", ptp.GetThreshold(), confirmers)

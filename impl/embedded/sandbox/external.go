@@ -12,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -305,37 +305,15 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party
 
-	known := map[string]bool{}
-	for v, other := range n.st.Nodes {
-		known[other.participantUID(v)] = true
-	}
-	var hosts []hostingPart
-	var unknown []string
-	hostedHere := false
-	confirmers := uint32(0)
-	for _, h := range o.toHosts.Participants {
-		perm := map[uint64]string{topology.PermissionConfirmation: "CONFIRMATION", topology.PermissionObservation: "OBSERVATION"}[h.Permission]
-		if perm == "" {
-			badRequest(w, "participant %s of an external party must confirm or observe", h.ParticipantUID)
-			return true
-		}
-		if perm == "CONFIRMATION" {
-			confirmers++
-		}
-		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
-		switch {
-		case h.ParticipantUID == local:
-			hostedHere = true
-		case !known[h.ParticipantUID]:
-			unknown = append(unknown, h.ParticipantUID)
-		}
-	}
+	hosts, confirmers, unknown, bad := n.hostsOf(o.toHosts.Participants)
 	switch {
-	case !hostedHere:
+	case bad != "":
+		badRequest(w, "participant %s of an external party must confirm or observe", bad)
+		return true
+	case !slices.ContainsFunc(hosts, func(h hostingPart) bool { return h.ParticipantUID == local }):
 		badRequest(w, "the external party must be hosted on this participant (%s)", local)
 		return true
 	case len(unknown) > 0:
-		sort.Strings(unknown)
 		cantonError(w, http.StatusNotFound, codeUnknownMembers, "The following members are not known on the synchronizer: "+strings.Join(unknown, ", "), catMissing, grpcMissing)
 		return true
 	case o.toHosts.Threshold < 1 || o.toHosts.Threshold > confirmers:
