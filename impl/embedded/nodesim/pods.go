@@ -144,18 +144,6 @@ func ownedByJob(p *corev1.Pod) bool {
 	return false
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // podIP is a stable address in PodCIDR derived from the Pod's UID.
 func podIP(p *corev1.Pod) string {
 	h := fnv.New32a()
