@@ -519,16 +519,13 @@ func (a *admin) ListDars(ctx context.Context, req *participantv30.ListDarsReques
 	out := &participantv30.ListDarsResponse{}
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		for _, d := range ns.darList() {
-			if req.GetFilterName() != "" && !strings.HasPrefix(d.Name, req.GetFilterName()) {
-				continue
+			if strings.HasPrefix(d.Name, req.GetFilterName()) {
+				out.Dars = append(out.Dars, &participantv30.DarDescription{Main: d.MainPackageID, Name: d.Name, Version: d.Version})
 			}
-			if req.GetLimit() > 0 && len(out.Dars) >= int(req.GetLimit()) {
-				break
-			}
-			out.Dars = append(out.Dars, &participantv30.DarDescription{Main: d.MainPackageID, Name: d.Name, Version: d.Version})
 		}
 		return false, nil
 	})
+	out.Dars = limit(out.Dars, req.GetLimit())
 	return out, err
 }
 
@@ -538,13 +535,19 @@ func (a *admin) ListPackages(ctx context.Context, req *participantv30.ListPackag
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		for _, d := range ns.darList() {
 			for _, p := range d.Packages {
-				if req.GetLimit() > 0 && len(out.PackageDescriptions) >= int(req.GetLimit()) {
-					return false, nil
-				}
 				out.PackageDescriptions = append(out.PackageDescriptions, &participantv30.PackageDescription{PackageId: p, Name: d.Name, Version: d.Version})
 			}
 		}
 		return false, nil
 	})
+	out.PackageDescriptions = limit(out.PackageDescriptions, req.GetLimit())
 	return out, err
+}
+
+// limit is the first n of s, all of s when n is not positive.
+func limit[T any](s []T, n int32) []T {
+	if n > 0 && len(s) > int(n) {
+		return s[:n]
+	}
+	return s
 }
