@@ -117,10 +117,7 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 	size := max
 	if s := r.URL.Query().Get("pageSize"); s != "" {
 		v, err := strconv.Atoi(s)
-		if err != nil || v < 0 {
-			return nil, "", false
-		}
-		if v > max {
+		if err != nil || v < 0 || v > max {
 			return nil, "", false
 		}
 		if v > 0 {
@@ -143,15 +140,10 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 	return ids[start:end], next, true
 }
 
-// writePage answers one page of m's entries in key order (page), each as
-// render makes it, under field, with the next page's token; an invalid
-// page request is answered 400.
-func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, field string, render func(T) map[string]any) {
-	writePageOf(w, r, max, m, slices.Collect(maps.Keys(m)), field, render)
-}
-
-// writePageOf is writePage over the entries of ids only.
-func writePageOf[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
+// writePage answers one page of the entries of m named by ids in key
+// order (page), each as render makes it, under field, with the next page's
+// token; an invalid page request is answered 400.
+func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
 	ids, next, ok := page(ids, r, max)
 	if !ok {
 		// The ledger refuses a page larger than its maximum rather than
@@ -172,12 +164,8 @@ func (ns *nodeState) userOf(w http.ResponseWriter, id string) (*user, bool) {
 	if id == "" {
 		return nil, true
 	}
-	u := ns.Users[id]
-	if u == nil {
-		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+id, catMissing, grpcMissing)
-		return nil, false
-	}
-	return u, true
+	u := ns.user(w, id)
+	return u, u != nil
 }
 
 func partyDetails(p *party) map[string]any {
@@ -199,7 +187,7 @@ func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeSt
 			ids = append(ids, id)
 		}
 	}
-	writePageOf(w, r, n.pageSize, ns.Parties, ids, "partyDetails", partyDetails)
+	writePage(w, r, n.pageSize, ns.Parties, ids, "partyDetails", partyDetails)
 	return false
 }
 
@@ -247,7 +235,11 @@ func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request,
 			permission = "PARTICIPANT_PERMISSION_SUBMISSION"
 		}
 		if h := n.st.Hosting[id]; h != nil {
-			for _, hp := range append(append([]hostingPart{}, h.Hosts...), proposalHosts(h)...) {
+			hosts := slices.Clone(h.Hosts)
+			if h.Proposal != nil {
+				hosts = append(hosts, h.Proposal.Hosts...)
+			}
+			for _, hp := range hosts {
 				if hp.ParticipantUID == ns.participantUID(name) && ns.Parties[id] != nil {
 					permission = "PARTICIPANT_PERMISSION_" + hp.Permission
 					break
@@ -260,13 +252,6 @@ func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request,
 		out = append(out, map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID, "permission": permission})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": out})
-}
-
-func proposalHosts(h *hosting) []hostingPart {
-	if h.Proposal == nil {
-		return nil
-	}
-	return h.Proposal.Hosts
 }
 
 func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
@@ -315,7 +300,7 @@ func userJSON(u *user) map[string]any {
 }
 
 func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writePage(w, r, n.pageSize, ns.Users, "users", userJSON)
+	writePage(w, r, n.pageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
 	return false
 }
 
@@ -427,16 +412,17 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return true
 }
 
-func userOr404(w http.ResponseWriter, r *http.Request, ns *nodeState) *user {
-	u := ns.Users[r.PathValue("id")]
+// user is the user of id, nil when there is none, answered 404 as the ledger does.
+func (ns *nodeState) user(w http.ResponseWriter, id string) *user {
+	u := ns.Users[id]
 	if u == nil {
-		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+r.PathValue("id"), catMissing, grpcMissing)
+		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+id, catMissing, grpcMissing)
 	}
 	return u
 }
 
 func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	if u := userOr404(w, r, ns); u != nil {
+	if u := ns.user(w, r.PathValue("id")); u != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(u)})
 	}
 	return false
@@ -459,7 +445,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
 		return false
 	}
-	u := userOr404(w, r, ns)
+	u := ns.user(w, r.PathValue("id"))
 	if u == nil {
 		return false
 	}
@@ -509,7 +495,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 }
 
 func listRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	if u := userOr404(w, r, ns); u != nil {
+	if u := ns.user(w, r.PathValue("id")); u != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"rights": rightsJSON(u.Rights)})
 	}
 	return false
@@ -526,7 +512,7 @@ func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, [
 		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
 		return nil, nil, false
 	}
-	u := userOr404(w, r, ns)
+	u := ns.user(w, r.PathValue("id"))
 	if u == nil {
 		return nil, nil, false
 	}
