@@ -320,32 +320,27 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		badRequest(w, "confirmation threshold %d is not between 1 and the %d confirming participants", o.toHosts.Threshold, confirmers)
 		return true
 	}
-	if h, ok := n.st.Hosting[o.party]; ok && ns.Parties[o.party] == nil && h.Proposal != nil && bytes.Equal(h.Proposal.Tx, o.toHostsRaw) {
+	switch h, ok := n.st.Hosting[o.party]; {
+	case ok && ns.Parties[o.party] == nil && h.Proposal != nil && bytes.Equal(h.Proposal.Tx, o.toHostsRaw):
 		// A co-host receives the transactions the party signed: its
 		// participant signs the proposal, which takes effect once every
 		// host has.
 		n.sign(o.party, h, ns.Fingerprint)
-		if ns.Parties[o.party] == nil { // not promoted yet: listed here already
-			ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
-		}
-		if u != nil {
-			u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
-		return true
-	}
-	if _, ok := n.st.Hosting[o.party]; ok || ns.Parties[o.party] != nil {
+	case ok || ns.Parties[o.party] != nil:
 		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+o.party+" is already allocated", catExists, grpcExists)
 		return true
+	default:
+		// Allocated here: the party's key and this participant have signed
+		// the mapping; it takes effect once each co-host has signed it too.
+		h = &hosting{SigningKey: o.key.Fingerprint(), KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
+			Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
+		n.st.Hosting[o.party] = h
+		n.sign(o.party, h, o.key.Fingerprint())
+		n.sign(o.party, h, ns.Fingerprint)
 	}
-	// Allocated here: the party's key and this participant have signed the
-	// mapping; it takes effect once each co-host has signed it too.
-	h := &hosting{SigningKey: o.key.Fingerprint(), KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
-		Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
-	n.st.Hosting[o.party] = h
-	n.sign(o.party, h, o.key.Fingerprint())
-	n.sign(o.party, h, ns.Fingerprint)
-	ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
+	if ns.Parties[o.party] == nil { // not promoted yet (promoting lists it on every host)
+		ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
+	}
 	if u != nil {
 		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
 	}
