@@ -66,6 +66,12 @@ func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
 	return ec, nil
 }
 
+func (n *Network) tokenKey() (*ecdsa.PrivateKey, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.tokenKeyLocked()
+}
+
 var b64 = base64.RawURLEncoding
 
 // claims are the token's claims the ledger reads.
@@ -85,9 +91,7 @@ type claims struct {
 
 // issue signs a token for client sub.
 func (n *Network) issue(c claims) (string, error) {
-	n.mu.Lock()
-	key, err := n.tokenKeyLocked()
-	n.mu.Unlock()
+	key, err := n.tokenKey()
 	if err != nil {
 		return "", err
 	}
@@ -246,9 +250,7 @@ func (n *Network) discovery(w http.ResponseWriter, _ *http.Request) {
 
 // jwks publishes the signing key (RFC 7517).
 func (n *Network) jwks(w http.ResponseWriter, _ *http.Request) {
-	n.mu.Lock()
-	key, err := n.tokenKeyLocked()
-	n.mu.Unlock()
+	key, err := n.tokenKey()
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 		return
