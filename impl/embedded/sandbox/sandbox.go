@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -126,12 +125,6 @@ type node struct {
 	// migrationID is the validator's migration id as last resolved (the
 	// data snapshot reports it).
 	migrationID int64
-}
-
-type listener struct {
-	url string
-	srv *http.Server
-	ln  net.Listener
 }
 
 // Open loads the network's state from dir (created 0700; the state file is
