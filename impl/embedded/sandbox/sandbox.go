@@ -9,6 +9,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -134,9 +135,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
