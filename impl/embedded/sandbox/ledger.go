@@ -470,9 +470,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			next.IsDeactivated = req.User.IsDeactivated
 		case "metadata.annotations", "metadata":
 			ann := map[string]string{}
-			for k, v := range u.Annotations {
-				ann[k] = v
-			}
+			maps.Copy(ann, u.Annotations)
 			if req.User.Metadata != nil {
 				for k, v := range req.User.Metadata.Annotations {
 					if v == "" {
