@@ -25,11 +25,7 @@ func (n *Network) app(name string, admin, mutates bool, h func(w http.ResponseWr
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		ns := n.st.Nodes[name]
-		if !mutates {
-			h(w, r, ns)
-			return
-		}
-		n.durably(w, func(w http.ResponseWriter, msg string) { spliceError(w, http.StatusServiceUnavailable, msg) },
+		n.durably(w, mutates, func(w http.ResponseWriter, msg string) { spliceError(w, http.StatusServiceUnavailable, msg) },
 			func(w http.ResponseWriter) bool { return h(w, r, ns) })
 	}
 }

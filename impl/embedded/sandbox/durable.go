@@ -13,11 +13,15 @@ import (
 // tests inject a failing one (a full or read-only disk).
 type WriteFile func(path string, data []byte, perm os.FileMode) error
 
-// durably runs a mutating handler h with its answer held back: when the
-// state it changed cannot be saved, the change is undone and the caller
-// gets 503 (via unavailable) instead of an answer for a change that a
-// restart would lose. Called with n.mu held.
-func (n *Network) durably(w http.ResponseWriter, unavailable func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter) bool) {
+// durably runs handler h; one that mutates, with its answer held back:
+// when the state it changed (h returns true) cannot be saved, the change is
+// undone and the caller gets 503 (via unavailable) instead of an answer for
+// a change that a restart would lose. Called with n.mu held.
+func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter) bool) {
+	if !mutates {
+		h(w)
+		return
+	}
 	before, err := json.Marshal(n.st)
 	if err != nil {
 		unavailable(w, "sandbox state could not be read: "+err.Error())

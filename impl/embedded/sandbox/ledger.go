@@ -69,11 +69,8 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), tokenUserKey{}, u.ID))
-		if !mutates {
-			h(w, r, ns)
-			return
-		}
-		n.durably(w, func(w http.ResponseWriter, msg string) {
+		// A read answers false: it changed nothing and costs no traffic.
+		n.durably(w, mutates, func(w http.ResponseWriter, msg string) {
 			cantonError(w, http.StatusServiceUnavailable, "UNAVAILABLE", msg, catUnavailable, grpcUnavailable)
 		}, func(w http.ResponseWriter) bool {
 			if !h(w, r, ns) {
