@@ -8,7 +8,6 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -67,8 +66,7 @@ func badRequest(w http.ResponseWriter, format string, args ...any) {
 // synchronizer, a field of req, is this participant's; false when it
 // answered the error.
 func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, req any, synchronizer *string) bool {
-	if err := json.NewDecoder(r.Body).Decode(req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, req) {
 		return false
 	}
 	if *synchronizer != n.st.SynchronizerID {

@@ -42,6 +42,16 @@ func invalid(w http.ResponseWriter, code, format string, args ...any) {
 	cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
 }
 
+// decode reads the request's JSON body into v; false when it was
+// malformed, answered 400.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	return true
+}
+
 // Party hints and user ids as Canton accepts them.
 var (
 	partyHintRE = regexp.MustCompile(`^[a-zA-Z0-9:\-_ ]{1,185}$`)
@@ -256,8 +266,7 @@ func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		PartyIDHint string `json:"partyIdHint"`
 		UserID      string `json:"userId"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return false
 	}
 	if req.PartyIDHint == "" {
@@ -380,8 +389,7 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		User   wireUser    `json:"user"`
 		Rights []wireRight `json:"rights"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return false
 	}
 	if !userIDRE.MatchString(req.User.ID) {
@@ -438,8 +446,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			Paths []string `json:"paths"`
 		} `json:"updateMask"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return false
 	}
 	u := ns.user(w, r.PathValue("id"))
@@ -503,8 +510,7 @@ type rightsRequest struct {
 
 func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, []right, bool) {
 	var req rightsRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return nil, nil, false
 	}
 	u := ns.user(w, r.PathValue("id"))
