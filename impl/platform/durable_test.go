@@ -14,27 +14,21 @@ import (
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
-// fullDisk is the operating system's files until failing is set: then
-// every write fails as on a full or read-only disk (the tests run as root,
-// whom file modes do not stop).
-type fullDisk struct{ failing *atomic.Bool }
-
-func (d fullDisk) WriteFile(name string, data []byte, perm os.FileMode) error {
-	if d.failing.Load() {
-		return errors.New("no space left on device")
+// fullDisk writes as the sandbox does until failing is set: then every
+// write fails as on a full or read-only disk (the tests run as root, whom
+// file modes do not stop).
+func fullDisk(failing *atomic.Bool) sandbox.WriteFile {
+	return func(name string, data []byte, perm os.FileMode) error {
+		if failing.Load() {
+			return errors.New("no space left on device")
+		}
+		return atomicfile.Write(name, data, perm)
 	}
-	return os.WriteFile(name, data, perm)
-}
-
-func (d fullDisk) Rename(oldpath, newpath string) error {
-	if d.failing.Load() {
-		return errors.New("read-only file system")
-	}
-	return os.Rename(oldpath, newpath)
 }
 
 // TestSandboxWriteIsDurable: while the sandbox state cannot be written, a
@@ -47,7 +41,7 @@ func TestSandboxWriteIsDurable(t *testing.T) {
 	var dataDir string
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { dataDir = c.DataDir },
-		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Files = fullDisk{&failing} })},
+		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.WriteFile = fullDisk(&failing) })},
 	})
 	createValidator(t, s)
 	ctx := t.Context()

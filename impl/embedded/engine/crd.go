@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -19,7 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/deploy/crds"
 )
 
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 
 // FieldManager is the engine's name in managedFields.
 const FieldManager = "validator-manager-engine"
@@ -50,18 +49,10 @@ func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifes
 		if stored, err := api.Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil && stored.GetAnnotations()[appliedAnnotation] == digest {
 			continue
 		}
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[appliedAnnotation] = digest
-		u.SetAnnotations(ann)
-		body, err := u.MarshalJSON()
-		if err != nil {
+		if err := unstructured.SetNestedField(u.Object, digest, "metadata", "annotations", appliedAnnotation); err != nil {
 			return fmt.Errorf("CRD %s: %w", m.Name, err)
 		}
-		force := true
-		if _, err := api.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+		if _, err := api.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("install CRD %s: %w", m.Name, err)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
 // Secrets are encrypted at rest in etcd with secretbox (XSalsa20-Poly1305,
@@ -51,7 +53,7 @@ func (e *Engine) encryptionConfig() (string, error) {
 			return "", err
 		}
 		key = []byte(base64.StdEncoding.EncodeToString(raw) + "\n")
-		if err := writePrivate(keyFile, key); err != nil {
+		if err := atomicfile.Write(keyFile, key, 0o600); err != nil {
 			return "", err
 		}
 		e.log.Info("engine: made the key that encrypts Secrets in etcd", "file", keyFile)
@@ -74,7 +76,7 @@ resources:
       - identity: {}
 `, k)
 	file := e.path(encryptionConfigFile)
-	return file, writePrivate(file, []byte(cfg))
+	return file, atomicfile.Write(file, []byte(cfg), 0o600)
 }
 
 // migrateSecrets rewrites every Secret once, unchanged, so that those an
@@ -110,7 +112,7 @@ func (e *Engine) migrateSecrets(ctx context.Context) error {
 	if n > 0 {
 		e.log.Info("engine: encrypted the Secrets stored before encryption at rest", "secrets", n)
 	}
-	return writePrivate(marker, []byte("secretbox key1\n"))
+	return atomicfile.Write(marker, []byte("secretbox key1\n"), 0o600)
 }
 
 // rewriteSecret updates s unchanged, reading it again after a conflict; a

@@ -7,6 +7,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -29,6 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/validator-manager/validator-manager/deploy/crds"
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
 // Version is the Kubernetes release `make engine` installs.
@@ -181,9 +183,7 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	opts.Dir = dir
-	if opts.BinDir == "" {
-		opts.BinDir = DefaultBinDir()
-	}
+	opts.BinDir = cmp.Or(opts.BinDir, DefaultBinDir())
 	if opts.CRDs == nil {
 		opts.CRDs = crds.All()
 	}
@@ -193,9 +193,7 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 5 * time.Second
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	if opts.RestartDelay <= 0 {
 		opts.RestartDelay = 500 * time.Millisecond
 	}
@@ -270,7 +268,7 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	if e.fresh {
-		if err := writePrivate(e.etcdMarker(), []byte(Version+"\n")); err != nil {
+		if err := atomicfile.Write(e.etcdMarker(), []byte(Version+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
@@ -685,16 +683,13 @@ func freePorts(n int) ([]int, error) {
 }
 
 func (p *pki) read(name string) (ca, cert, key []byte, err error) {
-	if ca, err = os.ReadFile(p.file("ca.crt")); err != nil {
-		return nil, nil, nil, err
+	var b [3][]byte
+	for i, f := range []string{"ca.crt", name + ".crt", name + ".key"} {
+		if b[i], err = os.ReadFile(p.file(f)); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	if cert, err = os.ReadFile(p.file(name + ".crt")); err != nil {
-		return nil, nil, nil, err
-	}
-	if key, err = os.ReadFile(p.file(name + ".key")); err != nil {
-		return nil, nil, nil, err
-	}
-	return ca, cert, key, nil
+	return b[0], b[1], b[2], nil
 }
 
 // writeKubeconfig writes a kubeconfig (mode 0600) for the API server at
@@ -717,5 +712,5 @@ func writeKubeconfig(file, host string, p *pki, user string) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
-	return writePrivate(file, b)
+	return atomicfile.Write(file, b, 0o600)
 }

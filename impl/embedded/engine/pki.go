@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
 // The engine's PKI lives in <Dir>/pki and is made once: one CA signs the
@@ -33,7 +35,6 @@ const (
 type ca struct {
 	cert *x509.Certificate
 	key  crypto.Signer
-	pem  []byte
 }
 
 // pki is the set of files the children read.
@@ -89,10 +90,6 @@ func openPKI(dir string) (*pki, error) {
 
 func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
 
-func serial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
-
 func loadOrCreateCA(certFile, keyFile string) (*ca, error) {
 	if certPEM, err := os.ReadFile(certFile); err == nil {
 		cert, err := parseCert(certPEM)
@@ -103,41 +100,16 @@ func loadOrCreateCA(certFile, keyFile string) (*ca, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", keyFile, err)
 		}
-		return &ca{cert: cert, key: key, pem: certPEM}, nil
+		return &ca{cert: cert, key: key}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	key, err := newKey()
-	if err != nil {
-		return nil, err
-	}
-	sn, err := serial()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
+	return issue(certFile, keyFile, &x509.Certificate{
 		Subject:               pkix.Name{CommonName: "validator-manager-embedded-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, err
-	}
-	cert, _ := x509.ParseCertificate(der)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := writeKey(keyFile, key); err != nil {
-		return nil, err
-	}
-	if err := writePrivate(certFile, certPEM); err != nil {
-		return nil, err
-	}
-	return &ca{cert: cert, key: key, pem: certPEM}, nil
+	}, caValidity, nil)
 }
 
 // ensureLeaf keeps <name>.crt/.key when they were signed by the CA, carry
@@ -152,21 +124,9 @@ func (p *pki) ensureLeaf(l leaf) error {
 			}
 		}
 	}
-	key, err := newKey()
-	if err != nil {
-		return err
-	}
-	sn, err := serial()
-	if err != nil {
-		return err
-	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: l.cn, Organization: l.orgs},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(leafValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		Subject:  pkix.Name{CommonName: l.cn, Organization: l.orgs},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 	}
 	if l.server {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
@@ -179,14 +139,38 @@ func (p *pki) ensureLeaf(l leaf) error {
 	if l.client {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca.cert, key.Public(), p.ca.key)
+	_, err := issue(certFile, keyFile, tmpl, leafValidity, p.ca)
+	return err
+}
+
+// issue writes a new key to keyFile and a certificate of tmpl for it to
+// certFile, valid from an hour ago for validity, signed by parent (by
+// itself when parent is nil).
+func issue(certFile, keyFile string, tmpl *x509.Certificate, validity time.Duration, parent *ca) (*ca, error) {
+	key, err := newKey()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
+	if parent == nil {
+		parent = &ca{cert: tmpl, key: key}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent.cert, key.Public(), parent.key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
 	}
 	if err := writeKey(keyFile, key); err != nil {
-		return err
+		return nil, err
 	}
-	return writePrivate(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return &ca{cert: cert, key: key}, atomicfile.Write(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 }
 
 // ensureKey makes the key pair that signs and verifies service account tokens.
@@ -208,7 +192,7 @@ func ensureKey(keyFile, pubFile string) error {
 	if err != nil {
 		return err
 	}
-	return writePrivate(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	return atomicfile.Write(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600)
 }
 
 func parseCert(b []byte) (*x509.Certificate, error) {
@@ -236,19 +220,7 @@ func writeKey(file string, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return err
 	}
-	return writePrivate(file, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
-}
-
-// writePrivate replaces file atomically with mode 0600.
-func writePrivate(file string, b []byte) error {
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
+	return atomicfile.Write(file, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
 }
 
 // mkdirPrivate makes dir (and parents) and gives it mode 0700.

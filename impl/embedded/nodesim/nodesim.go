@@ -20,10 +20,12 @@
 package nodesim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -118,23 +120,15 @@ func defaultCapacity() corev1.ResourceList {
 }
 
 func (o *Options) defaults() {
-	if o.NodeName == "" {
-		o.NodeName = "embedded-node"
-	}
-	if o.SchedulerName == "" {
-		o.SchedulerName = corev1.DefaultSchedulerName
-	}
+	o.NodeName = cmp.Or(o.NodeName, "embedded-node")
+	o.SchedulerName = cmp.Or(o.SchedulerName, corev1.DefaultSchedulerName)
 	if o.ReadyDelay <= 0 {
 		o.ReadyDelay = time.Second
 	}
 	capacity := defaultCapacity()
-	for name, q := range o.Capacity {
-		capacity[name] = q
-	}
+	maps.Copy(capacity, o.Capacity)
 	o.Capacity = capacity
-	if o.StorageClass == "" {
-		o.StorageClass = "standard"
-	}
+	o.StorageClass = cmp.Or(o.StorageClass, "standard")
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
@@ -147,9 +141,7 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 }
 
 // Simulator is the node simulator; Start runs it.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -92,26 +93,12 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 		return wait, nil
 	}
 	status, warnings := s.kubeletStatus(ctx, pod, s.opts.Now())
-	if equality.Semantic.DeepEqual(status, &pod.Status) {
-		return 0, nil
-	}
-	was := pod.DeepCopy()
-	pod.Status = *status
-	if err := s.client.Status().Update(ctx, pod); err != nil {
-		return 0, client.IgnoreNotFound(err)
-	}
-	for _, w := range warnings {
-		s.kubelet.Event(was, corev1.EventTypeWarning, w.reason, w.message)
-	}
-	return 0, nil
+	return 0, s.updateStatus(ctx, pod, status, s.kubelet, warnings)
 }
 
-// unschedulable reports why the scheduler leaves p unbound, as its
-// PodScheduled condition (once: the same reason is not written again).
-func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
-	st := pod.Status.DeepCopy()
-	st.Phase = corev1.PodPending
-	setCondition(st, metav1.NewTime(s.opts.Now()), corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, msg)
+// updateStatus writes st as pod's status unless it is so already, and then
+// has rec record the warnings.
+func (s *Simulator) updateStatus(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus, rec record.EventRecorder, warnings []warning) error {
 	if equality.Semantic.DeepEqual(st, &pod.Status) {
 		return nil
 	}
@@ -120,8 +107,19 @@ func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 	if err := s.client.Status().Update(ctx, pod); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	s.scheduler.Event(was, corev1.EventTypeWarning, "FailedScheduling", msg)
+	for _, w := range warnings {
+		rec.Event(was, corev1.EventTypeWarning, w.reason, w.message)
+	}
 	return nil
+}
+
+// unschedulable reports why the scheduler leaves p unbound, as its
+// PodScheduled condition (once: the same reason is not written again).
+func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
+	st := pod.Status.DeepCopy()
+	st.Phase = corev1.PodPending
+	setCondition(st, metav1.NewTime(s.opts.Now()), corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, msg)
+	return s.updateStatus(ctx, pod, st, s.scheduler, []warning{{"FailedScheduling", msg}})
 }
 
 // scheduledAt is when the Pod was bound (its PodScheduled condition, which
@@ -139,18 +137,6 @@ func ownedByJob(p *corev1.Pod) bool {
 	for _, o := range p.OwnerReferences {
 		if o.Kind == "Job" && o.APIVersion == "batch/v1" {
 			return true
-		}
-	}
-	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false

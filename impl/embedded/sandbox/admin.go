@@ -148,23 +148,35 @@ func (a *admin) checkStore(st *topologyadminv30.StoreId, required bool) (bool, e
 // physicalID is the physical id of a logical synchronizer id: its protocol version and serial appended.
 func physicalID(id string) string { return fmt.Sprintf("%s::%d-0", id, ProtocolVersion) }
 
-func (a *admin) synchronizerStore() *topologyadminv30.StoreId {
-	return &topologyadminv30.StoreId{Store: &topologyadminv30.StoreId_Synchronizer{Synchronizer: &topologyadminv30.Synchronizer{Kind: &topologyadminv30.Synchronizer_Id{Id: a.n.st.SynchronizerID}}}}
+// list runs f under the lock for a read of the synchronizer's store:
+// base_query.time_query is required, and nothing is listed from another
+// store, nor when empty (a query the sandbox never has answers for).
+func (a *admin) list(q *topologyadminv30.BaseQuery, empty bool, f func()) error {
+	if q == nil || q.GetTimeQuery() == nil {
+		return adminError(codes.InvalidArgument, "FIELD_NOT_SET", catInvalid, "base_query.time_query: the field is required")
+	}
+	return a.locked(func(*nodeState) (bool, error) {
+		ok, err := a.checkStore(q.GetStore(), false)
+		if err == nil && ok && !empty {
+			f()
+		}
+		return false, err
+	})
+}
+
+// added is the context of a listed mapping: transaction tx added it to the synchronizer's store.
+func (a *admin) added(tx []byte, serial int32, signedBy []string) *topologyadminv30.BaseResult {
+	store := &topologyadminv30.StoreId{Store: &topologyadminv30.StoreId_Synchronizer{Synchronizer: &topologyadminv30.Synchronizer{Kind: &topologyadminv30.Synchronizer_Id{Id: a.n.st.SynchronizerID}}}}
+	return &topologyadminv30.BaseResult{Store: store, Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE,
+		TransactionHash: topology.TransactionHash(tx), Serial: serial, SignedByFingerprints: signedBy}
 }
 
 // --- TopologyManagerReadService
 
 func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv30.ListPartyToParticipantRequest) (*topologyadminv30.ListPartyToParticipantResponse, error) {
 	q := req.GetBaseQuery()
-	if q == nil || q.GetTimeQuery() == nil {
-		return nil, adminError(codes.InvalidArgument, "FIELD_NOT_SET", catInvalid, "base_query.time_query: the field is required")
-	}
 	out := &topologyadminv30.ListPartyToParticipantResponse{}
-	err := a.locked(func(*nodeState) (bool, error) {
-		ok, err := a.checkStore(q.GetStore(), false)
-		if err != nil || !ok || q.GetOperation() == protocolv30.Enums_TOPOLOGY_CHANGE_OP_REMOVE {
-			return false, err
-		}
+	err := a.list(q, q.GetOperation() == protocolv30.Enums_TOPOLOGY_CHANGE_OP_REMOVE, func() {
 		for _, m := range a.n.mappings(q.GetProposals()) {
 			if !strings.HasPrefix(m.party, req.GetFilterParty()) {
 				continue
@@ -176,14 +188,9 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 				continue
 			}
 			out.Results = append(out.Results, &topologyadminv30.ListPartyToParticipantResponse_Result{
-				Context: &topologyadminv30.BaseResult{
-					Store: a.synchronizerStore(), Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE,
-					TransactionHash: topology.TransactionHash(m.tx), Serial: int32(m.serial), SignedByFingerprints: slices.Clone(m.signedBy),
-				},
-				Item: m.proto(),
+				Context: a.added(m.tx, int32(m.serial), slices.Clone(m.signedBy)), Item: m.proto(),
 			})
 		}
-		return false, nil
 	})
 	return out, err
 }
@@ -208,15 +215,8 @@ func (m mappingEntry) proto() *protocolv30.PartyToParticipant {
 
 func (a *admin) ListSynchronizerTrustCertificate(ctx context.Context, req *topologyadminv30.ListSynchronizerTrustCertificateRequest) (*topologyadminv30.ListSynchronizerTrustCertificateResponse, error) {
 	q := req.GetBaseQuery()
-	if q == nil || q.GetTimeQuery() == nil {
-		return nil, adminError(codes.InvalidArgument, "FIELD_NOT_SET", catInvalid, "base_query.time_query: the field is required")
-	}
 	out := &topologyadminv30.ListSynchronizerTrustCertificateResponse{}
-	err := a.locked(func(*nodeState) (bool, error) {
-		ok, err := a.checkStore(q.GetStore(), false)
-		if err != nil || !ok || q.GetProposals() {
-			return false, err
-		}
+	err := a.list(q, q.GetProposals(), func() {
 		var uids []string
 		for v, ns := range a.n.st.Nodes {
 			if uid := ns.participantUID(v); strings.HasPrefix(uid, req.GetFilterUid()) {
@@ -228,12 +228,9 @@ func (a *admin) ListSynchronizerTrustCertificate(ctx context.Context, req *topol
 			cert := &protocolv30.SynchronizerTrustCertificate{ParticipantUid: uid, SynchronizerId: a.n.st.SynchronizerID}
 			tx := topologyTx(1, &protocolv30.TopologyMapping{Mapping: &protocolv30.TopologyMapping_SynchronizerTrustCertificate{SynchronizerTrustCertificate: cert}})
 			out.Results = append(out.Results, &topologyadminv30.ListSynchronizerTrustCertificateResponse_Result{
-				Context: &topologyadminv30.BaseResult{Store: a.synchronizerStore(), Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE,
-					TransactionHash: topology.TransactionHash(tx), Serial: 1, SignedByFingerprints: []string{namespaceOf(uid)}},
-				Item: cert,
+				Context: a.added(tx, 1, []string{namespaceOf(uid)}), Item: cert,
 			})
 		}
-		return false, nil
 	})
 	return out, err
 }
@@ -378,31 +375,17 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	if tx.GetSerial() != h.Serial+1 {
 		return false, adminError(codes.FailedPrecondition, "SERIAL_MISMATCH", 9, "The given serial %d does not match the expected serial %d of party %s", tx.GetSerial(), h.Serial+1, id)
 	}
-	known := map[string]bool{}
-	for v, other := range a.n.st.Nodes {
-		known[other.participantUID(v)] = true
-	}
-	var hosts []hostingPart
-	var unknown []string
-	confirmers := uint32(0)
+	var in []topology.Host
 	for _, p := range ptp.GetParticipants() {
-		perm := permissionName(uint64(p.GetPermission()))
-		if perm != "CONFIRMATION" && perm != "OBSERVATION" {
-			return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "participant %s of an external party must confirm or observe", p.GetParticipantUid())
-		}
-		if perm == "CONFIRMATION" {
-			confirmers++
-		}
-		if !known[p.GetParticipantUid()] {
-			unknown = append(unknown, p.GetParticipantUid())
-		}
-		hosts = append(hosts, hostingPart{ParticipantUID: p.GetParticipantUid(), Permission: perm})
+		in = append(in, topology.Host{ParticipantUID: p.GetParticipantUid(), Permission: uint64(p.GetPermission())})
 	}
+	hosts, confirmers, unknown, bad := a.n.hostsOf(in)
 	switch {
+	case bad != "":
+		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "participant %s of an external party must confirm or observe", bad)
 	case len(hosts) == 0:
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "party %s must keep at least one hosting participant", id)
 	case len(unknown) > 0:
-		slices.Sort(unknown)
 		return false, adminError(codes.NotFound, codeUnknownMembers, catMissing, "The following members are not known on the synchronizer: %s", strings.Join(unknown, ", "))
 	case ptp.GetThreshold() < 1 || ptp.GetThreshold() > confirmers:
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "confirmation threshold %d is not between 1 and the %d confirming participants", ptp.GetThreshold(), confirmers)
@@ -533,16 +516,13 @@ func (a *admin) ListDars(ctx context.Context, req *participantv30.ListDarsReques
 	out := &participantv30.ListDarsResponse{}
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		for _, d := range ns.darList() {
-			if req.GetFilterName() != "" && !strings.HasPrefix(d.Name, req.GetFilterName()) {
-				continue
+			if strings.HasPrefix(d.Name, req.GetFilterName()) {
+				out.Dars = append(out.Dars, &participantv30.DarDescription{Main: d.MainPackageID, Name: d.Name, Version: d.Version})
 			}
-			if req.GetLimit() > 0 && len(out.Dars) >= int(req.GetLimit()) {
-				break
-			}
-			out.Dars = append(out.Dars, &participantv30.DarDescription{Main: d.MainPackageID, Name: d.Name, Version: d.Version})
 		}
 		return false, nil
 	})
+	out.Dars = limit(out.Dars, req.GetLimit())
 	return out, err
 }
 
@@ -552,13 +532,19 @@ func (a *admin) ListPackages(ctx context.Context, req *participantv30.ListPackag
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		for _, d := range ns.darList() {
 			for _, p := range d.Packages {
-				if req.GetLimit() > 0 && len(out.PackageDescriptions) >= int(req.GetLimit()) {
-					return false, nil
-				}
 				out.PackageDescriptions = append(out.PackageDescriptions, &participantv30.PackageDescription{PackageId: p, Name: d.Name, Version: d.Version})
 			}
 		}
 		return false, nil
 	})
+	out.PackageDescriptions = limit(out.PackageDescriptions, req.GetLimit())
 	return out, err
+}
+
+// limit is the first n of s, all of s when n is not positive.
+func limit[T any](s []T, n int32) []T {
+	if n > 0 && len(s) > int(n) {
+		return s[:n]
+	}
+	return s
 }

@@ -25,11 +25,7 @@ func (n *Network) app(name string, admin, mutates bool, h func(w http.ResponseWr
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		ns := n.st.Nodes[name]
-		if !mutates {
-			h(w, r, ns)
-			return
-		}
-		n.durably(w, func(w http.ResponseWriter, msg string) { spliceError(w, http.StatusServiceUnavailable, msg) },
+		n.durably(w, mutates, func(w http.ResponseWriter, msg string) { spliceError(w, http.StatusServiceUnavailable, msg) },
 			func(w http.ResponseWriter) bool { return h(w, r, ns) })
 	}
 }
@@ -41,7 +37,8 @@ func (n *Network) appRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("POST "+base+"/v0/admin/users", n.app(name, true, true, onboardWalletUser))
 	mux.HandleFunc("POST "+base+"/v0/admin/users/offboard", n.app(name, true, true, offboardWalletUser))
 	mux.HandleFunc("GET "+base+"/v0/admin/participant/identities", n.app(name, true, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		return identities(w, name, ns)
+		writeJSON(w, http.StatusOK, identitiesDump(name, ns))
+		return false
 	}))
 	mux.HandleFunc("GET "+base+"/v0/admin/domain/data-snapshot", n.dataSnapshot(name))
 	// The app runs while its listener does (its readiness is the pod's, not simulated here).
@@ -131,11 +128,6 @@ func offboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) b
 	ns.Traffic.Consumed += 2_000
 	w.WriteHeader(http.StatusOK)
 	return true
-}
-
-func identities(w http.ResponseWriter, validator string, ns *nodeState) bool {
-	writeJSON(w, http.StatusOK, identitiesDump(validator, ns))
-	return false
 }
 
 // identitiesDump is the NodeIdentitiesDump of the participant: its uid, its

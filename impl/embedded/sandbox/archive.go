@@ -31,42 +31,29 @@ func archivePackageID(dalf []byte) (string, error) {
 	var payload []byte
 	var hash string
 	var hasPayload bool
-	b := dalf
-	for len(b) > 0 {
+	for b := dalf; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return "", errors.New("not a Daml-LF archive")
 		}
-		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return "", errors.New("not a Daml-LF archive")
+		}
+		v := b[n : n+m] // a well-formed value of its type
 		switch {
 		case num == archiveHashFunction && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return "", errors.New("not a Daml-LF archive")
+			if f, _ := protowire.ConsumeVarint(v); f != 0 {
+				return "", fmt.Errorf("unknown hash function %d", f)
 			}
-			if v != 0 {
-				return "", fmt.Errorf("unknown hash function %d", v)
-			}
-			b = b[n:]
 		case num == archivePayload && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return "", errors.New("not a Daml-LF archive")
-			}
-			payload, hasPayload, b = v, true, b[n:]
+			payload, _ = protowire.ConsumeBytes(v)
+			hasPayload = true
 		case num == archiveHash && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return "", errors.New("not a Daml-LF archive")
-			}
-			hash, b = string(v), b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return "", errors.New("not a Daml-LF archive")
-			}
-			b = b[n:]
+			h, _ := protowire.ConsumeBytes(v)
+			hash = string(h)
 		}
+		b = b[n+m:]
 	}
 	if !hasPayload || len(payload) == 0 {
 		return "", errors.New("not a Daml-LF archive: no payload")

@@ -103,10 +103,6 @@ var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
 // other errors are redirected to the redirect URI (error, error_description,
 // state).
 func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("realm") != Realm {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
-		return
-	}
 	q := r.URL.Query()
 	client, redirect, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
 	page := func(status int, msg string) {

@@ -24,13 +24,12 @@ type Console struct {
 	n         *Network
 	validator string
 
-	mu         sync.Mutex
-	cond       *sync.Cond
-	out        bytes.Buffer
-	line       []byte
-	closed     bool // Close was called: Read fails
-	ended      bool // the console exited: Read drains, then io.EOF
-	cols, rows uint16
+	mu     sync.Mutex
+	cond   *sync.Cond
+	out    bytes.Buffer
+	line   []byte
+	closed bool // Close was called: Read fails
+	ended  bool // the console exited: Read drains, then io.EOF
 }
 
 // ErrConsoleClosed is Read's error after Close.
@@ -42,7 +41,7 @@ func (n *Network) OpenConsole(_ context.Context, validator string) (*Console, er
 	if _, err := n.node(validator); err != nil {
 		return nil, err
 	}
-	c := &Console{n: n, validator: validator, cols: 80, rows: 24}
+	c := &Console{n: n, validator: validator}
 	c.cond = sync.NewCond(&c.mu)
 	c.out.WriteString("Welcome to the sandbox participant console of " + validator + ".\r\n" +
 		"Type `help` for the commands this console answers, `exit` to leave.\r\n" + consolePrompt)
@@ -120,13 +119,9 @@ func (c *Console) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Resize records the terminal size (the console wraps nothing itself).
-func (c *Console) Resize(cols, rows uint16) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cols, c.rows = cols, rows
-	return nil
-}
+// Resize accepts the terminal's size, which the console does not need: it
+// wraps nothing itself.
+func (c *Console) Resize(cols, rows uint16) error { return nil }
 
 // Close ends the session.
 func (c *Console) Close() error {

@@ -68,12 +68,9 @@ func newUpstreamDoc(load func() (*openapi3.T, error)) (*upstreamDoc, error) {
 	if len(doc.Servers) > 0 {
 		d.prefix = strings.TrimSuffix(doc.Servers[0].URL, "/")
 	}
-	routed, err := load()
-	if err != nil {
-		return nil, err
-	}
+	routed := *doc // the router matches paths without the servers' prefix
 	routed.Servers = nil
-	if d.router, err = gorillamux.NewRouter(routed); err != nil {
+	if d.router, err = gorillamux.NewRouter(&routed); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"archive/zip"
 	"bufio"
 	"io"
 	"path"
@@ -13,26 +12,10 @@ import (
 // name-version-packageid.dalf (the package id optional).
 var mainDalfName = regexp.MustCompile(`^(.+?)-(\d[0-9A-Za-z.+_]*?)(?:-[0-9a-f]{64})?\.dalf$`)
 
-// darNameVersion is the DAR's package name and version: the manifest's Name
-// (name-version) or, failing that, its Main-Dalf file name. The archive was
-// read before; anything unreadable leaves both empty.
-func darNameVersion(f io.ReaderAt, size int64) (string, string) {
-	zr, err := zip.NewReader(f, size)
-	if err != nil {
-		return "", ""
-	}
-	var attrs = map[string]string{}
-	for _, zf := range zr.File {
-		if zf.Name != "META-INF/MANIFEST.MF" {
-			continue
-		}
-		rc, err := zf.Open()
-		if err != nil {
-			return "", ""
-		}
-		readManifest(rc, attrs)
-		rc.Close()
-	}
+// darNameVersion is the DAR's package name and version from its manifest's
+// attrs: Name (name-version) or, failing that, its Main-Dalf file name;
+// both empty when neither says.
+func darNameVersion(attrs map[string]string) (string, string) {
 	for _, candidate := range []string{attrs["Name"] + ".dalf", path.Base(attrs["Main-Dalf"])} {
 		if m := mainDalfName.FindStringSubmatch(candidate); m != nil {
 			return m[1], m[2]

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -88,12 +89,7 @@ func (n *Network) discover(w http.ResponseWriter, r *http.Request) {
 // publish writes the network's address into its directory (0600).
 func (n *Network) publish() error {
 	raw, _ := json.Marshal(networkAddress{URL: n.scan.url, PID: os.Getpid()})
-	path := filepath.Join(n.dir, networkFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("sandbox: publish the network's address: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(filepath.Join(n.dir, networkFile), raw, 0o600); err != nil {
 		return fmt.Errorf("sandbox: publish the network's address: %w", err)
 	}
 	return nil

@@ -9,40 +9,19 @@ import (
 	"os"
 )
 
-// Files is where the network's state is written: the operating system's
-// files by default; tests inject a failing one (a full or read-only disk).
-type Files interface {
-	WriteFile(name string, data []byte, perm os.FileMode) error
-	Rename(oldpath, newpath string) error
-}
+// WriteFile replaces a file whole, as atomicfile.Write does (the default);
+// tests inject a failing one (a full or read-only disk).
+type WriteFile func(path string, data []byte, perm os.FileMode) error
 
-type osFiles struct{}
-
-func (osFiles) WriteFile(name string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
+// durably runs handler h; one that mutates, with its answer held back:
+// when the state it changed (h returns true) cannot be saved, the change is
+// undone and the caller gets 503 (via unavailable) instead of an answer for
+// a change that a restart would lose. Called with n.mu held.
+func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter) bool) {
+	if !mutates {
+		h(w)
+		return
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	// The rename that follows must not publish a file whose bytes are
-	// still only in the page cache.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func (osFiles) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
-
-// durably runs a mutating handler h with its answer held back: when the
-// state it changed cannot be saved, the change is undone and the caller
-// gets 503 (via unavailable) instead of an answer for a change that a
-// restart would lose. Called with n.mu held.
-func (n *Network) durably(w http.ResponseWriter, unavailable func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter) bool) {
 	before, err := json.Marshal(n.st)
 	if err != nil {
 		unavailable(w, "sandbox state could not be read: "+err.Error())

@@ -8,11 +8,10 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -67,8 +66,7 @@ func badRequest(w http.ResponseWriter, format string, args ...any) {
 // synchronizer, a field of req, is this participant's; false when it
 // answered the error.
 func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, req any, synchronizer *string) bool {
-	if err := json.NewDecoder(r.Body).Decode(req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, req) {
 		return false
 	}
 	if *synchronizer != n.st.SynchronizerID {
@@ -305,69 +303,42 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party
 
-	known := map[string]bool{}
-	for v, other := range n.st.Nodes {
-		known[other.participantUID(v)] = true
-	}
-	var hosts []hostingPart
-	var unknown []string
-	hostedHere := false
-	confirmers := uint32(0)
-	for _, h := range o.toHosts.Participants {
-		perm := map[uint64]string{topology.PermissionConfirmation: "CONFIRMATION", topology.PermissionObservation: "OBSERVATION"}[h.Permission]
-		if perm == "" {
-			badRequest(w, "participant %s of an external party must confirm or observe", h.ParticipantUID)
-			return true
-		}
-		if perm == "CONFIRMATION" {
-			confirmers++
-		}
-		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
-		switch {
-		case h.ParticipantUID == local:
-			hostedHere = true
-		case !known[h.ParticipantUID]:
-			unknown = append(unknown, h.ParticipantUID)
-		}
-	}
+	hosts, confirmers, unknown, bad := n.hostsOf(o.toHosts.Participants)
 	switch {
-	case !hostedHere:
+	case bad != "":
+		badRequest(w, "participant %s of an external party must confirm or observe", bad)
+		return true
+	case !slices.ContainsFunc(hosts, func(h hostingPart) bool { return h.ParticipantUID == local }):
 		badRequest(w, "the external party must be hosted on this participant (%s)", local)
 		return true
 	case len(unknown) > 0:
-		sort.Strings(unknown)
 		cantonError(w, http.StatusNotFound, codeUnknownMembers, "The following members are not known on the synchronizer: "+strings.Join(unknown, ", "), catMissing, grpcMissing)
 		return true
 	case o.toHosts.Threshold < 1 || o.toHosts.Threshold > confirmers:
 		badRequest(w, "confirmation threshold %d is not between 1 and the %d confirming participants", o.toHosts.Threshold, confirmers)
 		return true
 	}
-	if h, ok := n.st.Hosting[o.party]; ok && ns.Parties[o.party] == nil && h.Proposal != nil && bytes.Equal(h.Proposal.Tx, o.toHostsRaw) {
+	switch h, ok := n.st.Hosting[o.party]; {
+	case ok && ns.Parties[o.party] == nil && h.Proposal != nil && bytes.Equal(h.Proposal.Tx, o.toHostsRaw):
 		// A co-host receives the transactions the party signed: its
 		// participant signs the proposal, which takes effect once every
 		// host has.
 		n.sign(o.party, h, ns.Fingerprint)
-		if ns.Parties[o.party] == nil { // not promoted yet: listed here already
-			ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
-		}
-		if u != nil {
-			u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
-		return true
-	}
-	if _, ok := n.st.Hosting[o.party]; ok || ns.Parties[o.party] != nil {
+	case ok || ns.Parties[o.party] != nil:
 		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+o.party+" is already allocated", catExists, grpcExists)
 		return true
+	default:
+		// Allocated here: the party's key and this participant have signed
+		// the mapping; it takes effect once each co-host has signed it too.
+		h = &hosting{SigningKey: o.key.Fingerprint(), KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
+			Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
+		n.st.Hosting[o.party] = h
+		n.sign(o.party, h, o.key.Fingerprint())
+		n.sign(o.party, h, ns.Fingerprint)
 	}
-	// Allocated here: the party's key and this participant have signed the
-	// mapping; it takes effect once each co-host has signed it too.
-	h := &hosting{SigningKey: o.key.Fingerprint(), KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
-		Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
-	n.st.Hosting[o.party] = h
-	n.sign(o.party, h, o.key.Fingerprint())
-	n.sign(o.party, h, ns.Fingerprint)
-	ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
+	if ns.Parties[o.party] == nil { // not promoted yet (promoting lists it on every host)
+		ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
+	}
 	if u != nil {
 		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
 	}

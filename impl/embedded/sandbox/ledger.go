@@ -42,6 +42,16 @@ func invalid(w http.ResponseWriter, code, format string, args ...any) {
 	cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
 }
 
+// decode reads the request's JSON body into v; false when it was
+// malformed, answered 400.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+		return false
+	}
+	return true
+}
+
 // Party hints and user ids as Canton accepts them.
 var (
 	partyHintRE = regexp.MustCompile(`^[a-zA-Z0-9:\-_ ]{1,185}$`)
@@ -69,11 +79,8 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), tokenUserKey{}, u.ID))
-		if !mutates {
-			h(w, r, ns)
-			return
-		}
-		n.durably(w, func(w http.ResponseWriter, msg string) {
+		// A read answers false: it changed nothing and costs no traffic.
+		n.durably(w, mutates, func(w http.ResponseWriter, msg string) {
 			cantonError(w, http.StatusServiceUnavailable, "UNAVAILABLE", msg, catUnavailable, grpcUnavailable)
 		}, func(w http.ResponseWriter) bool {
 			if !h(w, r, ns) {
@@ -117,10 +124,7 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 	size := max
 	if s := r.URL.Query().Get("pageSize"); s != "" {
 		v, err := strconv.Atoi(s)
-		if err != nil || v < 0 {
-			return nil, "", false
-		}
-		if v > max {
+		if err != nil || v < 0 || v > max {
 			return nil, "", false
 		}
 		if v > 0 {
@@ -143,15 +147,10 @@ func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
 	return ids[start:end], next, true
 }
 
-// writePage answers one page of m's entries in key order (page), each as
-// render makes it, under field, with the next page's token; an invalid
-// page request is answered 400.
-func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, field string, render func(T) map[string]any) {
-	writePageOf(w, r, max, m, slices.Collect(maps.Keys(m)), field, render)
-}
-
-// writePageOf is writePage over the entries of ids only.
-func writePageOf[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
+// writePage answers one page of the entries of m named by ids in key
+// order (page), each as render makes it, under field, with the next page's
+// token; an invalid page request is answered 400.
+func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
 	ids, next, ok := page(ids, r, max)
 	if !ok {
 		// The ledger refuses a page larger than its maximum rather than
@@ -172,12 +171,8 @@ func (ns *nodeState) userOf(w http.ResponseWriter, id string) (*user, bool) {
 	if id == "" {
 		return nil, true
 	}
-	u := ns.Users[id]
-	if u == nil {
-		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+id, catMissing, grpcMissing)
-		return nil, false
-	}
-	return u, true
+	u := ns.user(w, id)
+	return u, u != nil
 }
 
 func partyDetails(p *party) map[string]any {
@@ -199,7 +194,7 @@ func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeSt
 			ids = append(ids, id)
 		}
 	}
-	writePageOf(w, r, n.pageSize, ns.Parties, ids, "partyDetails", partyDetails)
+	writePage(w, r, n.pageSize, ns.Parties, ids, "partyDetails", partyDetails)
 	return false
 }
 
@@ -247,7 +242,11 @@ func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request,
 			permission = "PARTICIPANT_PERMISSION_SUBMISSION"
 		}
 		if h := n.st.Hosting[id]; h != nil {
-			for _, hp := range append(append([]hostingPart{}, h.Hosts...), proposalHosts(h)...) {
+			hosts := slices.Clone(h.Hosts)
+			if h.Proposal != nil {
+				hosts = append(hosts, h.Proposal.Hosts...)
+			}
+			for _, hp := range hosts {
 				if hp.ParticipantUID == ns.participantUID(name) && ns.Parties[id] != nil {
 					permission = "PARTICIPANT_PERMISSION_" + hp.Permission
 					break
@@ -262,20 +261,12 @@ func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request,
 	writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": out})
 }
 
-func proposalHosts(h *hosting) []hostingPart {
-	if h.Proposal == nil {
-		return nil
-	}
-	return h.Proposal.Hosts
-}
-
 func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	var req struct {
 		PartyIDHint string `json:"partyIdHint"`
 		UserID      string `json:"userId"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return false
 	}
 	if req.PartyIDHint == "" {
@@ -315,7 +306,7 @@ func userJSON(u *user) map[string]any {
 }
 
 func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writePage(w, r, n.pageSize, ns.Users, "users", userJSON)
+	writePage(w, r, n.pageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
 	return false
 }
 
@@ -398,8 +389,7 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		User   wireUser    `json:"user"`
 		Rights []wireRight `json:"rights"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return false
 	}
 	if !userIDRE.MatchString(req.User.ID) {
@@ -427,16 +417,17 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return true
 }
 
-func userOr404(w http.ResponseWriter, r *http.Request, ns *nodeState) *user {
-	u := ns.Users[r.PathValue("id")]
+// user is the user of id, nil when there is none, answered 404 as the ledger does.
+func (ns *nodeState) user(w http.ResponseWriter, id string) *user {
+	u := ns.Users[id]
 	if u == nil {
-		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+r.PathValue("id"), catMissing, grpcMissing)
+		cantonError(w, http.StatusNotFound, "USER_NOT_FOUND", "User not found: "+id, catMissing, grpcMissing)
 	}
 	return u
 }
 
 func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	if u := userOr404(w, r, ns); u != nil {
+	if u := ns.user(w, r.PathValue("id")); u != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(u)})
 	}
 	return false
@@ -455,11 +446,10 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			Paths []string `json:"paths"`
 		} `json:"updateMask"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return false
 	}
-	u := userOr404(w, r, ns)
+	u := ns.user(w, r.PathValue("id"))
 	if u == nil {
 		return false
 	}
@@ -484,9 +474,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			next.IsDeactivated = req.User.IsDeactivated
 		case "metadata.annotations", "metadata":
 			ann := map[string]string{}
-			for k, v := range u.Annotations {
-				ann[k] = v
-			}
+			maps.Copy(ann, u.Annotations)
 			if req.User.Metadata != nil {
 				for k, v := range req.User.Metadata.Annotations {
 					if v == "" {
@@ -509,7 +497,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 }
 
 func listRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	if u := userOr404(w, r, ns); u != nil {
+	if u := ns.user(w, r.PathValue("id")); u != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"rights": rightsJSON(u.Rights)})
 	}
 	return false
@@ -522,11 +510,10 @@ type rightsRequest struct {
 
 func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, []right, bool) {
 	var req rightsRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
+	if !decode(w, r, &req) {
 		return nil, nil, false
 	}
-	u := userOr404(w, r, ns)
+	u := ns.user(w, r.PathValue("id"))
 	if u == nil {
 		return nil, nil, false
 	}
@@ -596,18 +583,17 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 		invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
 		return false
 	}
-	pkgs, main, err := darPackages(f, size)
+	d, err := readDar(f, size)
 	if err != nil {
 		invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
 		return false
 	}
-	for _, p := range pkgs {
+	for _, p := range d.Packages {
 		if !slices.Contains(ns.Packages, p) {
 			ns.Packages = append(ns.Packages, p)
 		}
 	}
-	name, version := darNameVersion(f, size)
-	ns.Dars = append(ns.Dars, dar{MainPackageID: main, Name: name, Version: version, Packages: pkgs, SizeBytes: size})
+	ns.Dars = append(ns.Dars, d)
 	writeJSON(w, http.StatusOK, map[string]any{})
 	return true
 }
@@ -615,11 +601,12 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 // maxDalfBytes bounds one DALF the sandbox reads into memory.
 const maxDalfBytes = 64 << 20
 
-// darPackages reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated).
-func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
+// readDar reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated),
+// and its name and version (darNameVersion).
+func readDar(f io.ReaderAt, size int64) (dar, error) {
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
-		return nil, "", fmt.Errorf("not a zip archive")
+		return dar{}, fmt.Errorf("not a zip archive")
 	}
 	files := map[string]*zip.File{}
 	for _, zf := range zr.File {
@@ -627,21 +614,21 @@ func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 	}
 	mf, ok := files["META-INF/MANIFEST.MF"]
 	if !ok {
-		return nil, "", fmt.Errorf("no META-INF/MANIFEST.MF")
+		return dar{}, fmt.Errorf("no META-INF/MANIFEST.MF")
 	}
 	rc, err := mf.Open()
 	if err != nil {
-		return nil, "", err
+		return dar{}, err
 	}
 	defer rc.Close()
 	attrs := map[string]string{}
 	readManifest(rc, attrs)
 	if attrs["Format"] != "" && attrs["Format"] != "daml-lf" {
-		return nil, "", fmt.Errorf("unsupported format %q", attrs["Format"])
+		return dar{}, fmt.Errorf("unsupported format %q", attrs["Format"])
 	}
 	mainName := attrs["Main-Dalf"]
 	if mainName == "" {
-		return nil, "", fmt.Errorf("the manifest names no Main-Dalf")
+		return dar{}, fmt.Errorf("the manifest names no Main-Dalf")
 	}
 	names := []string{mainName}
 	for _, d := range strings.Split(attrs["Dalfs"], ",") {
@@ -653,25 +640,26 @@ func darPackages(f io.ReaderAt, size int64) ([]string, string, error) {
 	for _, name := range names {
 		zf, ok := files[name]
 		if !ok {
-			return nil, "", fmt.Errorf("the manifest names %s, which is not in the archive", name)
+			return dar{}, fmt.Errorf("the manifest names %s, which is not in the archive", name)
 		}
 		rc, err := zf.Open()
 		if err != nil {
-			return nil, "", err
+			return dar{}, err
 		}
 		raw, err := io.ReadAll(io.LimitReader(rc, maxDalfBytes+1))
 		rc.Close()
 		if err != nil {
-			return nil, "", err
+			return dar{}, err
 		}
 		if len(raw) > maxDalfBytes {
-			return nil, "", fmt.Errorf("%s is larger than %d bytes", name, maxDalfBytes)
+			return dar{}, fmt.Errorf("%s is larger than %d bytes", name, maxDalfBytes)
 		}
 		id, err := archivePackageID(raw)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %v", name, err)
+			return dar{}, fmt.Errorf("%s: %v", name, err)
 		}
 		ids = append(ids, id)
 	}
-	return ids, ids[0], nil
+	name, version := darNameVersion(attrs)
+	return dar{MainPackageID: ids[0], Name: name, Version: version, Packages: ids, SizeBytes: size}, nil
 }

@@ -47,15 +47,23 @@ func (n *Network) realmTokenURL() string { return n.realmURL() + "/protocol/open
 // <URL>/realms/<Realm>, as under a Keycloak base URL.
 func (n *Network) URL() string { return n.scan.url }
 
+// inRealm answers 404 for a realm other than Realm, as Keycloak does, and
+// lets h answer for Realm.
+func inRealm(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("realm") != Realm {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+			return
+		}
+		h(w, r)
+	}
+}
+
 // realmToken is the realm's token endpoint: the password grant of wallet
 // users, the client-credentials grant of the clients the identity provider
 // made for validators and the authorization-code grant of their UIs'
 // clients (authcode.go).
 func (n *Network) realmToken(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("realm") != Realm {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
-		return
-	}
 	if err := r.ParseForm(); err == nil {
 		switch r.PostForm.Get("grant_type") {
 		case "client_credentials":
@@ -90,10 +98,6 @@ func (n *Network) clientToken(w http.ResponseWriter, r *http.Request) {
 
 // realmDiscovery is the realm's OpenID Provider Metadata.
 func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("realm") != Realm {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
-		return
-	}
 	base := n.realmURL()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                base,
@@ -107,15 +111,6 @@ func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"ES256"},
 	})
-}
-
-// realmCerts is the realm's JWKS: the token endpoint's one key.
-func (n *Network) realmCerts(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("realm") != Realm {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
-		return
-	}
-	n.jwks(w, r)
 }
 
 // passwordToken is the resource-owner password grant (RFC 6749 section

@@ -9,6 +9,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -18,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -63,8 +64,8 @@ type Options struct {
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
 	PageSize int
-	// Files writes the state (durable.go); the operating system's when nil.
-	Files Files
+	// WriteFile writes the state (durable.go); atomicfile.Write when nil.
+	WriteFile WriteFile
 	// Passwords checks wallet users' passwords for the password grant of
 	// Realm (realm.go); without it every password is refused.
 	Passwords Passwords
@@ -90,7 +91,7 @@ type Network struct {
 	hook     Hook
 	fault    func(string, *http.Request) int
 	pageSize int
-	files    Files
+	write    WriteFile
 
 	mu sync.Mutex
 	st *state
@@ -127,12 +128,6 @@ type node struct {
 	migrationID int64
 }
 
-type listener struct {
-	url string
-	srv *http.Server
-	ln  net.Listener
-}
-
 // Open loads the network's state from dir (created 0700; the state file is
 // 0600) and opens the scan service's and token endpoint's listener, which
 // Start serves.
@@ -140,16 +135,14 @@ func Open(dir string, o Options) (*Network, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	if o.Files == nil {
-		o.Files = osFiles{}
+	if o.WriteFile == nil {
+		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, files: o.Files, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
+	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, write: o.WriteFile, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
 		passwords: o.Passwords, realmClients: o.Clients, redirects: o.Redirects}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
@@ -175,11 +168,12 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("POST /oauth2/token", n.token)
 	mux.HandleFunc("GET /.well-known/openid-configuration", n.discovery)
 	mux.HandleFunc("GET /.well-known/jwks.json", n.jwks)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", n.realmToken)
-	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", n.realmCerts)
-	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", n.authorize)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", n.authorize)
-	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", n.realmDiscovery)
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", inRealm(n.realmToken))
+	// The realm's JWKS: the token endpoint's one key.
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", inRealm(n.jwks))
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
+	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", inRealm(n.realmDiscovery))
 	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err
@@ -335,11 +329,7 @@ func (n *Network) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp := n.statePath() + ".tmp"
-	if err := n.files.WriteFile(tmp, raw, 0o600); err != nil {
-		return err
-	}
-	return n.files.Rename(tmp, n.statePath())
+	return n.write(n.statePath(), raw, 0o600)
 }
 
 // ErrRefused marks a state file refused at open (damaged, another

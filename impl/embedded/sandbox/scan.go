@@ -15,33 +15,6 @@ func (n *Network) scanRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+base+"/v0/holdings/summary", n.holdingsSummary)
 }
 
-// Synchronizer is the id of the sandbox's one synchronizer.
-func (n *Network) Synchronizer() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.st.SynchronizerID
-}
-
-// ParticipantUID is the participant uid of validator name's sandbox node ("" before it starts).
-func (n *Network) ParticipantUID(name string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if ns := n.st.Nodes[name]; ns != nil {
-		return ns.participantUID(name)
-	}
-	return ""
-}
-
-// OperatorParty is validator name's operator party ("" before its node starts).
-func (n *Network) OperatorParty(name string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if ns := n.st.Nodes[name]; ns != nil {
-		return ns.OperatorParty
-	}
-	return ""
-}
-
 func (n *Network) trafficStatus(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

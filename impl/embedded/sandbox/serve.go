@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -11,9 +12,6 @@ import (
 // shutdownGrace bounds how long requests in flight may finish once the
 // network stops: simulated upstreams answer in milliseconds.
 const shutdownGrace = 5 * time.Second
-
-// errStopped answers a node asked for after the network stopped.
-var errStopped = errors.New("sandbox: the network is stopped")
 
 // server is one of the network's listeners with what serves it.
 type server interface {
@@ -35,6 +33,9 @@ type servers struct {
 }
 
 func newServers() *servers { return &servers{wake: make(chan struct{}, 1)} }
+
+// errStopped answers a node asked for after the network stopped.
+var errStopped = errors.New("sandbox: the network is stopped")
 
 // add hands s to Start; refused once the network has stopped.
 func (ss *servers) add(s server) error {
@@ -102,6 +103,14 @@ func closedContext() context.Context {
 
 // listen opens a fresh loopback port.
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// listener is an HTTP listener of the network (the scan service's, a
+// node's ledger or validator app).
+type listener struct {
+	url string
+	srv *http.Server
+	ln  net.Listener
+}
 
 func (l *listener) serve() { _ = l.srv.Serve(l.ln) }
 

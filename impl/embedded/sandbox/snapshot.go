@@ -67,19 +67,10 @@ func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 
 // migrationDumpLocked is the DomainMigrationDump of validator's participant.
 func (n *Network) migrationDumpLocked(validator string, ns *nodeState, at time.Time, migration int64) map[string]any {
-	parties := make([]string, 0, len(ns.Parties))
-	for id := range ns.Parties {
-		parties = append(parties, id)
-	}
-	slices.Sort(parties)
+	parties := append([]string{}, slices.Sorted(maps.Keys(ns.Parties))...)
 	acs, _ := json.Marshal(map[string]any{"participant": ns.participantUID(validator), "timestamp": at.UTC().Format(time.RFC3339Nano), "parties": parties, "contracts": []any{}})
-	ids := make([]string, 0, len(ns.Users))
-	for id := range ns.Users {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	users := make([]any, 0, len(ids))
-	for _, id := range ids {
+	users := make([]any, 0, len(ns.Users))
+	for _, id := range slices.Sorted(maps.Keys(ns.Users)) {
 		u := ns.Users[id]
 		rights := make([]any, 0, len(u.Rights))
 		for _, rt := range u.Rights {

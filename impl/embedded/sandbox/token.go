@@ -5,7 +5,6 @@ import (
 	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +14,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jws"
 )
 
 // The token endpoint is an OAuth2 authorization server as a validator's
@@ -64,6 +66,12 @@ func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
 	return ec, nil
 }
 
+func (n *Network) tokenKey() (*ecdsa.PrivateKey, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.tokenKeyLocked()
+}
+
 var b64 = base64.RawURLEncoding
 
 // claims are the token's claims the ledger reads.
@@ -83,24 +91,16 @@ type claims struct {
 
 // issue signs a token for client sub.
 func (n *Network) issue(c claims) (string, error) {
-	n.mu.Lock()
-	key, err := n.tokenKeyLocked()
-	n.mu.Unlock()
+	key, err := n.tokenKey()
 	if err != nil {
 		return "", err
 	}
-	head, _ := json.Marshal(map[string]string{"alg": "ES256", "typ": "JWT", "kid": tokenKid})
 	body, _ := json.Marshal(c)
-	signing := b64.EncodeToString(head) + "." + b64.EncodeToString(body)
-	d := sha256.Sum256([]byte(signing))
-	r, s, err := ecdsa.Sign(rand.Reader, key, d[:])
-	if err != nil {
-		return "", err
-	}
-	sig := make([]byte, 64)
-	r.FillBytes(sig[:32])
-	s.FillBytes(sig[32:])
-	return signing + "." + b64.EncodeToString(sig), nil
+	head := jws.NewHeaders()
+	_ = head.Set(jws.KeyIDKey, tokenKid)
+	_ = head.Set(jws.TypeKey, "JWT")
+	tok, err := jws.Sign(body, jws.WithKey(jwa.ES256, key, jws.WithProtectedHeaders(head)))
+	return string(tok), err
 }
 
 // subject is the client a request's bearer token was issued to, "" when
@@ -121,32 +121,17 @@ func (n *Network) claimsLocked(r *http.Request) (claims, bool) {
 	if !ok {
 		return claims{}, false
 	}
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return claims{}, false
-	}
-	var head struct {
-		Alg string `json:"alg"`
-	}
-	raw, err := b64.DecodeString(parts[0])
-	if err != nil || json.Unmarshal(raw, &head) != nil || head.Alg != "ES256" {
-		return claims{}, false
-	}
-	sig, err := b64.DecodeString(parts[2])
-	if err != nil || len(sig) != 64 {
-		return claims{}, false
-	}
 	key, err := n.tokenKeyLocked()
 	if err != nil {
 		return claims{}, false
 	}
-	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if !ecdsa.Verify(&key.PublicKey, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	var msg jws.Message
+	raw, err := jws.Verify([]byte(tok), jws.WithKey(jwa.ES256, &key.PublicKey), jws.WithMessage(&msg), jws.WithCompact())
+	if err != nil || len(msg.Signatures()) != 1 || msg.Signatures()[0].ProtectedHeaders().Algorithm() != jwa.ES256 {
 		return claims{}, false
 	}
 	var c claims
-	raw, err = b64.DecodeString(parts[1])
-	if err != nil || json.Unmarshal(raw, &c) != nil || time.Now().Unix() >= c.Expiry || c.Subject == "" {
+	if json.Unmarshal(raw, &c) != nil || time.Now().Unix() >= c.Expiry || c.Subject == "" {
 		return claims{}, false
 	}
 	return c, true
@@ -265,9 +250,7 @@ func (n *Network) discovery(w http.ResponseWriter, _ *http.Request) {
 
 // jwks publishes the signing key (RFC 7517).
 func (n *Network) jwks(w http.ResponseWriter, _ *http.Request) {
-	n.mu.Lock()
-	key, err := n.tokenKeyLocked()
-	n.mu.Unlock()
+	key, err := n.tokenKey()
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 		return

@@ -93,6 +93,31 @@ func (n *Network) promote(id string, h *hosting) {
 	h.proposal, h.Proposal = *p, nil
 }
 
+// hostsOf checks the hosts of a party-to-participant mapping as the
+// synchronizer does: bad is the first that neither confirms nor observes,
+// unknown (sorted) those that are no participant of the synchronizer.
+func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers uint32, unknown []string, bad string) {
+	known := map[string]bool{}
+	for v, ns := range n.st.Nodes {
+		known[ns.participantUID(v)] = true
+	}
+	for _, h := range in {
+		perm := permissionName(h.Permission)
+		if perm != "CONFIRMATION" && perm != "OBSERVATION" {
+			return nil, 0, nil, h.ParticipantUID
+		}
+		if perm == "CONFIRMATION" {
+			confirmers++
+		}
+		if !known[h.ParticipantUID] {
+			unknown = append(unknown, h.ParticipantUID)
+		}
+		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
+	}
+	slices.Sort(unknown)
+	return hosts, confirmers, unknown, ""
+}
+
 // mappingEntry is one party-to-participant mapping as the admin API lists it.
 type mappingEntry struct {
 	party     string
