@@ -74,7 +74,7 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 	code := http.StatusOK
 	// The embedded default's file stores, when it has them.
 	optional := func(name string) *platformapi.ComponentHealth {
-		if _, ok := s.health[name]; !ok {
+		if _, ok := s.Health[name]; !ok {
 			return nil
 		}
 		c := status(name)
@@ -87,8 +87,8 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		h.Status = platformapi.HealthDown
 		code = http.StatusServiceUnavailable
 	}
-	if s.leader != nil {
-		return withLeaderElection{code: code, health: h, leader: s.leader()}, nil
+	if s.Leader != nil {
+		return withLeaderElection{code: code, health: h, leader: s.Leader()}, nil
 	}
 	if code != http.StatusOK {
 		return platformapi.GetHealth503JSONResponse(h), nil
@@ -141,14 +141,14 @@ func (s *Server) startCheck(ctx context.Context) chan struct{} {
 
 // check asks every dependency at once.
 func (s *Server) check(ctx context.Context) *healthReport {
-	r := &healthReport{at: s.now(), status: make(map[string]platformapi.HealthStatus, len(s.health))}
+	r := &healthReport{at: s.now(), status: make(map[string]platformapi.HealthStatus, len(s.Health))}
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	for name, p := range s.health {
+	for name, p := range s.Health {
 		wg.Go(func() {
 			st := platformapi.HealthUp
 			if p == nil {
@@ -163,7 +163,7 @@ func (s *Server) check(ctx context.Context) *healthReport {
 				if errors.Is(err, domain.ErrStarting) {
 					level = slog.LevelInfo
 				}
-				s.log.Log(ctx, level, "health: component is DOWN", "component", name, "error", err)
+				s.Logger.Log(ctx, level, "health: component is DOWN", "component", name, "error", err)
 			}
 			mu.Lock()
 			r.status[name] = st
@@ -215,7 +215,7 @@ func (r withLeaderElection) VisitGetHealthResponse(w http.ResponseWriter) error 
 
 // GetInfo reports the build.
 func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (platformapi.GetInfoResponseObject, error) {
-	b := platformapi.BuildInfo{Version: s.version}
+	b := platformapi.BuildInfo{Version: s.Version}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, kv := range bi.Settings {
 			switch kv.Key {
