@@ -22,7 +22,7 @@ func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) er
 	if err := s.checkValidatorAddresses(cfg); err != nil {
 		return err
 	}
-	return s.cluster.CheckReferences(ctx, references(cfg))
+	return s.Cluster.CheckReferences(ctx, references(cfg))
 }
 
 // checkValidatorAddresses checks the addresses of a validator's
@@ -30,18 +30,18 @@ func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) er
 // balances and traffic) and the token endpoint under oidcAuthorityUrl,
 // which receives the validator's client secret.
 func (s *Server) checkValidatorAddresses(cfg domain.ValidatorConfig) error {
-	if s.validatorAddresses == nil {
+	if s.ValidatorAddresses == nil {
 		return nil
 	}
 	var bad domain.Invalids
 	if a := cfg.Cluster.ScanAddress; a != "" {
-		if err := s.validatorAddresses.CheckURL(a); err != nil {
-			bad = append(bad, domain.Invalid("clusterConfig.scanAddress", "%s", refusal(err)))
+		if err := s.ValidatorAddresses.CheckURL(a); err != nil {
+			bad = append(bad, domain.Invalid("clusterConfig.scanAddress", "%v", err))
 		}
 	}
 	if cfg.Auth != nil && cfg.Auth.OIDCAuthorityURL != nil && *cfg.Auth.OIDCAuthorityURL != "" {
-		if err := s.validatorAddresses.CheckURL(*cfg.Auth.OIDCAuthorityURL); err != nil {
-			bad = append(bad, domain.Invalid("auth.oidcAuthorityUrl", "%s", refusal(err)))
+		if err := s.ValidatorAddresses.CheckURL(*cfg.Auth.OIDCAuthorityURL); err != nil {
+			bad = append(bad, domain.Invalid("auth.oidcAuthorityUrl", "%v", err))
 		}
 	}
 	if len(bad) > 0 {
@@ -49,6 +49,3 @@ func (s *Server) checkValidatorAddresses(cfg domain.ValidatorConfig) error {
 	}
 	return nil
 }
-
-// refusal is the policy's answer as the 400 says it.
-func refusal(err error) string { return err.Error() }

@@ -10,11 +10,11 @@ import (
 func (s *Server) ListAuditEntries(ctx context.Context, req managementapi.ListAuditEntriesRequestObject) (managementapi.ListAuditEntriesResponseObject, error) {
 	q := req.Params
 	f := domain.NewAuditFilter(q.Validator, q.Subject, q.Since, q.Until, page(q.From, q.Limit))
-	total, err := s.store.CountAudit(ctx, f)
+	total, err := s.Store.CountAudit(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.store.FindAudit(ctx, f)
+	rows, err := s.Store.FindAudit(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,9 @@ package management
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/telemetry"
@@ -16,7 +17,7 @@ func (s *Server) ProbeParticipants(ctx context.Context, interval, timeout time.D
 	defer tick.Stop()
 	for {
 		if err := s.ProbeParticipantsOnce(ctx, timeout); err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "probing remote participants", "error", err)
+			s.Logger.WarnContext(ctx, "probing remote participants", "error", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -31,39 +32,28 @@ const probeParallelism = 8
 
 // ProbeParticipantsOnce is one pass of ProbeParticipants.
 func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duration) error {
-	sem := make(chan struct{}, probeParallelism)
-	var wg sync.WaitGroup
-	defer wg.Wait() // no probe of this pass outlives it, whatever the return
-	var mu sync.Mutex
-	var firstErr error
+	var g errgroup.Group
+	g.SetLimit(probeParallelism)
+	defer g.Wait() // no probe of this pass outlives it, whatever the return
 	for offset := 0; ; {
-		rows, total, err := s.store.ListRemoteParticipants(ctx, domain.RemoteParticipantFilter{Page: domain.Page{Offset: offset, Limit: 500}})
+		rows, total, err := s.Store.ListRemoteParticipants(ctx, domain.RemoteParticipantFilter{Page: domain.Page{Offset: offset, Limit: 500}})
 		if err != nil {
 			return err
 		}
 		for _, p := range rows {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
+			g.Go(func() error {
 				// A participant removed meanwhile has no record to update.
-				if err := s.probe(ctx, p, timeout); err != nil && !isNotFound(err) {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
+				if err := s.probe(ctx, p, timeout); !isNotFound(err) {
+					return err
 				}
+				return nil
 			})
 		}
 		offset += len(rows)
 		if len(rows) == 0 || int64(offset) >= total {
-			break
+			return g.Wait()
 		}
 	}
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return firstErr
 }
 
 // probe checks one participant's admin API and records the result. The
@@ -72,24 +62,24 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 // no lastHealthCheck), as before its first probe; the log and the
 // remote_participant_probes_total{outcome="not_probed"} metric say why.
 func (s *Server) probe(ctx context.Context, p domain.RemoteParticipant, timeout time.Duration) error {
-	if s.participantAddresses != nil {
-		if err := s.participantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
-			s.log.InfoContext(ctx, "remote participant not probed: the outbound address policy refuses its admin address",
+	if s.ParticipantAddresses != nil {
+		if err := s.ParticipantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
+			s.Logger.InfoContext(ctx, "remote participant not probed: the outbound address policy refuses its admin address",
 				"participant", p.Name, "reason", err.Error())
-			s.observeProbe(telemetry.ProbeNotProbed)
+			s.ObserveProbe(telemetry.ProbeNotProbed)
 			if p.Healthy == nil && p.LastCheckedAt == nil {
 				return nil
 			}
-			return s.store.ForgetParticipantHealth(ctx, p.Name)
+			return s.Store.ForgetParticipantHealth(ctx, p.Name)
 		}
 	}
-	conn, err := s.dial(ctx, timeout, p.AdminAddress, p.AdminPort)
+	conn, err := s.Dial(ctx, timeout, p.AdminAddress, p.AdminPort)
 	healthy := err == nil
 	outcome := telemetry.ProbeUnhealthy
 	if healthy {
 		conn.Close()
 		outcome = telemetry.ProbeHealthy
 	}
-	s.observeProbe(outcome)
-	return s.store.RecordParticipantHealth(ctx, p.Name, healthy, s.now().UTC())
+	s.ObserveProbe(outcome)
+	return s.Store.RecordParticipantHealth(ctx, p.Name, healthy, s.Now().UTC())
 }

@@ -24,10 +24,10 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.Cre
 	if err != nil {
 		return nil, err
 	}
-	old, err := s.store.GetBackupSchedule(ctx, req.Name)
+	old, err := s.Store.GetBackupSchedule(ctx, req.Name)
 	switch {
 	case isNotFound(err):
-		state, err := s.cluster.ValidatorState(ctx, v.Name)
+		state, err := s.Cluster.ValidatorState(ctx, v.Name)
 		if err != nil && !isNotFound(err) {
 			return nil, err
 		}
@@ -60,7 +60,7 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 	if _, err := s.backupValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	if _, err := s.store.GetBackupSchedule(ctx, req.Name); err != nil {
+	if _, err := s.Store.GetBackupSchedule(ctx, req.Name); err != nil {
 		if isNotFound(err) {
 			return nil, domain.NotFound("validator %q has no backup schedule", req.Name)
 		}
@@ -83,7 +83,7 @@ func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.Del
 		return nil, err
 	}
 	err := s.record(ctx, req.Name, "backup.delete",
-		func(ctx context.Context) error { return s.store.SoftDeleteBackupSchedule(ctx, req.Name) })
+		func(ctx context.Context) error { return s.Store.SoftDeleteBackupSchedule(ctx, req.Name) })
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (s *Server) DeleteBackupSchedule(ctx context.Context, req managementapi.Del
 // backupValidator returns the validator, refusing one with an external
 // database: backups cover the internal database only.
 func (s *Server) backupValidator(ctx context.Context, name string) (domain.Validator, error) {
-	v, err := s.store.GetValidator(ctx, name)
+	v, err := s.Store.GetValidator(ctx, name)
 	if err != nil {
 		return v, err
 	}
@@ -106,10 +106,10 @@ func (s *Server) backupValidator(ctx context.Context, name string) (domain.Valid
 // activeBackup reads the validator's active backup schedule: 404 when the
 // validator, or such a schedule of it, is absent.
 func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSchedule, error) {
-	if _, err := s.store.GetValidator(ctx, name); err != nil {
+	if _, err := s.Store.GetValidator(ctx, name); err != nil {
 		return domain.BackupSchedule{}, err
 	}
-	b, err := s.store.GetBackupSchedule(ctx, name)
+	b, err := s.Store.GetBackupSchedule(ctx, name)
 	switch {
 	case isNotFound(err):
 		return b, domain.NotFound("validator %q has no backup schedule", name)
@@ -122,7 +122,7 @@ func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSc
 // saveBackup records b; the intent controller drives the CronJob to it.
 func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule) error {
 	return s.record(ctx, b.Validator, "backup.save",
-		func(ctx context.Context) error { return s.store.SaveBackupSchedule(ctx, b) })
+		func(ctx context.Context) error { return s.Store.SaveBackupSchedule(ctx, b) })
 }
 
 func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain.BackupSchedule, error) {
@@ -139,7 +139,7 @@ func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain
 func (s *Server) backupResponse(b domain.BackupSchedule) managementapi.ScheduledValidatorBackupDto {
 	out := managementapi.ScheduledValidatorBackupDto{Cron: b.Cron, MaxBackups: ptr(b.MaxBackups)}
 	if c, err := schedule.ParseBackup(b.Cron); err == nil {
-		out.NextRun = ptr(strconv.FormatInt(c.Next(s.now()).Unix(), 10))
+		out.NextRun = ptr(strconv.FormatInt(c.Next(s.Now()).Unix(), 10))
 	}
 	return out
 }

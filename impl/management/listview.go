@@ -86,7 +86,7 @@ func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, 
 	for _, v := range rows {
 		view := v.ListView
 		if v.ListViewVersion != listViewVersion || len(view) < 2 {
-			full, err := s.store.GetValidator(ctx, v.Name)
+			full, err := s.Store.GetValidator(ctx, v.Name)
 			if errors.Is(err, domain.ErrNotFound) {
 				continue // removed since the page was read
 			}
@@ -144,7 +144,7 @@ func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, imm
 }
 
 // itemAddresses are the addresses of an item, in the order written, as
-// addresses() has them.
+// response has them.
 var itemAddresses = [...]struct {
 	key  string
 	addr func([]byte, string, string) []byte
@@ -199,14 +199,14 @@ type itemTemplate struct {
 func (s *Server) itemTemplate() *itemTemplate {
 	s.templateOnce.Do(func() {
 		// In chart mode the namespace is each validator's own.
-		if s.release != nil || !plainJSON(s.namespace) {
+		if s.Release != nil || !plainJSON(s.Namespace) {
 			return
 		}
 		const marker = "\x00"
 		var around []string
 		open := ""
 		for _, f := range itemAddresses {
-			addr := string(f.addr(nil, marker, s.namespace))
+			addr := string(f.addr(nil, marker, s.Namespace))
 			before, after, ok := strings.Cut(addr, marker)
 			if !ok || strings.Contains(after, marker) || !plainJSON(before) || !plainJSON(after) {
 				return
@@ -258,7 +258,7 @@ func plainJSON[T string | []byte](s T) bool {
 func (s *Server) RefreshListViews(ctx context.Context) error {
 	const batch = 500
 	for after := ""; ; {
-		stale, err := s.store.StaleListViews(ctx, listViewVersion, after, batch)
+		stale, err := s.Store.StaleListViews(ctx, listViewVersion, after, batch)
 		if err != nil || len(stale) == 0 {
 			return err
 		}
@@ -268,7 +268,7 @@ func (s *Server) RefreshListViews(ctx context.Context) error {
 			c, err := v.Config()
 			if err != nil {
 				// Reads report the broken configuration; skip it here.
-				s.log.WarnContext(ctx, "list view not refreshed: stored configuration unreadable", "validator", v.Name, "error", err)
+				s.Logger.WarnContext(ctx, "list view not refreshed: stored configuration unreadable", "validator", v.Name, "error", err)
 				continue
 			}
 			view, err := listView(v, c)
@@ -277,7 +277,7 @@ func (s *Server) RefreshListViews(ctx context.Context) error {
 			}
 			updates = append(updates, domain.ListViewUpdate{Name: v.Name, UpdatedAt: v.UpdatedAt, View: view, Version: listViewVersion})
 		}
-		if err := s.store.SetListViews(ctx, updates); err != nil {
+		if err := s.Store.SetListViews(ctx, updates); err != nil {
 			return err
 		}
 		if len(stale) < batch {

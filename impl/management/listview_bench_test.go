@@ -13,7 +13,7 @@ func BenchmarkRenderPage(b *testing.B) {
 	if err := setConfig(&full, fullConfig()); err != nil {
 		b.Fatal(err)
 	}
-	s := &Server{namespace: "validators"}
+	s := &Server{Options: Options{Namespace: "validators"}}
 	rows := make([]domain.ListedValidator, 50)
 	for i := range rows {
 		rows[i] = domain.ListedValidator{Name: fmt.Sprintf("node-%05d", i), Phase: domain.PhaseRunning, ListView: full.ListView, ListViewVersion: listViewVersion}

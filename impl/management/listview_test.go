@@ -74,7 +74,9 @@ func TestListItemIsTheResponse(t *testing.T) {
 	}
 	store := &wholeRows{rows: map[string]domain.Validator{full.Name: full}}
 	for _, ns := range []string{"validators", `odd"name<space>&\u00e9`} {
-		t.Run(ns, func(t *testing.T) { checkListItems(t, &Server{namespace: ns, store: store}, store, full) })
+		t.Run(ns, func(t *testing.T) {
+			checkListItems(t, &Server{Options: Options{Namespace: ns, Store: store}}, store, full)
+		})
 	}
 }
 
@@ -174,7 +176,7 @@ func TestListSkipsRowsRemovedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &wholeRows{rows: map[string]domain.Validator{full.Name: full}}
-	s := &Server{namespace: "validators", store: store}
+	s := &Server{Options: Options{Namespace: "validators", Store: store}}
 	gone := domain.ListedValidator{Name: "gone", Phase: domain.PhasePending}
 	listed := domain.ListedValidator{Name: full.Name, Phase: full.Phase, ListView: full.ListView, ListViewVersion: listViewVersion}
 	page, err := s.renderPage(context.Background(), []domain.ListedValidator{gone, listed, gone}, 3)
@@ -197,7 +199,7 @@ func TestListSkipsRowsRemovedMeanwhile(t *testing.T) {
 func TestItemTemplate(t *testing.T) {
 	view := []byte(`{"imageTag":"0.4.2"}`)
 	for _, ns := range []string{"validators", "team-a", `odd"name<space>&\u00e9`} {
-		s := &Server{namespace: ns}
+		s := &Server{Options: Options{Namespace: ns}}
 		if got := s.itemTemplate() != nil; got != plainJSON(ns) {
 			t.Errorf("namespace %q: template %v, want %v", ns, got, plainJSON(ns))
 		}

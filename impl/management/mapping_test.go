@@ -339,7 +339,7 @@ func TestCreateStoreResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := domain.Validator{Name: dto.Name, Phase: domain.PhasePending, MigrationID: dto.ClusterConfig.Migration.Id, Spec: raw}
-	r, err := (&Server{namespace: "validators"}).response(v)
+	r, err := (&Server{Options: Options{Namespace: "validators"}}).response(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestEditMapping(t *testing.T) {
 	if v.Spec, err = domain.EncodeValidatorConfig(c); err != nil {
 		t.Fatal(err)
 	}
-	r, err := (&Server{namespace: "validators"}).response(v)
+	r, err := (&Server{Options: Options{Namespace: "validators"}}).response(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,12 @@ import (
 
 // GetPruneSchedule answers {} when the validator has no schedule.
 func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPruneScheduleRequestObject) (managementapi.GetPruneScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
-		return nil, err
-	}
-	p, err := s.store.GetPruneSchedule(ctx, req.Name)
-	if isNotFound(err) {
-		return managementapi.GetPruneSchedule200JSONResponse{}, nil
-	}
+	p, ok, err := s.pruneSchedule(ctx, req.Name)
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return managementapi.GetPruneSchedule200JSONResponse{}, nil
 	}
 	out := managementapi.GetPruneSchedule200JSONResponse{
 		Cron:        ptr(p.Cron),
@@ -27,7 +24,7 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 		Retention:   ptr(p.RetentionText),
 	}
 	if c, err := schedule.ParsePrune(p.Cron); err == nil {
-		if next, ok := c.Next(s.now()); ok {
+		if next, ok := c.Next(s.Now()); ok {
 			out.NextRun = ptr(next.UTC())
 		}
 	}
@@ -35,23 +32,23 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 }
 
 func (s *Server) CreatePruneSchedule(ctx context.Context, req managementapi.CreatePruneScheduleRequestObject) (managementapi.CreatePruneScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.Store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	if err := s.writePrune(ctx, req.Name, "prune.create", *req.Body, s.store.CreatePruneSchedule); err != nil {
+	if err := s.writePrune(ctx, req.Name, "prune.create", *req.Body, s.Store.CreatePruneSchedule); err != nil {
 		return nil, err
 	}
 	return managementapi.CreatePruneSchedule201Response{}, nil
 }
 
 func (s *Server) UpdatePruneSchedule(ctx context.Context, req managementapi.UpdatePruneScheduleRequestObject) (managementapi.UpdatePruneScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.Store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	if _, err := s.store.GetPruneSchedule(ctx, req.Name); err != nil {
+	if _, err := s.Store.GetPruneSchedule(ctx, req.Name); err != nil {
 		return nil, err
 	}
-	if err := s.writePrune(ctx, req.Name, "prune.update", *req.Body, s.store.UpdatePruneSchedule); err != nil {
+	if err := s.writePrune(ctx, req.Name, "prune.update", *req.Body, s.Store.UpdatePruneSchedule); err != nil {
 		return nil, err
 	}
 	return managementapi.UpdatePruneSchedule204Response{}, nil
@@ -68,22 +65,28 @@ func (s *Server) writePrune(ctx context.Context, validator, op string, dto manag
 
 // DeletePruneSchedule is idempotent: deleting an absent schedule is a no-op.
 func (s *Server) DeletePruneSchedule(ctx context.Context, req managementapi.DeletePruneScheduleRequestObject) (managementapi.DeletePruneScheduleResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
-		return nil, err
+	_, ok, err := s.pruneSchedule(ctx, req.Name)
+	if ok {
+		err = s.record(ctx, req.Name, "prune.delete",
+			func(ctx context.Context) error { return s.Store.DeletePruneSchedule(ctx, req.Name) })
 	}
-	_, err := s.store.GetPruneSchedule(ctx, req.Name)
-	if isNotFound(err) {
-		return managementapi.DeletePruneSchedule204Response{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	err = s.record(ctx, req.Name, "prune.delete",
-		func(ctx context.Context) error { return s.store.DeletePruneSchedule(ctx, req.Name) })
 	if err != nil {
 		return nil, err
 	}
 	return managementapi.DeletePruneSchedule204Response{}, nil
+}
+
+// pruneSchedule reads the validator's pruning schedule; ok is false when it
+// has none. An absent validator is 404.
+func (s *Server) pruneSchedule(ctx context.Context, validator string) (p domain.PruneSchedule, ok bool, err error) {
+	if _, err := s.Store.GetValidator(ctx, validator); err != nil {
+		return p, false, err
+	}
+	p, err = s.Store.GetPruneSchedule(ctx, validator)
+	if isNotFound(err) {
+		return p, false, nil
+	}
+	return p, err == nil, err
 }
 
 // parsePrune checks a schedule as Canton will: Quartz cron, positive

@@ -17,7 +17,7 @@ func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.L
 	if req.Params.Status != nil {
 		f.Phase = domain.Phase(*req.Params.Status)
 	}
-	rows, total, err := s.store.ListRemoteParticipants(ctx, f)
+	rows, total, err := s.Store.ListRemoteParticipants(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.L
 }
 
 func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.CreateRemoteParticipantRequestObject) (managementapi.CreateRemoteParticipantResponseObject, error) {
-	dto, err := s.saveParticipant(ctx, *req.Body, s.store.CreateRemoteParticipant)
+	dto, err := s.saveParticipant(ctx, *req.Body, s.Store.CreateRemoteParticipant)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *Server) CreateRemoteParticipant(ctx context.Context, req managementapi.
 }
 
 func (s *Server) GetRemoteParticipant(ctx context.Context, req managementapi.GetRemoteParticipantRequestObject) (managementapi.GetRemoteParticipantResponseObject, error) {
-	p, err := s.store.GetRemoteParticipant(ctx, req.Name)
+	p, err := s.Store.GetRemoteParticipant(ctx, req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Server) UpdateRemoteParticipant(ctx context.Context, req managementapi.
 	if req.Body.Name != req.Name {
 		return nil, domain.Invalid("name", "must equal the name in the path (%q); a registration is not renamed", req.Name)
 	}
-	dto, err := s.saveParticipant(ctx, *req.Body, s.store.UpdateRemoteParticipant)
+	dto, err := s.saveParticipant(ctx, *req.Body, s.Store.UpdateRemoteParticipant)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *Server) saveParticipant(ctx context.Context, dto managementapi.RemotePa
 }
 
 func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.DeleteRemoteParticipantRequestObject) (managementapi.DeleteRemoteParticipantResponseObject, error) {
-	if err := s.store.DeleteRemoteParticipant(ctx, req.Name); err != nil {
+	if err := s.Store.DeleteRemoteParticipant(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	return managementapi.DeleteRemoteParticipant204Response{}, nil

@@ -9,14 +9,14 @@ import (
 )
 
 func (s *Server) ListValidatorRuns(ctx context.Context, req managementapi.ListValidatorRunsRequestObject) (managementapi.ListValidatorRunsResponseObject, error) {
-	if _, err := s.store.GetValidator(ctx, req.Name); err != nil {
+	if _, err := s.Store.GetValidator(ctx, req.Name); err != nil {
 		return nil, err
 	}
 	f := domain.RunFilter{Validator: req.Name, Page: page(req.Params.From, req.Params.Limit)}
 	if req.Params.Kind != nil {
 		f.Kind = domain.RunKind(strings.ToLower(string(*req.Params.Kind)))
 	}
-	rows, total, err := s.store.ListRuns(ctx, f)
+	rows, total, err := s.Store.ListRuns(ctx, f)
 	if err != nil {
 		return nil, err
 	}

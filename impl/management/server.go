@@ -52,19 +52,7 @@ type Options struct {
 // the rest to the elected leader's intent controller; they never write the
 // identity provider or the cluster.
 type Server struct {
-	store     Store
-	cluster   Cluster
-	intent    Intent
-	namespace string
-	log       *slog.Logger
-	now       func() time.Time
-
-	validatorAddresses, participantAddresses Addresses
-	dial                                     func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
-	observeProbe                             func(outcome string)
-	charts                                   Charts
-	release                                  func(validator string) string
-
+	Options
 	// template renders list items (listview.go), made at the first page.
 	templateOnce sync.Once
 	template     *itemTemplate
@@ -72,24 +60,22 @@ type Server struct {
 
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
-	s := &Server{store: o.Store, cluster: o.Cluster, intent: o.Intent, namespace: o.Namespace, log: o.Logger, now: o.Now,
-		validatorAddresses: o.ValidatorAddresses, participantAddresses: o.ParticipantAddresses, dial: o.Dial, observeProbe: o.ObserveProbe, charts: o.Charts, release: o.Release}
-	if s.observeProbe == nil {
-		s.observeProbe = func(string) {}
+	if o.ObserveProbe == nil {
+		o.ObserveProbe = func(string) {}
 	}
-	if s.dial == nil {
-		s.dial = func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error) {
+	if o.Dial == nil {
+		o.Dial = func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error) {
 			d := net.Dialer{Timeout: timeout}
 			return d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
 		}
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return s
+	return &Server{Options: o}
 }
 
 // record writes a change of a validator's record and asks the intent
@@ -103,7 +89,7 @@ func (s *Server) record(ctx context.Context, name, op string, write func(context
 	if faultpoint.Enabled { // else not even the name is built
 		faultpoint.Reach(op + ".written")
 	}
-	s.intent.Enqueue(name)
+	s.Intent.Enqueue(name)
 	return nil
 }
 

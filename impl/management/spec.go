@@ -107,10 +107,13 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 	r.Name = ptr(v.Name)
 	r.Phase = ptr(managementapi.Phase(v.Phase))
 	r.Immutable = ptr(v.Immutable)
-	a := s.addresses(v.Name)
-	r.Participant, r.LedgerApiAddress, r.JsonApiAddress = &a.participant, &a.ledgerAPI, &a.jsonAPI
-	r.ValidatorApiAddress, r.Application = &a.validatorAPI, &a.application
-	r.ApplicationWallet, r.ApplicationLedgerNameServer = &a.wallet, &a.nameServer
+	// The service addresses, by the Helm charts' convention (servicesOf).
+	prefix, ns := s.servicesOf(v.Name)
+	host := func(service string) *string { return ptr(domain.ServiceHost(prefix, service, ns)) }
+	r.Participant, r.Application = host(domain.ServiceParticipant), host(domain.ServiceValidatorApp)
+	r.ApplicationWallet, r.ApplicationLedgerNameServer = host(domain.ServiceWalletUI), host(domain.ServiceANSUI)
+	r.LedgerApiAddress, r.JsonApiAddress = ptr(domain.LedgerAPIAddress(prefix, ns)), ptr(domain.JSONAPIURL(prefix, ns))
+	r.ValidatorApiAddress = ptr(domain.ValidatorAppURL(prefix, ns))
 	return r, nil
 }
 
@@ -136,35 +139,14 @@ func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.Validato
 	return r
 }
 
-// addresses are a validator's service addresses as release 1.11 shows
-// them, by the Helm charts' convention in the server's namespace (in chart
-// mode in the validator's release namespace).
-type addresses struct {
-	participant, ledgerAPI, jsonAPI, validatorAPI, application, wallet, nameServer string
-}
-
-func (s *Server) addresses(name string) addresses {
-	prefix, ns := s.servicesOf(name)
-	host := func(service string) string { return domain.ServiceHost(prefix, service, ns) }
-	return addresses{
-		participant:  host(domain.ServiceParticipant),
-		ledgerAPI:    domain.LedgerAPIAddress(prefix, ns),
-		jsonAPI:      domain.JSONAPIURL(prefix, ns),
-		validatorAPI: domain.ValidatorAppURL(prefix, ns),
-		application:  host(domain.ServiceValidatorApp),
-		wallet:       host(domain.ServiceWalletUI),
-		nameServer:   host(domain.ServiceANSUI),
-	}
-}
-
 // servicesOf is the prefix of a validator's Service names and their
 // namespace (domain's address functions): <name>-<service> in the
 // server's namespace, or in chart mode <service> in its release's.
 func (s *Server) servicesOf(name string) (prefix, namespace string) {
-	if s.release != nil {
-		return "", s.release(name)
+	if s.Release != nil {
+		return "", s.Release(name)
 	}
-	return name, s.namespace
+	return name, s.Namespace
 }
 
 func ptr[T any](v T) *T { return &v }

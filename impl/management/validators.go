@@ -18,10 +18,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
-// Page defaults (the document leaves them open; see docs/decisions.md).
-const (
-	defaultLimit = 20
-)
+// defaultLimit is a page's size when limit is absent (the document leaves
+// it open; see docs/decisions.md).
+const defaultLimit = 20
 
 func page(from, limit *int32) domain.Page {
 	p := domain.Page{Limit: defaultLimit}
@@ -43,13 +42,13 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 		f.Phase = domain.Phase(*req.Params.Status)
 	}
 	// One read of the list's generation serves the page and its tag.
-	rows, total, version, err := s.store.ListPage(ctx, f)
+	rows, total, version, err := s.Store.ListPage(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	// The page is the generation's and the query's (the namespace and
 	// the rendering are the server's).
-	tag := etag.Of("1.11", strconv.FormatInt(version, 10), s.namespace, strconv.Itoa(listViewVersion),
+	tag := etag.Of("1.11", strconv.FormatInt(version, 10), s.Namespace, strconv.Itoa(listViewVersion),
 		f.NameContains, string(f.Phase), strconv.Itoa(f.Offset), strconv.Itoa(f.Limit))
 	if req.Params.IfNoneMatch != nil && etag.Match(*req.Params.IfNoneMatch, tag) {
 		return managementapi.ListValidators304Response{Headers: managementapi.NotModifiedResponseHeaders{ETag: &tag}}, nil
@@ -107,7 +106,7 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if !v.ExternalDatabase {
 		v.DatabaseStorage = defaultDatabaseStorage
 	}
-	key, err := s.cluster.ReadPasswordKey(ctx)
+	key, err := s.Cluster.ReadPasswordKey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -120,14 +119,14 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	if err := s.checkCharts(ctx, v, prune); err != nil {
 		return nil, err
 	}
-	if err := s.store.RecordCreate(ctx, &v, prune); err != nil {
+	if err := s.Store.RecordCreate(ctx, &v, prune); err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			return s.createConflict(ctx, dto.Name, err)
 		}
 		return nil, err
 	}
 	faultpoint.Reach("create.recorded")
-	s.intent.Enqueue(v.Name)
+	s.Intent.Enqueue(v.Name)
 	r, err := s.response(v)
 	if err != nil {
 		return nil, err
@@ -138,14 +137,14 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 			TemporaryPassword: ptr(keyring.TemporaryPassword(key, v.Name, v.Claim)),
 		}
 	}
-	s.log.InfoContext(ctx, "validator created", "validator", v.Name, "customAuth", customAuth)
+	s.Logger.InfoContext(ctx, "validator created", "validator", v.Name, "customAuth", customAuth)
 	return managementapi.CreateValidator201JSONResponse(r), nil
 }
 
 // createConflict answers 409 with the existing validator, as the document
 // asks (never with its created user: that was shown once).
 func (s *Server) createConflict(ctx context.Context, name string, cause error) (managementapi.CreateValidatorResponseObject, error) {
-	existing, err := s.store.GetValidator(ctx, name)
+	existing, err := s.Store.GetValidator(ctx, name)
 	if err != nil {
 		return nil, cause
 	}
@@ -208,7 +207,7 @@ func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Inval
 // drives the cluster to the record. A write that fails changes nothing.
 func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
 	edit := *req.Body
-	old, err := s.store.GetValidator(ctx, edit.Name)
+	old, err := s.Store.GetValidator(ctx, edit.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -240,28 +239,28 @@ func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateVa
 		}
 	}
 	err = s.record(ctx, next.Name, "edit",
-		func(ctx context.Context) error { return s.store.UpdateValidator(ctx, &next) })
+		func(ctx context.Context) error { return s.Store.UpdateValidator(ctx, &next) })
 	if err != nil {
 		return nil, err
 	}
-	s.log.InfoContext(ctx, "validator edited", "validator", next.Name)
+	s.Logger.InfoContext(ctx, "validator edited", "validator", next.Name)
 	return managementapi.UpdateValidator200Response{}, nil
 }
 
 // checkCharts refuses, in chart mode, a validator whose derived values
 // Splice's charts at its imageTag refuse (when they are cached).
 func (s *Server) checkCharts(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
-	if s.charts == nil {
+	if s.Charts == nil {
 		return nil
 	}
-	return s.charts.CheckValidator(ctx, v, prune)
+	return s.Charts.CheckValidator(ctx, v, prune)
 }
 
 // sealOver seals the values an edit gives over those of v still waiting for
 // the leader: an earlier create's or edit's values it has not written yet
 // are kept.
 func (s *Server) sealOver(ctx context.Context, v domain.Validator, next domain.ValidatorSecrets) (string, error) {
-	key, err := s.cluster.ReadPasswordKey(ctx)
+	key, err := s.Cluster.ReadPasswordKey(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -50,11 +53,11 @@ func (r *healthReport) up() bool {
 	return true
 }
 
-// healthChecks keeps the last report and the check in flight.
+// healthChecks keeps the last report and runs one check at a time: the
+// probes that come while it runs share its report.
 type healthChecks struct {
-	mu      sync.Mutex
-	last    *healthReport
-	running chan struct{} // closed when the check in flight ends; nil: none
+	last   atomic.Pointer[healthReport]
+	flight singleflight.Group
 }
 
 // GetHealth reports UP (200) when every dependency answers, else DOWN (503).
@@ -74,7 +77,7 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 	code := http.StatusOK
 	// The embedded default's file stores, when it has them.
 	optional := func(name string) *platformapi.ComponentHealth {
-		if _, ok := s.health[name]; !ok {
+		if _, ok := s.Health[name]; !ok {
 			return nil
 		}
 		c := status(name)
@@ -87,8 +90,8 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 		h.Status = platformapi.HealthDown
 		code = http.StatusServiceUnavailable
 	}
-	if s.leader != nil {
-		return withLeaderElection{code: code, health: h, leader: s.leader()}, nil
+	if s.Leader != nil {
+		return withLeaderElection{code: code, health: h, leader: s.Leader()}, nil
 	}
 	if code != http.StatusOK {
 		return platformapi.GetHealth503JSONResponse(h), nil
@@ -100,55 +103,38 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 // and fresh enough (starting the next check when it is due), else the
 // report of a check it waits for.
 func (s *Server) healthReport(ctx context.Context) *healthReport {
-	c := &s.checks
-	c.mu.Lock()
-	if r := c.last; r != nil && r.up() {
-		age := s.now().Sub(r.at)
-		if age < healthMaxAge {
-			if age >= healthRefresh && c.running == nil {
+	if r := s.checks.last.Load(); r != nil && r.up() {
+		if age := s.now().Sub(r.at); age < healthMaxAge {
+			if age >= healthRefresh {
 				s.startCheck(ctx)
 			}
-			c.mu.Unlock()
 			return r
 		}
 	}
-	done := c.running
-	if done == nil {
-		done = s.startCheck(ctx)
-	}
-	c.mu.Unlock()
-	<-done // bounded by healthTimeout
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
+	return (<-s.startCheck(ctx)).Val.(*healthReport) // bounded by healthTimeout
 }
 
-// startCheck starts a check, with s.checks.mu held; the returned channel
-// is closed once its report is the last one. The check is not the
-// request's: it outlives a probe that went away, within healthTimeout.
-func (s *Server) startCheck(ctx context.Context) chan struct{} {
-	done := make(chan struct{})
-	s.checks.running = done
-	go func() {
+// startCheck starts a check unless one runs, and answers the report of the
+// one that runs. The check is not the request's: it outlives a probe that
+// went away, within healthTimeout.
+func (s *Server) startCheck(ctx context.Context) <-chan singleflight.Result {
+	return s.checks.flight.DoChan("", func() (any, error) {
 		r := s.check(context.WithoutCancel(ctx))
-		s.checks.mu.Lock()
-		s.checks.last, s.checks.running = r, nil
-		s.checks.mu.Unlock()
-		close(done)
-	}()
-	return done
+		s.checks.last.Store(r)
+		return r, nil
+	})
 }
 
 // check asks every dependency at once.
 func (s *Server) check(ctx context.Context) *healthReport {
-	r := &healthReport{at: s.now(), status: make(map[string]platformapi.HealthStatus, len(s.health))}
+	r := &healthReport{at: s.now(), status: make(map[string]platformapi.HealthStatus, len(s.Health))}
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	for name, p := range s.health {
+	for name, p := range s.Health {
 		wg.Go(func() {
 			st := platformapi.HealthUp
 			if p == nil {
@@ -163,7 +149,7 @@ func (s *Server) check(ctx context.Context) *healthReport {
 				if errors.Is(err, domain.ErrStarting) {
 					level = slog.LevelInfo
 				}
-				s.log.Log(ctx, level, "health: component is DOWN", "component", name, "error", err)
+				s.Logger.Log(ctx, level, "health: component is DOWN", "component", name, "error", err)
 			}
 			mu.Lock()
 			r.status[name] = st
@@ -215,7 +201,7 @@ func (r withLeaderElection) VisitGetHealthResponse(w http.ResponseWriter) error 
 
 // GetInfo reports the build.
 func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (platformapi.GetInfoResponseObject, error) {
-	b := platformapi.BuildInfo{Version: s.version}
+	b := platformapi.BuildInfo{Version: s.Version}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, kv := range bi.Settings {
 			switch kv.Key {

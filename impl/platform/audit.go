@@ -14,7 +14,7 @@ import (
 const defaultAuditLimit = 100
 
 func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAuditEntriesRequestObject) (platformapi.ListAuditEntriesResponseObject, error) {
-	if s.audit == nil {
+	if s.Audit == nil {
 		return nil, notWired("listAuditEntries", partAudit)
 	}
 	q := req.Params
@@ -31,7 +31,7 @@ func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAudit
 	}
 	// One more than asked tells whether a next page exists.
 	f.Limit++
-	rows, err := s.audit.FindAudit(ctx, f)
+	rows, err := s.Audit.FindAudit(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/auth"
@@ -77,7 +77,7 @@ func (s *Server) OpenLedgerConsole(ctx context.Context, req platformapi.OpenLedg
 // operation; everything that can fail (unknown validator, console not
 // reachable) is answered before the upgrade, in the release's error shape.
 func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
-	c := s.console
+	c := s.Console
 	if c.Opener == nil {
 		return notWired("openLedgerConsole", partConsole)
 	}
@@ -100,7 +100,7 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"bearer"}})
 	if err != nil {
 		// Accept has answered the handshake's error itself.
-		s.logger().LogAttrs(ctx, slog.LevelInfo, "console handshake refused", slog.String("validator", validator), slog.Any("error", err))
+		s.Logger.LogAttrs(ctx, slog.LevelInfo, "console handshake refused", slog.String("validator", validator), slog.Any("error", err))
 		return nil
 	}
 	conn.SetReadLimit(consoleReadLimit)
@@ -113,20 +113,10 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 // checkHandshake refuses, in the release's error shape (400), what the
 // WebSocket library would refuse in plain text once the session is open.
 func checkHandshake(r *http.Request) error {
-	hasToken := func(header, token string) bool {
-		for _, v := range r.Header.Values(header) {
-			for _, t := range strings.Split(v, ",") {
-				if strings.EqualFold(strings.TrimSpace(t), token) {
-					return true
-				}
-			}
-		}
-		return false
-	}
 	switch {
-	case !hasToken("Upgrade", "websocket"):
+	case !httpguts.HeaderValuesContainsToken(r.Header.Values("Upgrade"), "websocket"):
 		return domain.Invalid("Upgrade", "must be websocket: the console is a WebSocket stream")
-	case !hasToken("Connection", "upgrade"):
+	case !httpguts.HeaderValuesContainsToken(r.Header.Values("Connection"), "upgrade"):
 		return domain.Invalid("Connection", "must contain Upgrade (WebSocket handshake)")
 	case r.Header.Get("Sec-WebSocket-Version") != "13":
 		return domain.Invalid("Sec-WebSocket-Version", "must be 13 (WebSocket handshake)")
@@ -196,7 +186,7 @@ func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess 
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					s.logger().LogAttrs(ctx, slog.LevelWarn, "console stream failed", slog.Any("error", err))
+					s.Logger.LogAttrs(ctx, slog.LevelWarn, "console stream failed", slog.Any("error", err))
 				}
 				finish(endStream)
 				return
@@ -263,19 +253,12 @@ func (s *Server) auditConsole(r *http.Request, requestID, validator string, star
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 	defer cancel()
-	s.logger().LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("request_id", e.RequestID), slog.String("subject", e.Subject),
+	s.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("request_id", e.RequestID), slog.String("subject", e.Subject),
 		slog.String("operation", e.Operation), slog.String("validator", validator), slog.Any("targets", e.Targets), slog.Int("status", e.Status))
-	if s.console.Audit == nil {
+	if s.Console.Audit == nil {
 		return
 	}
-	if err := s.console.Audit.RecordAudit(ctx, e); err != nil {
-		s.logger().LogAttrs(ctx, slog.LevelError, "audit entry not stored", slog.String("operation", e.Operation), slog.Any("error", err))
+	if err := s.Console.Audit.RecordAudit(ctx, e); err != nil {
+		s.Logger.LogAttrs(ctx, slog.LevelError, "audit entry not stored", slog.String("operation", e.Operation), slog.Any("error", err))
 	}
-}
-
-func (s *Server) logger() *slog.Logger {
-	if s.log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return s.log
 }

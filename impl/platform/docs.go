@@ -20,7 +20,7 @@ func (s *Server) GetManagementApiDocs(context.Context, platformapi.GetManagement
 
 // GetDocsUi serves the interactive page; its assets are embedded in the binary.
 func (s *Server) GetDocsUi(context.Context, platformapi.GetDocsUiRequestObject) (platformapi.GetDocsUiResponseObject, error) {
-	return platformapi.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(s.docs.Page), ContentLength: int64(len(s.docs.Page))}, nil
+	return platformapi.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(s.Docs.Page), ContentLength: int64(len(s.Docs.Page))}, nil
 }
 
 func mustDecode(raw []byte) platformapi.ApiDocument {

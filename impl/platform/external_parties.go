@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -31,17 +33,11 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 		return nil, err
 	}
 	b := req.Body
-	spec := platformapi.KeySpecEd25519
-	if b.KeySpec != nil {
-		spec = *b.KeySpec
-	}
+	spec := ptr.Deref(b.KeySpec, platformapi.KeySpecEd25519)
 	if _, err := topology.ParseKey(b.PublicKeyBase64, keySpecs[spec]); err != nil {
 		return nil, domain.Invalid("publicKeyBase64", "must be the Base64 of a DER X.509 SubjectPublicKeyInfo of a key of keySpec %s: %v", spec, err)
 	}
-	var hosts []platformapi.HostingParticipant
-	if b.Hosts != nil {
-		hosts = *b.Hosts
-	}
+	hosts := ptr.Deref(b.Hosts, nil)
 	confirming, uids := 1, make([]string, 0, len(hosts))
 	if b.LocalParticipantObservationOnly != nil && *b.LocalParticipantObservationOnly {
 		confirming = 0
@@ -61,10 +57,7 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 			observers = append(observers, h.ParticipantUid)
 		}
 	}
-	threshold := int32(1)
-	if b.ConfirmationThreshold != nil {
-		threshold = *b.ConfirmationThreshold
-	}
+	threshold := ptr.Deref(b.ConfirmationThreshold, 1)
 	if int(threshold) > confirming {
 		return nil, domain.Invalid("confirmationThreshold", "%d exceeds the number of confirming participants, %d (this participant confirms unless localParticipantObservationOnly, and each host with permission CONFIRMING)", threshold, confirming)
 	}

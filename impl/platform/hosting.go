@@ -1,12 +1,15 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	cryptov30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/crypto/v30"
@@ -59,7 +62,7 @@ func (s *Server) hostedParties(ctx context.Context, operation, validator string,
 			Serial: int64(r.GetContext().GetSerial()), External: external(m),
 		})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].PartyId < out[j].PartyId })
+	slices.SortStableFunc(out, func(a, b platformapi.HostedParty) int { return strings.Compare(a.PartyId, b.PartyId) })
 	return out, nil
 }
 
@@ -91,11 +94,8 @@ func (s *Server) ListTopologyProposals(ctx context.Context, req platformapi.List
 			ActionRequired: !slices.Contains(signedBy, namespace(p.uid)),
 		})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].PartyId != out[j].PartyId {
-			return out[i].PartyId < out[j].PartyId
-		}
-		return out[i].Serial < out[j].Serial
+	slices.SortStableFunc(out, func(a, b platformapi.TopologyProposal) int {
+		return cmp.Or(strings.Compare(a.PartyId, b.PartyId), cmp.Compare(a.Serial, b.Serial))
 	})
 	return out, nil
 }
@@ -240,13 +240,7 @@ var (
 // their defaults, refusing the pairs that cannot be right for any key; which
 // key signed is the ledger's to check.
 func signatureChoice(f *platformapi.SignatureFormat, a *platformapi.SigningAlgorithmSpec) (platformapi.SignatureFormat, platformapi.SigningAlgorithmSpec, error) {
-	format, algorithm := platformapi.SignatureFormatConcat, platformapi.SigningAlgorithmEd25519
-	if f != nil {
-		format = *f
-	}
-	if a != nil {
-		algorithm = *a
-	}
+	format, algorithm := ptr.Deref(f, platformapi.SignatureFormatConcat), ptr.Deref(a, platformapi.SigningAlgorithmEd25519)
 	if algorithm == platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatDer ||
 		algorithm != platformapi.SigningAlgorithmEd25519 && format == platformapi.SignatureFormatConcat {
 		return "", "", domain.Invalid("signatureFormat", "%s does not go with %s: Ed25519 signs in SIGNATURE_FORMAT_CONCAT, ECDSA in SIGNATURE_FORMAT_DER", format, algorithm)
@@ -254,14 +248,11 @@ func signatureChoice(f *platformapi.SignatureFormat, a *platformapi.SigningAlgor
 	return format, algorithm, nil
 }
 
-// SubmitAmendHosting adds the prepared transaction with the party's
-// signature (AddTransactions); the participant checks the signature and
-// the serial. The answer is the hosting state the change is in.
+// SubmitAmendHosting checks the body, as prepareAmendHosting does, before
+// the participant is asked, then adds the prepared transaction with the
+// party's signature (AddTransactions); the participant checks the signature
+// and the serial. The answer is the hosting state the change is in.
 func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitAmendHostingRequestObject) (platformapi.SubmitAmendHostingResponseObject, error) {
-	a, err := s.admin(ctx, "submitAmendHosting", req.Name)
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
 	format, algorithm, err := signatureChoice(b.SignatureFormat, b.SigningAlgorithmSpec)
 	if err != nil {
@@ -274,7 +265,7 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 	if tx.PartyToParticipant.Party != b.PartyId {
 		return nil, domain.Invalid("transaction", "maps party %s, not %s", tx.PartyToParticipant.Party, b.PartyId)
 	}
-	p, err := identify(ctx, a)
+	a, p, err := s.identified(ctx, "submitAmendHosting", req.Name)
 	if err != nil {
 		return nil, err
 	}

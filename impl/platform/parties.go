@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/upstream"
@@ -24,11 +26,7 @@ func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesReq
 	if err != nil {
 		return nil, err
 	}
-	prefix := ""
-	if req.Params.PartyId != nil {
-		prefix = *req.Params.PartyId
-	}
-	return partiesWithPrefix(ctx, n, prefix)
+	return partiesWithPrefix(ctx, n, ptr.Deref(req.Params.PartyId, ""))
 }
 
 // partiesWithPrefix follows every page of the ledger's GET /v2/parties and

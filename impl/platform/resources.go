@@ -48,11 +48,44 @@ func (b rawJSON) VisitGetValidatorStatusResponse(w http.ResponseWriter) error   
 func (b rawJSON) VisitGetApplicationResponse(w http.ResponseWriter) error       { return b.write(w) }
 func (b rawJSON) VisitGetApplicationStatusResponse(w http.ResponseWriter) error { return b.write(w) }
 
+// The Validator and Application reads answer from the cache; a list
+// carries an ETag.
+
+func (s *Server) ListValidators(ctx context.Context, req platformapi.ListValidatorsRequestObject) (platformapi.ListValidatorsResponseObject, error) {
+	return s.list(domain.KindValidator, req.Params.IfNoneMatch)
+}
+
+func (s *Server) GetValidator(ctx context.Context, req platformapi.GetValidatorRequestObject) (platformapi.GetValidatorResponseObject, error) {
+	return s.object(domain.KindValidator, req.Name)
+}
+
+func (s *Server) GetValidatorStatus(ctx context.Context, req platformapi.GetValidatorStatusRequestObject) (platformapi.GetValidatorStatusResponseObject, error) {
+	return s.status(domain.KindValidator, req.Name)
+}
+
+func (s *Server) ListApplications(ctx context.Context, req platformapi.ListApplicationsRequestObject) (platformapi.ListApplicationsResponseObject, error) {
+	return s.list(domain.KindApplication, req.Params.IfNoneMatch)
+}
+
+func (s *Server) GetApplication(ctx context.Context, req platformapi.GetApplicationRequestObject) (platformapi.GetApplicationResponseObject, error) {
+	return s.object(domain.KindApplication, req.Name)
+}
+
+func (s *Server) GetApplicationStatus(ctx context.Context, req platformapi.GetApplicationStatusRequestObject) (platformapi.GetApplicationStatusResponseObject, error) {
+	return s.status(domain.KindApplication, req.Name)
+}
+
+// WatchValidators is never routed: the stream is served by a plain handler
+// (live.Stream) that writes Server-Sent Events as they come.
+func (s *Server) WatchValidators(ctx context.Context, req platformapi.WatchValidatorsRequestObject) (platformapi.WatchValidatorsResponseObject, error) {
+	return nil, notWired("watchValidators", "the validators' watch stream")
+}
+
 func (s *Server) resources() (Resources, error) {
-	if s.cluster == nil {
+	if s.Resources == nil {
 		return nil, notWired("cluster reads", partCluster)
 	}
-	return s.cluster, nil
+	return s.Resources, nil
 }
 
 // listAnswer is a list with its ETag.

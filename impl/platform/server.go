@@ -53,18 +53,7 @@ type AuditLog interface {
 
 // Server serves release 2.0.
 type Server struct {
-	health  map[string]Pinger
-	version string
-	docs    *docs.Docs
-	cluster Resources
-	// upstreams: see Options.Upstreams.
-	upstreams Upstreams
-	log       *slog.Logger
-	leader    func() LeaderElection
-	gateway   GatewayStore
-	keys      PasswordKeys
-	console   ConsoleOptions
-	audit     AuditLog
+	Options
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
 	// checks keeps the health report (actuator.go); now is its clock.
@@ -74,17 +63,10 @@ type Server struct {
 
 // New returns the release 2.0 handlers.
 func New(o Options) *Server {
-	s := &Server{health: o.Health, version: o.Version, docs: o.Docs, now: time.Now}
-	s.cluster = o.Resources
-	s.upstreams = o.Upstreams
-	s.log = o.Logger
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s.leader = o.Leader
-	s.gateway, s.keys = o.Gateway, o.Keys
-	s.console = o.Console
-	s.audit = o.Audit
+	s := &Server{Options: o, now: time.Now}
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)
 		s.managementDoc = mustDecode(o.Docs.Management)

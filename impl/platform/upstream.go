@@ -22,13 +22,13 @@ type Upstreams interface {
 // validator: 404, as getValidator answers it, before it reaches client-go,
 // which refuses it with an error of its own (a 500).
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
-	if s.upstreams == nil {
+	if s.Upstreams == nil {
 		return nil, notWired(operation, partUpstreams)
 	}
 	if len(validation.IsDNS1123Subdomain(validator)) > 0 {
 		return nil, domain.NotFound("validator %q not found", validator)
 	}
-	return s.upstreams.For(ctx, validator)
+	return s.Upstreams.For(ctx, validator)
 }
 
 // answered turns a generated client's result into an error: no answer
@@ -73,9 +73,7 @@ func passThrough(up, endpoint string, body []byte, v any) error {
 // logUpstream logs a failure the response does not carry as an error
 // status (a section of a view that still answers 200).
 func (s *Server) logUpstream(ctx context.Context, operation string, err error) {
-	if s.log != nil {
-		s.log.WarnContext(ctx, "upstream call failed", "operation", operation, "error", err)
-	}
+	s.Logger.WarnContext(ctx, "upstream call failed", "operation", operation, "error", err)
 }
 
 // unexpectedAnswer is a 2xx answer of the ledger that lacks what its description promises.

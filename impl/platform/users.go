@@ -54,13 +54,14 @@ func (rs rightSet) list(keys ...string) *[]ledgerapi.Right {
 	return &out
 }
 
-// rightsFrom reads the right parameters shared by createUser and updateUserRights.
-func rightsFrom(participantAdmin, idpAdmin, readAny, execAny *bool, actAs, readAs, execAs *[]string) (rightSet, error) {
+// rightsFor reads the right parameters shared by createUser and
+// updateUserRights, then resolves the validator's nodes.
+func (s *Server) rightsFor(ctx context.Context, operation, validator string, participantAdmin, idpAdmin, readAny, execAny *bool, actAs, readAs, execAs *[]string) (rightSet, *upstream.Node, error) {
 	rs := rightSet{}
 	for kind, on := range map[string]*bool{"ParticipantAdmin": participantAdmin, "IdentityProviderAdmin": idpAdmin, "CanReadAsAnyParty": readAny, "CanExecuteAsAnyParty": execAny} {
 		if on != nil && *on {
 			if err := rs.add(kind, ""); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -70,14 +71,15 @@ func rightsFrom(participantAdmin, idpAdmin, readAny, execAny *bool, actAs, readA
 		}
 		for _, p := range *parties {
 			if strings.TrimSpace(p) == "" {
-				return nil, domain.Invalid(strings.ToLower(kind[:1])+kind[1:], "must name a party")
+				return nil, nil, domain.Invalid(strings.ToLower(kind[:1])+kind[1:], "must name a party")
 			}
 			if err := rs.add(kind, p); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return rs, nil
+	n, err := s.node(ctx, operation, validator)
+	return rs, n, err
 }
 
 // wireRights reads a ledger answer's rights: each right's key and raw form.
@@ -108,11 +110,7 @@ func wireRights(raw []json.RawMessage) (map[string]ledgerapi.Right, error) {
 // CreateUser creates a ledger user with the rights named (ledger POST /v2/users).
 func (s *Server) CreateUser(ctx context.Context, req platformapi.CreateUserRequestObject) (platformapi.CreateUserResponseObject, error) {
 	p := req.Params
-	rs, err := rightsFrom(p.ParticipantAdmin, p.IdentityProviderAdmin, p.CanReadAsAnyParty, p.CanExecuteAsAnyParty, p.CanActAs, p.CanReadAs, p.CanExecuteAs)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.node(ctx, "createUser", req.Name)
+	rs, n, err := s.rightsFor(ctx, "createUser", req.Name, p.ParticipantAdmin, p.IdentityProviderAdmin, p.CanReadAsAnyParty, p.CanExecuteAsAnyParty, p.CanActAs, p.CanReadAs, p.CanExecuteAs)
 	if err != nil {
 		return nil, err
 	}
@@ -197,11 +195,7 @@ func (s *Server) userRights(ctx context.Context, n *upstream.Node, userID string
 // what the user has and is not sent, then grant what is new.
 func (s *Server) UpdateUserRights(ctx context.Context, req platformapi.UpdateUserRightsRequestObject) (platformapi.UpdateUserRightsResponseObject, error) {
 	p := req.Params
-	want, err := rightsFrom(p.ParticipantAdmin, p.IdentityProviderAdmin, p.CanReadAsAnyParty, p.CanExecuteAsAnyParty, p.CanActAs, p.CanReadAs, p.CanExecuteAs)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.node(ctx, "updateUserRights", req.Name)
+	want, n, err := s.rightsFor(ctx, "updateUserRights", req.Name, p.ParticipantAdmin, p.IdentityProviderAdmin, p.CanReadAsAnyParty, p.CanExecuteAsAnyParty, p.CanActAs, p.CanReadAs, p.CanExecuteAs)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
-
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
@@ -137,10 +136,7 @@ func (s *Server) GetValidatorBalances(ctx context.Context, req platformapi.GetVa
 			msg = up.Message
 		}
 		s.logUpstream(ctx, "getValidatorBalances", err)
-		out.Error = &msg
-		out.AccumulatedHoldingFeesLocked, out.AccumulatedHoldingFeesTotal, out.AccumulatedHoldingFeesUnlocked = nil, nil, nil
-		out.ComputedAsOfRound, out.MigrationId, out.RecordTime = nil, nil, nil
-		out.TotalAvailableCoin, out.TotalCoinHoldings, out.TotalLockedCoin, out.TotalUnlockedCoin = nil, nil, nil, nil
+		out.Error = &msg // balances sets the figures only when it succeeds
 	}
 	return platformapi.GetValidatorBalances200JSONResponse(out), nil
 }

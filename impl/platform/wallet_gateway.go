@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -21,13 +23,23 @@ const partGateway = "the wallet gateway's record (database)"
 // gatewayFor checks that the validator exists (404 otherwise) and that
 // the gateway state is wired.
 func (s *Server) gatewayFor(operation, validator string) (GatewayStore, error) {
-	if s.gateway == nil {
+	if s.Gateway == nil {
 		return nil, notWired(operation, partGateway)
 	}
 	if _, err := s.object(domain.KindValidator, validator); err != nil {
 		return nil, err
 	}
-	return s.gateway, nil
+	return s.Gateway, nil
+}
+
+// walletGateway is the validator's recorded gateway (gatewayFor).
+func (s *Server) walletGateway(ctx context.Context, operation, validator string) (GatewayStore, domain.WalletGateway, error) {
+	g, err := s.gatewayFor(operation, validator)
+	if err != nil {
+		return nil, domain.WalletGateway{}, err
+	}
+	gw, err := g.WalletGateway(ctx, validator)
+	return g, gw, err
 }
 
 func (s *Server) ListGatewayWallets(ctx context.Context, req platformapi.ListGatewayWalletsRequestObject) (platformapi.ListGatewayWalletsResponseObject, error) {
@@ -56,28 +68,21 @@ func (s *Server) ListGatewayWallets(ctx context.Context, req platformapi.ListGat
 // provider must be enabled and hold credentials: a wallet whose custody
 // provider cannot be reached is not a wallet.
 func (s *Server) CreateGatewayWallet(ctx context.Context, req platformapi.CreateGatewayWalletRequestObject) (platformapi.CreateGatewayWalletResponseObject, error) {
-	g, err := s.gatewayFor("createGatewayWallet", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	body := req.Body
-	gw, err := g.WalletGateway(ctx, req.Name)
+	g, gw, err := s.walletGateway(ctx, "createGatewayWallet", req.Name)
 	if err != nil {
 		return nil, err
 	}
 	if err := walletAllowed(gw); err != nil {
 		return nil, err
 	}
+	body := req.Body
 	n, err := s.node(ctx, "createGatewayWallet", req.Name)
 	if err != nil {
 		return nil, err
 	}
 	w := domain.GatewayWallet{
-		WalletID: newWalletID(), Validator: req.Name, PartyHint: body.PartyHint,
-		SigningProvider: string(body.SigningProvider), Primary: body.Primary != nil && *body.Primary,
-	}
-	if body.Vault != nil {
-		w.Vault = *body.Vault
+		WalletID: newWalletID(), Validator: req.Name, PartyHint: body.PartyHint, Vault: ptr.Deref(body.Vault, ""),
+		SigningProvider: string(body.SigningProvider), Primary: ptr.Deref(body.Primary, false),
 	}
 	fresh := w.WalletID
 	if err := g.RecordWallet(ctx, &w); err != nil {
@@ -138,11 +143,7 @@ func walletAllowed(g domain.WalletGateway) error {
 }
 
 func (s *Server) GetCustodyProviderSettings(ctx context.Context, req platformapi.GetCustodyProviderSettingsRequestObject) (platformapi.GetCustodyProviderSettingsResponseObject, error) {
-	g, err := s.gatewayFor("getCustodyProviderSettings", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	gw, err := g.WalletGateway(ctx, req.Name)
+	_, gw, err := s.walletGateway(ctx, "getCustodyProviderSettings", req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +166,10 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 		if c.ApiKey == nil || c.ApiSecret == nil || *c.ApiKey == "" || *c.ApiSecret == "" {
 			return nil, domain.Invalid("credentials", "apiKey and apiSecret are both required")
 		}
-		if s.keys == nil {
+		if s.Keys == nil {
 			return nil, notWired("updateCustodyProviderSettings", "the cluster's password key")
 		}
-		key, err := s.keys.ReadPasswordKey(ctx)
+		key, err := s.Keys.ReadPasswordKey(ctx)
 		if err != nil {
 			return nil, err
 		}
