@@ -257,10 +257,11 @@ func startReplicas(t *testing.T, ns, kubeconfig string, edit func(*config.Config
 		cfg.Namespace = ns
 		cfg.DataDir = dataDir
 		cfg.OutboundAllowedHosts = "*.example.com,*.test"
-		cfg.ShutdownTimeout = 5 * time.Second
+		// Nothing here fails over: the lease is the server's default, so
+		// that a loaded machine's slow renewal does not lose it mid-test,
+		// and the grace is long enough for a loaded stop.
+		cfg.ShutdownTimeout = 20 * time.Second
 		cfg.LeaderElectionIdentity = name
-		cfg.LeaderElectionLeaseDuration = 3 * time.Second
-		cfg.LeaderElectionRenewDeadline = 2 * time.Second
 		cfg.LeaderElectionRetryPeriod = 250 * time.Millisecond
 		if edit != nil {
 			edit(&cfg)
