@@ -248,11 +248,15 @@ func signatureChoice(f *platformapi.SignatureFormat, a *platformapi.SigningAlgor
 	return format, algorithm, nil
 }
 
-// SubmitAmendHosting checks the body, as prepareAmendHosting does, before
-// the participant is asked, then adds the prepared transaction with the
-// party's signature (AddTransactions); the participant checks the signature
-// and the serial. The answer is the hosting state the change is in.
+// SubmitAmendHosting adds the prepared transaction with the party's
+// signature (AddTransactions); the participant checks the signature and
+// the serial. The answer is the hosting state the change is in. An unknown
+// validator answers 404 before the body is looked at.
 func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitAmendHostingRequestObject) (platformapi.SubmitAmendHostingResponseObject, error) {
+	a, err := s.admin(ctx, "submitAmendHosting", req.Name)
+	if err != nil {
+		return nil, err
+	}
 	b := req.Body
 	format, algorithm, err := signatureChoice(b.SignatureFormat, b.SigningAlgorithmSpec)
 	if err != nil {
@@ -265,7 +269,7 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 	if tx.PartyToParticipant.Party != b.PartyId {
 		return nil, domain.Invalid("transaction", "maps party %s, not %s", tx.PartyToParticipant.Party, b.PartyId)
 	}
-	a, p, err := s.identified(ctx, "submitAmendHosting", req.Name)
+	p, err := identify(ctx, a)
 	if err != nil {
 		return nil, err
 	}
