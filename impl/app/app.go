@@ -218,6 +218,16 @@ func WithControlPlane(rc *rest.Config) Option {
 	}
 }
 
+// apiDocs is both releases' descriptions and page, rendered once per process
+// from the contracts the servers share: nothing changes either after.
+var apiDocs = sync.OnceValues(func() (*docs.Docs, error) {
+	mgmt, plat, err := server.Contracts()
+	if err != nil {
+		return nil, err
+	}
+	return docs.New(plat, mgmt)
+})
+
 // Open builds the process without starting anything; Run serves and runs
 // its background work.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
@@ -268,11 +278,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
-	mgmtDoc, platDoc, err := server.Contracts()
-	if err != nil {
-		return nil, err
-	}
-	d, err := docs.New(platDoc, mgmtDoc)
+	d, err := apiDocs()
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +370,6 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
-		ManagementDoc:   mgmtDoc,
-		PlatformDoc:     platDoc,
 		// Operational metrics and the audit log of mutating calls.
 		Metrics: a.Telemetry,
 		Audit:   a.Store,
