@@ -158,52 +158,42 @@ type Wiring struct {
 // Option adjusts the wiring (tests replace a part with a failing one).
 type Option func(Wiring)
 
-// WithManagement edits release 1.11's parts before its server is built.
-func WithManagement(f func(*management.Options)) Option {
+// edit is the Option that hands f the part of the wiring that part picks,
+// in the pass that carries it.
+func edit[T any](part func(Wiring) *T, f func(*T)) Option {
 	return func(w Wiring) {
-		if w.Management != nil {
-			f(w.Management)
+		if p := part(w); p != nil {
+			f(p)
 		}
 	}
+}
+
+// WithManagement edits release 1.11's parts before its server is built.
+func WithManagement(f func(*management.Options)) Option {
+	return edit(func(w Wiring) *management.Options { return w.Management }, f)
 }
 
 // WithIntent edits the intent controller's parts before it is built.
 func WithIntent(f func(*intent.Options)) Option {
-	return func(w Wiring) {
-		if w.Intent != nil {
-			f(w.Intent)
-		}
-	}
+	return edit(func(w Wiring) *intent.Options { return w.Intent }, f)
 }
 
 // WithServer edits the HTTP server's parts before it is built.
 func WithServer(f func(*server.Options)) Option {
-	return func(w Wiring) {
-		if w.Server != nil {
-			f(w.Server)
-		}
-	}
+	return edit(func(w Wiring) *server.Options { return w.Server }, f)
 }
 
 // WithManager edits the controller-runtime Manager's options before Run
 // builds it.
 func WithManager(f func(*manager.Options)) Option {
-	return func(w Wiring) {
-		if w.Manager != nil {
-			f(w.Manager)
-		}
-	}
+	return edit(func(w Wiring) *manager.Options { return w.Manager }, f)
 }
 
 // WithWorkload edits the workload controller's options before Open builds
 // the Manager's cache (which sees the release namespaces when the
 // controller has a Renderer).
 func WithWorkload(f func(*workload.Options)) Option {
-	return func(w Wiring) {
-		if w.Workload != nil {
-			f(w.Workload)
-		}
-	}
+	return edit(func(w Wiring) *workload.Options { return w.Workload }, f)
 }
 
 // WithControlPlane makes the embedded default use the running control
@@ -211,12 +201,25 @@ func WithWorkload(f func(*workload.Options)) Option {
 // process shares one among its servers, each in a namespace of its own
 // with a simulated node of its own.
 func WithControlPlane(rc *rest.Config) Option {
-	return func(w Wiring) {
-		if w.ControlPlane != nil {
-			*w.ControlPlane = rc
-		}
+	return edit(func(w Wiring) **rest.Config { return w.ControlPlane }, func(p **rest.Config) { *p = rc })
+}
+
+// wire lets every option edit the one part w carries.
+func (a *App) wire(w Wiring) {
+	for _, opt := range a.opts {
+		opt(w)
 	}
 }
+
+// apiDocs is both releases' descriptions and page, rendered once per process
+// from the contracts the servers share: nothing changes either after.
+var apiDocs = sync.OnceValues(func() (*docs.Docs, error) {
+	mgmt, plat, err := server.Contracts()
+	if err != nil {
+		return nil, err
+	}
+	return docs.New(plat, mgmt)
+})
 
 // Open builds the process without starting anything; Run serves and runs
 // its background work.
@@ -249,7 +252,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.Store, err = store.OpenWith(driver, dsn, pool); err != nil {
 		return nil, err
 	}
-	if err := a.openCluster(ctx, opts); err != nil {
+	if err := a.openCluster(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.LeaderElectionEnabled() {
@@ -268,11 +271,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
-	mgmtDoc, platDoc, err := server.Contracts()
-	if err != nil {
-		return nil, err
-	}
-	d, err := docs.New(platDoc, mgmtDoc)
+	d, err := apiDocs()
 	if err != nil {
 		return nil, err
 	}
@@ -281,9 +280,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if a.charts != nil {
 		io.ChartNamespace = workload.ReleaseNamespace
 	}
-	for _, opt := range opts {
-		opt(Wiring{Intent: &io})
-	}
+	a.wire(Wiring{Intent: &io})
 	a.Intent = intent.New(io)
 	if err := a.Intent.SetupWithManager(a.mgr); err != nil {
 		return nil, fmt.Errorf("intent controller: %w", err)
@@ -313,12 +310,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		mo.Charts = charts.Checker{Renderer: a.charts, Resource: a.Cluster.ValidatorResource}
 		mo.Release = a.releaseNamespace()
 	}
-	for _, opt := range opts {
-		opt(Wiring{Management: &mo})
-	}
+	a.wire(Wiring{Management: &mo})
 	a.Management = management.New(mo)
 	a.Telemetry.WatchSync(a.Cluster.SyncState)
-	ups, err := a.openUpstreams(opts)
+	ups, err := a.openUpstreams()
 	if err != nil {
 		return nil, err
 	}
@@ -364,16 +359,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
-		ManagementDoc:   mgmtDoc,
-		PlatformDoc:     platDoc,
 		// Operational metrics and the audit log of mutating calls.
 		Metrics: a.Telemetry,
 		Audit:   a.Store,
 		Public:  metricsPublic(cfg),
 	}
-	for _, opt := range opts {
-		opt(Wiring{Server: &so})
-	}
+	a.wire(Wiring{Server: &so})
 	if a.Server, err = server.New(so); err != nil {
 		return nil, err
 	}
@@ -385,7 +376,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 // (datadir.go), makes the installation id and connects the cluster
 // gateway; on the embedded default it starts the control plane first,
 // whose etcd records the installation too.
-func (a *App) openCluster(ctx context.Context, opts []Option) error {
+func (a *App) openCluster(ctx context.Context) error {
 	cfg := a.Config
 	claims := a.fileClaims()
 	var err error
@@ -395,9 +386,7 @@ func (a *App) openCluster(ctx context.Context, opts []Option) error {
 	switch cfg.ClusterMode {
 	case config.ClusterEmbedded:
 		var shared *rest.Config
-		for _, opt := range opts {
-			opt(Wiring{ControlPlane: &shared})
-		}
+		a.wire(Wiring{ControlPlane: &shared})
 		if a.rest, err = a.startEngine(ctx, shared); err != nil {
 			return err
 		}
@@ -545,9 +534,7 @@ func (a *App) openManager() error {
 			return err
 		}
 	}
-	for _, opt := range a.opts {
-		opt(Wiring{Manager: &mo})
-	}
+	a.wire(Wiring{Manager: &mo})
 	if a.mgr, err = manager.New(a.rest, mo); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}

@@ -22,9 +22,7 @@ func (a *App) openWorkload() error {
 		}
 		a.charts, a.workload.Renderer = r, r
 	}
-	for _, opt := range a.opts {
-		opt(Wiring{Workload: &a.workload})
-	}
+	a.wire(Wiring{Workload: &a.workload})
 	return nil
 }
 

@@ -9,8 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -80,16 +79,12 @@ func (a *App) leaseLock() (resourcelock.Interface, error) {
 	rest.AddUserAgent(rc, "leader-election")
 	// One hung request must not cost the lease (controller-runtime's rule).
 	rc.Timeout = max(a.Config.LeaderElectionRenewDeadline/2, time.Second)
-	core, err := corev1client.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	coord, err := coordinationv1client.NewForConfig(rc)
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, a.Config.Namespace, a.Config.LeaderElectionID,
-		core, coord, resourcelock.ResourceLockConfig{Identity: a.lead.identity})
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: a.lead.identity})
 }
 
 // leading is the leader-elected runnable that marks this replica leader

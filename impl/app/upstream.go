@@ -20,7 +20,7 @@ import (
 // are the sandbox network's (in dataDir/sandbox), whatever its
 // configuration names; in a real cluster they are found by the Helm
 // convention.
-func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
+func (a *App) openUpstreams() (*upstream.Clients, error) {
 	cfg := a.Config
 	records := upstream.ResourceRecords{Resources: a.Cluster}
 	var r upstream.Resolver
@@ -37,9 +37,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 			so.Clients = local
 			so.Redirects = local
 		}
-		for _, opt := range opts {
-			opt(Wiring{Sandbox: &so})
-		}
+		a.wire(Wiring{Sandbox: &so})
 		err := a.openAfresh(config.StoreSandbox, a.sandboxFile(), sandbox.ErrRefused, func(expected bool) error {
 			so.Expected = expected
 			n, err := sandbox.Open(filepath.Dir(a.sandboxFile()), so)
@@ -74,11 +72,7 @@ func (a *App) openUpstreams(opts []Option) (*upstream.Clients, error) {
 
 // WithSandbox edits the sandbox network's options (tests check its exchanges).
 func WithSandbox(f func(*sandbox.Options)) Option {
-	return func(w Wiring) {
-		if w.Sandbox != nil {
-			f(w.Sandbox)
-		}
-	}
+	return edit(func(w Wiring) *sandbox.Options { return w.Sandbox }, f)
 }
 
 // adminTLS is the TLS configuration of the participants' admin APIs

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -63,14 +64,7 @@ type backupTarget struct {
 }
 
 func ownerReference(validator string, uid types.UID) metav1.OwnerReference {
-	controller := true
-	return metav1.OwnerReference{
-		APIVersion: Group + "/" + Version,
-		Kind:       Kind,
-		Name:       validator,
-		UID:        uid,
-		Controller: &controller,
-	}
+	return metav1.OwnerReference{APIVersion: Group + "/" + Version, Kind: Kind, Name: validator, UID: uid, Controller: ptr.To(true)}
 }
 
 // errExternalDatabase refuses a backup schedule for a validator whose
@@ -89,11 +83,6 @@ func backupCronJob(t backupTarget) *batchv1.CronJob {
 	if host == "" {
 		host = DatabaseHost(t.validator)
 	}
-	tz := backupTimeZone
-	suspend := t.suspend
-	successful, failed := int32(1), int32(3)
-	backoff := int32(1)
-	deadline := int64(300)
 	return &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            BackupCronJobName(t.validator),
@@ -103,16 +92,16 @@ func backupCronJob(t backupTarget) *batchv1.CronJob {
 		},
 		Spec: batchv1.CronJobSpec{
 			Schedule:                   t.cron,
-			TimeZone:                   &tz,
-			Suspend:                    &suspend,
+			TimeZone:                   ptr.To(backupTimeZone),
+			Suspend:                    ptr.To(t.suspend),
 			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
-			StartingDeadlineSeconds:    &deadline,
-			SuccessfulJobsHistoryLimit: &successful,
-			FailedJobsHistoryLimit:     &failed,
+			StartingDeadlineSeconds:    ptr.To[int64](300),
+			SuccessfulJobsHistoryLimit: ptr.To[int32](1),
+			FailedJobsHistoryLimit:     ptr.To[int32](3),
 			JobTemplate: batchv1.JobTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(t.validator)},
 				Spec: batchv1.JobSpec{
-					BackoffLimit: &backoff,
+					BackoffLimit: ptr.To[int32](1),
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(t.validator)},
 						Spec: corev1.PodSpec{
@@ -161,7 +150,7 @@ func backupPVC(namespace, validator string, size resource.Quantity, storageClass
 		},
 	}
 	if storageClass != "" {
-		pvc.Spec.StorageClassName = &storageClass
+		pvc.Spec.StorageClassName = ptr.To(storageClass)
 	}
 	return pvc
 }

@@ -1,9 +1,6 @@
 package cluster
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"maps"
 	"reflect"
 	"time"
@@ -183,25 +180,6 @@ func ownFieldsOnly(obj any) (any, error) {
 	}
 	o.SetManagedFields(own)
 	return o, nil
-}
-
-// backupShape is the backup CronJob's spec as the gateway writes it, as a
-// JSON value: the fields whose values cronJobDigest covers.
-var backupShape, _ = jsonValue(backupCronJob(backupTarget{cron: "0 3 * * *", maxBackups: 1, databaseUser: "u"}).Spec)
-
-// cronJobDigest is a digest of the fields of spec the gateway sets (the
-// API server's defaults aside): equal digests, equal backup CronJobs.
-func cronJobDigest(spec batchv1.CronJobSpec) (string, error) {
-	v, err := jsonValue(spec)
-	if err != nil {
-		return "", err
-	}
-	raw, err := json.Marshal(project(v, backupShape))
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:16]), nil
 }
 
 // project is the part of the JSON value v that shape has: maps keep the

@@ -28,7 +28,7 @@ func (k *Kube) ValidatorResource(_ context.Context, v domain.Validator, prune *d
 	if err := json.Unmarshal(raw, &res.Spec); err != nil {
 		return nil, err
 	}
-	if cur, ok := k.cachedObject(v.Name); ok {
+	if cur := cached[v1alpha1.Validator](k, v.Name); cur != nil {
 		res.UID = cur.UID
 		res.Spec.Secrets = cur.Spec.Secrets.DeepCopy()
 		res.Spec.ChartValues = cur.Spec.ChartValues.DeepCopy()

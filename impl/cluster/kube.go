@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -257,10 +258,7 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 	if name == "" {
 		name, _, _ = slotOf(s.GetName())
 	}
-	if name == "" {
-		return ""
-	}
-	if !k.managesCached(name) {
+	if name == "" || !k.managesCached(name) {
 		return ""
 	}
 	return name
@@ -441,34 +439,16 @@ func isZero(v any) bool {
 	return false
 }
 
-// labelsCover tells whether have holds every label of want.
-func labelsCover(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // storedValidator is the Validator resource of that name as the cache
 // holds it, as a JSON value; false when the cache has none.
 func (k *Kube) storedValidator(name string) (map[string]any, bool) {
-	v, ok := k.cachedObject(name)
-	if !ok {
+	v := cached[v1alpha1.Validator](k, name)
+	if v == nil {
 		return nil, false
 	}
 	obj, err := jsonValue(v)
 	m, ok := obj.(map[string]any)
 	return m, err == nil && ok
-}
-
-// cachedObject is the cache's Validator of that name (any, managed or
-// not), shared: read it, never change it; false when the cache is not
-// synced or has none.
-func (k *Kube) cachedObject(name string) (*v1alpha1.Validator, bool) {
-	v := cached[v1alpha1.Validator](k, name)
-	return v, v != nil
 }
 
 // cached is the cache's object of type T and that name (a Secret with its
@@ -496,7 +476,7 @@ func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApply
 		return false
 	}
 	u := unstructured.Unstructured{Object: cur}
-	if !labelsCover(u.GetLabels(), k.validatorLabels(name)) {
+	if !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(u.GetLabels())) {
 		return false
 	}
 	have, _ := cur["spec"].(map[string]any)
@@ -553,11 +533,8 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 // cache (shared: read it, never change it); false when the cache is not
 // synced or has no such validator.
 func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
-	v, ok := k.cachedObject(name)
-	if !ok || !k.Manages(v.Labels) {
-		return nil, false
-	}
-	return v, true
+	v := cached[v1alpha1.Validator](k, name)
+	return v, v != nil && k.Manages(v.Labels)
 }
 
 // managesCached tells whether the cache holds a validator of that name this
@@ -667,11 +644,18 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 	}
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(ValidatorGVK)
-	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: validator}, m)
-	if apierrors.IsNotFound(err) {
-		return "", domain.NotFound("validator %q does not exist in the cluster", validator)
-	}
+	err := k.freshValidator(ctx, validator, m)
 	return m.UID, err
+}
+
+// freshValidator reads the Validator resource of that name into obj from
+// the API server; domain.ErrNotFound when it does not exist.
+func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Object) error {
+	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return domain.NotFound("validator %q does not exist in the cluster", name)
+	}
+	return err
 }
 
 // CachedSecrets tells from the Secret cache which of the validator's
@@ -799,11 +783,7 @@ func (k *Kube) deleteValidator(ctx context.Context, name string) error {
 // follows a write).
 func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error) {
 	v := &v1alpha1.Validator{}
-	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, v)
-	if apierrors.IsNotFound(err) {
-		return domain.ValidatorState{}, domain.NotFound("validator %q does not exist in the cluster", name)
-	}
-	if err != nil {
+	if err := k.freshValidator(ctx, name, v); err != nil {
 		return domain.ValidatorState{}, translate(fmt.Sprintf("read validator %q", name), err)
 	}
 	return validatorState(v), nil
@@ -842,11 +822,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 		return err
 	}
 	v := &v1alpha1.Validator{}
-	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: validator}, v)
-	if apierrors.IsNotFound(err) {
-		return domain.NotFound("validator %q does not exist in the cluster", validator)
-	}
-	if err != nil {
+	if err := k.freshValidator(ctx, validator, v); err != nil {
 		return err
 	}
 	want, err := k.desiredCronJob(v, *b)
@@ -882,16 +858,16 @@ func (k *Kube) CachedCronJobVersion(name string) string {
 }
 
 // cronJobInStep tells from the cache whether the CronJob is what want
-// says: its spec (the fields the gateway sets: the cache keeps their
-// digest), labels and owner.
+// says: the fields of its spec the gateway sets (the API server's defaults
+// aside), labels and owner.
 func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 	cur := cached[batchv1.CronJob](k, want.Name)
-	if cur == nil || !labelsCover(cur.Labels, want.Labels) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
+	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
-	have, err1 := cronJobDigest(cur.Spec)
-	digest, err2 := cronJobDigest(want.Spec)
-	return err1 == nil && err2 == nil && have == digest
+	have, err1 := jsonValue(cur.Spec)
+	spec, err2 := jsonValue(want.Spec)
+	return err1 == nil && err2 == nil && reflect.DeepEqual(project(have, spec), spec)
 }
 
 // desiredCronJob is the backup CronJob of the Validator resource v for b.

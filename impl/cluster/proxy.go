@@ -26,11 +26,8 @@ import (
 // name in the cache and that of its ledger API auth Secret ("" when there is
 // none); ok is false when the cache has no such Validator or has not synced.
 func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool) {
-	if !k.synced.Load() {
-		return "", "", false
-	}
-	v, ok := k.cachedObject(name)
-	if !ok {
+	v := cached[v1alpha1.Validator](k, name)
+	if v == nil {
 		return "", "", false
 	}
 	if s := cached[corev1.Secret](k, domain.LedgerAPIAuthSecretName(name)); s != nil {

@@ -60,7 +60,7 @@ func decodeServer(tb testing.TB) (*Server, *creates) {
 	stub := &creates{}
 	s, err := New(Options{
 		Logger: slog.New(slog.DiscardHandler), Management: &stub.mgmtCreates, Platform: &stub.platCreates, Docs: d,
-		ManagementDoc: mgmt, PlatformDoc: plat, MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20,
+		MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20,
 		Public: []string{"createValidator", "createGatewayWallet", "listRemoteParticipants"},
 	})
 	if err != nil {

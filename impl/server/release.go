@@ -53,15 +53,8 @@ type mount struct {
 type observers struct {
 	metrics *telemetry.Metrics
 	log     *slog.Logger
-	// audit is set on the release whose mutating operations are audited.
-	audit   bool
 	auditor Auditor
 	public  []string
-}
-
-func (o observers) audited(a Auditor) observers {
-	o.audit, o.auditor = true, a
-	return o
 }
 
 // PlainHandler serves one operation on the raw request; a returned error is
@@ -109,7 +102,7 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	if !public {
 		mws = append(mws, authenticate(m.verifier))
 	}
-	if m.obs.audit && !public && method != http.MethodGet && method != http.MethodHead {
+	if !public && method != http.MethodGet && method != http.MethodHead {
 		field, _ := op.Extensions[auditValidatorKey].(string)
 		mws = append(mws, audit(m.obs.log, m.obs.auditor, op.OperationID, field))
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -57,9 +58,6 @@ type Options struct {
 	UploadTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers (431 beyond).
 	MaxHeaderBytes int
-	// The contracts as Contracts returns them, when the caller has loaded
-	// them already (parsing both is most of start-up); nil: New loads them.
-	ManagementDoc, PlatformDoc *openapi3.T
 	// Metrics counts and times every operation's requests; nil: none.
 	Metrics *telemetry.Metrics
 	// Audit stores the audit entries of mutating calls of both releases
@@ -82,16 +80,25 @@ type Server struct {
 	routes map[string]*release
 }
 
-// Contracts returns the two OpenAPI documents the server is built from.
-// Both are parsed at once: parsing is most of start-up.
+// The contracts are parsed once per process and shared by every server in
+// it (tests start hundreds): parsing is most of a server's start-up, and
+// after load nothing writes to them; request validation only reads them,
+// which kin-openapi allows from any goroutine.
+var (
+	managementContract = sync.OnceValues(openapi.Management)
+	platformContract   = sync.OnceValues(openapi.Platform)
+)
+
+// Contracts returns the two OpenAPI documents the server is built from. The
+// first call parses both at once; callers must not change them.
 func Contracts() (mgmt, plat *openapi3.T, err error) {
 	var perr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		plat, perr = openapi.Platform()
+		plat, perr = platformContract()
 	}()
-	mgmt, err = openapi.Management()
+	mgmt, err = managementContract()
 	<-done
 	if err != nil {
 		return nil, nil, fmt.Errorf("release 1.11 contract: %w", err)
@@ -104,12 +111,9 @@ func Contracts() (mgmt, plat *openapi3.T, err error) {
 
 // New assembles the server.
 func New(o Options) (*Server, error) {
-	mgmtDoc, platDoc := o.ManagementDoc, o.PlatformDoc
-	if mgmtDoc == nil || platDoc == nil {
-		var err error
-		if mgmtDoc, platDoc, err = Contracts(); err != nil {
-			return nil, err
-		}
+	mgmtDoc, platDoc, err := Contracts()
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{
 		echo:       echo.New(),
@@ -140,15 +144,15 @@ func New(o Options) (*Server, error) {
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return every })
 
 	lim := limits{body: o.MaxBodyBytes, upload: o.MaxUploadBytes}
-	obs := observers{metrics: o.Metrics, log: o.Logger, public: o.Public}
+	obs := observers{metrics: o.Metrics, log: o.Logger, auditor: o.Audit, public: o.Public}
 	if o.RequestTimeout > 0 {
 		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
 	}
 	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs.audited(o.Audit)},
+		mount{e: e, rel: s.management, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs},
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.platform, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs.audited(o.Audit)},
+		mount{e: e, rel: s.platform, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
 	// A request that matched no route renders in the release whose paths
 	// its URL is under: each route's own release must be that one, or the
