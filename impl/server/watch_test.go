@@ -242,8 +242,10 @@ func TestWatchBadPosition(t *testing.T) {
 // the same server answers every other call with that token 401.
 func TestWatchEndsWhenTheTokenExpires(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{Watch: true})
-	// Expired 28 s ago: accepted for 2 s more (auth.Skew), then refused.
-	token, err := s.App.Issuer.Issue("operator", 2*time.Second-auth.Skew)
+	// Expired 24 s ago: accepted for 6 s more (auth.Skew), then refused.
+	// Both streams must open within those 6 s (exp is in whole seconds),
+	// which 2 s did not leave on a loaded machine.
+	token, err := s.App.Issuer.Issue("operator", 6*time.Second-auth.Skew)
 	if err != nil {
 		t.Fatal(err)
 	}
