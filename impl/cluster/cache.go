@@ -26,9 +26,9 @@ import (
 // cluster objects from the controller-runtime Manager's cache, typed (the
 // Application, which has no Go type, unstructured), through the Manager's
 // client. Its options (CacheOptions) drop what no reader reads: every
-// object's managedFields, and the values of Secrets (their keys stay:
+// object's managedFields, the values of Secrets (their keys stay:
 // readers ask whether a Secret has a key; a value is read from the API
-// server when it is needed).
+// server when it is needed), and Pods' specs (podStatus).
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
 // and the Validator's.
@@ -84,6 +84,7 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
 		ByObject: map[client.Object]ctrlcache.ByObject{
 			&corev1.Secret{}:      in(secretKeys),
+			&corev1.Pod{}:         in(podStatus),
 			&appsv1.Deployment{}:  in(ownFieldsOnly),
 			&appsv1.StatefulSet{}: in(ownFieldsOnly),
 			&corev1.Service{}:     in(ownFieldsOnly),
@@ -162,6 +163,31 @@ func secretKeys(obj any) (any, error) {
 		s.Data[k] = []byte{}
 	}
 	return s, nil
+}
+
+// podStatus is the transform of Pods: the cache's readers (the workload
+// controller's status and its predicate) read their metadata and why they
+// cannot start; the spec, and of the status what the kubelet reports beside
+// that, are some 9 KB a Pod that nothing reads from the cache (the console,
+// metrics and exec read Pods from the API server).
+func podStatus(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName}
+	st := corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions, Reason: p.Status.Reason, Message: p.Status.Message}
+	for _, from := range []struct{ in, out *[]corev1.ContainerStatus }{
+		{&p.Status.InitContainerStatuses, &st.InitContainerStatuses},
+		{&p.Status.ContainerStatuses, &st.ContainerStatuses},
+	} {
+		for _, c := range *from.in {
+			*from.out = append(*from.out, corev1.ContainerStatus{Name: c.Name, State: c.State, Ready: c.Ready, RestartCount: c.RestartCount})
+		}
+	}
+	p.Status = st
+	return p, nil
 }
 
 // ownFieldsOnly is the transform of the workloads the workload controller

@@ -8,6 +8,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -118,5 +120,40 @@ func TestReleaseCache(t *testing.T) {
 	}
 	if by, ok := byType["*v1alpha1.Validator"]; ok && len(by.Namespaces) != 1 {
 		t.Errorf("Validators widened: %+v", by.Namespaces)
+	}
+}
+
+// TestPodStatus: the cache keeps of a Pod its metadata and why it cannot
+// start (phase, conditions, each container's state), not its spec nor the
+// rest of its status.
+func TestPodStatus(t *testing.T) {
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "s" not found`}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
+		Status: corev1.PodStatus{
+			Phase:                 corev1.PodPending,
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			PodIP:                 "127.0.0.9",
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", Image: "i", Ready: true, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "c", Image: "i", ImageID: "sha", RestartCount: 3, State: waiting}},
+		},
+	}
+	got, err := cluster.PodStatus(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "x"}},
+		Spec:       corev1.PodSpec{NodeName: "node"},
+		Status: corev1.PodStatus{
+			Phase:                 corev1.PodPending,
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", Ready: true, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "c", RestartCount: 3, State: waiting}},
+		},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("got %#v\nwant %#v", got, want)
 	}
 }

@@ -24,3 +24,6 @@ func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domai
 func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
 	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.putSecrets(ctx, validator, domain.ValidatorSecrets{}, d))
 }
+
+// PodStatus is the cache's transform of Pods.
+var PodStatus = podStatus
