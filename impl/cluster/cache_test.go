@@ -130,7 +130,7 @@ func TestPodStatus(t *testing.T) {
 	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "s" not found`}}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
-		Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
+		Spec:       corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
 		Status: corev1.PodStatus{
 			Phase:                 corev1.PodPending,
 			Conditions:            []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
