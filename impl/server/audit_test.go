@@ -42,7 +42,9 @@ func TestAuditBeforeMutation(t *testing.T) {
 	t.Parallel()
 	type locker func(t *testing.T, cfg config.Config) (release func())
 	sqliteLock := func(t *testing.T, cfg config.Config) func() {
-		db, err := sql.Open("sqlite3", "file:"+filepath.Join(cfg.DataDir, "validator-manager.db")+"?_busy_timeout=0")
+		// The server's own writers may hold the lock a moment (its
+		// controllers at start, slow on a loaded machine): wait for them.
+		db, err := sql.Open("sqlite3", "file:"+filepath.Join(cfg.DataDir, "validator-manager.db")+"?_busy_timeout=20000")
 		if err != nil {
 			t.Fatal(err)
 		}
