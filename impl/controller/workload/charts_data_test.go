@@ -297,6 +297,17 @@ func TestChartDatabaseInitCreatesDatabases(t *testing.T) {
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The validator app's database has a fixed name: another make test on
+	// the same PostgreSQL server runs this test too, so the two take turns
+	// (a session advisory lock, released when its connection closes).
+	turn, err := admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Close()
+	if _, err := turn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('TestChartDatabaseInitCreatesDatabases'))`); err != nil {
+		t.Fatal(err)
+	}
 	user, password := fmt.Sprintf("chartinit_%d", time.Now().UnixNano()%1_000_000), "pw-init"
 	v := matrix()["external database"]
 	v.Spec.Migration.ID = 7
@@ -312,7 +323,7 @@ func TestChartDatabaseInitCreatesDatabases(t *testing.T) {
 		_, _ = admin.ExecContext(context.Background(), `DROP ROLE IF EXISTS "`+user+`"`)
 	}
 	drop()
-	t.Cleanup(drop)
+	defer drop() // before the lock is released
 	if _, err := admin.ExecContext(ctx, `CREATE ROLE "`+user+`" LOGIN CREATEDB PASSWORD '`+password+`'`); err != nil {
 		t.Fatal(err)
 	}
