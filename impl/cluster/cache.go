@@ -177,17 +177,22 @@ func podStatus(obj any) (any, error) {
 	}
 	p.ManagedFields = nil
 	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName}
-	st := corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions, Reason: p.Status.Reason, Message: p.Status.Message}
-	for _, from := range []struct{ in, out *[]corev1.ContainerStatus }{
-		{&p.Status.InitContainerStatuses, &st.InitContainerStatuses},
-		{&p.Status.ContainerStatuses, &st.ContainerStatuses},
-	} {
-		for _, c := range *from.in {
-			*from.out = append(*from.out, corev1.ContainerStatus{Name: c.Name, State: c.State, Ready: c.Ready, RestartCount: c.RestartCount})
-		}
+	p.Status = corev1.PodStatus{
+		Phase: p.Status.Phase, Conditions: p.Status.Conditions, Reason: p.Status.Reason, Message: p.Status.Message,
+		InitContainerStatuses: containerStates(p.Status.InitContainerStatuses),
+		ContainerStatuses:     containerStates(p.Status.ContainerStatuses),
 	}
-	p.Status = st
 	return p, nil
+}
+
+// containerStates keeps of each container's status its name, state,
+// readiness and restarts.
+func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, c := range in {
+		out = append(out, corev1.ContainerStatus{Name: c.Name, State: c.State, Ready: c.Ready, RestartCount: c.RestartCount})
+	}
+	return out
 }
 
 // ownFieldsOnly is the transform of the workloads the workload controller
