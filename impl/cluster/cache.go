@@ -85,9 +85,9 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 		ByObject: map[client.Object]ctrlcache.ByObject{
 			&corev1.Secret{}:      in(secretKeys),
 			&corev1.Pod{}:         in(podStatus),
-			&appsv1.Deployment{}:  in(ownFieldsOnly),
-			&appsv1.StatefulSet{}: in(ownFieldsOnly),
-			&corev1.Service{}:     in(ownFieldsOnly),
+			&appsv1.Deployment{}:  in(appliedShape),
+			&appsv1.StatefulSet{}: in(appliedShape),
+			&corev1.Service{}:     in(appliedShape),
 			&v1alpha1.Validator{}: often,
 			&batchv1.Job{}:        often,
 		},
@@ -195,10 +195,15 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// ownFieldsOnly is the transform of the workloads the workload controller
-// applies: of their managedFields, only FieldOwner's apply, which tells
-// whether the object holds what the controller would apply again.
-func ownFieldsOnly(obj any) (any, error) {
+// appliedShape is the transform of the workloads and Services the
+// workload controller applies. Its readers compare an object with what
+// they would apply by its AppliedAnnotation and FieldOwner's apply entry
+// (so of the managedFields only that entry stays), and read a workload's
+// replicas, status, pod template annotations (the database password the
+// apps start with) and a StatefulSet's claim templates (kept on apply).
+// The pod templates' specs and the Services' specs, most of each object,
+// nothing reads from the cache.
+func appliedShape(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return obj, nil
@@ -210,6 +215,15 @@ func ownFieldsOnly(obj any) (any, error) {
 		}
 	}
 	o.SetManagedFields(own)
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		w.Spec = appsv1.DeploymentSpec{Replicas: w.Spec.Replicas, Template: corev1.PodTemplateSpec{ObjectMeta: w.Spec.Template.ObjectMeta}}
+	case *appsv1.StatefulSet:
+		w.Spec = appsv1.StatefulSetSpec{Replicas: w.Spec.Replicas, Template: corev1.PodTemplateSpec{ObjectMeta: w.Spec.Template.ObjectMeta},
+			VolumeClaimTemplates: w.Spec.VolumeClaimTemplates}
+	case *corev1.Service:
+		w.Spec = corev1.ServiceSpec{}
+	}
 	return o, nil
 }
 

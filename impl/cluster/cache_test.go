@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -155,5 +157,56 @@ func TestPodStatus(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("got %#v\nwant %#v", got, want)
+	}
+}
+
+// TestAppliedShape: the cache keeps of an applied workload or Service its
+// metadata with the controller's own apply entry, and of a workload its
+// replicas, status, pod template metadata and claim templates; not the pod
+// template's spec nor a Service's spec.
+func TestAppliedShape(t *testing.T) {
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "w", Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply},
+			{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status"},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate},
+		}}
+	}
+	kept := metav1.ObjectMeta{Name: "w", Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply},
+	}}
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"password": "digest"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
+	}
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}}
+	for _, c := range []struct {
+		name     string
+		in, want client.Object
+	}{
+		{"Deployment", &appsv1.Deployment{ObjectMeta: meta(),
+			Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: template, Selector: &metav1.LabelSelector{}},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+			&appsv1.Deployment{ObjectMeta: kept,
+				Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta}},
+				Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}},
+		{"StatefulSet", &appsv1.StatefulSet{ObjectMeta: meta(),
+			Spec:   appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Template: template, VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim}, ServiceName: "s"},
+			Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}},
+			&appsv1.StatefulSet{ObjectMeta: kept,
+				Spec:   appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta}, VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim}},
+				Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}},
+		{"Service", &corev1.Service{ObjectMeta: meta(), Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}},
+			&corev1.Service{ObjectMeta: kept}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := cluster.AppliedShape(c.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, c.want) {
+				t.Fatalf("got %#v\nwant %#v", got, c.want)
+			}
+		})
 	}
 }

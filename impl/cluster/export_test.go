@@ -27,3 +27,6 @@ func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.Se
 
 // PodStatus is the cache's transform of Pods.
 var PodStatus = podStatus
+
+// AppliedShape is the cache's transform of applied workloads and Services.
+var AppliedShape = appliedShape

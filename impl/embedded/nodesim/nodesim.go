@@ -94,6 +94,9 @@ type Options struct {
 	// Prometheus metrics at /metrics: how a server in another process
 	// reads them. Empty: nothing is served (Metrics answers in process).
 	MetricsAddress string
+	// Resync is how often the simulator's cache hands it every object
+	// again; default Resync.
+	Resync time.Duration
 	// Now is the clock of the simulated usage; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
@@ -185,7 +188,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	}
 	mgr, err := manager.New(rc, manager.Options{
 		Scheme:                 scheme,
-		Cache:                  cacheOptions(opts.Namespace),
+		Cache:                  cacheOptions(opts.Namespace, cmp.Or(opts.Resync, Resync)),
 		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 		Logger:                 logr.FromSlogHandler(opts.Logger.Handler()),
@@ -211,7 +214,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 // ConfigMaps without their values, Deployments without their pod
 // templates' details, volumes the simulator made only; nothing with
 // managedFields.
-func cacheOptions(namespace string) cache.Options {
+func cacheOptions(namespace string, resync time.Duration) cache.Options {
 	in := func(t toolscache.TransformFunc) cache.ByObject {
 		if namespace == "" {
 			return cache.ByObject{Transform: t}
@@ -232,7 +235,6 @@ func cacheOptions(namespace string) cache.Options {
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
-	resync := Resync
 	o.SyncPeriod = &resync
 	return o
 }

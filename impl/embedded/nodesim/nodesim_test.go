@@ -519,8 +519,10 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // refused with a conflict while a fault lasted (the simulator takes a
 // conflict for a change whose own event follows, and drops the Pod) is
 // bound and runs once the fault has cleared, within the cache's resync
-// and no later than a minute, although nothing about it changes.
+// and no later than a minute, although nothing about it changes. The
+// resync is shortened from Resync so that the test waits seconds.
 func TestMissedPodIsSimulatedAfterAResync(t *testing.T) {
+	const resync = 3 * time.Second
 	ns := namespace(t)
 	ctx := context.Background()
 	const scheduler, node = "resync-scheduler", "resync-node"
@@ -542,7 +544,7 @@ func TestMissedPodIsSimulatedAfterAResync(t *testing.T) {
 	// A simulator of the namespace's own scheduler (the package's binds
 	// only the default scheduler's Pods), on a node of its own.
 	t.Cleanup(startSim(t, cfg, nodesim.Options{Namespace: ns, NodeName: node, SchedulerName: scheduler, ReadyDelay: readyDelay,
-		Logger: slog.New(slog.DiscardHandler)}))
+		Resync: resync, Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(func() { _ = core.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}) })
 	spec := podSpec()
 	spec.SchedulerName = scheduler
@@ -560,5 +562,5 @@ func TestMissedPodIsSimulatedAfterAResync(t *testing.T) {
 		}
 		return p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning, fmt.Sprintf("node %q, phase %s", p.Spec.NodeName, p.Status.Phase)
 	})
-	t.Logf("running %s after the fault cleared (resync %s)", time.Since(cleared).Round(time.Second), nodesim.Resync)
+	t.Logf("running %s after the fault cleared (resync %s)", time.Since(cleared).Round(time.Second), resync)
 }
