@@ -162,7 +162,13 @@ func (k *Kube) Settle(ctx context.Context) error {
 			return err
 		}
 		for i := range l.Items {
-			if err := k.seen(ctx, kind, nil, &l.Items[i]); err != nil {
+			o := &l.Items[i]
+			if err := k.seen(ctx, kind, nil, o); err != nil {
+				// Deleted since the list (a controller removed it): there
+				// is nothing left for the caches to hold.
+				if cur, gerr := api.Get(ctx, o.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(gerr) || gerr == nil && cur.GetUID() != o.GetUID() {
+					continue
+				}
 				return err
 			}
 		}
