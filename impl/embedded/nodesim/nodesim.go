@@ -141,6 +141,9 @@ func (o *Options) defaults() {
 	if o.Burst <= 0 {
 		o.Burst = DefaultBurst
 	}
+	if o.Resync <= 0 {
+		o.Resync = Resync
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -188,7 +191,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	}
 	mgr, err := manager.New(rc, manager.Options{
 		Scheme:                 scheme,
-		Cache:                  cacheOptions(opts.Namespace, cmp.Or(opts.Resync, Resync)),
+		Cache:                  cacheOptions(opts.Namespace, opts.Resync),
 		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 		Logger:                 logr.FromSlogHandler(opts.Logger.Handler()),
