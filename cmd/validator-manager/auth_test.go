@@ -48,10 +48,20 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		t.Fatal(err)
 	}
 	c := testClient(t, base, token)
-	eventually(t, 120*time.Second, "the README's validator RUNNING (or COMPLETED: every workload available)", func() bool {
+	// Started as the status of the resource's last generation says: the
+	// create applies the resource, writes its Secrets and then references
+	// them in spec.secrets (a second generation), and under load the first
+	// generation's workloads can be available, and the phase COMPLETED, before
+	// the second's roll out (seen beside a second make test).
+	eventually(t, 120*time.Second, "the README's validator RUNNING (or COMPLETED: every workload available) at its last generation", func() bool {
 		r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr(name)})
-		return err == nil && r.JSON200 != nil && len(r.JSON200.Validators) == 1 && r.JSON200.Validators[0].Phase != nil &&
-			started(v1alpha1.Phase(*r.JSON200.Validators[0].Phase)) && started(getValidator(t, dyn, name).Status.Phase)
+		if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 || r.JSON200.Validators[0].Phase == nil ||
+			!started(v1alpha1.Phase(*r.JSON200.Validators[0].Phase)) {
+			return false
+		}
+		v := getValidator(t, dyn, name)
+		s := v.Spec.Secrets
+		return started(v.Status.Phase) && v.Status.ObservedGeneration == v.Generation && s != nil && s.Database != nil && s.LedgerAPIAuth != nil
 	})
 	v := getValidator(t, dyn, name)
 	a := v.Spec.Config.Auth
