@@ -521,7 +521,8 @@ func TestLeaderReleasesLeaseOnShutdown(t *testing.T) {
 
 // A leader that can no longer renew its lease (another holder took it)
 // stops its leader-only work before the lease can pass to another replica
-// (within the renew deadline on an idle machine) and its Manager fails ("leader election lost": the process exits and is restarted as a
+// (within the renew deadline on an idle machine) and its Manager fails
+// ("leader election lost": the process exits and is restarted as a
 // follower); the other replica takes over once the lease is free.
 func TestLeaderThatLosesItsLeaseStops(t *testing.T) {
 	ns, a, b := twoReplicas(t, nil)
