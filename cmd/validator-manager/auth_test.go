@@ -37,12 +37,13 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 	if err := json.Unmarshal(body, &payload); err != nil {
 		t.Fatal(err)
 	}
-	created := createRaw(t, base, token, body)
 	rc := adminConfig(t, dataDir)
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopWatch := watchPhases(t, dyn, name)
+	created := createRaw(t, base, token, body)
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -50,9 +51,7 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 	c := testClient(t, base, token)
 	// Started as the status of the resource's last generation says: the
 	// create applies the resource, writes its Secrets and then references
-	// them in spec.secrets (a second generation), and under load the first
-	// generation's workloads can be available, and the phase COMPLETED, before
-	// the second's roll out (seen beside a second make test).
+	// them in spec.secrets (a second generation).
 	eventually(t, 120*time.Second, "the README's validator RUNNING (or COMPLETED: every workload available) at its last generation", func() bool {
 		r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr(name)})
 		if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 || r.JSON200.Validators[0].Phase == nil ||
@@ -142,6 +141,9 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		t.Fatalf("the wallet user's token: %v, sub %v; want sub %q", err, user, a.WalletUser)
 	}
 
+	// Its workloads rolled out once: started, it stayed so.
+	stopWatch()
+	checkRolledOutOnce(t, core, name)
 	// Deleted by hand: reported, then written again (with a new password).
 	checkSecretLossReported(t, core, dyn, name)
 }

@@ -297,6 +297,61 @@ func started(p v1alpha1.Phase) bool {
 	return p == v1alpha1.PhaseRunning || p == v1alpha1.PhaseCompleted
 }
 
+// watchPhases records the phases the Validator resource name goes through
+// from now on; stop ends the watch and fails t when the phase went back
+// from started (RUNNING or COMPLETED) to another: a validator left alone
+// must not roll its workloads again once they were available.
+func watchPhases(t *testing.T, dyn dynamic.Interface, name string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := dyn.Resource(cluster.ValidatorResource).Namespace("default").Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string)
+	go func() {
+		var seen []string
+		for ev := range w.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				st, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+				if len(seen) == 0 || seen[len(seen)-1] != st {
+					seen = append(seen, st)
+				}
+			}
+		}
+		done <- seen
+	}()
+	return func() {
+		t.Helper()
+		cancel()
+		w.Stop()
+		seen := <-done
+		for i := 1; i < len(seen); i++ {
+			if started(v1alpha1.Phase(seen[i-1])) && !started(v1alpha1.Phase(seen[i])) {
+				t.Errorf("validator %s went back from %s to %s with nothing changed (phases %v): its workloads rolled out again", name, seen[i-1], seen[i], seen)
+			}
+		}
+	}
+}
+
+// checkRolledOutOnce: each of the validator's Deployments is at its first
+// revision: nothing changed its pod template after it was made (a new
+// validator's workloads roll out once, not again when the resource's
+// spec.secrets or the cache's Secrets follow).
+func checkRolledOutOnce(t *testing.T, core kubernetes.Interface, name string) {
+	t.Helper()
+	ds, err := core.AppsV1().Deployments("default").List(context.Background(), metav1.ListOptions{LabelSelector: workload.ValidatorLabel + "=" + name})
+	if err != nil || len(ds.Items) == 0 {
+		t.Fatalf("the Deployments of %s: %v, %d", name, err, len(ds.Items))
+	}
+	for _, d := range ds.Items {
+		if rev := d.Annotations["deployment.kubernetes.io/revision"]; rev != "1" {
+			t.Errorf("Deployment %s is at revision %s, want 1: its pod template changed after it was made", d.Name, rev)
+		}
+	}
+}
+
 // checkSecretLossReported deletes the validator's database Secret by hand:
 // a watch on the Validator, started before, sees it leave RUNNING (or
 // COMPLETED) with a condition naming the Secret, then back once the controller has

@@ -33,7 +33,7 @@ func TestCacheTrims(t *testing.T) {
 	ns := newNamespace(t, "c")
 	gw, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
 	start()
-	if err := gw.ApplyValidator(ctx, validator(t, "mu", config("mu", "0.4.1", nil)), nil); err != nil {
+	if err := gw.ApplyValidator(ctx, validator(t, "mu", config("mu", "0.4.1", nil)), nil, domain.WrittenSecrets{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := gw.WriteSecrets(ctx, "mu", domain.ValidatorSecrets{OnboardingSecret: onboardingValue}); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -30,3 +32,8 @@ var PodStatus = podStatus
 
 // AppliedShape is the cache's transform of applied workloads and Services.
 var AppliedShape = appliedShape
+
+// CachedDeployment tells whether the cache holds the Deployment of that name.
+func (k *Kube) CachedDeployment(name string) bool {
+	return cached[appsv1.Deployment](k, name) != nil
+}

@@ -146,7 +146,7 @@ func mustApply(t *testing.T, e *env, v domain.Validator, s domain.ValidatorSecre
 
 func mustApplyPruned(t *testing.T, e *env, v domain.Validator, p *domain.PruneSchedule, s domain.ValidatorSecrets) {
 	t.Helper()
-	if err := e.gw.ApplyValidator(context.Background(), v, p); err != nil {
+	if err := e.gw.ApplyValidator(context.Background(), v, p, domain.WrittenSecrets{}); err != nil {
 		t.Fatalf("ApplyValidator(%s): %v", v.Name, err)
 	}
 	if err := e.gw.WriteSecrets(context.Background(), v.Name, s); err != nil {
@@ -535,7 +535,7 @@ func testPruneSchedule(t *testing.T, e *env) {
 	schedule := func() any { return mustResource(t, e, "eps").Spec["participantPruningSchedule"] }
 	apply := func(p *domain.PruneSchedule) {
 		t.Helper()
-		if err := e.gw.ApplyValidator(ctx, v, p); err != nil {
+		if err := e.gw.ApplyValidator(ctx, v, p, domain.WrittenSecrets{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -782,7 +782,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	defaults := domain.SecretDefaults{DatabasePassword: &password, LedgerAPIClientSecret: &clientSecret}
 	apply := func(k *cluster.Kube) {
 		t.Helper()
-		if err := k.ApplyValidator(ctx, v, prune); err != nil {
+		if err := k.ApplyValidator(ctx, v, prune, domain.WrittenSecrets{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := k.ApplyBackupSchedule(ctx, "omega", backup); err != nil {
@@ -794,7 +794,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	}
 	first, start, firstWrites := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
 	start()
-	if err := first.ApplyValidator(ctx, v, prune); err != nil {
+	if err := first.ApplyValidator(ctx, v, prune, domain.WrittenSecrets{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.WriteSecrets(ctx, "omega", domain.ValidatorSecrets{OnboardingSecret: onboardingValue}); err != nil {
@@ -838,10 +838,11 @@ func TestRestartWritesNothing(t *testing.T) {
 
 // TestCreateWritesOnce: what the intent controller does for a new validator
 // (its resource, then its Secrets given and defaulted) costs one apply of
-// the resource, one per Secret and one of spec.secrets, and no read: the
-// Secrets' owner is the uid the resource's apply answered, though the cache
-// has not seen the resource yet. The resource's spec changes twice (its
-// generation is 2), not once per Secret written.
+// the resource, one of spec.secrets by the field owner that keeps them, and
+// one per Secret, and no read: the Secrets' owner is the uid the resource's
+// apply answered, though the cache has not seen the resource yet. The
+// resource references its Secrets from its first generation, which is its
+// only one: its workloads are made once.
 func TestCreateWritesOnce(t *testing.T) {
 	if realServer == nil {
 		t.Skip(backendFakes)
@@ -868,7 +869,7 @@ func TestCreateWritesOnce(t *testing.T) {
 	clear(requests) // the cache's lists
 	mu.Unlock()
 	v := validator(t, "kappa", config("kappa", "0.4.1", map[string]any{"databaseConfig": map[string]any{"username": "cnadmin"}}))
-	if err := k.ApplyValidator(ctx, v, nil); err != nil {
+	if err := k.ApplyValidator(ctx, v, nil, domain.WrittenSecrets{Onboarding: true, LedgerAPIAuth: true, Database: true}); err != nil {
 		t.Fatal(err)
 	}
 	secret := "generated-client-secret"
@@ -880,19 +881,36 @@ func TestCreateWritesOnce(t *testing.T) {
 	got := maps.Clone(requests)
 	mu.Unlock()
 	if want := map[string]int{http.MethodPatch: 5}; !maps.Equal(got, want) {
-		t.Errorf("requests by method: got %v, want %v (the resource, three Secrets, spec.secrets)", got, want)
+		t.Errorf("requests by method: got %v, want %v (the resource, spec.secrets, three Secrets)", got, want)
 	}
 	core, dyn := realClients(t)
 	u, err := dyn.Resource(cluster.ValidatorResource).Namespace(ns).Get(ctx, "kappa", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.GetGeneration() != 2 {
-		t.Errorf("generation: got %d, want 2", u.GetGeneration())
+	if u.GetGeneration() != 1 {
+		t.Errorf("generation: got %d, want 1", u.GetGeneration())
 	}
 	refs, _, _ := unstructured.NestedMap(u.Object, "spec", "secrets")
 	if len(refs) != 3 {
 		t.Errorf("spec.secrets: got %v, want the three Secrets", refs)
+	}
+	// The next apply of the spec (an edit) leaves spec.secrets out; they stay.
+	within(t, func() error {
+		if !k.InStep(domain.ValidatorIntent{Validator: v}) {
+			return fmt.Errorf("the cache does not show the resource yet")
+		}
+		return nil
+	})
+	v.DatabaseStorage = "30Gi"
+	if err := k.ApplyValidator(ctx, v, nil, domain.WrittenSecrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err = dyn.Resource(cluster.ValidatorResource).Namespace(ns).Get(ctx, "kappa", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _, _ := unstructured.NestedMap(u.Object, "spec", "secrets"); len(refs) != 3 || u.GetGeneration() != 2 {
+		t.Errorf("after an edit: generation %d, spec.secrets %v; want 2 and the three Secrets", u.GetGeneration(), refs)
 	}
 	for _, name := range []string{domain.OnboardingSecretName("kappa"), domain.DatabaseSecretName("kappa"), domain.LedgerAPIAuthSecretName("kappa")} {
 		s, err := core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -910,51 +928,69 @@ func TestCreateWritesOnce(t *testing.T) {
 // keeps the one it replaced (what the running database accepts until the
 // workload controller's rotation ran); writing the same password again
 // keeps it too; an edit before the last one's rotation ran keeps the
-// password the database still takes (the apps' template says which).
+// password the database still takes (the apps' template says which: the
+// digest of the one a rotation set, or none when no rotation completed, so
+// the database takes the password the Secret held before its first edit).
 func TestDatabasePasswordEditKeepsPrevious(t *testing.T) {
-	core, _ := realClients(t)
-	ctx := context.Background()
-	ns := newNamespace(t, "p")
-	// The database took "second", never "third".
-	app := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "rho-validator-app", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rho"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rho"},
-					Annotations: map[string]string{cluster.DatabasePasswordAnnotation: cluster.PasswordDigest([]byte("second"))}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}},
-			},
-		},
-	}
-	if _, err := core.AppsV1().Deployments(ns).Create(ctx, app, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	gw, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
-	start()
-	v := validator(t, "rho", config("rho", "0.4.1", nil))
-	if err := gw.ApplyValidator(ctx, v, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []struct{ password, previous string }{
-		{"first", ""}, {"second", "first"}, {"second", "first"}, {"third", "second"}, {"fourth", "second"},
+	type step struct{ password, previous string }
+	for _, tc := range []struct {
+		name   string
+		digest string // on the validator app's pod template
+		steps  []step
+	}{
+		{"the database took second, never third", "second",
+			[]step{{"first", ""}, {"second", "first"}, {"second", "first"}, {"third", "second"}, {"fourth", "second"}}},
+		{"no rotation completed", "",
+			[]step{{"first", ""}, {"second", "first"}, {"third", "first"}, {"third", "first"}}},
 	} {
-		within(t, func() error { // the cache shows what was written before
-			if step.previous != "" && !gw.CachedSecrets("rho").Database {
-				return fmt.Errorf("the cache does not show the database Secret yet")
+		t.Run(tc.name, func(t *testing.T) {
+			core, _ := realClients(t)
+			ctx := context.Background()
+			ns := newNamespace(t, "p")
+			app := &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "rho-validator-app", Namespace: ns},
+				Spec: appsv1.DeploymentSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rho"}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rho"}},
+						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}},
+					},
+				},
 			}
-			return nil
+			if tc.digest != "" {
+				app.Spec.Template.Annotations = map[string]string{cluster.DatabasePasswordAnnotation: cluster.PasswordDigest([]byte(tc.digest))}
+			}
+			if _, err := core.AppsV1().Deployments(ns).Create(ctx, app, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			gw, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+			start()
+			v := validator(t, "rho", config("rho", "0.4.1", nil))
+			if err := gw.ApplyValidator(ctx, v, nil, domain.WrittenSecrets{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range tc.steps {
+				within(t, func() error { // the cache shows what was written before, and the Deployment
+					if step.previous != "" && !gw.CachedSecrets("rho").Database {
+						return fmt.Errorf("the cache does not show the database Secret yet")
+					}
+					if !gw.CachedDeployment("rho-validator-app") {
+						return fmt.Errorf("the cache does not show the validator app yet")
+					}
+					return nil
+				})
+				if err := gw.WriteSecrets(ctx, "rho", domain.ValidatorSecrets{DatabasePassword: step.password}); err != nil {
+					t.Fatal(err)
+				}
+				s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("rho"), metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := string(s.Data[cluster.PreviousDatabasePasswordKey]); got != step.previous || string(s.Data[cluster.DatabaseSecretKey]) != step.password ||
+					s.Labels[cluster.DatabasePasswordLabel] != cluster.PasswordDigest([]byte(step.password)) {
+					t.Fatalf("after writing %q: previous %q, labels %v; want previous %q and the digest of %q", step.password, got, s.Labels, step.previous, step.password)
+				}
+			}
 		})
-		if err := gw.WriteSecrets(ctx, "rho", domain.ValidatorSecrets{DatabasePassword: step.password}); err != nil {
-			t.Fatal(err)
-		}
-		s, err := core.CoreV1().Secrets(ns).Get(ctx, domain.DatabaseSecretName("rho"), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := string(s.Data[cluster.PreviousDatabasePasswordKey]); got != step.previous || string(s.Data[cluster.DatabaseSecretKey]) != step.password ||
-			s.Labels[cluster.DatabasePasswordLabel] != cluster.PasswordDigest([]byte(step.password)) {
-			t.Fatalf("after writing %q: previous %q, labels %v; want previous %q and the digest of %q", step.password, got, s.Labels, step.previous, step.password)
-		}
 	}
 }

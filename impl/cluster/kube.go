@@ -105,10 +105,17 @@ type Kube struct {
 	ready chan struct{}
 	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
 	metrics metricsv1beta1.PodMetricsesGetter
-	// created holds the uid of each Validator resource this gateway
-	// created that the cache did not show yet (name → types.UID): the
-	// owner of its Secrets, written next, without asking the API server.
+	// created holds each Validator resource this gateway created that
+	// the cache did not show yet (name → createdResource): the owner of
+	// its Secrets, written next, without asking the API server.
 	created sync.Map
+}
+
+// createdResource is a Validator resource as this gateway created it: its
+// uid and the Secrets its spec.secrets references.
+type createdResource struct {
+	uid        types.UID
+	referenced domain.WrittenSecrets
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -419,6 +426,13 @@ func jsonValue(v any) (any, error) {
 	return out, json.Unmarshal(raw, &out)
 }
 
+// sameJSON tells whether a and b are the same JSON value.
+func sameJSON(a, b any) bool {
+	x, err := jsonValue(a)
+	y, err2 := jsonValue(b)
+	return err == nil && err2 == nil && reflect.DeepEqual(x, y)
+}
+
 // isZero allows the defaults of the Validator's schema: empty strings,
 // false, zero, null and empty maps and lists.
 func isZero(v any) bool {
@@ -489,12 +503,17 @@ func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApply
 // ApplyValidator makes the Validator resource what v and prune (nil: no
 // pruning schedule) say: its spec (but spec.secrets, which follows the
 // Secrets) and labels, by server-side apply; annotations and status are
-// others'. Nothing is written when the cached resource already is that.
-func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
-	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune))
+// others'. Nothing is written when the cached resource already is that. A
+// new resource references from its first generation the Secrets that exist
+// and those that writes says the caller writes next (PutSecrets): the
+// workload controller then makes its workloads once, not again when
+// spec.secrets follows a moment later (the validator app's onboarding
+// secret is read only when referenced).
+func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error {
+	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune, writes))
 }
 
-func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error {
+func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error {
 	if v.Name == "" {
 		return domain.Invalid("name", "must not be empty")
 	}
@@ -506,6 +525,16 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 		return nil
 	}
 	_, existed := k.storedValidator(v.Name)
+	var referenced domain.WrittenSecrets
+	var refs *secretRefsAC
+	if !existed {
+		// Secrets may outlive a resource deleted by hand: those there
+		// are, and those written next.
+		referenced = k.referenced(v.Name, writes)
+		if refs = secretRefs(v.Name, referenced); refs != nil {
+			spec.WithSecrets(refs)
+		}
+	}
 	ac := validatorac.Validator(v.Name, k.namespace).WithLabels(k.validatorLabels(v.Name)).WithSpec(spec)
 	if err := k.client.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return err
@@ -513,11 +542,17 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	if existed || ac.UID == nil {
 		return nil
 	}
-	// ac is the resource as the API server answered (a new one has no
-	// spec.secrets): its Secrets, written next, are owned by its uid.
-	k.created.Store(v.Name, *ac.UID)
-	// Secrets may outlive a resource deleted by hand: reference those there are.
-	return k.referenceSecrets(ctx, v.Name, nil, ac)
+	// ac is the resource as the API server answered: its Secrets, written
+	// next, are owned by its uid.
+	k.created.Store(v.Name, createdResource{uid: *ac.UID, referenced: referenced})
+	if refs == nil || ac.Spec == nil || !sameJSON(ac.Spec.Secrets, refs) {
+		return nil // none, or a resource the cache was behind on, whose references secretRefsOwner holds
+	}
+	// spec.secrets is secretRefsOwner's: it takes the references over
+	// (the same values: no new generation), so that the next apply of the
+	// spec, which leaves them out, keeps them.
+	return k.client.Apply(ctx, validatorac.Validator(v.Name, k.namespace).WithSpec(validatorac.ValidatorSpec().WithSecrets(refs)),
+		client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
 // validatorLabels are the labels of a Validator resource the gateway writes.
@@ -544,29 +579,32 @@ func (k *Kube) managesCached(name string) bool {
 	return ok
 }
 
+// referenced is the validator's Secrets that the cache holds or writes
+// names.
+func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
+	have := k.CachedSecrets(validator)
+	return domain.WrittenSecrets{
+		Onboarding:    writes.Onboarding || have.Onboarding,
+		LedgerAPIAuth: writes.LedgerAPIAuth || have.LedgerAPIAuth,
+		Database:      writes.Database || have.Database,
+	}
+}
+
 // referenceSecrets makes spec.secrets reference every one of the
 // validator's Secrets that exists (the cache's, and those just written),
 // applied as a field owner of its own; nothing is written when the
-// resource already does: as the API server just answered it, else as
-// the cache holds it.
-func (k *Kube) referenceSecrets(ctx context.Context, validator string, written []string, answered *validatorac.ValidatorApplyConfiguration) error {
-	var slots []secretSlot
-	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		if slices.Contains(written, s.name) || cached[corev1.Secret](k, s.name) != nil {
-			slots = append(slots, s)
-		}
-	}
-	refs := secretRefs(slots)
+// resource already does: as the cache holds it, else as this gateway
+// created it.
+func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
+	refs := secretRefs(validator, k.referenced(validator, written))
 	var cur any
-	known := false
-	if answered != nil {
-		known = true
-		if answered.Spec != nil && answered.Spec.Secrets != nil {
-			cur = answered.Spec.Secrets
-		}
-	} else if stored, ok := k.storedValidator(validator); ok {
-		known = true
+	known := true
+	if stored, ok := k.storedValidator(validator); ok {
 		cur, _, _ = unstructured.NestedMap(stored, "spec", "secrets")
+	} else if c, ok := k.created.Load(validator); ok {
+		cur = secretRefs(validator, c.(createdResource).referenced)
+	} else {
+		known = false
 	}
 	if known {
 		have, herr := jsonValue(cur)
@@ -576,7 +614,7 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written [
 		}
 	}
 	spec := validatorac.ValidatorSpec()
-	if len(slots) > 0 {
+	if refs != nil {
 		spec.WithSecrets(refs)
 	}
 	ac := validatorac.Validator(validator, k.namespace).WithSpec(spec)
@@ -608,7 +646,7 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.Va
 		return err
 	}
 	owner := ownerReference(validator, uid)
-	var written []string
+	var written domain.WrittenSecrets
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
 		var wrote bool
 		switch v, def := values[s.name], defaults[s.name]; {
@@ -624,11 +662,9 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.Va
 		if err != nil {
 			return err
 		}
-		if wrote {
-			written = append(written, s.name)
-		}
+		*s.flag(&written) = wrote
 	}
-	return k.referenceSecrets(ctx, validator, written, nil)
+	return k.referenceSecrets(ctx, validator, written)
 }
 
 // validatorUID is the uid of the validator's resource: from the cache, or
@@ -639,8 +675,8 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 		k.created.Delete(validator)
 		return (&unstructured.Unstructured{Object: cur}).GetUID(), nil
 	}
-	if uid, ok := k.created.Load(validator); ok {
-		return uid.(types.UID), nil
+	if c, ok := k.created.Load(validator); ok {
+		return c.(createdResource).uid, nil
 	}
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(ValidatorGVK)
@@ -661,15 +697,12 @@ func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Objec
 // CachedSecrets tells from the Secret cache which of the validator's
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
-	has := func(name, key string) bool {
-		s := cached[corev1.Secret](k, name)
-		return s != nil && hasKey(s, key)
+	var w domain.WrittenSecrets
+	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+		c := cached[corev1.Secret](k, s.name)
+		*s.flag(&w) = c != nil && hasKey(c, s.key)
 	}
-	return domain.WrittenSecrets{
-		Onboarding:    has(domain.OnboardingSecretName(validator), OnboardingSecretKey),
-		LedgerAPIAuth: has(domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey),
-		Database:      has(domain.DatabaseSecretName(validator), DatabaseSecretKey),
-	}
+	return w
 }
 
 // PasswordKeySecret holds the key generated database passwords derive
@@ -749,12 +782,20 @@ func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) err
 	return nil
 }
 
-// databaseTakes tells from the cache whether the validator's apps start
-// with password (DatabasePasswordAnnotation on the validator app's pod
-// template, which the workload controller sets once the database took it).
+// databaseTakes tells from the cache whether the validator's database
+// takes password, the one the Secret held before its last edit: the apps
+// start with it (DatabasePasswordAnnotation on the validator app's pod
+// template, which the workload controller sets once the database took it),
+// or they carry no digest, so no rotation completed and the database takes
+// the password the Secret held before its first edit, which every edit
+// since kept.
 func (k *Kube) databaseTakes(validator string, password []byte) bool {
 	d := cached[appsv1.Deployment](k, validator+"-"+domain.ServiceValidatorApp)
-	return d != nil && d.Spec.Template.Annotations[DatabasePasswordAnnotation] == PasswordDigest(password)
+	if d == nil {
+		return false
+	}
+	digest, ok := d.Spec.Template.Annotations[DatabasePasswordAnnotation]
+	return !ok || digest == PasswordDigest(password)
 }
 
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;

@@ -87,9 +87,11 @@ func labelsFor(validator string) map[string]string {
 }
 
 // secretSlot is one of a validator's Secrets: its spec.secrets entry, its
-// name and the key that holds the value.
+// flag in a domain.WrittenSecrets, its name and the key that holds the
+// value.
 type secretSlot struct {
 	field func(*secretRefsAC, *validatorac.SecretKeyRefApplyConfiguration) *secretRefsAC // sets its spec.secrets entry
+	flag  func(*domain.WrittenSecrets) *bool
 	name  string
 	key   string
 	value string
@@ -99,9 +101,12 @@ type secretRefsAC = validatorac.ValidatorSecretRefsApplyConfiguration
 
 func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 	return []secretSlot{
-		{(*secretRefsAC).WithOnboarding, domain.OnboardingSecretName(validator), OnboardingSecretKey, s.OnboardingSecret},
-		{(*secretRefsAC).WithLedgerAPIAuth, domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey, s.LedgerAPIClientSecret},
-		{(*secretRefsAC).WithDatabase, domain.DatabaseSecretName(validator), DatabaseSecretKey, s.DatabasePassword},
+		{(*secretRefsAC).WithOnboarding, func(w *domain.WrittenSecrets) *bool { return &w.Onboarding },
+			domain.OnboardingSecretName(validator), OnboardingSecretKey, s.OnboardingSecret},
+		{(*secretRefsAC).WithLedgerAPIAuth, func(w *domain.WrittenSecrets) *bool { return &w.LedgerAPIAuth },
+			domain.LedgerAPIAuthSecretName(validator), LedgerAPIAuthSecretKey, s.LedgerAPIClientSecret},
+		{(*secretRefsAC).WithDatabase, func(w *domain.WrittenSecrets) *bool { return &w.Database },
+			domain.DatabaseSecretName(validator), DatabaseSecretKey, s.DatabasePassword},
 	}
 }
 
@@ -159,11 +164,17 @@ func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (*validatora
 	return spec, nil
 }
 
-// secretRefs is spec.secrets naming the Secrets of slots.
-func secretRefs(slots []secretSlot) *secretRefsAC {
+// secretRefs is spec.secrets naming the validator's Secrets that w has;
+// nil when it has none.
+func secretRefs(validator string, w domain.WrittenSecrets) *secretRefsAC {
+	if w == (domain.WrittenSecrets{}) {
+		return nil
+	}
 	refs := validatorac.ValidatorSecretRefs()
-	for _, s := range slots {
-		s.field(refs, validatorac.SecretKeyRef().WithName(s.name).WithKey(s.key))
+	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+		if *s.flag(&w) {
+			s.field(refs, validatorac.SecretKeyRef().WithName(s.name).WithKey(s.key))
+		}
 	}
 	return refs
 }

@@ -53,7 +53,7 @@ func TestValidatorSpecIsTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.WithSecrets(secretRefs(secretSlots("v", domain.ValidatorSecrets{})))
+	spec.WithSecrets(secretRefs("v", domain.WrittenSecrets{Onboarding: true, LedgerAPIAuth: true, Database: true}))
 	written, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -351,8 +351,8 @@ type faultyCluster struct {
 	faults *faults
 }
 
-func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p *domain.PruneSchedule) error {
-	return c.faults.around("cluster.ApplyValidator", func() error { return c.Kube.ApplyValidator(ctx, v, p) })
+func (c faultyCluster) ApplyValidator(ctx context.Context, v domain.Validator, p *domain.PruneSchedule, w domain.WrittenSecrets) error {
+	return c.faults.around("cluster.ApplyValidator", func() error { return c.Kube.ApplyValidator(ctx, v, p, w) })
 }
 
 func (c faultyCluster) PutSecrets(ctx context.Context, name string, s domain.ValidatorSecrets, d domain.SecretDefaults) error {

@@ -56,7 +56,7 @@ func TestReconcilerConverges(t *testing.T) {
 			json.Unmarshal(stale.Spec, &spec)
 			spec["imageTag"] = "0.0.1"
 			stale.Spec, _ = json.Marshal(spec)
-			if err := e.sim.ApplyValidator(ctx, stale, nil); err != nil {
+			if err := e.sim.ApplyValidator(ctx, stale, nil, domain.WrittenSecrets{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -119,7 +119,7 @@ func TestReconcilerConverges(t *testing.T) {
 
 	t.Run("managed resource without a record is removed", func(t *testing.T) {
 		ghost := domain.Validator{Name: "ghost", Spec: []byte(`{}`)}
-		if err := e.sim.ApplyValidator(ctx, ghost, nil); err != nil {
+		if err := e.sim.ApplyValidator(ctx, ghost, nil, domain.WrittenSecrets{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.Kube.Settle(ctx); err != nil {

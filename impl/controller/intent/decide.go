@@ -112,9 +112,18 @@ type secretWork struct {
 	OperatorPassword bool
 }
 
+// secrets tells which Secrets w writes (the ledger API client's too when
+// its secret is yet to be read).
+func (w secretWork) secrets() domain.WrittenSecrets {
+	s := w.Given.Written()
+	s.LedgerAPIAuth = s.LedgerAPIAuth || w.Defaults.LedgerAPIClientSecret != nil || w.ClientSecret
+	s.Database = s.Database || w.Defaults.DatabasePassword != nil
+	return s
+}
+
 // writes tells whether any Secret is written.
 func (w secretWork) writes() bool {
-	return w.Given != (domain.ValidatorSecrets{}) || w.Defaults != (domain.SecretDefaults{}) || w.ClientSecret
+	return w.secrets() != (domain.WrittenSecrets{})
 }
 
 // decideSecrets is what v's Secrets get, given which of them exist with

@@ -162,6 +162,34 @@ func TestDecideSecrets(t *testing.T) {
 	}
 }
 
+// TestSecretWorkSecrets: the Secrets a new resource references from its
+// first generation are the ones the reconcile writes next, the ledger API
+// client's included when its secret is yet to be read.
+func TestSecretWorkSecrets(t *testing.T) {
+	password := "p"
+	for _, tc := range []struct {
+		name string
+		w    secretWork
+		want domain.WrittenSecrets
+	}{
+		{"nothing", secretWork{Clear: true, Unsealable: true}, domain.WrittenSecrets{}},
+		{"given", secretWork{Given: domain.ValidatorSecrets{OnboardingSecret: "s", DatabasePassword: "d"}},
+			domain.WrittenSecrets{Onboarding: true, Database: true}},
+		{"defaults", secretWork{Defaults: domain.SecretDefaults{DatabasePassword: &password, LedgerAPIClientSecret: &password}},
+			domain.WrittenSecrets{LedgerAPIAuth: true, Database: true}},
+		{"the client secret to read", secretWork{ClientSecret: true}, domain.WrittenSecrets{LedgerAPIAuth: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.w.secrets(); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if got, want := tc.w.writes(), tc.want != (domain.WrittenSecrets{}); got != want {
+				t.Errorf("writes: got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // describe shows w with its defaults' values (pointers print as addresses).
 func describe(w secretWork) string {
 	value := func(p *string) string {

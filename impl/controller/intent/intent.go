@@ -82,7 +82,9 @@ type Store interface {
 
 // Cluster is the cluster gateway as this controller uses it.
 type Cluster interface {
-	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
+	// ApplyValidator applies the resource; a new one references the
+	// Secrets that writes says are written next.
+	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error
 	// PutSecrets writes the values given over what the Secrets hold, and
 	// the defaults only where a Secret or its key is missing, never over a
 	// value; then references the Secrets in the resource, once.
@@ -430,18 +432,18 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if in.Validator, err = desiredResource(in.Validator, c.identity.Endpoints()); err != nil {
 		return err
 	}
+	work, err := decideSecrets(in.Validator, key, c.cluster.CachedSecrets(name))
+	if err != nil {
+		return err
+	}
 	if !c.cluster.InStep(in) {
-		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune); err != nil {
+		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune, work.secrets()); err != nil {
 			return err
 		}
 		faultpoint.Reach("validator.applied")
 		if err := c.cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
 			return err
 		}
-	}
-	work, err := decideSecrets(in.Validator, key, c.cluster.CachedSecrets(name))
-	if err != nil {
-		return err
 	}
 	if err := c.writeSecrets(ctx, in.Validator, work); err != nil {
 		if failure != nil || !errors.As(err, new(*provisionFailure)) {

@@ -146,7 +146,7 @@ func (s store) SyncValidatorState(_ context.Context, name string, st domain.Vali
 
 type cluster struct{ *world }
 
-func (c cluster) ApplyValidator(_ context.Context, v domain.Validator, _ *domain.PruneSchedule) error {
+func (c cluster) ApplyValidator(_ context.Context, v domain.Validator, _ *domain.PruneSchedule, _ domain.WrittenSecrets) error {
 	if err := c.fail("ApplyValidator"); err != nil {
 		return err
 	}

@@ -227,7 +227,8 @@ func waitPhase(t *testing.T, v *v1alpha1.Validator, want v1alpha1.Phase) *v1alph
 }
 
 // writeReads writes every Secret and ConfigMap v's pod templates read,
-// with the keys they read (the intent controller's part on a server).
+// with the keys they read (the intent controller's part on a server); a
+// Secret that exists is left as it is.
 func writeReads(t *testing.T, v *v1alpha1.Validator) {
 	t.Helper()
 	ctx := context.Background()
@@ -252,7 +253,7 @@ func writeReads(t *testing.T, v *v1alpha1.Validator) {
 		}
 	}
 	for name, keys := range data[podrefs.Secret] {
-		if err := apiServer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.Namespace}, StringData: keys}); err != nil {
+		if err := apiServer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.Namespace}, StringData: keys}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}

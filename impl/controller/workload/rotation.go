@@ -23,7 +23,10 @@ import (
 // carries the digest of its password (cluster.DatabasePasswordLabel) and,
 // after an edit, the password it replaced (cluster.PreviousDatabasePasswordKey).
 // The apps' pod templates carry the digest of the password the database
-// was last set to (PasswordAnnotation). When the two differ, the Job
+// was last set to (PasswordAnnotation; none while the database keeps the
+// one it was initialised with, when their Deployments were made before the
+// cache held the Secret: adding it then would roll them for nothing).
+// When the Secret was edited and the two differ, the Job
 // RotationJobName sets the running database's password over its Service,
 // logged in with the previous one; only once it completed do the apps'
 // templates take the new digest, so that they restart with a password the
@@ -74,31 +77,39 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 		return rotation{}, nil
 	}
 	b := newLayout(v)
-	ref := b.databasePassword().SecretKeyRef
-	secret := &corev1.Secret{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, secret); err != nil {
-		return rotation{}, client.IgnoreNotFound(err)
-	}
-	want := secret.Labels[cluster.DatabasePasswordLabel]
 	app := &appsv1.Deployment{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: b.name(ValidatorApp)}, app)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return rotation{}, err
 	}
+	newApp := apierrors.IsNotFound(err)
 	have := app.Spec.Template.Annotations[PasswordAnnotation]
+	ref := b.databasePassword().SecretKeyRef
+	secret := &corev1.Secret{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, secret); err != nil {
+		// A Secret the cache does not hold (yet, or deleted by hand)
+		// changes nothing: the pods wait for it.
+		return rotation{digest: have}, client.IgnoreNotFound(err)
+	}
+	want := secret.Labels[cluster.DatabasePasswordLabel]
 	_, previous := secret.Data[cluster.PreviousDatabasePasswordKey]
 	switch {
-	case want == "":
-		return rotation{digest: have}, nil
-	case have == want || !previous || apierrors.IsNotFound(err):
-		// A new database takes the Secret's password when it starts;
-		// a Secret without a previous password was never edited. The
-		// condition turns True where a rotation was shown, else none.
+	case want != "" && (have == want || newApp):
+		// In step, or a new database, which takes the Secret's password
+		// when it starts. The condition turns True where a rotation was
+		// shown, else none.
 		rot := rotation{digest: want}
 		if meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated) != nil {
 			rot.condition = rotatedCondition(v)
 		}
 		return rot, nil
+	case want == "" || !previous:
+		// A Secret never edited holds the password the database was
+		// initialised with: the running templates start with it, with
+		// or without its digest (they were made before the cache held
+		// the Secret). Adding the digest would roll a new validator's
+		// workloads a second time for nothing.
+		return rotation{digest: have}, nil
 	}
 	job := &batchv1.Job{}
 	err = r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: RotationJobName(v.Name)}, job)

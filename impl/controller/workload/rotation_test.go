@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -35,10 +36,14 @@ func setDatabasePassword(t *testing.T, v *v1alpha1.Validator, password, previous
 	})
 }
 
-// waitAppsOn waits until the apps' pod templates carry the digest of password.
+// waitAppsOn waits until the apps' pod templates carry the digest of
+// password ("": none).
 func waitAppsOn(t *testing.T, v *v1alpha1.Validator, password string) {
 	t.Helper()
-	want := cluster.PasswordDigest([]byte(password))
+	want := ""
+	if password != "" {
+		want = cluster.PasswordDigest([]byte(password))
+	}
 	eventually(t, "apps on "+password, func(ctx context.Context) error {
 		for _, c := range []string{workload.Participant, workload.ValidatorApp} {
 			d, err := getDeployment(ctx, v, c)
@@ -95,13 +100,46 @@ func finish(t *testing.T, j *batchv1.Job, ok bool) {
 // An edit of the internal database's password: the apps keep the old one
 // until the rotation Job set the new one on the running database, then
 // roll to it; a rotation that fails leaves them on the old one and the
-// condition says so.
+// condition says so. A database Secret that reaches the cache after the
+// apps' Deployments were made (a new validator: the gateway writes it next)
+// rolls nothing: they start with its password already.
 func TestControllerRotatesDatabasePassword(t *testing.T) {
 	v := create(t, nil)
 	ctx := context.Background()
+	waitCondition(t, v, v1alpha1.ConditionParticipantReady, workload.ReasonSecretNotFound, `secret "v1-database" not found`)
+	made := map[string]int64{}
+	for _, c := range []string{workload.Participant, workload.ValidatorApp} {
+		d, err := getDeployment(ctx, v, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made[c] = d.Generation
+	}
+	db := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "v1-database", Namespace: v.Namespace,
+		Labels: map[string]string{cluster.DatabasePasswordLabel: cluster.PasswordDigest([]byte("first"))}},
+		StringData: map[string]string{"password": "first"}}
+	if err := apiServer.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
 	writeReads(t, v)
-	setDatabasePassword(t, v, "first", "")
-	waitAppsOn(t, v, "first") // a new database takes the Secret's password
+	eventually(t, "the Secrets seen", func(ctx context.Context) error {
+		var cur v1alpha1.Validator
+		if err := apiServer.Get(ctx, client.ObjectKeyFromObject(v), &cur); err != nil {
+			return err
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Reason == workload.ReasonSecretNotFound {
+				return fmt.Errorf("%s: %s", c.Type, c.Message)
+			}
+		}
+		return nil
+	})
+	for c, gen := range made {
+		d, err := getDeployment(ctx, v, c)
+		if err != nil || d.Generation != gen || d.Spec.Template.Annotations[workload.PasswordAnnotation] != "" {
+			t.Fatalf("%s once its Secret was seen: %v, generation %d (was %d), annotations %v; want it as it was made", c, err, d.Generation, gen, d.Spec.Template.Annotations)
+		}
+	}
 	if err := apiServer.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: workload.RotationJobName(v.Name)}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("rotation Job of a new database: %v, want none", err)
 	}
@@ -119,7 +157,7 @@ func TestControllerRotatesDatabasePassword(t *testing.T) {
 		len(j.OwnerReferences) != 1 || j.OwnerReferences[0].Name != v.Name {
 		t.Fatalf("rotation Job: env %+v, owners %+v", env, j.OwnerReferences)
 	}
-	waitAppsOn(t, v, "first") // not before the Job succeeded
+	waitAppsOn(t, v, "") // not before the Job succeeded
 	finish(t, j, true)
 	waitAppsOn(t, v, "second")
 	waitCondition(t, v, v1alpha1.ConditionDatabasePasswordRotated, workload.ReasonRotated, "takes the new password")
