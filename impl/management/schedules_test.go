@@ -163,9 +163,9 @@ func TestPruneScheduleStates(t *testing.T) {
 	// cache still showing the schedule and writes nothing. Either is set
 	// right by the next reconcile, which the resource's own event brings:
 	// the resource converges, as a controller's does, rather than at once
-	// (failed once beside a second make test).
+	// (failed once beside a second make test). e.cluster reconciles every
+	// validator before it reads.
 	e.faults.clear()
-	e.reconcile(t, "eta")
 	apitest.Eventually(t, 10*time.Second, "the pruning schedule on the resource once the cluster accepts it", func() error {
 		if e.cluster(t).Validators["eta"].Spec["participantPruningSchedule"] == nil {
 			return errors.New("the resource has no pruning schedule")
