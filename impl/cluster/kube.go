@@ -426,13 +426,6 @@ func jsonValue(v any) (any, error) {
 	return out, json.Unmarshal(raw, &out)
 }
 
-// sameJSON tells whether a and b are the same JSON value.
-func sameJSON(a, b any) bool {
-	x, err := jsonValue(a)
-	y, err2 := jsonValue(b)
-	return err == nil && err2 == nil && reflect.DeepEqual(x, y)
-}
-
 // isZero allows the defaults of the Validator's schema: empty strings,
 // false, zero, null and empty maps and lists.
 func isZero(v any) bool {
@@ -545,7 +538,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	// ac is the resource as the API server answered: its Secrets, written
 	// next, are owned by its uid.
 	k.created.Store(v.Name, createdResource{uid: *ac.UID, referenced: referenced})
-	if refs == nil || ac.Spec == nil || !sameJSON(ac.Spec.Secrets, refs) {
+	if refs == nil || ac.Spec == nil || !refsCover(refs, ac.Spec.Secrets) {
 		return nil // none, or a resource the cache was behind on, whose references secretRefsOwner holds
 	}
 	// spec.secrets is secretRefsOwner's: it takes the references over
@@ -579,8 +572,16 @@ func (k *Kube) managesCached(name string) bool {
 	return ok
 }
 
-// referenced is the validator's Secrets that the cache holds or writes
-// names.
+// refsCover tells whether the spec.secrets cur (a JSON value or an apply
+// configuration) references what refs does and nothing else (covers).
+func refsCover(refs *secretRefsAC, cur any) bool {
+	want, err := jsonValue(refs)
+	have, herr := jsonValue(cur)
+	return err == nil && herr == nil && covers(want, have, isZero)
+}
+
+// referenced is the validator's Secrets that the cache holds, and those
+// writes names.
 func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
 	have := k.CachedSecrets(validator)
 	return domain.WrittenSecrets{
@@ -597,21 +598,12 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // created it.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
-	var cur any
-	known := true
 	if stored, ok := k.storedValidator(validator); ok {
-		cur, _, _ = unstructured.NestedMap(stored, "spec", "secrets")
-	} else if c, ok := k.created.Load(validator); ok {
-		cur = secretRefs(validator, c.(createdResource).referenced)
-	} else {
-		known = false
-	}
-	if known {
-		have, herr := jsonValue(cur)
-		want, err := jsonValue(refs)
-		if err == nil && herr == nil && covers(want, have, isZero) {
+		if cur, _, _ := unstructured.NestedMap(stored, "spec", "secrets"); refsCover(refs, cur) {
 			return nil
 		}
+	} else if c, ok := k.created.Load(validator); ok && refsCover(refs, secretRefs(validator, c.(createdResource).referenced)) {
+		return nil
 	}
 	spec := validatorac.ValidatorSpec()
 	if refs != nil {
