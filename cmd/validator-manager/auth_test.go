@@ -49,9 +49,8 @@ func checkAuth(t *testing.T, base, token, dataDir string) {
 		t.Fatal(err)
 	}
 	c := testClient(t, base, token)
-	// Started as the status of the resource's last generation says: the
-	// create applies the resource, writes its Secrets and then references
-	// them in spec.secrets (a second generation).
+	// Started as the status of the resource's last generation says, with
+	// spec.secrets referencing its Secrets.
 	eventually(t, 120*time.Second, "the README's validator RUNNING (or COMPLETED: every workload available) at its last generation", func() bool {
 		r, err := c.ListValidatorsWithResponse(ctx, &managementapi.ListValidatorsParams{Name: ptr(name)})
 		if err != nil || r.JSON200 == nil || len(r.JSON200.Validators) != 1 || r.JSON200.Validators[0].Phase == nil ||

@@ -299,8 +299,11 @@ func started(p v1alpha1.Phase) bool {
 
 // watchPhases records the phases the Validator resource name goes through
 // from now on; stop ends the watch and fails t when the phase went back
-// from started (RUNNING or COMPLETED) to another: a validator left alone
-// must not roll its workloads again once they were available.
+// from started (RUNNING or COMPLETED) to another (a validator left alone
+// must not roll its workloads again once they were available), or when the
+// watch saw it end anywhere but started (a watch that ended early or saw
+// nothing checks nothing; the caller stops it once it saw the validator
+// started).
 func watchPhases(t *testing.T, dyn dynamic.Interface, name string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -327,6 +330,9 @@ func watchPhases(t *testing.T, dyn dynamic.Interface, name string) (stop func())
 		cancel()
 		w.Stop()
 		seen := <-done
+		if len(seen) == 0 || !started(v1alpha1.Phase(seen[len(seen)-1])) {
+			t.Errorf("the watch of validator %s saw the phases %v, not ending started: it did not see what it checks", name, seen)
+		}
 		for i := 1; i < len(seen); i++ {
 			if started(v1alpha1.Phase(seen[i-1])) && !started(v1alpha1.Phase(seen[i])) {
 				t.Errorf("validator %s went back from %s to %s with nothing changed (phases %v): its workloads rolled out again", name, seen[i-1], seen[i], seen)
