@@ -136,18 +136,15 @@ func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim, passw
 	if claim != "" {
 		user.Attributes = &map[string][]string{ClaimAttribute: {claim}}
 	}
-	var id string
-	err = k.withToken(ctx, func(token string) error {
-		var err error
-		id, err = k.client.CreateUser(ctx, token, k.realm, user)
-		return err
+	id, err := withToken(ctx, k, func(token string) (string, error) {
+		return k.client.CreateUser(ctx, token, k.realm, user)
 	})
 	if hasStatus(err, http.StatusConflict) {
 		u, ferr := k.find(ctx, username)
 		if ferr != nil {
 			return domain.CreatedUser{}, k.fail(ctx, op, ferr, password)
 		}
-		if u == nil || claim == "" || u.Attributes == nil || !slices.Contains((*u.Attributes)[ClaimAttribute], claim) {
+		if !userCarries(u, claim) {
 			return domain.CreatedUser{}, domain.Conflict("identity provider user %q already exists", username)
 		}
 		return domain.CreatedUser{ID: *u.ID, Username: username, TemporaryPassword: password}, nil
@@ -158,35 +155,30 @@ func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim, passw
 	if id == "" {
 		// Keycloak answers 201 with a Location header; look the user up if a
 		// proxy dropped it.
-		if id, err = k.lookup(ctx, username); err != nil {
+		u, err := k.find(ctx, username)
+		if err == nil && u == nil {
+			err = errors.New("keycloak answered 201 without a Location header and the user cannot be found")
+		}
+		if err != nil {
 			return domain.CreatedUser{}, k.fail(ctx, op, err, password)
 		}
+		id = *u.ID
 	}
 	return domain.CreatedUser{ID: id, Username: username, TemporaryPassword: password}, nil
 }
 
-// lookup finds a user's id by exact username.
-func (k *Keycloak) lookup(ctx context.Context, username string) (string, error) {
-	u, err := k.find(ctx, username)
-	if err != nil {
-		return "", err
-	}
-	if u == nil {
-		return "", errors.New("keycloak answered 201 without a Location header and the user cannot be found")
-	}
-	return *u.ID, nil
+// userCarries tells whether u (nil: none) carries claim.
+func userCarries(u *gocloak.User, claim string) bool {
+	return u != nil && claim != "" && u.Attributes != nil && slices.Contains((*u.Attributes)[ClaimAttribute], claim)
 }
 
 // find returns the user of exactly username, or nil when there is none.
 func (k *Keycloak) find(ctx context.Context, username string) (*gocloak.User, error) {
-	var users []*gocloak.User
-	err := k.withToken(ctx, func(token string) error {
-		var err error
-		users, err = k.client.GetUsers(ctx, token, k.realm, gocloak.GetUsersParams{
+	users, err := withToken(ctx, k, func(token string) ([]*gocloak.User, error) {
+		return k.client.GetUsers(ctx, token, k.realm, gocloak.GetUsersParams{
 			Username: gocloak.StringP(username),
 			Exact:    gocloak.BoolP(true),
 		})
-		return err
 	})
 	if err != nil {
 		return nil, err
@@ -211,7 +203,7 @@ func (k *Keycloak) DeleteWalletUser(ctx context.Context, validator, claim string
 	if err != nil {
 		return k.fail(ctx, fmt.Sprintf("find user %q", username), err)
 	}
-	if u == nil || claim == "" || u.Attributes == nil || !slices.Contains((*u.Attributes)[ClaimAttribute], claim) {
+	if !userCarries(u, claim) {
 		return nil
 	}
 	return k.DeleteUser(ctx, *u.ID)
@@ -220,9 +212,8 @@ func (k *Keycloak) DeleteWalletUser(ctx context.Context, validator, claim string
 // UserExists tells whether the realm holds the user of id (the leader's
 // look for a wallet user deleted by hand).
 func (k *Keycloak) UserExists(ctx context.Context, id string) (bool, error) {
-	err := k.withToken(ctx, func(token string) error {
-		_, err := k.client.GetUserByID(ctx, token, k.realm, id)
-		return err
+	_, err := withToken(ctx, k, func(token string) (*gocloak.User, error) {
+		return k.client.GetUserByID(ctx, token, k.realm, id)
 	})
 	switch {
 	case err == nil:
@@ -238,7 +229,7 @@ func (k *Keycloak) DeleteUser(ctx context.Context, id string) error {
 	if id == "" || id == "." || id == ".." {
 		return domain.Invalid("id", "%q is not an identity provider user id", id)
 	}
-	err := k.withToken(ctx, func(token string) error {
+	err := k.do(ctx, func(token string) error {
 		return k.client.DeleteUser(ctx, token, k.realm, url.PathEscape(id))
 	})
 	if err == nil || hasStatus(err, http.StatusNotFound) {
@@ -259,20 +250,27 @@ func (k *Keycloak) Ping(ctx context.Context) error {
 // withToken runs call with the admin token. A 401 means Keycloak no longer
 // accepts the cached token (restart, revoked session): it is dropped and
 // call runs once more with a new one.
-func (k *Keycloak) withToken(ctx context.Context, call func(token string) error) error {
+func withToken[T any](ctx context.Context, k *Keycloak, call func(token string) (T, error)) (T, error) {
 	token, err := k.adminToken(ctx, false)
 	if err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
-	err = call(token)
+	v, err := call(token)
 	if !hasStatus(err, http.StatusUnauthorized) {
-		return err
+		return v, err
 	}
 	k.drop(token)
 	if token, err = k.adminToken(ctx, false); err != nil {
-		return err
+		return v, err
 	}
 	return call(token)
+}
+
+// do is withToken of a call that answers only an error.
+func (k *Keycloak) do(ctx context.Context, call func(token string) error) error {
+	_, err := withToken(ctx, k, func(token string) (struct{}, error) { return struct{}{}, call(token) })
+	return err
 }
 
 // adminToken returns the cached admin token, or requests one

@@ -67,11 +67,8 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 		return "", k.fail(ctx, op, err)
 	}
 	if c == nil {
-		var id string
-		err = k.withToken(ctx, func(token string) error {
-			var err error
-			id, err = k.client.CreateClient(ctx, token, k.realm, clientRepresentation(s, claim))
-			return err
+		id, err := withToken(ctx, k, func(token string) (string, error) {
+			return k.client.CreateClient(ctx, token, k.realm, clientRepresentation(s, claim))
 		})
 		switch {
 		case err == nil && id != "":
@@ -95,15 +92,14 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 		// Keycloak's update sets only the fields the representation
 		// carries: the rest of the client stays as it is.
 		update := gocloak.Client{ID: c.ID, ClientID: c.ClientID, RedirectURIs: nonNil(s.redirectURIs), WebOrigins: nonNil(s.webOrigins)}
-		err := k.withToken(ctx, func(token string) error { return k.client.UpdateClient(ctx, token, k.realm, update) })
+		err := k.do(ctx, func(token string) error { return k.client.UpdateClient(ctx, token, k.realm, update) })
 		if err != nil {
 			return "", k.fail(ctx, fmt.Sprintf("set the redirect URIs of client %q", s.id), err)
 		}
 	}
 	if !hasAudienceMapper(c, s.audience) {
-		err := k.withToken(ctx, func(token string) error {
-			_, err := k.client.CreateClientProtocolMapper(ctx, token, k.realm, url.PathEscape(id), audienceMapper(s.audience))
-			return err
+		_, err := withToken(ctx, k, func(token string) (string, error) {
+			return k.client.CreateClientProtocolMapper(ctx, token, k.realm, url.PathEscape(id), audienceMapper(s.audience))
 		})
 		if err != nil && !hasStatus(err, http.StatusConflict) {
 			return "", k.fail(ctx, fmt.Sprintf("add the audience mapper to client %q", s.id), err)
@@ -178,11 +174,8 @@ func carries(attributes *map[string]string, claim string) bool {
 
 // findClient returns the client of exactly clientID, or nil.
 func (k *Keycloak) findClient(ctx context.Context, clientID string) (*gocloak.Client, error) {
-	var clients []*gocloak.Client
-	err := k.withToken(ctx, func(token string) error {
-		var err error
-		clients, err = k.client.GetClients(ctx, token, k.realm, gocloak.GetClientsParams{ClientID: gocloak.StringP(clientID)})
-		return err
+	clients, err := withToken(ctx, k, func(token string) ([]*gocloak.Client, error) {
+		return k.client.GetClients(ctx, token, k.realm, gocloak.GetClientsParams{ClientID: gocloak.StringP(clientID)})
 	})
 	if err != nil {
 		return nil, err
@@ -198,11 +191,8 @@ func (k *Keycloak) findClient(ctx context.Context, clientID string) (*gocloak.Cl
 // serviceAccount is the id of the service-account user of the client of
 // Keycloak id.
 func (k *Keycloak) serviceAccount(ctx context.Context, id string) (string, error) {
-	var u *gocloak.User
-	err := k.withToken(ctx, func(token string) error {
-		var err error
-		u, err = k.client.GetClientServiceAccount(ctx, token, k.realm, url.PathEscape(id))
-		return err
+	u, err := withToken(ctx, k, func(token string) (*gocloak.User, error) {
+		return k.client.GetClientServiceAccount(ctx, token, k.realm, url.PathEscape(id))
 	})
 	if err != nil {
 		return "", err
@@ -227,11 +217,8 @@ func (k *Keycloak) ClientSecret(ctx context.Context, validator, claim string) (s
 	case !carries(c.Attributes, claim):
 		return "", notOurs(clientID)
 	}
-	var cred *gocloak.CredentialRepresentation
-	err = k.withToken(ctx, func(token string) error {
-		var err error
-		cred, err = k.client.GetClientSecret(ctx, token, k.realm, url.PathEscape(*c.ID))
-		return err
+	cred, err := withToken(ctx, k, func(token string) (*gocloak.CredentialRepresentation, error) {
+		return k.client.GetClientSecret(ctx, token, k.realm, url.PathEscape(*c.ID))
 	})
 	if err != nil {
 		return "", k.fail(ctx, op, err)
@@ -258,7 +245,7 @@ func (k *Keycloak) DeleteClients(ctx context.Context, validator, claim string) e
 		if c == nil || !carries(c.Attributes, claim) {
 			continue
 		}
-		err = k.withToken(ctx, func(token string) error {
+		err = k.do(ctx, func(token string) error {
 			return k.client.DeleteClient(ctx, token, k.realm, url.PathEscape(*c.ID))
 		})
 		if err != nil && !hasStatus(err, http.StatusNotFound) {
