@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
 // compactAfter is the fewest journal entries after which a change writes
@@ -46,7 +48,7 @@ func (j *journal) open() bool { return j.epoch != "" }
 func (j *journal) start(epoch string) {
 	j.epoch, j.entries = "", 0
 	header, _ := json.Marshal(journalEntry{Epoch: epoch})
-	if writeAtomically(j.path, append(header, '\n')) == nil {
+	if atomicfile.Write(j.path, append(header, '\n'), 0o600) == nil {
 		j.epoch = epoch
 	}
 }

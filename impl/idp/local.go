@@ -423,17 +423,12 @@ func (l *Local) save(users []localUser, clients []localClient) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomically(l.path, raw); err != nil {
+	if err := atomicfile.Write(l.path, raw, 0o600); err != nil {
 		return err
 	}
 	l.journal.start(epoch)
 	return nil
 }
-
-// writeAtomically replaces path with raw, 0600 (atomicfile.Write: a
-// temporary ".<name>-*" beside it, removed at the next open if a kill
-// leaves it).
-func writeAtomically(path string, raw []byte) error { return atomicfile.Write(path, raw, 0o600) }
 
 // Ping reports whether a change can be saved now (the health of the
 // embedded default's identity provider store): a probe file is written,

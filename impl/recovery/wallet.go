@@ -58,14 +58,13 @@ func (p *Procedure) fetch(ctx context.Context, out *progress, token, path string
 	}()
 	file := &fileWriter{w: tmp}
 	hash := md5.New()
-	count := &counter{}
-	if err := copyMember(resp.Body, "data_snapshot", io.MultiWriter(file, hash, count)); err != nil {
+	if err := copyMember(resp.Body, "data_snapshot", io.MultiWriter(file, hash)); err != nil {
 		if file.err != nil {
 			return 0, "", out.fail(3, fmt.Errorf("write %s: %w", tmp.Name(), file.err))
 		}
 		return 0, "", out.fail(2, fmt.Errorf("wallet app response: %w", err))
 	}
-	out.done("%s", size(count.n))
+	out.done("%s", size(file.n))
 
 	sum := hex.EncodeToString(hash.Sum(nil))
 	out.step(3, "Saving data_snapshot to %s", path)
@@ -83,7 +82,7 @@ func (p *Procedure) fetch(ctx context.Context, out *progress, token, path string
 	}
 	keep = true
 	out.done("md5 %s", sum)
-	return count.n, sum, nil
+	return file.n, sum, nil
 }
 
 // alive is the dry run's step 2: the validator app's liveness endpoint
@@ -121,24 +120,19 @@ func excerpt(body io.Reader) string {
 	return ": " + s
 }
 
-// fileWriter remembers a write error, telling a full disk (step 3) from a
-// broken download (step 2).
+// fileWriter counts the bytes written and remembers a write error,
+// telling a full disk (step 3) from a broken download (step 2).
 type fileWriter struct {
 	w   io.Writer
+	n   int64
 	err error
 }
 
 func (f *fileWriter) Write(p []byte) (int, error) {
 	n, err := f.w.Write(p)
+	f.n += int64(n)
 	if err != nil {
 		f.err = err
 	}
 	return n, err
-}
-
-type counter struct{ n int64 }
-
-func (c *counter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
 }

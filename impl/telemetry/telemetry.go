@@ -135,16 +135,14 @@ func (o *Operation) Observe(status int, d time.Duration) {
 // adds it (copy on write: readers take no lock).
 func (o *Operation) series(status int) statusSeries {
 	find := func() (statusSeries, []statusSeries, bool) {
-		p := o.seen.Load()
-		if p == nil {
-			return statusSeries{}, nil, false
+		var cur []statusSeries
+		if p := o.seen.Load(); p != nil {
+			cur = *p
 		}
-		for _, s := range *p {
-			if s.status == status {
-				return s, *p, true
-			}
+		if i := slices.IndexFunc(cur, func(s statusSeries) bool { return s.status == status }); i >= 0 {
+			return cur[i], cur, true
 		}
-		return statusSeries{}, *p, false
+		return statusSeries{}, cur, false
 	}
 	if s, _, ok := find(); ok {
 		return s
