@@ -97,16 +97,14 @@ func (a *App) leading(ctx context.Context) error {
 	return nil
 }
 
-// leaderHealth is the health body's leaderElection component: always UP
-// (a follower is healthy), with the role in its details.
-func (a *App) leaderHealth() platform.LeaderElection {
-	return platform.LeaderElection{Role: a.Role(), Identity: a.lead.identity}
-}
-
-// leaderHealthFunc is what health reports of the election; nil without one.
+// leaderHealthFunc is what health reports of the election, nil without
+// one: the health body's leaderElection component, always UP (a follower
+// is healthy), with the role in its details.
 func (a *App) leaderHealthFunc() func() platform.LeaderElection {
 	if !a.lead.enabled {
 		return nil
 	}
-	return a.leaderHealth
+	return func() platform.LeaderElection {
+		return platform.LeaderElection{Role: a.Role(), Identity: a.lead.identity}
+	}
 }

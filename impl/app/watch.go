@@ -35,18 +35,15 @@ func newWatchFeed(installation string) *watchFeed {
 	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set), synced: make(chan struct{})}
 }
 
-// RunWatch feeds the watch streams of both releases from c (the Manager's
-// cache; a test's own) until ctx ends, then ends every stream: the HTTP
-// server's shutdown waits for them, and they hold no request past it.
-func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
-	return a.watch.run(ctx, c)
-}
-
 // WatchSynced is closed once the watch streams serve (RunWatch's cache has
 // synced); until then they answer 503.
 func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 
-func (f *watchFeed) run(ctx context.Context, c ctrlcache.Cache) error {
+// RunWatch feeds the watch streams of both releases from c (the Manager's
+// cache; a test's own) until ctx ends, then ends every stream: the HTTP
+// server's shutdown waits for them, and they hold no request past it.
+func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
+	f := a.watch
 	defer f.management.Close()
 	defer f.platform.Close()
 	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
