@@ -508,22 +508,6 @@ func set(s setting, v string) error {
 	return nil
 }
 
-// checkCharts checks chart mode's settings: an oci:// prefix naming a
-// host, and values only with it.
-func checkCharts(prefix, values string) error {
-	if prefix == "" {
-		if values != "" {
-			return fmt.Errorf("splice.chartValues: set without splice.charts (chart mode is off)")
-		}
-		return nil
-	}
-	host, _, _ := strings.Cut(strings.TrimPrefix(prefix, "oci://"), "/")
-	if !strings.HasPrefix(prefix, "oci://") || host == "" {
-		return fmt.Errorf("splice.charts: %q is not an OCI repository prefix (oci://host/path)", prefix)
-	}
-	return nil
-}
-
 // ChartMode tells whether validators are Splice's charts (splice.charts).
 func (c Config) ChartMode() bool { return c.SpliceCharts != "" }
 
@@ -579,8 +563,13 @@ func (c *Config) validate() error {
 			return fmt.Errorf("leaderElection: need 0 < retryPeriod (%s) < renewDeadline (%s) < leaseDuration (%s)", c.LeaderElectionRetryPeriod, c.LeaderElectionRenewDeadline, c.LeaderElectionLeaseDuration)
 		}
 	}
-	if err := checkCharts(c.SpliceCharts, c.SpliceChartValues); err != nil {
-		return err
+	// Chart mode: an oci:// prefix naming a host, and values only with it.
+	host, _, _ := strings.Cut(strings.TrimPrefix(c.SpliceCharts, "oci://"), "/")
+	switch {
+	case c.SpliceCharts == "" && c.SpliceChartValues != "":
+		return fmt.Errorf("splice.chartValues: set without splice.charts (chart mode is off)")
+	case c.SpliceCharts != "" && (!strings.HasPrefix(c.SpliceCharts, "oci://") || host == ""):
+		return fmt.Errorf("splice.charts: %q is not an OCI repository prefix (oci://host/path)", c.SpliceCharts)
 	}
 	if c.PprofListen != "" && !Loopback(c.PprofListen) {
 		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)

@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,10 +12,12 @@ import (
 // maxDuration is the largest whole-second time.Duration, 106751d23h47m16s.
 const maxDuration = time.Duration(math.MaxInt64) / time.Second * time.Second
 
-var durationUnits = []struct {
+type durationUnit struct {
 	unit   byte
 	length time.Duration
-}{{'d', 24 * time.Hour}, {'h', time.Hour}, {'m', time.Minute}, {'s', time.Second}}
+}
+
+var durationUnits = []durationUnit{{'d', 24 * time.Hour}, {'h', time.Hour}, {'m', time.Minute}, {'s', time.Second}}
 
 // ParseDuration parses maxDuration and retention: the contract's
 // `^([0-9]+(d|h|m|s))+$`, with d = 24h. Parts add up in any order, as the
@@ -31,10 +34,11 @@ func ParseDuration(s string) (time.Duration, error) {
 		if i <= 0 {
 			return 0, malformed
 		}
-		length := unitLength(rest[i])
-		if length == 0 {
+		u := slices.IndexFunc(durationUnits, func(u durationUnit) bool { return u.unit == rest[i] })
+		if u < 0 {
 			return 0, malformed
 		}
+		length := durationUnits[u].length
 		n, err := strconv.ParseInt(rest[:i], 10, 64)
 		if err != nil || n > int64((maxDuration-total)/length) {
 			return 0, fmt.Errorf("duration %q: too long, at most %s", s, FormatDuration(maxDuration))
@@ -46,15 +50,6 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q: must be greater than 0", s)
 	}
 	return total, nil
-}
-
-func unitLength(c byte) time.Duration {
-	for _, u := range durationUnits {
-		if u.unit == c {
-			return u.length
-		}
-	}
-	return 0
 }
 
 // FormatDuration writes d in the form ParseDuration reads, largest units

@@ -241,7 +241,10 @@ func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
 				return &http.Client{Transport: refusing{err}}
 			}
 		}
-		rt = &oauth2.Transport{Source: c.tokenSource(*creds), Base: rt}
+		c.mu.Lock()
+		ts := c.tokenSourceLocked(*creds)
+		c.mu.Unlock()
+		rt = &oauth2.Transport{Source: ts, Base: rt}
 	}
 	return &http.Client{Transport: bounded{base: rt, timeout: c.timeout}}
 }
@@ -287,14 +290,8 @@ func (c cancelOnClose) Close() error {
 	return err
 }
 
-// tokenSource caches one token source per grant; it refreshes the token
-// shortly before it expires.
-func (c *Clients) tokenSource(creds Credentials) oauth2.TokenSource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tokenSourceLocked(creds)
-}
-
+// tokenSourceLocked caches one token source per grant (c.mu held); it
+// refreshes the token shortly before it expires.
 func (c *Clients) tokenSourceLocked(creds Credentials) oauth2.TokenSource {
 	k := creds.key()
 	if ts, ok := c.tokens[k]; ok {
