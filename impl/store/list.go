@@ -19,78 +19,48 @@ func checkPage(p domain.Page) error {
 	return nil
 }
 
-// contains is a literal, case-sensitive substring test of column against the
-// one argument, which containsArg makes of the substring. SQLite compares
-// with instr, exactly; PostgreSQL with LIKE and the wildcards escaped, which
-// is the same test and one that the remote participants' trigram index
-// (pg_trgm, migration 0003) serves; the validators' went with migration
-// 0022, their list being filtered in memory (listindex.go). SQLite's LIKE is
+// contains is a literal, case-sensitive substring test of column against
+// sub: the condition and its one argument. SQLite compares with instr,
+// exactly; PostgreSQL with LIKE and the wildcards escaped, which is the same
+// test and one that the remote participants' trigram index (pg_trgm,
+// migration 0003) serves; the validators' went with migration 0022, their
+// list being filtered in memory (listindex.go). SQLite's LIKE is
 // case-insensitive, hence instr there.
-func (s *Store) contains(column string) string {
+func (s *Store) contains(column, sub string) (string, string) {
 	if s.dialect == "postgres" {
 		// E'\\' is one backslash whatever standard_conforming_strings says.
-		return column + ` LIKE ? ESCAPE E'\\'`
+		return column + ` LIKE ? ESCAPE E'\\'`, "%" + likeEscaper.Replace(sub) + "%"
 	}
-	return "instr(" + column + ", ?) > 0"
-}
-
-// containsArg is the argument of contains for the substring sub.
-func (s *Store) containsArg(sub string) string {
-	if s.dialect == "postgres" {
-		return "%" + likeEscaper.Replace(sub) + "%"
-	}
-	return sub
+	return "instr(" + column + ", ?) > 0", sub
 }
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-// nameAndPhase filters by a literal name substring and a phase; empty
-// values filter nothing.
-func (s *Store) nameAndPhase(name string, phase domain.Phase) func(*gorm.DB) *gorm.DB {
-	return func(tx *gorm.DB) *gorm.DB {
-		if name != "" {
-			tx = tx.Where(s.contains("name"), s.containsArg(name))
-		}
-		if phase != "" {
-			tx = tx.Where("phase = ?", string(phase))
-		}
-		return tx
-	}
-}
-
 // page reads one page of R's table, ordered by name, given the size of the
-// filtered set: the rows named by pageNames.
-func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
-	out := []R{}
-	names := pageNames[R](ctx, db, filter, p, total)
-	if names == nil {
-		return out, nil
-	}
-	err := db.WithContext(ctx).Where("name IN (?)", names).Order("name").Find(&out).Error
-	return out, err
-}
-
-// pageNames is the query of the names of one page of R's table, given the
-// size of the filtered set; nil when the page is empty. It never reads more
-// than the page: the names come from a walk of the name index (index-only
-// where an index holds the filter's columns) from the nearer end, so the
-// walk is at most half the filtered set; the rows are then read by primary
-// key (name IN (pageNames), ordered by name). Total comes from the caller
-// (maintained counters, or a count over an index).
+// filtered set. It never reads more than the page: the names come from a
+// walk of the name index (index-only where an index holds the filter's
+// columns) from the nearer end, so the walk is at most half the filtered
+// set; the rows are then read by primary key (name IN (the names), ordered
+// by name). Total comes from the caller (maintained counters, or a count
+// over an index).
 //
 // Under concurrent writes a page may shift by the rows written between the
 // count and the page, as any offset page does.
-func pageNames[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) *gorm.DB {
+func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
+	out := []R{}
 	offset := int64(p.Offset)
 	if offset >= total {
-		return nil
+		return out, nil
 	}
 	n := min(int64(p.Limit), total-offset)
-	q := db.WithContext(ctx).Model(new(R)).Scopes(filter).Select("name").Limit(int(n))
+	names := db.WithContext(ctx).Model(new(R)).Scopes(filter).Select("name").Limit(int(n))
 	if offset > total/2 {
-		return q.Order("name DESC").Offset(int(total - offset - n))
+		names = names.Order("name DESC").Offset(int(total - offset - n))
+	} else {
+		names = names.Order("name").Offset(p.Offset)
 	}
-	return q.Order("name").Offset(p.Offset)
+	err := db.WithContext(ctx).Where("name IN (?)", names).Order("name").Find(&out).Error
+	return out, err
 }
 
 // count is the size of R's filtered set, counted by the database (the

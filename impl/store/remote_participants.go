@@ -51,9 +51,13 @@ func (s *Store) ListRemoteParticipants(ctx context.Context, f domain.RemoteParti
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, err
 	}
-	byNameAndPhase := s.nameAndPhase(f.NameContains, f.Phase)
 	filter := func(tx *gorm.DB) *gorm.DB {
-		tx = byNameAndPhase(tx)
+		if f.NameContains != "" {
+			tx = tx.Where(s.contains("name", f.NameContains))
+		}
+		if f.Phase != "" {
+			tx = tx.Where("phase = ?", string(f.Phase))
+		}
 		if f.Healthy != nil {
 			// NULL (never checked) equals neither true nor false.
 			tx = tx.Where("healthy = ?", *f.Healthy)
