@@ -56,23 +56,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-// Conformance of the adapters to the ports their consumers declare.
-var (
-	_ management.Store      = (*store.Store)(nil)
-	_ management.Cluster    = (*cluster.Kube)(nil)
-	_ management.Intent     = (*intent.Controller)(nil)
-	_ intent.Store          = (*store.Store)(nil)
-	_ intent.Cluster        = (*cluster.Kube)(nil)
-	_ intent.Identity       = (*idp.Keycloak)(nil)
-	_ intent.Identity       = (*idp.Local)(nil)
-	_ platform.Resources    = (*cluster.Kube)(nil)
-	_ platform.GatewayStore = (*store.Store)(nil)
-	_ platform.PasswordKeys = (*cluster.Kube)(nil)
-	_ gateway.Store         = (*store.Store)(nil)
-	_ gateway.Keys          = (*cluster.Kube)(nil)
-	_ server.Auditor        = (*store.Store)(nil)
-)
-
 // Intervals of the background work.
 const (
 	probeInterval = 30 * time.Second
@@ -362,7 +345,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		// Operational metrics and the audit log of mutating calls.
 		Metrics: a.Telemetry,
 		Audit:   a.Store,
-		Public:  metricsPublic(cfg),
+	}
+	if cfg.MetricsPublic { // api.metrics.public
+		so.Public = []string{"getPrometheus"}
 	}
 	a.wire(Wiring{Server: &so})
 	if a.Server, err = server.New(so); err != nil {
@@ -878,15 +863,6 @@ func plainHandler(h http.Handler) server.PlainHandler {
 	}
 }
 
-// metricsPublic lists getPrometheus among the public operations when
-// api.metrics.public is set.
-func metricsPublic(cfg config.Config) []string {
-	if cfg.MetricsPublic {
-		return []string{"getPrometheus"}
-	}
-	return nil
-}
-
 // clusterHealth is UP when the embedded control plane (if any) runs, the
 // cluster answers, the gateway's caches have synced and, where the
 // reconciler runs (the leader, or the one process), it has brought every
@@ -895,8 +871,12 @@ func metricsPublic(cfg config.Config) []string {
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
-	if err := h.a.engineUp(ctx); err != nil {
-		return err
+	// The embedded control plane is down while a child exited and is
+	// being started again, or the API server is not ready (etcd away).
+	if h.a.Engine != nil {
+		if err := engineDown(h.a.Engine.Ping(ctx)); err != nil {
+			return err
+		}
 	}
 	if err := h.a.Cluster.Ping(ctx); err != nil {
 		return err

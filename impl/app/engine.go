@@ -9,16 +9,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/management"
 )
 
-// engineUp is nil unless the embedded control plane is down (a child
-// exited and is being started again, or the API server is not ready:
-// etcd away); cluster health is DOWN meanwhile.
-func (a *App) engineUp(ctx context.Context) error {
-	if a.Engine == nil {
-		return nil
-	}
-	return engineDown(a.Engine.Ping(ctx))
-}
-
 // engineDown is the answer to a request while the control plane is down.
 func engineDown(err error) error {
 	if err != nil {

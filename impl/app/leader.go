@@ -35,19 +35,17 @@ type leadership struct {
 	leading  atomic.Bool
 }
 
-func (l *leadership) role() string {
+// Role is the part this process holds: leader, follower or single.
+func (a *App) Role() string {
 	switch {
-	case !l.enabled:
+	case !a.lead.enabled:
 		return RoleSingle
-	case l.leading.Load():
+	case a.lead.leading.Load():
 		return RoleLeader
 	default:
 		return RoleFollower
 	}
 }
-
-// Role is the part this process holds: leader, follower or single.
-func (a *App) Role() string { return a.lead.role() }
 
 // leaderIdentity names this replica in the Lease: the configured identity,
 // else the pod's name (POD_NAME, from the downward API), else the hostname;
