@@ -157,15 +157,9 @@ func audienceMapper(audience string) gocloak.ProtocolMapperRepresentation {
 }
 
 func hasAudienceMapper(c *gocloak.Client, audience string) bool {
-	if c.ProtocolMappers == nil {
-		return false
-	}
-	for _, m := range *c.ProtocolMappers {
-		if gocloak.PString(m.ProtocolMapper) == audienceMapperType && m.Config != nil && (*m.Config)["included.custom.audience"] == audience {
-			return true
-		}
-	}
-	return false
+	return c.ProtocolMappers != nil && slices.ContainsFunc(*c.ProtocolMappers, func(m gocloak.ProtocolMapperRepresentation) bool {
+		return gocloak.PString(m.ProtocolMapper) == audienceMapperType && m.Config != nil && (*m.Config)["included.custom.audience"] == audience
+	})
 }
 
 func carries(attributes *map[string]string, claim string) bool {
