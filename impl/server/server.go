@@ -143,16 +143,9 @@ func New(o Options) (*Server, error) {
 	)
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return every })
 
-	lim := limits{body: o.MaxBodyBytes, upload: o.MaxUploadBytes}
-	obs := observers{metrics: o.Metrics, log: o.Logger, auditor: o.Audit, public: o.Public}
-	if o.RequestTimeout > 0 {
-		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
-	}
-	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs},
+	managementapi.RegisterHandlersWithBaseURL(mount{e: e, rel: s.management, routes: s.routes, o: &o, plain: o.ManagementPlain},
 		managementapi.NewStrictHandler(o.Management, nil), "")
-	platformapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.platform, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs},
+	platformapi.RegisterHandlersWithBaseURL(mount{e: e, rel: s.platform, routes: s.routes, o: &o, plain: o.Plain},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
 	// A request that matched no route renders in the release whose paths
 	// its URL is under: each route's own release must be that one, or the
