@@ -78,12 +78,6 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 	if len(c.WalletSweeps) > 0 {
 		r.WalletSweeps = ptr(mapSlice(c.WalletSweeps, fromWalletSweep))
 	}
-	// A list in a response is never null: the contract requires arrays.
-	for _, a := range []*managementapi.AppInfoDto{r.AppInfoValidator, r.AppInfoLedgerNameService, r.AppInfoWallet, r.ParticipantInfo} {
-		if a != nil && a.EnvVars == nil {
-			a.EnvVars = []managementapi.EnvVar{}
-		}
-	}
 	return r
 }
 
@@ -415,8 +409,10 @@ func toWalletSweep(w managementapi.WalletSweepDto) domain.WalletSweep {
 // its canonical form (0.5 reads 500m), an empty string or false as absent
 // (docs/decisions.md).
 
+// fromApp answers no envVars as an empty list, never null: the contract
+// requires arrays.
 func fromApp(a domain.App) managementapi.AppInfoDto {
-	return managementapi.AppInfoDto{EnvVars: mapSlice(a.EnvVars, fromEnvVar), Resources: fromWorkload(a.Workload)}
+	return managementapi.AppInfoDto{EnvVars: append([]managementapi.EnvVar{}, mapSlice(a.EnvVars, fromEnvVar)...), Resources: fromWorkload(a.Workload)}
 }
 
 func fromWorkload(w domain.Workload) *managementapi.ResourcesDto {

@@ -70,7 +70,6 @@ type Options struct {
 
 // Server is the HTTP server of both releases.
 type Server struct {
-	echo       *echo.Echo
 	handler    http.Handler
 	maxHeader  int
 	log        *slog.Logger
@@ -116,16 +115,15 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		echo:       echo.New(),
 		log:        o.Logger,
+		maxHeader:  o.MaxHeaderBytes,
 		management: &release{name: "1.11", doc: mgmtDoc, render: renderManagement(o.Logger)},
 		platform:   &release{name: "2.0", doc: platDoc, render: renderPlatform(o.Logger)},
 		routes:     map[string]*release{},
 	}
-	e := s.echo
+	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	s.maxHeader = o.MaxHeaderBytes
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout, o.UploadTimeout)
 	// The middlewares of every request, routed or not, around the handler
 	// routing found (c.Handler(): echo passes it as next). Made once: echo
