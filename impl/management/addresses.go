@@ -16,30 +16,18 @@ type Addresses interface {
 }
 
 // checkConfig checks what a create or an edit leaves in a validator's
-// configuration that reaches outside the record: the addresses the server
-// dials and the cluster objects it references.
+// configuration that reaches outside the record: the cluster objects it
+// references, and the addresses the server dials on a caller's behalf: the
+// scan (for balances and traffic) and the token endpoint under
+// oidcAuthorityUrl, which receives the validator's client secret.
 func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) error {
-	if err := s.checkValidatorAddresses(cfg); err != nil {
-		return err
-	}
-	return s.Cluster.CheckReferences(ctx, references(cfg))
-}
-
-// checkValidatorAddresses checks the addresses of a validator's
-// configuration that the server dials on a caller's behalf: the scan (for
-// balances and traffic) and the token endpoint under oidcAuthorityUrl,
-// which receives the validator's client secret.
-func (s *Server) checkValidatorAddresses(cfg domain.ValidatorConfig) error {
-	if s.ValidatorAddresses == nil {
-		return nil
-	}
 	var bad domain.Invalids
-	if a := cfg.Cluster.ScanAddress; a != "" {
+	if a := cfg.Cluster.ScanAddress; a != "" && s.ValidatorAddresses != nil {
 		if err := s.ValidatorAddresses.CheckURL(a); err != nil {
 			bad = append(bad, domain.Invalid("clusterConfig.scanAddress", "%v", err))
 		}
 	}
-	if cfg.Auth != nil && cfg.Auth.OIDCAuthorityURL != nil && *cfg.Auth.OIDCAuthorityURL != "" {
+	if cfg.Auth != nil && deref(cfg.Auth.OIDCAuthorityURL) != "" && s.ValidatorAddresses != nil {
 		if err := s.ValidatorAddresses.CheckURL(*cfg.Auth.OIDCAuthorityURL); err != nil {
 			bad = append(bad, domain.Invalid("auth.oidcAuthorityUrl", "%v", err))
 		}
@@ -47,5 +35,5 @@ func (s *Server) checkValidatorAddresses(cfg domain.ValidatorConfig) error {
 	if len(bad) > 0 {
 		return bad
 	}
-	return nil
+	return s.Cluster.CheckReferences(ctx, references(cfg))
 }

@@ -2,6 +2,7 @@ package management
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,12 +77,6 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 	}
 	if len(c.WalletSweeps) > 0 {
 		r.WalletSweeps = ptr(mapSlice(c.WalletSweeps, fromWalletSweep))
-	}
-	// A list in a response is never null: the contract requires arrays.
-	for _, a := range []*managementapi.AppInfoDto{r.AppInfoValidator, r.AppInfoLedgerNameService, r.AppInfoWallet, r.ParticipantInfo} {
-		if a != nil && a.EnvVars == nil {
-			a.EnvVars = []managementapi.EnvVar{}
-		}
 	}
 	return r
 }
@@ -182,19 +177,9 @@ func editAppInfo(field string, a *domain.App, e *managementapi.AppInfoEditDto, b
 		a.EnvVars = append([]corev1.EnvVar{}, mapSlice(*e.EnvVars, toEnvVar)...)
 	}
 	if e.EnvVarsDelete != nil {
-		drop := map[string]bool{}
-		for _, d := range *e.EnvVarsDelete {
-			if d.Name != nil {
-				drop[*d.Name] = true
-			}
-		}
-		kept := a.EnvVars[:0:0]
-		for _, ev := range a.EnvVars {
-			if !drop[ev.Name] {
-				kept = append(kept, ev)
-			}
-		}
-		a.EnvVars = kept
+		a.EnvVars = slices.DeleteFunc(a.EnvVars, func(ev corev1.EnvVar) bool {
+			return slices.ContainsFunc(*e.EnvVarsDelete, func(d managementapi.EnvVar) bool { return d.Name != nil && *d.Name == ev.Name })
+		})
 	}
 	if e.Resources != nil {
 		a.Workload = toWorkload(field+".resources", e.Resources, bad)
@@ -403,10 +388,7 @@ func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1
 }
 
 func toKeyToPaths(items *[]managementapi.KeyToPath) []corev1.KeyToPath {
-	if items == nil {
-		return nil
-	}
-	return mapSlice(*items, func(k managementapi.KeyToPath) corev1.KeyToPath {
+	return mapSlice(deref(items), func(k managementapi.KeyToPath) corev1.KeyToPath {
 		return corev1.KeyToPath{Key: deref(k.Key), Mode: clone(k.Mode), Path: deref(k.Path)}
 	})
 }
@@ -427,8 +409,10 @@ func toWalletSweep(w managementapi.WalletSweepDto) domain.WalletSweep {
 // its canonical form (0.5 reads 500m), an empty string or false as absent
 // (docs/decisions.md).
 
+// fromApp answers no envVars as an empty list, never null: the contract
+// requires arrays.
 func fromApp(a domain.App) managementapi.AppInfoDto {
-	return managementapi.AppInfoDto{EnvVars: mapSlice(a.EnvVars, fromEnvVar), Resources: fromWorkload(a.Workload)}
+	return managementapi.AppInfoDto{EnvVars: append([]managementapi.EnvVar{}, mapSlice(a.EnvVars, fromEnvVar)...), Resources: fromWorkload(a.Workload)}
 }
 
 func fromWorkload(w domain.Workload) *managementapi.ResourcesDto {

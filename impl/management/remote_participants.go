@@ -10,13 +10,8 @@ import (
 )
 
 func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.ListRemoteParticipantsRequestObject) (managementapi.ListRemoteParticipantsResponseObject, error) {
-	f := domain.RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus}
-	if req.Params.Name != nil {
-		f.NameContains = *req.Params.Name
-	}
-	if req.Params.Status != nil {
-		f.Phase = domain.Phase(*req.Params.Status)
-	}
+	f := domain.RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus,
+		NameContains: deref(req.Params.Name), Phase: domain.Phase(deref(req.Params.Status))}
 	rows, total, err := s.Store.ListRemoteParticipants(ctx, f)
 	if err != nil {
 		return nil, err

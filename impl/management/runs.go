@@ -20,11 +20,8 @@ func (s *Server) ListValidatorRuns(ctx context.Context, req managementapi.ListVa
 	if err != nil {
 		return nil, err
 	}
-	out := managementapi.ListValidatorRuns200JSONResponse{Runs: make([]managementapi.RunDto, 0, len(rows)), TotalCount: total}
-	for _, r := range rows {
-		out.Runs = append(out.Runs, runResponse(r))
-	}
-	return out, nil
+	// No runs is [], never null.
+	return managementapi.ListValidatorRuns200JSONResponse{Runs: append([]managementapi.RunDto{}, mapSlice(rows, runResponse)...), TotalCount: total}, nil
 }
 
 // runResponse is the wire form of a run: kinds in the contract's upper case,

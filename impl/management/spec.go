@@ -1,6 +1,7 @@
 package management
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -17,20 +18,15 @@ const defaultDatabaseStorage = "10Gi"
 // splitSecrets returns the secret values dto carries. The stored
 // configuration never holds them (configFromCreate leaves them out).
 func splitSecrets(dto managementapi.ValidatorDto) domain.ValidatorSecrets {
-	var s domain.ValidatorSecrets
-	if dto.OnboardingSecret != nil {
-		s.OnboardingSecret = *dto.OnboardingSecret
+	s := domain.ValidatorSecrets{OnboardingSecret: deref(dto.OnboardingSecret)}
+	if dto.Auth != nil {
+		s.LedgerAPIClientSecret = deref(dto.Auth.LedgerApiClientSecret)
 	}
-	if dto.Auth != nil && dto.Auth.LedgerApiClientSecret != nil {
-		s.LedgerAPIClientSecret = *dto.Auth.LedgerApiClientSecret
-	}
-	if dto.DatabaseConfig != nil && dto.DatabaseConfig.Password != nil {
-		s.DatabasePassword = *dto.DatabaseConfig.Password
+	if dto.DatabaseConfig != nil {
+		s.DatabasePassword = deref(dto.DatabaseConfig.Password)
 	}
 	// sqlDbPassword is the deprecated spelling of databaseConfig.password.
-	if dto.SqlDbPassword != nil && s.DatabasePassword == "" {
-		s.DatabasePassword = *dto.SqlDbPassword
-	}
+	s.DatabasePassword = cmp.Or(s.DatabasePassword, deref(dto.SqlDbPassword))
 	return s
 }
 

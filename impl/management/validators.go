@@ -23,10 +23,7 @@ import (
 const defaultLimit = 20
 
 func page(from, limit *int32) domain.Page {
-	p := domain.Page{Limit: defaultLimit}
-	if from != nil {
-		p.Offset = int(*from)
-	}
+	p := domain.Page{Offset: int(deref(from)), Limit: defaultLimit}
 	if limit != nil {
 		p.Limit = int(*limit)
 	}
@@ -34,13 +31,8 @@ func page(from, limit *int32) domain.Page {
 }
 
 func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValidatorsRequestObject) (managementapi.ListValidatorsResponseObject, error) {
-	f := domain.ValidatorFilter{Page: page(req.Params.From, req.Params.Limit)}
-	if req.Params.Name != nil {
-		f.NameContains = *req.Params.Name
-	}
-	if req.Params.Status != nil {
-		f.Phase = domain.Phase(*req.Params.Status)
-	}
+	f := domain.ValidatorFilter{Page: page(req.Params.From, req.Params.Limit),
+		NameContains: deref(req.Params.Name), Phase: domain.Phase(deref(req.Params.Status))}
 	// One read of the list's generation serves the page and its tag.
 	rows, total, version, err := s.Store.ListPage(ctx, f)
 	if err != nil {

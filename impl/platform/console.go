@@ -105,7 +105,7 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	}
 	conn.SetReadLimit(consoleReadLimit)
 	started := time.Now()
-	end := s.runConsole(ctx, conn, sess, c.idle())
+	end := s.runConsole(ctx, conn, sess, c.IdleTimeout)
 	s.auditConsole(r, w.Header().Get("X-Request-Id"), validator, started, end)
 	return nil
 }
@@ -124,13 +124,6 @@ func checkHandshake(r *http.Request) error {
 		return domain.Invalid("Sec-WebSocket-Key", "is required (WebSocket handshake)")
 	}
 	return nil
-}
-
-func (c ConsoleOptions) idle() time.Duration {
-	if c.IdleTimeout > 0 {
-		return c.IdleTimeout
-	}
-	return DefaultConsoleIdleTimeout
 }
 
 // sessionEnd is how a session ended: the close frame sent and the reason

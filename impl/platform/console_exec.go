@@ -26,15 +26,6 @@ type ExecConsole struct {
 	Core      kubernetes.Interface
 	Config    *rest.Config
 	Namespace string
-	// Selector is the label selector of a validator's participant pods
-	// (default ParticipantSelector).
-	Selector func(validator string) string
-	// Container is the participant's container (default: the pod's
-	// kubectl.kubernetes.io/default-container, else "participant", else
-	// the only container).
-	Container string
-	// Command runs in the container (default DefaultConsoleCommand).
-	Command []string
 	// NewExecutor builds the stream to an exec URL (default: WebSocket with
 	// SPDY fallback); tests put a fake executor here.
 	NewExecutor func(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error)
@@ -45,11 +36,6 @@ type ExecConsole struct {
 // configuration).
 var DefaultConsoleCommand = []string{"/app/bin/canton", "--console", "-c", "/app/remote-participant.conf"}
 
-// ParticipantSelector selects a validator's participant pods.
-func ParticipantSelector(validator string) string {
-	return "validator-manager.io/validator=" + validator + ",app.kubernetes.io/component=participant"
-}
-
 var _ ConsoleOpener = (*ExecConsole)(nil)
 
 // OpenConsole finds the participant pod and starts the exec session. The
@@ -59,11 +45,7 @@ func (e *ExecConsole) OpenConsole(ctx context.Context, validator string) (Consol
 	if err != nil {
 		return nil, err
 	}
-	command := e.Command
-	if len(command) == 0 {
-		command = DefaultConsoleCommand
-	}
-	u, err := e.execURL(pod, container, command)
+	u, err := e.execURL(pod, container, DefaultConsoleCommand)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +79,12 @@ func (e *ExecConsole) execURL(pod, container string, command []string) (*url.URL
 	return u, nil
 }
 
+// find is the validator's one running participant pod and its container:
+// the pod's kubectl.kubernetes.io/default-container, else "participant",
+// else the only container.
 func (e *ExecConsole) find(ctx context.Context, validator string) (string, string, error) {
-	sel := e.Selector
-	if sel == nil {
-		sel = ParticipantSelector
-	}
-	pods, err := e.Core.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel(validator)})
+	sel := "validator-manager.io/validator=" + validator + ",app.kubernetes.io/component=participant"
+	pods, err := e.Core.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return "", "", domain.Unavailable("console: participant pods of %s cannot be listed: %v", validator, err)
 	}
@@ -113,12 +95,9 @@ func (e *ExecConsole) find(ctx context.Context, validator string) (string, strin
 		}
 	}
 	if len(running) != 1 {
-		return "", "", domain.Unavailable("console: %d running participant pods of %s (selector %s), want one", len(running), validator, sel(validator))
+		return "", "", domain.Unavailable("console: %d running participant pods of %s (selector %s), want one", len(running), validator, sel)
 	}
 	p := running[0]
-	if e.Container != "" {
-		return p.Name, e.Container, nil
-	}
 	if c := p.Annotations["kubectl.kubernetes.io/default-container"]; c != "" {
 		return p.Name, c, nil
 	}

@@ -66,6 +66,9 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Console.IdleTimeout <= 0 {
+		o.Console.IdleTimeout = DefaultConsoleIdleTimeout
+	}
 	s := &Server{Options: o, now: time.Now}
 	if o.Docs != nil {
 		s.platformDoc = mustDecode(o.Docs.Platform)

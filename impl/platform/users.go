@@ -3,9 +3,12 @@ package platform
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
@@ -19,34 +22,26 @@ type rightSet map[string]ledgerapi.Right
 
 func rightKey(kind, party string) string { return kind + "\x00" + party }
 
-func (rs rightSet) add(kind, party string) error {
-	raw, err := json.Marshal(map[string]any{kind: map[string]any{"value": rightValue(party)}})
-	if err != nil {
-		return err
+// add puts the right {kind: {value: {party}}} ({} without a party) into
+// the set. Neither step can fail: the value is strings only, and the union
+// keeps the raw JSON.
+func (rs rightSet) add(kind, party string) {
+	value := map[string]string{}
+	if party != "" {
+		value["party"] = party
 	}
+	raw, _ := json.Marshal(map[string]any{kind: map[string]any{"value": value}})
 	var k ledgerapi.Kind
-	if err := k.UnmarshalJSON(raw); err != nil {
-		return err
-	}
+	_ = k.UnmarshalJSON(raw)
 	rs[rightKey(kind, party)] = ledgerapi.Right{Kind: &k}
-	return nil
-}
-
-func rightValue(party string) map[string]string {
-	if party == "" {
-		return map[string]string{}
-	}
-	return map[string]string{"party": party}
 }
 
 // list is the set in a stable order.
 func (rs rightSet) list(keys ...string) *[]ledgerapi.Right {
 	if keys == nil {
-		for k := range rs {
-			keys = append(keys, k)
-		}
+		keys = slices.Collect(maps.Keys(rs))
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	out := make([]ledgerapi.Right, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, rs[k])
@@ -60,22 +55,15 @@ func (s *Server) rightsFor(ctx context.Context, operation, validator string, par
 	rs := rightSet{}
 	for kind, on := range map[string]*bool{"ParticipantAdmin": participantAdmin, "IdentityProviderAdmin": idpAdmin, "CanReadAsAnyParty": readAny, "CanExecuteAsAnyParty": execAny} {
 		if on != nil && *on {
-			if err := rs.add(kind, ""); err != nil {
-				return nil, nil, err
-			}
+			rs.add(kind, "")
 		}
 	}
 	for kind, parties := range map[string]*[]string{"CanActAs": actAs, "CanReadAs": readAs, "CanExecuteAs": execAs} {
-		if parties == nil {
-			continue
-		}
-		for _, p := range *parties {
+		for _, p := range ptr.Deref(parties, nil) {
 			if strings.TrimSpace(p) == "" {
 				return nil, nil, domain.Invalid(strings.ToLower(kind[:1])+kind[1:], "must name a party")
 			}
-			if err := rs.add(kind, p); err != nil {
-				return nil, nil, err
-			}
+			rs.add(kind, p)
 		}
 	}
 	n, err := s.node(ctx, operation, validator)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -14,9 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
 // release is one API release served by this process: its contract, where it
@@ -38,33 +35,18 @@ type mount struct {
 	e   *echo.Echo
 	rel *release
 	// routes is the release of each route path (shared by both mounts).
-	routes   map[string]*release
-	verifier *auth.Verifier
-	limits   limits
+	routes map[string]*release
+	o      *Options
 	// plain serves operations by operationId with a handler of their own
 	// instead of the generated strict one: a WebSocket upgrade needs the
 	// connection, which a strict handler never sees. The route keeps every
 	// middleware above.
 	plain map[string]PlainHandler
-	obs   observers
-}
-
-// observers are the middlewares that watch requests rather than serve them.
-type observers struct {
-	metrics *telemetry.Metrics
-	log     *slog.Logger
-	auditor Auditor
-	public  []string
 }
 
 // PlainHandler serves one operation on the raw request; a returned error is
 // rendered in the release's shape (when nothing was written yet).
 type PlainHandler func(w http.ResponseWriter, r *http.Request) error
-
-type limits struct {
-	body, upload int64
-	timeout      func(op *openapi3.Operation) echo.MiddlewareFunc
-}
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 
@@ -81,12 +63,12 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 	// Errors after routing render in the route's release (handleError).
 	m.routes[path] = m.rel
 	var mws []echo.MiddlewareFunc
-	if m.obs.metrics != nil {
-		mws = append(mws, instrument(m.obs.metrics, op.OperationID))
+	if m.o.Metrics != nil {
+		mws = append(mws, instrument(m.o.Metrics, op.OperationID))
 	}
-	limit := m.limits.body
+	limit := m.o.MaxBodyBytes
 	if streams {
-		limit = m.limits.upload
+		limit = m.o.MaxUploadBytes
 	}
 	mws = append(mws, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit: strconv.FormatInt(limit, 10),
@@ -94,27 +76,27 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 		// http.NoBody, which checkBody then reads no further.
 		Skipper: func(c echo.Context) bool { return c.Request().Body == nil || c.Request().Body == http.NoBody },
 	}))
-	public := op.Security != nil && len(*op.Security) == 0 || slices.Contains(m.obs.public, op.OperationID)
+	public := op.Security != nil && len(*op.Security) == 0 || slices.Contains(m.o.Public, op.OperationID)
 	need, err := requiredRole(op)
 	if err != nil {
 		panic("server: " + m.rel.name + " contract: " + err.Error())
 	}
 	if !public {
-		mws = append(mws, authenticate(m.verifier))
+		mws = append(mws, authenticate(m.o.Verifier))
 	}
 	if !public && method != http.MethodGet && method != http.MethodHead {
 		field, _ := op.Extensions[auditValidatorKey].(string)
-		mws = append(mws, audit(m.obs.log, m.obs.auditor, op.OperationID, field))
+		mws = append(mws, audit(m.o.Logger, m.o.Audit, op.OperationID, field))
 	}
-	if !public && m.verifier.RolesOn() {
+	if !public && m.o.Verifier.RolesOn() {
 		mws = append(mws, authorize(op.OperationID, need))
 	}
 	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
 		mws = append(mws, formToQuery())
 	}
 	mws = append(mws, validate(route, streams))
-	if !streams && m.limits.timeout != nil {
-		mws = append(mws, m.limits.timeout(op))
+	if !streams && m.o.RequestTimeout > 0 {
+		mws = append(mws, middleware.ContextTimeout(m.o.RequestTimeout))
 	}
 	mws = append(mws, extra...)
 	if plain, ok := m.plain[op.OperationID]; ok {

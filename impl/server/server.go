@@ -70,7 +70,6 @@ type Options struct {
 
 // Server is the HTTP server of both releases.
 type Server struct {
-	echo       *echo.Echo
 	handler    http.Handler
 	maxHeader  int
 	log        *slog.Logger
@@ -116,16 +115,15 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		echo:       echo.New(),
 		log:        o.Logger,
+		maxHeader:  o.MaxHeaderBytes,
 		management: &release{name: "1.11", doc: mgmtDoc, render: renderManagement(o.Logger)},
 		platform:   &release{name: "2.0", doc: platDoc, render: renderPlatform(o.Logger)},
 		routes:     map[string]*release{},
 	}
-	e := s.echo
+	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	s.maxHeader = o.MaxHeaderBytes
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout, o.UploadTimeout)
 	// The middlewares of every request, routed or not, around the handler
 	// routing found (c.Handler(): echo passes it as next). Made once: echo
@@ -143,16 +141,9 @@ func New(o Options) (*Server, error) {
 	)
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return every })
 
-	lim := limits{body: o.MaxBodyBytes, upload: o.MaxUploadBytes}
-	obs := observers{metrics: o.Metrics, log: o.Logger, auditor: o.Audit, public: o.Public}
-	if o.RequestTimeout > 0 {
-		lim.timeout = func(*openapi3.Operation) echo.MiddlewareFunc { return middleware.ContextTimeout(o.RequestTimeout) }
-	}
-	managementapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.management, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.ManagementPlain, obs: obs},
+	managementapi.RegisterHandlersWithBaseURL(mount{e: e, rel: s.management, routes: s.routes, o: &o, plain: o.ManagementPlain},
 		managementapi.NewStrictHandler(o.Management, nil), "")
-	platformapi.RegisterHandlersWithBaseURL(
-		mount{e: e, rel: s.platform, routes: s.routes, verifier: o.Verifier, limits: lim, plain: o.Plain, obs: obs},
+	platformapi.RegisterHandlersWithBaseURL(mount{e: e, rel: s.platform, routes: s.routes, o: &o, plain: o.Plain},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
 	// A request that matched no route renders in the release whose paths
 	// its URL is under: each route's own release must be that one, or the
