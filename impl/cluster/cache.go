@@ -226,34 +226,3 @@ func appliedShape(obj any) (any, error) {
 	}
 	return o, nil
 }
-
-// project is the part of the JSON value v that shape has: maps keep the
-// keys shape has, lists keep their length and project each element on
-// shape's element at the same place (the last one past its end).
-func project(v, shape any) any {
-	switch s := shape.(type) {
-	case map[string]any:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return v
-		}
-		out := make(map[string]any, len(s))
-		for k, sv := range s {
-			if mv, ok := m[k]; ok {
-				out[k] = project(mv, sv)
-			}
-		}
-		return out
-	case []any:
-		l, ok := v.([]any)
-		if !ok || len(s) == 0 {
-			return v
-		}
-		out := make([]any, len(l))
-		for i := range l {
-			out[i] = project(l[i], s[min(i, len(s)-1)])
-		}
-		return out
-	}
-	return v
-}

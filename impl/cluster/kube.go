@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -377,8 +375,8 @@ func dropNullTimestamps(v any) {
 // desired with an equal value (maps key by key, lists element by element
 // with the same length); a field only actual has is allowed when extra
 // allows its value (the API server's defaults), and a field only desired
-// has when extra allows its value. Both are JSON values
-// (jsonValue).
+// has when it is zero (a zero value the encoding omits). Both are JSON
+// values (jsonValue).
 func covers(desired, actual any, extra func(any) bool) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -388,7 +386,7 @@ func covers(desired, actual any, extra func(any) bool) bool {
 		}
 		for key, dv := range d {
 			av, ok := a[key]
-			if !ok && extra(dv) { // a zero value the encoding omits
+			if !ok && isZero(dv) {
 				continue
 			}
 			if !ok || !covers(dv, av, extra) {
@@ -414,6 +412,13 @@ func covers(desired, actual any, extra func(any) bool) bool {
 		return true
 	}
 	return desired == actual
+}
+
+// jsonCovers is covers of desired and actual encoded as JSON values.
+func jsonCovers(desired, actual any, extra func(any) bool) bool {
+	d, err1 := jsonValue(desired)
+	a, err2 := jsonValue(actual)
+	return err1 == nil && err2 == nil && covers(d, a, extra)
 }
 
 // jsonValue is v as JSON decodes it (maps, lists, float64, string, bool, nil).
@@ -446,18 +451,6 @@ func isZero(v any) bool {
 	return false
 }
 
-// storedValidator is the Validator resource of that name as the cache
-// holds it, as a JSON value; false when the cache has none.
-func (k *Kube) storedValidator(name string) (map[string]any, bool) {
-	v := cached[v1alpha1.Validator](k, name)
-	if v == nil {
-		return nil, false
-	}
-	obj, err := jsonValue(v)
-	m, ok := obj.(map[string]any)
-	return m, err == nil && ok
-}
-
 // cached is the cache's object of type T and that name (a Secret with its
 // keys, not their values: CacheOptions), nil when the cache is not synced
 // or has none; shared: read it, never change it.
@@ -478,19 +471,13 @@ func cached[T any, P interface {
 // validatorInStep tells from the cache whether the Validator resource has
 // the spec (spec.secrets aside) and labels the gateway would apply.
 func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
-	cur, ok := k.storedValidator(name)
-	if !ok {
+	cur := cached[v1alpha1.Validator](k, name)
+	if cur == nil || !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(cur.Labels)) {
 		return false
 	}
-	u := unstructured.Unstructured{Object: cur}
-	if !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(u.GetLabels())) {
-		return false
-	}
-	have, _ := cur["spec"].(map[string]any)
-	have = maps.Clone(have)
-	delete(have, "secrets")
-	want, err := jsonValue(spec)
-	return err == nil && covers(want, have, isZero)
+	have := cur.Spec // a copy: the cache's object is shared
+	have.Secrets = nil
+	return jsonCovers(spec, have, isZero)
 }
 
 // ApplyValidator makes the Validator resource what v and prune (nil: no
@@ -517,7 +504,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	if k.validatorInStep(v.Name, spec) {
 		return nil
 	}
-	_, existed := k.storedValidator(v.Name)
+	existed := cached[v1alpha1.Validator](k, v.Name) != nil
 	var referenced domain.WrittenSecrets
 	var refs *secretRefsAC
 	if !existed {
@@ -538,7 +525,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	// ac is the resource as the API server answered: its Secrets, written
 	// next, are owned by its uid.
 	k.created.Store(v.Name, createdResource{uid: *ac.UID, referenced: referenced})
-	if refs == nil || ac.Spec == nil || !refsCover(refs, ac.Spec.Secrets) {
+	if refs == nil || ac.Spec == nil || !jsonCovers(refs, ac.Spec.Secrets, isZero) {
 		return nil // none, or a resource the cache was behind on, whose references secretRefsOwner holds
 	}
 	// spec.secrets is secretRefsOwner's: it takes the references over
@@ -572,14 +559,6 @@ func (k *Kube) managesCached(name string) bool {
 	return ok
 }
 
-// refsCover tells whether the spec.secrets cur (a JSON value or an apply
-// configuration) references what refs does and nothing else (covers).
-func refsCover(refs *secretRefsAC, cur any) bool {
-	want, err := jsonValue(refs)
-	have, herr := jsonValue(cur)
-	return err == nil && herr == nil && covers(want, have, isZero)
-}
-
 // referenced is the validator's Secrets that the cache holds, and those
 // writes names.
 func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
@@ -598,11 +577,11 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // created it.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
-	if stored, ok := k.storedValidator(validator); ok {
-		if cur, _, _ := unstructured.NestedMap(stored, "spec", "secrets"); refsCover(refs, cur) {
+	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
+		if jsonCovers(refs, cur.Spec.Secrets, isZero) {
 			return nil
 		}
-	} else if c, ok := k.created.Load(validator); ok && refsCover(refs, secretRefs(validator, c.(createdResource).referenced)) {
+	} else if c, ok := k.created.Load(validator); ok && jsonCovers(refs, secretRefs(validator, c.(createdResource).referenced), isZero) {
 		return nil
 	}
 	spec := validatorac.ValidatorSpec()
@@ -625,10 +604,6 @@ func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.Va
 // default, with the resource as their owner, then makes spec.secrets
 // reference every one that exists.
 func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) error {
-	values := map[string]string{}
-	for _, s := range secretSlots(validator, given) {
-		values[s.name] = s.value
-	}
 	defaults := map[string]*string{
 		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
 		domain.DatabaseSecretName(validator):      d.DatabasePassword,
@@ -639,11 +614,10 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.Va
 	}
 	owner := ownerReference(validator, uid)
 	var written domain.WrittenSecrets
-	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+	for _, s := range secretSlots(validator, given) {
 		var wrote bool
-		switch v, def := values[s.name], defaults[s.name]; {
-		case v != "":
-			s.value = v
+		switch def := defaults[s.name]; {
+		case s.value != "":
 			wrote, err = k.writeSecretKey(ctx, s, owner, true)
 		case def != nil:
 			s.value = *def
@@ -663,9 +637,9 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.Va
 // the one this gateway just created, or the API server when the cache does
 // not hold it yet.
 func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
-	if cur, ok := k.storedValidator(validator); ok {
+	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
 		k.created.Delete(validator)
-		return (&unstructured.Unstructured{Object: cur}).GetUID(), nil
+		return cur.UID, nil
 	}
 	if c, ok := k.created.Load(validator); ok {
 		return c.(createdResource).uid, nil
@@ -858,7 +832,7 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 	if err := k.freshValidator(ctx, validator, v); err != nil {
 		return err
 	}
-	want, err := k.desiredCronJob(v, *b)
+	want, err := k.backupCronJob(v, *b)
 	if err != nil {
 		return err
 	}
@@ -898,40 +872,7 @@ func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
-	have, err1 := jsonValue(cur.Spec)
-	spec, err2 := jsonValue(want.Spec)
-	return err1 == nil && err2 == nil && reflect.DeepEqual(project(have, spec), spec)
-}
-
-// desiredCronJob is the backup CronJob of the Validator resource v for b.
-func (k *Kube) desiredCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*batchv1.CronJob, error) {
-	if v.Spec.ExternalDatabase && !b.Deleted {
-		return nil, errExternalDatabase(v.Name)
-	}
-	user, host := "", DatabaseHost(v.Name)
-	if v.Spec.Database != nil {
-		user = v.Spec.Database.User
-	}
-	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
-		// Chart mode: the validator's own database runs in its release's
-		// namespace, with the charts' user; the Job stays here, beside its
-		// volume and the database Secret, whose value the charts' Secret
-		// copies.
-		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
-	}
-	cj := backupCronJob(backupTarget{
-		namespace:    k.namespace,
-		host:         host,
-		validator:    v.Name,
-		uid:          v.UID,
-		image:        k.image,
-		cron:         b.Cron,
-		maxBackups:   b.MaxBackups,
-		suspend:      b.Deleted,
-		databaseUser: user,
-	})
-	cj.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"}
-	return cj, nil
+	return jsonCovers(want.Spec, cur.Spec, func(any) bool { return true })
 }
 
 // InStep tells from the cache alone whether the cluster already runs what
@@ -951,7 +892,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	if !ok {
 		return false
 	}
-	want, err := k.desiredCronJob(cur, *in.Backup)
+	want, err := k.backupCronJob(cur, *in.Backup)
 	return err == nil && k.cronJobInStep(want)
 }
 
