@@ -277,39 +277,30 @@ func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) erro
 
 func (k *Kube) checkReferences(ctx context.Context, refs domain.References) error {
 	secrets := map[string]*corev1.Secret{} // nil value: absent
-	secret := func(name string) (*corev1.Secret, error) {
-		if s, ok := secrets[name]; ok {
-			return s, nil
-		}
-		s, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			s, err = nil, nil
-		}
-		if err != nil {
-			return nil, redact(err)
-		}
-		secrets[name] = s
-		return s, nil
+	// The Secrets named, then the keys: a named Secret is one with no key
+	// to check.
+	wanted := make([]domain.SecretKeyReference, len(refs.Secrets))
+	for i, r := range refs.Secrets {
+		wanted[i] = domain.SecretKeyReference{Field: r.Field, Name: r.Name}
 	}
-	for _, r := range refs.Secrets {
-		s, err := secret(r.Name)
-		if err != nil {
-			return err
-		}
-		if s == nil {
-			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
-		}
-	}
-	for _, r := range refs.SecretKeys {
-		s, err := secret(r.Name)
-		if err != nil {
-			return err
+	for i, r := range append(wanted, refs.SecretKeys...) {
+		s, read := secrets[r.Name]
+		if !read {
+			var err error
+			s, err = k.core.CoreV1().Secrets(k.namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				s, err = nil, nil
+			}
+			if err != nil {
+				return redact(err)
+			}
+			secrets[r.Name] = s
 		}
 		switch {
-		case s == nil && !r.Optional:
-			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
+		case r.Optional:
 		case s == nil:
-		case !hasKey(s, r.Key) && !r.Optional:
+			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
+		case i >= len(refs.Secrets) && !hasKey(s, r.Key):
 			return domain.Invalid(r.Field, "secret %q has no key %q", r.Name, r.Key)
 		}
 	}
