@@ -316,11 +316,10 @@ func (k *Kube) checkReferences(ctx context.Context, refs domain.References) erro
 	return nil
 }
 
+// hasKey tells whether s, as read (stringData is write-only: the API
+// server merges it into data), has key.
 func hasKey(s *corev1.Secret, key string) bool {
-	if _, ok := s.Data[key]; ok {
-		return true
-	}
-	_, ok := s.StringData[key]
+	_, ok := s.Data[key]
 	return ok
 }
 
