@@ -121,17 +121,19 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if byObject == nil {
 		byObject = map[client.Object]ctrlcache.ByObject{}
 	}
-	for _, kind := range releaseKinds() {
+	// The kinds the workload controller applies, prunes or reads in a
+	// release namespace.
+	for _, kind := range []client.Object{
+		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
+		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
+	} {
 		key, by := client.Object(kind), ctrlcache.ByObject{}
 		for obj, b := range byObject {
 			if reflect.TypeOf(obj) == reflect.TypeOf(kind) {
 				key, by = obj, b
 			}
 		}
-		here := ctrlcache.Config{}
-		if c, ok := by.Namespaces[namespace]; ok {
-			here = c
-		}
+		here := by.Namespaces[namespace]
 		elsewhere := here
 		elsewhere.LabelSelector = labelled
 		by.Namespaces = map[string]ctrlcache.Config{namespace: here, ctrlcache.AllNamespaces: elsewhere}
@@ -139,15 +141,6 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	}
 	o.ByObject = byObject
 	return nil
-}
-
-// releaseKinds are the kinds the workload controller applies, prunes or
-// reads in a release namespace.
-func releaseKinds() []client.Object {
-	return []client.Object{
-		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
-		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
-	}
 }
 
 // secretKeys is the transform of Secrets: their keys without values, no

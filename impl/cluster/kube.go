@@ -786,18 +786,6 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 	return validatorState(v), nil
 }
 
-// checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
-// a time zone, so that every gateway refuses the same schedules.
-func checkBackupSchedule(b domain.BackupSchedule) error {
-	if _, err := schedule.ParseBackup(b.Cron); err != nil {
-		return domain.Invalid("cron", "%v", err)
-	}
-	if b.MaxBackups < 1 {
-		return domain.Invalid("maxBackups", "must be at least 1")
-	}
-	return nil
-}
-
 // ApplyBackupSchedule makes the validator's backup CronJob what b says:
 // nil removes it, a Deleted schedule suspends it. The backup PVC is created
 // when absent and never removed (backups outlive their schedule). Nothing is
@@ -815,8 +803,12 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 			client.PropagationPolicy(metav1.DeletePropagationBackground))
 		return client.IgnoreNotFound(err)
 	}
-	if err := checkBackupSchedule(*b); err != nil {
-		return err
+	// The rules Kubernetes applies to a CronJob with a time zone.
+	if _, err := schedule.ParseBackup(b.Cron); err != nil {
+		return domain.Invalid("cron", "%v", err)
+	}
+	if b.MaxBackups < 1 {
+		return domain.Invalid("maxBackups", "must be at least 1")
 	}
 	v := &v1alpha1.Validator{}
 	if err := k.freshValidator(ctx, validator, v); err != nil {
