@@ -271,11 +271,8 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 
 // CheckReferences fails with domain.Invalid naming the field of the first
 // object that does not exist: Secrets, then Secret keys, then StorageClasses.
-func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) error {
-	return translate("check references", k.checkReferences(ctx, refs))
-}
-
-func (k *Kube) checkReferences(ctx context.Context, refs domain.References) error {
+func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err error) {
+	defer func() { err = translate("check references", err) }()
 	secrets := map[string]*corev1.Secret{} // nil value: absent
 	// The Secrets named, then the keys: a named Secret is one with no key
 	// to check.
@@ -479,11 +476,8 @@ func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApply
 // workload controller then makes its workloads once, not again when
 // spec.secrets follows a moment later (the validator app's onboarding
 // secret is read only when referenced).
-func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error {
-	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune, writes))
-}
-
-func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error {
+func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) (err error) {
+	defer func() { err = translate(fmt.Sprintf("apply validator %q", v.Name), err) }()
 	if v.Name == "" {
 		return domain.Invalid("name", "must not be empty")
 	}
@@ -582,18 +576,13 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written d
 	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
-// PutSecrets is WriteSecrets of given and DefaultSecrets of defaults in one
-// pass, spec.secrets applied once (one new generation of the resource, not
-// two): a value given replaces, a default only fills in where the Secret or
-// its key is missing, and a Secret given a value is not defaulted.
-func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, defaults domain.SecretDefaults) error {
-	return translate(fmt.Sprintf("write secrets of validator %q", validator), k.putSecrets(ctx, validator, given, defaults))
-}
-
-// putSecrets writes each of the validator's Secrets given a value or a
-// default, with the resource as their owner, then makes spec.secrets
-// reference every one that exists.
-func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) error {
+// PutSecrets is WriteSecrets of given and DefaultSecrets of d in one pass,
+// spec.secrets applied once (one new generation of the resource, not two):
+// a value given replaces, a default only fills in where the Secret or its
+// key is missing, and a Secret given a value is not defaulted. The Secrets
+// are owned by the resource.
+func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) (err error) {
+	defer func() { err = translate(fmt.Sprintf("write secrets of validator %q", validator), err) }()
 	defaults := map[string]*string{
 		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
 		domain.DatabaseSecretName(validator):      d.DatabasePassword,
@@ -757,14 +746,11 @@ func (k *Kube) databaseTakes(validator string, password []byte) bool {
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;
 // absent objects are fine. The backup PVC stays: backups outlive the
 // validator (delete <name>-backups by hand to drop them).
-func (k *Kube) DeleteValidator(ctx context.Context, name string) error {
-	return translate(fmt.Sprintf("delete validator %q", name), k.deleteValidator(ctx, name))
-}
-
-func (k *Kube) deleteValidator(ctx context.Context, name string) error {
+func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
+	defer func() { err = translate(fmt.Sprintf("delete validator %q", name), err) }()
 	k.created.Delete(name)
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
-	err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err := client.IgnoreNotFound(err); err != nil {
 		return err
 	}
@@ -790,11 +776,8 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 // nil removes it, a Deleted schedule suspends it. The backup PVC is created
 // when absent and never removed (backups outlive their schedule). Nothing is
 // written when the cached CronJob already is what b says.
-func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
-	return translate(fmt.Sprintf("apply backup schedule of %q", validator), k.applyBackupSchedule(ctx, validator, b))
-}
-
-func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
+func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) (err error) {
+	defer func() { err = translate(fmt.Sprintf("apply backup schedule of %q", validator), err) }()
 	if b == nil {
 		if k.synced.Load() && cached[batchv1.CronJob](k, BackupCronJobName(validator)) == nil {
 			return nil
