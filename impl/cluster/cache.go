@@ -34,13 +34,8 @@ import (
 // and the Validator's.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	b := runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+	return s, b.AddToScheme(s)
 }
 
 // ValidatorGVK and ApplicationGVK are the kinds of the custom resources.
