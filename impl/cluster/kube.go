@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -900,6 +901,20 @@ func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (str
 		return "", domain.NotFound("Secret %q has no key %q", name, LedgerAPIAuthSecretKey)
 	}
 	return string(v), nil
+}
+
+// validatorState is the validator's state as its resource's fields say.
+func validatorState(v *v1alpha1.Validator) domain.ValidatorState {
+	phase := domain.PhasePending
+	switch p := domain.Phase(v.Status.Phase); p {
+	case domain.PhasePending, domain.PhaseRunning, domain.PhaseCompleted:
+		phase = p
+	}
+	return domain.ValidatorState{
+		Phase:           phase,
+		DatabaseRunning: v.Status.DatabaseReady && !v.Spec.ExternalDatabase,
+		DisableUserEdit: strings.EqualFold(v.Annotations[domain.DisableUserEditAnnotation], "true"),
+	}
 }
 
 // CachedState reads a managed validator's state from the cache; false when
