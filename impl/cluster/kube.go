@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -160,18 +161,12 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		}
 		opts.Metrics = mc.MetricsV1beta1()
 	}
-	if opts.BackupImage == "" {
-		opts.BackupImage = DefaultBackupImage
-	}
-	if opts.BackupStorage == "" {
-		opts.BackupStorage = DefaultBackupStorage
-	}
-	size, err := resource.ParseQuantity(opts.BackupStorage)
+	size, err := resource.ParseQuantity(cmp.Or(opts.BackupStorage, DefaultBackupStorage))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
-		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
+		image: cmp.Or(opts.BackupImage, DefaultBackupImage), backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance

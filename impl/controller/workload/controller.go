@@ -206,10 +206,7 @@ func labelled(_ context.Context, o client.Object) []reconcile.Request {
 
 func validatorOf(o client.Object) (types.NamespacedName, bool) {
 	l := o.GetLabels()
-	key := types.NamespacedName{Namespace: l[ValidatorNamespaceLabel], Name: l[ValidatorLabel]}
-	if key.Namespace == "" {
-		key.Namespace = o.GetNamespace()
-	}
+	key := types.NamespacedName{Namespace: cmp.Or(l[ValidatorNamespaceLabel], o.GetNamespace()), Name: l[ValidatorLabel]}
 	return key, key.Name != ""
 }
 
