@@ -871,14 +871,9 @@ func (k *Kube) Ping(ctx context.Context) error {
 		}
 		return domain.Unavailable("cluster: the gateway's caches have not synced yet (for %s since the start)", syncChance)
 	}
-	disc := k.core.Discovery()
-	var err error
-	if rc := disc.RESTClient(); rc != nil {
-		err = rc.Get().AbsPath("/version").Do(ctx).Error()
-	} else {
-		_, err = disc.ServerVersion()
-	}
-	return translate("ping", err)
+	// k.core is always a real clientset (NewKube): its discovery has a REST
+	// client, which, unlike ServerVersion, honours ctx.
+	return translate("ping", k.core.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error())
 }
 
 // LedgerAPIClientSecret reads the client secret of a validator's ledger API
