@@ -51,8 +51,8 @@ type KubeOptions struct {
 	// manages only those. Empty: every managed resource.
 	Instance string
 	// Metrics reads metrics.k8s.io (or the embedded default's node
-	// simulator); nil means the metrics API is unavailable (application
-	// metrics then say metricsAvailable false).
+	// simulator); nil: metrics.k8s.io of the cluster (where it is not
+	// served, application metrics say metricsAvailable false).
 	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
@@ -103,7 +103,7 @@ type Kube struct {
 	began atomic.Int64
 	// ready is closed once synced is set.
 	ready chan struct{}
-	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
+	// metrics reads metrics.k8s.io (KubeOptions.Metrics).
 	metrics metricsv1beta1.PodMetricsesGetter
 	// created holds each Validator resource this gateway created that
 	// the cache did not show yet (name → createdResource): the owner of
