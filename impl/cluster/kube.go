@@ -279,7 +279,6 @@ func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err
 	for i, r := range append(wanted, refs.SecretKeys...) {
 		s, read := secrets[r.Name]
 		if !read {
-			var err error
 			s, err = k.core.CoreV1().Secrets(k.namespace).Get(ctx, r.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				s, err = nil, nil
