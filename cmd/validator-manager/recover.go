@@ -278,7 +278,7 @@ func kubePods(kubeconfig, namespace, pod string) (recovery.Pods, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("cluster: %w", err)
 	}
-	e := cluster.NewPodExec(cfg, core, ns, cluster.ValidatorAppSelector)
+	e := cluster.NewPodExec(cfg, core, ns)
 	e.Pod = pod
 	return e, ns, nil
 }

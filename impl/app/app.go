@@ -752,7 +752,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	if err := workload.New(a.workload).SetupWithManager(held); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
 	}
-	if err := runs.New(mgr.GetClient(), a.Store).SetupWithManager(mgr); err != nil {
+	if err := runs.New(a.Store).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("run controller: %w", err)
 	}
 	return mgr, nil

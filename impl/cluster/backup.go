@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -49,75 +50,63 @@ const (
 	defaultDatabaseUser = "postgres"
 )
 
-// backupTarget is what the backup objects of one validator are built from.
-type backupTarget struct {
-	namespace    string
-	validator    string
-	uid          types.UID
-	image        string
-	cron         string
-	maxBackups   int32
-	suspend      bool
-	databaseUser string
-	// host is the database's address, DatabaseHost's when empty.
-	host string
-}
-
 func ownerReference(validator string, uid types.UID) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: Group + "/" + Version, Kind: Kind, Name: validator, UID: uid, Controller: ptr.To(true)}
 }
 
-// errExternalDatabase refuses a backup schedule for a validator whose
-// database is not ours: the state of the validator forbids it.
-func errExternalDatabase(validator string) error {
-	return domain.Conflict("validator %q uses an external database; backups cover the internal one only", validator)
-}
-
-// backupCronJob is the validator's backup CronJob.
-func backupCronJob(t backupTarget) *batchv1.CronJob {
-	user := t.databaseUser
-	if user == "" {
-		user = defaultDatabaseUser
+// backupCronJob is the backup CronJob of the Validator resource v for b.
+func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*batchv1.CronJob, error) {
+	if v.Spec.ExternalDatabase && !b.Deleted {
+		// The database is not ours: the state of the validator forbids it.
+		return nil, domain.Conflict("validator %q uses an external database; backups cover the internal one only", v.Name)
 	}
-	host := t.host
-	if host == "" {
-		host = DatabaseHost(t.validator)
+	user, host := defaultDatabaseUser, DatabaseHost(v.Name)
+	if v.Spec.Database != nil && v.Spec.Database.User != "" {
+		user = v.Spec.Database.User
+	}
+	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
+		// Chart mode: the validator's own database runs in its release's
+		// namespace, with the charts' user; the Job stays here, beside its
+		// volume and the database Secret, whose value the charts' Secret
+		// copies.
+		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
 	}
 	return &batchv1.CronJob{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            BackupCronJobName(t.validator),
-			Namespace:       t.namespace,
-			Labels:          labelsFor(t.validator),
-			OwnerReferences: []metav1.OwnerReference{ownerReference(t.validator, t.uid)},
+			Name:            BackupCronJobName(v.Name),
+			Namespace:       k.namespace,
+			Labels:          labelsFor(v.Name),
+			OwnerReferences: []metav1.OwnerReference{ownerReference(v.Name, v.UID)},
 		},
 		Spec: batchv1.CronJobSpec{
-			Schedule:                   t.cron,
+			Schedule:                   b.Cron,
 			TimeZone:                   ptr.To(backupTimeZone),
-			Suspend:                    ptr.To(t.suspend),
+			Suspend:                    ptr.To(b.Deleted),
 			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
 			StartingDeadlineSeconds:    ptr.To[int64](300),
 			SuccessfulJobsHistoryLimit: ptr.To[int32](1),
 			FailedJobsHistoryLimit:     ptr.To[int32](3),
 			JobTemplate: batchv1.JobTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(t.validator)},
+				ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(v.Name)},
 				Spec: batchv1.JobSpec{
 					BackoffLimit: ptr.To[int32](1),
 					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(t.validator)},
+						ObjectMeta: metav1.ObjectMeta{Labels: labelsFor(v.Name)},
 						Spec: corev1.PodSpec{
 							RestartPolicy: corev1.RestartPolicyNever,
 							Containers: []corev1.Container{{
 								Name:    "backup",
-								Image:   t.image,
+								Image:   k.image,
 								Command: []string{"/bin/sh", "-c", BackupScript},
 								Env: []corev1.EnvVar{
 									{Name: "BACKUP_DIR", Value: backupMountPath},
-									{Name: "MAX_BACKUPS", Value: strconv.Itoa(int(t.maxBackups))},
+									{Name: "MAX_BACKUPS", Value: strconv.Itoa(int(b.MaxBackups))},
 									{Name: "PGHOST", Value: host},
 									{Name: "PGPORT", Value: databasePort},
 									{Name: "PGUSER", Value: user},
 									{Name: "PGPASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-										LocalObjectReference: corev1.LocalObjectReference{Name: domain.DatabaseSecretName(t.validator)},
+										LocalObjectReference: corev1.LocalObjectReference{Name: domain.DatabaseSecretName(v.Name)},
 										Key:                  DatabaseSecretKey,
 									}}},
 								},
@@ -126,7 +115,7 @@ func backupCronJob(t backupTarget) *batchv1.CronJob {
 							Volumes: []corev1.Volume{{
 								Name: backupVolume,
 								VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-									ClaimName: BackupPVCName(t.validator),
+									ClaimName: BackupPVCName(v.Name),
 								}},
 							}},
 						},
@@ -134,7 +123,7 @@ func backupCronJob(t backupTarget) *batchv1.CronJob {
 				},
 			},
 		},
-	}
+	}, nil
 }
 
 // backupPVC is the volume the dumps go to. It has no owner: backups outlive

@@ -34,13 +34,8 @@ import (
 // and the Validator's.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	b := runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+	return s, b.AddToScheme(s)
 }
 
 // ValidatorGVK and ApplicationGVK are the kinds of the custom resources.
@@ -121,17 +116,19 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if byObject == nil {
 		byObject = map[client.Object]ctrlcache.ByObject{}
 	}
-	for _, kind := range releaseKinds() {
+	// The kinds the workload controller applies, prunes or reads in a
+	// release namespace.
+	for _, kind := range []client.Object{
+		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
+		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
+	} {
 		key, by := client.Object(kind), ctrlcache.ByObject{}
 		for obj, b := range byObject {
 			if reflect.TypeOf(obj) == reflect.TypeOf(kind) {
 				key, by = obj, b
 			}
 		}
-		here := ctrlcache.Config{}
-		if c, ok := by.Namespaces[namespace]; ok {
-			here = c
-		}
+		here := by.Namespaces[namespace]
 		elsewhere := here
 		elsewhere.LabelSelector = labelled
 		by.Namespaces = map[string]ctrlcache.Config{namespace: here, ctrlcache.AllNamespaces: elsewhere}
@@ -139,15 +136,6 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	}
 	o.ByObject = byObject
 	return nil
-}
-
-// releaseKinds are the kinds the workload controller applies, prunes or
-// reads in a release namespace.
-func releaseKinds() []client.Object {
-	return []client.Object{
-		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
-		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
-	}
 }
 
 // secretKeys is the transform of Secrets: their keys without values, no
@@ -225,35 +213,4 @@ func appliedShape(obj any) (any, error) {
 		w.Spec = corev1.ServiceSpec{}
 	}
 	return o, nil
-}
-
-// project is the part of the JSON value v that shape has: maps keep the
-// keys shape has, lists keep their length and project each element on
-// shape's element at the same place (the last one past its end).
-func project(v, shape any) any {
-	switch s := shape.(type) {
-	case map[string]any:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return v
-		}
-		out := make(map[string]any, len(s))
-		for k, sv := range s {
-			if mv, ok := m[k]; ok {
-				out[k] = project(mv, sv)
-			}
-		}
-		return out
-	case []any:
-		l, ok := v.([]any)
-		if !ok || len(s) == 0 {
-			return v
-		}
-		out := make([]any, len(l))
-		for i := range l {
-			out[i] = project(l[i], s[min(i, len(s)-1)])
-		}
-		return out
-	}
-	return v
 }

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -24,7 +23,7 @@ func (k *Kube) WriteSecrets(ctx context.Context, validator string, secrets domai
 // as it is), and references the validator's Secrets in spec.secrets. The
 // resource must exist.
 func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.SecretDefaults) error {
-	return translate(fmt.Sprintf("write missing secrets of validator %q", validator), k.putSecrets(ctx, validator, domain.ValidatorSecrets{}, d))
+	return k.PutSecrets(ctx, validator, domain.ValidatorSecrets{}, d)
 }
 
 // PodStatus is the cache's transform of Pods.

@@ -1,12 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,8 +51,8 @@ type KubeOptions struct {
 	// manages only those. Empty: every managed resource.
 	Instance string
 	// Metrics reads metrics.k8s.io (or the embedded default's node
-	// simulator); nil means the metrics API is unavailable (application
-	// metrics then say metricsAvailable false).
+	// simulator); nil: metrics.k8s.io of the cluster (where it is not
+	// served, application metrics say metricsAvailable false).
 	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
@@ -103,7 +103,7 @@ type Kube struct {
 	began atomic.Int64
 	// ready is closed once synced is set.
 	ready chan struct{}
-	// metrics reads metrics.k8s.io; nil: the metrics API is unavailable.
+	// metrics reads metrics.k8s.io (KubeOptions.Metrics).
 	metrics metricsv1beta1.PodMetricsesGetter
 	// created holds each Validator resource this gateway created that
 	// the cache did not show yet (name → createdResource): the owner of
@@ -161,18 +161,12 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		}
 		opts.Metrics = mc.MetricsV1beta1()
 	}
-	if opts.BackupImage == "" {
-		opts.BackupImage = DefaultBackupImage
-	}
-	if opts.BackupStorage == "" {
-		opts.BackupStorage = DefaultBackupStorage
-	}
-	size, err := resource.ParseQuantity(opts.BackupStorage)
+	size, err := resource.ParseQuantity(cmp.Or(opts.BackupStorage, DefaultBackupStorage))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
-		image: opts.BackupImage, backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
+		image: cmp.Or(opts.BackupImage, DefaultBackupImage), backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -273,45 +267,32 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 
 // CheckReferences fails with domain.Invalid naming the field of the first
 // object that does not exist: Secrets, then Secret keys, then StorageClasses.
-func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) error {
-	return translate("check references", k.checkReferences(ctx, refs))
-}
-
-func (k *Kube) checkReferences(ctx context.Context, refs domain.References) error {
+func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err error) {
+	defer func() { err = translate("check references", err) }()
 	secrets := map[string]*corev1.Secret{} // nil value: absent
-	secret := func(name string) (*corev1.Secret, error) {
-		if s, ok := secrets[name]; ok {
-			return s, nil
-		}
-		s, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			s, err = nil, nil
-		}
-		if err != nil {
-			return nil, redact(err)
-		}
-		secrets[name] = s
-		return s, nil
+	// The Secrets named, then the keys: a named Secret is one with no key
+	// to check.
+	wanted := make([]domain.SecretKeyReference, len(refs.Secrets))
+	for i, r := range refs.Secrets {
+		wanted[i] = domain.SecretKeyReference{Field: r.Field, Name: r.Name}
 	}
-	for _, r := range refs.Secrets {
-		s, err := secret(r.Name)
-		if err != nil {
-			return err
-		}
-		if s == nil {
-			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
-		}
-	}
-	for _, r := range refs.SecretKeys {
-		s, err := secret(r.Name)
-		if err != nil {
-			return err
+	for i, r := range append(wanted, refs.SecretKeys...) {
+		s, read := secrets[r.Name]
+		if !read {
+			s, err = k.core.CoreV1().Secrets(k.namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				s, err = nil, nil
+			}
+			if err != nil {
+				return redact(err)
+			}
+			secrets[r.Name] = s
 		}
 		switch {
-		case s == nil && !r.Optional:
-			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
+		case r.Optional:
 		case s == nil:
-		case !hasKey(s, r.Key) && !r.Optional:
+			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
+		case i >= len(refs.Secrets) && !hasKey(s, r.Key):
 			return domain.Invalid(r.Field, "secret %q has no key %q", r.Name, r.Key)
 		}
 	}
@@ -327,11 +308,10 @@ func (k *Kube) checkReferences(ctx context.Context, refs domain.References) erro
 	return nil
 }
 
+// hasKey tells whether s, as read (stringData is write-only: the API
+// server merges it into data), has key.
 func hasKey(s *corev1.Secret, key string) bool {
-	if _, ok := s.Data[key]; ok {
-		return true
-	}
-	_, ok := s.StringData[key]
+	_, ok := s.Data[key]
 	return ok
 }
 
@@ -377,8 +357,8 @@ func dropNullTimestamps(v any) {
 // desired with an equal value (maps key by key, lists element by element
 // with the same length); a field only actual has is allowed when extra
 // allows its value (the API server's defaults), and a field only desired
-// has when extra allows its value. Both are JSON values
-// (jsonValue).
+// has when it is zero (a zero value the encoding omits). Both are JSON
+// values (jsonValue).
 func covers(desired, actual any, extra func(any) bool) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -388,7 +368,7 @@ func covers(desired, actual any, extra func(any) bool) bool {
 		}
 		for key, dv := range d {
 			av, ok := a[key]
-			if !ok && extra(dv) { // a zero value the encoding omits
+			if !ok && isZero(dv) {
 				continue
 			}
 			if !ok || !covers(dv, av, extra) {
@@ -414,6 +394,13 @@ func covers(desired, actual any, extra func(any) bool) bool {
 		return true
 	}
 	return desired == actual
+}
+
+// jsonCovers is covers of desired and actual encoded as JSON values.
+func jsonCovers(desired, actual any, extra func(any) bool) bool {
+	d, err1 := jsonValue(desired)
+	a, err2 := jsonValue(actual)
+	return err1 == nil && err2 == nil && covers(d, a, extra)
 }
 
 // jsonValue is v as JSON decodes it (maps, lists, float64, string, bool, nil).
@@ -446,18 +433,6 @@ func isZero(v any) bool {
 	return false
 }
 
-// storedValidator is the Validator resource of that name as the cache
-// holds it, as a JSON value; false when the cache has none.
-func (k *Kube) storedValidator(name string) (map[string]any, bool) {
-	v := cached[v1alpha1.Validator](k, name)
-	if v == nil {
-		return nil, false
-	}
-	obj, err := jsonValue(v)
-	m, ok := obj.(map[string]any)
-	return m, err == nil && ok
-}
-
 // cached is the cache's object of type T and that name (a Secret with its
 // keys, not their values: CacheOptions), nil when the cache is not synced
 // or has none; shared: read it, never change it.
@@ -478,19 +453,13 @@ func cached[T any, P interface {
 // validatorInStep tells from the cache whether the Validator resource has
 // the spec (spec.secrets aside) and labels the gateway would apply.
 func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
-	cur, ok := k.storedValidator(name)
-	if !ok {
+	cur := cached[v1alpha1.Validator](k, name)
+	if cur == nil || !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(cur.Labels)) {
 		return false
 	}
-	u := unstructured.Unstructured{Object: cur}
-	if !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(u.GetLabels())) {
-		return false
-	}
-	have, _ := cur["spec"].(map[string]any)
-	have = maps.Clone(have)
-	delete(have, "secrets")
-	want, err := jsonValue(spec)
-	return err == nil && covers(want, have, isZero)
+	have := cur.Spec // a copy: the cache's object is shared
+	have.Secrets = nil
+	return jsonCovers(spec, have, isZero)
 }
 
 // ApplyValidator makes the Validator resource what v and prune (nil: no
@@ -502,11 +471,8 @@ func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApply
 // workload controller then makes its workloads once, not again when
 // spec.secrets follows a moment later (the validator app's onboarding
 // secret is read only when referenced).
-func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error {
-	return translate(fmt.Sprintf("apply validator %q", v.Name), k.applyValidator(ctx, v, prune, writes))
-}
-
-func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error {
+func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) (err error) {
+	defer func() { err = translate(fmt.Sprintf("apply validator %q", v.Name), err) }()
 	if v.Name == "" {
 		return domain.Invalid("name", "must not be empty")
 	}
@@ -517,7 +483,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	if k.validatorInStep(v.Name, spec) {
 		return nil
 	}
-	_, existed := k.storedValidator(v.Name)
+	existed := cached[v1alpha1.Validator](k, v.Name) != nil
 	var referenced domain.WrittenSecrets
 	var refs *secretRefsAC
 	if !existed {
@@ -538,7 +504,7 @@ func (k *Kube) applyValidator(ctx context.Context, v domain.Validator, prune *do
 	// ac is the resource as the API server answered: its Secrets, written
 	// next, are owned by its uid.
 	k.created.Store(v.Name, createdResource{uid: *ac.UID, referenced: referenced})
-	if refs == nil || ac.Spec == nil || !refsCover(refs, ac.Spec.Secrets) {
+	if refs == nil || ac.Spec == nil || !jsonCovers(refs, ac.Spec.Secrets, isZero) {
 		return nil // none, or a resource the cache was behind on, whose references secretRefsOwner holds
 	}
 	// spec.secrets is secretRefsOwner's: it takes the references over
@@ -572,14 +538,6 @@ func (k *Kube) managesCached(name string) bool {
 	return ok
 }
 
-// refsCover tells whether the spec.secrets cur (a JSON value or an apply
-// configuration) references what refs does and nothing else (covers).
-func refsCover(refs *secretRefsAC, cur any) bool {
-	want, err := jsonValue(refs)
-	have, herr := jsonValue(cur)
-	return err == nil && herr == nil && covers(want, have, isZero)
-}
-
 // referenced is the validator's Secrets that the cache holds, and those
 // writes names.
 func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
@@ -598,11 +556,11 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // created it.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
-	if stored, ok := k.storedValidator(validator); ok {
-		if cur, _, _ := unstructured.NestedMap(stored, "spec", "secrets"); refsCover(refs, cur) {
+	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
+		if jsonCovers(refs, cur.Spec.Secrets, isZero) {
 			return nil
 		}
-	} else if c, ok := k.created.Load(validator); ok && refsCover(refs, secretRefs(validator, c.(createdResource).referenced)) {
+	} else if c, ok := k.created.Load(validator); ok && jsonCovers(refs, secretRefs(validator, c.(createdResource).referenced), isZero) {
 		return nil
 	}
 	spec := validatorac.ValidatorSpec()
@@ -613,22 +571,13 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written d
 	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
-// PutSecrets is WriteSecrets of given and DefaultSecrets of defaults in one
-// pass, spec.secrets applied once (one new generation of the resource, not
-// two): a value given replaces, a default only fills in where the Secret or
-// its key is missing, and a Secret given a value is not defaulted.
-func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, defaults domain.SecretDefaults) error {
-	return translate(fmt.Sprintf("write secrets of validator %q", validator), k.putSecrets(ctx, validator, given, defaults))
-}
-
-// putSecrets writes each of the validator's Secrets given a value or a
-// default, with the resource as their owner, then makes spec.secrets
-// reference every one that exists.
-func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) error {
-	values := map[string]string{}
-	for _, s := range secretSlots(validator, given) {
-		values[s.name] = s.value
-	}
+// PutSecrets is WriteSecrets of given and DefaultSecrets of d in one pass,
+// spec.secrets applied once (one new generation of the resource, not two):
+// a value given replaces, a default only fills in where the Secret or its
+// key is missing, and a Secret given a value is not defaulted. The Secrets
+// are owned by the resource.
+func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) (err error) {
+	defer func() { err = translate(fmt.Sprintf("write secrets of validator %q", validator), err) }()
 	defaults := map[string]*string{
 		domain.LedgerAPIAuthSecretName(validator): d.LedgerAPIClientSecret,
 		domain.DatabaseSecretName(validator):      d.DatabasePassword,
@@ -639,11 +588,10 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.Va
 	}
 	owner := ownerReference(validator, uid)
 	var written domain.WrittenSecrets
-	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+	for _, s := range secretSlots(validator, given) {
 		var wrote bool
-		switch v, def := values[s.name], defaults[s.name]; {
-		case v != "":
-			s.value = v
+		switch def := defaults[s.name]; {
+		case s.value != "":
 			wrote, err = k.writeSecretKey(ctx, s, owner, true)
 		case def != nil:
 			s.value = *def
@@ -663,9 +611,9 @@ func (k *Kube) putSecrets(ctx context.Context, validator string, given domain.Va
 // the one this gateway just created, or the API server when the cache does
 // not hold it yet.
 func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
-	if cur, ok := k.storedValidator(validator); ok {
+	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
 		k.created.Delete(validator)
-		return (&unstructured.Unstructured{Object: cur}).GetUID(), nil
+		return cur.UID, nil
 	}
 	if c, ok := k.created.Load(validator); ok {
 		return c.(createdResource).uid, nil
@@ -793,14 +741,11 @@ func (k *Kube) databaseTakes(validator string, password []byte) bool {
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;
 // absent objects are fine. The backup PVC stays: backups outlive the
 // validator (delete <name>-backups by hand to drop them).
-func (k *Kube) DeleteValidator(ctx context.Context, name string) error {
-	return translate(fmt.Sprintf("delete validator %q", name), k.deleteValidator(ctx, name))
-}
-
-func (k *Kube) deleteValidator(ctx context.Context, name string) error {
+func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
+	defer func() { err = translate(fmt.Sprintf("delete validator %q", name), err) }()
 	k.created.Delete(name)
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
-	err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err := client.IgnoreNotFound(err); err != nil {
 		return err
 	}
@@ -822,27 +767,12 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 	return validatorState(v), nil
 }
 
-// checkBackupSchedule applies the rules Kubernetes applies to a CronJob with
-// a time zone, so that every gateway refuses the same schedules.
-func checkBackupSchedule(b domain.BackupSchedule) error {
-	if _, err := schedule.ParseBackup(b.Cron); err != nil {
-		return domain.Invalid("cron", "%v", err)
-	}
-	if b.MaxBackups < 1 {
-		return domain.Invalid("maxBackups", "must be at least 1")
-	}
-	return nil
-}
-
 // ApplyBackupSchedule makes the validator's backup CronJob what b says:
 // nil removes it, a Deleted schedule suspends it. The backup PVC is created
 // when absent and never removed (backups outlive their schedule). Nothing is
 // written when the cached CronJob already is what b says.
-func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
-	return translate(fmt.Sprintf("apply backup schedule of %q", validator), k.applyBackupSchedule(ctx, validator, b))
-}
-
-func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error {
+func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) (err error) {
+	defer func() { err = translate(fmt.Sprintf("apply backup schedule of %q", validator), err) }()
 	if b == nil {
 		if k.synced.Load() && cached[batchv1.CronJob](k, BackupCronJobName(validator)) == nil {
 			return nil
@@ -851,14 +781,18 @@ func (k *Kube) applyBackupSchedule(ctx context.Context, validator string, b *dom
 			client.PropagationPolicy(metav1.DeletePropagationBackground))
 		return client.IgnoreNotFound(err)
 	}
-	if err := checkBackupSchedule(*b); err != nil {
-		return err
+	// The rules Kubernetes applies to a CronJob with a time zone.
+	if _, err := schedule.ParseBackup(b.Cron); err != nil {
+		return domain.Invalid("cron", "%v", err)
+	}
+	if b.MaxBackups < 1 {
+		return domain.Invalid("maxBackups", "must be at least 1")
 	}
 	v := &v1alpha1.Validator{}
 	if err := k.freshValidator(ctx, validator, v); err != nil {
 		return err
 	}
-	want, err := k.desiredCronJob(v, *b)
+	want, err := k.backupCronJob(v, *b)
 	if err != nil {
 		return err
 	}
@@ -898,40 +832,7 @@ func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
-	have, err1 := jsonValue(cur.Spec)
-	spec, err2 := jsonValue(want.Spec)
-	return err1 == nil && err2 == nil && reflect.DeepEqual(project(have, spec), spec)
-}
-
-// desiredCronJob is the backup CronJob of the Validator resource v for b.
-func (k *Kube) desiredCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*batchv1.CronJob, error) {
-	if v.Spec.ExternalDatabase && !b.Deleted {
-		return nil, errExternalDatabase(v.Name)
-	}
-	user, host := "", DatabaseHost(v.Name)
-	if v.Spec.Database != nil {
-		user = v.Spec.Database.User
-	}
-	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
-		// Chart mode: the validator's own database runs in its release's
-		// namespace, with the charts' user; the Job stays here, beside its
-		// volume and the database Secret, whose value the charts' Secret
-		// copies.
-		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
-	}
-	cj := backupCronJob(backupTarget{
-		namespace:    k.namespace,
-		host:         host,
-		validator:    v.Name,
-		uid:          v.UID,
-		image:        k.image,
-		cron:         b.Cron,
-		maxBackups:   b.MaxBackups,
-		suspend:      b.Deleted,
-		databaseUser: user,
-	})
-	cj.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"}
-	return cj, nil
+	return jsonCovers(want.Spec, cur.Spec, func(any) bool { return true })
 }
 
 // InStep tells from the cache alone whether the cluster already runs what
@@ -951,7 +852,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	if !ok {
 		return false
 	}
-	want, err := k.desiredCronJob(cur, *in.Backup)
+	want, err := k.backupCronJob(cur, *in.Backup)
 	return err == nil && k.cronJobInStep(want)
 }
 
@@ -969,14 +870,9 @@ func (k *Kube) Ping(ctx context.Context) error {
 		}
 		return domain.Unavailable("cluster: the gateway's caches have not synced yet (for %s since the start)", syncChance)
 	}
-	disc := k.core.Discovery()
-	var err error
-	if rc := disc.RESTClient(); rc != nil {
-		err = rc.Get().AbsPath("/version").Do(ctx).Error()
-	} else {
-		_, err = disc.ServerVersion()
-	}
-	return translate("ping", err)
+	// k.core is always a real clientset (NewKube): its discovery has a REST
+	// client, which, unlike ServerVersion, honours ctx.
+	return translate("ping", k.core.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error())
 }
 
 // LedgerAPIClientSecret reads the client secret of a validator's ledger API
@@ -994,6 +890,20 @@ func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (str
 		return "", domain.NotFound("Secret %q has no key %q", name, LedgerAPIAuthSecretKey)
 	}
 	return string(v), nil
+}
+
+// validatorState is the validator's state as its resource's fields say.
+func validatorState(v *v1alpha1.Validator) domain.ValidatorState {
+	phase := domain.PhasePending
+	switch p := domain.Phase(v.Status.Phase); p {
+	case domain.PhasePending, domain.PhaseRunning, domain.PhaseCompleted:
+		phase = p
+	}
+	return domain.ValidatorState{
+		Phase:           phase,
+		DatabaseRunning: v.Status.DatabaseReady && !v.Spec.ExternalDatabase,
+		DisableUserEdit: strings.EqualFold(v.Annotations[domain.DisableUserEditAnnotation], "true"),
+	}
 }
 
 // CachedState reads a managed validator's state from the cache; false when

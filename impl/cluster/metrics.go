@@ -48,11 +48,8 @@ func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domai
 		return nil, translate("list pods", err)
 	}
 	var usage map[string]corev1.ResourceList
-	if k.metrics != nil {
-		pm, err := k.metrics.PodMetricses(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err == nil {
-			usage = podUsage(pm.Items)
-		}
+	if pm, err := k.metrics.PodMetricses(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector}); err == nil {
+		usage = podUsage(pm.Items)
 	}
 	return applicationMetrics(k.namespace, names, pods.Items, usage), nil
 }

@@ -46,19 +46,14 @@ type PodExec struct {
 	cfg       *rest.Config
 	core      kubernetes.Interface
 	namespace string
-	selector  func(validator string) string
 	// Pod, when set, is the pod Find returns (after checking that it runs),
 	// whatever the validator: the operator named it.
 	Pod string
 }
 
-// NewPodExec works in namespace; selector gives the label selector of a
-// validator's pods (nil: ValidatorAppSelector).
-func NewPodExec(cfg *rest.Config, core kubernetes.Interface, namespace string, selector func(validator string) string) *PodExec {
-	if selector == nil {
-		selector = ValidatorAppSelector
-	}
-	return &PodExec{cfg: cfg, core: core, namespace: namespace, selector: selector}
+// NewPodExec works in namespace, on the pods ValidatorAppSelector selects.
+func NewPodExec(cfg *rest.Config, core kubernetes.Interface, namespace string) *PodExec {
+	return &PodExec{cfg: cfg, core: core, namespace: namespace}
 }
 
 // Find returns the running pod of the validator app and its container: the
@@ -77,7 +72,7 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 		c, err := podContainer(pod)
 		return pod.Name, c, err
 	}
-	sel := e.selector(validator)
+	sel := ValidatorAppSelector(validator)
 	list, err := e.core.CoreV1().Pods(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return "", "", translate("list pods", err)

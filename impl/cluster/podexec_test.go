@@ -78,7 +78,7 @@ func TestPodExecFind(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := NewPodExec(&rest.Config{}, kubefake.NewClientset(tc.objects...), "ns", nil)
+			e := NewPodExec(&rest.Config{}, kubefake.NewClientset(tc.objects...), "ns")
 			e.Pod = tc.podFlag
 			pod, container, err := e.Find(context.Background(), "acme")
 			if tc.wantErr != nil {
@@ -121,7 +121,7 @@ func TestPodExecCheckExec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := NewPodExec(&rest.Config{}, kubefake.NewClientset(tc.objects...), "ns", nil).CheckExec(context.Background(), "acme-1")
+			err := NewPodExec(&rest.Config{}, kubefake.NewClientset(tc.objects...), "ns").CheckExec(context.Background(), "acme-1")
 			if tc.wantMsg == "" && err != nil {
 				t.Fatalf("got %v, want no error", err)
 			}
@@ -137,7 +137,7 @@ func TestExecURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := NewPodExec(&rest.Config{}, core, "ns", nil)
+	e := NewPodExec(&rest.Config{}, core, "ns")
 	cases := []struct {
 		name    string
 		command []string

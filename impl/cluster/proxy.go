@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,18 +41,12 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 // it.
 func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Validator, error) {
 	key := types.NamespacedName{Namespace: k.namespace, Name: name}
-	var (
-		v   *v1alpha1.Validator
-		err = errNotSynced
-	)
-	if k.synced.Load() {
-		v = &v1alpha1.Validator{}
-		err = k.client.Get(ctx, key, v)
+	v := &v1alpha1.Validator{}
+	if k.synced.Load() && k.client.Get(ctx, key, v) == nil {
+		return v, nil
 	}
-	if err != nil {
-		v = &v1alpha1.Validator{}
-		err = k.api.Get(ctx, key, v)
-	}
+	v = &v1alpha1.Validator{}
+	err := k.api.Get(ctx, key, v)
 	if apierrors.IsNotFound(err) {
 		return nil, domain.NotFound("validator %q not found", name)
 	}
@@ -62,8 +55,6 @@ func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Valid
 	}
 	return v, nil
 }
-
-var errNotSynced = errors.New("the cache has not synced")
 
 // ValidatorSource is a controller's source of the changes of the
 // Validators of the Manager's cache, which the gateway reads.

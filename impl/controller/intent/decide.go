@@ -76,10 +76,8 @@ func desiredResource(v domain.Validator, e domain.AuthEndpoints) (domain.Validat
 		OIDCAuthorityURL:  optional(e.Authority),
 		OIDCConfigURL:     optional(e.Config),
 	}
-	if v.Spec, err = domain.EncodeValidatorConfig(cfg); err != nil {
-		return v, err
-	}
-	return v, nil
+	v.Spec, err = domain.EncodeValidatorConfig(cfg)
+	return v, err
 }
 
 func optional(s string) *string {

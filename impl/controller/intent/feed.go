@@ -36,7 +36,7 @@ func (f feed) Start(ctx context.Context) error {
 	if !c.cluster.WaitForSync(ctx) {
 		return nil
 	}
-	if _, err := c.passwordKey(ctx); err != nil && ctx.Err() == nil {
+	if _, err := c.cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
 	names, err := f.allNames(ctx)

@@ -93,7 +93,7 @@ type Cluster interface {
 	// exist with their key.
 	CachedSecrets(validator string) domain.WrittenSecrets
 	// PasswordKey is the key generated database passwords derive from,
-	// made once per cluster and kept there.
+	// made once per cluster and kept there (the gateway keeps it once read).
 	PasswordKey(ctx context.Context) ([]byte, error)
 	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
 	// InStep tells from caches alone whether the cluster runs what in says.
@@ -194,10 +194,6 @@ type Controller struct {
 	// leader's).
 	names   chan event.TypedGenericEvent[string]
 	running atomic.Bool
-
-	// key is the cluster's key of generated passwords (PasswordKey), once read.
-	keyMu sync.Mutex
-	key   []byte
 
 	// initial holds the names found at start that have not been reconciled
 	// yet; the controller is in step (inStep closed, Ping nil) once it is
@@ -414,7 +410,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	key, err := c.passwordKey(ctx)
+	key, err := c.cluster.PasswordKey(ctx)
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
@@ -580,18 +576,4 @@ func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w sec
 	}
 	faultpoint.Reach("secrets.written")
 	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
-}
-
-// passwordKey is the cluster's key of generated passwords, read once.
-func (c *Controller) passwordKey(ctx context.Context) ([]byte, error) {
-	c.keyMu.Lock()
-	defer c.keyMu.Unlock()
-	if c.key == nil {
-		key, err := c.cluster.PasswordKey(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.key = key
-	}
-	return c.key, nil
 }

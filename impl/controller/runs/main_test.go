@@ -72,7 +72,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "run tests: manager: %v\n", err)
 		return 1
 	}
-	if err := runs.New(mgr.GetClient(), db).SetupWithManager(mgr); err != nil {
+	if err := runs.New(db).SetupWithManager(mgr); err != nil {
 		fmt.Fprintf(os.Stderr, "run tests: controller: %v\n", err)
 		return 1
 	}

@@ -46,19 +46,15 @@ type Reconciler struct {
 	store  Store
 }
 
-// New is a Reconciler that reads Jobs through c (the manager's client: reads
-// come from its cache) and records runs in s.
-func New(c client.Client, s Store) *Reconciler {
-	return &Reconciler{client: c, store: s}
-}
+// New is a Reconciler that records runs in s; it reads Jobs through the
+// manager's client (from its cache).
+func New(s Store) *Reconciler { return &Reconciler{store: s} }
 
 // SetupWithManager registers the controller with mgr: a Job carrying the
 // labels the gateway gives a validator's objects is reconciled when it is
 // created or changes (its status moves). It runs on the leader only.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
+	r.client = mgr.GetClient()
 	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		l := o.GetLabels()
 		return l[cluster.ManagedByLabel] == cluster.ManagedBy && l[cluster.ValidatorLabel] != ""

@@ -159,7 +159,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		// A new status too: one the cache was behind on (writeStatus);
-		// and the cache's resync (resync.go).
+		// and the cache's resync (resynced).
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged, resynced))).
 		Watches(&appsv1.Deployment{}, byLabel).
 		Watches(&appsv1.StatefulSet{}, byLabel).
@@ -175,6 +175,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
+
+// resynced passes the cache's periodic resync of a Validator (an update
+// whose old and new object are the same version), so that a validator
+// whose event was missed (a reconcile that failed into a long backoff, a
+// Pod's event dropped) is reconciled again within cluster.Resync; the
+// generation and status predicates drop it.
+var resynced = predicate.Not[client.Object](predicate.ResourceVersionChangedPredicate{})
 
 // statusChanged passes a Validator whose status changed.
 var statusChanged = predicate.Funcs{
@@ -199,10 +206,7 @@ func labelled(_ context.Context, o client.Object) []reconcile.Request {
 
 func validatorOf(o client.Object) (types.NamespacedName, bool) {
 	l := o.GetLabels()
-	key := types.NamespacedName{Namespace: l[ValidatorNamespaceLabel], Name: l[ValidatorLabel]}
-	if key.Namespace == "" {
-		key.Namespace = o.GetNamespace()
-	}
+	key := types.NamespacedName{Namespace: cmp.Or(l[ValidatorNamespaceLabel], o.GetNamespace()), Name: l[ValidatorLabel]}
 	return key, key.Name != ""
 }
 

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"cmp"
+
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -32,8 +34,5 @@ func (b layout) participantProbes() bool {
 func ParticipantJVMOptions(v *v1alpha1.Validator) string { return newLayout(v).participantJVMOptions() }
 
 func (b layout) participantJVMOptions() string {
-	if jvm := ptr.Deref(b.cfg.ParticipantNode.DefaultJVMOptions, ""); jvm != "" {
-		return jvm
-	}
-	return b.cfg.Cluster.DefaultJVMOptions
+	return cmp.Or(ptr.Deref(b.cfg.ParticipantNode.DefaultJVMOptions, ""), b.cfg.Cluster.DefaultJVMOptions)
 }

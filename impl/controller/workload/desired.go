@@ -9,6 +9,7 @@ package workload
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -528,15 +529,13 @@ func mergeResources(base corev1.ResourceRequirements, r *corev1.ResourceRequirem
 	if r == nil {
 		return base
 	}
-	set := func(list *corev1.ResourceList, from corev1.ResourceList) {
-		for name, q := range from {
-			if *list == nil {
-				*list = corev1.ResourceList{}
-			}
-			(*list)[name] = q
-		}
+	if base.Requests == nil && len(r.Requests) > 0 {
+		base.Requests = corev1.ResourceList{}
 	}
-	set(&base.Requests, r.Requests)
-	set(&base.Limits, r.Limits)
+	if base.Limits == nil && len(r.Limits) > 0 {
+		base.Limits = corev1.ResourceList{}
+	}
+	maps.Copy(base.Requests, r.Requests)
+	maps.Copy(base.Limits, r.Limits)
 	return base
 }

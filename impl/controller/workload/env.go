@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -208,17 +209,11 @@ func (b layout) onboardingSecret() *corev1.SecretKeySelector {
 // configuration's auth.walletUser (the created wallet user's subject
 // without custom auth).
 func (b layout) walletUser() string {
-	if u := ptr.Deref(b.cfg.Cluster.WalletUserName, ""); u != "" {
-		return u
-	}
-	return b.auth().WalletUser
+	return cmp.Or(ptr.Deref(b.cfg.Cluster.WalletUserName, ""), b.auth().WalletUser)
 }
 
 func (b layout) nodeIdentifier() string {
-	if id := ptr.Deref(b.cfg.ParticipantNode.NodeIdentifier, ""); id != "" {
-		return id
-	}
-	return b.v.Name
+	return cmp.Or(ptr.Deref(b.cfg.ParticipantNode.NodeIdentifier, ""), b.v.Name)
 }
 
 // databaseHost is the external database's host, else the internal
@@ -247,10 +242,7 @@ func (b layout) databaseUser() string {
 	if b.v.Spec.Database != nil && b.v.Spec.Database.User != "" {
 		return b.v.Spec.Database.User
 	}
-	if u := b.cfg.DatabaseUser(); u != "" {
-		return u
-	}
-	return defaultDatabaseUser
+	return cmp.Or(b.cfg.DatabaseUser(), defaultDatabaseUser)
 }
 
 // participantDatabase is the participant's database of the current

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -187,12 +188,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		})
 	}
 	b := newLayout(v)
-	name := func(component string) string {
-		if n := o.Names[component]; n != "" {
-			return n
-		}
-		return b.name(component)
-	}
+	name := func(component string) string { return cmp.Or(o.Names[component], b.name(component)) }
 	deployment := func(component string, d *appsv1.Deployment) readiness {
 		name := name(component)
 		return blockedBy(deploymentReadiness(name, d), "Deployment "+name, component, o)
