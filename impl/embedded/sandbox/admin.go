@@ -30,6 +30,7 @@ import (
 	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	topologyadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/topology/admin/v30"
 	versionv1 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/version/v1"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/topology"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -89,8 +90,8 @@ func (n *Network) adminGuard(ctx context.Context, req any, info *grpc.UnaryServe
 	if !n.authorized(r) {
 		return nil, adminError(codes.Unauthenticated, "UNAUTHENTICATED", catAuth, "The command is missing a (valid) JWT token")
 	}
-	if n.fault != nil {
-		if st := n.fault(upstream.Admin, r.WithContext(ctx)); st != 0 {
+	if n.opts.Fault != nil {
+		if st := n.opts.Fault(upstream.Admin, r.WithContext(ctx)); st != 0 {
 			c := codes.Unavailable
 			if st < 500 {
 				c = codes.InvalidArgument
@@ -119,7 +120,7 @@ func (a *admin) locked(f func(ns *nodeState) (changed bool, err error)) error {
 	changed, err := f(a.n.st.Nodes[a.name])
 	if changed {
 		if serr := a.n.saveLocked(); serr != nil {
-			a.n.log.Error("sandbox: saving state failed", "error", serr)
+			a.n.opts.Logger.Error("sandbox: saving state failed", "error", serr)
 		}
 	}
 	return err
@@ -397,7 +398,7 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	hash := topology.TransactionHash(st.GetTransaction())
 	signedByParty := false
 	for _, sig := range st.GetSignatures() {
-		ws := wireSignature{Format: sig.GetFormat().String(), Signature: base64.StdEncoding.EncodeToString(sig.GetSignature()),
+		ws := ledgerapi.Signature{Format: sig.GetFormat().String(), Signature: base64.StdEncoding.EncodeToString(sig.GetSignature()),
 			SignedBy: sig.GetSignedBy(), SigningAlgorithmSpec: sig.GetSigningAlgorithmSpec().String()}
 		if sig.GetSignedBy() != key.Fingerprint() {
 			return false, adminError(codes.InvalidArgument, codeInvalidSignature, catInvalid, "signature by key %s, which is not the party's key %s", sig.GetSignedBy(), key.Fingerprint())
@@ -485,11 +486,7 @@ func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.Partici
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		ports := map[string]int32{}
 		if nd := a.n.nodes[a.name]; nd != nil && nd.admin != nil {
-			if _, p, err := net.SplitHostPort(nd.admin.addr); err == nil {
-				var port int32
-				_, _ = fmt.Sscan(p, &port)
-				ports["admin"] = port
-			}
+			ports["admin"] = int32(port(nd.admin.ln))
 		}
 		out = &participantv30.ParticipantStatusResponse{Kind: &participantv30.ParticipantStatusResponse_Status{Status: &participantv30.ParticipantStatusResponse_ParticipantStatusResponseStatus{
 			CommonStatus: &healthv30.Status{

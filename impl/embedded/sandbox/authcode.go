@@ -116,11 +116,11 @@ func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 			validator = v
 		}
 	}
-	if validator == "" || n.redirects == nil {
+	if validator == "" || n.opts.Redirects == nil {
 		page(http.StatusBadRequest, "Client not found.")
 		return
 	}
-	audience, err := n.redirects.CheckRedirect(r.Context(), client, redirect)
+	audience, err := n.opts.Redirects.CheckRedirect(r.Context(), client, redirect)
 	if err != nil {
 		page(http.StatusBadRequest, err.Error())
 		return
@@ -168,8 +168,8 @@ func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	username, password := strings.ToLower(r.PostFormValue("username")), r.PostFormValue("password")
 	subject, err := "", errors.New("invalid user credentials")
-	if username == strings.ToLower(validator)+walletUserSuffix && password != "" && n.passwords != nil {
-		subject, err = n.passwords.CheckPassword(r.Context(), username, password)
+	if username == strings.ToLower(validator)+walletUserSuffix && password != "" && n.opts.Passwords != nil {
+		subject, err = n.opts.Passwords.CheckPassword(r.Context(), username, password)
 	}
 	if err != nil {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -190,13 +189,9 @@ func (c *Console) healthStatus(ns *nodeState, st *state) string {
 	fmt.Fprintf(&b, "Uptime: %s\n", time.Since(c.n.started).Truncate(time.Second))
 	b.WriteString("Ports: \n")
 	if nd := c.n.nodes[c.validator]; nd != nil {
-		if _, p, err := net.SplitHostPort(strings.TrimPrefix(nd.ledger.url, "http://")); err == nil {
-			fmt.Fprintf(&b, "\tledger: %s\n", p)
-		}
+		fmt.Fprintf(&b, "\tledger: %d\n", port(nd.ledger.ln))
 		if nd.admin != nil {
-			if _, p, err := net.SplitHostPort(nd.admin.addr); err == nil {
-				fmt.Fprintf(&b, "\tadmin: %s\n", p)
-			}
+			fmt.Fprintf(&b, "\tadmin: %d\n", port(nd.admin.ln))
 		}
 	}
 	fmt.Fprintf(&b, "Connected synchronizers: \n\t%s\n", st.SynchronizerID)

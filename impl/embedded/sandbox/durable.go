@@ -33,7 +33,7 @@ func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(
 		return
 	}
 	if err := n.saveLocked(); err != nil {
-		n.log.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
+		n.opts.Logger.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
 		restored := &state{}
 		if rerr := json.Unmarshal(before, restored); rerr == nil {
 			n.st = restored
