@@ -182,14 +182,14 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 			if !strings.HasPrefix(m.party, req.GetFilterParty()) {
 				continue
 			}
-			if f := req.GetFilterParticipant(); f != "" && !slices.ContainsFunc(m.hosts, func(h hostingPart) bool { return strings.Contains(h.ParticipantUID, f) }) {
+			if f := req.GetFilterParticipant(); f != "" && !slices.ContainsFunc(m.Hosts, func(h hostingPart) bool { return strings.Contains(h.ParticipantUID, f) }) {
 				continue
 			}
-			if f := q.GetFilterSignedKey(); f != "" && !slices.ContainsFunc(m.signedBy, func(fp string) bool { return strings.HasPrefix(fp, f) }) {
+			if f := q.GetFilterSignedKey(); f != "" && !slices.ContainsFunc(m.SignedBy, func(fp string) bool { return strings.HasPrefix(fp, f) }) {
 				continue
 			}
 			out.Results = append(out.Results, &topologyadminv30.ListPartyToParticipantResponse_Result{
-				Context: a.added(m.tx, int32(m.serial), slices.Clone(m.signedBy)), Item: m.proto(),
+				Context: a.added(m.Tx, int32(m.Serial), slices.Clone(m.SignedBy)), Item: m.proto(),
 			})
 		}
 	})
@@ -198,16 +198,16 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 
 // proto is the mapping as the admin API carries it.
 func (m mappingEntry) proto() *protocolv30.PartyToParticipant {
-	p := &protocolv30.PartyToParticipant{Party: m.party, Threshold: m.threshold}
-	for _, h := range m.hosts {
+	p := &protocolv30.PartyToParticipant{Party: m.party, Threshold: m.Threshold}
+	for _, h := range m.Hosts {
 		p.Participants = append(p.Participants, &protocolv30.PartyToParticipant_HostingParticipant{
 			ParticipantUid: h.ParticipantUID, Permission: protocolv30.Enums_ParticipantPermission(permissions[h.Permission]),
 		})
 	}
-	if m.signing != nil {
+	if len(m.keySPKI) > 0 {
 		p.PartySigningKeys = &cryptov30.SigningKeysWithThreshold{Threshold: 1, Keys: []*cryptov30.SigningPublicKey{{
-			Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: m.signing.spki,
-			KeySpec: cryptov30.SigningKeySpec(topology.SpecNumber(m.signing.spec)),
+			Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: m.keySPKI,
+			KeySpec: cryptov30.SigningKeySpec(topology.SpecNumber(m.keySpec)),
 			Usage:   []cryptov30.SigningKeyUsage{cryptov30.SigningKeyUsage_SIGNING_KEY_USAGE_PROTOCOL},
 		}}}
 	}
