@@ -400,9 +400,6 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	for _, sig := range st.GetSignatures() {
 		ws := ledgerapi.Signature{Format: sig.GetFormat().String(), Signature: base64.StdEncoding.EncodeToString(sig.GetSignature()),
 			SignedBy: sig.GetSignedBy(), SigningAlgorithmSpec: sig.GetSigningAlgorithmSpec().String()}
-		if sig.GetSignedBy() != key.Fingerprint() {
-			return false, adminError(codes.InvalidArgument, codeInvalidSignature, catInvalid, "signature by key %s, which is not the party's key %s", sig.GetSignedBy(), key.Fingerprint())
-		}
 		if err := verify(key, ws, hash); err != nil {
 			return false, adminError(codes.InvalidArgument, codeInvalidSignature, catInvalid, "%v", err)
 		}

@@ -333,38 +333,32 @@ func spentKey(uid string, multiHash []byte) string {
 // authorized checks every signature given and requires the party's key to
 // have signed the multi-hash, or each transaction's own hash.
 func authorized(o *onboarding, multi []ledgerapi.Signature, multiHash []byte) error {
-	fp := o.key.Fingerprint()
-	check := func(s ledgerapi.Signature, msg []byte) error {
-		if s.SignedBy != fp {
-			return fmt.Errorf("signature by key %s, which is not the party's key %s", s.SignedBy, fp)
-		}
-		return verify(o.key, s, msg)
-	}
-	signedMulti := false
 	for _, s := range multi {
-		if err := check(s, multiHash); err != nil {
+		if err := verify(o.key, s, multiHash); err != nil {
 			return err
 		}
-		signedMulti = true
 	}
 	signedEach := true
 	for i, sigs := range o.sigs {
 		for _, s := range sigs {
-			if err := check(s, topology.TransactionHash(o.raw[i])); err != nil {
+			if err := verify(o.key, s, topology.TransactionHash(o.raw[i])); err != nil {
 				return err
 			}
 		}
 		signedEach = signedEach && len(sigs) > 0
 	}
-	if !signedMulti && !signedEach {
+	if len(multi) == 0 && !signedEach {
 		return errors.New("the onboarding transactions are not signed by the party's key")
 	}
 	return nil
 }
 
-// verify checks one signature of msg by key, its format and algorithm
-// as Canton pairs them with the key spec.
+// verify checks one signature of msg: by key, in the format and algorithm
+// Canton pairs with the key spec.
 func verify(key topology.Key, s ledgerapi.Signature, msg []byte) error {
+	if s.SignedBy != key.Fingerprint() {
+		return fmt.Errorf("signature by key %s, which is not the party's key %s", s.SignedBy, key.Fingerprint())
+	}
 	sig, err := base64.StdEncoding.DecodeString(s.Signature)
 	if err != nil || len(sig) == 0 {
 		return errors.New("the signature is not base64")
