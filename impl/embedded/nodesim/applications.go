@@ -60,10 +60,7 @@ func CreateSampleApplication(ctx context.Context, dyn dynamic.Interface, namespa
 		"spec":       map[string]any{"image": "nginx:1.27", "replicas": int64(2)},
 	}}
 	_, err := dyn.Resource(ApplicationGVR).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
+	return client.IgnoreAlreadyExists(err)
 }
 
 // applicationGVK is the Application's kind.

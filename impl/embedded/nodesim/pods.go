@@ -44,12 +44,9 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 		if pod.Spec.NodeName != s.opts.NodeName {
 			return 0, nil // unbound Pods are removed by the API server itself
 		}
-		// The containers are "stopped": confirm, as the kubelet does.
-		err := s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return 0, nil
-		}
-		return 0, err
+		// The containers are "stopped": confirm, as the kubelet does (a
+		// conflict, another Pod of the name, is none: see reconciler).
+		return 0, client.IgnoreNotFound(s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}))
 	}
 	if pod.Spec.NodeName == "" {
 		if pod.Spec.SchedulerName != s.opts.SchedulerName {
