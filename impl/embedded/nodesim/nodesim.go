@@ -27,7 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -163,7 +163,7 @@ type Simulator struct {
 	// kubelet and scheduler record the events those would; set by Start.
 	kubelet, scheduler record.EventRecorder
 
-	started sync.Once
+	started atomic.Bool
 	ready   chan struct{} // closed when the caches have synced and the node exists
 	metrics *Metrics
 	room    *room // what the Pods bound to the node request (room.go)
@@ -355,9 +355,7 @@ func (s *Simulator) NeedLeaderElection() bool { return false }
 // Start registers the node, then simulates until ctx ends (a
 // controller-runtime Runnable). It may run once.
 func (s *Simulator) Start(ctx context.Context) error {
-	first := false
-	s.started.Do(func() { first = true })
-	if !first {
+	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("nodesim: already started")
 	}
 	if err := s.registerNode(ctx); err != nil {

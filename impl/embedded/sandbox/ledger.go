@@ -503,13 +503,11 @@ func listRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-type rightsRequest struct {
-	UserID string      `json:"userId"`
-	Rights []wireRight `json:"rights"`
-}
-
 func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, []right, bool) {
-	var req rightsRequest
+	var req struct {
+		UserID string      `json:"userId"`
+		Rights []wireRight `json:"rights"`
+	}
 	if !decode(w, r, &req) {
 		return nil, nil, false
 	}
