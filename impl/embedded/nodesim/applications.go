@@ -3,6 +3,7 @@ package nodesim
 import (
 	"context"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -112,10 +113,7 @@ func (s *Simulator) syncApplication(ctx context.Context, key client.ObjectKey) (
 }
 
 func deploymentMatches(d *appsv1.Deployment, app *unstructured.Unstructured, replicas int32, image string) bool {
-	owned := false
-	for _, r := range d.OwnerReferences {
-		owned = owned || r.UID == app.GetUID()
-	}
+	owned := slices.ContainsFunc(d.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == app.GetUID() })
 	c := d.Spec.Template.Spec.Containers
 	return owned && ptr.Deref(d.Spec.Replicas, 1) == replicas && len(c) == 1 && c[0].Image == image
 }

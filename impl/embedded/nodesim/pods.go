@@ -130,14 +130,17 @@ func scheduledAt(p *corev1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
-func ownedByJob(p *corev1.Pod) bool {
+// owner is the name of p's owner of kind (apiVersion), "" when it has none.
+func owner(p *corev1.Pod, apiVersion, kind string) string {
 	for _, o := range p.OwnerReferences {
-		if o.Kind == "Job" && o.APIVersion == "batch/v1" {
-			return true
+		if o.Kind == kind && o.APIVersion == apiVersion {
+			return o.Name
 		}
 	}
-	return false
+	return ""
 }
+
+func ownedByJob(p *corev1.Pod) bool { return owner(p, "batch/v1", "Job") != "" }
 
 // podIP is a stable address in PodCIDR derived from the Pod's UID.
 func podIP(p *corev1.Pod) string {
