@@ -50,13 +50,7 @@ func (h *hosting) required(party string, p *proposal) []string {
 
 // missing are the required signers of p that have not signed it.
 func (h *hosting) missing(party string, p *proposal) []string {
-	var out []string
-	for _, fp := range h.required(party, p) {
-		if !slices.Contains(p.SignedBy, fp) {
-			out = append(out, fp)
-		}
-	}
-	return out
+	return slices.DeleteFunc(h.required(party, p), func(fp string) bool { return slices.Contains(p.SignedBy, fp) })
 }
 
 // sign adds fp's signature to the party's proposal and makes it effective
