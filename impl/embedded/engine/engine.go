@@ -371,19 +371,18 @@ func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.in
 func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	data := filepath.Join(e.opts.Dir, "etcd")
 	entries, _ := os.ReadDir(data)
-	if _, err := os.Stat(e.etcdMarker()); err == nil {
-		if len(entries) == 0 {
-			// Emptied or removed since: etcd makes a new cluster, which is
-			// fresh whatever the marker says (the server then checks that
-			// nothing it recorded was lost).
-			e.log.Warn("engine: etcd's data directory is empty although the cluster was initialized; a new cluster starts", "dir", data)
-			return true, mkdirPrivate(data)
-		}
+	_, err = os.Stat(e.etcdMarker())
+	switch {
+	case err == nil && len(entries) > 0:
 		return false, mkdirPrivate(data)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	case err == nil:
+		// Emptied or removed since: etcd makes a new cluster, which is
+		// fresh whatever the marker says (the server then checks that
+		// nothing it recorded was lost).
+		e.log.Warn("engine: etcd's data directory is empty although the cluster was initialized; a new cluster starts", "dir", data)
+	case !errors.Is(err, os.ErrNotExist):
 		return false, err
-	}
-	if len(entries) > 0 {
+	case len(entries) > 0:
 		e.log.Warn("engine: etcd's first start did not complete; starting it over", "dir", data)
 		if err := os.RemoveAll(data); err != nil {
 			return false, err

@@ -159,16 +159,10 @@ func (o *output) lastLines(n int) []string {
 // childEnv is the server's environment without proxy settings: the children
 // talk to each other on loopback only.
 func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		switch strings.ToLower(k) {
-		case "http_proxy", "https_proxy", "no_proxy", "all_proxy":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
+		return slices.Contains([]string{"http_proxy", "https_proxy", "no_proxy", "all_proxy"}, strings.ToLower(k))
+	})
 }
 
 // status is how the child ended, once it has: "exit status 2",
@@ -271,15 +265,10 @@ func stalePaths(dir string) map[string]bool {
 // namesPath reports whether a --flag=value or "--flag value" argument gives
 // one of marks as its value.
 func namesPath(args []string, marks map[string]bool) bool {
-	for _, a := range args {
-		if _, v, ok := strings.Cut(a, "="); ok && marks[v] {
-			return true
-		}
-		if marks[a] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(args, func(a string) bool {
+		_, v, _ := strings.Cut(a, "=")
+		return marks[a] || marks[v]
+	})
 }
 
 // alive: the process exists and is not a zombie (a zombie holds no files).

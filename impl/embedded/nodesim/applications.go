@@ -3,6 +3,7 @@ package nodesim
 import (
 	"context"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,10 +61,7 @@ func CreateSampleApplication(ctx context.Context, dyn dynamic.Interface, namespa
 		"spec":       map[string]any{"image": "nginx:1.27", "replicas": int64(2)},
 	}}
 	_, err := dyn.Resource(ApplicationGVR).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
+	return client.IgnoreAlreadyExists(err)
 }
 
 // applicationGVK is the Application's kind.
@@ -115,10 +113,7 @@ func (s *Simulator) syncApplication(ctx context.Context, key client.ObjectKey) (
 }
 
 func deploymentMatches(d *appsv1.Deployment, app *unstructured.Unstructured, replicas int32, image string) bool {
-	owned := false
-	for _, r := range d.OwnerReferences {
-		owned = owned || r.UID == app.GetUID()
-	}
+	owned := slices.ContainsFunc(d.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == app.GetUID() })
 	c := d.Spec.Template.Spec.Containers
 	return owned && ptr.Deref(d.Spec.Replicas, 1) == replicas && len(c) == 1 && c[0].Image == image
 }

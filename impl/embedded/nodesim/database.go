@@ -70,19 +70,10 @@ func envSource(c *corev1.Container, match func(name string) bool) *corev1.EnvVar
 	return nil
 }
 
-func statefulSetOf(p *corev1.Pod) string {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "StatefulSet" && o.APIVersion == "apps/v1" {
-			return o.Name
-		}
-	}
-	return ""
-}
-
 // serverStarts records the password a server accepts when its container
 // c first starts under this simulator.
 func (s *Simulator) serverStarts(ctx context.Context, p *corev1.Pod, c *corev1.Container) {
-	set := statefulSetOf(p)
+	set := owner(p, "apps/v1", "StatefulSet")
 	ref := envSource(c, func(n string) bool { return n == serverPasswordVar })
 	if set == "" || ref == nil {
 		return

@@ -52,29 +52,24 @@ const (
 // cache; false when it is absent.
 func (s *Simulator) keys(ctx context.Context, kind podrefs.Kind, namespace, name string) (map[string]bool, bool) {
 	key := client.ObjectKey{Namespace: namespace, Name: name}
+	out := map[string]bool{}
 	if kind == podrefs.Secret {
 		o := &corev1.Secret{}
-		if err := s.client.Get(ctx, key, o); err != nil {
-			return nil, false
+		err := s.client.Get(ctx, key, o)
+		for k := range o.Data {
+			out[k] = true
 		}
-		return keySet[[]byte, string](o.Data, nil), true
+		return out, err == nil
 	}
 	o := &corev1.ConfigMap{}
-	if err := s.client.Get(ctx, key, o); err != nil {
-		return nil, false
-	}
-	return keySet(o.BinaryData, o.Data), true
-}
-
-func keySet[A, B any](a map[string]A, b map[string]B) map[string]bool {
-	out := make(map[string]bool, len(a)+len(b))
-	for k := range a {
+	err := s.client.Get(ctx, key, o)
+	for k := range o.Data {
 		out[k] = true
 	}
-	for k := range b {
+	for k := range o.BinaryData {
 		out[k] = true
 	}
-	return out
+	return out, err == nil
 }
 
 // refError is the kubelet's error for r, "" when what r needs exists (or r

@@ -27,7 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -47,6 +47,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -162,7 +163,7 @@ type Simulator struct {
 	// kubelet and scheduler record the events those would; set by Start.
 	kubelet, scheduler record.EventRecorder
 
-	started sync.Once
+	started atomic.Bool
 	ready   chan struct{} // closed when the caches have synced and the node exists
 	metrics *Metrics
 	room    *room // what the Pods bound to the node request (room.go)
@@ -275,34 +276,25 @@ func (s *Simulator) setup() error {
 		}
 	}
 	workers := controller.Options{MaxConcurrentReconciles: s.opts.Workers, RateLimiter: backoff.RateLimiter[reconcile.Request](5 * time.Millisecond)}
-	// Pods; a claim, Secret or ConfigMap that changes reaches the Pods
-	// that read it (level-triggered: a Pod starts once what it needs
-	// exists), and a Pod that leaves the node those waiting for its room.
-	err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-pod").
-		For(&corev1.Pod{}).
-		WatchesRawSource(source.Channel(s.room.retry, &handler.EnqueueRequestForObject{})).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(claimIndex))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(secretIndex))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(configMapIndex))).
-		WithOptions(workers).
-		Complete(s.reconciler(s.syncPod))
-	if err != nil {
-		return err
-	}
-	if err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-claim").
-		For(&corev1.PersistentVolumeClaim{}).WithOptions(workers).
-		Complete(s.reconciler(s.syncClaim)); err != nil {
-		return err
-	}
-	if err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-volume").
-		For(&corev1.PersistentVolume{}).WithOptions(workers).
-		Complete(s.reconciler(s.syncVolume)); err != nil {
-		return err
-	}
-	if err := ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-application").
-		For(application()).Owns(&appsv1.Deployment{}).WithOptions(workers).
-		Complete(s.reconciler(s.syncApplication)); err != nil {
-		return err
+	for _, c := range []struct {
+		b    *builder.Builder
+		sync step
+	}{
+		// Pods; a claim, Secret or ConfigMap that changes reaches the Pods
+		// that read it (level-triggered: a Pod starts once what it needs
+		// exists), and a Pod that leaves the node those waiting for its room.
+		{ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-pod").For(&corev1.Pod{}).
+			WatchesRawSource(source.Channel(s.room.retry, &handler.EnqueueRequestForObject{})).
+			Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(claimIndex))).
+			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(secretIndex))).
+			Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(configMapIndex))), s.syncPod},
+		{ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-claim").For(&corev1.PersistentVolumeClaim{}), s.syncClaim},
+		{ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-volume").For(&corev1.PersistentVolume{}), s.syncVolume},
+		{ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-application").For(application()).Owns(&appsv1.Deployment{}), s.syncApplication},
+	} {
+		if err := c.b.WithOptions(workers).Complete(s.reconciler(c.sync)); err != nil {
+			return err
+		}
 	}
 	// After the caches' first sync (controller-runtime starts its
 	// runnables after them): the simulator is ready.
@@ -363,9 +355,7 @@ func (s *Simulator) NeedLeaderElection() bool { return false }
 // Start registers the node, then simulates until ctx ends (a
 // controller-runtime Runnable). It may run once.
 func (s *Simulator) Start(ctx context.Context) error {
-	first := false
-	s.started.Do(func() { first = true })
-	if !first {
+	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("nodesim: already started")
 	}
 	if err := s.registerNode(ctx); err != nil {

@@ -44,12 +44,9 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 		if pod.Spec.NodeName != s.opts.NodeName {
 			return 0, nil // unbound Pods are removed by the API server itself
 		}
-		// The containers are "stopped": confirm, as the kubelet does.
-		err := s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return 0, nil
-		}
-		return 0, err
+		// The containers are "stopped": confirm, as the kubelet does (a
+		// conflict, another Pod of the name, is none: see reconciler).
+		return 0, client.IgnoreNotFound(s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}))
 	}
 	if pod.Spec.NodeName == "" {
 		if pod.Spec.SchedulerName != s.opts.SchedulerName {
@@ -133,14 +130,17 @@ func scheduledAt(p *corev1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
-func ownedByJob(p *corev1.Pod) bool {
+// owner is the name of p's owner of kind (apiVersion), "" when it has none.
+func owner(p *corev1.Pod, apiVersion, kind string) string {
 	for _, o := range p.OwnerReferences {
-		if o.Kind == "Job" && o.APIVersion == "batch/v1" {
-			return true
+		if o.Kind == kind && o.APIVersion == apiVersion {
+			return o.Name
 		}
 	}
-	return false
+	return ""
 }
+
+func ownedByJob(p *corev1.Pod) bool { return owner(p, "batch/v1", "Job") != "" }
 
 // podIP is a stable address in PodCIDR derived from the Pod's UID.
 func podIP(p *corev1.Pod) string {
@@ -185,16 +185,16 @@ func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.T
 		if msg := s.authError(ctx, p, c); msg != "" { // database.go
 			if ownedByJob(p) {
 				failed = true
-				return exitedStatus(p, c, t, msg)
+				return exitedStatus(p, c, t, 1, msg)
 			}
 			cs := waitingStatus(c, ReasonCrashLoopBackOff, fmt.Sprintf("back-off 10s restarting failed container=%s pod=%s_%s(%s)", c.Name, p.Name, p.Namespace, p.UID))
-			cs.LastTerminationState = exitedStatus(p, c, t, msg).State
+			cs.LastTerminationState = exitedStatus(p, c, t, 1, msg).State
 			warnings = append(warnings, warning{"BackOff", "Back-off restarting failed container " + c.Name + " in pod " + p.Name + "_" + p.Namespace + "(" + string(p.UID) + ")"})
 			return cs
 		}
 		s.serverStarts(ctx, p, c)
 		if completes {
-			return completedStatus(p, c, t)
+			return exitedStatus(p, c, t, 0, "")
 		}
 		return corev1.ContainerStatus{
 			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name),
@@ -308,19 +308,17 @@ func waitingStatus(c *corev1.Container, reason, msg string) corev1.ContainerStat
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
 }
 
-func completedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time) corev1.ContainerStatus {
-	return corev1.ContainerStatus{
-		Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Started: ptr.To(false),
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t}},
+// exitedStatus is c's status after it exited: with code 0 Completed, else
+// an Error whose termination message is msg (the kubelet's fallback to the
+// log's tail).
+func exitedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time, code int32, msg string) corev1.ContainerStatus {
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
 	}
-}
-
-// exitedStatus is c's status after it exited with an error, msg its
-// termination message (the kubelet's fallback to the log's tail).
-func exitedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time, msg string) corev1.ContainerStatus {
 	return corev1.ContainerStatus{
 		Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(p, c.Name), Started: ptr.To(false),
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg, StartedAt: t, FinishedAt: t}},
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg, StartedAt: t, FinishedAt: t}},
 	}
 }
 

@@ -85,10 +85,7 @@ func (s *Simulator) syncClaim(ctx context.Context, key client.ObjectKey) (time.D
 	if len(pv.Spec.AccessModes) == 0 {
 		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
-	if err := s.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
-		return 0, err
-	}
-	return 0, nil
+	return 0, client.IgnoreAlreadyExists(s.client.Create(ctx, pv))
 }
 
 // syncVolume deletes a volume the simulator made once its claim released
@@ -101,11 +98,8 @@ func (s *Simulator) syncVolume(ctx context.Context, key client.ObjectKey) (time.
 	if pv.Labels[provisionedLabel] != "true" || pv.DeletionTimestamp != nil || pv.Status.Phase != corev1.VolumeReleased {
 		return 0, nil
 	}
-	err := s.client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return 0, nil
-	}
-	return 0, err
+	// A conflict, another volume of the name, is none: see reconciler.
+	return 0, client.IgnoreNotFound(s.client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID}))
 }
 
 // ensureStorageClass makes the default storage class when it is absent
@@ -126,8 +120,5 @@ func (s *Simulator) ensureStorageClass(ctx context.Context) error {
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
 	}
-	if err := s.client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
+	return client.IgnoreAlreadyExists(s.client.Create(ctx, sc))
 }

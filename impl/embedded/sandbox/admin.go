@@ -30,6 +30,7 @@ import (
 	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	topologyadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/topology/admin/v30"
 	versionv1 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/version/v1"
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/topology"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -89,8 +90,8 @@ func (n *Network) adminGuard(ctx context.Context, req any, info *grpc.UnaryServe
 	if !n.authorized(r) {
 		return nil, adminError(codes.Unauthenticated, "UNAUTHENTICATED", catAuth, "The command is missing a (valid) JWT token")
 	}
-	if n.fault != nil {
-		if st := n.fault(upstream.Admin, r.WithContext(ctx)); st != 0 {
+	if n.opts.Fault != nil {
+		if st := n.opts.Fault(upstream.Admin, r.WithContext(ctx)); st != 0 {
 			c := codes.Unavailable
 			if st < 500 {
 				c = codes.InvalidArgument
@@ -119,7 +120,7 @@ func (a *admin) locked(f func(ns *nodeState) (changed bool, err error)) error {
 	changed, err := f(a.n.st.Nodes[a.name])
 	if changed {
 		if serr := a.n.saveLocked(); serr != nil {
-			a.n.log.Error("sandbox: saving state failed", "error", serr)
+			a.n.opts.Logger.Error("sandbox: saving state failed", "error", serr)
 		}
 	}
 	return err
@@ -181,14 +182,14 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 			if !strings.HasPrefix(m.party, req.GetFilterParty()) {
 				continue
 			}
-			if f := req.GetFilterParticipant(); f != "" && !slices.ContainsFunc(m.hosts, func(h hostingPart) bool { return strings.Contains(h.ParticipantUID, f) }) {
+			if f := req.GetFilterParticipant(); f != "" && !slices.ContainsFunc(m.Hosts, func(h hostingPart) bool { return strings.Contains(h.ParticipantUID, f) }) {
 				continue
 			}
-			if f := q.GetFilterSignedKey(); f != "" && !slices.ContainsFunc(m.signedBy, func(fp string) bool { return strings.HasPrefix(fp, f) }) {
+			if f := q.GetFilterSignedKey(); f != "" && !slices.ContainsFunc(m.SignedBy, func(fp string) bool { return strings.HasPrefix(fp, f) }) {
 				continue
 			}
 			out.Results = append(out.Results, &topologyadminv30.ListPartyToParticipantResponse_Result{
-				Context: a.added(m.tx, int32(m.serial), slices.Clone(m.signedBy)), Item: m.proto(),
+				Context: a.added(m.Tx, int32(m.Serial), slices.Clone(m.SignedBy)), Item: m.proto(),
 			})
 		}
 	})
@@ -197,16 +198,16 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 
 // proto is the mapping as the admin API carries it.
 func (m mappingEntry) proto() *protocolv30.PartyToParticipant {
-	p := &protocolv30.PartyToParticipant{Party: m.party, Threshold: m.threshold}
-	for _, h := range m.hosts {
+	p := &protocolv30.PartyToParticipant{Party: m.party, Threshold: m.Threshold}
+	for _, h := range m.Hosts {
 		p.Participants = append(p.Participants, &protocolv30.PartyToParticipant_HostingParticipant{
 			ParticipantUid: h.ParticipantUID, Permission: protocolv30.Enums_ParticipantPermission(permissions[h.Permission]),
 		})
 	}
-	if m.signing != nil {
+	if len(m.keySPKI) > 0 {
 		p.PartySigningKeys = &cryptov30.SigningKeysWithThreshold{Threshold: 1, Keys: []*cryptov30.SigningPublicKey{{
-			Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: m.signing.spki,
-			KeySpec: cryptov30.SigningKeySpec(topology.SpecNumber(m.signing.spec)),
+			Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: m.keySPKI,
+			KeySpec: cryptov30.SigningKeySpec(topology.SpecNumber(m.keySpec)),
 			Usage:   []cryptov30.SigningKeyUsage{cryptov30.SigningKeyUsage_SIGNING_KEY_USAGE_PROTOCOL},
 		}}}
 	}
@@ -397,11 +398,8 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	hash := topology.TransactionHash(st.GetTransaction())
 	signedByParty := false
 	for _, sig := range st.GetSignatures() {
-		ws := wireSignature{Format: sig.GetFormat().String(), Signature: base64.StdEncoding.EncodeToString(sig.GetSignature()),
+		ws := ledgerapi.Signature{Format: sig.GetFormat().String(), Signature: base64.StdEncoding.EncodeToString(sig.GetSignature()),
 			SignedBy: sig.GetSignedBy(), SigningAlgorithmSpec: sig.GetSigningAlgorithmSpec().String()}
-		if sig.GetSignedBy() != key.Fingerprint() {
-			return false, adminError(codes.InvalidArgument, codeInvalidSignature, catInvalid, "signature by key %s, which is not the party's key %s", sig.GetSignedBy(), key.Fingerprint())
-		}
 		if err := verify(key, ws, hash); err != nil {
 			return false, adminError(codes.InvalidArgument, codeInvalidSignature, catInvalid, "%v", err)
 		}
@@ -485,11 +483,7 @@ func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.Partici
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		ports := map[string]int32{}
 		if nd := a.n.nodes[a.name]; nd != nil && nd.admin != nil {
-			if _, p, err := net.SplitHostPort(nd.admin.addr); err == nil {
-				var port int32
-				_, _ = fmt.Sscan(p, &port)
-				ports["admin"] = port
-			}
+			ports["admin"] = int32(port(nd.admin.ln))
 		}
 		out = &participantv30.ParticipantStatusResponse{Kind: &participantv30.ParticipantStatusResponse_Status{Status: &participantv30.ParticipantStatusResponse_ParticipantStatusResponseStatus{
 			CommonStatus: &healthv30.Status{

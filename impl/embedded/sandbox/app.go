@@ -3,8 +3,9 @@ package sandbox
 import (
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,12 +52,7 @@ func validatorUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 }
 
 func listWalletUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	names := []string{}
-	for u := range ns.WalletUsers {
-		names = append(names, u)
-	}
-	sort.Strings(names)
-	writeJSON(w, http.StatusOK, map[string]any{"usernames": names})
+	writeJSON(w, http.StatusOK, map[string]any{"usernames": append([]string{}, slices.Sorted(maps.Keys(ns.WalletUsers))...)})
 	return false
 }
 

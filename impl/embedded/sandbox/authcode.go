@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -105,10 +106,10 @@ var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
 func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	client, redirect, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
-	page := func(status int, msg string) {
+	page := func(status int, t *template.Template, data any) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
-		errorPage.Execute(w, msg)
+		t.Execute(w, data)
 	}
 	validator := ""
 	for _, s := range uiClientSuffixes {
@@ -116,21 +117,19 @@ func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 			validator = v
 		}
 	}
-	if validator == "" || n.redirects == nil {
-		page(http.StatusBadRequest, "Client not found.")
+	if validator == "" || n.opts.Redirects == nil {
+		page(http.StatusBadRequest, errorPage, "Client not found.")
 		return
 	}
-	audience, err := n.redirects.CheckRedirect(r.Context(), client, redirect)
+	audience, err := n.opts.Redirects.CheckRedirect(r.Context(), client, redirect)
 	if err != nil {
-		page(http.StatusBadRequest, err.Error())
+		page(http.StatusBadRequest, errorPage, err.Error())
 		return
 	}
 	back := func(params url.Values) {
 		u, _ := url.Parse(redirect)
 		v := u.Query()
-		for k, vs := range params {
-			v[k] = vs
-		}
+		maps.Copy(v, params)
 		if state != "" {
 			v.Set("state", state)
 		}
@@ -162,19 +161,17 @@ func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 		method = "plain"
 	}
 	if r.Method != http.MethodPost {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		loginPage.Execute(w, map[string]string{"Action": r.URL.RequestURI()})
+		page(http.StatusOK, loginPage, map[string]string{"Action": r.URL.RequestURI()})
 		return
 	}
 	username, password := strings.ToLower(r.PostFormValue("username")), r.PostFormValue("password")
 	subject, err := "", errors.New("invalid user credentials")
-	if username == strings.ToLower(validator)+walletUserSuffix && password != "" && n.passwords != nil {
-		subject, err = n.passwords.CheckPassword(r.Context(), username, password)
+	if username == strings.ToLower(validator)+walletUserSuffix && password != "" && n.opts.Passwords != nil {
+		subject, err = n.opts.Passwords.CheckPassword(r.Context(), username, password)
 	}
 	if err != nil {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusOK) // Keycloak shows the form again
-		loginPage.Execute(w, map[string]string{"Action": r.URL.RequestURI(), "Error": "Invalid username or password."})
+		// Keycloak shows the form again.
+		page(http.StatusOK, loginPage, map[string]string{"Action": r.URL.RequestURI(), "Error": "Invalid username or password."})
 		return
 	}
 	code := n.codes.put(grant{client: client, redirect: redirect, challenge: challenge, method: method,

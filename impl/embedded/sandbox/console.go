@@ -2,11 +2,12 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -190,13 +191,9 @@ func (c *Console) healthStatus(ns *nodeState, st *state) string {
 	fmt.Fprintf(&b, "Uptime: %s\n", time.Since(c.n.started).Truncate(time.Second))
 	b.WriteString("Ports: \n")
 	if nd := c.n.nodes[c.validator]; nd != nil {
-		if _, p, err := net.SplitHostPort(strings.TrimPrefix(nd.ledger.url, "http://")); err == nil {
-			fmt.Fprintf(&b, "\tledger: %s\n", p)
-		}
+		fmt.Fprintf(&b, "\tledger: %d\n", port(nd.ledger.ln))
 		if nd.admin != nil {
-			if _, p, err := net.SplitHostPort(nd.admin.addr); err == nil {
-				fmt.Fprintf(&b, "\tadmin: %s\n", p)
-			}
+			fmt.Fprintf(&b, "\tadmin: %d\n", port(nd.admin.ln))
 		}
 	}
 	fmt.Fprintf(&b, "Connected synchronizers: \n\t%s\n", st.SynchronizerID)
@@ -209,46 +206,24 @@ func (c *Console) healthStatus(ns *nodeState, st *state) string {
 // and the external parties it hosts, sorted (n.mu held).
 func (c *Console) partiesList(ns *nodeState, st *state) string {
 	uid := ns.participantUID(c.validator)
-	type row struct{ party, permission string }
-	var rows []row
-	for id := range ns.Parties {
+	var rows []string
+	for _, id := range slices.Sorted(maps.Keys(ns.Parties)) {
 		perm := "Submission"
 		if h := st.Hosting[id]; h != nil {
 			perm = ""
 			for _, p := range h.Hosts {
 				if p.ParticipantUID == uid {
-					perm = permissionLabel(p.Permission)
+					perm = cmp.Or(permissionLabels[p.Permission], p.Permission)
 				}
 			}
 			if perm == "" {
 				continue
 			}
 		}
-		rows = append(rows, row{id, perm})
+		rows = append(rows, fmt.Sprintf("\n  ListPartiesResult(party = %s, participants = Vector(ParticipantSynchronizers(participant = PAR::%s, synchronizers = Vector(SynchronizerPermission(synchronizerId = %s, permission = %s)))))",
+			id, uid, st.SynchronizerID, perm))
 	}
-	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.party, b.party) })
-	var b strings.Builder
-	b.WriteString("res0: Seq[ListPartiesResult] = Vector(\n")
-	for i, r := range rows {
-		sep := ","
-		if i == len(rows)-1 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "  ListPartiesResult(party = %s, participants = Vector(ParticipantSynchronizers(participant = PAR::%s, synchronizers = Vector(SynchronizerPermission(synchronizerId = %s, permission = %s)))))%s\n",
-			r.party, uid, st.SynchronizerID, r.permission, sep)
-	}
-	b.WriteString(")\n")
-	return b.String()
+	return "res0: Seq[ListPartiesResult] = Vector(" + strings.Join(rows, ",") + "\n)\n"
 }
 
-func permissionLabel(p string) string {
-	switch p {
-	case "CONFIRMATION":
-		return "Confirmation"
-	case "OBSERVATION":
-		return "Observation"
-	case "SUBMISSION":
-		return "Submission"
-	}
-	return p
-}
+var permissionLabels = map[string]string{"CONFIRMATION": "Confirmation", "OBSERVATION": "Observation", "SUBMISSION": "Submission"}

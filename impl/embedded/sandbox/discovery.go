@@ -73,7 +73,7 @@ func (n *Network) discover(w http.ResponseWriter, r *http.Request) {
 		spliceError(w, http.StatusNotFound, fmt.Sprintf("no validator %q", name))
 		return
 	case err != nil:
-		n.log.Warn("sandbox: discovery", "validator", name, "error", err)
+		n.opts.Logger.Warn("sandbox: discovery", "validator", name, "error", err)
 		spliceError(w, http.StatusServiceUnavailable, "the validator cannot be resolved now")
 		return
 	}

@@ -1,11 +1,12 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 )
 
@@ -27,13 +28,13 @@ func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(
 		unavailable(w, "sandbox state could not be read: "+err.Error())
 		return
 	}
-	held := &heldResponse{header: http.Header{}}
+	held := httptest.NewRecorder()
 	if !h(held) {
-		held.flush(w)
+		flush(w, held)
 		return
 	}
 	if err := n.saveLocked(); err != nil {
-		n.log.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
+		n.opts.Logger.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
 		restored := &state{}
 		if rerr := json.Unmarshal(before, restored); rerr == nil {
 			n.st = restored
@@ -41,7 +42,7 @@ func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(
 		unavailable(w, fmt.Sprintf("the sandbox state (%s) could not be saved; the change was not made", n.statePath()))
 		return
 	}
-	held.flush(w)
+	flush(w, held)
 }
 
 // Ping reports whether the state can be written now: the health of the
@@ -55,35 +56,11 @@ func (n *Network) Ping(context.Context) error {
 	return nil
 }
 
-// heldResponse buffers an answer until it may be sent.
-type heldResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (h *heldResponse) Header() http.Header { return h.header }
-func (h *heldResponse) WriteHeader(s int) {
-	if h.status == 0 {
-		h.status = s
-	}
-}
-func (h *heldResponse) Write(b []byte) (int, error) {
-	if h.status == 0 {
-		h.status = http.StatusOK
-	}
-	return h.body.Write(b)
-}
-
-func (h *heldResponse) flush(w http.ResponseWriter) {
-	for k, v := range h.header {
-		w.Header()[k] = v
-	}
-	if h.status == 0 {
-		h.status = http.StatusOK
-	}
-	w.WriteHeader(h.status)
-	_, _ = w.Write(h.body.Bytes())
+// flush sends the answer held.
+func flush(w http.ResponseWriter, held *httptest.ResponseRecorder) {
+	maps.Copy(w.Header(), held.Header())
+	w.WriteHeader(held.Code)
+	_, _ = w.Write(held.Body.Bytes())
 }
 
 // Canton's category and gRPC code of a transient failure (the ledger's

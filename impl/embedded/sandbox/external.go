@@ -17,6 +17,9 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 
+	"k8s.io/utils/ptr"
+
+	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/topology"
 )
 
@@ -44,19 +47,6 @@ func (n *Network) externalRoutes(mux *http.ServeMux, name string) {
 	}))
 }
 
-type signingPublicKey struct {
-	Format  string `json:"format"`
-	KeyData string `json:"keyData"`
-	KeySpec string `json:"keySpec"`
-}
-
-type wireSignature struct {
-	Format               string `json:"format"`
-	Signature            string `json:"signature"`
-	SignedBy             string `json:"signedBy"`
-	SigningAlgorithmSpec string `json:"signingAlgorithmSpec"`
-}
-
 // badRequest answers INVALID_ARGUMENT the way the ledger words it.
 func badRequest(w http.ResponseWriter, format string, args ...any) {
 	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
@@ -78,13 +68,13 @@ func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, r
 
 func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
 	var req struct {
-		Synchronizer                    string           `json:"synchronizer"`
-		PartyHint                       string           `json:"partyHint"`
-		PublicKey                       signingPublicKey `json:"publicKey"`
-		LocalParticipantObservationOnly bool             `json:"localParticipantObservationOnly"`
-		OtherConfirmingParticipantUids  []string         `json:"otherConfirmingParticipantUids"`
-		ConfirmationThreshold           uint32           `json:"confirmationThreshold"`
-		ObservingParticipantUids        []string         `json:"observingParticipantUids"`
+		Synchronizer                    string                     `json:"synchronizer"`
+		PartyHint                       string                     `json:"partyHint"`
+		PublicKey                       ledgerapi.SigningPublicKey `json:"publicKey"`
+		LocalParticipantObservationOnly bool                       `json:"localParticipantObservationOnly"`
+		OtherConfirmingParticipantUids  []string                   `json:"otherConfirmingParticipantUids"`
+		ConfirmationThreshold           uint32                     `json:"confirmationThreshold"`
+		ObservingParticipantUids        []string                   `json:"observingParticipantUids"`
 	}
 	if !n.decodeOnSynchronizer(w, r, &req, &req.Synchronizer) {
 		return false
@@ -174,7 +164,7 @@ var ed25519SPKIPrefix = []byte{0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0
 // any supported spec, or the raw 32 bytes of an Ed25519 key, which the
 // topology transactions then carry as its SubjectPublicKeyInfo (the
 // fingerprint, over the 32 key bytes, is the same either way).
-func parsePublicKey(pk signingPublicKey) (topology.Key, error) {
+func parsePublicKey(pk ledgerapi.SigningPublicKey) (topology.Key, error) {
 	data, err := base64.StdEncoding.DecodeString(pk.KeyData)
 	if err != nil {
 		return topology.Key{}, errors.New("key_data is not base64")
@@ -197,7 +187,7 @@ func parsePublicKey(pk signingPublicKey) (topology.Key, error) {
 // onboarding is a decoded allocate request's transactions.
 type onboarding struct {
 	raw        [][]byte
-	sigs       [][]wireSignature
+	sigs       [][]ledgerapi.Signature
 	party      string
 	key        topology.Key
 	toKey      *topology.PartyToKeyMapping
@@ -207,10 +197,7 @@ type onboarding struct {
 	delegation bool
 }
 
-func decodeOnboarding(txs []struct {
-	Transaction string          `json:"transaction"`
-	Signatures  []wireSignature `json:"signatures"`
-}) (*onboarding, error) {
+func decodeOnboarding(txs []ledgerapi.SignedTransaction) (*onboarding, error) {
 	if len(txs) == 0 {
 		return nil, errors.New("onboarding_transactions must not be empty")
 	}
@@ -227,7 +214,7 @@ func decodeOnboarding(txs []struct {
 		if tx.Operation != topology.OpAddReplace {
 			return nil, fmt.Errorf("onboarding_transactions[%d] does not add a mapping", i)
 		}
-		o.raw, o.sigs = append(o.raw, raw), append(o.sigs, st.Signatures)
+		o.raw, o.sigs = append(o.raw, raw), append(o.sigs, ptr.Deref(st.Signatures, nil))
 		switch {
 		case tx.NamespaceDelegation != nil && !o.delegation:
 			nd := tx.NamespaceDelegation
@@ -266,15 +253,7 @@ func decodeOnboarding(txs []struct {
 }
 
 func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
-	var req struct {
-		Synchronizer           string `json:"synchronizer"`
-		OnboardingTransactions []struct {
-			Transaction string          `json:"transaction"`
-			Signatures  []wireSignature `json:"signatures"`
-		} `json:"onboardingTransactions"`
-		MultiHashSignatures []wireSignature `json:"multiHashSignatures"`
-		UserID              string          `json:"userId"`
-	}
+	var req ledgerapi.AllocateExternalPartyRequest
 	if !n.decodeOnSynchronizer(w, r, &req, &req.Synchronizer) {
 		return false
 	}
@@ -283,7 +262,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		badRequest(w, "%v", err)
 		return false
 	}
-	u, ok := ns.userOf(w, req.UserID)
+	u, ok := ns.userOf(w, ptr.Deref(req.UserId, ""))
 	if !ok {
 		return false
 	}
@@ -296,7 +275,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
 		return false
 	}
-	if err := authorized(o, req.MultiHashSignatures, multiHash); err != nil {
+	if err := authorized(o, ptr.Deref(req.MultiHashSignatures, nil), multiHash); err != nil {
 		invalid(w, codeInvalidSignature, "%v", err)
 		return false
 	}
@@ -353,39 +332,33 @@ func spentKey(uid string, multiHash []byte) string {
 
 // authorized checks every signature given and requires the party's key to
 // have signed the multi-hash, or each transaction's own hash.
-func authorized(o *onboarding, multi []wireSignature, multiHash []byte) error {
-	fp := o.key.Fingerprint()
-	check := func(s wireSignature, msg []byte) error {
-		if s.SignedBy != fp {
-			return fmt.Errorf("signature by key %s, which is not the party's key %s", s.SignedBy, fp)
-		}
-		return verify(o.key, s, msg)
-	}
-	signedMulti := false
+func authorized(o *onboarding, multi []ledgerapi.Signature, multiHash []byte) error {
 	for _, s := range multi {
-		if err := check(s, multiHash); err != nil {
+		if err := verify(o.key, s, multiHash); err != nil {
 			return err
 		}
-		signedMulti = true
 	}
 	signedEach := true
 	for i, sigs := range o.sigs {
 		for _, s := range sigs {
-			if err := check(s, topology.TransactionHash(o.raw[i])); err != nil {
+			if err := verify(o.key, s, topology.TransactionHash(o.raw[i])); err != nil {
 				return err
 			}
 		}
 		signedEach = signedEach && len(sigs) > 0
 	}
-	if !signedMulti && !signedEach {
+	if len(multi) == 0 && !signedEach {
 		return errors.New("the onboarding transactions are not signed by the party's key")
 	}
 	return nil
 }
 
-// verify checks one signature of msg by key, its format and algorithm
-// as Canton pairs them with the key spec.
-func verify(key topology.Key, s wireSignature, msg []byte) error {
+// verify checks one signature of msg: by key, in the format and algorithm
+// Canton pairs with the key spec.
+func verify(key topology.Key, s ledgerapi.Signature, msg []byte) error {
+	if s.SignedBy != key.Fingerprint() {
+		return fmt.Errorf("signature by key %s, which is not the party's key %s", s.SignedBy, key.Fingerprint())
+	}
 	sig, err := base64.StdEncoding.DecodeString(s.Signature)
 	if err != nil || len(sig) == 0 {
 		return errors.New("the signature is not base64")

@@ -194,7 +194,7 @@ func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeSt
 			ids = append(ids, id)
 		}
 	}
-	writePage(w, r, n.pageSize, ns.Parties, ids, "partyDetails", partyDetails)
+	writePage(w, r, n.opts.PageSize, ns.Parties, ids, "partyDetails", partyDetails)
 	return false
 }
 
@@ -221,10 +221,10 @@ func (n *Network) version(w http.ResponseWriter, r *http.Request, ns *nodeState)
 		"version": Version,
 		"features": map[string]any{
 			"experimental":     map[string]any{},
-			"userManagement":   map[string]any{"supported": true, "maxRightsPerUser": 1000, "maxUsersPageSize": n.pageSize},
-			"partyManagement":  map[string]any{"maxPartiesPageSize": n.pageSize},
+			"userManagement":   map[string]any{"supported": true, "maxRightsPerUser": 1000, "maxUsersPageSize": n.opts.PageSize},
+			"partyManagement":  map[string]any{"maxPartiesPageSize": n.opts.PageSize},
 			"offsetCheckpoint": map[string]any{"maxOffsetCheckpointEmissionDelay": map[string]any{"seconds": 75, "nanos": 0}},
-			"packageFeature":   map[string]any{"maxVettedPackagesPageSize": n.pageSize},
+			"packageFeature":   map[string]any{"maxVettedPackagesPageSize": n.opts.PageSize},
 		},
 	})
 	return false
@@ -306,7 +306,7 @@ func userJSON(u *user) map[string]any {
 }
 
 func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writePage(w, r, n.pageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
+	writePage(w, r, n.opts.PageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
 	return false
 }
 
@@ -503,13 +503,11 @@ func listRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-type rightsRequest struct {
-	UserID string      `json:"userId"`
-	Rights []wireRight `json:"rights"`
-}
-
 func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, []right, bool) {
-	var req rightsRequest
+	var req struct {
+		UserID string      `json:"userId"`
+		Rights []wireRight `json:"rights"`
+	}
 	if !decode(w, r, &req) {
 		return nil, nil, false
 	}
@@ -530,14 +528,9 @@ func grantRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	if !ok {
 		return false
 	}
-	var granted []right
-	for _, x := range rs {
-		if !slices.Contains(u.Rights, x) && !slices.Contains(granted, x) {
-			granted = append(granted, x)
-		}
-	}
-	u.Rights = append(u.Rights, granted...)
-	writeJSON(w, http.StatusOK, map[string]any{"newlyGrantedRights": rightsJSON(granted)})
+	had := len(u.Rights)
+	u.Rights = addRights(u.Rights, rs)
+	writeJSON(w, http.StatusOK, map[string]any{"newlyGrantedRights": rightsJSON(u.Rights[had:])})
 	return true
 }
 

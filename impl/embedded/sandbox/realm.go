@@ -86,8 +86,8 @@ func (n *Network) clientToken(w http.ResponseWriter, r *http.Request) {
 	}
 	var sub, aud string
 	err := errors.New("no clients")
-	if n.realmClients != nil && id != "" && secret != "" {
-		sub, aud, err = n.realmClients.CheckClient(r.Context(), id, secret)
+	if n.opts.Clients != nil && id != "" && secret != "" {
+		sub, aud, err = n.opts.Clients.CheckClient(r.Context(), id, secret)
 	}
 	if err != nil {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized_client", "error_description": "Invalid client or Invalid client credentials"})
@@ -132,11 +132,11 @@ func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 	invalid := func() {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
 	}
-	if username != validator+walletUserSuffix || password == "" || n.passwords == nil {
+	if username != validator+walletUserSuffix || password == "" || n.opts.Passwords == nil {
 		invalid()
 		return
 	}
-	id, err := n.passwords.CheckPassword(r.Context(), username, password)
+	id, err := n.opts.Passwords.CheckPassword(r.Context(), username, password)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return

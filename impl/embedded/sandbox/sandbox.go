@@ -86,12 +86,8 @@ type Options struct {
 
 // Network is the running sandbox.
 type Network struct {
-	dir      string
-	log      *slog.Logger
-	hook     Hook
-	fault    func(string, *http.Request) int
-	pageSize int
-	write    WriteFile
+	dir  string
+	opts Options // defaults filled in
 
 	mu sync.Mutex
 	st *state
@@ -100,19 +96,13 @@ type Network struct {
 	// clients are the validators' ledger API clients by id, with the
 	// secret of their Secret (registered by the resolver).
 	clients map[string]string
-	secrets upstream.SecretReader
 	nodes   map[string]*node // running listeners by validator
 	// servers are every listener, served by Start (serve.go).
 	servers *servers
 
 	scan *listener // scan and the token endpoint
 
-	passwords Passwords
-	// realmClients are Options.Clients.
-	realmClients Clients
-	// redirects are Options.Redirects; codes the authorization codes issued.
-	redirects Redirects
-	codes     authCodes
+	codes authCodes // the authorization codes issued
 	// lookup resolves the validators the discovery route answers for
 	// (discovery.go); nil until ServeDiscovery.
 	lookup upstream.Resolver
@@ -142,8 +132,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.WriteFile == nil {
 		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, log: o.Logger, hook: o.Hook, fault: o.Fault, pageSize: o.PageSize, write: o.WriteFile, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, secrets: o.Secrets, started: time.Now(),
-		passwords: o.Passwords, realmClients: o.Clients, redirects: o.Redirects}
+	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, started: time.Now()}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
@@ -237,10 +226,10 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 	if err := r.n.configureUsers(name, cfg.Auth.LedgerAPIUser, cfg.Auth.WalletUser); err != nil {
 		return upstream.Target{}, domain.Unavailable("%v", err)
 	}
-	if cfg.Auth.LedgerAPIClient == "" || r.n.secrets == nil {
+	if cfg.Auth.LedgerAPIClient == "" || r.n.opts.Secrets == nil {
 		return t, nil
 	}
-	secret, err := r.n.secrets.LedgerAPIClientSecret(ctx, name)
+	secret, err := r.n.opts.Secrets.LedgerAPIClientSecret(ctx, name)
 	switch {
 	case errors.Is(err, domain.ErrNotFound) || (err == nil && secret == ""):
 		return t, nil
@@ -248,7 +237,7 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 		return upstream.Target{}, err
 	}
 	creds := upstream.Credentials{TokenURL: t.Credentials.TokenURL, ClientID: cfg.Auth.LedgerAPIClient, ClientSecret: secret, Audience: cfg.Auth.Audience}
-	if !v.CustomAuth && r.n.realmClients != nil {
+	if !v.CustomAuth && r.n.opts.Clients != nil {
 		// The local identity provider's client: its tokens come from the
 		// realm (this network's, whatever port the stored URLs name) and
 		// their subject is the participant's admin user.
@@ -329,7 +318,7 @@ func (n *Network) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	return n.write(n.statePath(), raw, 0o600)
+	return n.opts.WriteFile(n.statePath(), raw, 0o600)
 }
 
 // ErrRefused marks a state file refused at open (damaged, another

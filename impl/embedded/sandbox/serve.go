@@ -104,6 +104,9 @@ func closedContext() context.Context {
 // listen opens a fresh loopback port.
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
+// port is the port of a listener listen opened.
+func port(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
+
 // listener is an HTTP listener of the network (the scan service's, a
 // node's ledger or validator app).
 type listener struct {

@@ -202,10 +202,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // observe hands every exchange to the hook.
 func (n *Network) observe(up string, h http.Handler) http.Handler {
-	if n.fault != nil {
+	if n.opts.Fault != nil {
 		h = n.faulty(up, h)
 	}
-	if n.hook == nil {
+	if n.opts.Hook == nil {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -217,7 +217,7 @@ func (n *Network) observe(up string, h http.Handler) http.Handler {
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		n.hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.status, Header: w.Header(), ResponseBody: rec.buf.Bytes()})
+		n.opts.Hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.status, Header: w.Header(), ResponseBody: rec.buf.Bytes()})
 	})
 }
 
@@ -236,7 +236,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 // faulty answers what the fault hook says before h does.
 func (n *Network) faulty(up string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		status := n.fault(up, r)
+		status := n.opts.Fault(up, r)
 		switch {
 		case status == 0 || r.URL.Path == "/oauth2/token":
 			h.ServeHTTP(w, r)

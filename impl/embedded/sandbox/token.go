@@ -38,29 +38,25 @@ func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
 	if n.signer != nil {
 		return n.signer, nil
 	}
-	if len(n.st.TokenKey) > 0 {
-		k, err := x509.ParsePKCS8PrivateKey(n.st.TokenKey)
+	if len(n.st.TokenKey) == 0 {
+		ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox token key: %w", err)
+			return nil, err
 		}
-		ec, ok := k.(*ecdsa.PrivateKey)
-		if !ok {
-			return nil, errors.New("sandbox token key is not an EC key")
+		if n.st.TokenKey, err = x509.MarshalPKCS8PrivateKey(ec); err != nil {
+			return nil, err
 		}
-		n.signer = ec
-		return ec, nil
+		if err := n.saveLocked(); err != nil {
+			return nil, err
+		}
 	}
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	k, err := x509.ParsePKCS8PrivateKey(n.st.TokenKey)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sandbox token key: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(ec)
-	if err != nil {
-		return nil, err
-	}
-	n.st.TokenKey = der
-	if err := n.saveLocked(); err != nil {
-		return nil, err
+	ec, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("sandbox token key is not an EC key")
 	}
 	n.signer = ec
 	return ec, nil

@@ -50,13 +50,7 @@ func (h *hosting) required(party string, p *proposal) []string {
 
 // missing are the required signers of p that have not signed it.
 func (h *hosting) missing(party string, p *proposal) []string {
-	var out []string
-	for _, fp := range h.required(party, p) {
-		if !slices.Contains(p.SignedBy, fp) {
-			out = append(out, fp)
-		}
-	}
-	return out
+	return slices.DeleteFunc(h.required(party, p), func(fp string) bool { return slices.Contains(p.SignedBy, fp) })
 }
 
 // sign adds fp's signature to the party's proposal and makes it effective
@@ -118,21 +112,13 @@ func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers u
 	return hosts, confirmers, unknown, ""
 }
 
-// mappingEntry is one party-to-participant mapping as the admin API lists it.
+// mappingEntry is one party-to-participant mapping as the admin API lists
+// it, with the party's signing key for an external party.
 type mappingEntry struct {
-	party     string
-	serial    uint32
-	threshold uint32
-	hosts     []hostingPart
-	tx        []byte
-	signedBy  []string
-	signing   *partyKey // the party's signing key, for an external party
-}
-
-// partyKey is an external party's signing key.
-type partyKey struct {
-	spki []byte
-	spec string
+	party string
+	proposal
+	keySPKI []byte
+	keySpec string
 }
 
 // mappings lists the synchronizer's effective mappings (proposals false)
@@ -141,16 +127,13 @@ type partyKey struct {
 func (n *Network) mappings(proposals bool) []mappingEntry {
 	var out []mappingEntry
 	for id, h := range n.st.Hosting {
-		var key *partyKey
-		if len(h.KeySPKI) > 0 {
-			key = &partyKey{spki: h.KeySPKI, spec: h.KeySpec}
-		}
 		switch {
 		case proposals && h.Proposal != nil:
-			p := h.Proposal
-			out = append(out, mappingEntry{party: id, serial: p.Serial, threshold: p.Threshold, hosts: p.Hosts, tx: p.Tx, signedBy: p.SignedBy, signing: key})
+			out = append(out, mappingEntry{party: id, proposal: *h.Proposal, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
 		case !proposals && h.Serial > 0:
-			out = append(out, mappingEntry{party: id, serial: h.Serial, threshold: h.Threshold, hosts: h.Hosts, tx: h.effectiveTx(id), signedBy: h.SignedBy, signing: key})
+			p := h.proposal
+			p.Tx = h.effectiveTx(id)
+			out = append(out, mappingEntry{party: id, proposal: p, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
 		}
 	}
 	if !proposals {
@@ -161,7 +144,7 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 					continue
 				}
 				hosts := []hostingPart{{ParticipantUID: uid, Permission: "SUBMISSION"}}
-				out = append(out, mappingEntry{party: id, serial: 1, threshold: 1, hosts: hosts, tx: mappingTx(id, 1, 1, hosts), signedBy: []string{ns.Fingerprint}})
+				out = append(out, mappingEntry{party: id, proposal: proposal{Serial: 1, Threshold: 1, Hosts: hosts, Tx: mappingTx(id, 1, 1, hosts), SignedBy: []string{ns.Fingerprint}}})
 			}
 		}
 	}
