@@ -856,19 +856,12 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	return err == nil && k.cronJobInStep(want)
 }
 
-// syncChance is how long a first sync may take before its absence is a
-// fault rather than a start (controller-runtime's default CacheSyncTimeout).
-const syncChance = 2 * time.Minute
-
 // Ping asks the API server for its version; before the caches have synced
 // it reports the gateway unavailable: as starting (domain.ErrStarting)
-// until the first sync has had syncChance.
+// until the first sync has had domain.StartChance.
 func (k *Kube) Ping(ctx context.Context) error {
 	if !k.synced.Load() {
-		if began := k.began.Load(); began == 0 || time.Since(time.Unix(0, began)) < syncChance {
-			return domain.Starting("cluster: the gateway's caches have not synced yet")
-		}
-		return domain.Unavailable("cluster: the gateway's caches have not synced yet (for %s since the start)", syncChance)
+		return domain.NotReady(k.began.Load(), "cluster: the gateway's caches have not synced yet", "the start")
 	}
 	// k.core is always a real clientset (NewKube): its discovery has a REST
 	// client, which, unlike ServerVersion, honours ctx.

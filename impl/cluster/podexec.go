@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -66,7 +67,7 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 		if err != nil {
 			return "", "", translate(fmt.Sprintf("get pod %q", e.Pod), err)
 		}
-		if !podRunning(pod) {
+		if !PodRunning(pod) {
 			return "", "", domain.Unavailable("cluster: pod %q is %s, not running", pod.Name, podState(pod))
 		}
 		c, err := podContainer(pod)
@@ -80,7 +81,7 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 	var names []string
 	var found *corev1.Pod
 	for i := range list.Items {
-		if podRunning(&list.Items[i]) {
+		if PodRunning(&list.Items[i]) {
 			found = &list.Items[i]
 			names = append(names, found.Name)
 		}
@@ -153,7 +154,11 @@ func parseMD5(out string) (string, error) {
 
 // exec runs command in the container; it returns the start of stdout.
 func (e *PodExec) exec(ctx context.Context, pod, container string, command []string, stdin io.Reader) (string, error) {
-	ex, err := NewExecutor(e.cfg, e.execURL(pod, container, command, stdin != nil))
+	u, err := e.execURL(pod, container, command, stdin != nil)
+	if err != nil {
+		return "", fmt.Errorf("cluster: exec: %w", err)
+	}
+	ex, err := NewExecutor(e.cfg, u)
 	if err != nil {
 		return "", fmt.Errorf("cluster: exec: %w", err)
 	}
@@ -186,14 +191,28 @@ func NewExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 }
 
 // execURL is the pod's exec subresource with the command as parameters.
-func (e *PodExec) execURL(pod, container string, command []string, stdin bool) *url.URL {
-	return e.core.CoreV1().RESTClient().Post().
-		Namespace(e.namespace).Resource("pods").Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin, Stdout: true, Stderr: true}, scheme.ParameterCodec).
-		URL()
+func (e *PodExec) execURL(pod, container string, command []string, stdin bool) (*url.URL, error) {
+	return ExecURL(e.cfg, e.namespace, pod, &corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin, Stdout: true, Stderr: true})
 }
 
-func podRunning(pod *corev1.Pod) bool {
+// ExecURL is the exec subresource of the pod on cfg's API server, addressed
+// as client-go's clients address it, with opts as its parameters.
+func ExecURL(cfg *rest.Config, namespace, pod string, opts *corev1.PodExecOptions) (*url.URL, error) {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	q, err := scheme.ParameterCodec.EncodeParameters(opts, corev1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = path.Join(u.Path, "/api/v1/namespaces", namespace, "pods", pod, "exec")
+	u.RawQuery = q.Encode()
+	return u, nil
+}
+
+// PodRunning tells whether pod runs and is not being deleted.
+func PodRunning(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
 }
 

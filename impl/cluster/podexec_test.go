@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
@@ -133,11 +132,7 @@ func TestPodExecCheckExec(t *testing.T) {
 }
 
 func TestExecURL(t *testing.T) {
-	core, err := kubernetes.NewForConfig(&rest.Config{Host: "https://k8s.example:6443"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := NewPodExec(&rest.Config{}, core, "ns")
+	e := NewPodExec(&rest.Config{Host: "https://k8s.example:6443"}, kubefake.NewClientset(), "ns")
 	cases := []struct {
 		name    string
 		command []string
@@ -153,7 +148,10 @@ func TestExecURL(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			u := e.execURL("acme-1", "validator-app", tc.command, tc.stdin)
+			u, err := e.execURL("acme-1", "validator-app", tc.command, tc.stdin)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got, want := u.Scheme+"://"+u.Host+u.Path, "https://k8s.example:6443/api/v1/namespaces/ns/pods/acme-1/exec"; got != want {
 				t.Errorf("got %s, want %s", got, want)
 			}

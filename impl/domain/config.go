@@ -64,3 +64,13 @@ func (v Validator) Config() (ValidatorConfig, error) {
 	}
 	return c, nil
 }
+
+// NonZero is a pointer to v, or nil for v's zero value: the API answers
+// and the Validator resource give a zero value (Kubernetes' default) as
+// absent.
+func NonZero[T comparable](v T) *T {
+	if v == *new(T) {
+		return nil
+	}
+	return &v
+}

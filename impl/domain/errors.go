@@ -5,6 +5,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies a failure; each release maps codes to its own status and body.
@@ -62,6 +63,19 @@ var ErrStarting = errors.New("starting")
 // ErrUnavailable) both hold.
 func Starting(format string, args ...any) *Error {
 	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), Cause: ErrStarting}
+}
+
+// StartChance is how long a first sync or pass may take before its absence
+// is a fault, not a start (controller-runtime's default CacheSyncTimeout).
+const StartChance = 2 * time.Minute
+
+// NotReady reports what has not happened since began (Unix nanoseconds; 0:
+// not begun): Starting for StartChance, then Unavailable, saying how long.
+func NotReady(began int64, what, since string) *Error {
+	if began == 0 || time.Since(time.Unix(0, began)) < StartChance {
+		return Starting("%s", what)
+	}
+	return Unavailable("%s (for %s since %s)", what, StartChance, since)
 }
 
 // Sentinels for errors.Is.

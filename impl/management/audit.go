@@ -23,7 +23,7 @@ func (s *Server) ListAuditEntries(ctx context.Context, req managementapi.ListAud
 		dto := managementapi.AuditEntryDto{
 			Id: e.ID, At: e.At.UTC(), Subject: e.Subject, Operation: e.Operation,
 			Outcome: managementapi.AuditOutcome(e.Outcome), Status: int32(e.Status), RequestId: e.RequestID,
-			Role: (*managementapi.Role)(nonEmpty(e.Role)), Validator: nonEmpty(e.Validator),
+			Role: (*managementapi.Role)(domain.NonZero(e.Role)), Validator: domain.NonZero(e.Validator),
 		}
 		if len(e.Targets) > 0 {
 			dto.Targets = &e.Targets

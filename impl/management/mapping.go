@@ -421,7 +421,7 @@ func fromWorkload(w domain.Workload) *managementapi.ResourcesDto {
 	}
 	r := &managementapi.ResourcesDto{Replicas: clone(w.Replicas)}
 	if len(w.ImagePullSecrets) > 0 {
-		r.ImagePullSecret = nonEmpty(w.ImagePullSecrets[0].Name)
+		r.ImagePullSecret = domain.NonZero(w.ImagePullSecrets[0].Name)
 	}
 	if res := w.Resources; res != nil {
 		r.CpuRequested = quantity(res.Requests, corev1.ResourceCPU)
@@ -441,11 +441,11 @@ func quantity(list corev1.ResourceList, name corev1.ResourceName) *string {
 }
 
 func fromEnvVar(e corev1.EnvVar) managementapi.EnvVar {
-	v := managementapi.EnvVar{Name: nonEmpty(e.Name), Value: nonEmpty(e.Value)}
+	v := managementapi.EnvVar{Name: domain.NonZero(e.Name), Value: domain.NonZero(e.Value)}
 	if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 		k := e.ValueFrom.SecretKeyRef
 		v.ValueFrom = &managementapi.EnvVarSource{SecretKeyRef: &managementapi.SecretKeySelector{
-			Key: nonEmpty(k.Key), Name: nonEmpty(k.Name), Optional: clone(k.Optional),
+			Key: domain.NonZero(k.Key), Name: domain.NonZero(k.Name), Optional: clone(k.Optional),
 		}}
 	}
 	return v
@@ -470,32 +470,32 @@ func fromDatabaseWorkload(s domain.DatabaseWorkload) managementapi.SqlDbConfigDt
 }
 
 func fromVolumeMount(m corev1.VolumeMount) managementapi.VolumeMount {
-	return managementapi.VolumeMount{Name: nonEmpty(m.Name), Path: nonEmpty(m.MountPath), ReadOnly: nonFalse(m.ReadOnly), SubPath: nonEmpty(m.SubPath)}
+	return managementapi.VolumeMount{Name: domain.NonZero(m.Name), Path: domain.NonZero(m.MountPath), ReadOnly: domain.NonZero(m.ReadOnly), SubPath: domain.NonZero(m.SubPath)}
 }
 
 func fromVolume(v corev1.Volume) managementapi.Volume {
-	out := managementapi.Volume{Name: nonEmpty(v.Name)}
+	out := managementapi.Volume{Name: domain.NonZero(v.Name)}
 	if c := v.ConfigMap; c != nil {
-		out.ConfigMap = &managementapi.ConfigMapVolumeSource{DefaultMode: clone(c.DefaultMode), Items: fromKeyToPaths(c.Items), Name: nonEmpty(c.Name), Optional: clone(c.Optional)}
+		out.ConfigMap = &managementapi.ConfigMapVolumeSource{DefaultMode: clone(c.DefaultMode), Items: fromKeyToPaths(c.Items), Name: domain.NonZero(c.Name), Optional: clone(c.Optional)}
 	}
 	if e := v.EmptyDir; e != nil {
-		out.EmptyDir = &managementapi.EmptyDirVolumeSource{Medium: nonEmpty(string(e.Medium))}
+		out.EmptyDir = &managementapi.EmptyDirVolumeSource{Medium: domain.NonZero(string(e.Medium))}
 		if e.SizeLimit != nil {
 			amount, format := splitQuantity(e.SizeLimit.String())
-			out.EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: nonEmpty(amount), Format: nonEmpty(format)}
+			out.EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: domain.NonZero(amount), Format: domain.NonZero(format)}
 		}
 	}
 	if h := v.HostPath; h != nil {
-		out.HostPath = &managementapi.HostPathVolumeSource{Path: nonEmpty(h.Path)}
+		out.HostPath = &managementapi.HostPathVolumeSource{Path: domain.NonZero(h.Path)}
 		if h.Type != nil {
-			out.HostPath.Type = nonEmpty(string(*h.Type))
+			out.HostPath.Type = domain.NonZero(string(*h.Type))
 		}
 	}
 	if p := v.PersistentVolumeClaim; p != nil {
-		out.PersistentVolumeClaim = &managementapi.PersistentVolumeClaimVolumeSource{ClaimName: nonEmpty(p.ClaimName), ReadOnly: nonFalse(p.ReadOnly)}
+		out.PersistentVolumeClaim = &managementapi.PersistentVolumeClaimVolumeSource{ClaimName: domain.NonZero(p.ClaimName), ReadOnly: domain.NonZero(p.ReadOnly)}
 	}
 	if s := v.Secret; s != nil {
-		out.Secret = &managementapi.SecretVolumeSource{DefaultMode: clone(s.DefaultMode), Items: fromKeyToPaths(s.Items), Optional: clone(s.Optional), SecretName: nonEmpty(s.SecretName)}
+		out.Secret = &managementapi.SecretVolumeSource{DefaultMode: clone(s.DefaultMode), Items: fromKeyToPaths(s.Items), Optional: clone(s.Optional), SecretName: domain.NonZero(s.SecretName)}
 	}
 	return out
 }
@@ -515,7 +515,7 @@ func fromKeyToPaths(items []corev1.KeyToPath) *[]managementapi.KeyToPath {
 		return nil
 	}
 	out := mapSlice(items, func(k corev1.KeyToPath) managementapi.KeyToPath {
-		return managementapi.KeyToPath{Key: nonEmpty(k.Key), Mode: clone(k.Mode), Path: nonEmpty(k.Path)}
+		return managementapi.KeyToPath{Key: domain.NonZero(k.Key), Mode: clone(k.Mode), Path: domain.NonZero(k.Path)}
 	})
 	return &out
 }
@@ -546,21 +546,6 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// nonEmpty and nonFalse answer a Kubernetes zero value as absent.
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func nonFalse(b bool) *bool {
-	if !b {
-		return nil
-	}
-	return &b
 }
 
 func mapPtr[A, B any](p *A, f func(A) B) *B {

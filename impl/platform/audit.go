@@ -44,7 +44,7 @@ func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAudit
 		dto := platformapi.AuditEntry{
 			Id: e.ID, At: e.At.UTC(), Subject: e.Subject, Operation: e.Operation,
 			Outcome: platformapi.AuditOutcome(e.Outcome), Status: int32(e.Status), RequestId: e.RequestID,
-			Role: (*platformapi.Role)(nonEmpty(e.Role)), Validator: nonEmpty(e.Validator),
+			Role: (*platformapi.Role)(domain.NonZero(e.Role)), Validator: domain.NonZero(e.Validator),
 		}
 		if len(e.Targets) > 0 {
 			dto.Targets = &e.Targets

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 
@@ -45,9 +44,9 @@ func (e *ExecConsole) OpenConsole(ctx context.Context, validator string) (Consol
 	if err != nil {
 		return nil, err
 	}
-	u, err := e.execURL(pod, container, DefaultConsoleCommand)
+	u, err := cluster.ExecURL(e.Config, e.Namespace, pod, &corev1.PodExecOptions{Container: container, Command: DefaultConsoleCommand, Stdin: true, Stdout: true, TTY: true})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("console: API server address %q: %w", e.Config.Host, err)
 	}
 	newExec := e.NewExecutor
 	if newExec == nil {
@@ -60,25 +59,6 @@ func (e *ExecConsole) OpenConsole(ctx context.Context, validator string) (Consol
 	return startExec(ex), nil
 }
 
-// execURL is the pod's exec subresource with a TTY, stdin and stdout.
-func (e *ExecConsole) execURL(pod, container string, command []string) (*url.URL, error) {
-	host := ""
-	if e.Config != nil {
-		host = e.Config.Host
-	}
-	u, err := url.Parse(host)
-	if err != nil {
-		return nil, fmt.Errorf("console: API server address %q: %w", host, err)
-	}
-	q, err := scheme.ParameterCodec.EncodeParameters(&corev1.PodExecOptions{Container: container, Command: command, Stdin: true, Stdout: true, TTY: true}, corev1.SchemeGroupVersion)
-	if err != nil {
-		return nil, err
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/namespaces/" + url.PathEscape(e.Namespace) + "/pods/" + url.PathEscape(pod) + "/exec"
-	u.RawQuery = q.Encode()
-	return u, nil
-}
-
 // find is the validator's one running participant pod and its container:
 // the pod's kubectl.kubernetes.io/default-container, else "participant",
 // else the only container.
@@ -88,12 +68,7 @@ func (e *ExecConsole) find(ctx context.Context, validator string) (string, strin
 	if err != nil {
 		return "", "", domain.Unavailable("console: participant pods of %s cannot be listed: %v", validator, err)
 	}
-	var running []corev1.Pod
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			running = append(running, p)
-		}
-	}
+	running := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return !cluster.PodRunning(&p) })
 	if len(running) != 1 {
 		return "", "", domain.Unavailable("console: %d running participant pods of %s (selector %s), want one", len(running), validator, sel)
 	}

@@ -58,7 +58,7 @@ func (s *Server) GetValidatorKeys(ctx context.Context, req platformapi.GetValida
 
 // vaultKey is one key of the vault as the contract shows it.
 func vaultKey(m *cryptoadminv30.PrivateKeyMetadata) platformapi.VaultKey {
-	k := platformapi.VaultKey{Name: nonEmpty(m.GetPublicKeyWithName().GetName()), KmsKeyId: m.KmsKeyId}
+	k := platformapi.VaultKey{Name: domain.NonZero(m.GetPublicKeyWithName().GetName()), KmsKeyId: m.KmsKeyId}
 	pk := m.GetPublicKeyWithName().GetPublicKey()
 	var format cryptov30.CryptoKeyFormat
 	var data []byte
@@ -78,13 +78,6 @@ func vaultKey(m *cryptoadminv30.PrivateKeyMetadata) platformapi.VaultKey {
 	k.Format, k.PublicKey = ptr.To(format.String()), &data
 	k.Fingerprint = topology.PublicKeyFingerprint(format == cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, data)
 	return k
-}
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // LookupParticipant finds the participants whose UID starts with the prefix

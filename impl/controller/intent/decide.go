@@ -72,19 +72,12 @@ func desiredResource(v domain.Validator, e domain.AuthEndpoints) (domain.Validat
 		LedgerAPIUser:     p.LedgerAPIUser,
 		WalletClient:      p.WalletClient,
 		WalletUser:        v.WalletUserID,
-		JWKSURL:           optional(e.JWKS),
-		OIDCAuthorityURL:  optional(e.Authority),
-		OIDCConfigURL:     optional(e.Config),
+		JWKSURL:           domain.NonZero(e.JWKS),
+		OIDCAuthorityURL:  domain.NonZero(e.Authority),
+		OIDCConfigURL:     domain.NonZero(e.Config),
 	}
 	v.Spec, err = domain.EncodeValidatorConfig(cfg)
 	return v, err
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // secretWork is what a reconcile writes into a validator's Secrets.

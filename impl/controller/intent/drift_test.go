@@ -86,7 +86,7 @@ func TestFirstPassIsStarting(t *testing.T) {
 	if err := c.Ping(context.Background()); !errors.Is(err, domain.ErrStarting) {
 		t.Fatalf("before the pass: %v, want starting", err)
 	}
-	c.began.Store(time.Now().Add(-firstPassChance - time.Second).UnixNano())
+	c.began.Store(time.Now().Add(-domain.StartChance - time.Second).UnixNano())
 	if err := c.Ping(context.Background()); err == nil || errors.Is(err, domain.ErrStarting) || !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("a pass that took longer: %v, want unavailable, not starting", err)
 	}

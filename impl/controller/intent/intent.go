@@ -374,15 +374,8 @@ func (c *Controller) Ping(context.Context) error {
 	}
 	// Starting (logged at INFO by health) for the pass's first two
 	// minutes, or before the feed began it.
-	if began := c.began.Load(); began == 0 || time.Since(time.Unix(0, began)) < firstPassChance {
-		return domain.Starting("the first reconcile of validators with their records has not finished")
-	}
-	return domain.Unavailable("the first reconcile of validators with their records has not finished (for %s since it began)", firstPassChance)
+	return domain.NotReady(c.began.Load(), "the first reconcile of validators with their records has not finished", "it began")
 }
-
-// firstPassChance is how long the first pass may take before its absence
-// is a fault rather than a start.
-const firstPassChance = 2 * time.Minute
 
 // Reconcile drives one validator to its record.
 func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
