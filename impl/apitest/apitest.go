@@ -115,6 +115,19 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
+	s := &Server{App: a, logs: logs, Kube: newKube(t, plane, a.Config.Namespace, a.Cluster)}
+	// Cleanups run last-in first-out: the server stops (its listener, the
+	// watch streams, the Manager, the simulated node, the app), then the
+	// namespace goes, so that the shared control plane does not carry
+	// every finished test's objects.
+	t.Cleanup(func() { s.Kube.remove(a.Nodes.NodeName()) })
+	t.Cleanup(func() { a.Close() })
+	// The namespace's simulated node: Pods of the sample Application and of
+	// the backup Jobs become running as on a cluster. Stopped after the
+	// Manager.
+	nodeCtx, stopNode := context.WithCancel(context.Background())
+	var nodes sync.WaitGroup
+	t.Cleanup(func() { stopNode(); nodes.Wait() })
 	// What Run does before health reports UP, without the periodic work
 	// (the tests move their clocks themselves) and without the workload
 	// controller (tests write a validator's status as it would): the
@@ -122,17 +135,10 @@ func Start(t testing.TB, o Options) *Server {
 	// the test ends, the gateway's views, the simulated node.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stop := startManager(t, a)
-	stopNodes := func() {}
-	shutdown := func() { stop(); stopNodes(); a.Close() }
+	startManager(t, a)
 	if err := a.StartCluster(ctx); err != nil {
-		shutdown()
 		t.Fatalf("start cluster: %v", err)
 	}
-	// The namespace's simulated node: Pods of the sample Application and of
-	// the backup Jobs become running as on a cluster.
-	nodeCtx, stopNode := context.WithCancel(context.Background())
-	var nodes sync.WaitGroup
 	nodes.Go(func() {
 		if err := a.Nodes.Start(nodeCtx); err != nil && nodeCtx.Err() == nil {
 			t.Errorf("simulated node: %v", err)
@@ -146,32 +152,23 @@ func Start(t testing.TB, o Options) *Server {
 			}
 		})
 	}
-	stopNodes = func() { stopNode(); nodes.Wait() }
 	select {
 	case <-a.Nodes.Ready():
 	case <-ctx.Done():
-		shutdown()
 		t.Fatalf("simulated node: not ready: %v", ctx.Err())
 	}
 	if o.Watch {
-		stopWatch := startWatch(t, a)
-		stopManager := stop
-		stop = func() { stopWatch(); stopManager() }
+		startWatch(t, a)
 	}
 	for a.Intent.Ping(ctx) != nil {
 		if ctx.Err() != nil {
-			shutdown()
 			t.Fatalf("first reconcile: %v", a.Intent.Ping(ctx))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	ts := httptest.NewServer(a.Server)
-	s := &Server{App: a, URL: ts.URL, logs: logs, Kube: NewKube(t, plane, a.Config.Namespace, a.Cluster)}
-	t.Cleanup(func() {
-		ts.Close()
-		shutdown()
-		s.Kube.remove(a.Nodes.NodeName())
-	})
+	t.Cleanup(ts.Close)
+	s.URL = ts.URL
 	if a.Issuer != nil {
 		if s.Token, err = a.DevToken(); err != nil {
 			t.Fatalf("token: %v", err)
@@ -237,25 +234,24 @@ type contract struct {
 // process: validating a response only reads them (as the server's own
 // request validation reads its documents from every request's goroutine),
 // and loading four documents for every server a test starts took seconds.
-var contracts struct {
-	once       sync.Once
-	mgmt, plat contract
-	err        error
-}
+var contracts = sync.OnceValues(func() (Validator, error) {
+	mgmt, err := newContract(openapi.Management, "ErrorMap")
+	if err != nil {
+		return Validator{}, err
+	}
+	plat, err := newContract(openapi.Platform, "Error")
+	return Validator{mgmt: mgmt, plat: plat}, err
+})
 
 // NewValidator wraps base.
 func NewValidator(t testing.TB, base http.RoundTripper) *Validator {
 	t.Helper()
-	contracts.once.Do(func() {
-		if contracts.mgmt, contracts.err = newContract(openapi.Management, "ErrorMap"); contracts.err != nil {
-			return
-		}
-		contracts.plat, contracts.err = newContract(openapi.Platform, "Error")
-	})
-	if contracts.err != nil {
-		t.Fatal(contracts.err)
+	v, err := contracts()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return &Validator{t: t, base: base, mgmt: contracts.mgmt, plat: contracts.plat}
+	v.t, v.base = t, base
+	return &v
 }
 
 // newContract routes on the paths as written (the documents' one server is
@@ -365,8 +361,8 @@ func (b *Buffer) String() string {
 }
 
 // startManager runs the Manager Open built (its cache and the intent
-// controller) until stop.
-func startManager(t testing.TB, a *app.App) (stop func()) {
+// controller) until the test ends.
+func startManager(t testing.TB, a *app.App) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -375,12 +371,12 @@ func startManager(t testing.TB, a *app.App) (stop func()) {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	return func() { cancel(); <-done }
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // startWatch runs the app's watch streams on its Manager's cache until
-// the returned stop is called.
-func startWatch(t testing.TB, a *app.App) (stop func()) {
+// the test ends (they stop before the Manager).
+func startWatch(t testing.TB, a *app.App) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -389,12 +385,12 @@ func startWatch(t testing.TB, a *app.App) (stop func()) {
 			t.Errorf("watch streams: %v", err)
 		}
 	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
 	select {
 	case <-a.WatchSynced():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the watch streams' cache did not sync")
 	}
-	return func() { cancel(); wg.Wait() }
 }
 
 // Provisioned waits until the leader has provisioned validator name (a

@@ -102,9 +102,9 @@ type Kube struct {
 	gateway *cluster.Kube
 }
 
-// NewKube reaches rc in namespace; gateway, when not nil, is the server's
-// cluster gateway, which Settle and SetStatus wait for.
-func NewKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube) *Kube {
+// newKube reaches rc in namespace; gateway is the server's cluster
+// gateway, which Settle and SetStatus wait for.
+func newKube(t testing.TB, rc *rest.Config, namespace string, gateway *cluster.Kube) *Kube {
 	t.Helper()
 	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -131,25 +131,34 @@ func (k *Kube) Applications() dynamic.ResourceInterface {
 // as the workload controller does from the workloads, and waits until the
 // gateway's caches hold it.
 func (k *Kube) SetStatus(ctx context.Context, name string, phase domain.Phase, databaseReady bool) error {
+	return k.updateValidator(ctx, "status of validator", name, func(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if err := unstructured.SetNestedField(u.Object, string(phase), "status", "phase"); err != nil {
+			return nil, err
+		}
+		if err := unstructured.SetNestedField(u.Object, databaseReady, "status", "databaseReady"); err != nil {
+			return nil, err
+		}
+		return k.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	})
+}
+
+// updateValidator reads validator name and writes it with update, again
+// on a conflict, then waits until the gateway's caches hold what it
+// wrote; what names the change in errors.
+func (k *Kube) updateValidator(ctx context.Context, what, name string, update func(*unstructured.Unstructured) (*unstructured.Unstructured, error)) error {
 	var stored *unstructured.Unstructured
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := k.Validators().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := unstructured.SetNestedField(u.Object, string(phase), "status", "phase"); err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedField(u.Object, databaseReady, "status", "databaseReady"); err != nil {
-			return err
-		}
-		stored, err = k.Validators().UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		stored, err = update(u)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("status of validator %q: %w", name, err)
+		return fmt.Errorf("%s %q: %w", what, name, err)
 	}
-	return k.seen(ctx, domain.KindValidator, nil, stored)
+	return k.seen(ctx, domain.KindValidator, stored)
 }
 
 // Settle waits until the gateway's views and the Manager's cache hold
@@ -163,7 +172,7 @@ func (k *Kube) Settle(ctx context.Context) error {
 		}
 		for i := range l.Items {
 			o := &l.Items[i]
-			if err := k.seen(ctx, kind, nil, o); err != nil {
+			if err := k.seen(ctx, kind, o); err != nil {
 				// Deleted since the list (a controller removed it): there
 				// is nothing left for the caches to hold.
 				if cur, gerr := api.Get(ctx, o.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(gerr) || gerr == nil && cur.GetUID() != o.GetUID() {
@@ -178,23 +187,17 @@ func (k *Kube) Settle(ctx context.Context) error {
 		return err
 	}
 	for i := range cronJobs.Items {
-		if err := k.seen(ctx, "", k.gatewayCronJob, &cronJobs.Items[i]); err != nil {
+		if err := k.seen(ctx, "", &cronJobs.Items[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// gatewayCronJob is the resourceVersion of the CronJob o as the gateway's
-// records hold it ("": none).
-func (k *Kube) gatewayCronJob(_ context.Context, o metav1.Object) string {
-	return k.gateway.CachedCronJobVersion(o.GetName())
-}
-
-// seen waits, 10 s at most, until the gateway's view of kind ("": none)
-// and cached (nil: none; the resourceVersion of o as a cache holds it)
-// hold o at its resourceVersion or a later one.
-func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, cached func(context.Context, metav1.Object) string, o metav1.Object) error {
+// seen waits, 10 s at most, until the gateway holds o at its
+// resourceVersion or a later one: in its view of kind, or in its records
+// of CronJobs when kind is "".
+func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, o metav1.Object) error {
 	if k.gateway == nil {
 		return nil
 	}
@@ -202,20 +205,20 @@ func (k *Kube) seen(ctx context.Context, kind domain.ResourceKind, cached func(c
 	if err != nil {
 		return fmt.Errorf("resourceVersion %q: %w", o.GetResourceVersion(), err)
 	}
-	atLeast := func(rv string) bool { n, err := strconv.ParseInt(rv, 10, 64); return err == nil && n >= want }
+	held := func() string {
+		if kind == "" {
+			return k.gateway.CachedCronJobVersion(o.GetName())
+		}
+		var m struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if raw, err := k.gateway.ResourceObject(kind, o.GetName()); err != nil || json.Unmarshal(raw, &m) != nil {
+			return ""
+		}
+		return m.Metadata.ResourceVersion
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		ok := true
-		if kind != "" {
-			var m struct {
-				Metadata metav1.ObjectMeta `json:"metadata"`
-			}
-			raw, err := k.gateway.ResourceObject(kind, o.GetName())
-			ok = err == nil && json.Unmarshal(raw, &m) == nil && atLeast(m.Metadata.ResourceVersion)
-		}
-		if ok && cached != nil {
-			ok = atLeast(cached(ctx, o))
-		}
-		if ok {
+		if n, err := strconv.ParseInt(held(), 10, 64); err == nil && n >= want {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -252,12 +255,7 @@ func (k *Kube) AddSecret(ctx context.Context, name string, data map[string]strin
 // annotation, as an operator does with kubectl, and waits until the
 // gateway's caches hold it.
 func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) error {
-	var stored *unstructured.Unstructured
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := k.Validators().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	return k.updateValidator(ctx, "annotate validator", name, func(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		a := u.GetAnnotations()
 		if a == nil {
 			a = map[string]string{}
@@ -268,18 +266,12 @@ func (k *Kube) SetDisableUserEdit(ctx context.Context, name string, on bool) err
 			delete(a, domain.DisableUserEditAnnotation)
 		}
 		u.SetAnnotations(a)
-		stored, err = k.Validators().Update(ctx, u, metav1.UpdateOptions{})
-		return err
+		return k.Validators().Update(ctx, u, metav1.UpdateOptions{})
 	})
-	if err != nil {
-		return fmt.Errorf("annotate validator %q: %w", name, err)
-	}
-	return k.seen(ctx, domain.KindValidator, nil, stored)
 }
 
 // remove deletes the namespace and its node (the namespace controller
-// deletes what it holds), so that the shared control plane does not carry
-// every finished test's objects.
+// deletes what it holds).
 func (k *Kube) remove(node string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

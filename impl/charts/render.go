@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -80,23 +81,24 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s: render: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	for f := range files {
-		if strings.HasSuffix(f, "NOTES.txt") {
-			delete(files, f)
-		}
-	}
-	// Hooks are sorted out here and left out.
+	maps.DeleteFunc(files, func(f, _ string) bool { return strings.HasSuffix(f, "NOTES.txt") })
+	// Hooks are sorted out here and left out; the rest is in Helm's
+	// install order.
 	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	objs, err := decode(manifests)
-	if err != nil {
-		return nil, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
-	}
-	for _, o := range objs {
-		o.SetNamespace(namespace)
-		o.SetLabels(labels.Merge(o.GetLabels(), labels.Set{ChartLabel: ch.Name()}))
+	var objs []client.Object
+	for _, m := range manifests {
+		o, err := decode([]byte(m.Content))
+		if err != nil {
+			return nil, fmt.Errorf("chart %s %s: %s: %w", ch.Name(), ch.Metadata.Version, m.Name, err)
+		}
+		if o != nil {
+			o.SetNamespace(namespace)
+			o.SetLabels(labels.Merge(o.GetLabels(), labels.Set{ChartLabel: ch.Name()}))
+			objs = append(objs, o)
+		}
 	}
 	return objs, nil
 }
@@ -154,25 +156,10 @@ func firstValue(msg string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(m[1], "/"), "/", ".")
 }
 
-// decode turns rendered manifests into objects, in Helm's install order.
-func decode(manifests []releaseutil.Manifest) ([]client.Object, error) {
-	var objs []client.Object
-	for _, m := range manifests {
-		obj, err := decodeOne([]byte(m.Content))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name, err)
-		}
-		if obj != nil {
-			objs = append(objs, obj)
-		}
-	}
-	return objs, nil
-}
-
-// decodeOne decodes one manifest; one of only comments (a template whose
+// decode decodes one rendered manifest; one of only comments (a template whose
 // condition is false beneath a licence header, as Splice's
 // serviceMonitor.yaml) is no object, as for Helm.
-func decodeOne(doc []byte) (client.Object, error) {
+func decode(doc []byte) (client.Object, error) {
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, fmt.Errorf("rendered object: %w", err)

@@ -57,19 +57,16 @@ func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string
 		{ParticipantChart, nil, participantModelled(v), participantPinned(v)},
 		{ValidatorChart, validatorDefaults, validatorModelled(v), validatorPinned(v)},
 	} {
-		layers := []map[string]any{d.pinned}
-		for _, l := range []struct {
-			what string
-			m    map[string]any
-		}{{"spec.chartValues", perValidator}, {"", d.modelled}, {"splice.chartValues", server}, {"", d.defaults}} {
-			m, err := table(l.m, d.chart, l.what)
-			if err != nil {
-				return nil, err
-			}
-			layers = append(layers, m)
+		own, err := table(perValidator, d.chart, "spec.chartValues")
+		if err != nil {
+			return nil, err
+		}
+		srv, err := table(server, d.chart, "splice.chartValues")
+		if err != nil {
+			return nil, err
 		}
 		merged := map[string]any{}
-		for _, l := range layers { // highest first
+		for _, l := range []map[string]any{d.pinned, own, d.modelled, srv, d.defaults} { // highest first
 			j, err := jsonValues(l)
 			if err != nil {
 				return nil, err
@@ -118,11 +115,8 @@ func LoadValues(path string) (map[string]any, error) {
 }
 
 // table is chart's table in m, a layer keyed by chart name (what names it
-// in errors); a layer without a name (the derived values) is the table.
+// in errors).
 func table(m map[string]any, chart, what string) (map[string]any, error) {
-	if what == "" {
-		return m, nil
-	}
 	t, ok := m[chart]
 	if !ok || t == nil {
 		return nil, nil
@@ -157,7 +151,10 @@ func participantPinned(v *v1alpha1.Validator) map[string]any {
 		user := []corev1.EnvVar{{Name: "CANTON_PARTICIPANT_POSTGRES_USER", Value: db.User}}
 		m["additionalEnvVars"] = workload.AppendEnv(workload.AppendEnv(nil, v.Spec.Config.Participant.EnvVars), user)
 	}
-	imageRepo(v, m)
+	// The configuration's imageRepo is the charts' imageRepo (the images'
+	// registry prefix); the tag is the chart's appVersion, the validator's
+	// imageTag.
+	setNonZero(m, "imageRepo", v.Spec.Config.ImageRepo)
 	return m
 }
 
@@ -204,7 +201,7 @@ func validatorPinned(v *v1alpha1.Validator) map[string]any {
 	if db.ValidatorInit != nil {
 		m["extraInitContainers"] = []any{db.ValidatorInit}
 	}
-	imageRepo(v, m)
+	setNonZero(m, "imageRepo", cfg.ImageRepo) // as for splice-participant
 	return m
 }
 
@@ -298,13 +295,6 @@ func persistence(db workload.ChartPersistence, database, schema string) map[stri
 		"initImageName":         db.InitImage,
 		"enablePgInitContainer": db.ChartInit,
 	}
-}
-
-// imageRepo: the configuration's imageRepo is the charts' imageRepo (the
-// images' registry prefix); the tag is the chart's appVersion, the
-// validator's imageTag.
-func imageRepo(v *v1alpha1.Validator, m map[string]any) {
-	setNonZero(m, "imageRepo", v.Spec.Config.ImageRepo)
 }
 
 // appDars is the configuration's appDars (a JSON list of DAR paths, or

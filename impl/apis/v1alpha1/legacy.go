@@ -34,25 +34,15 @@ type legacyCluster struct {
 
 // +kubebuilder:object:generate=false
 type legacyApp struct {
-	EnvVars   []corev1.EnvVar  `json:"envVars"`
-	Resources *legacyResources `json:"resources,omitempty"`
-}
-
-// +kubebuilder:object:generate=false
-type legacyResources struct {
-	CPULimit        *string `json:"cpuLimit,omitempty"`
-	CPURequest      *string `json:"cpuRequested,omitempty"`
-	ImagePullSecret *string `json:"imagePullSecret,omitempty"`
-	MemoryLimit     *string `json:"memoryLimit,omitempty"`
-	MemoryRequest   *string `json:"memoryRequested,omitempty"`
-	Replicas        *int32  `json:"replicas,omitempty"`
+	EnvVars   []corev1.EnvVar `json:"envVars"`
+	Resources *ResourcesV1    `json:"resources,omitempty"`
 }
 
 // +kubebuilder:object:generate=false
 type legacyDatabaseWorkload struct {
 	Args         *[]string            `json:"args,omitempty"`
 	Image        *string              `json:"image,omitempty"`
-	Resources    *legacyResources     `json:"resources,omitempty"`
+	Resources    *ResourcesV1         `json:"resources,omitempty"`
 	VolumeMounts *[]legacyVolumeMount `json:"volumeMounts,omitempty"`
 	Volumes      *[]legacyVolume      `json:"volumes,omitempty"`
 }
@@ -92,12 +82,11 @@ func (l legacyConfig) convert() ValidatorConfig {
 	c.Cluster.NameService = l.Cluster.NameService.convert()
 	c.Cluster.ValidatorApp = l.Cluster.ValidatorApp.convert()
 	if l.Cluster.Wallet != nil {
-		w := l.Cluster.Wallet.convert()
-		c.Cluster.Wallet = &w
+		c.Cluster.Wallet = ptr.To(l.Cluster.Wallet.convert())
 	}
 	c.Participant = l.Participant.convert()
 	if d := l.DatabaseWorkload; d != nil {
-		c.DatabaseWorkload = &DatabaseWorkload{Args: d.Args, Image: d.Image, Workload: d.Resources.convert()}
+		c.DatabaseWorkload = &DatabaseWorkload{Args: d.Args, Image: d.Image, Workload: d.Resources.Workload(nil)}
 		if d.VolumeMounts != nil {
 			mounts := make([]corev1.VolumeMount, 0, len(*d.VolumeMounts))
 			for _, m := range *d.VolumeMounts {
@@ -119,27 +108,31 @@ func (l legacyConfig) convert() ValidatorConfig {
 }
 
 func (a legacyApp) convert() App {
-	return App{EnvVars: a.EnvVars, Workload: a.Resources.convert()}
-}
-
-// convert keeps the quantities that parse: the API never checked them
-// before version 2, and the workload controller left the others out.
-func (r *legacyResources) convert() Workload {
-	if r == nil {
-		return Workload{}
-	}
-	return (*ResourcesV1)(r).Workload(nil)
+	return App{EnvVars: a.EnvVars, Workload: a.Resources.Workload(nil)}
 }
 
 // ResourcesV1 is release 1.11's resources object, the layout versions 0
 // and 1 stored; the API maps its payload through it too.
 //
 // +kubebuilder:object:generate=false
-type ResourcesV1 legacyResources
+type ResourcesV1 struct {
+	CPULimit        *string `json:"cpuLimit,omitempty"`
+	CPURequest      *string `json:"cpuRequested,omitempty"`
+	ImagePullSecret *string `json:"imagePullSecret,omitempty"`
+	MemoryLimit     *string `json:"memoryLimit,omitempty"`
+	MemoryRequest   *string `json:"memoryRequested,omitempty"`
+	Replicas        *int32  `json:"replicas,omitempty"`
+}
 
-// Workload is r in the current types. A quantity that does not parse is
-// left out and, unless bad is nil, reported by its release 1.11 key.
-func (r ResourcesV1) Workload(bad func(key, value string)) Workload {
+// Workload is r in the current types; a nil r is none. A quantity that
+// does not parse is left out and, unless bad is nil, reported by its
+// release 1.11 key. Converting a stored version 0 or 1 passes a nil bad:
+// the API never checked the quantities before version 2, and the workload
+// controller left those that do not parse out.
+func (r *ResourcesV1) Workload(bad func(key, value string)) Workload {
+	if r == nil {
+		return Workload{}
+	}
 	res := &corev1.ResourceRequirements{}
 	set := func(list *corev1.ResourceList, name corev1.ResourceName, key string, s *string) {
 		if s == nil {
