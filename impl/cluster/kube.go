@@ -270,29 +270,36 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err error) {
 	defer func() { err = translate("check references", err) }()
 	secrets := map[string]*corev1.Secret{} // nil value: absent
-	// The Secrets named, then the keys: a named Secret is one with no key
-	// to check.
-	wanted := make([]domain.SecretKeyReference, len(refs.Secrets))
-	for i, r := range refs.Secrets {
-		wanted[i] = domain.SecretKeyReference{Field: r.Field, Name: r.Name}
-	}
-	for i, r := range append(wanted, refs.SecretKeys...) {
-		s, read := secrets[r.Name]
-		if !read {
-			s, err = k.core.CoreV1().Secrets(k.namespace).Get(ctx, r.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				s, err = nil, nil
-			}
-			if err != nil {
-				return redact(err)
-			}
-			secrets[r.Name] = s
+	secret := func(name string) (*corev1.Secret, error) {
+		if s, read := secrets[name]; read {
+			return s, nil
 		}
-		switch {
+		s, err := k.core.CoreV1().Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			s, err = nil, nil
+		}
+		if err != nil {
+			return nil, redact(err)
+		}
+		secrets[name] = s
+		return s, nil
+	}
+	for _, r := range refs.Secrets {
+		switch s, err := secret(r.Name); {
+		case err != nil:
+			return err
+		case s == nil:
+			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
+		}
+	}
+	for _, r := range refs.SecretKeys {
+		switch s, err := secret(r.Name); {
+		case err != nil:
+			return err
 		case r.Optional:
 		case s == nil:
 			return domain.Invalid(r.Field, "secret %q does not exist in namespace %q", r.Name, k.namespace)
-		case i >= len(refs.Secrets) && !hasKey(s, r.Key):
+		case !hasKey(s, r.Key):
 			return domain.Invalid(r.Field, "secret %q has no key %q", r.Name, r.Key)
 		}
 	}
