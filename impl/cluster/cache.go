@@ -3,6 +3,7 @@ package cluster
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,7 +27,9 @@ import (
 // cluster objects from the controller-runtime Manager's cache, typed (the
 // Application, which has no Go type, unstructured), through the Manager's
 // client. Its options (CacheOptions) drop what no reader reads: every
-// object's managedFields, the values of Secrets (their keys stay:
+// object's managedFields but the apply entries the gateway and the
+// workload controller compare (secretRefsEntry, appliedShape), the values
+// of Secrets (their keys stay:
 // readers ask whether a Secret has a key; a value is read from the API
 // server when it is needed), and Pods' specs (podStatus).
 
@@ -63,17 +66,20 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 const Resync = 25 * time.Second
 
 // CacheOptions are the options of the Manager's cache: objects of
-// namespace only ("": of every namespace), without managedFields, Secrets
-// without their values; Validators and Jobs are resynced every Resync, the
-// other kinds every resync (0: controller-runtime's default), which is how
-// controllers see changes no event announces.
+// namespace only ("": of every namespace), without managedFields (but
+// secretRefsEntry's and appliedShape's), Secrets without their values;
+// Validators and Jobs are resynced every Resync, the other kinds every
+// resync (0: controller-runtime's default), which is how controllers see
+// changes no event announces.
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	// A ByObject transform names its namespaces: without them it would lose
 	// to the DefaultNamespaces' defaulted one.
 	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
 		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: t}}}
 	}
-	often := ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: ptr.To(Resync)}}}
+	often := func(t toolscache.TransformFunc) ctrlcache.ByObject {
+		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: ptr.To(Resync), Transform: t}}}
+	}
 	o := ctrlcache.Options{
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
 		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
@@ -83,8 +89,8 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&appsv1.Deployment{}:  in(appliedShape),
 			&appsv1.StatefulSet{}: in(appliedShape),
 			&corev1.Service{}:     in(appliedShape),
-			&v1alpha1.Validator{}: often,
-			&batchv1.Job{}:        often,
+			&v1alpha1.Validator{}: often(secretRefsEntry),
+			&batchv1.Job{}:        often(ctrlcache.TransformStripManagedFields()),
 		},
 	}
 	if resync > 0 {
@@ -151,6 +157,20 @@ func secretKeys(obj any) (any, error) {
 		s.Data[k] = []byte{}
 	}
 	return s, nil
+}
+
+// secretRefsEntry is the transform of Validators: of their managedFields
+// only secretRefsOwner's apply entry stays, which tells ApplyValidator
+// whether that owner holds spec.secrets (refsOwned).
+func secretRefsEntry(obj any) (any, error) {
+	v, ok := obj.(*v1alpha1.Validator)
+	if !ok {
+		return obj, nil
+	}
+	v.ManagedFields = slices.DeleteFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager != secretRefsOwner || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != ""
+	})
+	return v, nil
 }
 
 // podStatus is the transform of Pods: the cache's readers (the workload

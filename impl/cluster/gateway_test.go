@@ -923,6 +923,81 @@ func TestCreateWritesOnce(t *testing.T) {
 	}
 }
 
+// TestEditAfterACrashedCreateKeepsSecretRefs: a process killed between a
+// create's apply and secretRefsOwner's take-over of spec.secrets leaves
+// the references to FieldOwner alone; the next process's first edit (whose
+// apply leaves them out) must not drop them: one new generation, the
+// references kept, and from then on secretRefsOwner's.
+func TestEditAfterACrashedCreateKeepsSecretRefs(t *testing.T) {
+	if realServer == nil {
+		t.Skip(backendFakes)
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "w")
+	// The first process dies at the take-over: its request never arrives.
+	crashed := rest.CopyConfig(realServer)
+	crashed.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPatch && r.URL.Query().Get("fieldManager") == "validator-manager-secret-refs" {
+				return nil, errors.New("killed")
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	first, start, _ := gatewayOn(t, crashed, ns, cluster.KubeOptions{})
+	start()
+	v := validator(t, "lambda", config("lambda", "0.4.1", nil))
+	if err := first.ApplyValidator(ctx, v, nil, domain.WrittenSecrets{Onboarding: true, LedgerAPIAuth: true, Database: true}); err == nil {
+		t.Fatal("the take-over went through; the test needs it to fail")
+	}
+	_, dyn := realClients(t)
+	refsAndGeneration := func() (map[string]any, int64) {
+		t.Helper()
+		u, err := dyn.Resource(cluster.ValidatorResource).Namespace(ns).Get(ctx, "lambda", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, _, _ := unstructured.NestedMap(u.Object, "spec", "secrets")
+		return refs, u.GetGeneration()
+	}
+	if refs, gen := refsAndGeneration(); len(refs) != 3 || gen != 1 {
+		t.Fatalf("after the crashed create: generation %d, spec.secrets %v; want 1 and the three Secrets", gen, refs)
+	}
+	// The next process edits the validator.
+	next, start, _ := gatewayOn(t, realServer, ns, cluster.KubeOptions{})
+	start()
+	within(t, func() error {
+		if _, ok := next.CachedState("lambda"); !ok {
+			return fmt.Errorf("the cache does not show the resource yet")
+		}
+		return nil
+	})
+	v.DatabaseStorage = "30Gi"
+	if err := next.ApplyValidator(ctx, v, nil, domain.WrittenSecrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if refs, gen := refsAndGeneration(); len(refs) != 3 || gen != 2 {
+		t.Errorf("after the edit: generation %d, spec.secrets %v; want 2 and the three Secrets", gen, refs)
+	}
+	// The references are secretRefsOwner's now: a second edit keeps them too.
+	v.DatabaseStorage = "40Gi"
+	within(t, func() error {
+		if next.InStep(domain.ValidatorIntent{Validator: v}) {
+			return nil
+		}
+		if err := next.ApplyValidator(ctx, v, nil, domain.WrittenSecrets{}); err != nil {
+			return err
+		}
+		if !next.InStep(domain.ValidatorIntent{Validator: v}) {
+			return fmt.Errorf("the cache does not show the second edit yet")
+		}
+		return nil
+	})
+	if refs, gen := refsAndGeneration(); len(refs) != 3 || gen != 3 {
+		t.Errorf("after a second edit: generation %d, spec.secrets %v; want 3 and the three Secrets", gen, refs)
+	}
+}
+
 // TestDatabasePasswordEditKeepsPrevious: the database Secret carries its
 // password's digest as a label, and an edit that changes the password
 // keeps the one it replaced (what the running database accepts until the

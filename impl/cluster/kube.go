@@ -490,9 +490,25 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	if k.validatorInStep(v.Name, spec) {
 		return nil
 	}
-	existed := cached[v1alpha1.Validator](k, v.Name) != nil
+	cur := cached[v1alpha1.Validator](k, v.Name)
+	existed := cur != nil
 	var referenced domain.WrittenSecrets
 	var refs *secretRefsAC
+	if existed && cur.Spec.Secrets != nil && !refsOwned(cur) {
+		// A create whose take-over below never happened (the process was
+		// killed between its two applies) left spec.secrets to FieldOwner
+		// alone, and this apply, which leaves them out, would drop them:
+		// secretRefsOwner takes them over first (the same values: no new
+		// generation).
+		held := &secretRefsAC{}
+		if err := convert(cur.Spec.Secrets, held); err != nil {
+			return err
+		}
+		if err := k.client.Apply(ctx, validatorac.Validator(v.Name, k.namespace).WithSpec(validatorac.ValidatorSpec().WithSecrets(held)),
+			client.FieldOwner(secretRefsOwner), client.ForceOwnership); err != nil {
+			return err
+		}
+	}
 	if !existed {
 		// Secrets may outlive a resource deleted by hand: those there
 		// are, and those written next.
@@ -519,6 +535,23 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	// spec, which leaves them out, keeps them.
 	return k.client.Apply(ctx, validatorac.Validator(v.Name, k.namespace).WithSpec(validatorac.ValidatorSpec().WithSecrets(refs)),
 		client.FieldOwner(secretRefsOwner), client.ForceOwnership)
+}
+
+// refsOwned tells whether secretRefsOwner has applied to v (the cache
+// keeps that owner's entry: secretRefsEntry).
+func refsOwned(v *v1alpha1.Validator) bool {
+	return slices.ContainsFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == secretRefsOwner && e.Operation == metav1.ManagedFieldsOperationApply
+	})
+}
+
+// convert is from's JSON decoded into to.
+func convert(from, to any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, to)
 }
 
 // validatorLabels are the labels of a Validator resource the gateway writes.

@@ -102,6 +102,7 @@ type resourceObject struct {
 
 func validatorObject(v *v1alpha1.Validator) resourceObject {
 	v.APIVersion, v.Kind = ValidatorGVK.ToAPIVersionAndKind()
+	v.ManagedFields = nil // the cache keeps one entry for the gateway (secretRefsEntry)
 	return resourceObject{name: v.Name, resourceVersion: v.ResourceVersion, object: v, status: v.Status}
 }
 
