@@ -167,10 +167,14 @@ func secretRefsEntry(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	v.ManagedFields = slices.DeleteFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager != secretRefsOwner || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != ""
-	})
+	v.ManagedFields = slices.DeleteFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return !AppliedBy(e, secretRefsOwner) })
 	return v, nil
+}
+
+// AppliedBy tells whether e is manager's apply entry of the object itself
+// (not of a subresource): what that manager's server-side applies own.
+func AppliedBy(e metav1.ManagedFieldsEntry, manager string) bool {
+	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
 // podStatus is the transform of Pods: the cache's readers (the workload
@@ -218,7 +222,7 @@ func appliedShape(obj any) (any, error) {
 	}
 	var own []metav1.ManagedFieldsEntry
 	for _, e := range o.GetManagedFields() {
-		if e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+		if AppliedBy(e, FieldOwner) {
 			own = append(own, e)
 		}
 	}

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,11 +20,7 @@ func (k *Kube) ValidatorResource(_ context.Context, v domain.Validator, prune *d
 		return nil, err
 	}
 	res := &v1alpha1.Validator{ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: k.namespace, Labels: k.validatorLabels(v.Name)}}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(raw, &res.Spec); err != nil {
+	if err := convert(spec, &res.Spec); err != nil {
 		return nil, err
 	}
 	if cur := cached[v1alpha1.Validator](k, v.Name); cur != nil {

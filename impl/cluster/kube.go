@@ -504,8 +504,7 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 		if err := convert(cur.Spec.Secrets, held); err != nil {
 			return err
 		}
-		if err := k.client.Apply(ctx, validatorac.Validator(v.Name, k.namespace).WithSpec(validatorac.ValidatorSpec().WithSecrets(held)),
-			client.FieldOwner(secretRefsOwner), client.ForceOwnership); err != nil {
+		if err := k.applySecretRefs(ctx, v.Name, held); err != nil {
 			return err
 		}
 	}
@@ -533,16 +532,23 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	// spec.secrets is secretRefsOwner's: it takes the references over
 	// (the same values: no new generation), so that the next apply of the
 	// spec, which leaves them out, keeps them.
-	return k.client.Apply(ctx, validatorac.Validator(v.Name, k.namespace).WithSpec(validatorac.ValidatorSpec().WithSecrets(refs)),
-		client.FieldOwner(secretRefsOwner), client.ForceOwnership)
+	return k.applySecretRefs(ctx, v.Name, refs)
+}
+
+// applySecretRefs applies spec.secrets as secretRefsOwner: refs (nil:
+// none, which releases what that owner held).
+func (k *Kube) applySecretRefs(ctx context.Context, validator string, refs *secretRefsAC) error {
+	spec := validatorac.ValidatorSpec()
+	if refs != nil {
+		spec.WithSecrets(refs)
+	}
+	return k.client.Apply(ctx, validatorac.Validator(validator, k.namespace).WithSpec(spec), client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
 // refsOwned tells whether secretRefsOwner has applied to v (the cache
 // keeps that owner's entry: secretRefsEntry).
 func refsOwned(v *v1alpha1.Validator) bool {
-	return slices.ContainsFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager == secretRefsOwner && e.Operation == metav1.ManagedFieldsOperationApply
-	})
+	return slices.ContainsFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return AppliedBy(e, secretRefsOwner) })
 }
 
 // convert is from's JSON decoded into to.
@@ -603,12 +609,7 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written d
 	} else if c, ok := k.created.Load(validator); ok && jsonCovers(refs, secretRefs(validator, c.(createdResource).referenced), isZero) {
 		return nil
 	}
-	spec := validatorac.ValidatorSpec()
-	if refs != nil {
-		spec.WithSecrets(refs)
-	}
-	ac := validatorac.Validator(validator, k.namespace).WithSpec(spec)
-	return k.client.Apply(ctx, ac, client.FieldOwner(secretRefsOwner), client.ForceOwnership)
+	return k.applySecretRefs(ctx, validator, refs)
 }
 
 // PutSecrets is WriteSecrets of given and DefaultSecrets of d in one pass,

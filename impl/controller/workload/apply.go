@@ -170,7 +170,7 @@ func fieldsOf(config runtime.ApplyConfiguration) (string, error) {
 // object's managedFields: "" when it has none.
 func ownedFields(mf []metav1.ManagedFieldsEntry) string {
 	for _, e := range mf {
-		if e.Manager == cluster.FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
+		if cluster.AppliedBy(e, cluster.FieldOwner) && e.FieldsV1 != nil {
 			return digest(e.FieldsV1.Raw)
 		}
 	}
