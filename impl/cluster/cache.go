@@ -89,6 +89,7 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 			&appsv1.Deployment{}:  in(appliedShape),
 			&appsv1.StatefulSet{}: in(appliedShape),
 			&corev1.Service{}:     in(appliedShape),
+			&corev1.ConfigMap{}:   in(appliedShape),
 			&v1alpha1.Validator{}: often(secretRefsEntry),
 			&batchv1.Job{}:        often(ctrlcache.TransformStripManagedFields()),
 		},
@@ -207,8 +208,9 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// appliedShape is the transform of the workloads and Services the
-// workload controller applies. Its readers compare an object with what
+// appliedShape is the transform of the workloads, Services and
+// ConfigMaps (chart mode's, read as metadata) the workload controller
+// applies. Its readers compare an object with what
 // they would apply by its AppliedAnnotation and FieldOwner's apply entry
 // (so of the managedFields only that entry stays), and read a workload's
 // replicas, status, pod template annotations (the database password the

@@ -14,24 +14,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
-	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/controller/workload/workloadtest"
 )
 
 // chartMode starts the controller in chart mode with the made-up release
-// (workloadtest.Charts) in a Manager of its own, caching the Validator's
-// namespace and the labelled objects of every other (cluster.ReleaseCache),
-// as the server does; and creates the Validator (apart from the shared
-// controller) at version. It stops with the test.
+// (workloadtest.Charts) in a Manager of its own (startProcess), and
+// creates the Validator (apart from the shared controller) at version. It
+// stops with the test.
 func chartMode(t *testing.T, version string, before ...func(*v1alpha1.Validator)) (*v1alpha1.Validator, *workloadtest.Charts) {
+	t.Helper()
+	v := chartValidator(t, version, before...)
+	charts := &workloadtest.Charts{}
+	startProcess(t, v.Namespace, charts)
+	return v, charts
+}
+
+// chartValidator creates a Validator of chart mode (apart from the shared
+// controller) at version.
+func chartValidator(t *testing.T, version string, before ...func(*v1alpha1.Validator)) *v1alpha1.Validator {
 	t.Helper()
 	v := create(t, func(v *v1alpha1.Validator) {
 		v.Labels = map[string]string{apart: "true"}
@@ -42,36 +47,7 @@ func chartMode(t *testing.T, version string, before ...func(*v1alpha1.Validator)
 	for _, b := range before {
 		b(v)
 	}
-	scheme, err := cluster.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := cluster.CacheOptions(v.Namespace, 0)
-	if err := cluster.ReleaseCache(&opts, v.Namespace); err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme: scheme, Cache: opts, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	charts := &workloadtest.Charts{}
-	r := workload.New(workload.Options{Renderer: charts, RenderBackoff: 100 * time.Millisecond, MaxRenderBackoff: time.Second})
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	return v, charts
+	return v
 }
 
 func releaseKey(v *v1alpha1.Validator, name string) types.NamespacedName {
@@ -192,6 +168,26 @@ func TestChartModeRestoresDeletedDeployment(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A restart over a release that is what the controller would make writes
+// nothing: each object, a ConfigMap too (which the cache holds as
+// metadata), is compared with the cache before it is applied.
+func TestChartModeRestartWritesNothing(t *testing.T) {
+	v := chartValidator(t, workloadtest.VersionA)
+	first := startProcess(t, v.Namespace, &workloadtest.Charts{})
+	rendered(t, v, workloadtest.VersionA)
+	if err := apiServer.Get(context.Background(), releaseKey(v, workloadtest.Settings), &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("ConfigMap: %v", err)
+	}
+	first.quiet(t)
+	first.stop()
+
+	second := startProcess(t, v.Namespace, &workloadtest.Charts{})
+	second.quiet(t)
+	if n := second.writes.Load(); n != 0 {
+		t.Fatalf("a restart with nothing changed wrote %d times (%v), want 0", n, second.wrote())
+	}
 }
 
 // edit sets v's imageTag to version.

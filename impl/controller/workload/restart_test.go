@@ -25,6 +25,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
+	"github.com/validator-manager/validator-manager/impl/controller/workload/workloadtest"
 )
 
 // apart is the label of Validators the test binary's shared controller
@@ -94,8 +95,10 @@ func (h countingHandler) OnUpdate(old, cur any) {
 }
 
 // startProcess starts the controller in a Manager of its own, caching ns
-// only, as a server would after a restart; it stops with the test.
-func startProcess(t *testing.T, ns string) *process {
+// only, as a server would after a restart; it stops with the test. With
+// charts, in chart mode, caching too the labelled objects of every other
+// namespace (cluster.ReleaseCache), as the server does.
+func startProcess(t *testing.T, ns string, charts ...*workloadtest.Charts) *process {
 	t.Helper()
 	p := &process{}
 	cfg := rest.CopyConfig(restConfig)
@@ -114,9 +117,16 @@ func startProcess(t *testing.T, ns string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts, o := cluster.CacheOptions(ns, 0), workload.Options{MaxConcurrentReconciles: 2}
+	if len(charts) > 0 {
+		if err := cluster.ReleaseCache(&opts, ns); err != nil {
+			t.Fatal(err)
+		}
+		o.Renderer, o.RenderBackoff, o.MaxRenderBackoff = charts[0], 100*time.Millisecond, time.Second
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
-		Cache:      cluster.CacheOptions(ns, 0),
+		Cache:      opts,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewCache: func(c *rest.Config, o cache.Options) (cache.Cache, error) {
@@ -127,7 +137,7 @@ func startProcess(t *testing.T, ns string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := workload.New(workload.Options{MaxConcurrentReconciles: 2}).SetupWithManager(mgr); err != nil {
+	if err := workload.New(o).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

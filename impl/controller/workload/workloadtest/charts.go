@@ -24,7 +24,8 @@ import (
 const (
 	// VersionA renders Participant and ValidatorApp Deployments and
 	// Services, the Deployment Extra, the Service Kept (annotated
-	// workload.KeepAnnotation: keep) and the claim Dump.
+	// workload.KeepAnnotation: keep), the claim Dump and the ConfigMap
+	// Settings.
 	VersionA = "1.0.0"
 	// VersionB renders what VersionA does but Extra and Kept, its
 	// Deployments at image tag VersionB.
@@ -36,6 +37,7 @@ const (
 	Extra     = "extra"
 	Kept      = "kept"
 	Dump      = "dump"
+	Settings  = "settings"
 )
 
 // Charts is the made-up release as a workload.Renderer.
@@ -59,6 +61,7 @@ func (c *Charts) Render(_ context.Context, v *v1alpha1.Validator) (*workload.Lay
 		claim(ns, Dump),
 		deployment(ns, workload.Participant, version), service(ns, workload.Participant, nil),
 		deployment(ns, workload.ValidatorApp, version), service(ns, workload.ValidatorApp, nil),
+		configMap(ns, Settings),
 	}
 	if version == VersionA {
 		objs = append(objs, deployment(ns, Extra, version), service(ns, Kept, map[string]string{workload.KeepAnnotation: "keep"}))
@@ -116,5 +119,13 @@ func claim(ns, name string) *corev1.PersistentVolumeClaim {
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
+	}
+}
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data:       map[string]string{"settings.conf": "canton.features.enable-preview-commands = yes"},
 	}
 }
