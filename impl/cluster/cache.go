@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"reflect"
 	"slices"
@@ -28,10 +30,10 @@ import (
 // Application, which has no Go type, unstructured), through the Manager's
 // client. Its options (CacheOptions) drop what no reader reads: every
 // object's managedFields but the apply entries the gateway and the
-// workload controller compare (secretRefsEntry, appliedShape), the values
-// of Secrets (their keys stay:
-// readers ask whether a Secret has a key; a value is read from the API
-// server when it is needed), and Pods' specs (podStatus).
+// workload controller compare (secretRefsEntry; appliedShape, which keeps
+// of its entry the field set's digest), the values of Secrets (their keys
+// stay: readers ask whether a Secret has a key; a value is read from the
+// API server when it is needed), and Pods' specs (podStatus).
 
 // Scheme holds the kinds the gateway and the controllers read: client-go's
 // and the Validator's.
@@ -210,13 +212,14 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 
 // appliedShape is the transform of the workloads, Services and
 // ConfigMaps (chart mode's, read as metadata) the workload controller
-// applies. Its readers compare an object with what
-// they would apply by its AppliedAnnotation and FieldOwner's apply entry
-// (so of the managedFields only that entry stays), and read a workload's
-// replicas, status, pod template annotations (the database password the
-// apps start with) and a StatefulSet's claim templates (kept on apply).
-// The pod templates' specs and the Services' specs, most of each object,
-// nothing reads from the cache.
+// applies. Its readers compare an object with what they would apply by its
+// AppliedAnnotation and the digest of the fields FieldOwner's applies own
+// (so of the managedFields only that entry stays, and of its field set
+// only the digest, OwnedFields), and read a workload's replicas, status,
+// pod template annotations (the database password the apps start with)
+// and a StatefulSet's claim templates (kept on apply). The pod templates'
+// specs and the Services' specs, most of each object, nothing reads from
+// the cache.
 func appliedShape(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
@@ -224,9 +227,15 @@ func appliedShape(obj any) (any, error) {
 	}
 	var own []metav1.ManagedFieldsEntry
 	for _, e := range o.GetManagedFields() {
-		if AppliedBy(e, FieldOwner) {
-			own = append(own, e)
+		if !AppliedBy(e, FieldOwner) || e.FieldsV1 == nil {
+			continue
 		}
+		// A field set is a JSON object; a digest (the transform may see an
+		// object it made) is not.
+		if raw := e.FieldsV1.Raw; len(raw) > 0 && raw[0] == '{' {
+			e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(Digest(raw))}
+		}
+		own = append(own, e)
 	}
 	o.SetManagedFields(own)
 	switch w := o.(type) {
@@ -239,4 +248,21 @@ func appliedShape(obj any) (any, error) {
 		w.Spec = corev1.ServiceSpec{}
 	}
 	return o, nil
+}
+
+// OwnedFields is the digest of the fields FieldOwner's applies own, of a
+// cached object that appliedShape made: "" when it has none.
+func OwnedFields(o client.Object) string {
+	for _, e := range o.GetManagedFields() {
+		if AppliedBy(e, FieldOwner) && e.FieldsV1 != nil {
+			return string(e.FieldsV1.Raw)
+		}
+	}
+	return ""
+}
+
+// Digest is a short digest of raw: the first half of its SHA-256, in hex.
+func Digest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
 }

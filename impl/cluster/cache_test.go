@@ -168,19 +168,21 @@ func TestPodStatus(t *testing.T) {
 }
 
 // TestAppliedShape: the cache keeps of an applied workload or Service its
-// metadata with the controller's own apply entry, and of a workload its
-// replicas, status, pod template metadata and claim templates; not the pod
-// template's spec nor a Service's spec.
+// metadata with the controller's own apply entry (of its field set, the
+// digest), and of a workload its replicas, status, pod template metadata
+// and claim templates; not the pod template's spec nor a Service's spec;
+// and the same of an object it made.
 func TestAppliedShape(t *testing.T) {
+	fields := []byte(`{"f:spec":{"f:replicas":{}}}`)
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: "w", Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{
-			{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply},
+			{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: fields}},
 			{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status"},
 			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate},
 		}}
 	}
 	kept := metav1.ObjectMeta{Name: "w", Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: cluster.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(cluster.Digest(fields))}},
 	}}
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"password": "digest"}},
@@ -213,6 +215,11 @@ func TestAppliedShape(t *testing.T) {
 			}
 			if !equality.Semantic.DeepEqual(got, c.want) {
 				t.Fatalf("got %#v\nwant %#v", got, c.want)
+			}
+			// Idempotent, as client-go asks of a transform: an informer
+			// may hand it an object it made.
+			if again, err := cluster.AppliedShape(got); err != nil || !equality.Semantic.DeepEqual(again, c.want) {
+				t.Fatalf("again: got %#v, %v\nwant %#v", again, err, c.want)
 			}
 		})
 	}

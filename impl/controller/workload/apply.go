@@ -1,15 +1,12 @@
 package workload
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -26,14 +23,14 @@ import (
 // Whether an apply would change anything, told from the cached object: an
 // object applied by FieldOwner carries, in AppliedAnnotation, the digest
 // of the apply request and the digest of the fields it sets; the cache
-// keeps FieldOwner's managedFields entry (cluster.CacheOptions), the
-// fields its applies own now. The object holds what a request applies when
-// the request's digest is the one recorded and the fields FieldOwner owns
-// are the ones the recorded apply set: a field someone else changed is
-// theirs from then on, and a field removed is no one's, so either changes
-// the owned fields' digest; values are not compared, so the API server's
-// defaults and normal forms (a quantity's) never make an object look
-// changed.
+// keeps of FieldOwner's managedFields entry the digest of the fields its
+// applies own now (cluster.OwnedFields). The object holds what a request
+// applies when the request's digest is the one recorded and the fields
+// FieldOwner owns are the ones the recorded apply set: a field someone
+// else changed is theirs from then on, and a field removed is no one's, so
+// either changes the owned fields' digest; values are not compared, so the
+// API server's defaults and normal forms (a quantity's) never make an
+// object look changed.
 
 // AppliedAnnotation is where FieldOwner records what it applied to an
 // object: "<digest of the apply request>.<digest of the fields it sets>".
@@ -77,7 +74,7 @@ func newApplyRequest(obj client.Object) (applyRequest, error) {
 	if err != nil {
 		return applyRequest{}, fmt.Errorf("apply request %s: %w", obj.GetName(), err)
 	}
-	request := digest(raw)
+	request := cluster.Digest(raw)
 	obj = obj.DeepCopyObject().(client.Object)
 	a := obj.GetAnnotations()
 	if a == nil {
@@ -100,7 +97,7 @@ func newApplyRequest(obj client.Object) (applyRequest, error) {
 
 // upToDate tells whether cur, the cached object, holds what r applies.
 func (r applyRequest) upToDate(cur client.Object) bool {
-	owned := ownedFields(cur.GetManagedFields())
+	owned := cluster.OwnedFields(cur)
 	return owned != "" && cur.GetAnnotations()[AppliedAnnotation] == r.digest+"."+owned
 }
 
@@ -163,21 +160,5 @@ func fieldsOf(config runtime.ApplyConfiguration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digest(fields), nil
-}
-
-// ownedFields is the digest of the fields FieldOwner's applies own, of an
-// object's managedFields: "" when it has none.
-func ownedFields(mf []metav1.ManagedFieldsEntry) string {
-	for _, e := range mf {
-		if cluster.AppliedBy(e, cluster.FieldOwner) && e.FieldsV1 != nil {
-			return digest(e.FieldsV1.Raw)
-		}
-	}
-	return ""
-}
-
-func digest(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:16])
+	return cluster.Digest(fields), nil
 }
