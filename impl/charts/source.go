@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -294,10 +295,8 @@ func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	index := make(map[string]indexEntry, len(s.index)+1)
-	for k, v := range s.index {
-		index[k] = v
-	}
+	index := map[string]indexEntry{}
+	maps.Copy(index, s.index)
 	index[k] = e
 	b, err := json.MarshalIndent(index, "", "  ")
 	if err != nil {
