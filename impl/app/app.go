@@ -259,10 +259,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, err
 	}
 
-	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log, Namespace: cfg.Namespace, Workers: intentWorkers}
-	if a.charts != nil {
-		io.ChartNamespace = workload.ReleaseNamespace
-	}
+	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log, Namespace: cfg.Namespace, Workers: intentWorkers,
+		Charts: a.charts != nil}
 	a.wire(Wiring{Intent: &io})
 	a.Intent = intent.New(io)
 	if err := a.Intent.SetupWithManager(a.mgr); err != nil {

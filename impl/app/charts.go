@@ -38,7 +38,7 @@ func (a *App) chartRenderer() (*charts.Renderer, error) {
 		return nil, err
 	}
 	return charts.NewRenderer(charts.Options{
-		Repository: a.Config.SpliceCharts, Source: src, Namespace: workload.ReleaseNamespace, Values: values,
+		Repository: a.Config.SpliceCharts, Source: src, Values: values,
 	}), nil
 }
 

@@ -30,8 +30,6 @@ type Options struct {
 	Repository string
 	// Source pulls and caches the charts.
 	Source *Source
-	// Namespace is the namespace of a validator's release.
-	Namespace func(*v1alpha1.Validator) string
 	// Values are the server's chart values (the setting splice.chartValues):
 	// an object keyed by chart name.
 	Values map[string]any
@@ -39,7 +37,8 @@ type Options struct {
 
 // Renderer lays out a Validator as Splice's charts do: splice-participant
 // and splice-validator at the version of the validator's imageTag, rendered
-// into the validator's release namespace. It implements workload.Renderer.
+// into the validator's release namespace (workload.ReleaseNamespace). It
+// implements workload.Renderer.
 type Renderer struct {
 	opts Options
 }
@@ -103,7 +102,7 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 	if err != nil {
 		return nil, &workload.RenderError{Reason: ReasonChartValuesInvalid, Message: err.Error(), Err: err}
 	}
-	ns := r.opts.Namespace(v)
+	ns := workload.ReleaseNamespace(v)
 	// The validator's own database: splice-postgres is deprecated.
 	layout := &workload.Layout{Namespace: ns, Objects: workload.ChartPostgres(v)}
 	for _, o := range layout.Objects {

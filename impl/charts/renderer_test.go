@@ -17,15 +17,13 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-func releaseNamespace(v *v1alpha1.Validator) string { return "vm-" + v.Name }
-
 func newRenderer(t *testing.T, reg *chartstest.Registry) *charts.Renderer {
 	t.Helper()
 	src, err := charts.NewSource(filepath.Join(t.TempDir(), "charts"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return charts.NewRenderer(charts.Options{Repository: reg.Repository, Source: src, Namespace: releaseNamespace})
+	return charts.NewRenderer(charts.Options{Repository: reg.Repository, Source: src})
 }
 
 func TestRendererRender(t *testing.T) {
@@ -48,11 +46,13 @@ func TestRendererRender(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
-			layout, err := r.Render(ctx, sample(tt.version))
+			v := sample(tt.version)
+			layout, err := r.Render(ctx, v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if layout.Namespace != "vm-alice" {
+			ns := workload.ReleaseNamespace(v)
+			if layout.Namespace != ns {
 				t.Fatalf("namespace %q", layout.Namespace)
 			}
 			if got := kindNames(layout.Objects); !slices.Equal(got, tt.want) {
@@ -64,7 +64,7 @@ func TestRendererRender(t *testing.T) {
 						t.Errorf("Deployment %s: component %q, pods' %q", d.Name, c, d.Spec.Template.Labels[workload.ComponentLabel])
 					}
 				}
-				if o.GetNamespace() != "vm-alice" {
+				if o.GetNamespace() != ns {
 					t.Errorf("%s in namespace %q", o.GetName(), o.GetNamespace())
 				}
 				want := charts.ValidatorChart

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -185,9 +186,9 @@ func (s *Source) Get(reference, version string) (*Chart, error) {
 	return &Chart{Name: ch.Name(), Reference: reference, Version: version, Digest: e.Digest, Chart: ch}, nil
 }
 
-// pull resolves reference:version to its manifest digest, pulls the chart
-// by that digest and verifies the manifest and the chart archive against
-// their digests (Helm's client, through oras, verifies each blob as well).
+// pull resolves reference:version to its manifest digest and pulls the
+// chart by that digest: Helm's client copies it through oras, which checks
+// the manifest and each blob against their digests (content.ErrMismatchedDigest).
 func pull(reference, version string) (indexEntry, []byte, error) {
 	ref := strings.TrimPrefix(reference, registry.OCIScheme+"://")
 	opts := []registry.ClientOption{registry.ClientOptHTTPClient(&http.Client{
@@ -208,27 +209,7 @@ func pull(reference, version string) (indexEntry, []byte, error) {
 	if err != nil {
 		return indexEntry{}, nil, err
 	}
-	if err := verify(desc.Digest.String(), res.Manifest.Data); err != nil {
-		return indexEntry{}, nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := verify(res.Chart.Digest, res.Chart.Data); err != nil {
-		return indexEntry{}, nil, fmt.Errorf("chart archive: %w", err)
-	}
 	return indexEntry{Digest: desc.Digest.String(), Content: res.Chart.Digest}, res.Chart.Data, nil
-}
-
-// errMismatch is a verification of ours that failed.
-var errMismatch = errors.New("content does not match its digest")
-
-func verify(want string, data []byte) error {
-	d, err := digest.Parse(want)
-	if err != nil {
-		return err
-	}
-	if d.Algorithm().FromBytes(data) != d {
-		return fmt.Errorf("%w %s", errMismatch, d)
-	}
-	return nil
 }
 
 // classify names the cause of a pull failure. oras reports some digest
@@ -238,7 +219,7 @@ func classify(err error) PullCause {
 	var urlErr *url.Error
 	var netErr net.Error
 	switch {
-	case errors.Is(err, errMismatch), errors.Is(err, content.ErrMismatchedDigest),
+	case errors.Is(err, content.ErrMismatchedDigest),
 		strings.Contains(err.Error(), "digest mismatch"):
 		return DigestMismatch
 	case errors.Is(err, errdef.ErrNotFound):
@@ -280,8 +261,12 @@ func (s *Source) read(e indexEntry) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := verify(e.Content, data); err != nil {
+	d, err := digest.Parse(e.Content)
+	if err != nil {
 		return nil, err
+	}
+	if d.Algorithm().FromBytes(data) != d {
+		return nil, fmt.Errorf("%s does not match its digest %s", s.file(e.Digest), d)
 	}
 	return loader.LoadArchive(bytes.NewReader(data))
 }
@@ -294,10 +279,8 @@ func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	index := make(map[string]indexEntry, len(s.index)+1)
-	for k, v := range s.index {
-		index[k] = v
-	}
+	index := map[string]indexEntry{}
+	maps.Copy(index, s.index)
 	index[k] = e
 	b, err := json.MarshalIndent(index, "", "  ")
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
-	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/charts"
@@ -32,8 +31,7 @@ func TestChartValuesChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	renderer := charts.NewRenderer(charts.Options{Repository: reg.Repository, Source: src,
-		Namespace: func(v *v1alpha1.Validator) string { return v.Namespace + "-" + v.Name }})
+	renderer := charts.NewRenderer(charts.Options{Repository: reg.Repository, Source: src})
 	reg.Server.Close() // the check never reaches the registry
 	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithManagement(func(o *management.Options) {
 		o.Charts = charts.Checker{Renderer: renderer, Resource: o.Cluster.(*cluster.Kube).ValidatorResource}

@@ -18,7 +18,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-// In chart mode (Options.ChartNamespace), Splice's charts read Secrets an
+// In chart mode (Options.Charts), Splice's charts read Secrets an
 // installer makes by hand (workload.ChartSecrets). The leader writes them
 // into the release's namespace, creating it when absent, after the
 // validator's own Secrets and from them: the secret values are copied from
@@ -51,7 +51,7 @@ const chartSecretsOwner = "validator-manager-chart-secrets"
 // one being deleted. A Secret whose source is missing waits for it: the
 // source's arrival reconciles again.
 func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
-	if c.chartNamespace == nil {
+	if !c.charts {
 		return nil
 	}
 	v := &v1alpha1.Validator{}
@@ -61,7 +61,7 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if !v.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	ns := c.chartNamespace(v)
+	ns := workload.ReleaseNamespace(v)
 	var stale []workload.ChartSecret
 	for _, s := range workload.ChartSecrets(v) {
 		digest, _, ok, err := chartSecretData(ctx, c.kube, v.Namespace, s)
@@ -162,7 +162,7 @@ func (c *Controller) chartSecretRequests(_ context.Context, s *corev1.Secret) []
 	}
 	v := &v1alpha1.Validator{}
 	v.Name, v.Namespace = name, c.namespace
-	if s.Namespace != c.chartNamespace(v) {
+	if s.Namespace != workload.ReleaseNamespace(v) {
 		return nil
 	}
 	return []reconcile.Request{c.request(name)}

@@ -24,7 +24,7 @@ import (
 // (the controller watches them); a changed source is copied again.
 func TestChartSecrets(t *testing.T) {
 	w := newWorld()
-	c := run(t, w, func(o *Options) { o.ChartNamespace = workload.ReleaseNamespace })
+	c := run(t, w, func(o *Options) { o.Charts = true })
 	scheme, err := clustergw.Scheme()
 	if err != nil {
 		t.Fatal(err)

@@ -160,12 +160,12 @@ type Options struct {
 	// Changes is how often the database's change feed (writes of every
 	// replica's handlers) is taken; default 200 ms.
 	Changes time.Duration
-	// ChartNamespace is set in chart mode (the server setting
-	// splice.charts): it names the namespace of a validator's release
-	// (workload.ReleaseNamespace), where the controller writes the Secrets
-	// Splice's charts read (chartsecrets.go). The Manager's cache must hold
-	// the Secrets of those namespaces.
-	ChartNamespace func(*v1alpha1.Validator) string
+	// Charts: chart mode (the server setting splice.charts). The
+	// controller writes the Secrets Splice's charts read into each
+	// validator's release namespace (workload.ReleaseNamespace,
+	// chartsecrets.go). The Manager's cache must hold the Secrets of those
+	// namespaces.
+	Charts bool
 	// ObserveEvery is how often the identity provider is asked again for
 	// what it made for each validator (drift.go); default ObserveEvery.
 	ObserveEvery time.Duration
@@ -182,12 +182,12 @@ type Controller struct {
 	workers   int
 	changes   time.Duration
 
-	// chartNamespace: chart mode (Options.ChartNamespace); kube is the
-	// Manager's client (reads from its cache), reader reads the API
-	// server (the values of the Secrets the chart Secrets copy).
-	chartNamespace func(*v1alpha1.Validator) string
-	kube           client.Client
-	reader         client.Reader
+	// charts: chart mode (Options.Charts); kube is the Manager's client
+	// (reads from its cache), reader reads the API server (the values of
+	// the Secrets the chart Secrets copy).
+	charts bool
+	kube   client.Client
+	reader client.Reader
 
 	// names carries the feed's names and Enqueue's to the controller's
 	// channel source; running is set while the feed runs here (the
@@ -211,7 +211,7 @@ type Controller struct {
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) *Controller {
 	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
-		workers: o.Workers, changes: o.Changes, chartNamespace: o.ChartNamespace,
+		workers: o.Workers, changes: o.Changes, charts: o.Charts,
 		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -239,7 +239,7 @@ const namesBuffer = 1024
 // when one of its chart Secrets changes or goes.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
-	if c.chartNamespace != nil {
+	if c.charts {
 		c.kube, c.reader = mgr.GetClient(), mgr.GetAPIReader()
 		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{},
 			handler.TypedEnqueueRequestsFromMapFunc(c.chartSecretRequests)))

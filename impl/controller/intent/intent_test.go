@@ -359,7 +359,7 @@ func run(t *testing.T, w *world, edit ...func(*Options)) *Controller {
 	}
 	skip := true // every test builds the controller under a Manager of its own
 	cached := ns
-	if o.ChartNamespace != nil {
+	if o.Charts {
 		cached = "" // the releases' namespaces too
 	}
 	mgr, err := manager.New(apiServer, manager.Options{Scheme: scheme, Cache: clustergw.CacheOptions(cached, 0),

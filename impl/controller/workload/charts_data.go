@@ -90,7 +90,7 @@ func ChartSecrets(v *v1alpha1.Validator) []ChartSecret {
 	if ref := b.onboardingSecret(); ref != nil {
 		out = append(out, ChartSecret{Name: ChartOnboardingSecret, Keys: []ChartSecretKey{{Key: ChartOnboardingSecretKey, From: ref}}})
 	}
-	if b.walletEnabled() {
+	if WalletEnabled(b.v) {
 		ui := func(name, clientID string) ChartSecret {
 			return ChartSecret{Name: name, Keys: []ChartSecretKey{{Key: "url", Value: ptr.Deref(auth.OIDCAuthorityURL, "")}, {Key: "client-id", Value: clientID}}}
 		}

@@ -23,18 +23,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload/splicefacts"
 )
 
-func loadChartFacts(t *testing.T) splicefacts.ChartFacts {
-	t.Helper()
-	f, err := splicefacts.LoadCharts("testdata/splice-chart-secrets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Splice.Release != "0.7.3" || len(f.Secrets) != 5 {
-		t.Fatalf("chart facts of release %q name %d Secrets, want 0.7.3 and 5", f.Splice.Release, len(f.Secrets))
-	}
-	return f
-}
-
 // secretValues is a ChartSecret as text per key: the value, or
 // secret:<name>/<key> for a copied one.
 func secretValues(s workload.ChartSecret) map[string]string {
@@ -224,7 +212,7 @@ func TestChartDatabase(t *testing.T) {
 		}
 	}
 	facts := loadChartFacts(t)
-	if !slices.ContainsFunc(facts.Secrets, func(s splicefacts.ChartSecret) bool {
+	if !slices.ContainsFunc(facts.Secrets, func(s chartSecretFact) bool {
 		return s.Name == workload.ChartDatabaseSecret && s.Keys[0].Key == workload.ChartDatabaseSecretKey
 	}) {
 		t.Errorf("the database's Secret %s is not one the charts read", wantSecret)

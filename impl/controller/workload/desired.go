@@ -96,7 +96,7 @@ func Desired(v *v1alpha1.Validator) []client.Object {
 	objs = append(objs,
 		b.participant(), b.service(Participant, participantPorts()),
 		b.validatorApp(), b.service(ValidatorApp, validatorAppPorts()))
-	if b.walletEnabled() {
+	if WalletEnabled(b.v) {
 		objs = append(objs,
 			b.ui(WalletUI, b.cfg.Cluster.Wallet, b.auth().WalletClient), b.service(WalletUI, uiPorts()),
 			b.ui(ANSUI, &b.cfg.Cluster.NameService, b.auth().NameServiceClient), b.service(ANSUI, uiPorts()))
@@ -132,8 +132,6 @@ func (b layout) namespace() string {
 	}
 	return b.v.Namespace
 }
-
-func (b layout) walletEnabled() bool { return !ptr.Deref(b.cfg.Cluster.DisabledWallet, false) }
 
 func (b layout) probes() bool { return !ptr.Deref(b.cfg.Cluster.DisableProbes, false) }
 
@@ -244,7 +242,7 @@ func (b layout) participant() *appsv1.Deployment {
 			{Name: "metrics-api", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
 		},
 	}
-	if b.participantProbes() {
+	if ParticipantProbes(b.v) {
 		c.LivenessProbe = &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: participantProbePort, Service: ptr.To("liveness")}},
 			InitialDelaySeconds: 600, PeriodSeconds: 60, FailureThreshold: 5, TimeoutSeconds: 10,

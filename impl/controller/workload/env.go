@@ -31,7 +31,7 @@ const (
 func (b layout) participantEnv() []corev1.EnvVar {
 	auth := b.auth()
 	env := []corev1.EnvVar{
-		{Name: "JAVA_TOOL_OPTIONS", Value: b.participantJVMOptions()},
+		{Name: "JAVA_TOOL_OPTIONS", Value: ParticipantJVMOptions(b.v)},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_SERVER", Value: b.databaseHost()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_PORT", Value: b.databasePort()},
 		{Name: "CANTON_PARTICIPANT_POSTGRES_SCHEMA", Value: participantSchema},
@@ -77,7 +77,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 		env = add(env, "ADDITIONAL_CONFIG_NO_ONBOARDING", "canton.validator-apps.validator_backend.onboarding = null\n")
 	}
 	env = add(env, "SPLICE_APP_VALIDATOR_SCAN_ADDRESS", c.ScanAddress)
-	env = add(env, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME", b.walletUser())
+	env = add(env, "SPLICE_APP_VALIDATOR_WALLET_USER_NAME", WalletUser(b.v))
 	if c.PartyHint != "" {
 		env = add(env, "SPLICE_APP_VALIDATOR_PARTY_HINT", c.PartyHint)
 	}
@@ -141,7 +141,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 		}
 	}
 	env = add(env, "ADDITIONAL_CONFIG_ENABLE_WALLET",
-		fmt.Sprintf("canton.validator-apps.validator_backend.enable-wallet = %q\n", strconv.FormatBool(b.walletEnabled())))
+		fmt.Sprintf("canton.validator-apps.validator_backend.enable-wallet = %q\n", strconv.FormatBool(WalletEnabled(b.v))))
 	if len(b.cfg.WalletSweeps) > 0 {
 		var s strings.Builder
 		s.WriteString("canton.validator-apps.validator_backend.wallet-sweep {\n")
@@ -159,7 +159,7 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	}
 	env = add(env, "FAIL_ON_APP_VERSION_MISMATCH", strconv.FormatBool(ptr.Deref(c.FailOnAppVersionMismatch, true)))
 	env = add(env, "SPLICE_APP_CONTACT_POINT", ptr.Deref(c.ContactPoint, ""))
-	env = add(env, "SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTIFIER", b.nodeIdentifier())
+	env = add(env, "SPLICE_APP_VALIDATOR_PARTICIPANT_IDENTIFIER", NodeIdentifier(b.v))
 	env = append(env, b.validatorAuthEnv()...)
 	env = AppendEnv(env, c.ValidatorApp.EnvVars)
 	return AppendEnv(env, ptr.Deref(b.cfg.EnvVars, nil))
@@ -202,18 +202,6 @@ func (b layout) onboardingSecret() *corev1.SecretKeySelector {
 		return nil
 	}
 	return secretKey(ref.Name, ref.Key).SecretKeyRef
-}
-
-// walletUser is the validator operator's wallet user (the chart's
-// validatorWalletUser): clusterConfig.walletUserName when given, else the
-// configuration's auth.walletUser (the created wallet user's subject
-// without custom auth).
-func (b layout) walletUser() string {
-	return cmp.Or(ptr.Deref(b.cfg.Cluster.WalletUserName, ""), b.auth().WalletUser)
-}
-
-func (b layout) nodeIdentifier() string {
-	return cmp.Or(ptr.Deref(b.cfg.ParticipantNode.NodeIdentifier, ""), b.v.Name)
 }
 
 // databaseHost is the external database's host, else the internal

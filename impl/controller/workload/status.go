@@ -198,7 +198,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	set(v1alpha1.ConditionParticipantReady, participant)
 	set(v1alpha1.ConditionValidatorAppReady, app)
 	all := []readiness{participant, app}
-	if b.walletEnabled() {
+	if WalletEnabled(v) {
 		all = append(all, deployment(WalletUI, o.WalletUI), deployment(ANSUI, o.ANSUI))
 	}
 	var db readiness

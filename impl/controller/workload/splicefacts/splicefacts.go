@@ -93,11 +93,8 @@ type Setting struct {
 }
 
 // Load reads the table at path; unknown fields are errors.
-func Load(path string) (Facts, error) { return load[Facts](path) }
-
-// load reads a table of T at path; unknown fields are errors.
-func load[T any](path string) (T, error) {
-	var f T
+func Load(path string) (Facts, error) {
+	var f Facts
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return f, err
