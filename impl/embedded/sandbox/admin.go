@@ -69,14 +69,13 @@ func (n *Network) serveAdmin(name string) (*grpcListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &grpcListener{addr: ln.Addr().String(), srv: n.adminServer(name), ln: ln}
+	g := &grpcListener{srv: n.adminServer(name), ln: ln}
 	return g, n.servers.add(g)
 }
 
 type grpcListener struct {
-	addr string
-	srv  *grpc.Server
-	ln   net.Listener
+	srv *grpc.Server
+	ln  net.Listener
 }
 
 // adminGuard checks the bearer token and lets the fault hook see the call
@@ -482,7 +481,7 @@ func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.Partici
 	var out *participantv30.ParticipantStatusResponse
 	err := a.locked(func(ns *nodeState) (bool, error) {
 		ports := map[string]int32{}
-		if nd := a.n.nodes[a.name]; nd != nil && nd.admin != nil {
+		if nd := a.n.nodes[a.name]; nd != nil {
 			ports["admin"] = int32(port(nd.admin.ln))
 		}
 		out = &participantv30.ParticipantStatusResponse{Kind: &participantv30.ParticipantStatusResponse_Status{Status: &participantv30.ParticipantStatusResponse_ParticipantStatusResponseStatus{

@@ -192,9 +192,7 @@ func (c *Console) healthStatus(ns *nodeState, st *state) string {
 	b.WriteString("Ports: \n")
 	if nd := c.n.nodes[c.validator]; nd != nil {
 		fmt.Fprintf(&b, "\tledger: %d\n", port(nd.ledger.ln))
-		if nd.admin != nil {
-			fmt.Fprintf(&b, "\tadmin: %d\n", port(nd.admin.ln))
-		}
+		fmt.Fprintf(&b, "\tadmin: %d\n", port(nd.admin.ln))
 	}
 	fmt.Fprintf(&b, "Connected synchronizers: \n\t%s\n", st.SynchronizerID)
 	b.WriteString("Unhealthy synchronizers: None\nActive: true\n")

@@ -47,11 +47,6 @@ func (n *Network) externalRoutes(mux *http.ServeMux, name string) {
 	}))
 }
 
-// badRequest answers INVALID_ARGUMENT the way the ledger words it.
-func badRequest(w http.ResponseWriter, format string, args ...any) {
-	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
-}
-
 // decodeOnSynchronizer decodes the request into req and checks that
 // synchronizer, a field of req, is this participant's; false when it
 // answered the error.

@@ -42,6 +42,11 @@ func invalid(w http.ResponseWriter, code, format string, args ...any) {
 	cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
 }
 
+// badRequest answers INVALID_ARGUMENT the way the ledger words it.
+func badRequest(w http.ResponseWriter, format string, args ...any) {
+	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
+}
+
 // decode reads the request's JSON body into v; false when it was
 // malformed, answered 400.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -155,7 +160,7 @@ func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[str
 	if !ok {
 		// The ledger refuses a page larger than its maximum rather than
 		// clamping it (the maximum is in GET /v2/version's features).
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: invalid pageToken, or pageSize above the maximum of %d", max)
+		badRequest(w, "invalid pageToken, or pageSize above the maximum of %d", max)
 		return
 	}
 	out := make([]any, 0, len(ids))
@@ -273,7 +278,7 @@ func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		req.PartyIDHint = "party-" + randomHex(8)
 	}
 	if !partyHintRE.MatchString(req.PartyIDHint) || strings.Contains(req.PartyIDHint, "::") {
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: Party hint %q is not a valid PartyIdString", req.PartyIDHint)
+		badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyIDHint)
 		return false
 	}
 	if _, ok := ns.Parties[req.PartyIDHint+"::"+ns.Fingerprint]; ok {
@@ -340,14 +345,14 @@ func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right,
 	var out []right
 	for _, wr := range in {
 		if len(wr.Kind) != 1 {
-			invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: a right must have exactly one kind")
+			badRequest(w, "a right must have exactly one kind")
 			return nil, false
 		}
 		for k, v := range wr.Kind {
 			switch {
 			case partyKinds[k]:
 				if _, ok := ns.Parties[v.Value.Party]; !ok {
-					invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: party %q of right %s is not known on this participant", v.Value.Party, k)
+					badRequest(w, "party %q of right %s is not known on this participant", v.Value.Party, k)
 					return nil, false
 				}
 				out = append(out, right{Kind: k, Party: v.Value.Party})
@@ -355,7 +360,7 @@ func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right,
 				out = append(out, right{Kind: k})
 			case k == "Empty":
 			default:
-				invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: unknown right kind %q", k)
+				badRequest(w, "unknown right kind %q", k)
 				return nil, false
 			}
 		}
@@ -393,11 +398,11 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	if !userIDRE.MatchString(req.User.ID) {
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: user id %q is not a valid UserId", req.User.ID)
+		badRequest(w, "user id %q is not a valid UserId", req.User.ID)
 		return false
 	}
 	if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: primary party %q is not a valid party id", req.User.PrimaryParty)
+		badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
 		return false
 	}
 	if _, ok := ns.Users[req.User.ID]; ok {
@@ -454,11 +459,11 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	if req.User.ID != u.ID {
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: user.id must be the user of the path")
+		badRequest(w, "user.id must be the user of the path")
 		return false
 	}
 	if len(req.UpdateMask.Paths) == 0 {
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: empty update mask")
+		badRequest(w, "empty update mask")
 		return false
 	}
 	next := *u
@@ -466,7 +471,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		switch p {
 		case "primary_party":
 			if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
-				invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: primary party %q is not a valid party id", req.User.PrimaryParty)
+				badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
 				return false
 			}
 			next.PrimaryParty = req.User.PrimaryParty
@@ -486,7 +491,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			}
 			next.Annotations = ann
 		default:
-			invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: unknown update path %q", p)
+			badRequest(w, "unknown update path %q", p)
 			return false
 		}
 	}
@@ -516,7 +521,7 @@ func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, [
 		return nil, nil, false
 	}
 	if req.UserID != u.ID {
-		invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: userId must be the user of the path")
+		badRequest(w, "userId must be the user of the path")
 		return nil, nil, false
 	}
 	rs, ok := parseRights(w, req.Rights, ns)

@@ -1,6 +1,6 @@
 package sandbox
 
-import "strings"
+import "net"
 
 // Owns tells whether hostport (127.0.0.1:port) is one of the network's own
 // listeners: the outbound address policy of the embedded default allows
@@ -8,12 +8,12 @@ import "strings"
 func (n *Network) Owns(hostport string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	is := func(l *listener) bool { return l != nil && strings.TrimPrefix(l.url, "http://") == hostport }
-	if is(n.scan) {
+	is := func(ln net.Listener) bool { return ln.Addr().String() == hostport }
+	if is(n.scan.ln) {
 		return true
 	}
 	for _, nd := range n.nodes {
-		if is(nd.ledger) || is(nd.app) || nd.admin != nil && nd.admin.addr == hostport {
+		if is(nd.ledger.ln) || is(nd.app.ln) || is(nd.admin.ln) {
 			return true
 		}
 	}

@@ -181,9 +181,7 @@ func (n *Network) Close() {
 	defer n.mu.Unlock()
 	n.servers.stop(closedContext())
 	n.nodes = map[string]*node{}
-	if n.scan != nil {
-		n.unpublish()
-	}
+	n.unpublish()
 }
 
 func (n *Network) statePath() string { return filepath.Join(n.dir, "state.json") }
@@ -259,7 +257,7 @@ func (n *Network) Target(name string) (upstream.Target, error) {
 		Validator:       name,
 		LedgerURL:       nd.ledger.url,
 		ValidatorAppURL: nd.app.url,
-		AdminAddress:    nd.admin.addr,
+		AdminAddress:    nd.admin.ln.Addr().String(),
 		ScanURL:         n.scan.url,
 		Credentials: &upstream.Credentials{
 			TokenURL:     n.scan.url + "/oauth2/token",

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 )
 
@@ -200,7 +201,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// observe hands every exchange to the hook.
+// observe hands every exchange to the hook, the answer held until the
+// handler is done.
 func (n *Network) observe(up string, h http.Handler) http.Handler {
 	if n.opts.Fault != nil {
 		h = n.faulty(up, h)
@@ -214,23 +216,12 @@ func (n *Network) observe(up string, h http.Handler) http.Handler {
 			body, _ = io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
+		flush(w, rec)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		n.opts.Hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.status, Header: w.Header(), ResponseBody: rec.buf.Bytes()})
+		n.opts.Hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.Code, Header: rec.Header(), ResponseBody: rec.Body.Bytes()})
 	})
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-	buf    bytes.Buffer
-}
-
-func (r *recorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.WriteHeader(s) }
-func (r *recorder) Write(b []byte) (int, error) {
-	r.buf.Write(b)
-	return r.ResponseWriter.Write(b)
 }
 
 // faulty answers what the fault hook says before h does.
