@@ -22,12 +22,12 @@ type Addresses interface {
 // oidcAuthorityUrl, which receives the validator's client secret.
 func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) error {
 	var bad domain.Invalids
-	if a := cfg.Cluster.ScanAddress; a != "" && s.ValidatorAddresses != nil {
+	if a := cfg.Cluster.ScanAddress; a != "" {
 		if err := s.ValidatorAddresses.CheckURL(a); err != nil {
 			bad = append(bad, domain.Invalid("clusterConfig.scanAddress", "%v", err))
 		}
 	}
-	if cfg.Auth != nil && deref(cfg.Auth.OIDCAuthorityURL) != "" && s.ValidatorAddresses != nil {
+	if cfg.Auth != nil && deref(cfg.Auth.OIDCAuthorityURL) != "" {
 		if err := s.ValidatorAddresses.CheckURL(*cfg.Auth.OIDCAuthorityURL); err != nil {
 			bad = append(bad, domain.Invalid("auth.oidcAuthorityUrl", "%v", err))
 		}

@@ -62,16 +62,14 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 // no lastHealthCheck), as before its first probe; the log and the
 // remote_participant_probes_total{outcome="not_probed"} metric say why.
 func (s *Server) probe(ctx context.Context, p domain.RemoteParticipant, timeout time.Duration) error {
-	if s.ParticipantAddresses != nil {
-		if err := s.ParticipantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
-			s.Logger.InfoContext(ctx, "remote participant not probed: the outbound address policy refuses its admin address",
-				"participant", p.Name, "reason", err.Error())
-			s.ObserveProbe(telemetry.ProbeNotProbed)
-			if p.Healthy == nil && p.LastCheckedAt == nil {
-				return nil
-			}
-			return s.Store.ForgetParticipantHealth(ctx, p.Name)
+	if err := s.ParticipantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
+		s.Logger.InfoContext(ctx, "remote participant not probed: the outbound address policy refuses its admin address",
+			"participant", p.Name, "reason", err.Error())
+		s.ObserveProbe(telemetry.ProbeNotProbed)
+		if p.Healthy == nil && p.LastCheckedAt == nil {
+			return nil
 		}
+		return s.Store.ForgetParticipantHealth(ctx, p.Name)
 	}
 	conn, err := s.Dial(ctx, timeout, p.AdminAddress, p.AdminPort)
 	healthy := err == nil

@@ -1,6 +1,7 @@
 package management
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -83,6 +84,7 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 
 // applyEdit changes v and c as edit says and returns the secret values it
 // carries. It refuses changes to immutable fields, naming the request field.
+// An optional field the edit leaves out (nil) keeps its value (cmp.Or).
 func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementapi.ValidatorEditDto) (domain.ValidatorSecrets, error) {
 	var secrets domain.ValidatorSecrets
 	bad := checkImage(edit.ImageRepo, edit.ImageTag)
@@ -111,15 +113,9 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		if cc.ScanAddress != nil {
 			c.Cluster.ScanAddress = *cc.ScanAddress
 		}
-		if cc.ContactPoint != nil {
-			c.Cluster.ContactPoint = clone(cc.ContactPoint)
-		}
-		if cc.TopUp != nil {
-			c.Cluster.TopUp = mapPtr(cc.TopUp, toTopUp)
-		}
-		if cc.DisableProbes != nil {
-			c.Cluster.DisableProbes = clone(cc.DisableProbes)
-		}
+		c.Cluster.ContactPoint = cmp.Or(clone(cc.ContactPoint), c.Cluster.ContactPoint)
+		c.Cluster.TopUp = cmp.Or(mapPtr(cc.TopUp, toTopUp), c.Cluster.TopUp)
+		c.Cluster.DisableProbes = cmp.Or(clone(cc.DisableProbes), c.Cluster.DisableProbes)
 		editAppInfo("clusterConfig.appInfoValidator", &c.Cluster.ValidatorApp, cc.AppInfoValidator, &bad)
 		editAppInfo("clusterConfig.appInfoLedgerNameService", &c.Cluster.NameService, cc.AppInfoLedgerNameService, &bad)
 		if cc.AppInfoWallet != nil {
@@ -136,12 +132,8 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 	if edit.CleanRestoreData != nil {
 		c.CleanRestoreData = *edit.CleanRestoreData
 	}
-	if edit.ExposeLedgerApi != nil {
-		c.ParticipantNode.ExposeLedgerAPI = clone(edit.ExposeLedgerApi)
-	}
-	if edit.PrivateJsonApi != nil {
-		c.ParticipantNode.PrivateJSONAPI = clone(edit.PrivateJsonApi)
-	}
+	c.ParticipantNode.ExposeLedgerAPI = cmp.Or(clone(edit.ExposeLedgerApi), c.ParticipantNode.ExposeLedgerAPI)
+	c.ParticipantNode.PrivateJSONAPI = cmp.Or(clone(edit.PrivateJsonApi), c.ParticipantNode.PrivateJSONAPI)
 	if db := edit.DatabaseConfig; db != nil {
 		external := db.External != nil && *db.External
 		if db.External != nil && external != v.ExternalDatabase {

@@ -32,11 +32,11 @@ type Options struct {
 	// auth.oidcAuthorityUrl when they are written (the server calls them
 	// with credentials); ParticipantAddresses a remote participant's admin
 	// address before each probe (a registration is stored whatever it
-	// says). Nil: not checked.
+	// says).
 	ValidatorAddresses, ParticipantAddresses Addresses
-	// Dial opens the health probe's connection; net.Dialer when nil.
+	// Dial opens the health probe's connection.
 	Dial func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
-	// ObserveProbe counts each probe by outcome (telemetry.Probe*); nil: not counted.
+	// ObserveProbe counts each probe by outcome (telemetry.Probe*).
 	ObserveProbe func(outcome string)
 	// Charts checks a create or an edit against Splice's charts in chart
 	// mode; nil: chart mode is off.
@@ -60,15 +60,6 @@ type Server struct {
 
 // New returns the release 1.11 handlers.
 func New(o Options) *Server {
-	if o.ObserveProbe == nil {
-		o.ObserveProbe = func(string) {}
-	}
-	if o.Dial == nil {
-		o.Dial = func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error) {
-			d := net.Dialer{Timeout: timeout}
-			return d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
-		}
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

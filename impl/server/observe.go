@@ -79,23 +79,11 @@ func audit(log *slog.Logger, a Auditor, operation, bodyValidator string) echo.Mi
 		return func(c echo.Context) error {
 			e := auditEntry(c, operation)
 			ctx := c.Request().Context()
-			attrs := auditAttrs(e)
-			answer := func() {
-				e.Status = answered(c, next)
-				if e.Validator == "" && bodyValidator != "" {
-					e.Validator = bodyString(c, bodyValidator)
-				}
-			}
-			if a == nil {
-				answer()
-				log.LogAttrs(ctx, slog.LevelInfo, "audit", auditAttrs(e)...)
-				return nil
-			}
 			bctx, cancel := context.WithTimeout(ctx, auditTimeout)
 			id, err := a.BeginAudit(bctx, e)
 			cancel()
 			if err != nil {
-				log.LogAttrs(ctx, slog.LevelError, "audit entry not stored; operation not attempted", append(attrs, slog.Any("error", err))...)
+				log.LogAttrs(ctx, slog.LevelError, "audit entry not stored; operation not attempted", append(auditAttrs(e), slog.Any("error", err))...)
 				return &domain.Error{
 					Code:    domain.CodeUnavailable,
 					Message: "the audit log (database) cannot be written; the operation was not attempted; retry later",
@@ -111,7 +99,10 @@ func audit(log *slog.Logger, a Auditor, operation, bodyValidator string) echo.Mi
 					log.LogAttrs(ctx, slog.LevelError, "audit entry not completed; it stays pending", append(auditAttrs(e), slog.Int64("audit_id", id), slog.Any("error", err))...)
 				}
 			}()
-			answer()
+			e.Status = answered(c, next)
+			if e.Validator == "" && bodyValidator != "" {
+				e.Validator = bodyString(c, bodyValidator)
+			}
 			return nil
 		}
 	}

@@ -62,10 +62,7 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 
 	// Errors after routing render in the route's release (handleError).
 	m.routes[path] = m.rel
-	var mws []echo.MiddlewareFunc
-	if m.o.Metrics != nil {
-		mws = append(mws, instrument(m.o.Metrics, op.OperationID))
-	}
+	mws := []echo.MiddlewareFunc{instrument(m.o.Metrics, op.OperationID)}
 	limit := m.o.MaxBodyBytes
 	if streams {
 		limit = m.o.MaxUploadBytes

@@ -58,10 +58,10 @@ type Options struct {
 	UploadTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers (431 beyond).
 	MaxHeaderBytes int
-	// Metrics counts and times every operation's requests; nil: none.
+	// Metrics counts and times every operation's requests.
 	Metrics *telemetry.Metrics
 	// Audit stores the audit entries of mutating calls of both releases
-	// (they are logged in any case); nil: logged only.
+	// (they are logged too).
 	Audit Auditor
 	// Public names operations served without a token although the contract
 	// protects them (getPrometheus with api.metrics.public).
