@@ -639,7 +639,7 @@ func (a *App) openIdentity(ctx context.Context) error {
 	cfg := a.Config
 	if cfg.IdentityMode == config.IdentityLocal {
 		return a.openAfresh(config.StoreIdentity, a.usersFile(), idp.ErrRefused, func(expected bool) error {
-			local, err := idp.OpenLocalWith(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected, UIs: a.uis()})
+			local, err := idp.OpenLocal(filepath.Dir(a.usersFile()), idp.LocalOptions{Installation: a.installation, Expected: expected, UIs: a.uis()})
 			if err != nil {
 				return err
 			}

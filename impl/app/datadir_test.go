@@ -59,7 +59,7 @@ func TestStartRefusesContradictions(t *testing.T) {
 	// written it whole with what its journal holds.
 	list := func(key string, count int, edit func(list []any) any) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
-			if _, err := idp.OpenLocal(filepath.Join(dir, "idp")); err != nil {
+			if _, err := idp.OpenLocal(filepath.Join(dir, "idp"), idp.LocalOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, "idp", "users.json")

@@ -59,13 +59,11 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr := upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL, AdminTLS: adminTLS}
-		cr.Release = a.releaseNamespace()
-		r = cr
+		r = upstream.ClusterResolver{Records: records, Secrets: a.Cluster, Namespace: cfg.Namespace, TokenURL: cfg.UpstreamTokenURL,
+			AdminTLS: adminTLS, Release: a.releaseNamespace()}
 	}
-	policy := a.outboundPolicy()
-	a.Upstreams = upstream.New(upstream.Options{Resolver: upstream.Revised(r, a.Cluster), Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
-		Observe: a.Telemetry.ObserveUpstream, Transport: policy.Transport(), CheckURL: policy.CheckURL})
+	a.Upstreams = upstream.New(upstream.Options{Resolver: r, Revisions: a.Cluster, Timeout: cfg.UpstreamTimeout, Instrument: a.Telemetry.Transport,
+		Observe: a.Telemetry.ObserveUpstream, Transport: a.outboundPolicy().Transport()})
 	a.Cluster.OnValidatorDeleted(a.Upstreams.Forget)
 	return a.Upstreams, nil
 }

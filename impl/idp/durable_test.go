@@ -30,7 +30,7 @@ func TestOpenLocalRefusesWhatContradicts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := OpenLocalWith(dir, LocalOptions{Installation: "mine", Expected: true})
+			_, err := OpenLocal(dir, LocalOptions{Installation: "mine", Expected: true})
 			if !errors.Is(err, ErrRefused) {
 				t.Errorf("got %v, want ErrRefused", err)
 			}

@@ -60,17 +60,7 @@ func (j *journal) append(e journalEntry) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err == nil {
-		_, err = f.Write(append(line, '\n'))
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if err := j.appendSynced(append(line, '\n')); err != nil {
 		j.epoch = ""
 		return err
 	}
@@ -79,12 +69,23 @@ func (j *journal) append(e journalEntry) error {
 }
 
 // check opens the journal for appending, and syncs it.
-func (j *journal) check() error {
+func (j *journal) check() error { return j.appendSynced(nil) }
+
+// appendSynced appends b to the journal and syncs it.
+func (j *journal) appendSynced(b []byte) error {
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
+	return writeSynced(f, b)
+}
+
+// writeSynced writes b to f, syncs and closes it.
+func writeSynced(f *os.File, b []byte) error {
+	_, err := f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

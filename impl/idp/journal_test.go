@@ -112,7 +112,7 @@ func TestLocalJournalReplay(t *testing.T) {
 	t.Run("damaged", func(t *testing.T) {
 		dir, path := setup(t)
 		appendTo(t, path, "{not json\n")
-		_, err := OpenLocal(dir)
+		_, err := OpenLocal(dir, LocalOptions{})
 		if err == nil || !strings.Contains(err.Error(), "users.journal is damaged") || !strings.Contains(err.Error(), "--start-afresh=idp") {
 			t.Errorf("got %v, want the journal refused as damaged", err)
 		}

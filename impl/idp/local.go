@@ -79,10 +79,6 @@ type localState struct {
 	Clients []localClient `json:"clients,omitempty"`
 }
 
-// OpenLocal opens (creating) the local identity provider in dir, e.g.
-// <dataDir>/idp, for no particular installation.
-func OpenLocal(dir string) (*Local, error) { return OpenLocalWith(dir, LocalOptions{}) }
-
 // LocalOptions say what the data directory expects of the users file.
 type LocalOptions struct {
 	// Installation is written into the file: a file of another
@@ -106,12 +102,13 @@ type refusal struct{ error }
 
 func (refusal) Is(target error) bool { return target == ErrRefused }
 
-// OpenLocalWith opens the local identity provider in dir: a file that is
+// OpenLocal opens (creating) the local identity provider in dir, e.g.
+// <dataDir>/idp: a file that is
 // empty, null, without its users, of another installation or missing where
 // expected is refused, naming the file and what to do. The file is written
 // whole at once, with the changes its journal holds: a new provider's, so
 // that its absence later means it was lost.
-func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
+func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 	if err := CheckUITemplate(o.UIs.Template); err != nil {
 		return nil, fmt.Errorf("local identity provider: UI address: %w", err)
 	}
@@ -459,13 +456,5 @@ func probe(dir string) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write([]byte{0}); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeSynced(f, []byte{0})
 }

@@ -22,7 +22,7 @@ import (
 // openLocal opens a provider in dir.
 func openLocal(t *testing.T, dir string) *Local {
 	t.Helper()
-	l, err := OpenLocal(dir)
+	l, err := OpenLocal(dir, LocalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestOpenLocalDamaged(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenLocal(dir); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := OpenLocal(dir, LocalOptions{}); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("got error %v, want one saying the file is damaged", err)
 	}
 }

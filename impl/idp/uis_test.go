@@ -210,7 +210,7 @@ func TestLocalUIClients(t *testing.T) {
 	if _, err := before.CheckRedirect(ctx, "v1-wallet-ui", "https://wallet.v1.ui.test/"); err == nil {
 		t.Fatal("a client made without UI addresses allowed a redirect")
 	}
-	l, err := OpenLocalWith(dir, LocalOptions{UIs: testUIs})
+	l, err := OpenLocal(dir, LocalOptions{UIs: testUIs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestLocalUIClients(t *testing.T) {
 	if err != nil || got.WalletURL != "https://wallet.v1.ui.test" || got.NameServiceURL != "https://ans.v1.ui.test" {
 		t.Fatalf("got %+v, %v", got, err)
 	}
-	reopened, err := OpenLocalWith(dir, LocalOptions{UIs: testUIs})
+	reopened, err := OpenLocal(dir, LocalOptions{UIs: testUIs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestLocalUIClients(t *testing.T) {
 			t.Errorf("%s %s: got %v, want %q", tc.client, tc.redirect, err, tc.err)
 		}
 	}
-	if _, err := OpenLocalWith(t.TempDir(), LocalOptions{UIs: UIs{Template: "https://wallet.example.com"}}); err == nil {
+	if _, err := OpenLocal(t.TempDir(), LocalOptions{UIs: UIs{Template: "https://wallet.example.com"}}); err == nil {
 		t.Fatal("a template without {validator} was accepted")
 	}
 }

@@ -42,19 +42,16 @@ type Policy struct {
 	// Own, when set, allows host:port addresses the server itself serves
 	// (the embedded default's sandbox network), whatever the rules above.
 	Own func(hostport string) bool
-	// Name is how errors name the policy's settings.
-	Name string
 }
 
 // RefusedError is an address the policy refuses.
 type RefusedError struct {
 	Address string
 	Reason  string
-	Policy  string
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("address %s is refused by the outbound address policy (%s): %s", e.Address, e.Policy, e.Reason)
+	return fmt.Sprintf("address %s is refused by the outbound address policy (outbound.allowedHosts, outbound.allowHttp, outbound.allowPrivate): %s", e.Address, e.Reason)
 }
 
 // ErrRefused matches every RefusedError with errors.Is.
@@ -62,22 +59,18 @@ var ErrRefused = errors.New("refused by the outbound address policy")
 
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
-func (p *Policy) refuse(addr, format string, args ...any) error {
-	name := p.Name
-	if name == "" {
-		name = "outbound.allowedHosts, outbound.allowHttp, outbound.allowPrivate"
-	}
-	return &RefusedError{Address: addr, Reason: fmt.Sprintf(format, args...), Policy: name}
+func refuse(addr, format string, args ...any) error {
+	return &RefusedError{Address: addr, Reason: fmt.Sprintf(format, args...)}
 }
 
 // CheckURL checks an http(s) URL: its scheme, then its host and port.
 func (p *Policy) CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return p.refuse(raw, "not an absolute http(s) URL with a host")
+		return refuse(raw, "not an absolute http(s) URL with a host")
 	}
 	if u.User != nil {
-		return p.refuse(u.Redacted(), "a URL must not carry credentials")
+		return refuse(u.Redacted(), "a URL must not carry credentials")
 	}
 	port := u.Port()
 	switch u.Scheme {
@@ -90,10 +83,10 @@ func (p *Policy) CheckURL(raw string) error {
 			port = "80"
 		}
 		if p.RequireHTTPS && !p.own(u.Hostname(), port) && !matchAny(p.PlainHosts, u.Hostname()) {
-			return p.refuse(u.Redacted(), "https is required (outbound.allowHttp allows http)")
+			return refuse(u.Redacted(), "https is required (outbound.allowHttp allows http)")
 		}
 	default:
-		return p.refuse(u.Redacted(), "scheme %q is not http or https", u.Scheme)
+		return refuse(u.Redacted(), "scheme %q is not http or https", u.Scheme)
 	}
 	return p.CheckHost(u.Hostname(), port)
 }
@@ -105,7 +98,7 @@ func (p *Policy) CheckHost(host, port string) error {
 		return nil
 	}
 	if host == "" {
-		return p.refuse(addr, "no host")
+		return refuse(addr, "no host")
 	}
 	listed := matchAny(p.Hosts, host)
 	if !p.AnyHost && !listed {
@@ -113,14 +106,14 @@ func (p *Policy) CheckHost(host, port string) error {
 		if allowed == "" {
 			allowed = "none besides the server's own"
 		}
-		return p.refuse(addr, "host %q is not allowed (allowed: %s)", host, allowed)
+		return refuse(addr, "host %q is not allowed (allowed: %s)", host, allowed)
 	}
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		if special(ip) && !p.AllowPrivate && !ipListed(p.Hosts, ip) {
-			return p.refuse(addr, "loopback, link-local and cloud metadata addresses are not allowed")
+			return refuse(addr, "loopback, link-local and cloud metadata addresses are not allowed")
 		}
 	} else if isLocalName(host) && !p.AllowPrivate && !listed {
-		return p.refuse(addr, "loopback names are not allowed")
+		return refuse(addr, "loopback names are not allowed")
 	}
 	return nil
 }
@@ -136,7 +129,7 @@ func (p *Policy) own(host, port string) bool {
 func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
-		return p.refuse(address, "not host:port")
+		return refuse(address, "not host:port")
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
@@ -144,7 +137,7 @@ func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 	}
 	ip = ip.Unmap()
 	if special(ip) && !p.AllowPrivate && !ipListed(p.Hosts, ip) && !p.own(host, port) {
-		return p.refuse(address, "resolves to a loopback, link-local or cloud metadata address")
+		return refuse(address, "resolves to a loopback, link-local or cloud metadata address")
 	}
 	return nil
 }

@@ -65,8 +65,7 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	if t.AdminAddress == "" {
 		return nil, domain.Unavailable("the participant admin API address of validator %q is unknown", t.Validator)
 	}
-	policy := outbound.PolicyOf(c.transport)
-	if policy != nil {
+	if policy := c.policy; policy != nil {
 		scheme := "http://"
 		if t.AdminTLS != nil {
 			scheme = "https://"
@@ -74,10 +73,10 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 		if err := policy.CheckURL(scheme + t.AdminAddress); err != nil {
 			return nil, notCalled(t.AdminAddress, err)
 		}
-	}
-	if t.Credentials != nil && c.checkURL != nil {
-		if err := c.checkURL(t.Credentials.TokenURL); err != nil {
-			return nil, notCalled(t.AdminAddress, err)
+		if t.Credentials != nil {
+			if err := policy.CheckURL(t.Credentials.TokenURL); err != nil {
+				return nil, notCalled(t.AdminAddress, err)
+			}
 		}
 	}
 	k := adminKey{address: t.AdminAddress, tls: t.AdminTLS}
@@ -94,8 +93,8 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 		transport = credentials.NewTLS(t.AdminTLS)
 	}
 	var dialer *policyDialer
-	if policy != nil {
-		dialer = &policyDialer{policy: policy, timeout: c.timeout}
+	if c.policy != nil {
+		dialer = &policyDialer{policy: c.policy, timeout: c.timeout}
 	}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(transport),

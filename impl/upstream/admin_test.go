@@ -120,7 +120,7 @@ func TestAdminPolicy(t *testing.T) {
 				}
 				return target, nil
 			})
-			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: tt.policy.Transport(), CheckURL: tt.policy.CheckURL})
+			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: tt.policy.Transport()})
 			defer c.Close()
 			n, err := c.For(t.Context(), "v1")
 			if err != nil {

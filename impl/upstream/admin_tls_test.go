@@ -62,7 +62,7 @@ func TestAdminTLS(t *testing.T) {
 				return upstream.Target{Validator: name, AdminAddress: ln.Addr().String(), AdminTLS: tt.tls,
 					Credentials: &upstream.Credentials{TokenURL: idp.URL, ClientID: "c", ClientSecret: "s"}}, nil
 			})
-			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: policy.Transport(), CheckURL: policy.CheckURL})
+			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: policy.Transport()})
 			defer c.Close()
 			n, err := c.For(t.Context(), "v1")
 			if err != nil {

@@ -55,7 +55,7 @@ func TestPolicyKeepsCredentials(t *testing.T) {
 			res := resolverFunc(func(_ context.Context, name string) (upstream.Target, error) {
 				return upstream.Target{Validator: name, LedgerURL: tt.ledger, Credentials: &upstream.Credentials{TokenURL: tt.token, ClientID: "c", ClientSecret: "secret"}}, nil
 			})
-			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: tt.policy.Transport(), CheckURL: tt.policy.CheckURL})
+			c := upstream.New(upstream.Options{Resolver: res, Timeout: 2 * time.Second, Transport: tt.policy.Transport()})
 			n, err := c.For(t.Context(), "v1")
 			if err != nil {
 				t.Fatal(err)

@@ -88,13 +88,8 @@ func (r ClusterResolver) Resolve(ctx context.Context, name string) (Target, erro
 }
 
 // Resources reads validators' Validator resources (any Validator of the
-// namespace, as release 2.0 lists them) and tells when one or its ledger API
-// auth Secret changes: the cluster gateway (cluster.Kube).
+// namespace, as release 2.0 lists them): the cluster gateway (cluster.Kube).
 type Resources interface {
-	// ValidatorRevision is the resourceVersion of the Validator resource in
-	// the cache and that of its ledger API auth Secret ("" when there is
-	// none); ok is false when the cache has no such Validator.
-	ValidatorRevision(name string) (validator, secret string, ok bool)
 	// TypedValidator reads the Validator resource; domain.ErrNotFound when
 	// there is none.
 	TypedValidator(ctx context.Context, name string) (*v1alpha1.Validator, error)
@@ -118,26 +113,4 @@ func (r ResourceRecords) GetValidator(ctx context.Context, name string) (domain.
 	}
 	return domain.Validator{Name: name, MigrationID: v.Spec.Migration.ID, Migrating: v.Spec.Migration.Migrating,
 		CustomAuth: v.Spec.CustomAuth, ExternalDatabase: v.Spec.ExternalDatabase, Spec: spec}, nil
-}
-
-// Revised is r, which resolves from resources (ResourceRecords and the
-// Secrets), with their revisions: Clients then keeps a validator's clients
-// until its Validator resource or ledger API auth Secret changes.
-func Revised(r Resolver, resources Resources) Resolver {
-	return revised{Resolver: r, resources: resources}
-}
-
-type revised struct {
-	Resolver
-	resources Resources
-}
-
-// Revision implements Revisioner: the resourceVersions of the validator's
-// resource and Secret in the caches.
-func (r revised) Revision(name string) string {
-	v, s, ok := r.resources.ValidatorRevision(name)
-	if !ok {
-		return ""
-	}
-	return v + "/" + s
 }

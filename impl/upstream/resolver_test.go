@@ -122,7 +122,7 @@ func TestClientsKeptByRevision(t *testing.T) {
 	}
 	secrets := fakeSecrets{"v1": "first"}
 	inner := &countingResolver{Resolver: upstream.ClusterResolver{Records: upstream.ResourceRecords{Resources: res}, Secrets: secrets, Namespace: "ns", TokenURL: "https://token.test/token"}}
-	c := upstream.New(upstream.Options{Resolver: upstream.Revised(inner, res)})
+	c := upstream.New(upstream.Options{Resolver: inner, Revisions: res})
 	first, err := c.For(t.Context(), "v1")
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/validatorapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
+	"github.com/validator-manager/validator-manager/impl/outbound"
 )
 
 // Names of the upstreams, as errors and latency observations name them.
@@ -78,14 +79,14 @@ type Resolver interface {
 	Resolve(ctx context.Context, validator string) (Target, error)
 }
 
-// Revisioner is implemented by a Resolver whose Target of a validator
-// changes only with its revision: Clients keeps a validator's clients while
-// the revision stays, and rebuilds them when it changes.
-type Revisioner interface {
-	// Revision names what the validator's Target is resolved from, read
-	// cheaply (from caches); "" when it cannot tell, and the clients are
-	// then built for the one call.
-	Revision(validator string) string
+// Revisions tell when what a validator's Target is resolved from changes
+// (its Validator resource and ledger API auth Secret): the cluster
+// gateway's caches (cluster.Kube).
+type Revisions interface {
+	// ValidatorRevision is the resourceVersion of the Validator resource in
+	// the cache and that of its ledger API auth Secret ("" when there is
+	// none); ok is false when the cache has no such Validator.
+	ValidatorRevision(name string) (validator, secret string, ok bool)
 }
 
 // Instrument wraps the transport of one upstream (Ledger, Scan or
@@ -105,10 +106,10 @@ type Options struct {
 	// Observe, when set, sees each admin API call's latency and outcome
 	// (telemetry.Metrics.ObserveUpstream).
 	Observe func(upstream, outcome string, d time.Duration)
-	// CheckURL, when set, is the outbound address policy: a call whose
-	// token endpoint it refuses is not made, so no client secret or token
-	// goes to an address it refuses. Transport applies it to the calls.
-	CheckURL func(raw string) error
+	// Revisions, when set, let Clients keep a validator's clients while
+	// its revision stays, and rebuild them when it changes; without them
+	// the clients are built for each call.
+	Revisions Revisions
 }
 
 // Clients hands out generated clients bound to a validator's nodes.
@@ -118,7 +119,11 @@ type Clients struct {
 	transport  http.RoundTripper
 	instrument Instrument
 	observe    func(upstream, outcome string, d time.Duration)
-	checkURL   func(raw string) error
+	revisions  Revisions
+	// policy is the outbound address policy Transport applies (nil:
+	// none): a call whose token endpoint it refuses is not made, so no
+	// client secret or token goes to an address it refuses.
+	policy *outbound.Policy
 
 	mu     sync.Mutex
 	tokens map[string]oauth2.TokenSource
@@ -144,7 +149,8 @@ func New(o Options) *Clients {
 		o.Timeout = 30 * time.Second
 	}
 	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, observe: o.Observe,
-		checkURL: o.CheckURL, tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}, nodes: map[string]builtNode{}}
+		revisions: o.Revisions, policy: outbound.PolicyOf(o.Transport),
+		tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}, nodes: map[string]builtNode{}}
 }
 
 // Node is one validator's clients, shared by the calls made while its
@@ -164,12 +170,16 @@ type Node struct {
 // Admin is the validator's participant admin API.
 func (n *Node) Admin() (*AdminAPI, error) { return n.admin, n.adminErr }
 
-// For returns clients for validator's nodes: those built before while the
-// resolver's revision of it stays, new ones otherwise.
+// For returns clients for validator's nodes: those built before while its
+// revision (the resourceVersions of its resource and Secret in the caches)
+// stays, new ones otherwise. Without a revision they are built for the one
+// call.
 func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 	var rev string
-	if r, ok := c.resolver.(Revisioner); ok {
-		rev = r.Revision(validator)
+	if c.revisions != nil {
+		if v, s, ok := c.revisions.ValidatorRevision(validator); ok {
+			rev = v + "/" + s
+		}
 	}
 	if rev != "" {
 		c.nodesMu.RLock()
@@ -236,8 +246,8 @@ func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
 		rt = c.instrument(up, rt)
 	}
 	if creds != nil {
-		if c.checkURL != nil {
-			if err := c.checkURL(creds.TokenURL); err != nil {
+		if c.policy != nil {
+			if err := c.policy.CheckURL(creds.TokenURL); err != nil {
 				return &http.Client{Transport: refusing{err}}
 			}
 		}

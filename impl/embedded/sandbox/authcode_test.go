@@ -23,7 +23,7 @@ import (
 func TestUILoginWithPKCE(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	local, err := idp.OpenLocalWith(filepath.Join(dir, "idp"), idp.LocalOptions{UIs: idp.UIs{Template: "https://{ui}.{validator}.ui.test"}})
+	local, err := idp.OpenLocal(filepath.Join(dir, "idp"), idp.LocalOptions{UIs: idp.UIs{Template: "https://{ui}.{validator}.ui.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
