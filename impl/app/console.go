@@ -21,15 +21,15 @@ func (a *App) console() (platform.ConsoleOptions, error) {
 	}
 	if cfg.EmbeddedDefault() && a.Sandbox != nil {
 		sb := a.Sandbox
-		c.Opener = platform.ConsoleOpenerFunc(func(ctx context.Context, validator string) (platform.ConsoleSession, error) {
+		c.Open = func(ctx context.Context, validator string) (platform.ConsoleSession, error) {
 			s, err := sb.OpenConsole(ctx, validator)
 			if err != nil {
 				return nil, err
 			}
 			return s, nil
-		})
+		}
 	} else {
-		c.Opener = &platform.ExecConsole{Core: core, Config: rest.CopyConfig(a.rest), Namespace: cfg.Namespace}
+		c.Open = (&platform.ExecConsole{Core: core, Config: rest.CopyConfig(a.rest), Namespace: cfg.Namespace}).OpenConsole
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,32 +64,24 @@ type healthChecks struct {
 // GetHealth reports UP (200) when every dependency answers, else DOWN (503).
 func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestObject) (platformapi.GetHealthResponseObject, error) {
 	results := s.healthReport(ctx).status
-	status := func(name string) platformapi.ComponentHealth {
-		st, ok := results[name]
-		if !ok {
-			st = platformapi.HealthDown
-		}
-		return platformapi.ComponentHealth{Status: st}
+	component := func(name string) *platformapi.ComponentHealth {
+		return &platformapi.ComponentHealth{Status: cmp.Or(results[name], platformapi.HealthDown)}
 	}
-	h := platformapi.Health{
-		Status:     platformapi.HealthUp,
-		Components: platformapi.HealthComponents{Db: status("db"), Cluster: status("cluster")},
-	}
-	code := http.StatusOK
 	// The embedded default's file stores, when it has them.
 	optional := func(name string) *platformapi.ComponentHealth {
 		if _, ok := s.Health[name]; !ok {
 			return nil
 		}
-		c := status(name)
-		return &c
+		return component(name)
 	}
-	h.Components.Sandbox, h.Components.IdentityProvider = optional("sandbox"), optional("identityProvider")
-	down := func(c *platformapi.ComponentHealth) bool { return c != nil && c.Status != platformapi.HealthUp }
-	if h.Components.Db.Status != platformapi.HealthUp || h.Components.Cluster.Status != platformapi.HealthUp ||
-		down(h.Components.Sandbox) || down(h.Components.IdentityProvider) {
-		h.Status = platformapi.HealthDown
-		code = http.StatusServiceUnavailable
+	h := platformapi.Health{Status: platformapi.HealthUp, Components: platformapi.HealthComponents{
+		Db: *component("db"), Cluster: *component("cluster"), Sandbox: optional("sandbox"), IdentityProvider: optional("identityProvider"),
+	}}
+	code := http.StatusOK
+	for _, c := range []*platformapi.ComponentHealth{&h.Components.Db, &h.Components.Cluster, h.Components.Sandbox, h.Components.IdentityProvider} {
+		if c != nil && c.Status != platformapi.HealthUp {
+			h.Status, code = platformapi.HealthDown, http.StatusServiceUnavailable
+		}
 	}
 	if s.Leader != nil {
 		return withLeaderElection{code: code, health: h, leader: s.Leader()}, nil

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -134,14 +135,18 @@ func external(m *protocolv30.PartyToParticipant) bool {
 	})
 }
 
-// owing are the hosts a proposal adds to the current mapping (nil: none
-// yet) whose participant has not signed it: Canton requires each added
-// host's consent, and a participant signs with its namespace key, whose
-// fingerprint is its UID's namespace.
-func owing(m, current *protocolv30.PartyToParticipant, signedBy []string) []platformapi.HostingParticipant {
+// owing are the hosts a proposal m adds to its party's current mapping
+// (none yet: every host) whose participant has not signed it: Canton
+// requires each added host's consent, and a participant signs with its
+// namespace key, whose fingerprint is its UID's namespace.
+func owing(ctx context.Context, a *upstream.AdminAPI, p participant, m *protocolv30.PartyToParticipant, signedBy []string) ([]platformapi.HostingParticipant, error) {
+	current, err := currentMapping(ctx, a, p, m.GetParty())
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return nil, err
+	}
 	out := []platformapi.HostingParticipant{}
 	for _, h := range m.GetParticipants() {
-		if slices.Contains(signedBy, namespace(h.GetParticipantUid())) || hosts(current, h.GetParticipantUid()) {
+		if slices.Contains(signedBy, namespace(h.GetParticipantUid())) || hosts(current.GetItem(), h.GetParticipantUid()) {
 			continue
 		}
 		perm := platformapi.HostingPermissionConfirming
@@ -150,5 +155,5 @@ func owing(m, current *protocolv30.PartyToParticipant, signedBy []string) []plat
 		}
 		out = append(out, platformapi.HostingParticipant{ParticipantUid: h.GetParticipantUid(), Permission: perm})
 	}
-	return out
+	return out, nil
 }

@@ -32,18 +32,6 @@ type ConsoleSession interface {
 	Close() error
 }
 
-// ConsoleOpener opens a console session on a validator's participant.
-type ConsoleOpener interface {
-	OpenConsole(ctx context.Context, validator string) (ConsoleSession, error)
-}
-
-// ConsoleOpenerFunc adapts a function to ConsoleOpener.
-type ConsoleOpenerFunc func(ctx context.Context, validator string) (ConsoleSession, error)
-
-func (f ConsoleOpenerFunc) OpenConsole(ctx context.Context, validator string) (ConsoleSession, error) {
-	return f(ctx, validator)
-}
-
 // Auditor stores audit entries (the console's one entry per session).
 type Auditor interface {
 	RecordAudit(ctx context.Context, e domain.AuditEntry) error
@@ -51,8 +39,9 @@ type Auditor interface {
 
 // ConsoleOptions is what the console is built from.
 type ConsoleOptions struct {
-	// Opener opens sessions; nil leaves the console at 501.
-	Opener ConsoleOpener
+	// Open opens a session on a validator's participant (the sandbox's
+	// console, or ExecConsole.OpenConsole); nil leaves the console at 501.
+	Open func(ctx context.Context, validator string) (ConsoleSession, error)
 	// IdleTimeout ends a session with neither input nor output for that
 	// long (default 15 minutes).
 	IdleTimeout time.Duration
@@ -78,7 +67,7 @@ func (s *Server) OpenLedgerConsole(ctx context.Context, req platformapi.OpenLedg
 // reachable) is answered before the upgrade, in the release's error shape.
 func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	c := s.Console
-	if c.Opener == nil {
+	if c.Open == nil {
 		return notWired("openLedgerConsole", partConsole)
 	}
 	if err := checkHandshake(r); err != nil {
@@ -92,7 +81,7 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	// connection: the handler returns when the session ends.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sess, err := c.Opener.OpenConsole(ctx, validator)
+	sess, err := c.Open(ctx, validator)
 	if err != nil {
 		return err
 	}
@@ -154,13 +143,9 @@ func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess 
 	finish := func(e sessionEnd) {
 		once.Do(func() { end = e; cancel() })
 	}
-	activity := make(chan struct{}, 1)
-	touch := func() {
-		select {
-		case activity <- struct{}{}:
-		default:
-		}
-	}
+	idleTimer := time.AfterFunc(idle, func() { finish(endIdle) })
+	defer idleTimer.Stop()
+	touch := func() { idleTimer.Reset(idle) }
 	var wg sync.WaitGroup
 	wg.Go(func() { // console → browser
 		buf := make([]byte, 32<<10)
@@ -213,20 +198,7 @@ func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess 
 			}
 		}
 	})
-	timer := time.NewTimer(idle)
-	defer timer.Stop()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-activity:
-			timer.Reset(idle) // a Go 1.23 timer drops a stale tick itself
-		case <-timer.C:
-			finish(endIdle)
-			break loop
-		}
-	}
+	<-ctx.Done()
 	finish(endClient) // no-op when already ended
 	// Closing the session unblocks its Read; closing the socket, conn.Read.
 	sess.Close()

@@ -35,8 +35,6 @@ type ExecConsole struct {
 // configuration).
 var DefaultConsoleCommand = []string{"/app/bin/canton", "--console", "-c", "/app/remote-participant.conf"}
 
-var _ ConsoleOpener = (*ExecConsole)(nil)
-
 // OpenConsole finds the participant pod and starts the exec session. The
 // session lives until Close or until the command ends.
 func (e *ExecConsole) OpenConsole(ctx context.Context, validator string) (ConsoleSession, error) {

@@ -21,15 +21,15 @@ import (
 func startConsole(t testing.TB, idle time.Duration) *apitest.Server {
 	t.Helper()
 	var s *apitest.Server
-	opener := platform.ConsoleOpenerFunc(func(ctx context.Context, validator string) (platform.ConsoleSession, error) {
+	open := func(ctx context.Context, validator string) (platform.ConsoleSession, error) {
 		c, err := s.App.Sandbox.OpenConsole(ctx, validator)
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
-	})
+	}
 	audit := &lateAuditor{}
-	s = startWired(t, platform.Options{Console: platform.ConsoleOptions{Opener: opener, IdleTimeout: idle, Audit: audit}}, func(srv *apitest.Server) {
+	s = startWired(t, platform.Options{Console: platform.ConsoleOptions{Open: open, IdleTimeout: idle, Audit: audit}}, func(srv *apitest.Server) {
 		audit.a = srv.App.Store
 	})
 	createValidator(t, s)

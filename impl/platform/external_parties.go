@@ -90,14 +90,11 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 		up.ObservingParticipantUids = &observers
 	}
 	resp, err := n.Ledger.PostV2PartiesExternalGenerateTopologyWithResponse(ctx, up)
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
+	got, err := relay[ledgerapi.GenerateExternalPartyTopologyResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
+	if err != nil {
 		return nil, err
 	}
 	endpoint := resp.HTTPResponse.Request.URL.String()
-	var got ledgerapi.GenerateExternalPartyTopologyResponse
-	if err := passThrough("ledger API", endpoint, resp.Body, &got); err != nil {
-		return nil, err
-	}
 	out := platformapi.GenerateExternalPartyTopology200JSONResponse{
 		PartyId: got.PartyId, PublicKeyFingerprint: got.PublicKeyFingerprint, SynchronizerId: sync, OtherHostingParticipantUids: uids,
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -136,11 +135,9 @@ func (s *Server) ApprovePendingHosting(ctx context.Context, req platformapi.Appr
 		for _, sig := range res.GetTransaction().GetSignatures() {
 			signedBy = append(signedBy, sig.GetSignedBy())
 		}
-		current, err := currentMapping(ctx, a, p, party)
-		if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		if out.Hosts, err = owing(ctx, a, p, pending.GetItem(), signedBy); err != nil {
 			return nil, err
 		}
-		out.Hosts = owing(pending.GetItem(), current.GetItem(), signedBy)
 	}
 	return out, nil
 }
@@ -292,12 +289,10 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 	}
 	for _, r := range proposals {
 		if r.GetItem().GetParty() == b.PartyId && int64(r.GetContext().GetSerial()) == serial {
-			current, err := currentMapping(ctx, a, p, b.PartyId)
-			if err != nil && !errors.Is(err, domain.ErrNotFound) {
+			out.Complete = false
+			if out.Hosts, err = owing(ctx, a, p, r.GetItem(), r.GetContext().GetSignedByFingerprints()); err != nil {
 				return nil, err
 			}
-			out.Complete = false
-			out.Hosts = owing(r.GetItem(), current.GetItem(), r.GetContext().GetSignedByFingerprints())
 		}
 	}
 	return out, nil

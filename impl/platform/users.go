@@ -37,13 +37,9 @@ func (rs rightSet) add(kind, party string) {
 }
 
 // list is the set in a stable order.
-func (rs rightSet) list(keys ...string) *[]ledgerapi.Right {
-	if keys == nil {
-		keys = slices.Collect(maps.Keys(rs))
-	}
-	slices.Sort(keys)
-	out := make([]ledgerapi.Right, 0, len(keys))
-	for _, k := range keys {
+func (rs rightSet) list() *[]ledgerapi.Right {
+	out := make([]ledgerapi.Right, 0, len(rs))
+	for _, k := range slices.Sorted(maps.Keys(rs)) {
 		out = append(out, rs[k])
 	}
 	return &out
@@ -71,8 +67,8 @@ func (s *Server) rightsFor(ctx context.Context, operation, validator string, par
 }
 
 // wireRights reads a ledger answer's rights: each right's key and raw form.
-func wireRights(raw []json.RawMessage) (map[string]ledgerapi.Right, error) {
-	out := map[string]ledgerapi.Right{}
+func wireRights(raw []json.RawMessage) (rightSet, error) {
+	out := rightSet{}
 	for _, r := range raw {
 		var w struct {
 			Kind map[string]struct {
@@ -151,32 +147,29 @@ func (s *Server) ListUserRights(ctx context.Context, req platformapi.ListUserRig
 	if err != nil {
 		return nil, err
 	}
-	var out platformapi.ListUserRights200JSONResponse
-	_, err = s.userRights(ctx, n, req.UserId, (*platformapi.UserRights)(&out))
-	return out, err
+	out, _, err := userRights(ctx, n, req.UserId)
+	return platformapi.ListUserRights200JSONResponse(out), err
 }
 
-// userRights reads a user's rights into out and returns them by key.
-func (s *Server) userRights(ctx context.Context, n *upstream.Node, userID string, out *platformapi.UserRights) (map[string]ledgerapi.Right, error) {
+// userRights reads a user's rights, as the ledger answers them and by key.
+func userRights(ctx context.Context, n *upstream.Node, userID string) (platformapi.UserRights, rightSet, error) {
 	resp, err := n.Ledger.GetV2UsersUserIdRightsWithResponse(ctx, userID)
-	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
-		return nil, err
+	out, err := relay[platformapi.UserRights](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
+	if err != nil {
+		return out, nil, err
 	}
 	endpoint := resp.HTTPResponse.Request.URL.String()
-	if err := passThrough("ledger API", endpoint, resp.Body, out); err != nil {
-		return nil, err
-	}
 	var raw struct {
 		Rights []json.RawMessage `json:"rights"`
 	}
 	if err := passThrough("ledger API", endpoint, resp.Body, &raw); err != nil {
-		return nil, err
+		return out, nil, err
 	}
 	have, err := wireRights(raw.Rights)
 	if err != nil {
-		return nil, &domain.UpstreamError{Endpoint: upstream.Call{URL: endpoint}.Endpoint(), Message: "the ledger API answered with rights that do not match its description", Cause: err}
+		return out, nil, &domain.UpstreamError{Endpoint: upstream.Call{URL: endpoint}.Endpoint(), Message: "the ledger API answered with rights that do not match its description", Cause: err}
 	}
-	return have, nil
+	return out, have, nil
 }
 
 // UpdateUserRights makes the rights sent the user's complete set: revoke
@@ -187,19 +180,16 @@ func (s *Server) UpdateUserRights(ctx context.Context, req platformapi.UpdateUse
 	if err != nil {
 		return nil, err
 	}
-	have, err := s.userRights(ctx, n, req.UserId, &platformapi.UserRights{})
+	_, have, err := userRights(ctx, n, req.UserId)
 	if err != nil {
 		return nil, err
 	}
-	revoke, grant := rightSet{}, []string{}
-	for k, r := range have {
-		if _, ok := want[k]; !ok {
-			revoke[k] = r
-		}
-	}
+	// What the user has and is sent stays: neither revoked nor granted.
+	grant, revoke := maps.Clone(want), have
 	for k := range want {
-		if _, ok := have[k]; !ok {
-			grant = append(grant, k)
+		if _, ok := have[k]; ok {
+			delete(grant, k)
+			delete(revoke, k)
 		}
 	}
 	if len(revoke) > 0 {
@@ -209,12 +199,11 @@ func (s *Server) UpdateUserRights(ctx context.Context, req platformapi.UpdateUse
 		}
 	}
 	if len(grant) > 0 {
-		resp, err := n.Ledger.PostV2UsersUserIdRightsWithResponse(ctx, req.UserId, ledgerapi.GrantUserRightsRequest{UserId: req.UserId, Rights: want.list(grant...)})
+		resp, err := n.Ledger.PostV2UsersUserIdRightsWithResponse(ctx, req.UserId, ledgerapi.GrantUserRightsRequest{UserId: req.UserId, Rights: grant.list()})
 		if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
 			return nil, err
 		}
 	}
-	var out platformapi.UpdateUserRights200JSONResponse
-	_, err = s.userRights(ctx, n, req.UserId, (*platformapi.UserRights)(&out))
-	return out, err
+	out, _, err := userRights(ctx, n, req.UserId)
+	return platformapi.UpdateUserRights200JSONResponse(out), err
 }

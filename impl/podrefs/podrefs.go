@@ -100,11 +100,11 @@ func All(spec *corev1.PodSpec) []Ref {
 }
 
 // Names are the distinct names of the objects of kind that spec reads,
-// the optional ones too when optional is set.
-func Names(spec *corev1.PodSpec, kind Kind, optional bool) []string {
+// optionally or not.
+func Names(spec *corev1.PodSpec, kind Kind) []string {
 	var out []string
 	for _, r := range All(spec) {
-		if r.Kind == kind && (optional || !r.Optional) && !slices.Contains(out, r.Name) {
+		if r.Kind == kind && !slices.Contains(out, r.Name) {
 			out = append(out, r.Name)
 		}
 	}

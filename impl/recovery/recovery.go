@@ -179,7 +179,7 @@ func (p *Procedure) check() error {
 		bad = append(bad, "a validator-manager client and a pod gateway are required")
 	}
 	if len(bad) > 0 {
-		return errors.New("recovery: " + p.mask(strings.Join(bad, "; ")))
+		return errors.New("recovery: " + idp.Mask(strings.Join(bad, "; "), p.secrets()...))
 	}
 	return nil
 }
@@ -192,7 +192,7 @@ func (p *Procedure) Run(ctx context.Context) (Result, error) {
 	if err := p.check(); err != nil {
 		return Result{}, err
 	}
-	out := &progress{w: p.Progress, mask: p.mask}
+	out := &progress{w: p.Progress, secrets: p.secrets()}
 	if out.w == nil {
 		out.w = io.Discard
 	}
@@ -327,21 +327,20 @@ func (p *Procedure) copy(ctx context.Context, res Result) error {
 	return p.Pods.Copy(ctx, res.Pod, res.Container, DumpPath, f)
 }
 
-// mask hides the secrets that Procedure knows about in s.
-func (p *Procedure) mask(s string) string {
-	return idp.Mask(s, append([]string{p.WalletPassword}, p.Secrets...)...)
+// secrets are the secrets that Procedure knows about before a run.
+func (p *Procedure) secrets() []string {
+	return append([]string{p.WalletPassword}, p.Secrets...)
 }
 
 // progress writes the steps' lines, secrets masked.
 type progress struct {
 	w       io.Writer
-	mask    func(string) string
-	secrets []string // known during the run: the wallet token
+	secrets []string // the Procedure's, and the wallet token once known
 	open    bool     // a line awaits done or failed
 }
 
 func (o *progress) print(s string) {
-	fmt.Fprint(o.w, idp.Mask(o.mask(s), o.secrets...))
+	fmt.Fprint(o.w, idp.Mask(s, o.secrets...))
 }
 
 func (o *progress) linef(format string, args ...any) {
@@ -372,7 +371,7 @@ func (o *progress) fail(n int, err error) error {
 		o.print("failed\n")
 		o.open = false
 	}
-	return &StepError{Step: n, Err: &masked{msg: idp.Mask(o.mask(err.Error()), o.secrets...), err: err}}
+	return &StepError{Step: n, Err: &masked{msg: idp.Mask(err.Error(), o.secrets...), err: err}}
 }
 
 // masked carries an error's message with the secrets removed; errors.Is and

@@ -163,8 +163,8 @@ func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) string {
 }
 
 // podSecrets and podConfigMaps index a Pod by the objects it reads.
-func podSecrets(p *corev1.Pod) []string    { return podrefs.Names(&p.Spec, podrefs.Secret, true) }
-func podConfigMaps(p *corev1.Pod) []string { return podrefs.Names(&p.Spec, podrefs.ConfigMap, true) }
+func podSecrets(p *corev1.Pod) []string    { return podrefs.Names(&p.Spec, podrefs.Secret) }
+func podConfigMaps(p *corev1.Pod) []string { return podrefs.Names(&p.Spec, podrefs.ConfigMap) }
 
 // keysOnly keeps the keys of a cached Secret or ConfigMap and drops the
 // values (and managedFields): the rules need no more, and the simulator
