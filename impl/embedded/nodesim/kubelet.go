@@ -143,8 +143,11 @@ func (s *Simulator) mountError(ctx context.Context, p *corev1.Pod) string {
 }
 
 // claimError is the scheduler's message for a Pod whose claim does not
-// exist or is being deleted (it then stays unscheduled), "" otherwise.
-func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) string {
+// exist or is being deleted (it then stays unscheduled), "" otherwise; and
+// whether every claim is bound, as the scheduler's volume binding requires
+// before it binds the Pod.
+func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) (msg string, bound bool) {
+	bound = true
 	for _, name := range podClaims(p) {
 		c := &corev1.PersistentVolumeClaim{}
 		err := s.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, c)
@@ -155,11 +158,12 @@ func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) string {
 		case err == nil && c.DeletionTimestamp != nil:
 			why = fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
 		default:
+			bound = bound && err == nil && c.Status.Phase == corev1.ClaimBound
 			continue
 		}
-		return fmt.Sprintf("0/1 nodes are available: %s. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.", why)
+		return fmt.Sprintf("0/1 nodes are available: %s. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.", why), false
 	}
-	return ""
+	return "", bound
 }
 
 // podSecrets and podConfigMaps index a Pod by the objects it reads.

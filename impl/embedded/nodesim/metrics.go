@@ -29,7 +29,6 @@ import (
 // serves the same over HTTP (Handler), where the real clientset reads it.
 type Metrics struct {
 	pods client.Reader // the simulator's cache
-	now  func() time.Time
 }
 
 var _ metricsclient.PodMetricsesGetter = (*Metrics)(nil)
@@ -55,7 +54,7 @@ func (p podMetricses) List(ctx context.Context, opts metav1.ListOptions) (*metri
 	if err := p.m.pods.List(ctx, &pods, client.InNamespace(p.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err
 	}
-	t := p.m.now()
+	t := time.Now()
 	out := &metricsv1beta1.PodMetricsList{TypeMeta: metav1.TypeMeta{APIVersion: metricsv1beta1.SchemeGroupVersion.String(), Kind: "PodMetricsList"}}
 	for i := range pods.Items {
 		if pods.Items[i].Status.Phase == corev1.PodRunning {
@@ -73,7 +72,7 @@ func (p podMetricses) Get(ctx context.Context, name string, _ metav1.GetOptions)
 	if pod.Status.Phase != corev1.PodRunning {
 		return nil, apierrors.NewNotFound(podMetricsResource, name)
 	}
-	pm := podMetrics(&pod, p.m.now())
+	pm := podMetrics(&pod, time.Now())
 	return &pm, nil
 }
 

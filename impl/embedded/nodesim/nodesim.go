@@ -79,17 +79,6 @@ type Options struct {
 	// to it may request (cpu, memory, pods; room.go); what it does not
 	// give is the default: 64 CPUs, 256Gi memory, 10,000 Pods.
 	Capacity corev1.ResourceList
-	// StorageClass is made (as the default class) when absent, so claims
-	// that name no class get one; default "standard"; "-" makes none.
-	StorageClass string
-	// Workers of each controller (Pods, claims, volumes, Applications):
-	// Pods reconciled at once; default DefaultWorkers.
-	Workers int
-	// QPS and Burst bound the simulator's requests to the API server;
-	// defaults DefaultQPS and DefaultBurst (client-go's 5 and 10 would
-	// start a few Pods a second).
-	QPS   float32
-	Burst int
 	// MetricsAddress, when set, is where the simulator serves the usage of
 	// its Pods as metrics.k8s.io does (MetricsPath), beside its own
 	// Prometheus metrics at /metrics: how a server in another process
@@ -98,20 +87,20 @@ type Options struct {
 	// Resync is how often the simulator's cache hands it every object
 	// again; default Resync.
 	Resync time.Duration
-	// Now is the clock of the simulated usage; default time.Now.
-	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
 
-// Defaults of Options, chosen by BenchmarkPodsStarted: a Pod costs the
-// simulator two writes (its binding, its status) and a claim one, each a
-// few milliseconds of the API server's; more workers or a higher rate only
-// queue on the API server.
+// The workers of each controller (Pods, claims, volumes, Applications)
+// and the bounds of the simulator's requests to the API server (client-go's
+// 5 and 10 would start a few Pods a second), chosen by BenchmarkPodsStarted:
+// a Pod costs the simulator two writes (its binding, its status) and a
+// claim one, each a few milliseconds of the API server's; more workers or a
+// higher rate only queue on the API server.
 const (
-	DefaultWorkers = 16
-	DefaultQPS     = 400
-	DefaultBurst   = 800
+	workers = 16
+	qps     = 400
+	burst   = 800
 )
 
 // defaultCapacity is the node's room when Options give none.
@@ -132,21 +121,8 @@ func (o *Options) defaults() {
 	capacity := defaultCapacity()
 	maps.Copy(capacity, o.Capacity)
 	o.Capacity = capacity
-	o.StorageClass = cmp.Or(o.StorageClass, "standard")
-	if o.Workers <= 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.QPS <= 0 {
-		o.QPS = DefaultQPS
-	}
-	if o.Burst <= 0 {
-		o.Burst = DefaultBurst
-	}
 	if o.Resync <= 0 {
 		o.Resync = Resync
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 }
@@ -171,11 +147,11 @@ type Simulator struct {
 }
 
 // New builds a simulator over the API server of rc (its QPS and burst are
-// the Options'); Start runs it.
+// the simulator's own); Start runs it.
 func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	opts.defaults()
 	rc = rest.CopyConfig(rc)
-	rc.QPS, rc.Burst = opts.QPS, opts.Burst
+	rc.QPS, rc.Burst = qps, burst
 	// The simulator runs beside its API server: over loopback gzip saves
 	// nothing and costs both ends CPU.
 	rc.DisableCompression = true
@@ -183,7 +159,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{now: opts.Now}, room: newRoom(opts.Capacity),
+	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{}, room: newRoom(opts.Capacity),
 		db: databases{accepted: map[string][32]byte{}}}
 	metrics := metricsserver.Options{BindAddress: "0"}
 	if opts.MetricsAddress != "" {
@@ -275,7 +251,7 @@ func (s *Simulator) setup() error {
 			return fmt.Errorf("index pods by %s: %w", index, err)
 		}
 	}
-	workers := controller.Options{MaxConcurrentReconciles: s.opts.Workers, RateLimiter: backoff.RateLimiter[reconcile.Request](5 * time.Millisecond)}
+	workers := controller.Options{MaxConcurrentReconciles: workers, RateLimiter: backoff.RateLimiter[reconcile.Request](5 * time.Millisecond)}
 	for _, c := range []struct {
 		b    *builder.Builder
 		sync step
@@ -362,7 +338,7 @@ func (s *Simulator) Start(ctx context.Context) error {
 		return fmt.Errorf("nodesim: register node %s: %w", s.opts.NodeName, err)
 	}
 	if err := s.ensureStorageClass(ctx); err != nil {
-		return fmt.Errorf("nodesim: storage class %s: %w", s.opts.StorageClass, err)
+		return fmt.Errorf("nodesim: storage class %s: %w", storageClass, err)
 	}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
@@ -389,7 +365,7 @@ func (s *Simulator) registerNode(ctx context.Context) error {
 		return err
 	}
 	before := n.Status.DeepCopy()
-	now := metav1.NewTime(s.opts.Now())
+	now := metav1.Now()
 	n.Status.Capacity = s.opts.Capacity.DeepCopy()
 	n.Status.Allocatable = s.opts.Capacity.DeepCopy()
 	n.Status.Phase = corev1.NodeRunning

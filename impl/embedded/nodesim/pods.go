@@ -52,10 +52,11 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 		if pod.Spec.SchedulerName != s.opts.SchedulerName {
 			return 0, nil // another scheduler's
 		}
-		if msg := s.claimError(ctx, pod); msg != "" {
+		msg, bound := s.claimError(ctx, pod)
+		if msg != "" {
 			return 0, s.unschedulable(ctx, pod, msg)
 		}
-		if !s.claimsBound(ctx, pod) {
+		if !bound {
 			return 0, nil // a claim's change enqueues the Pod again
 		}
 		msg, err := s.room.reserve(ctx, s.client, pod, s.opts.NodeName)
@@ -86,10 +87,10 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 		return 0, nil
 	}
 	due := scheduledAt(pod).Add(s.opts.ReadyDelay)
-	if wait := due.Sub(s.opts.Now()); wait > 0 {
+	if wait := time.Until(due); wait > 0 {
 		return wait, nil
 	}
-	status, warnings := s.kubeletStatus(ctx, pod, s.opts.Now())
+	status, warnings := s.kubeletStatus(ctx, pod)
 	return 0, s.updateStatus(ctx, pod, status, s.kubelet, warnings)
 }
 
@@ -115,7 +116,7 @@ func (s *Simulator) updateStatus(ctx context.Context, pod *corev1.Pod, st *corev
 func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
 	st := pod.Status.DeepCopy()
 	st.Phase = corev1.PodPending
-	setCondition(st, metav1.NewTime(s.opts.Now()), corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, msg)
+	setCondition(st, metav1.Now(), corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, msg)
 	return s.updateStatus(ctx, pod, st, s.scheduler, []warning{{"FailedScheduling", msg}})
 }
 
@@ -153,13 +154,13 @@ func podIP(p *corev1.Pod) string {
 // warning is an event the kubelet records on a Pod it cannot start.
 type warning struct{ reason, message string }
 
-// kubeletStatus is the status the kubelet reports for p at now, and the
+// kubeletStatus is the status the kubelet reports for p now, and the
 // warnings it records with it: running and ready (a Job's Pod: succeeded)
 // when every container starts, else Pending with the containers it cannot
 // start waiting (kubelet.go). Containers already started stay as they are.
-func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.Time) (*corev1.PodStatus, []warning) {
+func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod) (*corev1.PodStatus, []warning) {
 	st := p.Status.DeepCopy()
-	t := metav1.NewTime(now)
+	t := metav1.Now()
 	st.HostIP, st.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
 	if st.StartTime == nil {
 		st.StartTime = &t
@@ -235,19 +236,16 @@ func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod, now time.T
 	switch {
 	case failed:
 		st.Phase = corev1.PodFailed
-		setCondition(st, t, corev1.ContainersReady, corev1.ConditionFalse, "PodFailed", "")
-		setCondition(st, t, corev1.PodReady, corev1.ConditionFalse, "PodFailed", "")
+		ready(st, t, corev1.ConditionFalse, "PodFailed", "")
 	case len(pendingInit) > 0 || len(unready) > 0:
 		st.Phase = corev1.PodPending
 		notReady(st, t, append(pendingInit, unready...))
 	case ownedByJob(p):
 		st.Phase = corev1.PodSucceeded
-		setCondition(st, t, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted", "")
-		setCondition(st, t, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", "")
+		ready(st, t, corev1.ConditionFalse, "PodCompleted", "")
 	default:
 		st.Phase = corev1.PodRunning
-		setCondition(st, t, corev1.ContainersReady, corev1.ConditionTrue, "", "")
-		setCondition(st, t, corev1.PodReady, corev1.ConditionTrue, "", "")
+		ready(st, t, corev1.ConditionTrue, "", "")
 	}
 	return st, warnings
 }
@@ -338,9 +336,13 @@ func initialized(st *corev1.PodStatus, t metav1.Time, pending []string) {
 
 // notReady sets ContainersReady and Ready false as the kubelet words them.
 func notReady(st *corev1.PodStatus, t metav1.Time, unready []string) {
-	msg := fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
-	setCondition(st, t, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", msg)
-	setCondition(st, t, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", msg)
+	ready(st, t, corev1.ConditionFalse, "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " ")))
+}
+
+// ready sets ContainersReady and Ready, which the kubelet sets alike.
+func ready(st *corev1.PodStatus, t metav1.Time, status corev1.ConditionStatus, reason, msg string) {
+	setCondition(st, t, corev1.ContainersReady, status, reason, msg)
+	setCondition(st, t, corev1.PodReady, status, reason, msg)
 }
 
 // setCondition sets one condition, keeping its transition time while its

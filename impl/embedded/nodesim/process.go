@@ -67,9 +67,6 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.Namespace, "namespace", "", "simulate this namespace's Pods only (default: every namespace)")
 	fs.StringVar(&o.MetricsAddress, "metrics-listen", "", "serve metrics.k8s.io's pod metrics and /metrics on this address")
 	fs.DurationVar(&o.ReadyDelay, "ready-delay", 0, "time from binding to running (default 1s)")
-	fs.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("workers of each controller (default %d)", DefaultWorkers))
-	fs.Float32Var(&o.QPS, "qps", 0, fmt.Sprintf("requests per second to the API server (default %d)", DefaultQPS))
-	fs.IntVar(&o.Burst, "burst", 0, fmt.Sprintf("request burst (default %d)", DefaultBurst))
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	capacity := map[corev1.ResourceName]*string{}
 	for name, def := range defaultCapacity() {

@@ -40,16 +40,6 @@ func podClaims(p *corev1.Pod) []string {
 	return out
 }
 
-func (s *Simulator) claimsBound(ctx context.Context, p *corev1.Pod) bool {
-	for _, name := range podClaims(p) {
-		c := &corev1.PersistentVolumeClaim{}
-		if err := s.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, c); err != nil || c.Status.Phase != corev1.ClaimBound {
-			return false
-		}
-	}
-	return true
-}
-
 // syncClaim provisions a volume for a pending claim.
 func (s *Simulator) syncClaim(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
 	c := &corev1.PersistentVolumeClaim{}
@@ -102,18 +92,19 @@ func (s *Simulator) syncVolume(ctx context.Context, key client.ObjectKey) (time.
 	return 0, client.IgnoreNotFound(s.client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID}))
 }
 
+// storageClass is the default class the simulator makes, so that claims
+// that name no class get one.
+const storageClass = "standard"
+
 // ensureStorageClass makes the default storage class when it is absent
 // (read first: a create that finds it is still a write request).
 func (s *Simulator) ensureStorageClass(ctx context.Context) error {
-	if s.opts.StorageClass == "-" {
-		return nil
-	}
-	if err := s.api.Get(ctx, client.ObjectKey{Name: s.opts.StorageClass}, &storagev1.StorageClass{}); err == nil || !apierrors.IsNotFound(err) {
+	if err := s.api.Get(ctx, client.ObjectKey{Name: storageClass}, &storagev1.StorageClass{}); err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        s.opts.StorageClass,
+			Name:        storageClass,
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
 		},
 		Provisioner:       Provisioner,
