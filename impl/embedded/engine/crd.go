@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/validator-manager/validator-manager/deploy/crds"
@@ -27,18 +28,17 @@ const FieldManager = "validator-manager-engine"
 // nothing (an apply that changes nothing is still a write request).
 const appliedAnnotation = "validator-manager.io/applied"
 
-// installCRDs applies each CRD of deploy/crds whose stored definition was
-// not applied from the same manifest (server-side, so a changed file
-// updates the stored definition on the next start) and waits until all are
-// established.
-func (e *Engine) installCRDs(ctx context.Context) error {
-	dyn, err := dynamic.NewForConfig(e.cfg)
+// installCRDs applies each CRD whose stored definition was not applied
+// from the same manifest (server-side, so a changed file updates the stored
+// definition on the next start) and waits until all are established.
+func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifest, timeout time.Duration) error {
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	api := dyn.Resource(crdResource)
 	var names []string
-	for _, m := range crds.All() {
+	for _, m := range manifests {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(m.YAML, &u.Object); err != nil {
 			return fmt.Errorf("CRD %s: %w", m.Name, err)
@@ -58,7 +58,7 @@ func (e *Engine) installCRDs(ctx context.Context) error {
 	}
 	for _, n := range names {
 		var last string
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, e.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 			u, err := api.Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				last = err.Error()

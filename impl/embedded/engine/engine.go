@@ -9,6 +9,8 @@ package engine
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/validator-manager/validator-manager/deploy/crds"
 	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
@@ -81,29 +84,28 @@ type Options struct {
 	// Kubeconfig, when set, is where the administrator's kubeconfig is
 	// written (credentials embedded, mode 0600), e.g. DATA_DIR/kubeconfig.
 	Kubeconfig string
+	// CRDs are installed, and established, before Start returns; nil means
+	// every CRD of deploy/crds.
+	CRDs []crds.Manifest
 	// StartTimeout bounds each child's wait for readiness; default 60 s.
 	StartTimeout time.Duration
+	// StopTimeout is each child's grace after SIGTERM; default 5 s.
+	StopTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// RestartDelay is the first wait before a child that exited on its own
-	// is started again, doubling up to maxRestartDelay (or RestartDelay, if
-	// longer); a child that ran for a minute starts the sequence over.
-	// Default 0.5 s.
-	RestartDelay time.Duration
+	// is started again, doubling up to MaxRestartDelay; a child that ran
+	// for a minute starts the sequence over. Defaults 0.5 s and 30 s.
+	RestartDelay, MaxRestartDelay time.Duration
 
 	// plaintextSecrets starts the apiserver without encryption at rest, as
 	// engines before it did (tests of the migration set it).
 	plaintextSecrets bool
 }
 
-const (
-	// stableAfter is how long a restarted child must run for its next exit
-	// to be waited for from RestartDelay again.
-	stableAfter     = time.Minute
-	maxRestartDelay = 30 * time.Second
-	// stopGrace is each child's grace after SIGTERM.
-	stopGrace = 5 * time.Second
-)
+// stableAfter is how long a restarted child must run for its next exit to
+// be waited for from RestartDelay again.
+const stableAfter = time.Minute
 
 // DefaultBinDir is where Start looks for the binaries without
 // Options.BinDir: $KUBEBUILDER_ASSETS if set, else CacheDir.
@@ -132,7 +134,8 @@ type Engine struct {
 	pki   *pki
 
 	mu       sync.Mutex
-	children []*proc // the control plane, then Spawn's, in start order
+	children []*proc // the control plane, in start order
+	nodes    []*proc // Spawn's, in start order
 
 	cfg       *rest.Config
 	apiServer string // https://127.0.0.1:<port>
@@ -181,12 +184,21 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	opts.Dir = dir
 	opts.BinDir = cmp.Or(opts.BinDir, DefaultBinDir())
+	if opts.CRDs == nil {
+		opts.CRDs = crds.All()
+	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 5 * time.Second
 	}
 	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	if opts.RestartDelay <= 0 {
 		opts.RestartDelay = 500 * time.Millisecond
+	}
+	if opts.MaxRestartDelay < opts.RestartDelay {
+		opts.MaxRestartDelay = max(30*time.Second, opts.RestartDelay)
 	}
 	for _, b := range binaries {
 		if fi, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -324,12 +336,18 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 
-	if e.cfg, err = e.pki.restConfig(e.apiServer, "admin"); err != nil {
+	ca, cert, key, err := e.pki.read("admin")
+	if err != nil {
 		return err
 	}
-	// One local client of a local server: the defaults (5/10) would
-	// throttle a controller catching up after a restart.
-	e.cfg.QPS, e.cfg.Burst = 200, 400
+	e.cfg = &rest.Config{
+		Host:            e.apiServer,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertData: cert, KeyData: key},
+		// One local client of a local server: the defaults (5/10) would
+		// throttle a controller catching up after a restart.
+		QPS:   200,
+		Burst: 400,
+	}
 	if e.opts.Kubeconfig != "" {
 		if err := writeKubeconfig(e.opts.Kubeconfig, e.apiServer, e.pki, "admin"); err != nil {
 			return err
@@ -340,7 +358,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return err
 		}
 	}
-	return e.installCRDs(ctx)
+	return installCRDs(ctx, e.RESTConfig(), e.opts.CRDs, e.opts.StartTimeout)
 }
 
 func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.initialized") }
@@ -373,33 +391,18 @@ func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	return true, mkdirPrivate(data)
 }
 
-// run starts a binary of the control plane.
+// run starts a child; Start has it supervised once everything is ready
+// (an exit while starting fails the start instead).
 func (e *Engine) run(name string, args ...string) (*child, error) {
-	return e.launch(&proc{name: name, bin: filepath.Join(e.opts.BinDir, name), args: args})
-}
-
-// launch starts p's first run and adds it to the children. A node is
-// supervised at once; Start has the control plane supervised once
-// everything is ready (an exit while starting fails the start instead).
-func (e *Engine) launch(p *proc) (*child, error) {
-	// Under the lock Stop closes done with: a child started here is one
-	// Stop stops.
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	select {
-	case <-e.done:
-		return nil, errors.New("stopped")
-	default:
-	}
+	p := &proc{name: name, bin: filepath.Join(e.opts.BinDir, name), args: args}
 	c, err := e.startChild(p, false)
 	if err != nil {
 		return nil, err
 	}
 	p.cur = c
+	e.mu.Lock()
 	e.children = append(e.children, p)
-	if p.node {
-		e.supervisors.Go(func() { e.supervise(p) })
-	}
+	e.mu.Unlock()
 	return c, nil
 }
 
@@ -416,9 +419,23 @@ func (e *Engine) NodeKubeconfig() string { return filepath.Join(e.opts.Dir, node
 // first by Stop, killed with the server. Ping does not count it: a node
 // that is down leaves the control plane up, as on a cluster.
 func (e *Engine) Spawn(name, bin string, args ...string) error {
-	if _, err := e.launch(&proc{name: name, bin: bin, args: args, node: true}); err != nil {
+	// Under the lock Stop closes done with: a child started here is one
+	// Stop stops.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-e.done:
+		return errors.New("engine: stopped")
+	default:
+	}
+	p := &proc{name: name, bin: bin, args: args, node: true}
+	c, err := e.startChild(p, false)
+	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	p.cur = c
+	e.nodes = append(e.nodes, p)
+	e.supervisors.Go(func() { e.supervise(p) })
 	return nil
 }
 
@@ -434,7 +451,7 @@ func ownBinary() string {
 }
 
 // supervise starts p again each time it exits, until Stop: after
-// RestartDelay, doubling up to maxRestartDelay, from RestartDelay again
+// RestartDelay, doubling up to MaxRestartDelay, from RestartDelay again
 // once a run lasted stableAfter. Each exit and each restart is logged
 // once. The ports stay the same, so the apiserver finds etcd again and
 // every client the apiserver.
@@ -458,14 +475,14 @@ func (e *Engine) supervise(p *proc) {
 		e.log.Error("engine: "+p.name+" exited; it is started again, and "+what,
 			"process", p.name, "exit", c.status(), "ran", ran.Round(time.Millisecond).String(),
 			"lastOutput", c.out.lastLines(3), "restartIn", delay.String(),
-			"log", c.log)
+			"log", filepath.Join(e.opts.Dir, "logs", p.name+".log"))
 		for {
 			select {
 			case <-e.done:
 				return
 			case <-time.After(delay):
 			}
-			delay = min(2*delay, max(maxRestartDelay, e.opts.RestartDelay))
+			delay = min(2*delay, e.opts.MaxRestartDelay)
 			next, err := e.startChild(p, true)
 			if err != nil {
 				e.log.Error("engine: "+p.name+" could not be started again", "process", p.name, "error", err.Error(), "restartIn", delay.String())
@@ -520,7 +537,7 @@ func (e *Engine) exited() error {
 	children := append([]*proc(nil), e.children...)
 	e.mu.Unlock()
 	for _, p := range children {
-		if c := p.current(); !p.node && c.exited() {
+		if c := p.current(); c.exited() {
 			return fmt.Errorf("%s exited (%s) and is being started again", p.name, c.status())
 		}
 	}
@@ -548,13 +565,21 @@ func (e *Engine) askReady(ctx context.Context) error {
 
 // httpClient reaches the children over TLS with the named client
 // certificate.
-func (e *Engine) httpClient(user string) (*http.Client, error) {
-	cfg, err := e.pki.restConfig("", user)
+func (e *Engine) httpClient(client string) (*http.Client, error) {
+	ca, cert, key, err := e.pki.read(client)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 2 * time.Second
-	return rest.HTTPClientFor(cfg)
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		Proxy:           nil,
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+	}}, nil
 }
 
 // waitHTTP waits until url answers 200 over TLS with the named client
@@ -568,7 +593,7 @@ func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client stri
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, e.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
 		if c.exited() {
-			return false, fmt.Errorf("%s exited while starting: %v (see %s)", c.name, c.err, c.log)
+			return false, fmt.Errorf("%s exited while starting: %v (see %s)", c.name, c.err, filepath.Join(e.opts.Dir, "logs", c.name+".log"))
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := hc.Do(req)
@@ -581,7 +606,7 @@ func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client stri
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil && !c.exited() {
-		return fmt.Errorf("%s not ready (%s, last answer: %s; see %s): %w", c.name, url, last, c.log, err)
+		return fmt.Errorf("%s not ready (%s, last answer: %s; see %s): %w", c.name, url, last, filepath.Join(e.opts.Dir, "logs", c.name+".log"), err)
 	}
 	return err
 }
@@ -612,8 +637,8 @@ func (e *Engine) Abandon() error {
 func (e *Engine) Host() string { return e.apiServer }
 
 // Stop stops what Spawn started, then the controller manager, then the API
-// server, then etcd, each given five seconds after SIGTERM before it is
-// killed. Safe to call more than once.
+// server, then etcd, each given Options.StopTimeout after SIGTERM before it
+// is killed. Safe to call more than once.
 func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -621,10 +646,10 @@ func (e *Engine) Stop() {
 		e.mu.Unlock()
 		e.supervisors.Wait()
 		e.mu.Lock()
-		children := append([]*proc(nil), e.children...)
+		children := append(append([]*proc(nil), e.children...), e.nodes...)
 		e.mu.Unlock()
 		for i := len(children) - 1; i >= 0; i-- {
-			if err := children[i].current().stop(stopGrace); err != nil {
+			if err := children[i].current().stop(e.opts.StopTimeout); err != nil {
 				e.log.Warn("engine: " + err.Error())
 			}
 		}
@@ -664,15 +689,6 @@ func (p *pki) read(name string) (ca, cert, key []byte, err error) {
 		}
 	}
 	return b[0], b[1], b[2], nil
-}
-
-// restConfig reaches host with the named client certificate.
-func (p *pki) restConfig(host, user string) (*rest.Config, error) {
-	ca, cert, key, err := p.read(user)
-	if err != nil {
-		return nil, err
-	}
-	return &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertData: cert, KeyData: key}}, nil
 }
 
 // writeKubeconfig writes a kubeconfig (mode 0600) for the API server at

@@ -57,10 +57,9 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 
 func (s *spawner) close() { close(s.quit) }
 
-// child is one running binary.
+// child is one running binary; its stdout and stderr go to <Dir>/logs/<name>.log.
 type child struct {
 	name    string
-	log     string // its stdout and stderr: <Dir>/logs/<name>.log
 	cmd     *exec.Cmd
 	started time.Time
 	out     *output
@@ -95,7 +94,7 @@ func (e *Engine) startChild(p *proc, appendLog bool) (*child, error) {
 		out.close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, log: logFile, cmd: cmd, started: time.Now(), out: out, done: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, started: time.Now(), out: out, done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		out.close()
