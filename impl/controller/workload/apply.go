@@ -59,23 +59,26 @@ var stripped = fieldpath.NewSet(
 	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 )
 
-// applyRequest is the typed apply configuration of a Deployment,
-// StatefulSet or Service, with AppliedAnnotation.
+// applyRequest is the apply of a Deployment, StatefulSet, Service or
+// ConfigMap: the object (typed, without AppliedAnnotation) and the
+// request's digest. Whether it is up to date needs only the digest; its
+// apply configuration, with the fields it sets, is made only to be sent.
 type applyRequest struct {
-	config runtime.ApplyConfiguration
-	// digest is the request's, before its AppliedAnnotation.
+	obj    client.Object
 	digest string
 }
 
-// newApplyRequest is the request that applies obj (typed, without
-// AppliedAnnotation).
 func newApplyRequest(obj client.Object) (applyRequest, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return applyRequest{}, fmt.Errorf("apply request %s: %w", obj.GetName(), err)
 	}
-	request := cluster.Digest(raw)
-	obj = obj.DeepCopyObject().(client.Object)
+	return applyRequest{obj: obj, digest: cluster.Digest(raw)}, nil
+}
+
+// config is the request's apply configuration, with AppliedAnnotation.
+func (r applyRequest) config() (runtime.ApplyConfiguration, error) {
+	obj := r.obj.DeepCopyObject().(client.Object)
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
@@ -84,15 +87,14 @@ func newApplyRequest(obj client.Object) (applyRequest, error) {
 	obj.SetAnnotations(a)
 	config, err := applyConfiguration(obj)
 	if err != nil {
-		return applyRequest{}, err
+		return nil, err
 	}
 	fields, err := fieldsOf(config)
 	if err != nil {
-		return applyRequest{}, fmt.Errorf("fields of apply request %s: %w", obj.GetName(), err)
+		return nil, fmt.Errorf("fields of apply request %s: %w", obj.GetName(), err)
 	}
-	a[AppliedAnnotation] = request + "." + fields
-	config, err = applyConfiguration(obj)
-	return applyRequest{config: config, digest: request}, err
+	a[AppliedAnnotation] = r.digest + "." + fields
+	return applyConfiguration(obj)
 }
 
 // upToDate tells whether cur, the cached object, holds what r applies.

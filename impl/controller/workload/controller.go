@@ -618,7 +618,11 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if cur != nil && req.upToDate(cur) {
 		return nil
 	}
-	if err := r.client.Apply(ctx, req.config, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	config, err := req.config()
+	if err != nil {
+		return err
+	}
+	if err := r.client.Apply(ctx, config, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 	return nil
