@@ -951,37 +951,45 @@ func emptyHeap() (int64, error) {
 	return emptied.bytes, emptied.err
 }
 
-// liveHeap is the server's heap in use by objects right after a collection
-// (runtime.MemStats.HeapAlloc): its profiling listener's heap profile with
-// gc=1 collects first and prints the MemStats read after it. Read twice a
-// second apart, the second time after objects freed by the first
-// collection's finalizers and the sync.Pools it emptied are gone too.
+// liveHeap is the heap the server's last collection found live
+// (go_gc_heap_live_bytes in its metrics), read after its profiling
+// listener forced a collection (a heap profile with gc=1). Unlike the
+// MemStats' HeapAlloc, it does not count what a concurrent reconcile
+// allocated during and after that collection. Read twice a second apart,
+// the second time after objects freed by the first collection's finalizers
+// and the sync.Pools it emptied are gone too.
 func liveHeap(s *server) (int64, error) {
 	var heap int64
 	for i := range 2 {
 		if i > 0 {
 			time.Sleep(time.Second)
 		}
-		resp, err := http.Get("http://" + s.debug + "/debug/pprof/heap?gc=1&debug=1")
+		resp, err := http.Get("http://" + s.debug + "/debug/pprof/heap?gc=1")
 		if err != nil {
 			return 0, err
 		}
-		raw, err := io.ReadAll(resp.Body)
+		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
 		if resp.StatusCode != http.StatusOK {
 			return 0, fmt.Errorf("%s: %s", s.debug, resp.Status)
 		}
-		_, rest, ok := strings.Cut(string(raw), "\n# HeapAlloc = ")
-		if !ok {
-			return 0, errors.New("no HeapAlloc in the heap profile")
-		}
-		v, _, _ := strings.Cut(rest, "\n")
-		if heap, err = strconv.ParseInt(v, 10, 64); err != nil {
+		status, metrics, err := call(s, http.MethodGet, "/actuator/prometheus", nil)
+		if err != nil {
 			return 0, err
 		}
+		if status != http.StatusOK {
+			return 0, fmt.Errorf("/actuator/prometheus: %d %s", status, metrics)
+		}
+		_, rest, ok := strings.Cut(string(metrics), "\ngo_gc_heap_live_bytes ")
+		if !ok {
+			return 0, errors.New("no go_gc_heap_live_bytes in the server's metrics")
+		}
+		v, _, _ := strings.Cut(rest, "\n")
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, err
+		}
+		heap = int64(f)
 	}
 	return heap, nil
 }

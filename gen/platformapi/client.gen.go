@@ -121,7 +121,10 @@ type ClientInterface interface {
 	//   (`ok`, `rejected`, `failed`, `error`, `timeout`);
 	// - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
 	//   synced (the Validator and Application reads are served from it), else 0;
-	// - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+	// - the Go runtime's and the process's standard metrics (`go_*`, `process_*`), among them
+	//   `go_gc_heap_live_bytes`: the heap the last garbage collection found live, what the
+	//   process's memory grows with (`go_memstats_heap_alloc_bytes` also counts garbage not yet
+	//   collected).
 	//
 	// Protected by the bearer token like `/api/v1`, unless the server runs with setting
 	// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
@@ -781,7 +784,10 @@ func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 //     (`ok`, `rejected`, `failed`, `error`, `timeout`);
 //   - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
 //     synced (the Validator and Application reads are served from it), else 0;
-//   - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+//   - the Go runtime's and the process's standard metrics (`go_*`, `process_*`), among them
+//     `go_gc_heap_live_bytes`: the heap the last garbage collection found live, what the
+//     process's memory grows with (`go_memstats_heap_alloc_bytes` also counts garbage not yet
+//     collected).
 //
 // Protected by the bearer token like `/api/v1`, unless the server runs with setting
 // `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
@@ -4162,7 +4168,10 @@ type ClientWithResponsesInterface interface {
 	//   (`ok`, `rejected`, `failed`, `error`, `timeout`);
 	// - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
 	//   synced (the Validator and Application reads are served from it), else 0;
-	// - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+	// - the Go runtime's and the process's standard metrics (`go_*`, `process_*`), among them
+	//   `go_gc_heap_live_bytes`: the heap the last garbage collection found live, what the
+	//   process's memory grows with (`go_memstats_heap_alloc_bytes` also counts garbage not yet
+	//   collected).
 	//
 	// Protected by the bearer token like `/api/v1`, unless the server runs with setting
 	// `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the
@@ -8199,7 +8208,10 @@ func (c *ClientWithResponses) GetInfoWithResponse(ctx context.Context, reqEditor
 //     (`ok`, `rejected`, `failed`, `error`, `timeout`);
 //   - `validator_manager_informer_synced{informer}`: 1 when that cache of the cluster gateway has
 //     synced (the Validator and Application reads are served from it), else 0;
-//   - the Go runtime's and the process's standard metrics (`go_*`, `process_*`).
+//   - the Go runtime's and the process's standard metrics (`go_*`, `process_*`), among them
+//     `go_gc_heap_live_bytes`: the heap the last garbage collection found live, what the
+//     process's memory grows with (`go_memstats_heap_alloc_bytes` also counts garbage not yet
+//     collected).
 //
 // Protected by the bearer token like `/api/v1`, unless the server runs with setting
 // `api.metrics.public` (then public, for a scraper inside the cluster; restrict it at the

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,10 @@ import (
 )
 
 const namespace = "validator_manager"
+
+// liveHeap matches the runtime metric of the heap the last collection
+// marked live.
+var liveHeap = regexp.MustCompile(`^/gc/heap/live:bytes$`)
 
 // Outcomes of an upstream call (the label outcome of
 // validator_manager_upstream_request_duration_seconds).
@@ -70,7 +75,12 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.upstream, m.probes,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// Beside the MemStats families, the heap the last collection found
+		// live (go_gc_heap_live_bytes): what the process's memory grows with,
+		// where go_memstats_heap_alloc_bytes also counts garbage not yet
+		// collected.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: liveHeap})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -112,7 +112,7 @@ func TestAlsoServesAnotherRegistry(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("got %d %s, want 200", rec.Code, rec.Body)
 	}
-	for _, want := range []string{"workqueue_adds_total 3", "go_goroutines "} {
+	for _, want := range []string{"workqueue_adds_total 3", "go_goroutines ", "\ngo_gc_heap_live_bytes "} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("the answer has no %q", want)
 		}
