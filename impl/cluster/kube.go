@@ -22,6 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -328,36 +331,59 @@ var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 // apply applies obj (server-side apply) as owner; force takes over the
 // fields other owners hold. The API server's errors may quote what was
 // sent: callers that send a secret redact them.
-func (k *Kube) apply(ctx context.Context, obj runtime.Object, owner string, force bool) error {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+func (k *Kube) apply(ctx context.Context, obj client.Object, owner string, force bool) error {
+	config, err := ApplyConfiguration(obj)
 	if err != nil {
 		return err
 	}
-	delete(m, "status")
-	dropNullTimestamps(m)
 	opts := []client.ApplyOption{client.FieldOwner(owner)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	return k.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: m}), opts...)
+	return k.client.Apply(ctx, config, opts...)
 }
 
-// dropNullTimestamps removes the creationTimestamp: null that typed
-// objects carry in their metadata and templates (an apply would own it).
-func dropNullTimestamps(v any) {
-	switch t := v.(type) {
-	case map[string]any:
-		if ts, ok := t["creationTimestamp"]; ok && ts == nil {
-			delete(t, "creationTimestamp")
-		}
-		for _, c := range t {
-			dropNullTimestamps(c)
-		}
-	case []any:
-		for _, c := range t {
-			dropNullTimestamps(c)
-		}
+// ApplyConfiguration is obj, typed, as the client-go apply configuration
+// of its kind (one the server applies): its type, metadata and spec or
+// data; an apply claims no status.
+func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
+	var config runtime.ApplyConfiguration
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		config = &appsv1ac.DeploymentApplyConfiguration{}
+	case *appsv1.StatefulSet:
+		config = &appsv1ac.StatefulSetApplyConfiguration{}
+	case *corev1.Service:
+		config = &corev1ac.ServiceApplyConfiguration{}
+	case *corev1.ConfigMap:
+		config = &corev1ac.ConfigMapApplyConfiguration{}
+	case *corev1.Secret:
+		config = &corev1ac.SecretApplyConfiguration{}
+	case *batchv1.CronJob:
+		config = &batchv1ac.CronJobApplyConfiguration{}
+	default:
+		return nil, fmt.Errorf("no apply configuration for %T", obj)
 	}
+	raw, err := json.Marshal(obj)
+	if err == nil {
+		err = json.Unmarshal(raw, config)
+	}
+	switch c := config.(type) {
+	case *appsv1ac.DeploymentApplyConfiguration:
+		c.Status = nil
+	case *appsv1ac.StatefulSetApplyConfiguration:
+		c.Status = nil
+		if c.Spec != nil {
+			for i := range c.Spec.VolumeClaimTemplates {
+				c.Spec.VolumeClaimTemplates[i].Status = nil
+			}
+		}
+	case *corev1ac.ServiceApplyConfiguration:
+		c.Status = nil
+	case *batchv1ac.CronJobApplyConfiguration:
+		c.Status = nil
+	}
+	return config, err
 }
 
 // covers tells whether actual holds what desired says: every field of

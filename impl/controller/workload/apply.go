@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -85,7 +81,7 @@ func (r applyRequest) config() (runtime.ApplyConfiguration, error) {
 	}
 	a[AppliedAnnotation] = "" // its value is not part of the fields
 	obj.SetAnnotations(a)
-	config, err := applyConfiguration(obj)
+	config, err := cluster.ApplyConfiguration(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -94,49 +90,13 @@ func (r applyRequest) config() (runtime.ApplyConfiguration, error) {
 		return nil, fmt.Errorf("fields of apply request %s: %w", obj.GetName(), err)
 	}
 	a[AppliedAnnotation] = r.digest + "." + fields
-	return applyConfiguration(obj)
+	return cluster.ApplyConfiguration(obj)
 }
 
 // upToDate tells whether cur, the cached object, holds what r applies.
 func (r applyRequest) upToDate(cur client.Object) bool {
 	owned := cluster.OwnedFields(cur)
 	return owned != "" && cur.GetAnnotations()[AppliedAnnotation] == r.digest+"."+owned
-}
-
-// applyConfiguration is obj as the apply configuration of its kind: its
-// type, metadata and spec (an apply claims no status).
-func applyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
-	var config runtime.ApplyConfiguration
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		config = &appsv1ac.DeploymentApplyConfiguration{}
-	case *appsv1.StatefulSet:
-		config = &appsv1ac.StatefulSetApplyConfiguration{}
-	case *corev1.Service:
-		config = &corev1ac.ServiceApplyConfiguration{}
-	case *corev1.ConfigMap:
-		config = &corev1ac.ConfigMapApplyConfiguration{}
-	default:
-		return nil, fmt.Errorf("no apply configuration for %T", obj)
-	}
-	raw, err := json.Marshal(obj)
-	if err == nil {
-		err = json.Unmarshal(raw, config)
-	}
-	switch c := config.(type) {
-	case *appsv1ac.DeploymentApplyConfiguration:
-		c.Status = nil
-	case *appsv1ac.StatefulSetApplyConfiguration:
-		c.Status = nil
-		if c.Spec != nil {
-			for i := range c.Spec.VolumeClaimTemplates {
-				c.Spec.VolumeClaimTemplates[i].Status = nil
-			}
-		}
-	case *corev1ac.ServiceApplyConfiguration:
-		c.Status = nil
-	}
-	return config, err
 }
 
 // fieldsOf is the digest of the fields config sets, as the API server

@@ -13,7 +13,7 @@ import (
 )
 
 // TestAppliedKindsAgree: of every kind the controller applies and prunes
-// (pruned), an apply configuration is made (applyConfiguration), and the
+// (pruned), an apply configuration is made (cluster.ApplyConfiguration), and the
 // Manager's cache keeps the digest of FieldOwner's apply entry
 // (cluster.CacheOptions), in chart mode in every release namespace too
 // (cluster.ReleaseCache), so that upToDate can see a kind is in step. The
@@ -53,7 +53,7 @@ func TestAppliedKindsAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			obj := typed.(client.Object)
-			if _, err := applyConfiguration(obj); err != nil {
+			if _, err := cluster.ApplyConfiguration(obj); err != nil {
 				t.Errorf("no apply configuration: %v", err)
 			}
 			by, ok := cached[kind.kind]
