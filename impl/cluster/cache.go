@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"time"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -77,14 +78,14 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	// A ByObject transform names its namespaces: without them it would lose
 	// to the DefaultNamespaces' defaulted one.
 	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
-		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: t}}}
+		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: interned(t)}}}
 	}
 	often := func(t toolscache.TransformFunc) ctrlcache.ByObject {
-		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: ptr.To(Resync), Transform: t}}}
+		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: ptr.To(Resync), Transform: interned(t)}}}
 	}
 	o := ctrlcache.Options{
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
-		DefaultTransform:  ctrlcache.TransformStripManagedFields(),
+		DefaultTransform:  interned(ctrlcache.TransformStripManagedFields()),
 		ByObject: map[client.Object]ctrlcache.ByObject{
 			&corev1.Secret{}:      in(secretKeys),
 			&corev1.Pod{}:         in(podStatus),
@@ -145,6 +146,63 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	}
 	o.ByObject = byObject
 	return nil
+}
+
+// interned is t, after which the metadata strings that many cached
+// objects share (namespace, label keys and values, annotation keys, owner
+// and managedFields kinds) are the process's canonical copies
+// (unique.Make): decoding allocates each anew for every object, and a
+// validator's 21 objects carry the same labels (8 an object, 7 more on a
+// workload's pod template).
+func interned(t toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		obj, err := t(obj)
+		if err != nil {
+			return obj, err
+		}
+		if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+			if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+				internMeta(m)
+			}
+		}
+		switch w := obj.(type) {
+		case *appsv1.Deployment:
+			internMeta(&w.Spec.Template.ObjectMeta)
+		case *appsv1.StatefulSet:
+			internMeta(&w.Spec.Template.ObjectMeta)
+		}
+		return obj, nil
+	}
+}
+
+func internMeta(m *metav1.ObjectMeta) {
+	m.Namespace = intern(m.Namespace)
+	m.Labels = internKeys(m.Labels, intern)
+	m.Annotations = internKeys(m.Annotations, func(v string) string { return v })
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+	}
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		e.Manager, e.APIVersion, e.FieldsType = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType)
+	}
+}
+
+func intern(s string) string { return unique.Make(s).Value() }
+
+// internKeys is m with interned keys and values made by value. A new map
+// of m's size: assigning to a key that a full small map (8 entries, a
+// workload's labels) holds grows it to a table first.
+func internKeys(m map[string]string, value func(string) string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = value(v)
+	}
+	return out
 }
 
 // secretKeys is the transform of Secrets: their keys without values, no

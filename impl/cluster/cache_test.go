@@ -2,10 +2,12 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -222,5 +224,60 @@ func TestAppliedShape(t *testing.T) {
 				t.Fatalf("again: got %#v, %v\nwant %#v", again, err, c.want)
 			}
 		})
+	}
+}
+
+// TestCacheInternsMetadata: two objects decoded apart that carry the same
+// labels share their strings once the cache's transform has run (the
+// metadata's and the pod template's), and keep their values.
+func TestCacheInternsMetadata(t *testing.T) {
+	const raw = `{"metadata":{"name":"%s","namespace":"vm","labels":{"validator-manager.io/validator":"v1"},"annotations":{"validator-manager.io/applied":"%s"}},
+		"spec":{"template":{"metadata":{"labels":{"app.kubernetes.io/name":"participant"}}}}}`
+	var transform ctrlcache.ByObject
+	var objs []*appsv1.Deployment
+	for _, name := range []string{"a", "b"} {
+		d := &appsv1.Deployment{}
+		if err := json.Unmarshal(fmt.Appendf(nil, raw, name, name), d); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, d)
+	}
+	for obj, by := range cluster.CacheOptions("vm", 0).ByObject {
+		if _, ok := obj.(*appsv1.Deployment); ok {
+			transform = by
+		}
+	}
+	for _, d := range objs {
+		if _, err := transform.Namespaces["vm"].Transform(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The one key of m, and its value.
+	only := func(m map[string]string) (string, string) {
+		for k, v := range m {
+			return k, v
+		}
+		return "", ""
+	}
+	same := func(what, a, b string) {
+		t.Helper()
+		if a != b || unsafe.StringData(a) != unsafe.StringData(b) {
+			t.Errorf("%s: %q and %q are not one string", what, a, b)
+		}
+	}
+	k0, v0 := only(objs[0].Labels)
+	k1, v1 := only(objs[1].Labels)
+	same("label key", k0, k1)
+	same("label value", v0, v1)
+	same("namespace", objs[0].Namespace, objs[1].Namespace)
+	a0, _ := only(objs[0].Annotations)
+	a1, _ := only(objs[1].Annotations)
+	same("annotation key", a0, a1)
+	t0, tv0 := only(objs[0].Spec.Template.Labels)
+	t1, tv1 := only(objs[1].Spec.Template.Labels)
+	same("pod template label key", t0, t1)
+	same("pod template label value", tv0, tv1)
+	if objs[0].Annotations[a0] != "a" || objs[1].Annotations[a1] != "b" || v0 != "v1" {
+		t.Errorf("values changed: %v %v %v", objs[0].Annotations, objs[1].Annotations, objs[0].Labels)
 	}
 }
