@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,17 +107,6 @@ type Kube struct {
 	ready chan struct{}
 	// metrics reads metrics.k8s.io (KubeOptions.Metrics).
 	metrics metricsv1beta1.PodMetricsesGetter
-	// created holds each Validator resource this gateway created that
-	// the cache did not show yet (name → createdResource): the owner of
-	// its Secrets, written next, without asking the API server.
-	created sync.Map
-}
-
-// createdResource is a Validator resource as this gateway created it: its
-// uid and the Secrets its spec.secrets references.
-type createdResource struct {
-	uid        types.UID
-	referenced domain.WrittenSecrets
 }
 
 // RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
@@ -168,7 +156,17 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 	if err != nil {
 		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
 	}
-	k := &Kube{namespace: namespace, core: core, client: c.GetClient(), api: c.GetAPIReader(), cache: c.GetCache(),
+	// Reads of the cache through this client see its own writes (it waits
+	// for the cache to hold them): a Validator just created is the owner
+	// of the Secrets written next.
+	cl, err := client.New(c.GetConfig(), client.Options{
+		HTTPClient: c.GetHTTPClient(), Scheme: c.GetScheme(), Mapper: c.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: c.GetCache(), EnableReadYourWritesConsistency: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	k := &Kube{namespace: namespace, core: core, client: cl, api: c.GetAPIReader(), cache: c.GetCache(),
 		image: cmp.Or(opts.BackupImage, DefaultBackupImage), backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
@@ -468,7 +466,9 @@ func isZero(v any) bool {
 
 // cached is the cache's object of type T and that name (a Secret with its
 // keys, not their values: CacheOptions), nil when the cache is not synced
-// or has none; shared: read it, never change it.
+// or has none; shared: read it, never change it. It holds what this
+// gateway wrote: the read waits, at most cacheLag, for the cache to catch
+// up with a write of the object (nil after that).
 func cached[T any, P interface {
 	*T
 	client.Object
@@ -476,12 +476,18 @@ func cached[T any, P interface {
 	if !k.synced.Load() {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), cacheLag)
+	defer cancel()
 	obj := P(new(T))
-	if k.client.Get(context.Background(), types.NamespacedName{Namespace: k.namespace, Name: name}, obj, noCopy) != nil {
+	if k.client.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, obj, noCopy) != nil {
 		return nil
 	}
 	return obj
 }
+
+// cacheLag bounds a cached read's wait for the cache to hold this
+// gateway's write of the object.
+const cacheLag = 10 * time.Second
 
 // validatorInStep tells from the cache whether the Validator resource has
 // the spec (spec.secrets aside) and labels the gateway would apply.
@@ -518,7 +524,6 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	}
 	cur := cached[v1alpha1.Validator](k, v.Name)
 	existed := cur != nil
-	var referenced domain.WrittenSecrets
 	var refs *secretRefsAC
 	if existed && cur.Spec.Secrets != nil && !refsOwned(cur) {
 		// A create whose take-over below never happened (the process was
@@ -537,8 +542,7 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	if !existed {
 		// Secrets may outlive a resource deleted by hand: those there
 		// are, and those written next.
-		referenced = k.referenced(v.Name, writes)
-		if refs = secretRefs(v.Name, referenced); refs != nil {
+		if refs = secretRefs(v.Name, k.referenced(v.Name, writes)); refs != nil {
 			spec.WithSecrets(refs)
 		}
 	}
@@ -546,12 +550,9 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	if err := k.client.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return err
 	}
-	if existed || ac.UID == nil {
+	if existed {
 		return nil
 	}
-	// ac is the resource as the API server answered: its Secrets, written
-	// next, are owned by its uid.
-	k.created.Store(v.Name, createdResource{uid: *ac.UID, referenced: referenced})
 	if refs == nil || ac.Spec == nil || !jsonCovers(refs, ac.Spec.Secrets, isZero) {
 		return nil // none, or a resource the cache was behind on, whose references secretRefsOwner holds
 	}
@@ -628,11 +629,7 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // created it.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
-	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
-		if jsonCovers(refs, cur.Spec.Secrets, isZero) {
-			return nil
-		}
-	} else if c, ok := k.created.Load(validator); ok && jsonCovers(refs, secretRefs(validator, c.(createdResource).referenced), isZero) {
+	if cur := cached[v1alpha1.Validator](k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
 		return nil
 	}
 	return k.applySecretRefs(ctx, validator, refs)
@@ -674,16 +671,12 @@ func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.Va
 	return k.referenceSecrets(ctx, validator, written)
 }
 
-// validatorUID is the uid of the validator's resource: from the cache, or
-// the one this gateway just created, or the API server when the cache does
-// not hold it yet.
+// validatorUID is the uid of the validator's resource: from the cache (which
+// holds what this gateway created), or the API server when the cache does
+// not hold it (not synced yet, or another process created it).
 func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
 	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
-		k.created.Delete(validator)
 		return cur.UID, nil
-	}
-	if c, ok := k.created.Load(validator); ok {
-		return c.(createdResource).uid, nil
 	}
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(ValidatorGVK)
@@ -810,19 +803,24 @@ func (k *Kube) databaseTakes(validator string, password []byte) bool {
 // validator (delete <name>-backups by hand to drop them).
 func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 	defer func() { err = translate(fmt.Sprintf("delete validator %q", name), err) }()
-	k.created.Delete(name)
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
-	err = k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, byName, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err := client.IgnoreNotFound(err); err != nil {
 		return err
 	}
 	for _, s := range secretSlots(name, domain.ValidatorSecrets{}) {
-		if err := client.IgnoreNotFound(k.client.Delete(ctx, &corev1.Secret{ObjectMeta: meta(s.name)})); err != nil {
+		if err := client.IgnoreNotFound(k.client.Delete(ctx, &corev1.Secret{ObjectMeta: meta(s.name)}, byName)); err != nil {
 			return redact(err)
 		}
 	}
-	return client.IgnoreNotFound(k.client.Delete(ctx, &v1alpha1.Validator{ObjectMeta: meta(name)}))
+	return client.IgnoreNotFound(k.client.Delete(ctx, &v1alpha1.Validator{ObjectMeta: meta(name)}, byName))
 }
+
+// byName deletes an object by its name alone. Controller-runtime's
+// read-your-writes Delete of an object without a uid first reads the uid
+// from the cache, without waiting for it to hold this gateway's writes:
+// of an object just applied, it finds none and deletes nothing.
+var byName = client.DisableReadYourWritesConsistency
 
 // ValidatorState reads one validator's state from the API server (fresh: it
 // follows a write).
@@ -845,7 +843,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 			return nil
 		}
 		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
-			client.PropagationPolicy(metav1.DeletePropagationBackground))
+			byName, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		return client.IgnoreNotFound(err)
 	}
 	// The rules Kubernetes applies to a CronJob with a time zone.
@@ -982,8 +980,10 @@ func (k *Kube) ManagedValidators() ([]string, error) {
 	if !k.synced.Load() {
 		return nil, domain.Unavailable("cluster: the validator cache is not synced")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), cacheLag)
+	defer cancel()
 	vs := &v1alpha1.ValidatorList{}
-	if err := k.client.List(context.Background(), vs, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := k.client.List(ctx, vs, client.InNamespace(k.namespace), client.MatchingLabelsSelector{Selector: k.managed}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, translate("list validators", err)
 	}
 	names := make([]string, len(vs.Items))
