@@ -625,8 +625,7 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // referenceSecrets makes spec.secrets reference every one of the
 // validator's Secrets that exists (the cache's, and those just written),
 // applied as a field owner of its own; nothing is written when the
-// resource already does: as the cache holds it, else as this gateway
-// created it.
+// resource, as the cache holds it, already does.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
 	if cur := cached[v1alpha1.Validator](k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
