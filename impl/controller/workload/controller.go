@@ -631,7 +631,9 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 // get is the cached object of obj's kind and key, nil when there is none
 // (of a ConfigMap, its metadata: the cache holds no more).
 func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object, error) {
-	cur := obj.DeepCopyObject().(client.Object)
+	// An empty object of obj's type (a copy of obj, which Get overwrites,
+	// was a twentieth of the server's CPU at rest at 1,000 validators).
+	cur := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 	if _, ok := obj.(*corev1.ConfigMap); ok {
 		cur = configMapMeta()
 	}
