@@ -6,8 +6,9 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"time"
-	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -149,9 +150,9 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 }
 
 // interned is t, after which the metadata strings that many cached
-// objects share (namespace, label keys and values, annotation keys, owner
-// and managedFields kinds) are the process's canonical copies
-// (unique.Make): decoding allocates each anew for every object, and a
+// objects share (namespace, label keys, the values of sharedLabels,
+// annotation keys, owner and managedFields kinds) are the process's one
+// copy of each: decoding allocates each anew for every object, and a
 // validator's 21 objects carry the same labels (8 an object, 7 more on a
 // workload's pod template).
 func interned(t toolscache.TransformFunc) toolscache.TransformFunc {
@@ -175,10 +176,25 @@ func interned(t toolscache.TransformFunc) toolscache.TransformFunc {
 	}
 }
 
+// sharedLabels are the labels whose values many objects share (a
+// validator's name, namespace and installation, a component's name); the
+// values of others (a Pod's name, a template hash) are one object's, and
+// would only grow the interned strings.
+var sharedLabels = map[string]bool{
+	ManagedByLabel: true, ValidatorLabel: true, ValidatorNamespaceLabel: true, InstallationLabel: true,
+	ComponentLabel: true, InstanceLabel: true, "app.kubernetes.io/name": true, "app.kubernetes.io/part-of": true,
+	"app.kubernetes.io/version": true, "app": true, "migration": true, "helm.sh/chart": true,
+}
+
 func internMeta(m *metav1.ObjectMeta) {
 	m.Namespace = intern(m.Namespace)
-	m.Labels = internKeys(m.Labels, intern)
-	m.Annotations = internKeys(m.Annotations, func(v string) string { return v })
+	m.Labels = internKeys(m.Labels, func(k, v string) string {
+		if sharedLabels[k] {
+			return intern(v)
+		}
+		return v
+	})
+	m.Annotations = internKeys(m.Annotations, func(_, v string) string { return v })
 	for i := range m.OwnerReferences {
 		r := &m.OwnerReferences[i]
 		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
@@ -189,18 +205,33 @@ func internMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-func intern(s string) string { return unique.Make(s).Value() }
+// strings holds the interned strings, each its own key and value. They are
+// kept for the process's life (unique.Make's handles, not kept, would let a string go
+// at the next collection, and an object decoded after it would not share
+// it): names, kinds, label keys and the values of sharedLabels, a few per
+// validator.
+var internedStrings sync.Map
 
-// internKeys is m with interned keys and values made by value. A new map
-// of m's size: assigning to a key that a full small map (8 entries, a
-// workload's labels) holds grows it to a table first.
-func internKeys(m map[string]string, value func(string) string) map[string]string {
+func intern(s string) string {
+	if v, ok := internedStrings.Load(s); ok {
+		return v.(string)
+	}
+	s = strings.Clone(s) // not a part of a larger decoded buffer
+	v, _ := internedStrings.LoadOrStore(s, s)
+	return v.(string)
+}
+
+// internKeys is m with interned keys and the values value makes of each
+// key and value. A new map of m's size: assigning to a key that a full
+// small map (8 entries, a workload's labels) holds grows it to a table
+// first.
+func internKeys(m map[string]string, value func(k, v string) string) map[string]string {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[intern(k)] = value(v)
+		out[intern(k)] = value(k, v)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -227,37 +228,31 @@ func TestAppliedShape(t *testing.T) {
 	}
 }
 
-// TestCacheInternsMetadata: two objects decoded apart that carry the same
-// labels share their strings once the cache's transform has run (the
-// metadata's and the pod template's), and keep their values.
+// TestCacheInternsMetadata: two objects decoded apart, a collection
+// between them, that carry the same labels share their strings once the
+// cache's transform has run (the metadata's and the pod template's), keep
+// their values, and a label value of one object alone (a template hash) is
+// left as decoded.
 func TestCacheInternsMetadata(t *testing.T) {
-	const raw = `{"metadata":{"name":"%s","namespace":"vm","labels":{"validator-manager.io/validator":"v1"},"annotations":{"validator-manager.io/applied":"%s"}},
+	const raw = `{"metadata":{"name":"%s","namespace":"vm","labels":{"validator-manager.io/validator":"v1","pod-template-hash":"h1"},"annotations":{"validator-manager.io/applied":"%s"}},
 		"spec":{"template":{"metadata":{"labels":{"app.kubernetes.io/name":"participant"}}}}}`
 	var transform ctrlcache.ByObject
+	for obj, by := range cluster.CacheOptions("vm", 0).ByObject {
+		if _, ok := obj.(*appsv1.Deployment); ok {
+			transform = by
+		}
+	}
 	var objs []*appsv1.Deployment
 	for _, name := range []string{"a", "b"} {
 		d := &appsv1.Deployment{}
 		if err := json.Unmarshal(fmt.Appendf(nil, raw, name, name), d); err != nil {
 			t.Fatal(err)
 		}
-		objs = append(objs, d)
-	}
-	for obj, by := range cluster.CacheOptions("vm", 0).ByObject {
-		if _, ok := obj.(*appsv1.Deployment); ok {
-			transform = by
-		}
-	}
-	for _, d := range objs {
 		if _, err := transform.Namespaces["vm"].Transform(d); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// The one key of m, and its value.
-	only := func(m map[string]string) (string, string) {
-		for k, v := range m {
-			return k, v
-		}
-		return "", ""
+		objs = append(objs, d)
+		runtime.GC()
 	}
 	same := func(what, a, b string) {
 		t.Helper()
@@ -265,19 +260,27 @@ func TestCacheInternsMetadata(t *testing.T) {
 			t.Errorf("%s: %q and %q are not one string", what, a, b)
 		}
 	}
-	k0, v0 := only(objs[0].Labels)
-	k1, v1 := only(objs[1].Labels)
-	same("label key", k0, k1)
-	same("label value", v0, v1)
+	// The key of m that is k.
+	key := func(m map[string]string, k string) string {
+		for have := range m {
+			if have == k {
+				return have
+			}
+		}
+		t.Fatalf("no label %s in %v", k, m)
+		return ""
+	}
+	const label, template, applied = "validator-manager.io/validator", "app.kubernetes.io/name", "validator-manager.io/applied"
+	same("label key", key(objs[0].Labels, label), key(objs[1].Labels, label))
+	same("label value", objs[0].Labels[label], objs[1].Labels[label])
 	same("namespace", objs[0].Namespace, objs[1].Namespace)
-	a0, _ := only(objs[0].Annotations)
-	a1, _ := only(objs[1].Annotations)
-	same("annotation key", a0, a1)
-	t0, tv0 := only(objs[0].Spec.Template.Labels)
-	t1, tv1 := only(objs[1].Spec.Template.Labels)
-	same("pod template label key", t0, t1)
-	same("pod template label value", tv0, tv1)
-	if objs[0].Annotations[a0] != "a" || objs[1].Annotations[a1] != "b" || v0 != "v1" {
+	same("annotation key", key(objs[0].Annotations, applied), key(objs[1].Annotations, applied))
+	same("pod template label key", key(objs[0].Spec.Template.Labels, template), key(objs[1].Spec.Template.Labels, template))
+	same("pod template label value", objs[0].Spec.Template.Labels[template], objs[1].Spec.Template.Labels[template])
+	if a, b := objs[0].Labels["pod-template-hash"], objs[1].Labels["pod-template-hash"]; unsafe.StringData(a) == unsafe.StringData(b) {
+		t.Error("a template hash, one object's, was interned")
+	}
+	if objs[0].Annotations[applied] != "a" || objs[1].Annotations[applied] != "b" || objs[0].Labels[label] != "v1" {
 		t.Errorf("values changed: %v %v %v", objs[0].Annotations, objs[1].Annotations, objs[0].Labels)
 	}
 }

@@ -468,7 +468,9 @@ func isZero(v any) bool {
 // keys, not their values: CacheOptions), nil when the cache is not synced
 // or has none; shared: read it, never change it. It holds what this
 // gateway wrote: the read waits, at most cacheLag, for the cache to catch
-// up with a write of the object (nil after that).
+// up with a write of the object, then takes what the cache holds. (Not so
+// of chart mode's Secrets, cached in two namespace entries: controller-
+// runtime's read-your-writes does not follow a kind over several.)
 func cached[T any, P interface {
 	*T
 	client.Object
@@ -478,8 +480,12 @@ func cached[T any, P interface {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cacheLag)
 	defer cancel()
-	obj := P(new(T))
-	if k.client.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, obj, noCopy) != nil {
+	obj, key := P(new(T)), types.NamespacedName{Namespace: k.namespace, Name: name}
+	err := k.client.Get(ctx, key, obj, noCopy)
+	if err != nil && !apierrors.IsNotFound(err) {
+		err = k.client.Get(context.Background(), key, obj, noCopy, client.DisableReadYourWritesConsistency)
+	}
+	if err != nil {
 		return nil
 	}
 	return obj
@@ -867,7 +873,9 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 		pvc := backupPVC(k.namespace, validator, k.backupSize, v.Spec.StorageClass)
 		err := k.api.Get(ctx, client.ObjectKeyFromObject(pvc), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}})
 		if apierrors.IsNotFound(err) {
-			err = k.client.Create(ctx, pvc, client.FieldOwner(FieldOwner))
+			// Nothing reads claims through this client: its read-your-writes
+			// would start, and wait for, an informer of claims first.
+			err = k.client.Create(ctx, pvc, client.FieldOwner(FieldOwner), client.DisableReadYourWritesConsistency)
 			if apierrors.IsAlreadyExists(err) {
 				err = nil
 			}
