@@ -300,15 +300,15 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 }
 
 // appliedShape is the transform of the workloads, Services and
-// ConfigMaps (chart mode's, read as metadata) the workload controller
-// applies. Its readers compare an object with what they would apply by its
-// AppliedAnnotation and the digest of the fields FieldOwner's applies own
-// (so of the managedFields only that entry stays, and of its field set
-// only the digest, OwnedFields), and read a workload's replicas, status,
-// pod template annotations (the database password the apps start with)
-// and a StatefulSet's claim templates (kept on apply). The pod templates'
-// specs and the Services' specs, most of each object, nothing reads from
-// the cache.
+// ConfigMaps the workload controller applies (the last two cached as
+// metadata: their informers are metadata-only). Its readers compare an
+// object with what they would apply by its AppliedAnnotation and the
+// digest of the fields FieldOwner's applies own (so of the managedFields
+// only that entry stays, and of its field set only the digest,
+// OwnedFields), and read a workload's replicas, status, pod template
+// annotations (the database password the apps start with) and a
+// StatefulSet's claim templates (kept on apply). The pod templates' specs,
+// most of each workload, nothing reads from the cache.
 func appliedShape(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
@@ -333,8 +333,6 @@ func appliedShape(obj any) (any, error) {
 	case *appsv1.StatefulSet:
 		w.Spec = appsv1.StatefulSetSpec{Replicas: w.Spec.Replicas, Template: corev1.PodTemplateSpec{ObjectMeta: w.Spec.Template.ObjectMeta},
 			VolumeClaimTemplates: w.Spec.VolumeClaimTemplates}
-	case *corev1.Service:
-		w.Spec = corev1.ServiceSpec{}
 	}
 	return o, nil
 }

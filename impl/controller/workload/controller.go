@@ -144,7 +144,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, configMapMeta(), &corev1.Pod{}} {
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, metadata("Service"), metadata("ConfigMap"), &corev1.Pod{}} {
 		err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, validatorField, func(o client.Object) []string {
 			if name, ok := o.GetLabels()[ValidatorLabel]; ok {
 				return []string{name}
@@ -163,7 +163,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged, resynced))).
 		Watches(&appsv1.Deployment{}, byLabel).
 		Watches(&appsv1.StatefulSet{}, byLabel).
-		Watches(&corev1.Service{}, byLabel).
+		Watches(&corev1.Service{}, byLabel, builder.OnlyMetadata).
 		Watches(&corev1.PersistentVolumeClaim{}, byLabel).
 		// The database password's rotation (rotation.go).
 		Watches(&batchv1.Job{}, byLabel).
@@ -629,13 +629,16 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 }
 
 // get is the cached object of obj's kind and key, nil when there is none
-// (of a ConfigMap, its metadata: the cache holds no more).
+// (of a Service or ConfigMap, its metadata: the cache holds no more).
 func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object, error) {
 	// An empty object of obj's type (a copy of obj, which Get overwrites,
 	// was a twentieth of the server's CPU at rest at 1,000 validators).
 	cur := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	if _, ok := obj.(*corev1.ConfigMap); ok {
-		cur = configMapMeta()
+	switch obj.(type) {
+	case *corev1.Service:
+		cur = metadata("Service")
+	case *corev1.ConfigMap:
+		cur = metadata("ConfigMap")
 	}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
 	if apierrors.IsNotFound(err) {
@@ -707,21 +710,17 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator, n
 const KeepAnnotation = "helm.sh/resource-policy"
 
 // pruned are the kinds the controller applies by server-side apply, and
-// deletes when a render no longer holds them (ConfigMaps, which only
-// charts render, read as metadata, as the cache holds them). Claims are
-// created once and never deleted: they hold data.
+// deletes when a render no longer holds them (Services and ConfigMaps,
+// which only charts render, read as metadata, as the cache holds them).
+// Claims are created once and never deleted: they hold data.
 var pruned = []struct {
 	kind string
 	list func() client.ObjectList
 }{
 	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
 	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }},
-	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
-	{"ConfigMap", func() client.ObjectList {
-		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-		return l
-	}},
+	{"Service", func() client.ObjectList { return metadataList("Service") }},
+	{"ConfigMap", func() client.ObjectList { return metadataList("ConfigMap") }},
 }
 
 // prune deletes the objects of the pruned kinds in l's namespace that the
@@ -855,7 +854,7 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 			key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
 			var obj client.Object = &corev1.Secret{}
 			if ref.Kind == podrefs.ConfigMap {
-				obj = configMapMeta()
+				obj = metadata("ConfigMap")
 			}
 			err := r.client.Get(ctx, key, obj)
 			switch {
@@ -876,10 +875,18 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 	return out, nil
 }
 
-// configMapMeta is what a ConfigMap is read into from the cache: its
-// metadata, which its watch fills.
-func configMapMeta() client.Object {
+// metadataList is what a list of a core kind the cache holds as metadata
+// is read into.
+func metadataList(kind string) client.ObjectList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
+	return l
+}
+
+// metadata is what an object of a core kind the cache holds as metadata
+// (Services and ConfigMaps: nothing reads more of them) is read into.
+func metadata(kind string) client.Object {
 	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(podrefs.ConfigMap)))
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
 	return m
 }
