@@ -14,7 +14,7 @@ import (
 // (which the API does not write) and, when prune is nil, its pruning
 // schedule are kept. Chart mode derives the charts' values from it when a
 // create or an edit is checked (impl/charts.Checker).
-func (k *Kube) ValidatorResource(_ context.Context, v domain.Validator, prune *domain.PruneSchedule) (*v1alpha1.Validator, error) {
+func (k *Kube) ValidatorResource(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) (*v1alpha1.Validator, error) {
 	spec, err := validatorSpec(v, prune)
 	if err != nil {
 		return nil, err
@@ -23,7 +23,7 @@ func (k *Kube) ValidatorResource(_ context.Context, v domain.Validator, prune *d
 	if err := convert(spec, &res.Spec); err != nil {
 		return nil, err
 	}
-	if cur := cached[v1alpha1.Validator](k, v.Name); cur != nil {
+	if cur := cached[v1alpha1.Validator](ctx, k, v.Name); cur != nil {
 		res.UID = cur.UID
 		res.Spec.Secrets = cur.Spec.Secrets.DeepCopy()
 		res.Spec.ChartValues = cur.Spec.ChartValues.DeepCopy()

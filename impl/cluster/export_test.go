@@ -29,10 +29,10 @@ func (k *Kube) DefaultSecrets(ctx context.Context, validator string, d domain.Se
 // PodStatus is the cache's transform of Pods.
 var PodStatus = podStatus
 
-// AppliedShape is the cache's transform of applied workloads and Services.
+// AppliedShape is the cache's transform of applied workloads, Services and ConfigMaps.
 var AppliedShape = appliedShape
 
 // CachedDeployment tells whether the cache holds the Deployment of that name.
 func (k *Kube) CachedDeployment(name string) bool {
-	return cached[appsv1.Deployment](k, name) != nil
+	return cached[appsv1.Deployment](context.Background(), k, name) != nil
 }

@@ -467,23 +467,24 @@ func isZero(v any) bool {
 // cached is the cache's object of type T and that name (a Secret with its
 // keys, not their values: CacheOptions), nil when the cache is not synced
 // or has none; shared: read it, never change it. It holds what this
-// gateway wrote: the read waits, at most cacheLag, for the cache to catch
-// up with a write of the object, then takes what the cache holds. (Not so
+// gateway wrote: the read waits, at most cacheLag and while ctx lasts,
+// for the cache to catch up with a write of the object, then takes what
+// the cache holds. (Not so
 // of chart mode's Secrets, cached in two namespace entries: controller-
 // runtime's read-your-writes does not follow a kind over several.)
 func cached[T any, P interface {
 	*T
 	client.Object
-}](k *Kube, name string) P {
+}](ctx context.Context, k *Kube, name string) P {
 	if !k.synced.Load() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cacheLag)
+	wait, cancel := context.WithTimeout(ctx, cacheLag)
 	defer cancel()
 	obj, key := P(new(T)), types.NamespacedName{Namespace: k.namespace, Name: name}
-	err := k.client.Get(ctx, key, obj, noCopy)
+	err := k.client.Get(wait, key, obj, noCopy)
 	if err != nil && !apierrors.IsNotFound(err) {
-		err = k.client.Get(context.Background(), key, obj, noCopy, client.DisableReadYourWritesConsistency)
+		err = k.client.Get(ctx, key, obj, noCopy, client.DisableReadYourWritesConsistency)
 	}
 	if err != nil {
 		return nil
@@ -497,8 +498,8 @@ const cacheLag = 10 * time.Second
 
 // validatorInStep tells from the cache whether the Validator resource has
 // the spec (spec.secrets aside) and labels the gateway would apply.
-func (k *Kube) validatorInStep(name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
-	cur := cached[v1alpha1.Validator](k, name)
+func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
+	cur := cached[v1alpha1.Validator](ctx, k, name)
 	if cur == nil || !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(cur.Labels)) {
 		return false
 	}
@@ -525,10 +526,10 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	if err != nil {
 		return err
 	}
-	if k.validatorInStep(v.Name, spec) {
+	if k.validatorInStep(ctx, v.Name, spec) {
 		return nil
 	}
-	cur := cached[v1alpha1.Validator](k, v.Name)
+	cur := cached[v1alpha1.Validator](ctx, k, v.Name)
 	existed := cur != nil
 	var refs *secretRefsAC
 	if existed && cur.Spec.Secrets != nil && !refsOwned(cur) {
@@ -606,7 +607,7 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 // cache (shared: read it, never change it); false when the cache is not
 // synced or has no such validator.
 func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
-	v := cached[v1alpha1.Validator](k, name)
+	v := cached[v1alpha1.Validator](context.Background(), k, name)
 	return v, v != nil && k.Manages(v.Labels)
 }
 
@@ -634,7 +635,7 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // resource, as the cache holds it, already does.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
-	if cur := cached[v1alpha1.Validator](k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
+	if cur := cached[v1alpha1.Validator](ctx, k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
 		return nil
 	}
 	return k.applySecretRefs(ctx, validator, refs)
@@ -680,7 +681,7 @@ func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.Va
 // holds what this gateway created), or the API server when the cache does
 // not hold it (not synced yet, or another process created it).
 func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
-	if cur := cached[v1alpha1.Validator](k, validator); cur != nil {
+	if cur := cached[v1alpha1.Validator](ctx, k, validator); cur != nil {
 		return cur.UID, nil
 	}
 	m := &metav1.PartialObjectMetadata{}
@@ -704,7 +705,7 @@ func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Objec
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 	var w domain.WrittenSecrets
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		c := cached[corev1.Secret](k, s.name)
+		c := cached[corev1.Secret](context.Background(), k, s.name)
 		*s.flag(&w) = c != nil && hasKey(c, s.key)
 	}
 	return w
@@ -723,7 +724,7 @@ const PasswordKeySecret = "validator-manager-password-key"
 // carry no server message (it could quote the value).
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
-		if cur := cached[corev1.Secret](k, s.name); cur != nil && hasKey(cur, s.key) {
+		if cur := cached[corev1.Secret](ctx, k, s.name); cur != nil && hasKey(cur, s.key) {
 			return false, nil
 		}
 	}
@@ -762,7 +763,7 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) error {
 	next := sec.Data[DatabaseSecretKey]
 	sec.Labels[DatabasePasswordLabel] = PasswordDigest(next)
-	if cached := cached[corev1.Secret](k, sec.Name); cached == nil || !hasKey(cached, DatabaseSecretKey) {
+	if cached := cached[corev1.Secret](ctx, k, sec.Name); cached == nil || !hasKey(cached, DatabaseSecretKey) {
 		return nil // a new Secret (a create reads nothing)
 	}
 	cur := &corev1.Secret{}
@@ -795,7 +796,7 @@ func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) err
 // the password the Secret held before its first edit, which every edit
 // since kept.
 func (k *Kube) databaseTakes(validator string, password []byte) bool {
-	d := cached[appsv1.Deployment](k, validator+"-"+domain.ServiceValidatorApp)
+	d := cached[appsv1.Deployment](context.Background(), k, validator+"-"+domain.ServiceValidatorApp)
 	if d == nil {
 		return false
 	}
@@ -844,7 +845,7 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) (err error) {
 	defer func() { err = translate(fmt.Sprintf("apply backup schedule of %q", validator), err) }()
 	if b == nil {
-		if k.synced.Load() && cached[batchv1.CronJob](k, BackupCronJobName(validator)) == nil {
+		if k.synced.Load() && cached[batchv1.CronJob](ctx, k, BackupCronJobName(validator)) == nil {
 			return nil
 		}
 		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
@@ -866,7 +867,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 	if err != nil {
 		return err
 	}
-	if k.cronJobInStep(want) {
+	if k.cronJobInStep(ctx, want) {
 		return nil
 	}
 	if !b.Deleted {
@@ -890,7 +891,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 // CachedCronJobVersion is the resourceVersion of the CronJob of that name
 // as the cache holds it, "" when it holds none.
 func (k *Kube) CachedCronJobVersion(name string) string {
-	if cj := cached[batchv1.CronJob](k, name); cj != nil {
+	if cj := cached[batchv1.CronJob](context.Background(), k, name); cj != nil {
 		return cj.ResourceVersion
 	}
 	return ""
@@ -899,8 +900,8 @@ func (k *Kube) CachedCronJobVersion(name string) string {
 // cronJobInStep tells from the cache whether the CronJob is what want
 // says: the fields of its spec the gateway sets (the API server's defaults
 // aside), labels and owner.
-func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
-	cur := cached[batchv1.CronJob](k, want.Name)
+func (k *Kube) cronJobInStep(ctx context.Context, want *batchv1.CronJob) bool {
+	cur := cached[batchv1.CronJob](ctx, k, want.Name)
 	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
 		return false
 	}
@@ -914,18 +915,18 @@ func (k *Kube) cronJobInStep(want *batchv1.CronJob) bool {
 func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	v := in.Validator
 	spec, err := validatorSpec(v, in.Prune)
-	if err != nil || !k.validatorInStep(v.Name, spec) {
+	if err != nil || !k.validatorInStep(context.Background(), v.Name, spec) {
 		return false
 	}
 	if in.Backup == nil {
-		return cached[batchv1.CronJob](k, BackupCronJobName(v.Name)) == nil
+		return cached[batchv1.CronJob](context.Background(), k, BackupCronJobName(v.Name)) == nil
 	}
 	cur, ok := k.cachedValidator(v.Name)
 	if !ok {
 		return false
 	}
 	want, err := k.backupCronJob(cur, *in.Backup)
-	return err == nil && k.cronJobInStep(want)
+	return err == nil && k.cronJobInStep(context.Background(), want)
 }
 
 // Ping asks the API server for its version; before the caches have synced

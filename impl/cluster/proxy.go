@@ -25,11 +25,11 @@ import (
 // name in the cache and that of its ledger API auth Secret ("" when there is
 // none); ok is false when the cache has no such Validator or has not synced.
 func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool) {
-	v := cached[v1alpha1.Validator](k, name)
+	v := cached[v1alpha1.Validator](context.Background(), k, name)
 	if v == nil {
 		return "", "", false
 	}
-	if s := cached[corev1.Secret](k, domain.LedgerAPIAuthSecretName(name)); s != nil {
+	if s := cached[corev1.Secret](context.Background(), k, domain.LedgerAPIAuthSecretName(name)); s != nil {
 		secret = s.ResourceVersion
 	}
 	return v.ResourceVersion, secret, true
