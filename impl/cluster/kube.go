@@ -362,10 +362,7 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 	default:
 		return nil, fmt.Errorf("no apply configuration for %T", obj)
 	}
-	raw, err := json.Marshal(obj)
-	if err == nil {
-		err = json.Unmarshal(raw, config)
-	}
+	err := convert(obj, config)
 	switch c := config.(type) {
 	case *appsv1ac.DeploymentApplyConfiguration:
 		c.Status = nil
@@ -469,9 +466,9 @@ func isZero(v any) bool {
 // or has none; shared: read it, never change it. It holds what this
 // gateway wrote: the read waits, at most cacheLag and while ctx lasts,
 // for the cache to catch up with a write of the object, then takes what
-// the cache holds. (Not so
-// of chart mode's Secrets, cached in two namespace entries: controller-
-// runtime's read-your-writes does not follow a kind over several.)
+// the cache holds. (Not so of chart mode's Secrets, cached in two
+// namespace entries: controller-runtime's read-your-writes does not follow
+// a kind over several.)
 func cached[T any, P interface {
 	*T
 	client.Object

@@ -633,12 +633,12 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object, error) {
 	// An empty object of obj's type (a copy of obj, which Get overwrites,
 	// was a twentieth of the server's CPU at rest at 1,000 validators).
-	cur := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	switch obj.(type) {
-	case *corev1.Service:
-		cur = metadata("Service")
-	case *corev1.ConfigMap:
-		cur = metadata("ConfigMap")
+	var cur client.Object
+	switch t := reflect.TypeOf(obj).Elem(); obj.(type) {
+	case *corev1.Service, *corev1.ConfigMap:
+		cur = metadata(t.Name())
+	default:
+		cur = reflect.New(t).Interface().(client.Object)
 	}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
 	if apierrors.IsNotFound(err) {
