@@ -2,6 +2,7 @@ package management
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,12 +33,12 @@ func configFromCreate(dto managementapi.ValidatorDto) (domain.ValidatorConfig, e
 		ImageRepo:          dto.ImageRepo,
 		ImageTag:           dto.ImageTag,
 		CustomAuth:         clone(dto.CustomAuth),
-		Auth:               mapPtr(dto.Auth, toAuth),
+		Auth:               mapPtr(dto.Auth, convert[domain.Auth]),
 		Cluster:            toCluster(dto.ClusterConfig, &bad),
-		ParticipantNode:    toParticipantNode(dto.ClusterParticipantConfig),
+		ParticipantNode:    convert[domain.ParticipantNode](dto.ClusterParticipantConfig),
 		Participant:        toApp("participant", dto.Participant, &bad),
 		EnvVars:            mapSlicePtr(dto.EnvVars, toEnvVar),
-		Database:           mapPtr(dto.DatabaseConfig, toDatabase),
+		Database:           mapPtr(dto.DatabaseConfig, convert[domain.Database]),
 		LegacyDatabaseUser: clone(dto.SqlDbUser),
 	}
 	if dto.SqlDbConfig != nil {
@@ -61,7 +62,7 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 		ContactPoint:             clone(cc.ContactPoint),
 		DisabledWallet:           clone(cc.DisabledWallet),
 		DisableProbes:            clone(cc.DisableProbes),
-		TopUp:                    mapPtr(cc.TopUp, fromTopUp),
+		TopUp:                    mapPtr(cc.TopUp, convert[managementapi.TopUpDto]),
 		AppInfoValidator:         ptr(fromApp(cc.ValidatorApp)),
 		AppInfoLedgerNameService: ptr(fromApp(cc.NameService)),
 		AppInfoWallet:            mapPtr(cc.Wallet, fromApp),
@@ -71,13 +72,13 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 		PrivateJsonApi:           clone(c.ParticipantNode.PrivateJSONAPI),
 		SqlDbConfig:              mapPtr(c.DatabaseWorkload, fromDatabaseWorkload),
 		SqlDbUser:                clone(c.LegacyDatabaseUser),
-		DatabaseConfig:           mapPtr(c.Database, fromDatabase),
+		DatabaseConfig:           mapPtr(c.Database, convert[managementapi.ValidatorDbConfigDto]),
 	}
 	if imp := cc.IdentitiesImport; imp != nil {
 		r.ParticipantIdentitiesDumpSecretName = ptr(imp.SecretName)
 	}
 	if len(c.WalletSweeps) > 0 {
-		r.WalletSweeps = ptr(mapSlice(c.WalletSweeps, fromWalletSweep))
+		r.WalletSweeps = ptr(mapSlice(c.WalletSweeps, convert[managementapi.WalletSweepDto]))
 	}
 	return r
 }
@@ -109,12 +110,12 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		}
 		v.MigrationID = cc.Migration.Id
 		v.Migrating = cc.Migration.Migrating != nil && *cc.Migration.Migrating
-		c.Cluster.Migration = toMigration(cc.Migration)
+		c.Cluster.Migration = convert[domain.Migration](cc.Migration)
 		if cc.ScanAddress != nil {
 			c.Cluster.ScanAddress = *cc.ScanAddress
 		}
 		c.Cluster.ContactPoint = cmp.Or(clone(cc.ContactPoint), c.Cluster.ContactPoint)
-		c.Cluster.TopUp = cmp.Or(mapPtr(cc.TopUp, toTopUp), c.Cluster.TopUp)
+		c.Cluster.TopUp = cmp.Or(mapPtr(cc.TopUp, convert[domain.TopUp]), c.Cluster.TopUp)
 		c.Cluster.DisableProbes = cmp.Or(clone(cc.DisableProbes), c.Cluster.DisableProbes)
 		editAppInfo("clusterConfig.appInfoValidator", &c.Cluster.ValidatorApp, cc.AppInfoValidator, &bad)
 		editAppInfo("clusterConfig.appInfoLedgerNameService", &c.Cluster.NameService, cc.AppInfoLedgerNameService, &bad)
@@ -125,7 +126,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 			editAppInfo("clusterConfig.appInfoWallet", c.Cluster.Wallet, cc.AppInfoWallet, &bad)
 		}
 		if cc.WalletSweeps != nil {
-			c.WalletSweeps = mapSlice(*cc.WalletSweeps, toWalletSweep)
+			c.WalletSweeps = mapSlice(*cc.WalletSweeps, convert[domain.WalletSweep])
 		}
 	}
 	editAppInfo("participant", &c.Participant, edit.Participant, &bad)
@@ -139,7 +140,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		if db.External != nil && external != v.ExternalDatabase {
 			bad = append(bad, domain.Invalid("databaseConfig.external", "cannot change between an internal and an external database"))
 		}
-		next := toDatabase(*db)
+		next := convert[domain.Database](*db)
 		next.External = ptr(v.ExternalDatabase)
 		if db.Password != nil {
 			secrets.DatabasePassword = *db.Password
@@ -150,7 +151,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		c.DatabaseWorkload = ptr(toDatabaseWorkload(*edit.SqlDbConfig, &bad))
 	}
 	if v.ExternalDatabase && c.Database != nil {
-		bad = append(bad, externalDatabaseAddress(fromDatabase(*c.Database))...)
+		bad = append(bad, externalDatabaseAddress(convert[managementapi.ValidatorDbConfigDto](*c.Database))...)
 	}
 	if len(bad) > 0 {
 		return secrets, bad
@@ -180,52 +181,15 @@ func editAppInfo(field string, a *domain.App, e *managementapi.AppInfoEditDto, b
 
 // Wire → domain.
 
-func toAuth(a managementapi.ValidatorAuthDto) domain.Auth {
-	// LedgerApiClientSecret is a secret value: never stored.
-	return domain.Auth{
-		Audience:          a.Audience,
-		NameServiceClient: a.CnsClientId,
-		JWKSURL:           clone(a.JwksUrl),
-		LedgerAPIClient:   a.LedgerApiClientId,
-		LedgerAPIUser:     a.LedgerApiUser,
-		OIDCAuthorityURL:  clone(a.OidcAuthorityUrl),
-		OIDCConfigURL:     clone(a.OidcConfigUrl),
-		WalletClient:      a.WalletClientId,
-		WalletUser:        a.WalletUser,
-	}
-}
-
+// toCluster carries what the payload and the stored form share by name
+// (convert); the applications and the environment variables, stored in
+// Kubernetes' types, are mapped on their own.
 func toCluster(c managementapi.ClusterConfigDto, bad *domain.Invalids) domain.Cluster {
-	cc := domain.Cluster{
-		AdditionalConfig:         clone(c.AdditionalConfigOther),
-		AdditionalUsersEnvVars:   mapSlicePtr(c.AdditionalUsersEnvVars, toEnvVar),
-		AppDars:                  clone(c.AppDars),
-		NameService:              toApp("clusterConfig.appInfoLedgerNameService", c.AppInfoLedgerNameService, bad),
-		ValidatorApp:             toApp("clusterConfig.appInfoValidator", c.AppInfoValidator, bad),
-		ContactPoint:             clone(c.ContactPoint),
-		SynchronizerURL:          clone(c.DecentralizedSynchronizerUrl),
-		DefaultJVMOptions:        c.DefaultJvmOptions,
-		DevNet:                   clone(c.DevNet),
-		DisableProbes:            clone(c.DisableProbes),
-		DisabledWallet:           clone(c.DisabledWallet),
-		ExtraSynchronizers:       mapSlicePtr(c.ExtraDomains, toSynchronizer),
-		FailOnAppVersionMismatch: clone(c.FailOnAppVersionMismatch),
-		FixedTokens:              clone(c.FixedTokens),
-		Metrics:                  mapPtr(c.Metrics, toMetrics),
-		MigrateValidatorParty:    clone(c.MigrateValidatorParty),
-		Migration:                toMigration(c.Migration),
-		IdentitiesBackup:         mapPtr(c.ParticipantIdentitiesDumpBackup, toIdentitiesBackup),
-		IdentitiesImport:         mapPtr(c.ParticipantIdentitiesDumpImport, toIdentitiesImport),
-		PartyHint:                c.PartyHint,
-		StorageClass:             clone(c.PvcVolumeStorageClass),
-		ScanAddress:              c.ScanAddress,
-		Prune:                    mapPtr(c.ScheduledPrune, toPruneRequest),
-		SVSponsorAddress:         c.SvSponsorAddress,
-		SVValidator:              clone(c.SvValidator),
-		TopUp:                    mapPtr(c.TopUp, toTopUp),
-		SequencersFromScan:       clone(c.UseSequencerConnectionsFromScan),
-		WalletUserName:           clone(c.WalletUserName),
-	}
+	cc := convert[domain.Cluster](c)
+	cc.AdditionalUsersEnvVars = mapSlicePtr(c.AdditionalUsersEnvVars, toEnvVar)
+	cc.NameService = toApp("clusterConfig.appInfoLedgerNameService", c.AppInfoLedgerNameService, bad)
+	cc.ValidatorApp = toApp("clusterConfig.appInfoValidator", c.AppInfoValidator, bad)
+	cc.Wallet = nil
 	if c.AppInfoWallet != nil {
 		cc.Wallet = ptr(toApp("clusterConfig.appInfoWallet", *c.AppInfoWallet, bad))
 	}
@@ -243,8 +207,7 @@ func toWorkload(field string, r *managementapi.ResourcesDto, bad *domain.Invalid
 	if r == nil {
 		return domain.Workload{}
 	}
-	v1 := v1alpha1.ResourcesV1{CPULimit: clone(r.CpuLimit), CPURequest: clone(r.CpuRequested), MemoryLimit: clone(r.MemoryLimit),
-		MemoryRequest: clone(r.MemoryRequested), ImagePullSecret: clone(r.ImagePullSecret), Replicas: clone(r.Replicas)}
+	v1 := convert[v1alpha1.ResourcesV1](*r)
 	return v1.Workload(func(key, value string) {
 		*bad = append(*bad, domain.Invalid(field+"."+key, "must be a Kubernetes quantity such as 500m or 123Mi: %q", value))
 	})
@@ -261,58 +224,6 @@ func toEnvVar(e managementapi.EnvVar) corev1.EnvVar {
 		}}
 	}
 	return v
-}
-
-func toSynchronizer(d managementapi.ExtraDomainDto) domain.Synchronizer {
-	return domain.Synchronizer{Alias: clone(d.Alias), URL: clone(d.Url)}
-}
-
-func toMetrics(m managementapi.MetricsDto) domain.Metrics {
-	return domain.Metrics{Enable: clone(m.Enable), Interval: clone(m.Interval), Release: clone(m.Release)}
-}
-
-func toMigration(m managementapi.MigrationDto) domain.Migration {
-	return domain.Migration{ID: m.Id, Migrating: clone(m.Migrating)}
-}
-
-func toIdentitiesBackup(b managementapi.IdentitiesDumpPeriodicBackupDto) domain.IdentitiesBackup {
-	return domain.IdentitiesBackup{
-		Interval:         b.BackupInterval,
-		BucketName:       b.LocationBucketName,
-		BucketProjectID:  b.LocationBucketProjectId,
-		BucketSecretName: b.LocationBucketSecretName,
-		Prefix:           b.LocationPrefix,
-	}
-}
-
-func toIdentitiesImport(i managementapi.ParticipantIdentitiesImportDto) domain.IdentitiesImport {
-	return domain.IdentitiesImport{SecretName: i.IdentitiesSecretName, NewParticipantIdentifier: i.NewParticipantIdentifier}
-}
-
-func toPruneRequest(p managementapi.ScheduledValidatorPruneDto) domain.PruneScheduleRequest {
-	return domain.PruneScheduleRequest{Cron: p.Cron, MaxDuration: p.MaxDuration, NextRun: clone(p.NextRun), Retention: p.Retention}
-}
-
-func toTopUp(t managementapi.TopUpDto) domain.TopUp {
-	return domain.TopUp{Enable: clone(t.Enable), MinTopupInterval: clone(t.MinTopupInterval), TargetThroughput: clone(t.TargetThroughput)}
-}
-
-func toParticipantNode(p managementapi.ClusterParticipantConfigDto) domain.ParticipantNode {
-	return domain.ParticipantNode{
-		DefaultJVMOptions:  clone(p.DefaultJvmOptions),
-		EnableHealthProbes: clone(p.EnableHealthProbes),
-		EnableKMS:          clone(p.EnableKms),
-		ExposeLedgerAPI:    clone(p.ExposeLedgerApi),
-		KMSServiceAccount:  clone(p.KmsServiceAccount),
-		KMSValue:           clone(p.KmsValue),
-		NodeIdentifier:     clone(p.NodeIdentifier),
-		PrivateJSONAPI:     clone(p.PrivateJsonApi),
-	}
-}
-
-func toDatabase(d managementapi.ValidatorDbConfigDto) domain.Database {
-	// Password is a secret value: never stored.
-	return domain.Database{External: clone(d.External), Hostname: clone(d.Hostname), Port: clone(d.Port), Username: clone(d.Username)}
 }
 
 func toDatabaseWorkload(s managementapi.SqlDbConfigDto, bad *domain.Invalids) domain.DatabaseWorkload {
@@ -385,16 +296,6 @@ func toKeyToPaths(items *[]managementapi.KeyToPath) []corev1.KeyToPath {
 	})
 }
 
-func toWalletSweep(w managementapi.WalletSweepDto) domain.WalletSweep {
-	return domain.WalletSweep{
-		MaxBalanceUSD:          w.MaxBalanceUSD,
-		MinBalanceUSD:          w.MinBalanceUSD,
-		ReceiverPartyID:        w.ReceiverPartyId,
-		SenderPartyID:          w.SenderPartyId,
-		UseTransferPreapproval: w.UseTransferPreapproval,
-	}
-}
-
 // Domain → wire (responses).
 
 // The Kubernetes values go back to release 1.11's shapes: a quantity in
@@ -441,14 +342,6 @@ func fromEnvVar(e corev1.EnvVar) managementapi.EnvVar {
 		}}
 	}
 	return v
-}
-
-func fromTopUp(t domain.TopUp) managementapi.TopUpDto {
-	return managementapi.TopUpDto{Enable: clone(t.Enable), MinTopupInterval: clone(t.MinTopupInterval), TargetThroughput: clone(t.TargetThroughput)}
-}
-
-func fromDatabase(d domain.Database) managementapi.ValidatorDbConfigDto {
-	return managementapi.ValidatorDbConfigDto{External: clone(d.External), Hostname: clone(d.Hostname), Port: clone(d.Port), Username: clone(d.Username)}
 }
 
 func fromDatabaseWorkload(s domain.DatabaseWorkload) managementapi.SqlDbConfigDto {
@@ -512,14 +405,21 @@ func fromKeyToPaths(items []corev1.KeyToPath) *[]managementapi.KeyToPath {
 	return &out
 }
 
-func fromWalletSweep(w domain.WalletSweep) managementapi.WalletSweepDto {
-	return managementapi.WalletSweepDto{
-		MaxBalanceUSD:          w.MaxBalanceUSD,
-		MinBalanceUSD:          w.MinBalanceUSD,
-		ReceiverPartyId:        w.ReceiverPartyID,
-		SenderPartyId:          w.SenderPartyID,
-		UseTransferPreapproval: w.UseTransferPreapproval,
+// convert maps a wire value to the domain type of the same JSON, or back:
+// the stored form keeps release 1.11's field names, so what both have is
+// carried over by name, and what only the payload has (a secret value such
+// as auth.ledgerApiClientSecret or databaseConfig.password) is never stored.
+// Both are plain data: a failure is a type that does not fit its pair.
+func convert[B, A any](a A) B {
+	var b B
+	raw, err := json.Marshal(a)
+	if err == nil {
+		err = json.Unmarshal(raw, &b)
 	}
+	if err != nil {
+		panic(fmt.Sprintf("management: %T does not map to %T: %v", a, b, err))
+	}
+	return b
 }
 
 // clone copies an optional value, so that the wire and the stored values

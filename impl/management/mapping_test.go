@@ -59,7 +59,7 @@ func fullConfig() domain.ValidatorConfig {
 	c.MarkWritten(splitSecrets(dto).Written())
 	var sweeps []managementapi.WalletSweepDto
 	fill(&sweeps)
-	c.WalletSweeps = mapSlice(sweeps, toWalletSweep)
+	c.WalletSweeps = mapSlice(sweeps, convert[domain.WalletSweep])
 	c.CleanRestoreData = true
 	return c
 }
