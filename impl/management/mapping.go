@@ -254,8 +254,7 @@ func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1
 	sources := 0
 	if c := v.ConfigMap; c != nil {
 		sources++
-		vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: deref(c.Name)},
-			Items: toKeyToPaths(c.Items), DefaultMode: clone(c.DefaultMode), Optional: clone(c.Optional)}
+		vol.ConfigMap = ptr(convert[corev1.ConfigMapVolumeSource](*c))
 	}
 	if e := v.EmptyDir; e != nil {
 		sources++
@@ -278,22 +277,16 @@ func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1
 	}
 	if p := v.PersistentVolumeClaim; p != nil {
 		sources++
-		vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: deref(p.ClaimName), ReadOnly: deref(p.ReadOnly)}
+		vol.PersistentVolumeClaim = ptr(convert[corev1.PersistentVolumeClaimVolumeSource](*p))
 	}
 	if s := v.Secret; s != nil {
 		sources++
-		vol.Secret = &corev1.SecretVolumeSource{SecretName: deref(s.SecretName), Items: toKeyToPaths(s.Items), DefaultMode: clone(s.DefaultMode), Optional: clone(s.Optional)}
+		vol.Secret = ptr(convert[corev1.SecretVolumeSource](*s))
 	}
 	if sources != 1 {
 		*bad = append(*bad, domain.Invalid(field, "must have exactly one of configMap, emptyDir, hostPath, persistentVolumeClaim, secret (has %d)", sources))
 	}
 	return vol
-}
-
-func toKeyToPaths(items *[]managementapi.KeyToPath) []corev1.KeyToPath {
-	return mapSlice(deref(items), func(k managementapi.KeyToPath) corev1.KeyToPath {
-		return corev1.KeyToPath{Key: deref(k.Key), Mode: clone(k.Mode), Path: deref(k.Path)}
-	})
 }
 
 // Domain → wire (responses).
