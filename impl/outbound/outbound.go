@@ -239,15 +239,6 @@ func ipListed(patterns []string, ip netip.Addr) bool {
 	return false
 }
 
-// HostOf is the host of an http(s) URL, "" when it has none.
-func HostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
-}
-
 // Cluster is the policy of a server in a cluster: the namespace's Services
 // (over http or https), the hosts of the configured identity provider and
 // token endpoints (providers, URLs), and extra hosts, over https unless
@@ -255,9 +246,9 @@ func HostOf(raw string) string {
 func Cluster(namespace string, providers, extra []string, allowHTTP, allowPrivate bool) *Policy {
 	own := []string{"*." + namespace + ".svc", "*." + namespace + ".svc.cluster.local"}
 	hosts := append([]string(nil), own...)
-	for _, u := range providers {
-		if h := HostOf(u); h != "" {
-			hosts = append(hosts, h)
+	for _, raw := range providers {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			hosts = append(hosts, u.Hostname())
 		}
 	}
 	return &Policy{Hosts: append(hosts, extra...), RequireHTTPS: !allowHTTP, PlainHosts: own, AllowPrivate: allowPrivate}
