@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/telemetry"
@@ -13,18 +14,11 @@ import (
 // ProbeParticipants records, every interval, whether each remote
 // participant's admin API accepts a TCP connection within timeout.
 func (s *Server) ProbeParticipants(ctx context.Context, interval, timeout time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) {
 		if err := s.ProbeParticipantsOnce(ctx, timeout); err != nil && ctx.Err() == nil {
 			s.Logger.WarnContext(ctx, "probing remote participants", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	}, interval)
 }
 
 // probeParallelism bounds the connections one probe pass opens at once.
