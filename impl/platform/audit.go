@@ -15,7 +15,7 @@ const defaultAuditLimit = 100
 
 func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAuditEntriesRequestObject) (platformapi.ListAuditEntriesResponseObject, error) {
 	if s.Audit == nil {
-		return nil, notWired("listAuditEntries", partAudit)
+		return nil, notWired("listAuditEntries", "the audit log (database)")
 	}
 	q := req.Params
 	f := domain.NewAuditFilter(q.Validator, q.Subject, q.Since, q.Until, domain.Page{Limit: defaultAuditLimit})

@@ -83,7 +83,7 @@ func (s *Server) WatchValidators(ctx context.Context, req platformapi.WatchValid
 
 func (s *Server) resources() (Resources, error) {
 	if s.Resources == nil {
-		return nil, notWired("cluster reads", partCluster)
+		return nil, notWired("cluster reads", "the cluster resource reader (Validator/Application informers)")
 	}
 	return s.Resources, nil
 }

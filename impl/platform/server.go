@@ -82,10 +82,3 @@ func New(o Options) *Server {
 func notWired(operation, part string) error {
 	return &domain.Error{Code: domain.CodeNotImplemented, Message: fmt.Sprintf("%s is not available: this server was started without %s", operation, part)}
 }
-
-// The parts whose absence notWired names.
-const (
-	partCluster   = "the cluster resource reader (Validator/Application informers)"
-	partUpstreams = "the upstream proxy (ledger JSON API, scan, validator app)"
-	partAudit     = "the audit log (database)"
-)

@@ -23,7 +23,7 @@ type Upstreams interface {
 // which refuses it with an error of its own (a 500).
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
 	if s.Upstreams == nil {
-		return nil, notWired(operation, partUpstreams)
+		return nil, notWired(operation, "the upstream proxy (ledger JSON API, scan, validator app)")
 	}
 	if len(validation.IsDNS1123Subdomain(validator)) > 0 {
 		return nil, domain.NotFound("validator %q not found", validator)

@@ -18,13 +18,11 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-const partGateway = "the wallet gateway's record (database)"
-
 // gatewayFor checks that the validator exists (404 otherwise) and that
 // the gateway state is wired.
 func (s *Server) gatewayFor(operation, validator string) (GatewayStore, error) {
 	if s.Gateway == nil {
-		return nil, notWired(operation, partGateway)
+		return nil, notWired(operation, "the wallet gateway's record (database)")
 	}
 	if _, err := s.object(domain.KindValidator, validator); err != nil {
 		return nil, err
