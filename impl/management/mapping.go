@@ -183,7 +183,7 @@ func editAppInfo(field string, a *domain.App, e *managementapi.AppInfoEditDto, b
 
 // toCluster carries what the payload and the stored form share by name
 // (convert); the applications and the environment variables, stored in
-// Kubernetes' types, are mapped on their own.
+// Kubernetes' types, are mapped on their own over what convert made of them.
 func toCluster(c managementapi.ClusterConfigDto, bad *domain.Invalids) domain.Cluster {
 	cc := convert[domain.Cluster](c)
 	cc.AdditionalUsersEnvVars = mapSlicePtr(c.AdditionalUsersEnvVars, toEnvVar)
@@ -398,10 +398,11 @@ func fromKeyToPaths(items []corev1.KeyToPath) *[]managementapi.KeyToPath {
 	return &out
 }
 
-// convert maps a wire value to the domain type of the same JSON, or back:
-// the stored form keeps release 1.11's field names, so what both have is
-// carried over by name, and what only the payload has (a secret value such
-// as auth.ledgerApiClientSecret or databaseConfig.password) is never stored.
+// convert maps a wire value to the type of the same JSON, or back: the
+// stored form keeps release 1.11's field names, and the payload's volume
+// sources have Kubernetes' JSON. What both have is carried over by name;
+// what only the payload has (a secret value such as
+// auth.ledgerApiClientSecret or databaseConfig.password) is never stored.
 // Both are plain data: a failure is a type that does not fit its pair.
 func convert[B, A any](a A) B {
 	var b B
