@@ -285,8 +285,11 @@ func send(r *replica, method, path string, body any, out any) (int, error) {
 type healthBody struct {
 	Status     string `json:"status"`
 	Components struct {
-		Cluster        struct{ Status string } `json:"cluster"`
-		LeaderElection struct {
+		Cluster struct{ Status string } `json:"cluster"`
+		// The local identity provider's store, which a replica on the
+		// default idp.mode reports as it does without leader election.
+		IdentityProvider *struct{ Status string } `json:"identityProvider"`
+		LeaderElection   struct {
 			Status  string `json:"status"`
 			Details struct {
 				Role     string `json:"role"`
@@ -326,7 +329,8 @@ func TestReplicasElectOneLeaderAndConverge(t *testing.T) {
 		apitest.Eventually(t, 30*time.Second, r.name+" health", func() error {
 			var h healthBody
 			code := call(t, r, http.MethodGet, "/actuator/health", nil, &h)
-			if code != http.StatusOK || h.Components.LeaderElection.Details.Role != want || h.Components.LeaderElection.Details.Identity != r.name {
+			if code != http.StatusOK || h.Components.LeaderElection.Details.Role != want || h.Components.LeaderElection.Details.Identity != r.name ||
+				h.Components.IdentityProvider == nil || h.Components.IdentityProvider.Status != "UP" {
 				return fmt.Errorf("status %d, body %+v", code, h)
 			}
 			return nil

@@ -163,8 +163,9 @@ type LeaderElection struct {
 
 // withLeaderElection is the health body with one more component,
 // leaderElection, always UP (a follower is as ready to serve as the leader)
-// with the role in its details. The contract's HealthComponents and
-// ComponentHealth admit further properties, as Spring Boot's do.
+// with the role in its details, beside every component of the body without
+// it. The contract's HealthComponents and ComponentHealth admit further
+// properties, as Spring Boot's do.
 type withLeaderElection struct {
 	code   int
 	health platformapi.Health
@@ -179,13 +180,11 @@ func (r withLeaderElection) VisitGetHealthResponse(w http.ResponseWriter) error 
 	body := struct {
 		Status     platformapi.HealthStatus `json:"status"`
 		Components struct {
-			Db             platformapi.ComponentHealth `json:"db"`
-			Cluster        platformapi.ComponentHealth `json:"cluster"`
-			LeaderElection component                   `json:"leaderElection"`
+			platformapi.HealthComponents
+			LeaderElection component `json:"leaderElection"`
 		} `json:"components"`
 	}{Status: r.health.Status}
-	body.Components.Db = r.health.Components.Db
-	body.Components.Cluster = r.health.Components.Cluster
+	body.Components.HealthComponents = r.health.Components
 	body.Components.LeaderElection = component{Status: platformapi.HealthUp, Details: r.leader}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(r.code)
