@@ -3,7 +3,6 @@ package schedule
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -490,16 +489,9 @@ func (b bitset) has(i int) bool {
 
 // next returns the smallest member >= i, or -1.
 func (b bitset) next(i int) int {
-	if i < 0 {
-		i = 0
-	}
-	for w := i / 64; w < len(b); w++ {
-		word := b[w]
-		if w == i/64 {
-			word &= ^uint64(0) << (i % 64)
-		}
-		if word != 0 {
-			return w*64 + bits.TrailingZeros64(word)
+	for i = max(i, 0); i < 64*len(b); i++ {
+		if b.has(i) {
+			return i
 		}
 	}
 	return -1
@@ -507,10 +499,9 @@ func (b bitset) next(i int) int {
 
 // last returns the largest member, or -1.
 func (b bitset) last() int {
-	for w := len(b) - 1; w >= 0; w-- {
-		if b[w] != 0 {
-			return w*64 + 63 - bits.LeadingZeros64(b[w])
-		}
+	i := 64*len(b) - 1
+	for i >= 0 && !b.has(i) {
+		i--
 	}
-	return -1
+	return i
 }
