@@ -34,14 +34,13 @@ const Admin = "participant-admin"
 // upstream timeout and translates failures into domain errors.
 type AdminAPI struct {
 	// Address is host:port of the admin API.
-	Address        string
-	TopologyRead   topologyadminv30.TopologyManagerReadServiceClient
-	TopologyWrite  topologyadminv30.TopologyManagerWriteServiceClient
-	Vault          cryptoadminv30.VaultServiceClient
-	Status         participantv30.ParticipantStatusServiceClient
-	Packages       participantv30.PackageServiceClient
-	conn           *grpc.ClientConn
-	transportIsTLS bool
+	Address       string
+	TopologyRead  topologyadminv30.TopologyManagerReadServiceClient
+	TopologyWrite topologyadminv30.TopologyManagerWriteServiceClient
+	Vault         cryptoadminv30.VaultServiceClient
+	Status        participantv30.ParticipantStatusServiceClient
+	Packages      participantv30.PackageServiceClient
+	conn          *grpc.ClientConn
 }
 
 // adminKey identifies a cached connection: one per address, transport and grant.
@@ -94,7 +93,7 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	}
 	var dialer *policyDialer
 	if c.policy != nil {
-		dialer = &policyDialer{policy: c.policy, timeout: c.timeout}
+		dialer = &policyDialer{policy: c.policy, timeout: c.opts.Timeout}
 	}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(transport),
@@ -111,14 +110,13 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 		return nil, fmt.Errorf("participant admin API client: %w", err)
 	}
 	a := &AdminAPI{
-		Address:        t.AdminAddress,
-		TopologyRead:   topologyadminv30.NewTopologyManagerReadServiceClient(conn),
-		TopologyWrite:  topologyadminv30.NewTopologyManagerWriteServiceClient(conn),
-		Vault:          cryptoadminv30.NewVaultServiceClient(conn),
-		Status:         participantv30.NewParticipantStatusServiceClient(conn),
-		Packages:       participantv30.NewPackageServiceClient(conn),
-		conn:           conn,
-		transportIsTLS: t.AdminTLS != nil,
+		Address:       t.AdminAddress,
+		TopologyRead:  topologyadminv30.NewTopologyManagerReadServiceClient(conn),
+		TopologyWrite: topologyadminv30.NewTopologyManagerWriteServiceClient(conn),
+		Vault:         cryptoadminv30.NewVaultServiceClient(conn),
+		Status:        participantv30.NewParticipantStatusServiceClient(conn),
+		Packages:      participantv30.NewPackageServiceClient(conn),
+		conn:          conn,
 	}
 	c.admins[k] = a
 	return a, nil
@@ -198,7 +196,7 @@ func (b bearer) RequireTransportSecurity() bool { return b.tls }
 // a connection dialer refused is the policy's refusal.
 func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
@@ -211,8 +209,8 @@ func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.Un
 		default:
 			out = call.Failed(err)
 		}
-		if c.observe != nil {
-			c.observe(Admin, adminOutcome(err), time.Since(start))
+		if c.opts.Observe != nil {
+			c.opts.Observe(Admin, adminOutcome(err), time.Since(start))
 		}
 		return out
 	}

@@ -114,12 +114,7 @@ type Options struct {
 
 // Clients hands out generated clients bound to a validator's nodes.
 type Clients struct {
-	resolver   Resolver
-	timeout    time.Duration
-	transport  http.RoundTripper
-	instrument Instrument
-	observe    func(upstream, outcome string, d time.Duration)
-	revisions  Revisions
+	opts Options
 	// policy is the outbound address policy Transport applies (nil:
 	// none): a call whose token endpoint it refuses is not made, so no
 	// client secret or token goes to an address it refuses.
@@ -148,8 +143,7 @@ func New(o Options) *Clients {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, observe: o.Observe,
-		revisions: o.Revisions, policy: outbound.PolicyOf(o.Transport),
+	return &Clients{opts: o, policy: outbound.PolicyOf(o.Transport),
 		tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}, nodes: map[string]builtNode{}}
 }
 
@@ -176,8 +170,8 @@ func (n *Node) Admin() (*AdminAPI, error) { return n.admin, n.adminErr }
 // call.
 func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 	var rev string
-	if c.revisions != nil {
-		if v, s, ok := c.revisions.ValidatorRevision(validator); ok {
+	if c.opts.Revisions != nil {
+		if v, s, ok := c.opts.Revisions.ValidatorRevision(validator); ok {
 			rev = v + "/" + s
 		}
 	}
@@ -189,7 +183,7 @@ func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 			return b.node, nil
 		}
 	}
-	t, err := c.resolver.Resolve(ctx, validator)
+	t, err := c.opts.Resolver.Resolve(ctx, validator)
 	if err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			c.Forget(validator)
@@ -241,9 +235,9 @@ func (c *Clients) build(t Target) (*Node, error) {
 
 // httpClient authenticates with creds' cached token and bounds each call by the timeout.
 func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
-	rt := c.transport
-	if c.instrument != nil {
-		rt = c.instrument(up, rt)
+	rt := c.opts.Transport
+	if c.opts.Instrument != nil {
+		rt = c.opts.Instrument(up, rt)
 	}
 	if creds != nil {
 		if c.policy != nil {
@@ -256,7 +250,7 @@ func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
 		c.mu.Unlock()
 		rt = &oauth2.Transport{Source: ts, Base: rt}
 	}
-	return &http.Client{Transport: bounded{base: rt, timeout: c.timeout}}
+	return &http.Client{Transport: bounded{base: rt, timeout: c.opts.Timeout}}
 }
 
 // refusing answers every call with the policy's refusal of the token
@@ -315,7 +309,7 @@ func (c *Clients) tokenSourceLocked(creds Credentials) oauth2.TokenSource {
 		cfg.EndpointParams = url.Values{"audience": {creds.Audience}}
 	}
 	// The token fetch has the same bound as a call; it outlives any one request.
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: c.transport, Timeout: c.timeout})
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: c.opts.Transport, Timeout: c.opts.Timeout})
 	ts := cfg.TokenSource(ctx)
 	c.tokens[k] = ts
 	return ts
