@@ -154,8 +154,6 @@ type Node struct {
 	Ledger    *ledgerapi.ClientWithResponses
 	Scan      *scanapi.ClientWithResponses
 	Validator *validatorapi.ClientWithResponses
-	// HTTP is the authenticated client the generated ones use (for streams).
-	HTTP map[string]*http.Client
 	// admin is the participant admin API, or why there is none.
 	admin    *AdminAPI
 	adminErr error
@@ -216,17 +214,16 @@ func (c *Clients) Forget(validator string) {
 // build makes the clients of t's nodes.
 func (c *Clients) build(t Target) (*Node, error) {
 	var err error
-	n := &Node{Target: t, HTTP: map[string]*http.Client{}}
-	for _, up := range []string{Ledger, Scan, ValidatorApp} {
-		n.HTTP[up] = c.httpClient(up, t.Credentials)
-	}
-	if n.Ledger, err = ledgerapi.NewClientWithResponses(t.LedgerURL, ledgerapi.WithHTTPClient(n.HTTP[Ledger])); err != nil {
+	n := &Node{Target: t}
+	creds := t.Credentials
+	ledger, scan, app := c.httpClient(Ledger, creds), c.httpClient(Scan, creds), c.httpClient(ValidatorApp, creds)
+	if n.Ledger, err = ledgerapi.NewClientWithResponses(t.LedgerURL, ledgerapi.WithHTTPClient(ledger)); err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
-	if n.Scan, err = scanapi.NewClientWithResponses(strings.TrimSuffix(t.ScanURL, "/")+"/api/scan", scanapi.WithHTTPClient(n.HTTP[Scan])); err != nil {
+	if n.Scan, err = scanapi.NewClientWithResponses(strings.TrimSuffix(t.ScanURL, "/")+"/api/scan", scanapi.WithHTTPClient(scan)); err != nil {
 		return nil, fmt.Errorf("scan client: %w", err)
 	}
-	if n.Validator, err = validatorapi.NewClientWithResponses(strings.TrimSuffix(t.ValidatorAppURL, "/")+"/api/validator", validatorapi.WithHTTPClient(n.HTTP[ValidatorApp])); err != nil {
+	if n.Validator, err = validatorapi.NewClientWithResponses(strings.TrimSuffix(t.ValidatorAppURL, "/")+"/api/validator", validatorapi.WithHTTPClient(app)); err != nil {
 		return nil, fmt.Errorf("validator app client: %w", err)
 	}
 	n.admin, n.adminErr = c.admin(t)
