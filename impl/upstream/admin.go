@@ -91,17 +91,13 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	if t.AdminTLS != nil {
 		transport = credentials.NewTLS(t.AdminTLS)
 	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
 	var dialer *policyDialer
 	if c.policy != nil {
 		dialer = &policyDialer{policy: c.policy, timeout: c.opts.Timeout}
-	}
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(transport),
-		grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress, dialer)),
-	}
-	if dialer != nil {
 		opts = append(opts, grpc.WithContextDialer(dialer.dial))
 	}
+	opts = append(opts, grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress, dialer)))
 	if t.Credentials != nil {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{source: c.tokenSourceLocked(*t.Credentials), tls: t.AdminTLS != nil}))
 	}
