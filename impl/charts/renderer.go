@@ -59,16 +59,13 @@ var releases = []struct{ chart, release string }{
 // ChartUnavailable, values its schema refuses (or its templates fail on)
 // one of reason ChartValuesInvalid; nothing is rendered unless both charts render.
 func (r *Renderer) Render(ctx context.Context, v *v1alpha1.Validator) (*workload.Layout, error) {
-	version := v.Spec.Config.ImageTag
 	var pulled []*Chart
 	for _, rel := range releases {
-		ref := Reference(r.opts.Repository, rel.chart)
-		c, err := r.opts.Source.Get(ref, version)
-		if err != nil {
-			var pe *PullError
-			if errors.As(err, &pe) {
-				return nil, &workload.RenderError{Reason: ReasonChartUnavailable, Message: pe.Error(), Err: err}
-			}
+		c, err := r.opts.Source.Get(Reference(r.opts.Repository, rel.chart), v.Spec.Config.ImageTag)
+		var pe *PullError
+		if errors.As(err, &pe) {
+			return nil, &workload.RenderError{Reason: ReasonChartUnavailable, Message: pe.Error(), Err: err}
+		} else if err != nil {
 			return nil, err
 		}
 		pulled = append(pulled, c)

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/idp"
@@ -130,12 +132,8 @@ func (e *StepError) Unwrap() error { return e.Err }
 // ErrCopyMismatch is step 5's failure: the file in the pod differs from the local one.
 var ErrCopyMismatch = errors.New("the copy is wrong")
 
-var (
-	// RFC 3339 in UTC only, as the validator logs print it.
-	timestampPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$`)
-	// A DNS label: the name is part of Kubernetes names, client ids and the file name.
-	validatorPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-)
+// RFC 3339 in UTC only, as the validator logs print it.
+var timestampPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$`)
 
 // CheckTimestamp accepts only an RFC 3339 / ISO-8601 UTC timestamp such as
 // 2025-07-01T10:30:00.000Z.
@@ -154,7 +152,8 @@ func FileName(validator string) string { return validator + "-domain_migration_d
 
 func (p *Procedure) check() error {
 	var bad []string
-	if len(p.Validator) > 63 || !validatorPattern.MatchString(p.Validator) {
+	// A DNS label: the name is part of Kubernetes names, client ids and the file name.
+	if validation.IsDNS1123Label(p.Validator) != nil {
 		bad = append(bad, fmt.Sprintf("validator name %q is not a lowercase DNS label", p.Validator))
 	}
 	if err := CheckTimestamp(p.Timestamp); err != nil {

@@ -3,7 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
-	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +55,11 @@ func ParsePrune(expr string) (Prune, error) {
 	fail := func(f field, tok string, err error) error {
 		return fmt.Errorf("cron %q: %s %q: %w", expr, f.name, tok, err)
 	}
-	var p Prune
+	year := "*"
+	if len(tokens) == 7 {
+		year = tokens[6]
+	}
+	p := Prune{anyYear: year == "*"}
 	for _, x := range []struct {
 		f   field
 		tok string
@@ -65,20 +69,13 @@ func ParsePrune(expr string) (Prune, error) {
 		{minuteField, tokens[1], &p.minute},
 		{hourField, tokens[2], &p.hour},
 		{monthField, tokens[4], &p.month},
+		{yearField, year, &p.year},
 	} {
 		set, err := x.f.parse(x.tok)
 		if err != nil {
 			return Prune{}, fail(x.f, x.tok, err)
 		}
 		*x.dst = set
-	}
-	p.anyYear = true
-	if len(tokens) == 7 && tokens[6] != "*" {
-		set, err := yearField.parse(tokens[6])
-		if err != nil {
-			return Prune{}, fail(yearField, tokens[6], err)
-		}
-		p.year, p.anyYear = set, false
 	}
 
 	dom, dow := tokens[3], tokens[5]
@@ -290,10 +287,8 @@ func (f field) value(s string) (int, error) {
 		}
 		return n, nil
 	}
-	for i, name := range f.names {
-		if asciiUpper(s) == name {
-			return f.lo + i, nil
-		}
+	if i := slices.Index(f.names, asciiUpper(s)); i >= 0 {
+		return f.lo + i, nil
 	}
 	if len(f.names) > 0 {
 		return 0, fmt.Errorf("%q is not a number from %d to %d or a name %s-%s", s, f.lo, f.hi, f.names[0], f.names[len(f.names)-1])
@@ -311,13 +306,8 @@ func (f field) hint() string {
 
 // number reads a plain decimal: no sign, at most 4 digits, so no overflow.
 func number(s string) (int, bool) {
-	if s == "" || len(s) > 4 {
+	if s == "" || len(s) > 4 || strings.Trim(s, "0123456789") != "" {
 		return 0, false
-	}
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
 	}
 	n, err := strconv.Atoi(s)
 	return n, err == nil
@@ -490,16 +480,9 @@ func (b bitset) has(i int) bool {
 
 // next returns the smallest member >= i, or -1.
 func (b bitset) next(i int) int {
-	if i < 0 {
-		i = 0
-	}
-	for w := i / 64; w < len(b); w++ {
-		word := b[w]
-		if w == i/64 {
-			word &= ^uint64(0) << (i % 64)
-		}
-		if word != 0 {
-			return w*64 + bits.TrailingZeros64(word)
+	for i = max(i, 0); i < 64*len(b); i++ {
+		if b.has(i) {
+			return i
 		}
 	}
 	return -1
@@ -507,10 +490,9 @@ func (b bitset) next(i int) int {
 
 // last returns the largest member, or -1.
 func (b bitset) last() int {
-	for w := len(b) - 1; w >= 0; w-- {
-		if b[w] != 0 {
-			return w*64 + 63 - bits.LeadingZeros64(b[w])
-		}
+	i := 64*len(b) - 1
+	for i >= 0 && !b.has(i) {
+		i--
 	}
-	return -1
+	return i
 }

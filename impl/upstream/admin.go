@@ -34,14 +34,13 @@ const Admin = "participant-admin"
 // upstream timeout and translates failures into domain errors.
 type AdminAPI struct {
 	// Address is host:port of the admin API.
-	Address        string
-	TopologyRead   topologyadminv30.TopologyManagerReadServiceClient
-	TopologyWrite  topologyadminv30.TopologyManagerWriteServiceClient
-	Vault          cryptoadminv30.VaultServiceClient
-	Status         participantv30.ParticipantStatusServiceClient
-	Packages       participantv30.PackageServiceClient
-	conn           *grpc.ClientConn
-	transportIsTLS bool
+	Address       string
+	TopologyRead  topologyadminv30.TopologyManagerReadServiceClient
+	TopologyWrite topologyadminv30.TopologyManagerWriteServiceClient
+	Vault         cryptoadminv30.VaultServiceClient
+	Status        participantv30.ParticipantStatusServiceClient
+	Packages      participantv30.PackageServiceClient
+	conn          *grpc.ClientConn
 }
 
 // adminKey identifies a cached connection: one per address, transport and grant.
@@ -92,17 +91,13 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	if t.AdminTLS != nil {
 		transport = credentials.NewTLS(t.AdminTLS)
 	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
 	var dialer *policyDialer
 	if c.policy != nil {
-		dialer = &policyDialer{policy: c.policy, timeout: c.timeout}
-	}
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(transport),
-		grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress, dialer)),
-	}
-	if dialer != nil {
+		dialer = &policyDialer{policy: c.policy, timeout: c.opts.Timeout}
 		opts = append(opts, grpc.WithContextDialer(dialer.dial))
 	}
+	opts = append(opts, grpc.WithChainUnaryInterceptor(c.adminInterceptor(t.AdminAddress, dialer)))
 	if t.Credentials != nil {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{source: c.tokenSourceLocked(*t.Credentials), tls: t.AdminTLS != nil}))
 	}
@@ -111,14 +106,13 @@ func (c *Clients) admin(t Target) (*AdminAPI, error) {
 		return nil, fmt.Errorf("participant admin API client: %w", err)
 	}
 	a := &AdminAPI{
-		Address:        t.AdminAddress,
-		TopologyRead:   topologyadminv30.NewTopologyManagerReadServiceClient(conn),
-		TopologyWrite:  topologyadminv30.NewTopologyManagerWriteServiceClient(conn),
-		Vault:          cryptoadminv30.NewVaultServiceClient(conn),
-		Status:         participantv30.NewParticipantStatusServiceClient(conn),
-		Packages:       participantv30.NewPackageServiceClient(conn),
-		conn:           conn,
-		transportIsTLS: t.AdminTLS != nil,
+		Address:       t.AdminAddress,
+		TopologyRead:  topologyadminv30.NewTopologyManagerReadServiceClient(conn),
+		TopologyWrite: topologyadminv30.NewTopologyManagerWriteServiceClient(conn),
+		Vault:         cryptoadminv30.NewVaultServiceClient(conn),
+		Status:        participantv30.NewParticipantStatusServiceClient(conn),
+		Packages:      participantv30.NewPackageServiceClient(conn),
+		conn:          conn,
 	}
 	c.admins[k] = a
 	return a, nil
@@ -198,7 +192,7 @@ func (b bearer) RequireTransportSecurity() bool { return b.tls }
 // a connection dialer refused is the policy's refusal.
 func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
@@ -211,8 +205,8 @@ func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.Un
 		default:
 			out = call.Failed(err)
 		}
-		if c.observe != nil {
-			c.observe(Admin, adminOutcome(err), time.Since(start))
+		if c.opts.Observe != nil {
+			c.opts.Observe(Admin, adminOutcome(err), time.Since(start))
 		}
 		return out
 	}

@@ -114,12 +114,7 @@ type Options struct {
 
 // Clients hands out generated clients bound to a validator's nodes.
 type Clients struct {
-	resolver   Resolver
-	timeout    time.Duration
-	transport  http.RoundTripper
-	instrument Instrument
-	observe    func(upstream, outcome string, d time.Duration)
-	revisions  Revisions
+	opts Options
 	// policy is the outbound address policy Transport applies (nil:
 	// none): a call whose token endpoint it refuses is not made, so no
 	// client secret or token goes to an address it refuses.
@@ -148,8 +143,7 @@ func New(o Options) *Clients {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	return &Clients{resolver: o.Resolver, timeout: o.Timeout, transport: o.Transport, instrument: o.Instrument, observe: o.Observe,
-		revisions: o.Revisions, policy: outbound.PolicyOf(o.Transport),
+	return &Clients{opts: o, policy: outbound.PolicyOf(o.Transport),
 		tokens: map[string]oauth2.TokenSource{}, admins: map[adminKey]*AdminAPI{}, nodes: map[string]builtNode{}}
 }
 
@@ -160,8 +154,6 @@ type Node struct {
 	Ledger    *ledgerapi.ClientWithResponses
 	Scan      *scanapi.ClientWithResponses
 	Validator *validatorapi.ClientWithResponses
-	// HTTP is the authenticated client the generated ones use (for streams).
-	HTTP map[string]*http.Client
 	// admin is the participant admin API, or why there is none.
 	admin    *AdminAPI
 	adminErr error
@@ -176,8 +168,8 @@ func (n *Node) Admin() (*AdminAPI, error) { return n.admin, n.adminErr }
 // call.
 func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 	var rev string
-	if c.revisions != nil {
-		if v, s, ok := c.revisions.ValidatorRevision(validator); ok {
+	if c.opts.Revisions != nil {
+		if v, s, ok := c.opts.Revisions.ValidatorRevision(validator); ok {
 			rev = v + "/" + s
 		}
 	}
@@ -189,7 +181,7 @@ func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 			return b.node, nil
 		}
 	}
-	t, err := c.resolver.Resolve(ctx, validator)
+	t, err := c.opts.Resolver.Resolve(ctx, validator)
 	if err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			c.Forget(validator)
@@ -222,17 +214,16 @@ func (c *Clients) Forget(validator string) {
 // build makes the clients of t's nodes.
 func (c *Clients) build(t Target) (*Node, error) {
 	var err error
-	n := &Node{Target: t, HTTP: map[string]*http.Client{}}
-	for _, up := range []string{Ledger, Scan, ValidatorApp} {
-		n.HTTP[up] = c.httpClient(up, t.Credentials)
-	}
-	if n.Ledger, err = ledgerapi.NewClientWithResponses(t.LedgerURL, ledgerapi.WithHTTPClient(n.HTTP[Ledger])); err != nil {
+	n := &Node{Target: t}
+	creds := t.Credentials
+	ledger, scan, app := c.httpClient(Ledger, creds), c.httpClient(Scan, creds), c.httpClient(ValidatorApp, creds)
+	if n.Ledger, err = ledgerapi.NewClientWithResponses(t.LedgerURL, ledgerapi.WithHTTPClient(ledger)); err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
-	if n.Scan, err = scanapi.NewClientWithResponses(strings.TrimSuffix(t.ScanURL, "/")+"/api/scan", scanapi.WithHTTPClient(n.HTTP[Scan])); err != nil {
+	if n.Scan, err = scanapi.NewClientWithResponses(strings.TrimSuffix(t.ScanURL, "/")+"/api/scan", scanapi.WithHTTPClient(scan)); err != nil {
 		return nil, fmt.Errorf("scan client: %w", err)
 	}
-	if n.Validator, err = validatorapi.NewClientWithResponses(strings.TrimSuffix(t.ValidatorAppURL, "/")+"/api/validator", validatorapi.WithHTTPClient(n.HTTP[ValidatorApp])); err != nil {
+	if n.Validator, err = validatorapi.NewClientWithResponses(strings.TrimSuffix(t.ValidatorAppURL, "/")+"/api/validator", validatorapi.WithHTTPClient(app)); err != nil {
 		return nil, fmt.Errorf("validator app client: %w", err)
 	}
 	n.admin, n.adminErr = c.admin(t)
@@ -241,9 +232,9 @@ func (c *Clients) build(t Target) (*Node, error) {
 
 // httpClient authenticates with creds' cached token and bounds each call by the timeout.
 func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
-	rt := c.transport
-	if c.instrument != nil {
-		rt = c.instrument(up, rt)
+	rt := c.opts.Transport
+	if c.opts.Instrument != nil {
+		rt = c.opts.Instrument(up, rt)
 	}
 	if creds != nil {
 		if c.policy != nil {
@@ -256,7 +247,7 @@ func (c *Clients) httpClient(up string, creds *Credentials) *http.Client {
 		c.mu.Unlock()
 		rt = &oauth2.Transport{Source: ts, Base: rt}
 	}
-	return &http.Client{Transport: bounded{base: rt, timeout: c.timeout}}
+	return &http.Client{Transport: bounded{base: rt, timeout: c.opts.Timeout}}
 }
 
 // refusing answers every call with the policy's refusal of the token
@@ -315,7 +306,7 @@ func (c *Clients) tokenSourceLocked(creds Credentials) oauth2.TokenSource {
 		cfg.EndpointParams = url.Values{"audience": {creds.Audience}}
 	}
 	// The token fetch has the same bound as a call; it outlives any one request.
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: c.transport, Timeout: c.timeout})
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: c.opts.Transport, Timeout: c.opts.Timeout})
 	ts := cfg.TokenSource(ctx)
 	c.tokens[k] = ts
 	return ts

@@ -77,7 +77,10 @@ type legacyVolume struct {
 // convert drops the phase (the status holds it) and converts the rest.
 func (l legacyConfig) convert() ValidatorConfig {
 	c := ValidatorConfig(l.storedConfig)
-	c.ImageRepo = legacyImageRepo(c.ImageRepo)
+	// Earlier servers documented imageRepo with a component (…/docker/validator-app)
+	// and appended every component to it, naming images that do not exist: it is
+	// read as the registry prefix Splice's charts mean (docs/decisions.md).
+	c.ImageRepo = strings.TrimSuffix(c.ImageRepo, "/validator-app")
 	c.Cluster = l.Cluster.Cluster
 	c.Cluster.NameService = l.Cluster.NameService.convert()
 	c.Cluster.ValidatorApp = l.Cluster.ValidatorApp.convert()
@@ -188,14 +191,4 @@ func (v legacyVolume) convert() (corev1.Volume, bool) {
 		return vol, false
 	}
 	return vol, true
-}
-
-// legacyImageComponent is the image that earlier servers documented as part
-// of imageRepo (…/docker/validator-app) and then appended every component to,
-// naming images that do not exist. Configurations stored in versions 0 and 1
-// are read as the registry prefix Splice's charts mean (docs/decisions.md).
-const legacyImageComponent = "/validator-app"
-
-func legacyImageRepo(repo string) string {
-	return strings.TrimSuffix(repo, legacyImageComponent)
 }
