@@ -222,29 +222,3 @@ func (k *Keycloak) ClientSecret(ctx context.Context, validator, claim string) (s
 	}
 	return *cred.Value, nil
 }
-
-// DeleteClients deletes the validator's clients that carry claim (Keycloak
-// removes a client's service-account user with it); absent ones, and those
-// of another claim, are left as they are.
-func (k *Keycloak) DeleteClients(ctx context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator, k.uis)
-	if err != nil {
-		return err
-	}
-	for _, s := range specs {
-		c, err := k.findClient(ctx, s.id)
-		if err != nil {
-			return k.fail(ctx, fmt.Sprintf("find client %q", s.id), err)
-		}
-		if c == nil || !carries(c.Attributes, claim) {
-			continue
-		}
-		err = k.do(ctx, func(token string) error {
-			return k.client.DeleteClient(ctx, token, k.realm, url.PathEscape(*c.ID))
-		})
-		if err != nil && !hasStatus(err, http.StatusNotFound) {
-			return k.fail(ctx, fmt.Sprintf("delete client %q", s.id), err)
-		}
-	}
-	return nil
-}

@@ -99,7 +99,7 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 
 func (l *Local) newClient(s clientSpec, claim string) (localClient, error) {
 	c := localClient{ClientID: s.id, Audience: s.audience, PasswordGrant: s.passwordGrant, RedirectURIs: s.redirectURIs, WebOrigins: s.webOrigins,
-		Claim: claim, CreatedAt: l.now().UTC()}
+		Claim: claim, CreatedAt: time.Now().UTC()}
 	if s.confidential {
 		secret, err := clientSecret()
 		if err != nil {
@@ -137,28 +137,6 @@ func (l *Local) client(clientID string) (*localClient, error) {
 		return nil
 	})
 	return c, err
-}
-
-// DeleteClients removes the validator's clients that carry claim; absent
-// ones, and those of another claim, are left as they are.
-func (l *Local) DeleteClients(_ context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator, l.uis)
-	if err != nil {
-		return err
-	}
-	return l.locked(func() error {
-		next := slices.DeleteFunc(slices.Clone(l.clients), func(c localClient) bool {
-			return claim != "" && c.Claim == claim && slices.ContainsFunc(specs, func(s clientSpec) bool { return s.id == c.ClientID })
-		})
-		if len(next) == len(l.clients) {
-			return nil
-		}
-		if err := l.save(l.users, next); err != nil {
-			return fmt.Errorf("identity provider: delete clients of %q: %w", validator, err)
-		}
-		l.clients = next
-		return nil
-	})
 }
 
 // CheckClient authenticates a confidential client (the token endpoint's
