@@ -439,5 +439,5 @@ func probe(dir string) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	return writeSynced(f, []byte{0})
+	return atomicfile.WriteSynced(f, []byte{0})
 }
