@@ -88,7 +88,8 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 		return "", notOurs(s.id)
 	}
 	id := gocloak.PString(c.ID)
-	if !s.confidential && (!slices.Equal(deref(c.RedirectURIs), s.redirectURIs) || !slices.Equal(deref(c.WebOrigins), s.webOrigins)) {
+	if !s.confidential && (!slices.Equal(gocloak.PStringSlice(c.RedirectURIs), s.redirectURIs) ||
+		!slices.Equal(gocloak.PStringSlice(c.WebOrigins), s.webOrigins)) {
 		// Keycloak's update sets only the fields the representation
 		// carries: the rest of the client stays as it is.
 		update := gocloak.Client{ID: c.ID, ClientID: c.ClientID, RedirectURIs: nonNil(s.redirectURIs), WebOrigins: nonNil(s.webOrigins)}
@@ -134,13 +135,6 @@ func nonNil(v []string) *[]string {
 		v = []string{}
 	}
 	return &v
-}
-
-func deref(v *[]string) []string {
-	if v == nil || len(*v) == 0 {
-		return nil
-	}
-	return *v
 }
 
 func audienceMapper(audience string) gocloak.ProtocolMapperRepresentation {
