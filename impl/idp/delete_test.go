@@ -30,7 +30,7 @@ func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) e
 // DeleteClients removes the validator's clients that carry claim; absent
 // ones, and those of another claim, are left as they are.
 func (l *Local) DeleteClients(_ context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator, l.uis)
+	specs, _, err := validatorClients(validator, l.uis)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (k *Keycloak) DeleteWalletUser(ctx context.Context, validator, claim string
 // removes a client's service-account user with it); absent ones, and those
 // of another claim, are left as they are.
 func (k *Keycloak) DeleteClients(ctx context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator, k.uis)
+	specs, _, err := validatorClients(validator, k.uis)
 	if err != nil {
 		return err
 	}

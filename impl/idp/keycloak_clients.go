@@ -34,11 +34,10 @@ func (k *Keycloak) Endpoints() domain.AuthEndpoints { return RealmEndpoints(k.pu
 // call that did not record its outcome). A client of that id without the
 // claim is a conflict: someone else made it.
 func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
-	specs, err := validatorClients(validator, k.uis)
+	specs, provisioned, err := validatorClients(validator, k.uis)
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	serviceAccount := ""
 	for _, s := range specs {
 		id, err := k.ensureClient(ctx, s, claim)
 		if err != nil {
@@ -47,11 +46,11 @@ func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string
 		if !s.confidential {
 			continue
 		}
-		if serviceAccount, err = k.serviceAccount(ctx, id); err != nil {
+		if provisioned.LedgerAPIUser, err = k.serviceAccount(ctx, id); err != nil {
 			return domain.ProvisionedAuth{}, k.fail(ctx, fmt.Sprintf("read the service account of client %q", s.id), err)
 		}
 	}
-	return provisioned(validator, serviceAccount, k.uis), nil
+	return provisioned, nil
 }
 
 // ensureClient creates the client of s or adopts the one that carries

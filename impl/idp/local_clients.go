@@ -51,14 +51,13 @@ func (l *Local) Endpoints() domain.AuthEndpoints {
 // redirect URIs and web origins of now; a client of that id with another
 // claim is a conflict. All of them are written at once.
 func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
-	specs, err := validatorClients(validator, l.uis)
+	specs, provisioned, err := validatorClients(validator, l.uis)
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	serviceAccount := ""
 	err = l.locked(func() error {
 		next, changed := slices.Clone(l.clients), false
 		for _, s := range specs {
@@ -80,7 +79,7 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 				changed = true
 			}
 			if s.confidential {
-				serviceAccount = next[i].ServiceAccount
+				provisioned.LedgerAPIUser = next[i].ServiceAccount
 			}
 		}
 		if changed {
@@ -94,7 +93,7 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	return provisioned(validator, serviceAccount, l.uis), nil
+	return provisioned, nil
 }
 
 func (l *Local) newClient(s clientSpec, claim string) (localClient, error) {
