@@ -42,7 +42,8 @@ type clientSpec struct {
 // provider fills in the ledger API client's service-account user.
 func validatorClients(validator string, uis UIs) ([]clientSpec, domain.ProvisionedAuth, error) {
 	if strings.TrimSpace(validator) == "" {
-		return nil, domain.ProvisionedAuth{}, domain.Invalid("name", "a validator name is required to create its clients")
+		err := domain.Invalid("name", "a validator name is required to create its clients")
+		return nil, domain.ProvisionedAuth{}, err
 	}
 	wallet, ans := uis.URLs(validator)
 	a := domain.ProvisionedAuth{
