@@ -21,16 +21,20 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := WriteSynced(f, data); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// WriteSynced writes data to f, syncs and closes it.
+func WriteSynced(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

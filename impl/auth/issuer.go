@@ -17,6 +17,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
 // DevIssuerName is the iss claim of development tokens.
@@ -106,11 +108,7 @@ func createKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if _, err := f.Write(raw); err != nil {
-		return nil, err
-	}
-	return raw, f.Sync()
+	return raw, atomicfile.WriteSynced(f, raw)
 }
 
 // PublicKeys is the JWKS that verifies this issuer's tokens.

@@ -38,33 +38,27 @@ type clientSpec struct {
 }
 
 // validatorClients are the clients a validator gets, the ledger API client
-// first; its UIs are where uis says.
-func validatorClients(validator string, uis UIs) ([]clientSpec, error) {
+// first, and what they are once made (its UIs are where uis says); the
+// provider fills in the ledger API client's service-account user.
+func validatorClients(validator string, uis UIs) ([]clientSpec, domain.ProvisionedAuth, error) {
 	if strings.TrimSpace(validator) == "" {
-		return nil, domain.Invalid("name", "a validator name is required to create its clients")
+		err := domain.Invalid("name", "a validator name is required to create its clients")
+		return nil, domain.ProvisionedAuth{}, err
 	}
-	aud := Audience(validator)
 	wallet, ans := uis.URLs(validator)
-	return []clientSpec{
-		{id: LedgerAPIClientID(validator), audience: aud, confidential: true},
-		{id: WalletClientID(validator), audience: aud, passwordGrant: true, redirectURIs: redirectURIs(wallet), webOrigins: webOrigins(wallet)},
-		{id: NameServiceClientID(validator), audience: aud, redirectURIs: redirectURIs(ans), webOrigins: webOrigins(ans)},
-	}, nil
-}
-
-// provisioned is what the clients of validator are, given the ledger API
-// client's service-account user and where its UIs are.
-func provisioned(validator, serviceAccount string, uis UIs) domain.ProvisionedAuth {
-	wallet, ans := uis.URLs(validator)
-	return domain.ProvisionedAuth{
+	a := domain.ProvisionedAuth{
 		Audience:          Audience(validator),
 		LedgerAPIClient:   LedgerAPIClientID(validator),
-		LedgerAPIUser:     serviceAccount,
 		WalletClient:      WalletClientID(validator),
 		NameServiceClient: NameServiceClientID(validator),
 		WalletURL:         wallet,
 		NameServiceURL:    ans,
 	}
+	return []clientSpec{
+		{id: a.LedgerAPIClient, audience: a.Audience, confidential: true},
+		{id: a.WalletClient, audience: a.Audience, passwordGrant: true, redirectURIs: redirectURIs(wallet), webOrigins: webOrigins(wallet)},
+		{id: a.NameServiceClient, audience: a.Audience, redirectURIs: redirectURIs(ans), webOrigins: webOrigins(ans)},
+	}, a, nil
 }
 
 // RealmEndpoints are the OpenID Connect endpoints of realm under a

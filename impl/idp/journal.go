@@ -77,19 +77,7 @@ func (j *journal) appendSynced(b []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeSynced(f, b)
-}
-
-// writeSynced writes b to f, syncs and closes it.
-func writeSynced(f *os.File, b []byte) error {
-	_, err := f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.WriteSynced(f, b)
 }
 
 // replay applies the journal that continues the users file of epoch to

@@ -191,24 +191,6 @@ func (k *Keycloak) find(ctx context.Context, username string) (*gocloak.User, er
 	return nil, nil
 }
 
-// DeleteWalletUser deletes <validator>_walletuser if it carries claim (a
-// user created by another create, or by someone else, is left alone); an
-// absent user is not an error.
-func (k *Keycloak) DeleteWalletUser(ctx context.Context, validator, claim string) error {
-	username, err := walletUsername(validator)
-	if err != nil {
-		return err
-	}
-	u, err := k.find(ctx, username)
-	if err != nil {
-		return k.fail(ctx, fmt.Sprintf("find user %q", username), err)
-	}
-	if !userCarries(u, claim) {
-		return nil
-	}
-	return k.DeleteUser(ctx, *u.ID)
-}
-
 // UserExists tells whether the realm holds the user of id (the leader's
 // look for a wallet user deleted by hand).
 func (k *Keycloak) UserExists(ctx context.Context, id string) (bool, error) {

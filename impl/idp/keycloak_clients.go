@@ -34,11 +34,10 @@ func (k *Keycloak) Endpoints() domain.AuthEndpoints { return RealmEndpoints(k.pu
 // call that did not record its outcome). A client of that id without the
 // claim is a conflict: someone else made it.
 func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
-	specs, err := validatorClients(validator, k.uis)
+	specs, provisioned, err := validatorClients(validator, k.uis)
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	serviceAccount := ""
 	for _, s := range specs {
 		id, err := k.ensureClient(ctx, s, claim)
 		if err != nil {
@@ -47,11 +46,11 @@ func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string
 		if !s.confidential {
 			continue
 		}
-		if serviceAccount, err = k.serviceAccount(ctx, id); err != nil {
+		if provisioned.LedgerAPIUser, err = k.serviceAccount(ctx, id); err != nil {
 			return domain.ProvisionedAuth{}, k.fail(ctx, fmt.Sprintf("read the service account of client %q", s.id), err)
 		}
 	}
-	return provisioned(validator, serviceAccount, k.uis), nil
+	return provisioned, nil
 }
 
 // ensureClient creates the client of s or adopts the one that carries
@@ -88,7 +87,8 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 		return "", notOurs(s.id)
 	}
 	id := gocloak.PString(c.ID)
-	if !s.confidential && (!slices.Equal(deref(c.RedirectURIs), s.redirectURIs) || !slices.Equal(deref(c.WebOrigins), s.webOrigins)) {
+	if !s.confidential && (!slices.Equal(gocloak.PStringSlice(c.RedirectURIs), s.redirectURIs) ||
+		!slices.Equal(gocloak.PStringSlice(c.WebOrigins), s.webOrigins)) {
 		// Keycloak's update sets only the fields the representation
 		// carries: the rest of the client stays as it is.
 		update := gocloak.Client{ID: c.ID, ClientID: c.ClientID, RedirectURIs: nonNil(s.redirectURIs), WebOrigins: nonNil(s.webOrigins)}
@@ -134,13 +134,6 @@ func nonNil(v []string) *[]string {
 		v = []string{}
 	}
 	return &v
-}
-
-func deref(v *[]string) []string {
-	if v == nil || len(*v) == 0 {
-		return nil
-	}
-	return *v
 }
 
 func audienceMapper(audience string) gocloak.ProtocolMapperRepresentation {
@@ -221,30 +214,4 @@ func (k *Keycloak) ClientSecret(ctx context.Context, validator, claim string) (s
 		return "", fmt.Errorf("identity provider: %s: keycloak answered no secret", op)
 	}
 	return *cred.Value, nil
-}
-
-// DeleteClients deletes the validator's clients that carry claim (Keycloak
-// removes a client's service-account user with it); absent ones, and those
-// of another claim, are left as they are.
-func (k *Keycloak) DeleteClients(ctx context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator, k.uis)
-	if err != nil {
-		return err
-	}
-	for _, s := range specs {
-		c, err := k.findClient(ctx, s.id)
-		if err != nil {
-			return k.fail(ctx, fmt.Sprintf("find client %q", s.id), err)
-		}
-		if c == nil || !carries(c.Attributes, claim) {
-			continue
-		}
-		err = k.do(ctx, func(token string) error {
-			return k.client.DeleteClient(ctx, token, k.realm, url.PathEscape(*c.ID))
-		})
-		if err != nil && !hasStatus(err, http.StatusNotFound) {
-			return k.fail(ctx, fmt.Sprintf("delete client %q", s.id), err)
-		}
-	}
-	return nil
 }

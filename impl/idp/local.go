@@ -40,7 +40,6 @@ const (
 type Local struct {
 	path    string
 	journal journal
-	now     func() time.Time
 
 	mu sync.Mutex // with the lock file (lock), guards users, clients, seen and the files
 	// seen are the file and its journal as this process last read or
@@ -115,7 +114,7 @@ func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local identity provider: %w", err)
 	}
-	l := &Local{path: filepath.Join(dir, usersFile), journal: journal{path: filepath.Join(dir, journalFile), compactAfter: compactAfter}, now: time.Now, installation: o.Installation, uis: o.UIs}
+	l := &Local{path: filepath.Join(dir, usersFile), journal: journal{path: filepath.Join(dir, journalFile), compactAfter: compactAfter}, installation: o.Installation, uis: o.UIs}
 	unlock, err := l.lock()
 	if err != nil {
 		return nil, err
@@ -290,7 +289,7 @@ func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password
 		PasswordHash: hash,
 		Temporary:    true,
 		Claim:        claim,
-		CreatedAt:    l.now().UTC(),
+		CreatedAt:    time.Now().UTC(),
 	}
 
 	err = l.locked(func() error {
@@ -331,22 +330,6 @@ func (l *Local) deleteUser(id string) error {
 	}
 	l.users = next
 	return nil
-}
-
-// DeleteWalletUser removes <validator>_walletuser if it carries claim; an
-// absent user, or one of another claim, is left as it is.
-func (l *Local) DeleteWalletUser(ctx context.Context, validator, claim string) error {
-	username, err := walletUsername(validator)
-	if err != nil {
-		return err
-	}
-	return l.locked(func() error {
-		i := slices.IndexFunc(l.users, func(x localUser) bool { return x.Username == username })
-		if i < 0 || claim == "" || l.users[i].Claim != claim {
-			return nil
-		}
-		return l.deleteUser(l.users[i].ID)
-	})
 }
 
 // CheckPassword verifies username's password against its hash (the
@@ -456,5 +439,5 @@ func probe(dir string) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	return writeSynced(f, []byte{0})
+	return atomicfile.WriteSynced(f, []byte{0})
 }

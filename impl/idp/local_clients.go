@@ -51,14 +51,13 @@ func (l *Local) Endpoints() domain.AuthEndpoints {
 // redirect URIs and web origins of now; a client of that id with another
 // claim is a conflict. All of them are written at once.
 func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
-	specs, err := validatorClients(validator, l.uis)
+	specs, provisioned, err := validatorClients(validator, l.uis)
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	serviceAccount := ""
 	err = l.locked(func() error {
 		next, changed := slices.Clone(l.clients), false
 		for _, s := range specs {
@@ -80,7 +79,7 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 				changed = true
 			}
 			if s.confidential {
-				serviceAccount = next[i].ServiceAccount
+				provisioned.LedgerAPIUser = next[i].ServiceAccount
 			}
 		}
 		if changed {
@@ -94,12 +93,12 @@ func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (
 	if err != nil {
 		return domain.ProvisionedAuth{}, err
 	}
-	return provisioned(validator, serviceAccount, l.uis), nil
+	return provisioned, nil
 }
 
 func (l *Local) newClient(s clientSpec, claim string) (localClient, error) {
 	c := localClient{ClientID: s.id, Audience: s.audience, PasswordGrant: s.passwordGrant, RedirectURIs: s.redirectURIs, WebOrigins: s.webOrigins,
-		Claim: claim, CreatedAt: l.now().UTC()}
+		Claim: claim, CreatedAt: time.Now().UTC()}
 	if s.confidential {
 		secret, err := clientSecret()
 		if err != nil {
@@ -137,28 +136,6 @@ func (l *Local) client(clientID string) (*localClient, error) {
 		return nil
 	})
 	return c, err
-}
-
-// DeleteClients removes the validator's clients that carry claim; absent
-// ones, and those of another claim, are left as they are.
-func (l *Local) DeleteClients(_ context.Context, validator, claim string) error {
-	specs, err := validatorClients(validator, l.uis)
-	if err != nil {
-		return err
-	}
-	return l.locked(func() error {
-		next := slices.DeleteFunc(slices.Clone(l.clients), func(c localClient) bool {
-			return claim != "" && c.Claim == claim && slices.ContainsFunc(specs, func(s clientSpec) bool { return s.id == c.ClientID })
-		})
-		if len(next) == len(l.clients) {
-			return nil
-		}
-		if err := l.save(l.users, next); err != nil {
-			return fmt.Errorf("identity provider: delete clients of %q: %w", validator, err)
-		}
-		l.clients = next
-		return nil
-	})
 }
 
 // CheckClient authenticates a confidential client (the token endpoint's

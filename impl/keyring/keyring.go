@@ -212,17 +212,14 @@ func Open(key []byte, name, claim, text string) (domain.ValidatorSecrets, error)
 // one value keeps the others a create or an earlier edit gave that the
 // leader has not written yet.
 func Merge(pending, next domain.ValidatorSecrets) domain.ValidatorSecrets {
-	for _, f := range []struct {
-		dst *string
-		src string
-	}{
-		{&pending.OnboardingSecret, next.OnboardingSecret},
-		{&pending.LedgerAPIClientSecret, next.LedgerAPIClientSecret},
-		{&pending.DatabasePassword, next.DatabasePassword},
-	} {
-		if f.src != "" {
-			*f.dst = f.src
-		}
+	if next.OnboardingSecret != "" {
+		pending.OnboardingSecret = next.OnboardingSecret
+	}
+	if next.LedgerAPIClientSecret != "" {
+		pending.LedgerAPIClientSecret = next.LedgerAPIClientSecret
+	}
+	if next.DatabasePassword != "" {
+		pending.DatabasePassword = next.DatabasePassword
 	}
 	return pending
 }

@@ -65,13 +65,13 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", driver, err)
 	}
-	s := &Store{db: db, dialect: driver, where: "the PostgreSQL database"}
-	if driver == "sqlite" {
-		s.where, s.file = "database "+dsn, dsn
-	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, err
+	}
+	s := &Store{db: db, sqlDB: sqlDB, dialect: driver, where: "the PostgreSQL database"}
+	if driver == "sqlite" {
+		s.where, s.file = "database "+dsn, dsn
 	}
 	sqlDB.SetMaxOpenConns(pool.MaxOpen)
 	sqlDB.SetMaxIdleConns(pool.MaxIdle)
@@ -89,7 +89,6 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 	}
 	// Every list page reads the generation first: prepared once (go-sqlite3
 	// would prepare it afresh on each call).
-	s.sqlDB = sqlDB
 	if s.list.gen, err = sqlDB.PrepareContext(ctx, "SELECT g, removed FROM list_generation"); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("prepare the list's generation read: %w", err)
@@ -231,13 +230,7 @@ func (s *Store) Ping(ctx context.Context) error {
 const minFreeBytes = 1 << 20
 
 // Close releases the connections.
-func (s *Store) Close() error {
-	sqlDB, err := s.db.DB()
-	if err != nil {
-		return err
-	}
-	return sqlDB.Close()
-}
+func (s *Store) Close() error { return s.sqlDB.Close() }
 
 // Exec runs one statement outside any model (administration, tests).
 func (s *Store) Exec(ctx context.Context, sql string) error {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/semaphore"
 	"gorm.io/gorm"
 )
 
@@ -13,23 +14,11 @@ import (
 // taken sleeps in SQLite's busy handler (1, 2, 5 … up to 100 ms a try) and
 // tries again, so under a burst of creates beside the leader's writes the
 // unlucky ones lost try after try: a create's p99 was 1.4 s at 16 clients
-// while its transaction takes a millisecond. The gate queues this process's
-// writers in Go instead, in order of arrival (a channel's waiters are
-// served first in, first out), before they take a pooled connection, and
-// hands the lock on the moment it is left. Writers of other processes on
-// the same file (replicas) still meet the busy handler.
-type writeGate chan struct{}
-
-func (g writeGate) enter(ctx context.Context) error {
-	select {
-	case g <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (g writeGate) leave() { <-g }
+// while its transaction takes a millisecond. The gate (a semaphore of one,
+// which serves its waiters first in, first out) queues this process's
+// writers in Go instead, in order of arrival, before they take a pooled
+// connection, and hands the lock on the moment it is left. Writers of other
+// processes on the same file (replicas) still meet the busy handler.
 
 // gatedPool is GORM's connection pool of a SQLite database: every
 // transaction (each takes the write lock at BEGIN: _txlock=immediate; GORM
@@ -39,10 +28,12 @@ func (g writeGate) leave() { <-g }
 // which the store does not do; it is not gated.
 type gatedPool struct {
 	*sql.DB
-	gate writeGate
+	gate *semaphore.Weighted
 }
 
-func newGatedPool(db *sql.DB) *gatedPool { return &gatedPool{DB: db, gate: make(writeGate, 1)} }
+func newGatedPool(db *sql.DB) *gatedPool { return &gatedPool{DB: db, gate: semaphore.NewWeighted(1)} }
+
+func (p *gatedPool) leave() { p.gate.Release(1) }
 
 // GetDBConn is the pool's *sql.DB (gorm.DB.DB).
 func (p *gatedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
@@ -50,25 +41,25 @@ func (p *gatedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 // BeginTx makes it a gorm.ConnPoolBeginner: the transaction holds the gate
 // until it commits or rolls back.
 func (p *gatedPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
-	if err := p.gate.enter(ctx); err != nil {
+	if err := p.gate.Acquire(ctx, 1); err != nil {
 		return nil, err
 	}
 	tx, err := p.DB.BeginTx(ctx, opts)
 	if err != nil {
-		p.gate.leave()
+		p.leave()
 		return nil, err
 	}
-	return &gatedTx{Tx: tx, leave: sync.OnceFunc(p.gate.leave)}, nil
+	return &gatedTx{Tx: tx, leave: sync.OnceFunc(p.leave)}, nil
 }
 
 func (p *gatedPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if reads(query) {
 		return p.DB.ExecContext(ctx, query, args...)
 	}
-	if err := p.gate.enter(ctx); err != nil {
+	if err := p.gate.Acquire(ctx, 1); err != nil {
 		return nil, err
 	}
-	defer p.gate.leave()
+	defer p.leave()
 	return p.DB.ExecContext(ctx, query, args...)
 }
 
