@@ -91,7 +91,9 @@ func (s *Store) UpdateWalletGateway(ctx context.Context, validator string, chang
 		out = row.domain()
 		return nil
 	})
-	return out, err
+	// The commit's own failure (a full disk refuses the WAL's write) is
+	// translated too, as RecordCreate's is.
+	return out, translate(err, gatewayWhat(validator), "")
 }
 
 // GatewayWallets reads a validator's wallets in the order they were
@@ -112,7 +114,7 @@ func (s *Store) GatewayWallets(ctx context.Context, validator string) ([]domain.
 // vault w asks for. One whose party is recorded is domain.ErrConflict.
 func (s *Store) RecordWallet(ctx context.Context, w *domain.GatewayWallet) error {
 	what := fmt.Sprintf("wallet for party hint %q", w.PartyHint)
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row gatewayWalletRow
 		err := tx.Take(&row, "validator = ? AND party_hint = ?", w.Validator, w.PartyHint).Error
 		switch {
@@ -135,13 +137,14 @@ func (s *Store) RecordWallet(ctx context.Context, w *domain.GatewayWallet) error
 		*w = row.domain()
 		return nil
 	})
+	return translate(err, what, "")
 }
 
 // CompleteWallet records the party of a recorded wallet; a primary wallet
 // demotes the validator's other wallets in the same transaction.
 func (s *Store) CompleteWallet(ctx context.Context, w domain.GatewayWallet) error {
 	what := fmt.Sprintf("wallet %s", w.WalletID)
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if w.Primary {
 			err := tx.Model(&gatewayWalletRow{}).Where("validator = ? AND wallet_id <> ? AND is_primary", w.Validator, w.WalletID).
 				Update("is_primary", false).Error
@@ -152,6 +155,7 @@ func (s *Store) CompleteWallet(ctx context.Context, w domain.GatewayWallet) erro
 		res := tx.Model(&gatewayWalletRow{}).Where("wallet_id = ?", w.WalletID).Update("party_id", w.PartyID)
 		return affected(res, what, "")
 	})
+	return translate(err, what, "")
 }
 
 // WalletGatewayNames names every validator with a recorded wallet gateway

@@ -120,3 +120,56 @@ func onSmallDisk(t *testing.T) (*store.Store, string) {
 	t.Cleanup(func() { s.Close() })
 	return s, dir
 }
+
+// TestFullDiskRefusesWalletGatewayWrites: the wallet gateway's writes on a
+// disk with no space left are ErrUnavailable (503) too, whether SQLite
+// refuses a statement or the commit.
+func TestFullDiskRefusesWalletGatewayWrites(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(s *store.Store, i int) error
+	}{
+		{"UpdateWalletGateway", func(s *store.Store, i int) error {
+			_, err := s.UpdateWalletGateway(context.Background(), "v", func(g *domain.WalletGateway) error {
+				g.Enabled, g.BaseURL = true, fmt.Sprintf("https://custody-%d.test/%s", i, strings.Repeat("x", 4096))
+				return nil
+			})
+			return err
+		}},
+		{"RecordWallet", func(s *store.Store, i int) error {
+			return s.RecordWallet(context.Background(), &domain.GatewayWallet{WalletID: fmt.Sprintf("w%d", i), Validator: "v",
+				PartyHint: fmt.Sprintf("hint-%d-%s", i, strings.Repeat("x", 4096)), SigningProvider: "participant"})
+		}},
+		{"CompleteWallet", func(s *store.Store, i int) error {
+			return s.CompleteWallet(context.Background(), domain.GatewayWallet{WalletID: "w", Validator: "v", Primary: true,
+				PartyID: fmt.Sprintf("party-%d::%s", i, strings.Repeat("1", 4096))})
+		}},
+	}
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			s, dir := onSmallDisk(t)
+			ctx := context.Background()
+			v := domain.Validator{Name: "v", Phase: domain.PhasePending, Spec: []byte(`{}`)}
+			if err := s.CreateValidator(ctx, &v); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordWallet(ctx, &domain.GatewayWallet{WalletID: "w", Validator: "v", PartyHint: "h", SigningProvider: "participant"}); err != nil {
+				t.Fatal(err)
+			}
+			apitest.FillDisk(t, dir, "filler")
+			refused := 0
+			for i := range 20 {
+				switch err := w.write(s, i); {
+				case err == nil:
+				case errors.Is(err, domain.ErrUnavailable):
+					refused++
+				default:
+					t.Fatalf("write %d on a full disk: got %v, want ErrUnavailable", i, err)
+				}
+			}
+			if refused == 0 {
+				t.Fatal("no write was refused on a full disk")
+			}
+		})
+	}
+}
