@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -183,9 +182,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		if r.available {
 			status = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: r.reason, Message: r.message, ObservedGeneration: v.Generation,
-		})
+		setCondition(&st, v, typ, status, r.reason, r.message)
 	}
 	b := newLayout(v)
 	name := func(component string) string { return cmp.Or(o.Names[component], b.name(component)) }
