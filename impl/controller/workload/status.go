@@ -211,18 +211,17 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	set(v1alpha1.ConditionDatabaseReady, db)
 	all = append(all, db)
 
-	settled := true
 	var waiting []string
 	var blocked *readiness
 	for i, r := range all {
 		if !r.settled {
-			settled = false
 			waiting = append(waiting, r.message)
 		}
 		if r.blocked && blocked == nil {
 			blocked = &all[i]
 		}
 	}
+	settled := len(waiting) == 0
 	switch {
 	case !participant.available || !app.available || blocked != nil:
 		st.Phase = v1alpha1.PhasePending
