@@ -297,21 +297,18 @@ func (b layout) migrationDumpClaim() *corev1.PersistentVolumeClaim {
 			Name: MigrationDumpClaimName(b.v.Name), Namespace: b.v.Namespace,
 			Labels: map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: b.v.Name, ComponentLabel: ValidatorApp},
 		},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(migrationDumpStorage)}},
-			StorageClassName: b.storageClass(),
-		},
+		Spec: b.claimSpec(migrationDumpStorage),
 	}
 }
 
-// storageClass is the claims' storage class: the spec's, else the
-// cluster's default (none named).
-func (b layout) storageClass() *string {
-	if b.v.Spec.StorageClass == "" {
-		return nil
+// claimSpec is a claim of size, ReadWriteOnce, in the spec's storage class,
+// else the cluster's default (none named).
+func (b layout) claimSpec(size string) corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		StorageClassName: domain.NonZero(b.v.Spec.StorageClass),
 	}
-	return ptr.To(b.v.Spec.StorageClass)
 }
 
 // createDatabaseScript creates $DATABASE_NAME unless it exists, retrying
@@ -433,19 +430,12 @@ func (b layout) postgres() *appsv1.StatefulSet {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("12Gi")},
 	}, res.Resources)
 	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: ptr.Deref(w.Volumes, nil), ImagePullSecrets: res.ImagePullSecrets}
-	storage := cmp.Or(b.v.Spec.DatabaseStorage, defaultDatabaseStorage)
 	// Without a type: the API server keeps none in a claim template, and
 	// the next apply (which keeps the templates, keepClaimTemplates) would
 	// differ from this one.
-	claim := corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(storage)}},
-			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
-			StorageClassName: b.storageClass(),
-		},
-	}
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
+		Spec: b.claimSpec(cmp.Or(b.v.Spec.DatabaseStorage, defaultDatabaseStorage))}
+	claim.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: b.meta(Postgres),
