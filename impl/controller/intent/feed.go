@@ -39,16 +39,13 @@ func (f feed) Start(ctx context.Context) error {
 	if _, err := c.Cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
 		c.Logger.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
-	names, err := f.allNames(ctx)
+	names, initial, err := f.allNames(ctx)
 	if err != nil {
 		return fmt.Errorf("intent controller: %w", err)
 	}
 	c.began.CompareAndSwap(0, time.Now().UnixNano())
 	c.mu.Lock()
-	c.initial = make(map[string]bool, len(names))
-	for _, n := range names {
-		c.initial[n] = true
-	}
+	c.initial = initial
 	if len(names) == 0 {
 		c.markSynced()
 	}
@@ -63,14 +60,14 @@ func (f feed) Start(ctx context.Context) error {
 }
 
 // allNames names every validator of the database and every managed
-// Validator resource.
-func (f feed) allNames(ctx context.Context) ([]string, error) {
+// Validator resource, in a list and a set.
+func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 	seen := map[string]bool{}
 	var names []string
 	for after := ""; ; {
 		page, err := f.c.Store.ValidatorNames(ctx, after, namesPage)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, n := range page {
 			seen[n] = true
@@ -83,12 +80,13 @@ func (f feed) allNames(ctx context.Context) ([]string, error) {
 	}
 	managed, err := f.c.Cluster.ManagedValidators()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, n := range managed {
 		if !seen[n] {
+			seen[n] = true
 			names = append(names, n)
 		}
 	}
-	return names, nil
+	return names, seen, nil
 }
