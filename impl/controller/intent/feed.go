@@ -33,22 +33,19 @@ const (
 
 func (f feed) Start(ctx context.Context) error {
 	c := f.c
-	if !c.cluster.WaitForSync(ctx) {
+	if !c.Cluster.WaitForSync(ctx) {
 		return nil
 	}
-	if _, err := c.cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
-		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
+	if _, err := c.Cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
+		c.Logger.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
-	names, err := f.allNames(ctx)
+	names, initial, err := f.allNames(ctx)
 	if err != nil {
 		return fmt.Errorf("intent controller: %w", err)
 	}
 	c.began.CompareAndSwap(0, time.Now().UnixNano())
 	c.mu.Lock()
-	c.initial = make(map[string]bool, len(names))
-	for _, n := range names {
-		c.initial[n] = true
-	}
+	c.initial = initial
 	if len(names) == 0 {
 		c.markSynced()
 	}
@@ -56,21 +53,21 @@ func (f feed) Start(ctx context.Context) error {
 	c.running.Store(true)
 	defer c.running.Store(false)
 	changefeed.Send(ctx, c.names, names)
-	changefeed.Follow(ctx, c.changes, changesPage, c.store.TakeChanges, c.names, func(err error) {
-		c.log.Warn("reading the validators' change feed", "error", err)
+	changefeed.Follow(ctx, c.Changes, changesPage, c.Store.TakeChanges, c.names, func(err error) {
+		c.Logger.Warn("reading the validators' change feed", "error", err)
 	})
 	return nil
 }
 
 // allNames names every validator of the database and every managed
-// Validator resource.
-func (f feed) allNames(ctx context.Context) ([]string, error) {
+// Validator resource, in a list and a set.
+func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 	seen := map[string]bool{}
 	var names []string
 	for after := ""; ; {
-		page, err := f.c.store.ValidatorNames(ctx, after, namesPage)
+		page, err := f.c.Store.ValidatorNames(ctx, after, namesPage)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, n := range page {
 			seen[n] = true
@@ -81,14 +78,15 @@ func (f feed) allNames(ctx context.Context) ([]string, error) {
 		}
 		after = page[len(page)-1]
 	}
-	managed, err := f.c.cluster.ManagedValidators()
+	managed, err := f.c.Cluster.ManagedValidators()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, n := range managed {
 		if !seen[n] {
+			seen[n] = true
 			names = append(names, n)
 		}
 	}
-	return names, nil
+	return names, seen, nil
 }

@@ -174,18 +174,12 @@ type Options struct {
 // Controller is the intent controller; SetupWithManager runs it under a
 // Manager (the leader's).
 type Controller struct {
-	store     Store
-	cluster   Cluster
-	identity  Identity
-	log       *slog.Logger
-	namespace string
-	workers   int
-	changes   time.Duration
+	// Options, with their defaults.
+	Options
 
-	// charts: chart mode (Options.Charts); kube is the Manager's client
-	// (reads from its cache), reader reads the API server (the values of
-	// the Secrets the chart Secrets copy).
-	charts bool
+	// In chart mode, kube is the Manager's client (reads from its cache),
+	// reader reads the API server (the values of the Secrets the chart
+	// Secrets copy).
 	kube   client.Client
 	reader client.Reader
 
@@ -210,19 +204,17 @@ type Controller struct {
 
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) *Controller {
-	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
-		workers: o.Workers, changes: o.Changes, charts: o.Charts,
-		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.workers <= 0 {
-		c.workers = 4
+	if o.Workers <= 0 {
+		o.Workers = 4
 	}
-	if c.changes <= 0 {
-		c.changes = 200 * time.Millisecond
+	if o.Changes <= 0 {
+		o.Changes = 200 * time.Millisecond
 	}
-	return c
+	return &Controller{Options: o, names: make(chan event.TypedGenericEvent[string], namesBuffer),
+		inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
 }
 
 // namesBuffer is how many names wait for the controller's channel source.
@@ -239,7 +231,7 @@ const namesBuffer = 1024
 // when one of its chart Secrets changes or goes.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
-	if c.charts {
+	if c.Charts {
 		c.kube, c.reader = mgr.GetClient(), mgr.GetAPIReader()
 		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{},
 			handler.TypedEnqueueRequestsFromMapFunc(c.chartSecretRequests)))
@@ -248,14 +240,14 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Named("validator-intent").
 		// A change of a managed Validator resource, once the gateway,
 		// through which a reconcile reads it, shows it.
-		WatchesRawSource(c.cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return c.cluster.Manages(o.GetLabels())
+		WatchesRawSource(c.Cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return c.Cluster.Manages(o.GetLabels())
 		}), readChanged)).
 		WatchesRawSource(records{c}).
 		WatchesRawSource(source.Channel(c.names, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, name string) []reconcile.Request { return []reconcile.Request{c.request(name)} }))).
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: c.workers,
+			MaxConcurrentReconciles: c.Workers,
 			RateLimiter:             backoff.RateLimiter[reconcile.Request](time.Second),
 		}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -301,12 +293,12 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 type records struct{ c *Controller }
 
 func (r records) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	r.c.cluster.WatchRecords(ctx, func(name string) { q.Add(r.c.request(name)) })
+	r.c.Cluster.WatchRecords(ctx, func(name string) { q.Add(r.c.request(name)) })
 	return nil
 }
 
 func (r records) WaitForSync(ctx context.Context) error {
-	if !r.c.cluster.WaitForSync(ctx) {
+	if !r.c.Cluster.WaitForSync(ctx) {
 		return fmt.Errorf("the cluster gateway did not sync: %w", ctx.Err())
 	}
 	return nil
@@ -315,7 +307,7 @@ func (r records) WaitForSync(ctx context.Context) error {
 func (records) String() string { return "validators' Secrets and backup CronJobs" }
 
 func (c *Controller) request(name string) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.namespace, Name: name}}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: name}}
 }
 
 // Running tells whether the controller runs in this process.
@@ -342,7 +334,7 @@ func (c *Controller) markSynced() {
 	case <-c.inStep:
 	default:
 		close(c.inStep)
-		c.log.Info("validators reconciled with their records")
+		c.Logger.Info("validators reconciled with their records")
 	}
 }
 
@@ -382,7 +374,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 	defer c.reconciled(name)
 	err := c.reconcile(ctx, name)
 	if err != nil && ctx.Err() == nil {
-		c.log.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
+		c.Logger.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
 	}
 	return reconcile.Result{}, err
 }
@@ -396,18 +388,18 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 // what was provisioned (its validator app waits for the ledger API
 // client's Secret, so the phase stays PENDING) and shows the failure.
 func (c *Controller) reconcile(ctx context.Context, name string) error {
-	in, err := c.store.ValidatorIntent(ctx, name)
+	in, err := c.Store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
-		return c.cluster.DeleteValidator(ctx, name)
+		return c.Cluster.DeleteValidator(ctx, name)
 	}
 	if err != nil {
 		return err
 	}
-	key, err := c.cluster.PasswordKey(ctx)
+	key, err := c.Cluster.PasswordKey(ctx)
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	identity, before := decideIdentity(in.Validator, key, c.identity), in.Validator.ProvisionedAuth
+	identity, before := decideIdentity(in.Validator, key, c.Identity), in.Validator.ProvisionedAuth
 	failure := c.observeIdentity(ctx, in.Validator, key, &identity)
 	if failure == nil {
 		failure = c.provisionIdentity(ctx, &in.Validator, identity)
@@ -418,19 +410,19 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
 	}
-	if in.Validator, err = desiredResource(in.Validator, c.identity.Endpoints()); err != nil {
+	if in.Validator, err = desiredResource(in.Validator, c.Identity.Endpoints()); err != nil {
 		return err
 	}
-	work, err := decideSecrets(in.Validator, key, c.cluster.CachedSecrets(name))
+	work, err := decideSecrets(in.Validator, key, c.Cluster.CachedSecrets(name))
 	if err != nil {
 		return err
 	}
-	if !c.cluster.InStep(in) {
-		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune, work.secrets()); err != nil {
+	if !c.Cluster.InStep(in) {
+		if err := c.Cluster.ApplyValidator(ctx, in.Validator, in.Prune, work.secrets()); err != nil {
 			return err
 		}
 		faultpoint.Reach("validator.applied")
-		if err := c.cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
+		if err := c.Cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
 			return err
 		}
 	}
@@ -443,15 +435,15 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err := c.writeChartSecrets(ctx, name); err != nil {
 		return err
 	}
-	shown := c.cluster.CachedCondition(name, v1alpha1.ConditionProvisioned)
+	shown := c.Cluster.CachedCondition(name, v1alpha1.ConditionProvisioned)
 	if cond := decideProvisioned(failure, work, shown); cond != nil && !sameCondition(cond, shown) {
-		if err := c.cluster.ApplyCondition(ctx, name, *cond); err != nil {
+		if err := c.Cluster.ApplyCondition(ctx, name, *cond); err != nil {
 			return err
 		}
 	}
-	st, cached := c.cluster.CachedState(name)
+	st, cached := c.Cluster.CachedState(name)
 	if st, ok := stateToCopy(in.Validator, st, cached); ok {
-		if err := c.store.SyncValidatorState(ctx, name, st); err != nil {
+		if err := c.Store.SyncValidatorState(ctx, name, st); err != nil {
 			return err
 		}
 	}
@@ -488,7 +480,7 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator,
 		message = err.Error()
 	}
 	if message != v.ProvisionError {
-		if serr := c.store.SetProvisionError(ctx, v.Name, message); serr != nil && err == nil {
+		if serr := c.Store.SetProvisionError(ctx, v.Name, message); serr != nil && err == nil {
 			return serr
 		}
 		v.ProvisionError = message
@@ -499,7 +491,7 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator,
 // provisionWalletUser creates the wallet user with password and records
 // its id.
 func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator, password string) error {
-	u, err := c.identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
+	u, err := c.Identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
 	if errors.Is(err, domain.ErrConflict) {
 		return &provisionFailure{Reason: ReasonWalletUserConflict,
 			err: domain.Conflict("the identity provider already has a user %s_walletuser that this validator did not create; remove it, and the validator is provisioned", strings.ToLower(v.Name))}
@@ -508,7 +500,7 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("create the wallet user: %w", err)}
 	}
 	faultpoint.Reach("create.walletUser")
-	if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
+	if err := c.Store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
 		return err
 	}
 	v.WalletUserID = u.ID
@@ -520,7 +512,7 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 // identity provider. A crash before the record is healed by the next call,
 // which adopts the clients that carry the validator's claim.
 func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) error {
-	a, err := c.identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
+	a, err := c.Identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
 	if errors.Is(err, domain.ErrConflict) {
 		return &provisionFailure{Reason: ReasonClientConflict,
 			err: domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)}
@@ -532,7 +524,7 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 	if v.ProvisionedAuth != nil && *v.ProvisionedAuth == a {
 		return nil // looked at again (drift.go): nothing changed
 	}
-	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
+	if err := c.Store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err
 	}
 	v.ProvisionedAuth = &a
@@ -545,22 +537,22 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 // edit recorded meanwhile keeps its values for the next reconcile.
 func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w secretWork) error {
 	if w.Unsealable {
-		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
+		c.Logger.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
 			"validator", v.Name)
 	}
 	if w.OperatorPassword {
-		c.log.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
+		c.Logger.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
 			"validator", v.Name, "secret", domain.DatabaseSecretName(v.Name))
 	}
 	if w.ClientSecret {
-		secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
+		secret, err := c.Identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 		if err != nil {
 			return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("read the ledger API client's secret: %w", err)}
 		}
 		w.Defaults.LedgerAPIClientSecret = &secret
 	}
 	if w.writes() {
-		if err := c.cluster.PutSecrets(ctx, v.Name, w.Given, w.Defaults); err != nil {
+		if err := c.Cluster.PutSecrets(ctx, v.Name, w.Given, w.Defaults); err != nil {
 			return err
 		}
 	}
@@ -568,5 +560,5 @@ func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w sec
 		return nil
 	}
 	faultpoint.Reach("secrets.written")
-	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
+	return c.Store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
@@ -55,31 +56,24 @@ var stripped = fieldpath.NewSet(
 	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 )
 
-// applyRequest is the apply of a Deployment, StatefulSet, Service or
-// ConfigMap: the object (typed, without AppliedAnnotation) and the
-// request's digest. Whether it is up to date needs only the digest; its
-// apply configuration, with the fields it sets, is made only to be sent.
-type applyRequest struct {
-	obj    client.Object
-	digest string
-}
-
-func newApplyRequest(obj client.Object) (applyRequest, error) {
+// requestDigest is the digest of the apply of obj, a Deployment,
+// StatefulSet, Service or ConfigMap (typed, without AppliedAnnotation).
+// Whether it is up to date needs only the digest; its apply configuration,
+// with the fields it sets, is made only to be sent.
+func requestDigest(obj client.Object) (string, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
-		return applyRequest{}, fmt.Errorf("apply request %s: %w", obj.GetName(), err)
+		return "", fmt.Errorf("apply request %s: %w", obj.GetName(), err)
 	}
-	return applyRequest{obj: obj, digest: cluster.Digest(raw)}, nil
+	return cluster.Digest(raw), nil
 }
 
-// config is the request's apply configuration, with AppliedAnnotation.
-func (r applyRequest) config() (runtime.ApplyConfiguration, error) {
-	obj := r.obj.DeepCopyObject().(client.Object)
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[AppliedAnnotation] = "" // its value is not part of the fields
+// applyConfig is the apply configuration of obj, whose request's digest is
+// digest, with AppliedAnnotation.
+func applyConfig(obj client.Object, digest string) (runtime.ApplyConfiguration, error) {
+	obj = obj.DeepCopyObject().(client.Object)
+	// Its value is not part of the fields.
+	a := labels.Merge(obj.GetAnnotations(), map[string]string{AppliedAnnotation: ""})
 	obj.SetAnnotations(a)
 	config, err := cluster.ApplyConfiguration(obj)
 	if err != nil {
@@ -89,14 +83,15 @@ func (r applyRequest) config() (runtime.ApplyConfiguration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fields of apply request %s: %w", obj.GetName(), err)
 	}
-	a[AppliedAnnotation] = r.digest + "." + fields
+	a[AppliedAnnotation] = digest + "." + fields
 	return cluster.ApplyConfiguration(obj)
 }
 
-// upToDate tells whether cur, the cached object, holds what r applies.
-func (r applyRequest) upToDate(cur client.Object) bool {
+// upToDate tells whether cur, the cached object, holds what the request of
+// digest applies.
+func upToDate(cur client.Object, digest string) bool {
 	owned := cluster.OwnedFields(cur)
-	return owned != "" && cur.GetAnnotations()[AppliedAnnotation] == r.digest+"."+owned
+	return owned != "" && cur.GetAnnotations()[AppliedAnnotation] == digest+"."+owned
 }
 
 // fieldsOf is the digest of the fields config sets, as the API server

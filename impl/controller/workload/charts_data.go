@@ -161,7 +161,7 @@ func ChartPostgres(v *v1alpha1.Validator) []client.Object {
 		return nil
 	}
 	b := newChartLayout(v)
-	return []client.Object{b.postgres(), b.service(Postgres, postgresPorts())}
+	return []client.Object{b.postgres(), b.service(Postgres)}
 }
 
 // databasePortNumber is a port as the charts' values take it (a number);

@@ -71,32 +71,23 @@ type Reconciler struct {
 	client client.Client
 	// fresh reads the Validator from the API server before its status is
 	// written, and the release namespaces (which the cache does not hold).
-	fresh    client.Reader
-	options  Options
-	renderer Renderer
+	fresh client.Reader
+	// options, with their defaults.
+	options Options
 	// backoff spaces the renders of a validator whose render fails.
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 // New is a Reconciler; SetupWithManager gives it the Manager's cache.
 func New(opts Options) *Reconciler {
-	r := &Reconciler{options: opts, renderer: opts.Renderer}
-	if r.renderer == nil {
-		r.renderer = BuiltIn{}
-	}
-	first, most := opts.RenderBackoff, opts.MaxRenderBackoff
-	if first <= 0 {
-		first = time.Second
-	}
-	if most <= 0 {
-		most = 5 * time.Minute
-	}
-	r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](first, most)
-	return r
+	opts.Renderer = cmp.Or(opts.Renderer, Renderer(BuiltIn{}))
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
+		cmp.Or(opts.RenderBackoff, time.Second), cmp.Or(opts.MaxRenderBackoff, 5*time.Minute))
+	return &Reconciler{options: opts, backoff: backoff}
 }
 
 // refsField is the index of the Validators by the Secrets and ConfigMaps
-// their pod templates read (refKey).
+// their pod templates read (under kindName).
 const refsField = "workload.validator-manager.io/pod-refs"
 
 // validatorField indexes the kinds the controller lists per validator (the
@@ -125,7 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.fresh = mgr.GetAPIReader()
-	_, builtIn := r.renderer.(BuiltIn)
+	_, builtIn := r.options.Renderer.(BuiltIn)
 	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refsField, func(o client.Object) []string {
 		v, ok := o.(*v1alpha1.Validator)
 		if !ok || !builtIn {
@@ -133,9 +124,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		}
 		var out []string
-		for _, t := range templates(Desired(v)) {
-			for _, ref := range podrefs.All(&t.spec.Spec) {
-				out = append(out, refKey(ref.Kind, ref.Name))
+		for _, obj := range Desired(v) {
+			if t := PodTemplate(obj); t != nil {
+				for _, ref := range podrefs.All(&t.Spec) {
+					out = append(out, kindName(string(ref.Kind), ref.Name))
+				}
 			}
 		}
 		slices.Sort(out)
@@ -230,12 +223,6 @@ func cause(p *corev1.Pod) string {
 	return reason + ": " + message
 }
 
-// refKey is what the Validators are indexed under (refsField) for each
-// Secret and ConfigMap their pod templates read.
-func refKey(kind podrefs.Kind, name string) string {
-	return string(kind) + "/" + name
-}
-
 // readers maps a Secret or ConfigMap to the Validators whose pods read it:
 // in a release namespace the one it is labelled with, else those whose
 // built-in layout reads it.
@@ -245,7 +232,8 @@ func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
 			return labelled(ctx, o)
 		}
 		var l v1alpha1.ValidatorList
-		if err := r.client.List(ctx, &l, client.InNamespace(o.GetNamespace()), client.MatchingFields{refsField: refKey(kind, o.GetName())},
+		readers := client.MatchingFields{refsField: kindName(string(kind), o.GetName())}
+		if err := r.client.List(ctx, &l, client.InNamespace(o.GetNamespace()), readers,
 			client.UnsafeDisableDeepCopy, client.DisableReadYourWritesConsistency); err != nil {
 			log.FromContext(ctx).Error(err, "validators reading", "kind", kind, "name", o.GetName())
 			return nil
@@ -256,23 +244,6 @@ func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
 		}
 		return out
 	}
-}
-
-// template is a component's pod template.
-type template struct {
-	component string
-	spec      *corev1.PodTemplateSpec
-}
-
-// templates are the pod templates of the workloads among objs.
-func templates(objs []client.Object) []template {
-	var out []template
-	for _, o := range objs {
-		if t := PodTemplate(o); t != nil {
-			out = append(out, template{o.GetLabels()[ComponentLabel], t})
-		}
-	}
-	return out
 }
 
 // PodTemplate is the pod template of obj, a Deployment or a StatefulSet;
@@ -323,7 +294,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !v.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, v)
 	}
-	l, err := r.renderer.Render(ctx, v)
+	l, err := r.options.Renderer.Render(ctx, v)
 	if err == nil {
 		err = r.prepare(ctx, v, l)
 	}
@@ -375,7 +346,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			}
 			message = "charts " + strings.Join(charts, ", ")
 		}
-		setRendered(&st, v, metav1.ConditionTrue, ReasonRendered, message)
+		setCondition(&st, v, v1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered, message)
 		if rot.condition != nil {
 			meta.SetStatusCondition(&st.Conditions, *rot.condition)
 		}
@@ -527,17 +498,17 @@ func (r *Reconciler) renderFailed(ctx context.Context, v *v1alpha1.Validator, re
 	return r.writeStatus(ctx, v, func(v *v1alpha1.Validator) v1alpha1.ValidatorStatus {
 		st := *v.Status.DeepCopy()
 		st.ObservedGeneration, st.Phase = v.Generation, v1alpha1.PhasePending
-		setRendered(&st, v, metav1.ConditionFalse, re.Reason, re.Message)
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Message, ObservedGeneration: v.Generation,
-		})
+		setCondition(&st, v, v1alpha1.ConditionRendered, metav1.ConditionFalse, re.Reason, re.Message)
+		setCondition(&st, v, v1alpha1.ConditionReady, metav1.ConditionFalse, re.Reason, re.Message)
 		return st
 	})
 }
 
-func setRendered(st *v1alpha1.ValidatorStatus, v *v1alpha1.Validator, status metav1.ConditionStatus, reason, message string) {
+// setCondition sets v's condition typ in st, at v's generation.
+func setCondition(st *v1alpha1.ValidatorStatus, v *v1alpha1.Validator, typ string,
+	status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionRendered, Status: status, Reason: reason, Message: message, ObservedGeneration: v.Generation,
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: v.Generation,
 	})
 }
 
@@ -611,14 +582,14 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if st, ok := obj.(*appsv1.StatefulSet); ok && cur != nil {
 		keepClaimTemplates(st, cur.(*appsv1.StatefulSet))
 	}
-	req, err := newApplyRequest(obj)
+	digest, err := requestDigest(obj)
 	if err != nil {
 		return err
 	}
-	if cur != nil && req.upToDate(cur) {
+	if cur != nil && upToDate(cur, digest) {
 		return nil
 	}
-	config, err := req.config()
+	config, err := applyConfig(obj, digest)
 	if err != nil {
 		return err
 	}
@@ -729,7 +700,7 @@ var pruned = []struct {
 func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout) error {
 	want := map[string]bool{}
 	for _, obj := range l.Objects {
-		want[kindName(reflect.TypeOf(obj).Elem().Name(), obj)] = true
+		want[kindName(reflect.TypeOf(obj).Elem().Name(), obj.GetName())] = true
 	}
 	for _, kind := range pruned {
 		objs, err := r.applied(ctx, v, l.Namespace, kind.list())
@@ -737,7 +708,7 @@ func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout
 			return err
 		}
 		for _, obj := range objs {
-			name := kindName(kind.kind, obj)
+			name := kindName(kind.kind, obj.GetName())
 			if want[name] || obj.GetAnnotations()[KeepAnnotation] == "keep" {
 				continue
 			}
@@ -751,8 +722,8 @@ func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout
 	return nil
 }
 
-// kindName is "<kind>/<name>" of obj.
-func kindName(kind string, obj client.Object) string { return kind + "/" + obj.GetName() }
+// kindName is "<kind>/<name>".
+func kindName(kind, name string) string { return kind + "/" + name }
 
 // applied are the objects of list's kind in namespace that the controller
 // applied for v (ours).
@@ -779,8 +750,7 @@ func ours(obj client.Object, v *v1alpha1.Validator) bool {
 	if !ok || key != client.ObjectKeyFromObject(v) {
 		return false
 	}
-	ref := metav1.GetControllerOf(obj)
-	return obj.GetNamespace() != v.Namespace || ref != nil && ref.UID == v.UID
+	return obj.GetNamespace() != v.Namespace || metav1.IsControlledBy(obj, v)
 }
 
 // observe reads l's workloads and v's pods from the cache.
@@ -817,7 +787,7 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layo
 	for i := range pods.Items {
 		o.Pods = append(o.Pods, &pods.Items[i])
 	}
-	o.Missing, err = r.missing(ctx, l.Namespace, templates(l.Objects))
+	o.Missing, err = r.missing(ctx, l.Namespace, l.Objects)
 	return o, err
 }
 
@@ -832,16 +802,21 @@ func owned[T client.Object](ctx context.Context, r *Reconciler, v *v1alpha1.Vali
 	return cur.(T), nil
 }
 
-// missing lists, per component, what its template reads (not optionally)
-// that is not there (podrefs.Lacking): the Secrets and ConfigMaps that do
-// not exist and the keys an existing Secret lacks. A ConfigMap's keys are
-// not checked: the cache holds its metadata only.
-func (r *Reconciler) missing(ctx context.Context, namespace string, ts []template) (map[string][]podrefs.Ref, error) {
+// missing lists, per component, what the pod template of a workload among
+// objs reads (not optionally) that is not there (podrefs.Lacking): the
+// Secrets and ConfigMaps that do not exist and the keys an existing Secret
+// lacks. A ConfigMap's keys are not checked: the cache holds its metadata
+// only.
+func (r *Reconciler) missing(ctx context.Context, namespace string, objs []client.Object) (map[string][]podrefs.Ref, error) {
 	held := map[podrefs.Object][]string{}
 	read := map[podrefs.Object]bool{}
 	out := map[string][]podrefs.Ref{}
-	for _, t := range ts {
-		refs := podrefs.All(&t.spec.Spec)
+	for _, obj := range objs {
+		t := PodTemplate(obj)
+		if t == nil {
+			continue
+		}
+		refs := podrefs.All(&t.Spec)
 		for i, ref := range refs {
 			o := podrefs.Object{Kind: ref.Kind, Name: ref.Name}
 			if ref.Kind == podrefs.ConfigMap {
@@ -869,7 +844,7 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, ts []templat
 			}
 		}
 		if l := podrefs.Lacking(refs, held); len(l) > 0 {
-			out[t.component] = l
+			out[obj.GetLabels()[ComponentLabel]] = l
 		}
 	}
 	return out, nil

@@ -94,15 +94,15 @@ func Desired(v *v1alpha1.Validator) []client.Object {
 		objs = append(objs, b.migrationDumpClaim())
 	}
 	objs = append(objs,
-		b.participant(), b.service(Participant, participantPorts()),
-		b.validatorApp(), b.service(ValidatorApp, validatorAppPorts()))
+		b.participant(), b.service(Participant),
+		b.validatorApp(), b.service(ValidatorApp))
 	if WalletEnabled(b.v) {
 		objs = append(objs,
-			b.ui(WalletUI, b.cfg.Cluster.Wallet, b.auth().WalletClient), b.service(WalletUI, uiPorts()),
-			b.ui(ANSUI, &b.cfg.Cluster.NameService, b.auth().NameServiceClient), b.service(ANSUI, uiPorts()))
+			b.ui(WalletUI, b.cfg.Cluster.Wallet, b.auth().WalletClient), b.service(WalletUI),
+			b.ui(ANSUI, &b.cfg.Cluster.NameService, b.auth().NameServiceClient), b.service(ANSUI))
 	}
 	if !v.Spec.ExternalDatabase {
-		objs = append(objs, b.postgres(), b.service(Postgres, postgresPorts()))
+		objs = append(objs, b.postgres(), b.service(Postgres))
 	}
 	return objs
 }
@@ -188,12 +188,6 @@ func (b layout) owner() metav1.OwnerReference {
 	}
 }
 
-var (
-	deploymentType  = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
-	statefulSetType = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
-	serviceType     = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
-)
-
 // appUser is the pod security context the charts give the participant and
 // the validator app (their images' user 1001). The web UIs get none: their
 // nginx-unprivileged images run as their own, non-numeric user.
@@ -216,7 +210,7 @@ func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Contain
 		ImagePullSecrets: res.ImagePullSecrets,
 	}
 	return &appsv1.Deployment{
-		TypeMeta:   deploymentType,
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: b.meta(component),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(res.Replicas, 1)),
@@ -303,21 +297,18 @@ func (b layout) migrationDumpClaim() *corev1.PersistentVolumeClaim {
 			Name: MigrationDumpClaimName(b.v.Name), Namespace: b.v.Namespace,
 			Labels: map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: b.v.Name, ComponentLabel: ValidatorApp},
 		},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(migrationDumpStorage)}},
-			StorageClassName: b.storageClass(),
-		},
+		Spec: b.claimSpec(migrationDumpStorage),
 	}
 }
 
-// storageClass is the claims' storage class: the spec's, else the
-// cluster's default (none named).
-func (b layout) storageClass() *string {
-	if b.v.Spec.StorageClass == "" {
-		return nil
+// claimSpec is a claim of size, ReadWriteOnce, in the spec's storage class,
+// else the cluster's default (none named).
+func (b layout) claimSpec(size string) corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		StorageClassName: domain.NonZero(b.v.Spec.StorageClass),
 	}
-	return ptr.To(b.v.Spec.StorageClass)
 }
 
 // createDatabaseScript creates $DATABASE_NAME unless it exists, retrying
@@ -439,21 +430,14 @@ func (b layout) postgres() *appsv1.StatefulSet {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("12Gi")},
 	}, res.Resources)
 	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: ptr.Deref(w.Volumes, nil), ImagePullSecrets: res.ImagePullSecrets}
-	storage := cmp.Or(b.v.Spec.DatabaseStorage, defaultDatabaseStorage)
 	// Without a type: the API server keeps none in a claim template, and
 	// the next apply (which keeps the templates, keepClaimTemplates) would
 	// differ from this one.
-	claim := corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(storage)}},
-			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
-			StorageClassName: b.storageClass(),
-		},
-	}
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
+		Spec: b.claimSpec(cmp.Or(b.v.Spec.DatabaseStorage, defaultDatabaseStorage))}
+	claim.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	return &appsv1.StatefulSet{
-		TypeMeta:   statefulSetType,
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: b.meta(Postgres),
 		Spec: appsv1.StatefulSetSpec{
 			ServiceName: b.name(Postgres),
@@ -483,43 +467,34 @@ func DataClaimName(validator string) string {
 	return postgresDataVolume + "-" + Name(validator, Postgres) + "-0"
 }
 
-func (b layout) service(component string, ports []corev1.ServicePort) *corev1.Service {
+func (b layout) service(component string) *corev1.Service {
 	return &corev1.Service{
-		TypeMeta:   serviceType,
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: b.meta(component),
 		Spec: corev1.ServiceSpec{
 			Selector: b.selector(component),
-			Ports:    ports,
+			Ports:    slices.Clone(servicePorts[component]),
 		},
 	}
 }
 
-func tcp(name string, port int32, target intstr.IntOrString) corev1.ServicePort {
-	return corev1.ServicePort{Name: name, Port: port, TargetPort: target, Protocol: corev1.ProtocolTCP}
+// servicePorts are each component's Service ports: to the container port of
+// the same number, the UIs' to the one named http.
+var servicePorts = map[string][]corev1.ServicePort{
+	Participant: {tcp("lg-adm-api", domain.AdminAPIPort), tcp("lg-api", domain.LedgerAPIPort),
+		tcp("metrics", metricsPort), tcp("json-api", domain.JSONAPIPort)},
+	ValidatorApp: {tcp("val-http", domain.ValidatorAppPort), tcp("metrics", metricsPort)},
+	WalletUI:     {uiServicePort},
+	ANSUI:        {uiServicePort},
+	Postgres:     {tcp("postgresdb", 5432)},
 }
 
-func participantPorts() []corev1.ServicePort {
-	return []corev1.ServicePort{
-		tcp("lg-adm-api", domain.AdminAPIPort, intstr.FromInt32(domain.AdminAPIPort)),
-		tcp("lg-api", domain.LedgerAPIPort, intstr.FromInt32(domain.LedgerAPIPort)),
-		tcp("metrics", metricsPort, intstr.FromInt32(metricsPort)),
-		tcp("json-api", domain.JSONAPIPort, intstr.FromInt32(domain.JSONAPIPort)),
-	}
-}
+var uiServicePort = corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http"),
+	Protocol: corev1.ProtocolTCP}
 
-func validatorAppPorts() []corev1.ServicePort {
-	return []corev1.ServicePort{
-		tcp("val-http", domain.ValidatorAppPort, intstr.FromInt32(domain.ValidatorAppPort)),
-		tcp("metrics", metricsPort, intstr.FromInt32(metricsPort)),
-	}
-}
-
-func uiPorts() []corev1.ServicePort {
-	return []corev1.ServicePort{tcp("http", 80, intstr.FromString("http"))}
-}
-
-func postgresPorts() []corev1.ServicePort {
-	return []corev1.ServicePort{tcp("postgresdb", 5432, intstr.FromInt32(5432))}
+func tcp(name string, port int32) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port),
+		Protocol: corev1.ProtocolTCP}
 }
 
 // mergeResources sets the requests and limits r gives over base.

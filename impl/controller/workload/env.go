@@ -187,18 +187,14 @@ func (b layout) validatorAuthEnv() []corev1.EnvVar {
 // ledgerAPIClientSecret is the ledger API client's secret: the spec's
 // entry, else the conventional <validator>-ledger-api-auth.
 func (b layout) ledgerAPIClientSecret() *corev1.SecretKeySelector {
-	return b.secret(func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.LedgerAPIAuth },
-		domain.LedgerAPIAuthSecretName(b.v.Name), ledgerAPIAuthSecretKey).SecretKeyRef
+	return secret(b.refs().LedgerAPIAuth, domain.LedgerAPIAuthSecretName(b.v.Name), ledgerAPIAuthSecretKey).SecretKeyRef
 }
 
 // onboardingSecret is the sponsor's onboarding secret of a validator
 // onboarded with one (a sponsor and the spec's entry), else nil.
 func (b layout) onboardingSecret() *corev1.SecretKeySelector {
-	if b.cfg.Cluster.SVSponsorAddress == "" {
-		return nil
-	}
-	ref := secretRef(b.v.Spec.Secrets, func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Onboarding })
-	if ref == nil {
+	ref := b.refs().Onboarding
+	if b.cfg.Cluster.SVSponsorAddress == "" || ref == nil {
 		return nil
 	}
 	return secretKey(ref.Name, ref.Key).SecretKeyRef
@@ -246,24 +242,21 @@ func (b layout) databasePassword() *corev1.EnvVarSource {
 	if b.chart {
 		return secretKey(ChartDatabaseSecret, ChartDatabaseSecretKey)
 	}
-	return b.secret(func(s *v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef { return s.Database },
-		domain.DatabaseSecretName(b.v.Name), databasePasswordKey)
+	return secret(b.refs().Database, domain.DatabaseSecretName(b.v.Name), databasePasswordKey)
 }
 
-// secret is a Secret the pods need: the spec's entry when present, else the
-// validator's conventional Secret name and key, which the controllers write.
-func (b layout) secret(field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef, name, key string) *corev1.EnvVarSource {
-	if ref := secretRef(b.v.Spec.Secrets, field); ref != nil {
-		return secretKey(ref.Name, ref.Key)
+// refs are the spec's entries of the Secrets the pods need (none: each nil).
+func (b layout) refs() v1alpha1.ValidatorSecretRefs {
+	return ptr.Deref(b.v.Spec.Secrets, v1alpha1.ValidatorSecretRefs{})
+}
+
+// secret is a Secret the pods need: the spec's entry ref when present, else
+// the validator's conventional Secret name and key, which the controllers write.
+func secret(ref *v1alpha1.SecretKeyRef, name, key string) *corev1.EnvVarSource {
+	if ref != nil {
+		name, key = ref.Name, ref.Key
 	}
 	return secretKey(name, key)
-}
-
-func secretRef(s *v1alpha1.ValidatorSecretRefs, field func(*v1alpha1.ValidatorSecretRefs) *v1alpha1.SecretKeyRef) *v1alpha1.SecretKeyRef {
-	if s == nil {
-		return nil
-	}
-	return field(s)
 }
 
 func secretKey(name, key string) *corev1.EnvVarSource {

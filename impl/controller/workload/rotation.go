@@ -190,12 +190,8 @@ func withPassword(objs []client.Object, digest string) {
 	}
 	for _, o := range objs {
 		d, ok := o.(*appsv1.Deployment)
-		if !ok || (d.Labels[ComponentLabel] != Participant && d.Labels[ComponentLabel] != ValidatorApp) {
-			continue
+		if ok && (d.Labels[ComponentLabel] == Participant || d.Labels[ComponentLabel] == ValidatorApp) {
+			metav1.SetMetaDataAnnotation(&d.Spec.Template.ObjectMeta, PasswordAnnotation, digest)
 		}
-		if d.Spec.Template.Annotations == nil {
-			d.Spec.Template.Annotations = map[string]string{}
-		}
-		d.Spec.Template.Annotations[PasswordAnnotation] = digest
 	}
 }

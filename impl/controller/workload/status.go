@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -183,9 +182,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 		if r.available {
 			status = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: r.reason, Message: r.message, ObservedGeneration: v.Generation,
-		})
+		setCondition(&st, v, typ, status, r.reason, r.message)
 	}
 	b := newLayout(v)
 	name := func(component string) string { return cmp.Or(o.Names[component], b.name(component)) }
@@ -214,18 +211,17 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	set(v1alpha1.ConditionDatabaseReady, db)
 	all = append(all, db)
 
-	settled := true
 	var waiting []string
 	var blocked *readiness
 	for i, r := range all {
 		if !r.settled {
-			settled = false
 			waiting = append(waiting, r.message)
 		}
 		if r.blocked && blocked == nil {
 			blocked = &all[i]
 		}
 	}
+	settled := len(waiting) == 0
 	switch {
 	case !participant.available || !app.available || blocked != nil:
 		st.Phase = v1alpha1.PhasePending
