@@ -55,8 +55,7 @@ func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, r
 		return false
 	}
 	if *synchronizer != n.st.SynchronizerID {
-		badRequest(w, "this participant is not connected to synchronizer %q", *synchronizer)
-		return false
+		return badRequest(w, "this participant is not connected to synchronizer %q", *synchronizer)
 	}
 	return true
 }
@@ -75,13 +74,11 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 		return false
 	}
 	if !partyHintRE.MatchString(req.PartyHint) || strings.Contains(req.PartyHint, "::") {
-		badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyHint)
-		return false
+		return badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyHint)
 	}
 	key, err := parsePublicKey(req.PublicKey)
 	if err != nil {
-		badRequest(w, "public_key: %v", err)
-		return false
+		return badRequest(w, "public_key: %v", err)
 	}
 	local := ns.participantUID(name)
 	localPermission := uint64(topology.PermissionConfirmation)
@@ -98,11 +95,9 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 		for _, uid := range group.uids {
 			switch {
 			case uid == local:
-				badRequest(w, "participant %s is this participant, which hosts the party already", uid)
-				return false
+				return badRequest(w, "participant %s is this participant, which hosts the party already", uid)
 			case seen[uid]:
-				badRequest(w, "participant %s is named more than once", uid)
-				return false
+				return badRequest(w, "participant %s is named more than once", uid)
 			}
 			seen[uid] = true
 			hosts = append(hosts, topology.Host{ParticipantUID: uid, Permission: group.permission})
@@ -117,11 +112,9 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 	}
 	switch {
 	case confirmers == 0:
-		badRequest(w, "at least one participant must confirm for the party")
-		return false
+		return badRequest(w, "at least one participant must confirm for the party")
 	case threshold > confirmers:
-		badRequest(w, "confirmation threshold %d exceeds the %d confirming participants", threshold, confirmers)
-		return false
+		return badRequest(w, "confirmation threshold %d exceeds the %d confirming participants", threshold, confirmers)
 	}
 	fp := key.Fingerprint()
 	partyID := req.PartyHint + "::" + fp
@@ -254,8 +247,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	}
 	o, err := decodeOnboarding(req.OnboardingTransactions)
 	if err != nil {
-		badRequest(w, "%v", err)
-		return false
+		return badRequest(w, "%v", err)
 	}
 	u, ok := ns.userOf(w, ptr.Deref(req.UserId, ""))
 	if !ok {
@@ -267,12 +259,10 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// of a multi-hosted party receives the same signed transactions once.
 	used := spentKey(local, multiHash)
 	if _, ok := n.st.UsedMultiHashes[used]; ok {
-		cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
-		return false
+		return cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
 	}
 	if err := authorized(o, ptr.Deref(req.MultiHashSignatures, nil), multiHash); err != nil {
-		invalid(w, codeInvalidSignature, "%v", err)
-		return false
+		return invalid(w, codeInvalidSignature, "%v", err)
 	}
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party

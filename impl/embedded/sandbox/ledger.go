@@ -29,30 +29,31 @@ const (
 	grpcUnauth  = 16
 )
 
-// cantonError writes a JsCantonError.
-func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) {
+// cantonError writes a JsCantonError; false, as a handler reports a
+// request that changed nothing.
+func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) bool {
 	writeJSON(w, status, map[string]any{
 		"code": code, "cause": cause, "context": map[string]string{}, "resources": []any{},
 		"errorCategory": category, "grpcCodeValue": grpc, "correlationId": randomHex(8), "traceId": randomHex(16),
 		"definiteAnswer": false,
 	})
+	return false
 }
 
-func invalid(w http.ResponseWriter, code, format string, args ...any) {
-	cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
+func invalid(w http.ResponseWriter, code, format string, args ...any) bool {
+	return cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
 }
 
 // badRequest answers INVALID_ARGUMENT the way the ledger words it.
-func badRequest(w http.ResponseWriter, format string, args ...any) {
-	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
+func badRequest(w http.ResponseWriter, format string, args ...any) bool {
+	return invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
 }
 
 // decode reads the request's JSON body into v; false when it was
 // malformed, answered 400.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
-		return false
+		return invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
 	}
 	return true
 }
@@ -278,12 +279,10 @@ func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		req.PartyIDHint = "party-" + randomHex(8)
 	}
 	if !partyHintRE.MatchString(req.PartyIDHint) || strings.Contains(req.PartyIDHint, "::") {
-		badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyIDHint)
-		return false
+		return badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyIDHint)
 	}
 	if _, ok := ns.Parties[req.PartyIDHint+"::"+ns.Fingerprint]; ok {
-		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+req.PartyIDHint+"::"+ns.Fingerprint+" is already allocated on this node", catExists, grpcExists)
-		return false
+		return cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+req.PartyIDHint+"::"+ns.Fingerprint+" is already allocated on this node", catExists, grpcExists)
 	}
 	u, ok := ns.userOf(w, req.UserID)
 	if !ok {
@@ -345,23 +344,20 @@ func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right,
 	var out []right
 	for _, wr := range in {
 		if len(wr.Kind) != 1 {
-			badRequest(w, "a right must have exactly one kind")
-			return nil, false
+			return nil, badRequest(w, "a right must have exactly one kind")
 		}
 		for k, v := range wr.Kind {
 			switch {
 			case partyKinds[k]:
 				if _, ok := ns.Parties[v.Value.Party]; !ok {
-					badRequest(w, "party %q of right %s is not known on this participant", v.Value.Party, k)
-					return nil, false
+					return nil, badRequest(w, "party %q of right %s is not known on this participant", v.Value.Party, k)
 				}
 				out = append(out, right{Kind: k, Party: v.Value.Party})
 			case plainKinds[k]:
 				out = append(out, right{Kind: k})
 			case k == "Empty":
 			default:
-				badRequest(w, "unknown right kind %q", k)
-				return nil, false
+				return nil, badRequest(w, "unknown right kind %q", k)
 			}
 		}
 	}
@@ -398,16 +394,13 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	if !userIDRE.MatchString(req.User.ID) {
-		badRequest(w, "user id %q is not a valid UserId", req.User.ID)
-		return false
+		return badRequest(w, "user id %q is not a valid UserId", req.User.ID)
 	}
 	if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
-		badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
-		return false
+		return badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
 	}
 	if _, ok := ns.Users[req.User.ID]; ok {
-		cantonError(w, http.StatusConflict, "USER_ALREADY_EXISTS", "User already exists: "+req.User.ID, catExists, grpcExists)
-		return false
+		return cantonError(w, http.StatusConflict, "USER_ALREADY_EXISTS", "User already exists: "+req.User.ID, catExists, grpcExists)
 	}
 	rights, ok := parseRights(w, req.Rights, ns)
 	if !ok {
@@ -459,20 +452,17 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	if req.User.ID != u.ID {
-		badRequest(w, "user.id must be the user of the path")
-		return false
+		return badRequest(w, "user.id must be the user of the path")
 	}
 	if len(req.UpdateMask.Paths) == 0 {
-		badRequest(w, "empty update mask")
-		return false
+		return badRequest(w, "empty update mask")
 	}
 	next := *u
 	for _, p := range req.UpdateMask.Paths {
 		switch p {
 		case "primary_party":
 			if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
-				badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
-				return false
+				return badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
 			}
 			next.PrimaryParty = req.User.PrimaryParty
 		case "is_deactivated":
@@ -491,8 +481,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			}
 			next.Annotations = ann
 		default:
-			badRequest(w, "unknown update path %q", p)
-			return false
+			return badRequest(w, "unknown update path %q", p)
 		}
 	}
 	next.ResourceVersion = ns.nextVersion()
@@ -521,8 +510,7 @@ func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, [
 		return nil, nil, false
 	}
 	if req.UserID != u.ID {
-		badRequest(w, "userId must be the user of the path")
-		return nil, nil, false
+		return nil, nil, badRequest(w, "userId must be the user of the path")
 	}
 	rs, ok := parseRights(w, req.Rights, ns)
 	return u, rs, ok
@@ -571,20 +559,17 @@ func listPackages(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	f, err := os.CreateTemp(n.dir, "upload-*.dar")
 	if err != nil {
-		cantonError(w, http.StatusInternalServerError, "INTERNAL", "spooling failed", 4, 13)
-		return false
+		return cantonError(w, http.StatusInternalServerError, "INTERNAL", "spooling failed", 4, 13)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	size, err := io.Copy(f, r.Body)
 	if err != nil {
-		invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
-		return false
+		return invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
 	}
 	d, err := readDar(f, size)
 	if err != nil {
-		invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
-		return false
+		return invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
 	}
 	for _, p := range d.Packages {
 		if !slices.Contains(ns.Packages, p) {
