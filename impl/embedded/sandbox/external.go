@@ -38,15 +38,6 @@ const (
 	codeMultiHashUsed    = "MULTI_HASH_ALREADY_USED" // the sandbox's
 )
 
-func (n *Network) externalRoutes(mux *http.ServeMux, name string) {
-	mux.HandleFunc("POST /v2/parties/external/generate-topology", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		return n.generateTopology(w, r, name, ns)
-	}))
-	mux.HandleFunc("POST /v2/parties/external/allocate", n.ledger(name, true, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		return n.allocateExternal(w, r, name, ns)
-	}))
-}
-
 // decodeOnSynchronizer decodes the request into req and checks that
 // synchronizer, a field of req, is this participant's; false when it
 // answered the error.

@@ -113,14 +113,18 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("PATCH /v2/users/{id}/rights", n.ledger(name, true, revokeRights))
 	mux.HandleFunc("GET /v2/packages", n.ledger(name, false, listPackages))
 	mux.HandleFunc("POST /v2/dars", n.ledger(name, true, n.uploadDar))
-	n.externalRoutes(mux, name)
+	mux.HandleFunc("POST /v2/parties/external/generate-topology", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		return n.generateTopology(w, r, name, ns)
+	}))
+	mux.HandleFunc("POST /v2/parties/external/allocate", n.ledger(name, true, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		return n.allocateExternal(w, r, name, ns)
+	}))
 	mux.HandleFunc("GET /v2/parties/participant-id", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		writeJSON(w, http.StatusOK, map[string]string{"participantId": ns.participantUID(name)})
 		return false
 	}))
 	mux.HandleFunc("GET /v2/state/connected-synchronizers", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		n.connectedSynchronizers(w, r, name, ns)
-		return false
+		return n.connectedSynchronizers(w, r, name, ns)
 	}))
 }
 
@@ -240,7 +244,7 @@ func (n *Network) version(w http.ResponseWriter, r *http.Request, ns *nodeState)
 // permission: with a party, the party's hosting permission here (the
 // synchronizer is left out where the party is not hosted); without one,
 // the participant's own, submission.
-func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) {
+func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
 	permission := "PARTICIPANT_PERMISSION_SUBMISSION"
 	if id := r.URL.Query().Get("party"); id != "" {
 		permission = ""
@@ -265,6 +269,7 @@ func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request,
 		out = append(out, map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID, "permission": permission})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": out})
+	return false
 }
 
 func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
