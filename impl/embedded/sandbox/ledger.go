@@ -29,8 +29,9 @@ const (
 	grpcUnauth  = 16
 )
 
-// cantonError writes a JsCantonError; false, as a handler reports a
-// request that changed nothing.
+// cantonError writes a JsCantonError. It reports false, what a handler
+// or check answers for a request that failed and changed nothing, so that
+// one return writes the error and reports it.
 func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) bool {
 	writeJSON(w, status, map[string]any{
 		"code": code, "cause": cause, "context": map[string]string{}, "resources": []any{},
