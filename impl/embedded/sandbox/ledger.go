@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"archive/zip"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -127,51 +128,39 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	}))
 }
 
-// page returns the ids after the page token, at most size of them, and the next token.
-func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
+// writePage answers one page of the entries of m named by ids in key
+// order, those after the pageToken (the last id of the previous page) and
+// at most pageSize of them, each as render makes it, under field, with the
+// next page's token; an invalid page request is answered 400.
+func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) bool {
 	sort.Strings(ids)
-	size := max
-	if s := r.URL.Query().Get("pageSize"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 0 || v > max {
-			return nil, "", false
-		}
-		if v > 0 {
-			size = v
-		}
-	}
+	q := r.URL.Query()
+	size, err := strconv.Atoi(cmp.Or(q.Get("pageSize"), "0"))
 	start := 0
-	if tok := r.URL.Query().Get("pageToken"); tok != "" {
-		after, err := base64.RawURLEncoding.DecodeString(tok)
-		if err != nil {
-			return nil, "", false
-		}
+	if tok := q.Get("pageToken"); tok != "" && err == nil {
+		var after []byte
+		after, err = base64.RawURLEncoding.DecodeString(tok)
 		start = sort.SearchStrings(ids, string(after)+"\x00")
+	}
+	if err != nil || size < 0 || size > max {
+		// The ledger refuses a page larger than its maximum rather than
+		// clamping it (the maximum is in GET /v2/version's features).
+		return badRequest(w, "invalid pageToken, or pageSize above the maximum of %d", max)
+	}
+	if size == 0 {
+		size = max
 	}
 	end := min(start+size, len(ids))
 	next := ""
 	if end < len(ids) {
 		next = base64.RawURLEncoding.EncodeToString([]byte(ids[end-1]))
 	}
-	return ids[start:end], next, true
-}
-
-// writePage answers one page of the entries of m named by ids in key
-// order (page), each as render makes it, under field, with the next page's
-// token; an invalid page request is answered 400.
-func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
-	ids, next, ok := page(ids, r, max)
-	if !ok {
-		// The ledger refuses a page larger than its maximum rather than
-		// clamping it (the maximum is in GET /v2/version's features).
-		badRequest(w, "invalid pageToken, or pageSize above the maximum of %d", max)
-		return
-	}
-	out := make([]any, 0, len(ids))
-	for _, id := range ids {
+	out := make([]any, 0, end-start)
+	for _, id := range ids[start:end] {
 		out = append(out, render(m[id]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{field: out, "nextPageToken": next})
+	return false
 }
 
 // userOf is the user a request names by id, nil when it names none; false
@@ -203,8 +192,7 @@ func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeSt
 			ids = append(ids, id)
 		}
 	}
-	writePage(w, r, n.opts.PageSize, ns.Parties, ids, "partyDetails", partyDetails)
-	return false
+	return writePage(w, r, n.opts.PageSize, ns.Parties, ids, "partyDetails", partyDetails)
 }
 
 // getParties is GetParties: the details of the party of the path and of
@@ -314,8 +302,7 @@ func userJSON(u *user) map[string]any {
 }
 
 func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writePage(w, r, n.opts.PageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
-	return false
+	return writePage(w, r, n.opts.PageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
 }
 
 // wireUser is the User of requests.
