@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -135,10 +136,6 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 // an Ed25519 key, its 32 bytes.
 const keyFormatRaw = "CRYPTO_KEY_FORMAT_RAW"
 
-// ed25519SPKIPrefix is the DER SubjectPublicKeyInfo of an Ed25519 key up to
-// its 32 key bytes (RFC 8410).
-var ed25519SPKIPrefix = []byte{0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00}
-
 // parsePublicKey reads a SigningPublicKey: a DER SubjectPublicKeyInfo of
 // any supported spec, or the raw 32 bytes of an Ed25519 key, which the
 // topology transactions then carry as its SubjectPublicKeyInfo (the
@@ -158,7 +155,11 @@ func parsePublicKey(pk ledgerapi.SigningPublicKey) (topology.Key, error) {
 		if len(data) != ed25519.PublicKeySize {
 			return topology.Key{}, fmt.Errorf("a raw Ed25519 key has %d bytes, this one %d", ed25519.PublicKeySize, len(data))
 		}
-		return topology.ParseKey(append(append([]byte{}, ed25519SPKIPrefix...), data...), pk.KeySpec)
+		spki, err := x509.MarshalPKIXPublicKey(ed25519.PublicKey(data))
+		if err != nil {
+			return topology.Key{}, err
+		}
+		return topology.ParseKey(spki, pk.KeySpec)
 	}
 	return topology.Key{}, fmt.Errorf("key format %q is not supported here, only %s and %s", pk.Format, topology.KeyFormatSPKI, keyFormatRaw)
 }
