@@ -17,16 +17,19 @@ import (
 	"strings"
 )
 
-// Canton error categories and gRPC codes the sandbox answers with.
+// Canton error categories and gRPC codes the sandbox answers with
+// (unavailable: a transient failure, the ledger's answer when it cannot persist).
 const (
-	catInvalid  = 8
-	catExists   = 10
-	catMissing  = 11
-	catAuth     = 6
-	grpcInvalid = 3
-	grpcMissing = 5
-	grpcExists  = 6
-	grpcUnauth  = 16
+	catInvalid      = 8
+	catExists       = 10
+	catMissing      = 11
+	catAuth         = 6
+	catUnavailable  = 1
+	grpcInvalid     = 3
+	grpcMissing     = 5
+	grpcExists      = 6
+	grpcUnauth      = 16
+	grpcUnavailable = 14
 )
 
 // cantonError writes a JsCantonError. It reports false, what a handler
