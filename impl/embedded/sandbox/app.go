@@ -11,8 +11,10 @@ import (
 	"time"
 )
 
-func spliceError(w http.ResponseWriter, status int, msg string) {
+// spliceError writes Splice's ErrorResponse; false, as cantonError.
+func spliceError(w http.ResponseWriter, status int, msg string) bool {
 	writeJSON(w, status, map[string]string{"error": msg})
+	return false
 }
 
 // app wraps a handler of validator name's validator app (admin endpoints
@@ -66,24 +68,21 @@ func onboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bo
 		CreatePartyIfMissing bool   `json:"createPartyIfMissing"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name == "" {
-		spliceError(w, http.StatusBadRequest, "the request must name the user (name)")
-		return false
+		return spliceError(w, http.StatusBadRequest, "the request must name the user (name)")
 	}
 	if p, ok := ns.WalletUsers[req.Name]; ok {
 		writeJSON(w, http.StatusOK, map[string]string{"party_id": p})
 		return false
 	}
 	if !userIDRE.MatchString(req.Name) {
-		spliceError(w, http.StatusBadRequest, "invalid user name "+strconv.Quote(req.Name))
-		return false
+		return spliceError(w, http.StatusBadRequest, "invalid user name "+strconv.Quote(req.Name))
 	}
 	p := req.PartyID
 	switch {
 	case p == "":
 		hint := req.Name
 		if !partyHintRE.MatchString(hint) || strings.Contains(hint, "::") {
-			spliceError(w, http.StatusBadRequest, "the user name "+strconv.Quote(req.Name)+" is not a valid party hint")
-			return false
+			return spliceError(w, http.StatusBadRequest, "the user name "+strconv.Quote(req.Name)+" is not a valid party hint")
 		}
 		p = hint + "::" + ns.Fingerprint
 		if _, ok := ns.Parties[p]; !ok {
@@ -92,13 +91,11 @@ func onboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bo
 	case ns.Parties[p] == nil && req.CreatePartyIfMissing:
 		hint, fp, ok := strings.Cut(p, "::")
 		if !ok || fp != ns.Fingerprint || !partyHintRE.MatchString(hint) {
-			spliceError(w, http.StatusBadRequest, "party "+strconv.Quote(p)+" cannot be allocated on this participant")
-			return false
+			return spliceError(w, http.StatusBadRequest, "party "+strconv.Quote(p)+" cannot be allocated on this participant")
 		}
 		ns.addParty(hint)
 	case ns.Parties[p] == nil:
-		spliceError(w, http.StatusBadRequest, "party "+strconv.Quote(p)+" does not exist")
-		return false
+		return spliceError(w, http.StatusBadRequest, "party "+strconv.Quote(p)+" does not exist")
 	}
 	u := ns.Users[req.Name]
 	if u == nil {
@@ -116,8 +113,7 @@ func onboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bo
 func offboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	name := r.URL.Query().Get("username")
 	if _, ok := ns.WalletUsers[name]; !ok {
-		spliceError(w, http.StatusNotFound, "user "+strconv.Quote(name)+" is not onboarded")
-		return false
+		return spliceError(w, http.StatusNotFound, "user "+strconv.Quote(name)+" is not onboarded")
 	}
 	delete(ns.WalletUsers, name)
 	delete(ns.Users, name)

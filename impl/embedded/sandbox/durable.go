@@ -62,10 +62,3 @@ func flush(w http.ResponseWriter, held *httptest.ResponseRecorder) {
 	w.WriteHeader(held.Code)
 	_, _ = w.Write(held.Body.Bytes())
 }
-
-// Canton's category and gRPC code of a transient failure (the ledger's
-// answer when it cannot persist).
-const (
-	catUnavailable  = 1
-	grpcUnavailable = 14
-)

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -38,15 +39,6 @@ const (
 	codeMultiHashUsed    = "MULTI_HASH_ALREADY_USED" // the sandbox's
 )
 
-func (n *Network) externalRoutes(mux *http.ServeMux, name string) {
-	mux.HandleFunc("POST /v2/parties/external/generate-topology", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		return n.generateTopology(w, r, name, ns)
-	}))
-	mux.HandleFunc("POST /v2/parties/external/allocate", n.ledger(name, true, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		return n.allocateExternal(w, r, name, ns)
-	}))
-}
-
 // decodeOnSynchronizer decodes the request into req and checks that
 // synchronizer, a field of req, is this participant's; false when it
 // answered the error.
@@ -55,8 +47,7 @@ func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, r
 		return false
 	}
 	if *synchronizer != n.st.SynchronizerID {
-		badRequest(w, "this participant is not connected to synchronizer %q", *synchronizer)
-		return false
+		return badRequest(w, "this participant is not connected to synchronizer %q", *synchronizer)
 	}
 	return true
 }
@@ -75,13 +66,11 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 		return false
 	}
 	if !partyHintRE.MatchString(req.PartyHint) || strings.Contains(req.PartyHint, "::") {
-		badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyHint)
-		return false
+		return badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyHint)
 	}
 	key, err := parsePublicKey(req.PublicKey)
 	if err != nil {
-		badRequest(w, "public_key: %v", err)
-		return false
+		return badRequest(w, "public_key: %v", err)
 	}
 	local := ns.participantUID(name)
 	localPermission := uint64(topology.PermissionConfirmation)
@@ -98,11 +87,9 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 		for _, uid := range group.uids {
 			switch {
 			case uid == local:
-				badRequest(w, "participant %s is this participant, which hosts the party already", uid)
-				return false
+				return badRequest(w, "participant %s is this participant, which hosts the party already", uid)
 			case seen[uid]:
-				badRequest(w, "participant %s is named more than once", uid)
-				return false
+				return badRequest(w, "participant %s is named more than once", uid)
 			}
 			seen[uid] = true
 			hosts = append(hosts, topology.Host{ParticipantUID: uid, Permission: group.permission})
@@ -117,11 +104,9 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 	}
 	switch {
 	case confirmers == 0:
-		badRequest(w, "at least one participant must confirm for the party")
-		return false
+		return badRequest(w, "at least one participant must confirm for the party")
 	case threshold > confirmers:
-		badRequest(w, "confirmation threshold %d exceeds the %d confirming participants", threshold, confirmers)
-		return false
+		return badRequest(w, "confirmation threshold %d exceeds the %d confirming participants", threshold, confirmers)
 	}
 	fp := key.Fingerprint()
 	partyID := req.PartyHint + "::" + fp
@@ -151,10 +136,6 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 // an Ed25519 key, its 32 bytes.
 const keyFormatRaw = "CRYPTO_KEY_FORMAT_RAW"
 
-// ed25519SPKIPrefix is the DER SubjectPublicKeyInfo of an Ed25519 key up to
-// its 32 key bytes (RFC 8410).
-var ed25519SPKIPrefix = []byte{0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00}
-
 // parsePublicKey reads a SigningPublicKey: a DER SubjectPublicKeyInfo of
 // any supported spec, or the raw 32 bytes of an Ed25519 key, which the
 // topology transactions then carry as its SubjectPublicKeyInfo (the
@@ -174,7 +155,11 @@ func parsePublicKey(pk ledgerapi.SigningPublicKey) (topology.Key, error) {
 		if len(data) != ed25519.PublicKeySize {
 			return topology.Key{}, fmt.Errorf("a raw Ed25519 key has %d bytes, this one %d", ed25519.PublicKeySize, len(data))
 		}
-		return topology.ParseKey(append(append([]byte{}, ed25519SPKIPrefix...), data...), pk.KeySpec)
+		spki, err := x509.MarshalPKIXPublicKey(ed25519.PublicKey(data))
+		if err != nil {
+			return topology.Key{}, err
+		}
+		return topology.ParseKey(spki, pk.KeySpec)
 	}
 	return topology.Key{}, fmt.Errorf("key format %q is not supported here, only %s and %s", pk.Format, topology.KeyFormatSPKI, keyFormatRaw)
 }
@@ -254,8 +239,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	}
 	o, err := decodeOnboarding(req.OnboardingTransactions)
 	if err != nil {
-		badRequest(w, "%v", err)
-		return false
+		return badRequest(w, "%v", err)
 	}
 	u, ok := ns.userOf(w, ptr.Deref(req.UserId, ""))
 	if !ok {
@@ -267,12 +251,10 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// of a multi-hosted party receives the same signed transactions once.
 	used := spentKey(local, multiHash)
 	if _, ok := n.st.UsedMultiHashes[used]; ok {
-		cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
-		return false
+		return cantonError(w, http.StatusConflict, codeMultiHashUsed, "An allocation with these topology transactions was already attempted with an accepted signature; generate the topology again and sign the new multi-hash", catExists, grpcExists)
 	}
 	if err := authorized(o, ptr.Deref(req.MultiHashSignatures, nil), multiHash); err != nil {
-		invalid(w, codeInvalidSignature, "%v", err)
-		return false
+		return invalid(w, codeInvalidSignature, "%v", err)
 	}
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party

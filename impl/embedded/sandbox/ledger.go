@@ -2,7 +2,7 @@ package sandbox
 
 import (
 	"archive/zip"
-	"context"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,42 +17,47 @@ import (
 	"strings"
 )
 
-// Canton error categories and gRPC codes the sandbox answers with.
+// Canton error categories and gRPC codes the sandbox answers with
+// (unavailable: a transient failure, the ledger's answer when it cannot persist).
 const (
-	catInvalid  = 8
-	catExists   = 10
-	catMissing  = 11
-	catAuth     = 6
-	grpcInvalid = 3
-	grpcMissing = 5
-	grpcExists  = 6
-	grpcUnauth  = 16
+	catInvalid      = 8
+	catExists       = 10
+	catMissing      = 11
+	catAuth         = 6
+	catUnavailable  = 1
+	grpcInvalid     = 3
+	grpcMissing     = 5
+	grpcExists      = 6
+	grpcUnauth      = 16
+	grpcUnavailable = 14
 )
 
-// cantonError writes a JsCantonError.
-func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) {
+// cantonError writes a JsCantonError. It reports false, what a handler
+// or check answers for a request that failed and changed nothing, so that
+// one return writes the error and reports it.
+func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) bool {
 	writeJSON(w, status, map[string]any{
 		"code": code, "cause": cause, "context": map[string]string{}, "resources": []any{},
 		"errorCategory": category, "grpcCodeValue": grpc, "correlationId": randomHex(8), "traceId": randomHex(16),
 		"definiteAnswer": false,
 	})
+	return false
 }
 
-func invalid(w http.ResponseWriter, code, format string, args ...any) {
-	cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
+func invalid(w http.ResponseWriter, code, format string, args ...any) bool {
+	return cantonError(w, http.StatusBadRequest, code, fmt.Sprintf(format, args...), catInvalid, grpcInvalid)
 }
 
 // badRequest answers INVALID_ARGUMENT the way the ledger words it.
-func badRequest(w http.ResponseWriter, format string, args ...any) {
-	invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
+func badRequest(w http.ResponseWriter, format string, args ...any) bool {
+	return invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
 }
 
 // decode reads the request's JSON body into v; false when it was
 // malformed, answered 400.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
-		return false
+		return invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
 	}
 	return true
 }
@@ -83,7 +88,6 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 			cantonError(w, http.StatusForbidden, "PERMISSION_DENIED", "The provided authorization token is not sufficient to authorize the intended command", 7, 7)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), tokenUserKey{}, u.ID))
 		// A read answers false: it changed nothing and costs no traffic.
 		n.durably(w, mutates, func(w http.ResponseWriter, msg string) {
 			cantonError(w, http.StatusServiceUnavailable, "UNAVAILABLE", msg, catUnavailable, grpcUnavailable)
@@ -106,68 +110,60 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("POST /v2/users", n.ledger(name, true, createUser))
 	mux.HandleFunc("GET /v2/users/{id}", n.ledger(name, false, getUser))
 	mux.HandleFunc("PATCH /v2/users/{id}", n.ledger(name, true, updateUser))
-	mux.HandleFunc("GET /v2/authenticated-user", n.ledger(name, false, authenticatedUser))
+	mux.HandleFunc("GET /v2/authenticated-user", n.ledger(name, false, n.authenticatedUser))
 	mux.HandleFunc("GET /v2/users/{id}/rights", n.ledger(name, false, listRights))
 	mux.HandleFunc("POST /v2/users/{id}/rights", n.ledger(name, true, grantRights))
 	mux.HandleFunc("PATCH /v2/users/{id}/rights", n.ledger(name, true, revokeRights))
 	mux.HandleFunc("GET /v2/packages", n.ledger(name, false, listPackages))
 	mux.HandleFunc("POST /v2/dars", n.ledger(name, true, n.uploadDar))
-	n.externalRoutes(mux, name)
+	mux.HandleFunc("POST /v2/parties/external/generate-topology", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		return n.generateTopology(w, r, name, ns)
+	}))
+	mux.HandleFunc("POST /v2/parties/external/allocate", n.ledger(name, true, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+		return n.allocateExternal(w, r, name, ns)
+	}))
 	mux.HandleFunc("GET /v2/parties/participant-id", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		writeJSON(w, http.StatusOK, map[string]string{"participantId": ns.participantUID(name)})
 		return false
 	}))
 	mux.HandleFunc("GET /v2/state/connected-synchronizers", n.ledger(name, false, func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-		n.connectedSynchronizers(w, r, name, ns)
-		return false
+		return n.connectedSynchronizers(w, r, name, ns)
 	}))
 }
 
-// page returns the ids after the page token, at most size of them, and the next token.
-func page(ids []string, r *http.Request, max int) ([]string, string, bool) {
+// writePage answers one page of the entries of m named by ids in key
+// order, those after the pageToken (the last id of the previous page) and
+// at most pageSize of them, each as render makes it, under field, with the
+// next page's token; an invalid page request is answered 400.
+func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) bool {
 	sort.Strings(ids)
-	size := max
-	if s := r.URL.Query().Get("pageSize"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 0 || v > max {
-			return nil, "", false
-		}
-		if v > 0 {
-			size = v
-		}
-	}
+	q := r.URL.Query()
+	size, err := strconv.Atoi(cmp.Or(q.Get("pageSize"), "0"))
 	start := 0
-	if tok := r.URL.Query().Get("pageToken"); tok != "" {
-		after, err := base64.RawURLEncoding.DecodeString(tok)
-		if err != nil {
-			return nil, "", false
-		}
+	if tok := q.Get("pageToken"); tok != "" && err == nil {
+		var after []byte
+		after, err = base64.RawURLEncoding.DecodeString(tok)
 		start = sort.SearchStrings(ids, string(after)+"\x00")
+	}
+	if err != nil || size < 0 || size > max {
+		// The ledger refuses a page larger than its maximum rather than
+		// clamping it (the maximum is in GET /v2/version's features).
+		return badRequest(w, "invalid pageToken, or pageSize above the maximum of %d", max)
+	}
+	if size == 0 {
+		size = max
 	}
 	end := min(start+size, len(ids))
 	next := ""
 	if end < len(ids) {
 		next = base64.RawURLEncoding.EncodeToString([]byte(ids[end-1]))
 	}
-	return ids[start:end], next, true
-}
-
-// writePage answers one page of the entries of m named by ids in key
-// order (page), each as render makes it, under field, with the next page's
-// token; an invalid page request is answered 400.
-func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) {
-	ids, next, ok := page(ids, r, max)
-	if !ok {
-		// The ledger refuses a page larger than its maximum rather than
-		// clamping it (the maximum is in GET /v2/version's features).
-		badRequest(w, "invalid pageToken, or pageSize above the maximum of %d", max)
-		return
-	}
-	out := make([]any, 0, len(ids))
-	for _, id := range ids {
+	out := make([]any, 0, end-start)
+	for _, id := range ids[start:end] {
 		out = append(out, render(m[id]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{field: out, "nextPageToken": next})
+	return false
 }
 
 // userOf is the user a request names by id, nil when it names none; false
@@ -199,8 +195,7 @@ func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeSt
 			ids = append(ids, id)
 		}
 	}
-	writePage(w, r, n.opts.PageSize, ns.Parties, ids, "partyDetails", partyDetails)
-	return false
+	return writePage(w, r, n.opts.PageSize, ns.Parties, ids, "partyDetails", partyDetails)
 }
 
 // getParties is GetParties: the details of the party of the path and of
@@ -239,7 +234,7 @@ func (n *Network) version(w http.ResponseWriter, r *http.Request, ns *nodeState)
 // permission: with a party, the party's hosting permission here (the
 // synchronizer is left out where the party is not hosted); without one,
 // the participant's own, submission.
-func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) {
+func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
 	permission := "PARTICIPANT_PERMISSION_SUBMISSION"
 	if id := r.URL.Query().Get("party"); id != "" {
 		permission = ""
@@ -264,6 +259,7 @@ func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request,
 		out = append(out, map[string]string{"synchronizerAlias": "global", "synchronizerId": n.st.SynchronizerID, "permission": permission})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"connectedSynchronizers": out})
+	return false
 }
 
 func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
@@ -278,12 +274,10 @@ func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		req.PartyIDHint = "party-" + randomHex(8)
 	}
 	if !partyHintRE.MatchString(req.PartyIDHint) || strings.Contains(req.PartyIDHint, "::") {
-		badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyIDHint)
-		return false
+		return badRequest(w, "Party hint %q is not a valid PartyIdString", req.PartyIDHint)
 	}
 	if _, ok := ns.Parties[req.PartyIDHint+"::"+ns.Fingerprint]; ok {
-		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+req.PartyIDHint+"::"+ns.Fingerprint+" is already allocated on this node", catExists, grpcExists)
-		return false
+		return cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+req.PartyIDHint+"::"+ns.Fingerprint+" is already allocated on this node", catExists, grpcExists)
 	}
 	u, ok := ns.userOf(w, req.UserID)
 	if !ok {
@@ -311,8 +305,7 @@ func userJSON(u *user) map[string]any {
 }
 
 func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writePage(w, r, n.opts.PageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
-	return false
+	return writePage(w, r, n.opts.PageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
 }
 
 // wireUser is the User of requests.
@@ -345,23 +338,20 @@ func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right,
 	var out []right
 	for _, wr := range in {
 		if len(wr.Kind) != 1 {
-			badRequest(w, "a right must have exactly one kind")
-			return nil, false
+			return nil, badRequest(w, "a right must have exactly one kind")
 		}
 		for k, v := range wr.Kind {
 			switch {
 			case partyKinds[k]:
 				if _, ok := ns.Parties[v.Value.Party]; !ok {
-					badRequest(w, "party %q of right %s is not known on this participant", v.Value.Party, k)
-					return nil, false
+					return nil, badRequest(w, "party %q of right %s is not known on this participant", v.Value.Party, k)
 				}
 				out = append(out, right{Kind: k, Party: v.Value.Party})
 			case plainKinds[k]:
 				out = append(out, right{Kind: k})
 			case k == "Empty":
 			default:
-				badRequest(w, "unknown right kind %q", k)
-				return nil, false
+				return nil, badRequest(w, "unknown right kind %q", k)
 			}
 		}
 	}
@@ -398,16 +388,13 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	if !userIDRE.MatchString(req.User.ID) {
-		badRequest(w, "user id %q is not a valid UserId", req.User.ID)
-		return false
+		return badRequest(w, "user id %q is not a valid UserId", req.User.ID)
 	}
 	if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
-		badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
-		return false
+		return badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
 	}
 	if _, ok := ns.Users[req.User.ID]; ok {
-		cantonError(w, http.StatusConflict, "USER_ALREADY_EXISTS", "User already exists: "+req.User.ID, catExists, grpcExists)
-		return false
+		return cantonError(w, http.StatusConflict, "USER_ALREADY_EXISTS", "User already exists: "+req.User.ID, catExists, grpcExists)
 	}
 	rights, ok := parseRights(w, req.Rights, ns)
 	if !ok {
@@ -438,9 +425,10 @@ func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-// authenticatedUser is the user the request's token was issued to.
-func authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(ns.Users[tokenUser(r)])})
+// authenticatedUser is the user the request's token was issued to (the
+// ledger wrapper checked that there is one).
+func (n *Network) authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(tokenUserLocked(ns, n.subjectLocked(r)))})
 	return false
 }
 
@@ -459,20 +447,17 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	if req.User.ID != u.ID {
-		badRequest(w, "user.id must be the user of the path")
-		return false
+		return badRequest(w, "user.id must be the user of the path")
 	}
 	if len(req.UpdateMask.Paths) == 0 {
-		badRequest(w, "empty update mask")
-		return false
+		return badRequest(w, "empty update mask")
 	}
 	next := *u
 	for _, p := range req.UpdateMask.Paths {
 		switch p {
 		case "primary_party":
 			if req.User.PrimaryParty != "" && !partyIDRE.MatchString(req.User.PrimaryParty) {
-				badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
-				return false
+				return badRequest(w, "primary party %q is not a valid party id", req.User.PrimaryParty)
 			}
 			next.PrimaryParty = req.User.PrimaryParty
 		case "is_deactivated":
@@ -491,8 +476,7 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			}
 			next.Annotations = ann
 		default:
-			badRequest(w, "unknown update path %q", p)
-			return false
+			return badRequest(w, "unknown update path %q", p)
 		}
 	}
 	next.ResourceVersion = ns.nextVersion()
@@ -521,8 +505,7 @@ func rightsBody(w http.ResponseWriter, r *http.Request, ns *nodeState) (*user, [
 		return nil, nil, false
 	}
 	if req.UserID != u.ID {
-		badRequest(w, "userId must be the user of the path")
-		return nil, nil, false
+		return nil, nil, badRequest(w, "userId must be the user of the path")
 	}
 	rs, ok := parseRights(w, req.Rights, ns)
 	return u, rs, ok
@@ -571,20 +554,17 @@ func listPackages(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	f, err := os.CreateTemp(n.dir, "upload-*.dar")
 	if err != nil {
-		cantonError(w, http.StatusInternalServerError, "INTERNAL", "spooling failed", 4, 13)
-		return false
+		return cantonError(w, http.StatusInternalServerError, "INTERNAL", "spooling failed", 4, 13)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	size, err := io.Copy(f, r.Body)
 	if err != nil {
-		invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
-		return false
+		return invalid(w, "INVALID_ARGUMENT", "reading the DAR failed")
 	}
 	d, err := readDar(f, size)
 	if err != nil {
-		invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
-		return false
+		return invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
 	}
 	for _, p := range d.Packages {
 		if !slices.Contains(ns.Packages, p) {

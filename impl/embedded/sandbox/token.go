@@ -178,14 +178,6 @@ func (n *Network) configureUsers(validator, admin, wallet string) error {
 	return n.saveLocked()
 }
 
-// clientSecretLocked is the secret of client id ("" when unknown).
-func (n *Network) clientSecretLocked(id string) string {
-	if id == ClientID {
-		return n.st.ClientSecret
-	}
-	return n.clients[id]
-}
-
 // token is the client-credentials grant: client authentication by HTTP
 // Basic (client_secret_basic) or form fields (client_secret_post).
 func (n *Network) token(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +190,10 @@ func (n *Network) token(w http.ResponseWriter, r *http.Request) {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
 	n.mu.Lock()
-	want := n.clientSecretLocked(id)
+	want := n.clients[id] // "" for a client that is unknown
+	if id == ClientID {
+		want = n.st.ClientSecret
+	}
 	n.mu.Unlock()
 	if want == "" || !hmac.Equal([]byte(secret), []byte(want)) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
@@ -263,12 +258,4 @@ func (n *Network) authorized(r *http.Request) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.subjectLocked(r) != ""
-}
-
-type tokenUserKey struct{}
-
-// tokenUser is the user id the ledger wrapper authenticated the request as.
-func tokenUser(r *http.Request) string {
-	id, _ := r.Context().Value(tokenUserKey{}).(string)
-	return id
 }
