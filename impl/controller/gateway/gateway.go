@@ -56,8 +56,6 @@ type Options struct {
 	Keys      Keys
 	Namespace string
 	Logger    *slog.Logger
-	// Changes is how often the change feed is taken; default 200 ms.
-	Changes time.Duration
 }
 
 // Controller applies the wallet gateways' Secrets.
@@ -67,26 +65,26 @@ type Controller struct {
 	keys      Keys
 	namespace string
 	log       *slog.Logger
-	changes   time.Duration
 	named     chan event.TypedGenericEvent[string]
 }
 
 // New builds the controller over c, the Manager's client (it writes by
 // server-side apply and reads nothing of the cluster).
 func New(c client.Client, o Options) *Controller {
-	g := &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger, changes: o.Changes,
+	g := &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger,
 		named: make(chan event.TypedGenericEvent[string], feedPage)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	if g.changes <= 0 {
-		g.changes = 200 * time.Millisecond
-	}
 	return g
 }
 
-// feedPage is how many changes one take reads, and the channel's room.
-const feedPage = 500
+// The change feed is taken every feedEvery, feedPage names at a time (the
+// channel's room).
+const (
+	feedEvery = 200 * time.Millisecond
+	feedPage  = 500
+)
 
 // SetupWithManager runs the controller and its change feed under mgr, on
 // the elected leader only.
@@ -122,7 +120,7 @@ func (f feed) Start(ctx context.Context) error {
 		return fmt.Errorf("wallet gateway controller: %w", err)
 	}
 	changefeed.Send(ctx, g.named, names)
-	changefeed.Follow(ctx, g.changes, feedPage, g.store.TakeGatewayChanges, g.named, func(err error) {
+	changefeed.Follow(ctx, feedEvery, feedPage, g.store.TakeGatewayChanges, g.named, func(err error) {
 		g.log.Warn("reading the wallet gateways' change feed", "error", err)
 	})
 	return nil
