@@ -97,7 +97,7 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 							RestartPolicy: corev1.RestartPolicyNever,
 							Containers: []corev1.Container{{
 								Name:    "backup",
-								Image:   k.image,
+								Image:   DefaultBackupImage,
 								Command: []string{"/bin/sh", "-c", BackupScript},
 								Env: []corev1.EnvVar{
 									{Name: "BACKUP_DIR", Value: backupMountPath},
@@ -128,13 +128,13 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 
 // backupPVC is the volume the dumps go to. It has no owner: backups outlive
 // the validator.
-func backupPVC(namespace, validator string, size resource.Quantity, storageClass string) *corev1.PersistentVolumeClaim {
+func backupPVC(namespace, validator, storageClass string) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: BackupPVCName(validator), Namespace: namespace, Labels: labelsFor(validator)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(DefaultBackupStorage)},
 			},
 		},
 	}

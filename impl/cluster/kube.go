@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,11 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -43,22 +42,17 @@ import (
 
 // KubeOptions tune the client-go gateway; zero values take the defaults.
 type KubeOptions struct {
-	// BackupImage runs the backup Jobs; it needs sh, pg_dumpall and gzip.
-	// Default postgres:16.
-	BackupImage string
-	// BackupStorage is the size of a new backup PVC. Default 10Gi.
-	BackupStorage string
-	// Instance identifies the installation (its database): the Validator
-	// resources the gateway writes carry it (InstallationLabel), and it
-	// manages only those. Empty: every managed resource.
+	// Instance identifies the installation (its database): the gateway
+	// labels its Validators with it (InstallationLabel) and manages only
+	// those. Empty: every managed resource.
 	Instance string
-	// Metrics reads metrics.k8s.io (or the embedded default's node
-	// simulator); nil: metrics.k8s.io of the cluster (where it is not
-	// served, application metrics say metricsAvailable false).
+	// Metrics reads pod metrics (the embedded default's node simulator);
+	// nil: metrics.k8s.io of the cluster.
 	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
-// Defaults of KubeOptions.
+// The image of the backup Jobs (it needs sh, pg_dumpall and gzip) and the
+// size of a new backup PVC.
 const (
 	DefaultBackupImage   = "postgres:16"
 	DefaultBackupStorage = "10Gi"
@@ -81,31 +75,25 @@ const (
 // server, and writes are server-side applies that are skipped when the
 // cached object already is what would be applied.
 type Kube struct {
-	namespace  string
-	core       kubernetes.Interface // pods (application metrics), /version
-	client     client.Client        // writes
-	api        client.Reader        // fresh reads
-	cache      ctrlcache.Cache
-	image      string
-	backupSize resource.Quantity
-	// instance is KubeOptions.Instance.
-	instance string
+	namespace string
+	core      kubernetes.Interface // pods (application metrics), /version
+	client    client.Client        // writes
+	api       client.Reader        // fresh reads
+	cache     ctrlcache.Cache
+	instance  string
 	// managed selects the Validators this installation manages.
 	managed labels.Selector
 	// applications tells whether the cluster serves the Application
 	// resource (Start).
 	applications atomic.Bool
-	// deleted are OnValidatorDeleted's callbacks.
-	deleted []func(name string)
-	synced  atomic.Bool
+	deleted      []func(name string) // OnValidatorDeleted's
+	synced       atomic.Bool
+	ready        chan struct{} // closed once synced is set
 	// passwordKey is the key of generated passwords once read (it is
 	// never replaced: keys.go).
 	passwordKey atomic.Pointer[[]byte]
 	// began is when Start was first called (Unix nanoseconds; 0: not yet).
-	began atomic.Int64
-	// ready is closed once synced is set.
-	ready chan struct{}
-	// metrics reads metrics.k8s.io (KubeOptions.Metrics).
+	began   atomic.Int64
 	metrics metricsv1beta1.PodMetricsesGetter
 }
 
@@ -152,10 +140,6 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		}
 		opts.Metrics = mc.MetricsV1beta1()
 	}
-	size, err := resource.ParseQuantity(cmp.Or(opts.BackupStorage, DefaultBackupStorage))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
-	}
 	// Reads of the cache through this client see its own writes (it waits
 	// for the cache to hold them): a Validator just created is the owner
 	// of the Secrets written next.
@@ -167,7 +151,7 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: cl, api: c.GetAPIReader(), cache: c.GetCache(),
-		image: cmp.Or(opts.BackupImage, DefaultBackupImage), backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
+		instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -185,17 +169,13 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 // missing.
 func (k *Kube) Start(ctx context.Context) error {
 	k.began.CompareAndSwap(0, time.Now().UnixNano())
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ValidatorGVK.GroupVersion().WithKind(Kind + "List"))
-	err := k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1))
-	if served, err := servedOr(err); !served {
+	if validators, err := k.serves(ctx, ValidatorGVK); !validators {
 		if err != nil {
 			return translate("list validators", err)
 		}
 		return domain.Unavailable("cluster: the Validator resource (%s) is not served; apply deploy/crds", ValidatorResource.GroupResource())
 	}
-	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationKind + "List"))
-	applications, err := servedOr(k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1)))
+	applications, err := k.serves(ctx, ApplicationGVK)
 	if err != nil {
 		return translate("list applications", err)
 	}
@@ -234,9 +214,12 @@ func (k *Kube) WaitForSync(ctx context.Context) bool {
 	}
 }
 
-// servedOr tells whether a list failed because the kind is not served
-// (false, nil), or failed otherwise (the error).
-func servedOr(err error) (bool, error) {
+// serves tells whether the API server serves gvk in the namespace: false,
+// without an error, when a list fails because the kind is not served.
+func (k *Kube) serves(ctx context.Context, gvk schema.GroupVersionKind) (bool, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	err := k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1))
 	switch {
 	case err == nil:
 		return true, nil
@@ -618,12 +601,12 @@ func (k *Kube) managesCached(name string) bool {
 // referenced is the validator's Secrets that the cache holds, and those
 // writes names.
 func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
-	have := k.CachedSecrets(validator)
-	return domain.WrittenSecrets{
-		Onboarding:    writes.Onboarding || have.Onboarding,
-		LedgerAPIAuth: writes.LedgerAPIAuth || have.LedgerAPIAuth,
-		Database:      writes.Database || have.Database,
+	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+		if c := cached[corev1.Secret](context.Background(), k, s.name); c != nil && hasKey(c, s.key) {
+			*s.flag(&writes) = true
+		}
 	}
+	return writes
 }
 
 // referenceSecrets makes spec.secrets reference every one of the
@@ -700,12 +683,7 @@ func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Objec
 // CachedSecrets tells from the Secret cache which of the validator's
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
-	var w domain.WrittenSecrets
-	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		c := cached[corev1.Secret](context.Background(), k, s.name)
-		*s.flag(&w) = c != nil && hasKey(c, s.key)
-	}
-	return w
+	return k.referenced(validator, domain.WrittenSecrets{})
 }
 
 // PasswordKeySecret holds the key generated database passwords derive
@@ -807,8 +785,7 @@ func (k *Kube) databaseTakes(validator string, password []byte) bool {
 func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 	defer func() { err = translate(fmt.Sprintf("delete validator %q", name), err) }()
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
-	err = k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, byName, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err := client.IgnoreNotFound(err); err != nil {
+	if err := k.deleteBackupCronJob(ctx, name); err != nil {
 		return err
 	}
 	for _, s := range secretSlots(name, domain.ValidatorSecrets{}) {
@@ -824,6 +801,13 @@ func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 // from the cache, without waiting for it to hold this gateway's writes:
 // of an object just applied, it finds none and deletes nothing.
 var byName = client.DisableReadYourWritesConsistency
+
+// deleteBackupCronJob deletes the validator's backup CronJob and, in the
+// background, its Jobs; an absent one is fine.
+func (k *Kube) deleteBackupCronJob(ctx context.Context, validator string) error {
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}}
+	return client.IgnoreNotFound(k.client.Delete(ctx, cj, byName, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}
 
 // ValidatorState reads one validator's state from the API server (fresh: it
 // follows a write).
@@ -845,9 +829,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 		if k.synced.Load() && cached[batchv1.CronJob](ctx, k, BackupCronJobName(validator)) == nil {
 			return nil
 		}
-		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
-			byName, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		return client.IgnoreNotFound(err)
+		return k.deleteBackupCronJob(ctx, validator)
 	}
 	// The rules Kubernetes applies to a CronJob with a time zone.
 	if _, err := schedule.ParseBackup(b.Cron); err != nil {
@@ -868,7 +850,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 		return nil
 	}
 	if !b.Deleted {
-		pvc := backupPVC(k.namespace, validator, k.backupSize, v.Spec.StorageClass)
+		pvc := backupPVC(k.namespace, validator, v.Spec.StorageClass)
 		err := k.api.Get(ctx, client.ObjectKeyFromObject(pvc), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}})
 		if apierrors.IsNotFound(err) {
 			// Nothing reads claims through this client: its read-your-writes
