@@ -477,7 +477,8 @@ func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validator
 
 // ApplyValidator makes the Validator resource's spec (but spec.secrets,
 // which follows the Secrets) and labels what v and prune (nil: none) say;
-// nothing is written when the cached resource already is that. A new
+// annotations and status are others'. Nothing is written when the cached
+// resource already is that. A new
 // resource references from its first generation the Secrets that exist and
 // those writes says the caller writes next (PutSecrets): the workload
 // controller then makes its workloads once, not again when spec.secrets
@@ -604,7 +605,8 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written d
 
 // PutSecrets writes the validator's Secrets, owned by its resource: a value
 // given replaces, a default in d only fills in where the Secret or its key
-// is missing. spec.secrets is applied once (one new generation, not two).
+// is missing (never where a value is given). spec.secrets is applied once
+// (one new generation, not two).
 func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) (err error) {
 	defer func() { err = translate(fmt.Sprintf("write secrets of validator %q", validator), err) }()
 	defaults := map[string]*string{

@@ -68,12 +68,8 @@ type Controller struct {
 
 // New builds the controller over c, the Manager's client (it only applies).
 func New(c client.Client, o Options) *Controller {
-	g := &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger,
+	return &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger,
 		named: make(chan event.TypedGenericEvent[string], feedPage)}
-	if g.log == nil {
-		g.log = slog.New(slog.DiscardHandler)
-	}
-	return g
 }
 
 // The change feed is taken every feedEvery, feedPage names at a time (the
