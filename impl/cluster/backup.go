@@ -14,12 +14,10 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// BackupScript is what a backup Job runs (POSIX sh, in the backup image):
-// pg_dumpall (pg_dump of every database, plus roles) of the validator's
-// internal PostgreSQL into $BACKUP_DIR/backup-<UTC timestamp>.sql.gz, then it
-// deletes all but the newest $MAX_BACKUPS dumps. A failed dump leaves no file
-// and removes nothing. Connection settings come from the libpq variables
-// PGHOST, PGPORT, PGUSER and PGPASSWORD.
+// BackupScript is what a backup Job runs (POSIX sh): pg_dumpall of the
+// validator's internal PostgreSQL (libpq's PG* variables) into
+// $BACKUP_DIR/backup-<UTC timestamp>.sql.gz, then it deletes all but the
+// newest $MAX_BACKUPS dumps. A failed dump leaves no file, removes nothing.
 const BackupScript = `set -eu
 dir="${BACKUP_DIR:-/backups}"
 keep="${MAX_BACKUPS:-}"
@@ -65,10 +63,8 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 		user = v.Spec.Database.User
 	}
 	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
-		// Chart mode: the validator's own database runs in its release's
-		// namespace, with the charts' user; the Job stays here, beside its
-		// volume and the database Secret, whose value the charts' Secret
-		// copies.
+		// Chart mode: the database runs in the release's namespace, with the
+		// charts' user; the Job stays beside its volume and Secret.
 		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
 	}
 	return &batchv1.CronJob{
@@ -97,7 +93,7 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 							RestartPolicy: corev1.RestartPolicyNever,
 							Containers: []corev1.Container{{
 								Name:    "backup",
-								Image:   k.image,
+								Image:   DefaultBackupImage,
 								Command: []string{"/bin/sh", "-c", BackupScript},
 								Env: []corev1.EnvVar{
 									{Name: "BACKUP_DIR", Value: backupMountPath},
@@ -128,13 +124,13 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 
 // backupPVC is the volume the dumps go to. It has no owner: backups outlive
 // the validator.
-func backupPVC(namespace, validator string, size resource.Quantity, storageClass string) *corev1.PersistentVolumeClaim {
+func backupPVC(namespace, validator, storageClass string) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: BackupPVCName(validator), Namespace: namespace, Labels: labelsFor(validator)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(DefaultBackupStorage)},
 			},
 		},
 	}

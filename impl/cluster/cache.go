@@ -27,16 +27,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// The one cache: the gateway, the controllers and the watch streams read
-// cluster objects from the controller-runtime Manager's cache, typed (the
-// Application, which has no Go type, unstructured), through the Manager's
-// client. Its options (CacheOptions) drop what no reader reads: every
-// object's managedFields but the apply entries the gateway and the
-// workload controller compare (secretRefsEntry; appliedShape, which keeps
-// of its entry the field set's digest), the values of Secrets (their keys
-// stay: readers ask whether a Secret has a key; a value is read from the
-// API server when it is needed), and Pods' specs (podStatus).
-
 // Scheme holds the kinds the gateway and the controllers read: client-go's
 // and the Validator's.
 func Scheme() (*runtime.Scheme, error) {
@@ -58,44 +48,37 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 }
 
 // Resync is how often the cache hands every Validator and Job to the
-// controllers again, as if it had changed: the intent and workload
-// controllers look at each validator (everything else of a validator maps
-// to it), the runs controller at each backup Job, so that an object whose
-// event was missed (a reconcile that failed into a long backoff, or that
-// took a fault for a change still to come) converges within a minute of
-// the fault clearing: within two periods, since the informer checks at its
-// own period whether each handler's resync is due, and its period is
-// jittered by up to a tenth. A validator in step costs a database read and
-// cache reads, no write.
+// controllers again, as if it had changed, so that an object whose event
+// was missed (a reconcile that failed into a long backoff) converges within
+// a minute of the fault clearing: within two periods, since the informer
+// checks at its own jittered period whether each handler's resync is due.
+// A validator in step costs a database read and cache reads, no write.
 const Resync = 25 * time.Second
 
-// CacheOptions are the options of the Manager's cache: objects of
-// namespace only ("": of every namespace), without managedFields (but
-// secretRefsEntry's and appliedShape's), Secrets without their values;
-// Validators and Jobs are resynced every Resync, the other kinds every
-// resync (0: controller-runtime's default), which is how controllers see
-// changes no event announces.
+// CacheOptions are the options of the Manager's cache, the one every
+// reader of cluster objects goes through: objects of namespace only ("":
+// of every namespace), without what no reader reads (managedFields but the
+// apply entries compared, Secrets' values, Pods' specs); Validators and
+// Jobs are resynced every Resync, the other kinds every resync (0:
+// controller-runtime's default).
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	// A ByObject transform names its namespaces: without them it would lose
 	// to the DefaultNamespaces' defaulted one.
-	in := func(t toolscache.TransformFunc) ctrlcache.ByObject {
-		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {Transform: interned(t)}}}
-	}
-	often := func(t toolscache.TransformFunc) ctrlcache.ByObject {
-		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: ptr.To(Resync), Transform: interned(t)}}}
+	in := func(t toolscache.TransformFunc, period *time.Duration) ctrlcache.ByObject {
+		return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{namespace: {SyncPeriod: period, Transform: interned(t)}}}
 	}
 	o := ctrlcache.Options{
 		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
 		DefaultTransform:  interned(ctrlcache.TransformStripManagedFields()),
 		ByObject: map[client.Object]ctrlcache.ByObject{
-			&corev1.Secret{}:      in(secretKeys),
-			&corev1.Pod{}:         in(podStatus),
-			&appsv1.Deployment{}:  in(appliedShape),
-			&appsv1.StatefulSet{}: in(appliedShape),
-			&corev1.Service{}:     in(appliedShape),
-			&corev1.ConfigMap{}:   in(appliedShape),
-			&v1alpha1.Validator{}: often(secretRefsEntry),
-			&batchv1.Job{}:        often(ctrlcache.TransformStripManagedFields()),
+			&corev1.Secret{}:      in(secretKeys, nil),
+			&corev1.Pod{}:         in(podStatus, nil),
+			&appsv1.Deployment{}:  in(appliedShape, nil),
+			&appsv1.StatefulSet{}: in(appliedShape, nil),
+			&corev1.Service{}:     in(appliedShape, nil),
+			&corev1.ConfigMap{}:   in(appliedShape, nil),
+			&v1alpha1.Validator{}: in(secretRefsEntry, ptr.To(Resync)),
+			&batchv1.Job{}:        in(ctrlcache.TransformStripManagedFields(), ptr.To(Resync)),
 		},
 	}
 	if resync > 0 {
@@ -106,19 +89,16 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 
 // ReleaseCache widens o, the options CacheOptions made for namespace, to
 // the objects of every other namespace whose ValidatorNamespaceLabel names
-// namespace,
-// of the kinds the workload controller applies or reads there (chart mode:
-// each validator's release lives in a namespace of its own, made while the
-// server runs), with the same transforms: still one cache, one informer
-// per kind, whose other-namespace half lists and watches only labelled
-// objects. Every other kind stays in namespace. Without a namespace (every
-// namespace) o already holds them.
+// namespace, of the kinds the workload controller applies or reads there
+// (chart mode: each validator's release lives in a namespace of its own),
+// with the same transforms: still one informer per kind, whose
+// other-namespace half lists and watches only labelled objects. Without a
+// namespace (every namespace) o already holds them.
 func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if namespace == "" {
 		return nil
 	}
-	// Of this server's validators only: another server in the cluster
-	// labels its own.
+	// Another server in the cluster labels its own.
 	labelled, err := labels.Parse(ValidatorNamespaceLabel + "=" + namespace)
 	if err != nil {
 		return err
@@ -127,8 +107,6 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if byObject == nil {
 		byObject = map[client.Object]ctrlcache.ByObject{}
 	}
-	// The kinds the workload controller applies, prunes or reads in a
-	// release namespace.
 	for _, kind := range []client.Object{
 		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
 		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
@@ -205,11 +183,10 @@ func internMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-// strings holds the interned strings, each its own key and value. They are
-// kept for the process's life (unique.Make's handles, not kept, would let a string go
-// at the next collection, and an object decoded after it would not share
-// it): names, kinds, label keys and the values of sharedLabels, a few per
-// validator.
+// internedStrings holds the interned strings, each its own key and value,
+// for the process's life (unique.Make's handles, not kept, would let a
+// string go at the next collection, and an object decoded after it would
+// not share it): a few per validator.
 var internedStrings sync.Map
 
 func intern(s string) string {
@@ -221,10 +198,8 @@ func intern(s string) string {
 	return v.(string)
 }
 
-// internKeys is m with interned keys and the values value makes of each
-// key and value. A new map of m's size: assigning to a key that a full
-// small map (8 entries, a workload's labels) holds grows it to a table
-// first.
+// internKeys is a new map of m's size (assigning to a full small map's key
+// grows it to a table first) with interned keys and value's values.
 func internKeys(m map[string]string, value func(k, v string) string) map[string]string {
 	if m == nil {
 		return nil
@@ -269,11 +244,9 @@ func AppliedBy(e metav1.ManagedFieldsEntry, manager string) bool {
 	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
-// podStatus is the transform of Pods: the cache's readers (the workload
-// controller's status and its predicate) read their metadata and why they
-// cannot start; the spec, and of the status what the kubelet reports beside
-// that, are some 9 KB a Pod that nothing reads from the cache (the console,
-// metrics and exec read Pods from the API server).
+// podStatus is the transform of Pods: the cache's readers read their
+// metadata and why they cannot start; the rest, some 9 KB a Pod, nothing
+// reads from the cache (the console, metrics and exec read the API server).
 func podStatus(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -299,16 +272,13 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// appliedShape is the transform of the workloads, Services and
-// ConfigMaps the workload controller applies (the last two cached as
-// metadata: their informers are metadata-only). Its readers compare an
-// object with what they would apply by its AppliedAnnotation and the
-// digest of the fields FieldOwner's applies own (so of the managedFields
-// only that entry stays, and of its field set only the digest,
-// OwnedFields), and read a workload's replicas, status, pod template
-// annotations (the database password the apps start with) and a
-// StatefulSet's claim templates (kept on apply). The pod templates' specs,
-// most of each workload, nothing reads from the cache.
+// appliedShape is the transform of the workloads, Services and ConfigMaps
+// the workload controller applies. Its readers compare an object with what
+// they would apply by its AppliedAnnotation and the digest of the fields
+// FieldOwner's applies own (OwnedFields: of the managedFields only that
+// entry stays, with only the digest of its field set), and read a
+// workload's replicas, status, pod template metadata and a StatefulSet's
+// claim templates. The pod templates' specs nothing reads from the cache.
 func appliedShape(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {

@@ -135,9 +135,6 @@ func TestKubeUnreachable(t *testing.T) {
 	if _, err := unreachable("", KubeOptions{}); err == nil {
 		t.Error("empty namespace: got nil, want an error")
 	}
-	if _, err := unreachable("ns", KubeOptions{BackupStorage: "lots"}); err == nil {
-		t.Error("bad backup storage: got nil, want an error")
-	}
 	if _, err := RESTConfig("docker", ""); err == nil {
 		t.Error("unknown mode: got nil, want an error")
 	}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,11 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -43,69 +42,54 @@ import (
 
 // KubeOptions tune the client-go gateway; zero values take the defaults.
 type KubeOptions struct {
-	// BackupImage runs the backup Jobs; it needs sh, pg_dumpall and gzip.
-	// Default postgres:16.
-	BackupImage string
-	// BackupStorage is the size of a new backup PVC. Default 10Gi.
-	BackupStorage string
-	// Instance identifies the installation (its database): the Validator
-	// resources the gateway writes carry it (InstallationLabel), and it
-	// manages only those. Empty: every managed resource.
+	// Instance identifies the installation (its database): the gateway
+	// labels its Validators with it (InstallationLabel) and manages only
+	// those. Empty: every managed resource.
 	Instance string
-	// Metrics reads metrics.k8s.io (or the embedded default's node
-	// simulator); nil: metrics.k8s.io of the cluster (where it is not
-	// served, application metrics say metricsAvailable false).
+	// Metrics reads pod metrics (the embedded default's node simulator);
+	// nil: metrics.k8s.io of the cluster.
 	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
-// Defaults of KubeOptions.
+// The image of the backup Jobs (it needs sh, pg_dumpall and gzip) and the
+// size of a new backup PVC.
 const (
 	DefaultBackupImage   = "postgres:16"
 	DefaultBackupStorage = "10Gi"
 )
 
-// Field owners of what the gateway applies (server-side apply): the
-// Validator's spec, labels and the backup CronJob; spec.secrets, which
-// follows the Secrets that exist; the values operators gave (forced over
-// any other owner); and the defaults, applied without force so that they
-// never replace a value another owner set.
+// Field owners of what the gateway applies: the Validator's spec and
+// labels, the backup CronJob and the Secret values operators gave (forced);
+// spec.secrets, which follows the Secrets that exist; and the defaults,
+// applied without force so that they never replace another owner's value.
 const (
 	FieldOwner         = "validator-manager"
 	secretRefsOwner    = "validator-manager-secret-refs"
 	secretDefaultOwner = "validator-manager-defaults"
 )
 
-// Kube is the gateway to a Kubernetes cluster. It works in one namespace.
-// Reads come from the controller-runtime Manager's cache (CacheOptions; the
-// Manager starts and stops it), reads that must be fresh from the API
-// server, and writes are server-side applies that are skipped when the
-// cached object already is what would be applied.
+// Kube is the gateway to a Kubernetes cluster, in one namespace. Reads come
+// from the Manager's cache (CacheOptions), reads that must be fresh from the
+// API server; writes are server-side applies, skipped when the cached
+// object already is what would be applied.
 type Kube struct {
-	namespace  string
-	core       kubernetes.Interface // pods (application metrics), /version
-	client     client.Client        // writes
-	api        client.Reader        // fresh reads
-	cache      ctrlcache.Cache
-	image      string
-	backupSize resource.Quantity
-	// instance is KubeOptions.Instance.
-	instance string
+	namespace string
+	core      kubernetes.Interface // pods (application metrics), /version
+	client    client.Client        // writes
+	api       client.Reader        // fresh reads
+	cache     ctrlcache.Cache
+	instance  string
 	// managed selects the Validators this installation manages.
-	managed labels.Selector
-	// applications tells whether the cluster serves the Application
-	// resource (Start).
-	applications atomic.Bool
-	// deleted are OnValidatorDeleted's callbacks.
-	deleted []func(name string)
-	synced  atomic.Bool
+	managed      labels.Selector
+	applications atomic.Bool         // the cluster serves the Application resource
+	deleted      []func(name string) // OnValidatorDeleted's
+	synced       atomic.Bool
+	ready        chan struct{} // closed once synced is set
 	// passwordKey is the key of generated passwords once read (it is
 	// never replaced: keys.go).
 	passwordKey atomic.Pointer[[]byte]
 	// began is when Start was first called (Unix nanoseconds; 0: not yet).
-	began atomic.Int64
-	// ready is closed once synced is set.
-	ready chan struct{}
-	// metrics reads metrics.k8s.io (KubeOptions.Metrics).
+	began   atomic.Int64
 	metrics metricsv1beta1.PodMetricsesGetter
 }
 
@@ -134,9 +118,8 @@ func RESTConfig(mode, kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewKube builds the gateway over c (the controller-runtime Manager, whose
-// cache was built with CacheOptions), working in namespace. Start waits for
-// the cache before the gateway's cached reads answer.
+// NewKube builds the gateway over c (the Manager, whose cache was built with
+// CacheOptions), working in namespace.
 func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, error) {
 	if namespace == "" {
 		return nil, fmt.Errorf("cluster: namespace must not be empty")
@@ -152,10 +135,6 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		}
 		opts.Metrics = mc.MetricsV1beta1()
 	}
-	size, err := resource.ParseQuantity(cmp.Or(opts.BackupStorage, DefaultBackupStorage))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: backup storage %q: %w", opts.BackupStorage, err)
-	}
 	// Reads of the cache through this client see its own writes (it waits
 	// for the cache to hold them): a Validator just created is the owner
 	// of the Secrets written next.
@@ -167,7 +146,7 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	k := &Kube{namespace: namespace, core: core, client: cl, api: c.GetAPIReader(), cache: c.GetCache(),
-		image: cmp.Or(opts.BackupImage, DefaultBackupImage), backupSize: size, instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
+		instance: opts.Instance, metrics: opts.Metrics, ready: make(chan struct{})}
 	selector := managedSelector
 	if k.instance != "" {
 		selector += "," + InstallationLabel + "=" + k.instance
@@ -179,23 +158,18 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 }
 
 // Start asks the Manager's cache for the informers the gateway reads and
-// waits, at most until ctx ends, for the cache to have synced (the Manager
-// starts it). It fails fast when the Validator CRD is not served; without
-// the Application CRD the gateway runs and application reads say what is
-// missing.
+// waits, while ctx lasts, for it to sync. It fails fast when the Validator
+// CRD is not served; without the Application CRD application reads say
+// what is missing.
 func (k *Kube) Start(ctx context.Context) error {
 	k.began.CompareAndSwap(0, time.Now().UnixNano())
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ValidatorGVK.GroupVersion().WithKind(Kind + "List"))
-	err := k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1))
-	if served, err := servedOr(err); !served {
+	if validators, err := k.serves(ctx, ValidatorGVK); !validators {
 		if err != nil {
 			return translate("list validators", err)
 		}
 		return domain.Unavailable("cluster: the Validator resource (%s) is not served; apply deploy/crds", ValidatorResource.GroupResource())
 	}
-	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationKind + "List"))
-	applications, err := servedOr(k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1)))
+	applications, err := k.serves(ctx, ApplicationGVK)
 	if err != nil {
 		return translate("list applications", err)
 	}
@@ -223,8 +197,8 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForSync waits until Start has seen the cache synced;
-// false when ctx ends first.
+// WaitForSync waits until Start has seen the cache synced; false when ctx
+// ends first.
 func (k *Kube) WaitForSync(ctx context.Context) bool {
 	select {
 	case <-k.ready:
@@ -234,9 +208,12 @@ func (k *Kube) WaitForSync(ctx context.Context) bool {
 	}
 }
 
-// servedOr tells whether a list failed because the kind is not served
-// (false, nil), or failed otherwise (the error).
-func servedOr(err error) (bool, error) {
+// serves tells whether the API server serves gvk in the namespace: false,
+// without an error, when a list fails because the kind is not served.
+func (k *Kube) serves(ctx context.Context, gvk schema.GroupVersionKind) (bool, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	err := k.api.List(ctx, list, client.InNamespace(k.namespace), client.Limit(1))
 	switch {
 	case err == nil:
 		return true, nil
@@ -249,8 +226,7 @@ func servedOr(err error) (bool, error) {
 // Namespace is the namespace the gateway works in.
 func (k *Kube) Namespace() string { return k.namespace }
 
-// Manages tells whether a Validator resource carrying these labels is one
-// this installation manages.
+// Manages tells whether this installation manages a Validator with labels l.
 func (k *Kube) Manages(l map[string]string) bool { return k.managed.Matches(labels.Set(l)) }
 
 // SecretValidator names the managed validator a Secret belongs to (its
@@ -316,8 +292,8 @@ func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err
 	return nil
 }
 
-// hasKey tells whether s, as read (stringData is write-only: the API
-// server merges it into data), has key.
+// hasKey tells whether s, as read (the API server merges stringData into
+// data), has key.
 func hasKey(s *corev1.Secret, key string) bool {
 	_, ok := s.Data[key]
 	return ok
@@ -326,24 +302,23 @@ func hasKey(s *corev1.Secret, key string) bool {
 // noCopy reads a cached object without copying it: read it, never change it.
 var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 
-// apply applies obj (server-side apply) as owner; force takes over the
-// fields other owners hold. The API server's errors may quote what was
-// sent: callers that send a secret redact them.
-func (k *Kube) apply(ctx context.Context, obj client.Object, owner string, force bool) error {
+// apply applies obj (server-side apply) as FieldOwner, forced over other
+// owners; or, not forced, as secretDefaultOwner, so that a default never
+// replaces another owner's value. The API server's errors may quote what
+// was sent: callers that send a secret redact them.
+func (k *Kube) apply(ctx context.Context, obj client.Object, force bool) error {
 	config, err := ApplyConfiguration(obj)
 	if err != nil {
 		return err
 	}
-	opts := []client.ApplyOption{client.FieldOwner(owner)}
-	if force {
-		opts = append(opts, client.ForceOwnership)
+	if !force {
+		return k.client.Apply(ctx, config, client.FieldOwner(secretDefaultOwner))
 	}
-	return k.client.Apply(ctx, config, opts...)
+	return k.client.Apply(ctx, config, client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
-// ApplyConfiguration is obj, typed, as the client-go apply configuration
-// of its kind (one the server applies): its type, metadata and spec or
-// data; an apply claims no status.
+// ApplyConfiguration is obj as the client-go apply configuration of its
+// kind: its type, metadata and spec or data; an apply claims no status.
 func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 	var config runtime.ApplyConfiguration
 	switch obj.(type) {
@@ -381,12 +356,10 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 	return config, err
 }
 
-// covers tells whether actual holds what desired says: every field of
-// desired with an equal value (maps key by key, lists element by element
-// with the same length); a field only actual has is allowed when extra
-// allows its value (the API server's defaults), and a field only desired
-// has when it is zero (a zero value the encoding omits). Both are JSON
-// values (jsonValue).
+// covers tells whether actual, a JSON value (jsonValue), holds every field
+// of desired with an equal value (lists of the same length); a field only
+// actual has is allowed when extra allows its value (the API server's
+// defaults), one only desired has when it is zero (the encoding omits it).
 func covers(desired, actual any, extra func(any) bool) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -461,14 +434,12 @@ func isZero(v any) bool {
 	return false
 }
 
-// cached is the cache's object of type T and that name (a Secret with its
-// keys, not their values: CacheOptions), nil when the cache is not synced
-// or has none; shared: read it, never change it. It holds what this
-// gateway wrote: the read waits, at most cacheLag and while ctx lasts,
-// for the cache to catch up with a write of the object, then takes what
-// the cache holds. (Not so of chart mode's Secrets, cached in two
-// namespace entries: controller-runtime's read-your-writes does not follow
-// a kind over several.)
+// cached is the cache's object of type T and that name, nil when the cache
+// is not synced or has none; shared: read it, never change it. The read
+// waits, at most cacheLag and while ctx lasts, for the cache to hold this
+// gateway's write of the object (not so of chart mode's Secrets, cached in
+// two namespace entries: controller-runtime's read-your-writes does not
+// follow a kind over several).
 func cached[T any, P interface {
 	*T
 	client.Object
@@ -489,8 +460,7 @@ func cached[T any, P interface {
 	return obj
 }
 
-// cacheLag bounds a cached read's wait for the cache to hold this
-// gateway's write of the object.
+// cacheLag bounds cached's wait for the cache to hold a write.
 const cacheLag = 10 * time.Second
 
 // validatorInStep tells from the cache whether the Validator resource has
@@ -505,15 +475,14 @@ func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validator
 	return jsonCovers(spec, have, isZero)
 }
 
-// ApplyValidator makes the Validator resource what v and prune (nil: no
-// pruning schedule) say: its spec (but spec.secrets, which follows the
-// Secrets) and labels, by server-side apply; annotations and status are
-// others'. Nothing is written when the cached resource already is that. A
-// new resource references from its first generation the Secrets that exist
-// and those that writes says the caller writes next (PutSecrets): the
-// workload controller then makes its workloads once, not again when
-// spec.secrets follows a moment later (the validator app's onboarding
-// secret is read only when referenced).
+// ApplyValidator makes the Validator resource's spec (but spec.secrets,
+// which follows the Secrets) and labels what v and prune (nil: none) say;
+// annotations and status are others'. Nothing is written when the cached
+// resource already is that. A new
+// resource references from its first generation the Secrets that exist and
+// those writes says the caller writes next (PutSecrets): the workload
+// controller then makes its workloads once, not again when spec.secrets
+// follows a moment later.
 func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) (err error) {
 	defer func() { err = translate(fmt.Sprintf("apply validator %q", v.Name), err) }()
 	if v.Name == "" {
@@ -530,10 +499,9 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	existed := cur != nil
 	var refs *secretRefsAC
 	if existed && cur.Spec.Secrets != nil && !refsOwned(cur) {
-		// A create whose take-over below never happened (the process was
-		// killed between its two applies) left spec.secrets to FieldOwner
-		// alone, and this apply, which leaves them out, would drop them:
-		// secretRefsOwner takes them over first (the same values: no new
+		// A create killed before its take-over below left spec.secrets to
+		// FieldOwner alone, and this apply, which leaves them out, would
+		// drop them: secretRefsOwner takes them over first (no new
 		// generation).
 		held := &secretRefsAC{}
 		if err := convert(cur.Spec.Secrets, held); err != nil {
@@ -560,9 +528,8 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	if refs == nil || ac.Spec == nil || !jsonCovers(refs, ac.Spec.Secrets, isZero) {
 		return nil // none, or a resource the cache was behind on, whose references secretRefsOwner holds
 	}
-	// spec.secrets is secretRefsOwner's: it takes the references over
-	// (the same values: no new generation), so that the next apply of the
-	// spec, which leaves them out, keeps them.
+	// secretRefsOwner takes the references over (no new generation), so
+	// that the next apply of the spec, which leaves them out, keeps them.
 	return k.applySecretRefs(ctx, v.Name, refs)
 }
 
@@ -601,8 +568,7 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 }
 
 // cachedValidator reads a validator this installation manages from the
-// cache (shared: read it, never change it); false when the cache is not
-// synced or has no such validator.
+// cache (shared: read it, never change it); false when it has none.
 func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
 	v := cached[v1alpha1.Validator](context.Background(), k, name)
 	return v, v != nil && k.Manages(v.Labels)
@@ -618,18 +584,17 @@ func (k *Kube) managesCached(name string) bool {
 // referenced is the validator's Secrets that the cache holds, and those
 // writes names.
 func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
-	have := k.CachedSecrets(validator)
-	return domain.WrittenSecrets{
-		Onboarding:    writes.Onboarding || have.Onboarding,
-		LedgerAPIAuth: writes.LedgerAPIAuth || have.LedgerAPIAuth,
-		Database:      writes.Database || have.Database,
+	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
+		if c := cached[corev1.Secret](context.Background(), k, s.name); c != nil && hasKey(c, s.key) {
+			*s.flag(&writes) = true
+		}
 	}
+	return writes
 }
 
-// referenceSecrets makes spec.secrets reference every one of the
-// validator's Secrets that exists (the cache's, and those just written),
-// applied as a field owner of its own; nothing is written when the
-// resource, as the cache holds it, already does.
+// referenceSecrets makes spec.secrets, as secretRefsOwner, reference the
+// validator's Secrets the cache holds and those just written; nothing is
+// written when the cached resource already does.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(validator, written))
 	if cur := cached[v1alpha1.Validator](ctx, k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
@@ -638,11 +603,10 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written d
 	return k.applySecretRefs(ctx, validator, refs)
 }
 
-// PutSecrets is WriteSecrets of given and DefaultSecrets of d in one pass,
-// spec.secrets applied once (one new generation of the resource, not two):
-// a value given replaces, a default only fills in where the Secret or its
-// key is missing, and a Secret given a value is not defaulted. The Secrets
-// are owned by the resource.
+// PutSecrets writes the validator's Secrets, owned by its resource: a value
+// given replaces, a default in d only fills in where the Secret or its key
+// is missing (never where a value is given). spec.secrets is applied once
+// (one new generation, not two).
 func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) (err error) {
 	defer func() { err = translate(fmt.Sprintf("write secrets of validator %q", validator), err) }()
 	defaults := map[string]*string{
@@ -674,9 +638,8 @@ func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.Va
 	return k.referenceSecrets(ctx, validator, written)
 }
 
-// validatorUID is the uid of the validator's resource: from the cache (which
-// holds what this gateway created), or the API server when the cache does
-// not hold it (not synced yet, or another process created it).
+// validatorUID is the uid of the validator's resource: from the cache, else
+// (not synced yet, or another process created it) the API server.
 func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, error) {
 	if cur := cached[v1alpha1.Validator](ctx, k, validator); cur != nil {
 		return cur.UID, nil
@@ -700,12 +663,7 @@ func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Objec
 // CachedSecrets tells from the Secret cache which of the validator's
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
-	var w domain.WrittenSecrets
-	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		c := cached[corev1.Secret](context.Background(), k, s.name)
-		*s.flag(&w) = c != nil && hasKey(c, s.key)
-	}
-	return w
+	return k.referenced(validator, domain.WrittenSecrets{})
 }
 
 // PasswordKeySecret holds the key generated database passwords derive
@@ -713,12 +671,11 @@ func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 // kept in the cluster beside the Secrets it protects.
 const PasswordKeySecret = "validator-manager-password-key"
 
-// writeSecretKey applies one key of one Secret (creating the Secret when
-// absent) with the validator's labels and owner. replace: the operator's
-// value, forced over any other owner's; else a default, skipped when the
-// cache shows the key and applied without force (a conflict means another
-// owner set it: left as it is). It tells whether it wrote. Its errors
-// carry no server message (it could quote the value).
+// writeSecretKey applies one key of one Secret with the validator's labels
+// and owner, and tells whether it wrote. replace: the operator's value;
+// else a default, skipped when the cache shows the key (a conflict means
+// another owner set it: left as it is). Its errors carry no server message
+// (it could quote the value).
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
 		if cur := cached[corev1.Secret](ctx, k, s.name); cur != nil && hasKey(cur, s.key) {
@@ -740,11 +697,7 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 			return false, err
 		}
 	}
-	fieldOwner := FieldOwner
-	if !replace {
-		fieldOwner = secretDefaultOwner
-	}
-	err := k.apply(ctx, sec, fieldOwner, replace)
+	err := k.apply(ctx, sec, replace)
 	if !replace && apierrors.IsConflict(err) {
 		return false, nil
 	}
@@ -752,11 +705,10 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 }
 
 // keepPreviousPassword completes the database Secret sec about to be
-// written: the digest of its password as DatabasePasswordLabel, and the
-// password the Secret holds now, when it differs, as
-// PreviousDatabasePasswordKey (else the one it holds already), which the
-// workload controller's rotation presents to the running database. The
-// Secret is read only when the cache shows it with a password.
+// written: its password's digest as DatabasePasswordLabel, and as
+// PreviousDatabasePasswordKey the password the Secret holds now when it
+// differs (else the one it holds already), which the workload controller's
+// rotation presents to the running database.
 func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) error {
 	next := sec.Data[DatabaseSecretKey]
 	sec.Labels[DatabasePasswordLabel] = PasswordDigest(next)
@@ -787,11 +739,9 @@ func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) err
 
 // databaseTakes tells from the cache whether the validator's database
 // takes password, the one the Secret held before its last edit: the apps
-// start with it (DatabasePasswordAnnotation on the validator app's pod
-// template, which the workload controller sets once the database took it),
-// or they carry no digest, so no rotation completed and the database takes
-// the password the Secret held before its first edit, which every edit
-// since kept.
+// start with it (DatabasePasswordAnnotation, set once the database took
+// it), or they carry no digest: no rotation completed, and every edit kept
+// the password held before the first.
 func (k *Kube) databaseTakes(validator string, password []byte) bool {
 	d := cached[appsv1.Deployment](context.Background(), k, validator+"-"+domain.ServiceValidatorApp)
 	if d == nil {
@@ -807,8 +757,7 @@ func (k *Kube) databaseTakes(validator string, password []byte) bool {
 func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 	defer func() { err = translate(fmt.Sprintf("delete validator %q", name), err) }()
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
-	err = k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: meta(BackupCronJobName(name))}, byName, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err := client.IgnoreNotFound(err); err != nil {
+	if err := k.deleteBackupCronJob(ctx, name); err != nil {
 		return err
 	}
 	for _, s := range secretSlots(name, domain.ValidatorSecrets{}) {
@@ -819,11 +768,17 @@ func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 	return client.IgnoreNotFound(k.client.Delete(ctx, &v1alpha1.Validator{ObjectMeta: meta(name)}, byName))
 }
 
-// byName deletes an object by its name alone. Controller-runtime's
-// read-your-writes Delete of an object without a uid first reads the uid
-// from the cache, without waiting for it to hold this gateway's writes:
-// of an object just applied, it finds none and deletes nothing.
+// byName deletes an object by its name alone: controller-runtime's
+// read-your-writes Delete without a uid reads it from the cache without
+// waiting, and of an object just applied finds none and deletes nothing.
 var byName = client.DisableReadYourWritesConsistency
+
+// deleteBackupCronJob deletes the validator's backup CronJob and, in the
+// background, its Jobs; an absent one is fine.
+func (k *Kube) deleteBackupCronJob(ctx context.Context, validator string) error {
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}}
+	return client.IgnoreNotFound(k.client.Delete(ctx, cj, byName, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}
 
 // ValidatorState reads one validator's state from the API server (fresh: it
 // follows a write).
@@ -835,19 +790,16 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 	return validatorState(v), nil
 }
 
-// ApplyBackupSchedule makes the validator's backup CronJob what b says:
-// nil removes it, a Deleted schedule suspends it. The backup PVC is created
-// when absent and never removed (backups outlive their schedule). Nothing is
-// written when the cached CronJob already is what b says.
+// ApplyBackupSchedule makes the validator's backup CronJob what b says (nil
+// removes it, a Deleted schedule suspends it), unless the cached one
+// already is. The backup PVC is created when absent, never removed.
 func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) (err error) {
 	defer func() { err = translate(fmt.Sprintf("apply backup schedule of %q", validator), err) }()
 	if b == nil {
 		if k.synced.Load() && cached[batchv1.CronJob](ctx, k, BackupCronJobName(validator)) == nil {
 			return nil
 		}
-		err := k.client.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}},
-			byName, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		return client.IgnoreNotFound(err)
+		return k.deleteBackupCronJob(ctx, validator)
 	}
 	// The rules Kubernetes applies to a CronJob with a time zone.
 	if _, err := schedule.ParseBackup(b.Cron); err != nil {
@@ -868,7 +820,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 		return nil
 	}
 	if !b.Deleted {
-		pvc := backupPVC(k.namespace, validator, k.backupSize, v.Spec.StorageClass)
+		pvc := backupPVC(k.namespace, validator, v.Spec.StorageClass)
 		err := k.api.Get(ctx, client.ObjectKeyFromObject(pvc), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}})
 		if apierrors.IsNotFound(err) {
 			// Nothing reads claims through this client: its read-your-writes
@@ -882,7 +834,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 			return err
 		}
 	}
-	return k.apply(ctx, want, FieldOwner, true)
+	return k.apply(ctx, want, true)
 }
 
 // CachedCronJobVersion is the resourceVersion of the CronJob of that name
@@ -894,9 +846,8 @@ func (k *Kube) CachedCronJobVersion(name string) string {
 	return ""
 }
 
-// cronJobInStep tells from the cache whether the CronJob is what want
-// says: the fields of its spec the gateway sets (the API server's defaults
-// aside), labels and owner.
+// cronJobInStep tells from the cache whether the CronJob has want's labels,
+// owner and spec (the API server's defaults aside).
 func (k *Kube) cronJobInStep(ctx context.Context, want *batchv1.CronJob) bool {
 	cur := cached[batchv1.CronJob](ctx, k, want.Name)
 	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
@@ -905,10 +856,9 @@ func (k *Kube) cronJobInStep(ctx context.Context, want *batchv1.CronJob) bool {
 	return jsonCovers(want.Spec, cur.Spec, func(any) bool { return true })
 }
 
-// InStep tells from the cache alone whether the cluster already runs what
-// in records (the Validator resource's spec and labels, the backup
-// CronJob), so that a periodic reconcile of an unchanged validator costs
-// the API server nothing. False when the cache cannot tell.
+// InStep tells from the cache alone (false when it cannot tell) whether the
+// Validator resource and backup CronJob are what in records, so that a
+// periodic reconcile of an unchanged validator costs the API server nothing.
 func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	v := in.Validator
 	spec, err := validatorSpec(v, in.Prune)
@@ -939,9 +889,8 @@ func (k *Kube) Ping(ctx context.Context) error {
 }
 
 // LedgerAPIClientSecret reads the client secret of a validator's ledger API
-// client from its Secret (the API server's: the cache holds no values);
-// domain.ErrNotFound when the Secret or its key is absent. The value is
-// never logged and its errors never quote it.
+// client from the API server (the cache holds no values); domain.ErrNotFound
+// when the Secret or its key is absent. Its errors never quote it.
 func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (string, error) {
 	name := domain.LedgerAPIAuthSecretName(validator)
 	sec := &corev1.Secret{}
@@ -970,7 +919,7 @@ func validatorState(v *v1alpha1.Validator) domain.ValidatorState {
 }
 
 // CachedState reads a managed validator's state from the cache; false when
-// the cache is not synced or has no such resource.
+// it has none.
 func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
 	v, ok := k.cachedValidator(name)
 	if !ok {

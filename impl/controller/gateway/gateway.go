@@ -1,11 +1,9 @@
 // Package gateway is the controller that writes each validator's wallet
 // gateway (release 2.0's custody provider settings, credentials and
 // wallets), as the database records it, into the Secret
-// <validator>-wallet-gateway, where a wallet gateway running in the cluster
-// mounts or watches it. Handlers on any replica only record; the elected
-// leader runs this controller and learns of their writes from the
-// database's change feed (wallet_gateway_changes), like every other write
-// to the cluster.
+// <validator>-wallet-gateway, which a wallet gateway in the cluster mounts.
+// Handlers on any replica only record; the elected leader runs this
+// controller and learns of their writes from the database's change feed.
 package gateway
 
 import (
@@ -44,8 +42,8 @@ type Store interface {
 	TakeGatewayChanges(ctx context.Context, limit int) ([]string, error)
 }
 
-// Keys reads the cluster's password key, under which the credentials are
-// sealed in the database (the leader makes it when there is none).
+// Keys reads the cluster's password key, which seals the credentials in
+// the database.
 type Keys interface {
 	PasswordKey(ctx context.Context) ([]byte, error)
 }
@@ -56,8 +54,6 @@ type Options struct {
 	Keys      Keys
 	Namespace string
 	Logger    *slog.Logger
-	// Changes is how often the change feed is taken; default 200 ms.
-	Changes time.Duration
 }
 
 // Controller applies the wallet gateways' Secrets.
@@ -67,29 +63,24 @@ type Controller struct {
 	keys      Keys
 	namespace string
 	log       *slog.Logger
-	changes   time.Duration
 	named     chan event.TypedGenericEvent[string]
 }
 
-// New builds the controller over c, the Manager's client (it writes by
-// server-side apply and reads nothing of the cluster).
+// New builds the controller over c, the Manager's client (it only applies).
 func New(c client.Client, o Options) *Controller {
-	g := &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger, changes: o.Changes,
+	return &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger,
 		named: make(chan event.TypedGenericEvent[string], feedPage)}
-	if g.log == nil {
-		g.log = slog.New(slog.DiscardHandler)
-	}
-	if g.changes <= 0 {
-		g.changes = 200 * time.Millisecond
-	}
-	return g
 }
 
-// feedPage is how many changes one take reads, and the channel's room.
-const feedPage = 500
+// The change feed is taken every feedEvery, feedPage names at a time (the
+// channel's room).
+const (
+	feedEvery = 200 * time.Millisecond
+	feedPage  = 500
+)
 
 // SetupWithManager runs the controller and its change feed under mgr, on
-// the elected leader only.
+// the leader.
 func (g *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	byName := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, name string) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: g.namespace, Name: name}}}
@@ -105,9 +96,8 @@ func (g *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return mgr.Add(feed{g})
 }
 
-// feed is the Runnable that owns the change feed: at start it names every
-// recorded gateway (a Secret deleted or changed by hand is written again
-// when a leader starts), then what the feed names, until ctx ends.
+// feed is the Runnable that names every recorded gateway at start (a
+// Secret changed by hand is written again), then what the feed names.
 type feed struct{ g *Controller }
 
 func (feed) NeedLeaderElection() bool { return true }
@@ -122,7 +112,7 @@ func (f feed) Start(ctx context.Context) error {
 		return fmt.Errorf("wallet gateway controller: %w", err)
 	}
 	changefeed.Send(ctx, g.named, names)
-	changefeed.Follow(ctx, g.changes, feedPage, g.store.TakeGatewayChanges, g.named, func(err error) {
+	changefeed.Follow(ctx, feedEvery, feedPage, g.store.TakeGatewayChanges, g.named, func(err error) {
 		g.log.Warn("reading the wallet gateways' change feed", "error", err)
 	})
 	return nil
@@ -177,9 +167,7 @@ func (g *Controller) apply(ctx context.Context, validator string) error {
 // SecretName is the Secret holding a validator's wallet gateway.
 func SecretName(validator string) string { return validator + "-wallet-gateway" }
 
-// The Secret's keys: settings.json (enabled, baseUrl, updatedAt),
-// credentials.json ({apiKey, apiSecret}, absent when none are set) and
-// wallets.json (the wallets whose party is recorded).
+// The Secret's keys (credentials.json absent when none are set).
 const (
 	SettingsKey    = "settings.json"
 	CredentialsKey = "credentials.json"
@@ -202,8 +190,8 @@ type wallet struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// SecretData is the Secret's data for a recorded gateway, its wallets (those
-// whose party is not recorded yet are left out) and its opened credentials.
+// SecretData is the Secret's data for a recorded gateway, its wallets whose
+// party is recorded and its opened credentials.
 func SecretData(gw domain.WalletGateway, wallets []domain.GatewayWallet, creds *domain.CustodyCredentials) (map[string][]byte, error) {
 	s, err := json.Marshal(settings{Enabled: gw.Enabled, BaseURL: gw.BaseURL, UpdatedAt: gw.UpdatedAt})
 	if err != nil {
