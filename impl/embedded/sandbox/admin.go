@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -112,14 +113,24 @@ type admin struct {
 	name string
 }
 
-// locked runs f with the network's state locked, and saves it when f changed it.
-func (a *admin) locked(f func(ns *nodeState) (changed bool, err error)) error {
+// locked runs f with the network's state locked. A call that mutates
+// saves the state when f changed it; a change that cannot be saved is
+// undone and answered UNAVAILABLE, as the JSON APIs' are (durably).
+func (a *admin) locked(mutates bool, f func(ns *nodeState) (changed bool, err error)) error {
 	a.n.mu.Lock()
 	defer a.n.mu.Unlock()
+	if !mutates {
+		_, err := f(a.n.st.Nodes[a.name])
+		return err
+	}
+	before, err := json.Marshal(a.n.st)
+	if err != nil {
+		return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "sandbox state could not be read: %v", err)
+	}
 	changed, err := f(a.n.st.Nodes[a.name])
 	if changed {
-		if serr := a.n.saveLocked(); serr != nil {
-			a.n.opts.Logger.Error("sandbox: saving state failed", "error", serr)
+		if serr := a.n.saveOrUndo(before); serr != nil {
+			return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "%v", serr)
 		}
 	}
 	return err
@@ -155,7 +166,7 @@ func (a *admin) list(q *topologyadminv30.BaseQuery, empty bool, f func()) error 
 	if q == nil || q.GetTimeQuery() == nil {
 		return adminError(codes.InvalidArgument, "FIELD_NOT_SET", catInvalid, "base_query.time_query: the field is required")
 	}
-	return a.locked(func(*nodeState) (bool, error) {
+	return a.locked(false, func(*nodeState) (bool, error) {
 		ok, err := a.checkStore(q.GetStore(), false)
 		if err == nil && ok && !empty {
 			f()
@@ -260,7 +271,7 @@ func decodeTx(raw []byte) (*protocolv30.TopologyTransaction, error) {
 
 func (a *admin) GenerateTransactions(ctx context.Context, req *topologyadminv30.GenerateTransactionsRequest) (*topologyadminv30.GenerateTransactionsResponse, error) {
 	out := &topologyadminv30.GenerateTransactionsResponse{}
-	err := a.locked(func(*nodeState) (bool, error) {
+	err := a.locked(false, func(*nodeState) (bool, error) {
 		for i, p := range req.GetProposals() {
 			if _, err := a.checkStore(p.GetStore(), true); err != nil {
 				return false, err
@@ -298,7 +309,7 @@ func (a *admin) Authorize(ctx context.Context, req *topologyadminv30.AuthorizeRe
 		return nil, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "transaction_hash: not the hex of a 34-byte multihash")
 	}
 	var out *topologyadminv30.AuthorizeResponse
-	err = a.locked(func(ns *nodeState) (bool, error) {
+	err = a.locked(true, func(ns *nodeState) (bool, error) {
 		if _, err := a.checkStore(req.GetStore(), true); err != nil {
 			return false, err
 		}
@@ -338,7 +349,7 @@ func signedTx(tx []byte, signedBy []string, isProposal bool) *protocolv30.Signed
 // threshold the confirming hosts can meet. The signatures are checked; the
 // mapping becomes the party's proposal, effective once fully authorized.
 func (a *admin) AddTransactions(ctx context.Context, req *topologyadminv30.AddTransactionsRequest) (*topologyadminv30.AddTransactionsResponse, error) {
-	err := a.locked(func(ns *nodeState) (bool, error) {
+	err := a.locked(true, func(ns *nodeState) (bool, error) {
 		if _, err := a.checkStore(req.GetStore(), true); err != nil {
 			return false, err
 		}
@@ -421,7 +432,7 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 // (Ed25519) and its encryption key (EC P-256), public material only.
 func (a *admin) ListMyKeys(ctx context.Context, req *cryptoadminv30.ListMyKeysRequest) (*cryptoadminv30.ListMyKeysResponse, error) {
 	out := &cryptoadminv30.ListMyKeysResponse{}
-	err := a.locked(func(ns *nodeState) (bool, error) {
+	err := a.locked(false, func(ns *nodeState) (bool, error) {
 		for _, k := range ns.Keys {
 			pk, fp, err := k.public()
 			if err != nil {
@@ -479,7 +490,7 @@ func (k nodeKey) public() (*cryptov30.PublicKey, string, error) {
 
 func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.ParticipantStatusRequest) (*participantv30.ParticipantStatusResponse, error) {
 	var out *participantv30.ParticipantStatusResponse
-	err := a.locked(func(ns *nodeState) (bool, error) {
+	err := a.locked(false, func(ns *nodeState) (bool, error) {
 		ports := map[string]int32{}
 		if nd := a.n.nodes[a.name]; nd != nil {
 			ports["admin"] = int32(port(nd.admin.ln))
@@ -507,7 +518,7 @@ func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.Partici
 // ListDars answers the DARs uploaded here, after the Splice DARs every validator runs.
 func (a *admin) ListDars(ctx context.Context, req *participantv30.ListDarsRequest) (*participantv30.ListDarsResponse, error) {
 	out := &participantv30.ListDarsResponse{}
-	err := a.locked(func(ns *nodeState) (bool, error) {
+	err := a.locked(false, func(ns *nodeState) (bool, error) {
 		for _, d := range ns.darList() {
 			if strings.HasPrefix(d.Name, req.GetFilterName()) {
 				out.Dars = append(out.Dars, &participantv30.DarDescription{Main: d.MainPackageID, Name: d.Name, Version: d.Version})
@@ -522,7 +533,7 @@ func (a *admin) ListDars(ctx context.Context, req *participantv30.ListDarsReques
 // ListPackages answers every package the participant knows.
 func (a *admin) ListPackages(ctx context.Context, req *participantv30.ListPackagesRequest) (*participantv30.ListPackagesResponse, error) {
 	out := &participantv30.ListPackagesResponse{}
-	err := a.locked(func(ns *nodeState) (bool, error) {
+	err := a.locked(false, func(ns *nodeState) (bool, error) {
 		for _, d := range ns.darList() {
 			for _, p := range d.Packages {
 				out.PackageDescriptions = append(out.PackageDescriptions, &participantv30.PackageDescription{PackageId: p, Name: d.Name, Version: d.Version})

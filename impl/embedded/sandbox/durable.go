@@ -33,16 +33,28 @@ func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(
 		flush(w, held)
 		return
 	}
-	if err := n.saveLocked(); err != nil {
-		n.opts.Logger.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
-		restored := &state{}
-		if rerr := json.Unmarshal(before, restored); rerr == nil {
-			n.st = restored
-		}
-		unavailable(w, fmt.Sprintf("the sandbox state (%s) could not be saved; the change was not made", n.statePath()))
+	if err := n.saveOrUndo(before); err != nil {
+		unavailable(w, err.Error())
 		return
 	}
 	flush(w, held)
+}
+
+// saveOrUndo saves the state a change made; when it cannot, it puts back
+// the state before the change (before, as json.Marshal wrote it) and says
+// so, for the caller to answer instead of acknowledging a change that a
+// restart would lose. Called with n.mu held.
+func (n *Network) saveOrUndo(before []byte) error {
+	err := n.saveLocked()
+	if err == nil {
+		return nil
+	}
+	n.opts.Logger.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
+	restored := &state{}
+	if rerr := json.Unmarshal(before, restored); rerr == nil {
+		n.st = restored
+	}
+	return fmt.Errorf("the sandbox state (%s) could not be saved; the change was not made", n.statePath())
 }
 
 // Ping reports whether the state can be written now: the health of the
