@@ -1,6 +1,7 @@
 package nodesim
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"slices"
@@ -91,9 +92,7 @@ func (s *Simulator) syncApplication(ctx context.Context, key client.ObjectKey) (
 		replicas = 1
 	}
 	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
-	if image == "" {
-		image = defaultImage
-	}
+	image = cmp.Or(image, defaultImage)
 	dep := &appsv1.Deployment{}
 	if err := s.client.Get(ctx, key, dep); err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
