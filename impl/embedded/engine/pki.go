@@ -102,13 +102,11 @@ func (p *pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 		}
 		return ca, key, writePair(certFile, keyFile, ca.Raw, key)
 	} else if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", certFile, err)
+		return nil, nil, err
 	}
+	// Errors of client-go's readers name the file.
 	key, err := readKey(keyFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", keyFile, err)
-	}
-	return ca, key, nil
+	return ca, key, err
 }
 
 // ensureLeaf keeps <name>.crt/.key when they were signed by the CA, carry
@@ -180,11 +178,7 @@ func ensureKey(keyFile, pubFile string) error {
 }
 
 func readCert(file string) (*x509.Certificate, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	certs, err := cert.ParseCertsPEM(b)
+	certs, err := cert.CertsFromFile(file)
 	if err != nil {
 		return nil, err
 	}
