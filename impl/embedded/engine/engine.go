@@ -544,7 +544,9 @@ func (e *Engine) askReady(ctx context.Context) error {
 // (the PKI's files, read into the configuration).
 func (e *Engine) clientConfig(client string) (*rest.Config, error) {
 	cfg := &rest.Config{Host: e.apiServer, TLSClientConfig: rest.TLSClientConfig{
-		CAFile: e.pki.file("ca.crt"), CertFile: e.pki.file(client + ".crt"), KeyFile: e.pki.file(client + ".key"),
+		CAFile:   e.pki.file("ca.crt"),
+		CertFile: e.pki.file(client + ".crt"),
+		KeyFile:  e.pki.file(client + ".key"),
 	}}
 	return cfg, rest.LoadTLSFiles(cfg)
 }

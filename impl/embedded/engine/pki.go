@@ -41,7 +41,10 @@ func (p *pki) file(name string) string { return filepath.Join(p.dir, name) }
 
 // serving is a serving certificate's names: loopback, and these.
 func serving(names ...string) cert.AltNames {
-	return cert.AltNames{DNSNames: append([]string{"localhost"}, names...), IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
+	return cert.AltNames{
+		DNSNames: append([]string{"localhost"}, names...),
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
 }
 
 func openPKI(dir string) (*pki, error) {
@@ -54,25 +57,26 @@ func openPKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("certificate authority: %w", err)
 	}
 	server, client := x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth
-	masters := []string{"system:masters"}
+	clients, masters := []x509.ExtKeyUsage{client}, []string{"system:masters"}
 	leaves := []struct {
 		name string // file stem: <name>.crt, <name>.key
 		cert.Config
 	}{
 		// etcd's peer port presents its certificate as a client too.
-		{"etcd", cert.Config{CommonName: "etcd", AltNames: serving("etcd"), Usages: []x509.ExtKeyUsage{server, client}}},
-		{"apiserver-etcd-client", cert.Config{CommonName: "kube-apiserver-etcd-client", Usages: []x509.ExtKeyUsage{client}}},
+		{"etcd", cert.Config{CommonName: "etcd", AltNames: serving("etcd"),
+			Usages: []x509.ExtKeyUsage{server, client}}},
+		{"apiserver-etcd-client", cert.Config{CommonName: "kube-apiserver-etcd-client", Usages: clients}},
 		{"apiserver", cert.Config{CommonName: "kube-apiserver", Usages: []x509.ExtKeyUsage{server},
 			AltNames: serving("kube-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")}},
-		{"admin", cert.Config{CommonName: "validator-manager-admin", Organization: masters, Usages: []x509.ExtKeyUsage{client}}},
+		{"admin", cert.Config{CommonName: "validator-manager-admin", Organization: masters, Usages: clients}},
 		// The controller manager runs every controller with its own
 		// credentials (no per-controller service accounts), so it needs the
 		// administrator group, as kubeadm's single-identity setups do.
-		{"controller-manager", cert.Config{CommonName: "system:kube-controller-manager", Organization: masters,
-			Usages: []x509.ExtKeyUsage{client}}},
+		{"controller-manager", cert.Config{CommonName: "system:kube-controller-manager",
+			Organization: masters, Usages: clients}},
 		// The simulated node plays scheduler, kubelet and volume
 		// provisioner at once: the rights of all three.
-		{"node", cert.Config{CommonName: "nodesim", Organization: masters, Usages: []x509.ExtKeyUsage{client}}},
+		{"node", cert.Config{CommonName: "nodesim", Organization: masters, Usages: clients}},
 	}
 	for _, l := range leaves {
 		if err := p.ensureLeaf(l.name, l.Config, ca, caKey); err != nil {
@@ -97,7 +101,8 @@ func (p *pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if ca, err = cert.NewSelfSignedCACert(cert.Config{CommonName: "validator-manager-embedded-ca"}, key); err != nil {
+		ca, err = cert.NewSelfSignedCACert(cert.Config{CommonName: "validator-manager-embedded-ca"}, key)
+		if err != nil {
 			return nil, nil, err
 		}
 		return ca, key, writePair(certFile, keyFile, ca.Raw, key)
@@ -152,7 +157,8 @@ func writePair(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) erro
 	if err := writeKey(keyFile, key); err != nil {
 		return err
 	}
-	return atomicfile.Write(certFile, pem.EncodeToMemory(&pem.Block{Type: cert.CertificateBlockType, Bytes: der}), 0o600)
+	block := &pem.Block{Type: cert.CertificateBlockType, Bytes: der}
+	return atomicfile.Write(certFile, pem.EncodeToMemory(block), 0o600)
 }
 
 // ensureKey makes the key pair that signs and verifies service account tokens.
@@ -174,7 +180,8 @@ func ensureKey(keyFile, pubFile string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(pubFile, pem.EncodeToMemory(&pem.Block{Type: keyutil.PublicKeyBlockType, Bytes: der}), 0o600)
+	block := &pem.Block{Type: keyutil.PublicKeyBlockType, Bytes: der}
+	return atomicfile.Write(pubFile, pem.EncodeToMemory(block), 0o600)
 }
 
 func readCert(file string) (*x509.Certificate, error) {
