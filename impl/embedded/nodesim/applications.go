@@ -65,14 +65,11 @@ func CreateSampleApplication(ctx context.Context, dyn dynamic.Interface, namespa
 	return client.IgnoreAlreadyExists(err)
 }
 
-// applicationGVK is the Application's kind.
-var applicationGVK = ApplicationGVR.GroupVersion().WithKind("Application")
-
 // application is an empty Application (unstructured: the simulator reads
 // spec.replicas and spec.image only).
 func application() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(applicationGVK)
+	u.SetGroupVersionKind(ApplicationGVR.GroupVersion().WithKind("Application"))
 	return u
 }
 

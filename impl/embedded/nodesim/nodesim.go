@@ -199,6 +199,7 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 		return cache.ByObject{Namespaces: map[string]cache.Config{namespace: {Transform: t}}}
 	}
 	o := cache.Options{
+		SyncPeriod:       &resync,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:           in(keysOnly),
@@ -210,7 +211,6 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
-	o.SyncPeriod = &resync
 	return o
 }
 
