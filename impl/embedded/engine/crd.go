@@ -28,17 +28,18 @@ const FieldManager = "validator-manager-engine"
 // nothing (an apply that changes nothing is still a write request).
 const appliedAnnotation = "validator-manager.io/applied"
 
-// installCRDs applies each CRD whose stored definition was not applied
-// from the same manifest (server-side, so a changed file updates the stored
-// definition on the next start) and waits until all are established.
-func installCRDs(ctx context.Context, cfg *rest.Config, manifests []crds.Manifest, timeout time.Duration) error {
+// installCRDs applies each CRD of deploy/crds whose stored definition was
+// not applied from the same manifest (server-side, so a changed file
+// updates the stored definition on the next start) and waits until all are
+// established.
+func installCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	api := dyn.Resource(crdResource)
 	var names []string
-	for _, m := range manifests {
+	for _, m := range crds.All() {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(m.YAML, &u.Object); err != nil {
 			return fmt.Errorf("CRD %s: %w", m.Name, err)

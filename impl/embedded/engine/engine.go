@@ -9,8 +9,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/validator-manager/validator-manager/deploy/crds"
 	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
@@ -84,28 +82,29 @@ type Options struct {
 	// Kubeconfig, when set, is where the administrator's kubeconfig is
 	// written (credentials embedded, mode 0600), e.g. DATA_DIR/kubeconfig.
 	Kubeconfig string
-	// CRDs are installed, and established, before Start returns; nil means
-	// every CRD of deploy/crds.
-	CRDs []crds.Manifest
 	// StartTimeout bounds each child's wait for readiness; default 60 s.
 	StartTimeout time.Duration
-	// StopTimeout is each child's grace after SIGTERM; default 5 s.
-	StopTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// RestartDelay is the first wait before a child that exited on its own
-	// is started again, doubling up to MaxRestartDelay; a child that ran
-	// for a minute starts the sequence over. Defaults 0.5 s and 30 s.
-	RestartDelay, MaxRestartDelay time.Duration
+	// is started again, doubling up to maxRestartDelay (or RestartDelay, if
+	// longer); a child that ran for a minute starts the sequence over.
+	// Default 0.5 s.
+	RestartDelay time.Duration
 
 	// plaintextSecrets starts the apiserver without encryption at rest, as
 	// engines before it did (tests of the migration set it).
 	plaintextSecrets bool
 }
 
-// stableAfter is how long a restarted child must run for its next exit to
-// be waited for from RestartDelay again.
-const stableAfter = time.Minute
+const (
+	// stableAfter is how long a restarted child must run for its next exit
+	// to be waited for from RestartDelay again.
+	stableAfter     = time.Minute
+	maxRestartDelay = 30 * time.Second
+	// stopTimeout is each child's grace after SIGTERM.
+	stopTimeout = 5 * time.Second
+)
 
 // DefaultBinDir is where Start looks for the binaries without
 // Options.BinDir: $KUBEBUILDER_ASSETS if set, else CacheDir.
@@ -130,12 +129,11 @@ func CacheDir() string {
 type Engine struct {
 	opts  Options
 	log   *slog.Logger
-	spawn *spawner
+	spawn spawner
 	pki   *pki
 
-	mu       sync.Mutex
-	children []*proc // the control plane, in start order
-	nodes    []*proc // Spawn's, in start order
+	mu    sync.Mutex
+	procs []*proc // in start order: the control plane's, then Spawn's
 
 	cfg       *rest.Config
 	apiServer string // https://127.0.0.1:<port>
@@ -184,21 +182,12 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	opts.Dir = dir
 	opts.BinDir = cmp.Or(opts.BinDir, DefaultBinDir())
-	if opts.CRDs == nil {
-		opts.CRDs = crds.All()
-	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
-	}
-	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = 5 * time.Second
 	}
 	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	if opts.RestartDelay <= 0 {
 		opts.RestartDelay = 500 * time.Millisecond
-	}
-	if opts.MaxRestartDelay < opts.RestartDelay {
-		opts.MaxRestartDelay = max(30*time.Second, opts.RestartDelay)
 	}
 	for _, b := range binaries {
 		if fi, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -229,7 +218,7 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		e.Stop()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	for _, p := range e.children {
+	for _, p := range e.procs {
 		e.supervisors.Go(func() { e.supervise(p) })
 	}
 	e.log.Info("engine: ready", "apiServer", e.apiServer, "dir", dir, "kubeconfig", opts.Kubeconfig,
@@ -313,10 +302,10 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 
 	kcmConfig := filepath.Join(e.opts.Dir, "controller-manager.kubeconfig")
-	if err := writeKubeconfig(kcmConfig, e.apiServer, e.pki, "controller-manager"); err != nil {
+	if err := e.writeKubeconfig(kcmConfig, "controller-manager"); err != nil {
 		return err
 	}
-	if err := writeKubeconfig(e.NodeKubeconfig(), e.apiServer, e.pki, "node"); err != nil {
+	if err := e.writeKubeconfig(e.NodeKubeconfig(), "node"); err != nil {
 		return err
 	}
 	if _, err := e.run(ControllerManager,
@@ -336,20 +325,14 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 
-	ca, cert, key, err := e.pki.read("admin")
-	if err != nil {
+	if e.cfg, err = e.clientConfig("admin"); err != nil {
 		return err
 	}
-	e.cfg = &rest.Config{
-		Host:            e.apiServer,
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertData: cert, KeyData: key},
-		// One local client of a local server: the defaults (5/10) would
-		// throttle a controller catching up after a restart.
-		QPS:   200,
-		Burst: 400,
-	}
+	// One local client of a local server: the defaults (5/10) would
+	// throttle a controller catching up after a restart.
+	e.cfg.QPS, e.cfg.Burst = 200, 400
 	if e.opts.Kubeconfig != "" {
-		if err := writeKubeconfig(e.opts.Kubeconfig, e.apiServer, e.pki, "admin"); err != nil {
+		if err := e.writeKubeconfig(e.opts.Kubeconfig, "admin"); err != nil {
 			return err
 		}
 	}
@@ -358,7 +341,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return err
 		}
 	}
-	return installCRDs(ctx, e.RESTConfig(), e.opts.CRDs, e.opts.StartTimeout)
+	return installCRDs(ctx, e.RESTConfig(), e.opts.StartTimeout)
 }
 
 func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.initialized") }
@@ -399,9 +382,8 @@ func (e *Engine) run(name string, args ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.cur = c
 	e.mu.Lock()
-	e.children = append(e.children, p)
+	e.procs = append(e.procs, p)
 	e.mu.Unlock()
 	return c, nil
 }
@@ -429,12 +411,10 @@ func (e *Engine) Spawn(name, bin string, args ...string) error {
 	default:
 	}
 	p := &proc{name: name, bin: bin, args: args, node: true}
-	c, err := e.startChild(p, false)
-	if err != nil {
+	if _, err := e.startChild(p, false); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	p.cur = c
-	e.nodes = append(e.nodes, p)
+	e.procs = append(e.procs, p)
 	e.supervisors.Go(func() { e.supervise(p) })
 	return nil
 }
@@ -451,7 +431,7 @@ func ownBinary() string {
 }
 
 // supervise starts p again each time it exits, until Stop: after
-// RestartDelay, doubling up to MaxRestartDelay, from RestartDelay again
+// RestartDelay, doubling up to maxRestartDelay, from RestartDelay again
 // once a run lasted stableAfter. Each exit and each restart is logged
 // once. The ports stay the same, so the apiserver finds etcd again and
 // every client the apiserver.
@@ -482,15 +462,12 @@ func (e *Engine) supervise(p *proc) {
 				return
 			case <-time.After(delay):
 			}
-			delay = min(2*delay, e.opts.MaxRestartDelay)
+			delay = min(2*delay, max(maxRestartDelay, e.opts.RestartDelay))
 			next, err := e.startChild(p, true)
 			if err != nil {
 				e.log.Error("engine: "+p.name+" could not be started again", "process", p.name, "error", err.Error(), "restartIn", delay.String())
 				continue
 			}
-			p.mu.Lock()
-			p.cur = next
-			p.mu.Unlock()
 			e.log.Warn("engine: "+p.name+" started again", "process", p.name, "pid", next.cmd.Process.Pid)
 			break
 		}
@@ -534,10 +511,10 @@ func (e *Engine) Up(ctx context.Context) error {
 // exited says which child has exited and is being started again, if one has.
 func (e *Engine) exited() error {
 	e.mu.Lock()
-	children := append([]*proc(nil), e.children...)
+	procs := slices.Clone(e.procs)
 	e.mu.Unlock()
-	for _, p := range children {
-		if c := p.current(); c.exited() {
+	for _, p := range procs {
+		if c := p.current(); !p.node && c.exited() {
 			return fmt.Errorf("%s exited (%s) and is being started again", p.name, c.status())
 		}
 	}
@@ -563,23 +540,26 @@ func (e *Engine) askReady(ctx context.Context) error {
 	return nil
 }
 
+// clientConfig reaches the API server with the named client certificate
+// (the PKI's files, read into the configuration).
+func (e *Engine) clientConfig(client string) (*rest.Config, error) {
+	cfg := &rest.Config{Host: e.apiServer, TLSClientConfig: rest.TLSClientConfig{
+		CAFile:   e.pki.file("ca.crt"),
+		CertFile: e.pki.file(client + ".crt"),
+		KeyFile:  e.pki.file(client + ".key"),
+	}}
+	return cfg, rest.LoadTLSFiles(cfg)
+}
+
 // httpClient reaches the children over TLS with the named client
 // certificate.
 func (e *Engine) httpClient(client string) (*http.Client, error) {
-	ca, cert, key, err := e.pki.read(client)
+	cfg, err := e.clientConfig(client)
 	if err != nil {
 		return nil, err
 	}
-	pair, err := tls.X509KeyPair(cert, key)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		Proxy:           nil,
-		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-	}}, nil
+	cfg.Timeout = 2 * time.Second
+	return rest.HTTPClientFor(cfg)
 }
 
 // waitHTTP waits until url answers 200 over TLS with the named client
@@ -637,8 +617,8 @@ func (e *Engine) Abandon() error {
 func (e *Engine) Host() string { return e.apiServer }
 
 // Stop stops what Spawn started, then the controller manager, then the API
-// server, then etcd, each given Options.StopTimeout after SIGTERM before it
-// is killed. Safe to call more than once.
+// server, then etcd, each given stopTimeout after SIGTERM before it is
+// killed. Safe to call more than once.
 func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -646,15 +626,15 @@ func (e *Engine) Stop() {
 		e.mu.Unlock()
 		e.supervisors.Wait()
 		e.mu.Lock()
-		children := append(append([]*proc(nil), e.children...), e.nodes...)
+		procs := slices.Clone(e.procs)
 		e.mu.Unlock()
-		for i := len(children) - 1; i >= 0; i-- {
-			if err := children[i].current().stop(e.opts.StopTimeout); err != nil {
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].current().stop(stopTimeout); err != nil {
 				e.log.Warn("engine: " + err.Error())
 			}
 		}
 		if e.spawn != nil {
-			e.spawn.close()
+			close(e.spawn)
 		}
 		e.log.Info("engine: stopped", "dir", e.opts.Dir)
 	})
@@ -681,27 +661,17 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-func (p *pki) read(name string) (ca, cert, key []byte, err error) {
-	var b [3][]byte
-	for i, f := range []string{"ca.crt", name + ".crt", name + ".key"} {
-		if b[i], err = os.ReadFile(p.file(f)); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	return b[0], b[1], b[2], nil
-}
-
-// writeKubeconfig writes a kubeconfig (mode 0600) for the API server at
-// host with the named client certificate, everything embedded so the file
-// works from any directory.
-func writeKubeconfig(file, host string, p *pki, user string) error {
-	ca, cert, key, err := p.read(user)
+// writeKubeconfig writes a kubeconfig (mode 0600) for the API server with
+// the named client certificate, everything embedded so the file works from
+// any directory.
+func (e *Engine) writeKubeconfig(file, user string) error {
+	c, err := e.clientConfig(user)
 	if err != nil {
 		return err
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["embedded"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Clusters["embedded"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
 	cfg.Contexts["embedded"] = &clientcmdapi.Context{Cluster: "embedded", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "embedded"
 	b, err := clientcmd.Write(*cfg)

@@ -15,7 +15,7 @@ func (e *Engine) PIDs() map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := map[string]int{}
-	for _, p := range append(append([]*proc(nil), e.children...), e.nodes...) {
+	for _, p := range e.procs {
 		out[p.name] = p.current().cmd.Process.Pid
 	}
 	return out

@@ -16,6 +16,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+
 	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
@@ -27,31 +30,21 @@ import (
 // the CA (ten years) is kept, so kubeconfigs written earlier stay valid.
 
 const (
-	caValidity   = 10 * 365 * 24 * time.Hour
 	leafValidity = 365 * 24 * time.Hour
 	renewBefore  = 30 * 24 * time.Hour
 )
 
-type ca struct {
-	cert *x509.Certificate
-	key  crypto.Signer
-}
-
-// pki is the set of files the children read.
-type pki struct {
-	dir string
-	ca  *ca
-}
+// pki is the folder of the files the children read.
+type pki struct{ dir string }
 
 func (p *pki) file(name string) string { return filepath.Join(p.dir, name) }
 
-// leaf describes one certificate the CA signs.
-type leaf struct {
-	name   string // file stem: <name>.crt, <name>.key
-	cn     string
-	orgs   []string
-	server bool
-	client bool
+// serving is a serving certificate's names: loopback, and these.
+func serving(names ...string) cert.AltNames {
+	return cert.AltNames{
+		DNSNames: append([]string{"localhost"}, names...),
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
 }
 
 func openPKI(dir string) (*pki, error) {
@@ -59,26 +52,34 @@ func openPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	p := &pki{dir: dir}
-	c, err := loadOrCreateCA(p.file("ca.crt"), p.file("ca.key"))
+	ca, caKey, err := p.loadOrCreateCA()
 	if err != nil {
 		return nil, fmt.Errorf("certificate authority: %w", err)
 	}
-	p.ca = c
-	leaves := []leaf{
-		{name: "etcd", cn: "etcd", server: true, client: true}, // etcd's peer port presents it as a client too
-		{name: "apiserver-etcd-client", cn: "kube-apiserver-etcd-client", client: true},
-		{name: "apiserver", cn: "kube-apiserver", server: true},
-		{name: "admin", cn: "validator-manager-admin", orgs: []string{"system:masters"}, client: true},
+	server, client := x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth
+	clients, masters := []x509.ExtKeyUsage{client}, []string{"system:masters"}
+	leaves := []struct {
+		name string // file stem: <name>.crt, <name>.key
+		cert.Config
+	}{
+		// etcd's peer port presents its certificate as a client too.
+		{"etcd", cert.Config{CommonName: "etcd", AltNames: serving("etcd"),
+			Usages: []x509.ExtKeyUsage{server, client}}},
+		{"apiserver-etcd-client", cert.Config{CommonName: "kube-apiserver-etcd-client", Usages: clients}},
+		{"apiserver", cert.Config{CommonName: "kube-apiserver", Usages: []x509.ExtKeyUsage{server},
+			AltNames: serving("kube-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")}},
+		{"admin", cert.Config{CommonName: "validator-manager-admin", Organization: masters, Usages: clients}},
 		// The controller manager runs every controller with its own
 		// credentials (no per-controller service accounts), so it needs the
 		// administrator group, as kubeadm's single-identity setups do.
-		{name: "controller-manager", cn: "system:kube-controller-manager", orgs: []string{"system:masters"}, client: true},
+		{"controller-manager", cert.Config{CommonName: "system:kube-controller-manager",
+			Organization: masters, Usages: clients}},
 		// The simulated node plays scheduler, kubelet and volume
 		// provisioner at once: the rights of all three.
-		{name: "node", cn: "nodesim", orgs: []string{"system:masters"}, client: true},
+		{"node", cert.Config{CommonName: "nodesim", Organization: masters, Usages: clients}},
 	}
 	for _, l := range leaves {
-		if err := p.ensureLeaf(l); err != nil {
+		if err := p.ensureLeaf(l.name, l.Config, ca, caKey); err != nil {
 			return nil, fmt.Errorf("certificate %s: %w", l.name, err)
 		}
 	}
@@ -90,87 +91,74 @@ func openPKI(dir string) (*pki, error) {
 
 func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
 
-func loadOrCreateCA(certFile, keyFile string) (*ca, error) {
-	if certPEM, err := os.ReadFile(certFile); err == nil {
-		cert, err := parseCert(certPEM)
+// loadOrCreateCA reads ca.crt and ca.key, or makes them when there is no
+// ca.crt (client-go's self-signed CA, valid ten years).
+func (p *pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
+	certFile, keyFile := p.file("ca.crt"), p.file("ca.key")
+	ca, err := readCert(certFile)
+	if errors.Is(err, os.ErrNotExist) {
+		key, err := newKey()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", certFile, err)
+			return nil, nil, err
 		}
-		key, err := readKey(keyFile)
+		ca, err = cert.NewSelfSignedCACert(cert.Config{CommonName: "validator-manager-embedded-ca"}, key)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", keyFile, err)
+			return nil, nil, err
 		}
-		return &ca{cert: cert, key: key}, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return ca, key, writePair(certFile, keyFile, ca.Raw, key)
+	} else if err != nil {
+		return nil, nil, err
 	}
-	return issue(certFile, keyFile, &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "validator-manager-embedded-ca"},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}, caValidity, nil)
+	// Errors of client-go's readers name the file.
+	key, err := readKey(keyFile)
+	return ca, key, err
 }
 
 // ensureLeaf keeps <name>.crt/.key when they were signed by the CA, carry
-// the wanted subject and are valid for more than renewBefore; else makes them.
-func (p *pki) ensureLeaf(l leaf) error {
-	certFile, keyFile := p.file(l.name+".crt"), p.file(l.name+".key")
-	if b, err := os.ReadFile(certFile); err == nil {
-		if c, err := parseCert(b); err == nil && c.CheckSignatureFrom(p.ca.cert) == nil &&
-			c.Subject.CommonName == l.cn && time.Until(c.NotAfter) > renewBefore {
-			if _, err := readKey(keyFile); err == nil {
-				return nil
-			}
+// the wanted subject and are valid for more than renewBefore; else makes
+// them, valid from an hour ago for leafValidity.
+func (p *pki) ensureLeaf(name string, l cert.Config, ca *x509.Certificate, caKey crypto.Signer) error {
+	certFile, keyFile := p.file(name+".crt"), p.file(name+".key")
+	if c, err := readCert(certFile); err == nil && c.CheckSignatureFrom(ca) == nil &&
+		c.Subject.CommonName == l.CommonName && time.Until(c.NotAfter) > renewBefore {
+		if _, err := readKey(keyFile); err == nil {
+			return nil
 		}
 	}
-	tmpl := &x509.Certificate{
-		Subject:  pkix.Name{CommonName: l.cn, Organization: l.orgs},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-	}
-	if l.server {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.DNSNames = []string{"localhost", l.cn}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-		if l.name == "apiserver" {
-			tmpl.DNSNames = append(tmpl.DNSNames, "kubernetes", "kubernetes.default", "kubernetes.default.svc")
-		}
-	}
-	if l.client {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
-	}
-	_, err := issue(certFile, keyFile, tmpl, leafValidity, p.ca)
-	return err
-}
-
-// issue writes a new key to keyFile and a certificate of tmpl for it to
-// certFile, valid from an hour ago for validity, signed by parent (by
-// itself when parent is nil).
-func issue(certFile, keyFile string, tmpl *x509.Certificate, validity time.Duration, parent *ca) (*ca, error) {
 	key, err := newKey()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
-		return nil, err
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return err
 	}
 	now := time.Now()
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
-	if parent == nil {
-		parent = &ca{cert: tmpl, key: key}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: l.CommonName, Organization: l.Organization},
+		DNSNames:     l.AltNames.DNSNames,
+		IPAddresses:  l.AltNames.IPs,
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(leafValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  l.Usages,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent.cert, key.Public(), parent.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
+	return writePair(certFile, keyFile, der, key)
+}
+
+// writePair writes the key, then the certificate: a crash between the two
+// leaves no certificate, which the next start makes again.
+func writePair(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) error {
 	if err := writeKey(keyFile, key); err != nil {
-		return nil, err
+		return err
 	}
-	return &ca{cert: cert, key: key}, atomicfile.Write(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	block := &pem.Block{Type: cert.CertificateBlockType, Bytes: der}
+	return atomicfile.Write(certFile, pem.EncodeToMemory(block), 0o600)
 }
 
 // ensureKey makes the key pair that signs and verifies service account tokens.
@@ -192,35 +180,36 @@ func ensureKey(keyFile, pubFile string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600)
+	block := &pem.Block{Type: keyutil.PublicKeyBlockType, Bytes: der}
+	return atomicfile.Write(pubFile, pem.EncodeToMemory(block), 0o600)
 }
 
-func parseCert(b []byte) (*x509.Certificate, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "CERTIFICATE" {
-		return nil, errors.New("no PEM certificate")
-	}
-	return x509.ParseCertificate(blk.Bytes)
-}
-
-func readKey(file string) (crypto.Signer, error) {
-	b, err := os.ReadFile(file)
+func readCert(file string) (*x509.Certificate, error) {
+	certs, err := cert.CertsFromFile(file)
 	if err != nil {
 		return nil, err
 	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "EC PRIVATE KEY" {
-		return nil, errors.New("no PEM EC private key")
+	return certs[0], nil
+}
+
+func readKey(file string) (crypto.Signer, error) {
+	key, err := keyutil.PrivateKeyFromFile(file)
+	if err != nil {
+		return nil, err
 	}
-	return x509.ParseECPrivateKey(blk.Bytes)
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%s: %T is no signing key", file, key)
+	}
+	return signer, nil
 }
 
 func writeKey(file string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(key)
+	b, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(file, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+	return atomicfile.Write(file, b, 0o600)
 }
 
 // mkdirPrivate makes dir (and parents) and gives it mode 0700.

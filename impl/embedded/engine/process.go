@@ -20,42 +20,28 @@ import (
 // not when the process does; Go may retire idle threads, so every child is
 // forked from this thread, which lives until the engine stops. If the
 // server dies (even by SIGKILL), the kernel kills the children.
-type spawner struct {
-	reqs chan spawnRequest
-	quit chan struct{}
-}
+// Closing it ends the thread.
+type spawner chan func()
 
-type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnRequest), quit: make(chan struct{})}
+func newSpawner() spawner {
+	s := make(spawner)
 	go func() {
 		// Never unlocked: when this goroutine returns, its thread exits too,
 		// and any child still running gets its parent-death signal.
 		runtime.LockOSThread()
-		for {
-			select {
-			case r := <-s.reqs:
-				r.done <- r.cmd.Start()
-			case <-s.quit:
-				return
-			}
+		for start := range s {
+			start()
 		}
 	}()
 	return s
 }
 
-func (s *spawner) start(cmd *exec.Cmd) error {
+func (s spawner) start(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	done := make(chan error, 1)
-	s.reqs <- spawnRequest{cmd: cmd, done: done}
+	s <- func() { done <- cmd.Start() }
 	return <-done
 }
-
-func (s *spawner) close() { close(s.quit) }
 
 // child is one running binary; its stdout and stderr go to <Dir>/logs/<name>.log.
 type child struct {
@@ -67,8 +53,9 @@ type child struct {
 	err     error         // its exit status, set before done closes
 }
 
-// startChild starts p's binary; a restart (appendLog) adds to the log of
-// the run that exited, which holds why it did, instead of rotating it away.
+// startChild starts p's binary as p's current run; a restart (appendLog)
+// adds to the log of the run that exited, which holds why it did, instead
+// of rotating it away.
 func (e *Engine) startChild(p *proc, appendLog bool) (*child, error) {
 	name := p.name
 	logFile := filepath.Join(e.opts.Dir, "logs", name+".log")
@@ -95,6 +82,9 @@ func (e *Engine) startChild(p *proc, appendLog bool) (*child, error) {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	c := &child{name: name, cmd: cmd, started: time.Now(), out: out, done: make(chan struct{})}
+	p.mu.Lock()
+	p.cur = c
+	p.mu.Unlock()
 	go func() {
 		c.err = cmd.Wait()
 		out.close()

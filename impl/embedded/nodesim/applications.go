@@ -1,6 +1,7 @@
 package nodesim
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"slices"
@@ -64,14 +65,11 @@ func CreateSampleApplication(ctx context.Context, dyn dynamic.Interface, namespa
 	return client.IgnoreAlreadyExists(err)
 }
 
-// applicationGVK is the Application's kind.
-var applicationGVK = ApplicationGVR.GroupVersion().WithKind("Application")
-
 // application is an empty Application (unstructured: the simulator reads
 // spec.replicas and spec.image only).
 func application() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(applicationGVK)
+	u.SetGroupVersionKind(ApplicationGVR.GroupVersion().WithKind("Application"))
 	return u
 }
 
@@ -91,9 +89,7 @@ func (s *Simulator) syncApplication(ctx context.Context, key client.ObjectKey) (
 		replicas = 1
 	}
 	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
-	if image == "" {
-		image = defaultImage
-	}
+	image = cmp.Or(image, defaultImage)
 	dep := &appsv1.Deployment{}
 	if err := s.client.Get(ctx, key, dep); err != nil && !apierrors.IsNotFound(err) {
 		return 0, err

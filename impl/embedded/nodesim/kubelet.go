@@ -3,6 +3,8 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -48,42 +50,30 @@ const (
 	configMapIndex = "configmap"
 )
 
-// keys are the keys of the named Secret or ConfigMap in the simulator's
-// cache; false when it is absent.
-func (s *Simulator) keys(ctx context.Context, kind podrefs.Kind, namespace, name string) (map[string]bool, bool) {
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	out := map[string]bool{}
-	if kind == podrefs.Secret {
-		o := &corev1.Secret{}
-		err := s.client.Get(ctx, key, o)
-		for k := range o.Data {
-			out[k] = true
-		}
-		return out, err == nil
-	}
-	o := &corev1.ConfigMap{}
-	err := s.client.Get(ctx, key, o)
-	for k := range o.Data {
-		out[k] = true
-	}
-	for k := range o.BinaryData {
-		out[k] = true
-	}
-	return out, err == nil
-}
-
-// refError is the kubelet's error for r, "" when what r needs exists (or r
-// is optional). missingKey words a missing key (env and volumes differ).
+// refError is the kubelet's error for r, "" when what r needs exists in the
+// simulator's cache (or r is optional). missingKey words a missing key (env
+// and volumes differ).
 func (s *Simulator) refError(ctx context.Context, namespace string, r podrefs.Ref, missingKey func(key string) string) string {
-	keys, ok := s.keys(ctx, r.Kind, namespace, r.Name)
-	switch {
-	case r.Optional:
+	if r.Optional {
 		return ""
-	case !ok:
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: r.Name}
+	var keys []string
+	var err error
+	if r.Kind == podrefs.Secret {
+		o := &corev1.Secret{}
+		err = s.client.Get(ctx, key, o)
+		keys = slices.Collect(maps.Keys(o.Data))
+	} else {
+		o := &corev1.ConfigMap{}
+		err = s.client.Get(ctx, key, o)
+		keys = slices.Concat(slices.Collect(maps.Keys(o.Data)), slices.Collect(maps.Keys(o.BinaryData)))
+	}
+	if err != nil {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(string(r.Kind))}, r.Name).Error()
 	}
 	for _, k := range r.Keys {
-		if !keys[k] {
+		if !slices.Contains(keys, k) {
 			return missingKey(k)
 		}
 	}

@@ -1,6 +1,7 @@
 package nodesim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,14 +94,8 @@ func podMetrics(p *corev1.Pod, t time.Time) metricsv1beta1.PodMetrics {
 		Window:     metav1.Duration{Duration: 30 * time.Second},
 	}
 	for _, c := range p.Spec.Containers {
-		cpu := c.Resources.Requests.Cpu().MilliValue()
-		if cpu == 0 {
-			cpu = 50
-		}
-		mem := c.Resources.Requests.Memory().Value()
-		if mem == 0 {
-			mem = 64 << 20
-		}
+		cpu := cmp.Or(c.Resources.Requests.Cpu().MilliValue(), 50)
+		mem := cmp.Or(c.Resources.Requests.Memory().Value(), 64<<20)
 		pm.Containers = append(pm.Containers, metricsv1beta1.ContainerMetrics{
 			Name: c.Name,
 			Usage: corev1.ResourceList{

@@ -38,7 +38,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -155,10 +154,6 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	// The simulator runs beside its API server: over loopback gzip saves
 	// nothing and costs both ends CPU.
 	rc.DisableCompression = true
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
 	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{}, room: newRoom(opts.Capacity),
 		db: databases{accepted: map[string][32]byte{}}}
 	metrics := metricsserver.Options{BindAddress: "0"}
@@ -167,7 +162,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 			ExtraHandlers: map[string]http.Handler{MetricsPath: s.metrics.Handler()}}
 	}
 	mgr, err := manager.New(rc, manager.Options{
-		Scheme:                 scheme,
+		Scheme:                 clientgoscheme.Scheme,
 		Cache:                  cacheOptions(opts.Namespace, opts.Resync),
 		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
@@ -204,6 +199,7 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 		return cache.ByObject{Namespaces: map[string]cache.Config{namespace: {Transform: t}}}
 	}
 	o := cache.Options{
+		SyncPeriod:       &resync,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:           in(keysOnly),
@@ -215,7 +211,6 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
-	o.SyncPeriod = &resync
 	return o
 }
 

@@ -19,11 +19,6 @@ import (
 // hostIP is the simulated node's address: the containers "run" on this machine.
 const hostIP = "127.0.0.1"
 
-// PodCIDR is the range Pod IPs come from: loopback, so that anything that
-// dials a Pod IP on the embedded default (a Service proxy, a probe) stays on
-// this machine, where nothing listens for the simulated containers.
-const PodCIDR = "127.244.0.0/16"
-
 // syncPod does for one Pod what the scheduler and the kubelet would:
 // bind it when its claims are bound and the node has room for it (report
 // it unschedulable while a claim is missing or the room is not there:
@@ -143,7 +138,10 @@ func owner(p *corev1.Pod, apiVersion, kind string) string {
 
 func ownedByJob(p *corev1.Pod) bool { return owner(p, "batch/v1", "Job") != "" }
 
-// podIP is a stable address in PodCIDR derived from the Pod's UID.
+// podIP is a stable address derived from the Pod's UID, in 127.244.0.0/16:
+// loopback, so that anything that dials a Pod IP on the embedded default (a
+// Service proxy, a probe) stays on this machine, where nothing listens for
+// the simulated containers.
 func podIP(p *corev1.Pod) string {
 	h := fnv.New32a()
 	h.Write([]byte(p.UID))
