@@ -236,14 +236,11 @@ func requestInvalid(err error) error {
 				msg = "is required"
 			}
 			out = append(out, domain.Invalid(strings.Join(path, "."), "%s", msg))
-		case *openapi3filter.ParseError:
-			if field == "" {
-				out = append(out, domain.Invalid("body", "is not a valid document of the declared content type"))
-				return
-			}
-			out = append(out, domain.Invalid(field, "%s", e.Reason))
 		default:
-			if inner := errors.Unwrap(err); inner != nil {
+			msg := err.Error()
+			if pe, ok := err.(*openapi3filter.ParseError); ok {
+				msg = pe.Reason
+			} else if inner := errors.Unwrap(err); inner != nil {
 				walk(inner, field)
 				return
 			}
@@ -251,7 +248,7 @@ func requestInvalid(err error) error {
 				out = append(out, domain.Invalid("body", "is not a valid document of the declared content type"))
 				return
 			}
-			out = append(out, domain.Invalid(field, "%s", err.Error()))
+			out = append(out, domain.Invalid(field, "%s", msg))
 		}
 	}
 	walk(err, "")
