@@ -118,80 +118,45 @@ type App struct {
 	charts *charts.Renderer
 }
 
-// Wiring is what options may change before the parts are assembled.
-type Wiring struct {
-	Management *management.Options
-	Intent     *intent.Options
-	Server     *server.Options
-	// ControlPlane is a running control plane the embedded default uses
-	// instead of starting its own (tests share one per process); nil in
-	// the production binary.
-	ControlPlane **rest.Config
+// Option edits the options of one part before it is built (tests replace
+// a part with a failing one): a func(*T) of that part's options type T.
+type Option struct{ edit any }
 
-	Sandbox *sandbox.Options // the embedded default's network
-	// Manager is the controller-runtime Manager's options (tests running
-	// two replicas in one process skip its controller-name check).
-	Manager *manager.Options
-	// Workload is the workload controller's options: its Renderer is the
-	// chart renderer in chart mode (splice.charts, chartRenderer); tests
-	// give one of their own.
-	Workload *workload.Options
-}
-
-// Option adjusts the wiring (tests replace a part with a failing one).
-type Option func(Wiring)
-
-// edit is the Option that hands f the part of the wiring that part picks,
-// in the pass that carries it.
-func edit[T any](part func(Wiring) *T, f func(*T)) Option {
-	return func(w Wiring) {
-		if p := part(w); p != nil {
+// apply hands p to every option that edits a T.
+func apply[T any](a *App, p *T) {
+	for _, o := range a.opts {
+		if f, ok := o.edit.(func(*T)); ok {
 			f(p)
 		}
 	}
 }
 
 // WithManagement edits release 1.11's parts before its server is built.
-func WithManagement(f func(*management.Options)) Option {
-	return edit(func(w Wiring) *management.Options { return w.Management }, f)
-}
+func WithManagement(f func(*management.Options)) Option { return Option{f} }
 
 // WithIntent edits the intent controller's parts before it is built.
-func WithIntent(f func(*intent.Options)) Option {
-	return edit(func(w Wiring) *intent.Options { return w.Intent }, f)
-}
+func WithIntent(f func(*intent.Options)) Option { return Option{f} }
 
 // WithServer edits the HTTP server's parts before it is built.
-func WithServer(f func(*server.Options)) Option {
-	return edit(func(w Wiring) *server.Options { return w.Server }, f)
-}
+func WithServer(f func(*server.Options)) Option { return Option{f} }
 
-// WithManager edits the controller-runtime Manager's options before Run
-// builds it.
-func WithManager(f func(*manager.Options)) Option {
-	return edit(func(w Wiring) *manager.Options { return w.Manager }, f)
-}
+// WithManager edits the controller-runtime Manager's options before Open
+// builds it (tests running two replicas in one process skip its
+// controller-name check).
+func WithManager(f func(*manager.Options)) Option { return Option{f} }
 
 // WithWorkload edits the workload controller's options before Open builds
 // the Manager's cache (which sees the release namespaces when the
-// controller has a Renderer).
-func WithWorkload(f func(*workload.Options)) Option {
-	return edit(func(w Wiring) *workload.Options { return w.Workload }, f)
-}
+// controller has a Renderer, the chart renderer in chart mode): tests give
+// a Renderer of their own.
+func WithWorkload(f func(*workload.Options)) Option { return Option{f} }
 
 // WithControlPlane makes the embedded default use the running control
 // plane of rc rather than start its own in the data directory: a test
 // process shares one among its servers, each in a namespace of its own
-// with a simulated node of its own.
+// with a simulated node of its own. The production binary starts its own.
 func WithControlPlane(rc *rest.Config) Option {
-	return edit(func(w Wiring) **rest.Config { return w.ControlPlane }, func(p **rest.Config) { *p = rc })
-}
-
-// wire lets every option edit the one part w carries.
-func (a *App) wire(w Wiring) {
-	for _, opt := range a.opts {
-		opt(w)
-	}
+	return Option{func(p **rest.Config) { *p = rc }}
 }
 
 // apiDocs is both releases' descriptions and page, rendered once per process
@@ -261,7 +226,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 
 	io := intent.Options{Store: a.Store, Cluster: a.Cluster, Identity: a.Identity, Logger: log, Namespace: cfg.Namespace, Workers: intentWorkers,
 		Charts: a.charts != nil}
-	a.wire(Wiring{Intent: &io})
+	apply(a, &io)
 	a.Intent = intent.New(io)
 	if err := a.Intent.SetupWithManager(a.mgr); err != nil {
 		return nil, fmt.Errorf("intent controller: %w", err)
@@ -291,7 +256,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		mo.Charts = charts.Checker{Renderer: a.charts, Resource: a.Cluster.ValidatorResource}
 		mo.Release = a.releaseNamespace()
 	}
-	a.wire(Wiring{Management: &mo})
+	apply(a, &mo)
 	a.Management = management.New(mo)
 	a.Telemetry.WatchSync(a.Cluster.SyncState)
 	ups, err := a.openUpstreams()
@@ -347,7 +312,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if cfg.MetricsPublic { // api.metrics.public
 		so.Public = []string{"getPrometheus"}
 	}
-	a.wire(Wiring{Server: &so})
+	apply(a, &so)
 	if a.Server, err = server.New(so); err != nil {
 		return nil, err
 	}
@@ -369,7 +334,7 @@ func (a *App) openCluster(ctx context.Context) error {
 	switch cfg.ClusterMode {
 	case config.ClusterEmbedded:
 		var shared *rest.Config
-		a.wire(Wiring{ControlPlane: &shared})
+		apply(a, &shared)
 		if a.rest, err = a.startEngine(ctx, shared); err != nil {
 			return err
 		}
@@ -517,7 +482,7 @@ func (a *App) openManager() error {
 			return err
 		}
 	}
-	a.wire(Wiring{Manager: &mo})
+	apply(a, &mo)
 	if a.mgr, err = manager.New(a.rest, mo); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}

@@ -22,7 +22,7 @@ func (a *App) openWorkload() error {
 		}
 		a.charts, a.workload.Renderer = r, r
 	}
-	a.wire(Wiring{Workload: &a.workload})
+	apply(a, &a.workload)
 	return nil
 }
 

@@ -37,7 +37,7 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 			so.Clients = local
 			so.Redirects = local
 		}
-		a.wire(Wiring{Sandbox: &so})
+		apply(a, &so)
 		err := a.openAfresh(config.StoreSandbox, a.sandboxFile(), sandbox.ErrRefused, func(expected bool) error {
 			so.Expected = expected
 			n, err := sandbox.Open(filepath.Dir(a.sandboxFile()), so)
@@ -69,9 +69,7 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 }
 
 // WithSandbox edits the sandbox network's options (tests check its exchanges).
-func WithSandbox(f func(*sandbox.Options)) Option {
-	return edit(func(w Wiring) *sandbox.Options { return w.Sandbox }, f)
-}
+func WithSandbox(f func(*sandbox.Options)) Option { return Option{f} }
 
 // adminTLS is the TLS configuration of the participants' admin APIs
 // (upstream.adminTls, upstream.adminCaFile); nil: plaintext.

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -185,35 +183,9 @@ func renderPlatform(log *slog.Logger) func(echo.Context, error) error {
 		case p.upstream != nil:
 			return c.JSON(p.status, platformUpstreamError{Endpoint: p.upstream.Endpoint, Error: p.message})
 		default:
-			return c.JSONBlob(p.status, appendPlatformError(make([]byte, 0, 128), time.Now(), p.status, p.summary()))
+			return c.JSON(p.status, platformError{Timestamp: time.Now().Format(time.RFC3339Nano), Status: p.status, Error: p.summary()})
 		}
 	}
-}
-
-// appendPlatformError appends the platformError of a problem as c.JSON
-// writes it (encoding/json, its escapes, a newline), without reflection:
-// a 404 is a cheap answer that many clients get.
-func appendPlatformError(b []byte, at time.Time, status int, msg string) []byte {
-	b = append(b, `{"timestamp":"`...)
-	b = at.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","status":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, `,"error":`...)
-	b = appendJSONString(b, msg)
-	return append(b, "}\n"...)
-}
-
-// appendJSONString appends s as encoding/json writes a string.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			raw, _ := json.Marshal(s)
-			return append(b, raw...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 var missingProperty = regexp.MustCompile(`^property "(.+)" is missing$`)
@@ -264,14 +236,11 @@ func requestInvalid(err error) error {
 				msg = "is required"
 			}
 			out = append(out, domain.Invalid(strings.Join(path, "."), "%s", msg))
-		case *openapi3filter.ParseError:
-			if field == "" {
-				out = append(out, domain.Invalid("body", "is not a valid document of the declared content type"))
-				return
-			}
-			out = append(out, domain.Invalid(field, "%s", e.Reason))
 		default:
-			if inner := errors.Unwrap(err); inner != nil {
+			msg := err.Error()
+			if pe, ok := err.(*openapi3filter.ParseError); ok {
+				msg = pe.Reason
+			} else if inner := errors.Unwrap(err); inner != nil {
 				walk(inner, field)
 				return
 			}
@@ -279,7 +248,7 @@ func requestInvalid(err error) error {
 				out = append(out, domain.Invalid("body", "is not a valid document of the declared content type"))
 				return
 			}
-			out = append(out, domain.Invalid(field, "%s", err.Error()))
+			out = append(out, domain.Invalid(field, "%s", msg))
 		}
 	}
 	walk(err, "")

@@ -3,17 +3,22 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
-	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// TestAppendPlatformError: the hand-written 2.0 error body is byte for byte
-// what encoding/json writes for platformError (as c.JSON did), escapes
-// included.
-func TestAppendPlatformError(t *testing.T) {
+// TestPlatformErrorBody: the 2.0 error body is byte for byte what
+// encoding/json writes for platformError (as c.JSON did), escapes included.
+func TestPlatformErrorBody(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 11, 26, 17, 4, 5, 123456789, time.FixedZone("", 3600))
+	render := renderPlatform(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for _, msg := range []string{
 		`validator "no-such-validator" does not exist in namespace "validators"`,
 		"",
@@ -23,13 +28,22 @@ func TestAppendPlatformError(t *testing.T) {
 		"invalid \xff UTF-8",
 		`back\slash`,
 	} {
-		for _, status := range []int{http.StatusBadRequest, http.StatusNotFound} {
-			var want bytes.Buffer
-			if err := json.NewEncoder(&want).Encode(platformError{Timestamp: at.Format(time.RFC3339Nano), Status: status, Error: msg}); err != nil {
+		for _, code := range []domain.Code{domain.CodeNotFound, domain.CodeConflict} {
+			rec := httptest.NewRecorder()
+			c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/api/v1/x", nil), rec)
+			if err := render(c, &domain.Error{Code: code, Message: msg}); err != nil {
 				t.Fatal(err)
 			}
-			if got := appendPlatformError(nil, at, status, msg); !bytes.Equal(got, want.Bytes()) {
-				t.Errorf("%q: got %s, want %s", msg, got, want.Bytes())
+			var got platformError
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("%q: %v", msg, err)
+			}
+			var want bytes.Buffer
+			if err := json.NewEncoder(&want).Encode(platformError{Timestamp: got.Timestamp, Status: status[code], Error: msg}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rec.Body.Bytes(), want.Bytes()) {
+				t.Errorf("%q: got %s, want %s", msg, rec.Body.Bytes(), want.Bytes())
 			}
 		}
 	}

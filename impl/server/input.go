@@ -18,6 +18,8 @@ import (
 func readBody(r *http.Request) ([]byte, error) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
+		// The body limit's 413 and deadlineReader's 408 as they are: the
+		// 408 wraps os.ErrDeadlineExceeded, and says which bound was missed.
 		var he *echo.HTTPError
 		if errors.As(err, &he) {
 			return nil, he

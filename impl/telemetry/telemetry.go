@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,29 +104,21 @@ func (m *Metrics) Handler() http.Handler {
 // Registry is where the metrics live (tests gather from it).
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
-// Operation is the request metrics of one operation: each status's series
-// is looked up once, not at every request (the label values' hash and the
-// vector's map).
+// Operation is the request metrics of one operation, its name's label
+// bound once (the vectors curried) rather than at every request.
 func (m *Metrics) Operation(name string) *Operation {
 	if m == nil {
 		return nil
 	}
-	return &Operation{m: m, name: name}
+	op := prometheus.Labels{"operation": name}
+	return &Operation{count: m.requests.MustCurryWith(op), latency: m.latency.MustCurryWith(op)}
 }
 
 // Operation records the requests of one operationId; a nil *Operation
 // records nothing.
 type Operation struct {
-	m    *Metrics
-	name string
-	mu   sync.Mutex // held to add a status
-	seen atomic.Pointer[[]statusSeries]
-}
-
-type statusSeries struct {
-	status  int
-	count   prometheus.Counter
-	latency prometheus.Observer
+	count   *prometheus.CounterVec
+	latency prometheus.ObserverVec
 }
 
 // Observe records one answered request.
@@ -136,38 +126,9 @@ func (o *Operation) Observe(status int, d time.Duration) {
 	if o == nil {
 		return
 	}
-	s := o.series(status)
-	s.count.Inc()
-	s.latency.Observe(d.Seconds())
-}
-
-// series finds a status's series among the few an operation answers, or
-// adds it (copy on write: readers take no lock).
-func (o *Operation) series(status int) statusSeries {
-	find := func() (statusSeries, []statusSeries, bool) {
-		var cur []statusSeries
-		if p := o.seen.Load(); p != nil {
-			cur = *p
-		}
-		if i := slices.IndexFunc(cur, func(s statusSeries) bool { return s.status == status }); i >= 0 {
-			return cur[i], cur, true
-		}
-		return statusSeries{}, cur, false
-	}
-	if s, _, ok := find(); ok {
-		return s
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s, cur, ok := find()
-	if ok {
-		return s
-	}
 	label := strconv.Itoa(status)
-	s = statusSeries{status: status, count: o.m.requests.WithLabelValues(o.name, label), latency: o.m.latency.WithLabelValues(o.name, label)}
-	next := append(slices.Clip(cur), s)
-	o.seen.Store(&next)
-	return s
+	o.count.WithLabelValues(label).Inc()
+	o.latency.WithLabelValues(label).Observe(d.Seconds())
 }
 
 // ObserveUpstream records one call to an upstream. upstream names the API,
