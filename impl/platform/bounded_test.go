@@ -18,8 +18,11 @@ import (
 // connection is not held afterwards.
 func TestTricklingUploadIsCut(t *testing.T) {
 	s := startWithValidator(t, func(c *config.Config) {
-		c.BodyReadTimeout = 500 * time.Millisecond
-		c.UpstreamTimeout = 1500 * time.Millisecond
+		// A byte every 100 ms keeps each read well within the body's read
+		// timeout even when the machine is busy (a tick late by two
+		// seconds would end the upload as a stalled body instead).
+		c.BodyReadTimeout = 2 * time.Second
+		c.UpstreamTimeout = 3 * time.Second
 	})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 	if err != nil {
@@ -61,13 +64,13 @@ func TestTricklingUploadIsCut(t *testing.T) {
 			if a.resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(a.body, "upstream.timeout") {
 				t.Fatalf("got %d %s, want 408 naming upstream.timeout\n%s", a.resp.StatusCode, a.body, s.Logs())
 			}
-			if took > 4*time.Second {
-				t.Fatalf("answered after %s, want about 1.5s", took)
+			if took > 6*time.Second {
+				t.Fatalf("answered after %s, want about 3s", took)
 			}
 			return
 		case <-tick.C:
-			if time.Since(start) > 10*time.Second {
-				t.Fatal("no answer after 10s of trickling")
+			if time.Since(start) > 12*time.Second {
+				t.Fatal("no answer after 12s of trickling")
 			}
 			_, _ = io.WriteString(conn, "x")
 		}
