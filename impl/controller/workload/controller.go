@@ -81,9 +81,8 @@ type Reconciler struct {
 // New is a Reconciler; SetupWithManager gives it the Manager's cache.
 func New(opts Options) *Reconciler {
 	opts.Renderer = cmp.Or(opts.Renderer, Renderer(BuiltIn{}))
-	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
-		cmp.Or(opts.RenderBackoff, time.Second), cmp.Or(opts.MaxRenderBackoff, 5*time.Minute))
-	return &Reconciler{options: opts, backoff: backoff}
+	return &Reconciler{options: opts, backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
+		cmp.Or(opts.RenderBackoff, time.Second), cmp.Or(opts.MaxRenderBackoff, 5*time.Minute))}
 }
 
 // refsField is the index of the Validators by the Secrets and ConfigMaps
