@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,8 +69,8 @@ type Controller struct {
 
 // New builds the controller over c, the Manager's client (it only applies).
 func New(c client.Client, o Options) *Controller {
-	return &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace, log: o.Logger,
-		named: make(chan event.TypedGenericEvent[string], feedPage)}
+	return &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace,
+		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), named: make(chan event.TypedGenericEvent[string], feedPage)}
 }
 
 // The change feed is taken every feedEvery, feedPage names at a time (the

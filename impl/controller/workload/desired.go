@@ -489,10 +489,12 @@ var servicePorts = map[string][]corev1.ServicePort{
 	Postgres:     {tcp("postgresdb", 5432)},
 }
 
-var uiServicePort = corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}
+var uiServicePort = corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http"),
+	Protocol: corev1.ProtocolTCP}
 
 func tcp(name string, port int32) corev1.ServicePort {
-	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
+	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port),
+		Protocol: corev1.ProtocolTCP}
 }
 
 // mergeResources sets the requests and limits r gives over base.
