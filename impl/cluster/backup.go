@@ -14,10 +14,12 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// BackupScript is what a backup Job runs (POSIX sh): pg_dumpall of the
-// validator's internal PostgreSQL (libpq's PG* variables) into
-// $BACKUP_DIR/backup-<UTC timestamp>.sql.gz, then it deletes all but the
-// newest $MAX_BACKUPS dumps. A failed dump leaves no file, removes nothing.
+// BackupScript is what a backup Job runs (POSIX sh, in the backup image):
+// pg_dumpall (pg_dump of every database, plus roles) of the validator's
+// internal PostgreSQL into $BACKUP_DIR/backup-<UTC timestamp>.sql.gz, then it
+// deletes all but the newest $MAX_BACKUPS dumps. A failed dump leaves no file
+// and removes nothing. Connection settings come from the libpq variables
+// PGHOST, PGPORT, PGUSER and PGPASSWORD.
 const BackupScript = `set -eu
 dir="${BACKUP_DIR:-/backups}"
 keep="${MAX_BACKUPS:-}"
@@ -63,8 +65,10 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 		user = v.Spec.Database.User
 	}
 	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
-		// Chart mode: the database runs in the release's namespace, with the
-		// charts' user; the Job stays beside its volume and Secret.
+		// Chart mode: the validator's own database runs in its release's
+		// namespace, with the charts' user; the Job stays here, beside its
+		// volume and the database Secret, whose value the charts' Secret
+		// copies.
 		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
 	}
 	return &batchv1.CronJob{

@@ -48,11 +48,14 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 }
 
 // Resync is how often the cache hands every Validator and Job to the
-// controllers again, as if it had changed, so that an object whose event
-// was missed (a reconcile that failed into a long backoff) converges within
-// a minute of the fault clearing: within two periods, since the informer
-// checks at its own jittered period whether each handler's resync is due.
-// A validator in step costs a database read and cache reads, no write.
+// controllers again, as if it had changed: the intent and workload
+// controllers look at each validator (everything else of a validator maps
+// to it), the runs controller at each backup Job, so that an object whose
+// event was missed (a reconcile that failed into a long backoff, or that
+// took a fault for a change still to come) converges within a minute of
+// the fault clearing: within two periods, since the informer checks at its
+// own jittered period whether each handler's resync is due. A validator in
+// step costs a database read and cache reads, no write.
 const Resync = 25 * time.Second
 
 // CacheOptions are the options of the Manager's cache, the one every
@@ -98,7 +101,8 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if namespace == "" {
 		return nil
 	}
-	// Another server in the cluster labels its own.
+	// Of this server's validators only: another server in the cluster
+	// labels its own.
 	labelled, err := labels.Parse(ValidatorNamespaceLabel + "=" + namespace)
 	if err != nil {
 		return err

@@ -12,9 +12,10 @@ import (
 	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
 )
 
-// conditionOwner owns the status conditions the intent controller applies;
-// conditions are a map keyed by type, so the workload controller's are not
-// replaced.
+// conditionOwner is the field owner of the status conditions the intent
+// controller applies (Provisioned): the workload controller writes the
+// others, and conditions are a map keyed by type, so neither write replaces
+// the other's.
 const conditionOwner = "validator-manager-intent"
 
 // CachedCondition is the condition of that type on the cached Validator
@@ -32,8 +33,10 @@ func (k *Kube) CachedCondition(validator, typ string) *metav1.Condition {
 	return &cp
 }
 
-// ApplyCondition applies c, alone, to the Validator resource's status as
-// conditionOwner, its lastTransitionTime kept when its status is unchanged.
+// ApplyCondition applies c to the Validator resource's status through the
+// status subresource, under the intent controller's field owner: only that
+// condition, every other one left to its owner. Its lastTransitionTime is
+// kept from the cached condition when its status does not change.
 func (k *Kube) ApplyCondition(ctx context.Context, validator string, c metav1.Condition) error {
 	if cur := k.CachedCondition(validator, c.Type); cur != nil && cur.Status == c.Status {
 		c.LastTransitionTime = cur.LastTransitionTime

@@ -13,9 +13,10 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// onChange calls f, until remove is called, with each object of obj's kind
-// of the namespace the cache adds, updates or deletes; its reads already
-// show the change (an informer updates its store first).
+// onChange calls f, until remove is called or the cache stops, with each
+// object of obj's kind of the namespace the cache adds, updates or
+// deletes, once the cache's reads show the change (an informer updates its
+// store before it tells its handlers).
 func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.Object, deleted bool)) (remove func(), err error) {
 	informer, err := k.cache.GetInformer(ctx, obj)
 	if err != nil {
@@ -40,9 +41,10 @@ func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.
 	return func() { _ = informer.RemoveEventHandler(reg) }, nil
 }
 
-// WatchRecords calls f, until ctx ends, with the managed validator that
-// each change of a Secret or backup CronJob belongs to (the intent
-// controller's source).
+// WatchRecords calls f, until ctx ends, with the name of the managed
+// validator that each change of a Secret or backup CronJob belongs to,
+// once the gateway's reads show the change (the intent controller's
+// source: it reads what it reconciles through the gateway).
 func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
 	for obj, validator := range map[client.Object]func(metav1.Object) string{&corev1.Secret{}: k.SecretValidator, &batchv1.CronJob{}: k.cronJobValidator} {
 		// The informers exist once Start has run: an error here is a
@@ -74,8 +76,8 @@ func (k *Kube) OnValidatorDeleted(f func(name string)) {
 	k.deleted = append(k.deleted, f)
 }
 
-// notifyDeleted tells OnValidatorDeleted's callbacks of each Validator
-// that leaves the cache.
+// notifyDeleted tells OnValidatorDeleted's callbacks, while the cache
+// runs, of each Validator that leaves it.
 func (k *Kube) notifyDeleted(ctx context.Context) error {
 	if len(k.deleted) == 0 {
 		return nil

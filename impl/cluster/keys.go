@@ -15,7 +15,8 @@ import (
 )
 
 // ReadPasswordKey reads the key of generated passwords without making it
-// (only the leader makes it, PasswordKey): domain.ErrUnavailable when absent.
+// (handlers derive from it; only the leader makes it, PasswordKey): absent,
+// it is domain.ErrUnavailable with a message that says so.
 func (k *Kube) ReadPasswordKey(ctx context.Context) ([]byte, error) {
 	key, found, err := k.readPasswordKey(ctx)
 	if err == nil && !found {
@@ -51,8 +52,9 @@ func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// readPasswordKey reads the key from the API server until a read found it,
-// then keeps it (it is never replaced); found is false without its Secret.
+// readPasswordKey reads the key from the API server (fresh) until one read
+// found it, which is kept: the key is never replaced. found is false when
+// its Secret does not exist.
 func (k *Kube) readPasswordKey(ctx context.Context) (key []byte, found bool, err error) {
 	if key := k.passwordKey.Load(); key != nil {
 		return *key, true, nil

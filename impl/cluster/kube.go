@@ -478,11 +478,11 @@ func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validator
 // ApplyValidator makes the Validator resource's spec (but spec.secrets,
 // which follows the Secrets) and labels what v and prune (nil: none) say;
 // annotations and status are others'. Nothing is written when the cached
-// resource already is that. A new
-// resource references from its first generation the Secrets that exist and
-// those writes says the caller writes next (PutSecrets): the workload
-// controller then makes its workloads once, not again when spec.secrets
-// follows a moment later.
+// resource already is that. A new resource references from its first
+// generation the Secrets that exist and those writes says the caller writes
+// next (PutSecrets): the workload controller then makes its workloads once,
+// not again when spec.secrets follows a moment later (the validator app's
+// onboarding secret is read only when referenced).
 func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) (err error) {
 	defer func() { err = translate(fmt.Sprintf("apply validator %q", v.Name), err) }()
 	if v.Name == "" {

@@ -12,14 +12,16 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// InstanceLabel ties a Pod to its Application (the label Helm charts set
-// to the release name and Argo CD tracks applications by).
+// InstanceLabel ties a Pod to its Application: the pods of application X are
+// those of the namespace labelled app.kubernetes.io/instance=X (the label
+// Helm charts set to the release name and Argo CD tracks applications by).
 const InstanceLabel = "app.kubernetes.io/instance"
 
 // ApplicationMetrics is the resource use of the named applications (every
-// one when names is empty): the pods' requests and limits from the API
-// server, their usage from the metrics API (Available false when it cannot
-// be reached). domain.ErrNotFound when a named application does not exist.
+// application when names is empty), sorted by name: the pods' requests and
+// limits from the API server, their usage from metrics.k8s.io. A metrics
+// API that cannot be reached makes Available false, not an error.
+// domain.ErrNotFound when a named application does not exist.
 func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domain.ApplicationMetrics, error) {
 	if len(names) == 0 {
 		apps, err := k.resources(ctx, domain.KindApplication)
@@ -36,8 +38,8 @@ func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domai
 		}
 	}
 	selector := InstanceLabel // every pod that belongs to some application
-	// A name too long for a label value matches no pod: the wide selector
-	// finds none.
+	// An object name can be longer than a label value may be: such an
+	// application has no pods that could match; the wide selector finds none.
 	if len(names) == 1 && len(validation.IsValidLabelValue(names[0])) == 0 {
 		selector = InstanceLabel + "=" + names[0]
 	}
@@ -67,9 +69,10 @@ func podUsage(items []metricsv1beta1.PodMetrics) map[string]corev1.ResourceList 
 }
 
 // applicationMetrics sums, per application, the requests, limits and usage
-// (nil: not reached) of its running pods' containers. A request or limit is
-// nil unless every container sets one, a usage unless every pod has a
-// sample (a partial sum would read as a low figure).
+// of its running pods' containers. usage nil means the metrics API was not
+// reached. A request or limit is nil unless every container sets one; a
+// usage is nil unless every pod has a usage sample (a partial sum would
+// read as a low figure). An application without pods has nil everywhere.
 func applicationMetrics(namespace string, names []string, pods []corev1.Pod, usage map[string]corev1.ResourceList) []domain.ApplicationMetrics {
 	byApp := map[string][]corev1.Pod{}
 	for _, p := range pods {

@@ -22,7 +22,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// Labels that find a validator's validator app pod (with ValidatorLabel).
+// Labels that find a validator's validator app pod (with ValidatorLabel),
+// following the app.kubernetes.io conventions; the reconciler is to set them.
 const (
 	ComponentLabel       = "app.kubernetes.io/component"
 	ValidatorAppName     = "validator-app"
@@ -32,20 +33,22 @@ const (
 // maxExecOutput bounds what an exec's stdout and stderr keep.
 const maxExecOutput = 4 << 10
 
-// ValidatorAppSelector selects the pods of validator's validator app.
+// ValidatorAppSelector selects the pods of validator's validator app:
+// validator-manager.io/validator=<validator>,app.kubernetes.io/component=validator-app.
 func ValidatorAppSelector(validator string) string {
 	return ValidatorLabel + "=" + validator + "," + ComponentLabel + "=" + ValidatorAppName
 }
 
-// PodExec is the recovery procedure's gateway to a validator's pod: it
+// PodExec reaches into a validator's pod through the exec subresource: it
 // finds the running pod of the validator app, streams a file into it and
-// reads a file's MD5 through the exec subresource.
+// reads a file's MD5. It is the recovery procedure's gateway to the pod
+// (impl/recovery.Pods). Exec needs a kubelet: only the pure parts are tested.
 type PodExec struct {
 	cfg       *rest.Config
 	core      kubernetes.Interface
 	namespace string
-	// Pod, when set, is the pod Find returns once it runs: the operator
-	// named it.
+	// Pod, when set, is the pod Find returns (after checking that it runs),
+	// whatever the validator: the operator named it.
 	Pod string
 }
 
@@ -54,8 +57,10 @@ func NewPodExec(cfg *rest.Config, core kubernetes.Interface, namespace string) *
 	return &PodExec{cfg: cfg, core: core, namespace: namespace}
 }
 
-// Find returns the running pod of the validator app and its container
-// (podContainer). No running pod, or several, is an error.
+// Find returns the running pod of the validator app and its container: the
+// one the pod's kubectl.kubernetes.io/default-container annotation names,
+// else the one named validator-app, else the only one. No running pod, or
+// several, is an error.
 func (e *PodExec) Find(ctx context.Context, validator string) (string, string, error) {
 	if e.Pod != "" {
 		pod, err := e.core.CoreV1().Pods(e.namespace).Get(ctx, e.Pod, metav1.GetOptions{})
@@ -92,13 +97,13 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 	return "", "", domain.Conflict("cluster: %d running pods of validator %q (%s); name the one to use", len(names), validator, strings.Join(names, ", "))
 }
 
-// SimulatedNodeLabel marks a node that has no kubelet (the embedded
-// default's), whose pods run nothing.
+// SimulatedNodeLabel marks a node that has no kubelet: the embedded
+// default's (impl/embedded/nodesim), whose pods run nothing.
 const SimulatedNodeLabel = "node.kubernetes.io/simulated"
 
 // CheckExec tells, before anything changes, that commands cannot run in
-// pod, which runs on a simulated node. Anything it cannot read leaves the
-// question to the exec itself: nil.
+// pod: it runs on a simulated node. Anything it cannot read (a pod gone, no
+// right to get nodes) leaves the question to the exec itself: nil.
 func (e *PodExec) CheckExec(ctx context.Context, pod string) error {
 	p, err := e.core.CoreV1().Pods(e.namespace).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil || p.Spec.NodeName == "" {
@@ -133,8 +138,8 @@ func copyCommand(path string) []string {
 
 func md5Command(path string) []string { return []string{"md5sum", path} }
 
-// parseMD5 reads md5sum's "<hex>  <path>" (GNU prefixes a backslash when it
-// escapes the name; BusyBox does not).
+// parseMD5 reads md5sum's "<hex>  <path>" (GNU and BusyBox; GNU prefixes a
+// backslash when it escapes the name).
 func parseMD5(out string) (string, error) {
 	fields := strings.Fields(out)
 	if len(fields) == 0 {
@@ -190,8 +195,8 @@ func (e *PodExec) execURL(pod, container string, command []string, stdin bool) (
 	return ExecURL(e.cfg, e.namespace, pod, &corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin, Stdout: true, Stderr: true})
 }
 
-// ExecURL is the exec subresource of the pod on cfg's API server, with opts
-// as its parameters.
+// ExecURL is the exec subresource of the pod on cfg's API server, addressed
+// as client-go's clients address it, with opts as its parameters.
 func ExecURL(cfg *rest.Config, namespace, pod string, opts *corev1.PodExecOptions) (*url.URL, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
@@ -221,8 +226,6 @@ func podState(pod *corev1.Pod) string {
 	return strings.ToLower(string(pod.Status.Phase))
 }
 
-// podContainer is the container the pod's default-container annotation
-// names, else validator-app, else the only one.
 func podContainer(pod *corev1.Pod) (string, error) {
 	names := make([]string, len(pod.Spec.Containers))
 	for i, c := range pod.Spec.Containers {

@@ -16,7 +16,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
-// The Validator custom resource (deploy/crds, generated from impl/apis/v1alpha1).
+// The Validator custom resource (deploy/crds/validator-manager.io_validators.yaml, generated from impl/apis/v1alpha1).
 const (
 	Group    = "validator-manager.io"
 	Version  = "v1alpha1"
@@ -33,14 +33,17 @@ const (
 	ManagedBy      = "validator-manager"
 	ValidatorLabel = "validator-manager.io/validator"
 	// ValidatorNamespaceLabel names the namespace of the Validator an
-	// object the workload controller applies belongs to: in chart mode it
-	// lives in a namespace of its own, where the cache sees only objects
-	// that carry it (ReleaseCache).
+	// object belongs to, on the objects the workload controller applies:
+	// in chart mode they live in a namespace of their own
+	// (workload.ReleaseNamespace), where the Manager's cache sees only
+	// objects that carry it (ReleaseCache).
 	ValidatorNamespaceLabel = "validator-manager.io/validator-namespace"
 	managedSelector         = ManagedByLabel + "=" + ManagedBy
-	// InstallationLabel on a Validator resource names the installation (its
-	// database) that manages it: the reconciler removes only its own
-	// resources that lack a record, never another installation's.
+	// InstallationLabel on a Validator resource names the server
+	// installation (its database) that manages it: the reconciler removes
+	// only its own resources that lack a record, never those of another
+	// installation sharing the namespace, nor any when it is pointed at a
+	// fresh database.
 	InstallationLabel = "validator-manager.io/installation"
 )
 
@@ -49,8 +52,9 @@ const (
 	OnboardingSecretKey    = "secret"
 	LedgerAPIAuthSecretKey = "client-secret"
 	DatabaseSecretKey      = "password"
-	// PreviousDatabasePasswordKey holds the password an edit replaced,
-	// which the running database accepts until the rotation ran.
+	// PreviousDatabasePasswordKey holds, once an edit gave the database a
+	// new password, the one it replaced: what the running internal
+	// database accepts until the workload controller's rotation ran.
 	PreviousDatabasePasswordKey = "previous-password"
 )
 
@@ -60,7 +64,7 @@ const DatabasePasswordLabel = "validator-manager.io/database-password"
 
 // DatabasePasswordAnnotation on the pod templates of the apps that log in
 // to the internal database is PasswordDigest of the password they start
-// with: the one the database takes.
+// with: the one the database takes (the workload controller's rotation).
 const DatabasePasswordAnnotation = "validator-manager.io/database-password"
 
 // PasswordDigest names a password without showing it: the first 16 hex
@@ -74,7 +78,8 @@ func PasswordDigest(password []byte) string {
 func BackupCronJobName(validator string) string { return validator + "-backup" }
 func BackupPVCName(validator string) string     { return validator + "-backups" }
 
-// DatabaseHost is the Service of a validator's internal PostgreSQL.
+// DatabaseHost is the Service of a validator's internal PostgreSQL, by the
+// convention the reconciler follows (deploy/README.md).
 func DatabaseHost(validator string) string { return validator + "-postgres" }
 
 func labelsFor(validator string) map[string]string {
@@ -82,9 +87,10 @@ func labelsFor(validator string) map[string]string {
 }
 
 // secretSlot is one of a validator's Secrets: its spec.secrets entry, its
-// flag in a domain.WrittenSecrets, its name, key and value.
+// flag in a domain.WrittenSecrets, its name and the key that holds the
+// value.
 type secretSlot struct {
-	field func(*secretRefsAC, *validatorac.SecretKeyRefApplyConfiguration) *secretRefsAC
+	field func(*secretRefsAC, *validatorac.SecretKeyRefApplyConfiguration) *secretRefsAC // sets its spec.secrets entry
 	flag  func(*domain.WrittenSecrets) *bool
 	name  string
 	key   string
@@ -104,7 +110,8 @@ func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 	}
 }
 
-// slotOf names the validator and key of a validator's Secret by its name.
+// slotOf tells whether a Secret's name is one of a validator's Secrets: the
+// validator and the key its pods read.
 func slotOf(secret string) (validator, key string, ok bool) {
 	for _, s := range secretSlots("", domain.ValidatorSecrets{}) {
 		if v, found := strings.CutSuffix(secret, s.name); found && v != "" {
@@ -115,9 +122,10 @@ func slotOf(secret string) (validator, key string, ok bool) {
 }
 
 // validatorSpec is the resource's spec for v and its pruning schedule (nil:
-// none), without spec.secrets (referenceSecrets). spec.config is v's
-// configuration in the current stored format, with what the cluster's own
-// objects need from it beside it as typed fields.
+// none), without spec.secrets, which referenceSecrets maintains. spec.config
+// is v's configuration in the current stored format (a row of an older
+// version is written in the new one); what the cluster's own objects need
+// from it is written beside it as typed fields.
 func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (*validatorac.ValidatorSpecApplyConfiguration, error) {
 	spec := validatorac.ValidatorSpec().
 		WithCustomAuth(v.CustomAuth).
@@ -171,9 +179,9 @@ func secretRefs(validator string, w domain.WrittenSecrets) *secretRefsAC {
 	return refs
 }
 
-// pruneSpec is spec.participantPruningSchedule in the Canton/Helm format,
-// its cron in the form Canton's parser accepts (with a "?" in day-of-month
-// or day-of-week, which the API does not require).
+// pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.
+// The cron is written in the form Canton's parser (log4j) accepts: it
+// requires a "?" in day-of-month or day-of-week, which the API does not.
 func pruneSpec(p *domain.PruneSchedule) *validatorac.PruningScheduleApplyConfiguration {
 	cron := p.Cron
 	if c, err := schedule.ParsePrune(p.Cron); err == nil {
@@ -188,8 +196,9 @@ func pruneSpec(p *domain.PruneSchedule) *validatorac.PruningScheduleApplyConfigu
 // singleUnit is a duration HOCON reads: one number, one unit.
 var singleUnit = regexp.MustCompile(`^[0-9]+[dhms]$`)
 
-// durationText keeps the caller's text when Canton's HOCON reads it ("48h");
-// otherwise ("1h30m") it writes the duration in its largest whole unit.
+// durationText keeps the caller's text when Canton's HOCON reads it ("5m",
+// "48h"); otherwise ("1h30m", which the API accepts) it writes the duration
+// in its largest whole unit ("90m").
 func durationText(text string, d time.Duration) string {
 	if singleUnit.MatchString(text) {
 		return text

@@ -17,7 +17,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// The Application custom resource, of the Validator's group and version.
+// The Application custom resource (deploy/crds/applications.validator-manager.io.yaml):
+// same group and version as the Validator.
 const (
 	ApplicationKind     = "Application"
 	ApplicationResource = "applications"
@@ -27,12 +28,16 @@ const (
 var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: ApplicationResource}
 
 // Release 2.0's reads of the custom resources: every object of the
-// namespace from the cache (Applications from the cache itself: the
-// Manager's client reads unstructured objects from the API server). A
-// Validator is the typed object encoded; an Application, which has no Go
-// type, as stored. Either without managedFields.
+// namespace, whatever wrote it, from the Manager's cache (the Manager's
+// client reads unstructured objects from the API server: Applications are
+// read from the cache itself). A Validator is
+// the cache's typed object encoded (its fields as the type has them: a
+// zero value the type omits is not returned, one it keeps is, whether or
+// not it was stored); an Application, which has no Go type, as stored.
+// Either without managedFields (the cache's transform drops them).
 
-// resources lists the namespace's resources of kind, sorted by name.
+// resources lists the namespace's resources of kind from the cache, sorted
+// by name, each as JSON.
 func (k *Kube) resources(ctx context.Context, kind domain.ResourceKind) ([]resourceObject, error) {
 	if err := k.served(kind); err != nil {
 		return nil, err
@@ -61,7 +66,7 @@ func (k *Kube) resources(ctx context.Context, kind domain.ResourceKind) ([]resou
 	return out, nil
 }
 
-// resource is the namespace's resource of kind and name;
+// resource is the namespace's resource of kind and name from the cache;
 // domain.ErrNotFound when there is none.
 func (k *Kube) resource(ctx context.Context, kind domain.ResourceKind, name string) (resourceObject, error) {
 	if err := k.served(kind); err != nil {
@@ -88,7 +93,8 @@ func (k *Kube) resource(ctx context.Context, kind domain.ResourceKind, name stri
 	return o, translate(fmt.Sprintf("read %s %q", strings.ToLower(string(kind)), name), err)
 }
 
-// resourceObject is a resource as release 2.0 returns it.
+// resourceObject is a resource as release 2.0 returns it: the object and
+// its status.
 type resourceObject struct {
 	name, resourceVersion string
 	object, status        any
@@ -108,8 +114,8 @@ func applicationObject(u *unstructured.Unstructured) resourceObject {
 	return resourceObject{name: u.GetName(), resourceVersion: u.GetResourceVersion(), object: u.Object, status: status}
 }
 
-// served fails when the cluster did not serve kind when the server started,
-// or the cache has not synced yet.
+// served fails when the cluster does not serve kind (its CRD was not
+// installed when the server started) or the cache has not synced yet.
 func (k *Kube) served(kind domain.ResourceKind) error {
 	if !k.synced.Load() {
 		return domain.Unavailable("cluster: the gateway's caches are not started (or the gateway is closed)")
@@ -140,9 +146,10 @@ func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 	return json.Marshal(list)
 }
 
-// ResourceListVersion, the lists' ETag, changes whenever ResourceList's
-// answer would, and is the same on every replica holding the same objects:
-// the highest resourceVersion and the length (a deletion lowers it).
+// ResourceListVersion changes whenever ResourceList's answer would (the
+// lists' ETag), and is the same on every replica that holds the same
+// objects: the highest resourceVersion of the list and its length (a
+// deletion lowers the length).
 func (k *Kube) ResourceListVersion(kind domain.ResourceKind) (string, error) {
 	objs, err := k.resources(context.TODO(), kind)
 	if err != nil {
@@ -176,7 +183,8 @@ func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, er
 	return json.Marshal(o.status)
 }
 
-// SyncState tells, per informer, whether it has synced (operational metrics).
+// SyncState tells, per informer, whether its cache has synced (for the
+// operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	synced := k.synced.Load()
 	return map[string]bool{"validators": synced, "validators.managed": synced, "cronjobs.managed": synced, "secrets": synced,

@@ -1,7 +1,8 @@
-// Package podrefs lists the Secrets and ConfigMaps the kubelet reads before
-// a Pod can start, so that the node simulator can apply the kubelet's rules
-// and the workload controller report what a Pod would miss (a missing
-// imagePullSecret only makes the kubelet warn: not listed).
+// Package podrefs lists the Secrets and ConfigMaps a Pod makes the kubelet
+// read before it can start (environment and volumes), so that the node
+// simulator can apply the kubelet's rules and the workload controller can
+// report what a validator's Pods would miss. imagePullSecrets are not
+// among them: a missing one only makes the kubelet warn.
 package podrefs
 
 import (
@@ -24,7 +25,8 @@ const (
 type Ref struct {
 	Kind Kind
 	Name string
-	// Keys it needs (none for envFrom or a volume without items).
+	// Keys it needs: an env valueFrom's key, a volume's items; none for
+	// envFrom or a volume without items.
 	Keys []string
 	// Optional: the kubelet goes on without the object (or a key).
 	Optional bool
@@ -84,7 +86,8 @@ func keys(items []corev1.KeyToPath) []string {
 	return out
 }
 
-// All is everything spec's containers and volumes read.
+// All is everything spec reads: its init containers', containers' and
+// volumes' references.
 func All(spec *corev1.PodSpec) []Ref {
 	var out []Ref
 	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
@@ -114,10 +117,11 @@ type Object struct {
 	Name string
 }
 
-// Lacking is what refs read, not optionally, that held (each object that
-// exists, with its keys) lacks: per object, in the order refs first name
-// it, a Ref without Keys when it does not exist, else with the keys it
-// lacks. A ref whose object's keys are not known must come without them.
+// Lacking is what refs read, not optionally, that is not there: per
+// object, in the order refs first name it, a Ref without Keys when the
+// object does not exist, or a Ref with the keys it lacks. held maps each
+// object that exists to its keys; the keys of a ref are all checked, so a
+// ref whose object's keys are not known must come without them.
 func Lacking(refs []Ref, held map[Object][]string) []Ref {
 	var out []Ref
 	for _, r := range refs {

@@ -51,11 +51,11 @@ const chartSecretsOwner = "validator-manager-chart-secrets"
 // one being deleted. A Secret whose source is missing waits for it: the
 // source's arrival reconciles again.
 func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
-	if !c.Charts {
+	if !c.charts {
 		return nil
 	}
 	v := &v1alpha1.Validator{}
-	if err := c.kube.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, v); err != nil {
+	if err := c.kube.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, v); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !v.DeletionTimestamp.IsZero() {
@@ -157,11 +157,11 @@ func withoutMessage(err error) error {
 // namespace with the labels writeChartSecrets gives.
 func (c *Controller) chartSecretRequests(_ context.Context, s *corev1.Secret) []reconcile.Request {
 	name := s.Labels[workload.ValidatorLabel]
-	if name == "" || s.Labels[workload.ManagedByLabel] != workload.ManagedBy || s.Namespace == c.Namespace {
+	if name == "" || s.Labels[workload.ManagedByLabel] != workload.ManagedBy || s.Namespace == c.namespace {
 		return nil
 	}
 	v := &v1alpha1.Validator{}
-	v.Name, v.Namespace = name, c.Namespace
+	v.Name, v.Namespace = name, c.namespace
 	if s.Namespace != workload.ReleaseNamespace(v) {
 		return nil
 	}

@@ -31,10 +31,14 @@ type identityWork struct {
 	Clients bool
 }
 
+// uiAddresses say where a validator's UIs are now (Identity.UIURLs).
+type uiAddresses interface {
+	UIURLs(validator string) (wallet, nameService string)
+}
+
 // decideIdentity is what the identity provider must make for v: what the
-// row has not recorded yet, nothing with custom authentication; its UIs'
-// addresses are where uis says they are now.
-func decideIdentity(v domain.Validator, key []byte, uis Identity) identityWork {
+// row has not recorded yet, nothing with custom authentication.
+func decideIdentity(v domain.Validator, key []byte, uis uiAddresses) identityWork {
 	if v.CustomAuth {
 		return identityWork{}
 	}

@@ -71,12 +71,12 @@ func (c *Controller) observeIdentity(ctx context.Context, v domain.Validator, ke
 	}
 	w.Clients = true
 	if v.WalletUserID != "" && !w.WalletUser {
-		ok, err := c.Identity.UserExists(ctx, v.WalletUserID)
+		ok, err := c.identity.UserExists(ctx, v.WalletUserID)
 		if err != nil {
 			return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: err}
 		}
 		if !ok {
-			c.Logger.Warn("the wallet user of a validator was deleted in the identity provider; it is made again with its temporary password", "validator", v.Name)
+			c.log.Warn("the wallet user of a validator was deleted in the identity provider; it is made again with its temporary password", "validator", v.Name)
 			w.WalletUser = true
 			w.Password = keyring.TemporaryPassword(key, v.Name, v.IdentityClaim())
 		}
@@ -91,10 +91,10 @@ func (c *Controller) healClientSecret(ctx context.Context, v domain.Validator, b
 	if before == nil || v.ProvisionedAuth == nil || before.LedgerAPIUser == "" || before.LedgerAPIUser == v.ProvisionedAuth.LedgerAPIUser {
 		return nil
 	}
-	secret, err := c.Identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
+	secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 	if err != nil {
 		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: err}
 	}
-	c.Logger.Warn("the ledger API client of a validator was deleted in the identity provider and made again; its Secret gets the new secret", "validator", v.Name)
-	return c.Cluster.PutSecrets(ctx, v.Name, domain.ValidatorSecrets{LedgerAPIClientSecret: secret}, domain.SecretDefaults{})
+	c.log.Warn("the ledger API client of a validator was deleted in the identity provider and made again; its Secret gets the new secret", "validator", v.Name)
+	return c.cluster.PutSecrets(ctx, v.Name, domain.ValidatorSecrets{LedgerAPIClientSecret: secret}, domain.SecretDefaults{})
 }

@@ -33,11 +33,11 @@ const (
 
 func (f feed) Start(ctx context.Context) error {
 	c := f.c
-	if !c.Cluster.WaitForSync(ctx) {
+	if !c.cluster.WaitForSync(ctx) {
 		return nil
 	}
-	if _, err := c.Cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
-		c.Logger.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
+	if _, err := c.cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
 	names, initial, err := f.allNames(ctx)
 	if err != nil {
@@ -53,8 +53,8 @@ func (f feed) Start(ctx context.Context) error {
 	c.running.Store(true)
 	defer c.running.Store(false)
 	changefeed.Send(ctx, c.names, names)
-	changefeed.Follow(ctx, c.Changes, changesPage, c.Store.TakeChanges, c.names, func(err error) {
-		c.Logger.Warn("reading the validators' change feed", "error", err)
+	changefeed.Follow(ctx, c.changes, changesPage, c.store.TakeChanges, c.names, func(err error) {
+		c.log.Warn("reading the validators' change feed", "error", err)
 	})
 	return nil
 }
@@ -65,7 +65,7 @@ func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 	seen := map[string]bool{}
 	var names []string
 	for after := ""; ; {
-		page, err := f.c.Store.ValidatorNames(ctx, after, namesPage)
+		page, err := f.c.store.ValidatorNames(ctx, after, namesPage)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -78,7 +78,7 @@ func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 		}
 		after = page[len(page)-1]
 	}
-	managed, err := f.c.Cluster.ManagedValidators()
+	managed, err := f.c.cluster.ManagedValidators()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -174,12 +174,18 @@ type Options struct {
 // Controller is the intent controller; SetupWithManager runs it under a
 // Manager (the leader's).
 type Controller struct {
-	// Options, with their defaults.
-	Options
+	store     Store
+	cluster   Cluster
+	identity  Identity
+	log       *slog.Logger
+	namespace string
+	workers   int
+	changes   time.Duration
 
-	// In chart mode, kube is the Manager's client (reads from its cache),
-	// reader reads the API server (the values of the Secrets the chart
-	// Secrets copy).
+	// charts: chart mode (Options.Charts); kube is the Manager's client
+	// (reads from its cache), reader reads the API server (the values of
+	// the Secrets the chart Secrets copy).
+	charts bool
 	kube   client.Client
 	reader client.Reader
 
@@ -204,17 +210,19 @@ type Controller struct {
 
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) *Controller {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
+		workers: o.Workers, changes: o.Changes, charts: o.Charts,
+		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
 	}
-	if o.Workers <= 0 {
-		o.Workers = 4
+	if c.workers <= 0 {
+		c.workers = 4
 	}
-	if o.Changes <= 0 {
-		o.Changes = 200 * time.Millisecond
+	if c.changes <= 0 {
+		c.changes = 200 * time.Millisecond
 	}
-	return &Controller{Options: o, names: make(chan event.TypedGenericEvent[string], namesBuffer),
-		inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
+	return c
 }
 
 // namesBuffer is how many names wait for the controller's channel source.
@@ -231,7 +239,7 @@ const namesBuffer = 1024
 // when one of its chart Secrets changes or goes.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
-	if c.Charts {
+	if c.charts {
 		c.kube, c.reader = mgr.GetClient(), mgr.GetAPIReader()
 		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{},
 			handler.TypedEnqueueRequestsFromMapFunc(c.chartSecretRequests)))
@@ -240,14 +248,14 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Named("validator-intent").
 		// A change of a managed Validator resource, once the gateway,
 		// through which a reconcile reads it, shows it.
-		WatchesRawSource(c.Cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return c.Cluster.Manages(o.GetLabels())
+		WatchesRawSource(c.cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return c.cluster.Manages(o.GetLabels())
 		}), readChanged)).
 		WatchesRawSource(records{c}).
 		WatchesRawSource(source.Channel(c.names, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, name string) []reconcile.Request { return []reconcile.Request{c.request(name)} }))).
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: c.Workers,
+			MaxConcurrentReconciles: c.workers,
 			RateLimiter:             backoff.RateLimiter[reconcile.Request](time.Second),
 		}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -293,12 +301,12 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 type records struct{ c *Controller }
 
 func (r records) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	r.c.Cluster.WatchRecords(ctx, func(name string) { q.Add(r.c.request(name)) })
+	r.c.cluster.WatchRecords(ctx, func(name string) { q.Add(r.c.request(name)) })
 	return nil
 }
 
 func (r records) WaitForSync(ctx context.Context) error {
-	if !r.c.Cluster.WaitForSync(ctx) {
+	if !r.c.cluster.WaitForSync(ctx) {
 		return fmt.Errorf("the cluster gateway did not sync: %w", ctx.Err())
 	}
 	return nil
@@ -307,7 +315,7 @@ func (r records) WaitForSync(ctx context.Context) error {
 func (records) String() string { return "validators' Secrets and backup CronJobs" }
 
 func (c *Controller) request(name string) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: name}}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.namespace, Name: name}}
 }
 
 // Running tells whether the controller runs in this process.
@@ -334,7 +342,7 @@ func (c *Controller) markSynced() {
 	case <-c.inStep:
 	default:
 		close(c.inStep)
-		c.Logger.Info("validators reconciled with their records")
+		c.log.Info("validators reconciled with their records")
 	}
 }
 
@@ -374,7 +382,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 	defer c.reconciled(name)
 	err := c.reconcile(ctx, name)
 	if err != nil && ctx.Err() == nil {
-		c.Logger.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
+		c.log.Warn("validator does not match its record yet; retrying", "validator", name, "error", err)
 	}
 	return reconcile.Result{}, err
 }
@@ -388,18 +396,18 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 // what was provisioned (its validator app waits for the ledger API
 // client's Secret, so the phase stays PENDING) and shows the failure.
 func (c *Controller) reconcile(ctx context.Context, name string) error {
-	in, err := c.Store.ValidatorIntent(ctx, name)
+	in, err := c.store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
-		return c.Cluster.DeleteValidator(ctx, name)
+		return c.cluster.DeleteValidator(ctx, name)
 	}
 	if err != nil {
 		return err
 	}
-	key, err := c.Cluster.PasswordKey(ctx)
+	key, err := c.cluster.PasswordKey(ctx)
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	identity, before := decideIdentity(in.Validator, key, c.Identity), in.Validator.ProvisionedAuth
+	identity, before := decideIdentity(in.Validator, key, c.identity), in.Validator.ProvisionedAuth
 	failure := c.observeIdentity(ctx, in.Validator, key, &identity)
 	if failure == nil {
 		failure = c.provisionIdentity(ctx, &in.Validator, identity)
@@ -410,19 +418,19 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
 	}
-	if in.Validator, err = desiredResource(in.Validator, c.Identity.Endpoints()); err != nil {
+	if in.Validator, err = desiredResource(in.Validator, c.identity.Endpoints()); err != nil {
 		return err
 	}
-	work, err := decideSecrets(in.Validator, key, c.Cluster.CachedSecrets(name))
+	work, err := decideSecrets(in.Validator, key, c.cluster.CachedSecrets(name))
 	if err != nil {
 		return err
 	}
-	if !c.Cluster.InStep(in) {
-		if err := c.Cluster.ApplyValidator(ctx, in.Validator, in.Prune, work.secrets()); err != nil {
+	if !c.cluster.InStep(in) {
+		if err := c.cluster.ApplyValidator(ctx, in.Validator, in.Prune, work.secrets()); err != nil {
 			return err
 		}
 		faultpoint.Reach("validator.applied")
-		if err := c.Cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
+		if err := c.cluster.ApplyBackupSchedule(ctx, name, in.Backup); err != nil {
 			return err
 		}
 	}
@@ -435,15 +443,15 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err := c.writeChartSecrets(ctx, name); err != nil {
 		return err
 	}
-	shown := c.Cluster.CachedCondition(name, v1alpha1.ConditionProvisioned)
+	shown := c.cluster.CachedCondition(name, v1alpha1.ConditionProvisioned)
 	if cond := decideProvisioned(failure, work, shown); cond != nil && !sameCondition(cond, shown) {
-		if err := c.Cluster.ApplyCondition(ctx, name, *cond); err != nil {
+		if err := c.cluster.ApplyCondition(ctx, name, *cond); err != nil {
 			return err
 		}
 	}
-	st, cached := c.Cluster.CachedState(name)
+	st, cached := c.cluster.CachedState(name)
 	if st, ok := stateToCopy(in.Validator, st, cached); ok {
-		if err := c.Store.SyncValidatorState(ctx, name, st); err != nil {
+		if err := c.store.SyncValidatorState(ctx, name, st); err != nil {
 			return err
 		}
 	}
@@ -480,7 +488,7 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator,
 		message = err.Error()
 	}
 	if message != v.ProvisionError {
-		if serr := c.Store.SetProvisionError(ctx, v.Name, message); serr != nil && err == nil {
+		if serr := c.store.SetProvisionError(ctx, v.Name, message); serr != nil && err == nil {
 			return serr
 		}
 		v.ProvisionError = message
@@ -491,7 +499,7 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator,
 // provisionWalletUser creates the wallet user with password and records
 // its id.
 func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator, password string) error {
-	u, err := c.Identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
+	u, err := c.identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
 	if errors.Is(err, domain.ErrConflict) {
 		return &provisionFailure{Reason: ReasonWalletUserConflict,
 			err: domain.Conflict("the identity provider already has a user %s_walletuser that this validator did not create; remove it, and the validator is provisioned", strings.ToLower(v.Name))}
@@ -500,7 +508,7 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("create the wallet user: %w", err)}
 	}
 	faultpoint.Reach("create.walletUser")
-	if err := c.Store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
+	if err := c.store.SetWalletUser(ctx, v.Name, u.ID); err != nil {
 		return err
 	}
 	v.WalletUserID = u.ID
@@ -512,7 +520,7 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 // identity provider. A crash before the record is healed by the next call,
 // which adopts the clients that carry the validator's claim.
 func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) error {
-	a, err := c.Identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
+	a, err := c.identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
 	if errors.Is(err, domain.ErrConflict) {
 		return &provisionFailure{Reason: ReasonClientConflict,
 			err: domain.Invalid("name", "the identity provider already has a client of validator %s that it did not make for it: %v", v.Name, err)}
@@ -524,7 +532,7 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 	if v.ProvisionedAuth != nil && *v.ProvisionedAuth == a {
 		return nil // looked at again (drift.go): nothing changed
 	}
-	if err := c.Store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
+	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err
 	}
 	v.ProvisionedAuth = &a
@@ -537,22 +545,22 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 // edit recorded meanwhile keeps its values for the next reconcile.
 func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w secretWork) error {
 	if w.Unsealable {
-		c.Logger.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
+		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",
 			"validator", v.Name)
 	}
 	if w.OperatorPassword {
-		c.Logger.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
+		c.log.Warn("the database Secret of a validator is missing and its password was the operator's: restore the Secret, or give a new password with an edit",
 			"validator", v.Name, "secret", domain.DatabaseSecretName(v.Name))
 	}
 	if w.ClientSecret {
-		secret, err := c.Identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
+		secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 		if err != nil {
 			return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: fmt.Errorf("read the ledger API client's secret: %w", err)}
 		}
 		w.Defaults.LedgerAPIClientSecret = &secret
 	}
 	if w.writes() {
-		if err := c.Cluster.PutSecrets(ctx, v.Name, w.Given, w.Defaults); err != nil {
+		if err := c.cluster.PutSecrets(ctx, v.Name, w.Given, w.Defaults); err != nil {
 			return err
 		}
 	}
@@ -560,5 +568,5 @@ func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w sec
 		return nil
 	}
 	faultpoint.Reach("secrets.written")
-	return c.Store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
+	return c.store.ClearPendingSecrets(ctx, v.Name, v.PendingSecrets)
 }

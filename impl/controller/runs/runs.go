@@ -27,8 +27,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// PruneCronJobName is the CronJob whose Jobs are pruning runs of validator
-// (Canton's automatic pruning makes no Job).
+// PruneCronJobName is the CronJob whose Jobs are pruning runs of validator.
+// Canton's automatic pruning runs inside the participant and makes no Job;
+// pruning that runs as a CronJob of this name is recorded.
 func PruneCronJobName(validator string) string { return validator + "-prune" }
 
 // Store records runs (impl/store implements it).
@@ -45,11 +46,13 @@ type Reconciler struct {
 	store  Store
 }
 
-// New is a Reconciler that records runs in s.
+// New is a Reconciler that records runs in s; it reads Jobs through the
+// manager's client (from its cache).
 func New(s Store) *Reconciler { return &Reconciler{store: s} }
 
-// SetupWithManager registers the controller, on the leader, for the Jobs
-// carrying the labels the gateway gives a validator's objects.
+// SetupWithManager registers the controller with mgr: a Job carrying the
+// labels the gateway gives a validator's objects is reconciled when it is
+// created or changes (its status moves). It runs on the leader only.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.client = mgr.GetClient()
 	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -90,10 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// Observe is the run a Job stands for: its kind from the CronJob that
-// controls it, its end and outcome from completionTime or the Failed
-// condition, which gives the message. ok is false for a Job that is no
-// such run or has not started.
+// Observe is the run a Job stands for: its validator from the validator
+// label, its kind from the CronJob that controls it (the validator's backup
+// or prune CronJob), its start from status.startTime, its end and outcome
+// from completionTime or the Failed condition, its message from that
+// condition. ok is false for a Job that is no such run or has not started.
 func Observe(job *batchv1.Job) (run domain.Run, ok bool) {
 	validator := job.Labels[cluster.ValidatorLabel]
 	owner := metav1.GetControllerOf(job)

@@ -58,7 +58,7 @@ type Options struct {
 	Renderer Renderer
 	// RenderBackoff is the first wait before a failed render
 	// (*RenderError) is tried again; it doubles with every failure of the
-	// same validator up to MaxRenderBackoff. 0 means 1s and 5m.
+	// same validator up to MaxRenderBackoff. 0 (or less) means 1s and 5m.
 	RenderBackoff, MaxRenderBackoff time.Duration
 }
 
@@ -81,8 +81,13 @@ type Reconciler struct {
 // New is a Reconciler; SetupWithManager gives it the Manager's cache.
 func New(opts Options) *Reconciler {
 	opts.Renderer = cmp.Or(opts.Renderer, Renderer(BuiltIn{}))
-	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
-		cmp.Or(opts.RenderBackoff, time.Second), cmp.Or(opts.MaxRenderBackoff, 5*time.Minute))
+	if opts.RenderBackoff <= 0 {
+		opts.RenderBackoff = time.Second
+	}
+	if opts.MaxRenderBackoff <= 0 {
+		opts.MaxRenderBackoff = 5 * time.Minute
+	}
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.RenderBackoff, opts.MaxRenderBackoff)
 	return &Reconciler{options: opts, backoff: backoff}
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"archive/zip"
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,7 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 			cantonError(w, http.StatusForbidden, "PERMISSION_DENIED", "The provided authorization token is not sufficient to authorize the intended command", 7, 7)
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), tokenUserKey{}, u.ID))
 		// A read answers false: it changed nothing and costs no traffic.
 		n.durably(w, mutates, func(w http.ResponseWriter, msg string) {
 			cantonError(w, http.StatusServiceUnavailable, "UNAVAILABLE", msg, catUnavailable, grpcUnavailable)
@@ -110,7 +112,7 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	mux.HandleFunc("POST /v2/users", n.ledger(name, true, createUser))
 	mux.HandleFunc("GET /v2/users/{id}", n.ledger(name, false, getUser))
 	mux.HandleFunc("PATCH /v2/users/{id}", n.ledger(name, true, updateUser))
-	mux.HandleFunc("GET /v2/authenticated-user", n.ledger(name, false, n.authenticatedUser))
+	mux.HandleFunc("GET /v2/authenticated-user", n.ledger(name, false, authenticatedUser))
 	mux.HandleFunc("GET /v2/users/{id}/rights", n.ledger(name, false, listRights))
 	mux.HandleFunc("POST /v2/users/{id}/rights", n.ledger(name, true, grantRights))
 	mux.HandleFunc("PATCH /v2/users/{id}/rights", n.ledger(name, true, revokeRights))
@@ -425,10 +427,9 @@ func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-// authenticatedUser is the user the request's token was issued to (the
-// ledger wrapper checked that there is one).
-func (n *Network) authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
-	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(tokenUserLocked(ns, n.subjectLocked(r)))})
+// authenticatedUser is the user the request's token was issued to.
+func authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(ns.Users[tokenUser(r)])})
 	return false
 }
 

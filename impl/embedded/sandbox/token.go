@@ -259,3 +259,11 @@ func (n *Network) authorized(r *http.Request) bool {
 	defer n.mu.Unlock()
 	return n.subjectLocked(r) != ""
 }
+
+type tokenUserKey struct{}
+
+// tokenUser is the user id the ledger wrapper authenticated the request as.
+func tokenUser(r *http.Request) string {
+	id, _ := r.Context().Value(tokenUserKey{}).(string)
+	return id
+}
