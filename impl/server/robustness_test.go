@@ -75,7 +75,9 @@ func errorText(t *testing.T, raw []byte) string {
 func must[T any](v T, _ error) T { return v }
 
 // TestSlowBodyIsCut: a client that stops sending its body is disconnected
-// after server.bodyReadTimeout, with or without a token.
+// after server.bodyReadTimeout, with or without a token; with one, whose
+// request reaches the body's read, it is first answered 408 naming the
+// setting.
 func TestSlowBodyIsCut(t *testing.T) {
 	s := hostile(t, "")
 	for _, token := range []bool{false, true} {
@@ -96,10 +98,19 @@ func TestSlowBodyIsCut(t *testing.T) {
 			start := time.Now()
 			_ = conn.SetReadDeadline(start.Add(5 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			var raw []byte
 			if err == nil {
-				_, err = io.Copy(io.Discard, resp.Body)
+				raw, err = io.ReadAll(resp.Body)
 				if err == nil {
 					_, err = conn.Read(make([]byte, 1))
+				}
+			}
+			if token {
+				want := "the request body stalled for longer than 300ms (server.bodyReadTimeout)"
+				if resp == nil {
+					t.Errorf("no answer (%v), want 408 saying %q", err, want)
+				} else if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), want) {
+					t.Errorf("answer %d %s, want 408 saying %q", resp.StatusCode, raw, want)
 				}
 			}
 			var ne net.Error
