@@ -514,7 +514,7 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	if !existed {
 		// Secrets may outlive a resource deleted by hand: those there
 		// are, and those written next.
-		if refs = secretRefs(v.Name, k.referenced(v.Name, writes)); refs != nil {
+		if refs = secretRefs(v.Name, k.referenced(ctx, v.Name, writes)); refs != nil {
 			spec.WithSecrets(refs)
 		}
 	}
@@ -582,10 +582,10 @@ func (k *Kube) managesCached(name string) bool {
 }
 
 // referenced is the validator's Secrets that the cache holds, and those
-// writes names.
-func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
+// writes names; a read waits for the cache while ctx lasts (cached).
+func (k *Kube) referenced(ctx context.Context, validator string, writes domain.WrittenSecrets) domain.WrittenSecrets {
 	for _, s := range secretSlots(validator, domain.ValidatorSecrets{}) {
-		if c := cached[corev1.Secret](context.Background(), k, s.name); c != nil && hasKey(c, s.key) {
+		if c := cached[corev1.Secret](ctx, k, s.name); c != nil && hasKey(c, s.key) {
 			*s.flag(&writes) = true
 		}
 	}
@@ -596,7 +596,7 @@ func (k *Kube) referenced(validator string, writes domain.WrittenSecrets) domain
 // validator's Secrets the cache holds and those just written; nothing is
 // written when the cached resource already does.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
-	refs := secretRefs(validator, k.referenced(validator, written))
+	refs := secretRefs(validator, k.referenced(ctx, validator, written))
 	if cur := cached[v1alpha1.Validator](ctx, k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
 		return nil
 	}
@@ -663,7 +663,7 @@ func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Objec
 // CachedSecrets tells from the Secret cache which of the validator's
 // Secrets exist with their key (all false before the cache has synced).
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
-	return k.referenced(validator, domain.WrittenSecrets{})
+	return k.referenced(context.Background(), validator, domain.WrittenSecrets{})
 }
 
 // PasswordKeySecret holds the key generated database passwords derive
