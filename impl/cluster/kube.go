@@ -85,6 +85,9 @@ type Kube struct {
 	deleted      []func(name string) // OnValidatorDeleted's
 	synced       atomic.Bool
 	ready        chan struct{} // closed once synced is set
+	// informers are the cache's informers Start asked for, by the name
+	// the operational metrics give them.
+	informers atomic.Pointer[map[string]ctrlcache.Informer]
 	// passwordKey is the key of generated passwords once read (it is
 	// never replaced: keys.go).
 	passwordKey atomic.Pointer[[]byte]
@@ -174,15 +177,19 @@ func (k *Kube) Start(ctx context.Context) error {
 		return translate("list applications", err)
 	}
 	k.applications.Store(applications)
-	kinds := []client.Object{&v1alpha1.Validator{}, &corev1.Secret{}, &batchv1.CronJob{}}
+	kinds := map[string]client.Object{"validators": &v1alpha1.Validator{}, "secrets": &corev1.Secret{}, "cronjobs": &batchv1.CronJob{}}
 	if applications {
-		kinds = append(kinds, unstructuredOf(ApplicationGVK))
+		kinds["applications"] = unstructuredOf(ApplicationGVK)
 	}
-	for _, obj := range kinds {
-		if _, err := k.cache.GetInformer(ctx, obj, ctrlcache.BlockUntilSynced(false)); err != nil {
+	informers := make(map[string]ctrlcache.Informer, len(kinds))
+	for name, obj := range kinds {
+		inf, err := k.cache.GetInformer(ctx, obj, ctrlcache.BlockUntilSynced(false))
+		if err != nil {
 			return fmt.Errorf("cluster: %T informer: %w", obj, err)
 		}
+		informers[name] = inf
 	}
+	k.informers.Store(&informers)
 	if !k.synced.Load() { // once
 		if err := k.notifyDeleted(ctx); err != nil {
 			return err

@@ -183,10 +183,14 @@ func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, er
 	return json.Marshal(o.status)
 }
 
-// SyncState tells, per informer, whether its cache has synced (for the
-// operational metrics).
+// SyncState tells, per informer the gateway reads, whether it has synced
+// (for the operational metrics); none before Start has asked for them.
 func (k *Kube) SyncState() map[string]bool {
-	synced := k.synced.Load()
-	return map[string]bool{"validators": synced, "validators.managed": synced, "cronjobs.managed": synced, "secrets": synced,
-		"applications": synced && k.applications.Load()}
+	state := map[string]bool{}
+	if informers := k.informers.Load(); informers != nil {
+		for name, inf := range *informers {
+			state[name] = inf.HasSynced()
+		}
+	}
+	return state
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -107,6 +108,9 @@ func TestResourceViews(t *testing.T) {
 			create(cluster.ApplicationGVR, customResource(cluster.ApplicationKind, c.ns, "web", nil, nil))
 
 			k, startKube, _ := gatewayOn(t, realServer, c.ns, cluster.KubeOptions{})
+			if sync := k.SyncState(); len(sync) != 0 {
+				t.Fatalf("sync state before the start: got %v, want none", sync)
+			}
 			startKube()
 			create(cluster.ValidatorResource, customResource(cluster.Kind, c.ns, "added-later", nil, nil))
 
@@ -137,8 +141,8 @@ func TestResourceViews(t *testing.T) {
 				t.Fatalf("managed view: got %v %v, want only mine", states, err)
 			}
 			sync := k.SyncState()
-			if !sync["validators"] || !sync["applications"] || !sync["validators.managed"] {
-				t.Fatalf("sync state: got %v, want all synced", sync)
+			if want := map[string]bool{"validators": true, "secrets": true, "cronjobs": true, "applications": true}; !maps.Equal(sync, want) {
+				t.Fatalf("sync state: got %v, want %v", sync, want)
 			}
 			// An installation sees only the validators labelled with it.
 			inst, startInst, _ := gatewayOn(t, realServer, c.ns, cluster.KubeOptions{Instance: "inst-b"})
