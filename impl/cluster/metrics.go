@@ -31,10 +31,11 @@ func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domai
 		for _, a := range apps {
 			names = append(names, a.name)
 		}
-	}
-	for _, n := range names {
-		if _, err := k.resource(ctx, domain.KindApplication, n); err != nil {
-			return nil, err
+	} else {
+		for _, n := range names {
+			if _, err := k.resource(ctx, domain.KindApplication, n); err != nil {
+				return nil, err
+			}
 		}
 	}
 	selector := InstanceLabel // every pod that belongs to some application
