@@ -286,7 +286,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	default:
 		// Allocated here: the party's key and this participant have signed
 		// the mapping; it takes effect once each co-host has signed it too.
-		h = &hosting{SigningKey: o.key.Fingerprint(), KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
+		h = &hosting{KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
 			Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
 		n.st.Hosting[o.party] = h
 		n.sign(o.party, h, o.key.Fingerprint())

@@ -45,8 +45,6 @@ type hosting struct {
 	// Pending is an earlier sandbox's record of the hosts that had not
 	// authorized the mapping; loadState turns it into a Proposal.
 	Pending []string `json:"pending,omitempty"`
-	// SigningKey is the fingerprint of the party's namespace and signing key.
-	SigningKey string `json:"signingKey"`
 	// KeySPKI and KeySpec are the party's key, which checks its signatures of hosting changes.
 	KeySPKI []byte `json:"keySpki,omitempty"`
 	KeySpec string `json:"keySpec,omitempty"`
