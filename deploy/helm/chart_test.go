@@ -181,6 +181,9 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		{"console idle timeout", map[string]any{"config": map[string]any{"console": map[string]any{"idleTimeout": "fifteen minutes"}}}, "idleTimeout"},
 		{"pprof on every interface", map[string]any{"config": map[string]any{"server": map[string]any{"pprofListen": "0.0.0.0:6060"}}}, "pprofListen"},
 		{"allowHttp as text", map[string]any{"config": map[string]any{"outbound": map[string]any{"allowHttp": "yes"}}}, "allowHttp"},
+		// The ServiceMonitor carries no token: without public metrics every
+		// scrape of /actuator/prometheus would be answered 401.
+		{"service monitor without public metrics", map[string]any{"serviceMonitor": map[string]any{"enabled": true}}, "serviceMonitor.enabled without config.api.metrics.public"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
