@@ -574,6 +574,13 @@ func (c *Config) validate() error {
 	if c.PprofListen != "" && !Loopback(c.PprofListen) {
 		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)
 	}
+	if c.TokenTTL <= 0 {
+		return fmt.Errorf("token.ttl: must be positive (a development token would expire as it is printed)")
+	}
+	// controller-runtime reads a negative grace period as no bound at all.
+	if c.ShutdownTimeout < 0 {
+		return fmt.Errorf("server.shutdownTimeout: must not be negative")
+	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream.timeout: must be positive")
 	}

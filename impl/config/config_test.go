@@ -119,6 +119,11 @@ func TestRejects(t *testing.T) {
 		{"node pods zero", map[string]string{"VM_CLUSTER_NODE_PODS": "0"}, `cluster.node.pods: must be positive`},
 		{"charts not oci", map[string]string{"VM_SPLICE_CHARTS": "https://ghcr.io/helm"}, `splice.charts: "https://ghcr.io/helm" is not an OCI repository prefix`},
 		{"charts without host", map[string]string{"VM_SPLICE_CHARTS": "oci:///helm"}, `splice.charts: "oci:///helm" is not an OCI repository prefix`},
+		// A token that expires as it is printed, and a shutdown that
+		// controller-runtime would wait for without end.
+		{"token ttl zero", map[string]string{"VM_TOKEN_TTL": "0"}, `token.ttl: must be positive`},
+		{"token ttl negative", map[string]string{"VM_TOKEN_TTL": "-12h"}, `token.ttl: must be positive`},
+		{"shutdown timeout negative", map[string]string{"VM_SERVER_SHUTDOWN_TIMEOUT": "-1s"}, `server.shutdownTimeout: must not be negative`},
 		{"chart values without charts", map[string]string{"VM_SPLICE_CHART_VALUES": "values.yaml"}, `splice.chartValues: set without splice.charts`},
 	}
 	for _, tc := range cases {
