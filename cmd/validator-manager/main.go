@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +75,21 @@ func plainBools(c *cobra.Command) {
 // flag stand alone.
 type plainBool struct{ pflag.Value }
 
+// noArgs refuses arguments: no command takes any, so one is a mistake that
+// would otherwise be ignored, most often a boolean flag's value after a
+// space (--api.metrics.public false), which pflag leaves as an argument
+// while the flag alone means true.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+	if _, perr := strconv.ParseBool(args[0]); perr == nil {
+		err = fmt.Errorf("%w (a boolean flag takes its value after '=': --flag=%s)", err, args[0])
+	}
+	return err
+}
+
 // unknownFlag matches pflag's error for a flag the command does not have.
 var unknownFlag = regexp.MustCompile(`^unknown flag: --([^= ]+)`)
 
@@ -100,6 +116,7 @@ func serveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve both API releases",
+		Args:  noArgs,
 		Long: "Serve release 1.11 under /api and release 2.0 under /api/v1.\n\n" +
 			"With no configuration it runs the embedded default: SQLite, an embedded control plane and a\n" +
 			"development token issuer, all in --data-dir. It prints a bearer token at start.",
@@ -170,6 +187,7 @@ func tokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Print a bearer token that the embedded default accepts",
+		Args:  noArgs,
 		Long: "Print a bearer token signed with the development key of the data directory of a server\n" +
 			"started with `serve` (the key is created at its first start; this command never creates one).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -226,6 +244,7 @@ func versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the build version",
+		Args:  noArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), version)
 		},

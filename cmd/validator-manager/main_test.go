@@ -361,6 +361,38 @@ func TestFlagHelp(t *testing.T) {
 	}
 }
 
+// TestStrayArgumentsRefused: no command takes arguments, so one is a
+// mistake, most often a boolean flag's value given after a space
+// (--api.metrics.public false), which pflag leaves as an argument while the
+// flag stands alone for true. It is refused before anything is read.
+func TestStrayArgumentsRefused(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		// log.level loud: were the argument ignored, serve would stop at the
+		// configuration instead, before it starts anything.
+		{[]string{"serve", "--log.level", "loud", "--api.metrics.public", "false"}, `validator-manager serve takes no arguments, got "false" (a boolean flag takes its value after '=': --flag=false)`},
+		{[]string{"token", "--data-dir", dir, "extra"}, `validator-manager token takes no arguments, got "extra"`},
+		{[]string{"version", "extra"}, `validator-manager version takes no arguments, got "extra"`},
+		{[]string{"recover", "--validator", "v", "--timestamp", "2025-07-01T10:30:00.000Z", "--dry-run", "true"}, `validator-manager recover takes no arguments, got "true" (a boolean flag`},
+	}
+	for _, tc := range cases {
+		cmd := root()
+		out := &bytes.Buffer{}
+		cmd.SetOut(out)
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v printed %q", tc.args, out)
+		}
+	}
+}
+
 // The production binary links no client-go fakes: it runs on a real API
 // server (the embedded default's or a cluster's).
 func TestBinaryLinksNoFakes(t *testing.T) {

@@ -89,7 +89,7 @@ unless --pod names it. Progress goes to stderr.`,
 			"  VM_WALLET_PASSWORD=... validator-manager recover --validator acme --timestamp 2025-07-01T10:30:00.000Z --dry-run\n\n" +
 			"  VM_TOKEN=$(validator-manager token) validator-manager recover --validator acme \\\n" +
 			"    --timestamp 2025-07-01T10:30:00.000Z --auth-url https://keycloak.example.com/auth --realm canton --dry-run",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Cheap checks first: nothing is asked before the input is right.
 			if err := recovery.CheckTimestamp(timestamp); err != nil {

@@ -156,7 +156,8 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 			"serviceMonitor": map[string]any{"enabled": true, "interval": "15s"},
 			"keycloak":       map[string]any{"clientSecret": map[string]any{"name": "keycloak-admin"}},
 			"config": map[string]any{
-				"api":      map[string]any{"ingress": map[string]any{"middlewares": "auth-docs@kubernetescrd"}},
+				"api": map[string]any{"ingress": map[string]any{"middlewares": "auth-docs@kubernetescrd"},
+					"metrics": map[string]any{"public": true}},
 				"idp":      map[string]any{"mode": "keycloak", "keycloak": map[string]any{"url": "https://keycloak.example.test", "clientId": "vm"}},
 				"server":   map[string]any{"pprofListen": "127.0.0.1:6060"},
 				"outbound": map[string]any{"allowedHosts": "*.scan.test", "allowHttp": true},

@@ -134,6 +134,69 @@ func TestChartRenders(t *testing.T) {
 	}
 }
 
+// TestDeploymentFollowsConfig: the container's port (which the Service and
+// the probes name) is the one config.listen makes the server listen on, and
+// the writable data volume is mounted where config.dataDir points (the root
+// file system is read-only).
+func TestDeploymentFollowsConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		config map[string]any
+		port   int
+		data   string
+	}{
+		{"defaults", nil, 8080, "/data"},
+		{"another port", map[string]any{"listen": "0.0.0.0:9090"}, 9090, "/data"},
+		{"another data directory", map[string]any{"dataDir": "/var/lib/validator-manager"}, 8080, "/var/lib/validator-manager"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var values map[string]any
+			if tt.config != nil {
+				values = map[string]any{"config": tt.config}
+			}
+			out, err := render(t, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d struct {
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []struct {
+								Ports []struct {
+									Name          string `json:"name"`
+									ContainerPort int    `json:"containerPort"`
+								} `json:"ports"`
+								VolumeMounts []struct {
+									Name      string `json:"name"`
+									MountPath string `json:"mountPath"`
+								} `json:"volumeMounts"`
+							} `json:"containers"`
+						} `json:"spec"`
+					} `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(out["validator-manager/templates/deployment.yaml"]), &d); err != nil {
+				t.Fatal(err)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != tt.port {
+				t.Errorf("container ports %+v, want http at %d (config.listen)", c.Ports, tt.port)
+			}
+			var data []string
+			for _, m := range c.VolumeMounts {
+				if m.Name == "data" {
+					data = append(data, m.MountPath)
+				}
+			}
+			if len(data) != 1 || data[0] != tt.data {
+				t.Errorf("the data volume is mounted at %v, want %s (config.dataDir)", data, tt.data)
+			}
+		})
+	}
+}
+
 // Every key of the server's configuration has a value in values.yaml, so
 // an operator finds each one there (and the schema can check it).
 func TestValuesCarryEveryConfigKey(t *testing.T) {
@@ -181,6 +244,11 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		{"console idle timeout", map[string]any{"config": map[string]any{"console": map[string]any{"idleTimeout": "fifteen minutes"}}}, "idleTimeout"},
 		{"pprof on every interface", map[string]any{"config": map[string]any{"server": map[string]any{"pprofListen": "0.0.0.0:6060"}}}, "pprofListen"},
 		{"allowHttp as text", map[string]any{"config": map[string]any{"outbound": map[string]any{"allowHttp": "yes"}}}, "allowHttp"},
+		{"relative data directory", map[string]any{"config": map[string]any{"dataDir": "data"}}, "dataDir"},
+		{"listen without a port", map[string]any{"config": map[string]any{"listen": "0.0.0.0"}}, "listen"},
+		// The ServiceMonitor carries no token: without public metrics every
+		// scrape of /actuator/prometheus would be answered 401.
+		{"service monitor without public metrics", map[string]any{"serviceMonitor": map[string]any{"enabled": true}}, "serviceMonitor.enabled without config.api.metrics.public"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

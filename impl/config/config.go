@@ -377,6 +377,9 @@ func (c *Config) loadFile(path string) error {
 		return fmt.Errorf("config file %s: unknown keys: %s (known keys: %s)", path, strings.Join(unknown, ", "), strings.Join(Keys(), ", "))
 	}
 	for _, k := range keys {
+		if flat[k].null {
+			continue // written without a value: not set here
+		}
 		if err := set(byKey[k], flat[k].value); err != nil {
 			return fmt.Errorf("config file %s: line %d: %s: %w", path, flat[k].line, k, err)
 		}
@@ -384,10 +387,12 @@ func (c *Config) loadFile(path string) error {
 	return nil
 }
 
-// leaf is one key's value in a configuration file and the line it is on.
+// leaf is one key's value in a configuration file and the line it is on;
+// null when the key has none (null, ~ or nothing), which leaves it unset.
 type leaf struct {
 	value string
 	line  int
+	null  bool
 }
 
 // syntaxError names the line where a YAML file stops parsing. yaml.v3
@@ -442,7 +447,7 @@ func flatten(prefix string, n *yaml.Node, out map[string]leaf) error {
 		if v.Kind != yaml.ScalarNode {
 			return fmt.Errorf("line %d: %s: want a single value, got a list", v.Line, key)
 		}
-		out[key] = leaf{value: v.Value, line: k.Line}
+		out[key] = leaf{value: v.Value, line: k.Line, null: v.ShortTag() == "!!null"}
 	}
 	return nil
 }
@@ -573,6 +578,13 @@ func (c *Config) validate() error {
 	}
 	if c.PprofListen != "" && !Loopback(c.PprofListen) {
 		return fmt.Errorf("server.pprofListen: %q is not a loopback address (127.0.0.0/8, ::1 or localhost with a port): profiles expose the process's memory", c.PprofListen)
+	}
+	if c.TokenTTL <= 0 {
+		return fmt.Errorf("token.ttl: must be positive (a development token would expire as it is printed)")
+	}
+	// controller-runtime reads a negative grace period as no bound at all.
+	if c.ShutdownTimeout < 0 {
+		return fmt.Errorf("server.shutdownTimeout: must not be negative")
 	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream.timeout: must be positive")

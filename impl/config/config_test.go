@@ -65,6 +65,33 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// TestNullInFile: a key written without a value (null, ~ or nothing) in the
+// file is not set there, as YAML means it: the default holds, not the text
+// "null" (an issuer no token carries) or an empty data directory.
+func TestNullInFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "vm.yaml")
+	yaml := "api:\n  namespace: ~\n  auth:\n    issuer: null\ndataDir:\nlisten: 127.0.0.1:9090\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(nil, func(k string) string { return map[string]string{"VM_CONFIG": file}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := config.Default()
+	checks := []struct{ name, got, want string }{
+		{"api.namespace (~)", cfg.Namespace, def.Namespace},
+		{"api.auth.issuer (null)", cfg.Issuer, def.Issuer},
+		{"dataDir (no value)", cfg.DataDir, def.DataDir},
+		{"listen (set)", cfg.Listen, "127.0.0.1:9090"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
 // TestSecretsHaveNoFlag: a command line shows in ps, so secrets come from the
 // environment or the file only.
 func TestSecretsHaveNoFlag(t *testing.T) {
@@ -119,6 +146,11 @@ func TestRejects(t *testing.T) {
 		{"node pods zero", map[string]string{"VM_CLUSTER_NODE_PODS": "0"}, `cluster.node.pods: must be positive`},
 		{"charts not oci", map[string]string{"VM_SPLICE_CHARTS": "https://ghcr.io/helm"}, `splice.charts: "https://ghcr.io/helm" is not an OCI repository prefix`},
 		{"charts without host", map[string]string{"VM_SPLICE_CHARTS": "oci:///helm"}, `splice.charts: "oci:///helm" is not an OCI repository prefix`},
+		// A token that expires as it is printed, and a shutdown that
+		// controller-runtime would wait for without end.
+		{"token ttl zero", map[string]string{"VM_TOKEN_TTL": "0"}, `token.ttl: must be positive`},
+		{"token ttl negative", map[string]string{"VM_TOKEN_TTL": "-12h"}, `token.ttl: must be positive`},
+		{"shutdown timeout negative", map[string]string{"VM_SERVER_SHUTDOWN_TIMEOUT": "-1s"}, `server.shutdownTimeout: must not be negative`},
 		{"chart values without charts", map[string]string{"VM_SPLICE_CHART_VALUES": "values.yaml"}, `splice.chartValues: set without splice.charts`},
 	}
 	for _, tc := range cases {
