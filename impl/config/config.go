@@ -589,6 +589,9 @@ func (c *Config) validate() error {
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream.timeout: must be positive")
 	}
+	if c.ConsoleIdleTimeout <= 0 {
+		return fmt.Errorf("console.idleTimeout: must be positive")
+	}
 	if c.AuditRetention < 0 {
 		return fmt.Errorf("audit.retention: must not be negative (0 keeps entries forever)")
 	}

@@ -151,6 +151,8 @@ func TestRejects(t *testing.T) {
 		{"token ttl zero", map[string]string{"VM_TOKEN_TTL": "0"}, `token.ttl: must be positive`},
 		{"token ttl negative", map[string]string{"VM_TOKEN_TTL": "-12h"}, `token.ttl: must be positive`},
 		{"shutdown timeout negative", map[string]string{"VM_SERVER_SHUTDOWN_TIMEOUT": "-1s"}, `server.shutdownTimeout: must not be negative`},
+		// The console would take 0 for its own default of 15 minutes.
+		{"console idle timeout zero", map[string]string{"VM_CONSOLE_IDLE_TIMEOUT": "0"}, `console.idleTimeout: must be positive`},
 		{"chart values without charts", map[string]string{"VM_SPLICE_CHART_VALUES": "values.yaml"}, `splice.chartValues: set without splice.charts`},
 	}
 	for _, tc := range cases {
