@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +49,8 @@ const chartSecretsOwner = "validator-manager-chart-secrets"
 // its release's namespace, where the cache shows one missing, lacking a
 // key, or written from other sources; nothing outside chart mode, for a
 // resource the cache does not show yet (its arrival reconciles again) or
-// one being deleted. A Secret whose source is missing waits for it: the
+// one being deleted, nor into a namespace of that name that is not the
+// validator's. A Secret whose source is missing waits for it: the
 // source's arrival reconciles again.
 func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if !c.charts {
@@ -84,6 +86,21 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 		return nil
 	}
 	labels := workload.ValidatorLabels(v)
+	// A namespace of that name that is not the validator's is someone
+	// else's: labelling it would hand it to the workload controller, which
+	// runs the release there and deletes it with the Validator, and the
+	// Secrets would carry the validator's values into it. It is left
+	// alone; the workload controller shows the conflict (Rendered False,
+	// NamespaceConflict). Namespaces are read from the API server: the
+	// cache holds none.
+	cur := &corev1.Namespace{}
+	switch err := c.reader.Get(ctx, types.NamespacedName{Name: ns}, cur); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("read the release's namespace %s: %w", ns, err)
+	case !k8slabels.SelectorFromSet(labels).Matches(k8slabels.Set(cur.Labels)):
+		return nil
+	}
 	if err := c.kube.Apply(ctx, corev1ac.Namespace(ns).WithLabels(labels), client.FieldOwner(chartSecretsOwner)); err != nil {
 		return fmt.Errorf("apply the release's namespace %s: %w", ns, err)
 	}

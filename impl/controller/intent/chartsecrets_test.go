@@ -140,3 +140,86 @@ func TestChartSecrets(t *testing.T) {
 	want[workload.ChartDatabaseSecret]["postgresPassword"] = "pw-2"
 	eventually(t, func() bool { c.Enqueue(name); return written() })
 }
+
+// TestChartSecretsKeepOutOfAnothersNamespace: a namespace of the release's
+// name that is not the validator's (someone else made it, unlabelled) is
+// never taken: the leader neither labels it with the validator, which would
+// let the workload controller run the release in it and delete it with the
+// Validator, nor writes the validator's secret values into it.
+func TestChartSecretsKeepOutOfAnothersNamespace(t *testing.T) {
+	w := newWorld()
+	c := run(t, w, func(o *Options) { o.Charts = true })
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.New(apiServer, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns, name = "intent-test", "chart2"
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for n, data := range map[string]map[string]string{
+		name + "-database":        {"password": "pw-1"},
+		name + "-ledger-api-auth": {"client-secret": "cs-1"},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
+		if err := k.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	issuer := "http://idp.test/realms/r"
+	v := &v1alpha1.Validator{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy}},
+		Spec: v1alpha1.ValidatorSpec{
+			Config: v1alpha1.ValidatorConfig{
+				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
+				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart2.test", LedgerAPIUser: "sa-chart2", LedgerAPIClient: "chart2-validator-app",
+					WalletClient: "chart2-wallet-ui", NameServiceClient: "chart2-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
+					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
+				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", DefaultJVMOptions: "-Xmx1g"},
+			},
+			CustomAuth: true,
+			Secrets: &v1alpha1.ValidatorSecretRefs{
+				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
+				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
+			},
+		},
+	}
+	// Someone else's namespace, of the name the release would take.
+	release := workload.ReleaseNamespace(v)
+	foreign := map[string]string{"team": "other"}
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: release, Labels: foreign}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Create(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	w.record(t, name, true, domain.ValidatorSecrets{})
+	// Once the cache shows the resource, a reconcile writes what it writes.
+	eventually(t, func() bool {
+		return c.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.Validator{}) == nil
+	})
+	if err := c.writeChartSecrets(ctx, name); err != nil {
+		t.Fatalf("writeChartSecrets: %v", err)
+	}
+	got := &corev1.Namespace{}
+	if err := k.Get(ctx, types.NamespacedName{Name: release}, got); err != nil {
+		t.Fatal(err)
+	}
+	want := maps.Clone(foreign)
+	want[corev1.LabelMetadataName] = release
+	if !maps.Equal(got.Labels, want) {
+		t.Errorf("another's namespace %s has labels %v; want them untouched, %v", release, got.Labels, want)
+	}
+	var secrets corev1.SecretList
+	if err := k.List(ctx, &secrets, client.InNamespace(release)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		t.Errorf("the validator's Secret %s was written into another's namespace %s", s.Name, release)
+	}
+}
