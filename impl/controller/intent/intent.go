@@ -407,13 +407,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	identity, before := decideIdentity(in.Validator, key, c.identity), in.Validator.ProvisionedAuth
+	identity := decideIdentity(in.Validator, key, c.identity)
 	failure := c.observeIdentity(ctx, in.Validator, key, &identity)
 	if failure == nil {
 		failure = c.provisionIdentity(ctx, &in.Validator, identity)
-	}
-	if failure == nil {
-		failure = c.healClientSecret(ctx, in.Validator, before)
 	}
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
@@ -531,6 +528,15 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 	faultpoint.Reach("auth.provisioned")
 	if v.ProvisionedAuth != nil && *v.ProvisionedAuth == a {
 		return nil // looked at again (drift.go): nothing changed
+	}
+	if old := v.ProvisionedAuth; old != nil && old.LedgerAPIUser != "" && old.LedgerAPIUser != a.LedgerAPIUser {
+		// The ledger API client was made anew (drift.go): its Secret gets
+		// the new secret before the row records the new client, so that
+		// a failure or a crash in between leaves the row naming the old
+		// one, and the next look heals the Secret again.
+		if err := c.healClientSecret(ctx, *v); err != nil {
+			return err
+		}
 	}
 	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err
