@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -48,9 +49,10 @@ const chartSecretsOwner = "validator-manager-chart-secrets"
 // writeChartSecrets brings the chart Secrets of the validator name into
 // its release's namespace, where the cache shows one missing, lacking a
 // key, or written from other sources; nothing outside chart mode, for a
-// resource the cache does not show yet (its arrival reconciles again) or
-// one being deleted, nor into a namespace of that name that is not the
-// validator's. A Secret whose source is missing waits for it: the
+// resource the cache does not show yet (its arrival reconciles again),
+// one being deleted or one without the workload controller's
+// ReleaseFinalizer, which deletes the namespace with it, nor into a
+// namespace of that name that is not the validator's. A Secret whose source is missing waits for it: the
 // source's arrival reconciles again.
 func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if !c.charts {
@@ -60,7 +62,11 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if err := c.kube.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, v); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !v.DeletionTimestamp.IsZero() {
+	if !v.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(v, workload.ReleaseFinalizer) {
+		// Without the workload controller's finalizer nothing deletes the
+		// release's namespace with the Validator (a render that fails never
+		// adds it): the namespace and the copies of the secret values would
+		// outlive it. The finalizer's arrival reconciles again.
 		return nil
 	}
 	ns := workload.ReleaseNamespace(v)

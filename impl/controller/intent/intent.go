@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,7 +271,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 // readChanged passes a Validator's update when something this controller
 // reads of it changed (its spec, labels, annotations, phase, workloads'
 // namespace, which the backup CronJob dials, Provisioned condition,
-// deletion) or
+// finalizers, which chart Secrets wait for, deletion) or
 // nothing did (the cache's resync): not the workload controller's status
 // writes that only move conditions, several per validator as its workloads
 // come up, each of which would read the database again for nothing.
@@ -289,7 +290,7 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 			!sameCondition(meta.FindStatusCondition(old.Status.Conditions, v1alpha1.ConditionProvisioned),
 				meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProvisioned)) ||
 			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
-			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
+			!slices.Equal(old.Finalizers, cur.Finalizers) || !old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
 	},
 }
 
