@@ -9,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -47,8 +49,10 @@ const chartSecretsOwner = "validator-manager-chart-secrets"
 // writeChartSecrets brings the chart Secrets of the validator name into
 // its release's namespace, where the cache shows one missing, lacking a
 // key, or written from other sources; nothing outside chart mode, for a
-// resource the cache does not show yet (its arrival reconciles again) or
-// one being deleted. A Secret whose source is missing waits for it: the
+// resource the cache does not show yet (its arrival reconciles again),
+// one being deleted or one without the workload controller's
+// ReleaseFinalizer, which deletes the namespace with it, nor into a
+// namespace of that name that is not the validator's. A Secret whose source is missing waits for it: the
 // source's arrival reconciles again.
 func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if !c.charts {
@@ -58,7 +62,11 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if err := c.kube.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, v); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !v.DeletionTimestamp.IsZero() {
+	if !v.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(v, workload.ReleaseFinalizer) {
+		// Without the workload controller's finalizer nothing deletes the
+		// release's namespace with the Validator (a render that fails never
+		// adds it): the namespace and the copies of the secret values would
+		// outlive it. The finalizer's arrival reconciles again.
 		return nil
 	}
 	ns := workload.ReleaseNamespace(v)
@@ -84,6 +92,21 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 		return nil
 	}
 	labels := workload.ValidatorLabels(v)
+	// A namespace of that name that is not the validator's is someone
+	// else's: labelling it would hand it to the workload controller, which
+	// runs the release there and deletes it with the Validator, and the
+	// Secrets would carry the validator's values into it. It is left
+	// alone; the workload controller shows the conflict (Rendered False,
+	// NamespaceConflict). Namespaces are read from the API server: the
+	// cache holds none.
+	cur := &corev1.Namespace{}
+	switch err := c.reader.Get(ctx, types.NamespacedName{Name: ns}, cur); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("read the release's namespace %s: %w", ns, err)
+	case !k8slabels.SelectorFromSet(labels).Matches(k8slabels.Set(cur.Labels)):
+		return nil
+	}
 	if err := c.kube.Apply(ctx, corev1ac.Namespace(ns).WithLabels(labels), client.FieldOwner(chartSecretsOwner)); err != nil {
 		return fmt.Errorf("apply the release's namespace %s: %w", ns, err)
 	}

@@ -53,7 +53,10 @@ func TestChartSecrets(t *testing.T) {
 	}
 	issuer := "http://idp.test/realms/r"
 	v := &v1alpha1.Validator{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy}},
+		// The workload controller's finalizer, which deletes the release's
+		// namespace with the Validator.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy},
+			Finalizers: []string{workload.ReleaseFinalizer}},
 		Spec: v1alpha1.ValidatorSpec{
 			Config: v1alpha1.ValidatorConfig{
 				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
@@ -139,4 +142,174 @@ func TestChartSecrets(t *testing.T) {
 	}
 	want[workload.ChartDatabaseSecret]["postgresPassword"] = "pw-2"
 	eventually(t, func() bool { c.Enqueue(name); return written() })
+}
+
+// TestChartSecretsKeepOutOfAnothersNamespace: a namespace of the release's
+// name that is not the validator's (someone else made it, unlabelled) is
+// never taken: the leader neither labels it with the validator, which would
+// let the workload controller run the release in it and delete it with the
+// Validator, nor writes the validator's secret values into it.
+func TestChartSecretsKeepOutOfAnothersNamespace(t *testing.T) {
+	w := newWorld()
+	c := run(t, w, func(o *Options) { o.Charts = true })
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.New(apiServer, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns, name = "intent-test", "chart2"
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for n, data := range map[string]map[string]string{
+		name + "-database":        {"password": "pw-1"},
+		name + "-ledger-api-auth": {"client-secret": "cs-1"},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
+		if err := k.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	issuer := "http://idp.test/realms/r"
+	v := &v1alpha1.Validator{
+		// The workload controller's finalizer, which deletes the release's
+		// namespace with the Validator.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy},
+			Finalizers: []string{workload.ReleaseFinalizer}},
+		Spec: v1alpha1.ValidatorSpec{
+			Config: v1alpha1.ValidatorConfig{
+				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
+				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart2.test", LedgerAPIUser: "sa-chart2", LedgerAPIClient: "chart2-validator-app",
+					WalletClient: "chart2-wallet-ui", NameServiceClient: "chart2-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
+					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
+				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", DefaultJVMOptions: "-Xmx1g"},
+			},
+			CustomAuth: true,
+			Secrets: &v1alpha1.ValidatorSecretRefs{
+				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
+				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
+			},
+		},
+	}
+	// Someone else's namespace, of the name the release would take.
+	release := workload.ReleaseNamespace(v)
+	foreign := map[string]string{"team": "other"}
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: release, Labels: foreign}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Create(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	w.record(t, name, true, domain.ValidatorSecrets{})
+	// Once the cache shows the resource, a reconcile writes what it writes.
+	eventually(t, func() bool {
+		return c.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.Validator{}) == nil
+	})
+	if err := c.writeChartSecrets(ctx, name); err != nil {
+		t.Fatalf("writeChartSecrets: %v", err)
+	}
+	got := &corev1.Namespace{}
+	if err := k.Get(ctx, types.NamespacedName{Name: release}, got); err != nil {
+		t.Fatal(err)
+	}
+	want := maps.Clone(foreign)
+	want[corev1.LabelMetadataName] = release
+	if !maps.Equal(got.Labels, want) {
+		t.Errorf("another's namespace %s has labels %v; want them untouched, %v", release, got.Labels, want)
+	}
+	var secrets corev1.SecretList
+	if err := k.List(ctx, &secrets, client.InNamespace(release)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		t.Errorf("the validator's Secret %s was written into another's namespace %s", s.Name, release)
+	}
+}
+
+// TestChartSecretsWaitForTheReleaseFinalizer: nothing is written into the
+// release's namespace, nor the namespace made, before the Validator carries
+// the workload controller's finalizer, which deletes that namespace with
+// it. Written before (a render that fails, such as a chart version the
+// registry lacks, never adds it), the namespace and the copies of the
+// validator's secret values outlived the Validator: nothing deletes them.
+func TestChartSecretsWaitForTheReleaseFinalizer(t *testing.T) {
+	w := newWorld()
+	c := run(t, w, func(o *Options) { o.Charts = true })
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.New(apiServer, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns, name = "intent-test", "chart3"
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for n, data := range map[string]map[string]string{
+		name + "-database":        {"password": "pw-1"},
+		name + "-ledger-api-auth": {"client-secret": "cs-1"},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
+		if err := k.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	issuer := "http://idp.test/realms/r"
+	v := &v1alpha1.Validator{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy}},
+		Spec: v1alpha1.ValidatorSpec{
+			Config: v1alpha1.ValidatorConfig{
+				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
+				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart3.test", LedgerAPIUser: "sa-chart3", LedgerAPIClient: "chart3-validator-app",
+					WalletClient: "chart3-wallet-ui", NameServiceClient: "chart3-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
+					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
+				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", DefaultJVMOptions: "-Xmx1g"},
+			},
+			CustomAuth: true,
+			Secrets: &v1alpha1.ValidatorSecretRefs{
+				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
+				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
+			},
+		},
+	}
+	if err := k.Create(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	w.record(t, name, true, domain.ValidatorSecrets{})
+	release := workload.ReleaseNamespace(v)
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	eventually(t, func() bool { return c.kube.Get(ctx, key, &v1alpha1.Validator{}) == nil })
+	if err := c.writeChartSecrets(ctx, name); err != nil {
+		t.Fatalf("writeChartSecrets: %v", err)
+	}
+	if err := k.Get(ctx, types.NamespacedName{Name: release}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("release namespace %s before the Validator carries %s: %v; want none", release, workload.ReleaseFinalizer, err)
+	}
+
+	// The workload controller adds its finalizer: the Secrets follow.
+	if err := k.Get(ctx, key, v); err != nil {
+		t.Fatal(err)
+	}
+	v.Finalizers = append(v.Finalizers, workload.ReleaseFinalizer)
+	if err := k.Update(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		cur := &v1alpha1.Validator{}
+		return c.kube.Get(ctx, key, cur) == nil && len(cur.Finalizers) > 0
+	})
+	if err := c.writeChartSecrets(ctx, name); err != nil {
+		t.Fatalf("writeChartSecrets: %v", err)
+	}
+	s := &corev1.Secret{}
+	if err := k.Get(ctx, types.NamespacedName{Namespace: release, Name: workload.ChartDatabaseSecret}, s); err != nil || string(s.Data["postgresPassword"]) != "pw-1" {
+		t.Fatalf("Secret %s/%s once the finalizer is there: %v; want it with the database password", release, workload.ChartDatabaseSecret, err)
+	}
 }

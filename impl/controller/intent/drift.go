@@ -85,12 +85,10 @@ func (c *Controller) observeIdentity(ctx context.Context, v domain.Validator, ke
 }
 
 // healClientSecret writes the ledger API client's secret into the
-// validator's Secret when its client was made anew (its service-account
-// user changed): the Secret's value was the old client's.
-func (c *Controller) healClientSecret(ctx context.Context, v domain.Validator, before *domain.ProvisionedAuth) error {
-	if before == nil || v.ProvisionedAuth == nil || before.LedgerAPIUser == "" || before.LedgerAPIUser == v.ProvisionedAuth.LedgerAPIUser {
-		return nil
-	}
+// validator's Secret, whose value was the old client's: the client was made
+// anew (its service-account user changed). provisionClients calls it
+// before it records the new client in the row.
+func (c *Controller) healClientSecret(ctx context.Context, v domain.Validator) error {
 	secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 	if err != nil {
 		return &provisionFailure{Reason: ReasonIdentityProviderUnavailable, err: err}

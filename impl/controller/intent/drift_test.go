@@ -3,6 +3,7 @@ package intent
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,42 @@ func TestFirstPassIsStarting(t *testing.T) {
 	c.began.Store(time.Now().Add(-domain.StartChance - time.Second).UnixNano())
 	if err := c.Ping(context.Background()); err == nil || errors.Is(err, domain.ErrStarting) || !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("a pass that took longer: %v, want unavailable, not starting", err)
+	}
+}
+
+// TestRemadeClientSecretIsWrittenAfterAFailure: the ledger API client
+// deleted by hand is made anew with another secret, which reaches the
+// validator's Secret even when the first write of it fails (or the leader
+// is killed before it): the row records the new client only once its
+// Secret holds the new secret, so the next look writes it again.
+func TestRemadeClientSecretIsWrittenAfterAFailure(t *testing.T) {
+	for _, fail := range []string{"PutSecrets", "ClientSecret"} {
+		t.Run(fail, func(t *testing.T) {
+			w := newWorld()
+			c := run(t, w, func(o *Options) { o.ObserveEvery = time.Millisecond })
+			name := "remade-" + strings.ToLower(fail)
+			w.record(t, name, false, domain.ValidatorSecrets{OnboardingSecret: "s3cret"})
+			eventually(t, func() bool {
+				if !w.provisioned(name) {
+					return false
+				}
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return w.secrets[name].LedgerAPIClientSecret == "client-secret-"+name
+			})
+			w.mu.Lock()
+			delete(w.clients, name)
+			w.failNext[fail] = errors.New("injected: " + fail)
+			w.mu.Unlock()
+			// Reconciles as the resync brings them; the failing one is
+			// retried as the work queue would.
+			eventually(t, func() bool {
+				_, _ = c.Reconcile(context.Background(), name)
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return w.secrets[name].LedgerAPIClientSecret == "client-secret-"+name+"-1" &&
+					w.rows[name].ProvisionedAuth != nil && w.rows[name].ProvisionedAuth.LedgerAPIUser == "sa-"+name+"-1"
+			})
+		})
 	}
 }

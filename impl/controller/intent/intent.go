@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,7 +271,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 // readChanged passes a Validator's update when something this controller
 // reads of it changed (its spec, labels, annotations, phase, workloads'
 // namespace, which the backup CronJob dials, Provisioned condition,
-// deletion) or
+// finalizers, which chart Secrets wait for, deletion) or
 // nothing did (the cache's resync): not the workload controller's status
 // writes that only move conditions, several per validator as its workloads
 // come up, each of which would read the database again for nothing.
@@ -289,7 +290,7 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 			!sameCondition(meta.FindStatusCondition(old.Status.Conditions, v1alpha1.ConditionProvisioned),
 				meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProvisioned)) ||
 			!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
-			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
+			!slices.Equal(old.Finalizers, cur.Finalizers) || !old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
 	},
 }
 
@@ -407,13 +408,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the cluster's password key: %w", err)
 	}
-	identity, before := decideIdentity(in.Validator, key, c.identity), in.Validator.ProvisionedAuth
+	identity := decideIdentity(in.Validator, key, c.identity)
 	failure := c.observeIdentity(ctx, in.Validator, key, &identity)
 	if failure == nil {
 		failure = c.provisionIdentity(ctx, &in.Validator, identity)
-	}
-	if failure == nil {
-		failure = c.healClientSecret(ctx, in.Validator, before)
 	}
 	if failure != nil && !errors.As(failure, new(*provisionFailure)) {
 		return failure
@@ -531,6 +529,15 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 	faultpoint.Reach("auth.provisioned")
 	if v.ProvisionedAuth != nil && *v.ProvisionedAuth == a {
 		return nil // looked at again (drift.go): nothing changed
+	}
+	if old := v.ProvisionedAuth; old != nil && old.LedgerAPIUser != "" && old.LedgerAPIUser != a.LedgerAPIUser {
+		// The ledger API client was made anew (drift.go): its Secret gets
+		// the new secret before the row records the new client, so that
+		// a failure or a crash in between leaves the row naming the old
+		// one, and the next look heals the Secret again.
+		if err := c.healClientSecret(ctx, *v); err != nil {
+			return err
+		}
 	}
 	if err := c.store.SetProvisionedAuth(ctx, v.Name, a); err != nil {
 		return err

@@ -3,6 +3,7 @@ package intent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -44,13 +45,17 @@ type world struct {
 	// and https://ans.<name>.<uiDomain>; none when empty.
 	uiDomain   string
 	provisions int // calls of ProvisionClients that succeeded
+	// remade counts, per validator, the times its clients were made anew
+	// after being deleted: a client made anew has another service-account
+	// user and secret, as Keycloak's has.
+	remade map[string]int
 }
 
 func newWorld() *world {
 	return &world{rows: map[string]domain.Validator{}, cluster: map[string]domain.ValidatorState{},
 		secrets: map[string]domain.ValidatorSecrets{}, present: map[string]domain.WrittenSecrets{}, applied: map[string]domain.Validator{},
 		users: map[string]string{}, clients: map[string]string{}, passwords: map[string]string{}, failNext: map[string]error{},
-		conditions: map[string]metav1.Condition{}}
+		conditions: map[string]metav1.Condition{}, remade: map[string]int{}}
 }
 
 func (w *world) fail(op string) error {
@@ -301,11 +306,18 @@ func (i identity) ProvisionClients(_ context.Context, validator, claim string) (
 	if have, ok := i.clients[validator]; ok && have != claim {
 		return domain.ProvisionedAuth{}, domain.Conflict("client exists")
 	}
+	if _, ok := i.clients[validator]; !ok {
+		if _, made := i.remade[validator]; made {
+			i.remade[validator]++
+		} else {
+			i.remade[validator] = 0
+		}
+	}
 	i.clients[validator] = claim
 	i.provisions++
 	wallet, ans := i.uiURLs(validator)
 	return domain.ProvisionedAuth{Audience: validator + "-ledger-api", LedgerAPIClient: validator + "-validator-app",
-		LedgerAPIUser: "sa-" + validator, WalletClient: validator + "-wallet-ui", NameServiceClient: validator + "-ans-ui",
+		LedgerAPIUser: "sa-" + validator + i.suffix(validator), WalletClient: validator + "-wallet-ui", NameServiceClient: validator + "-ans-ui",
 		WalletURL: wallet, NameServiceURL: ans}, nil
 }
 
@@ -324,12 +336,24 @@ func (w *world) uiURLs(validator string) (string, string) {
 }
 
 func (i identity) ClientSecret(_ context.Context, validator, claim string) (string, error) {
+	if err := i.fail("ClientSecret"); err != nil {
+		return "", err
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.clients[validator] != claim {
 		return "", domain.Conflict("not ours")
 	}
-	return "client-secret-" + validator, nil
+	return "client-secret-" + validator + i.suffix(validator), nil
+}
+
+// suffix tells the clients made anew from the first ones: "" for the first,
+// "-<n>" for the nth made anew; i.mu held.
+func (w *world) suffix(validator string) string {
+	if n := w.remade[validator]; n > 0 {
+		return fmt.Sprint("-", n)
+	}
+	return ""
 }
 
 func (identity) Endpoints() domain.AuthEndpoints {

@@ -40,6 +40,10 @@ func TestReadChanged(t *testing.T) {
 			v.Status.Namespace = "release"
 		}, true},
 		{"deletion", func(v *v1alpha1.Validator) { v.ResourceVersion = "2"; v.DeletionTimestamp = &now }, true},
+		{"finalizers (chart Secrets wait for the release's)", func(v *v1alpha1.Validator) {
+			v.ResourceVersion = "2"
+			v.Finalizers = []string{"validator-manager.io/release-namespace"}
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old, cur := base(), base()
