@@ -38,6 +38,7 @@ import (
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/cluster"
+	"github.com/validator-manager/validator-manager/impl/controller/backoff"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
@@ -170,7 +171,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, byLabel, builder.WithPredicates(podChanged)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.options.MaxConcurrentReconciles, 1),
+			RateLimiter: backoff.RateLimiter[reconcile.Request](5 * time.Millisecond)}).
 		Complete(r)
 }
 
