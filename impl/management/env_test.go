@@ -305,6 +305,9 @@ type faults struct {
 	mu     sync.Mutex
 	before map[string]error
 	after  map[string]error
+	// first runs once, before the next call of its step (a concurrent
+	// request that slips in between a handler's read and its write).
+	first map[string]func()
 }
 
 var errInjected = errors.New("injected failure")
@@ -325,16 +328,30 @@ func (f *faults) set(m *map[string]error, op string, err error) {
 	(*m)[op] = err
 }
 
+// beforeNext runs fn once, before the next call of op.
+func (f *faults) beforeNext(op string, fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = map[string]func(){}
+	}
+	f.first[op] = fn
+}
+
 func (f *faults) clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.before, f.after = nil, nil
+	f.before, f.after, f.first = nil, nil, nil
 }
 
 func (f *faults) around(op string, call func() error) error {
 	f.mu.Lock()
-	before, after := f.before[op], f.after[op]
+	before, after, first := f.before[op], f.after[op], f.first[op]
+	delete(f.first, op)
 	f.mu.Unlock()
+	if first != nil {
+		first()
+	}
 	if before != nil {
 		return before
 	}
