@@ -274,7 +274,10 @@ type ClientInterface interface {
 	// Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+	// validator that another request (or the server) writes meanwhile is applied to the
+	// validator as it is then, so concurrent edits of different sections all take effect; 409
+	// asks to retry only when the validator kept changing under it.
 	//
 	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -299,7 +302,10 @@ type ClientInterface interface {
 	// Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+	// validator that another request (or the server) writes meanwhile is applied to the
+	// validator as it is then, so concurrent edits of different sections all take effect; 409
+	// asks to retry only when the validator kept changing under it.
 	//
 	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -814,7 +820,10 @@ func (c *Client) CreateValidator(ctx context.Context, body CreateValidatorJSONRe
 // Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-// (`immutable: true` in its response, i.e. created with disableUserEdit).
+// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+// validator that another request (or the server) writes meanwhile is applied to the
+// validator as it is then, so concurrent edits of different sections all take effect; 409
+// asks to retry only when the validator kept changing under it.
 //
 // In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 // `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -849,7 +858,10 @@ func (c *Client) UpdateValidatorWithBody(ctx context.Context, contentType string
 // Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-// (`immutable: true` in its response, i.e. created with disableUserEdit).
+// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+// validator that another request (or the server) writes meanwhile is applied to the
+// validator as it is then, so concurrent edits of different sections all take effect; 409
+// asks to retry only when the validator kept changing under it.
 //
 // In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 // `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -2503,7 +2515,10 @@ type ClientWithResponsesInterface interface {
 	// Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+	// validator that another request (or the server) writes meanwhile is applied to the
+	// validator as it is then, so concurrent edits of different sections all take effect; 409
+	// asks to retry only when the validator kept changing under it.
 	//
 	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -2528,7 +2543,10 @@ type ClientWithResponsesInterface interface {
 	// Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 	// (internal <-> external database), a smaller `databaseStorage`, or a lower
 	// `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-	// (`immutable: true` in its response, i.e. created with disableUserEdit).
+	// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+	// validator that another request (or the server) writes meanwhile is applied to the
+	// validator as it is then, so concurrent edits of different sections all take effect; 409
+	// asks to retry only when the validator kept changing under it.
 	//
 	// In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 	// `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -4696,7 +4714,10 @@ func (c *ClientWithResponses) CreateValidatorWithResponse(ctx context.Context, b
 // Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-// (`immutable: true` in its response, i.e. created with disableUserEdit).
+// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+// validator that another request (or the server) writes meanwhile is applied to the
+// validator as it is then, so concurrent edits of different sections all take effect; 409
+// asks to retry only when the validator kept changing under it.
 //
 // In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 // `splice-validator` charts at the validator's `imageTag` are already in the server's chart
@@ -4727,7 +4748,10 @@ func (c *ClientWithResponses) UpdateValidatorWithBodyWithResponse(ctx context.Co
 // Rejected with 400 when it changes an immutable field: `databaseConfig.external`
 // (internal <-> external database), a smaller `databaseStorage`, or a lower
 // `clusterConfig.migration.id`. Rejected with 409 when the validator is not editable
-// (`immutable: true` in its response, i.e. created with disableUserEdit).
+// (`immutable: true` in its response, i.e. created with disableUserEdit). An edit of a
+// validator that another request (or the server) writes meanwhile is applied to the
+// validator as it is then, so concurrent edits of different sections all take effect; 409
+// asks to retry only when the validator kept changing under it.
 //
 // In chart mode (server setting `splice.charts`), when Splice's `splice-participant` and
 // `splice-validator` charts at the validator's `imageTag` are already in the server's chart

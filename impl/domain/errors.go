@@ -65,6 +65,11 @@ func Starting(format string, args ...any) *Error {
 	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), Cause: ErrStarting}
 }
 
+// ErrWrittenMeanwhile is the cause of the Conflict of a conditional write
+// whose row was written since it was read: the caller reads it again and
+// applies its change to what it finds.
+var ErrWrittenMeanwhile = errors.New("written meanwhile")
+
 // StartChance is how long a first sync or pass may take before its absence
 // is a fault, not a start (controller-runtime's default CacheSyncTimeout).
 const StartChance = 2 * time.Minute

@@ -39,7 +39,11 @@ func (s *Server) CreateBackupSchedule(ctx context.Context, req managementapi.Cre
 	case !old.Deleted:
 		return nil, domain.Conflict("validator %q already has an active backup schedule; change it with PUT", v.Name)
 	}
-	if err := s.saveBackup(ctx, &b); err != nil {
+	// The write itself refuses an active schedule: another POST may have
+	// created one since the read above.
+	err = s.record(ctx, b.Validator, "backup.save",
+		func(ctx context.Context) error { return s.Store.CreateBackupSchedule(ctx, &b) })
+	if err != nil {
 		return nil, err
 	}
 	return managementapi.CreateBackupSchedule201JSONResponse(s.backupResponse(b)), nil

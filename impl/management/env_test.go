@@ -305,6 +305,10 @@ type faults struct {
 	mu     sync.Mutex
 	before map[string]error
 	after  map[string]error
+	// first runs once, before the next call of its step, and then once
+	// after it: a concurrent request that slips in between a handler's
+	// read and its write.
+	first, then map[string]func()
 }
 
 var errInjected = errors.New("injected failure")
@@ -325,16 +329,44 @@ func (f *faults) set(m *map[string]error, op string, err error) {
 	(*m)[op] = err
 }
 
+// beforeNext runs fn once, before the next call of op.
+func (f *faults) beforeNext(op string, fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = map[string]func(){}
+	}
+	f.first[op] = fn
+}
+
+// afterNext runs fn once, after the next call of op has returned.
+func (f *faults) afterNext(op string, fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.then == nil {
+		f.then = map[string]func(){}
+	}
+	f.then[op] = fn
+}
+
 func (f *faults) clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.before, f.after = nil, nil
+	f.before, f.after, f.first, f.then = nil, nil, nil, nil
 }
 
 func (f *faults) around(op string, call func() error) error {
 	f.mu.Lock()
-	before, after := f.before[op], f.after[op]
+	before, after, first, then := f.before[op], f.after[op], f.first[op], f.then[op]
+	delete(f.first, op)
+	delete(f.then, op)
 	f.mu.Unlock()
+	if first != nil {
+		first()
+	}
+	if then != nil {
+		defer then()
+	}
 	if before != nil {
 		return before
 	}
@@ -405,6 +437,15 @@ func (s faultyIntentStore) SetWalletUser(ctx context.Context, name, id string) e
 
 func (s faultyStore) CreatePruneSchedule(ctx context.Context, p *domain.PruneSchedule) error {
 	return s.faults.around("store.CreatePruneSchedule", func() error { return s.Store.CreatePruneSchedule(ctx, p) })
+}
+
+func (s faultyStore) GetBackupSchedule(ctx context.Context, validator string) (domain.BackupSchedule, error) {
+	var b domain.BackupSchedule
+	err := s.faults.around("store.GetBackupSchedule", func() (err error) {
+		b, err = s.Store.GetBackupSchedule(ctx, validator)
+		return err
+	})
+	return b, err
 }
 
 func (s faultyStore) SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {

@@ -35,6 +35,9 @@ type Store interface {
 	GetBackupSchedule(ctx context.Context, validator string) (domain.BackupSchedule, error)
 	// SaveBackupSchedule creates, replaces or reactivates (clears Deleted).
 	SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error
+	// CreateBackupSchedule creates or reactivates; domain.ErrConflict when
+	// the schedule is active.
+	CreateBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error
 	SoftDeleteBackupSchedule(ctx context.Context, validator string) error
 
 	// ListRuns returns one page of a validator's runs, newest first, and

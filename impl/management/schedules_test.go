@@ -325,6 +325,44 @@ func TestBackupScheduleStates(t *testing.T) {
 	}
 }
 
+// TestBackupScheduleConcurrentCreates: of two POSTs that both find the
+// schedule absent (or soft-deleted) before either writes, one creates it
+// (201) and the other finds it active (409), as if they had come one after
+// the other; the schedule is the one the 201 answered. Before, both were
+// 201 and the later write replaced the earlier one's cron and retention.
+func TestBackupScheduleConcurrentCreates(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, customAuth(apitest.ValidatorPayload("lambda"))); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", r.StatusCode(), err)
+	}
+	e.setStatus(t, "lambda", domain.PhaseRunning, true)
+	for _, state := range []string{"absent", "soft-deleted"} {
+		var other *managementapi.CreateBackupScheduleResponse
+		e.faults.afterNext("store.GetBackupSchedule", func() { // the first POST has read the schedule
+			var err error
+			other, err = e.Management.CreateBackupScheduleWithResponse(ctx, "lambda", managementapi.ValidatorBackupDto{Cron: ptr("0 3 * * *"), MaxBackups: 5})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		first, err := e.Management.CreateBackupScheduleWithResponse(ctx, "lambda", managementapi.ValidatorBackupDto{Cron: ptr("0 1 * * *"), MaxBackups: 9})
+		if err != nil || other == nil {
+			t.Fatalf("%s: %v", state, err)
+		}
+		if other.StatusCode() != http.StatusCreated || first.StatusCode() != http.StatusConflict {
+			t.Errorf("%s: the POST that wrote first got %d, the one that read first %d %s; want 201 and 409", state, other.StatusCode(), first.StatusCode(), first.Body)
+		}
+		got, err := e.Management.GetBackupScheduleWithResponse(ctx, "lambda")
+		if err != nil || got.JSON200 == nil || got.JSON200.Cron != "0 3 * * *" || *got.JSON200.MaxBackups != 5 {
+			t.Errorf("%s: GET got %d %s, want the schedule the 201 answered (0 3 * * *, 5)", state, got.StatusCode(), got.Body)
+		}
+		if r, err := e.Management.DeleteBackupScheduleWithResponse(ctx, "lambda"); err != nil || r.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE: %v %v", r.StatusCode(), err)
+		}
+	}
+}
+
 func containsAny(m map[string]string, substr string) bool {
 	for _, v := range m {
 		if strings.Contains(v, substr) {

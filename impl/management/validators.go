@@ -197,46 +197,66 @@ func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Inval
 // edit is recorded, secret values included (sealed, merged over those not
 // written yet), in one write; the leader writes them into the Secrets and
 // drives the cluster to the record. A write that fails changes nothing.
+//
+// The write is conditional on the row being as it was read: an edit (or
+// the leader's record of what it provisioned) written in between would
+// otherwise be undone by this one although it was answered 200. Such a
+// write is not an error of the caller's, who asked for a partial change:
+// the edit is applied again to the row as it is now.
 func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
-	edit := *req.Body
+	for attempt := 1; ; attempt++ {
+		err := s.updateValidator(ctx, *req.Body)
+		if errors.Is(err, domain.ErrWrittenMeanwhile) && attempt < editAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.Logger.InfoContext(ctx, "validator edited", "validator", req.Body.Name)
+		return managementapi.UpdateValidator200Response{}, nil
+	}
+}
+
+// editAttempts bounds how often an edit is applied again to a row written
+// meanwhile; past it the edit is a 409 that asks the caller to retry.
+const editAttempts = 10
+
+// updateValidator reads the validator, applies edit and records it, if the
+// row was not written since it was read.
+func (s *Server) updateValidator(ctx context.Context, edit managementapi.ValidatorEditDto) error {
 	old, err := s.Store.GetValidator(ctx, edit.Name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if old.Immutable {
-		return nil, domain.Conflict("validator %q is not editable (disableUserEdit)", old.Name)
+		return domain.Conflict("validator %q is not editable (disableUserEdit)", old.Name)
 	}
 	cfg, err := old.Config()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	next := old
 	secrets, err := applyEdit(&next, &cfg, edit)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.checkConfig(ctx, cfg); err != nil {
-		return nil, err
+		return err
 	}
 	cfg.MarkWritten(secrets.Written())
 	if err := setConfig(&next, cfg); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.checkCharts(ctx, next, nil); err != nil {
-		return nil, err
+		return err
 	}
 	if secrets != (domain.ValidatorSecrets{}) {
 		if next.PendingSecrets, err = s.sealOver(ctx, old, secrets); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	err = s.record(ctx, next.Name, "edit",
+	return s.record(ctx, next.Name, "edit",
 		func(ctx context.Context) error { return s.Store.UpdateValidator(ctx, &next) })
-	if err != nil {
-		return nil, err
-	}
-	s.Logger.InfoContext(ctx, "validator edited", "validator", next.Name)
-	return managementapi.UpdateValidator200Response{}, nil
 }
 
 // checkCharts refuses, in chart mode, a validator whose derived values

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -602,6 +604,58 @@ func TestUpdateValidatorRecordFails(t *testing.T) {
 		t.Fatal("the recorded edit is not in the row")
 	}
 	e.provisioned(t, "eta") // the leader wrote the values and cleared them
+}
+
+// TestUpdateValidatorConcurrentEdits: two edits of one validator that touch
+// different sections both take effect, whichever reads first and writes
+// last. Edit A (the image tag) reads the row; edit B (participant variables
+// and a new database password) reads and writes it before A writes; A's
+// write must not put back the row it read, which would drop B's variables
+// and its password, although B was answered 200.
+func TestUpdateValidatorConcurrentEdits(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	if r, err := e.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("kappa")); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create: %v %v", r.StatusCode(), err)
+	}
+	e.provisioned(t, "kappa")
+	// The leader leaves B's password in the row, so that A's write meets it.
+	e.faults.failBefore("cluster.PutSecrets")
+	e.faults.beforeNext("store.UpdateValidator", func() {
+		b := managementapi.ValidatorEditDto{Name: "kappa",
+			Participant:    &managementapi.AppInfoEditDto{EnvVars: &[]managementapi.EnvVar{{Name: ptr("B"), Value: ptr("2")}}},
+			DatabaseConfig: &managementapi.ValidatorDbConfigDto{Username: ptr("cnadmin"), Password: ptr("password-of-edit-b")}}
+		if r, err := e.Management.UpdateValidatorWithResponse(ctx, b); err != nil || r.StatusCode() != http.StatusOK {
+			t.Errorf("edit B: got %v %v, want 200", r.StatusCode(), err)
+		}
+	})
+	a := managementapi.ValidatorEditDto{Name: "kappa", ImageTag: ptr("0.5.0")}
+	if r, err := e.Management.UpdateValidatorWithResponse(ctx, a); err != nil || r.StatusCode() != http.StatusOK {
+		t.Fatalf("edit A: got %v %v, want 200", r.StatusCode(), err)
+	}
+	row, _ := e.row(t, "kappa")
+	cfg, err := row.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ImageTag != "0.5.0" {
+		t.Errorf("imageTag: got %q, want edit A's 0.5.0", cfg.ImageTag)
+	}
+	if vars := cfg.Participant.EnvVars; len(vars) != 1 || vars[0].Name != "B" {
+		t.Errorf("participant envVars: got %+v, want edit B's [B]", vars)
+	}
+	if row.PendingSecrets == "" {
+		t.Error("edit B's database password is no longer in the row")
+	}
+	e.faults.clear()
+	e.reconcile(t, "kappa")
+	s, err := e.Kube.Core.CoreV1().Secrets(e.Kube.Namespace).Get(ctx, "kappa-database", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(s.Data["password"]); got != "password-of-edit-b" {
+		t.Errorf("database Secret: password is not edit B's")
+	}
 }
 
 // assertNothingCreated: no row, wallet user, resource or Secret of name,

@@ -34,6 +34,34 @@ func (s *Store) SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule
 	return nil
 }
 
+// CreateBackupSchedule creates the schedule or reactivates a soft-deleted
+// one (replacing its cron and maxBackups and clearing deleted_at), in one
+// INSERT … ON CONFLICT DO UPDATE that updates only a soft-deleted record:
+// of concurrent creates exactly one writes, and a create over an active
+// schedule (also one written since the caller looked) is
+// domain.ErrConflict, the record unchanged. RETURNING reads the stored row
+// back into b.
+func (s *Store) CreateBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {
+	t := now()
+	row := backupRow{Validator: b.Validator, Cron: b.Cron, MaxBackups: b.MaxBackups, CreatedAt: t, UpdatedAt: t}
+	res := s.db.WithContext(ctx).Clauses(
+		clause.OnConflict{
+			Columns:   []clause.Column{{Name: "validator"}},
+			DoUpdates: clause.AssignmentColumns([]string{"cron", "max_backups", "updated_at", "deleted_at"}),
+			Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "backup_schedules.deleted_at IS NOT NULL"}}},
+		},
+		clause.Returning{},
+	).Create(&row)
+	if res.Error != nil {
+		return translate(res.Error, backupWhat(b.Validator), b.Validator)
+	}
+	if res.RowsAffected == 0 {
+		return domain.Conflict("validator %q already has an active backup schedule; change it with PUT", b.Validator)
+	}
+	*b = row.domain()
+	return nil
+}
+
 // SoftDeleteBackupSchedule marks the active schedule deleted, keeping its
 // record; domain.ErrNotFound when there is no active schedule.
 func (s *Store) SoftDeleteBackupSchedule(ctx context.Context, validator string) error {

@@ -204,3 +204,51 @@ func TestSaveBackupScheduleConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateBackupSchedule: a create writes an absent or soft-deleted
+// schedule, and refuses an active one unchanged; of concurrent creates
+// exactly one writes, the others are conflicts.
+func TestCreateBackupSchedule(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustCreateValidator(t, s, newValidator("v1"))
+		create := func(cron string, maxBackups int32) (domain.BackupSchedule, error) {
+			b := domain.BackupSchedule{Validator: "v1", Cron: cron, MaxBackups: maxBackups}
+			err := s.CreateBackupSchedule(ctx, &b)
+			return b, err
+		}
+		wantErr(t, s.CreateBackupSchedule(ctx, &domain.BackupSchedule{Validator: "absent", Cron: "0 2 * * *", MaxBackups: 7}), domain.ErrNotFound)
+
+		created, err := create("0 2 * * *", 7)
+		wantErr(t, err, nil)
+		if created.Cron != "0 2 * * *" || created.MaxBackups != 7 || created.Deleted || created.CreatedAt.IsZero() {
+			t.Fatalf("absent: got %+v", created)
+		}
+		wantBackup(t, s, created)
+		_, err = create("0 3 * * *", 9)
+		wantErr(t, err, domain.ErrConflict)
+		wantBackup(t, s, created)
+
+		wantErr(t, s.SoftDeleteBackupSchedule(ctx, "v1"), nil)
+		reactivated, err := create("0 4 * * *", 3)
+		wantErr(t, err, nil)
+		if reactivated.Cron != "0 4 * * *" || reactivated.MaxBackups != 3 || reactivated.Deleted || !reactivated.CreatedAt.Equal(created.CreatedAt) {
+			t.Fatalf("soft-deleted: got %+v, want reactivated with the first create's created_at", reactivated)
+		}
+		wantBackup(t, s, reactivated)
+
+		wantErr(t, s.SoftDeleteBackupSchedule(ctx, "v1"), nil)
+		errs := run(20, func(i int) error { _, err := create("0 5 * * *", int32(2+i)); return err })
+		wrote := 0
+		for _, err := range errs {
+			if err == nil {
+				wrote++
+			} else {
+				wantErr(t, err, domain.ErrConflict)
+			}
+		}
+		if wrote != 1 {
+			t.Fatalf("concurrent creates: %d wrote, want 1", wrote)
+		}
+	})
+}

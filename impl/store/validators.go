@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"gorm.io/gorm"
 
@@ -51,14 +53,28 @@ func (s *Store) GetValidator(ctx context.Context, name string) (domain.Validator
 }
 
 // UpdateValidator replaces every column but name and created_at, and reads
-// the stored row back into v.
+// the stored row back into v, if the row is still as v was read: every
+// write of a row stamps its updated_at, so a row whose updated_at is no
+// longer v.UpdatedAt was written since (another edit, the leader recording
+// a wallet user or clearing written secrets). Writing v over it would undo
+// that write; it is a Conflict caused by domain.ErrWrittenMeanwhile instead,
+// and the caller reads the row again.
 func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error {
 	row := validatorFrom(v)
 	row.UpdatedAt = now()
 	// phase and immutable are the cluster's to say (SyncValidatorState):
 	// an edit read before a sync must not put an old phase back.
-	return update(s.db.WithContext(ctx), &row, v, validatorWhat(v.Name), "custom_auth", "external_database", "database_storage",
-		"migration_id", "migrating", "spec", "list_view", "list_view_version", "wallet_user_id", "pending_secrets", "updated_at")
+	err := update(s.db.WithContext(ctx).Where("updated_at = ?", stamp(v.UpdatedAt)), &row, v, validatorWhat(v.Name),
+		"custom_auth", "external_database", "database_storage", "migration_id", "migrating", "spec", "list_view",
+		"list_view_version", "wallet_user_id", "pending_secrets", "updated_at")
+	if !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	if _, err := s.GetValidator(ctx, v.Name); err != nil {
+		return err // gone, or the database is
+	}
+	return &domain.Error{Code: domain.CodeConflict, Message: fmt.Sprintf("validator %q was changed meanwhile; retry", v.Name),
+		Cause: domain.ErrWrittenMeanwhile}
 }
 
 // DeleteValidator removes a validator; its schedules and runs go with it

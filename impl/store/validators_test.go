@@ -509,3 +509,48 @@ func TestProvisionedAuth(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdateValidatorReadMeanwhile: an update of a row written since it was
+// read (another edit, the leader recording the wallet user or clearing the
+// secrets it wrote) changes nothing and is a Conflict caused by
+// ErrWrittenMeanwhile; read again, it is written.
+func TestUpdateValidatorReadMeanwhile(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		v := newValidator("alpha")
+		v.WalletUserID, v.PendingSecrets = "", "sealed-1"
+		mustCreateValidator(t, s, v)
+		for _, write := range []struct {
+			what string
+			do   func() error
+		}{
+			{"an edit", func() error {
+				e, _ := s.GetValidator(ctx, "alpha")
+				e.Spec = []byte(`{"imageTag":"0.4.2"}`)
+				return s.UpdateValidator(ctx, &e)
+			}},
+			{"the wallet user", func() error { return s.SetWalletUser(ctx, "alpha", "user-2") }},
+			{"the secrets cleared", func() error { return s.ClearPendingSecrets(ctx, "alpha", "sealed-1") }},
+		} {
+			read, _ := s.GetValidator(ctx, "alpha")
+			if err := write.do(); err != nil {
+				t.Fatalf("%s: %v", write.what, err)
+			}
+			want, _ := s.GetValidator(ctx, "alpha")
+			stale := read
+			stale.Spec = []byte(`{"imageTag":"9.9.9"}`)
+			err := s.UpdateValidator(ctx, &stale)
+			if !errors.Is(err, domain.ErrConflict) || !errors.Is(err, domain.ErrWrittenMeanwhile) {
+				t.Fatalf("after %s: got %v, want a conflict written meanwhile", write.what, err)
+			}
+			wantValidator(t, s, want)
+		}
+		fresh, _ := s.GetValidator(ctx, "alpha")
+		fresh.Spec = []byte(`{"imageTag":"9.9.9"}`)
+		wantErr(t, s.UpdateValidator(ctx, &fresh), nil)
+		wantValidator(t, s, fresh)
+		if fresh.WalletUserID != "user-2" || fresh.PendingSecrets != "" {
+			t.Fatalf("got wallet user %q, pending secrets %q; want the leader's writes kept", fresh.WalletUserID, fresh.PendingSecrets)
+		}
+	})
+}
