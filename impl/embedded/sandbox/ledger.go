@@ -462,6 +462,11 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			}
 			next.PrimaryParty = req.User.PrimaryParty
 		case "is_deactivated":
+			// Canton refuses it: the participant's users would be left
+			// without the admin that manages them.
+			if req.User.IsDeactivated && u.ID == tokenUser(r) {
+				return badRequest(w, "Requesting user cannot self-deactivate")
+			}
 			next.IsDeactivated = req.User.IsDeactivated
 		case "metadata.annotations", "metadata":
 			ann := map[string]string{}
