@@ -203,6 +203,10 @@ func TestUserUpdatesAsCantonAnswers(t *testing.T) {
 		_, out := call(t, http.MethodGet, L, "/v2/users/"+id, tok, nil)
 		return out["user"].(map[string]any)["metadata"].(map[string]any)["resourceVersion"].(string)
 	}
+	stale := version("u1")
+	if st, out := call(t, http.MethodPatch, L, "/v2/users/u1", tok, strings.NewReader(`{"user":{"id":"u1","metadata":{"annotations":{"a":"1"}}},"updateMask":{"paths":["metadata.annotations"],"unknownFields":{"fields":{}}}}`)); st != http.StatusOK {
+		t.Fatalf("annotate u1: %d %v", st, out)
+	}
 	for _, tt := range []struct {
 		name, user, body string
 		status           int
@@ -210,6 +214,10 @@ func TestUserUpdatesAsCantonAnswers(t *testing.T) {
 	}{
 		{"self-deactivation", operator, `{"user":{"id":"` + operator + `","isDeactivated":true},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`,
 			http.StatusBadRequest, "INVALID_ARGUMENT", "Requesting user cannot self-deactivate"},
+		{"stale resource version", "u1", `{"user":{"id":"u1","isDeactivated":true,"metadata":{"resourceVersion":"` + stale + `"}},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`,
+			http.StatusConflict, "CONCURRENT_USER_UPDATE_DETECTED", "Update operation for user 'u1' failed due to a concurrent update to the same user"},
+		{"resource version not a number", "u1", `{"user":{"id":"u1","isDeactivated":true,"metadata":{"resourceVersion":"abc"}},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`,
+			http.StatusBadRequest, "INVALID_FIELD", "Invalid field user.metadata.resource_version: Invalid resource version number"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := version(tt.user)
@@ -223,8 +231,9 @@ func TestUserUpdatesAsCantonAnswers(t *testing.T) {
 			}
 		})
 	}
-	// The operator may deactivate another user.
-	body := `{"user":{"id":"u1","isDeactivated":true},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`
+	// The current resource version is accepted, and the operator may
+	// deactivate another user.
+	body := `{"user":{"id":"u1","isDeactivated":true,"metadata":{"resourceVersion":"` + version("u1") + `"}},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`
 	if st, out := call(t, http.MethodPatch, L, "/v2/users/u1", tok, strings.NewReader(body)); st != http.StatusOK || out["user"].(map[string]any)["isDeactivated"] != true {
 		t.Fatalf("deactivate u1: %d %v", st, out)
 	}
