@@ -788,7 +788,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(t, "details", r.StatusCode(), r.Body, http.StatusOK)
-		if r.JSON200.Dars != nil || r.JSON200.DarsError == nil || !strings.Contains(*r.JSON200.DarsError, "ListDars: the participant admin API could not be reached") || r.JSON200.AllUsers == nil {
+		if r.JSON200.Dars != nil || r.JSON200.DarsError == nil || !strings.Contains(*r.JSON200.DarsError, "ListDars: the participant admin API is unavailable: INJECTED_FAILURE") || r.JSON200.AllUsers == nil {
 			t.Fatalf("got %s, want darsError in place of dars and the other sections", r.Body)
 		}
 	})
