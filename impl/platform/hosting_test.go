@@ -23,7 +23,7 @@ var adminUnavailable = upstreamFault{"admin API unavailable", func(up string, r 
 		return http.StatusServiceUnavailable
 	}
 	return 0
-}, "could not be reached"}
+}, "the participant admin API is unavailable"}
 
 func adminTooSlow(d time.Duration) upstreamFault {
 	return upstreamFault{"admin API too slow", func(up string, r *http.Request) int {

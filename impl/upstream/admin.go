@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -241,6 +242,11 @@ const (
 	cantonSerialMismatch = "SERIAL_MISMATCH"
 )
 
+// cantonMessage is a status message in Canton's error form, CODE(category,
+// correlation id): cause: the participant's own answer, not gRPC's report
+// of a connection that failed.
+var cantonMessage = regexp.MustCompile(`^[A-Z][A-Z0-9_]*\(\d+,[^)]*\): `)
+
 // Failed translates a failed admin API call: InvalidArgument, or
 // FailedPrecondition about a signature → 422 (UpstreamError.Rejected);
 // NotFound → 404; AlreadyExists and a serial mismatch → 409; Unavailable
@@ -278,9 +284,14 @@ func (c AdminCall) Failed(err error) error {
 	case codes.DeadlineExceeded:
 		up.Message = "the participant admin API did not answer in time"
 	case codes.Unavailable:
-		up.Message = "the participant admin API could not be reached"
-		if strings.Contains(st.Message(), "oauth2") {
+		switch {
+		case cantonMessage.MatchString(st.Message()):
+			// The participant answered, saying why it cannot serve now.
+			up.Message = "the participant admin API is unavailable: " + detail
+		case strings.Contains(st.Message(), "oauth2"):
 			up.Message = "no token could be obtained for the participant admin API"
+		default:
+			up.Message = "the participant admin API could not be reached"
 		}
 	case codes.Unauthenticated, codes.PermissionDenied:
 		up.Message = "the participant admin API refused the server's credentials"

@@ -35,6 +35,10 @@ func TestAdminFailed(t *testing.T) {
 		{"other failed precondition", status.Error(codes.FailedPrecondition, "NO_APPROPRIATE_SIGNING_KEY_IN_STORE(9,ab): none"), 502, "refused the request"},
 		{"not found", status.Error(codes.NotFound, "TOPOLOGY_TRANSACTION_NOT_FOUND(11,ab): no proposal"), 404, "TOPOLOGY_TRANSACTION_NOT_FOUND"},
 		{"unavailable", status.Error(codes.Unavailable, "connection refused"), 502, "could not be reached"},
+		// The participant answered: its reason is shown (the sandbox's, when
+		// its state cannot be saved; a real participant's, when it cannot
+		// reach its synchronizer), not a failure to reach it.
+		{"unavailable, answered by the participant", status.Error(codes.Unavailable, "UNAVAILABLE(1,ab): the sandbox state (/data/sandbox/state.json) could not be saved; the change was not made"), 502, "the change was not made"},
 		{"deadline", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), 502, "did not answer in time"},
 		{"unauthenticated", status.Error(codes.Unauthenticated, "bad token"), 502, "refused the server's credentials"},
 		{"internal, message withheld", status.Error(codes.Internal, "stack trace with secrets"), 502, "failed (Internal)"},

@@ -180,6 +180,68 @@ func TestNoCanActAsAnyParty(t *testing.T) {
 	}
 }
 
+// TestUserUpdatesAsCantonAnswers: PATCH /v2/users/{user-id} refuses what
+// Canton's UserManagementService refuses, with its codes: the requesting
+// user deactivating itself (which would leave the participant without an
+// admin), and a stale metadata.resourceVersion (concurrent change control).
+// The refused updates change nothing.
+func TestUserUpdatesAsCantonAnswers(t *testing.T) {
+	var tokens atomic.Int32
+	n, _ := open(t, t.TempDir(), &tokens)
+	tgt, err := n.Target("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok := grant(t, tgt.Credentials.TokenURL, sandbox.ClientID, n.ClientSecret())
+	L := tgt.LedgerURL
+	const operator = "v1-validator-operator"
+	if st, out := call(t, http.MethodPost, L, "/v2/users", tok, strings.NewReader(`{"user":{"id":"u1"}}`)); st != http.StatusOK {
+		t.Fatalf("create u1: %d %v", st, out)
+	}
+	version := func(id string) string {
+		t.Helper()
+		_, out := call(t, http.MethodGet, L, "/v2/users/"+id, tok, nil)
+		return out["user"].(map[string]any)["metadata"].(map[string]any)["resourceVersion"].(string)
+	}
+	stale := version("u1")
+	if st, out := call(t, http.MethodPatch, L, "/v2/users/u1", tok, strings.NewReader(`{"user":{"id":"u1","metadata":{"annotations":{"a":"1"}}},"updateMask":{"paths":["metadata.annotations"],"unknownFields":{"fields":{}}}}`)); st != http.StatusOK {
+		t.Fatalf("annotate u1: %d %v", st, out)
+	}
+	for _, tt := range []struct {
+		name, user, body string
+		status           int
+		code, cause      string
+	}{
+		{"self-deactivation", operator, `{"user":{"id":"` + operator + `","isDeactivated":true},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`,
+			http.StatusBadRequest, "INVALID_ARGUMENT", "Requesting user cannot self-deactivate"},
+		{"stale resource version", "u1", `{"user":{"id":"u1","isDeactivated":true,"metadata":{"resourceVersion":"` + stale + `"}},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`,
+			http.StatusConflict, "CONCURRENT_USER_UPDATE_DETECTED", "Update operation for user 'u1' failed due to a concurrent update to the same user"},
+		{"resource version not a number", "u1", `{"user":{"id":"u1","isDeactivated":true,"metadata":{"resourceVersion":"abc"}},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`,
+			http.StatusBadRequest, "INVALID_FIELD", "Invalid field user.metadata.resource_version: Invalid resource version number"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := version(tt.user)
+			st, out := call(t, http.MethodPatch, L, "/v2/users/"+tt.user, tok, strings.NewReader(tt.body))
+			if st != tt.status || out["code"] != tt.code || !strings.Contains(out["cause"].(string), tt.cause) {
+				t.Fatalf("%d %v, want %d %s %q", st, out, tt.status, tt.code, tt.cause)
+			}
+			st, out = call(t, http.MethodGet, L, "/v2/users/"+tt.user, tok, nil)
+			if u := out["user"].(map[string]any); st != http.StatusOK || u["isDeactivated"] != false || version(tt.user) != before {
+				t.Fatalf("the refused update changed the user: %d %v", st, out)
+			}
+		})
+	}
+	// The current resource version is accepted, and the operator may
+	// deactivate another user.
+	body := `{"user":{"id":"u1","isDeactivated":true,"metadata":{"resourceVersion":"` + version("u1") + `"}},"updateMask":{"paths":["is_deactivated"],"unknownFields":{"fields":{}}}}`
+	if st, out := call(t, http.MethodPatch, L, "/v2/users/u1", tok, strings.NewReader(body)); st != http.StatusOK || out["user"].(map[string]any)["isDeactivated"] != true {
+		t.Fatalf("deactivate u1: %d %v", st, out)
+	}
+	if st, out := call(t, http.MethodGet, L, "/v2/authenticated-user", tok, nil); st != http.StatusOK {
+		t.Fatalf("the operator after the refused self-deactivation: %d %v", st, out)
+	}
+}
+
 // secrets holds validators' ledger API client secrets.
 type secrets map[string]string
 

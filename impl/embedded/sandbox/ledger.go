@@ -26,11 +26,13 @@ const (
 	catMissing      = 11
 	catAuth         = 6
 	catUnavailable  = 1
+	catContention   = 2
 	grpcInvalid     = 3
 	grpcMissing     = 5
 	grpcExists      = 6
 	grpcUnauth      = 16
 	grpcUnavailable = 14
+	grpcAborted     = 10
 )
 
 // cantonError writes a JsCantonError. It reports false, what a handler
@@ -316,7 +318,8 @@ type wireUser struct {
 	PrimaryParty  string `json:"primaryParty"`
 	IsDeactivated bool   `json:"isDeactivated"`
 	Metadata      *struct {
-		Annotations map[string]string `json:"annotations"`
+		ResourceVersion string            `json:"resourceVersion"`
+		Annotations     map[string]string `json:"annotations"`
 	} `json:"metadata"`
 }
 
@@ -443,6 +446,16 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	if !decode(w, r, &req) {
 		return false
 	}
+	// Concurrent change control: a resource version given must be the
+	// user's current one (Canton compares them as numbers).
+	var version *int64
+	if req.User.Metadata != nil && req.User.Metadata.ResourceVersion != "" {
+		v, err := strconv.ParseInt(req.User.Metadata.ResourceVersion, 10, 64)
+		if err != nil {
+			return invalid(w, "INVALID_FIELD", "The submitted command has a field with invalid value: Invalid field user.metadata.resource_version: Invalid resource version number")
+		}
+		version = &v
+	}
 	u := ns.user(w, r.PathValue("id"))
 	if u == nil {
 		return false
@@ -462,6 +475,11 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 			}
 			next.PrimaryParty = req.User.PrimaryParty
 		case "is_deactivated":
+			// Canton refuses it: the participant's users would be left
+			// without the admin that manages them.
+			if req.User.IsDeactivated && u.ID == tokenUser(r) {
+				return badRequest(w, "Requesting user cannot self-deactivate")
+			}
 			next.IsDeactivated = req.User.IsDeactivated
 		case "metadata.annotations", "metadata":
 			ann := map[string]string{}
@@ -479,6 +497,9 @@ func updateUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		default:
 			return badRequest(w, "unknown update path %q", p)
 		}
+	}
+	if version != nil && strconv.FormatInt(*version, 10) != u.ResourceVersion {
+		return cantonError(w, http.StatusConflict, "CONCURRENT_USER_UPDATE_DETECTED", "Update operation for user '"+u.ID+"' failed due to a concurrent update to the same user", catContention, grpcAborted)
 	}
 	next.ResourceVersion = ns.nextVersion()
 	*u = next
