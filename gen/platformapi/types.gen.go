@@ -378,7 +378,7 @@ type CpuMetrics struct {
 
 // CreateGatewayWalletRequest defines model for CreateGatewayWalletRequest.
 type CreateGatewayWalletRequest struct {
-	// PartyHint Hint for the wallet's new party.
+	// PartyHint Hint for the wallet's new party, allocated as `partyIdHint` of allocateParty is: the ledger's party id syntax (letters, digits, `:`, `-`, `_` and space, at most 185 characters, no `::`).
 	PartyHint string `json:"partyHint"`
 
 	// Primary Make this the primary wallet; the previous primary wallet stops being primary.
