@@ -1207,7 +1207,7 @@ type OpenLedgerConsoleParams struct {
 	// Upgrade Must be `websocket`; any other request is 400.
 	Upgrade string `json:"Upgrade"`
 
-	// SecWebSocketProtocol `bearer, <ACCESS_TOKEN>` for clients that cannot set the `Authorization` header.
+	// SecWebSocketProtocol `bearer, <ACCESS_TOKEN>` for clients that cannot set the `Authorization` header. It holds a whole access token (an identity provider's often passes 1 KiB), so it is bounded only as the request's headers are (`server.maxHeaderBytes`, 64 KiB by default).
 	SecWebSocketProtocol *string `json:"Sec-WebSocket-Protocol,omitempty"`
 }
 
