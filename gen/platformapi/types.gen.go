@@ -1123,7 +1123,7 @@ type AllocatePartyParams struct {
 
 // CreateUserParams defines parameters for CreateUser.
 type CreateUserParams struct {
-	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``.
+	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``; not `.` or `..`, which the ledger's `/v2/users/{user-id}` paths cannot carry (a URL resolves them as dot segments), so such a user could never be read or changed.
 	UserId string `form:"userId" json:"userId"`
 
 	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits).

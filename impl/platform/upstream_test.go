@@ -266,6 +266,11 @@ func TestUsersAndRights(t *testing.T) {
 		{"unknown party", platformapi.CreateUserParams{UserId: "dave", CanActAs: &[]string{"dave::1220" + strings.Repeat("0", 64)}}, http.StatusUnprocessableEntity, "INVALID_ARGUMENT"},
 		{"invalid user id", platformapi.CreateUserParams{UserId: "no spaces allowed"}, http.StatusBadRequest, "userId"},
 		{"empty party", platformapi.CreateUserParams{UserId: "erin", CanReadAs: &[]string{" "}}, http.StatusBadRequest, "canReadAs"},
+		// A user "." or ".." could never be read or changed: the ledger's
+		// /v2/users/{user-id} paths lose a dot segment (the client resolves
+		// ./v2/users/./rights to /v2/users/rights).
+		{"user id .", platformapi.CreateUserParams{UserId: "."}, http.StatusBadRequest, "userId"},
+		{"user id ..", platformapi.CreateUserParams{UserId: ".."}, http.StatusBadRequest, "userId"},
 	}
 	for _, tt := range createErrs {
 		t.Run("create "+tt.name, func(t *testing.T) {
