@@ -862,6 +862,7 @@ type UnitRight struct {
 
 // UpdateCustodyProviderSettingsRequest Every field is optional; omitted fields are left unchanged.
 type UpdateCustodyProviderSettingsRequest struct {
+	// BaseUrl Address of the provider's API. It is returned by the read, so it must not carry credentials (a user or password before `@`: 400); send them as `credentials`.
 	BaseUrl *string `json:"baseUrl,omitempty"`
 
 	// Credentials API credentials for the provider. Write-only; replaces the stored credentials as a whole.

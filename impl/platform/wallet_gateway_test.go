@@ -192,6 +192,9 @@ func TestWalletGateway(t *testing.T) {
 			{"half a credential", http.MethodPut, settingsPath, `{"credentials":{"apiKey":"` + testAPIKey + `"}}`, http.StatusBadRequest},
 			{"empty secret", http.MethodPut, settingsPath, `{"credentials":{"apiKey":"` + testAPIKey + `","apiSecret":""}}`, http.StatusBadRequest},
 			{"baseUrl not a URI", http.MethodPut, settingsPath, `{"baseUrl":"not a url"}`, http.StatusBadRequest},
+			// Credentials are write-only: a URL carrying them would be read back.
+			{"baseUrl with credentials", http.MethodPut, settingsPath, `{"baseUrl":"https://` + testAPIKey + `:secret-MIIEvQ@custody-a.test/api"}`, http.StatusBadRequest},
+			{"baseUrl with a user", http.MethodPut, settingsPath, `{"baseUrl":"https://` + testAPIKey + `@custody-a.test/api"}`, http.StatusBadRequest},
 			{"enabled not a boolean", http.MethodPut, settingsPath, `{"enabled":"yes"}`, http.StatusBadRequest},
 			{"unknown provider", http.MethodPost, walletsPath, `{"partyHint":"x","signingProvider":"custody-provider-b"}`, http.StatusBadRequest},
 			{"no party hint", http.MethodPost, walletsPath, `{"signingProvider":"custody-provider-a"}`, http.StatusBadRequest},
@@ -210,7 +213,7 @@ func TestWalletGateway(t *testing.T) {
 			})
 		}
 		// A refused update changed nothing.
-		if got := settings(t); !got.Enabled || !got.CredentialsConfigured {
+		if got := settings(t); !got.Enabled || !got.CredentialsConfigured || got.BaseUrl == nil || *got.BaseUrl != "https://custody-a.test/api" {
 			t.Fatalf("after refused updates: %+v", got)
 		}
 		// A refused create recorded nothing.
