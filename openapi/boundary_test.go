@@ -44,6 +44,7 @@ func TestConstraintBoundaries(t *testing.T) {
 		{"user id .. (path of rights)", http.MethodPost, v + "/users/%2E%2E/rights", "", true, "userId"},
 		{"user id .x (path)", http.MethodGet, v + "/users/.x/rights", "", false, ""},
 		{"primary party", http.MethodPost, v + "/users?userId=a&primaryParty=" + q(party), "", false, ""},
+		{"primary party empty (none)", http.MethodPost, v + "/users?userId=a&primaryParty=", "", false, ""},
 		{"primary party with a 69-digit namespace", http.MethodPost, v + "/users?userId=a&primaryParty=" + q(party+"0"), "", true, "primaryParty"},
 		{"primary party with an upper-case namespace", http.MethodPost, v + "/users?userId=a&primaryParty=" + q("alice::1220AB"), "", true, "primaryParty"},
 		{"primary party cleared", http.MethodPost, v + "/users/a?primaryParty=", "", false, ""},

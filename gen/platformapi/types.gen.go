@@ -1127,7 +1127,7 @@ type CreateUserParams struct {
 	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``; not `.` or `..`, which the ledger's `/v2/users/{user-id}` paths cannot carry (a URL resolves them as dot segments), so such a user could never be read or changed.
 	UserId string `form:"userId" json:"userId"`
 
-	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits).
+	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits); an empty value (a form's blank field) means none.
 	PrimaryParty *PrimaryPartyQuery `form:"primaryParty,omitempty" json:"primaryParty,omitempty"`
 
 	// ParticipantAdmin Grant the ParticipantAdmin right.

@@ -223,6 +223,8 @@ func TestUsersAndRights(t *testing.T) {
 			rights      []string
 		}{
 			{"form only", nil, url.Values{"userId": {"bob"}, "canActAs": {bob}}, "bob", []string{"CanActAs:" + bob}},
+			// A form's blank field: an empty primaryParty means none.
+			{"blank primary party", nil, url.Values{"userId": {"eve"}, "primaryParty": {""}, "canActAs": {bob}}, "eve", []string{"CanActAs:" + bob}},
 			{"userId in both", url.Values{"userId": {"carol"}}, url.Values{"userId": {"mallory"}, "canActAs": {alice}}, "carol", []string{"CanActAs:" + alice}},
 			{"boolean in both, lists in both", url.Values{"userId": {"dan"}, "participantAdmin": {"true"}, "canReadAs": {alice}},
 				url.Values{"userId": {"dan"}, "participantAdmin": {"false"}, "canReadAs": {bob}}, "dan", []string{"ParticipantAdmin:", "CanReadAs:" + alice, "CanReadAs:" + bob}},
