@@ -33,7 +33,18 @@ func TestConstraintBoundaries(t *testing.T) {
 		{"user id with a space", http.MethodPost, v + "/users?userId=" + q("a b"), "", true, "userId"},
 		{"user id with a space (path)", http.MethodPost, v + "/users/" + url.PathEscape("a b") + "?isDeactivated=true", "", true, "userId"},
 		{"user id with NUL", http.MethodPost, v + "/users?userId=a%00b", "", true, "userId"},
+		// "." and ".." are dot segments in the ledger's /v2/users/{user-id}
+		// paths: a client resolves them away, calling another path.
+		{"user id .", http.MethodPost, v + "/users?userId=.", "", true, "userId"},
+		{"user id ..", http.MethodPost, v + "/users?userId=..", "", true, "userId"},
+		{"user id ...", http.MethodPost, v + "/users?userId=...", "", false, ""},
+		{"user id with dots and a letter", http.MethodPost, v + "/users?userId=..a.", "", false, ""},
+		{"user id . (path)", http.MethodGet, v + "/users/%2E/rights", "", true, "userId"},
+		{"user id .. (path)", http.MethodPost, v + "/users/%2E%2E?isDeactivated=true", "", true, "userId"},
+		{"user id .. (path of rights)", http.MethodPost, v + "/users/%2E%2E/rights", "", true, "userId"},
+		{"user id .x (path)", http.MethodGet, v + "/users/.x/rights", "", false, ""},
 		{"primary party", http.MethodPost, v + "/users?userId=a&primaryParty=" + q(party), "", false, ""},
+		{"primary party empty (none)", http.MethodPost, v + "/users?userId=a&primaryParty=", "", false, ""},
 		{"primary party with a 69-digit namespace", http.MethodPost, v + "/users?userId=a&primaryParty=" + q(party+"0"), "", true, "primaryParty"},
 		{"primary party with an upper-case namespace", http.MethodPost, v + "/users?userId=a&primaryParty=" + q("alice::1220AB"), "", true, "primaryParty"},
 		{"primary party cleared", http.MethodPost, v + "/users/a?primaryParty=", "", false, ""},

@@ -590,7 +590,7 @@ type ClientInterface interface {
 
 	// CreateGatewayWalletWithBody Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type.
@@ -600,7 +600,7 @@ type ClientInterface interface {
 
 	// CreateGatewayWallet Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1663,7 +1663,7 @@ func (c *Client) ListGatewayWallets(ctx context.Context, name ValidatorNamePath,
 
 // CreateGatewayWalletWithBody Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type.
@@ -1683,7 +1683,7 @@ func (c *Client) CreateGatewayWalletWithBody(ctx context.Context, name Validator
 
 // CreateGatewayWallet Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type.
@@ -4693,7 +4693,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4703,7 +4703,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateGatewayWalletWithResponse Create a wallet for a party
 	//
-	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+	// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 	// **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8979,7 +8979,7 @@ func (c *ClientWithResponses) ListGatewayWalletsWithResponse(ctx context.Context
 
 // CreateGatewayWalletWithBodyWithResponse Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8995,7 +8995,7 @@ func (c *ClientWithResponses) CreateGatewayWalletWithBodyWithResponse(ctx contex
 
 // CreateGatewayWalletWithResponse Create a wallet for a party
 //
-// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
+// Creates a managed wallet for a new party derived from `partyHint`, allocated on this validator's participant, recorded with its custody provider (and `vault` when given, else the provider's default). 400, before anything is recorded, when `partyHint` is not in the ledger's party id syntax; 409 when a wallet for that party hint exists already, or the provider is not enabled or has no credentials; 502 when the ledger fails.
 // **Required role** (when roles are on, setting `api.auth.roles`): `operator`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

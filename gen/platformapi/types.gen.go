@@ -378,7 +378,7 @@ type CpuMetrics struct {
 
 // CreateGatewayWalletRequest defines model for CreateGatewayWalletRequest.
 type CreateGatewayWalletRequest struct {
-	// PartyHint Hint for the wallet's new party.
+	// PartyHint Hint for the wallet's new party, allocated as `partyIdHint` of allocateParty is: the ledger's party id syntax (letters, digits, `:`, `-`, `_` and space, at most 185 characters, no `::`).
 	PartyHint string `json:"partyHint"`
 
 	// Primary Make this the primary wallet; the previous primary wallet stops being primary.
@@ -862,6 +862,7 @@ type UnitRight struct {
 
 // UpdateCustodyProviderSettingsRequest Every field is optional; omitted fields are left unchanged.
 type UpdateCustodyProviderSettingsRequest struct {
+	// BaseUrl Address of the provider's API. It is returned by the read, so it must not carry credentials (a user or password before `@`: 400); send them as `credentials`.
 	BaseUrl *string `json:"baseUrl,omitempty"`
 
 	// Credentials API credentials for the provider. Write-only; replaces the stored credentials as a whole.
@@ -1123,10 +1124,10 @@ type AllocatePartyParams struct {
 
 // CreateUserParams defines parameters for CreateUser.
 type CreateUserParams struct {
-	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``.
+	// UserId Id of the new ledger user, in the ledger's user id syntax: 1 to 128 of the letters, digits and ``@^$.!`-#+'~_|:()``; not `.` or `..`, which the ledger's `/v2/users/{user-id}` paths cannot carry (a URL resolves them as dot segments), so such a user could never be read or changed.
 	UserId string `form:"userId" json:"userId"`
 
-	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits).
+	// PrimaryParty Primary party of the user (a party id: a hint, `::` and the namespace's fingerprint in lower-case hex, at most 68 digits); an empty value (a form's blank field) means none.
 	PrimaryParty *PrimaryPartyQuery `form:"primaryParty,omitempty" json:"primaryParty,omitempty"`
 
 	// ParticipantAdmin Grant the ParticipantAdmin right.
@@ -1207,7 +1208,7 @@ type OpenLedgerConsoleParams struct {
 	// Upgrade Must be `websocket`; any other request is 400.
 	Upgrade string `json:"Upgrade"`
 
-	// SecWebSocketProtocol `bearer, <ACCESS_TOKEN>` for clients that cannot set the `Authorization` header.
+	// SecWebSocketProtocol `bearer, <ACCESS_TOKEN>` for clients that cannot set the `Authorization` header. It holds a whole access token (an identity provider's often passes 1 KiB), so it is bounded only as the request's headers are (`server.maxHeaderBytes`, 64 KiB by default).
 	SecWebSocketProtocol *string `json:"Sec-WebSocket-Protocol,omitempty"`
 }
 

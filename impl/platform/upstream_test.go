@@ -213,17 +213,48 @@ func TestUsersAndRights(t *testing.T) {
 		}
 	})
 	t.Run("create with form parameters", func(t *testing.T) {
-		form := url.Values{"userId": {"bob"}, "canActAs": {bob}}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/api/v1/validators/"+validator+"/users", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Authorization", "Bearer "+s.Token)
-		resp, err := s.HTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		// The contract: a single-valued parameter sent in both places
+		// takes the query's value, a list gets the query's values then
+		// the form's.
+		tests := []struct {
+			name        string
+			query, form url.Values
+			user        string
+			rights      []string
+		}{
+			{"form only", nil, url.Values{"userId": {"bob"}, "canActAs": {bob}}, "bob", []string{"CanActAs:" + bob}},
+			// A form's blank field: an empty primaryParty means none.
+			{"blank primary party", nil, url.Values{"userId": {"eve"}, "primaryParty": {""}, "canActAs": {bob}}, "eve", []string{"CanActAs:" + bob}},
+			{"userId in both", url.Values{"userId": {"carol"}}, url.Values{"userId": {"mallory"}, "canActAs": {alice}}, "carol", []string{"CanActAs:" + alice}},
+			{"boolean in both, lists in both", url.Values{"userId": {"dan"}, "participantAdmin": {"true"}, "canReadAs": {alice}},
+				url.Values{"userId": {"dan"}, "participantAdmin": {"false"}, "canReadAs": {bob}}, "dan", []string{"ParticipantAdmin:", "CanReadAs:" + alice, "CanReadAs:" + bob}},
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("got %d, want 200", resp.StatusCode)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				u := s.URL + "/api/v1/validators/" + validator + "/users"
+				if tt.query != nil {
+					u += "?" + tt.query.Encode()
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(tt.form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Authorization", "Bearer "+s.Token)
+				resp, err := s.HTTP.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				expect(t, "create", resp.StatusCode, b, http.StatusOK)
+				var got struct{ User struct{ Id string } }
+				if err := json.Unmarshal(b, &got); err != nil || got.User.Id != tt.user {
+					t.Fatalf("created %s (%v), want user %s", b, err, tt.user)
+				}
+				rights, _ := s.Platform.ListUserRightsWithResponse(ctx, validator, tt.user)
+				expect(t, "rights", rights.StatusCode(), rights.Body, http.StatusOK)
+				if got := rightsOf(t, rights.Body); !sameSet(got, tt.rights) {
+					t.Fatalf("rights: got %v, want %v", got, tt.rights)
+				}
+			})
 		}
 	})
 
@@ -237,6 +268,11 @@ func TestUsersAndRights(t *testing.T) {
 		{"unknown party", platformapi.CreateUserParams{UserId: "dave", CanActAs: &[]string{"dave::1220" + strings.Repeat("0", 64)}}, http.StatusUnprocessableEntity, "INVALID_ARGUMENT"},
 		{"invalid user id", platformapi.CreateUserParams{UserId: "no spaces allowed"}, http.StatusBadRequest, "userId"},
 		{"empty party", platformapi.CreateUserParams{UserId: "erin", CanReadAs: &[]string{" "}}, http.StatusBadRequest, "canReadAs"},
+		// A user "." or ".." could never be read or changed: the ledger's
+		// /v2/users/{user-id} paths lose a dot segment (the client resolves
+		// ./v2/users/./rights to /v2/users/rights).
+		{"user id .", platformapi.CreateUserParams{UserId: "."}, http.StatusBadRequest, "userId"},
+		{"user id ..", platformapi.CreateUserParams{UserId: ".."}, http.StatusBadRequest, "userId"},
 	}
 	for _, tt := range createErrs {
 		t.Run("create "+tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -222,9 +223,29 @@ func (s *Server) GetIdentityDump(ctx context.Context, req platformapi.GetIdentit
 	}
 	noStore := "no-store"
 	disposition := fmt.Sprintf("attachment; filename=%q", req.Name+"-participant-identities.json")
-	return platformapi.GetIdentityDump200ApplicationoctetStreamResponse{
+	return identityDump{GetIdentityDump200ApplicationoctetStreamResponse: platformapi.GetIdentityDump200ApplicationoctetStreamResponse{
 		Body:          resp.Body, // closed by the response writer
 		ContentLength: max(resp.ContentLength, 0),
 		Headers:       platformapi.GetIdentityDump200ResponseHeaders{CacheControl: &noStore, ContentDisposition: &disposition},
-	}, nil
+	}, log: s.Logger}, nil
+}
+
+// identityDump is getIdentityDump's 200, streamed as the validator app sends
+// it. When the stream fails after the header went out, the connection is
+// closed without ending the answer: a chunked answer would otherwise end as
+// if whole, and the client keep a cut private key export for a backup.
+type identityDump struct {
+	platformapi.GetIdentityDump200ApplicationoctetStreamResponse
+	log *slog.Logger
+}
+
+func (d identityDump) VisitGetIdentityDumpResponse(w http.ResponseWriter) error {
+	err := d.GetIdentityDump200ApplicationoctetStreamResponse.VisitGetIdentityDumpResponse(w)
+	if err != nil {
+		d.log.Warn("identity dump cut: the connection is closed so the client sees it", "error", err)
+		if conn, _, herr := http.NewResponseController(w).Hijack(); herr == nil {
+			_ = conn.Close()
+		}
+	}
+	return err
 }

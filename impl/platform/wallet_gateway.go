@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -157,6 +158,14 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 		return nil, err
 	}
 	b := req.Body
+	if b.BaseUrl != nil {
+		// The address is read back by anyone who may read the settings:
+		// credentials go in credentials, which are never returned. The
+		// message does not quote the URL, which would return them too.
+		if u, err := url.Parse(*b.BaseUrl); err != nil || u.User != nil {
+			return nil, domain.Invalid("baseUrl", "must not carry credentials (user or password): send them as credentials, which are stored sealed and never returned")
+		}
+	}
 	sealed := ""
 	if c := b.Credentials; c != nil {
 		// The contract requires both; a body that slipped past

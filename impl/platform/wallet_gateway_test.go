@@ -192,10 +192,18 @@ func TestWalletGateway(t *testing.T) {
 			{"half a credential", http.MethodPut, settingsPath, `{"credentials":{"apiKey":"` + testAPIKey + `"}}`, http.StatusBadRequest},
 			{"empty secret", http.MethodPut, settingsPath, `{"credentials":{"apiKey":"` + testAPIKey + `","apiSecret":""}}`, http.StatusBadRequest},
 			{"baseUrl not a URI", http.MethodPut, settingsPath, `{"baseUrl":"not a url"}`, http.StatusBadRequest},
+			// Credentials are write-only: a URL carrying them would be read back.
+			{"baseUrl with credentials", http.MethodPut, settingsPath, `{"baseUrl":"https://` + testAPIKey + `:secret-MIIEvQ@custody-a.test/api"}`, http.StatusBadRequest},
+			{"baseUrl with a user", http.MethodPut, settingsPath, `{"baseUrl":"https://` + testAPIKey + `@custody-a.test/api"}`, http.StatusBadRequest},
 			{"enabled not a boolean", http.MethodPut, settingsPath, `{"enabled":"yes"}`, http.StatusBadRequest},
 			{"unknown provider", http.MethodPost, walletsPath, `{"partyHint":"x","signingProvider":"custody-provider-b"}`, http.StatusBadRequest},
 			{"no party hint", http.MethodPost, walletsPath, `{"signingProvider":"custody-provider-a"}`, http.StatusBadRequest},
 			{"empty party hint", http.MethodPost, walletsPath, `{"partyHint":"","signingProvider":"custody-provider-a"}`, http.StatusBadRequest},
+			// The hint is allocated as a participant-managed party's: a hint
+			// the ledger refuses is refused before anything is recorded.
+			{"party hint with ::", http.MethodPost, walletsPath, `{"partyHint":"a::b","signingProvider":"custody-provider-a"}`, http.StatusBadRequest},
+			{"party hint not in the ledger's syntax", http.MethodPost, walletsPath, `{"partyHint":"héllo","signingProvider":"custody-provider-a"}`, http.StatusBadRequest},
+			{"party hint of 186 characters", http.MethodPost, walletsPath, `{"partyHint":"` + strings.Repeat("p", 186) + `","signingProvider":"custody-provider-a"}`, http.StatusBadRequest},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -205,8 +213,18 @@ func TestWalletGateway(t *testing.T) {
 			})
 		}
 		// A refused update changed nothing.
-		if got := settings(t); !got.Enabled || !got.CredentialsConfigured {
+		if got := settings(t); !got.Enabled || !got.CredentialsConfigured || got.BaseUrl == nil || *got.BaseUrl != "https://custody-a.test/api" {
 			t.Fatalf("after refused updates: %+v", got)
+		}
+		// A refused create recorded nothing.
+		ws, err := s.App.Store.GatewayWallets(ctx, validator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if w.PartyID == "" {
+				t.Fatalf("a refused create left a wallet record: %+v", w)
+			}
 		}
 	})
 

@@ -89,7 +89,7 @@ func (m mount) add(method, path string, h echo.HandlerFunc, extra ...echo.Middle
 		mws = append(mws, authorize(op.OperationID, need))
 	}
 	if form, _ := op.Extensions["x-form-parameters"].(bool); form {
-		mws = append(mws, formToQuery())
+		mws = append(mws, formToQuery(singleValued(route)))
 	}
 	mws = append(mws, validate(route, streams))
 	if !streams && m.o.RequestTimeout > 0 {
@@ -165,8 +165,11 @@ func (m mount) TRACE(p string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) *e
 // formToQuery lets an operation whose contract says `x-form-parameters` take
 // its query parameters as an application/x-www-form-urlencoded body too, as
 // Spring's @RequestParam does: the form's values are appended to the query's,
-// so validation and the handler see one set of parameters.
-func formToQuery() echo.MiddlewareFunc {
+// so validation and the handler see one set of parameters. A parameter of
+// single (one value) that the query has keeps the query's value: the form's
+// is dropped, not appended, or validation would refuse the pair as a
+// parameter given twice.
+func formToQuery(single []string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -183,6 +186,9 @@ func formToQuery() echo.MiddlewareFunc {
 			}
 			q := r.URL.Query()
 			for k, vs := range form {
+				if q.Has(k) && slices.Contains(single, k) {
+					continue
+				}
 				q[k] = append(q[k], vs...)
 			}
 			r.URL.RawQuery = q.Encode()

@@ -39,12 +39,7 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 	unsecured := *route
 	unsecured.Operation = &op
 	route = &unsecured
-	var single []string // the query parameters that take one value
-	for _, p := range append(slices.Clone(route.PathItem.Parameters), op.Parameters...) {
-		if s := p.Value.Schema; p.Value.In == openapi3.ParameterInQuery && (s == nil || !s.Value.Type.Is(openapi3.TypeArray)) {
-			single = append(single, p.Value.Name)
-		}
-	}
+	single := singleValued(route)
 	opts := &echomiddleware.Options{
 		Options: openapi3filter.Options{
 			MultiError:         true,
@@ -87,6 +82,17 @@ func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// singleValued names the query parameters of route that take one value.
+func singleValued(route *routers.Route) []string {
+	var single []string
+	for _, p := range append(slices.Clone(route.PathItem.Parameters), route.Operation.Parameters...) {
+		if s := p.Value.Schema; p.Value.In == openapi3.ParameterInQuery && (s == nil || !s.Value.Type.Is(openapi3.TypeArray)) {
+			single = append(single, p.Value.Name)
+		}
+	}
+	return single
 }
 
 // routed answers the validator with the route echo matched (and its path
