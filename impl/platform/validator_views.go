@@ -231,9 +231,10 @@ func (s *Server) GetIdentityDump(ctx context.Context, req platformapi.GetIdentit
 }
 
 // identityDump is getIdentityDump's 200, streamed as the validator app sends
-// it. When the stream fails after the header went out, the connection is
-// closed without ending the answer: a chunked answer would otherwise end as
-// if whole, and the client keep a cut private key export for a backup.
+// it. When the stream fails after the header went out, the answer is
+// aborted (net/http closes the connection, or resets an HTTP/2 stream): a
+// chunked answer would otherwise end as if whole, and the client keep a
+// cut private key export for a backup.
 type identityDump struct {
 	platformapi.GetIdentityDump200ApplicationoctetStreamResponse
 	log *slog.Logger
@@ -242,10 +243,8 @@ type identityDump struct {
 func (d identityDump) VisitGetIdentityDumpResponse(w http.ResponseWriter) error {
 	err := d.GetIdentityDump200ApplicationoctetStreamResponse.VisitGetIdentityDumpResponse(w)
 	if err != nil {
-		d.log.Warn("identity dump cut: the connection is closed so the client sees it", "error", err)
-		if conn, _, herr := http.NewResponseController(w).Hijack(); herr == nil {
-			_ = conn.Close()
-		}
+		d.log.Warn("identity dump cut: the answer is aborted so the client sees it", "error", err)
+		panic(http.ErrAbortHandler)
 	}
-	return err
+	return nil
 }
