@@ -23,56 +23,16 @@ import (
 // auth's public ones; one deleted or stripped of a key by hand comes back
 // (the controller watches them); a changed source is copied again.
 func TestChartSecrets(t *testing.T) {
-	w := newWorld()
-	c := run(t, w, func(o *Options) { o.Charts = true })
-	scheme, err := clustergw.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := client.New(apiServer, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	const ns, name = "intent-test", "chart1"
-	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	// The validator's own Secrets and its resource, as the gateway writes
-	// them (the world's cluster writes nothing to the API server).
-	own := map[string]map[string]string{
-		name + "-database":        {"password": "pw-1"},
-		name + "-ledger-api-auth": {"client-secret": "cs-1"},
-		name + "-onboarding":      {"secret": "onboard-1"},
-	}
-	for n, data := range own {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
-		if err := k.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	issuer := "http://idp.test/realms/r"
-	v := &v1alpha1.Validator{
-		// The workload controller's finalizer, which deletes the release's
-		// namespace with the Validator.
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy},
-			Finalizers: []string{workload.ReleaseFinalizer}},
-		Spec: v1alpha1.ValidatorSpec{
-			Config: v1alpha1.ValidatorConfig{
-				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
-				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart1.test", LedgerAPIUser: "sa-chart1", LedgerAPIClient: "chart1-validator-app",
-					WalletClient: "chart1-wallet-ui", NameServiceClient: "chart1-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
-					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
-				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", SVSponsorAddress: "http://sv.test", DefaultJVMOptions: "-Xmx1g"},
-			},
-			CustomAuth: true,
-			Secrets: &v1alpha1.ValidatorSecretRefs{
-				Onboarding:    &v1alpha1.SecretKeyRef{Name: name + "-onboarding", Key: "secret"},
-				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
-				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
-			},
-		},
-	}
+	const name = "chart1"
+	w, c, k := chartTest(t, name, map[string]map[string]string{
+		"-database":        {"password": "pw-1"},
+		"-ledger-api-auth": {"client-secret": "cs-1"},
+		"-onboarding":      {"secret": "onboard-1"},
+	})
+	ctx, ns, issuer := context.Background(), chartNamespace, chartIssuer
+	v := chartValidator(name, true)
+	v.Spec.Config.Cluster.SVSponsorAddress = "http://sv.test"
+	v.Spec.Secrets.Onboarding = &v1alpha1.SecretKeyRef{Name: name + "-onboarding", Key: "secret"}
 	if err := k.Create(ctx, v); err != nil {
 		t.Fatal(err)
 	}
@@ -150,51 +110,13 @@ func TestChartSecrets(t *testing.T) {
 // let the workload controller run the release in it and delete it with the
 // Validator, nor writes the validator's secret values into it.
 func TestChartSecretsKeepOutOfAnothersNamespace(t *testing.T) {
-	w := newWorld()
-	c := run(t, w, func(o *Options) { o.Charts = true })
-	scheme, err := clustergw.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := client.New(apiServer, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	const ns, name = "intent-test", "chart2"
-	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for n, data := range map[string]map[string]string{
-		name + "-database":        {"password": "pw-1"},
-		name + "-ledger-api-auth": {"client-secret": "cs-1"},
-	} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
-		if err := k.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	issuer := "http://idp.test/realms/r"
-	v := &v1alpha1.Validator{
-		// The workload controller's finalizer, which deletes the release's
-		// namespace with the Validator.
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy},
-			Finalizers: []string{workload.ReleaseFinalizer}},
-		Spec: v1alpha1.ValidatorSpec{
-			Config: v1alpha1.ValidatorConfig{
-				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
-				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart2.test", LedgerAPIUser: "sa-chart2", LedgerAPIClient: "chart2-validator-app",
-					WalletClient: "chart2-wallet-ui", NameServiceClient: "chart2-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
-					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
-				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", DefaultJVMOptions: "-Xmx1g"},
-			},
-			CustomAuth: true,
-			Secrets: &v1alpha1.ValidatorSecretRefs{
-				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
-				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
-			},
-		},
-	}
+	const name = "chart2"
+	w, c, k := chartTest(t, name, map[string]map[string]string{
+		"-database":        {"password": "pw-1"},
+		"-ledger-api-auth": {"client-secret": "cs-1"},
+	})
+	ctx, ns := context.Background(), chartNamespace
+	v := chartValidator(name, true)
 	// Someone else's namespace, of the name the release would take.
 	release := workload.ReleaseNamespace(v)
 	foreign := map[string]string{"team": "other"}
@@ -237,48 +159,13 @@ func TestChartSecretsKeepOutOfAnothersNamespace(t *testing.T) {
 // registry lacks, never adds it), the namespace and the copies of the
 // validator's secret values outlived the Validator: nothing deletes them.
 func TestChartSecretsWaitForTheReleaseFinalizer(t *testing.T) {
-	w := newWorld()
-	c := run(t, w, func(o *Options) { o.Charts = true })
-	scheme, err := clustergw.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := client.New(apiServer, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	const ns, name = "intent-test", "chart3"
-	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for n, data := range map[string]map[string]string{
-		name + "-database":        {"password": "pw-1"},
-		name + "-ledger-api-auth": {"client-secret": "cs-1"},
-	} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, StringData: data}
-		if err := k.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	issuer := "http://idp.test/realms/r"
-	v := &v1alpha1.Validator{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy}},
-		Spec: v1alpha1.ValidatorSpec{
-			Config: v1alpha1.ValidatorConfig{
-				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
-				Auth: &v1alpha1.Auth{Audience: "https://ledger.chart3.test", LedgerAPIUser: "sa-chart3", LedgerAPIClient: "chart3-validator-app",
-					WalletClient: "chart3-wallet-ui", NameServiceClient: "chart3-ans-ui", JWKSURL: ptr.To(issuer + "/certs"),
-					OIDCAuthorityURL: ptr.To(issuer), OIDCConfigURL: ptr.To(issuer + "/.well-known/openid-configuration")},
-				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", DefaultJVMOptions: "-Xmx1g"},
-			},
-			CustomAuth: true,
-			Secrets: &v1alpha1.ValidatorSecretRefs{
-				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
-				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
-			},
-		},
-	}
+	const name = "chart3"
+	w, c, k := chartTest(t, name, map[string]map[string]string{
+		"-database":        {"password": "pw-1"},
+		"-ledger-api-auth": {"client-secret": "cs-1"},
+	})
+	ctx, ns := context.Background(), chartNamespace
+	v := chartValidator(name, false)
 	if err := k.Create(ctx, v); err != nil {
 		t.Fatal(err)
 	}
@@ -312,4 +199,63 @@ func TestChartSecretsWaitForTheReleaseFinalizer(t *testing.T) {
 	if err := k.Get(ctx, types.NamespacedName{Namespace: release, Name: workload.ChartDatabaseSecret}, s); err != nil || string(s.Data["postgresPassword"]) != "pw-1" {
 		t.Fatalf("Secret %s/%s once the finalizer is there: %v; want it with the database password", release, workload.ChartDatabaseSecret, err)
 	}
+}
+
+// chartNamespace is the chart tests' namespace, chartIssuer their identity
+// provider's issuer.
+const chartNamespace, chartIssuer = "intent-test", "http://idp.test/realms/r"
+
+// chartTest runs the controller in chart mode and writes the validator
+// name's own Secrets (by the suffix of their names) as the gateway writes
+// them (the world's cluster writes nothing to the API server); k is a
+// client of the API server.
+func chartTest(t *testing.T, name string, own map[string]map[string]string) (w *world, c *Controller, k client.Client) {
+	t.Helper()
+	w = newWorld()
+	c = run(t, w, func(o *Options) { o.Charts = true })
+	scheme, err := clustergw.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err = client.New(apiServer, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for suffix, data := range own {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + suffix, Namespace: chartNamespace}, StringData: data}
+		if err := k.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w, c, k
+}
+
+// chartValidator is the Validator resource of name, reading its database
+// and ledger API client Secrets; with finalizer, it carries the workload
+// controller's, which deletes the release's namespace with it.
+func chartValidator(name string, finalizer bool) *v1alpha1.Validator {
+	v := &v1alpha1.Validator{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: chartNamespace, Labels: map[string]string{workload.ManagedByLabel: workload.ManagedBy}},
+		Spec: v1alpha1.ValidatorSpec{
+			Config: v1alpha1.ValidatorConfig{
+				Version: v1alpha1.ValidatorConfigVersion, Name: name, ImageRepo: "ghcr.io/example/docker", ImageTag: "0.7.3",
+				Auth: &v1alpha1.Auth{Audience: "https://ledger." + name + ".test", LedgerAPIUser: "sa-" + name, LedgerAPIClient: name + "-validator-app",
+					WalletClient: name + "-wallet-ui", NameServiceClient: name + "-ans-ui", JWKSURL: ptr.To(chartIssuer + "/certs"),
+					OIDCAuthorityURL: ptr.To(chartIssuer), OIDCConfigURL: ptr.To(chartIssuer + "/.well-known/openid-configuration")},
+				Cluster: v1alpha1.Cluster{ScanAddress: "http://scan.test", DefaultJVMOptions: "-Xmx1g"},
+			},
+			CustomAuth: true,
+			Secrets: &v1alpha1.ValidatorSecretRefs{
+				LedgerAPIAuth: &v1alpha1.SecretKeyRef{Name: name + "-ledger-api-auth", Key: "client-secret"},
+				Database:      &v1alpha1.SecretKeyRef{Name: name + "-database", Key: "password"},
+			},
+		},
+	}
+	if finalizer {
+		v.Finalizers = []string{workload.ReleaseFinalizer}
+	}
+	return v
 }
