@@ -18,48 +18,46 @@ func (s *Store) GetBackupSchedule(ctx context.Context, validator string) (domain
 // UPDATE, so concurrent saves cannot both insert; RETURNING reads back the
 // stored row (with the first save's created_at) into b.
 func (s *Store) SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {
-	t := now()
-	row := backupRow{Validator: b.Validator, Cron: b.Cron, MaxBackups: b.MaxBackups, CreatedAt: t, UpdatedAt: t}
-	err := s.db.WithContext(ctx).Clauses(
-		clause.OnConflict{
-			Columns:   []clause.Column{{Name: "validator"}},
-			DoUpdates: clause.AssignmentColumns([]string{"cron", "max_backups", "updated_at", "deleted_at"}),
-		},
-		clause.Returning{},
-	).Create(&row).Error
-	if err != nil {
-		return translate(err, backupWhat(b.Validator), b.Validator)
-	}
-	*b = row.domain()
-	return nil
+	_, err := s.upsertBackup(ctx, b, nil)
+	return err
 }
 
 // CreateBackupSchedule creates the schedule or reactivates a soft-deleted
-// one (replacing its cron and maxBackups and clearing deleted_at), in one
-// INSERT … ON CONFLICT DO UPDATE that updates only a soft-deleted record:
+// one, as SaveBackupSchedule does, but updates only a soft-deleted record:
 // of concurrent creates exactly one writes, and a create over an active
 // schedule (also one written since the caller looked) is
-// domain.ErrConflict, the record unchanged. RETURNING reads the stored row
-// back into b.
+// domain.ErrConflict, the record unchanged.
 func (s *Store) CreateBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {
-	t := now()
-	row := backupRow{Validator: b.Validator, Cron: b.Cron, MaxBackups: b.MaxBackups, CreatedAt: t, UpdatedAt: t}
-	res := s.db.WithContext(ctx).Clauses(
-		clause.OnConflict{
-			Columns:   []clause.Column{{Name: "validator"}},
-			DoUpdates: clause.AssignmentColumns([]string{"cron", "max_backups", "updated_at", "deleted_at"}),
-			Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "backup_schedules.deleted_at IS NOT NULL"}}},
-		},
-		clause.Returning{},
-	).Create(&row)
-	if res.Error != nil {
-		return translate(res.Error, backupWhat(b.Validator), b.Validator)
-	}
-	if res.RowsAffected == 0 {
+	wrote, err := s.upsertBackup(ctx, b, clause.Expr{SQL: "backup_schedules.deleted_at IS NOT NULL"})
+	if err == nil && !wrote {
 		return domain.Conflict("validator %q already has an active backup schedule; change it with PUT", b.Validator)
 	}
+	return err
+}
+
+// upsertBackup inserts b's schedule or, where the existing record meets
+// only (nil: always), replaces its cron and maxBackups and clears its
+// deleted_at; it reads the stored row back into b and tells whether it
+// wrote.
+func (s *Store) upsertBackup(ctx context.Context, b *domain.BackupSchedule, only clause.Expression) (bool, error) {
+	t := now()
+	row := backupRow{Validator: b.Validator, Cron: b.Cron, MaxBackups: b.MaxBackups, CreatedAt: t, UpdatedAt: t}
+	conflict := clause.OnConflict{
+		Columns:   []clause.Column{{Name: "validator"}},
+		DoUpdates: clause.AssignmentColumns([]string{"cron", "max_backups", "updated_at", "deleted_at"}),
+	}
+	if only != nil {
+		conflict.Where = clause.Where{Exprs: []clause.Expression{only}}
+	}
+	res := s.db.WithContext(ctx).Clauses(conflict, clause.Returning{}).Create(&row)
+	if res.Error != nil {
+		return false, translate(res.Error, backupWhat(b.Validator), b.Validator)
+	}
+	if res.RowsAffected == 0 {
+		return false, nil
+	}
 	*b = row.domain()
-	return nil
+	return true, nil
 }
 
 // SoftDeleteBackupSchedule marks the active schedule deleted, keeping its
