@@ -313,41 +313,28 @@ type faults struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f *faults) failBefore(op string) { f.set(&f.before, op, errInjected) }
-func (f *faults) failAfter(op string)  { f.set(&f.after, op, errInjected) }
+func (f *faults) failBefore(op string) { set(f, &f.before, op, errInjected) }
+func (f *faults) failAfter(op string)  { set(f, &f.after, op, errInjected) }
 
 // failBeforeWith makes op fail with err (a typed failure, such as an
 // unreachable cluster).
-func (f *faults) failBeforeWith(op string, err error) { f.set(&f.before, op, err) }
+func (f *faults) failBeforeWith(op string, err error) { set(f, &f.before, op, err) }
 
-func (f *faults) set(m *map[string]error, op string, err error) {
+// set records v for op in *m, made on first use.
+func set[V any](f *faults, m *map[string]V, op string, v V) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if *m == nil {
-		*m = map[string]error{}
+		*m = map[string]V{}
 	}
-	(*m)[op] = err
+	(*m)[op] = v
 }
 
 // beforeNext runs fn once, before the next call of op.
-func (f *faults) beforeNext(op string, fn func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.first == nil {
-		f.first = map[string]func(){}
-	}
-	f.first[op] = fn
-}
+func (f *faults) beforeNext(op string, fn func()) { set(f, &f.first, op, fn) }
 
 // afterNext runs fn once, after the next call of op has returned.
-func (f *faults) afterNext(op string, fn func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.then == nil {
-		f.then = map[string]func(){}
-	}
-	f.then[op] = fn
-}
+func (f *faults) afterNext(op string, fn func()) { set(f, &f.then, op, fn) }
 
 func (f *faults) clear() {
 	f.mu.Lock()

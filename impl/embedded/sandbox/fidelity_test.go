@@ -68,10 +68,10 @@ func grant(t *testing.T, tokenURL, id, secret string) (int, string) {
 	return resp.StatusCode, out.AccessToken
 }
 
-// TestLedgerEndpointsAsCantonAnswers: the endpoints Canton's clients call
-// first answer JSON in the 3.5 shapes (the contract hook of open checks
-// each answer against openapi/upstream/ledger-api.yaml).
-func TestLedgerEndpointsAsCantonAnswers(t *testing.T) {
+// operatorLedger opens a network and answers its participant v1's ledger
+// address and a token of the server's operator user for it.
+func operatorLedger(t *testing.T) (ledgerURL, token string) {
+	t.Helper()
 	var tokens atomic.Int32
 	n, _ := open(t, t.TempDir(), &tokens)
 	tgt, err := n.Target("v1")
@@ -79,7 +79,14 @@ func TestLedgerEndpointsAsCantonAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, tok := grant(t, tgt.Credentials.TokenURL, sandbox.ClientID, n.ClientSecret())
-	L := tgt.LedgerURL
+	return tgt.LedgerURL, tok
+}
+
+// TestLedgerEndpointsAsCantonAnswers: the endpoints Canton's clients call
+// first answer JSON in the 3.5 shapes (the contract hook of open checks
+// each answer against openapi/upstream/ledger-api.yaml).
+func TestLedgerEndpointsAsCantonAnswers(t *testing.T) {
+	L, tok := operatorLedger(t)
 
 	st, v := call(t, http.MethodGet, L, "/v2/version", tok, nil)
 	if st != http.StatusOK || !strings.HasPrefix(v["version"].(string), "3.5.") || v["features"].(map[string]any)["partyManagement"].(map[string]any)["maxPartiesPageSize"].(float64) != 100 {
@@ -186,14 +193,7 @@ func TestNoCanActAsAnyParty(t *testing.T) {
 // admin), and a stale metadata.resourceVersion (concurrent change control).
 // The refused updates change nothing.
 func TestUserUpdatesAsCantonAnswers(t *testing.T) {
-	var tokens atomic.Int32
-	n, _ := open(t, t.TempDir(), &tokens)
-	tgt, err := n.Target("v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, tok := grant(t, tgt.Credentials.TokenURL, sandbox.ClientID, n.ClientSecret())
-	L := tgt.LedgerURL
+	L, tok := operatorLedger(t)
 	const operator = "v1-validator-operator"
 	if st, out := call(t, http.MethodPost, L, "/v2/users", tok, strings.NewReader(`{"user":{"id":"u1"}}`)); st != http.StatusOK {
 		t.Fatalf("create u1: %d %v", st, out)
