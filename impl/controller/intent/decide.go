@@ -31,14 +31,9 @@ type identityWork struct {
 	Clients bool
 }
 
-// uiAddresses say where a validator's UIs are now (Identity.UIURLs).
-type uiAddresses interface {
-	UIURLs(validator string) (wallet, nameService string)
-}
-
 // decideIdentity is what the identity provider must make for v: what the
 // row has not recorded yet, nothing with custom authentication.
-func decideIdentity(v domain.Validator, key []byte, uis uiAddresses) identityWork {
+func decideIdentity(v domain.Validator, key []byte, uis Identity) identityWork {
 	if v.CustomAuth {
 		return identityWork{}
 	}
