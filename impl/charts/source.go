@@ -279,8 +279,7 @@ func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	index := map[string]indexEntry{}
-	maps.Copy(index, s.index)
+	index := maps.Clone(s.index)
 	index[k] = e
 	b, err := json.MarshalIndent(index, "", "  ")
 	if err != nil {

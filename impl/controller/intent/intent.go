@@ -29,6 +29,7 @@
 package intent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -211,12 +212,9 @@ type Controller struct {
 
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) *Controller {
-	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
-		workers: o.Workers, changes: o.Changes, charts: o.Charts,
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+		namespace: o.Namespace, workers: o.Workers, changes: o.Changes, charts: o.Charts,
 		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
 	if c.workers <= 0 {
 		c.workers = 4
 	}
