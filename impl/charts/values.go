@@ -123,12 +123,12 @@ func participantPinned(v *v1alpha1.Validator) map[string]any {
 	}
 	if db.ParticipantInit != nil {
 		m["extraInitContainers"] = []any{db.ParticipantInit}
-		// splice-participant passes no user: its image's default is
-		// ChartDatabaseUser. This pins the configuration's variables too.
+		// splice-participant passes no user (its image's default is
+		// ChartDatabaseUser); this pins its variables, the configuration's first.
 		user := []corev1.EnvVar{{Name: "CANTON_PARTICIPANT_POSTGRES_USER", Value: db.User}}
 		m["additionalEnvVars"] = workload.AppendEnv(workload.AppendEnv(nil, v.Spec.Config.Participant.EnvVars), user)
 	}
-	// The tag is the chart's appVersion, the validator's imageTag.
+	// imageRepo is the images' prefix; the tag is the chart's appVersion.
 	setNonZero(m, "imageRepo", v.Spec.Config.ImageRepo)
 	return m
 }
