@@ -23,19 +23,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ChartLabel names, on every object rendered from a chart, the chart it
-// came from: the workload controller prunes by it (with its own validator
-// labels) what a new version no longer renders.
+// ChartLabel names, on every object rendered, the chart it came from.
 const ChartLabel = "validator-manager.io/chart"
 
-// SchemaError is values a chart's values.schema.json refuses: the chart and
-// the schema validator's message, which names each offending value by its
-// path (such as "at '/nodeIdentifier': got number, want string").
+// SchemaError is values a chart's values.schema.json refuses; the message
+// names each value by its path ("at '/nodeIdentifier': got number, ...").
 type SchemaError struct {
 	Chart   string
 	Version string
-	// Value is the path of the first value refused, dotted
-	// (migration.id); empty for the values as a whole.
+	// Value is the dotted path of the first value refused; empty for all.
 	Value   string
 	Message string
 }
@@ -44,16 +40,11 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("values of chart %s %s do not match its values.schema.json: %s", e.Chart, e.Version, e.Message)
 }
 
-// Render renders ch as `helm template` does (the steps of Helm's install
-// action in client-only dry run: default capabilities, no cluster), as release name in
-// namespace with values, and decodes what it renders: into client-go's
-// typed objects where the kind is one of Kubernetes' own, unstructured
-// otherwise. Every object gets namespace and the label ChartLabel=<chart
-// name>. Hooks (helm.sh/hook: tests, pre-install Jobs) are left out: the
-// controller applies a steady state and runs no release lifecycle
-// (docs/decisions.md). Values go through JSON first (Go types such as
-// []string are not Helm values), and are checked against the chart's
-// values.schema.json: a failure is a *SchemaError.
+// Render renders ch as `helm template` does, as release name in namespace,
+// into typed objects (unstructured for kinds not Kubernetes' own), each
+// labelled ChartLabel. Hooks are left out: the controller applies a steady
+// state and runs no release lifecycle. Values its schema refuses are a
+// *SchemaError.
 func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any) ([]client.Object, error) {
 	vals, err := jsonValues(values)
 	if err != nil {
@@ -82,8 +73,7 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 		return nil, fmt.Errorf("chart %s %s: render: %w", ch.Name(), ch.Metadata.Version, err)
 	}
 	maps.DeleteFunc(files, func(f, _ string) bool { return strings.HasSuffix(f, "NOTES.txt") })
-	// Hooks are sorted out here and left out; the rest is in Helm's
-	// install order.
+	// Hooks are left out; the rest is in Helm's install order.
 	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
@@ -103,9 +93,8 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	return objs, nil
 }
 
-// jsonValues is values as JSON would give them: maps of string keys,
-// slices of any, float64 and json.Number free, as Helm's own values files
-// decode.
+// jsonValues is values as JSON gives them, as Helm's values files decode
+// (Go types such as []string are not Helm values).
 func jsonValues(values map[string]any) (map[string]any, error) {
 	b, err := json.Marshal(values)
 	if err != nil {
@@ -118,11 +107,8 @@ func jsonValues(values map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// schemaMessage is Helm's schema error on one line, without its leading
-// chart name: "at '/path': message[; at '/path': message...]", sorted. The message
-// of a value whose path names a secret (secretOverrides, passwords,
-// tokens, credentials) is not shown: the validator's text may quote the
-// value (a pattern it does not match).
+// schemaMessage is Helm's schema error on one line, sorted, without the
+// chart's name. A secret's message is not shown: it may quote the value.
 func schemaMessage(chartName string, err error) string {
 	var entries []string
 	for _, line := range strings.Split(err.Error(), "\n") {
@@ -156,9 +142,8 @@ func firstValue(msg string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(m[1], "/"), "/", ".")
 }
 
-// decode decodes one rendered manifest; one of only comments (a template whose
-// condition is false beneath a licence header, as Splice's
-// serviceMonitor.yaml) is no object, as for Helm.
+// decode decodes one rendered manifest; one of only comments (a false
+// condition beneath a licence header) is no object, as for Helm.
 func decode(doc []byte) (client.Object, error) {
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {

@@ -15,30 +15,23 @@ import (
 
 // Reasons of the *workload.RenderError the Renderer returns.
 const (
-	// ReasonChartUnavailable: a chart could not be pulled (version not in
-	// the registry, registry unreachable, digest mismatch).
+	// ReasonChartUnavailable: a chart could not be pulled.
 	ReasonChartUnavailable = "ChartUnavailable"
-	// ReasonChartValuesInvalid: the values derived for the validator fail a
-	// chart's values.schema.json.
+	// ReasonChartValuesInvalid: a chart refuses the values derived.
 	ReasonChartValuesInvalid = "ChartValuesInvalid"
 )
 
 // Options of a Renderer.
 type Options struct {
-	// Repository is the charts' OCI prefix (the setting splice.charts),
-	// such as oci://ghcr.io/digital-asset/decentralized-canton-sync/helm.
+	// Repository is the charts' OCI prefix (splice.charts).
 	Repository string
-	// Source pulls and caches the charts.
-	Source *Source
-	// Values are the server's chart values (the setting splice.chartValues):
-	// an object keyed by chart name.
+	Source     *Source
+	// Values are the server's chart values (splice.chartValues).
 	Values map[string]any
 }
 
-// Renderer lays out a Validator as Splice's charts do: splice-participant
-// and splice-validator at the version of the validator's imageTag, rendered
-// into the validator's release namespace (workload.ReleaseNamespace). It
-// implements workload.Renderer.
+// Renderer lays out a Validator as Splice's charts at its imageTag, in its
+// release namespace.
 type Renderer struct {
 	opts Options
 }
@@ -54,10 +47,8 @@ var releases = []struct{ chart, release string }{
 	{ValidatorChart, ValidatorRelease},
 }
 
-// Render pulls (or takes from the cache) both charts and renders them. A
-// chart that cannot be pulled is a *workload.RenderError of reason
-// ChartUnavailable, values its schema refuses (or its templates fail on)
-// one of reason ChartValuesInvalid; nothing is rendered unless both charts render.
+// Render pulls both charts and renders them; a *workload.RenderError
+// when a chart cannot be pulled or refuses the values.
 func (r *Renderer) Render(ctx context.Context, v *v1alpha1.Validator) (*workload.Layout, error) {
 	var pulled []*Chart
 	for _, rel := range releases {
@@ -73,10 +64,8 @@ func (r *Renderer) Render(ctx context.Context, v *v1alpha1.Validator) (*workload
 	return r.render(ctx, v, pulled)
 }
 
-// Check renders v when both charts of its version are already in the cache
-// (without the network) and returns what the charts' schemas refuse of
-// the values derived for it, a *SchemaError; nil otherwise (a chart not
-// cached yet, or any other failure, is for the controller to show).
+// Check renders v when both charts are cached and returns the *SchemaError
+// of the values; nil otherwise (any other failure is the controller's to show).
 func (r *Renderer) Check(ctx context.Context, v *v1alpha1.Validator) error {
 	var pulled []*Chart
 	for _, rel := range releases {
@@ -109,8 +98,7 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 		c := pulled[i]
 		objs, err := Render(ctx, c.Chart, rel.release, ns, values[rel.chart])
 		if err != nil {
-			// A template that fails (such as a required value) fails on
-			// the values too: shown as the schema's failures are.
+			// A template that fails (a required value) fails on the values.
 			return nil, &workload.RenderError{Reason: ReasonChartValuesInvalid, Message: err.Error(), Err: err}
 		}
 		for _, o := range objs {
@@ -126,10 +114,8 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 	return layout, nil
 }
 
-// applied tells whether the workload controller applies obj, a rendered
-// object: Deployments, StatefulSets, Services, claims and ConfigMaps. Any
-// other kind (the ServiceMonitor of metrics.enable, whose CRD a cluster
-// may not have) is left out.
+// applied tells whether the workload controller applies obj; any other
+// kind (a ServiceMonitor, whose CRD a cluster may lack) is left out.
 func applied(obj client.Object) bool {
 	switch obj.(type) {
 	case *appsv1.Deployment, *appsv1.StatefulSet, *corev1.Service, *corev1.PersistentVolumeClaim, *corev1.ConfigMap:
@@ -138,10 +124,8 @@ func applied(obj client.Object) bool {
 	return false
 }
 
-// labelComponent labels a Deployment or StatefulSet, and its pod template,
-// with the component its status is read as: Splice's charts name it in
-// their selector label app (participant, validator-app, wallet-web-ui,
-// ans-web-ui).
+// labelComponent labels a workload and its pod template with the component
+// its status is read as: the charts' label app.
 func labelComponent(obj client.Object) {
 	tmpl := workload.PodTemplate(obj)
 	if tmpl == nil {

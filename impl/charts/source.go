@@ -1,9 +1,6 @@
 // Package charts provisions a validator from Splice's published Helm charts
-// (chart mode, the server setting splice.charts): it pulls splice-participant
-// and splice-validator from an OCI registry at the validator's imageTag,
-// verifies and caches them on disk by digest (Source), derives their values
-// from the Validator (Values), renders them client-side as `helm template`
-// does (Render) and hands the objects to the workload controller (Renderer).
+// (chart mode): it pulls and caches them (Source), derives their values
+// (Values) and renders them (Render) for the workload controller (Renderer).
 package charts
 
 import (
@@ -35,22 +32,16 @@ import (
 type PullCause string
 
 const (
-	// NotFound: the registry does not have the chart at that version.
 	NotFound PullCause = "not found in the registry"
-	// Unreachable: the registry did not answer (DNS, connection, TLS,
-	// timeout).
+	// Unreachable: DNS, connection, TLS, timeout.
 	Unreachable PullCause = "registry unreachable"
-	// DigestMismatch: what the registry served is not what its manifest
-	// digest names; the chart is refused.
+	// DigestMismatch: what was served is not what its digest names.
 	DigestMismatch PullCause = "digest mismatch"
-	// Invalid: the registry answered with something that is not the chart
-	// asked for (not a Helm chart, another name or version, an error
-	// status other than not found).
+	// Invalid: not the chart asked for, or an error status but not found.
 	Invalid PullCause = "invalid chart"
 )
 
-// PullError is a chart that could not be had: its reference and version,
-// the cause and the underlying error.
+// PullError is a chart that could not be pulled.
 type PullError struct {
 	Reference string
 	Version   string
@@ -66,13 +57,12 @@ func (e *PullError) Unwrap() error { return e.Err }
 
 // Chart is a verified chart: where it came from and its content.
 type Chart struct {
-	// Name of the chart (its last reference segment and Chart.yaml name).
+	// Name of the chart (its last reference segment).
 	Name string
-	// Reference is the chart's OCI reference without version
-	// (oci://host/path/name).
+	// Reference is the chart's OCI reference without version.
 	Reference string
 	Version   string
-	// Digest of the chart's manifest in the registry (sha256:...).
+	// Digest of the chart's manifest in the registry.
 	Digest string
 	Chart  *chart.Chart
 }
@@ -81,8 +71,7 @@ type Chart struct {
 type indexEntry struct {
 	// Digest of the manifest: the chart's identity, its file name.
 	Digest string `json:"digest"`
-	// Content is the digest of the chart archive (the manifest's chart
-	// layer), checked when the file is read back.
+	// Content is the digest of the archive, checked when it is read back.
 	Content string `json:"content"`
 }
 
@@ -92,13 +81,9 @@ const indexFile = "index.json"
 // context.
 const pullTimeout = 2 * time.Minute
 
-// Source pulls charts from OCI registries and keeps them on disk by digest
-// under its directory: sha256/<hex>.tgz and index.json, which maps
-// reference:version to the digest it was first resolved to. A version is
-// resolved once: later requests are served from the cache without the
-// network, and a version re-tagged in the registry keeps the digest first
-// pulled (docs/decisions.md; delete the index entry to follow a re-tag).
-// Safe for concurrent use.
+// Source pulls charts from OCI registries and keeps them on disk by digest,
+// with an index of reference:version to the digest first resolved: a
+// re-tagged version keeps it (docs/decisions.md). Safe for concurrent use.
 type Source struct {
 	dir string
 
@@ -109,8 +94,7 @@ type Source struct {
 	pulling sync.Mutex // one pull at a time; cache reads never wait for it
 }
 
-// NewSource opens (creating it if need be) the chart cache in dir, such
-// as <data-dir>/charts.
+// NewSource opens (creating it if need be) the chart cache in dir.
 func NewSource(dir string) (*Source, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "sha256"), 0o755); err != nil {
 		return nil, fmt.Errorf("chart cache: %w", err)
@@ -129,14 +113,13 @@ func NewSource(dir string) (*Source, error) {
 	return s, nil
 }
 
-// Reference is the OCI reference of chart name in repository (an
-// oci://host/path prefix such as splice.charts).
+// Reference is the OCI reference of chart name in repository.
 func Reference(repository, name string) string {
 	return strings.TrimSuffix(repository, "/") + "/" + name
 }
 
-// Cached is the chart at version from the cache, without the network; false
-// when it was never pulled (or its file is gone or altered).
+// Cached is the chart at version from the cache; false when it was never
+// pulled (or its file is gone or altered).
 func (s *Source) Cached(reference, version string) (*Chart, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,9 +169,8 @@ func (s *Source) Get(reference, version string) (*Chart, error) {
 	return &Chart{Name: ch.Name(), Reference: reference, Version: version, Digest: e.Digest, Chart: ch}, nil
 }
 
-// pull resolves reference:version to its manifest digest and pulls the
-// chart by that digest: Helm's client copies it through oras, which checks
-// the manifest and each blob against their digests (content.ErrMismatchedDigest).
+// pull resolves reference:version to its manifest digest and pulls by it:
+// oras checks the manifest and each blob against their digests.
 func pull(reference, version string) (indexEntry, []byte, error) {
 	ref := strings.TrimPrefix(reference, registry.OCIScheme+"://")
 	opts := []registry.ClientOption{registry.ClientOptHTTPClient(&http.Client{
@@ -231,9 +213,8 @@ func classify(err error) PullCause {
 	}
 }
 
-// loopback: the registry of ref (host[:port]/path) is on a loopback
-// address, spoken to over plain HTTP as Helm's --plain-http does; any other
-// over HTTPS with the system's trust store.
+// loopback: the registry of ref is on a loopback address, spoken to over
+// plain HTTP (Helm's --plain-http).
 func loopback(ref string) bool {
 	host, _, _ := strings.Cut(ref, "/")
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -271,16 +252,14 @@ func (s *Source) read(e indexEntry) (*chart.Chart, error) {
 	return loader.LoadArchive(bytes.NewReader(data))
 }
 
-// store writes the chart's archive, then the index naming it, each
-// atomically (a temporary file renamed over the old).
+// store writes the chart's archive, then the index naming it, each atomically.
 func (s *Source) store(k string, e indexEntry, data []byte, ch *chart.Chart) error {
 	if err := atomicfile.Write(s.file(e.Digest), data, 0o644); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	index := map[string]indexEntry{}
-	maps.Copy(index, s.index)
+	index := maps.Clone(s.index)
 	index[k] = e
 	b, err := json.MarshalIndent(index, "", "  ")
 	if err != nil {

@@ -14,9 +14,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-// The charts a validator is made of, and the release names it is rendered
-// as (as Splice's documentation installs them: the participant's
-// Deployment and Service are named after its release).
+// The charts a validator is made of, and their release names, as Splice's
+// documentation installs them.
 const (
 	ParticipantChart   = "splice-participant"
 	ValidatorChart     = "splice-validator"
@@ -24,24 +23,12 @@ const (
 	ValidatorRelease   = "validator"
 )
 
-// Values are the values of each chart (by chart name) for v, merged from,
-// lowest first (deploy/README.md has the table):
-//
-//  0. what the API's silence means where a chart has no default that
-//     says it (validatorDefaults);
-//  1. server: the server's splice.chartValues, an object keyed by chart
-//     name (values the API does not model, for every validator);
-//  2. the values derived from what v's configuration sets (resources, JVM
-//     options, env, top-up, contact point, ...): absent fields derive
-//     nothing, so the lower layers' values stay;
-//  3. v's spec.chartValues, the same shape as server (per validator, edited
-//     with kubectl): they override both above;
-//  4. the values that must be derived: identity, addresses, auth, the
-//     database and the Secrets' names, which the manager provisions and
-//     reads back; nothing overrides them.
-//
-// Tables merge key by key (Helm's MergeTables); a null removes a chart
-// default, as in a Helm values file. Everything passes through JSON.
+// Values are the values of each chart for v, merged from, lowest first
+// (deploy/README.md): validatorDefaults; server (splice.chartValues); what
+// v's configuration sets; v's spec.chartValues; and the pinned values
+// (identity, addresses, auth, database, Secrets), which the manager
+// provisions and nothing overrides. Tables merge key by key; a null
+// removes a chart default.
 func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string]any, error) {
 	perValidator := map[string]any{}
 	if v.Spec.ChartValues != nil && len(v.Spec.ChartValues.Raw) > 0 {
@@ -78,15 +65,9 @@ func Values(v *v1alpha1.Validator, server map[string]any) (map[string]map[string
 	return out, nil
 }
 
-// validatorDefaults are what the built-in layout does where the API is
-// silent and splice-validator has no default that does the same:
-//   - no top-up unless configured (no clusterConfig.topUp). splice-validator
-//     0.7.3 has no topup default, and its values.schema.json, whose
-//     condition on topup.enabled holds when topup is absent, then requires
-//     topup: a validator without it would never render;
-//   - the UIs' names (spliceInstanceNames), the Global Synchronizer's
-//     (workload.InstanceNames): the chart's are null, which leaves the UIs'
-//     variables empty.
+// validatorDefaults are the built-in layout's where splice-validator has
+// none: no top-up (0.7.3's schema requires topup when it is absent), and
+// the UIs' names (the chart's null would leave them empty).
 var validatorDefaults = func() map[string]any {
 	names := map[string]any{}
 	for _, n := range workload.InstanceNames {
@@ -95,9 +76,8 @@ var validatorDefaults = func() map[string]any {
 	return map[string]any{"topup": map[string]any{"enabled": false}, "spliceInstanceNames": names}
 }()
 
-// LoadValues reads the server's chart values (the setting
-// splice.chartValues): a YAML file with a table per chart name, as
-// spec.chartValues. An empty path is none.
+// LoadValues reads the server's chart values (splice.chartValues), a YAML
+// table per chart name; an empty path is none.
 func LoadValues(path string) (map[string]any, error) {
 	if path == "" {
 		return nil, nil
@@ -114,8 +94,7 @@ func LoadValues(path string) (map[string]any, error) {
 	return vals, nil
 }
 
-// table is chart's table in m, a layer keyed by chart name (what names it
-// in errors).
+// table is chart's table in m (what names m in errors).
 func table(m map[string]any, chart, what string) (map[string]any, error) {
 	t, ok := m[chart]
 	if !ok || t == nil {
@@ -144,16 +123,12 @@ func participantPinned(v *v1alpha1.Validator) map[string]any {
 	}
 	if db.ParticipantInit != nil {
 		m["extraInitContainers"] = []any{db.ParticipantInit}
-		// splice-participant passes no user: its image's default is
-		// ChartDatabaseUser, not the operator's.
-		// This pins the participant's variables: the configuration's
-		// come first.
+		// splice-participant passes no user (its image's default is
+		// ChartDatabaseUser); this pins its variables, the configuration's first.
 		user := []corev1.EnvVar{{Name: "CANTON_PARTICIPANT_POSTGRES_USER", Value: db.User}}
 		m["additionalEnvVars"] = workload.AppendEnv(workload.AppendEnv(nil, v.Spec.Config.Participant.EnvVars), user)
 	}
-	// The configuration's imageRepo is the charts' imageRepo (the images'
-	// registry prefix); the tag is the chart's appVersion, the validator's
-	// imageTag.
+	// imageRepo is the images' prefix; the tag is the chart's appVersion.
 	setNonZero(m, "imageRepo", v.Spec.Config.ImageRepo)
 	return m
 }
@@ -281,9 +256,7 @@ func validatorModelled(v *v1alpha1.Validator) map[string]any {
 	return m
 }
 
-// persistence is a chart's persistence values: where db is, the app's
-// database and schema, the password's Secret and whether the chart's own
-// init step creates the database.
+// persistence is a chart's persistence values.
 func persistence(db workload.ChartPersistence, database, schema string) map[string]any {
 	return map[string]any{
 		"host":                  db.Host,
@@ -297,8 +270,7 @@ func persistence(db workload.ChartPersistence, database, schema string) map[stri
 	}
 }
 
-// appDars is the configuration's appDars (a JSON list of DAR paths, or
-// one path) as the chart's list.
+// appDars is appDars (a JSON list of paths, or one path) as a list.
 func appDars(s string) []string {
 	var list []string
 	if strings.HasPrefix(strings.TrimSpace(s), "[") && json.Unmarshal([]byte(s), &list) == nil {

@@ -1,7 +1,5 @@
-// Package changefeed follows a database change feed for a leader's
-// controller: every replica's handlers record a change in a feed table, and
-// the elected leader takes it page by page and hands the names it holds to
-// its controller's channel source.
+// Package changefeed follows a database change feed, which every replica's
+// handlers write, for a leader's controller's channel source.
 package changefeed
 
 import (
@@ -16,9 +14,8 @@ import (
 type Take func(ctx context.Context, limit int) ([]string, error)
 
 // Follow takes the feed every interval until ctx ends, page names at a
-// time, and sends each name to names. A take that fails is handed to warn
-// (unless ctx has ended) and tried again at the next tick: what it would
-// have taken stays in the feed.
+// time, and sends each to names. A take that fails is handed to warn and
+// tried again at the next tick: what it would have taken stays in the feed.
 func Follow(ctx context.Context, interval time.Duration, page int, take Take, names chan<- event.TypedGenericEvent[string], warn func(error)) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for {

@@ -1,11 +1,7 @@
-// Package gateway is the controller that writes each validator's wallet
-// gateway (release 2.0's custody provider settings, credentials and
-// wallets), as the database records it, into the Secret
-// <validator>-wallet-gateway, where a wallet gateway running in the cluster
-// mounts or watches it. Handlers on any replica only record; the elected
-// leader runs this controller and learns of their writes from the
-// database's change feed (wallet_gateway_changes), like every other write
-// to the cluster.
+// Package gateway is the leader's controller that writes each validator's
+// wallet gateway (release 2.0's custody provider settings, credentials and
+// wallets), as the database records it, into the Secret a wallet gateway in
+// the cluster mounts; it learns of the handlers' writes from a change feed.
 package gateway
 
 import (
@@ -46,7 +42,7 @@ type Store interface {
 }
 
 // Keys reads the cluster's password key, under which the credentials are
-// sealed in the database (the leader makes it when there is none).
+// sealed in the database.
 type Keys interface {
 	PasswordKey(ctx context.Context) ([]byte, error)
 }
@@ -69,15 +65,13 @@ type Controller struct {
 	named     chan event.TypedGenericEvent[string]
 }
 
-// New builds the controller over c, the Manager's client (it writes by
-// server-side apply and reads nothing of the cluster).
+// New builds the controller over c, the Manager's client.
 func New(c client.Client, o Options) *Controller {
 	return &Controller{client: c, store: o.Store, keys: o.Keys, namespace: o.Namespace,
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), named: make(chan event.TypedGenericEvent[string], feedPage)}
 }
 
-// The change feed is taken every feedEvery, feedPage names at a time (the
-// channel's room).
+// The change feed is taken every feedEvery, feedPage names at a time.
 const (
 	feedEvery = 200 * time.Millisecond
 	feedPage  = 500
@@ -100,9 +94,8 @@ func (g *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return mgr.Add(feed{g})
 }
 
-// feed is the Runnable that owns the change feed: at start it names every
-// recorded gateway (a Secret deleted or changed by hand is written again
-// when a leader starts), then what the feed names, until ctx ends.
+// feed names every recorded gateway at start (so that a Secret changed by
+// hand is written again), then what the change feed names.
 type feed struct{ g *Controller }
 
 func (feed) NeedLeaderElection() bool { return true }
@@ -172,9 +165,7 @@ func (g *Controller) apply(ctx context.Context, validator string) error {
 // SecretName is the Secret holding a validator's wallet gateway.
 func SecretName(validator string) string { return validator + "-wallet-gateway" }
 
-// The Secret's keys: settings.json (enabled, baseUrl, updatedAt),
-// credentials.json ({apiKey, apiSecret}, absent when none are set) and
-// wallets.json (the wallets whose party is recorded).
+// The Secret's keys (credentials.json is absent when none are set).
 const (
 	SettingsKey    = "settings.json"
 	CredentialsKey = "credentials.json"
@@ -197,8 +188,8 @@ type wallet struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// SecretData is the Secret's data for a recorded gateway, its wallets (those
-// whose party is not recorded yet are left out) and its opened credentials.
+// SecretData is the Secret's data for a recorded gateway, its wallets whose
+// party is recorded and its opened credentials.
 func SecretData(gw domain.WalletGateway, wallets []domain.GatewayWallet, creds *domain.CustodyCredentials) (map[string][]byte, error) {
 	s, err := json.Marshal(settings{Enabled: gw.Enabled, BaseURL: gw.BaseURL, UpdatedAt: gw.UpdatedAt})
 	if err != nil {

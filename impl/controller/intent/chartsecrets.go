@@ -20,40 +20,23 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-// In chart mode (Options.Charts), Splice's charts read Secrets an
-// installer makes by hand (workload.ChartSecrets). The leader writes them
-// into the release's namespace, creating it when absent, after the
-// validator's own Secrets and from them: the secret values are copied from
-// the Secrets the built-in layout reads, the public ones (client ids, URLs,
-// the audience, the ledger API user) come from the Validator resource,
-// which carries the identity provider's clients. The workload controller
-// applies the release's objects once they exist (its missing-Secret
-// check). Values are never logged: errors name the Secret and the API
-// server's reason only.
+// In chart mode the leader writes the Secrets Splice's charts read
+// (workload.ChartSecrets) into the release's namespace, copied from the
+// validator's own. Values are never logged: errors name the Secret and the
+// API server's reason only.
 
-// ChartSourcesLabel is on each chart Secret: a digest of what it was
-// written from (its public values and the names, uids and resource
-// versions of the Secrets its secret values were copied from, never a
-// value of theirs). The cache keeps labels, not values, so that a
-// reconcile tells from the cache alone whether a chart Secret is missing,
-// lacks a key, or was written from sources that have changed since; a
-// value changed by hand is left as it is, as for the validator's own
-// Secrets.
+// ChartSourcesLabel is a digest of what a chart Secret was written from
+// (never a value), so that the cache, which keeps labels, tells whether
+// its sources changed; a value changed by hand is left as it is.
 const ChartSourcesLabel = "validator-manager.io/chart-sources"
 
-// chartSecretsOwner is the field owner of the chart Secrets and of the
-// labels it sets on the release's namespace (the workload controller
-// applies that namespace too, as an owner of its own).
+// chartSecretsOwner is the field owner of the chart Secrets and of its
+// labels on the release's namespace (which the workload controller applies too).
 const chartSecretsOwner = "validator-manager-chart-secrets"
 
-// writeChartSecrets brings the chart Secrets of the validator name into
-// its release's namespace, where the cache shows one missing, lacking a
-// key, or written from other sources; nothing outside chart mode, for a
-// resource the cache does not show yet (its arrival reconciles again),
-// one being deleted or one without the workload controller's
-// ReleaseFinalizer, which deletes the namespace with it, nor into a
-// namespace of that name that is not the validator's. A Secret whose source is missing waits for it: the
-// source's arrival reconciles again.
+// writeChartSecrets writes the chart Secrets the cache shows missing,
+// lacking a key or written from other sources. A Secret whose source is
+// missing waits for it: its arrival reconciles again.
 func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	if !c.charts {
 		return nil
@@ -63,10 +46,8 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 		return client.IgnoreNotFound(err)
 	}
 	if !v.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(v, workload.ReleaseFinalizer) {
-		// Without the workload controller's finalizer nothing deletes the
-		// release's namespace with the Validator (a render that fails never
-		// adds it): the namespace and the copies of the secret values would
-		// outlive it. The finalizer's arrival reconciles again.
+		// Without the workload controller's finalizer the namespace and
+		// the copies of the secret values would outlive the Validator.
 		return nil
 	}
 	ns := workload.ReleaseNamespace(v)
@@ -92,13 +73,9 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 		return nil
 	}
 	labels := workload.ValidatorLabels(v)
-	// A namespace of that name that is not the validator's is someone
-	// else's: labelling it would hand it to the workload controller, which
-	// runs the release there and deletes it with the Validator, and the
-	// Secrets would carry the validator's values into it. It is left
-	// alone; the workload controller shows the conflict (Rendered False,
-	// NamespaceConflict). Namespaces are read from the API server: the
-	// cache holds none.
+	// Someone else's namespace is left alone (the workload controller
+	// shows the conflict): labelling it would hand it to that controller,
+	// and the Secrets would carry the values into it. The cache holds none.
 	cur := &corev1.Namespace{}
 	switch err := c.reader.Get(ctx, types.NamespacedName{Name: ns}, cur); {
 	case apierrors.IsNotFound(err):
@@ -124,9 +101,9 @@ func (c *Controller) writeChartSecrets(ctx context.Context, name string) error {
 	return nil
 }
 
-// chartSecretData is what s holds, read through r (the values from the
-// API server; only the keys from the cache) and the digest of its
-// sources; ok is false when a source Secret or its key is missing.
+// chartSecretData is what s holds, read through r (the cache has the keys
+// only, the API server the values), and the digest of its sources; ok is
+// false when a source Secret or its key is missing.
 func chartSecretData(ctx context.Context, r client.Reader, namespace string, s workload.ChartSecret) (digest string, data map[string][]byte, ok bool, err error) {
 	h := sha256.New()
 	data = map[string][]byte{}
@@ -175,9 +152,7 @@ func withoutMessage(err error) error {
 	return fmt.Errorf("%s (%d)", s.Reason, s.Code)
 }
 
-// chartSecretRequests maps a chart Secret's change (deleted or changed by
-// hand, or written) to its validator's reconcile: a Secret of a release's
-// namespace with the labels writeChartSecrets gives.
+// chartSecretRequests maps a chart Secret's change to its validator.
 func (c *Controller) chartSecretRequests(_ context.Context, s *corev1.Secret) []reconcile.Request {
 	name := s.Labels[workload.ValidatorLabel]
 	if name == "" || s.Labels[workload.ManagedByLabel] != workload.ManagedBy || s.Namespace == c.namespace {

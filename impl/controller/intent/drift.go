@@ -11,14 +11,10 @@ import (
 	"github.com/validator-manager/validator-manager/impl/keyring"
 )
 
-// Drift in the identity provider is healed as it is for Secrets: the
-// leader looks again at the wallet user and the clients it made for each
-// validator, at most once every ObserveEvery per validator and at most
-// observeRate validators a second against the provider's admin API (each
-// look is a few reads: a user, three clients, a service account), and
-// makes again what was deleted, and sets back what was changed, by hand.
-// The cache's resync brings every validator to a reconcile every
-// cluster.Resync, which is when a look that is due is taken.
+// Drift in the identity provider is healed: the leader looks again at what
+// it made for each validator at most once every ObserveEvery, and at most
+// observeRate validators a second (each look is a few admin API reads).
+// The cache's resync brings the reconcile at which a due look is taken.
 const (
 	ObserveEvery = time.Minute
 	observeRate  = 5
@@ -39,10 +35,8 @@ func newDrift(every time.Duration) *drift {
 	return &drift{last: map[string]time.Time{}, every: every, budget: rate.NewLimiter(observeRate, observeRate)}
 }
 
-// due tells whether name's identity is to be looked at now, and if so
-// counts the look. The first reconcile of a validator in this process
-// only starts its period: it has just been provisioned, or is one of the
-// start's every validator, which would all be due at once.
+// due tells whether name's identity is to be looked at now, and counts the
+// look. A first reconcile only starts the period: at start all would be due.
 func (d *drift) due(name string, now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -58,13 +52,9 @@ func (d *drift) due(name string, now time.Time) bool {
 	return true
 }
 
-// observeIdentity adds to w what the identity provider lost of what it
-// made for v, when a look is due: a wallet user deleted by hand is made
-// again (same name and temporary password, a new id, which the row and the
-// Validator resource then carry), and the clients are provisioned again,
-// which makes a deleted one anew and sets back redirect URIs, web origins
-// and the audience mapper changed by hand (ProvisionClients adopts what
-// carries the validator's claim and changes only what differs).
+// observeIdentity adds to w, when a look is due, what the provider lost: a
+// deleted wallet user is made again (a new id), and the clients are
+// provisioned again, which sets back what was changed by hand.
 func (c *Controller) observeIdentity(ctx context.Context, v domain.Validator, key []byte, w *identityWork) error {
 	if !w.Provider || v.ProvisionedAuth == nil || !c.drift.due(v.Name, time.Now()) {
 		return nil
@@ -84,10 +74,8 @@ func (c *Controller) observeIdentity(ctx context.Context, v domain.Validator, ke
 	return nil
 }
 
-// healClientSecret writes the ledger API client's secret into the
-// validator's Secret, whose value was the old client's: the client was made
-// anew (its service-account user changed). provisionClients calls it
-// before it records the new client in the row.
+// healClientSecret writes the secret of the ledger API client made anew
+// into the validator's Secret.
 func (c *Controller) healClientSecret(ctx context.Context, v domain.Validator) error {
 	secret, err := c.identity.ClientSecret(ctx, v.Name, v.IdentityClaim())
 	if err != nil {

@@ -8,24 +8,14 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
 )
 
-// feed is the Runnable that owns the database's change feed on the elected
-// leader and names validators to the controller's channel source: once the
-// gateway's cached reads answer, it makes the cluster's password key when
-// there is none (handlers, which only read it, answer 503 until then;
-// should that fail, the first reconcile tries again), names every
-// validator known at start (database rows, among them those without any
-// resource, and managed resources), then takes the feed every
-// Options.Changes until the leader stops: the writes of every replica's
-// handlers reach the leader's queue within that interval. A take that
-// fails is logged and tried again; what it would have taken stays in the
-// feed.
+// feed is the leader's Runnable that makes the cluster's password key when
+// there is none (handlers answer 503 until then), names every validator
+// known at start, then follows the database's change feed.
 type feed struct{ c *Controller }
 
 // NeedLeaderElection: the feed is the leader's, as the controller is.
 func (feed) NeedLeaderElection() bool { return true }
 
-// namesPage is how many names one read of the database returns;
-// changesPage how many changes one take reads.
 const (
 	namesPage   = 500
 	changesPage = 500
@@ -60,7 +50,7 @@ func (f feed) Start(ctx context.Context) error {
 }
 
 // allNames names every validator of the database and every managed
-// Validator resource, in a list and a set.
+// resource, in a list and a set.
 func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 	seen := map[string]bool{}
 	var names []string

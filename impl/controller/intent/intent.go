@@ -1,34 +1,15 @@
 // Package intent is the controller that keeps the identity provider and the
-// cluster in step with the database, which is the record of what operators
-// asked for. Handlers validate, record and enqueue; this controller does the
-// rest, level-triggered and idempotent, one worker per validator at a time
-// (the work queue's guarantee), so a process killed at any line converges
-// when the next one starts:
-//   - a row is provisioned and applied: without custom authentication the
-//     wallet user (with the temporary password the create answered, derived
-//     again from the cluster's key) and the identity provider's clients,
-//     adopted when they carry the row's claim; the Validator resource with
-//     its pruning schedule, the backup CronJob; the secret values a create or
-//     an edit recorded (sealed) are written into the Secrets, then cleared
-//     from the row if it still holds them; missing Secrets are defaulted.
-//     The phase the cluster reports is copied back into the row, so that
-//     list filters and pages, which run in the database, see it. In chart
-//     mode the Secrets Splice's charts read are written into the
-//     release's namespace from the validator's own (chartsecrets.go). A
-//     provisioning failure is recorded in the row (ProvisionError), shown
-//     on the Validator resource (its Provisioned condition, which a
-//     failure of the identity provider does not keep from being applied)
-//     and retried with backoff; a recorded create is finished, never
-//     undone;
-//   - a managed Validator resource without a row is removed.
-//
-// Only the elected leader runs it: handlers on any replica only record, and
-// the leader learns of their writes from the database's change feed, which
-// a Runnable of the leader's owns (feed.go), or, for its own process, from
-// Enqueue. The decisions of a reconcile are pure functions (decide.go).
+// cluster in step with the database, the record of what operators asked
+// for: handlers record, and this controller converges level-triggered and
+// idempotently, so a process killed at any line heals when the next starts.
+// A recorded create is finished, never undone; a managed Validator resource
+// without a row is removed. Only the leader runs it, learning of every
+// replica's writes from the database's change feed (feed.go); its decisions
+// are pure functions (decide.go).
 package intent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,17 +65,14 @@ type Store interface {
 // Cluster is the cluster gateway as this controller uses it.
 type Cluster interface {
 	// ApplyValidator applies the resource; a new one references the
-	// Secrets that writes says are written next.
+	// Secrets writes says are written next.
 	ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) error
-	// PutSecrets writes the values given over what the Secrets hold, and
-	// the defaults only where a Secret or its key is missing, never over a
-	// value; then references the Secrets in the resource, once.
+	// PutSecrets writes given over the Secrets, and defaults only where a
+	// Secret or key is missing; then references the Secrets in the resource.
 	PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, defaults domain.SecretDefaults) error
-	// CachedSecrets tells from the cache which of the validator's Secrets
-	// exist with their key.
+	// CachedSecrets tells which of the validator's Secrets exist with their key.
 	CachedSecrets(validator string) domain.WrittenSecrets
-	// PasswordKey is the key generated database passwords derive from,
-	// made once per cluster and kept there (the gateway keeps it once read).
+	// PasswordKey is the cluster's key generated passwords derive from.
 	PasswordKey(ctx context.Context) ([]byte, error)
 	ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) error
 	// InStep tells from caches alone whether the cluster runs what in says.
@@ -103,36 +81,27 @@ type Cluster interface {
 	// CachedState reads a managed validator's state from the cache; false
 	// when the cache has no such resource.
 	CachedState(name string) (domain.ValidatorState, bool)
-	// CachedCondition is the cached Validator resource's condition of that
-	// type (a copy); nil when none.
+	// CachedCondition is a copy of the cached resource's condition; nil when none.
 	CachedCondition(validator, typ string) *metav1.Condition
-	// ApplyCondition writes that condition, and only it, into the Validator
-	// resource's status, under a field owner of its own.
+	// ApplyCondition writes that condition alone, under its own field owner.
 	ApplyCondition(ctx context.Context, validator string, c metav1.Condition) error
 	// ManagedValidators names every managed Validator resource (cache).
 	ManagedValidators() ([]string, error)
-	// Manages tells whether a Validator resource with these labels is one
-	// this installation manages.
+	// Manages tells whether a resource with these labels is managed here.
 	Manages(labels map[string]string) bool
-	// ValidatorSource is the source of the changes of the Validator
-	// resources the gateway reads, through preds.
+	// ValidatorSource is the source of the Validators' changes, through preds.
 	ValidatorSource(preds ...predicate.Predicate) source.Source
-	// WatchRecords calls f, until ctx ends, with the name of the managed
-	// validator each change of its Secrets or backup CronJob belongs to,
-	// once the cached reads above show the change.
+	// WatchRecords calls f, until ctx ends, with the validator of each
+	// change of its Secrets or backup CronJob, once the cache shows it.
 	WatchRecords(ctx context.Context, f func(validator string))
-	// WaitForSync waits until the gateway's cached reads answer (false when
-	// ctx ends first): the controller's workers and its first pass wait
-	// for it.
+	// WaitForSync waits until the cached reads answer (false when ctx ends).
 	WaitForSync(ctx context.Context) bool
 }
 
-// Identity is the identity provider of wallet users and of the clients of
-// validators without custom authentication.
+// Identity is the identity provider of validators without custom auth.
 type Identity interface {
-	// CreateWalletUser creates <validator>_walletuser with password, or
-	// adopts the one that carries claim; domain.ErrConflict when a user of
-	// that name does not carry it.
+	// CreateWalletUser creates <validator>_walletuser, or adopts the one
+	// that carries claim; domain.ErrConflict when one does not carry it.
 	CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error)
 	// ProvisionClients makes the validator's clients, or adopts those that
 	// carry claim; idempotent.
@@ -142,7 +111,7 @@ type Identity interface {
 	// Endpoints are the realm's URLs the validators' apps use.
 	Endpoints() domain.AuthEndpoints
 	// UIURLs are the addresses of validator's UIs that ProvisionClients
-	// gives their clients (as redirect URIs and web origins) and records.
+	// gives their clients.
 	UIURLs(validator string) (wallet, nameService string)
 	// UserExists tells whether the user of id exists (drift.go).
 	UserExists(ctx context.Context, id string) (bool, error)
@@ -158,17 +127,12 @@ type Options struct {
 	Workers int
 	// Namespace is where the validators' resources are.
 	Namespace string
-	// Changes is how often the database's change feed (writes of every
-	// replica's handlers) is taken; default 200 ms.
+	// Changes is how often the change feed is taken; default 200 ms.
 	Changes time.Duration
-	// Charts: chart mode (the server setting splice.charts). The
-	// controller writes the Secrets Splice's charts read into each
-	// validator's release namespace (workload.ReleaseNamespace,
-	// chartsecrets.go). The Manager's cache must hold the Secrets of those
-	// namespaces.
+	// Charts: chart mode (chartsecrets.go); the Manager's cache must hold
+	// the release namespaces' Secrets.
 	Charts bool
-	// ObserveEvery is how often the identity provider is asked again for
-	// what it made for each validator (drift.go); default ObserveEvery.
+	// ObserveEvery paces the looks at the identity provider (drift.go).
 	ObserveEvery time.Duration
 }
 
@@ -183,27 +147,22 @@ type Controller struct {
 	workers   int
 	changes   time.Duration
 
-	// charts: chart mode (Options.Charts); kube is the Manager's client
-	// (reads from its cache), reader reads the API server (the values of
-	// the Secrets the chart Secrets copy).
+	// charts: chart mode; kube reads the cache, reader the API server
+	// (the values the chart Secrets copy).
 	charts bool
 	kube   client.Client
 	reader client.Reader
 
-	// names carries the feed's names and Enqueue's to the controller's
-	// channel source; running is set while the feed runs here (the
-	// leader's).
+	// names feeds the channel source; running is set while the feed runs.
 	names   chan event.TypedGenericEvent[string]
 	running atomic.Bool
 
-	// initial holds the names found at start that have not been reconciled
-	// yet; the controller is in step (inStep closed, Ping nil) once it is
-	// empty.
+	// initial holds the names found at start not reconciled yet; once
+	// empty, inStep is closed.
 	mu      sync.Mutex
 	initial map[string]bool
 	inStep  chan struct{}
 
-	// drift paces the looks at the identity provider (drift.go).
 	drift *drift
 	// began is when the feed began the first pass (Unix nanoseconds).
 	began atomic.Int64
@@ -211,12 +170,9 @@ type Controller struct {
 
 // New builds the controller; SetupWithManager runs it.
 func New(o Options) *Controller {
-	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: o.Logger, namespace: o.Namespace,
-		workers: o.Workers, changes: o.Changes, charts: o.Charts,
+	c := &Controller{store: o.Store, cluster: o.Cluster, identity: o.Identity, log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+		namespace: o.Namespace, workers: o.Workers, changes: o.Changes, charts: o.Charts,
 		names: make(chan event.TypedGenericEvent[string], namesBuffer), inStep: make(chan struct{}), drift: newDrift(o.ObserveEvery)}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
 	if c.workers <= 0 {
 		c.workers = 4
 	}
@@ -229,15 +185,8 @@ func New(o Options) *Controller {
 // namesBuffer is how many names wait for the controller's channel source.
 const namesBuffer = 1024
 
-// SetupWithManager runs the controller under mgr, whose cache holds the
-// Validators, CronJobs and Secrets the gateway reads: it reconciles a
-// validator when its managed Validator resource or its backup CronJob
-// changes (and at every resync of the cache), when one of its Secrets
-// changes or goes (deleted or emptied by hand), when a handler or the
-// database feed names it, and, once at start, every validator of the
-// database and the cluster. It runs on the elected leader only, with the
-// feed (a Runnable of mgr's). In chart mode it also reconciles a validator
-// when one of its chart Secrets changes or goes.
+// SetupWithManager runs the controller, and its feed, under mgr, on the
+// leader only.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	if c.charts {
@@ -247,8 +196,6 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	err := b.
 		Named("validator-intent").
-		// A change of a managed Validator resource, once the gateway,
-		// through which a reconcile reads it, shows it.
 		WatchesRawSource(c.cluster.ValidatorSource(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return c.cluster.Manages(o.GetLabels())
 		}), readChanged)).
@@ -269,12 +216,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // readChanged passes a Validator's update when something this controller
-// reads of it changed (its spec, labels, annotations, phase, workloads'
-// namespace, which the backup CronJob dials, Provisioned condition,
-// finalizers, which chart Secrets wait for, deletion) or
-// nothing did (the cache's resync): not the workload controller's status
-// writes that only move conditions, several per validator as its workloads
-// come up, each of which would read the database again for nothing.
+// reads of it changed, or nothing did (a resync): not the workload
+// controller's status writes that only move conditions, which would each
+// read the database again for nothing.
 var readChanged = predicate.TypedFuncs[client.Object]{
 	UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
 		if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
@@ -295,10 +239,8 @@ var readChanged = predicate.TypedFuncs[client.Object]{
 }
 
 // records is the source of the changes of the validators' Secrets and
-// backup CronJobs, as the gateway's cached reads show them; it is synced
-// when those reads answer, so that the controller's workers, which start
-// once every source is synced, write nothing the cache would have shown in
-// step.
+// backup CronJobs; synced when the gateway's cached reads answer, so that
+// no worker writes what the cache would have shown in step.
 type records struct{ c *Controller }
 
 func (r records) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -322,11 +264,8 @@ func (c *Controller) request(name string) reconcile.Request {
 // Running tells whether the controller runs in this process.
 func (c *Controller) Running() bool { return c.running.Load() }
 
-// Enqueue asks for name to be reconciled at once (a handler of this
-// process recorded a change). It never waits: in a process that does not
-// run the controller, or when the source's buffer is full, it does
-// nothing, and the leader takes the change from the database's feed
-// within Options.Changes.
+// Enqueue asks for name to be reconciled at once. It never waits: when the
+// controller does not run here or the buffer is full, the feed has it.
 func (c *Controller) Enqueue(name string) {
 	if !c.Running() {
 		return
@@ -347,8 +286,7 @@ func (c *Controller) markSynced() {
 	}
 }
 
-// InStep is closed once every validator known at start was reconciled
-// once (Ping answers nil from then on).
+// InStep is closed once every validator known at start was reconciled.
 func (c *Controller) InStep() <-chan struct{} { return c.inStep }
 
 // reconciled notes that name had its first reconcile since start.
@@ -364,17 +302,14 @@ func (c *Controller) reconciled(name string) {
 	}
 }
 
-// Ping is DOWN until the cache has synced and every validator known at
-// start was reconciled once: before that, records of creates that a crash
-// interrupted may still show in the cluster.
+// Ping is DOWN until InStep: before, creates a crash interrupted may not
+// show in the cluster yet.
 func (c *Controller) Ping(context.Context) error {
 	select {
 	case <-c.inStep:
 		return nil
 	default:
 	}
-	// Starting (logged at INFO by health) for the pass's first two
-	// minutes, or before the feed began it.
 	return domain.NotReady(c.began.Load(), "the first reconcile of validators with their records has not finished", "it began")
 }
 
@@ -388,14 +323,10 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 	return reconcile.Result{}, err
 }
 
-// reconcile reads the validator's row and what the cache shows, asks the
-// decisions (decide.go) what to do, and does it in order: the identity
-// provider's user and clients, the Validator resource and its backup
-// schedule, the Secrets, the Provisioned condition, the state copied back;
-// or, without a row, removes what the cluster has of it. A failure of the
-// identity provider does not stop the rest: the resource is applied with
-// what was provisioned (its validator app waits for the ledger API
-// client's Secret, so the phase stays PENDING) and shows the failure.
+// reconcile carries out the decisions (decide.go) in order: identity, the
+// resource and backup schedule, Secrets, condition, state copied back. A
+// failure of the identity provider does not stop the rest: the resource is
+// applied with what was provisioned and shows the failure.
 func (c *Controller) reconcile(ctx context.Context, name string) error {
 	in, err := c.store.ValidatorIntent(ctx, name)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -465,11 +396,8 @@ func sameCondition(a, b *metav1.Condition) bool {
 	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 }
 
-// provisionIdentity makes what w says in the identity provider, adopting
-// what carries the validator's claim, and records it in the row. A failure
-// of the identity provider (a *provisionFailure, which the Provisioned
-// condition shows) is recorded in the row and returned (retried with
-// backoff); success clears the record.
+// provisionIdentity makes what w says in the identity provider and records
+// the outcome in the row (ProvisionError), a failure being retried.
 func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator, w identityWork) error {
 	if !w.Provider {
 		return nil
@@ -494,8 +422,6 @@ func (c *Controller) provisionIdentity(ctx context.Context, v *domain.Validator,
 	return err
 }
 
-// provisionWalletUser creates the wallet user with password and records
-// its id.
 func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validator, password string) error {
 	u, err := c.identity.CreateWalletUser(ctx, v.Name, v.IdentityClaim(), password)
 	if errors.Is(err, domain.ErrConflict) {
@@ -513,10 +439,8 @@ func (c *Controller) provisionWalletUser(ctx context.Context, v *domain.Validato
 	return nil
 }
 
-// provisionClients makes the identity provider's clients and records them
-// in the row (ids only), so that later reconciles need not ask the
-// identity provider. A crash before the record is healed by the next call,
-// which adopts the clients that carry the validator's claim.
+// provisionClients makes the clients and records their ids in the row, so
+// that later reconciles need not ask; a crash between is healed by adoption.
 func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) error {
 	a, err := c.identity.ProvisionClients(ctx, v.Name, v.IdentityClaim())
 	if errors.Is(err, domain.ErrConflict) {
@@ -531,10 +455,8 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 		return nil // looked at again (drift.go): nothing changed
 	}
 	if old := v.ProvisionedAuth; old != nil && old.LedgerAPIUser != "" && old.LedgerAPIUser != a.LedgerAPIUser {
-		// The ledger API client was made anew (drift.go): its Secret gets
-		// the new secret before the row records the new client, so that
-		// a failure or a crash in between leaves the row naming the old
-		// one, and the next look heals the Secret again.
+		// Made anew (drift.go): the Secret first, so that a crash before
+		// the row records the client leaves it to heal again.
 		if err := c.healClientSecret(ctx, *v); err != nil {
 			return err
 		}
@@ -546,10 +468,8 @@ func (c *Controller) provisionClients(ctx context.Context, v *domain.Validator) 
 	return nil
 }
 
-// writeSecrets writes, in one call, what w says into the validator's
-// Secrets (the identity provider's client secret read first when w needs
-// it), then clears the values from the row if it still holds them: an
-// edit recorded meanwhile keeps its values for the next reconcile.
+// writeSecrets writes what w says in one call, then clears the values from
+// the row if it still holds them (an edit meanwhile keeps its own).
 func (c *Controller) writeSecrets(ctx context.Context, v domain.Validator, w secretWork) error {
 	if w.Unsealable {
 		c.log.Warn("secret values recorded for a validator do not open under the cluster's password key and are dropped; give them again with an edit",

@@ -27,9 +27,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// PruneCronJobName is the CronJob whose Jobs are pruning runs of validator.
-// Canton's automatic pruning runs inside the participant and makes no Job;
-// pruning that runs as a CronJob of this name is recorded.
+// PruneCronJobName is the CronJob whose Jobs are pruning runs of validator
+// (Canton's automatic pruning makes no Job).
 func PruneCronJobName(validator string) string { return validator + "-prune" }
 
 // Store records runs (impl/store implements it).
@@ -50,9 +49,8 @@ type Reconciler struct {
 // manager's client (from its cache).
 func New(s Store) *Reconciler { return &Reconciler{store: s} }
 
-// SetupWithManager registers the controller with mgr: a Job carrying the
-// labels the gateway gives a validator's objects is reconciled when it is
-// created or changes (its status moves). It runs on the leader only.
+// SetupWithManager registers the controller, of the managed validators'
+// Jobs, with mgr; it runs on the leader only.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.client = mgr.GetClient()
 	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -93,11 +91,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// Observe is the run a Job stands for: its validator from the validator
-// label, its kind from the CronJob that controls it (the validator's backup
-// or prune CronJob), its start from status.startTime, its end and outcome
-// from completionTime or the Failed condition, its message from that
-// condition. ok is false for a Job that is no such run or has not started.
+// Observe is the run a Job of a validator's backup or prune CronJob stands
+// for; ok is false for a Job that is no such run or has not started.
 func Observe(job *batchv1.Job) (run domain.Run, ok bool) {
 	validator := job.Labels[cluster.ValidatorLabel]
 	owner := metav1.GetControllerOf(job)

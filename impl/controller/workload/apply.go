@@ -17,30 +17,19 @@ import (
 	"github.com/validator-manager/validator-manager/impl/cluster"
 )
 
-// Whether an apply would change anything, told from the cached object: an
-// object applied by FieldOwner carries, in AppliedAnnotation, the digest
-// of the apply request and the digest of the fields it sets; the cache
-// keeps of FieldOwner's managedFields entry the digest of the fields its
-// applies own now (cluster.OwnedFields). The object holds what a request
-// applies when the request's digest is the one recorded and the fields
-// FieldOwner owns are the ones the recorded apply set: a field someone
-// else changed is theirs from then on, and a field removed is no one's, so
-// either changes the owned fields' digest; values are not compared, so the
-// API server's defaults and normal forms (a quantity's) never make an
-// object look changed.
-
-// AppliedAnnotation is where FieldOwner records what it applied to an
-// object: "<digest of the apply request>.<digest of the fields it sets>".
+// AppliedAnnotation records what FieldOwner applied: "<digest of the
+// request>.<digest of the fields it sets>". The object is up to date while
+// the fields FieldOwner owns (cluster.OwnedFields) are still those: a field
+// changed or removed by hand changes them. Values are not compared, so the
+// API server's defaults and normal forms never make an object look changed.
 const AppliedAnnotation = "validator-manager.io/applied"
 
-// typeConverter knows the schema of client-go's kinds (which lists are
-// maps, by which keys), parsed once, on first use.
+// typeConverter knows the schema of client-go's kinds, parsed on first use.
 var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 	return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 })
 
-// stripped are the fields the API server never records as a manager's:
-// its field manager strips them from the fields an apply sets.
+// stripped are the fields the API server never records as a manager's.
 var stripped = fieldpath.NewSet(
 	fieldpath.MakePathOrDie("apiVersion"),
 	fieldpath.MakePathOrDie("kind"),
@@ -56,10 +45,8 @@ var stripped = fieldpath.NewSet(
 	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 )
 
-// requestDigest is the digest of the apply of obj, a Deployment,
-// StatefulSet, Service or ConfigMap (typed, without AppliedAnnotation).
-// Whether it is up to date needs only the digest; its apply configuration,
-// with the fields it sets, is made only to be sent.
+// requestDigest is the digest of the apply of obj; the apply configuration
+// is made only when it is sent.
 func requestDigest(obj client.Object) (string, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -68,8 +55,7 @@ func requestDigest(obj client.Object) (string, error) {
 	return cluster.Digest(raw), nil
 }
 
-// applyConfig is the apply configuration of obj, whose request's digest is
-// digest, with AppliedAnnotation.
+// applyConfig is the apply configuration of obj with AppliedAnnotation.
 func applyConfig(obj client.Object, digest string) (runtime.ApplyConfiguration, error) {
 	obj = obj.DeepCopyObject().(client.Object)
 	// Its value is not part of the fields.
@@ -87,15 +73,13 @@ func applyConfig(obj client.Object, digest string) (runtime.ApplyConfiguration, 
 	return cluster.ApplyConfiguration(obj)
 }
 
-// upToDate tells whether cur, the cached object, holds what the request of
-// digest applies.
 func upToDate(cur client.Object, digest string) bool {
 	owned := cluster.OwnedFields(cur)
 	return owned != "" && cur.GetAnnotations()[AppliedAnnotation] == digest+"."+owned
 }
 
 // fieldsOf is the digest of the fields config sets, as the API server
-// records them for its field manager.
+// records them.
 func fieldsOf(config runtime.ApplyConfiguration) (string, error) {
 	raw, err := json.Marshal(config)
 	if err != nil {

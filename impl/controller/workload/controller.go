@@ -42,38 +42,30 @@ import (
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
-// FieldOwner is the field manager of everything the controller applies:
-// the process's one.
+// FieldOwner is the field manager of everything the controller applies.
 const FieldOwner = cluster.FieldOwner
 
 // Options configure the controller.
 type Options struct {
-	// MaxConcurrentReconciles is the number of workers (validators
-	// reconciled at once; one validator is never reconciled by two at
-	// once). 0 means 1.
+	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
-	// Renderer lays out each Validator's objects; nil is the built-in
-	// layout (BuiltIn). The chart renderer puts them in a namespace of the
-	// validator's own (ReleaseNamespace): the Manager's cache must then see
-	// the labelled objects of other namespaces (cluster.ReleaseCache).
+	// Renderer lays out each Validator's objects; nil is BuiltIn. With the
+	// chart renderer the cache must see other namespaces (cluster.ReleaseCache).
 	Renderer Renderer
-	// RenderBackoff is the first wait before a failed render
-	// (*RenderError) is tried again; it doubles with every failure of the
-	// same validator up to MaxRenderBackoff. 0 (or less) means 1s and 5m.
+	// RenderBackoff is the first wait after a failed render (*RenderError),
+	// doubling up to MaxRenderBackoff; 0 (or less) means 1s and 5m.
 	RenderBackoff, MaxRenderBackoff time.Duration
 }
 
 // Reconciler keeps each Validator's workloads as its Renderer says and
 // writes its status from them.
 type Reconciler struct {
-	// client reads from the Manager's cache, each read after the cache
-	// has seen the controller's own writes before it (read-your-writes),
-	// so that a reconcile never applies again what the last one applied.
+	// client reads the cache with read-your-writes, so that a reconcile
+	// never applies again what the last one applied.
 	client client.Client
-	// fresh reads the Validator from the API server before its status is
-	// written, and the release namespaces (which the cache does not hold).
-	fresh client.Reader
-	// options, with their defaults.
+	// fresh reads the API server: the Validator before its status is
+	// written, and the namespaces (which the cache does not hold).
+	fresh   client.Reader
 	options Options
 	// backoff spaces the renders of a validator whose render fails.
 	backoff workqueue.TypedRateLimiter[reconcile.Request]
@@ -92,26 +84,17 @@ func New(opts Options) *Reconciler {
 	return &Reconciler{options: opts, backoff: backoff}
 }
 
-// refsField is the index of the Validators by the Secrets and ConfigMaps
-// their pod templates read (under kindName).
+// refsField indexes the Validators by the Secrets and ConfigMaps their pod
+// templates read (kindName).
 const refsField = "workload.validator-manager.io/pod-refs"
 
-// validatorField indexes the kinds the controller lists per validator (the
-// pruned kinds, and Pods) by their ValidatorLabel: without it each list
-// scans every object of its kind in the namespace, which at 1,000
-// validators was half of the controller's CPU.
+// validatorField indexes the kinds listed per validator by ValidatorLabel,
+// so that a list does not scan every object of its kind in the namespace.
 const validatorField = "workload.validator-manager.io/validator"
 
-// SetupWithManager registers the controller with mgr: it reconciles a
-// Validator when it changes (its generation or its status), when one of the
-// objects it applied changes or is deleted, so that hand edits and
-// deletions are corrected, and when one of its Pods or a Secret or
-// ConfigMap its pod templates read changes, so that its status says why a
-// pod cannot start. Objects map to their Validator by their labels
-// (ValidatorLabel, ValidatorNamespaceLabel): in chart mode they live in
-// another namespace than the Validator, which an owner reference cannot
-// name. The scheme of mgr must hold v1alpha1 (v1alpha1.AddToScheme) and
-// the apps and core groups.
+// SetupWithManager registers the controller with mgr (whose scheme holds
+// v1alpha1, apps and core). Objects map to their Validator by labels, not
+// owner references: in chart mode they live in another namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
 	r.client, err = client.New(mgr.GetConfig(), client.Options{
@@ -126,7 +109,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Validator{}, refsField, func(o client.Object) []string {
 		v, ok := o.(*v1alpha1.Validator)
 		if !ok || !builtIn {
-			// A chart's Secrets are labelled with their validator (labelled).
+			// A chart's Secrets are labelled with their validator.
 			return nil
 		}
 		var out []string
@@ -157,8 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byLabel := handler.EnqueueRequestsFromMapFunc(labelled)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
-		// A new status too: one the cache was behind on (writeStatus);
-		// and the cache's resync (resynced).
+		// A new status too: one the cache was behind on (writeStatus).
 		For(&v1alpha1.Validator{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, statusChanged, resynced))).
 		Watches(&appsv1.Deployment{}, byLabel).
 		Watches(&appsv1.StatefulSet{}, byLabel).
@@ -166,8 +148,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, byLabel).
 		// The database password's rotation (rotation.go).
 		Watches(&batchv1.Job{}, byLabel).
-		// A Pod queues the Validator it belongs to when it comes or goes,
-		// or when why it cannot start changes.
 		Watches(&corev1.Pod{}, byLabel, builder.WithPredicates(podChanged)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.Secret))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers(podrefs.ConfigMap)), builder.OnlyMetadata).
@@ -176,11 +156,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// resynced passes the cache's periodic resync of a Validator (an update
-// whose old and new object are the same version), so that a validator
-// whose event was missed (a reconcile that failed into a long backoff, a
-// Pod's event dropped) is reconciled again within cluster.Resync; the
-// generation and status predicates drop it.
+// resynced passes the cache's periodic resync, so that a validator whose
+// event was missed is reconciled again within cluster.Resync.
 var resynced = predicate.Not[client.Object](predicate.ResourceVersionChangedPredicate{})
 
 // statusChanged passes a Validator whose status changed.
@@ -192,10 +169,8 @@ var statusChanged = predicate.Funcs{
 	},
 }
 
-// labelled is the Validator an object belongs to: the one its
-// ValidatorLabel names, in the namespace its ValidatorNamespaceLabel
-// names, else in its own (the built-in layout's objects, and those applied
-// before the label was).
+// labelled is the Validator an object's labels name; without
+// ValidatorNamespaceLabel, in the object's own namespace.
 func labelled(_ context.Context, o client.Object) []reconcile.Request {
 	key, ok := validatorOf(o)
 	if !ok {
@@ -210,8 +185,8 @@ func validatorOf(o client.Object) (types.NamespacedName, bool) {
 	return key, key.Name != ""
 }
 
-// podChanged passes a Pod's update when it moved to another validator or
-// what it tells the status (cause) changed.
+// podChanged passes a Pod's update that moves it to another validator or
+// changes its cause.
 var podChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, ok1 := e.ObjectOld.(*corev1.Pod)
@@ -220,8 +195,7 @@ var podChanged = predicate.Funcs{
 	},
 }
 
-// cause is what a Pod tells the status: why it cannot start, if it counts
-// ("" for a terminating Pod).
+// cause is why a Pod cannot start ("" when terminating).
 func cause(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return ""
@@ -230,9 +204,7 @@ func cause(p *corev1.Pod) string {
 	return reason + ": " + message
 }
 
-// readers maps a Secret or ConfigMap to the Validators whose pods read it:
-// in a release namespace the one it is labelled with, else those whose
-// built-in layout reads it.
+// readers maps a Secret or ConfigMap to the Validators whose pods read it.
 func (r *Reconciler) readers(kind podrefs.Kind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		if o.GetLabels()[ValidatorNamespaceLabel] != "" {
@@ -265,27 +237,22 @@ func PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
 	return nil
 }
 
-// ReleaseFinalizer is on a Validator whose workloads live in a namespace
-// of their own (chart mode): the controller deletes that namespace when the
-// Validator is deleted, then removes the finalizer.
+// ReleaseFinalizer is on a Validator whose workloads live in a release
+// namespace (chart mode), which the controller deletes with it.
 const ReleaseFinalizer = "validator-manager.io/release-namespace"
 
 // Reasons of the Rendered condition besides a RenderError's.
 const (
 	ReasonRendered = "Rendered"
-	// ReasonNamespaceMoved: the validator's workloads live in another
-	// namespace than the one the renderer puts them in (chart mode was
-	// switched on or off); the controller does not move them.
+	// ReasonNamespaceMoved: the workloads run in another namespace than
+	// the render's (chart mode switched); they are not moved.
 	ReasonNamespaceMoved = "NamespaceMoved"
-	// ReasonNamespaceConflict: the release namespace exists and is not
-	// this validator's.
+	// ReasonNamespaceConflict: the release namespace is not this validator's.
 	ReasonNamespaceConflict = "NamespaceConflict"
 )
 
-// Reconcile renders the validator's objects, applies them, deletes those
-// it applied before that the render no longer holds, and writes its
-// status. Nothing is applied unless the whole render succeeded: a failed
-// render leaves what runs in place.
+// Reconcile renders, applies, prunes and writes the status. Nothing is
+// applied unless the whole render succeeded: a failed one leaves what runs.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	defer func() {
 		if ctx.Err() != nil {
@@ -361,11 +328,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	})
 }
 
-// prepare readies l's namespace: in chart mode, the finalizer that
-// deletes it, and the namespace itself. A validator whose workloads live
-// in another namespace than l's (chart mode switched on or off) is not
-// moved while they are there: running it twice, or without its database,
-// is worse than not running the new layout (docs/decisions.md).
+// prepare readies l's namespace (chart mode: the finalizer, the namespace).
+// Workloads in another namespace are not moved: running a validator twice,
+// or without its database, is worse than not running the new layout.
 func (r *Reconciler) prepare(ctx context.Context, v *v1alpha1.Validator, l *Layout) error {
 	old := cmp.Or(v.Status.Namespace, v.Namespace)
 	if old != l.Namespace {
@@ -388,9 +353,8 @@ func (r *Reconciler) prepare(ctx context.Context, v *v1alpha1.Validator, l *Layo
 	return r.ensureNamespace(ctx, v, l.Namespace)
 }
 
-// holds tells whether namespace holds v's workloads: its own namespace
-// Deployments or StatefulSets it applied, a release namespace its being
-// there.
+// holds tells whether namespace holds v's workloads: in v's own, applied
+// Deployments or StatefulSets; a release namespace, by existing.
 func (r *Reconciler) holds(ctx context.Context, v *v1alpha1.Validator, namespace string) (bool, error) {
 	if namespace != v.Namespace {
 		ns, err := r.namespace(ctx, v, namespace)
@@ -405,8 +369,8 @@ func (r *Reconciler) holds(ctx context.Context, v *v1alpha1.Validator, namespace
 	return false, nil
 }
 
-// namespace is the namespace of name if it is v's (labelled with it), nil
-// when there is none; another's is a RenderError.
+// namespace is namespace name if labelled as v's, nil when absent;
+// another's is a RenderError.
 func (r *Reconciler) namespace(ctx context.Context, v *v1alpha1.Validator, name string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	err := r.fresh.Get(ctx, types.NamespacedName{Name: name}, ns)
@@ -422,8 +386,7 @@ func (r *Reconciler) namespace(ctx context.Context, v *v1alpha1.Validator, name 
 	return ns, nil
 }
 
-// ensureNamespace makes v's release namespace unless it is there, by
-// server-side apply, labelled with v.
+// ensureNamespace applies v's release namespace, labelled, unless it exists.
 func (r *Reconciler) ensureNamespace(ctx context.Context, v *v1alpha1.Validator, name string) error {
 	ns, err := r.namespace(ctx, v, name)
 	switch {
@@ -435,17 +398,16 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, v *v1alpha1.Validator,
 		return nil
 	}
 	apply := corev1ac.Namespace(name).WithLabels(ValidatorLabels(v))
-	// Namespaces are read from the API server (namespace), never from the
-	// cache: a write that waited for the cache would start an informer of
-	// every namespace.
+	// Not read-your-writes: waiting for the cache would start an informer
+	// of every namespace.
 	if err := r.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership, client.DisableReadYourWritesConsistency); err != nil {
 		return fmt.Errorf("apply namespace %s: %w", name, err)
 	}
 	return nil
 }
 
-// finalize deletes the release namespace of v, being deleted (or, while
-// it holds claims, the workloads in it), and then removes its finalizer.
+// finalize deletes v's release namespace (or, while it holds claims, its
+// workloads), then removes the finalizer.
 func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error {
 	if !controllerutil.ContainsFinalizer(v, ReleaseFinalizer) {
 		return nil
@@ -455,11 +417,8 @@ func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error 
 		return err
 	}
 	if ns != nil && ns.DeletionTimestamp == nil {
-		// Claims hold data (the database's, the migration dump's): a
-		// deletion never destroys them, as the built-in layout's outlive
-		// their Validator. Their namespace stays, with its Secrets, and a
-		// Validator made again (from its record) finds them; without
-		// claims the namespace goes.
+		// Claims hold data and outlive their Validator, as the built-in
+		// layout's do: their namespace stays for a Validator made again.
 		var claims corev1.PersistentVolumeClaimList
 		if err := r.fresh.List(ctx, &claims, client.InNamespace(ns.Name), client.Limit(1)); err != nil {
 			return fmt.Errorf("claims of namespace %s: %w", ns.Name, err)
@@ -480,8 +439,8 @@ func (r *Reconciler) finalize(ctx context.Context, v *v1alpha1.Validator) error 
 	return r.patchFinalizer(ctx, v, controllerutil.RemoveFinalizer)
 }
 
-// patchFinalizer adds or removes (edit) ReleaseFinalizer on v, by a merge
-// patch of its finalizers that fails should they have changed meanwhile.
+// patchFinalizer adds or removes (edit) ReleaseFinalizer, with an
+// optimistic lock.
 func (r *Reconciler) patchFinalizer(ctx context.Context, v *v1alpha1.Validator, edit func(client.Object, string) bool) error {
 	orig := v.DeepCopy()
 	if !edit(v, ReleaseFinalizer) {
@@ -493,10 +452,8 @@ func (r *Reconciler) patchFinalizer(ctx context.Context, v *v1alpha1.Validator, 
 	return nil
 }
 
-// renderFailed shows why v could not be rendered: PENDING, and the
-// Rendered and Ready conditions False with the error's reason and message
-// (Ready: the workloads are not at the current generation; release 1.11's
-// watch events carry its reason); logged when that cause is new.
+// renderFailed shows re as PENDING with Rendered and Ready False (release
+// 1.11's watch events carry Ready's reason); logged when the cause is new.
 func (r *Reconciler) renderFailed(ctx context.Context, v *v1alpha1.Validator, re *RenderError) error {
 	if c := meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionRendered); c == nil ||
 		c.Status != metav1.ConditionFalse || c.Reason != re.Reason || c.Message != re.Message {
@@ -519,18 +476,15 @@ func setCondition(st *v1alpha1.ValidatorStatus, v *v1alpha1.Validator, typ strin
 	})
 }
 
-// ValidatorLabels name v on the objects applied for it, and on what the
-// leader writes into its release namespace: the cache holds, outside the
-// Validators' namespace, only objects that carry them.
+// ValidatorLabels name v on what is written for it: outside the
+// Validators' namespace the cache holds only objects that carry them.
 func ValidatorLabels(v *v1alpha1.Validator) map[string]string {
 	return map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: v.Name, ValidatorNamespaceLabel: v.Namespace}
 }
 
-// stamp labels obj, one of l's objects, with v (validatorLabels), and
-// the pod template of a workload with ValidatorLabel, and in another
-// namespace than v's with ValidatorNamespaceLabel too (the built-in
-// layout's pod templates keep the labels they had: a new one would restart
-// every pod).
+// stamp labels obj with v, and a pod template with ValidatorLabel (and
+// ValidatorNamespaceLabel only outside v's namespace: a new label on the
+// built-in layout's templates would restart every pod).
 func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
 	obj.SetLabels(labels.Merge(obj.GetLabels(), ValidatorLabels(v)))
 	pod := map[string]string{ValidatorLabel: v.Name}
@@ -542,15 +496,10 @@ func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
 	}
 }
 
-// writeStatus writes v's status as status computes it from the Validator,
-// unless it says so already.
-// A status the cache holds is not written again (a restart reads and writes
-// nothing): should the cache be behind the API server, the status it then
-// receives reconciles the Validator again (SetupWithManager). A status to
-// write is compared with and patched on the Validator as the API server has
-// it: a status equal to a stale one would not be written, or a merge patch
-// from it would leave out fields that seem unchanged (a phase, with new
-// conditions).
+// writeStatus writes the status computes, unless the cached Validator has
+// it (a cache behind gets the new status and reconciles again). It is
+// compared with and patched on the API server's Validator: a patch from a
+// stale one would leave out fields that seem unchanged.
 func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, status func(*v1alpha1.Validator) v1alpha1.ValidatorStatus) error {
 	if equality.Semantic.DeepEqual(status(cached), cached.Status) {
 		return nil
@@ -575,9 +524,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator
 	return nil
 }
 
-// apply writes obj by server-side apply as FieldOwner, taking over fields
-// someone changed by hand (drift is corrected, not reported as a conflict),
-// unless the cached object holds what it would apply (upToDate).
+// apply writes obj by server-side apply, forcing ownership (drift is
+// corrected, not a conflict), unless the cached object is upToDate.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 		return r.createClaim(ctx, claim)
@@ -606,11 +554,10 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-// get is the cached object of obj's kind and key, nil when there is none
-// (of a Service or ConfigMap, its metadata: the cache holds no more).
+// get is the cached object of obj's kind and key, nil when none (of a
+// Service or ConfigMap, its metadata only).
 func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object, error) {
-	// An empty object of obj's type (a copy of obj, which Get overwrites,
-	// was a twentieth of the server's CPU at rest at 1,000 validators).
+	// An empty object, not a copy of obj: copies cost CPU at scale.
 	var cur client.Object
 	switch t := reflect.TypeOf(obj).Elem(); obj.(type) {
 	case *corev1.Service, *corev1.ConfigMap:
@@ -628,9 +575,8 @@ func (r *Reconciler) get(ctx context.Context, obj client.Object) (client.Object,
 	return cur, nil
 }
 
-// createClaim creates claim unless it exists: a claim's spec is immutable
-// once bound, and an existing one (kept from before, or resized by an
-// operator) is the one to use.
+// createClaim creates claim unless it exists: a bound claim is immutable,
+// and an existing one (kept, or resized by hand) is the one to use.
 func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	cur, err := r.get(ctx, claim)
 	if err != nil || cur != nil {
@@ -643,9 +589,8 @@ func (r *Reconciler) createClaim(ctx context.Context, claim *corev1.PersistentVo
 	return nil
 }
 
-// keepClaimTemplates keeps cur's volume claim templates in st: Kubernetes
-// forbids changing them, so a new storage size or class reaches the
-// database through its claim (growDataClaim), not the template.
+// keepClaimTemplates keeps cur's claim templates in st: Kubernetes forbids
+// changing them (a new size goes through growDataClaim).
 func keepClaimTemplates(st, cur *appsv1.StatefulSet) {
 	st.Spec.VolumeClaimTemplates = make([]corev1.PersistentVolumeClaim, len(cur.Spec.VolumeClaimTemplates))
 	for i := range cur.Spec.VolumeClaimTemplates {
@@ -656,8 +601,7 @@ func keepClaimTemplates(st, cur *appsv1.StatefulSet) {
 }
 
 // growDataClaim raises the internal database's claim to spec.databaseStorage
-// when that is larger (volumes grow, never shrink; the storage class must
-// allow expansion, else the API server refuses and the error is retried).
+// when larger (never shrinks; a class without expansion is refused, retried).
 func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator, namespace string) error {
 	if v.Spec.ExternalDatabase || v.Spec.DatabaseStorage == "" {
 		return nil
@@ -673,8 +617,7 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator, n
 	if have := cur.Spec.Resources.Requests[corev1.ResourceStorage]; have.Cmp(want) >= 0 {
 		return nil
 	}
-	// A merge patch of the request alone: the claim's other fields are
-	// not the controller's.
+	// The request alone: the claim's other fields are not ours.
 	patch := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{%q:%q}}}}`, corev1.ResourceStorage, want.String())
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name}}
 	if err := r.client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -683,14 +626,11 @@ func (r *Reconciler) growDataClaim(ctx context.Context, v *v1alpha1.Validator, n
 	return nil
 }
 
-// KeepAnnotation on an object tells Helm to leave it when it uninstalls or
-// upgrades a release; the controller likewise never prunes it.
+// KeepAnnotation: keep tells Helm, and the controller, never to prune.
 const KeepAnnotation = "helm.sh/resource-policy"
 
-// pruned are the kinds the controller applies by server-side apply, and
-// deletes when a render no longer holds them (Services and ConfigMaps,
-// which only charts render, read as metadata, as the cache holds them).
-// Claims are created once and never deleted: they hold data.
+// pruned are the applied kinds, deleted when a render no longer holds them
+// (Services and ConfigMaps as metadata). Claims hold data: never pruned.
 var pruned = []struct {
 	kind string
 	list func() client.ObjectList
@@ -701,9 +641,8 @@ var pruned = []struct {
 	{"ConfigMap", func() client.ObjectList { return metadataList("ConfigMap") }},
 }
 
-// prune deletes the objects of the pruned kinds in l's namespace that the
-// controller applied for v and l does not hold, but those annotated
-// KeepAnnotation: keep.
+// prune deletes what was applied for v in l's namespace that l does not
+// hold, but those KeepAnnotation keeps.
 func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout) error {
 	want := map[string]bool{}
 	for _, obj := range l.Objects {
@@ -732,8 +671,7 @@ func (r *Reconciler) prune(ctx context.Context, v *v1alpha1.Validator, l *Layout
 // kindName is "<kind>/<name>".
 func kindName(kind, name string) string { return kind + "/" + name }
 
-// applied are the objects of list's kind in namespace that the controller
-// applied for v (ours).
+// applied are the objects of list's kind in namespace that are ours.
 func (r *Reconciler) applied(ctx context.Context, v *v1alpha1.Validator, namespace string, list client.ObjectList) ([]client.Object, error) {
 	if err := r.client.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{validatorField: v.Name}, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
 		return nil, fmt.Errorf("list %T: %w", list, err)
@@ -749,9 +687,7 @@ func (r *Reconciler) applied(ctx context.Context, v *v1alpha1.Validator, namespa
 }
 
 // ours tells whether obj was applied for v: labelled with it and, in v's
-// namespace (the built-in layout), controlled by it (an object another
-// Validator of the same name left is not). A release namespace's objects
-// have no owner: an owner reference cannot cross namespaces.
+// namespace, controlled by it (not left by a former Validator of the name).
 func ours(obj client.Object, v *v1alpha1.Validator) bool {
 	key, ok := validatorOf(obj)
 	if !ok || key != client.ObjectKeyFromObject(v) {
@@ -798,8 +734,7 @@ func (r *Reconciler) observe(ctx context.Context, v *v1alpha1.Validator, l *Layo
 	return o, err
 }
 
-// owned is the cached object of want's kind and key: nil unless it exists
-// and is ours.
+// owned is the cached object of want's kind and key if it is ours.
 func owned[T client.Object](ctx context.Context, r *Reconciler, v *v1alpha1.Validator, want T) (T, error) {
 	var none T
 	cur, err := r.get(ctx, want)
@@ -809,11 +744,9 @@ func owned[T client.Object](ctx context.Context, r *Reconciler, v *v1alpha1.Vali
 	return cur.(T), nil
 }
 
-// missing lists, per component, what the pod template of a workload among
-// objs reads (not optionally) that is not there (podrefs.Lacking): the
-// Secrets and ConfigMaps that do not exist and the keys an existing Secret
-// lacks. A ConfigMap's keys are not checked: the cache holds its metadata
-// only.
+// missing lists, per component, what a pod template reads (not optionally)
+// that is not there (podrefs.Lacking). A ConfigMap's keys are not checked:
+// the cache holds its metadata only.
 func (r *Reconciler) missing(ctx context.Context, namespace string, objs []client.Object) (map[string][]podrefs.Ref, error) {
 	held := map[podrefs.Object][]string{}
 	read := map[podrefs.Object]bool{}
@@ -857,16 +790,13 @@ func (r *Reconciler) missing(ctx context.Context, namespace string, objs []clien
 	return out, nil
 }
 
-// metadataList is what a list of a core kind the cache holds as metadata
-// is read into.
+// metadataList and metadata read a core kind the cache holds as metadata.
 func metadataList(kind string) client.ObjectList {
 	l := &metav1.PartialObjectMetadataList{}
 	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
 	return l
 }
 
-// metadata is what an object of a core kind the cache holds as metadata
-// (Services and ConfigMaps: nothing reads more of them) is read into.
 func metadata(kind string) client.Object {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))

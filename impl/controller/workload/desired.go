@@ -1,10 +1,6 @@
 // Package workload is the controller that turns each Validator resource into
-// the workloads of a Splice validator, as its Renderer lays them out: the
-// built-in layout (BuiltIn: the splice-participant, splice-validator and
-// splice-postgres Helm charts' layout, kept by hand), or Splice's published
-// charts in chart mode, in a namespace of the validator's own
-// (ReleaseNamespace). It applies them, prunes what a render no longer holds,
-// and reports their readiness in the Validator's status.
+// a Splice validator's workloads, as its Renderer lays them out (BuiltIn, or
+// Splice's charts in chart mode), and reports their readiness in its status.
 package workload
 
 import (
@@ -27,8 +23,7 @@ import (
 )
 
 // Components of a validator: each is a workload and a Service named
-// <validator>-<component>, the names release 1.11's addresses use
-// (domain.ServiceHost) and the backup Job dials (<validator>-postgres).
+// <validator>-<component>, which release 1.11's addresses and the backup Job use.
 const (
 	Participant  = domain.ServiceParticipant
 	ValidatorApp = domain.ServiceValidatorApp
@@ -38,14 +33,12 @@ const (
 )
 
 // Labels of every object the controller writes. ComponentLabel with
-// ValidatorLabel selects a component's pods (the recovery command finds the
-// validator app's pod by them).
+// ValidatorLabel selects a component's pods (as the recovery command does).
 const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "validator-manager"
 	ValidatorLabel = cluster.ValidatorLabel
-	// ValidatorNamespaceLabel names the Validator's namespace
-	// (cluster.ValidatorNamespaceLabel).
+	// ValidatorNamespaceLabel names the Validator's namespace.
 	ValidatorNamespaceLabel = cluster.ValidatorNamespaceLabel
 	ComponentLabel          = "app.kubernetes.io/component"
 	// MigrationLabel is the charts' label of the synchronizer migration id.
@@ -67,8 +60,7 @@ const (
 	participantProbePort   = 5061
 	identitiesDumpVolume   = "participant-bootstrapping-dump-volume"
 	identitiesDumpPath     = "/participant-bootstrapping-dump"
-	// The validator app's migration dump volume (splice-validator's
-	// migration.attachPvc): the dump path points into it.
+	// The validator app's migration dump volume (migration.attachPvc).
 	migrationDumpVolume  = "domain-upgrade-dump-volume"
 	migrationDumpDir     = "/domain-upgrade-dump"
 	migrationDumpFile    = migrationDumpDir + "/domain_migration_dump.json"
@@ -79,14 +71,9 @@ const (
 // Name is the name of a validator's workload and Service of component.
 func Name(validator, component string) string { return validator + "-" + component }
 
-// Desired is every object the controller keeps for v in the built-in
-// layout (BuiltIn): Deployments of the
-// participant and the validator app, of the wallet and name-service UIs
-// unless the wallet is disabled, the internal PostgreSQL StatefulSet unless
-// the database is external, and a Service for each. Each is owned by v
-// (controller reference), so that deleting v deletes them. The validator
-// app's migration dump claim (MigrationDumpClaimName) comes first: it has
-// no owner, the controller creates it once and never changes it.
+// Desired is every object of v's built-in layout, each owned by v so that
+// deleting v deletes it; but the migration dump claim, first, which has no
+// owner and is created once.
 func Desired(v *v1alpha1.Validator) []client.Object {
 	b := newLayout(v)
 	var objs []client.Object
@@ -111,8 +98,8 @@ func Desired(v *v1alpha1.Validator) []client.Object {
 type layout struct {
 	v   *v1alpha1.Validator
 	cfg *v1alpha1.ValidatorConfig
-	// chart: the objects run beside Splice's charts, in the release's
-	// namespace, with the database the charts expect (charts_data.go).
+	// chart: beside Splice's charts, in the release's namespace, with the
+	// database the charts expect (charts_data.go).
 	chart bool
 }
 
@@ -124,8 +111,6 @@ func newChartLayout(v *v1alpha1.Validator) layout {
 	return layout{v: v, cfg: &v.Spec.Config, chart: true}
 }
 
-// namespace holds the objects: the Validator's, or in chart mode its
-// release's.
 func (b layout) namespace() string {
 	if b.chart {
 		return ReleaseNamespace(b.v)
@@ -147,8 +132,7 @@ func (b layout) migrationDump() bool { return !ptr.Deref(b.cfg.Cluster.SVValidat
 
 func (b layout) name(component string) string { return Name(b.v.Name, component) }
 
-// selector selects a component's pods; it never changes, as Deployments and
-// StatefulSets require.
+// selector selects a component's pods; it never changes, as workloads require.
 func (b layout) selector(component string) map[string]string {
 	return map[string]string{ValidatorLabel: b.v.Name, ComponentLabel: component}
 }
@@ -175,8 +159,7 @@ func (b layout) meta(component string) metav1.ObjectMeta {
 	return m
 }
 
-// owner is the controller reference to the Validator: the garbage collector
-// deletes the workloads with it, and their events reach its reconcile.
+// owner is the controller reference to the Validator.
 func (b layout) owner() metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion:         v1alpha1.GroupVersion.String(),
@@ -188,16 +171,14 @@ func (b layout) owner() metav1.OwnerReference {
 	}
 }
 
-// appUser is the pod security context the charts give the participant and
-// the validator app (their images' user 1001). The web UIs get none: their
-// nginx-unprivileged images run as their own, non-numeric user.
+// appUser is the charts' security context of the participant and the
+// validator app. The web UIs get none: their images' user is not numeric.
 func appUser() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1001), RunAsGroup: ptr.To[int64](1001), FSGroup: ptr.To[int64](1001)}
 }
 
-// deployment is a component's Deployment with one container, as the charts
-// write them: Recreate strategy (the apps hold their database and identity
-// exclusively).
+// deployment is a component's Deployment with one container, Recreate
+// (the apps hold their database and identity exclusively).
 func (b layout) deployment(component string, app *v1alpha1.App, c corev1.Container, sc *corev1.PodSecurityContext) *appsv1.Deployment {
 	var res v1alpha1.Workload
 	if app != nil {
@@ -283,13 +264,11 @@ func (b layout) validatorApp() *appsv1.Deployment {
 	return d
 }
 
-// MigrationDumpClaimName is the claim of a validator's migration dump (the
-// chart's pvc.volumeName, one per validator here).
+// MigrationDumpClaimName is the claim of a validator's migration dump.
 func MigrationDumpClaimName(validator string) string { return validator + "-" + migrationDumpClaim }
 
-// migrationDumpClaim is the validator app's migration dump volume. Like the
-// chart's (kept by Helm) it has no owner: deleting the validator leaves the
-// dump of its last migration; the operator deletes the claim by hand.
+// migrationDumpClaim has no owner, like the chart's: the dump of the last
+// migration outlives the validator.
 func (b layout) migrationDumpClaim() *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
@@ -301,8 +280,7 @@ func (b layout) migrationDumpClaim() *corev1.PersistentVolumeClaim {
 	}
 }
 
-// claimSpec is a claim of size, ReadWriteOnce, in the spec's storage class,
-// else the cluster's default (none named).
+// claimSpec is a ReadWriteOnce claim of size in the spec's storage class.
 func (b layout) claimSpec(size string) corev1.PersistentVolumeClaimSpec {
 	return corev1.PersistentVolumeClaimSpec{
 		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -312,24 +290,20 @@ func (b layout) claimSpec(size string) corev1.PersistentVolumeClaimSpec {
 }
 
 // createDatabaseScript creates $DATABASE_NAME unless it exists, retrying
-// until the server answers, as the charts' pg-init containers do; the
-// connection comes from libpq's PG* variables.
+// until the server answers, as the charts' pg-init containers do.
 const createDatabaseScript = `until psql -tAc "SELECT 1 FROM pg_database WHERE datname = '$DATABASE_NAME'" | grep -q 1 ||
   psql -c "CREATE DATABASE \"$DATABASE_NAME\""; do
   echo "database $DATABASE_NAME not created yet; retrying"
   sleep 2
 done`
 
-// createDatabase is the init container that creates an app's database on
-// the validator's database server, as the app's user, before the app
-// starts.
+// createDatabase is the init container that creates an app's database.
 func (b layout) createDatabase(database string) corev1.Container {
 	return b.psql("pg-init", createDatabaseScript, b.databasePassword(), corev1.EnvVar{Name: "DATABASE_NAME", Value: database})
 }
 
-// psql is a container that runs script with the internal database's psql,
-// connected by libpq's PG* variables to the validator's database server as
-// its user with password, then env.
+// psql is a container that runs script with psql, connected by libpq's
+// variables to the validator's database as its user with password.
 func (b layout) psql(name, script string, password *corev1.EnvVarSource, env ...corev1.EnvVar) corev1.Container {
 	return corev1.Container{
 		Name:            name,
@@ -346,10 +320,9 @@ func (b layout) psql(name, script string, password *corev1.EnvVarSource, env ...
 	}
 }
 
-// InstanceNames are the names the UIs show (the charts' values
-// spliceInstanceNames, by key, which the 1.11 payload has no field for):
-// the Global Synchronizer's, which a UI's envVars (chart mode: the chart
-// values) replace for another network. Env is the UI image's variable.
+// InstanceNames are the names the UIs show (the charts' spliceInstanceNames
+// by Key, the image's variable Env): the Global Synchronizer's, which envVars
+// or chart values replace for another network (1.11 has no field for them).
 var InstanceNames = []struct{ Key, Env, Value string }{
 	{"networkName", "SPLICE_APP_UI_NETWORK_NAME", "Canton Network"},
 	{"networkFaviconUrl", "SPLICE_APP_UI_NETWORK_FAVICON_URL", "https://www.canton.network/hubfs/cn-favicon-05%201-1.png"},
@@ -359,7 +332,6 @@ var InstanceNames = []struct{ Key, Env, Value string }{
 	{"nameServiceNameAcronym", "SPLICE_APP_UI_NAME_SERVICE_NAME_ACRONYM", "CNS"},
 }
 
-// instanceNames are InstanceNames as the UIs' variables.
 var instanceNames = func() []corev1.EnvVar {
 	out := make([]corev1.EnvVar, 0, len(InstanceNames))
 	for _, n := range InstanceNames {
@@ -368,10 +340,8 @@ var instanceNames = func() []corev1.EnvVar {
 	return out
 }()
 
-// ui is a web UI's Deployment (wallet-web-ui or ans-web-ui), with the
-// charts' resources unless the configuration gives its own. The charts read
-// the client id and the authority URL from a Secret; both are public, so
-// they come from the configuration's auth.
+// ui is a web UI's Deployment. The charts read its client id and authority
+// URL from a Secret; both are public, so they come from the auth.
 func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1.Deployment {
 	auth := b.auth()
 	env := append(slices.Clone(instanceNames),
@@ -394,9 +364,7 @@ func (b layout) ui(component string, app *v1alpha1.App, clientID string) *appsv1
 	return b.deployment(component, app, c, nil)
 }
 
-// postgres is the internal database, as splice-postgres runs it, with the
-// user and password the apps and the backup Job use; in chart mode also
-// with the database the charts' init steps connect to.
+// postgres is the internal database, as splice-postgres runs it.
 func (b layout) postgres() *appsv1.StatefulSet {
 	w := ptr.Deref(b.cfg.DatabaseWorkload, v1alpha1.DatabaseWorkload{})
 	user := b.databaseUser()
@@ -414,8 +382,7 @@ func (b layout) postgres() *appsv1.StatefulSet {
 		VolumeMounts: append([]corev1.VolumeMount{{Name: postgresDataVolume, MountPath: postgresDataDir}}, ptr.Deref(w.VolumeMounts, nil)...),
 	}
 	if b.chart {
-		// The image creates it with the user when it initialises the
-		// data directory: the charts' init steps connect to it.
+		// The charts' init steps connect to it.
 		c.Env = append(c.Env, corev1.EnvVar{Name: "POSTGRES_DB", Value: ChartBootstrapDatabase})
 	}
 	if b.probes() {
@@ -431,8 +398,7 @@ func (b layout) postgres() *appsv1.StatefulSet {
 	}, res.Resources)
 	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: ptr.Deref(w.Volumes, nil), ImagePullSecrets: res.ImagePullSecrets}
 	// Without a type: the API server keeps none in a claim template, and
-	// the next apply (which keeps the templates, keepClaimTemplates) would
-	// differ from this one.
+	// the next apply (keepClaimTemplates) would differ.
 	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: postgresDataVolume},
 		Spec: b.claimSpec(cmp.Or(b.v.Spec.DatabaseStorage, defaultDatabaseStorage))}
 	claim.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
@@ -452,8 +418,7 @@ func (b layout) postgres() *appsv1.StatefulSet {
 	}
 }
 
-// postgresImage is the internal database's image, which also holds the psql
-// the init containers create the apps' databases with.
+// postgresImage is the internal database's image, also the init containers'.
 func (b layout) postgresImage() string {
 	if w := b.cfg.DatabaseWorkload; w != nil && ptr.Deref(w.Image, "") != "" {
 		return *w.Image
@@ -461,8 +426,8 @@ func (b layout) postgresImage() string {
 	return postgresImage
 }
 
-// DataClaimName is the PersistentVolumeClaim the StatefulSet makes for the
-// internal database's data (its first and only replica).
+// DataClaimName is the claim the StatefulSet makes for the internal
+// database's data (its only replica).
 func DataClaimName(validator string) string {
 	return postgresDataVolume + "-" + Name(validator, Postgres) + "-0"
 }
@@ -478,8 +443,7 @@ func (b layout) service(component string) *corev1.Service {
 	}
 }
 
-// servicePorts are each component's Service ports: to the container port of
-// the same number, the UIs' to the one named http.
+// servicePorts are each component's Service ports.
 var servicePorts = map[string][]corev1.ServicePort{
 	Participant: {tcp("lg-adm-api", domain.AdminAPIPort), tcp("lg-api", domain.LedgerAPIPort),
 		tcp("metrics", metricsPort), tcp("json-api", domain.JSONAPIPort)},

@@ -14,10 +14,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// The apps' databases and schemas, as the charts name them
-// (persistence.databaseName and persistence.schema; the participant's
-// database is per migration id), and the database the init containers
-// connect to in order to create them (every PostgreSQL server has it).
+// The apps' databases and schemas as the charts name them (the
+// participant's database is per migration id), and the database every
+// PostgreSQL server has, which the init containers connect to.
 const (
 	participantSchema         = "participant"
 	participantDatabasePrefix = "participant_"
@@ -26,8 +25,8 @@ const (
 	maintenanceDatabase       = "postgres"
 )
 
-// participantEnv is the participant container's environment, as the
-// splice-participant chart writes it, then the configuration's envVars.
+// participantEnv is the participant's environment as the chart writes it,
+// then the configuration's envVars.
 func (b layout) participantEnv() []corev1.EnvVar {
 	auth := b.auth()
 	env := []corev1.EnvVar{
@@ -45,9 +44,7 @@ func (b layout) participantEnv() []corev1.EnvVar {
 	return AppendEnv(env, b.cfg.Participant.EnvVars)
 }
 
-// validatorAppEnv is the validator app container's environment, in the
-// order the splice-validator chart writes it: the chart's variables, the
-// additional users' variables, then the configuration's envVars.
+// validatorAppEnv is the validator app's environment, in the chart's order.
 func (b layout) validatorAppEnv() []corev1.EnvVar {
 	c := b.cfg.Cluster
 	spec := b.v.Spec
@@ -165,12 +162,10 @@ func (b layout) validatorAppEnv() []corev1.EnvVar {
 	return AppendEnv(env, ptr.Deref(b.cfg.EnvVars, nil))
 }
 
-// validatorAuthEnv is the validator app's authentication: the chart reads
-// the ledger API client from a Secret of several keys; here the public parts
-// come from the configuration's auth (the operator's with custom auth, else
-// the identity provider's, filled by the intent controller) and only the
-// client secret from the validator's Secret. The ledger API's token URL is
-// the OIDC configuration URL (the image's well-known-config-url).
+// validatorAuthEnv is the validator app's authentication: unlike the
+// chart's Secret, the public parts come from the configuration's auth and
+// only the client secret from a Secret. The token URL is the OIDC
+// configuration URL (the image's well-known-config-url).
 func (b layout) validatorAuthEnv() []corev1.EnvVar {
 	auth := b.auth()
 	return []corev1.EnvVar{
@@ -184,14 +179,13 @@ func (b layout) validatorAuthEnv() []corev1.EnvVar {
 	}
 }
 
-// ledgerAPIClientSecret is the ledger API client's secret: the spec's
-// entry, else the conventional <validator>-ledger-api-auth.
+// ledgerAPIClientSecret is the ledger API client's secret.
 func (b layout) ledgerAPIClientSecret() *corev1.SecretKeySelector {
 	return secret(b.refs().LedgerAPIAuth, domain.LedgerAPIAuthSecretName(b.v.Name), ledgerAPIAuthSecretKey).SecretKeyRef
 }
 
-// onboardingSecret is the sponsor's onboarding secret of a validator
-// onboarded with one (a sponsor and the spec's entry), else nil.
+// onboardingSecret is the onboarding secret of a validator with a sponsor
+// and one, else nil.
 func (b layout) onboardingSecret() *corev1.SecretKeySelector {
 	ref := b.refs().Onboarding
 	if b.cfg.Cluster.SVSponsorAddress == "" || ref == nil {
@@ -200,8 +194,6 @@ func (b layout) onboardingSecret() *corev1.SecretKeySelector {
 	return secretKey(ref.Name, ref.Key).SecretKeyRef
 }
 
-// databaseHost is the external database's host, else the internal
-// database's Service.
 func (b layout) databaseHost() string {
 	if b.v.Spec.ExternalDatabase && b.cfg.Database != nil && ptr.Deref(b.cfg.Database.Hostname, "") != "" {
 		return *b.cfg.Database.Hostname
@@ -216,9 +208,8 @@ func (b layout) databasePort() string {
 	return defaultDatabasePort
 }
 
-// databaseUser is the spec's database user (which the backup Job uses
-// too), else postgres; the internal database in chart mode has the user
-// the charts' init steps connect as.
+// databaseUser is the spec's database user, else postgres; in chart mode
+// the internal database's is the one the charts' init steps connect as.
 func (b layout) databaseUser() string {
 	if b.chart && !b.v.Spec.ExternalDatabase {
 		return ChartDatabaseUser
@@ -229,15 +220,14 @@ func (b layout) databaseUser() string {
 	return cmp.Or(b.cfg.DatabaseUser(), defaultDatabaseUser)
 }
 
-// participantDatabase is the participant's database of the current
-// migration id: a new id starts a new database, as with the charts.
+// participantDatabase: a new migration id starts a new database, as with
+// the charts.
 func (b layout) participantDatabase() string {
 	return participantDatabasePrefix + strconv.Itoa(int(b.v.Spec.Migration.ID))
 }
 
-// databasePassword is the database password's Secret: the spec's entry,
-// else the conventional <validator>-database (the pods wait for it); in
-// chart mode the charts' Secret, which holds a copy (ChartSecrets).
+// databasePassword is the database password's Secret; in chart mode the
+// charts' Secret, which holds a copy (ChartSecrets).
 func (b layout) databasePassword() *corev1.EnvVarSource {
 	if b.chart {
 		return secretKey(ChartDatabaseSecret, ChartDatabaseSecretKey)
@@ -245,13 +235,11 @@ func (b layout) databasePassword() *corev1.EnvVarSource {
 	return secret(b.refs().Database, domain.DatabaseSecretName(b.v.Name), databasePasswordKey)
 }
 
-// refs are the spec's entries of the Secrets the pods need (none: each nil).
 func (b layout) refs() v1alpha1.ValidatorSecretRefs {
 	return ptr.Deref(b.v.Spec.Secrets, v1alpha1.ValidatorSecretRefs{})
 }
 
-// secret is a Secret the pods need: the spec's entry ref when present, else
-// the validator's conventional Secret name and key, which the controllers write.
+// secret is ref when present, else the conventional Secret name and key.
 func secret(ref *v1alpha1.SecretKeyRef, name, key string) *corev1.EnvVarSource {
 	if ref != nil {
 		name, key = ref.Name, ref.Key
@@ -263,11 +251,10 @@ func secretKey(name, key string) *corev1.EnvVarSource {
 	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
 }
 
-// AppendEnv appends the configuration's variables vars to env as the
-// charts' additional-env-vars helper does (for the chart renderer too): valueFrom wins over value; a variable
-// without a name is skipped (Kubernetes would refuse the pod). A later
-// variable of a name already set replaces it in place: Kubernetes keys env
-// by name, and server-side apply refuses duplicates.
+// AppendEnv appends vars to env as the charts' additional-env-vars helper
+// does: valueFrom wins over value, a nameless variable is skipped (the pod
+// would be refused), and a name already set is replaced in place
+// (server-side apply refuses duplicates).
 func AppendEnv(env []corev1.EnvVar, vars []corev1.EnvVar) []corev1.EnvVar {
 	for _, v := range vars {
 		if v.Name == "" {

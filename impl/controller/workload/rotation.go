@@ -18,24 +18,14 @@ import (
 	"github.com/validator-manager/validator-manager/impl/cluster"
 )
 
-// Password rotation of the internal database (docs/decisions.md, "A new
-// database password reaches the running database"): the database Secret
-// carries the digest of its password (cluster.DatabasePasswordLabel) and,
-// after an edit, the password it replaced (cluster.PreviousDatabasePasswordKey).
-// The apps' pod templates carry the digest of the password the database
-// was last set to (PasswordAnnotation; none while the database keeps the
-// one it was initialised with, when their Deployments were made before the
-// cache held the Secret: adding it then would roll them for nothing).
-// When the Secret was edited and the two differ, the Job
-// RotationJobName sets the running database's password over its Service,
-// logged in with the previous one; only once it completed do the apps'
-// templates take the new digest, so that they restart with a password the
-// database accepts. A failed Job leaves the templates, and the database,
-// on the old password, and the condition ConditionDatabasePasswordRotated
-// False (ReasonRotationFailed) says why.
+// Password rotation of the internal database (docs/decisions.md): when the
+// database Secret's password digest differs from the apps' templates', a
+// Job sets it on the running database, logged in with the previous one;
+// only once it completed do the templates take the new digest, so that the
+// apps restart with a password the database accepts.
 
-// PasswordAnnotation on the participant's and the validator app's pod
-// templates is the digest of the database password they start with.
+// PasswordAnnotation on the apps' pod templates is the digest of the
+// database password they start with.
 const PasswordAnnotation = cluster.DatabasePasswordAnnotation
 
 // Reasons of ConditionDatabasePasswordRotated.
@@ -48,10 +38,9 @@ const (
 // RotationJobName is the Job that sets a validator's database password.
 func RotationJobName(validator string) string { return validator + "-database-password" }
 
-// rotationScript logs in with PGPASSWORD (the previous password) and sets
-// NEW_PASSWORD, unless the database takes NEW_PASSWORD already (a Job run
-// again); it retries while the server does not answer. The new password
-// never appears in a command line.
+// rotationScript sets NEW_PASSWORD unless the database takes it already (a
+// Job run again), never on a command line; it retries while the server
+// does not answer.
 const rotationScript = `for i in $(seq 30); do
   PGPASSWORD="$NEW_PASSWORD" psql -tAc 'SELECT 1' >/dev/null 2>&1 && exit 0
   printf '%s\n' '\set pw ` + "`printenv NEW_PASSWORD`" + `' "ALTER ROLE CURRENT_USER PASSWORD :'pw';" |
@@ -60,18 +49,15 @@ const rotationScript = `for i in $(seq 30); do
 done
 exit 1`
 
-// rotation is what the controller does about v's database password: the
-// digest the apps' templates carry (none: leave them as they are) and the
-// condition to show (nil: none).
+// rotation is the digest the apps' templates carry ("": as they are) and
+// the condition to show (nil: none).
 type rotation struct {
 	digest    string
 	condition *metav1.Condition
 }
 
-// rotate decides and starts the rotation of v's internal database's
-// password (built-in layout only; chart mode and an external database are
-// the operator's), from the cached database Secret, the cached validator
-// app Deployment and the cached rotation Job.
+// rotate decides and starts the rotation of v's password, from the cache
+// (built-in layout only; otherwise it is the operator's).
 func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layout) (rotation, error) {
 	if v.Spec.ExternalDatabase || l.Namespace != v.Namespace {
 		return rotation{}, nil
@@ -87,28 +73,23 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 	ref := b.databasePassword().SecretKeyRef
 	secret := &corev1.Secret{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, secret); err != nil {
-		// A Secret the cache does not hold (yet, or deleted by hand)
-		// changes nothing: the pods wait for it.
+		// A Secret not there changes nothing: the pods wait for it.
 		return rotation{digest: have}, client.IgnoreNotFound(err)
 	}
 	want := secret.Labels[cluster.DatabasePasswordLabel]
 	_, previous := secret.Data[cluster.PreviousDatabasePasswordKey]
 	switch {
 	case want != "" && (have == want || newApp):
-		// In step, or a new database, which takes the Secret's password
-		// when it starts. The condition turns True where a rotation was
-		// shown, else none.
+		// In step, or a new database, which starts with the Secret's
+		// password. A rotation shown turns True.
 		rot := rotation{digest: want}
 		if meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionDatabasePasswordRotated) != nil {
 			rot.condition = rotatedCondition(v)
 		}
 		return rot, nil
 	case want == "" || !previous:
-		// A Secret never edited holds the password the database was
-		// initialised with: the running templates start with it, with
-		// or without its digest (they were made before the cache held
-		// the Secret). Adding the digest would roll a new validator's
-		// workloads a second time for nothing.
+		// A Secret never edited holds the database's first password:
+		// adding its digest would roll a new validator's workloads again.
 		return rotation{digest: have}, nil
 	}
 	job := &batchv1.Job{}
@@ -142,8 +123,6 @@ func (r *Reconciler) rotate(ctx context.Context, v *v1alpha1.Validator, l *Layou
 	return rotation{digest: have, condition: rotating(v)}, nil
 }
 
-// rotating: the rotation Job runs (or is about to); rotatedCondition: it
-// succeeded.
 func rotating(v *v1alpha1.Validator) *metav1.Condition {
 	return rotationCondition(v, metav1.ConditionFalse, ReasonRotating, "setting the new database password on the running database")
 }
@@ -156,10 +135,8 @@ func rotationCondition(v *v1alpha1.Validator, status metav1.ConditionStatus, rea
 	return &metav1.Condition{Type: v1alpha1.ConditionDatabasePasswordRotated, Status: status, Reason: reason, Message: message, ObservedGeneration: v.Generation}
 }
 
-// rotationJob sets the database password to the Secret's (ref), logged in
-// with the previous one, over the database's Service; labelled with the
-// digest it sets. It is owned by the Validator and runs once
-// (backoffLimit 0: a failure is shown, not retried with the same password).
+// rotationJob sets the database password to ref's, labelled with its
+// digest; it runs once (a failure is shown, not retried).
 func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batchv1.Job {
 	jobLabels := labels.Merge(b.labels(Postgres), map[string]string{cluster.DatabasePasswordLabel: digest})
 	return &batchv1.Job{
@@ -182,8 +159,8 @@ func (b layout) rotationJob(ref *corev1.SecretKeySelector, digest string) *batch
 	}
 }
 
-// withPassword sets the digest of the database password on the pod
-// templates of the workloads that log in to the database.
+// withPassword sets digest on the templates of the apps that log in to the
+// database.
 func withPassword(objs []client.Object, digest string) {
 	if digest == "" {
 		return

@@ -16,25 +16,17 @@ import (
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
-// Observed is what the cluster holds of a validator's workloads, as the
-// cache keeps them; nil where a workload does not exist (yet). Shared with
-// the cache: read only.
+// Observed is what the cache holds of a validator's workloads (nil where
+// one does not exist); shared with the cache: read only.
 type Observed struct {
-	// Participant, ValidatorApp, WalletUI and ANSUI are Deployments,
-	// Postgres a StatefulSet.
 	Participant, ValidatorApp, WalletUI, ANSUI *appsv1.Deployment
 	Postgres                                   *appsv1.StatefulSet
-	// Pods of the validator (labelled ValidatorLabel and ComponentLabel),
-	// by name: what the kubelet and the scheduler say of those that cannot
-	// start.
+	// Pods of the validator, by name.
 	Pods []*corev1.Pod
-	// Missing: per component, what its pod template reads (not optionally)
-	// that is not there (podrefs.Lacking): a Secret or ConfigMap that does
-	// not exist, or the keys a Secret lacks. Running pods keep running
-	// without them, but none can (re)start.
+	// Missing: per component, what its pod template reads that is not
+	// there; running pods keep running, but none can (re)start.
 	Missing map[string][]podrefs.Ref
-	// Names of the workloads by component, as the renderer named them;
-	// absent: the built-in layout's (Name).
+	// Names of the workloads by component; absent: Name's.
 	Names map[string]string
 }
 
@@ -47,35 +39,26 @@ const (
 	ReasonExternalDatabase  = "ExternalDatabase"
 	ReasonWorkloadsReady    = "WorkloadsReady"
 	ReasonWorkloadsNotReady = "WorkloadsNotReady"
-	// ReasonSecretNotFound, ReasonConfigMapNotFound: a pod template reads
-	// an object that does not exist; ReasonSecretKeyMissing: a key of a
-	// Secret that exists (Observed.Missing).
+	// A pod template reads what does not exist (Observed.Missing).
 	ReasonSecretNotFound    = "SecretNotFound"
 	ReasonConfigMapNotFound = "ConfigMapNotFound"
 	ReasonSecretKeyMissing  = "SecretKeyMissing"
-	// A pod that cannot start gives its own reason: the kubelet's waiting
-	// reason (CreateContainerConfigError, InvalidImageName, ...) or the
-	// scheduler's (Unschedulable).
+	// A pod that cannot start gives its own reason (StartFailure).
 )
 
 // readiness of one workload.
 type readiness struct {
-	// available: the workload serves (a Deployment's Available condition, a
-	// StatefulSet's ready replicas).
 	available bool
-	// settled: available, and every replica runs the current generation
-	// (no rollout in progress).
+	// settled: available, and no rollout in progress.
 	settled bool
-	// blocked: a pod of the workload cannot start, or could not if it
-	// restarted (reason and message say why); never available then.
+	// blocked: a pod cannot start, or could not if it restarted.
 	blocked bool
 	reason  string
 	message string
 }
 
-// blockedBy is r overridden by why component's pods cannot start, if any:
-// a pod the kubelet or the scheduler reports first (it is what happens),
-// then what the template reads that does not exist.
+// blockedBy is r overridden by why component's pods cannot start: what a
+// pod reports first (it is what happens), then what is Missing.
 func blockedBy(r readiness, workload, component string, o Observed) readiness {
 	for _, p := range o.Pods {
 		if p.Labels[ComponentLabel] != component || p.DeletionTimestamp != nil {
@@ -97,7 +80,6 @@ func blockedBy(r readiness, workload, component string, o Observed) readiness {
 		message: fmt.Sprintf("%s: %s; its pods cannot start", workload, strings.Join(names, ", "))}
 }
 
-// missingReason is the reason of what m says is missing.
 func missingReason(m podrefs.Ref) string {
 	switch {
 	case m.Kind == podrefs.ConfigMap:
@@ -108,8 +90,7 @@ func missingReason(m podrefs.Ref) string {
 	return ReasonSecretNotFound
 }
 
-// lacks says what m says is missing: the object, or its keys (names, never
-// values).
+// lacks says what m says is missing (key names, never values).
 func lacks(m podrefs.Ref) string {
 	object := fmt.Sprintf("%s %q", strings.ToLower(string(m.Kind)), m.Name)
 	switch len(m.Keys) {
@@ -151,9 +132,8 @@ func statefulSetReadiness(name string, st *appsv1.StatefulSet) readiness {
 	return rollout("StatefulSet", name, "ready", s.ReadyReplicas >= want && want > 0, rolledOut, s.ReadyReplicas, s.UpdatedReplicas, want)
 }
 
-// rollout is the readiness of a workload of kind that is available (have
-// of its want replicas counted as such: available, ready) and has rolled
-// out (updated replicas, each at the current generation).
+// rollout is the readiness of a workload, have of its want replicas
+// counted as available or ready.
 func rollout(kind, name, counted string, available, rolledOut bool, have, updated, want int32) readiness {
 	switch {
 	case !available:
@@ -165,13 +145,8 @@ func rollout(kind, name, counted string, available, rolledOut bool, have, update
 }
 
 // Status is v's status given its workloads: PENDING until the participant
-// and the validator app are available, and while a pod of any workload
-// cannot start (or could not if it restarted: a Secret it reads is gone);
-// RUNNING from then on, COMPLETED while every workload of v is available
-// and rolled out at its current generation (an edit that changes a
-// workload moves a COMPLETED validator back to RUNNING until its rollout
-// ends). Conditions keep their lastTransitionTime when their status does
-// not change.
+// and the validator app are available and while a pod cannot start, then
+// RUNNING; COMPLETED while every workload is rolled out at its generation.
 func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	st := v1alpha1.ValidatorStatus{
 		ObservedGeneration: v.Generation,
@@ -200,8 +175,7 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	}
 	var db readiness
 	if v.Spec.ExternalDatabase {
-		// Nothing of ours to wait for: the external database is the
-		// operator's; databaseReady (the internal database runs) stays false.
+		// The operator's; databaseReady stays false.
 		db = readiness{available: true, settled: true, reason: ReasonExternalDatabase, message: "the validator uses an external database"}
 	} else {
 		name := name(Postgres)
@@ -241,17 +215,16 @@ func Status(v *v1alpha1.Validator, o Observed) v1alpha1.ValidatorStatus {
 	return st
 }
 
-// startFailures are the kubelet's waiting reasons of a container it tried
-// and failed to start (ContainerCreating and PodInitializing are progress).
+// startFailures are the kubelet's waiting reasons of a failed start
+// (ContainerCreating and PodInitializing are progress).
 var startFailures = map[string]bool{
 	"CreateContainerConfigError": true, "CreateContainerError": true, "InvalidImageName": true,
 	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
 	"CrashLoopBackOff": true, "RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
 }
 
-// StartFailure is the reason and message of a Pod that cannot start: the
-// scheduler's, or its first container waiting in a start failure; "", ""
-// when none.
+// StartFailure is why a Pod cannot start: the scheduler's reason, or its
+// first container's start failure; "", "" when none.
 func StartFailure(p *corev1.Pod) (reason, message string) {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
