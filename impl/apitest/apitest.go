@@ -106,7 +106,7 @@ func Start(t testing.TB, o Options) *Server {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	// Every exchange with the sandbox network must match the upstreams'
 	// published descriptions, as every response must match ours.
-	hook, err := sandbox.ContractHook(func(problem string) { t.Errorf("%s", problem) })
+	hook, err := ContractHook(func(problem string) { t.Errorf("%s", problem) })
 	if err != nil {
 		t.Fatal(err)
 	}

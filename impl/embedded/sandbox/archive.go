@@ -96,22 +96,3 @@ func checkPayload(b []byte) error {
 	}
 	return nil
 }
-
-// Archive builds a DALF: the Archive of a payload carrying the language
-// version minor and the serialized package pkg (tests build DARs with it).
-func Archive(minor string, pkg []byte) []byte {
-	var p []byte
-	p = protowire.AppendTag(p, payloadDamlLF2, protowire.BytesType)
-	p = protowire.AppendBytes(p, pkg)
-	p = protowire.AppendTag(p, payloadMinor, protowire.BytesType)
-	p = protowire.AppendString(p, minor)
-	sum := sha256.Sum256(p)
-	var a []byte
-	a = protowire.AppendTag(a, archiveHashFunction, protowire.VarintType)
-	a = protowire.AppendVarint(a, 0)
-	a = protowire.AppendTag(a, archivePayload, protowire.BytesType)
-	a = protowire.AppendBytes(a, p)
-	a = protowire.AppendTag(a, archiveHash, protowire.BytesType)
-	a = protowire.AppendString(a, hex.EncodeToString(sum[:]))
-	return a
-}

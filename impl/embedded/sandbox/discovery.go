@@ -25,7 +25,7 @@ import (
 // which starts the validator's nodes and answers their addresses.
 const (
 	networkFile   = "network.json"
-	discoveryPath = "/sandbox/v0/validators/"
+	DiscoveryPath = "/sandbox/v0/validators/"
 )
 
 // ErrNotRunning: no sandbox network runs in the directory.
@@ -123,7 +123,7 @@ func Discover(ctx context.Context, dir, validator string) (Endpoints, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+discoveryPath+url.PathEscape(validator), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+DiscoveryPath+url.PathEscape(validator), nil)
 	if err != nil {
 		return Endpoints{}, err
 	}

@@ -163,7 +163,7 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
 	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", inRealm(n.realmDiscovery))
-	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
+	mux.HandleFunc("GET "+DiscoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err
 	}

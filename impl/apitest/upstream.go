@@ -1,8 +1,10 @@
-package sandbox
+package apitest
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,10 +15,12 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/validatorapi"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
@@ -25,7 +29,7 @@ import (
 // 2xx answer, the response; an error answer must be the upstream's error
 // shape (JsCantonError for the ledger, ErrorResponse for Splice). Token
 // requests are not described there and pass. report gets each violation.
-func ContractHook(report func(string)) (Hook, error) {
+func ContractHook(report func(string)) (sandbox.Hook, error) {
 	docs := map[string]*upstreamDoc{}
 	for up, load := range map[string]func() (*openapi3.T, error){
 		upstream.Ledger: ledgerapi.GetSwagger, upstream.Scan: scanapi.GetSwagger, upstream.ValidatorApp: validatorapi.GetSwagger,
@@ -38,17 +42,17 @@ func ContractHook(report func(string)) (Hook, error) {
 	}
 	errShape := map[string]string{upstream.Ledger: "JsCantonError", upstream.Scan: "ErrorResponse", upstream.ValidatorApp: "ErrorResponse"}
 	var mu sync.Mutex
-	return func(x Exchange) {
+	return func(x sandbox.Exchange) {
 		// The token endpoints and OIDC discovery are the IdP's, the
 		// discovery route the sandbox's own: neither is scan's.
-		if p := x.Request.URL.Path; p == "/oauth2/token" || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, "/realms/") || strings.HasPrefix(p, discoveryPath) {
+		if p := x.Request.URL.Path; p == "/oauth2/token" || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, "/realms/") || strings.HasPrefix(p, sandbox.DiscoveryPath) {
 			return
 		}
 		d := docs[x.Upstream]
 		if problem := d.check(x, errShape[x.Upstream]); problem != "" {
 			mu.Lock()
 			defer mu.Unlock()
-			report(fmt.Sprintf("%s %s %s -> %d breaks the published description: %s\nrequest: %s\nresponse: %s", x.Upstream, x.Request.Method, x.Request.URL.Path, x.Status, problem, clip(x.RequestBody), clip(x.ResponseBody)))
+			report(fmt.Sprintf("%s %s %s -> %d breaks the published description: %s\nrequest: %s\nresponse: %s", x.Upstream, x.Request.Method, x.Request.URL.Path, x.Status, problem, truncate(x.RequestBody), truncate(x.ResponseBody)))
 		}
 	}, nil
 }
@@ -76,7 +80,7 @@ func newUpstreamDoc(load func() (*openapi3.T, error)) (*upstreamDoc, error) {
 	return d, nil
 }
 
-func (d *upstreamDoc) check(x Exchange, errShape string) string {
+func (d *upstreamDoc) check(x sandbox.Exchange, errShape string) string {
 	req := x.Request.Clone(context.Background())
 	req.URL.Path = strings.TrimPrefix(req.URL.Path, d.prefix)
 	req.URL.RawPath = ""
@@ -120,9 +124,23 @@ func (d *upstreamDoc) check(x Exchange, errShape string) string {
 	return ""
 }
 
-func clip(b []byte) string {
-	if len(b) > 1000 {
-		return string(b[:1000]) + "…"
-	}
-	return string(b)
+// Archive builds a DALF: the Archive of a payload carrying the language
+// version minor and the serialized package pkg. The field numbers are
+// daml_lf.proto's (Archive: hash_function 1, payload 3, hash 4;
+// ArchivePayload: minor 3, daml_lf_2 4).
+func Archive(minor string, pkg []byte) []byte {
+	var p []byte
+	p = protowire.AppendTag(p, 4, protowire.BytesType)
+	p = protowire.AppendBytes(p, pkg)
+	p = protowire.AppendTag(p, 3, protowire.BytesType)
+	p = protowire.AppendString(p, minor)
+	sum := sha256.Sum256(p)
+	var a []byte
+	a = protowire.AppendTag(a, 1, protowire.VarintType)
+	a = protowire.AppendVarint(a, 0)
+	a = protowire.AppendTag(a, 3, protowire.BytesType)
+	a = protowire.AppendBytes(a, p)
+	a = protowire.AppendTag(a, 4, protowire.BytesType)
+	a = protowire.AppendString(a, hex.EncodeToString(sum[:]))
+	return a
 }
