@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -119,19 +118,14 @@ type admin struct {
 func (a *admin) locked(mutates bool, f func(ns *nodeState) (changed bool, err error)) error {
 	a.n.mu.Lock()
 	defer a.n.mu.Unlock()
+	ns := a.n.st.Nodes[a.name]
 	if !mutates {
-		_, err := f(a.n.st.Nodes[a.name])
+		_, err := f(ns)
 		return err
 	}
-	before, err := json.Marshal(a.n.st)
-	if err != nil {
-		return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "sandbox state could not be read: %v", err)
-	}
-	changed, err := f(a.n.st.Nodes[a.name])
-	if changed {
-		if serr := a.n.saveOrUndo(before); serr != nil {
-			return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "%v", serr)
-		}
+	var err error
+	if serr := a.n.changeLocked(func() (changed bool) { changed, err = f(ns); return changed }); serr != nil {
+		return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "%v", serr)
 	}
 	return err
 }

@@ -177,11 +177,7 @@ func (c *Console) state(f func(ns *nodeState, st *state) string) string {
 	n := c.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ns := n.st.Nodes[c.validator]
-	if ns == nil {
-		return "-- Error: the participant of " + c.validator + " is gone\n"
-	}
-	return f(ns, n.st)
+	return f(n.st.Nodes[c.validator], n.st)
 }
 
 // healthStatus is the shape of Canton's participant.health.status (n.mu held).
