@@ -9,12 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// A DALF is a Daml-LF Archive message (com.digitalasset.daml.lf.archive,
-// daml_lf.proto): hash_function = 1 (SHA256 = 0, the only one), payload = 3
-// (a serialized ArchivePayload) and hash = 4, the hex SHA-256 of the
-// payload, which is the package id. The ArchivePayload carries the
-// language version (minor = 3) and the package (daml_lf_1 = 2 or
-// daml_lf_2 = 4).
+// Field numbers of daml_lf.proto's Archive, whose hash (the package id) is
+// the hex SHA-256 of its payload, and ArchivePayload.
 const (
 	archiveHashFunction = 1
 	archivePayload      = 3
@@ -24,9 +20,7 @@ const (
 	payloadDamlLF2      = 4
 )
 
-// archivePackageID is the package id of a DALF: the SHA-256 of its
-// Archive's payload, which must be what the archive's hash field says.
-// Anything that is not such an Archive is refused.
+// archivePackageID is a DALF's package id; anything but such an Archive is refused.
 func archivePackageID(dalf []byte) (string, error) {
 	var payload []byte
 	var hash string
@@ -69,8 +63,6 @@ func archivePackageID(dalf []byte) (string, error) {
 	return id, nil
 }
 
-// checkPayload requires an ArchivePayload with a language version and a
-// package.
 func checkPayload(b []byte) error {
 	minor, pkg := false, false
 	for len(b) > 0 {

@@ -63,7 +63,6 @@ func (n *Network) Ping(context.Context) error {
 	return nil
 }
 
-// flush sends the answer held.
 func flush(w http.ResponseWriter, held *httptest.ResponseRecorder) {
 	maps.Copy(w.Header(), held.Header())
 	w.WriteHeader(held.Code)
