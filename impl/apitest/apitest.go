@@ -110,7 +110,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
+	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Wrap = hook }), app.WithControlPlane(plane)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)

@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 
@@ -24,12 +27,24 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-// ContractHook checks every exchange against the published descriptions the
-// clients are generated from (openapi/upstream/): the request and, for a
-// 2xx answer, the response; an error answer must be the upstream's error
-// shape (JsCantonError for the ledger, ErrorResponse for Splice). Token
-// requests are not described there and pass. report gets each violation.
-func ContractHook(report func(string)) (sandbox.Hook, error) {
+// exchange is one request to a simulated upstream and its answer. The body of
+// a binary request is nil.
+type exchange struct {
+	Upstream     string
+	Request      *http.Request
+	RequestBody  []byte
+	Status       int
+	Header       http.Header
+	ResponseBody []byte
+}
+
+// ContractHook is a sandbox.Options.Wrap that checks every exchange against
+// the published descriptions the clients are generated from (openapi/upstream/):
+// the request and, for a 2xx answer, the response; an error answer must be the
+// upstream's error shape (JsCantonError for the ledger, ErrorResponse for
+// Splice). Token requests are not described there and pass. report gets each
+// violation.
+func ContractHook(report func(string)) (func(string, http.Handler) http.Handler, error) {
 	docs := map[string]*upstreamDoc{}
 	for up, load := range map[string]func() (*openapi3.T, error){
 		upstream.Ledger: ledgerapi.GetSwagger, upstream.Scan: scanapi.GetSwagger, upstream.ValidatorApp: validatorapi.GetSwagger,
@@ -42,7 +57,7 @@ func ContractHook(report func(string)) (sandbox.Hook, error) {
 	}
 	errShape := map[string]string{upstream.Ledger: "JsCantonError", upstream.Scan: "ErrorResponse", upstream.ValidatorApp: "ErrorResponse"}
 	var mu sync.Mutex
-	return func(x sandbox.Exchange) {
+	check := func(x exchange) {
 		// The token endpoints and OIDC discovery are the IdP's, the
 		// discovery route the sandbox's own: neither is scan's.
 		if p := x.Request.URL.Path; p == "/oauth2/token" || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, "/realms/") || strings.HasPrefix(p, sandbox.DiscoveryPath) {
@@ -54,6 +69,23 @@ func ContractHook(report func(string)) (sandbox.Hook, error) {
 			defer mu.Unlock()
 			report(fmt.Sprintf("%s %s %s -> %d breaks the published description: %s\nrequest: %s\nresponse: %s", x.Upstream, x.Request.Method, x.Request.URL.Path, x.Status, problem, truncate(x.RequestBody), truncate(x.ResponseBody)))
 		}
+	}
+	// The answer is held until the handler is done, then checked.
+	return func(up string, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body []byte
+			if r.Header.Get("Content-Type") != "application/octet-stream" {
+				body, _ = io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			check(exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.Code, Header: rec.Header(), ResponseBody: rec.Body.Bytes()})
+		})
 	}, nil
 }
 
@@ -80,7 +112,7 @@ func newUpstreamDoc(load func() (*openapi3.T, error)) (*upstreamDoc, error) {
 	return d, nil
 }
 
-func (d *upstreamDoc) check(x sandbox.Exchange, errShape string) string {
+func (d *upstreamDoc) check(x exchange, errShape string) string {
 	req := x.Request.Clone(context.Background())
 	req.URL.Path = strings.TrimPrefix(req.URL.Path, d.prefix)
 	req.URL.RawPath = ""

@@ -66,7 +66,7 @@ func TestRecoveryEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{},
+	n, err := sandbox.Open(dir, sandbox.Options{Wrap: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{},
 		Secrets: secrets{"v1": "app-secret"}})
 	if err != nil {
 		t.Fatal(err)

@@ -30,24 +30,12 @@ import (
 // ClientID is the client id of the server's grant at the sandbox token endpoint.
 const ClientID = "validator-manager"
 
-// Hook sees every exchange with a simulated upstream (tests check them
-// against the published descriptions). Bodies of binary requests are nil.
-type Hook func(x Exchange)
-
-// Exchange is one request to a simulated upstream and its answer.
-type Exchange struct {
-	Upstream     string
-	Request      *http.Request
-	RequestBody  []byte
-	Status       int
-	Header       http.Header
-	ResponseBody []byte
-}
-
 // Options configure a Network.
 type Options struct {
 	Logger *slog.Logger
-	Hook   Hook
+	// Wrap, when set, wraps each simulated upstream's handler (tests check
+	// the exchanges against the published descriptions).
+	Wrap func(upstream string, h http.Handler) http.Handler
 	// Fault sees each request first (tests inject failures): it may block,
 	// and a status other than 0 is answered instead, as the upstream's error.
 	Fault func(upstream string, r *http.Request) int

@@ -43,7 +43,7 @@ func open(t *testing.T, dir string, tokens *atomic.Int32) (*sandbox.Network, *up
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Fault: func(_ string, r *http.Request) int {
+	n, err := sandbox.Open(dir, sandbox.Options{Wrap: hook, Fault: func(_ string, r *http.Request) int {
 		if r.URL.Path == "/oauth2/token" {
 			tokens.Add(1)
 		}

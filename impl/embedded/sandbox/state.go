@@ -1,15 +1,12 @@
 package sandbox
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 )
 
@@ -181,26 +178,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// observe hands every exchange to the hook, the answer held until the handler is done.
+// observe lets the options' fault and wrapper see every request.
 func (n *Network) observe(up string, h http.Handler) http.Handler {
 	if n.opts.Fault != nil {
 		h = n.faulty(up, h)
 	}
-	if n.opts.Hook == nil {
-		return h
+	if n.opts.Wrap != nil {
+		h = n.opts.Wrap(up, h)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body []byte
-		if r.Header.Get("Content-Type") != "application/octet-stream" {
-			body, _ = io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		flush(w, rec)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		n.opts.Hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.Code, Header: rec.Header(), ResponseBody: rec.Body.Bytes()})
-	})
+	return h
 }
 
 func (n *Network) faulty(up string, h http.Handler) http.Handler {
