@@ -24,7 +24,6 @@ const (
 func archivePackageID(dalf []byte) (string, error) {
 	var payload []byte
 	var hash string
-	var hasPayload bool
 	for b := dalf; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -42,14 +41,13 @@ func archivePackageID(dalf []byte) (string, error) {
 			}
 		case num == archivePayload && typ == protowire.BytesType:
 			payload, _ = protowire.ConsumeBytes(v)
-			hasPayload = true
 		case num == archiveHash && typ == protowire.BytesType:
 			h, _ := protowire.ConsumeBytes(v)
 			hash = string(h)
 		}
 		b = b[n+m:]
 	}
-	if !hasPayload || len(payload) == 0 {
+	if len(payload) == 0 {
 		return "", errors.New("not a Daml-LF archive: no payload")
 	}
 	if err := checkPayload(payload); err != nil {
