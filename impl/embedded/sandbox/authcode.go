@@ -49,9 +49,6 @@ func (c *authCodes) put(g grant) string {
 	code := base64.RawURLEncoding.EncodeToString(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]grant{}
-	}
 	for k, old := range c.m { // expired codes go as new ones come
 		if time.Now().After(old.expiry) {
 			delete(c.m, k)

@@ -108,7 +108,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.WriteFile == nil {
 		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, started: time.Now()}
+	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, codes: authCodes{m: map[string]grant{}}, started: time.Now()}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
@@ -120,9 +120,7 @@ func Open(dir string, o Options) (*Network, error) {
 			n.st.ClientSecret = randomHex(32)
 			n.st.SynchronizerID = "global-domain::" + fingerprint()
 		}
-		if o.Installation != "" {
-			n.st.Installation = o.Installation
-		}
+		n.st.Installation = o.Installation
 		if err := n.saveLocked(); err != nil {
 			return nil, err
 		}
