@@ -33,7 +33,7 @@ func (n *Network) realmURL() string { return n.scan.url + "/realms/" + Realm }
 
 func (n *Network) realmTokenURL() string { return n.realmURL() + "/protocol/openid-connect/token" }
 
-// URL is the network's base URL, as a Keycloak base URL is the realms'.
+// URL is the network's base URL, under which the realm is, as under Keycloak's.
 func (n *Network) URL() string { return n.scan.url }
 
 // inRealm answers 404 for a realm other than Realm, as Keycloak does.
