@@ -57,7 +57,7 @@ func listWalletUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool
 	return false
 }
 
-// onboardWalletUser answers an onboarded user's party again, as Splice does.
+// onboardWalletUser answers an onboarded user's party again.
 func onboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	var req struct {
 		Name                 string `json:"name"`

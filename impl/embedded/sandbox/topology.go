@@ -56,7 +56,7 @@ func (n *Network) sign(party string, h *hosting, fp string) bool {
 	return true
 }
 
-// promote makes the proposal effective, the party listed on each host's ledger only.
+// promote makes the proposal effective: the party is listed on its hosts' ledgers only.
 func (n *Network) promote(id string, h *hosting) {
 	p := h.Proposal
 	hosted := map[string]bool{}
