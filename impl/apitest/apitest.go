@@ -106,11 +106,11 @@ func Start(t testing.TB, o Options) *Server {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	// Every exchange with the sandbox network must match the upstreams'
 	// published descriptions, as every response must match ours.
-	hook, err := sandbox.ContractHook(func(problem string) { t.Errorf("%s", problem) })
+	hook, err := ContractHook(func(problem string) { t.Errorf("%s", problem) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
+	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Wrap = hook }), app.WithControlPlane(plane)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)

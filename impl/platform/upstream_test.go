@@ -446,7 +446,7 @@ func dar(t *testing.T, dalfs map[string]string, main string) []byte {
 	names := []string{}
 	for name, content := range dalfs {
 		w, _ := z.Create(name)
-		_, _ = w.Write(sandbox.Archive("1.17", []byte(content)))
+		_, _ = w.Write(apitest.Archive("1.17", []byte(content)))
 		names = append(names, name)
 	}
 	w, _ := z.Create("META-INF/MANIFEST.MF")

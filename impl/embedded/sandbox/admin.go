@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -36,10 +35,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-// Each simulated participant also serves the subset of Canton's admin gRPC
-// API in openapi/proto/ (topology read and write, vault, status, packages)
-// over the same state as its JSON Ledger API. Errors are gRPC statuses with
-// Canton's message form, CODE(category,correlation id): cause.
+// Each participant also serves the part of Canton's admin gRPC API in
+// openapi/proto/ over the same state as its JSON Ledger API.
 
 // ProtocolVersion is the protocol version the simulated synchronizer runs.
 const ProtocolVersion = 34
@@ -47,7 +44,7 @@ const ProtocolVersion = 34
 // Version is the Canton release the simulated participants report.
 const Version = "3.5.1"
 
-// adminError is a gRPC status worded as Canton words its errors.
+// adminError is a gRPC status worded as Canton's: CODE(category,correlation id): cause.
 func adminError(c codes.Code, code string, category int, format string, args ...any) error {
 	return status.Errorf(c, "%s(%d,%s): %s", code, category, randomHex(4), fmt.Sprintf(format, args...))
 }
@@ -63,8 +60,6 @@ func (n *Network) adminServer(name string) *grpc.Server {
 	return srv
 }
 
-// serveAdmin opens a fresh loopback port for validator name's admin API,
-// which Start serves.
 func (n *Network) serveAdmin(name string) (*grpcListener, error) {
 	ln, err := listen()
 	if err != nil {
@@ -79,8 +74,8 @@ type grpcListener struct {
 	ln  net.Listener
 }
 
-// adminGuard checks the bearer token and lets the fault hook see the call
-// first, as a request POST /<service>/<method> of upstream participant-admin.
+// adminGuard checks the bearer token and shows the fault hook the call as
+// POST /<service>/<method>.
 func (n *Network) adminGuard(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	r := &http.Request{Method: http.MethodPost, URL: &url.URL{Path: info.FullMethod}, Header: http.Header{}}
@@ -102,7 +97,6 @@ func (n *Network) adminGuard(ctx context.Context, req any, info *grpc.UnaryServe
 	return handler(ctx, req)
 }
 
-// admin implements the admin services of one participant.
 type admin struct {
 	topologyadminv30.UnimplementedTopologyManagerReadServiceServer
 	topologyadminv30.UnimplementedTopologyManagerWriteServiceServer
@@ -113,31 +107,24 @@ type admin struct {
 	name string
 }
 
-// locked runs f with the network's state locked. A call that mutates
-// saves the state when f changed it; a change that cannot be saved is
-// undone and answered UNAVAILABLE, as the JSON APIs' are (durably).
+// locked runs f with the state locked; a change that cannot be saved is
+// undone and answered UNAVAILABLE, as the JSON APIs' are.
 func (a *admin) locked(mutates bool, f func(ns *nodeState) (changed bool, err error)) error {
 	a.n.mu.Lock()
 	defer a.n.mu.Unlock()
+	ns := a.n.st.Nodes[a.name]
 	if !mutates {
-		_, err := f(a.n.st.Nodes[a.name])
+		_, err := f(ns)
 		return err
 	}
-	before, err := json.Marshal(a.n.st)
-	if err != nil {
-		return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "sandbox state could not be read: %v", err)
-	}
-	changed, err := f(a.n.st.Nodes[a.name])
-	if changed {
-		if serr := a.n.saveOrUndo(before); serr != nil {
-			return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "%v", serr)
-		}
+	var err error
+	if serr := a.n.changeLocked(func() (changed bool) { changed, err = f(ns); return changed }); serr != nil {
+		return adminError(codes.Unavailable, "UNAVAILABLE", catUnavailable, "%v", serr)
 	}
 	return err
 }
 
-// checkStore accepts the synchronizer's store (by logical or physical id)
-// and reports whether st names it; a required store must be given.
+// checkStore reports whether st names the synchronizer's store (by logical or physical id).
 func (a *admin) checkStore(st *topologyadminv30.StoreId, required bool) (bool, error) {
 	if st == nil || st.GetStore() == nil {
 		if required {
@@ -156,12 +143,11 @@ func (a *admin) checkStore(st *topologyadminv30.StoreId, required bool) (bool, e
 	return true, nil
 }
 
-// physicalID is the physical id of a logical synchronizer id: its protocol version and serial appended.
+// physicalID is a logical synchronizer id with its protocol version and serial appended.
 func physicalID(id string) string { return fmt.Sprintf("%s::%d-0", id, ProtocolVersion) }
 
-// list runs f under the lock for a read of the synchronizer's store:
-// base_query.time_query is required, and nothing is listed from another
-// store, nor when empty (a query the sandbox never has answers for).
+// list runs f under the lock for a read of the synchronizer's store; nothing
+// is listed from another store, nor when empty (a query the sandbox never answers).
 func (a *admin) list(q *topologyadminv30.BaseQuery, empty bool, f func()) error {
 	if q == nil || q.GetTimeQuery() == nil {
 		return adminError(codes.InvalidArgument, "FIELD_NOT_SET", catInvalid, "base_query.time_query: the field is required")
@@ -175,14 +161,12 @@ func (a *admin) list(q *topologyadminv30.BaseQuery, empty bool, f func()) error 
 	})
 }
 
-// added is the context of a listed mapping: transaction tx added it to the synchronizer's store.
+// added is the context of a mapping transaction tx added to the synchronizer's store.
 func (a *admin) added(tx []byte, serial int32, signedBy []string) *topologyadminv30.BaseResult {
 	store := &topologyadminv30.StoreId{Store: &topologyadminv30.StoreId_Synchronizer{Synchronizer: &topologyadminv30.Synchronizer{Kind: &topologyadminv30.Synchronizer_Id{Id: a.n.st.SynchronizerID}}}}
 	return &topologyadminv30.BaseResult{Store: store, Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE,
 		TransactionHash: topology.TransactionHash(tx), Serial: serial, SignedByFingerprints: signedBy}
 }
-
-// --- TopologyManagerReadService
 
 func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv30.ListPartyToParticipantRequest) (*topologyadminv30.ListPartyToParticipantResponse, error) {
 	q := req.GetBaseQuery()
@@ -206,7 +190,6 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 	return out, err
 }
 
-// proto is the mapping as the admin API carries it.
 func (m mappingEntry) proto() *protocolv30.PartyToParticipant {
 	p := &protocolv30.PartyToParticipant{Party: m.party, Threshold: m.Threshold}
 	for _, h := range m.Hosts {
@@ -254,7 +237,6 @@ func topologyTx(serial uint32, m *protocolv30.TopologyMapping) []byte {
 	return raw
 }
 
-// decodeTx reads a versioned TopologyTransaction.
 func decodeTx(raw []byte) (*protocolv30.TopologyTransaction, error) {
 	var v versionv1.UntypedVersionedMessage
 	if err := proto.Unmarshal(raw, &v); err != nil || v.GetData() == nil {
@@ -266,8 +248,6 @@ func decodeTx(raw []byte) (*protocolv30.TopologyTransaction, error) {
 	}
 	return &tx, nil
 }
-
-// --- TopologyManagerWriteService
 
 func (a *admin) GenerateTransactions(ctx context.Context, req *topologyadminv30.GenerateTransactionsRequest) (*topologyadminv30.GenerateTransactionsResponse, error) {
 	out := &topologyadminv30.GenerateTransactionsResponse{}
@@ -344,10 +324,8 @@ func signedTx(tx []byte, signedBy []string, isProposal bool) *protocolv30.Signed
 	return st
 }
 
-// AddTransactions accepts party-to-participant mappings of external
-// parties signed by the party's key: the next serial, known hosts, a
-// threshold the confirming hosts can meet. The signatures are checked; the
-// mapping becomes the party's proposal, effective once fully authorized.
+// AddTransactions takes external parties' mappings signed by the party's key
+// as their proposals, effective once fully authorized.
 func (a *admin) AddTransactions(ctx context.Context, req *topologyadminv30.AddTransactionsRequest) (*topologyadminv30.AddTransactionsResponse, error) {
 	err := a.locked(true, func(ns *nodeState) (bool, error) {
 		if _, err := a.checkStore(req.GetStore(), true); err != nil {
@@ -426,10 +404,7 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	return true, nil
 }
 
-// --- VaultService
-
-// ListMyKeys answers the participant's keys: its namespace and signing keys
-// (Ed25519) and its encryption key (EC P-256), public material only.
+// ListMyKeys answers the public halves of the participant's keys.
 func (a *admin) ListMyKeys(ctx context.Context, req *cryptoadminv30.ListMyKeysRequest) (*cryptoadminv30.ListMyKeysResponse, error) {
 	out := &cryptoadminv30.ListMyKeysResponse{}
 	err := a.locked(false, func(ns *nodeState) (bool, error) {
@@ -451,8 +426,8 @@ func (a *admin) ListMyKeys(ctx context.Context, req *cryptoadminv30.ListMyKeysRe
 	return out, err
 }
 
-// public derives the key's public half from its stored key pair bytes (the
-// first 32 bytes are the private key's seed) and its Canton fingerprint.
+// public derives the key's public half and Canton fingerprint from its stored
+// key pair, whose first 32 bytes are the private key's seed.
 func (k nodeKey) public() (*cryptov30.PublicKey, string, error) {
 	raw, err := base64.StdEncoding.DecodeString(k.KeyPair)
 	if err != nil || len(raw) < 32 {
@@ -486,8 +461,6 @@ func (k nodeKey) public() (*cryptov30.PublicKey, string, error) {
 	}}}, hex.EncodeToString(topology.Hash(topology.PurposePublicKeyFingerprint, pub)), nil
 }
 
-// --- ParticipantStatusService
-
 func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.ParticipantStatusRequest) (*participantv30.ParticipantStatusResponse, error) {
 	var out *participantv30.ParticipantStatusResponse
 	err := a.locked(false, func(ns *nodeState) (bool, error) {
@@ -513,9 +486,7 @@ func (a *admin) ParticipantStatus(ctx context.Context, _ *participantv30.Partici
 	return out, err
 }
 
-// --- PackageService
-
-// ListDars answers the DARs uploaded here, after the Splice DARs every validator runs.
+// ListDars answers the Splice DARs, then those uploaded here.
 func (a *admin) ListDars(ctx context.Context, req *participantv30.ListDarsRequest) (*participantv30.ListDarsResponse, error) {
 	out := &participantv30.ListDarsResponse{}
 	err := a.locked(false, func(ns *nodeState) (bool, error) {
@@ -530,7 +501,6 @@ func (a *admin) ListDars(ctx context.Context, req *participantv30.ListDarsReques
 	return out, err
 }
 
-// ListPackages answers every package the participant knows.
 func (a *admin) ListPackages(ctx context.Context, req *participantv30.ListPackagesRequest) (*participantv30.ListPackagesResponse, error) {
 	out := &participantv30.ListPackagesResponse{}
 	err := a.locked(false, func(ns *nodeState) (bool, error) {

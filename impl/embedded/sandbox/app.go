@@ -17,8 +17,7 @@ func spliceError(w http.ResponseWriter, status int, msg string) bool {
 	return false
 }
 
-// app wraps a handler of validator name's validator app (admin endpoints
-// take the bearer token).
+// app wraps a validator app handler; admin endpoints take the bearer token.
 func (n *Network) app(name string, admin, mutates bool, h func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if admin && !n.authorized(r) {
@@ -58,9 +57,7 @@ func listWalletUsers(w http.ResponseWriter, r *http.Request, ns *nodeState) bool
 	return false
 }
 
-// onboardWalletUser allocates the party (name as hint) unless party_id is
-// given, creates the ledger user with rights over it and registers the
-// wallet; onboarding an onboarded user answers its party again.
+// onboardWalletUser answers an onboarded user's party again.
 func onboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	var req struct {
 		Name                 string `json:"name"`
@@ -122,8 +119,6 @@ func offboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) b
 	return true
 }
 
-// identitiesDump is the NodeIdentitiesDump of the participant: its uid, its
-// key pairs and its authorized store.
 func identitiesDump(validator string, ns *nodeState) map[string]any {
 	keys := []any{}
 	for _, k := range ns.Keys {

@@ -9,12 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// A DALF is a Daml-LF Archive message (com.digitalasset.daml.lf.archive,
-// daml_lf.proto): hash_function = 1 (SHA256 = 0, the only one), payload = 3
-// (a serialized ArchivePayload) and hash = 4, the hex SHA-256 of the
-// payload, which is the package id. The ArchivePayload carries the
-// language version (minor = 3) and the package (daml_lf_1 = 2 or
-// daml_lf_2 = 4).
+// Field numbers of daml_lf.proto's Archive, whose hash (the package id) is
+// the hex SHA-256 of its payload, and ArchivePayload.
 const (
 	archiveHashFunction = 1
 	archivePayload      = 3
@@ -24,13 +20,10 @@ const (
 	payloadDamlLF2      = 4
 )
 
-// archivePackageID is the package id of a DALF: the SHA-256 of its
-// Archive's payload, which must be what the archive's hash field says.
-// Anything that is not such an Archive is refused.
+// archivePackageID is a DALF's package id; anything but such an Archive is refused.
 func archivePackageID(dalf []byte) (string, error) {
 	var payload []byte
 	var hash string
-	var hasPayload bool
 	for b := dalf; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -48,14 +41,13 @@ func archivePackageID(dalf []byte) (string, error) {
 			}
 		case num == archivePayload && typ == protowire.BytesType:
 			payload, _ = protowire.ConsumeBytes(v)
-			hasPayload = true
 		case num == archiveHash && typ == protowire.BytesType:
 			h, _ := protowire.ConsumeBytes(v)
 			hash = string(h)
 		}
 		b = b[n+m:]
 	}
-	if !hasPayload || len(payload) == 0 {
+	if len(payload) == 0 {
 		return "", errors.New("not a Daml-LF archive: no payload")
 	}
 	if err := checkPayload(payload); err != nil {
@@ -69,8 +61,6 @@ func archivePackageID(dalf []byte) (string, error) {
 	return id, nil
 }
 
-// checkPayload requires an ArchivePayload with a language version and a
-// package.
 func checkPayload(b []byte) error {
 	minor, pkg := false, false
 	for len(b) > 0 {
@@ -95,23 +85,4 @@ func checkPayload(b []byte) error {
 		return errors.New("the archive's payload is not a Daml-LF ArchivePayload (language version and package)")
 	}
 	return nil
-}
-
-// Archive builds a DALF: the Archive of a payload carrying the language
-// version minor and the serialized package pkg (tests build DARs with it).
-func Archive(minor string, pkg []byte) []byte {
-	var p []byte
-	p = protowire.AppendTag(p, payloadDamlLF2, protowire.BytesType)
-	p = protowire.AppendBytes(p, pkg)
-	p = protowire.AppendTag(p, payloadMinor, protowire.BytesType)
-	p = protowire.AppendString(p, minor)
-	sum := sha256.Sum256(p)
-	var a []byte
-	a = protowire.AppendTag(a, archiveHashFunction, protowire.VarintType)
-	a = protowire.AppendVarint(a, 0)
-	a = protowire.AppendTag(a, archivePayload, protowire.BytesType)
-	a = protowire.AppendBytes(a, p)
-	a = protowire.AppendTag(a, archiveHash, protowire.BytesType)
-	a = protowire.AppendString(a, hex.EncodeToString(sum[:]))
-	return a
 }

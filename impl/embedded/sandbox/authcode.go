@@ -17,29 +17,20 @@ import (
 	"time"
 )
 
-// The authorization-code flow (RFC 6749 section 4.1) with PKCE (RFC 7636)
-// of the validators' public UI clients, as Keycloak serves it: the
-// authorization endpoint shows a login form, and on the validator's wallet
-// user's password redirects to a redirect URI the client registered with a
-// one-time code, which the token endpoint exchanges for tokens.
+// The authorization-code flow with PKCE of the validators' UI clients, as
+// Keycloak serves it: a login form for the wallet user, then a one-time code.
 
-// Redirects authorizes the browser flow of a public client to a redirect
-// URI; the embedded default's local identity provider (impl/idp.Local) is
-// one. It answers the client's audience, the aud of its tokens, or an
-// error whose text is Keycloak's error page's ("Client not found.",
-// "Invalid parameter: redirect_uri").
+// Redirects authorizes a public client's redirect URI (impl/idp.Local is one):
+// the aud of its tokens, or an error in the words of Keycloak's error page.
 type Redirects interface {
 	CheckRedirect(ctx context.Context, clientID, redirect string) (audience string, err error)
 }
 
-// codeTTL is how long a code may be exchanged: Keycloak's default
-// (accessCodeLifespan, one minute).
+// codeTTL is Keycloak's default accessCodeLifespan.
 const codeTTL = time.Minute
 
-// uiClientSuffixes are those of a validator's UI clients.
 var uiClientSuffixes = []string{walletClientSuffix, "-ans-ui"}
 
-// grant is what a code stands for.
 type grant struct {
 	client, redirect, challenge, method string
 	subject, username, audience         string
@@ -58,9 +49,6 @@ func (c *authCodes) put(g grant) string {
 	code := base64.RawURLEncoding.EncodeToString(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]grant{}
-	}
 	for k, old := range c.m { // expired codes go as new ones come
 		if time.Now().After(old.expiry) {
 			delete(c.m, k)
@@ -70,7 +58,7 @@ func (c *authCodes) put(g grant) string {
 	return code
 }
 
-// take removes code and answers its grant if it has not expired.
+// take answers code's grant if it has not expired; a code is taken once.
 func (c *authCodes) take(code string) (grant, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,9 +67,8 @@ func (c *authCodes) take(code string) (grant, bool) {
 	return g, ok && time.Now().Before(g.expiry)
 }
 
-// errorPage is Keycloak's answer to a request it cannot redirect back
-// (unknown client, unregistered redirect URI): 400 with a page that names
-// the error, never a redirect to the URI it was given.
+// errorPage answers what Keycloak cannot redirect back (unknown client or
+// redirect URI): never a redirect to the URI it was given.
 var errorPage = template.Must(template.New("error").Parse(`<!DOCTYPE html>
 <html><head><title>Error</title></head><body><p id="kc-error-message" class="instruction">{{.}}</p></body></html>
 `))
@@ -96,13 +83,8 @@ var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
 </form></body></html>
 `))
 
-// authorize is the realm's authorization endpoint, GET (the login form)
-// and POST (its submission) with the request's parameters in the query.
-// Its checks are Keycloak's, in Keycloak's order: an unknown client and a
-// redirect URI the client did not register are answered with an error
-// page (400, "Client not found.", "Invalid parameter: redirect_uri"); the
-// other errors are redirected to the redirect URI (error, error_description,
-// state).
+// authorize is the realm's authorization endpoint, the login form (GET) and
+// its submission (POST); its checks are Keycloak's, in Keycloak's order.
 func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	client, redirect, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
@@ -179,14 +161,10 @@ func (n *Network) authorize(w http.ResponseWriter, r *http.Request) {
 	back(url.Values{"code": {code}, "iss": {n.realmURL()}})
 }
 
-// verifierForm is RFC 7636's code_verifier (and an S256 challenge's
-// base64url form fits it too): 43 to 128 unreserved characters.
+// verifierForm is RFC 7636's code_verifier, which an S256 challenge fits too.
 var verifierForm = regexp.MustCompile(`^[A-Za-z0-9\-._~]{43,128}$`)
 
-// codeToken is the token endpoint's authorization_code grant of a public
-// client, with Keycloak's errors (400 invalid_grant for a code that is
-// unknown, used, expired, another client's or given with another
-// redirect URI, or whose PKCE verifier is missing or does not match).
+// codeToken is the authorization_code grant of a public client, with Keycloak's errors.
 func (n *Network) codeToken(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	invalid := func(description string) {

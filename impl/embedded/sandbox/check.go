@@ -2,12 +2,10 @@ package sandbox
 
 import "fmt"
 
-// check refuses a state whose entries a handler would dereference blindly:
-// a node, party, user or hosting entry that is null or lacks what every
-// such entry is created with. Empty maps of a node are made non-nil.
+// check refuses a state whose entries a handler would dereference blindly
+// (null, or lacking what each is created with); a node's maps are made non-nil.
 func (st *state) check() error {
-	// Every saved state has its grant's secret (the first start writes
-	// it): without one the file is empty, null or not the sandbox's.
+	// The first start writes the secret: without one the file is not a state.
 	if st.ClientSecret == "" {
 		return fmt.Errorf("it has no clientSecret: it is empty, null or not a sandbox state")
 	}

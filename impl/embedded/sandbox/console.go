@@ -14,13 +14,10 @@ import (
 	"time"
 )
 
-// consolePrompt is the Canton console's prompt.
 const consolePrompt = "@ "
 
-// Console is a terminal session on a sandbox participant's console: a
-// small line editor (echo, backspace, Ctrl-C, Ctrl-D) in front of a few
-// Canton console commands answered from the participant's state. Output
-// uses CRLF line ends, as a TTY does.
+// Console is a terminal session on a participant's console: a line editor in
+// front of a few Canton console commands; output ends lines in CRLF, as a TTY does.
 type Console struct {
 	n         *Network
 	validator string
@@ -36,8 +33,7 @@ type Console struct {
 // ErrConsoleClosed is Read's error after Close.
 var ErrConsoleClosed = errors.New("sandbox console: closed")
 
-// OpenConsole starts a console session on validator's participant, the
-// participant's nodes started if they were not.
+// OpenConsole starts a console session on validator's participant.
 func (n *Network) OpenConsole(_ context.Context, validator string) (*Console, error) {
 	if _, err := n.node(validator); err != nil {
 		return nil, err
@@ -65,8 +61,7 @@ func (c *Console) Read(p []byte) (int, error) {
 	return c.out.Read(p)
 }
 
-// Write takes terminal input: printable bytes are echoed and collected,
-// Enter runs the line.
+// Write takes terminal input, echoed; Enter runs the line.
 func (c *Console) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -120,8 +115,7 @@ func (c *Console) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Resize accepts the terminal's size, which the console does not need: it
-// wraps nothing itself.
+// Resize accepts the terminal's size: the console wraps nothing itself.
 func (c *Console) Resize(cols, rows uint16) error { return nil }
 
 // Close ends the session.
@@ -133,7 +127,6 @@ func (c *Console) Close() error {
 	return nil
 }
 
-// consoleHelp lists the commands, as Canton's `help` lists its own.
 var consoleHelp = []string{
 	"help                              Show the commands this console answers",
 	"participant.id                    The participant's unique identifier",
@@ -172,16 +165,11 @@ func (c *Console) run(line string) {
 	}
 }
 
-// state reads the participant's state under the network's lock.
 func (c *Console) state(f func(ns *nodeState, st *state) string) string {
 	n := c.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ns := n.st.Nodes[c.validator]
-	if ns == nil {
-		return "-- Error: the participant of " + c.validator + " is gone\n"
-	}
-	return f(ns, n.st)
+	return f(n.st.Nodes[c.validator], n.st)
 }
 
 // healthStatus is the shape of Canton's participant.health.status (n.mu held).
@@ -200,8 +188,7 @@ func (c *Console) healthStatus(ns *nodeState, st *state) string {
 	return b.String()
 }
 
-// partiesList is participant.parties.list(): this participant's parties
-// and the external parties it hosts, sorted (n.mu held).
+// partiesList is participant.parties.list() (n.mu held).
 func (c *Console) partiesList(ns *nodeState, st *state) string {
 	uid := ns.participantUID(c.validator)
 	var rows []string

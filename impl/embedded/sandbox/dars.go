@@ -12,9 +12,8 @@ import (
 // name-version-packageid.dalf (the package id optional).
 var mainDalfName = regexp.MustCompile(`^(.+?)-(\d[0-9A-Za-z.+_]*?)(?:-[0-9a-f]{64})?\.dalf$`)
 
-// darNameVersion is the DAR's package name and version from its manifest's
-// attrs: Name (name-version) or, failing that, its Main-Dalf file name;
-// both empty when neither says.
+// darNameVersion reads the manifest's Name (name-version) or, failing that,
+// its Main-Dalf file name.
 func darNameVersion(attrs map[string]string) (string, string) {
 	for _, candidate := range []string{attrs["Name"] + ".dalf", path.Base(attrs["Main-Dalf"])} {
 		if m := mainDalfName.FindStringSubmatch(candidate); m != nil {

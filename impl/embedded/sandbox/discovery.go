@@ -18,27 +18,24 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-// The network's listeners are on fresh loopback ports, and a validator's
-// nodes start on first use. A command on the same machine (recover) finds
-// them in two hops: the network's address in networkFile of the sandbox
-// directory, written while the network runs, then the discovery route,
-// which starts the validator's nodes and answers their addresses.
+// Ports are fresh and nodes start on first use, so a command on the same
+// machine (recover) reads the network's address in networkFile, then asks
+// DiscoveryPath, which starts a validator's nodes and answers their addresses.
 const (
-	networkFile   = "network.json"
-	discoveryPath = "/sandbox/v0/validators/"
+	networkFile = "network.json"
+	// DiscoveryPath is the discovery route's prefix.
+	DiscoveryPath = "/sandbox/v0/validators/"
 )
 
 // ErrNotRunning: no sandbox network runs in the directory.
 var ErrNotRunning = errors.New("no sandbox network runs there")
 
-// Endpoints are a validator's nodes on a running network, and the
-// identity provider of its wallet users.
+// Endpoints are a validator's nodes and its wallet users' identity provider.
 type Endpoints struct {
 	Validator       string `json:"validator"`
 	ValidatorAppURL string `json:"validatorAppUrl"`
 	LedgerURL       string `json:"ledgerUrl"`
-	// AuthURL and Realm are the password grant's base URL and realm, for
-	// impl/idp.TokenURL.
+	// AuthURL and Realm are for impl/idp.TokenURL.
 	AuthURL     string `json:"authUrl"`
 	Realm       string `json:"realm"`
 	MigrationID int64  `json:"migrationId"`
@@ -50,14 +47,13 @@ type networkAddress struct {
 }
 
 // ServeDiscovery makes the discovery route answer for the validators r
-// resolves (the network's own Resolver): until then it answers 503.
+// resolves; until then it answers 503.
 func (n *Network) ServeDiscovery(r upstream.Resolver) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.lookup = r
 }
 
-// discover starts a validator's nodes and answers their Endpoints.
 func (n *Network) discover(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	lookup := n.lookup
@@ -86,7 +82,6 @@ func (n *Network) discover(w http.ResponseWriter, r *http.Request) {
 		AuthURL: n.scan.url, Realm: Realm, MigrationID: t.MigrationID})
 }
 
-// publish writes the network's address into its directory (0600).
 func (n *Network) publish() error {
 	raw, _ := json.Marshal(networkAddress{URL: n.scan.url, PID: os.Getpid()})
 	if err := atomicfile.Write(filepath.Join(n.dir, networkFile), raw, 0o600); err != nil {
@@ -104,10 +99,9 @@ func (n *Network) unpublish() {
 	}
 }
 
-// Discover finds validator's Endpoints on the network that runs in dir
-// (<data dir>/sandbox), starting its nodes. ErrNotRunning when none has
-// published its address there or the address does not answer; a
-// domain.ErrNotFound error when the network has no such validator.
+// Discover finds validator's Endpoints on the network that runs in dir,
+// starting its nodes: ErrNotRunning when none answers there, a
+// domain.ErrNotFound error when it has no such validator.
 func Discover(ctx context.Context, dir, validator string) (Endpoints, error) {
 	path := filepath.Join(dir, networkFile)
 	raw, err := os.ReadFile(path)
@@ -123,7 +117,7 @@ func Discover(ctx context.Context, dir, validator string) (Endpoints, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+discoveryPath+url.PathEscape(validator), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+DiscoveryPath+url.PathEscape(validator), nil)
 	if err != nil {
 		return Endpoints{}, err
 	}

@@ -14,38 +14,33 @@ import (
 // tests inject a failing one (a full or read-only disk).
 type WriteFile func(path string, data []byte, perm os.FileMode) error
 
-// durably runs handler h; one that mutates, with its answer held back:
-// when the state it changed (h returns true) cannot be saved, the change is
-// undone and the caller gets 503 (via unavailable) instead of an answer for
-// a change that a restart would lose. Called with n.mu held.
+// durably runs handler h; when a change it reports (true) cannot be saved,
+// the change is undone and answered via unavailable. Called with n.mu held.
 func (n *Network) durably(w http.ResponseWriter, mutates bool, unavailable func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter) bool) {
 	if !mutates {
 		h(w)
 		return
 	}
-	before, err := json.Marshal(n.st)
-	if err != nil {
-		unavailable(w, "sandbox state could not be read: "+err.Error())
-		return
-	}
 	held := httptest.NewRecorder()
-	if !h(held) {
-		flush(w, held)
-		return
-	}
-	if err := n.saveOrUndo(before); err != nil {
+	if err := n.changeLocked(func() bool { return h(held) }); err != nil {
 		unavailable(w, err.Error())
 		return
 	}
 	flush(w, held)
 }
 
-// saveOrUndo saves the state a change made; when it cannot, it puts back
-// the state before the change (before, as json.Marshal wrote it) and says
-// so, for the caller to answer instead of acknowledging a change that a
+// changeLocked runs f and saves the change it reports (true) or, failing that,
+// restores the state before it, so that no caller acknowledges a change a
 // restart would lose. Called with n.mu held.
-func (n *Network) saveOrUndo(before []byte) error {
-	err := n.saveLocked()
+func (n *Network) changeLocked(f func() bool) error {
+	before, err := json.Marshal(n.st)
+	if err != nil {
+		return fmt.Errorf("sandbox state could not be read: %v", err)
+	}
+	if !f() {
+		return nil
+	}
+	err = n.saveLocked()
 	if err == nil {
 		return nil
 	}
@@ -68,7 +63,6 @@ func (n *Network) Ping(context.Context) error {
 	return nil
 }
 
-// flush sends the answer held.
 func flush(w http.ResponseWriter, held *httptest.ResponseRecorder) {
 	maps.Copy(w.Header(), held.Header())
 	w.WriteHeader(held.Code)

@@ -24,24 +24,17 @@ import (
 	"github.com/validator-manager/validator-manager/impl/topology"
 )
 
-// External parties: generate-topology builds the transactions Canton builds
-// (a NamespaceDelegation of the party's key, a PartyToKeyMapping and a
-// PartyToParticipant), in its wire format, and the multi-hash over them;
-// allocate decodes them back, checks the party's signature and records the
-// party here and its hosting on the synchronizer, with the co-hosts owing
-// approval.
+// External parties: generate-topology builds the transactions Canton builds,
+// in its wire format; allocate decodes them back and checks the party's signature.
 
-// Error codes of the sandbox's external-party answers. Canton's own names
-// where known (TopologyManagerError); the sandbox's otherwise.
+// Canton's error codes where known (TopologyManagerError), the sandbox's otherwise.
 const (
 	codeInvalidSignature = "INVALID_TOPOLOGY_TX_SIGNATURE_ERROR"
 	codeUnknownMembers   = "UNKNOWN_MEMBERS"
 	codeMultiHashUsed    = "MULTI_HASH_ALREADY_USED" // the sandbox's
 )
 
-// decodeOnSynchronizer decodes the request into req and checks that
-// synchronizer, a field of req, is this participant's; false when it
-// answered the error.
+// decodeOnSynchronizer decodes req and checks its synchronizer, a field of req.
 func (n *Network) decodeOnSynchronizer(w http.ResponseWriter, r *http.Request, req any, synchronizer *string) bool {
 	if !decode(w, r, req) {
 		return false
@@ -131,15 +124,11 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 	return false
 }
 
-// keyFormatRaw is the ledger API's name of a key's bare bytes
-// (CryptoKeyFormat RAW): what Canton's TypeScript ledger client sends for
-// an Ed25519 key, its 32 bytes.
+// keyFormatRaw is what Canton's TypeScript ledger client sends for an Ed25519 key.
 const keyFormatRaw = "CRYPTO_KEY_FORMAT_RAW"
 
-// parsePublicKey reads a SigningPublicKey: a DER SubjectPublicKeyInfo of
-// any supported spec, or the raw 32 bytes of an Ed25519 key, which the
-// topology transactions then carry as its SubjectPublicKeyInfo (the
-// fingerprint, over the 32 key bytes, is the same either way).
+// parsePublicKey turns a raw Ed25519 key into its SubjectPublicKeyInfo, which
+// the transactions carry; its fingerprint, over the 32 key bytes, is the same.
 func parsePublicKey(pk ledgerapi.SigningPublicKey) (topology.Key, error) {
 	data, err := base64.StdEncoding.DecodeString(pk.KeyData)
 	if err != nil {
@@ -164,7 +153,6 @@ func parsePublicKey(pk ledgerapi.SigningPublicKey) (topology.Key, error) {
 	return topology.Key{}, fmt.Errorf("key format %q is not supported here, only %s and %s", pk.Format, topology.KeyFormatSPKI, keyFormatRaw)
 }
 
-// onboarding is a decoded allocate request's transactions.
 type onboarding struct {
 	raw        [][]byte
 	sigs       [][]ledgerapi.Signature
@@ -276,16 +264,13 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	}
 	switch h, ok := n.st.Hosting[o.party]; {
 	case ok && ns.Parties[o.party] == nil && h.Proposal != nil && bytes.Equal(h.Proposal.Tx, o.toHostsRaw):
-		// A co-host receives the transactions the party signed: its
-		// participant signs the proposal, which takes effect once every
-		// host has.
+		// A co-host receives the transactions the party signed and signs the proposal.
 		n.sign(o.party, h, ns.Fingerprint)
 	case ok || ns.Parties[o.party] != nil:
 		cantonError(w, http.StatusConflict, "PARTY_ALREADY_EXISTS", "Party already exists: party "+o.party+" is already allocated", catExists, grpcExists)
 		return true
 	default:
-		// Allocated here: the party's key and this participant have signed
-		// the mapping; it takes effect once each co-host has signed it too.
+		// Allocated here: it takes effect once each co-host has signed too.
 		h = &hosting{KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
 			Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
 		n.st.Hosting[o.party] = h
@@ -302,13 +287,12 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	return true
 }
 
-// spentKey is the record of multiHash spent on participant uid.
 func spentKey(uid string, multiHash []byte) string {
 	return uid + "/" + hex.EncodeToString(multiHash)
 }
 
-// authorized checks every signature given and requires the party's key to
-// have signed the multi-hash, or each transaction's own hash.
+// authorized requires the party's key to have signed the multi-hash, or each
+// transaction's own hash; every signature given must verify.
 func authorized(o *onboarding, multi []ledgerapi.Signature, multiHash []byte) error {
 	for _, s := range multi {
 		if err := verify(o.key, s, multiHash); err != nil {
@@ -330,8 +314,7 @@ func authorized(o *onboarding, multi []ledgerapi.Signature, multiHash []byte) er
 	return nil
 }
 
-// verify checks one signature of msg: by key, in the format and algorithm
-// Canton pairs with the key spec.
+// verify checks a signature of msg by key, in the format and algorithm Canton pairs with its spec.
 func verify(key topology.Key, s ledgerapi.Signature, msg []byte) error {
 	if s.SignedBy != key.Fingerprint() {
 		return fmt.Errorf("signature by key %s, which is not the party's key %s", s.SignedBy, key.Fingerprint())

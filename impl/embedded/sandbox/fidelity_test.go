@@ -20,6 +20,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
@@ -366,7 +367,7 @@ func TestDarPackageIDs(t *testing.T) {
 		_ = z.Close()
 		return bytes.NewReader(buf.Bytes())
 	}
-	good := sandbox.Archive("2.1", []byte("a package"))
+	good := apitest.Archive("2.1", []byte("a package"))
 	tampered := bytes.Clone(good)
 	tampered[len(tampered)-1] ^= 1 // the hash no longer matches
 	for _, tt := range []struct {

@@ -35,9 +35,8 @@ const (
 	grpcAborted     = 10
 )
 
-// cantonError writes a JsCantonError. It reports false, what a handler
-// or check answers for a request that failed and changed nothing, so that
-// one return writes the error and reports it.
+// cantonError writes a JsCantonError and reports false (nothing changed),
+// so that one return writes and reports it.
 func cantonError(w http.ResponseWriter, status int, code, cause string, category, grpc int) bool {
 	writeJSON(w, status, map[string]any{
 		"code": code, "cause": cause, "context": map[string]string{}, "resources": []any{},
@@ -56,8 +55,6 @@ func badRequest(w http.ResponseWriter, format string, args ...any) bool {
 	return invalid(w, "INVALID_ARGUMENT", "The submitted request has invalid arguments: "+format, args...)
 }
 
-// decode reads the request's JSON body into v; false when it was
-// malformed, answered 400.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		return invalid(w, "INVALID_ARGUMENT", "malformed request: %v", err)
@@ -72,8 +69,7 @@ var (
 	userIDRE    = regexp.MustCompile("^[a-zA-Z0-9@^$.!`\\-#+'~_|:()]{1,128}$")
 )
 
-// ledger wraps a handler of the JSON Ledger API of validator name: bearer
-// token checked, the node's state locked, saved after a change.
+// ledger wraps a JSON Ledger API handler: token checked, state locked, saved after a change.
 func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter, r *http.Request, ns *nodeState) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n.mu.Lock()
@@ -84,8 +80,6 @@ func (n *Network) ledger(name string, mutates bool, h func(w http.ResponseWriter
 			cantonError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The command is missing a (valid) JWT token", catAuth, grpcUnauth)
 			return
 		}
-		// The token's subject is a ledger user of this participant (the
-		// operator's for the sandbox's grant and the validator's client).
 		u := tokenUserLocked(ns, sub)
 		if u == nil || u.IsDeactivated {
 			cantonError(w, http.StatusForbidden, "PERMISSION_DENIED", "The provided authorization token is not sufficient to authorize the intended command", 7, 7)
@@ -135,10 +129,8 @@ func (n *Network) ledgerRoutes(mux *http.ServeMux, name string) {
 	}))
 }
 
-// writePage answers one page of the entries of m named by ids in key
-// order, those after the pageToken (the last id of the previous page) and
-// at most pageSize of them, each as render makes it, under field, with the
-// next page's token; an invalid page request is answered 400.
+// writePage answers the page of ids (sorted) after pageToken, the last id of
+// the previous page, each entry of m as render makes it, under field.
 func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[string]T, ids []string, field string, render func(T) map[string]any) bool {
 	sort.Strings(ids)
 	q := r.URL.Query()
@@ -170,8 +162,7 @@ func writePage[T any](w http.ResponseWriter, r *http.Request, max int, m map[str
 	return false
 }
 
-// userOf is the user a request names by id, nil when it names none; false
-// when it names one that does not exist, answered 404 as the ledger does.
+// userOf is the user named by id, nil for none; false when it does not exist (404).
 func (ns *nodeState) userOf(w http.ResponseWriter, id string) (*user, bool) {
 	if id == "" {
 		return nil, true
@@ -189,8 +180,6 @@ func partyDetails(p *party) map[string]any {
 		"localMetadata": map[string]any{"resourceVersion": p.ResourceVersion, "annotations": ann}}
 }
 
-// listParties lists the participant's parties; filter-party keeps those
-// whose id starts with it.
 func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	filter := r.URL.Query().Get("filter-party")
 	var ids []string
@@ -202,9 +191,8 @@ func (n *Network) listParties(w http.ResponseWriter, r *http.Request, ns *nodeSt
 	return writePage(w, r, n.opts.PageSize, ns.Parties, ids, "partyDetails", partyDetails)
 }
 
-// getParties is GetParties: the details of the party of the path and of
-// those the parties parameter adds, those this participant knows (none
-// known is an empty list, as the ledger answers).
+// getParties answers the known parties of the path and of parameter parties
+// (none known is an empty list, as the ledger answers).
 func getParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	out := []any{}
 	seen := map[string]bool{}
@@ -218,8 +206,7 @@ func getParties(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-// version is GetLedgerApiVersion: the release the participant runs and the
-// features Canton's clients read (page size maxima among them).
+// version answers the features Canton's clients read (page size maxima among them).
 func (n *Network) version(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"version": Version,
@@ -234,10 +221,8 @@ func (n *Network) version(w http.ResponseWriter, r *http.Request, ns *nodeState)
 	return false
 }
 
-// connectedSynchronizers lists the synchronizer with this participant's
-// permission: with a party, the party's hosting permission here (the
-// synchronizer is left out where the party is not hosted); without one,
-// the participant's own, submission.
+// connectedSynchronizers answers the synchronizer with the participant's
+// permission, or the party's, left out where the party is not hosted.
 func (n *Network) connectedSynchronizers(w http.ResponseWriter, r *http.Request, name string, ns *nodeState) bool {
 	permission := "PARTICIPANT_PERMISSION_SUBMISSION"
 	if id := r.URL.Query().Get("party"); id != "" {
@@ -312,7 +297,6 @@ func (n *Network) listUsers(w http.ResponseWriter, r *http.Request, ns *nodeStat
 	return writePage(w, r, n.opts.PageSize, ns.Users, slices.Collect(maps.Keys(ns.Users)), "users", userJSON)
 }
 
-// wireUser is the User of requests.
 type wireUser struct {
 	ID            string `json:"id"`
 	PrimaryParty  string `json:"primaryParty"`
@@ -338,7 +322,6 @@ var partyKinds = map[string]bool{"CanActAs": true, "CanReadAs": true, "CanExecut
 // APIs define (there is no CanActAsAnyParty).
 var plainKinds = map[string]bool{"ParticipantAdmin": true, "IdentityProviderAdmin": true, "CanReadAsAnyParty": true, "CanExecuteAsAnyParty": true}
 
-// parseRights checks each right: a known kind, and a known party where the kind takes one.
 func parseRights(w http.ResponseWriter, in []wireRight, ns *nodeState) ([]right, bool) {
 	var out []right
 	for _, wr := range in {
@@ -414,7 +397,7 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return true
 }
 
-// user is the user of id, nil when there is none, answered 404 as the ledger does.
+// user is the user of id; nil when there is none, answered 404.
 func (ns *nodeState) user(w http.ResponseWriter, id string) *user {
 	u := ns.Users[id]
 	if u == nil {
@@ -430,7 +413,6 @@ func getUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-// authenticatedUser is the user the request's token was issued to.
 func authenticatedUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON(ns.Users[tokenUser(r)])})
 	return false
@@ -569,10 +551,7 @@ func listPackages(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	return false
 }
 
-// uploadDar spools the body to a temporary file (a zip needs random
-// access), reads META-INF/MANIFEST.MF and takes each listed DALF's
-// package id as Daml-LF gives it (archivePackageID); a DALF that is not a
-// Daml-LF archive fails the upload.
+// uploadDar spools the body to a temporary file: a zip needs random access.
 func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	f, err := os.CreateTemp(n.dir, "upload-*.dar")
 	if err != nil {
@@ -601,8 +580,7 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 // maxDalfBytes bounds one DALF the sandbox reads into memory.
 const maxDalfBytes = 64 << 20
 
-// readDar reads a DAR's manifest: Main-Dalf and Dalfs (comma-separated),
-// and its name and version (darNameVersion).
+// readDar takes the package ids of the DALFs the manifest names, Main-Dalf first.
 func readDar(f io.ReaderAt, size int64) (dar, error) {
 	zr, err := zip.NewReader(f, size)
 	if err != nil {

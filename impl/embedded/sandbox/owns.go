@@ -2,9 +2,8 @@ package sandbox
 
 import "net"
 
-// Owns tells whether hostport (127.0.0.1:port) is one of the network's own
-// listeners: the outbound address policy of the embedded default allows
-// these and nothing else by default.
+// Owns tells whether hostport is one of the network's listeners, which the
+// embedded default's outbound address policy allows.
 func (n *Network) Owns(hostport string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

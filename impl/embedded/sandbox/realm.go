@@ -7,48 +7,36 @@ import (
 	"strings"
 )
 
-// Realm is the one realm of the token endpoint's password grant, served at
-// /realms/<Realm>/protocol/openid-connect/token as Keycloak serves a realm's:
-// the recovery procedure obtains a wallet user's token there with
-// --auth-url <network URL> --realm sandbox.
+// Realm is the network's one realm, served at /realms/<Realm> as Keycloak
+// serves one, so that recovery obtains a wallet user's token there.
 const Realm = "sandbox"
 
-// Suffixes of a validator's wallet client and wallet user
-// (<validator>-wallet-ui, <validator>_walletuser), as the identity provider
-// names them.
+// Suffixes of a validator's wallet client and user, as the identity provider names them.
 const (
 	walletClientSuffix = "-wallet-ui"
 	walletUserSuffix   = "_walletuser"
 )
 
-// Passwords checks a user's password and returns the user's id, the
-// subject of its tokens (as Keycloak's); the embedded default's local
-// identity provider (impl/idp.Local) is one. A wrong password or an
-// unknown user is an error.
+// Passwords checks a user's password (impl/idp.Local is one): the user's id,
+// the subject of its tokens, or an error for a wrong password or unknown user.
 type Passwords interface {
 	CheckPassword(ctx context.Context, username, password string) (id string, err error)
 }
 
-// Clients authenticates the confidential clients of the realm; the
-// embedded default's local identity provider (impl/idp.Local) is one. Its
-// tokens' subject is the client's service-account user and their audience
-// the client's.
+// Clients authenticates the realm's confidential clients (impl/idp.Local is
+// one), answering their service-account user and audience.
 type Clients interface {
 	CheckClient(ctx context.Context, clientID, secret string) (subject, audience string, err error)
 }
 
-// realmURL is the realm's issuer, as Keycloak names it.
 func (n *Network) realmURL() string { return n.scan.url + "/realms/" + Realm }
 
-// realmTokenURL is the realm's token endpoint, as Keycloak places it.
 func (n *Network) realmTokenURL() string { return n.realmURL() + "/protocol/openid-connect/token" }
 
-// URL is the network's base URL: the realm's endpoints are under
-// <URL>/realms/<Realm>, as under a Keycloak base URL.
+// URL is the network's base URL, under which the realm is, as under Keycloak's.
 func (n *Network) URL() string { return n.scan.url }
 
-// inRealm answers 404 for a realm other than Realm, as Keycloak does, and
-// lets h answer for Realm.
+// inRealm answers 404 for a realm other than Realm, as Keycloak does.
 func inRealm(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("realm") != Realm {
@@ -59,10 +47,6 @@ func inRealm(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// realmToken is the realm's token endpoint: the password grant of wallet
-// users, the client-credentials grant of the clients the identity provider
-// made for validators and the authorization-code grant of their UIs'
-// clients (authcode.go).
 func (n *Network) realmToken(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err == nil {
 		switch r.PostForm.Get("grant_type") {
@@ -77,8 +61,7 @@ func (n *Network) realmToken(w http.ResponseWriter, r *http.Request) {
 	n.passwordToken(w, r)
 }
 
-// clientToken is the client-credentials grant (client_secret_basic or
-// client_secret_post) with Keycloak's error answers.
+// clientToken is the client-credentials grant, with Keycloak's error answers.
 func (n *Network) clientToken(w http.ResponseWriter, r *http.Request) {
 	id, secret, ok := r.BasicAuth()
 	if !ok {
@@ -96,7 +79,6 @@ func (n *Network) clientToken(w http.ResponseWriter, r *http.Request) {
 	n.writeToken(w, claims{Issuer: n.realmURL(), Subject: sub, Audience: aud, Scope: "profile email"}, "", true)
 }
 
-// realmDiscovery is the realm's OpenID Provider Metadata.
 func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
 	base := n.realmURL()
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -113,11 +95,8 @@ func (n *Network) realmDiscovery(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// passwordToken is the resource-owner password grant (RFC 6749 section
-// 4.3) of a validator's public wallet client for its wallet user, with
-// Keycloak's error answers. Its tokens are users' tokens, their subject
-// the user's id: the admin endpoints refuse them, except a validator's data
-// snapshot for its operator wallet user (snapshot.go).
+// passwordToken is the password grant of a validator's wallet client, with
+// Keycloak's errors; the admin endpoints refuse its tokens but the data snapshot's.
 func (n *Network) passwordToken(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "password" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "Unsupported grant_type"})

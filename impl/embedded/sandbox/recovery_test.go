@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/idp"
@@ -61,11 +62,11 @@ func decodeJSON(resp *http.Response, v any) error { return json.NewDecoder(resp.
 // each answer against openapi/upstream/validator-app.yaml).
 func TestRecoveryEndpoints(t *testing.T) {
 	dir := t.TempDir()
-	hook, err := sandbox.ContractHook(func(p string) { t.Error(p) })
+	hook, err := apitest.ContractHook(func(p string) { t.Error(p) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{},
+	n, err := sandbox.Open(dir, sandbox.Options{Wrap: hook, Passwords: passwords{"v1_walletuser": "pw-1", "v2_walletuser": "pw-2"}, Clients: realmClients{},
 		Secrets: secrets{"v1": "app-secret"}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,7 @@
 // Package sandbox is the embedded default's simulated Canton network: each
-// validator gets a JSON Ledger API and a validator app, the network a scan
-// service and an OAuth2 token endpoint, all on loopback ports and speaking
-// the wire formats of the descriptions in openapi/upstream/. The server
-// reaches them through the same generated clients, token flow and error
-// translation as real nodes. State (parties, external parties' hosting and
-// spent multi-hashes, users and rights, wallet users, packages, traffic
-// counters, node keys) is kept in the data directory.
+// validator's ledger, validator app and admin API, the network's scan and
+// token endpoint, on loopback ports in the wire formats of openapi/upstream/,
+// so that the server reaches them as it reaches real nodes.
 package sandbox
 
 import (
@@ -34,32 +30,17 @@ import (
 // ClientID is the client id of the server's grant at the sandbox token endpoint.
 const ClientID = "validator-manager"
 
-// Hook sees every exchange with a simulated upstream (tests check them
-// against the published descriptions). Bodies of binary requests are nil.
-type Hook func(x Exchange)
-
-// Exchange is one request to a simulated upstream and its answer.
-type Exchange struct {
-	Upstream     string
-	Request      *http.Request
-	RequestBody  []byte
-	Status       int
-	Header       http.Header
-	ResponseBody []byte
-}
-
 // Options configure a Network.
 type Options struct {
 	Logger *slog.Logger
-	Hook   Hook
-	// Fault, when set, sees each request first (tests inject failures): it
-	// may block, and a status other than 0 is answered instead, with the
-	// upstream's error body.
+	// Wrap, when set, wraps each simulated upstream's handler (tests check
+	// the exchanges against the published descriptions).
+	Wrap func(upstream string, h http.Handler) http.Handler
+	// Fault sees each request first (tests inject failures): it may block,
+	// and a status other than 0 is answered instead, as the upstream's error.
 	Fault func(upstream string, r *http.Request) int
-	// Secrets, when set, reads a validator's ledger API client secret: a
-	// validator whose configuration names auth.ledgerApiClientId and has a
-	// secret is called with those credentials, which the token endpoint
-	// then checks; others with the sandbox's own grant.
+	// Secrets reads a validator's ledger API client secret: a validator with
+	// one is called with its own client, others with the sandbox's grant.
 	Secrets upstream.SecretReader
 	// PageSize is the largest page the ledger answers (default 100), so that
 	// callers exercise pagination.
@@ -75,9 +56,8 @@ type Options struct {
 	// Redirects authorizes the authorization-code flow of the realm's UI
 	// clients (authcode.go); without it every such client is refused.
 	Redirects Redirects
-	// Installation is written into the state: a state file of another
-	// installation is refused, one written before installations were
-	// recorded is adopted.
+	// Installation is written into the state: another installation's state
+	// is refused, one written before installations were recorded adopted.
 	Installation string
 	// Expected says that the state file must exist (the database holds
 	// validators, so their network was saved): a missing one is refused.
@@ -93,8 +73,7 @@ type Network struct {
 	st *state
 	// signer is the token endpoint's key (state's TokenKey, parsed).
 	signer *ecdsa.PrivateKey
-	// clients are the validators' ledger API clients by id, with the
-	// secret of their Secret (registered by the resolver).
+	// clients are the validators' ledger API clients' secrets, by client id.
 	clients map[string]string
 	nodes   map[string]*node // running listeners by validator
 	// servers are every listener, served by Start (serve.go).
@@ -103,8 +82,7 @@ type Network struct {
 	scan *listener // scan and the token endpoint
 
 	codes authCodes // the authorization codes issued
-	// lookup resolves the validators the discovery route answers for
-	// (discovery.go); nil until ServeDiscovery.
+	// lookup resolves the discovery route's validators; nil until ServeDiscovery.
 	lookup upstream.Resolver
 	// started is when the network started (the participants' uptime).
 	started time.Time
@@ -113,14 +91,12 @@ type Network struct {
 type node struct {
 	ledger, app *listener
 	admin       *grpcListener // the participant admin gRPC API
-	// migrationID is the validator's migration id as last resolved (the
-	// data snapshot reports it).
+	// migrationID is the validator's as last resolved (the data snapshot reports it).
 	migrationID int64
 }
 
-// Open loads the network's state from dir (created 0700; the state file is
-// 0600) and opens the scan service's and token endpoint's listener, which
-// Start serves.
+// Open loads the network's state from dir and opens the scan service's and
+// token endpoint's listener, which Start serves.
 func Open(dir string, o Options) (*Network, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -132,22 +108,19 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.WriteFile == nil {
 		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, started: time.Now()}
+	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, codes: authCodes{m: map[string]grant{}}, started: time.Now()}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
 	}
 	n.st = st
-	// A new state, and a state written before installations were recorded,
-	// are saved at once with the installation.
+	// A new state, and one older than installations, is saved at once.
 	if n.st.ClientSecret == "" || o.Installation != "" && n.st.Installation != o.Installation {
 		if n.st.ClientSecret == "" {
 			n.st.ClientSecret = randomHex(32)
 			n.st.SynchronizerID = "global-domain::" + fingerprint()
 		}
-		if o.Installation != "" {
-			n.st.Installation = o.Installation
-		}
+		n.st.Installation = o.Installation
 		if err := n.saveLocked(); err != nil {
 			return nil, err
 		}
@@ -163,7 +136,7 @@ func Open(dir string, o Options) (*Network, error) {
 	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", inRealm(n.authorize))
 	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", inRealm(n.realmDiscovery))
-	mux.HandleFunc("GET "+discoveryPath+"{name}", n.discover)
+	mux.HandleFunc("GET "+DiscoveryPath+"{name}", n.discover)
 	if n.scan, err = n.serve(upstream.Scan, mux); err != nil {
 		return nil, err
 	}
@@ -236,9 +209,8 @@ func (r resolver) Resolve(ctx context.Context, name string) (upstream.Target, er
 	}
 	creds := upstream.Credentials{TokenURL: t.Credentials.TokenURL, ClientID: cfg.Auth.LedgerAPIClient, ClientSecret: secret, Audience: cfg.Auth.Audience}
 	if !v.CustomAuth && r.n.opts.Clients != nil {
-		// The local identity provider's client: its tokens come from the
-		// realm (this network's, whatever port the stored URLs name) and
-		// their subject is the participant's admin user.
+		// The local identity provider's client gets its tokens from this
+		// network's realm, whatever port the stored URLs name.
 		creds.TokenURL = r.n.realmTokenURL()
 	} else if err := r.n.registerClient(name, cfg.Auth.LedgerAPIClient, secret); err != nil {
 		return upstream.Target{}, domain.Unavailable("%v", err)
@@ -320,20 +292,15 @@ func (n *Network) saveLocked() error {
 }
 
 // ErrRefused marks a state file refused at open (damaged, another
-// installation's, missing where expected): the operator restores it or
-// starts the sandbox afresh.
+// installation's, missing where expected).
 var ErrRefused = errors.New("sandbox state refused")
 
-// refusal is a refused file's error: its message, and ErrRefused.
 type refusal struct{ error }
 
 func (refusal) Is(target error) bool { return target == ErrRefused }
 
-// restoreOrAfresh is what an operator may do about a refused state file.
 const restoreOrAfresh = "restore it from a backup, or start the sandbox afresh with --start-afresh=sandbox (the file is set aside)"
 
-// loadState reads the state file, refusing one that is damaged, of another
-// installation than o's, or missing while o expects it.
 func loadState(path string, o Options) (*state, error) {
 	st := &state{Nodes: map[string]*nodeState{}, Hosting: map[string]*hosting{}, UsedMultiHashes: map[string]string{}}
 	raw, err := os.ReadFile(path)
@@ -377,8 +344,7 @@ func fingerprint() string {
 }
 
 // migrateSpent turns an earlier sandbox's network-wide spent multi-hashes
-// (keyed by the hash alone) into per-participant records: spent on each
-// participant that lists the party.
+// into per-participant ones: spent on each participant that lists the party.
 func migrateSpent(st *state) {
 	for k, partyID := range st.UsedMultiHashes {
 		if strings.Contains(k, "/") {

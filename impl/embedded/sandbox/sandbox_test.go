@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/topology"
@@ -38,11 +39,11 @@ func (r records) GetValidator(_ context.Context, name string) (domain.Validator,
 
 func open(t *testing.T, dir string, tokens *atomic.Int32) (*sandbox.Network, *upstream.Clients) {
 	t.Helper()
-	hook, err := sandbox.ContractHook(func(p string) { t.Error(p) })
+	hook, err := apitest.ContractHook(func(p string) { t.Error(p) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sandbox.Open(dir, sandbox.Options{Hook: hook, Fault: func(_ string, r *http.Request) int {
+	n, err := sandbox.Open(dir, sandbox.Options{Wrap: hook, Fault: func(_ string, r *http.Request) int {
 		if r.URL.Path == "/oauth2/token" {
 			tokens.Add(1)
 		}

@@ -50,8 +50,7 @@ func (n *Network) snapshotTimestamp(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"record_time": before.UTC().Truncate(10 * time.Minute).Format(time.RFC3339)})
 }
 
-// holdingsSummary: every validator operator party holds a faucet amount;
-// other parties hold nothing.
+// holdingsSummary: operator parties hold a faucet amount, others nothing.
 func (n *Network) holdingsSummary(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		MigrationID   *int64   `json:"migration_id"`

@@ -9,21 +9,18 @@ import (
 	"time"
 )
 
-// shutdownGrace bounds how long requests in flight may finish once the
-// network stops: simulated upstreams answer in milliseconds.
+// shutdownGrace is short: simulated upstreams answer in milliseconds.
 const shutdownGrace = 5 * time.Second
 
-// server is one of the network's listeners with what serves it.
 type server interface {
 	serve()
 	// shutdown lets requests in flight finish until ctx ends, then closes
-	// what is left, the listener included (served or not).
+	// the rest, the listener included (served or not).
 	shutdown(ctx context.Context)
 }
 
-// servers are the network's listeners. Each is opened at once, so its
-// address is known and its connections wait in the backlog, and is served
-// by Start, which owns every serving goroutine.
+// servers are the network's listeners, opened at once so that their address
+// is known and connections wait in the backlog; Start serves them.
 type servers struct {
 	mu      sync.Mutex
 	all     []server
@@ -34,7 +31,6 @@ type servers struct {
 
 func newServers() *servers { return &servers{wake: make(chan struct{}, 1)} }
 
-// errStopped answers a node asked for after the network stopped.
 var errStopped = errors.New("sandbox: the network is stopped")
 
 // add hands s to Start; refused once the network has stopped.
@@ -62,7 +58,7 @@ func (ss *servers) take() []server {
 	return q
 }
 
-// stop shuts every listener down (see server.shutdown) and refuses new ones.
+// stop shuts every listener down and refuses new ones.
 func (ss *servers) stop(ctx context.Context) {
 	ss.mu.Lock()
 	all := ss.all
@@ -73,10 +69,8 @@ func (ss *servers) stop(ctx context.Context) {
 	}
 }
 
-// Start serves the network's listeners, those open now and those its nodes
-// open later, until ctx ends; then it stops them, letting requests in
-// flight finish for a few seconds, and returns once none is served: a
-// Runnable of the Manager.
+// Start serves the network's listeners, those its nodes open later too,
+// until ctx ends, and returns once none is served: a Runnable of the Manager.
 func (n *Network) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -101,14 +95,10 @@ func closedContext() context.Context {
 	return ctx
 }
 
-// listen opens a fresh loopback port.
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
-// port is the port of a listener listen opened.
 func port(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
 
-// listener is an HTTP listener of the network (the scan service's, a
-// node's ledger or validator app).
 type listener struct {
 	url string
 	srv *http.Server

@@ -13,14 +13,8 @@ import (
 	"unicode/utf8"
 )
 
-// dataSnapshot is getValidatorDomainDataSnapshot: the DomainMigrationDump
-// of the participant at timestamp (ISO-8601 UTC). The sandbox has no
-// contracts: its ACS snapshot (base64, as Canton's) lists the parties, and
-// it keeps no DAR bytes, so each DAR is its main package id with empty
-// content. Every timestamp counts as clean, so force changes nothing. The
-// operator's grant and the validator's operator wallet user (auth.walletUser:
-// the subject of that user's tokens) may call it, as the validator app's
-// admin endpoints admit them.
+// dataSnapshot is getValidatorDomainDataSnapshot, for the operator's grant and
+// wallet user. Every timestamp counts as clean, so force changes nothing.
 func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n.mu.Lock()
@@ -65,7 +59,8 @@ func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 	}
 }
 
-// migrationDumpLocked is the DomainMigrationDump of validator's participant.
+// migrationDumpLocked is the DomainMigrationDump: the sandbox has no contracts,
+// so its ACS lists the parties, and keeps no DAR bytes, so DARs are empty.
 func (n *Network) migrationDumpLocked(validator string, ns *nodeState, at time.Time, migration int64) map[string]any {
 	parties := append([]string{}, slices.Sorted(maps.Keys(ns.Parties))...)
 	acs, _ := json.Marshal(map[string]any{"participant": ns.participantUID(validator), "timestamp": at.UTC().Format(time.RFC3339Nano), "parties": parties, "contracts": []any{}})
@@ -106,7 +101,7 @@ func (n *Network) migrationDumpLocked(validator string, ns *nodeState, at time.T
 	}
 }
 
-// lowerFirst turns the ledger's right kinds (CanActAs) into the dump's (canActAs).
+// lowerFirst turns the ledger's right kinds (CanActAs) into the dump's.
 func lowerFirst(s string) string {
 	r, size := utf8.DecodeRuneInString(s)
 	return string(unicode.ToLower(r)) + s[size:]

@@ -1,23 +1,19 @@
 package sandbox
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 )
 
 // state is what the sandbox keeps in its data directory.
 type state struct {
-	// Installation is the id of the installation (the database's instance
-	// id) whose network this is: a state of another installation is refused
-	// at open instead of serving its parties and keys.
+	// Installation is the database's instance id: another installation's
+	// state is refused at open instead of serving its parties and keys.
 	Installation string `json:"installation,omitempty"`
 	ClientSecret string `json:"clientSecret"`
 	// TokenKey is the token endpoint's ES256 signing key (PKCS #8 DER),
@@ -25,25 +21,19 @@ type state struct {
 	TokenKey       []byte                `json:"tokenKey,omitempty"`
 	SynchronizerID string                `json:"synchronizerId"`
 	Nodes          map[string]*nodeState `json:"nodes"`
-	// Hosting is the synchronizer's party-to-participant mappings of
-	// external parties, by party id.
+	// Hosting is the synchronizer's mappings of external parties, by party id.
 	Hosting map[string]*hosting `json:"hosting,omitempty"`
-	// UsedMultiHashes are the multi-hashes whose signature an allocate
-	// accepted, keyed participant UID "/" multi-hash (hex), with the party
-	// it was for: each is good once per participant.
+	// UsedMultiHashes are the multi-hashes an allocate accepted a signature
+	// of (spentKey), with their party: each is good once per participant.
 	UsedMultiHashes map[string]string `json:"usedMultiHashes,omitempty"`
 }
 
-// hosting is an external party's party-to-participant mapping on the
-// synchronizer (topology.go): the effective one (Serial 0 while there is
-// none; its Tx empty when an earlier sandbox recorded none) and the
-// proposal that awaits signatures.
+// hosting is an external party's effective mapping (Serial 0 while there is
+// none; Tx empty when an earlier sandbox recorded none) and its proposal.
 type hosting struct {
 	proposal
-	// Proposal is the mapping that awaits signatures, if any.
 	Proposal *proposal `json:"proposal,omitempty"`
-	// Pending is an earlier sandbox's record of the hosts that had not
-	// authorized the mapping; loadState turns it into a Proposal.
+	// Pending is an earlier sandbox's hosts yet to authorize (migrateHosting).
 	Pending []string `json:"pending,omitempty"`
 	// KeySPKI and KeySpec are the party's key, which checks its signatures of hosting changes.
 	KeySPKI []byte `json:"keySpki,omitempty"`
@@ -57,11 +47,9 @@ type hostingPart struct {
 
 // nodeState is one validator's participant and validator app.
 type nodeState struct {
-	// Fingerprint is the participant's namespace: parties allocated here are
-	// hint::Fingerprint.
+	// Fingerprint is the participant's namespace, that of its parties.
 	Fingerprint string `json:"fingerprint"`
-	// OperatorUser is the validator operator's ledger user, also its own
-	// wallet user.
+	// OperatorUser is the validator operator's ledger and wallet user.
 	OperatorUser  string            `json:"operatorUser"`
 	OperatorParty string            `json:"operatorParty"`
 	Parties       map[string]*party `json:"parties"`
@@ -72,16 +60,11 @@ type nodeState struct {
 	Traffic       traffic           `json:"traffic"`
 	Keys          []nodeKey         `json:"keys"`
 	Version       int64             `json:"version"` // resource version counter
-	// LedgerClientID is the validator's configured ledger API client
-	// (auth.ledgerApiClientId): its tokens authenticate as the operator
-	// user, like the sandbox's own grant.
+	// LedgerClientID (auth.ledgerApiClientId) and AdminUser (auth.ledgerApiUser)
+	// act as the operator user; WalletUser (auth.walletUser) may take a data snapshot.
 	LedgerClientID string `json:"ledgerClientId,omitempty"`
-	// AdminUser is the participant's admin user (auth.ledgerApiUser of a
-	// validator whose clients the realm holds): its tokens act as the
-	// operator user. WalletUser is the validator app's operator wallet user
-	// (auth.walletUser), whose own tokens may take a data snapshot.
-	AdminUser  string `json:"adminUser,omitempty"`
-	WalletUser string `json:"walletUser,omitempty"`
+	AdminUser      string `json:"adminUser,omitempty"`
+	WalletUser     string `json:"walletUser,omitempty"`
 }
 
 type party struct {
@@ -101,8 +84,7 @@ type user struct {
 	Rights          []right           `json:"rights,omitempty"`
 }
 
-// right is a user right: Kind is the ledger's kind name (CanActAs, ...),
-// Party is set for the party-scoped kinds.
+// right is a user right: Kind is the ledger's name (CanActAs, ...).
 type right struct {
 	Kind  string `json:"kind"`
 	Party string `json:"party,omitempty"`
@@ -152,7 +134,6 @@ func newNodeState(validator string) *nodeState {
 	ns.Users[ns.OperatorUser] = &user{ID: ns.OperatorUser, PrimaryParty: ns.OperatorParty, ResourceVersion: ns.nextVersion(),
 		Rights: []right{{Kind: "ParticipantAdmin"}, {Kind: "CanActAs", Party: ns.OperatorParty}}}
 	ns.WalletUsers[ns.OperatorUser] = ns.OperatorParty
-	// The Splice packages every validator runs.
 	for _, name := range spliceDars {
 		h := sha256.Sum256([]byte(name + fp))
 		ns.Packages = append(ns.Packages, hex.EncodeToString(h[:]))
@@ -163,7 +144,6 @@ func newNodeState(validator string) *nodeState {
 // spliceDars are the DARs every validator runs, their main packages the first of Packages.
 var spliceDars = []string{"splice-amulet", "splice-wallet", "splice-wallet-payments"}
 
-// spliceDarVersion is the version the sandbox gives the Splice DARs.
 const spliceDarVersion = "0.1.14"
 
 // darList is every DAR of the participant: the Splice DARs, then those uploaded.
@@ -188,7 +168,6 @@ func (ns *nodeState) addParty(hint string) string {
 	return id
 }
 
-// participantUID is the participant's unique identifier.
 func (ns *nodeState) participantUID(validator string) string {
 	return "participant-" + validator + "::" + ns.Fingerprint
 }
@@ -199,30 +178,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// observe hands every exchange to the hook, the answer held until the
-// handler is done.
+// observe lets the options' fault and wrapper see every request.
 func (n *Network) observe(up string, h http.Handler) http.Handler {
 	if n.opts.Fault != nil {
 		h = n.faulty(up, h)
 	}
-	if n.opts.Hook == nil {
-		return h
+	if n.opts.Wrap != nil {
+		h = n.opts.Wrap(up, h)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body []byte
-		if r.Header.Get("Content-Type") != "application/octet-stream" {
-			body, _ = io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		flush(w, rec)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		n.opts.Hook(Exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.Code, Header: rec.Header(), ResponseBody: rec.Body.Bytes()})
-	})
+	return h
 }
 
-// faulty answers what the fault hook says before h does.
 func (n *Network) faulty(up string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status := n.opts.Fault(up, r)

@@ -19,21 +19,15 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 )
 
-// The token endpoint is an OAuth2 authorization server as a validator's
-// IdP is one: a client-credentials grant (RFC 6749 section 4.4) issuing
-// ES256-signed JWTs whose subject is the client id, OpenID Connect
-// discovery at /.well-known/openid-configuration and the signing key as a
-// JWKS, so that Canton's AuthTokenProvider (client_credentials) works
-// against it unchanged. The clients are the sandbox's own grant and each
-// validator's configured ledger API client, registered with the secret of
-// the validator's Secret when the validator is resolved.
+// The token endpoint is an OAuth2 client-credentials server with OpenID
+// Connect discovery and a JWKS, so that Canton's AuthTokenProvider works
+// against it unchanged.
 
 const tokenTTL = 10 * time.Minute
 
-// tokenKid names the one signing key in the JWKS.
 const tokenKid = "sandbox-1"
 
-// tokenKeyLocked is the signing key, created on first use and kept in the state.
+// tokenKeyLocked is the signing key, kept in the state so that tokens outlive a restart.
 func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
 	if n.signer != nil {
 		return n.signer, nil
@@ -70,22 +64,18 @@ func (n *Network) tokenKey() (*ecdsa.PrivateKey, error) {
 
 var b64 = base64.RawURLEncoding
 
-// claims are the token's claims the ledger reads.
 type claims struct {
 	Issuer   string `json:"iss"`
 	Subject  string `json:"sub"`
 	Audience string `json:"aud,omitempty"`
 	Scope    string `json:"scope,omitempty"`
-	// AuthorizedParty is the client a user's password-grant token was
-	// issued through (Keycloak's azp); empty for client-credentials tokens.
-	AuthorizedParty string `json:"azp,omitempty"`
-	// PreferredUsername is a user's name (Keycloak's); its subject is its id.
+	// AuthorizedParty (Keycloak's azp) is set on users' tokens only.
+	AuthorizedParty   string `json:"azp,omitempty"`
 	PreferredUsername string `json:"preferred_username,omitempty"`
 	IssuedAt          int64  `json:"iat"`
 	Expiry            int64  `json:"exp"`
 }
 
-// issue signs a token for client sub.
 func (n *Network) issue(c claims) (string, error) {
 	key, err := n.tokenKey()
 	if err != nil {
@@ -99,9 +89,8 @@ func (n *Network) issue(c claims) (string, error) {
 	return string(tok), err
 }
 
-// subject is the client a request's bearer token was issued to, "" when
-// the token is missing, malformed, not signed by the token endpoint or
-// expired, or is a user's (password grant). The caller holds n.mu.
+// subjectLocked is the client a request's valid token was issued to; "" for
+// none, and for a user's token (password grant).
 func (n *Network) subjectLocked(r *http.Request) string {
 	c, ok := n.claimsLocked(r)
 	if !ok || c.AuthorizedParty != "" {
@@ -110,8 +99,7 @@ func (n *Network) subjectLocked(r *http.Request) string {
 	return c.Subject
 }
 
-// claimsLocked are the claims of a request's bearer token when the token
-// endpoint signed it and it has not expired. The caller holds n.mu.
+// claimsLocked are the claims of a request's token when it is valid.
 func (n *Network) claimsLocked(r *http.Request) (claims, bool) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
@@ -133,12 +121,9 @@ func (n *Network) claimsLocked(r *http.Request) (claims, bool) {
 	return c, true
 }
 
-// tokenUserLocked is the ledger user of validator's node a token for
-// client sub acts as: the operator user for the sandbox's own grant, the
-// validator's configured client and the participant's admin user (the
-// realm client's service-account user, as CANTON_PARTICIPANT_ADMIN_USER_NAME
-// makes it), the user of that id otherwise; nil when the node has no such
-// user.
+// tokenUserLocked is the user a token of client sub acts as: the operator for
+// the sandbox's grant, the validator's client and the participant's admin user
+// (as CANTON_PARTICIPANT_ADMIN_USER_NAME makes it), the user sub otherwise.
 func tokenUserLocked(ns *nodeState, sub string) *user {
 	if sub == ClientID || (ns.LedgerClientID != "" && sub == ns.LedgerClientID) || (ns.AdminUser != "" && sub == ns.AdminUser) {
 		return ns.Users[ns.OperatorUser]
@@ -146,9 +131,7 @@ func tokenUserLocked(ns *nodeState, sub string) *user {
 	return ns.Users[sub]
 }
 
-// registerClient makes a validator's configured ledger API client one of
-// the token endpoint's clients (with the secret its Secret holds now) and
-// its tokens the operator's at that validator's node.
+// registerClient makes a validator's ledger API client one of the token endpoint's.
 func (n *Network) registerClient(validator, id, secret string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -163,10 +146,7 @@ func (n *Network) registerClient(validator, id, secret string) error {
 	return nil
 }
 
-// configureUsers records the users a validator's configuration names: the
-// participant's admin user (auth.ledgerApiUser, CANTON_PARTICIPANT_ADMIN_USER_NAME
-// in Splice's charts) and the validator app's operator wallet user
-// (auth.walletUser).
+// configureUsers records the admin and wallet users a validator's configuration names.
 func (n *Network) configureUsers(validator, admin, wallet string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -178,8 +158,7 @@ func (n *Network) configureUsers(validator, admin, wallet string) error {
 	return n.saveLocked()
 }
 
-// token is the client-credentials grant: client authentication by HTTP
-// Basic (client_secret_basic) or form fields (client_secret_post).
+// token is the client-credentials grant (client_secret_basic or client_secret_post).
 func (n *Network) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
@@ -202,9 +181,8 @@ func (n *Network) token(w http.ResponseWriter, r *http.Request) {
 	n.writeToken(w, claims{Issuer: n.scan.url, Subject: id, Audience: r.PostForm.Get("audience"), Scope: r.PostForm.Get("scope")}, "", false)
 }
 
-// writeToken answers a token request: c as an access token valid for
-// tokenTTL from now, with an ID token of the same claims for idAudience
-// when set (the authorization-code flow's), and the scope when withScope.
+// writeToken answers c as an access token, with an ID token of the same
+// claims for idAudience when set (the authorization-code flow's).
 func (n *Network) writeToken(w http.ResponseWriter, c claims, idAudience string, withScope bool) {
 	now := time.Now()
 	c.IssuedAt, c.Expiry = now.Unix(), now.Add(tokenTTL).Unix()
@@ -225,7 +203,6 @@ func (n *Network) writeToken(w http.ResponseWriter, c claims, idAudience string,
 	writeJSON(w, http.StatusOK, body)
 }
 
-// discovery is the OpenID Provider Metadata of the token endpoint.
 func (n *Network) discovery(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                n.scan.url,
@@ -253,7 +230,6 @@ func (n *Network) jwks(w http.ResponseWriter, _ *http.Request) {
 	}}})
 }
 
-// authorized reports whether r bears a valid token of the endpoint.
 func (n *Network) authorized(r *http.Request) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -262,7 +238,7 @@ func (n *Network) authorized(r *http.Request) bool {
 
 type tokenUserKey struct{}
 
-// tokenUser is the user id the ledger wrapper authenticated the request as.
+// tokenUser is the user the ledger wrapper authenticated the request as.
 func tokenUser(r *http.Request) string {
 	id, _ := r.Context().Value(tokenUserKey{}).(string)
 	return id

@@ -8,36 +8,27 @@ import (
 	"github.com/validator-manager/validator-manager/impl/topology"
 )
 
-// The simulated synchronizer's party-to-participant topology, shared by
-// every participant's JSON Ledger API and admin API. A mapping takes effect
-// when every required signer has signed it: the party's namespace key and
-// each participant that is added as a host (Canton's rule for
-// PartyToParticipant). Until then it is a proposal, at most one per party;
-// its serial is the effective mapping's plus one. Participants sign with
-// their namespace key, whose fingerprint is their UID's namespace; the
-// sandbox records those signatures by fingerprint, while the party's
-// signatures are verified for real.
+// The synchronizer's party-to-participant topology. A mapping takes effect
+// when the party's key and each host it adds have signed it (Canton's rule).
+// Participants sign with their namespace key (their UID's namespace), recorded
+// by fingerprint; the party's signatures are verified.
 
-// proposal is a mapping that is not fully authorized yet (the effective
-// mapping of a hosting has the same fields).
+// proposal is a mapping not fully authorized yet (an effective one has the same fields).
 type proposal struct {
 	Serial    uint32        `json:"serial"`
 	Threshold uint32        `json:"threshold"`
 	Hosts     []hostingPart `json:"hosts"`
 	// Tx is the versioned TopologyTransaction; its hash is what is signed.
-	// SignedBy are the fingerprints that signed it.
 	Tx       []byte   `json:"tx,omitempty"`
 	SignedBy []string `json:"signedBy,omitempty"`
 }
 
-// namespaceOf is the namespace (fingerprint) of a UID or party id, name::namespace.
+// namespaceOf is the namespace of a UID or party id, name::namespace.
 func namespaceOf(uid string) string {
 	_, ns, _ := strings.Cut(uid, "::")
 	return ns
 }
 
-// required are the fingerprints that must sign p: the party's namespace and
-// every participant p adds as a host.
 func (h *hosting) required(party string, p *proposal) []string {
 	req := []string{namespaceOf(party)}
 	for _, host := range p.Hosts {
@@ -48,13 +39,11 @@ func (h *hosting) required(party string, p *proposal) []string {
 	return req
 }
 
-// missing are the required signers of p that have not signed it.
 func (h *hosting) missing(party string, p *proposal) []string {
 	return slices.DeleteFunc(h.required(party, p), func(fp string) bool { return slices.Contains(p.SignedBy, fp) })
 }
 
-// sign adds fp's signature to the party's proposal and makes it effective
-// once fully authorized; it reports whether it did.
+// sign adds fp's signature to the proposal and reports whether that made it effective.
 func (n *Network) sign(party string, h *hosting, fp string) bool {
 	p := h.Proposal
 	if !slices.Contains(p.SignedBy, fp) {
@@ -67,8 +56,7 @@ func (n *Network) sign(party string, h *hosting, fp string) bool {
 	return true
 }
 
-// promote makes the party's proposal its effective mapping: the party is
-// listed on each new host's ledger and no longer on removed ones.
+// promote makes the proposal effective: the party is listed on its hosts' ledgers only.
 func (n *Network) promote(id string, h *hosting) {
 	p := h.Proposal
 	hosted := map[string]bool{}
@@ -87,9 +75,8 @@ func (n *Network) promote(id string, h *hosting) {
 	h.proposal, h.Proposal = *p, nil
 }
 
-// hostsOf checks the hosts of a party-to-participant mapping as the
-// synchronizer does: bad is the first that neither confirms nor observes,
-// unknown (sorted) those that are no participant of the synchronizer.
+// hostsOf checks a mapping's hosts as the synchronizer does: bad is the first
+// that neither confirms nor observes, unknown (sorted) those it does not know.
 func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers uint32, unknown []string, bad string) {
 	known := map[string]bool{}
 	for v, ns := range n.st.Nodes {
@@ -112,8 +99,7 @@ func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers u
 	return hosts, confirmers, unknown, ""
 }
 
-// mappingEntry is one party-to-participant mapping as the admin API lists
-// it, with the party's signing key for an external party.
+// mappingEntry is a listed mapping, with an external party's signing key.
 type mappingEntry struct {
 	party string
 	proposal
@@ -121,9 +107,8 @@ type mappingEntry struct {
 	keySpec string
 }
 
-// mappings lists the synchronizer's effective mappings (proposals false)
-// or its proposals: the external parties' and every participant's local
-// parties (hosted with submission permission, threshold 1, serial 1).
+// mappings lists the effective mappings or the proposals; local parties'
+// are effective, with submission permission, threshold 1 and serial 1.
 func (n *Network) mappings(proposals bool) []mappingEntry {
 	var out []mappingEntry
 	for id, h := range n.st.Hosting {
@@ -152,8 +137,7 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 	return out
 }
 
-// effectiveTx is the effective mapping's transaction; mappings recorded
-// before the transaction was kept are rebuilt from their fields.
+// effectiveTx rebuilds the transaction of mappings recorded before it was kept.
 func (h *hosting) effectiveTx(party string) []byte {
 	if len(h.Tx) > 0 {
 		return h.Tx
@@ -161,7 +145,6 @@ func (h *hosting) effectiveTx(party string) []byte {
 	return mappingTx(party, h.Serial, h.Threshold, h.Hosts)
 }
 
-// permissions are the topology permissions by the names the state keeps.
 var permissions = map[string]uint64{
 	"SUBMISSION":   topology.PermissionSubmission,
 	"CONFIRMATION": topology.PermissionConfirmation,
@@ -177,7 +160,6 @@ func permissionName(p uint64) string {
 	return ""
 }
 
-// mappingTx is the versioned TopologyTransaction adding a party-to-participant mapping.
 func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []byte {
 	m := &topology.PartyToParticipant{Party: party, Threshold: threshold}
 	for _, h := range hosts {
@@ -186,8 +168,7 @@ func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []by
 	return topology.Transaction{Operation: topology.OpAddReplace, Serial: serial, PartyToParticipant: m}.Marshal()
 }
 
-// migrateHosting turns the hosting state of an earlier sandbox (co-hosts
-// owing approval listed in Pending) into a proposal.
+// migrateHosting turns an earlier sandbox's Pending co-hosts into a proposal.
 func migrateHosting(st *state) {
 	for id, h := range st.Hosting {
 		if len(h.Pending) == 0 || h.Proposal != nil {

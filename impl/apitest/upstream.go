@@ -1,11 +1,16 @@
-package sandbox
+package apitest
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 
@@ -13,19 +18,33 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/scanapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/validatorapi"
+	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-// ContractHook checks every exchange against the published descriptions the
-// clients are generated from (openapi/upstream/): the request and, for a
-// 2xx answer, the response; an error answer must be the upstream's error
-// shape (JsCantonError for the ledger, ErrorResponse for Splice). Token
-// requests are not described there and pass. report gets each violation.
-func ContractHook(report func(string)) (Hook, error) {
+// exchange is one request to a simulated upstream and its answer. The body of
+// a binary request is nil.
+type exchange struct {
+	Upstream     string
+	Request      *http.Request
+	RequestBody  []byte
+	Status       int
+	Header       http.Header
+	ResponseBody []byte
+}
+
+// ContractHook is a sandbox.Options.Wrap that checks every exchange against
+// the published descriptions the clients are generated from (openapi/upstream/):
+// the request and, for a 2xx answer, the response; an error answer must be the
+// upstream's error shape (JsCantonError for the ledger, ErrorResponse for
+// Splice). Token requests are not described there and pass. report gets each
+// violation.
+func ContractHook(report func(string)) (func(string, http.Handler) http.Handler, error) {
 	docs := map[string]*upstreamDoc{}
 	for up, load := range map[string]func() (*openapi3.T, error){
 		upstream.Ledger: ledgerapi.GetSwagger, upstream.Scan: scanapi.GetSwagger, upstream.ValidatorApp: validatorapi.GetSwagger,
@@ -38,18 +57,35 @@ func ContractHook(report func(string)) (Hook, error) {
 	}
 	errShape := map[string]string{upstream.Ledger: "JsCantonError", upstream.Scan: "ErrorResponse", upstream.ValidatorApp: "ErrorResponse"}
 	var mu sync.Mutex
-	return func(x Exchange) {
+	check := func(x exchange) {
 		// The token endpoints and OIDC discovery are the IdP's, the
 		// discovery route the sandbox's own: neither is scan's.
-		if p := x.Request.URL.Path; p == "/oauth2/token" || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, "/realms/") || strings.HasPrefix(p, discoveryPath) {
+		if p := x.Request.URL.Path; p == "/oauth2/token" || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, "/realms/") || strings.HasPrefix(p, sandbox.DiscoveryPath) {
 			return
 		}
 		d := docs[x.Upstream]
 		if problem := d.check(x, errShape[x.Upstream]); problem != "" {
 			mu.Lock()
 			defer mu.Unlock()
-			report(fmt.Sprintf("%s %s %s -> %d breaks the published description: %s\nrequest: %s\nresponse: %s", x.Upstream, x.Request.Method, x.Request.URL.Path, x.Status, problem, clip(x.RequestBody), clip(x.ResponseBody)))
+			report(fmt.Sprintf("%s %s %s -> %d breaks the published description: %s\nrequest: %s\nresponse: %s", x.Upstream, x.Request.Method, x.Request.URL.Path, x.Status, problem, truncate(x.RequestBody), truncate(x.ResponseBody)))
 		}
+	}
+	// The answer is held until the handler is done, then checked.
+	return func(up string, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body []byte
+			if r.Header.Get("Content-Type") != "application/octet-stream" {
+				body, _ = io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			check(exchange{Upstream: up, Request: r, RequestBody: body, Status: rec.Code, Header: rec.Header(), ResponseBody: rec.Body.Bytes()})
+		})
 	}, nil
 }
 
@@ -76,7 +112,7 @@ func newUpstreamDoc(load func() (*openapi3.T, error)) (*upstreamDoc, error) {
 	return d, nil
 }
 
-func (d *upstreamDoc) check(x Exchange, errShape string) string {
+func (d *upstreamDoc) check(x exchange, errShape string) string {
 	req := x.Request.Clone(context.Background())
 	req.URL.Path = strings.TrimPrefix(req.URL.Path, d.prefix)
 	req.URL.RawPath = ""
@@ -120,9 +156,23 @@ func (d *upstreamDoc) check(x Exchange, errShape string) string {
 	return ""
 }
 
-func clip(b []byte) string {
-	if len(b) > 1000 {
-		return string(b[:1000]) + "…"
-	}
-	return string(b)
+// Archive builds a DALF: the Archive of a payload carrying the language
+// version minor and the serialized package pkg. The field numbers are
+// daml_lf.proto's (Archive: hash_function 1, payload 3, hash 4;
+// ArchivePayload: minor 3, daml_lf_2 4).
+func Archive(minor string, pkg []byte) []byte {
+	var p []byte
+	p = protowire.AppendTag(p, 4, protowire.BytesType)
+	p = protowire.AppendBytes(p, pkg)
+	p = protowire.AppendTag(p, 3, protowire.BytesType)
+	p = protowire.AppendString(p, minor)
+	sum := sha256.Sum256(p)
+	var a []byte
+	a = protowire.AppendTag(a, 1, protowire.VarintType)
+	a = protowire.AppendVarint(a, 0)
+	a = protowire.AppendTag(a, 3, protowire.BytesType)
+	a = protowire.AppendBytes(a, p)
+	a = protowire.AppendTag(a, 4, protowire.BytesType)
+	a = protowire.AppendString(a, hex.EncodeToString(sum[:]))
+	return a
 }
