@@ -52,6 +52,12 @@ func TestAdminChangeIsDurable(t *testing.T) {
 	if slices.Contains(packages(), "lost") {
 		t.Fatal("the change that could not be saved is still in the state")
 	}
+	n.mu.Lock()
+	hosting, spent := n.st.Hosting, n.st.UsedMultiHashes
+	n.mu.Unlock()
+	if hosting == nil || spent == nil {
+		t.Fatal("the undo left the state's empty maps nil (the file leaves them out): the next external party's allocate would panic writing them")
+	}
 
 	failing.Store(false)
 	if err := add("kept"); err != nil {

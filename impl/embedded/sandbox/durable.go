@@ -47,6 +47,7 @@ func (n *Network) changeLocked(f func() bool) error {
 	n.opts.Logger.Error("sandbox: saving state failed; the change is undone", "file", n.statePath(), "error", err)
 	restored := &state{}
 	if rerr := json.Unmarshal(before, restored); rerr == nil {
+		restored.makeMaps()
 		n.st = restored
 	}
 	return fmt.Errorf("the sandbox state (%s) could not be saved; the change was not made", n.statePath())

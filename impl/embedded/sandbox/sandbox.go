@@ -302,12 +302,13 @@ func (refusal) Is(target error) bool { return target == ErrRefused }
 const restoreOrAfresh = "restore it from a backup, or start the sandbox afresh with --start-afresh=sandbox (the file is set aside)"
 
 func loadState(path string, o Options) (*state, error) {
-	st := &state{Nodes: map[string]*nodeState{}, Hosting: map[string]*hosting{}, UsedMultiHashes: map[string]string{}}
+	st := &state{}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		if o.Expected {
 			return nil, refusal{fmt.Errorf("sandbox state %s is missing, but the database holds validators whose network it kept; %s", path, restoreOrAfresh)}
 		}
+		st.makeMaps()
 		return st, nil
 	}
 	if err != nil {
@@ -319,15 +320,21 @@ func loadState(path string, o Options) (*state, error) {
 	if o.Installation != "" && st.Installation != "" && st.Installation != o.Installation {
 		return nil, refusal{fmt.Errorf("sandbox state %s belongs to installation %s, the database to %s: it is another installation's file; %s", path, st.Installation, o.Installation, restoreOrAfresh)}
 	}
-	makeMap(&st.Nodes)
-	makeMap(&st.Hosting)
-	makeMap(&st.UsedMultiHashes)
+	st.makeMaps()
 	if err := st.check(); err != nil {
 		return nil, refusal{fmt.Errorf("sandbox state %s is damaged: %w; %s", path, err, restoreOrAfresh)}
 	}
 	migrateHosting(st)
 	migrateSpent(st)
 	return st, nil
+}
+
+// makeMaps gives the maps that the state file leaves out when empty a value
+// of their own, so that writes need no check: after a load and after an undo.
+func (st *state) makeMaps() {
+	makeMap(&st.Nodes)
+	makeMap(&st.Hosting)
+	makeMap(&st.UsedMultiHashes)
 }
 
 func randomHex(n int) string {
