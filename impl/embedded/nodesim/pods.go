@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -279,10 +280,8 @@ func each(cs []corev1.Container, old []corev1.ContainerStatus, next func(*corev1
 }
 
 func containerStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
+	if i := slices.IndexFunc(list, func(s corev1.ContainerStatus) bool { return s.Name == name }); i >= 0 {
+		return &list[i]
 	}
 	return nil
 }
