@@ -3,6 +3,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -162,9 +163,7 @@ func StatusOutcome(status int) string {
 // Transport wraps next (nil: http.DefaultTransport) so that every call
 // through it is observed under upstream, whatever its outcome.
 func (m *Metrics) Transport(upstream string, next http.RoundTripper) http.RoundTripper {
-	if next == nil {
-		next = http.DefaultTransport
-	}
+	next = cmp.Or(next, http.DefaultTransport)
 	if m == nil {
 		return next
 	}

@@ -5,6 +5,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -129,9 +130,7 @@ type builtNode struct {
 
 // New returns Clients over o.
 func New(o Options) *Clients {
-	if o.Transport == nil {
-		o.Transport = http.DefaultTransport
-	}
+	o.Transport = cmp.Or(o.Transport, http.DefaultTransport)
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
