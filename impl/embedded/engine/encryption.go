@@ -74,10 +74,9 @@ resources:
 	return file, atomicfile.Write(file, []byte(cfg), 0o600)
 }
 
-// migrateSecrets rewrites every Secret once, unchanged, so that those an
-// unencrypted engine stored are encrypted (the apiserver writes a value it
-// read through a provider other than the first even when nothing changed);
-// the marker file keeps it from running again.
+// migrateSecrets rewrites every Secret once, unchanged, which encrypts those
+// an unencrypted engine stored: the apiserver writes a value it read through
+// a provider other than the first even when nothing changed.
 func (e *Engine) migrateSecrets(ctx context.Context) error {
 	marker := e.path(encryptedMarkerFile)
 	if _, err := os.Stat(marker); err == nil {

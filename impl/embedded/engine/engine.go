@@ -105,8 +105,7 @@ func DefaultBinDir() string {
 	return CacheDir()
 }
 
-// CacheDir is the folder `make engine` fills:
-// <user cache>/validator-manager/envtest/<Version>.
+// CacheDir is the folder `make engine` fills.
 func CacheDir() string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -369,8 +368,7 @@ func (e *Engine) run(name string, args ...string) (*child, error) {
 // nodeKubeconfig is the simulated node's kubeconfig, in Dir.
 const nodeKubeconfig = "node.kubeconfig"
 
-// NodeKubeconfig is the file of the credentials a simulated node reaches
-// the API server with (a process Spawn starts).
+// NodeKubeconfig is the file of the simulated node's credentials.
 func (e *Engine) NodeKubeconfig() string { return filepath.Join(e.opts.Dir, nodeKubeconfig) }
 
 // Spawn starts bin with args as a further child of the control plane (the
@@ -395,9 +393,8 @@ func (e *Engine) Spawn(name, bin string, args ...string) error {
 	return nil
 }
 
-// ownBinary is the server's executable's name: a node Spawn started from
-// it may outlive an earlier server that was killed before the child's
-// parent-death signal was set.
+// ownBinary is the server's executable's name: a node Spawn started from it
+// may outlive a server killed before the child's parent-death signal was set.
 func ownBinary() string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -447,9 +444,8 @@ func (e *Engine) supervise(p *proc) {
 	}
 }
 
-// Ping is nil when every child of the control plane runs (Spawn's are
-// not counted) and the API server is ready, its etcd included (/readyz);
-// else it says what is missing.
+// Ping is nil when every child of the control plane runs (Spawn's are not
+// counted) and the API server, its etcd included, is ready.
 func (e *Engine) Ping(ctx context.Context) error {
 	if err := e.exited(); err != nil {
 		return err
@@ -462,8 +458,7 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return nil
 }
 
-// upFor is how long Up takes the API server's last ready answer for a
-// present one.
+// upFor is how long Up takes the last ready answer for a present one.
 const upFor = time.Second
 
 // Up is Ping for a request that needs the control plane up, taking a ready
@@ -511,8 +506,7 @@ func (e *Engine) askReady(ctx context.Context) error {
 	return nil
 }
 
-// clientConfig reaches the API server with the named client certificate
-// (the PKI's files, read into the configuration).
+// clientConfig reaches the API server with the named client certificate.
 func (e *Engine) clientConfig(client string) (*rest.Config, error) {
 	cfg := &rest.Config{Host: e.apiServer, TLSClientConfig: rest.TLSClientConfig{
 		CAFile:   e.pki.file("ca.crt"),
@@ -522,8 +516,7 @@ func (e *Engine) clientConfig(client string) (*rest.Config, error) {
 	return cfg, rest.LoadTLSFiles(cfg)
 }
 
-// httpClient reaches the children over TLS with the named client
-// certificate.
+// httpClient reaches the children with the named client certificate.
 func (e *Engine) httpClient(client string) (*http.Client, error) {
 	cfg, err := e.clientConfig(client)
 	if err != nil {
@@ -533,8 +526,8 @@ func (e *Engine) httpClient(client string) (*http.Client, error) {
 	return rest.HTTPClientFor(cfg)
 }
 
-// waitHTTP waits until url answers 200 over TLS with the named client
-// certificate, or the child exits, or the start timeout passes.
+// waitHTTP waits until url answers 200, or the child exits, or the start
+// timeout passes.
 func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client string) error {
 	hc, err := e.httpClient(client)
 	if err != nil {
@@ -585,9 +578,8 @@ func (e *Engine) Abandon() error {
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }
 
-// Stop stops what Spawn started, then the controller manager, then the API
-// server, then etcd, each given stopTimeout after SIGTERM before it is
-// killed. Safe to call more than once.
+// Stop stops the children in the reverse order of their start, each given
+// stopTimeout after SIGTERM. Safe to call more than once.
 func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -609,8 +601,7 @@ func (e *Engine) Stop() {
 	})
 }
 
-// freePorts reserves n distinct loopback ports and releases them for the
-// children to bind.
+// freePorts reserves n distinct loopback ports for the children to bind.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {

@@ -86,8 +86,7 @@ func openPKI(dir string) (*pki, error) {
 
 func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
 
-// loadOrCreateCA reads ca.crt and ca.key, or makes them when there is no
-// ca.crt (client-go's self-signed CA, valid ten years).
+// loadOrCreateCA reads ca.crt and ca.key, or makes them without a ca.crt.
 func (p *pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 	certFile, keyFile := p.file("ca.crt"), p.file("ca.key")
 	ca, err := readCert(certFile)

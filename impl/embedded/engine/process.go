@@ -122,8 +122,7 @@ func (o *output) close() {
 	}
 }
 
-// lastLines are up to n of the last complete lines written, each cut to
-// 300 bytes.
+// lastLines are up to n of the last complete lines written, each cut short.
 func (o *output) lastLines(n int) []string {
 	o.mu.Lock()
 	lines := strings.Split(strings.TrimSpace(string(o.tail)), "\n")
@@ -150,8 +149,7 @@ func childEnv() []string {
 	})
 }
 
-// status is how the child ended, once it has: "exit status 2",
-// "signal: killed", or "exit status 0" (cmd.Wait says nil).
+// status is how the child ended, once it has; cmd.Wait says nil for 0.
 func (c *child) status() string {
 	if c.err == nil {
 		return "exit status 0"
@@ -168,8 +166,7 @@ func (c *child) exited() bool {
 	}
 }
 
-// stop sends SIGTERM to the child's process group and waits up to grace,
-// then kills it.
+// stop sends SIGTERM to the child's process group, SIGKILL after grace.
 func (c *child) stop(grace time.Duration) error {
 	if c.exited() {
 		return nil
@@ -244,8 +241,7 @@ func stalePaths(dir string) map[string]bool {
 	}
 }
 
-// namesPath reports whether a --flag=value or "--flag value" argument gives
-// one of marks as its value.
+// namesPath: a --flag=value or "--flag value" argument gives one of marks.
 func namesPath(args []string, marks map[string]bool) bool {
 	return slices.ContainsFunc(args, func(a string) bool {
 		_, v, _ := strings.Cut(a, "=")
