@@ -179,9 +179,8 @@ func (b bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string
 
 func (b bearer) RequireTransportSecurity() bool { return b.tls }
 
-// adminInterceptor bounds each call by the upstream timeout (token fetch
-// included), reports its latency and outcome, and translates its failure:
-// a connection dialer refused is the policy's refusal.
+// adminInterceptor bounds each call by the upstream timeout, reports its
+// latency and translates its failure (a refused dial: the policy's refusal).
 func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
