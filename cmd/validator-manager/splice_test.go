@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/controller/workload/splicefacts"
-	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
@@ -243,7 +243,7 @@ func checkRefs(t *testing.T, core kubernetes.Interface, ns, workload string, spe
 // isPostgres: PostgreSQL's image, any registry or tag.
 func isPostgres(ref string) bool {
 	name, _, _ := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
-	return name == "postgres" && domain.ParseImageReference(ref) == nil
+	return name == "postgres" && apitest.ParseImageReference(ref) == nil
 }
 
 // checkLiveDatabase: the app connects as the user PostgreSQL creates, to

@@ -6,9 +6,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// A validator's configuration is the typed, versioned spec of the Validator
-// resource (v1alpha1.ValidatorConfig), which the database stores too. These
-// aliases keep the domain's names for it.
+// A validator's configuration is the Validator resource's typed spec, which
+// the database stores too; these aliases keep the domain's names for it.
 type (
 	ValidatorConfig      = v1alpha1.ValidatorConfig
 	WrittenSecrets       = v1alpha1.WrittenSecrets

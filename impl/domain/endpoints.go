@@ -2,12 +2,9 @@ package domain
 
 import "strconv"
 
-// Services of a validator, by the Helm charts' naming convention: each
-// answers at <validator>-<service>.<namespace>.svc.cluster.local (in chart
-// mode at <service>.<release namespace>.svc.cluster.local: an empty
-// validator in the functions below). Release
-// 1.11 shows these addresses, the recover command and release 2.0's
-// upstream resolver dial them.
+// Services of a validator, by the Helm charts' naming convention:
+// <validator>-<service>.<namespace>.svc.cluster.local, or in chart mode
+// <service>.<release namespace>.svc.cluster.local (an empty validator below).
 const (
 	ServiceParticipant  = "participant"   // ledger API :5001, admin API :5002, JSON API :7575
 	ServiceValidatorApp = "validator-app" // validator app :5003

@@ -26,19 +26,6 @@ func ImageReference(repo, component, tag string) string {
 	return repo + "/" + component + ":" + tag
 }
 
-// ParseImageReference checks that ref is a <name>:<tag> reference as the
-// kubelet parses it (distribution/reference, which it uses itself).
-func ParseImageReference(ref string) error {
-	named, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	if _, ok := named.(reference.Tagged); !ok {
-		return fmt.Errorf("image reference %q has no tag", ref)
-	}
-	return nil
-}
-
 // CheckImageRepo refuses an imageRepo that is not the registry prefix the
 // components' images live under: not a repository name, or one that
 // already ends in a component (the images would not exist).

@@ -31,17 +31,13 @@ type Validator struct {
 	MigrationID     int32
 	Migrating       bool
 	// Spec is the validator's configuration in its stored form
-	// (EncodeValidatorConfig of a ValidatorConfig; read it with Config). It
-	// is the database column validators.spec; the Validator resource's
-	// spec.config is the same configuration.
+	// (EncodeValidatorConfig; read it with Config).
 	Spec []byte
-	// ListView is the validator as release 1.11 lists it but for Name, Phase
-	// and Immutable (which change without a write of the configuration)
-	// and the addresses (which depend on the server's namespace): the API
-	// layer renders it from Spec and the other columns whenever it writes
-	// Spec (column list_view), so that a page need not decode whole
-	// configurations. ListViewVersion names that rendering; a view of
-	// another version than the API layer's (0: none) is not used.
+	// ListView is the validator as release 1.11 lists it but for the columns
+	// that change without its configuration and the addresses (which depend
+	// on the server's namespace), rendered whenever Spec is written, so that a
+	// page need not decode configurations. A view of another ListViewVersion
+	// than the API layer's (0: none) is not used.
 	ListView        []byte
 	ListViewVersion int
 	// WalletUserID is the identity provider's id of the wallet user created
@@ -50,11 +46,9 @@ type Validator struct {
 	// ProvisionedAuth is what the identity provider made for the validator
 	// (nil: nothing yet, or custom authentication).
 	ProvisionedAuth *ProvisionedAuth
-	// Claim is a random token of the create; the identity provider's
-	// objects made for the validator carry it, so that the leader adopts
-	// those (a retry after a crash) and never a user or client of the same
-	// name that someone else made. The wallet user's temporary password and
-	// the generated database password derive from it (impl/keyring).
+	// Claim is a random token of the create, which the identity provider's
+	// objects made for the validator carry, so that the leader adopts those
+	// (a retry after a crash) and never a user or client someone else made.
 	Claim string
 	// PendingSecrets are the secret values a create or an edit gave that the
 	// leader has not written into the validator's Secrets yet, sealed
@@ -112,10 +106,8 @@ type ValidatorIntent struct {
 // the API are refused with 409.
 const DisableUserEditAnnotation = "validator-manager.io/disable-user-edit"
 
-// ValidatorSecrets are a validator's secret values. They are written to
-// cluster Secrets by the leader; until then they wait in the database
-// sealed (Validator.PendingSecrets); never returned or logged.
-// An empty value means "not given" (on edit: keep the current Secret).
+// ValidatorSecrets are a validator's secret values, never returned or
+// logged; an empty value is "not given" (on edit: keep the current Secret).
 type ValidatorSecrets struct {
 	OnboardingSecret      string
 	LedgerAPIClientSecret string

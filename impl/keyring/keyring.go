@@ -1,12 +1,10 @@
-// Package keyring derives what the server needs from the cluster's password
-// key (the Secret validator-manager-password-key): validators' generated
-// database passwords, wallet users' temporary passwords, and the key that
-// seals secret values recorded with a validator until the leader writes
-// them into its Secrets. Each derivation is labelled with its purpose, so
-// no two uses of the key can yield the same bytes.
+// Package keyring derives passwords and sealing keys from the cluster's
+// password key (the Secret validator-manager-password-key). Each derivation
+// is labelled with its purpose, so no two uses can yield the same bytes.
 package keyring
 
 import (
+	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -38,12 +36,10 @@ func mac(key []byte, purpose, name, claim string) []byte {
 	return m.Sum(nil)
 }
 
-// DatabasePassword is a validator's generated database password: an HMAC
-// of its name and claim under the key (256 bits, URL-safe: no quoting in a
-// JDBC URL, a shell or SQL). Derived rather than drawn, so that a Secret
-// deleted by hand is written again with the password the database was
-// initialised with; the claim makes a validator re-created under the same
-// name get another.
+// DatabasePassword is a validator's generated database password, URL-safe
+// (no quoting in a JDBC URL, a shell or SQL). Derived rather than drawn, so
+// that a Secret deleted by hand is written again with the password the
+// database was initialised with; the claim gives a re-created validator another.
 func DatabasePassword(key []byte, name, claim string) string {
 	return base64.RawURLEncoding.EncodeToString(mac(key, databasePurpose, name, claim))
 }
@@ -64,12 +60,9 @@ const (
 	perClass = 2
 )
 
-// TemporaryPassword is the temporary password of a validator's wallet
-// user: derived from the key, the validator's name and its claim, so that
-// the handler that records the create answers it at once and the leader
-// creates the user with the same password whenever it gets there, crash or
-// not. 24 characters of the alphabet above (about 140 bits), at least two
-// of each class, placed by the derivation.
+// TemporaryPassword is the temporary password of a validator's wallet user,
+// derived so that the handler that records the create answers it at once
+// and the leader creates the user with it whenever it gets there.
 func TemporaryPassword(key []byte, name, claim string) string {
 	r := stream{key: mac(key, temporaryPurpose, name, claim)}
 	out := make([]byte, 0, passwordLength)
@@ -212,15 +205,9 @@ func Open(key []byte, name, claim, text string) (domain.ValidatorSecrets, error)
 // one value keeps the others a create or an earlier edit gave that the
 // leader has not written yet.
 func Merge(pending, next domain.ValidatorSecrets) domain.ValidatorSecrets {
-	if next.OnboardingSecret != "" {
-		pending.OnboardingSecret = next.OnboardingSecret
-	}
-	if next.LedgerAPIClientSecret != "" {
-		pending.LedgerAPIClientSecret = next.LedgerAPIClientSecret
-	}
-	if next.DatabasePassword != "" {
-		pending.DatabasePassword = next.DatabasePassword
-	}
+	pending.OnboardingSecret = cmp.Or(next.OnboardingSecret, pending.OnboardingSecret)
+	pending.LedgerAPIClientSecret = cmp.Or(next.LedgerAPIClientSecret, pending.LedgerAPIClientSecret)
+	pending.DatabasePassword = cmp.Or(next.DatabasePassword, pending.DatabasePassword)
 	return pending
 }
 

@@ -1,10 +1,7 @@
 // Package outbound is the policy every address the server dials on a
-// caller's behalf is checked against: scan, token endpoint, ledger API,
-// validator app, participant admin API, remote-participant probes.
-// Addresses reach the server through release 1.11 (scanAddress,
-// auth.oidcAuthorityUrl, remote participants), so without a policy a
-// caller could make the server send a validator's credentials, or probe a
-// port, anywhere it can reach.
+// caller's behalf is checked against (README, "Outbound address policy"):
+// without it a caller could make the server send a validator's credentials,
+// or probe a port, anywhere it can reach.
 package outbound
 
 import (
@@ -122,10 +119,8 @@ func (p *Policy) own(host, port string) bool {
 	return p.Own != nil && p.Own(net.JoinHostPort(host, port))
 }
 
-// Control is a net.Dialer Control function that refuses, after name
-// resolution, a connection to a loopback, link-local or metadata address
-// the policy does not allow: a name that passed CheckHost may still
-// resolve there.
+// Control is a net.Dialer Control function that checks the resolved
+// address: a name that passed CheckHost may still resolve to loopback.
 func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
@@ -239,10 +234,8 @@ func ipListed(patterns []string, ip netip.Addr) bool {
 	return false
 }
 
-// Cluster is the policy of a server in a cluster: the namespace's Services
-// (over http or https), the hosts of the configured identity provider and
-// token endpoints (providers, URLs), and extra hosts, over https unless
-// allowHTTP.
+// Cluster is the policy of a server in a cluster: the namespace's Services,
+// the hosts of the providers' URLs and extra hosts, over https unless allowHTTP.
 func Cluster(namespace string, providers, extra []string, allowHTTP, allowPrivate bool) *Policy {
 	own := []string{"*." + namespace + ".svc", "*." + namespace + ".svc.cluster.local"}
 	hosts := append([]string(nil), own...)

@@ -1,8 +1,6 @@
 // Package podrefs lists the Secrets and ConfigMaps a Pod makes the kubelet
-// read before it can start (environment and volumes), so that the node
-// simulator can apply the kubelet's rules and the workload controller can
-// report what a validator's Pods would miss. imagePullSecrets are not
-// among them: a missing one only makes the kubelet warn.
+// read before it can start, for the node simulator and the workload
+// controller. Not imagePullSecrets: a missing one only makes the kubelet warn.
 package podrefs
 
 import (
@@ -117,11 +115,9 @@ type Object struct {
 	Name string
 }
 
-// Lacking is what refs read, not optionally, that is not there: per
-// object, in the order refs first name it, a Ref without Keys when the
-// object does not exist, or a Ref with the keys it lacks. held maps each
-// object that exists to its keys; the keys of a ref are all checked, so a
-// ref whose object's keys are not known must come without them.
+// Lacking is what refs read, not optionally, that is not there: per object,
+// a Ref without Keys when it does not exist, else with the keys it lacks
+// from held (so a ref whose object's keys are unknown must come without them).
 func Lacking(refs []Ref, held map[Object][]string) []Ref {
 	var out []Ref
 	for _, r := range refs {

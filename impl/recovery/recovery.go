@@ -1,12 +1,10 @@
-// Package recovery runs the operator procedure after a failure of the shared
-// synchronizer (release 1.11, "Recovery after failure of the shared
-// synchronizer"): a wallet-user token from the identity provider, the data
-// snapshot from the wallet app, saved to a file, copied into the validator
-// pod and checked by MD5, then the validator's migration bumped through
-// validator-manager's own API.
+// Package recovery runs the operator procedure of release 1.11's "Recovery
+// after failure of the shared synchronizer": the wallet app's data snapshot,
+// copied into the validator pod, then the validator's migration bumped.
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -183,22 +181,14 @@ func (p *Procedure) check() error {
 	return nil
 }
 
-// Run performs the procedure. It first checks, without changing anything,
-// the validator, the new migration id, the output directory and the pod, so
-// that a run that cannot finish does not start. Each failure is a
-// *StepError naming its step.
+// Run performs the procedure, after checks that change nothing so that a
+// run that cannot finish does not start. Each failure is a *StepError.
 func (p *Procedure) Run(ctx context.Context) (Result, error) {
 	if err := p.check(); err != nil {
 		return Result{}, err
 	}
-	out := &progress{w: p.Progress, secrets: p.secrets()}
-	if out.w == nil {
-		out.w = io.Discard
-	}
-	dir := p.OutDir
-	if dir == "" {
-		dir = "."
-	}
+	out := &progress{w: cmp.Or[io.Writer](p.Progress, io.Discard), secrets: p.secrets()}
+	dir := cmp.Or(p.OutDir, ".")
 	res := Result{File: filepath.Join(dir, FileName(p.Validator))}
 	if p.DryRun {
 		out.linef("Dry run for validator %s at %s: nothing is written, copied or edited.", p.Validator, p.Timestamp)
@@ -373,8 +363,8 @@ func (o *progress) fail(n int, err error) error {
 	return &StepError{Step: n, Err: &masked{msg: idp.Mask(err.Error(), o.secrets...), err: err}}
 }
 
-// masked carries an error's message with the secrets removed; errors.Is and
-// As still see the original (which our code never gives a secret).
+// masked is an error's message with the secrets removed; errors.Is and As
+// still see the original.
 type masked struct {
 	msg string
 	err error

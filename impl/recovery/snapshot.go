@@ -16,11 +16,9 @@ const (
 	maxDepth       = 1000
 )
 
-// copyMember reads one JSON object from r and copies the value of its member
-// name to w byte for byte (as the server wrote it); the other members are
-// skipped. The value must be an object. Values are scanned, never decoded:
-// an ACS snapshot is a single base64 string of possibly hundreds of MiB, which
-// a json.Decoder token would hold whole. Memory stays at the reader's buffer.
+// copyMember copies the object value of member name of the JSON object in r
+// to w byte for byte. Values are scanned, never decoded: an ACS snapshot is a
+// base64 string of hundreds of MiB, which a json.Decoder token would hold whole.
 func copyMember(r io.Reader, name string, w io.Writer) error {
 	s := &jsonScanner{r: bufio.NewReaderSize(r, 64<<10)}
 	if err := s.expect('{', "the response is not a JSON object"); err != nil {
@@ -140,9 +138,8 @@ func (s *jsonScanner) key() (string, error) {
 	return key, nil
 }
 
-// copyValue copies the next value to w. Containers and strings are followed
-// through nesting, strings and escapes to their end; their content is not
-// otherwise checked (the validator app parses the dump).
+// copyValue copies the next value to w, following nesting and escapes only:
+// the validator app parses the dump.
 func (s *jsonScanner) copyValue(w io.Writer) error {
 	c, err := s.peek()
 	if err != nil {

@@ -25,8 +25,7 @@ const (
 const maxExcerpt = 200
 
 // fetch is steps 2 and 3: it streams the data_snapshot member of the wallet
-// app's answer into a temporary file next to path, hashing it on the way,
-// then moves it to path (mode 0600). Failures are *StepError.
+// app's answer into a temporary file, hashing it, then renames it to path.
 func (p *Procedure) fetch(ctx context.Context, out *progress, token, path string) (int64, string, error) {
 	q := url.Values{"timestamp": {p.Timestamp}, "force": {"true"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.WalletURL, "/")+snapshotPath+"?"+q.Encode(), nil)
@@ -85,9 +84,8 @@ func (p *Procedure) fetch(ctx context.Context, out *progress, token, path string
 	return file.n, sum, nil
 }
 
-// alive is the dry run's step 2: the validator app's liveness endpoint
-// answers 2xx. Readiness is not asked: after a synchronizer failure the app
-// may well be unready and still serve the snapshot.
+// alive is the dry run's step 2. Not readiness: after a synchronizer failure
+// the app may well be unready and still serve the snapshot.
 func (p *Procedure) alive(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.WalletURL, "/")+livenessPath, nil)
 	if err != nil {

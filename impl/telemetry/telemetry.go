@@ -1,10 +1,9 @@
 // Package telemetry holds the server's operational metrics, served in the
-// Prometheus text format at /actuator/prometheus: requests by operationId and
-// status, upstream calls by upstream and outcome, and whether the cluster
-// gateway's caches have synced.
+// Prometheus text format at /actuator/prometheus.
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -22,8 +21,6 @@ import (
 
 const namespace = "validator_manager"
 
-// liveHeap matches the runtime metric of the heap the last collection
-// marked live.
 var liveHeap = regexp.MustCompile(`^/gc/heap/live:bytes$`)
 
 // Outcomes of an upstream call (the label outcome of
@@ -73,20 +70,16 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.upstream, m.probes,
-		// Beside the MemStats families, the heap the last collection found
-		// live (go_gc_heap_live_bytes): what the process's memory grows with,
-		// where go_memstats_heap_alloc_bytes also counts garbage not yet
-		// collected.
+		// go_gc_heap_live_bytes: what memory grows with, where
+		// go_memstats_heap_alloc_bytes also counts garbage not yet collected.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: liveHeap})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// Also serves g's metrics beside the process's own: controller-runtime's
-// registry (work queues, reconciles, the API server client's requests),
-// which is the process's, shared by every Manager in it. Its Go runtime
-// and process families are left out: the process's registry has them.
-// Call it before Handler.
+// Also serves g's metrics (controller-runtime's registry) beside the
+// process's own, but for the Go runtime and process families, which the
+// process's registry has. Call it before Handler.
 func (m *Metrics) Also(g prometheus.Gatherer) {
 	m.also = append(m.also, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		fs, err := g.Gather()
@@ -132,9 +125,7 @@ func (o *Operation) Observe(status int, d time.Duration) {
 }
 
 // ObserveUpstream records one call to an upstream. upstream names the API,
-// not an address (ledger, scan, validator-app, participant-admin): labels
-// must stay few. outcome is one of the Outcome constants; Outcome and
-// StatusOutcome compute it.
+// not an address: labels must stay few. outcome is an Outcome constant.
 func (m *Metrics) ObserveUpstream(upstream, outcome string, d time.Duration) {
 	if m == nil {
 		return
@@ -169,14 +160,10 @@ func StatusOutcome(status int) string {
 	return OutcomeOK
 }
 
-// Transport wraps next (nil: http.DefaultTransport) so that every call through it is
-// observed under upstream: give the generated upstream clients an
-// http.Client with this transport and each call is measured, whatever its
-// outcome.
+// Transport wraps next (nil: http.DefaultTransport) so that every call
+// through it is observed under upstream, whatever its outcome.
 func (m *Metrics) Transport(upstream string, next http.RoundTripper) http.RoundTripper {
-	if next == nil {
-		next = http.DefaultTransport
-	}
+	next = cmp.Or(next, http.DefaultTransport)
 	if m == nil {
 		return next
 	}
@@ -195,9 +182,8 @@ func (m *Metrics) Transport(upstream string, next http.RoundTripper) http.RoundT
 	})
 }
 
-// WatchSync publishes validator_manager_informer_synced{informer}: 1 when
-// that cache of the cluster gateway has synced, read from state at each
-// scrape.
+// WatchSync publishes validator_manager_informer_synced{informer}, read
+// from state at each scrape.
 func (m *Metrics) WatchSync(state func() map[string]bool) {
 	if m == nil {
 		return

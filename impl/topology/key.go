@@ -1,10 +1,6 @@
 // Package topology is Canton's side of an external party's onboarding, as
-// far as validator-manager needs it: the party's public signing key (an
-// X.509 SubjectPublicKeyInfo of a signing key spec) and its fingerprint,
-// the topology transactions (protocol v30 protobuf inside an
-// UntypedVersionedMessage) and the hashes the party signs. Release 2.0
-// reads the transactions it proxies; the sandbox ledger writes and checks
-// them.
+// far as validator-manager needs it: the party's public signing key and its
+// fingerprint, the topology transactions and the hashes the party signs.
 package topology
 
 import (

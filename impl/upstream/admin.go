@@ -30,9 +30,7 @@ import (
 const Admin = "participant-admin"
 
 // AdminAPI is a validator's participant admin API: the generated clients
-// of the services validator-manager calls, over one connection that sends
-// the validator's bearer token with every call, bounds each call by the
-// upstream timeout and translates failures into domain errors.
+// of the services validator-manager calls, over one authenticated connection.
 type AdminAPI struct {
 	// Address is host:port of the admin API.
 	Address       string
@@ -51,16 +49,10 @@ type adminKey struct {
 	grant   string
 }
 
-// admin returns the cached admin API connection of t, dialling it the
-// first time. grpc.NewClient connects lazily: nothing is dialled before
-// the first call, whose failure is then the call's error.
-//
-// When the transport is the outbound address policy's (Options.Transport
-// from outbound.Policy.Transport), the admin API is under the same policy
-// as the HTTP upstreams: its address is checked (plaintext as http://, as
-// the bearer token then travels in clear), and so is the token endpoint,
-// before anything is dialled; every dial goes through the policy's dialer,
-// which checks the address again, resolved.
+// admin returns the cached admin API connection of t; grpc.NewClient dials
+// at the first call. Under an outbound policy, the address (plaintext as
+// http://: the token then travels in clear) and the token endpoint are
+// checked first, and every dial goes through the policy's dialer.
 func (c *Clients) admin(t Target) (*AdminAPI, error) {
 	if t.AdminAddress == "" {
 		return nil, domain.Unavailable("the participant admin API address of validator %q is unknown", t.Validator)
@@ -170,9 +162,8 @@ func (c *Clients) Close() error {
 	return errors.Join(errs...)
 }
 
-// bearer sends the grant's access token with each call. Over plaintext
-// (the admin API inside a cluster, the sandbox on loopback) it is sent
-// too, as the JSON Ledger API client sends it over plain HTTP.
+// bearer sends the grant's access token with each call, over plaintext too
+// (inside a cluster), as the JSON Ledger API client does over plain HTTP.
 type bearer struct {
 	source oauth2.TokenSource
 	tls    bool
@@ -188,9 +179,8 @@ func (b bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string
 
 func (b bearer) RequireTransportSecurity() bool { return b.tls }
 
-// adminInterceptor bounds each call by the upstream timeout (token fetch
-// included), reports its latency and outcome, and translates its failure:
-// a connection dialer refused is the policy's refusal.
+// adminInterceptor bounds each call by the upstream timeout, reports its
+// latency and translates its failure (a refused dial: the policy's refusal).
 func (c *Clients) adminInterceptor(address string, dialer *policyDialer) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
@@ -236,22 +226,17 @@ type AdminCall struct {
 // Endpoint is the address shown to the client: grpc://host:port/package.Service/Rpc.
 func (c AdminCall) Endpoint() string { return "grpc://" + c.Address + c.Method }
 
-// Canton error codes (the start of a status message, CODE(category,id): cause)
-// that get an answer of their own.
-const (
-	cantonSerialMismatch = "SERIAL_MISMATCH"
-)
+// cantonSerialMismatch is a Canton error code (the start of a status
+// message) that gets an answer of its own.
+const cantonSerialMismatch = "SERIAL_MISMATCH"
 
 // cantonMessage is a status message in Canton's error form, CODE(category,
 // correlation id): cause: the participant's own answer, not gRPC's report
 // of a connection that failed.
 var cantonMessage = regexp.MustCompile(`^[A-Z][A-Z0-9_]*\(\d+,[^)]*\): `)
 
-// Failed translates a failed admin API call: InvalidArgument, or
-// FailedPrecondition about a signature → 422 (UpstreamError.Rejected);
-// NotFound → 404; AlreadyExists and a serial mismatch → 409; Unavailable
-// and DeadlineExceeded → 502 saying so; anything else → 502 naming only
-// the status code (the participant's message goes to the log).
+// Failed translates a failed admin API call into a domain error; an
+// unexpected status is named by its code only (the message goes to the log).
 func (c AdminCall) Failed(err error) error {
 	up := &domain.UpstreamError{Endpoint: c.Endpoint(), Cause: err}
 	st, ok := status.FromError(err)

@@ -34,9 +34,8 @@ type ClusterResolver struct {
 	// nil: plaintext.
 	AdminTLS *tls.Config
 	// Release, in chart mode, is the namespace of a validator's release,
-	// where Splice's charts name the Services without the validator
-	// (participant, validator-app); nil: the built-in layout's
-	// <validator>-<service> in Namespace.
+	// whose Services Splice's charts name without the validator; nil: the
+	// built-in layout's.
 	Release func(validator string) string
 }
 
@@ -95,8 +94,7 @@ type Resources interface {
 	TypedValidator(ctx context.Context, name string) (*v1alpha1.Validator, error)
 }
 
-// ResourceRecords reads a validator's record from its Validator resource
-// (spec.config and spec.migration, as release 1.11's create writes them),
+// ResourceRecords reads a validator's record from its Validator resource,
 // so that a validator created with kubectl or by GitOps, which has no
 // database row, resolves like one created through the API.
 type ResourceRecords struct{ Resources Resources }

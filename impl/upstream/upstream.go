@@ -1,13 +1,11 @@
-// Package upstream reaches a validator's nodes for release 2.0: the JSON
-// Ledger API, scan and the validator app, through clients generated from the
-// subsets in openapi/upstream/, and the participant admin gRPC API, through
-// clients generated from openapi/proto/ (admin.go). A Resolver says where a validator's nodes
-// answer and with which credentials; Clients adds the OAuth2
-// client-credentials grant (tokens cached), the call timeout and the one
-// place where call latency is observed.
+// Package upstream reaches a validator's nodes for release 2.0 (JSON Ledger
+// API, scan, validator app, participant admin API) through generated
+// clients: a Resolver says where they answer, Clients adds the OAuth2 grant,
+// the call timeout and the one place where call latency is observed.
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -79,9 +77,8 @@ type Resolver interface {
 	Resolve(ctx context.Context, validator string) (Target, error)
 }
 
-// Revisions tell when what a validator's Target is resolved from changes
-// (its Validator resource and ledger API auth Secret): the cluster
-// gateway's caches (cluster.Kube).
+// Revisions tell when what a validator's Target is resolved from changes:
+// the cluster gateway's caches (cluster.Kube).
 type Revisions interface {
 	// ValidatorRevision is the resourceVersion of the Validator resource in
 	// the cache and that of its ledger API auth Secret ("" when there is
@@ -89,8 +86,7 @@ type Revisions interface {
 	ValidatorRevision(name string) (validator, secret string, ok bool)
 }
 
-// Instrument wraps the transport of one upstream (Ledger, Scan or
-// ValidatorApp) to observe its calls: the metrics hook
+// Instrument wraps the transport of one upstream to observe its calls
 // (telemetry.Metrics.Transport).
 type Instrument func(upstream string, next http.RoundTripper) http.RoundTripper
 
@@ -106,26 +102,23 @@ type Options struct {
 	// Observe, when set, sees each admin API call's latency and outcome
 	// (telemetry.Metrics.ObserveUpstream).
 	Observe func(upstream, outcome string, d time.Duration)
-	// Revisions, when set, let Clients keep a validator's clients while
-	// its revision stays, and rebuild them when it changes; without them
-	// the clients are built for each call.
+	// Revisions, when set, let Clients keep a validator's clients while its
+	// revision stays; without them the clients are built for each call.
 	Revisions Revisions
 }
 
 // Clients hands out generated clients bound to a validator's nodes.
 type Clients struct {
 	opts Options
-	// policy is the outbound address policy Transport applies (nil:
-	// none): a call whose token endpoint it refuses is not made, so no
-	// client secret or token goes to an address it refuses.
+	// policy is the outbound address policy Transport applies (nil: none):
+	// a call whose token endpoint it refuses is not made, secret and all.
 	policy *outbound.Policy
 
 	mu     sync.Mutex
 	tokens map[string]oauth2.TokenSource
 	admins map[adminKey]*AdminAPI
 
-	// nodes are the validators' clients by name, with the revision they
-	// were built at.
+	// nodes are the validators' clients by name, with their revision.
 	nodesMu sync.RWMutex
 	nodes   map[string]builtNode
 }
@@ -137,9 +130,7 @@ type builtNode struct {
 
 // New returns Clients over o.
 func New(o Options) *Clients {
-	if o.Transport == nil {
-		o.Transport = http.DefaultTransport
-	}
+	o.Transport = cmp.Or(o.Transport, http.DefaultTransport)
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
@@ -163,9 +154,7 @@ type Node struct {
 func (n *Node) Admin() (*AdminAPI, error) { return n.admin, n.adminErr }
 
 // For returns clients for validator's nodes: those built before while its
-// revision (the resourceVersions of its resource and Secret in the caches)
-// stays, new ones otherwise. Without a revision they are built for the one
-// call.
+// revision stays, new ones otherwise.
 func (c *Clients) For(ctx context.Context, validator string) (*Node, error) {
 	var rev string
 	if c.opts.Revisions != nil {
@@ -261,9 +250,8 @@ func (r refusing) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, r.err
 }
 
-// bounded gives each call, token fetch and body read included, the
-// timeout on top of the request's context (what http.Client.Timeout does,
-// without asking the oauth2 transport to cancel by the deprecated way).
+// bounded gives each call, token fetch and body read included, the timeout:
+// http.Client.Timeout would ask the oauth2 transport to cancel the deprecated way.
 type bounded struct {
 	base    http.RoundTripper
 	timeout time.Duration

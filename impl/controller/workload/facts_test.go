@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 	"github.com/validator-manager/validator-manager/impl/controller/workload/splicefacts"
-	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/recovery"
 )
 
@@ -163,7 +163,7 @@ func absentByDesign(v *v1alpha1.Validator, component string) bool {
 func checkImage(t *testing.T, v *v1alpha1.Validator, img imageFacts, c corev1.Container) {
 	t.Helper()
 	for _, ref := range []string{c.Image} {
-		if err := domain.ParseImageReference(ref); err != nil {
+		if err := apitest.ParseImageReference(ref); err != nil {
 			t.Errorf("%s: %v", img.Workload, err)
 		}
 	}
@@ -301,7 +301,7 @@ func checkDatabase(t *testing.T, v *v1alpha1.Validator, img imageFacts, spec cor
 		if init["DATABASE_NAME"] == want["database"] && init["PGHOST"] == want["host"] && init["PGPORT"] == want["port"] &&
 			init["PGUSER"] == want["user"] && init["PGPASSWORD"] == want["password"] && strings.Contains(strings.Join(ic.Command, " "), "CREATE DATABASE") {
 			created = true
-			if err := domain.ParseImageReference(ic.Image); err != nil {
+			if err := apitest.ParseImageReference(ic.Image); err != nil {
 				t.Errorf("%s/%s: %v", img.Workload, ic.Name, err)
 			}
 		}

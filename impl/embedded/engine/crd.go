@@ -23,15 +23,12 @@ var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourc
 // FieldManager is the engine's name in managedFields.
 const FieldManager = "validator-manager-engine"
 
-// appliedAnnotation holds the SHA-256 of the manifest a stored CRD was
-// last applied from, so that a start over unchanged definitions writes
-// nothing (an apply that changes nothing is still a write request).
+// appliedAnnotation holds the SHA-256 of the manifest a stored CRD was last
+// applied from: an apply that changes nothing is still a write request.
 const appliedAnnotation = "validator-manager.io/applied"
 
-// installCRDs applies each CRD of deploy/crds whose stored definition was
-// not applied from the same manifest (server-side, so a changed file
-// updates the stored definition on the next start) and waits until all are
-// established.
+// installCRDs applies server-side each CRD of deploy/crds not applied from
+// the same manifest, and waits until all are established.
 func installCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -19,13 +19,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
-// Secrets are encrypted at rest in etcd with secretbox (XSalsa20-Poly1305,
-// the provider Kubernetes' documentation recommends among the local ones).
-// The key is made once, with crypto/rand, in <Dir>/secrets-encryption.key;
-// the apiserver's configuration is written from it at every start. Identity
-// follows as a reader, so that Secrets an earlier, unencrypted engine wrote
-// still read; the first start with encryption rewrites them all once
-// (migrateSecrets) and records that in <Dir>/secrets-encrypted.
+// Secrets are encrypted at rest in etcd with secretbox, then read with
+// identity too, so that those an unencrypted engine wrote still read
+// (docs/decisions.md, "Secrets encrypted at rest").
 const (
 	encryptionKeyFile    = "secrets-encryption.key"
 	encryptionConfigFile = "encryption-config.yaml"
@@ -37,9 +33,8 @@ const (
 func (e *Engine) path(name string) string { return filepath.Join(e.opts.Dir, name) }
 
 // encryptionConfig makes the key on a first start and writes the
-// apiserver's EncryptionConfiguration; it returns the file's path. A
-// cluster whose Secrets were encrypted but whose key is gone cannot read
-// them: the start is refused rather than a new key made.
+// apiserver's EncryptionConfiguration; it returns the file's path. A lost
+// key is refused rather than replaced: a new key cannot read the Secrets.
 func (e *Engine) encryptionConfig() (string, error) {
 	keyFile := e.path(encryptionKeyFile)
 	key, err := os.ReadFile(keyFile)
@@ -79,10 +74,9 @@ resources:
 	return file, atomicfile.Write(file, []byte(cfg), 0o600)
 }
 
-// migrateSecrets rewrites every Secret once, unchanged, so that those an
-// unencrypted engine stored are encrypted (the apiserver writes a value it
-// read through a provider other than the first even when nothing changed);
-// the marker file keeps it from running again.
+// migrateSecrets rewrites every Secret once, unchanged, which encrypts those
+// an unencrypted engine stored: the apiserver writes a value it read through
+// a provider other than the first even when nothing changed.
 func (e *Engine) migrateSecrets(ctx context.Context) error {
 	marker := e.path(encryptedMarkerFile)
 	if _, err := os.Stat(marker); err == nil {

@@ -1,9 +1,7 @@
 // Package engine runs the Kubernetes control plane of the embedded default:
 // etcd, kube-apiserver and kube-controller-manager as child processes on
-// loopback, with etcd's data, the PKI and the logs in one directory, so that
-// every object survives a restart and an operator's kubectl sees what the
-// server made. The binaries are those `make engine` installs (cmd/engine:
-// downloaded, or built by testdata/envtest/build.sh where that fails).
+// loopback, their state in one directory, so that every object survives a
+// restart (docs/decisions.md, "Control plane").
 package engine
 
 import (
@@ -48,11 +46,8 @@ const (
 var binaries = []string{Etcd, APIServer, ControllerManager}
 
 // Controllers is what kube-controller-manager runs: those that turn
-// workloads into Pods and collect garbage, and those they depend on
-// (service accounts for Pod admission, claim binding and protection for
-// StatefulSet volumes, namespace deletion). The node lifecycle controller
-// is left out: the simulated node would otherwise need a heartbeat to keep
-// its Pods from being evicted.
+// workloads into Pods and those they depend on. Not the node lifecycle
+// controller: the simulated node would need a heartbeat to keep its Pods.
 var Controllers = []string{
 	"garbage-collector-controller",
 	"deployment-controller",
@@ -72,9 +67,8 @@ var Controllers = []string{
 
 // Options configure Start; zero values take the defaults.
 type Options struct {
-	// Dir holds etcd's data (Dir/etcd), the PKI (Dir/pki), the children's
-	// logs (Dir/logs), the controller manager's kubeconfig and the key that
-	// encrypts Secrets in etcd (encryption.go); required.
+	// Dir holds etcd's data, the PKI, the children's logs and the key that
+	// encrypts Secrets in etcd; required.
 	Dir string
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager; default
 	// $KUBEBUILDER_ASSETS, else <user cache>/validator-manager/envtest/<Version>.
@@ -86,28 +80,24 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// RestartDelay is the first wait before a child that exited on its own
-	// is started again, doubling up to maxRestartDelay (or RestartDelay, if
-	// longer); a child that ran for a minute starts the sequence over.
-	// Default 0.5 s.
+	// RestartDelay is the first wait before a child that exited is started
+	// again (supervise); default 0.5 s.
 	RestartDelay time.Duration
 
-	// plaintextSecrets starts the apiserver without encryption at rest, as
-	// engines before it did (tests of the migration set it).
+	// plaintextSecrets starts the apiserver without encryption at rest, for
+	// the tests of the migration.
 	plaintextSecrets bool
 }
 
 const (
-	// stableAfter is how long a restarted child must run for its next exit
-	// to be waited for from RestartDelay again.
+	// stableAfter is how long a run must last for backoff to start over.
 	stableAfter     = time.Minute
 	maxRestartDelay = 30 * time.Second
 	// stopTimeout is each child's grace after SIGTERM.
 	stopTimeout = 5 * time.Second
 )
 
-// DefaultBinDir is where Start looks for the binaries without
-// Options.BinDir: $KUBEBUILDER_ASSETS if set, else CacheDir.
+// DefaultBinDir is $KUBEBUILDER_ASSETS if set, else CacheDir.
 func DefaultBinDir() string {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d
@@ -115,8 +105,7 @@ func DefaultBinDir() string {
 	return CacheDir()
 }
 
-// CacheDir is the folder `make engine` fills:
-// <user cache>/validator-manager/envtest/<Version>.
+// CacheDir is the folder `make engine` fills.
 func CacheDir() string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -140,9 +129,7 @@ type Engine struct {
 	etcdURL   string
 	fresh     bool // etcd had no data before this start
 	ready     *http.Client
-	// readyAt is when the API server last answered ready (Up), in
-	// nanoseconds since the Unix epoch.
-	readyAt atomic.Int64
+	readyAt   atomic.Int64 // Unix nanoseconds of the API server's last ready answer
 
 	stopOnce    sync.Once
 	done        chan struct{} // closed by Stop
@@ -166,12 +153,9 @@ func (p *proc) current() *child {
 	return p.cur
 }
 
-// Start starts etcd, kube-apiserver and kube-controller-manager, installs
-// the CRDs and returns when the API server is ready and the CRDs are
-// established. ctx bounds the start only; the processes run until Stop (or
-// until the server's process ends: they get a parent-death signal). From
-// then on a child that exits (etcd on a full disk, a crash) is logged and
-// started again, with backoff, until Stop; Ping says DOWN meanwhile.
+// Start starts etcd, kube-apiserver and kube-controller-manager and returns
+// once the API server is ready and the CRDs are established. ctx bounds the
+// start only; a child that exits later is started again until Stop.
 func Start(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("engine: Options.Dir is required")
@@ -316,10 +300,8 @@ func (e *Engine) start(ctx context.Context) error {
 		"--root-ca-file="+p("ca.crt"),
 		"--use-service-account-credentials=false",
 		"--cluster-name=embedded",
-		// Its default client rate (20/30) is a wall for the Deployment,
-		// ReplicaSet and StatefulSet controllers at a thousand validators:
-		// Pods through it came 1.75 times faster at 300/600
-		// (BenchmarkWorkloadsStarted in impl/embedded/nodesim).
+		// Its default client rate (20/30) holds back the workload
+		// controllers at a thousand validators (BenchmarkWorkloadsStarted).
 		"--kube-api-qps=300", "--kube-api-burst=600",
 	); err != nil {
 		return err
@@ -346,11 +328,9 @@ func (e *Engine) start(ctx context.Context) error {
 
 func (e *Engine) etcdMarker() string { return filepath.Join(e.opts.Dir, "etcd.initialized") }
 
-// prepareEtcdDir makes <Dir>/etcd, and says whether the cluster is new.
-// The marker file is written once etcd first answered healthy: without it,
-// whatever the directory holds is an interrupted first bootstrap (the
-// server killed within its first seconds), from which etcd may never elect
-// itself leader; nothing was stored yet, so it is started over.
+// prepareEtcdDir makes <Dir>/etcd, and says whether the cluster is new. Data
+// without the marker is an interrupted first bootstrap, from which etcd may
+// never elect itself leader: nothing was stored yet, so it is started over.
 func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	data := filepath.Join(e.opts.Dir, "etcd")
 	entries, _ := os.ReadDir(data)
@@ -359,9 +339,7 @@ func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	case err == nil && len(entries) > 0:
 		return false, mkdirPrivate(data)
 	case err == nil:
-		// Emptied or removed since: etcd makes a new cluster, which is
-		// fresh whatever the marker says (the server then checks that
-		// nothing it recorded was lost).
+		// Emptied since: the server then checks that nothing it recorded was lost.
 		e.log.Warn("engine: etcd's data directory is empty although the cluster was initialized; a new cluster starts", "dir", data)
 	case !errors.Is(err, os.ErrNotExist):
 		return false, err
@@ -374,8 +352,7 @@ func (e *Engine) prepareEtcdDir() (fresh bool, err error) {
 	return true, mkdirPrivate(data)
 }
 
-// run starts a child; Start has it supervised once everything is ready
-// (an exit while starting fails the start instead).
+// run starts a child; Start has it supervised once everything is ready.
 func (e *Engine) run(name string, args ...string) (*child, error) {
 	p := &proc{name: name, bin: filepath.Join(e.opts.BinDir, name), args: args}
 	c, err := e.startChild(p, false)
@@ -391,15 +368,12 @@ func (e *Engine) run(name string, args ...string) (*child, error) {
 // nodeKubeconfig is the simulated node's kubeconfig, in Dir.
 const nodeKubeconfig = "node.kubeconfig"
 
-// NodeKubeconfig is the file of the credentials a simulated node reaches
-// the API server with (a process Spawn starts).
+// NodeKubeconfig is the file of the simulated node's credentials.
 func (e *Engine) NodeKubeconfig() string { return filepath.Join(e.opts.Dir, nodeKubeconfig) }
 
 // Spawn starts bin with args as a further child of the control plane (the
-// embedded default's simulated node), supervised as the others are: its
-// output in <Dir>/logs/<name>.log, started again when it exits, stopped
-// first by Stop, killed with the server. Ping does not count it: a node
-// that is down leaves the control plane up, as on a cluster.
+// simulated node), supervised as the others are but not counted by Ping: a
+// node that is down leaves the control plane up, as on a cluster.
 func (e *Engine) Spawn(name, bin string, args ...string) error {
 	// Under the lock Stop closes done with: a child started here is one
 	// Stop stops.
@@ -419,9 +393,8 @@ func (e *Engine) Spawn(name, bin string, args ...string) error {
 	return nil
 }
 
-// ownBinary is the server's executable's name: a node Spawn started from
-// it may outlive an earlier server that was killed before the child's
-// parent-death signal was set.
+// ownBinary is the server's executable's name: a node Spawn started from it
+// may outlive a server killed before the child's parent-death signal was set.
 func ownBinary() string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -430,11 +403,8 @@ func ownBinary() string {
 	return filepath.Base(exe)
 }
 
-// supervise starts p again each time it exits, until Stop: after
-// RestartDelay, doubling up to maxRestartDelay, from RestartDelay again
-// once a run lasted stableAfter. Each exit and each restart is logged
-// once. The ports stay the same, so the apiserver finds etcd again and
-// every client the apiserver.
+// supervise starts p again each time it exits, until Stop, with backoff.
+// The ports stay the same, so that every client finds it again.
 func (e *Engine) supervise(p *proc) {
 	delay := e.opts.RestartDelay
 	for {
@@ -474,9 +444,8 @@ func (e *Engine) supervise(p *proc) {
 	}
 }
 
-// Ping is nil when every child of the control plane runs (Spawn's are
-// not counted) and the API server is ready, its etcd included (/readyz);
-// else it says what is missing.
+// Ping is nil when every child of the control plane runs (Spawn's are not
+// counted) and the API server, its etcd included, is ready.
 func (e *Engine) Ping(ctx context.Context) error {
 	if err := e.exited(); err != nil {
 		return err
@@ -489,15 +458,12 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return nil
 }
 
-// upFor is how long Up takes the API server's last ready answer for a
-// present one.
+// upFor is how long Up takes the last ready answer for a present one.
 const upFor = time.Second
 
-// Up is Ping for a request that needs the control plane up (a create or an
-// edit checks its references): no child has exited, and the API server
-// answered ready within the last second, or does now. Each /readyz costs
-// the API server an etcd round trip; under a burst of creates one ask per
-// create queued behind the controllers' requests.
+// Up is Ping for a request that needs the control plane up, taking a ready
+// answer of the last second for a present one: each /readyz costs an etcd
+// round trip, which queued behind the controllers' requests under a burst.
 func (e *Engine) Up(ctx context.Context) error {
 	if err := e.exited(); err != nil {
 		return err
@@ -540,8 +506,7 @@ func (e *Engine) askReady(ctx context.Context) error {
 	return nil
 }
 
-// clientConfig reaches the API server with the named client certificate
-// (the PKI's files, read into the configuration).
+// clientConfig reaches the API server with the named client certificate.
 func (e *Engine) clientConfig(client string) (*rest.Config, error) {
 	cfg := &rest.Config{Host: e.apiServer, TLSClientConfig: rest.TLSClientConfig{
 		CAFile:   e.pki.file("ca.crt"),
@@ -551,8 +516,7 @@ func (e *Engine) clientConfig(client string) (*rest.Config, error) {
 	return cfg, rest.LoadTLSFiles(cfg)
 }
 
-// httpClient reaches the children over TLS with the named client
-// certificate.
+// httpClient reaches the children with the named client certificate.
 func (e *Engine) httpClient(client string) (*http.Client, error) {
 	cfg, err := e.clientConfig(client)
 	if err != nil {
@@ -562,8 +526,8 @@ func (e *Engine) httpClient(client string) (*http.Client, error) {
 	return rest.HTTPClientFor(cfg)
 }
 
-// waitHTTP waits until url answers 200 over TLS with the named client
-// certificate, or the child exits, or the start timeout passes.
+// waitHTTP waits until url answers 200, or the child exits, or the start
+// timeout passes.
 func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client string) error {
 	hc, err := e.httpClient(client)
 	if err != nil {
@@ -595,14 +559,12 @@ func (e *Engine) waitHTTP(ctx context.Context, url string, c *child, client stri
 // (a copy: callers may change it).
 func (e *Engine) RESTConfig() *rest.Config { return rest.CopyConfig(e.cfg) }
 
-// Fresh says whether etcd's data directory was empty before this start
-// (a first start, or one whose data was emptied since): a new cluster,
-// where first-run objects (a sample) may be created.
+// Fresh says whether etcd's data directory was empty before this start: a
+// new cluster, where first-run objects (a sample) may be created.
 func (e *Engine) Fresh() bool { return e.fresh }
 
-// Abandon marks a fresh cluster as one not to keep: the next start makes
-// it anew, and so finds it fresh again (a start refused because the new
-// cluster contradicts the server's other stores stays refused).
+// Abandon marks a fresh cluster as one not to keep, so that the next start
+// finds it fresh again.
 func (e *Engine) Abandon() error {
 	if !e.fresh {
 		return errors.New("engine: only a fresh cluster may be abandoned")
@@ -616,9 +578,8 @@ func (e *Engine) Abandon() error {
 // Host is the API server's URL, https://127.0.0.1:<port>.
 func (e *Engine) Host() string { return e.apiServer }
 
-// Stop stops what Spawn started, then the controller manager, then the API
-// server, then etcd, each given stopTimeout after SIGTERM before it is
-// killed. Safe to call more than once.
+// Stop stops the children in the reverse order of their start, each given
+// stopTimeout after SIGTERM. Safe to call more than once.
 func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -640,8 +601,7 @@ func (e *Engine) Stop() {
 	})
 }
 
-// freePorts reserves n distinct loopback ports and releases them for the
-// children to bind.
+// freePorts reserves n distinct loopback ports for the children to bind.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -661,9 +621,8 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-// writeKubeconfig writes a kubeconfig (mode 0600) for the API server with
-// the named client certificate, everything embedded so the file works from
-// any directory.
+// writeKubeconfig writes a kubeconfig with the named client certificate,
+// embedded so that the file works from any directory.
 func (e *Engine) writeKubeconfig(file, user string) error {
 	c, err := e.clientConfig(user)
 	if err != nil {

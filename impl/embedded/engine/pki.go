@@ -22,12 +22,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/atomicfile"
 )
 
-// The engine's PKI lives in <Dir>/pki and is made once: one CA signs the
-// serving certificates (etcd, kube-apiserver) and the client certificates
-// (kube-apiserver to etcd, the administrator, kube-controller-manager, the
-// simulated node).
-// Leaf certificates are renewed when less than a month of validity is left;
-// the CA (ten years) is kept, so kubeconfigs written earlier stay valid.
+// The engine's PKI in <Dir>/pki: one CA, kept so that kubeconfigs written
+// earlier stay valid, signs every certificate, renewed a month before expiry.
 
 const (
 	leafValidity = 365 * 24 * time.Hour
@@ -69,9 +65,8 @@ func openPKI(dir string) (*pki, error) {
 		{"apiserver", cert.Config{CommonName: "kube-apiserver", Usages: []x509.ExtKeyUsage{server},
 			AltNames: serving("kube-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")}},
 		{"admin", cert.Config{CommonName: "validator-manager-admin", Organization: masters, Usages: clients}},
-		// The controller manager runs every controller with its own
-		// credentials (no per-controller service accounts), so it needs the
-		// administrator group, as kubeadm's single-identity setups do.
+		// Without per-controller service accounts the controller manager
+		// needs the administrator group, as in kubeadm's single-identity setups.
 		{"controller-manager", cert.Config{CommonName: "system:kube-controller-manager",
 			Organization: masters, Usages: clients}},
 		// The simulated node plays scheduler, kubelet and volume
@@ -91,8 +86,7 @@ func openPKI(dir string) (*pki, error) {
 
 func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
 
-// loadOrCreateCA reads ca.crt and ca.key, or makes them when there is no
-// ca.crt (client-go's self-signed CA, valid ten years).
+// loadOrCreateCA reads ca.crt and ca.key, or makes them without a ca.crt.
 func (p *pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 	certFile, keyFile := p.file("ca.crt"), p.file("ca.key")
 	ca, err := readCert(certFile)
@@ -114,9 +108,8 @@ func (p *pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 	return ca, key, err
 }
 
-// ensureLeaf keeps <name>.crt/.key when they were signed by the CA, carry
-// the wanted subject and are valid for more than renewBefore; else makes
-// them, valid from an hour ago for leafValidity.
+// ensureLeaf keeps <name>.crt/.key when the CA signed them for the wanted
+// subject and they are valid for more than renewBefore; else makes them.
 func (p *pki) ensureLeaf(name string, l cert.Config, ca *x509.Certificate, caKey crypto.Signer) error {
 	certFile, keyFile := p.file(name+".crt"), p.file(name+".key")
 	if c, err := readCert(certFile); err == nil && c.CheckSignatureFrom(ca) == nil &&

@@ -15,19 +15,15 @@ import (
 	"time"
 )
 
-// spawner starts the children from one goroutine locked to its OS thread.
-// The parent-death signal fires when the thread that forked a child ends,
-// not when the process does; Go may retire idle threads, so every child is
-// forked from this thread, which lives until the engine stops. If the
-// server dies (even by SIGKILL), the kernel kills the children.
-// Closing it ends the thread.
+// spawner forks the children from one goroutine locked to its OS thread
+// until it is closed: the parent-death signal follows the forking thread,
+// which Go could otherwise retire.
 type spawner chan func()
 
 func newSpawner() spawner {
 	s := make(spawner)
 	go func() {
-		// Never unlocked: when this goroutine returns, its thread exits too,
-		// and any child still running gets its parent-death signal.
+		// Never unlocked: the thread exits with the goroutine.
 		runtime.LockOSThread()
 		for start := range s {
 			start()
@@ -54,8 +50,7 @@ type child struct {
 }
 
 // startChild starts p's binary as p's current run; a restart (appendLog)
-// adds to the log of the run that exited, which holds why it did, instead
-// of rotating it away.
+// keeps the log of the run that exited, which holds why it did.
 func (e *Engine) startChild(p *proc, appendLog bool) (*child, error) {
 	name := p.name
 	logFile := filepath.Join(e.opts.Dir, "logs", name+".log")
@@ -95,8 +90,8 @@ func (e *Engine) startChild(p *proc, appendLog bool) (*child, error) {
 }
 
 // output is a child's stdout and stderr: its log file, and its last lines in
-// memory, which say why it exited even when the disk that holds the log is
-// full. A failing file write is ignored: the child must not get EPIPE.
+// memory, which say why it exited even when the log's disk is full. A
+// failing file write is ignored: the child must not get EPIPE.
 type output struct {
 	mu   sync.Mutex
 	file *os.File // nil: no log file
@@ -127,8 +122,7 @@ func (o *output) close() {
 	}
 }
 
-// lastLines are up to n of the last complete lines written, each cut to
-// 300 bytes.
+// lastLines are up to n of the last complete lines written, each cut short.
 func (o *output) lastLines(n int) []string {
 	o.mu.Lock()
 	lines := strings.Split(strings.TrimSpace(string(o.tail)), "\n")
@@ -155,8 +149,7 @@ func childEnv() []string {
 	})
 }
 
-// status is how the child ended, once it has: "exit status 2",
-// "signal: killed", or "exit status 0" (cmd.Wait says nil).
+// status is how the child ended, once it has; cmd.Wait says nil for 0.
 func (c *child) status() string {
 	if c.err == nil {
 		return "exit status 0"
@@ -173,8 +166,7 @@ func (c *child) exited() bool {
 	}
 }
 
-// stop sends SIGTERM to the child's process group and waits up to grace,
-// then kills it.
+// stop sends SIGTERM to the child's process group, SIGKILL after grace.
 func (c *child) stop(grace time.Duration) error {
 	if c.exited() {
 		return nil
@@ -195,12 +187,9 @@ func (c *child) stop(grace time.Duration) error {
 	}
 }
 
-// killStale kills what is left of an earlier engine on the same directory:
-// a process running one of the engine's binaries with a flag naming one of
-// the directory's own paths (etcd's data directory, the PKI, the controller
-// manager's kubeconfig). A server killed before its children had their
-// parent-death signal set up, or children that outlived it for any other
-// reason, would otherwise leave an etcd holding the data.
+// killStale kills what is left of an earlier engine on the same directory
+// (one of names with a flag naming one of its paths): children that outlived
+// their server would otherwise leave an etcd holding the data.
 func killStale(dir string, names []string) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -252,8 +241,7 @@ func stalePaths(dir string) map[string]bool {
 	}
 }
 
-// namesPath reports whether a --flag=value or "--flag value" argument gives
-// one of marks as its value.
+// namesPath: a --flag=value or "--flag value" argument gives one of marks.
 func namesPath(args []string, marks map[string]bool) bool {
 	return slices.ContainsFunc(args, func(a string) bool {
 		_, v, _ := strings.Cut(a, "=")

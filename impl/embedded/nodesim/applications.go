@@ -23,13 +23,8 @@ import (
 )
 
 // Applications: on a cluster, whatever deploys an Application (Helm, Argo
-// CD) runs its Pods. On the embedded default the simulator stands in for
-// it: each Application gets a Deployment of the same name (owned by it, so
-// deleting the Application removes it) with spec.replicas (default 1) Pods
-// of spec.image, labelled app.kubernetes.io/instance=<name>, one container
-// requesting 250m CPU and 256Mi, limited to 1 CPU and 1Gi. The
-// Application's status follows the Deployment: {phase: Running when every
-// replica is ready, else Pending; replicas: ready replicas}.
+// CD) runs its Pods; here the simulator stands in with a Deployment of each
+// (docs/decisions.md, "Applications run as Deployments").
 
 // ApplicationGVR is the Application resource (deploy/crds).
 var ApplicationGVR = schema.GroupVersionResource{Group: "validator-manager.io", Version: "v1alpha1", Resource: "applications"}
@@ -74,8 +69,7 @@ func application() *unstructured.Unstructured {
 }
 
 // syncApplication applies the Application's Deployment and writes the
-// Application's status from it; the Deployment's changes enqueue the
-// Application again (it owns the Deployment).
+// Application's status from it.
 func (s *Simulator) syncApplication(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
 	app := application()
 	if err := s.client.Get(ctx, key, app); err != nil {
@@ -132,9 +126,8 @@ func applicationDeployment(app *unstructured.Unstructured, replicas int32, image
 					WithName("app").WithImage(image).WithResources(resources)))))
 }
 
-// trimDeployment is the cache's transform of Deployments: of the pod
-// template, the containers' names and images (what deploymentMatches
-// compares); no managedFields.
+// trimDeployment keeps of a cached Deployment's pod template what
+// deploymentMatches compares.
 func trimDeployment(obj any) (any, error) {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok {

@@ -11,31 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The simulated PostgreSQL servers: what password each accepts, so that a
-// pod presenting another one fails as on a cluster.
-//
-//   - A server is a StatefulSet's container with POSTGRES_PASSWORD from a
-//     Secret (the postgres image's initialisation), named by its StatefulSet
-//     (the Service the clients dial). When it first starts under this
-//     simulator it accepts that Secret's value at that time, and keeps
-//     accepting it whatever the Secret later says, as an initialised data
-//     directory does.
-//   - A client is a container with a variable naming a known server of its
-//     namespace (PGHOST=<server>, or a JDBC-like serverName = "<server>" in
-//     a configuration variable) and a password variable (PGPASSWORD or a
-//     name ending in _POSTGRES_PASSWORD) from a Secret. A client whose
-//     password the server does not accept fails as its JVM or psql does:
-//     its container waits in CrashLoopBackOff, its last state terminated
-//     with the server's message (a Job's container: terminated, the Pod
-//     Failed).
-//   - A client that also presents NEW_PASSWORD from a Secret is the
-//     password rotation (ALTER ROLE CURRENT_USER PASSWORD …): it succeeds
-//     when the server accepts NEW_PASSWORD already, or accepts its
-//     PGPASSWORD, and then the server accepts NEW_PASSWORD only.
-//
-// A client of a server this simulator has not seen start is not checked.
-// The state is the process's: a restarted simulator learns a server's
-// password again when it next sees the server's container start.
+// databases are the simulated PostgreSQL servers and the password each
+// accepts, so that a pod presenting another one fails as on a cluster
+// (docs/decisions.md, "Database passwords are checked").
 type databases struct {
 	mu       sync.Mutex
 	accepted map[string][32]byte // namespace/server → hash of the password it accepts

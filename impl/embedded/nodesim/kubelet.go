@@ -16,23 +16,10 @@ import (
 	"github.com/validator-manager/validator-manager/impl/podrefs"
 )
 
-// The kubelet's rules that need no image: what a real node refuses to start
-// is refused here too, with the kubelet's reasons and messages, so that the
-// embedded default never reports running what a cluster could not run.
-//
-//   - An image reference that does not parse: the container waits in
-//     InvalidImageName (checked first: the kubelet pulls before it configures).
-//   - A container whose environment names a Secret or ConfigMap that does not
-//     exist, or a key it lacks (env valueFrom, envFrom; optional ones
-//     excepted): it waits in CreateContainerConfigError.
-//   - A secret or configMap volume (projected too) whose object or item key
-//     is missing (optional ones excepted): no container is created; they wait
-//     in ContainerCreating and a FailedMount event says why.
-//   - A claim that does not exist or is being deleted: the Pod is not bound
-//     (PodScheduled False, reason Unschedulable, the scheduler's message).
-//
-// The kubelet resolves these when it starts a container: a running container
-// keeps running when its Secret goes away.
+// The kubelet's rules that need no image, with its reasons and messages, so
+// that the embedded default never reports running what a cluster could not
+// run (docs/decisions.md, "It refuses what a kubelet would"). As the kubelet,
+// they are checked when a container starts, not while it runs.
 
 // Waiting reasons of the kubelet.
 const (
@@ -43,8 +30,8 @@ const (
 	reasonPodInitializing            = "PodInitializing"
 )
 
-// Indexes of the Pod cache: the Secrets and ConfigMaps a Pod reads
-// (optional ones too), so that their changes reach the Pods waiting for them.
+// Indexes of the Pod cache by the Secrets and ConfigMaps a Pod reads, so that
+// their changes reach the Pods waiting for them.
 const (
 	secretIndex    = "secret"
 	configMapIndex = "configmap"
@@ -133,9 +120,8 @@ func (s *Simulator) mountError(ctx context.Context, p *corev1.Pod) string {
 }
 
 // claimError is the scheduler's message for a Pod whose claim does not
-// exist or is being deleted (it then stays unscheduled), "" otherwise; and
-// whether every claim is bound, as the scheduler's volume binding requires
-// before it binds the Pod.
+// exist or is being deleted, "" otherwise; and whether every claim is bound,
+// which the scheduler's volume binding requires.
 func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) (msg string, bound bool) {
 	bound = true
 	for _, name := range podClaims(p) {
@@ -160,9 +146,8 @@ func (s *Simulator) claimError(ctx context.Context, p *corev1.Pod) (msg string, 
 func podSecrets(p *corev1.Pod) []string    { return podrefs.Names(&p.Spec, podrefs.Secret) }
 func podConfigMaps(p *corev1.Pod) []string { return podrefs.Names(&p.Spec, podrefs.ConfigMap) }
 
-// keysOnly keeps the keys of a cached Secret or ConfigMap and drops the
-// values (and managedFields): the rules need no more, and the simulator
-// holds no secret.
+// keysOnly keeps the keys of a cached Secret or ConfigMap: the rules need no
+// more, and the simulator holds no secret.
 func keysOnly(o any) (any, error) {
 	switch v := o.(type) {
 	case *corev1.Secret:

@@ -21,13 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Metrics answers as metrics.k8s.io would for the Pods the simulator runs
-// (a metrics-server has nothing to scrape without a kubelet): each running
-// container uses 20–70% of its CPU request and 50–70% of its memory request
-// (50m and 64Mi without one), varying over a five-minute cycle and
-// differently per Pod. It is the PodMetricses part of the metrics clientset
-// (the real one's MetricsV1beta1() satisfies the same interface), and it
-// serves the same over HTTP (Handler), where the real clientset reads it.
+// Metrics answers as metrics.k8s.io would for the Pods the simulator runs,
+// since a metrics-server has nothing to scrape without a kubelet
+// (docs/decisions.md, "Metrics without a metrics API").
 type Metrics struct {
 	pods client.Reader // the simulator's cache
 }
@@ -111,9 +107,8 @@ func podMetrics(p *corev1.Pod, t time.Time) metricsv1beta1.PodMetrics {
 // served, as metrics.k8s.io's API group is under an API server's address.
 const MetricsPath = "/apis/metrics.k8s.io/"
 
-// Handler serves List and Get of the pod metrics as metrics.k8s.io does
-// (the paths of its API group, its JSON, its Status errors), so that a
-// server in another process reads them with the real clientset.
+// Handler serves List and Get as metrics.k8s.io does, so that a server in
+// another process reads them with the real clientset.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	base := "GET " + MetricsPath + metricsv1beta1.SchemeGroupVersion.Version

@@ -1,22 +1,8 @@
 // Package nodesim plays the scheduler and the kubelet of one node against a
-// real API server, for the embedded default (which runs no kubelet and no
-// container runtime): it registers a Ready node, binds to it every
-// unscheduled Pod that fits in the room the node declares (room.go), and
-// a little later reports the Pod running and ready (Pods of Jobs:
-// succeeded), unless the kubelet's rules that need no image say a kubelet
-// could not start it (kubelet.go): then it waits as on a node, with the
-// kubelet's reasons and messages, until what it lacks exists. Everything else is the real control plane's: the Deployment,
-// StatefulSet, Job and CronJob controllers see those Pods and move their
-// workloads' status as on a cluster. It also provisions the volumes claimed
-// by Pods, keeps the embedded default's Applications running as Deployments,
-// and reports simulated usage of the Pods it runs (Metrics). Never run it
-// against a real cluster.
-//
-// It watches as a controller-runtime program: a Manager of its own (its own
-// cache, trimmed to what the rules read), one controller per kind made with
-// the builder. The embedded default runs it in a process of its own, as a
-// node's kubelet is (validator-manager nodesim, which the engine
-// supervises): its caches and work are not the server's.
+// real API server, for the embedded default, which runs no kubelet: it binds
+// the Pods that fit, reports them running unless a kubelet would refuse them
+// (kubelet.go), provisions their volumes and runs Applications as Deployments
+// (docs/decisions.md, "Node simulator"). Never run it against a real cluster.
 package nodesim
 
 import (
@@ -64,9 +50,8 @@ import (
 type Options struct {
 	// NodeName is the simulated node; default "embedded-node".
 	NodeName string
-	// SchedulerName is the scheduler whose Pods (spec.schedulerName) the
-	// simulator binds, as each scheduler of a cluster binds only its own;
-	// default "default-scheduler", the API server's default.
+	// SchedulerName is the scheduler whose Pods the simulator binds, as
+	// each scheduler binds only its own; default "default-scheduler".
 	SchedulerName string
 	// Namespace whose Pods, claims and Applications are simulated; default
 	// every namespace.
@@ -74,14 +59,11 @@ type Options struct {
 	// ReadyDelay is how long after binding a Pod is reported running and
 	// ready (a Job's Pod: succeeded); default 1 s.
 	ReadyDelay time.Duration
-	// Capacity of the node, all of it allocatable: the room the Pods bound
-	// to it may request (cpu, memory, pods; room.go); what it does not
-	// give is the default: 64 CPUs, 256Gi memory, 10,000 Pods.
+	// Capacity of the node, all of it allocatable (room.go); what it does
+	// not give is the default: 64 CPUs, 256Gi memory, 10,000 Pods.
 	Capacity corev1.ResourceList
-	// MetricsAddress, when set, is where the simulator serves the usage of
-	// its Pods as metrics.k8s.io does (MetricsPath), beside its own
-	// Prometheus metrics at /metrics: how a server in another process
-	// reads them. Empty: nothing is served (Metrics answers in process).
+	// MetricsAddress, when set, is where the simulator serves its Pods'
+	// usage (MetricsPath) and /metrics, for a server in another process.
 	MetricsAddress string
 	// Resync is how often the simulator's cache hands it every object
 	// again; default Resync.
@@ -90,19 +72,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// The workers of each controller (Pods, claims, volumes, Applications)
-// and the bounds of the simulator's requests to the API server (client-go's
-// 5 and 10 would start a few Pods a second), chosen by BenchmarkPodsStarted:
-// a Pod costs the simulator two writes (its binding, its status) and a
-// claim one, each a few milliseconds of the API server's; more workers or a
-// higher rate only queue on the API server.
+// Workers of each controller and the client's rate, chosen by
+// BenchmarkPodsStarted: more only queue on the API server (client-go's 5/10
+// would start a few Pods a second).
 const (
 	workers = 16
 	qps     = 400
 	burst   = 800
 )
 
-// defaultCapacity is the node's room when Options give none.
 func defaultCapacity() corev1.ResourceList {
 	return corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
@@ -151,8 +129,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	opts.defaults()
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = qps, burst
-	// The simulator runs beside its API server: over loopback gzip saves
-	// nothing and costs both ends CPU.
+	// Over loopback gzip saves nothing and costs both ends CPU.
 	rc.DisableCompression = true
 	s := &Simulator{opts: opts, log: opts.Logger, ready: make(chan struct{}), metrics: &Metrics{}, room: newRoom(opts.Capacity),
 		db: databases{accepted: map[string][32]byte{}}}
@@ -167,8 +144,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 		Logger:                 logr.FromSlogHandler(opts.Logger.Handler()),
-		// Tests run several simulators in one process, each with the
-		// same controllers.
+		// Tests run several simulators, with the same controllers, in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -185,10 +161,7 @@ func New(rc *rest.Config, opts Options) (*Simulator, error) {
 	return s, nil
 }
 
-// cacheOptions hold of each kind what the rules read: Secrets and
-// ConfigMaps without their values, Deployments without their pod
-// templates' details, volumes the simulator made only; nothing with
-// managedFields.
+// cacheOptions hold of each kind only what the rules read.
 func cacheOptions(namespace string, resync time.Duration) cache.Options {
 	in := func(t toolscache.TransformFunc) cache.ByObject {
 		if namespace == "" {
@@ -214,19 +187,15 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 	return o
 }
 
-// Resync is how often the simulator's cache hands every object it holds to
-// its controllers again, as if it had changed: a Pod or claim whose event
-// was dropped (a write refused during a fault and taken for a conflict, a
-// retry the work queue's backoff put off for many minutes after a long
-// outage) is simulated again within a minute of the fault clearing, as a
-// kubelet's periodic sync does: within two periods, since the informer
-// checks at its own period whether each handler's resync is due, and its
-// period is jittered by up to a tenth. What is in step costs a cache read.
+// Resync is how often the simulator's cache hands every object to its
+// controllers again, so that an object whose event was dropped during a
+// fault is simulated within a minute of it clearing, as a kubelet's periodic
+// sync does (docs/decisions.md, "A missed event is never final").
 const Resync = 25 * time.Second
 
-// setup indexes the Pods by what they read and makes the controllers. Each
-// kind's informer is made now, so that the cache's first sync, after which
-// Ready closes, covers them all.
+// setup indexes the Pods by what they read and makes the controllers. The
+// informers are made now, so that the first sync, which Ready waits for,
+// covers them all.
 func (s *Simulator) setup() error {
 	ctx := context.Background()
 	for _, o := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Secret{}, &corev1.ConfigMap{},
@@ -251,9 +220,8 @@ func (s *Simulator) setup() error {
 		b    *builder.Builder
 		sync step
 	}{
-		// Pods; a claim, Secret or ConfigMap that changes reaches the Pods
-		// that read it (level-triggered: a Pod starts once what it needs
-		// exists), and a Pod that leaves the node those waiting for its room.
+		// A claim, Secret or ConfigMap that changes reaches the Pods that
+		// read it, and a Pod that leaves the node those waiting for room.
 		{ctrl.NewControllerManagedBy(s.mgr).Named("nodesim-pod").For(&corev1.Pod{}).
 			WatchesRawSource(source.Channel(s.room.retry, &handler.EnqueueRequestForObject{})).
 			Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(s.podsReading(claimIndex))).
@@ -267,8 +235,7 @@ func (s *Simulator) setup() error {
 			return err
 		}
 	}
-	// After the caches' first sync (controller-runtime starts its
-	// runnables after them): the simulator is ready.
+	// controller-runtime starts runnables after the caches' first sync.
 	return s.mgr.Add(manager.RunnableFunc(func(context.Context) error {
 		close(s.ready)
 		s.log.Info("nodesim: node ready", "node", s.opts.NodeName, "readyDelay", s.opts.ReadyDelay.String())
@@ -344,8 +311,7 @@ func (s *Simulator) Start(ctx context.Context) error {
 }
 
 // registerNode creates the node, or takes it over after a restart, and
-// reports it Ready with its capacity. The node lifecycle controller does not
-// run on the embedded default, so no heartbeat is needed to stay Ready.
+// reports it Ready. No heartbeat: the node lifecycle controller does not run.
 func (s *Simulator) registerNode(ctx context.Context) error {
 	n := &corev1.Node{}
 	err := s.api.Get(ctx, client.ObjectKey{Name: s.opts.NodeName}, n)

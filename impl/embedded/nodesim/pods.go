@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,13 +20,9 @@ import (
 // hostIP is the simulated node's address: the containers "run" on this machine.
 const hostIP = "127.0.0.1"
 
-// syncPod does for one Pod what the scheduler and the kubelet would:
-// bind it when its claims are bound and the node has room for it (report
-// it unschedulable while a claim is missing or the room is not there:
-// room.go); after ReadyDelay report it running and ready (a Job's Pod:
-// succeeded), or waiting where the kubelet's rules (kubelet.go) say it
-// cannot start; confirm a deletion at once. It returns how long to wait
-// before the Pod's next step is due.
+// syncPod does for one Pod what the scheduler and the kubelet would: bind
+// it (room.go), after ReadyDelay report its status (kubelet.go), confirm a
+// deletion at once.
 func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Duration, error) {
 	pod := &corev1.Pod{}
 	if err := s.client.Get(ctx, key, pod); err != nil {
@@ -89,8 +86,8 @@ func (s *Simulator) syncPod(ctx context.Context, key client.ObjectKey) (time.Dur
 	return 0, s.updateStatus(ctx, pod, status, s.kubelet, warnings)
 }
 
-// updateStatus writes st as pod's status unless it is so already, and then
-// has rec record the warnings.
+// updateStatus writes st unless it is pod's status already, then records
+// the warnings: an unchanged status records nothing again.
 func (s *Simulator) updateStatus(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus, rec record.EventRecorder, warnings []warning) error {
 	if equality.Semantic.DeepEqual(st, &pod.Status) {
 		return nil
@@ -106,8 +103,7 @@ func (s *Simulator) updateStatus(ctx context.Context, pod *corev1.Pod, st *corev
 	return nil
 }
 
-// unschedulable reports why the scheduler leaves p unbound, as its
-// PodScheduled condition (once: the same reason is not written again).
+// unschedulable reports why the scheduler leaves p unbound.
 func (s *Simulator) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
 	st := pod.Status.DeepCopy()
 	st.Phase = corev1.PodPending
@@ -138,10 +134,8 @@ func owner(p *corev1.Pod, apiVersion, kind string) string {
 
 func ownedByJob(p *corev1.Pod) bool { return owner(p, "batch/v1", "Job") != "" }
 
-// podIP is a stable address derived from the Pod's UID, in 127.244.0.0/16:
-// loopback, so that anything that dials a Pod IP on the embedded default (a
-// Service proxy, a probe) stays on this machine, where nothing listens for
-// the simulated containers.
+// podIP is a stable address derived from the Pod's UID, on loopback, so
+// that anything that dials a Pod IP stays on this machine.
 func podIP(p *corev1.Pod) string {
 	h := fnv.New32a()
 	h.Write([]byte(p.UID))
@@ -153,9 +147,7 @@ func podIP(p *corev1.Pod) string {
 type warning struct{ reason, message string }
 
 // kubeletStatus is the status the kubelet reports for p now, and the
-// warnings it records with it: running and ready (a Job's Pod: succeeded)
-// when every container starts, else Pending with the containers it cannot
-// start waiting (kubelet.go). Containers already started stay as they are.
+// warnings it records with it. Containers already started stay as they are.
 func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod) (*corev1.PodStatus, []warning) {
 	st := p.Status.DeepCopy()
 	t := metav1.Now()
@@ -173,9 +165,7 @@ func (s *Simulator) kubeletStatus(ctx context.Context, p *corev1.Pod) (*corev1.P
 	st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	var warnings []warning
 	failed := false // a Job's container exited with an error
-	// start is c's status when it has not started yet: waiting with the
-	// reason the kubelet cannot start it, else started (a Job's container
-	// and an init container: completed).
+	// start is c's status when it has not started yet.
 	start := func(c *corev1.Container, completes bool) corev1.ContainerStatus {
 		if reason, msg := s.startError(ctx, p, c); reason != "" {
 			warnings = append(warnings, startWarning(reason, msg))
@@ -280,8 +270,7 @@ func startWarning(reason, msg string) warning {
 	return warning{"Failed", "Error: " + msg}
 }
 
-// each is next's status of every container of cs, given its old one (nil
-// when it has none).
+// each is next's status of every container of cs, given its old one or nil.
 func each(cs []corev1.Container, old []corev1.ContainerStatus, next func(*corev1.Container, *corev1.ContainerStatus) corev1.ContainerStatus) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus // nil for none, as the API server returns it
 	for i := range cs {
@@ -291,10 +280,8 @@ func each(cs []corev1.Container, old []corev1.ContainerStatus, next func(*corev1
 }
 
 func containerStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
+	if i := slices.IndexFunc(list, func(s corev1.ContainerStatus) bool { return s.Name == name }); i >= 0 {
+		return &list[i]
 	}
 	return nil
 }
@@ -304,9 +291,8 @@ func waitingStatus(c *corev1.Container, reason, msg string) corev1.ContainerStat
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
 }
 
-// exitedStatus is c's status after it exited: with code 0 Completed, else
-// an Error whose termination message is msg (the kubelet's fallback to the
-// log's tail).
+// exitedStatus is c's status after it exited; msg stands for the log's tail
+// that the kubelet reports as termination message.
 func exitedStatus(p *corev1.Pod, c *corev1.Container, t metav1.Time, code int32, msg string) corev1.ContainerStatus {
 	reason := "Completed"
 	if code != 0 {

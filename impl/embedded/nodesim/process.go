@@ -19,11 +19,8 @@ import (
 )
 
 // Command is the subcommand of the server's binary that runs the simulator
-// in a process of its own: the embedded default re-executes its binary as
-// `<binary> nodesim <Process.Args>` beside the control plane, as a node's
-// kubelet runs beside a cluster's, so that the simulator's caches and work
-// are not the server's. A test binary that opens the embedded default
-// hands that command line to Main in its TestMain.
+// in a process of its own, as a kubelet runs beside a cluster's control
+// plane, so that its caches and work are not the server's.
 const Command = "nodesim"
 
 // Process is what the server tells the simulator's process.

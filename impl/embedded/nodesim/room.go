@@ -13,14 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// The node's room, as the scheduler accounts it (its NodeResourcesFit
-// filter): a Pod is bound only if its requests fit in what the node
-// allocates minus what the Pods already bound to it request (Pods of every
-// phase but Succeeded and Failed, terminating ones included), and the
-// node's Pod count stays within its pods capacity. A Pod that does not fit
-// stays Pending, unschedulable with the scheduler's message, until a Pod
-// leaves the node; then every such Pod is tried again, as the scheduler
-// moves its unschedulable Pods back to its active queue.
+// The node's room, as the scheduler's NodeResourcesFit filter accounts it
+// (docs/decisions.md, "It leaves Pending what does not fit").
 
 // usage is what Pods request of a node, in the scheduler's units.
 type usage struct{ milliCPU, memory, pods int64 }
@@ -34,9 +28,8 @@ func (u usage) minus(v usage) usage {
 }
 
 // requested is what the scheduler counts p as requesting: the larger of its
-// containers' requests summed and each init container's (added to the
-// restartable init containers, sidecars, started before it), plus the
-// Pod's overhead; one Pod.
+// containers' summed and each init container's (sidecars started before it
+// added), plus the Pod's overhead; one Pod.
 func requested(p *corev1.Pod) usage {
 	list := func(l corev1.ResourceList) usage {
 		return usage{l.Cpu().MilliValue(), l.Memory().Value(), 0}
@@ -68,11 +61,9 @@ type room struct {
 	loaded bool
 	bound  map[types.NamespacedName]usage // Pods that hold room, and what they request
 	used   usage
-	// waiting are the Pods left unbound for lack of room, to try again
-	// when a Pod leaves.
+	// waiting are the Pods left unbound for lack of room.
 	waiting map[types.NamespacedName]bool
-	// retry is where the keys of waiting Pods go when room is freed (the
-	// Pod controller's channel source).
+	// retry is the Pod controller's source of waiting Pods when room is freed.
 	retry chan event.GenericEvent
 }
 
@@ -112,9 +103,7 @@ func (r *room) load(ctx context.Context, c client.Reader, node string) error {
 }
 
 // observe accounts for the Pod of key as the cache shows it now (nil: it
-// is gone); when it left the node, the waiting Pods are tried again.
-// Before the account is loaded there is nothing to correct: the load reads
-// the cache as it is then.
+// is gone). Before the load there is nothing to correct: it reads the cache.
 func (r *room) observe(key types.NamespacedName, p *corev1.Pod, node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -198,9 +187,7 @@ func (r *room) unreserve(p *corev1.Pod) {
 	}
 }
 
-// noRoom is the scheduler's message for a Pod that fits on no node for
-// these reasons of the one node (its FitError: each reason with the number
-// of nodes that gave it, sorted; no Pod of lower priority to preempt).
+// noRoom is the scheduler's FitError message for the one node's reasons.
 func noRoom(reasons []string) string {
 	sort.Strings(reasons)
 	for i, r := range reasons {

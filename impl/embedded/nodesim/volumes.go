@@ -12,13 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Volumes: the simulator is the provisioner of every claim in its
-// namespace. For a pending claim it creates a hostPath PersistentVolume
-// pre-bound to the claim (nothing is ever written to the path); the real
-// persistent volume binder of kube-controller-manager then binds the two,
-// as it does for any provisioner. A Pod is bound to the node only once all
-// its claims are bound, as the scheduler's volume binding requires. A
-// volume released by its claim is deleted (reclaim policy Delete).
+// Volumes: the simulator provisions a pre-bound hostPath volume for each
+// pending claim and lets kube-controller-manager's binder bind them, as for
+// any provisioner (docs/decisions.md, "Volumes").
 
 // Provisioner is the provisioner name of the simulator's storage class and
 // volumes.
@@ -29,7 +25,6 @@ const provisionedLabel = "nodesim.validator-manager.io/provisioned"
 
 const claimIndex = "claim"
 
-// podClaims are the names of the claims p's volumes name.
 func podClaims(p *corev1.Pod) []string {
 	var out []string
 	for _, v := range p.Spec.Volumes {
@@ -92,8 +87,7 @@ func (s *Simulator) syncVolume(ctx context.Context, key client.ObjectKey) (time.
 	return 0, client.IgnoreNotFound(s.client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID}))
 }
 
-// storageClass is the default class the simulator makes, so that claims
-// that name no class get one.
+// storageClass is the default class, so that claims that name none get one.
 const storageClass = "standard"
 
 // ensureStorageClass makes the default storage class when it is absent
