@@ -59,6 +59,16 @@ func TestAdminChangeIsDurable(t *testing.T) {
 		t.Fatal("the undo left the state's empty maps nil (the file leaves them out): the next external party's allocate would panic writing them")
 	}
 
+	if _, err := n.node("v2"); err == nil {
+		t.Fatal("a node whose state cannot be saved was made")
+	}
+	n.mu.Lock()
+	_, phantom := n.st.Nodes["v2"]
+	n.mu.Unlock()
+	if phantom {
+		t.Fatal("a node whose state could not be saved is still in the state: the next save would write it")
+	}
+
 	failing.Store(false)
 	if err := add("kept"); err != nil {
 		t.Fatal(err)

@@ -255,6 +255,7 @@ func (n *Network) node(name string) (*node, error) {
 	if _, ok := n.st.Nodes[name]; !ok {
 		n.st.Nodes[name] = newNodeState(name)
 		if err := n.saveLocked(); err != nil {
+			delete(n.st.Nodes, name) // not made, as a change that cannot be saved
 			return nil, err
 		}
 	}
