@@ -107,13 +107,10 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	}, nil
 }
 
-// CreateWalletUser creates <validator>_walletuser, enabled, with the
-// temporary password given and the UPDATE_PASSWORD required action. The
-// password travels in the create request, so Keycloak creates the user and
-// its credential in one transaction (a password policy failure leaves no
-// user). A user of that name that carries claim is adopted (made by an
-// earlier attempt of the same create; its password is the one it was made
-// with); one that does not is domain.ErrConflict.
+// CreateWalletUser creates <validator>_walletuser with the temporary password
+// given, in the create request so that a password policy failure leaves no
+// user. A user of that name that carries claim is adopted; one that does not
+// is domain.ErrConflict.
 func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
@@ -206,20 +203,6 @@ func (k *Keycloak) UserExists(ctx context.Context, id string) (bool, error) {
 	return false, k.fail(ctx, "read user "+id, err)
 }
 
-// DeleteUser deletes a user by Keycloak id; an absent user is not an error.
-func (k *Keycloak) DeleteUser(ctx context.Context, id string) error {
-	if id == "" || id == "." || id == ".." {
-		return domain.Invalid("id", "%q is not an identity provider user id", id)
-	}
-	err := k.do(ctx, func(token string) error {
-		return k.client.DeleteUser(ctx, token, k.realm, url.PathEscape(id))
-	})
-	if err == nil || hasStatus(err, http.StatusNotFound) {
-		return nil
-	}
-	return k.fail(ctx, fmt.Sprintf("delete user %s", id), err)
-}
-
 // Ping requests a new admin token: Keycloak is reachable and the client
 // credentials are valid.
 func (k *Keycloak) Ping(ctx context.Context) error {
@@ -247,12 +230,6 @@ func withToken[T any](ctx context.Context, k *Keycloak, call func(token string) 
 		return v, err
 	}
 	return call(token)
-}
-
-// do is withToken of a call that answers only an error.
-func (k *Keycloak) do(ctx context.Context, call func(token string) error) error {
-	_, err := withToken(ctx, k, func(token string) (struct{}, error) { return struct{}{}, call(token) })
-	return err
 }
 
 // adminToken returns the cached admin token, or requests one

@@ -81,12 +81,9 @@ func webOrigins(base string) []string {
 	return []string{u.Scheme + "://" + u.Host}
 }
 
-// redirectAllowed tells whether redirect is one of registered, as
-// Keycloak's RedirectUtils matches it for the authorization endpoint: a
-// registered URI that ends in * (and has no query) matches every redirect
-// whose part before any query or fragment starts with what precedes the *,
-// or equals it without its trailing slash; any other matches only the
-// redirect that is exactly the same string.
+// redirectAllowed tells whether redirect is one of registered, as Keycloak's
+// RedirectUtils matches it: a registered URI ending in * (without a query)
+// by prefix, any other exactly.
 func redirectAllowed(registered []string, redirect string) bool {
 	if u, err := url.Parse(redirect); redirect == "" || err != nil || !u.IsAbs() || strings.Contains(u.Path, "/..") {
 		return false
