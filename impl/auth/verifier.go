@@ -29,9 +29,8 @@ const Skew = 30 * time.Second
 var ErrUnauthenticated = errors.New("unauthenticated")
 
 // Verifier checks a bearer token's signature against a JWKS, its expiry and
-// not-before, and optionally its issuer. A token that verified is
-// remembered (see remember) until its exp, so that a client repeating its
-// token costs a hash and a map lookup instead of an RSA verification.
+// not-before, and optionally its issuer and audience; a verified token is
+// remembered, so that a repeated one costs no RSA verification.
 type Verifier struct {
 	keys     jwk.Set
 	issuer   string
@@ -108,13 +107,12 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 }
 
 // LoadKeys opens the JWKS named by uri: an http(s) URL is fetched and kept
-// fresh by a cache (refreshed at most every 15 minutes, and on the server's
-// Cache-Control), anything else is read as a file. Symmetric keys are dropped:
-// a JWKS is public, so an HMAC key in it could sign anything.
+// fresh, anything else is read as a file. Symmetric keys are dropped: a JWKS
+// is public, so an HMAC key in it could sign anything.
 func LoadKeys(ctx context.Context, uri string, client *http.Client) (jwk.Set, error) {
 	if strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://") {
 		cache := jwk.NewCache(ctx)
-		rs := &rotatingSet{cache: cache, uri: uri}
+		rs := &rotatingSet{cache: cache}
 		opts := []jwk.RegisterOption{
 			jwk.WithMinRefreshInterval(15 * time.Minute),
 			jwk.WithPostFetcher(jwk.PostFetchFunc(func(_ string, set jwk.Set) (jwk.Set, error) {
@@ -167,8 +165,7 @@ func asymmetric(set jwk.Set) (jwk.Set, error) {
 // and tokens verified under an older generation are verified again.
 type rotatingSet struct {
 	keySet
-	cache *jwk.Cache
-	uri   string
+	cache *jwk.Cache // refreshed by the tests
 	gen   atomic.Uint64
 	mu    sync.Mutex
 	last  [32]byte
@@ -208,11 +205,9 @@ type cached struct {
 	gen       uint64
 }
 
-// remember caches a verified token, by the SHA-256 of the token (the token
-// itself is never kept), until its exp: the clock skew is not extended to
-// cached tokens, past exp a token is verified again, by the same rules.
-// When the JWKS rotates, what was verified under the old keys goes; when
-// the cache is full, the least recently used entry goes.
+// remember caches a verified token by its SHA-256 until its exp (not exp plus
+// the skew: past exp it is verified again, by the same rules). When the JWKS
+// rotates, what was verified under the old keys goes.
 func (v *Verifier) remember(key [32]byte, e cached, exp time.Time) {
 	ttl := exp.Sub(v.now())
 	if ttl <= 0 {
