@@ -1,8 +1,6 @@
-// Package server assembles both API releases on one echo instance: routes
-// from the generated code, request validation from the contracts, bearer
-// authentication, and errors rendered in the shape of the release that owns
-// the path, whatever went wrong (validation, unknown route, wrong method,
-// oversized body, panic).
+// Package server assembles both API releases on one echo instance, with
+// errors rendered in the shape of the release that owns the path, whatever
+// went wrong.
 package server
 
 import (
@@ -79,10 +77,8 @@ type Server struct {
 	routes map[string]*release
 }
 
-// The contracts are parsed once per process and shared by every server in
-// it (tests start hundreds): parsing is most of a server's start-up, and
-// after load nothing writes to them; request validation only reads them,
-// which kin-openapi allows from any goroutine.
+// The contracts are parsed once per process and shared by every server in it:
+// parsing is most of a server's start-up, and validation only reads them.
 var (
 	managementContract = sync.OnceValues(openapi.Management)
 	platformContract   = sync.OnceValues(openapi.Platform)
@@ -125,9 +121,8 @@ func New(o Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout, o.UploadTimeout)
-	// The middlewares of every request, routed or not, around the handler
-	// routing found (c.Handler(): echo passes it as next). Made once: echo
-	// would apply them to it again at every request.
+	// The middlewares of every request, routed or not, chained once: echo
+	// would apply them again at every request.
 	every := chain(func(c echo.Context) error { return c.Handler()(c) },
 		requestIDs(),
 		s.logRequests(),
