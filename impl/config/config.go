@@ -47,13 +47,13 @@ const (
 	IdentityKeycloak = "keycloak"
 )
 
-// Config is the whole configuration of one server process.
+// Config is the whole configuration of one server process; settings() says
+// what each field means.
 type Config struct {
 	Listen  string
 	DataDir string
 
-	DatabaseDSN string
-	// Connection pool of the database (database/sql's settings).
+	DatabaseDSN             string
 	DatabaseMaxOpenConns    int64
 	DatabaseMaxIdleConns    int64
 	DatabaseConnMaxLifetime time.Duration
@@ -64,26 +64,19 @@ type Config struct {
 	Issuer            string
 	Audience          string
 	IngressMiddleware string
-	// MetricsPublic serves /actuator/prometheus without a bearer token.
-	MetricsPublic bool
-	// Roles from token claims (impl/auth.ParseRoles): comma-separated claim
-	// references per role; all empty: roles off, any token may call anything.
+	MetricsPublic     bool
+	// Roles from token claims (impl/auth.ParseRoles).
 	RolesViewer, RolesOperator, RolesAdmin string
-	// AuditRetention is how long audit entries are kept; 0: forever.
-	AuditRetention time.Duration
+	AuditRetention                         time.Duration
 
-	// The outbound address policy (impl/outbound): hosts allowed besides
-	// the defaults (comma-separated names, *.suffix patterns, IPs, CIDRs),
-	// plain http outside the namespace, loopback/link-local/metadata.
+	// The outbound address policy (impl/outbound).
 	OutboundAllowedHosts string
 	OutboundAllowHTTP    bool
 	OutboundAllowPrivate bool
 
 	ClusterMode string
 	Kubeconfig  string
-	// NodeCPU, NodeMemory (quantities) and NodePods are the room the
-	// embedded default's simulated node declares, all of it allocatable:
-	// Pods that would not fit stay Pending, as a scheduler leaves them.
+	// The room of the embedded default's simulated node.
 	NodeCPU    string
 	NodeMemory string
 	NodePods   int64
@@ -94,10 +87,7 @@ type Config struct {
 	KeycloakRealm        string
 	KeycloakClientID     string
 	KeycloakClientSecret string
-	// UIPublicURL is where browsers reach the validators' wallet and
-	// name-service UIs (idp.UIs.Template): their identity-provider clients'
-	// redirect URIs and web origins.
-	UIPublicURL string
+	UIPublicURL          string // idp.UIs.Template
 
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -107,23 +97,15 @@ type Config struct {
 	MaxHeaderBytes  int64
 	TokenTTL        time.Duration
 	LogLevel        string
-	// PprofListen is the loopback address of the profiling listener; empty: off.
-	PprofListen string
+	PprofListen     string
 
 	// Upstream calls of release 2.0 (ledger, scan, validator app).
-	UpstreamTimeout time.Duration
-	// ConsoleIdleTimeout closes a ledger console session without input or output for that long.
-	ConsoleIdleTimeout time.Duration
-	UpstreamTokenURL   string
-	// UpstreamAdminTLS dials the participants' admin APIs over TLS, trusting
-	// UpstreamAdminCAFile (PEM) or, when empty, the system's roots.
+	UpstreamTimeout     time.Duration
+	ConsoleIdleTimeout  time.Duration
+	UpstreamTokenURL    string
 	UpstreamAdminTLS    bool
 	UpstreamAdminCAFile string
 
-	// Leader election among replicas (a coordination.k8s.io Lease in
-	// api.namespace): only the leader runs the controllers, schedules and
-	// probes; every replica serves the API. Off on the embedded default,
-	// whose single process owns its control plane.
 	LeaderElection                bool
 	LeaderElectionID              string
 	LeaderElectionIdentity        string
@@ -132,18 +114,10 @@ type Config struct {
 	LeaderElectionRetryPeriod     time.Duration
 	LeaderElectionReleaseOnCancel bool
 
-	// SpliceCharts is chart mode's OCI repository prefix of Splice's charts
-	// (oci://host/path): a validator is then splice-participant and
-	// splice-validator from there at its imageTag; empty: the built-in
-	// layout. SpliceChartValues is a YAML file of the charts' values the
-	// API does not model.
 	SpliceCharts      string
 	SpliceChartValues string
 
-	// StartAfresh names the data directory's stores (AfreshStores) that
-	// the operator lets start empty when start-up refuses them: their
-	// file is set aside, or the cluster's installation record rewritten.
-	StartAfresh string
+	StartAfresh string // AfreshStores, comma-separated
 }
 
 // The stores of the data directory an operator may start afresh.
