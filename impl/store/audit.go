@@ -93,10 +93,10 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time) (int64, error)
 // markUnknownAudit marks the entries left pending by a server that stopped
 // between BeginAudit and CompleteAudit: their operation may or may not have
 // reached the upstream.
-func markUnknownAudit(ctx context.Context, db *gorm.DB) (int64, error) {
-	res := db.WithContext(ctx).Model(&auditRow{}).Where("outcome = ?", domain.AuditPending).
-		Update("outcome", domain.AuditUnknown)
-	return res.RowsAffected, translate(res.Error, "audit log", "")
+func markUnknownAudit(ctx context.Context, db *gorm.DB) error {
+	err := db.WithContext(ctx).Model(&auditRow{}).Where("outcome = ?", domain.AuditPending).
+		Update("outcome", domain.AuditUnknown).Error
+	return translate(err, "audit log", "")
 }
 
 func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, error) {

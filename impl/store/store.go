@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
@@ -83,7 +84,7 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
 	}
-	if _, err := markUnknownAudit(ctx, db); err != nil {
+	if err := markUnknownAudit(ctx, db); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("audit log of the %s database: %w", driver, err)
 	}
@@ -115,7 +116,7 @@ func dialectorOf(driver, dsn string) (gorm.Dialector, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sqlite.New(sqlite.Config{Conn: newGatedPool(db)}), nil
+		return sqlite.New(sqlite.Config{Conn: &gatedPool{DB: db, gate: semaphore.NewWeighted(1)}}), nil
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}

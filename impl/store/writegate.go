@@ -20,8 +20,6 @@ type gatedPool struct {
 	gate *semaphore.Weighted
 }
 
-func newGatedPool(db *sql.DB) *gatedPool { return &gatedPool{DB: db, gate: semaphore.NewWeighted(1)} }
-
 func (p *gatedPool) leave() { p.gate.Release(1) }
 
 // GetDBConn is the pool's *sql.DB (gorm.DB.DB).
