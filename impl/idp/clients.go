@@ -27,15 +27,12 @@ type clientSpec struct {
 	confidential bool
 	// passwordGrant: the resource-owner password grant is allowed.
 	passwordGrant bool
-	// redirectURIs and webOrigins of a public client: its UI's address
-	// (UIs), where the browser flow may return and whence its token
-	// requests come.
+	// redirectURIs and webOrigins of a public client: its UI's address.
 	redirectURIs, webOrigins []string
 }
 
 // validatorClients are the clients a validator gets, the ledger API client
-// first, and what they are once made (its UIs are where uis says); the
-// provider fills in the ledger API client's service-account user.
+// first, and what they are once made but for its service-account user.
 func validatorClients(validator string, uis UIs) ([]clientSpec, domain.ProvisionedAuth, error) {
 	if strings.TrimSpace(validator) == "" {
 		err := domain.Invalid("name", "a validator name is required to create its clients")

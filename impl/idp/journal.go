@@ -65,9 +65,6 @@ func (j *journal) append(e journalEntry) error {
 	return nil
 }
 
-// check opens the journal for appending, and syncs it.
-func (j *journal) check() error { return j.appendSynced(nil) }
-
 // appendSynced appends b to the journal and syncs it.
 func (j *journal) appendSynced(b []byte) error {
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)

@@ -18,19 +18,16 @@ import (
 
 // KeycloakConfig locates Keycloak and the admin client that creates wallet users.
 type KeycloakConfig struct {
-	// BaseURL is Keycloak's root URL, the part before /realms and
-	// /admin/realms: https://kc.example.com for Keycloak 17 and later, and
-	// https://kc.example.com/auth for older (WildFly) distributions or one
-	// started with --http-relative-path=/auth.
+	// BaseURL is Keycloak's root URL, the part before /realms: with /auth
+	// for Keycloak before 17 or one started with --http-relative-path=/auth.
 	BaseURL string
 	// PublicURL is Keycloak's root URL as the validators' pods reach it
 	// (their JWKS, OIDC and token URLs); empty means BaseURL.
 	PublicURL string
 	// Realm holds the wallet users, the validators' clients and the admin client.
 	Realm string
-	// ClientID and ClientSecret are a confidential client of Realm with the
-	// client-credentials grant (service account) and the realm-management
-	// roles manage-users and view-users.
+	// ClientID and ClientSecret are a service-account client of Realm with
+	// the realm-management roles manage-users and view-users.
 	ClientID     string
 	ClientSecret string
 	// Timeout bounds each HTTP request to Keycloak; zero means 30s.
@@ -212,9 +209,8 @@ func (k *Keycloak) Ping(ctx context.Context) error {
 	return nil
 }
 
-// withToken runs call with the admin token. A 401 means Keycloak no longer
-// accepts the cached token (restart, revoked session): it is dropped and
-// call runs once more with a new one.
+// withToken runs call with the admin token, and once more with a new one
+// after a 401: Keycloak no longer accepts the cached token (restart, revoked).
 func withToken[T any](ctx context.Context, k *Keycloak, call func(token string) (T, error)) (T, error) {
 	token, err := k.adminToken(ctx, false)
 	if err != nil {
@@ -232,9 +228,8 @@ func withToken[T any](ctx context.Context, k *Keycloak, call func(token string) 
 	return call(token)
 }
 
-// adminToken returns the cached admin token, or requests one
-// (client-credentials grant) when there is none, it is about to expire,
-// or fresh is set.
+// adminToken returns the cached admin token, or requests one when there is
+// none, it is about to expire, or fresh is set.
 func (k *Keycloak) adminToken(ctx context.Context, fresh bool) (string, error) {
 	if token, ok := k.cached(); ok && !fresh {
 		return token, nil
@@ -288,8 +283,7 @@ func (e *tokenError) Error() string { return "admin token: " + e.err.Error() }
 func (e *tokenError) Unwrap() error { return e.err }
 
 // fail turns a failure of op into the adapter's error: the HTTP status and,
-// below 500, Keycloak's message (it says what is wrong); never a request
-// body, and the client secret and secrets are masked in case Keycloak echoes them.
+// below 500, Keycloak's message with the secrets masked; never a request body.
 func (k *Keycloak) fail(ctx context.Context, op string, err error, secrets ...string) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("identity provider: %s: %w", op, ctxErr)

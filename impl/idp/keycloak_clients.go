@@ -51,9 +51,8 @@ func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string
 	return provisioned, nil
 }
 
-// ensureClient creates the client of s or adopts the one that carries
-// claim, giving it the redirect URIs and web origins of s where it has
-// others, and returns its Keycloak id.
+// ensureClient creates the client of s or adopts the one that carries claim
+// (with the redirect URIs and web origins of s), and returns its Keycloak id.
 func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string) (string, error) {
 	op := fmt.Sprintf("create client %q", s.id)
 	if claim == "" {
@@ -108,9 +107,7 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 	return id, nil
 }
 
-// clientRepresentation is the create request of s: a confidential client
-// with only the client-credentials grant (service account), or a public
-// client with the browser flow (and the password grant where allowed).
+// clientRepresentation is the create request of s.
 func clientRepresentation(s clientSpec, claim string) gocloak.Client {
 	return gocloak.Client{
 		ClientID:                  gocloak.StringP(s.id),

@@ -65,9 +65,8 @@ type localUser struct {
 }
 
 type localState struct {
-	// Installation is the id of the installation (the database's instance
-	// id) whose users these are: a file from another installation is
-	// refused at open instead of silently serving its users.
+	// Installation is the database's instance id: a file of another
+	// installation is refused instead of silently serving its users.
 	Installation string `json:"installation,omitempty"`
 	// Epoch names this writing of the file: the journal that continues it
 	// carries the same.
@@ -79,8 +78,7 @@ type localState struct {
 // LocalOptions say what the data directory expects of the users file.
 type LocalOptions struct {
 	// Installation is written into the file: a file of another
-	// installation is refused, one written before installations were
-	// recorded is adopted.
+	// installation is refused, one that names none is adopted.
 	Installation string
 	// Expected says that the file must exist (the database holds
 	// validators, whose wallet users it kept): a missing one is refused.
@@ -89,8 +87,7 @@ type LocalOptions struct {
 	UIs UIs
 }
 
-// ErrRefused marks a users file refused at open (damaged, another
-// installation's, missing where expected): the operator restores it or
+// ErrRefused marks a users file refused at open: the operator restores it or
 // starts the provider afresh.
 var ErrRefused = errors.New("users file refused")
 
@@ -253,10 +250,8 @@ func (l *Local) HasClient(clientID string) bool {
 	return c != nil
 }
 
-// CreateWalletUser creates <validator>_walletuser with the temporary
-// password given; only its hash is kept. A user of that name that
-// carries claim is adopted, one that does not is domain.ErrConflict (as
-// Keycloak's).
+// CreateWalletUser creates <validator>_walletuser with the temporary password
+// given, as Keycloak's does; only its hash is kept.
 func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
@@ -360,8 +355,7 @@ func passwordMatches(hash, password string) bool {
 }
 
 // change makes next the users, recording e in the journal, or writing the
-// file whole when the journal holds as many entries as there are users
-// (at least compactAfter): a change costs the same at any number of users.
+// file whole when the journal holds as many entries as there are users.
 func (l *Local) change(next []localUser, e journalEntry) error {
 	if !l.journal.open() || l.journal.entries >= max(l.journal.compactAfter, len(next)) {
 		return l.save(next, l.clients)
@@ -394,7 +388,7 @@ func (l *Local) save(users []localUser, clients []localClient) error {
 func (l *Local) Ping(context.Context) error {
 	err := l.locked(func() error {
 		err := probe(filepath.Dir(l.path))
-		if err == nil && l.journal.open() && l.journal.check() != nil {
+		if err == nil && l.journal.open() && l.journal.appendSynced(nil) != nil {
 			l.journal.epoch = "" // lost or unwritable: the file is written whole below
 		}
 		if err == nil && !l.journal.open() {

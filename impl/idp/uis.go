@@ -12,14 +12,11 @@ import (
 // their public clients get those addresses as redirect URIs and web
 // origins, without which the identity provider refuses their logins.
 type UIs struct {
-	// Template is the UIs' base URL with {validator} (the validator's
-	// name) and {ui} (wallet or ans) in it, e.g.
-	// https://{ui}.{validator}.example.com (the server setting
-	// ui.publicUrl).
+	// Template is the UIs' base URL with {validator} and {ui} (wallet or
+	// ans) in it: the server setting ui.publicUrl.
 	Template string
 	// Namespace: without a Template the UIs are at their in-cluster
-	// services, http://<validator>-wallet-web-ui.<namespace>.svc.cluster.local
-	// (what release 1.11 shows as applicationWallet) and ...-ans-web-ui.
+	// services (what release 1.11 shows as applicationWallet).
 	Namespace string
 }
 
