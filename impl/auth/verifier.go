@@ -160,9 +160,8 @@ func asymmetric(set jwk.Set) (jwk.Set, error) {
 	return out, nil
 }
 
-// rotatingSet is a JWKS kept fresh from a URL that counts its rotations:
-// every fetch whose keys differ from the last one's starts a new generation,
-// and tokens verified under an older generation are verified again.
+// rotatingSet is a JWKS kept fresh from a URL that counts its rotations, so
+// that tokens verified under older keys are verified again.
 type rotatingSet struct {
 	keySet
 	cache *jwk.Cache // refreshed by the tests
@@ -193,9 +192,8 @@ func generation(set jwk.Set) uint64 {
 	return 0
 }
 
-// cachedTokens bounds the verified-token cache: a token is about 1 KB and
-// an entry about 100 bytes, so the bound keeps it under a few megabytes
-// whatever the clients send.
+// cachedTokens bounds the verified-token cache to a few megabytes whatever the
+// clients send (an entry is about 100 bytes).
 const cachedTokens = 10000
 
 // cached is a verified token's principal and the JWKS generation it was

@@ -33,9 +33,8 @@ import (
 
 // Cluster modes.
 const (
-	// ClusterEmbedded is the embedded default: a kube-apiserver, etcd and
-	// kube-controller-manager the server starts on loopback (impl/embedded/engine),
-	// with a simulated node.
+	// ClusterEmbedded is the control plane the server starts on loopback
+	// (impl/embedded/engine), with a simulated node.
 	ClusterEmbedded   = "embedded"
 	ClusterKubeconfig = "kubeconfig"
 	ClusterInCluster  = "in-cluster"
@@ -156,8 +155,7 @@ func Default() Config {
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
 		AuditRetention:  90 * 24 * time.Hour,
-		// As many idle as open connections, so a burst (or a health check)
-		// reuses connections instead of dialling; recycled within the hour
+		// As many idle as open connections, so a burst reuses them; recycled
 		// so that a failover or a pooler's limits are picked up.
 		DatabaseMaxOpenConns:    10,
 		DatabaseMaxIdleConns:    10,
@@ -369,11 +367,8 @@ type leaf struct {
 	null  bool
 }
 
-// syntaxError names the line where a YAML file stops parsing. yaml.v3
-// reports the line where the enclosing block starts (its context mark),
-// which for a mis-indented key or an unclosed bracket is lines above the
-// mistake; the first line whose prefix of the file no longer parses is
-// where the mistake is.
+// syntaxError names the first line whose prefix of the file no longer parses:
+// yaml.v3 names where the enclosing block starts, often lines above the mistake.
 func syntaxError(raw []byte, err error) error {
 	lines := strings.SplitAfter(string(raw), "\n")
 	for n := 1; n <= len(lines); n++ {
@@ -496,9 +491,8 @@ func (c Config) EmbeddedDefault() bool {
 	return c.ClusterMode == ClusterEmbedded
 }
 
-// LeaderElectionEnabled tells whether replicas elect a leader: configured
-// on, and the cluster not the embedded default's (one process, its own
-// control plane).
+// LeaderElectionEnabled tells whether replicas elect a leader: configured on,
+// and not the embedded default (one process, its own control plane).
 func (c Config) LeaderElectionEnabled() bool {
 	return c.LeaderElection && !c.EmbeddedDefault()
 }
@@ -639,10 +633,8 @@ var aliases = map[string]string{
 }
 
 // Nearest is the candidate closest to name, "" when none is close: a known
-// alias (port → listen), the candidate whose last segment is name
-// (namespace → api.namespace), or the one within a few edits of it. name and
-// the candidates compare case-insensitively and ignoring '-', as keys and
-// flags spell the same words differently.
+// alias, the candidate whose last segment is name, or the one within a few
+// edits of it, ignoring case and '-' (keys and flags spell words differently).
 func Nearest(name string, candidates []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s)) }
 	n := norm(name)
