@@ -62,5 +62,5 @@ func (s *Store) SoftDeleteBackupSchedule(ctx context.Context, validator string) 
 	// Model with gorm.DeletedAt scopes the update to deleted_at IS NULL.
 	res := s.db.WithContext(ctx).Model(&backupRow{}).Where("validator = ?", validator).
 		Updates(map[string]any{"deleted_at": t, "updated_at": t})
-	return affected(res, backupWhat(validator), "")
+	return affected(res, backupWhat(validator))
 }

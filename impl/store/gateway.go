@@ -151,7 +151,7 @@ func (s *Store) CompleteWallet(ctx context.Context, w domain.GatewayWallet) erro
 			}
 		}
 		res := tx.Model(&gatewayWalletRow{}).Where("wallet_id = ?", w.WalletID).Update("party_id", w.PartyID)
-		return affected(res, what, "")
+		return affected(res, what)
 	})
 	return translate(err, what, "")
 }

@@ -71,7 +71,7 @@ func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error 
 // (ON DELETE CASCADE).
 func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	res := s.db.WithContext(ctx).Delete(&validatorRow{}, "name = ?", name)
-	return affected(res, validatorWhat(name), "")
+	return affected(res, validatorWhat(name))
 }
 
 // ClearPendingSecrets empties the validator's pending secrets if they still
@@ -132,14 +132,14 @@ func (s *Store) takeFeed(ctx context.Context, table, column string, limit int) (
 // wallet user.
 func (s *Store) SetWalletUser(ctx context.Context, name, id string) error {
 	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("wallet_user_id", id)
-	return affected(res, validatorWhat(name), "")
+	return affected(res, validatorWhat(name))
 }
 
 // SetProvisionedAuth records what the identity provider made for the
 // validator.
 func (s *Store) SetProvisionedAuth(ctx context.Context, name string, a domain.ProvisionedAuth) error {
 	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("provisioned_auth", authText(&a))
-	return affected(res, validatorWhat(name), "")
+	return affected(res, validatorWhat(name))
 }
 
 // ValidatorIntent reads one validator with its schedules.
