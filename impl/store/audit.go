@@ -120,12 +120,6 @@ func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, er
 	return row.ID, nil
 }
 
-// ListAudit returns the latest audit entries, newest first; validator
-// filters when not empty.
-func (s *Store) ListAudit(ctx context.Context, validator string, limit int) ([]domain.AuditEntry, error) {
-	return s.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: limit}})
-}
-
 // FindAudit returns one page of the entries f selects, newest (highest id)
 // first.
 func (s *Store) FindAudit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error) {

@@ -78,3 +78,9 @@ func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([
 	out, total, _, err := s.ListPage(ctx, f)
 	return out, total, err
 }
+
+// ListAudit returns the latest audit entries, newest first; validator
+// filters when not empty.
+func (s *Store) ListAudit(ctx context.Context, validator string, limit int) ([]domain.AuditEntry, error) {
+	return s.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: limit}})
+}
