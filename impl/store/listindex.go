@@ -234,12 +234,11 @@ func (ix *listIndex) page(f domain.ValidatorFilter) ([]domain.ListedValidator, i
 	if f.NameContains == "" && f.Phase == "" {
 		return window(ix.rows, f.Page, func(r *domain.ListedValidator) domain.ListedValidator { return *r }), int64(len(ix.rows))
 	}
-	if f.NameContains == "" {
-		at := ix.byPhase[f.Phase]
-		return window(at, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(at))
+	at := ix.byPhase[f.Phase]
+	if f.NameContains != "" {
+		at = ix.matching(f.NameContains, f.Phase)
 	}
-	matches := ix.matching(f.NameContains, f.Phase)
-	return window(matches, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(matches))
+	return window(at, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(at))
 }
 
 // matching lists the positions of the rows whose name holds sub (literally,
