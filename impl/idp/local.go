@@ -40,9 +40,8 @@ type Local struct {
 	journal journal
 
 	mu sync.Mutex // with the lock file (lock), guards users, clients, seen and the files
-	// seen are the file and its journal as this process last read or
-	// wrote them: where they differ now, another process sharing the
-	// directory changed them, and they are read again (locked).
+	// seen are the file and its journal as this process last read or wrote
+	// them: where they differ now, another process changed them (locked).
 	seen    [2]os.FileInfo
 	users   []localUser
 	clients []localClient
