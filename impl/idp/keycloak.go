@@ -30,14 +30,12 @@ type KeycloakConfig struct {
 	// the realm-management roles manage-users and view-users.
 	ClientID     string
 	ClientSecret string
-	// Timeout bounds each HTTP request to Keycloak; zero means 30s.
-	Timeout time.Duration
 	// UIs are where the validators' UIs are, their clients' redirect URIs.
 	UIs UIs
 }
 
-// DefaultKeycloakTimeout bounds each request when KeycloakConfig.Timeout is zero.
-const DefaultKeycloakTimeout = 30 * time.Second
+// keycloakTimeout bounds each HTTP request to Keycloak.
+const keycloakTimeout = 30 * time.Second
 
 // updatePassword is Keycloak's required action that forces a new password at first login.
 const updatePassword = "UPDATE_PASSWORD"
@@ -84,14 +82,10 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	if err := CheckUITemplate(cfg.UIs.Template); err != nil {
 		return nil, fmt.Errorf("identity provider: UI address: %w", err)
 	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultKeycloakTimeout
-	}
 	client := gocloak.NewClient(cfg.BaseURL)
 	// Every failure is returned as an error; resty's own stderr logging
 	// would only duplicate it.
-	client.RestyClient().SetTimeout(timeout).SetLogger(quiet{})
+	client.RestyClient().SetTimeout(keycloakTimeout).SetLogger(quiet{})
 	return &Keycloak{
 		client:    client,
 		publicURL: public,
