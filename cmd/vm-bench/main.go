@@ -300,7 +300,7 @@ func seed(ds dataset) error {
 	if err != nil {
 		return err
 	}
-	_, total, err := st.ListValidators(context.Background(), domain.ValidatorFilter{Page: domain.Page{Limit: 1}})
+	_, total, _, err := st.ListPage(context.Background(), domain.ValidatorFilter{Page: domain.Page{Limit: 1}})
 	st.Close()
 	if err != nil || total >= int64(ds.n) {
 		return err

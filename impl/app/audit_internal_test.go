@@ -37,7 +37,7 @@ func TestPurgeAudit(t *testing.T) {
 		go func() { done <- a.purgeAudit(run) }()
 		var left []domain.AuditEntry
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if left, err = st.ListAudit(ctx, "", 10); err != nil {
+			if left, err = st.FindAudit(ctx, domain.AuditFilter{Page: domain.Page{Limit: 10}}); err != nil {
 				t.Fatal(err)
 			}
 			if len(left) == tt.left {
@@ -48,7 +48,7 @@ func TestPurgeAudit(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if left, err = st.ListAudit(ctx, "", 10); err != nil {
+		if left, err = st.FindAudit(ctx, domain.AuditFilter{Page: domain.Page{Limit: 10}}); err != nil {
 			t.Fatal(err)
 		}
 		if len(left) != tt.left || left[0].RequestID != "b" {

@@ -41,9 +41,8 @@ var ErrNoDevKey = errors.New("no development signing key")
 // OpenDevIssuer loads the signing key from dataDir, creating it on first use.
 func OpenDevIssuer(dataDir string) (*DevIssuer, error) { return openDevIssuer(dataDir, true) }
 
-// LoadDevIssuer loads the signing key from dataDir and never creates one: a
-// token signed by a new key would be refused by the server that uses the
-// old one.
+// LoadDevIssuer loads the signing key from dataDir and never creates one: the
+// server that uses the old one would refuse its tokens.
 func LoadDevIssuer(dataDir string) (*DevIssuer, error) { return openDevIssuer(dataDir, false) }
 
 func openDevIssuer(dataDir string, create bool) (*DevIssuer, error) {

@@ -38,14 +38,9 @@ func ParseRole(s string) (Role, error) {
 	return RoleNone, fmt.Errorf("unknown role %q (want one of %s)", s, strings.Join(roleNames, ", "))
 }
 
-// Roles maps token claims to roles. A claim is named as
-//
-//	realm:<role>             a Keycloak realm role (realm_access.roles)
-//	client:<clientId>/<role> a Keycloak client role (resource_access.<clientId>.roles)
-//	group:<group>            an entry of groups (Keycloak writes "/parent/group" with full paths)
-//	scope:<scope>            a scope of scope (space-separated) or scp
-//
-// A token carries the highest role any of its claims maps to.
+// Roles maps token claims (realm:<role>, client:<clientId>/<role>,
+// group:<group>, scope:<scope>) to roles; a token carries the highest role
+// any of its claims maps to.
 type Roles struct {
 	byClaim map[string]Role
 }

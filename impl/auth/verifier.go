@@ -29,9 +29,8 @@ const Skew = 30 * time.Second
 var ErrUnauthenticated = errors.New("unauthenticated")
 
 // Verifier checks a bearer token's signature against a JWKS, its expiry and
-// not-before, and optionally its issuer. A token that verified is
-// remembered (see remember) until its exp, so that a client repeating its
-// token costs a hash and a map lookup instead of an RSA verification.
+// not-before, and optionally its issuer and audience; a verified token is
+// remembered, so that a repeated one costs no RSA verification.
 type Verifier struct {
 	keys     jwk.Set
 	issuer   string
@@ -81,8 +80,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	}
 	opts := []jwt.ParseOption{
 		jwt.WithContext(ctx),
-		// The algorithm comes from the JWK, never from the token header; a key
-		// without alg admits only the algorithms of its own key type, so an
+		// The algorithm comes from the JWK, never from the token header, so an
 		// HS256 token "signed" with an RSA public key never verifies.
 		jwt.WithKeySet(v.keys, jws.WithInferAlgorithmFromKey(true), jws.WithRequireKid(false)),
 		jwt.WithValidate(true),
@@ -108,13 +106,12 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 }
 
 // LoadKeys opens the JWKS named by uri: an http(s) URL is fetched and kept
-// fresh by a cache (refreshed at most every 15 minutes, and on the server's
-// Cache-Control), anything else is read as a file. Symmetric keys are dropped:
-// a JWKS is public, so an HMAC key in it could sign anything.
+// fresh, anything else is read as a file. Symmetric keys are dropped: a JWKS
+// is public, so an HMAC key in it could sign anything.
 func LoadKeys(ctx context.Context, uri string, client *http.Client) (jwk.Set, error) {
 	if strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://") {
 		cache := jwk.NewCache(ctx)
-		rs := &rotatingSet{cache: cache, uri: uri}
+		rs := &rotatingSet{cache: cache}
 		opts := []jwk.RegisterOption{
 			jwk.WithMinRefreshInterval(15 * time.Minute),
 			jwk.WithPostFetcher(jwk.PostFetchFunc(func(_ string, set jwk.Set) (jwk.Set, error) {
@@ -162,13 +159,11 @@ func asymmetric(set jwk.Set) (jwk.Set, error) {
 	return out, nil
 }
 
-// rotatingSet is a JWKS kept fresh from a URL that counts its rotations:
-// every fetch whose keys differ from the last one's starts a new generation,
-// and tokens verified under an older generation are verified again.
+// rotatingSet is a JWKS kept fresh from a URL that counts its rotations, so
+// that tokens verified under older keys are verified again.
 type rotatingSet struct {
 	keySet
-	cache *jwk.Cache
-	uri   string
+	cache *jwk.Cache // refreshed by the tests
 	gen   atomic.Uint64
 	mu    sync.Mutex
 	last  [32]byte
@@ -196,9 +191,8 @@ func generation(set jwk.Set) uint64 {
 	return 0
 }
 
-// cachedTokens bounds the verified-token cache: a token is about 1 KB and
-// an entry about 100 bytes, so the bound keeps it under a few megabytes
-// whatever the clients send.
+// cachedTokens bounds the verified-token cache to a few megabytes whatever the
+// clients send (an entry is about 100 bytes).
 const cachedTokens = 10000
 
 // cached is a verified token's principal and the JWKS generation it was
@@ -208,11 +202,9 @@ type cached struct {
 	gen       uint64
 }
 
-// remember caches a verified token, by the SHA-256 of the token (the token
-// itself is never kept), until its exp: the clock skew is not extended to
-// cached tokens, past exp a token is verified again, by the same rules.
-// When the JWKS rotates, what was verified under the old keys goes; when
-// the cache is full, the least recently used entry goes.
+// remember caches a verified token by its SHA-256 until its exp (not exp plus
+// the skew: past exp it is verified again, by the same rules). When the JWKS
+// rotates, what was verified under the old keys goes.
 func (v *Verifier) remember(key [32]byte, e cached, exp time.Time) {
 	ttl := exp.Sub(v.now())
 	if ttl <= 0 {

@@ -33,9 +33,8 @@ import (
 
 // Cluster modes.
 const (
-	// ClusterEmbedded is the embedded default: a kube-apiserver, etcd and
-	// kube-controller-manager the server starts on loopback (impl/embedded/engine),
-	// with a simulated node.
+	// ClusterEmbedded is the control plane the server starts on loopback
+	// (impl/embedded/engine), with a simulated node.
 	ClusterEmbedded   = "embedded"
 	ClusterKubeconfig = "kubeconfig"
 	ClusterInCluster  = "in-cluster"
@@ -47,13 +46,13 @@ const (
 	IdentityKeycloak = "keycloak"
 )
 
-// Config is the whole configuration of one server process.
+// Config is the whole configuration of one server process; settings() says
+// what each field means.
 type Config struct {
 	Listen  string
 	DataDir string
 
-	DatabaseDSN string
-	// Connection pool of the database (database/sql's settings).
+	DatabaseDSN             string
 	DatabaseMaxOpenConns    int64
 	DatabaseMaxIdleConns    int64
 	DatabaseConnMaxLifetime time.Duration
@@ -64,26 +63,19 @@ type Config struct {
 	Issuer            string
 	Audience          string
 	IngressMiddleware string
-	// MetricsPublic serves /actuator/prometheus without a bearer token.
-	MetricsPublic bool
-	// Roles from token claims (impl/auth.ParseRoles): comma-separated claim
-	// references per role; all empty: roles off, any token may call anything.
+	MetricsPublic     bool
+	// Roles from token claims (impl/auth.ParseRoles).
 	RolesViewer, RolesOperator, RolesAdmin string
-	// AuditRetention is how long audit entries are kept; 0: forever.
-	AuditRetention time.Duration
+	AuditRetention                         time.Duration
 
-	// The outbound address policy (impl/outbound): hosts allowed besides
-	// the defaults (comma-separated names, *.suffix patterns, IPs, CIDRs),
-	// plain http outside the namespace, loopback/link-local/metadata.
+	// The outbound address policy (impl/outbound).
 	OutboundAllowedHosts string
 	OutboundAllowHTTP    bool
 	OutboundAllowPrivate bool
 
 	ClusterMode string
 	Kubeconfig  string
-	// NodeCPU, NodeMemory (quantities) and NodePods are the room the
-	// embedded default's simulated node declares, all of it allocatable:
-	// Pods that would not fit stay Pending, as a scheduler leaves them.
+	// The room of the embedded default's simulated node.
 	NodeCPU    string
 	NodeMemory string
 	NodePods   int64
@@ -94,10 +86,7 @@ type Config struct {
 	KeycloakRealm        string
 	KeycloakClientID     string
 	KeycloakClientSecret string
-	// UIPublicURL is where browsers reach the validators' wallet and
-	// name-service UIs (idp.UIs.Template): their identity-provider clients'
-	// redirect URIs and web origins.
-	UIPublicURL string
+	UIPublicURL          string // idp.UIs.Template
 
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -107,23 +96,15 @@ type Config struct {
 	MaxHeaderBytes  int64
 	TokenTTL        time.Duration
 	LogLevel        string
-	// PprofListen is the loopback address of the profiling listener; empty: off.
-	PprofListen string
+	PprofListen     string
 
 	// Upstream calls of release 2.0 (ledger, scan, validator app).
-	UpstreamTimeout time.Duration
-	// ConsoleIdleTimeout closes a ledger console session without input or output for that long.
-	ConsoleIdleTimeout time.Duration
-	UpstreamTokenURL   string
-	// UpstreamAdminTLS dials the participants' admin APIs over TLS, trusting
-	// UpstreamAdminCAFile (PEM) or, when empty, the system's roots.
+	UpstreamTimeout     time.Duration
+	ConsoleIdleTimeout  time.Duration
+	UpstreamTokenURL    string
 	UpstreamAdminTLS    bool
 	UpstreamAdminCAFile string
 
-	// Leader election among replicas (a coordination.k8s.io Lease in
-	// api.namespace): only the leader runs the controllers, schedules and
-	// probes; every replica serves the API. Off on the embedded default,
-	// whose single process owns its control plane.
 	LeaderElection                bool
 	LeaderElectionID              string
 	LeaderElectionIdentity        string
@@ -132,18 +113,10 @@ type Config struct {
 	LeaderElectionRetryPeriod     time.Duration
 	LeaderElectionReleaseOnCancel bool
 
-	// SpliceCharts is chart mode's OCI repository prefix of Splice's charts
-	// (oci://host/path): a validator is then splice-participant and
-	// splice-validator from there at its imageTag; empty: the built-in
-	// layout. SpliceChartValues is a YAML file of the charts' values the
-	// API does not model.
 	SpliceCharts      string
 	SpliceChartValues string
 
-	// StartAfresh names the data directory's stores (AfreshStores) that
-	// the operator lets start empty when start-up refuses them: their
-	// file is set aside, or the cluster's installation record rewritten.
-	StartAfresh string
+	StartAfresh string // AfreshStores, comma-separated
 }
 
 // The stores of the data directory an operator may start afresh.
@@ -182,8 +155,7 @@ func Default() Config {
 		TokenTTL:        12 * time.Hour,
 		LogLevel:        "info",
 		AuditRetention:  90 * 24 * time.Hour,
-		// As many idle as open connections, so a burst (or a health check)
-		// reuses connections instead of dialling; recycled within the hour
+		// As many idle as open connections, so a burst reuses them; recycled
 		// so that a failover or a pooler's limits are picked up.
 		DatabaseMaxOpenConns:    10,
 		DatabaseMaxIdleConns:    10,
@@ -395,11 +367,8 @@ type leaf struct {
 	null  bool
 }
 
-// syntaxError names the line where a YAML file stops parsing. yaml.v3
-// reports the line where the enclosing block starts (its context mark),
-// which for a mis-indented key or an unclosed bracket is lines above the
-// mistake; the first line whose prefix of the file no longer parses is
-// where the mistake is.
+// syntaxError names the first line whose prefix of the file no longer parses:
+// yaml.v3 names where the enclosing block starts, often lines above the mistake.
 func syntaxError(raw []byte, err error) error {
 	lines := strings.SplitAfter(string(raw), "\n")
 	for n := 1; n <= len(lines); n++ {
@@ -522,9 +491,8 @@ func (c Config) EmbeddedDefault() bool {
 	return c.ClusterMode == ClusterEmbedded
 }
 
-// LeaderElectionEnabled tells whether replicas elect a leader: configured
-// on, and the cluster not the embedded default's (one process, its own
-// control plane).
+// LeaderElectionEnabled tells whether replicas elect a leader: configured on,
+// and not the embedded default (one process, its own control plane).
 func (c Config) LeaderElectionEnabled() bool {
 	return c.LeaderElection && !c.EmbeddedDefault()
 }
@@ -665,10 +633,8 @@ var aliases = map[string]string{
 }
 
 // Nearest is the candidate closest to name, "" when none is close: a known
-// alias (port → listen), the candidate whose last segment is name
-// (namespace → api.namespace), or the one within a few edits of it. name and
-// the candidates compare case-insensitively and ignoring '-', as keys and
-// flags spell the same words differently.
+// alias, the candidate whose last segment is name, or the one within a few
+// edits of it, ignoring case and '-' (keys and flags spell words differently).
 func Nearest(name string, candidates []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s)) }
 	n := norm(name)

@@ -9,14 +9,10 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// A validator without custom authentication gets three clients in the
-// platform's realm, named after it: the validator app's confidential
-// ledger API client (client-credentials grant; its service-account user is
-// the validator's ledger API user), and the public clients of its wallet UI
-// (the recovery procedure's <name>-wallet-ui, which also allows the
-// password grant) and of its name-service UI. Every one of them puts the
-// validator's own audience into its tokens, so that one validator's token is
-// not accepted by another's participant.
+// A validator without custom authentication gets three clients named after
+// it: the validator app's confidential ledger API client, and the public
+// clients of its wallet UI and name-service UI. Each puts the validator's own
+// audience into its tokens, so that another's participant refuses them.
 func LedgerAPIClientID(validator string) string   { return validator + "-validator-app" }
 func WalletClientID(validator string) string      { return validator + "-wallet-ui" }
 func NameServiceClientID(validator string) string { return validator + "-ans-ui" }
@@ -31,15 +27,12 @@ type clientSpec struct {
 	confidential bool
 	// passwordGrant: the resource-owner password grant is allowed.
 	passwordGrant bool
-	// redirectURIs and webOrigins of a public client: its UI's address
-	// (UIs), where the browser flow may return and whence its token
-	// requests come.
+	// redirectURIs and webOrigins of a public client: its UI's address.
 	redirectURIs, webOrigins []string
 }
 
 // validatorClients are the clients a validator gets, the ledger API client
-// first, and what they are once made (its UIs are where uis says); the
-// provider fills in the ledger API client's service-account user.
+// first, and what they are once made but for its service-account user.
 func validatorClients(validator string, uis UIs) ([]clientSpec, domain.ProvisionedAuth, error) {
 	if strings.TrimSpace(validator) == "" {
 		err := domain.Invalid("name", "a validator name is required to create its clients")

@@ -157,7 +157,7 @@ func newFakeKeycloak(t *testing.T) *fakeKeycloak {
 }
 
 func (f *fakeKeycloak) config() KeycloakConfig {
-	return KeycloakConfig{BaseURL: f.srv.URL, Realm: f.realm, ClientID: f.client, ClientSecret: f.secret, Timeout: 5 * time.Second}
+	return KeycloakConfig{BaseURL: f.srv.URL, Realm: f.realm, ClientID: f.client, ClientSecret: f.secret}
 }
 
 // adapter is a Keycloak adapter on the fake's clock.

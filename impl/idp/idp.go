@@ -12,9 +12,8 @@ import (
 )
 
 // ClaimAttribute is the user attribute that names the create a wallet user
-// belongs to (the validator row's claim): a create interrupted by a crash is
-// undone by deleting the user that carries its claim, never a user of the
-// same name that someone else made.
+// belongs to: a create retried after a crash adopts the user that carries its
+// claim, never a user of the same name that someone else made.
 const ClaimAttribute = "validator-manager.io/claim"
 
 // walletUsername is the wallet user of a validator. Keycloak stores

@@ -17,13 +17,10 @@ import (
 // the whole writes cost a constant share of each change).
 const compactAfter = 1024
 
-// The users file is written whole only now and then; each change of a
-// user between is one line appended to the journal and synced, so a create
-// costs the same with ten users or ten thousand. The journal's first line
-// names the epoch of the users file it continues: a journal of another
-// epoch (the file was written whole again since, or set aside, or restored
-// from a backup) is not replayed. A last line without its newline was cut
-// short by a kill and is left out; it was never acknowledged.
+// Each change of a user is one line appended to the journal, so that a create
+// costs the same with ten users or ten thousand. Its first line names the
+// epoch of the users file it continues: a journal of another epoch is not
+// replayed, nor a last line without its newline (never acknowledged).
 type journal struct {
 	path string
 	// compactAfter is the fewest entries after which a change writes the
@@ -68,9 +65,6 @@ func (j *journal) append(e journalEntry) error {
 	return nil
 }
 
-// check opens the journal for appending, and syncs it.
-func (j *journal) check() error { return j.appendSynced(nil) }
-
 // appendSynced appends b to the journal and syncs it.
 func (j *journal) appendSynced(b []byte) error {
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
@@ -81,10 +75,7 @@ func (j *journal) appendSynced(b []byte) error {
 }
 
 // replay applies the journal that continues the users file of epoch to
-// users; a missing journal, or one of another epoch, leaves them as they
-// are. Changes are appended to the journal replayed only when it continues
-// that file and ends with a whole line; otherwise the next change writes
-// the file whole.
+// users, and keeps it open for appending only when it ends with a whole line.
 func (j *journal) replay(epoch string, users []localUser) ([]localUser, error) {
 	j.epoch, j.entries = "", 0
 	raw, err := os.ReadFile(j.path)

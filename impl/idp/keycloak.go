@@ -18,29 +18,24 @@ import (
 
 // KeycloakConfig locates Keycloak and the admin client that creates wallet users.
 type KeycloakConfig struct {
-	// BaseURL is Keycloak's root URL, the part before /realms and
-	// /admin/realms: https://kc.example.com for Keycloak 17 and later, and
-	// https://kc.example.com/auth for older (WildFly) distributions or one
-	// started with --http-relative-path=/auth.
+	// BaseURL is Keycloak's root URL, the part before /realms: with /auth
+	// for Keycloak before 17 or one started with --http-relative-path=/auth.
 	BaseURL string
 	// PublicURL is Keycloak's root URL as the validators' pods reach it
 	// (their JWKS, OIDC and token URLs); empty means BaseURL.
 	PublicURL string
 	// Realm holds the wallet users, the validators' clients and the admin client.
 	Realm string
-	// ClientID and ClientSecret are a confidential client of Realm with the
-	// client-credentials grant (service account) and the realm-management
-	// roles manage-users and view-users.
+	// ClientID and ClientSecret are a service-account client of Realm with
+	// the realm-management roles manage-users and view-users.
 	ClientID     string
 	ClientSecret string
-	// Timeout bounds each HTTP request to Keycloak; zero means 30s.
-	Timeout time.Duration
 	// UIs are where the validators' UIs are, their clients' redirect URIs.
 	UIs UIs
 }
 
-// DefaultKeycloakTimeout bounds each request when KeycloakConfig.Timeout is zero.
-const DefaultKeycloakTimeout = 30 * time.Second
+// keycloakTimeout bounds each HTTP request to Keycloak.
+const keycloakTimeout = 30 * time.Second
 
 // updatePassword is Keycloak's required action that forces a new password at first login.
 const updatePassword = "UPDATE_PASSWORD"
@@ -87,14 +82,10 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	if err := CheckUITemplate(cfg.UIs.Template); err != nil {
 		return nil, fmt.Errorf("identity provider: UI address: %w", err)
 	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultKeycloakTimeout
-	}
 	client := gocloak.NewClient(cfg.BaseURL)
 	// Every failure is returned as an error; resty's own stderr logging
 	// would only duplicate it.
-	client.RestyClient().SetTimeout(timeout).SetLogger(quiet{})
+	client.RestyClient().SetTimeout(keycloakTimeout).SetLogger(quiet{})
 	return &Keycloak{
 		client:    client,
 		publicURL: public,
@@ -107,13 +98,10 @@ func NewKeycloak(cfg KeycloakConfig) (*Keycloak, error) {
 	}, nil
 }
 
-// CreateWalletUser creates <validator>_walletuser, enabled, with the
-// temporary password given and the UPDATE_PASSWORD required action. The
-// password travels in the create request, so Keycloak creates the user and
-// its credential in one transaction (a password policy failure leaves no
-// user). A user of that name that carries claim is adopted (made by an
-// earlier attempt of the same create; its password is the one it was made
-// with); one that does not is domain.ErrConflict.
+// CreateWalletUser creates <validator>_walletuser with the temporary password
+// given, in the create request so that a password policy failure leaves no
+// user. A user of that name that carries claim is adopted; one that does not
+// is domain.ErrConflict.
 func (k *Keycloak) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
@@ -206,20 +194,6 @@ func (k *Keycloak) UserExists(ctx context.Context, id string) (bool, error) {
 	return false, k.fail(ctx, "read user "+id, err)
 }
 
-// DeleteUser deletes a user by Keycloak id; an absent user is not an error.
-func (k *Keycloak) DeleteUser(ctx context.Context, id string) error {
-	if id == "" || id == "." || id == ".." {
-		return domain.Invalid("id", "%q is not an identity provider user id", id)
-	}
-	err := k.do(ctx, func(token string) error {
-		return k.client.DeleteUser(ctx, token, k.realm, url.PathEscape(id))
-	})
-	if err == nil || hasStatus(err, http.StatusNotFound) {
-		return nil
-	}
-	return k.fail(ctx, fmt.Sprintf("delete user %s", id), err)
-}
-
 // Ping requests a new admin token: Keycloak is reachable and the client
 // credentials are valid.
 func (k *Keycloak) Ping(ctx context.Context) error {
@@ -229,9 +203,8 @@ func (k *Keycloak) Ping(ctx context.Context) error {
 	return nil
 }
 
-// withToken runs call with the admin token. A 401 means Keycloak no longer
-// accepts the cached token (restart, revoked session): it is dropped and
-// call runs once more with a new one.
+// withToken runs call with the admin token, and once more with a new one
+// after a 401: Keycloak no longer accepts the cached token (restart, revoked).
 func withToken[T any](ctx context.Context, k *Keycloak, call func(token string) (T, error)) (T, error) {
 	token, err := k.adminToken(ctx, false)
 	if err != nil {
@@ -249,15 +222,8 @@ func withToken[T any](ctx context.Context, k *Keycloak, call func(token string) 
 	return call(token)
 }
 
-// do is withToken of a call that answers only an error.
-func (k *Keycloak) do(ctx context.Context, call func(token string) error) error {
-	_, err := withToken(ctx, k, func(token string) (struct{}, error) { return struct{}{}, call(token) })
-	return err
-}
-
-// adminToken returns the cached admin token, or requests one
-// (client-credentials grant) when there is none, it is about to expire,
-// or fresh is set.
+// adminToken returns the cached admin token, or requests one when there is
+// none, it is about to expire, or fresh is set.
 func (k *Keycloak) adminToken(ctx context.Context, fresh bool) (string, error) {
 	if token, ok := k.cached(); ok && !fresh {
 		return token, nil
@@ -311,8 +277,7 @@ func (e *tokenError) Error() string { return "admin token: " + e.err.Error() }
 func (e *tokenError) Unwrap() error { return e.err }
 
 // fail turns a failure of op into the adapter's error: the HTTP status and,
-// below 500, Keycloak's message (it says what is wrong); never a request
-// body, and the client secret and secrets are masked in case Keycloak echoes them.
+// below 500, Keycloak's message with the secrets masked; never a request body.
 func (k *Keycloak) fail(ctx context.Context, op string, err error, secrets ...string) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("identity provider: %s: %w", op, ctxErr)

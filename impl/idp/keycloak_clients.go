@@ -28,11 +28,9 @@ func (k *Keycloak) UIURLs(validator string) (wallet, nameService string) {
 // (KeycloakConfig.PublicURL, else BaseURL).
 func (k *Keycloak) Endpoints() domain.AuthEndpoints { return RealmEndpoints(k.publicURL, k.realm) }
 
-// ProvisionClients makes the validator's clients in the realm, each with
-// the claim attribute and the audience mapper in its create request (one
-// transaction in Keycloak), and adopts those that carry claim (an earlier
-// call that did not record its outcome). A client of that id without the
-// claim is a conflict: someone else made it.
+// ProvisionClients makes the validator's clients, each with the claim and the
+// audience mapper in its create request (one transaction in Keycloak), and
+// adopts those that carry claim; one without it is a conflict.
 func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
 	specs, provisioned, err := validatorClients(validator, k.uis)
 	if err != nil {
@@ -53,9 +51,8 @@ func (k *Keycloak) ProvisionClients(ctx context.Context, validator, claim string
 	return provisioned, nil
 }
 
-// ensureClient creates the client of s or adopts the one that carries
-// claim, giving it the redirect URIs and web origins of s where it has
-// others, and returns its Keycloak id.
+// ensureClient creates the client of s or adopts the one that carries claim
+// (with the redirect URIs and web origins of s), and returns its Keycloak id.
 func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string) (string, error) {
 	op := fmt.Sprintf("create client %q", s.id)
 	if claim == "" {
@@ -92,7 +89,9 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 		// Keycloak's update sets only the fields the representation
 		// carries: the rest of the client stays as it is.
 		update := gocloak.Client{ID: c.ID, ClientID: c.ClientID, RedirectURIs: nonNil(s.redirectURIs), WebOrigins: nonNil(s.webOrigins)}
-		err := k.do(ctx, func(token string) error { return k.client.UpdateClient(ctx, token, k.realm, update) })
+		_, err := withToken(ctx, k, func(token string) (struct{}, error) {
+			return struct{}{}, k.client.UpdateClient(ctx, token, k.realm, update)
+		})
 		if err != nil {
 			return "", k.fail(ctx, fmt.Sprintf("set the redirect URIs of client %q", s.id), err)
 		}
@@ -108,9 +107,7 @@ func (k *Keycloak) ensureClient(ctx context.Context, s clientSpec, claim string)
 	return id, nil
 }
 
-// clientRepresentation is the create request of s: a confidential client
-// with only the client-credentials grant (service account), or a public
-// client with the browser flow (and the password grant where allowed).
+// clientRepresentation is the create request of s.
 func clientRepresentation(s clientSpec, claim string) gocloak.Client {
 	return gocloak.Client{
 		ClientID:                  gocloak.StringP(s.id),

@@ -25,10 +25,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// usersFile is the local provider's state inside its directory, written
-// whole; journalFile beside it holds the changes to its users since
-// (journal.go); lockFile is flocked by whoever reads or writes them
-// (Local.lock).
+// The local provider's files: its state, written whole; the journal of the
+// changes since (journal.go); the lock file (Local.lock).
 const (
 	usersFile   = "users.json"
 	journalFile = "users.journal"
@@ -42,9 +40,8 @@ type Local struct {
 	journal journal
 
 	mu sync.Mutex // with the lock file (lock), guards users, clients, seen and the files
-	// seen are the file and its journal as this process last read or
-	// wrote them: where they differ now, another process sharing the
-	// directory changed them, and they are read again (locked).
+	// seen are the file and its journal as this process last read or wrote
+	// them: where they differ now, another process changed them (locked).
 	seen    [2]os.FileInfo
 	users   []localUser
 	clients []localClient
@@ -67,9 +64,8 @@ type localUser struct {
 }
 
 type localState struct {
-	// Installation is the id of the installation (the database's instance
-	// id) whose users these are: a file from another installation is
-	// refused at open instead of silently serving its users.
+	// Installation is the database's instance id: a file of another
+	// installation is refused instead of silently serving its users.
 	Installation string `json:"installation,omitempty"`
 	// Epoch names this writing of the file: the journal that continues it
 	// carries the same.
@@ -81,8 +77,7 @@ type localState struct {
 // LocalOptions say what the data directory expects of the users file.
 type LocalOptions struct {
 	// Installation is written into the file: a file of another
-	// installation is refused, one written before installations were
-	// recorded is adopted.
+	// installation is refused, one that names none is adopted.
 	Installation string
 	// Expected says that the file must exist (the database holds
 	// validators, whose wallet users it kept): a missing one is refused.
@@ -91,8 +86,7 @@ type LocalOptions struct {
 	UIs UIs
 }
 
-// ErrRefused marks a users file refused at open (damaged, another
-// installation's, missing where expected): the operator restores it or
+// ErrRefused marks a users file refused at open: the operator restores it or
 // starts the provider afresh.
 var ErrRefused = errors.New("users file refused")
 
@@ -101,12 +95,9 @@ type refusal struct{ error }
 
 func (refusal) Is(target error) bool { return target == ErrRefused }
 
-// OpenLocal opens (creating) the local identity provider in dir, e.g.
-// <dataDir>/idp: a file that is
-// empty, null, without its users, of another installation or missing where
-// expected is refused, naming the file and what to do. The file is written
-// whole at once, with the changes its journal holds: a new provider's, so
-// that its absence later means it was lost.
+// OpenLocal opens (creating) the local identity provider in dir, refusing a
+// file that load refuses or that is missing where expected. The file is
+// written whole at once, so that its absence later means it was lost.
 func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 	if err := CheckUITemplate(o.UIs.Template); err != nil {
 		return nil, fmt.Errorf("local identity provider: UI address: %w", err)
@@ -120,10 +111,7 @@ func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 		return nil, err
 	}
 	defer unlock()
-	// A temporary file is left only by a process killed between its
-	// creation and its rename or removal (another one's are not there
-	// while this one holds the lock); it may hold password hashes, so it
-	// goes.
+	// Temporary files left by a killed process may hold password hashes.
 	for _, pattern := range []string{"." + usersFile + "-*", "." + journalFile + "-*", ".probe-*"} {
 		leftovers, _ := filepath.Glob(filepath.Join(dir, pattern))
 		for _, f := range leftovers {
@@ -147,8 +135,7 @@ func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 const todo = "restore it from a backup, or start the identity provider afresh with --start-afresh=idp (the file is set aside; its users are then gone)"
 
 // load reads the file and replays its journal, refusing a file that is
-// empty, null, without its users or of another installation: at open, and
-// again wherever another process sharing the directory changed them.
+// empty, null, without its users or of another installation.
 func (l *Local) load() error {
 	raw, err := os.ReadFile(l.path)
 	if err != nil {
@@ -180,9 +167,8 @@ func (l *Local) load() error {
 }
 
 // lock takes the provider's lock for one operation: the mutex within the
-// process, and an exclusive flock of the lock file across the processes
-// that share the directory (replicas on one data directory, of which
-// either may write); unlock releases both.
+// process, and a flock of the lock file across the processes that share the
+// directory.
 func (l *Local) lock() (unlock func(), err error) {
 	l.mu.Lock()
 	f, err := os.OpenFile(filepath.Join(filepath.Dir(l.path), lockFile), os.O_RDONLY|os.O_CREATE, 0o600)
@@ -202,10 +188,8 @@ func (l *Local) lock() (unlock func(), err error) {
 	return func() { f.Close(); l.mu.Unlock() }, nil // closing releases the flock
 }
 
-// locked runs f under the lock on the state as stored: read again first
-// where the file or its journal changed since this process last read or
-// wrote them, so that it never answers, nor writes the file whole, from a
-// stale copy.
+// locked runs f under the lock on the state as stored, read again first
+// where another process changed it, so that f never works on a stale copy.
 func (l *Local) locked(f func() error) error {
 	unlock, err := l.lock()
 	if err != nil {
@@ -230,11 +214,9 @@ func (l *Local) stat() (now [2]os.FileInfo) {
 	return now
 }
 
-// changed tells whether another process wrote the file or its journal
-// since this one last read or wrote them: each write replaces the file
-// (another inode) or appends to the journal (another size). A file missing
-// or not a file leaves the state as this process holds it, the only copy,
-// written whole by the next change or Ping (as is a missing journal's).
+// changed tells whether another process wrote the file (another inode) or
+// its journal (another size) since this one last read or wrote them. A
+// missing file leaves the state as this process holds it, the only copy.
 func (l *Local) changed() bool {
 	now := l.stat()
 	same := func(a, b os.FileInfo) bool {
@@ -267,10 +249,8 @@ func (l *Local) HasClient(clientID string) bool {
 	return c != nil
 }
 
-// CreateWalletUser creates <validator>_walletuser with the temporary
-// password given; only its hash is kept. A user of that name that
-// carries claim is adopted, one that does not is domain.ErrConflict (as
-// Keycloak's).
+// CreateWalletUser creates <validator>_walletuser with the temporary password
+// given, as Keycloak's does; only its hash is kept.
 func (l *Local) CreateWalletUser(ctx context.Context, validator, claim, password string) (domain.CreatedUser, error) {
 	username, err := walletUsername(validator)
 	if err != nil {
@@ -332,11 +312,10 @@ func (l *Local) deleteUser(id string) error {
 	return nil
 }
 
-// CheckPassword verifies username's password against its hash (the
-// sandbox's password grant) and returns the user's id, the subject of its
-// tokens as in Keycloak. A temporary password is accepted: the local
+// CheckPassword verifies username's password (the sandbox's password grant)
+// and returns the user's id. A temporary password is accepted: the local
 // provider has no way to change it. An unknown user or a wrong password is
-// a domain error of code CodeUnauthenticated, the same for both.
+// the same domain error of code CodeUnauthenticated.
 func (l *Local) CheckPassword(_ context.Context, username, password string) (string, error) {
 	hash, id := "", ""
 	err := l.locked(func() error {
@@ -354,14 +333,9 @@ func (l *Local) CheckPassword(_ context.Context, username, password string) (str
 	return id, nil
 }
 
-// The only passwords this provider holds are the temporary passwords the
-// server derives (keyring.TemporaryPassword: 24 characters drawn from 90,
-// about 150 bits); the provider cannot change them. A slow hash (bcrypt,
-// PBKDF2) protects passwords people choose, which a guess can find; against
-// 150 random bits a SHA-256 is as strong, and costs a microsecond instead of
-// bcrypt's 50 ms of CPU per user, which made the embedded default's wallet
-// users most of the server's CPU per create. Files written before keep
-// their bcrypt hashes, which still verify.
+// The only passwords this provider holds are the server's temporary ones
+// (keyring.TemporaryPassword, about 150 random bits), against which a SHA-256
+// is as strong as a slow hash; bcrypt hashes of older files still verify.
 const sha256Prefix = "sha256:"
 
 func hashPassword(password string) string {
@@ -380,8 +354,7 @@ func passwordMatches(hash, password string) bool {
 }
 
 // change makes next the users, recording e in the journal, or writing the
-// file whole when the journal holds as many entries as there are users
-// (at least compactAfter): a change costs the same at any number of users.
+// file whole when the journal holds as many entries as there are users.
 func (l *Local) change(next []localUser, e journalEntry) error {
 	if !l.journal.open() || l.journal.entries >= max(l.journal.compactAfter, len(next)) {
 		return l.save(next, l.clients)
@@ -389,11 +362,9 @@ func (l *Local) change(next []localUser, e journalEntry) error {
 	return l.journal.append(e)
 }
 
-// save writes users and clients atomically (a temporary file in the same
-// directory, created 0600, synced, then renamed over the old one) under a
-// new epoch, and starts the journal that continues it. Once the file is
-// renamed the change is saved; a journal that could not be started only
-// makes the next change write the file whole again.
+// save writes users and clients atomically under a new epoch, and starts the
+// journal that continues it (where it cannot, the next change writes the
+// file whole again).
 func (l *Local) save(users []localUser, clients []localClient) error {
 	if users == nil {
 		users = []localUser{} // "users": [] tells an empty provider from a null file
@@ -410,15 +381,13 @@ func (l *Local) save(users []localUser, clients []localClient) error {
 	return nil
 }
 
-// Ping reports whether a change can be saved now (the health of the
-// embedded default's identity provider store): a probe file is written,
-// synced and removed in the provider's directory, and the journal opened
-// for appending; where a change failed to be saved or the journal cannot
-// be opened, the file is written whole instead, which starts a new one.
+// Ping reports whether a change can be saved now: a probe file is written in
+// the provider's directory, and the journal opened for appending; where the
+// journal is lost or unwritable, the file is written whole, starting a new one.
 func (l *Local) Ping(context.Context) error {
 	err := l.locked(func() error {
 		err := probe(filepath.Dir(l.path))
-		if err == nil && l.journal.open() && l.journal.check() != nil {
+		if err == nil && l.journal.open() && l.journal.appendSynced(nil) != nil {
 			l.journal.epoch = "" // lost or unwritable: the file is written whole below
 		}
 		if err == nil && !l.journal.open() {

@@ -46,10 +46,8 @@ func (l *Local) Endpoints() domain.AuthEndpoints {
 	return domain.AuthEndpoints{}
 }
 
-// ProvisionClients makes the validator's clients, adopting those that carry
-// claim (an earlier call that did not record its outcome) with the
-// redirect URIs and web origins of now; a client of that id with another
-// claim is a conflict. All of them are written at once.
+// ProvisionClients makes the validator's clients at once, adopting those that
+// carry claim with today's redirect URIs; one with another claim is a conflict.
 func (l *Local) ProvisionClients(ctx context.Context, validator, claim string) (domain.ProvisionedAuth, error) {
 	specs, provisioned, err := validatorClients(validator, l.uis)
 	if err != nil {
@@ -138,10 +136,9 @@ func (l *Local) client(clientID string) (*localClient, error) {
 	return c, err
 }
 
-// CheckClient authenticates a confidential client (the token endpoint's
-// client-credentials grant): its tokens' subject is its service-account
-// user and their audience its validator's. A wrong secret and an unknown
-// client are the same domain error of code CodeUnauthenticated.
+// CheckClient authenticates a confidential client and answers its
+// service-account user and audience. A wrong secret and an unknown client
+// are the same domain error of code CodeUnauthenticated.
 func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject, audience string, err error) {
 	c, err := l.client(clientID)
 	if err != nil {
@@ -153,11 +150,9 @@ func (l *Local) CheckClient(_ context.Context, clientID, secret string) (subject
 	return c.ServiceAccount, c.Audience, nil
 }
 
-// CheckRedirect authorizes the browser flow of a public client to
-// redirect (the authorization endpoint): it answers the client's audience
-// when redirect is one of the client's redirect URIs, as Keycloak matches
-// them (redirectAllowed). An unknown client, a confidential one and one
-// without that redirect URI are errors of code CodeInvalid.
+// CheckRedirect answers a public client's audience when redirect is one of
+// its redirect URIs (the authorization endpoint); anything else is an error
+// of code CodeInvalid.
 func (l *Local) CheckRedirect(_ context.Context, clientID, redirect string) (audience string, err error) {
 	c, err := l.client(clientID)
 	switch {

@@ -24,11 +24,8 @@ func TokenURL(baseURL, realm string) string {
 }
 
 // PasswordToken obtains a user's access token with the resource-owner
-// password grant: step 1 of the recovery procedure (the wallet user of a
-// validator through its public client <validator>-wallet-ui). tokenURL is
-// the realm's token endpoint, whole, e.g.
-// {auth_url}/auth/realms/<realm>/protocol/openid-connect/token.
-// Rejected credentials are a domain error of code CodeUnauthenticated.
+// password grant (step 1 of the recovery procedure) from the token endpoint
+// tokenURL. Rejected credentials are a domain error of code CodeUnauthenticated.
 func PasswordToken(ctx context.Context, tokenURL, clientID, username, password string) (string, error) {
 	cfg := oauth2.Config{
 		ClientID: clientID,

@@ -12,14 +12,11 @@ import (
 // their public clients get those addresses as redirect URIs and web
 // origins, without which the identity provider refuses their logins.
 type UIs struct {
-	// Template is the UIs' base URL with {validator} (the validator's
-	// name) and {ui} (wallet or ans) in it, e.g.
-	// https://{ui}.{validator}.example.com (the server setting
-	// ui.publicUrl).
+	// Template is the UIs' base URL with {validator} and {ui} (wallet or
+	// ans) in it: the server setting ui.publicUrl.
 	Template string
 	// Namespace: without a Template the UIs are at their in-cluster
-	// services, http://<validator>-wallet-web-ui.<namespace>.svc.cluster.local
-	// (what release 1.11 shows as applicationWallet) and ...-ans-web-ui.
+	// services (what release 1.11 shows as applicationWallet).
 	Namespace string
 }
 
@@ -81,12 +78,9 @@ func webOrigins(base string) []string {
 	return []string{u.Scheme + "://" + u.Host}
 }
 
-// redirectAllowed tells whether redirect is one of registered, as
-// Keycloak's RedirectUtils matches it for the authorization endpoint: a
-// registered URI that ends in * (and has no query) matches every redirect
-// whose part before any query or fragment starts with what precedes the *,
-// or equals it without its trailing slash; any other matches only the
-// redirect that is exactly the same string.
+// redirectAllowed tells whether redirect is one of registered, as Keycloak's
+// RedirectUtils matches it: a registered URI ending in * (without a query)
+// by prefix, any other exactly.
 func redirectAllowed(registered []string, redirect string) bool {
 	if u, err := url.Parse(redirect); redirect == "" || err != nil || !u.IsAbs() || strings.Contains(u.Path, "/..") {
 		return false

@@ -15,7 +15,7 @@ type Store interface {
 	RecordCreate(ctx context.Context, v *domain.Validator, prune *domain.PruneSchedule) error
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
-	// ListPage is one page of the list (store.ListValidators) with the
+	// ListPage is one page of the list with the
 	// version it is of, which moves whenever a page would change (the
 	// list's ETag).
 	ListPage(ctx context.Context, f domain.ValidatorFilter) (rows []domain.ListedValidator, total, version int64, err error)

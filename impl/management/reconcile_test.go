@@ -161,7 +161,7 @@ func TestReconcilerConverges(t *testing.T) {
 	})
 
 	t.Run("a backup schedule deleted in the database removes the CronJob", func(t *testing.T) {
-		if err := e.App.Store.DeleteBackupSchedule(ctx, "alpha"); err != nil {
+		if err := e.App.Store.Exec(ctx, "DELETE FROM backup_schedules WHERE validator = 'alpha'"); err != nil {
 			t.Fatal(err)
 		}
 		e.reconcile(t, "alpha")

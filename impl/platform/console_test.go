@@ -219,7 +219,7 @@ func TestLedgerConsole(t *testing.T) {
 		var entries []string
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			all, err := s.App.Store.ListAudit(ctx, validator, 1000)
+			all, err := s.App.Store.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 )
 
@@ -485,7 +486,7 @@ func TestExternalParties(t *testing.T) {
 		req := signed(k, g.JSON200)
 		a := allocate(t, validator, req)
 		expect(t, "allocate", a.StatusCode(), a.Body, http.StatusOK)
-		entries, err := s.App.Store.ListAudit(ctx, validator, 1000)
+		entries, err := s.App.Store.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

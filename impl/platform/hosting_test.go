@@ -13,6 +13,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/app"
 	"github.com/validator-manager/validator-manager/impl/config"
+	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/embedded/sandbox"
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
@@ -232,7 +233,7 @@ func TestMultiHostedParty(t *testing.T) {
 	}
 
 	// Every mutating call is audited, none with key material.
-	entries, err := s.App.Store.ListAudit(ctx, "", 1000)
+	entries, err := s.App.Store.FindAudit(ctx, domain.AuditFilter{Page: domain.Page{Limit: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

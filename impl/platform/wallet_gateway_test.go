@@ -229,7 +229,7 @@ func TestWalletGateway(t *testing.T) {
 	})
 
 	t.Run("credentials never leave", func(t *testing.T) {
-		entries, err := s.App.Store.ListAudit(ctx, "", 1000)
+		entries, err := s.App.Store.FindAudit(ctx, domain.AuditFilter{Page: domain.Page{Limit: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

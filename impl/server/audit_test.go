@@ -127,7 +127,7 @@ func TestAuditBeforeMutation(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || calls.Load() != 1 {
 				t.Fatalf("after the lock: got %d %s and %d calls, want 200 and 1", resp.StatusCode, raw, calls.Load())
 			}
-			got, err := s.App.Store.ListAudit(context.Background(), "", 10)
+			got, err := s.App.Store.FindAudit(context.Background(), domain.AuditFilter{Page: domain.Page{Limit: 10}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestRequestIDPattern(t *testing.T) {
 		if (got == tt.sent) != tt.kept || !server.RequestIDPattern.MatchString(got) {
 			t.Errorf("sent %q: answer carries %q, want kept=%v and an id matching the pattern", tt.sent, got, tt.kept)
 		}
-		entries, err := s.App.Store.ListAudit(context.Background(), "", 1)
+		entries, err := s.App.Store.FindAudit(context.Background(), domain.AuditFilter{Page: domain.Page{Limit: 1}})
 		if err != nil || len(entries) != 1 || entries[0].RequestID != got {
 			t.Errorf("sent %q: audited %+v, want request id %q", tt.sent, entries, got)
 		}

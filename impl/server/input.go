@@ -33,9 +33,8 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // limitHeaders answers 431 in the release's shape when the request line and
-// headers exceed max bytes. net/http's own limit (http.Server.MaxHeaderBytes)
-// is set well above it and answers in plain text; only requests beyond that
-// see it.
+// headers exceed max bytes (net/http's own limit, set far above, answers in
+// plain text).
 func limitHeaders(max int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -55,16 +54,11 @@ func limitHeaders(max int) echo.MiddlewareFunc {
 	}
 }
 
-// bodyDeadline bounds every read of a request body: a client that sends
-// nothing for d (server.bodyReadTimeout) has its connection closed, whether
-// or not a handler reads the body (net/http drains an unread body after the
-// handler, under the deadline set here). A buffered body must also arrive
-// whole within total (server.requestTimeout), a multipart upload within
-// upload (upstream.timeout, the bound of the call it is streamed into), so
-// that trickling a byte now and then holds no connection for long. Once the
-// body is read the deadline is lifted: net/http then reads the connection
-// in the background, and a deadline there would cancel the request's
-// context. Requests without a body and WebSocket upgrades are left alone.
+// bodyDeadline bounds every read of a request body by d, and the whole body
+// by total (a multipart upload by upload), so that trickling a byte now and
+// then holds no connection for long. The deadline is lifted once the body is
+// read: net/http then reads the connection, and a deadline would cancel the
+// request's context.
 func bodyDeadline(next http.Handler, d, total, upload time.Duration) http.Handler {
 	if d <= 0 {
 		return next

@@ -14,9 +14,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/telemetry"
 )
 
-// Auditor keeps the audit log (the database). BeginAudit writes the entry
-// of an operation about to be attempted and returns its id; CompleteAudit
-// records the answer.
+// Auditor keeps the audit log (the database).
 type Auditor interface {
 	BeginAudit(ctx context.Context, e domain.AuditEntry) (int64, error)
 	CompleteAudit(ctx context.Context, id int64, status int, validator string) error
@@ -27,8 +25,8 @@ type Auditor interface {
 // updateValidator) says which top-level body property holds the name.
 const auditValidatorKey = "x-audit-validator"
 
-// auditTimeout bounds each write of one audit entry. The completion runs
-// after the answer is decided and outlives the request's own cancellation.
+// auditTimeout bounds each write of one audit entry; the completion outlives
+// the request's own cancellation.
 const auditTimeout = 5 * time.Second
 
 // answered runs next and renders its error at once, so that the status of
@@ -60,20 +58,10 @@ func instrument(m *telemetry.Metrics, operation string) echo.MiddlewareFunc {
 }
 
 // audit records every call of a mutating operation after authentication,
-// whatever its outcome: who (the token's subject), what (operationId, the
-// validator = path parameter name, the other path parameters), the status
-// and the request id. It never reads the body or the query: they can carry
-// secrets and key material.
-//
-// The entry is written before the operation is attempted (outcome pending)
-// and completed after it: when the first write fails the operation is not
-// attempted and the answer is 503, so no mutation goes unaudited. A failed
-// completion is logged; the answer stands (the operation has happened) and
-// the entry stays pending until a restart marks it unknown.
-//
-// bodyValidator, when not empty, is the body property that names the
-// validator (auditValidatorKey); it is read from the body as decoded for
-// validation once the call is answered, and never anything else of it.
+// whatever its outcome, from the path alone (the body and query can carry
+// secrets); bodyValidator, when not empty, is the one body property it reads.
+// The entry is written before the operation is attempted, so that no mutation
+// goes unaudited, and completed after it.
 func audit(log *slog.Logger, a Auditor, operation, bodyValidator string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

@@ -67,7 +67,7 @@ func TestAudit(t *testing.T) {
 	if want[0].Status != http.StatusBadRequest {
 		t.Fatalf("allocateParty without partyIdHint: got %d, want 400", want[0].Status)
 	}
-	got, err := s.App.Store.ListAudit(ctx, "", 100)
+	got, err := s.App.Store.FindAudit(ctx, domain.AuditFilter{Page: domain.Page{Limit: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestAuditCompletionFailure(t *testing.T) {
 	if !strings.Contains(s.Logs(), `"msg":"audit entry not completed; it stays pending"`) {
 		t.Fatalf("no error logged for the lost completion: %s", s.Logs())
 	}
-	got, err := s.App.Store.ListAudit(context.Background(), "", 10)
+	got, err := s.App.Store.FindAudit(context.Background(), domain.AuditFilter{Page: domain.Page{Limit: 10}})
 	if err != nil || len(got) != 1 || got[0].Outcome != domain.AuditPending {
 		t.Fatalf("audit log: got %+v %v, want one pending record", got, err)
 	}

@@ -25,22 +25,16 @@ type release struct {
 	render func(c echo.Context, err error) error
 }
 
-// mount is the echo router handed to a generated RegisterHandlersWithBaseURL.
-// It satisfies the EchoRouter interface of every generated package. Both
-// contracts have the root as their server and full paths, so each route is
-// mounted at its path as written, and gets the middlewares that the
-// contract implies for its operation: authentication unless `security: []`,
-// a body limit, request validation and a deadline.
+// mount is the echo router handed to a generated RegisterHandlersWithBaseURL:
+// each route gets the middlewares its operation's contract implies.
 type mount struct {
 	e   *echo.Echo
 	rel *release
 	// routes is the release of each route path (shared by both mounts).
 	routes map[string]*release
 	o      *Options
-	// plain serves operations by operationId with a handler of their own
-	// instead of the generated strict one: a WebSocket upgrade needs the
-	// connection, which a strict handler never sees. The route keeps every
-	// middleware above.
+	// plain serves operations by operationId instead of the generated strict
+	// handler, which never sees the connection a WebSocket upgrade needs.
 	plain map[string]PlainHandler
 }
 
@@ -118,9 +112,8 @@ func chain(h echo.HandlerFunc, mws ...echo.MiddlewareFunc) echo.HandlerFunc {
 }
 
 // isStream tells operations whose bodies are not buffered and that the
-// request deadline does not cut: uploads (multipart), the WebSocket console
-// (101 response) and the watch streams (Server-Sent Events, which end when
-// the client leaves or the server shuts down).
+// request deadline does not cut: uploads, the WebSocket console and the
+// watch streams.
 func isStream(op *openapi3.Operation) bool {
 	if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
 		return true
@@ -163,12 +156,9 @@ func (m mount) TRACE(p string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) *e
 }
 
 // formToQuery lets an operation whose contract says `x-form-parameters` take
-// its query parameters as an application/x-www-form-urlencoded body too, as
-// Spring's @RequestParam does: the form's values are appended to the query's,
-// so validation and the handler see one set of parameters. A parameter of
-// single (one value) that the query has keeps the query's value: the form's
-// is dropped, not appended, or validation would refuse the pair as a
-// parameter given twice.
+// its query parameters as a form body too, as Spring's @RequestParam does. A
+// parameter of single that the query has keeps the query's value, or
+// validation would refuse it as given twice.
 func formToQuery(single []string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

@@ -11,9 +11,8 @@ import (
 )
 
 // RequiredRoleKey is the extension by which each operation of both contracts
-// names the role it needs when roles are on (api.auth.roles): none (public),
-// viewer, operator or admin. The contract is the one list; the server
-// refuses to start when an operation lacks it.
+// names the role it needs when roles are on; the server refuses to start when
+// an operation lacks it.
 const RequiredRoleKey = "x-required-role"
 
 // requiredRole reads an operation's x-required-role.

@@ -1,8 +1,6 @@
-// Package server assembles both API releases on one echo instance: routes
-// from the generated code, request validation from the contracts, bearer
-// authentication, and errors rendered in the shape of the release that owns
-// the path, whatever went wrong (validation, unknown route, wrong method,
-// oversized body, panic).
+// Package server assembles both API releases on one echo instance, with
+// errors rendered in the shape of the release that owns the path, whatever
+// went wrong.
 package server
 
 import (
@@ -41,9 +39,8 @@ type Options struct {
 	Verifier   *auth.Verifier
 	Management managementapi.StrictServerInterface
 	Platform   platformapi.StrictServerInterface
-	// Plain serves release 2.0's operations (by operationId) that a strict
-	// handler cannot: the WebSocket console, the watch stream;
-	// ManagementPlain release 1.11's (the watch stream).
+	// Plain and ManagementPlain serve release 2.0's and 1.11's operations (by
+	// operationId) that a strict handler cannot: the console, the watch streams.
 	Plain           map[string]PlainHandler
 	ManagementPlain map[string]PlainHandler
 	Docs            *docs.Docs
@@ -79,10 +76,8 @@ type Server struct {
 	routes map[string]*release
 }
 
-// The contracts are parsed once per process and shared by every server in
-// it (tests start hundreds): parsing is most of a server's start-up, and
-// after load nothing writes to them; request validation only reads them,
-// which kin-openapi allows from any goroutine.
+// The contracts are parsed once per process and shared by every server in it:
+// parsing is most of a server's start-up, and validation only reads them.
 var (
 	managementContract = sync.OnceValues(openapi.Management)
 	platformContract   = sync.OnceValues(openapi.Platform)
@@ -125,9 +120,8 @@ func New(o Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	s.handler = bodyDeadline(e, o.BodyReadTimeout, o.RequestTimeout, o.UploadTimeout)
-	// The middlewares of every request, routed or not, around the handler
-	// routing found (c.Handler(): echo passes it as next). Made once: echo
-	// would apply them to it again at every request.
+	// The middlewares of every request, routed or not, chained once: echo
+	// would apply them again at every request.
 	every := chain(func(c echo.Context) error { return c.Handler()(c) },
 		requestIDs(),
 		s.logRequests(),
@@ -145,9 +139,8 @@ func New(o Options) (*Server, error) {
 		managementapi.NewStrictHandler(o.Management, nil), "")
 	platformapi.RegisterHandlersWithBaseURL(mount{e: e, rel: s.platform, routes: s.routes, o: &o, plain: o.Plain},
 		platformapi.NewStrictHandler(o.Platform, nil), "")
-	// A request that matched no route renders in the release whose paths
-	// its URL is under: each route's own release must be that one, or the
-	// shape of its errors would depend on whether routing succeeded.
+	// A request that matched no route renders in the release whose paths its
+	// URL is under, so each route's own release must be that one.
 	for path, rel := range s.routes {
 		if s.owner(path) != rel {
 			return nil, fmt.Errorf("route %s of release %s is under the paths of release %s", path, rel.name, s.owner(path).name)
@@ -280,9 +273,8 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		HandleError:  true, // render the error first, so the logged status is the one sent
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			// 501 is an expected answer of this server version, not a failure;
-			// health's 503 is its report (DOWN while the caches sync at start),
-			// not a failure of the request.
+			// 501 is an expected answer of this server version, and health's
+			// 503 its report (DOWN while the caches sync): neither is a failure.
 			report := v.Status == http.StatusNotImplemented || v.Status == http.StatusServiceUnavailable && v.URIPath == "/actuator/health"
 			if v.Status >= 500 && !report {
 				level = slog.LevelError

@@ -25,15 +25,11 @@ import (
 )
 
 // validate checks a request before its handler sees it: first what no
-// operation accepts (checkInput), then the operation's contract, with
-// oapi-codegen's echo request validator on kin-openapi's openapi3filter.
-// Streamed bodies are not buffered for validation; their handlers check
-// what they read.
+// operation accepts (checkInput), then the operation's contract. Streamed
+// bodies are not buffered for validation; their handlers check what they read.
 func validate(route *routers.Route, streams bool) echo.MiddlewareFunc {
-	// Authentication is the authenticate middleware's job. kin-openapi
-	// checks security requirements by reading the whole body into memory
-	// (for authentication functions that read it): an empty requirement
-	// list skips that, so an upload streams as it arrives.
+	// Authentication is the authenticate middleware's job; kin-openapi's
+	// security check would read the whole body into memory.
 	op := *route.Operation
 	op.Security = &openapi3.SecurityRequirements{}
 	unsecured := *route
@@ -95,10 +91,8 @@ func singleValued(route *routers.Route) []string {
 	return single
 }
 
-// routed answers the validator with the route echo matched (and its path
-// parameters as echo read them, which the validator unescapes): routing
-// again with the middleware's own router (gorillamux) would cost a second
-// match per request and knows no HEAD, which echo serves as GET.
+// routed answers the validator with the route echo matched: the middleware's
+// own router would cost a second match and knows no HEAD, served as GET.
 type routed struct {
 	route *routers.Route
 	c     echo.Context
@@ -117,11 +111,10 @@ func (r routed) FindRoute(*http.Request) (*routers.Route, map[string]string, err
 // checkBody (the audit reads the validator's name from it).
 const bodyKey = "server.body"
 
-// checkInput refuses, before validation and before any database sees them,
-// inputs that no operation accepts: path and query values that are not valid
-// UTF-8 or hold a NUL (PostgreSQL refuses both, SQLite stores them), a
-// single-valued query parameter given twice, and what checkBody refuses. It
-// returns the nulls that checkBody found replaced by defaults.
+// checkInput refuses inputs that no operation accepts: path and query values
+// that are not UTF-8 or hold a NUL (PostgreSQL refuses both, SQLite stores
+// them), a single-valued query parameter given twice, and what checkBody
+// refuses. It returns checkBody's nulls.
 func checkInput(c echo.Context, op *openapi3.Operation, single []string, streams bool) (domain.Invalids, error) {
 	var bad domain.Invalids
 	names, values := c.ParamNames(), c.ParamValues()
@@ -173,15 +166,9 @@ func badText(s string) string {
 // checkBody reads a buffered body whole, so that an oversized one is a 413
 // whether or not it announced its length, and refuses JSON bodies that are
 // not UTF-8, hold a NUL in a string or have content after the document.
-//
-// It returns the properties sent as null that validation would fill with
-// their default: kin-openapi fills a property's default for null as for
-// absence, so {"cron": null} would pass as the default; only absence takes
-// it. (A null without a default is validation's own complaint: "must not be
-// null" in requestInvalid.) They are found by letting kin-openapi fill the
-// defaults into a copy of the document. No property of either contract
-// admits null and has a default (TestNoNullableDefault), or this would
-// refuse a null that the contract admits.
+// It returns the properties sent as null that have a default: kin-openapi
+// fills a default for null as for absence, and only absence may take it
+// (no property admits null and has a default: TestNoNullableDefault).
 func checkBody(c echo.Context, op *openapi3.Operation) (domain.Invalids, error) {
 	r := c.Request()
 	if r.Body == nil || r.Body == http.NoBody {

@@ -46,12 +46,9 @@ func (s *Store) BeginAudit(ctx context.Context, e domain.AuditEntry) (int64, err
 	return s.insertAudit(ctx, e)
 }
 
-// CompleteAudit records the answer of the operation BeginAudit announced,
-// and the validator when the call named it in its body rather than its
-// path (validator not empty). It also completes an entry that a restart
-// marked unknown meanwhile (another server sharing the database started
-// while the call ran). A done entry is never changed: the log is
-// append-only, and this completion of a pending entry is its one update.
+// CompleteAudit records the answer of the operation BeginAudit announced, and
+// the validator when not empty. An entry a restart marked unknown meanwhile is
+// completed too; a done entry is never changed (the log is append-only).
 func (s *Store) CompleteAudit(ctx context.Context, id int64, status int, validator string) error {
 	set := map[string]any{"status": status, "outcome": domain.AuditDone}
 	if validator != "" {
@@ -67,12 +64,9 @@ func (s *Store) CompleteAudit(ctx context.Context, id int64, status int, validat
 	return nil
 }
 
-// auditText is what a caller sent (a path parameter, a body's name, a
-// token's subject) as a column can hold it: the audit of a call with
-// invalid UTF-8 or NUL, which PostgreSQL's text refuses, or with a value
-// longer than an index entry may be, must not fail the call (it is answered
-// 400 after the audit). Beyond maxAuditText bytes the value is cut and ends
-// in "…".
+// auditText is what a caller sent as a column can hold it: invalid UTF-8, NUL
+// (PostgreSQL's text refuses both) or a value too long for an index entry must
+// not fail the audit of a call that is answered 400 after it.
 func auditText(s string) string {
 	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	if len(s) <= maxAuditText {
@@ -99,10 +93,10 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time) (int64, error)
 // markUnknownAudit marks the entries left pending by a server that stopped
 // between BeginAudit and CompleteAudit: their operation may or may not have
 // reached the upstream.
-func markUnknownAudit(ctx context.Context, db *gorm.DB) (int64, error) {
-	res := db.WithContext(ctx).Model(&auditRow{}).Where("outcome = ?", domain.AuditPending).
-		Update("outcome", domain.AuditUnknown)
-	return res.RowsAffected, translate(res.Error, "audit log", "")
+func markUnknownAudit(ctx context.Context, db *gorm.DB) error {
+	err := db.WithContext(ctx).Model(&auditRow{}).Where("outcome = ?", domain.AuditPending).
+		Update("outcome", domain.AuditUnknown).Error
+	return translate(err, "audit log", "")
 }
 
 func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, error) {
@@ -124,12 +118,6 @@ func (s *Store) insertAudit(ctx context.Context, e domain.AuditEntry) (int64, er
 		return 0, err
 	}
 	return row.ID, nil
-}
-
-// ListAudit returns the latest audit entries, newest first; validator
-// filters when not empty.
-func (s *Store) ListAudit(ctx context.Context, validator string, limit int) ([]domain.AuditEntry, error) {
-	return s.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: limit}})
 }
 
 // FindAudit returns one page of the entries f selects, newest (highest id)

@@ -14,19 +14,15 @@ func (s *Store) GetBackupSchedule(ctx context.Context, validator string) (domain
 }
 
 // SaveBackupSchedule creates the schedule, or replaces cron and maxBackups of
-// the existing one and clears its deleted_at. One INSERT … ON CONFLICT DO
-// UPDATE, so concurrent saves cannot both insert; RETURNING reads back the
-// stored row (with the first save's created_at) into b.
+// the existing one and clears its deleted_at, and reads the stored row into b.
 func (s *Store) SaveBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {
 	_, err := s.upsertBackup(ctx, b, nil)
 	return err
 }
 
-// CreateBackupSchedule creates the schedule or reactivates a soft-deleted
-// one, as SaveBackupSchedule does, but updates only a soft-deleted record:
-// of concurrent creates exactly one writes, and a create over an active
-// schedule (also one written since the caller looked) is
-// domain.ErrConflict, the record unchanged.
+// CreateBackupSchedule is SaveBackupSchedule that updates only a soft-deleted
+// record: of concurrent creates exactly one writes, and a create over an
+// active schedule is domain.ErrConflict, the record unchanged.
 func (s *Store) CreateBackupSchedule(ctx context.Context, b *domain.BackupSchedule) error {
 	wrote, err := s.upsertBackup(ctx, b, clause.Expr{SQL: "backup_schedules.deleted_at IS NOT NULL"})
 	if err == nil && !wrote {
@@ -35,10 +31,9 @@ func (s *Store) CreateBackupSchedule(ctx context.Context, b *domain.BackupSchedu
 	return err
 }
 
-// upsertBackup inserts b's schedule or, where the existing record meets
-// only (nil: always), replaces its cron and maxBackups and clears its
-// deleted_at; it reads the stored row back into b and tells whether it
-// wrote.
+// upsertBackup is one INSERT … ON CONFLICT DO UPDATE where the existing
+// record meets only (nil: always), so concurrent saves cannot both insert; it
+// tells whether it wrote.
 func (s *Store) upsertBackup(ctx context.Context, b *domain.BackupSchedule, only clause.Expression) (bool, error) {
 	t := now()
 	row := backupRow{Validator: b.Validator, Cron: b.Cron, MaxBackups: b.MaxBackups, CreatedAt: t, UpdatedAt: t}
@@ -67,12 +62,5 @@ func (s *Store) SoftDeleteBackupSchedule(ctx context.Context, validator string) 
 	// Model with gorm.DeletedAt scopes the update to deleted_at IS NULL.
 	res := s.db.WithContext(ctx).Model(&backupRow{}).Where("validator = ?", validator).
 		Updates(map[string]any{"deleted_at": t, "updated_at": t})
-	return affected(res, backupWhat(validator), "")
-}
-
-// DeleteBackupSchedule removes the record for good (soft-deleted or not):
-// it undoes a create whose CronJob could not be written. Absent is no error.
-func (s *Store) DeleteBackupSchedule(ctx context.Context, validator string) error {
-	err := s.db.WithContext(ctx).Unscoped().Where("validator = ?", validator).Delete(&backupRow{}).Error
-	return translate(err, backupWhat(validator), "")
+	return affected(res, backupWhat(validator))
 }

@@ -72,12 +72,12 @@ func outage(err error) bool {
 }
 
 // affected reports a change that matched no row as the row not found.
-func affected(res *gorm.DB, what, validator string) error {
+func affected(res *gorm.DB, what string) error {
 	if res.Error != nil {
-		return translate(res.Error, what, validator)
+		return translate(res.Error, what, "")
 	}
 	if res.RowsAffected == 0 {
-		return translate(gorm.ErrRecordNotFound, what, validator)
+		return translate(gorm.ErrRecordNotFound, what, "")
 	}
 	return nil
 }

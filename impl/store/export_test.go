@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"gorm.io/gorm"
+
+	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 // DB lets the behaviour tests read rows back with their own SQL.
@@ -57,4 +59,28 @@ func MigrateTo(driver, dsn string, version int64, stmts ...string) error {
 		}
 	}
 	return nil
+}
+
+// CreateValidator is RecordCreate without a pruning schedule.
+func (s *Store) CreateValidator(ctx context.Context, v *domain.Validator) error {
+	return s.RecordCreate(ctx, v, nil)
+}
+
+// DeleteBackupSchedule removes the record for good (soft-deleted or not);
+// absent is no error.
+func (s *Store) DeleteBackupSchedule(ctx context.Context, validator string) error {
+	err := s.db.WithContext(ctx).Unscoped().Where("validator = ?", validator).Delete(&backupRow{}).Error
+	return translate(err, backupWhat(validator), "")
+}
+
+// ListValidators is ListPage without the generation.
+func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
+	out, total, _, err := s.ListPage(ctx, f)
+	return out, total, err
+}
+
+// ListAudit returns the latest audit entries, newest first; validator
+// filters when not empty.
+func (s *Store) ListAudit(ctx context.Context, validator string, limit int) ([]domain.AuditEntry, error) {
+	return s.FindAudit(ctx, domain.AuditFilter{Validator: validator, Page: domain.Page{Limit: limit}})
 }

@@ -91,8 +91,7 @@ func (s *Store) UpdateWalletGateway(ctx context.Context, validator string, chang
 		out = row.domain()
 		return nil
 	})
-	// The commit's own failure (a full disk refuses the WAL's write) is
-	// translated too, as RecordCreate's is.
+	// The commit's own failure (a full disk) is translated too.
 	return out, translate(err, gatewayWhat(validator), "")
 }
 
@@ -107,11 +106,10 @@ func (s *Store) GatewayWallets(ctx context.Context, validator string) ([]domain.
 	return domains(rows), nil
 }
 
-// RecordWallet records w before its party is allocated and sets its
-// CreatedAt. A wallet of the same party hint whose party is not recorded
-// yet (an earlier create that failed or crashed after recording it) is
-// taken over: w becomes that record, with the provider, primary flag and
-// vault w asks for. One whose party is recorded is domain.ErrConflict.
+// RecordWallet records w before its party is allocated. A wallet of the same
+// party hint without a party (a create that failed after recording it) is
+// taken over with w's provider, primary flag and vault; one with a party is
+// domain.ErrConflict.
 func (s *Store) RecordWallet(ctx context.Context, w *domain.GatewayWallet) error {
 	what := fmt.Sprintf("wallet for party hint %q", w.PartyHint)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -153,7 +151,7 @@ func (s *Store) CompleteWallet(ctx context.Context, w domain.GatewayWallet) erro
 			}
 		}
 		res := tx.Model(&gatewayWalletRow{}).Where("wallet_id = ?", w.WalletID).Update("party_id", w.PartyID)
-		return affected(res, what, "")
+		return affected(res, what)
 	})
 	return translate(err, what, "")
 }

@@ -20,12 +20,8 @@ func checkPage(p domain.Page) error {
 }
 
 // contains is a literal, case-sensitive substring test of column against
-// sub: the condition and its one argument. SQLite compares with instr,
-// exactly; PostgreSQL with LIKE and the wildcards escaped, which is the same
-// test and one that the remote participants' trigram index (pg_trgm,
-// migration 0003) serves; the validators' went with migration 0022, their
-// list being filtered in memory (listindex.go). SQLite's LIKE is
-// case-insensitive, hence instr there.
+// sub: the condition and its one argument. PostgreSQL's LIKE (wildcards
+// escaped) is served by a trigram index; SQLite's LIKE ignores case, hence instr.
 func (s *Store) contains(column, sub string) (string, string) {
 	if s.dialect == "postgres" {
 		// E'\\' is one backslash whatever standard_conforming_strings says.
@@ -37,15 +33,8 @@ func (s *Store) contains(column, sub string) (string, string) {
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // page reads one page of R's table, ordered by name, given the size of the
-// filtered set. It never reads more than the page: the names come from a
-// walk of the name index (index-only where an index holds the filter's
-// columns) from the nearer end, so the walk is at most half the filtered
-// set; the rows are then read by primary key (name IN (the names), ordered
-// by name). Total comes from the caller (maintained counters, or a count
-// over an index).
-//
-// Under concurrent writes a page may shift by the rows written between the
-// count and the page, as any offset page does.
+// filtered set: the names come from a walk of the name index from its nearer
+// end (at most half the set), then the rows by primary key.
 func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB, p domain.Page, total int64) ([]R, error) {
 	out := []R{}
 	offset := int64(p.Offset)
@@ -63,11 +52,8 @@ func page[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.D
 	return out, err
 }
 
-// count is the size of R's filtered set, counted by the database (the
-// planner counts over the smallest index that holds the filtered columns).
-// Its statements are prepared once per connection and kept (a few per kind,
-// one per combination of filters): under 16 clients on SQLite, preparing
-// the count anew took as much CPU as running it (docs/benchmarks.md).
+// count is the size of R's filtered set. Its statements are prepared once per
+// connection: preparing a count on SQLite costs as much as running it.
 func count[R any](ctx context.Context, db *gorm.DB, filter func(*gorm.DB) *gorm.DB) (int64, error) {
 	var n int64
 	err := db.Session(&gorm.Session{PrepareStmt: true, Context: ctx}).Model(new(R)).Scopes(filter).Count(&n).Error

@@ -15,25 +15,19 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// The list of validators is answered from memory: listIndex holds the rows
-// a list shows (not creating), in name order, as of a generation of
-// list_generation (migration 0022). Each page first reads the generation
-// (one row by primary key); when it moved, the rows stamped past the one
-// held are read again and merged in (all rows after a delete). So every
-// replica's pages follow every replica's writes, as the database's pages
-// did, and a page costs a slice of memory instead of a walk of an index.
+// The list of validators is answered from memory, as of a generation of
+// list_generation: each page reads the generation first and, when it moved,
+// merges in the rows stamped since (all rows after a delete), so every
+// replica's pages follow every replica's writes.
 
 // listIndex is one immutable snapshot; a newer one replaces it whole,
-// sharing what did not change (rows are pointers: a write copies n
-// pointers, and the phase positions and the names' buffer only when the
-// phases or the names changed).
+// sharing what did not change.
 type listIndex struct {
 	gen     int64
 	rows    []*domain.ListedValidator // shown rows, in name order (bytewise, as "C" and SQLite's BINARY)
 	byPhase map[domain.Phase][]int32  // positions in rows, per phase
-	// names is every row's name followed by a NUL (names never hold one),
-	// and starts[i] where rows[i]'s begins: a name filter is one
-	// bytes.Index over names per match, not a test of each name.
+	// names is every row's name followed by a NUL, starts[i] where rows[i]'s
+	// begins: a name filter is one bytes.Index per match.
 	names  []byte
 	starts []int32
 }
@@ -44,12 +38,9 @@ type listRows struct {
 	mu  sync.Mutex
 	cur atomic.Pointer[listIndex]
 
-	// Concurrent pages share generation reads: while one read is in
-	// flight, pages that arrive join the next one, which starts when it
-	// ends. A page so sees every write committed before it arrived, as
-	// with a read of its own, and at 16 connections a few reads serve
-	// many pages (on PostgreSQL each read is a round trip and CPU of
-	// another process).
+	// While one generation read is in flight, pages that arrive join the
+	// next one, which starts when it ends: a page still sees every write
+	// committed before it arrived, and a few reads serve many pages.
 	genMu    sync.Mutex
 	reading  bool
 	nextRead *genRead
@@ -80,9 +71,8 @@ func (s *Store) generation(ctx context.Context) (gen, removed int64, err error) 
 		l.nextRead = r
 	}
 	l.genMu.Unlock()
-	// A waiter stays until its batch is read, whatever its context: one
-	// that left could leave a batch without a reader. The wait is bounded
-	// by two reads, each by genReadTimeout.
+	// A waiter stays until its batch is read, whatever its context: one that
+	// left could leave a batch without a reader (bounded by two reads).
 	select {
 	case <-r.done:
 	case <-r.lead:
@@ -244,12 +234,11 @@ func (ix *listIndex) page(f domain.ValidatorFilter) ([]domain.ListedValidator, i
 	if f.NameContains == "" && f.Phase == "" {
 		return window(ix.rows, f.Page, func(r *domain.ListedValidator) domain.ListedValidator { return *r }), int64(len(ix.rows))
 	}
-	if f.NameContains == "" {
-		at := ix.byPhase[f.Phase]
-		return window(at, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(at))
+	at := ix.byPhase[f.Phase]
+	if f.NameContains != "" {
+		at = ix.matching(f.NameContains, f.Phase)
 	}
-	matches := ix.matching(f.NameContains, f.Phase)
-	return window(matches, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(matches))
+	return window(at, f.Page, func(i int32) domain.ListedValidator { return *ix.rows[i] }), int64(len(at))
 }
 
 // matching lists the positions of the rows whose name holds sub (literally,

@@ -63,9 +63,8 @@ func migrations(dialect string) ([]migration, error) {
 }
 
 // migrate applies the migrations not yet recorded in schema_migrations, each
-// in its own transaction. Concurrent servers are serialised by an advisory
-// lock on PostgreSQL and by the write lock (BEGIN IMMEDIATE) on SQLite, so the
-// check "is this version applied?" and the apply cannot interleave.
+// in its own transaction, which an advisory lock (PostgreSQL) or the write
+// lock (SQLite) serialises across servers starting at once.
 func migrate(ctx context.Context, db *gorm.DB, dialect string, upTo int64) error {
 	ms, err := migrations(dialect)
 	if err != nil {

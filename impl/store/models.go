@@ -46,7 +46,7 @@ func domains[R interface{ domain() D }, D any](rows []R) []D {
 // update writes the columns cols of row (selected by its primary key) and
 // reads the stored row back into out.
 func update[R interface{ domain() D }, D any](db *gorm.DB, row *R, out *D, what string, cols ...string) error {
-	if err := affected(db.Model(row).Clauses(clause.Returning{}).Select(cols).Updates(row), what, ""); err != nil {
+	if err := affected(db.Model(row).Clauses(clause.Returning{}).Select(cols).Updates(row), what); err != nil {
 		return err
 	}
 	*out = (*row).domain()

@@ -42,7 +42,7 @@ func (s *Store) UpdateRemoteParticipant(ctx context.Context, p *domain.RemotePar
 // DeleteRemoteParticipant removes a registration.
 func (s *Store) DeleteRemoteParticipant(ctx context.Context, name string) error {
 	res := s.db.WithContext(ctx).Delete(&participantRow{}, "name = ?", name)
-	return affected(res, participantWhat(name), "")
+	return affected(res, participantWhat(name))
 }
 
 // ListRemoteParticipants returns one page ordered by name and the number of
@@ -80,7 +80,7 @@ func (s *Store) ListRemoteParticipants(ctx context.Context, f domain.RemoteParti
 func (s *Store) RecordParticipantHealth(ctx context.Context, name string, healthy bool, at time.Time) error {
 	res := s.db.WithContext(ctx).Model(&participantRow{}).Where("name = ?", name).
 		UpdateColumns(map[string]any{"healthy": healthy, "last_checked_at": stamp(at)})
-	return affected(res, participantWhat(name), "")
+	return affected(res, participantWhat(name))
 }
 
 // ForgetParticipantHealth clears the health record: the participant is not
@@ -89,5 +89,5 @@ func (s *Store) RecordParticipantHealth(ctx context.Context, name string, health
 func (s *Store) ForgetParticipantHealth(ctx context.Context, name string) error {
 	res := s.db.WithContext(ctx).Model(&participantRow{}).Where("name = ?", name).
 		UpdateColumns(map[string]any{"healthy": nil, "last_checked_at": nil})
-	return affected(res, participantWhat(name), "")
+	return affected(res, participantWhat(name))
 }

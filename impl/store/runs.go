@@ -33,11 +33,10 @@ func runRowOf(r domain.Run) runRow {
 	return row
 }
 
-// ObserveRun records what a Job says of its run, keyed by r.JobUID: the
-// first observation inserts the run, a later one replaces the start, end,
-// outcome and message of a run still running; a finished run is final.
-// It sets r to the stored run. domain.ErrNotFound when the validator is
-// unknown.
+// ObserveRun records what a Job says of its run, keyed by r.JobUID, and sets
+// r to the stored run: a later observation replaces a running run's start,
+// end, outcome and message; a finished run is final. domain.ErrNotFound
+// when the validator is unknown.
 func (s *Store) ObserveRun(ctx context.Context, r *domain.Run) error {
 	if err := checkRunKind(r.Kind); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
@@ -83,7 +84,7 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s database: %w", driver, err)
 	}
-	if _, err := markUnknownAudit(ctx, db); err != nil {
+	if err := markUnknownAudit(ctx, db); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("audit log of the %s database: %w", driver, err)
 	}
@@ -108,25 +109,21 @@ func dialectorOf(driver, dsn string) (gorm.Dialector, error) {
 		if err := createPrivate(dsn); err != nil {
 			return nil, err
 		}
-		// The driver runs these pragmas on every new pooled connection. WAL
-		// lets readers run beside the writer; busy_timeout waits for the
-		// writer's lock instead of failing at once; _txlock=immediate takes
-		// that lock at BEGIN, because a deferred transaction that reads and
-		// then writes gets SQLITE_BUSY at once, without waiting. This
-		// process's writers queue in one gate (writegate.go).
+		// Run on every pooled connection. _txlock=immediate takes the write
+		// lock at BEGIN: a deferred transaction that reads, then writes, gets
+		// SQLITE_BUSY without waiting out busy_timeout.
 		db, err := sql.Open("sqlite3", "file:"+dsn+"?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate")
 		if err != nil {
 			return nil, err
 		}
-		return sqlite.New(sqlite.Config{Conn: newGatedPool(db)}), nil
+		return sqlite.New(sqlite.Config{Conn: &gatedPool{DB: db, gate: semaphore.NewWeighted(1)}}), nil
 	default:
 		return nil, fmt.Errorf("database driver %q is not supported", driver)
 	}
 }
 
-// createPrivate creates the SQLite file readable by its owner only (SQLite
-// gives its -wal and -shm files the database file's mode), tightens an
-// existing one, and says plainly when the directory is not writable.
+// createPrivate creates the SQLite file (or tightens an existing one) readable
+// by its owner only: SQLite gives its -wal and -shm files the same mode.
 func createPrivate(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -144,9 +141,8 @@ func createPrivate(path string) error {
 	return nil
 }
 
-// openGorm opens the database. Servers starting at once on a new SQLite
-// file race to switch it to WAL, which takes a lock no busy timeout waits
-// for: a loser retries for a few seconds instead of failing.
+// openGorm retries for a few seconds when servers starting at once on a new
+// SQLite file race to switch it to WAL, a lock no busy timeout waits for.
 func openGorm(dialector gorm.Dialector) (*gorm.DB, error) {
 	for attempt := 0; ; attempt++ {
 		db, err := gorm.Open(dialector, &gorm.Config{
@@ -169,11 +165,9 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 // stamp normalises a caller's timestamp the same way.
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// bounded is the context of a read whose cost is bounded (a page): on
-// SQLite it cannot be cancelled, because go-sqlite3 steps every row of a
-// cancellable query in a goroutine of its own, which cost a page a fifth of
-// its CPU. Such a read takes a millisecond or two; its deadline would not
-// cut it short sooner. PostgreSQL reads keep the request's context.
+// bounded is the context of a read whose cost is bounded (a page): not
+// cancellable on SQLite, where go-sqlite3 steps a cancellable query's rows in
+// a goroutine of its own, a cost far above such a read's millisecond or two.
 func (s *Store) bounded(ctx context.Context) context.Context {
 	if s.dialect == "sqlite" {
 		return context.WithoutCancel(ctx)
@@ -181,12 +175,10 @@ func (s *Store) bounded(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Ping tells whether the database can take writes now (the health of the
-// db component) by reads alone, so that it never waits behind the writers
-// it reports on (SQLite's writers queue in one gate: writegate.go). A
-// PostgreSQL standby or read-only session, a SQLite connection switched to
-// query_only, a file the process may not write and a full disk still answer
-// reads, so each is asked about.
+// Ping tells whether the database can take writes now, by reads alone so
+// that it never waits behind the writers it reports on; a standby, a
+// read-only session or file and a full disk still answer reads, so each is
+// asked about.
 func (s *Store) Ping(ctx context.Context) error {
 	db := s.db.WithContext(ctx)
 	if s.dialect == "postgres" {
@@ -223,10 +215,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// minFreeBytes is the free space below which SQLite is taken to be unable
-// to write: a transaction appends whole pages (4 KiB each) to the WAL and
-// may need to grow it, so a disk with less than this left refuses writes
-// soon, if not at once.
+// minFreeBytes is the free space below which SQLite is taken to be unable to
+// write: a transaction appends whole 4 KiB pages to the WAL.
 const minFreeBytes = 1 << 20
 
 // Close releases the connections.
@@ -237,13 +227,11 @@ func (s *Store) Exec(ctx context.Context, sql string) error {
 	return s.db.WithContext(ctx).Exec(sql).Error
 }
 
-// Recorded is what the database says about its installation before
-// anything is made: its id ("" while it has none, a new or emptied
-// database) and whether it holds validators. The data directory's other
-// stores are checked against it at start-up.
+// Recorded is the database's installation id ("" while it has none) and
+// whether it holds validators, without making either: start-up checks the
+// data directory's other stores against it.
 func (s *Store) Recorded(ctx context.Context) (installation string, validators bool, err error) {
 	db := s.db.WithContext(ctx)
-	// No row leaves installation empty.
 	if err := db.Raw("SELECT id FROM instance WHERE singleton = 1").Scan(&installation).Error; err != nil {
 		return "", false, translate(err, "instance id", "")
 	}
@@ -254,8 +242,8 @@ func (s *Store) Recorded(ctx context.Context) (installation string, validators b
 	return installation, n > 0, nil
 }
 
-// Instance is the id of the installation this database belongs to, made
-// the first time it is asked for (concurrent first calls agree).
+// Instance is the database's installation id, made the first time it is
+// asked for (concurrent first calls agree).
 func (s *Store) Instance(ctx context.Context) (string, error) {
 	db := s.db.WithContext(ctx)
 	err := db.Exec("INSERT INTO instance (singleton, id) VALUES (1, ?) ON CONFLICT (singleton) DO NOTHING", uuid.NewString()).Error

@@ -10,12 +10,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// CreateValidator inserts v and sets its timestamps; the primary key on name
-// makes a second validator of the same name domain.ErrConflict.
-func (s *Store) CreateValidator(ctx context.Context, v *domain.Validator) error {
-	return s.RecordCreate(ctx, v, nil)
-}
-
 // RecordCreate inserts v and, when not nil, its pruning schedule in one
 // transaction (a create is recorded whole or not at all) and sets their
 // timestamps; a second validator of the same name is domain.ErrConflict.
@@ -36,8 +30,7 @@ func (s *Store) RecordCreate(ctx context.Context, v *domain.Validator, prune *do
 		return translate(tx.Create(&pr).Error, pruneWhat(v.Name), v.Name)
 	})
 	if err != nil {
-		// The commit's own failure (a full disk refuses the WAL's write) is
-		// translated too.
+		// The commit's own failure (a full disk) is translated too.
 		return translate(err, validatorWhat(v.Name), "")
 	}
 	v.CreatedAt, v.UpdatedAt = row.CreatedAt, row.UpdatedAt
@@ -53,12 +46,9 @@ func (s *Store) GetValidator(ctx context.Context, name string) (domain.Validator
 }
 
 // UpdateValidator replaces every column but name and created_at, and reads
-// the stored row back into v, if the row is still as v was read: every
-// write of a row stamps its updated_at, so a row whose updated_at is no
-// longer v.UpdatedAt was written since (another edit, the leader recording
-// a wallet user or clearing written secrets). Writing v over it would undo
-// that write; it is a Conflict caused by domain.ErrWrittenMeanwhile instead,
-// and the caller reads the row again.
+// the stored row back into v, if the row's updated_at is still v.UpdatedAt;
+// a row written since is a Conflict caused by domain.ErrWrittenMeanwhile, as
+// writing v over it would undo that write.
 func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error {
 	row := validatorFrom(v)
 	row.UpdatedAt = now()
@@ -81,7 +71,7 @@ func (s *Store) UpdateValidator(ctx context.Context, v *domain.Validator) error 
 // (ON DELETE CASCADE).
 func (s *Store) DeleteValidator(ctx context.Context, name string) error {
 	res := s.db.WithContext(ctx).Delete(&validatorRow{}, "name = ?", name)
-	return affected(res, validatorWhat(name), "")
+	return affected(res, validatorWhat(name))
 }
 
 // ClearPendingSecrets empties the validator's pending secrets if they still
@@ -142,14 +132,14 @@ func (s *Store) takeFeed(ctx context.Context, table, column string, limit int) (
 // wallet user.
 func (s *Store) SetWalletUser(ctx context.Context, name, id string) error {
 	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("wallet_user_id", id)
-	return affected(res, validatorWhat(name), "")
+	return affected(res, validatorWhat(name))
 }
 
 // SetProvisionedAuth records what the identity provider made for the
 // validator.
 func (s *Store) SetProvisionedAuth(ctx context.Context, name string, a domain.ProvisionedAuth) error {
 	res := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name = ?", name).Update("provisioned_auth", authText(&a))
-	return affected(res, validatorWhat(name), "")
+	return affected(res, validatorWhat(name))
 }
 
 // ValidatorIntent reads one validator with its schedules.
@@ -169,8 +159,8 @@ func (s *Store) ValidatorIntent(ctx context.Context, name string) (domain.Valida
 	return in, nil
 }
 
-// ValidatorNames reads up to limit names of validators after after, in name order: the reconciler walks every validator this
-// way, a page at a time, and reads each one's intent under its lock.
+// ValidatorNames reads up to limit names of validators after after, in name
+// order.
 func (s *Store) ValidatorNames(ctx context.Context, after string, limit int) ([]string, error) {
 	var names []string
 	err := s.db.WithContext(ctx).Model(&validatorRow{}).Where("name > ?", after).Order("name").Limit(limit).Pluck("name", &names).Error
@@ -216,18 +206,9 @@ func (s *Store) ProvisionedClients(ctx context.Context) (map[string][]string, er
 	return out, nil
 }
 
-// ListValidators returns one page ordered by name, as a list shows it
-// (ListedValidator), and the number of validators that match the filter:
-// from the list's rows in memory, brought up to the database's generation
-// first (listindex.go). The pages' ListView bytes are shared: read-only.
-func (s *Store) ListValidators(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, error) {
-	out, total, _, err := s.ListPage(ctx, f)
-	return out, total, err
-}
-
-// ListPage is ListValidators with the generation of the rows (list_generation)
-// the page was cut from: a page and its ETag come from one read of the
-// generation, and always agree.
+// ListPage returns one page ordered by name, the number of validators that
+// match the filter, and the generation the page was cut from, so that a page
+// and its ETag always agree. The pages' ListView bytes are shared: read-only.
 func (s *Store) ListPage(ctx context.Context, f domain.ValidatorFilter) ([]domain.ListedValidator, int64, int64, error) {
 	if err := checkPage(f.Page); err != nil {
 		return nil, 0, 0, err

@@ -10,28 +10,15 @@ import (
 	"gorm.io/gorm"
 )
 
-// A SQLite database has one writer at a time. A writer that finds the lock
-// taken sleeps in SQLite's busy handler (1, 2, 5 … up to 100 ms a try) and
-// tries again, so under a burst of creates beside the leader's writes the
-// unlucky ones lost try after try: a create's p99 was 1.4 s at 16 clients
-// while its transaction takes a millisecond. The gate (a semaphore of one,
-// which serves its waiters first in, first out) queues this process's
-// writers in Go instead, in order of arrival, before they take a pooled
-// connection, and hands the lock on the moment it is left. Writers of other
-// processes on the same file (replicas) still meet the busy handler.
-
-// gatedPool is GORM's connection pool of a SQLite database: every
-// transaction (each takes the write lock at BEGIN: _txlock=immediate; GORM
-// runs each create, update and delete in one) and every Exec outside one
-// passes through the gate. A query outside a transaction is a read, or a
-// write with RETURNING that GORM was told to run without a transaction,
-// which the store does not do; it is not gated.
+// gatedPool is GORM's connection pool of a SQLite database: every transaction
+// and every Exec outside one pass, in order of arrival, through a gate (a
+// FIFO semaphore of one), because SQLite's busy handler retries a waiting
+// writer with growing sleeps and lets later ones overtake it. Queries outside
+// a transaction are reads, and are not gated.
 type gatedPool struct {
 	*sql.DB
 	gate *semaphore.Weighted
 }
-
-func newGatedPool(db *sql.DB) *gatedPool { return &gatedPool{DB: db, gate: semaphore.NewWeighted(1)} }
 
 func (p *gatedPool) leave() { p.gate.Release(1) }
 

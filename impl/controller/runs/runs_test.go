@@ -141,7 +141,7 @@ func TestControllerRecordsRuns(t *testing.T) {
 	}
 	for _, name := range []string{"v1", "v2"} {
 		v := &domain.Validator{Name: name, Phase: domain.PhasePending, CustomAuth: true, DatabaseStorage: "10Gi", Spec: []byte(`{}`)}
-		if err := db.CreateValidator(ctx, v); err != nil {
+		if err := db.RecordCreate(ctx, v, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
