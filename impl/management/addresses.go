@@ -6,20 +6,17 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// Addresses is the outbound address policy (impl/outbound) as the handlers
-// and the probe use it: an address the server calls with credentials is
-// refused when it is written, not only when it is dialled; a remote
-// participant's admin address only decides whether it is probed.
+// Addresses is the outbound address policy (impl/outbound): an address the
+// server calls with credentials is refused when it is written, not only when
+// it is dialled; a remote participant's only decides whether it is probed.
 type Addresses interface {
 	CheckURL(raw string) error
 	CheckHost(host, port string) error
 }
 
-// checkConfig checks what a create or an edit leaves in a validator's
-// configuration that reaches outside the record: the cluster objects it
-// references, and the addresses the server dials on a caller's behalf: the
-// scan (for balances and traffic) and the token endpoint under
-// oidcAuthorityUrl, which receives the validator's client secret.
+// checkConfig checks what a validator's configuration reaches outside the
+// record: the cluster objects it references, and the addresses the server
+// dials on a caller's behalf (the token endpoint receives the client secret).
 func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) error {
 	var bad domain.Invalids
 	if a := cfg.Cluster.ScanAddress; a != "" {

@@ -50,11 +50,9 @@ func (s *Server) ProbeParticipantsOnce(ctx context.Context, timeout time.Duratio
 	}
 }
 
-// probe checks one participant's admin API and records the result. The
-// probe follows the outbound address policy: an address it refuses is not
-// dialled, and the participant's health is then unknown (no healthStatus,
-// no lastHealthCheck), as before its first probe; the log and the
-// remote_participant_probes_total{outcome="not_probed"} metric say why.
+// probe checks one participant's admin API and records the result. An
+// address the outbound policy refuses is not dialled, and the participant's
+// health is then unknown, as before its first probe.
 func (s *Server) probe(ctx context.Context, p domain.RemoteParticipant, timeout time.Duration) error {
 	if err := s.ParticipantAddresses.CheckHost(p.AdminAddress, p.AdminPort); err != nil {
 		s.Logger.InfoContext(ctx, "remote participant not probed: the outbound address policy refuses its admin address",

@@ -9,8 +9,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
-// defaultBackupCron runs a backup daily at midnight UTC when the payload
-// gives no cron.
+// defaultBackupCron runs a backup daily at midnight UTC.
 const defaultBackupCron = "0 0 * * *"
 
 // CreateBackupSchedule: absent -> active (database must run), soft-deleted ->
@@ -74,7 +73,9 @@ func (s *Server) UpdateBackupSchedule(ctx context.Context, req managementapi.Upd
 	if err != nil {
 		return nil, err
 	}
-	if err := s.saveBackup(ctx, &b); err != nil {
+	err = s.record(ctx, b.Validator, "backup.save",
+		func(ctx context.Context) error { return s.Store.SaveBackupSchedule(ctx, &b) })
+	if err != nil {
 		return nil, err
 	}
 	return managementapi.UpdateBackupSchedule200JSONResponse(s.backupResponse(b)), nil
@@ -121,12 +122,6 @@ func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSc
 		return b, domain.NotFound("the backup schedule of validator %q was deleted", name)
 	}
 	return b, err
-}
-
-// saveBackup records b; the intent controller drives the CronJob to it.
-func (s *Server) saveBackup(ctx context.Context, b *domain.BackupSchedule) error {
-	return s.record(ctx, b.Validator, "backup.save",
-		func(ctx context.Context) error { return s.Store.SaveBackupSchedule(ctx, b) })
 }
 
 func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain.BackupSchedule, error) {

@@ -13,19 +13,15 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// listViewVersion names the rendering of listView. Bump it whenever what
-// listView writes for a stored validator changes (configResponse, viewed):
-// rows of an older version are then read whole and rendered on read, and
-// rewritten by RefreshListViews. TestListViewGolden fails when the
-// rendering changes under one version. Version 2: the configuration's
-// stored format 2 renders quantities in their canonical form and
-// Kubernetes' zero values as absent (docs/decisions.md).
+// listViewVersion names the rendering of listView: bump it whenever what
+// listView writes changes (TestListViewGolden fails until then), so that
+// rows of an older version are rendered on read and rewritten by
+// RefreshListViews.
 const listViewVersion = 2
 
-// listView is a validator's list item but for what writeItem adds (name,
-// phase, disableUserEdit flag, addresses), as JSON: the column list_view,
-// written with the configuration, so that a page splices it instead of
-// decoding the configuration of every row.
+// listView is a validator's list item but for what writeItem adds, as JSON:
+// the column list_view, written with the configuration, so that a page
+// splices it instead of decoding the configuration of every row.
 func listView(v domain.Validator, c domain.ValidatorConfig) ([]byte, error) {
 	return json.Marshal(viewed(v, c))
 }
@@ -75,8 +71,7 @@ func (p listPage) release() {
 
 // renderPage writes a page: each item is its name, phase, flag and
 // addresses followed by its stored list view. A row whose view is missing
-// or of another version is read whole and rendered (rows from before
-// migration 0006 until RefreshListViews has rewritten them).
+// or of another version is read whole and rendered.
 func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, total int64) (listPage, error) {
 	b := pageBuffers.Get().(*bytes.Buffer)
 	page := listPage{buf: b}
@@ -118,22 +113,21 @@ func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, 
 // view's fields. The field names are the contract's (ValidatorResponseDto);
 // TestListItemIsTheResponse holds the item equal to the validator's response.
 func (s *Server) writeItem(b *bytes.Buffer, name string, phase domain.Phase, immutable bool, view []byte) {
-	if t := s.itemTemplate(); t != nil && plainJSON(name) && plainJSON(string(phase)) {
-		// The same bytes as writeItemFields, from the template: a page
-		// is 50 of these.
-		b.WriteString(`{"name":"`)
-		b.WriteString(name)
-		b.WriteString(`","phase":"`)
-		b.WriteString(string(phase))
-		b.WriteString(`","immutable":`)
-		b.WriteString(strconv.FormatBool(immutable))
-		for _, part := range t.around[:len(t.around)-1] {
+	b.WriteString(`{"name":`)
+	writeString(b, name)
+	b.WriteString(`,"phase":`)
+	writeString(b, string(phase))
+	b.WriteString(`,"immutable":`)
+	b.WriteString(strconv.FormatBool(immutable))
+	if t := s.itemTemplate(); t != nil && plainJSON(name) {
+		// The same bytes as writeAddresses, from the template.
+		for _, part := range t[:len(t)-1] {
 			b.WriteString(part)
 			b.WriteString(name)
 		}
-		b.WriteString(t.around[len(t.around)-1])
+		b.WriteString(t[len(t)-1])
 	} else {
-		s.writeItemFields(b, name, phase, immutable)
+		s.writeAddresses(b, name)
 	}
 	if len(view) > 2 {
 		b.WriteByte(',')
@@ -158,15 +152,9 @@ var itemAddresses = [...]struct {
 	{"applicationLedgerNameServer", appendHost(domain.ServiceANSUI)},
 }
 
-// writeItemFields writes an item's fields up to its addresses, each
-// address appended in the page's buffer rather than built as a string.
-func (s *Server) writeItemFields(b *bytes.Buffer, name string, phase domain.Phase, immutable bool) {
-	b.WriteString(`{"name":`)
-	writeString(b, name)
-	b.WriteString(`,"phase":`)
-	writeString(b, string(phase))
-	b.WriteString(`,"immutable":`)
-	b.WriteString(strconv.FormatBool(immutable))
+// writeAddresses writes an item's addresses, each appended in the page's
+// buffer rather than built as a string.
+func (s *Server) writeAddresses(b *bytes.Buffer, name string) {
 	// The addresses are the name, the namespace and plain characters: plain
 	// JSON when those two are, tested once rather than in each address.
 	prefix, ns := s.servicesOf(name)
@@ -187,16 +175,11 @@ func (s *Server) writeItemFields(b *bytes.Buffer, name string, phase domain.Phas
 	}
 }
 
-// itemTemplate is what an item's addresses write around its name, with
-// this server's namespace: around[i] precedes the name's i-th occurrence,
-// the last part closes the addresses. It is made once, by the address
-// functions themselves (with a marker for the name); nil when the
-// namespace needs escaping or an address does not hold the name once.
-type itemTemplate struct {
-	around []string
-}
-
-func (s *Server) itemTemplate() *itemTemplate {
+// itemTemplate is what an item's addresses write around its name: part i
+// precedes the name's i-th occurrence, the last part closes the addresses.
+// The address functions make it once, with a marker for the name; nil when
+// the namespace needs escaping or an address lacks the name.
+func (s *Server) itemTemplate() []string {
 	s.templateOnce.Do(func() {
 		// In chart mode the namespace is each validator's own.
 		if s.Release != nil || !plainJSON(s.Namespace) {
@@ -214,7 +197,7 @@ func (s *Server) itemTemplate() *itemTemplate {
 			around = append(around, open+`,"`+f.key+`":"`+before)
 			open = after + `"`
 		}
-		s.template = &itemTemplate{around: append(around, open)}
+		s.template = append(around, open)
 	})
 	return s.template
 }
@@ -238,9 +221,8 @@ func writeString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 }
 
-// plainJSON tells whether s is written as a JSON string as it is: no
-// character encoding/json escapes. Names, phases and addresses are
-// DNS-like.
+// plainJSON tells whether s has no character encoding/json escapes, as
+// names, phases and addresses (DNS-like) have none.
 func plainJSON[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -251,10 +233,8 @@ func plainJSON[T string | []byte](s T) bool {
 }
 
 // RefreshListViews rewrites, a batch at a time, the list views that are not
-// of this server's version (rows from before migration 0006, or from a
-// server that rendered them otherwise). Reads are right without it (they
-// render such rows whole); it only makes them cheap again. A row edited
-// meanwhile is left to its edit, which wrote its view.
+// of this server's version: reads are right without it, but slower. A row
+// edited meanwhile is left to its edit, which wrote its view.
 func (s *Server) RefreshListViews(ctx context.Context) error {
 	const batch = 500
 	for after := ""; ; {

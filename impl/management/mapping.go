@@ -21,10 +21,9 @@ import (
 // when a field of the payload is not carried over).
 
 // configFromCreate is the configuration a create payload asks for, without
-// its secret values (splitSecrets takes those). The payload's phase is not
-// kept: the Validator's status is its phase. A quantity that does not parse
-// or a volume without exactly one source is refused (domain.Invalids),
-// named by its request field.
+// its secret values (splitSecrets takes those) and its phase (the
+// Validator's status is its phase). Bad values are refused
+// (domain.Invalids), named by their request field.
 func configFromCreate(dto managementapi.ValidatorDto) (domain.ValidatorConfig, error) {
 	var bad domain.Invalids
 	c := domain.ValidatorConfig{
@@ -289,11 +288,9 @@ func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1
 	return vol
 }
 
-// Domain → wire (responses).
-
-// The Kubernetes values go back to release 1.11's shapes: a quantity in
-// its canonical form (0.5 reads 500m), an empty string or false as absent
-// (docs/decisions.md).
+// Domain → wire (responses): Kubernetes values go back to release 1.11's
+// shapes, a quantity in its canonical form (0.5 reads 500m), an empty
+// string or false as absent.
 
 // fromApp answers no envVars as an empty list, never null: the contract
 // requires arrays.
@@ -398,12 +395,10 @@ func fromKeyToPaths(items []corev1.KeyToPath) *[]managementapi.KeyToPath {
 	return &out
 }
 
-// convert maps a wire value to the type of the same JSON, or back: the
-// stored form keeps release 1.11's field names, and the payload's volume
-// sources have Kubernetes' JSON. What both have is carried over by name;
-// what only the payload has (a secret value such as
-// auth.ledgerApiClientSecret or databaseConfig.password) is never stored.
-// Both are plain data: a failure is a type that does not fit its pair.
+// convert maps a wire value to the type of the same JSON, or back (the
+// stored form keeps release 1.11's field names); what only the payload has,
+// such as a secret value, is never stored. A failure is a type that does not
+// fit its pair.
 func convert[B, A any](a A) B {
 	var b B
 	raw, err := json.Marshal(a)

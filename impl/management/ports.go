@@ -15,9 +15,8 @@ type Store interface {
 	RecordCreate(ctx context.Context, v *domain.Validator, prune *domain.PruneSchedule) error
 	GetValidator(ctx context.Context, name string) (domain.Validator, error)
 	UpdateValidator(ctx context.Context, v *domain.Validator) error
-	// ListPage is one page of the list with the
-	// version it is of, which moves whenever a page would change (the
-	// list's ETag).
+	// ListPage is one page of the list with the version it is of, which
+	// moves whenever a page would change (the list's ETag).
 	ListPage(ctx context.Context, f domain.ValidatorFilter) (rows []domain.ListedValidator, total, version int64, err error)
 	// StaleListViews reads up to limit validators after after, in name
 	// order, whose list view is not of version, with their Spec.
@@ -44,8 +43,7 @@ type Store interface {
 	// the number that match.
 	ListRuns(ctx context.Context, f domain.RunFilter) ([]domain.Run, int64, error)
 
-	// FindAudit returns one page of the audit log, newest first; CountAudit
-	// the number of entries that match.
+	// FindAudit returns one page of the audit log, newest first.
 	FindAudit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error)
 	CountAudit(ctx context.Context, f domain.AuditFilter) (int64, error)
 
@@ -58,39 +56,31 @@ type Store interface {
 	ForgetParticipantHealth(ctx context.Context, name string) error
 }
 
-// Cluster is the gateway to the cluster that runs the validators, as the
-// handlers use it (impl/cluster); the intent controller does the rest.
+// Cluster is the cluster that runs the validators, as the handlers use it.
 type Cluster interface {
 	// CheckReferences fails with domain.Invalid naming the field of the
 	// first object that does not exist.
 	CheckReferences(ctx context.Context, refs domain.References) error
 	// ReadPasswordKey reads the cluster's password key, which the leader
-	// makes (and never replaces: it is read once); domain.ErrUnavailable
-	// while it is not made.
+	// makes and never replaces; domain.ErrUnavailable while it is not made.
 	ReadPasswordKey(ctx context.Context) ([]byte, error)
 	// ValidatorState reads the resource's status; domain.ErrNotFound when absent.
 	ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error)
 }
 
-// Charts checks, in chart mode (the server setting splice.charts), the
-// values a validator's record derives for Splice's charts at its imageTag
-// against the charts' values.schema.json (impl/charts.Checker); nil when
-// chart mode is off.
+// Charts checks, in chart mode, the values a validator's record derives for
+// Splice's charts at its imageTag against the charts' values.schema.json.
 type Charts interface {
 	// CheckValidator fails with domain.Invalid, keyed by the chart value
-	// (<chart>.<value path>) and carrying the chart's message, when the
-	// charts of v's version are cached and refuse the values; nil when
-	// they accept them or are not cached. prune nil: the validator's
-	// current pruning schedule.
+	// (<chart>.<value path>), when the charts of v's version are cached and
+	// refuse the values. prune nil: the validator's current pruning schedule.
 	CheckValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) error
 }
 
 // Intent is the controller that brings the identity provider and the
-// cluster to what a record says (impl/controller/intent). It runs on the
-// elected leader only; a handler's write reaches it from the database's
-// change feed wherever the handler runs.
+// cluster to what a record says. It runs on the leader only, which a
+// handler's write reaches through the database's change feed.
 type Intent interface {
-	// Enqueue asks for a validator to be reconciled with its record at once
-	// when the controller runs in this process.
+	// Enqueue asks for a reconcile at once when the controller runs here.
 	Enqueue(name string)
 }

@@ -80,10 +80,8 @@ func (s *Server) DeleteRemoteParticipant(ctx context.Context, req managementapi.
 }
 
 func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemoteParticipant, error) {
-	// The contract's patterns say the same; the name is a key and the
-	// ports are dialled, so they are checked here whatever the route. The
-	// outbound address policy is not: a registration records where a
-	// participant is; the policy decides only whether it is probed.
+	// The name is a key and the ports are dialled: checked whatever the
+	// route. The outbound address policy decides only whether it is probed.
 	var bad domain.Invalids
 	for _, e := range []*domain.Error{domain.KeyName("name", dto.Name), domain.Host("adminAddress", dto.AdminAddress),
 		domain.Port("adminPort", dto.AdminPort), domain.Port("ledgerPort", dto.LedgerPort)} {

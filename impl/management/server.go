@@ -19,43 +19,36 @@ var _ managementapi.StrictServerInterface = (*Server)(nil)
 
 // Options is what release 1.11 is built from.
 type Options struct {
-	Store   Store
-	Cluster Cluster
-	// Intent is the controller that makes the identity provider and the
-	// cluster what a record says (impl/controller/intent).
+	Store     Store
+	Cluster   Cluster
 	Intent    Intent
 	Namespace string
 	Logger    *slog.Logger
 	// Now is the clock (tests inject one); time.Now when nil.
 	Now func() time.Time
-	// ValidatorAddresses checks a validator's scanAddress and
-	// auth.oidcAuthorityUrl when they are written (the server calls them
-	// with credentials); ParticipantAddresses a remote participant's admin
-	// address before each probe (a registration is stored whatever it
-	// says).
+	// ValidatorAddresses checks the addresses a validator's record gives
+	// when they are written; ParticipantAddresses a remote participant's
+	// admin address before each probe.
 	ValidatorAddresses, ParticipantAddresses Addresses
 	// Dial opens the health probe's connection.
 	Dial func(ctx context.Context, timeout time.Duration, host, port string) (net.Conn, error)
 	// ObserveProbe counts each probe by outcome (telemetry.Probe*).
 	ObserveProbe func(outcome string)
-	// Charts checks a create or an edit against Splice's charts in chart
-	// mode; nil: chart mode is off.
-	Charts Charts
-	// Release, in chart mode, is the namespace of a validator's release,
-	// where Splice's charts name the Services without the validator: the
-	// addresses shown are there; nil: <validator>-<service> in Namespace.
+	// Charts and Release are set in chart mode only: Release is the
+	// namespace of a validator's release, whose Services Splice's charts
+	// name without the validator.
+	Charts  Charts
 	Release func(validator string) string
 }
 
-// Server serves release 1.11. Its handlers validate, record what the
-// operator asked for in the database (secret values too, sealed) and leave
-// the rest to the elected leader's intent controller; they never write the
-// identity provider or the cluster.
+// Server serves release 1.11. Its handlers validate and record what the
+// operator asked for (secret values too, sealed); only the leader's intent
+// controller writes the identity provider and the cluster.
 type Server struct {
 	Options
 	// template renders list items (listview.go), made at the first page.
 	templateOnce sync.Once
-	template     *itemTemplate
+	template     []string
 }
 
 // New returns the release 1.11 handlers.
@@ -70,9 +63,8 @@ func New(o Options) *Server {
 }
 
 // record writes a change of a validator's record and asks the intent
-// controller to bring the cluster to it. op names the change for the fault
-// point "<op>.written", after the record, where a crash test kills the
-// process.
+// controller to bring the cluster to it; a crash test kills the process at
+// the fault point "<op>.written".
 func (s *Server) record(ctx context.Context, name, op string, write func(context.Context) error) error {
 	if err := write(ctx); err != nil {
 		return err

@@ -113,10 +113,9 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 	return r, nil
 }
 
-// viewed is the part of a validator's response that its list view holds
-// (listView): everything but the name, the phase and the disableUserEdit
-// flag (which change without a write of the configuration) and the
-// addresses (which depend on the namespace the server runs in).
+// viewed is the part of a validator's response that its list view holds:
+// all but what changes without a write of the configuration (name, phase,
+// disableUserEdit) and the addresses (they depend on the namespace).
 func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.ValidatorResponseDto {
 	r := configResponse(c)
 	if c.WrittenSecrets.Onboarding {

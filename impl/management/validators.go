@@ -38,8 +38,7 @@ func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValid
 	if err != nil {
 		return nil, err
 	}
-	// The page is the generation's and the query's (the namespace and
-	// the rendering are the server's).
+	// The tag names the generation, the server's rendering and the query.
 	tag := etag.Of("1.11", strconv.FormatInt(version, 10), s.Namespace, strconv.Itoa(listViewVersion),
 		f.NameContains, string(f.Phase), strconv.Itoa(f.Offset), strconv.Itoa(f.Limit))
 	if req.Params.IfNoneMatch != nil && etag.Match(*req.Params.IfNoneMatch, tag) {
@@ -56,16 +55,12 @@ func (s *Server) WatchValidators(ctx context.Context, req managementapi.WatchVal
 	return nil, domain.NotImplemented("watchValidators", "the validators' watch stream")
 }
 
-// CreateValidator records the validator (phase PENDING) with its pruning
-// schedule and the secret values given, sealed, in one transaction, and
-// answers 201 at once: the elected leader's intent controller provisions
-// it (wallet user, the identity provider's clients, Validator resource,
-// Secrets), level-triggered, so a recorded create is always finished. The
-// created user's temporary password is derived from the cluster's password
-// key, the name and the create's claim, by this handler for the answer and
-// by the leader for the user; its id is the identity provider's to assign
-// and is not in the answer. Of two concurrent creates of one name the
-// database lets exactly one record it.
+// CreateValidator records the validator (phase PENDING), its pruning
+// schedule and its secret values, sealed, in one transaction and answers
+// 201: the leader's intent controller provisions it, so a recorded create is
+// always finished. The wallet user's temporary password is derived from the
+// password key, the name and the create's claim, here for the answer and by
+// the leader for the user.
 func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateValidatorRequestObject) (managementapi.CreateValidatorResponseObject, error) {
 	dto := *req.Body
 	if err := checkCreate(dto); err != nil {
@@ -192,17 +187,11 @@ func externalDatabaseAddress(db managementapi.ValidatorDbConfigDto) domain.Inval
 	return bad
 }
 
-// UpdateValidator applies a partial edit. Null sections are unchanged;
-// immutable fields are refused with 400, a frozen validator with 409. The
-// edit is recorded, secret values included (sealed, merged over those not
-// written yet), in one write; the leader writes them into the Secrets and
-// drives the cluster to the record. A write that fails changes nothing.
-//
-// The write is conditional on the row being as it was read: an edit (or
-// the leader's record of what it provisioned) written in between would
-// otherwise be undone by this one although it was answered 200. Such a
-// write is not an error of the caller's, who asked for a partial change:
-// the edit is applied again to the row as it is now.
+// UpdateValidator records a partial edit, secret values included (sealed,
+// merged over those not written yet), in one write. The write is conditional
+// on the row being as it was read, else it would undo a write in between;
+// the caller asked for a partial change, so the edit is applied again to the
+// row as it is now.
 func (s *Server) UpdateValidator(ctx context.Context, req managementapi.UpdateValidatorRequestObject) (managementapi.UpdateValidatorResponseObject, error) {
 	for attempt := 1; ; attempt++ {
 		err := s.updateValidator(ctx, *req.Body)
@@ -268,9 +257,8 @@ func (s *Server) checkCharts(ctx context.Context, v domain.Validator, prune *dom
 	return s.Charts.CheckValidator(ctx, v, prune)
 }
 
-// sealOver seals the values an edit gives over those of v still waiting for
-// the leader: an earlier create's or edit's values it has not written yet
-// are kept.
+// sealOver seals the values an edit gives over those of v that the leader
+// has not written yet, which are kept.
 func (s *Server) sealOver(ctx context.Context, v domain.Validator, next domain.ValidatorSecrets) (string, error) {
 	key, err := s.Cluster.ReadPasswordKey(ctx)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -23,16 +22,11 @@ import (
 const healthTimeout = 2 * time.Second
 
 // A health check writes (the database's health row, the embedded default's
-// file stores) and asks the API server twice: it is not what every probe
-// should wait for. A probe answers the last check's report while it is UP
-// and younger than healthMaxAge, and starts the next check in the
-// background once the report is older than healthRefresh; so a probe every
-// few seconds (the chart's readiness probe: 5 s) reads memory and reports
-// what the check started by the probe before it found. Without such a
-// report (none yet, too old, or DOWN) the probe waits for a check: a
-// server turns UP as soon as it is, and a DOWN component is checked again
-// by every probe. One check runs at a time; the probes that come meanwhile
-// share its report.
+// file stores) and asks the API server twice, too much for every probe: a
+// probe answers the last report while it is UP and younger than
+// healthMaxAge, starting the next check in the background once it is older
+// than healthRefresh. Without such a report (none, too old, or DOWN) it
+// waits for a check, so a server turns UP as soon as it is.
 const (
 	healthRefresh = 1 * time.Second
 	healthMaxAge  = 10 * time.Second
@@ -52,13 +46,6 @@ func (r *healthReport) up() bool {
 		}
 	}
 	return true
-}
-
-// healthChecks keeps the last report and runs one check at a time: the
-// probes that come while it runs share its report.
-type healthChecks struct {
-	last   atomic.Pointer[healthReport]
-	flight singleflight.Group
 }
 
 // GetHealth reports UP (200) when every dependency answers, else DOWN (503).
@@ -92,11 +79,9 @@ func (s *Server) GetHealth(ctx context.Context, _ platformapi.GetHealthRequestOb
 	return platformapi.GetHealth200JSONResponse(h), nil
 }
 
-// healthReport is the report a probe answers: the last one while it is UP
-// and fresh enough (starting the next check when it is due), else the
-// report of a check it waits for.
+// healthReport is the report a probe answers (healthRefresh says which).
 func (s *Server) healthReport(ctx context.Context) *healthReport {
-	if r := s.checks.last.Load(); r != nil && r.up() {
+	if r := s.lastHealth.Load(); r != nil && r.up() {
 		if age := s.now().Sub(r.at); age < healthMaxAge {
 			if age >= healthRefresh {
 				s.startCheck(ctx)
@@ -107,13 +92,12 @@ func (s *Server) healthReport(ctx context.Context) *healthReport {
 	return (<-s.startCheck(ctx)).Val.(*healthReport) // bounded by healthTimeout
 }
 
-// startCheck starts a check unless one runs, and answers the report of the
-// one that runs. The check is not the request's: it outlives a probe that
-// went away, within healthTimeout.
+// startCheck starts a check unless one runs. The check is not the
+// request's: it outlives a probe that went away, within healthTimeout.
 func (s *Server) startCheck(ctx context.Context) <-chan singleflight.Result {
-	return s.checks.flight.DoChan("", func() (any, error) {
+	return s.healthFlight.DoChan("", func() (any, error) {
 		r := s.check(context.WithoutCancel(ctx))
-		s.checks.last.Store(r)
+		s.lastHealth.Store(r)
 		return r, nil
 	})
 }
@@ -133,10 +117,8 @@ func (s *Server) check(ctx context.Context) *healthReport {
 			if p == nil {
 				st = platformapi.HealthDown
 			} else if err := p.Ping(ctx); err != nil {
-				// The body says only DOWN; the log says why (a file that
-				// cannot be written, an unreachable server).
-				// A start in progress (the first sync has not had its chance
-				// yet) is expected: INFO, not WARN.
+				// The body says only DOWN; the log says why, at INFO for a
+				// start in progress, which is expected.
 				st = platformapi.HealthDown
 				level := slog.LevelWarn
 				if errors.Is(err, domain.ErrStarting) {
@@ -163,9 +145,7 @@ type LeaderElection struct {
 
 // withLeaderElection is the health body with one more component,
 // leaderElection, always UP (a follower is as ready to serve as the leader)
-// with the role in its details, beside every component of the body without
-// it. The contract's HealthComponents and ComponentHealth admit further
-// properties, as Spring Boot's do.
+// with the role in its details; the contract admits further components.
 type withLeaderElection struct {
 	code   int
 	health platformapi.Health
@@ -210,9 +190,8 @@ func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (pla
 	return platformapi.GetInfo200JSONResponse{Build: b}, nil
 }
 
-// GetPrometheus is never routed: the metrics are served by the Prometheus
-// client's own handler (telemetry.Metrics.Handler), a plain handler that
-// negotiates the exposition format.
+// GetPrometheus is never routed: the Prometheus client's own handler
+// (telemetry.Metrics.Handler) negotiates the exposition format.
 func (s *Server) GetPrometheus(context.Context, platformapi.GetPrometheusRequestObject) (platformapi.GetPrometheusResponseObject, error) {
 	return nil, notWired("getPrometheus", "the telemetry handler that serves the metrics")
 }

@@ -18,8 +18,7 @@ import (
 )
 
 // The operations on a validator's participant admin gRPC API share these:
-// the API itself, the participant's identity (its UID and the synchronizer
-// it is connected to, from ParticipantStatus) and the topology reads.
+// the API, the participant's identity and the topology reads.
 
 // admin resolves validator's participant admin API.
 func (s *Server) admin(ctx context.Context, operation, validator string) (*upstream.AdminAPI, error) {
@@ -61,8 +60,7 @@ func identify(ctx context.Context, a *upstream.AdminAPI) (participant, error) {
 	}, nil
 }
 
-// identified is the admin API of the validator's participant and who the
-// participant is (identify).
+// identified is the validator's participant admin API and identity.
 func (s *Server) identified(ctx context.Context, operation, validator string) (*upstream.AdminAPI, participant, error) {
 	a, err := s.admin(ctx, operation, validator)
 	if err != nil {

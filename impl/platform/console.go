@@ -20,16 +20,12 @@ import (
 
 const partConsole = "the ledger console (a console opener: the sandbox participant's console or a pod exec)"
 
-// ConsoleSession is one terminal session on a participant's console.
+// ConsoleSession is one terminal session on a participant's console: Read
+// is its output (io.EOF when the console ended), Write its input; Close
+// makes a pending Read return.
 type ConsoleSession interface {
-	// Read returns terminal output; io.EOF when the console ended.
-	io.Reader
-	// Write sends terminal input.
-	io.Writer
-	// Resize changes the terminal size.
+	io.ReadWriteCloser
 	Resize(cols, rows uint16) error
-	// Close ends the session; Read then returns an error.
-	Close() error
 }
 
 // Auditor stores audit entries (the console's one entry per session).
@@ -61,10 +57,9 @@ func (s *Server) OpenLedgerConsole(ctx context.Context, req platformapi.OpenLedg
 	return nil, notWired("openLedgerConsole", partConsole)
 }
 
-// LedgerConsole upgrades to the WebSocket console stream (openLedgerConsole).
-// It runs behind authentication and request validation like every
-// operation; everything that can fail (unknown validator, console not
-// reachable) is answered before the upgrade, in the release's error shape.
+// LedgerConsole upgrades to the WebSocket console stream (openLedgerConsole),
+// behind authentication and request validation like every operation; what
+// can fail is answered before the upgrade, in the release's error shape.
 func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 	c := s.Console
 	if c.Open == nil {
@@ -74,11 +69,10 @@ func (s *Server) LedgerConsole(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	validator := r.URL.Query().Get("validator")
-	if _, err := s.object(domain.KindValidator, validator); err != nil {
+	if _, err := s.read(Resources.ResourceObject, domain.KindValidator, validator); err != nil {
 		return err
 	}
-	// The session outlives the request's handling only as long as the
-	// connection: the handler returns when the session ends.
+	// The handler returns when the session ends.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	sess, err := c.Open(ctx, validator)
@@ -115,8 +109,7 @@ func checkHandshake(r *http.Request) error {
 	return nil
 }
 
-// sessionEnd is how a session ended: the close frame sent and the reason
-// the audit entry records.
+// sessionEnd is the close frame sent and the reason the audit entry records.
 type sessionEnd struct {
 	code   websocket.StatusCode
 	reason string
@@ -130,11 +123,9 @@ var (
 )
 
 // runConsole pumps output to the socket and input to the session until
-// either side ends, the idle timeout passes or ctx ends.
-// The socket's reads and writes use connCtx, which finishing does not
-// cancel: a cancelled context makes the library drop the connection
-// without a close frame. The socket is closed with the reason once either
-// side has ended.
+// either side ends, the idle timeout passes or ctx ends. The socket uses
+// connCtx, which finishing does not cancel: the library drops a connection
+// whose context is cancelled without sending a close frame.
 func (s *Server) runConsole(connCtx context.Context, conn *websocket.Conn, sess ConsoleSession, idle time.Duration) sessionEnd {
 	ctx, cancel := context.WithCancel(connCtx)
 	defer cancel()

@@ -30,9 +30,8 @@ type ExecConsole struct {
 	NewExecutor func(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error)
 }
 
-// DefaultConsoleCommand starts Canton's console against the participant
-// of the pod (the Canton image's entry point, with its remote console
-// configuration).
+// DefaultConsoleCommand starts Canton's console against the pod's
+// participant (the image's entry point and remote console configuration).
 var DefaultConsoleCommand = []string{"/app/bin/canton", "--console", "-c", "/app/remote-participant.conf"}
 
 // OpenConsole finds the participant pod and starts the exec session. The

@@ -23,10 +23,9 @@ var keySpecs = map[platformapi.KeySpec]string{
 	platformapi.KeySpecEcSecp256k1: topology.SpecSecp256k1,
 }
 
-// GenerateExternalPartyTopology checks the request (key, hosts, threshold),
-// then asks the ledger for its participant id (no host may be this
-// participant) and the synchronizer it is connected to, and proxies
-// generate-topology for that synchronizer.
+// GenerateExternalPartyTopology checks the request, then proxies
+// generate-topology for the ledger's synchronizer; no host may be the
+// ledger's own participant.
 func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platformapi.GenerateExternalPartyTopologyRequestObject) (platformapi.GenerateExternalPartyTopologyResponseObject, error) {
 	n, err := s.node(ctx, "generateExternalPartyTopology", req.Name)
 	if err != nil {
@@ -115,9 +114,8 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 }
 
 // AllocateExternalParty proxies allocate with the party's signature over
-// the multi-hash. The ledger answers only the party id; the hosting state
-// comes from the PartyToParticipant mapping among the transactions: every
-// host other than this participant owes approval.
+// the multi-hash. The ledger answers only the party id: the hosts other than
+// this participant, which owe approval, come from the transactions.
 func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.AllocateExternalPartyRequestObject) (platformapi.AllocateExternalPartyResponseObject, error) {
 	n, err := s.node(ctx, "allocateExternalParty", req.Name)
 	if err != nil {

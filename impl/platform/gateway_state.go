@@ -8,13 +8,11 @@ import (
 
 // GatewayStore is the database as the wallet gateway's handlers use it: it
 // records what the operator asks for, on any replica; the elected leader
-// writes it into the Secret <validator>-wallet-gateway
-// (impl/controller/gateway). Reads come from the database, so an update
-// takes effect on the next call.
+// writes it into the Secret <validator>-wallet-gateway. Reads come from the
+// database, so an update takes effect on the next call.
 type GatewayStore interface {
 	WalletGateway(ctx context.Context, validator string) (domain.WalletGateway, error)
-	// UpdateWalletGateway applies change to the stored gateway in one
-	// transaction.
+	// UpdateWalletGateway applies change to the stored gateway in one transaction.
 	UpdateWalletGateway(ctx context.Context, validator string, change func(*domain.WalletGateway) error) (domain.WalletGateway, error)
 	GatewayWallets(ctx context.Context, validator string) ([]domain.GatewayWallet, error)
 	// RecordWallet records a wallet before its party is allocated, or takes
@@ -27,8 +25,7 @@ type GatewayStore interface {
 }
 
 // PasswordKeys reads the cluster's password key, under which the custody
-// provider's credentials are sealed in the database; it never makes it
-// (the leader does).
+// provider's credentials are sealed; the leader makes it.
 type PasswordKeys interface {
 	ReadPasswordKey(ctx context.Context) ([]byte, error)
 }

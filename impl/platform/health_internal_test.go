@@ -69,7 +69,7 @@ func TestHealthChecks(t *testing.T) {
 	// call of the same key joins it (and does nothing when none runs).
 	settled := func() {
 		t.Helper()
-		s.checks.flight.Do("", func() (any, error) { return nil, nil })
+		s.healthFlight.Do("", func() (any, error) { return nil, nil })
 	}
 	expect := func(what string, status int, calls int32) {
 		t.Helper()

@@ -246,9 +246,8 @@ func signatureChoice(f *platformapi.SignatureFormat, a *platformapi.SigningAlgor
 }
 
 // SubmitAmendHosting adds the prepared transaction with the party's
-// signature (AddTransactions); the participant checks the signature and
-// the serial. The answer is the hosting state the change is in. An unknown
-// validator answers 404 before the body is looked at.
+// signature; the participant checks the signature and the serial. An
+// unknown validator answers 404 before the body is looked at.
 func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitAmendHostingRequestObject) (platformapi.SubmitAmendHostingResponseObject, error) {
 	a, err := s.admin(ctx, "submitAmendHosting", req.Name)
 	if err != nil {

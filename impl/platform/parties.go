@@ -18,9 +18,7 @@ import (
 // that keeps answering a next page token.
 const maxPages = 10_000
 
-// ListParties follows every page of the ledger's GET /v2/parties and keeps
-// the parties whose id starts with partyId. Entries pass through as the
-// ledger wrote them: each is decoded only as far as its party id.
+// ListParties passes the ledger's parties whose id starts with partyId through.
 func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesRequestObject) (platformapi.ListPartiesResponseObject, error) {
 	n, err := s.node(ctx, "listParties", req.Name)
 	if err != nil {
@@ -30,7 +28,8 @@ func (s *Server) ListParties(ctx context.Context, req platformapi.ListPartiesReq
 }
 
 // partiesWithPrefix follows every page of the ledger's GET /v2/parties and
-// keeps the entries whose party id starts with prefix, as the ledger wrote them.
+// keeps the entries whose party id starts with prefix, as the ledger wrote
+// them: each is decoded only as far as its party id.
 func partiesWithPrefix(ctx context.Context, n *upstream.Node, prefix string) (rawParties, error) {
 	out := rawParties{}
 	params := &ledgerapi.GetV2PartiesParams{}

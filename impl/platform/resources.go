@@ -10,9 +10,8 @@ import (
 )
 
 // Resources is the cluster's cached view of the Validator and Application
-// resources of the watched namespace. Reads come from informers, never from
-// the API server. The JSON is encoded once per change of the resource (as
-// stored, minus metadata.managedFields), so a read costs a copy.
+// resources of the watched namespace. The JSON is encoded once per change
+// of a resource (minus metadata.managedFields), so a read costs a copy.
 type Resources interface {
 	// ResourceList is every resource of kind, as a JSON array sorted by
 	// namespace then name.
@@ -31,9 +30,8 @@ type Resources interface {
 }
 
 // rawJSON is a 200 answer whose body the cache has already encoded (the
-// contract's ValidatorResource, ApplicationResource and ResourceStatus are
-// open objects: the bytes are the resource as stored). Writing them as they
-// are spares a decode and an encode of every resource on every read.
+// contract's resources and ResourceStatus are open objects): writing it as
+// it is spares a decode and an encode of every resource on every read.
 type rawJSON []byte
 
 func (b rawJSON) write(w http.ResponseWriter) error {
@@ -48,19 +46,16 @@ func (b rawJSON) VisitGetValidatorStatusResponse(w http.ResponseWriter) error   
 func (b rawJSON) VisitGetApplicationResponse(w http.ResponseWriter) error       { return b.write(w) }
 func (b rawJSON) VisitGetApplicationStatusResponse(w http.ResponseWriter) error { return b.write(w) }
 
-// The Validator and Application reads answer from the cache; a list
-// carries an ETag.
-
 func (s *Server) ListValidators(ctx context.Context, req platformapi.ListValidatorsRequestObject) (platformapi.ListValidatorsResponseObject, error) {
 	return s.list(domain.KindValidator, req.Params.IfNoneMatch)
 }
 
 func (s *Server) GetValidator(ctx context.Context, req platformapi.GetValidatorRequestObject) (platformapi.GetValidatorResponseObject, error) {
-	return s.object(domain.KindValidator, req.Name)
+	return s.read(Resources.ResourceObject, domain.KindValidator, req.Name)
 }
 
 func (s *Server) GetValidatorStatus(ctx context.Context, req platformapi.GetValidatorStatusRequestObject) (platformapi.GetValidatorStatusResponseObject, error) {
-	return s.status(domain.KindValidator, req.Name)
+	return s.read(Resources.ResourceStatus, domain.KindValidator, req.Name)
 }
 
 func (s *Server) ListApplications(ctx context.Context, req platformapi.ListApplicationsRequestObject) (platformapi.ListApplicationsResponseObject, error) {
@@ -68,11 +63,11 @@ func (s *Server) ListApplications(ctx context.Context, req platformapi.ListAppli
 }
 
 func (s *Server) GetApplication(ctx context.Context, req platformapi.GetApplicationRequestObject) (platformapi.GetApplicationResponseObject, error) {
-	return s.object(domain.KindApplication, req.Name)
+	return s.read(Resources.ResourceObject, domain.KindApplication, req.Name)
 }
 
 func (s *Server) GetApplicationStatus(ctx context.Context, req platformapi.GetApplicationStatusRequestObject) (platformapi.GetApplicationStatusResponseObject, error) {
-	return s.status(domain.KindApplication, req.Name)
+	return s.read(Resources.ResourceStatus, domain.KindApplication, req.Name)
 }
 
 // WatchValidators is never routed: the stream is served by a plain handler
@@ -127,20 +122,13 @@ func (s *Server) list(kind domain.ResourceKind, ifNoneMatch *string) (interface 
 	return listAnswer{body: body, tag: tag}, nil
 }
 
-func (s *Server) object(kind domain.ResourceKind, name string) (rawJSON, error) {
+// read is one resource's JSON as get (ResourceObject or ResourceStatus) reads it.
+func (s *Server) read(get func(Resources, domain.ResourceKind, string) ([]byte, error), kind domain.ResourceKind, name string) (rawJSON, error) {
 	r, err := s.resources()
 	if err != nil {
 		return nil, err
 	}
-	return r.ResourceObject(kind, name)
-}
-
-func (s *Server) status(kind domain.ResourceKind, name string) (rawJSON, error) {
-	r, err := s.resources()
-	if err != nil {
-		return nil, err
-	}
-	return r.ResourceStatus(kind, name)
+	return get(r, kind, name)
 }
 
 // applicationMetrics maps the cluster's figures to the contract's shape.

@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/docs"
@@ -56,9 +59,11 @@ type Server struct {
 	Options
 	// The descriptions as the generated response types want them, decoded once.
 	platformDoc, managementDoc platformapi.ApiDocument
-	// checks keeps the health report (actuator.go); now is its clock.
-	checks healthChecks
-	now    func() time.Time
+	// lastHealth is the last health report (actuator.go); healthFlight runs
+	// one check at a time, whose report the probes meanwhile share.
+	lastHealth   atomic.Pointer[healthReport]
+	healthFlight singleflight.Group
+	now          func() time.Time
 }
 
 // New returns the release 2.0 handlers.

@@ -17,10 +17,9 @@ type Upstreams interface {
 	For(ctx context.Context, validator string) (*upstream.Node, error)
 }
 
-// node resolves validator's nodes, or says the proxy is not configured. A
-// name no Kubernetes object can have ("a/b", "..", upper case) names no
-// validator: 404, as getValidator answers it, before it reaches client-go,
-// which refuses it with an error of its own (a 500).
+// node resolves validator's nodes. A name no Kubernetes object can have
+// ("a/b", "..", upper case) is a 404, as getValidator answers it, before
+// client-go refuses it with an error of its own (a 500).
 func (s *Server) node(ctx context.Context, operation, validator string) (*upstream.Node, error) {
 	if s.Upstreams == nil {
 		return nil, notWired(operation, "the upstream proxy (ledger JSON API, scan, validator app)")
@@ -32,9 +31,8 @@ func (s *Server) node(ctx context.Context, operation, validator string) (*upstre
 }
 
 // answered turns a generated client's result into an error: no answer
-// (err), or a status other than 2xx (translated by upstream.Call.Answer).
-// res reads the result, which exists only when err is nil; base is the
-// upstream's base URL, shown when the request URL is unknown.
+// (err), or a status other than 2xx. res reads the result, which exists
+// only when err is nil; base is shown when the request URL is unknown.
 func answered(up, base string, err error, res func() (*http.Response, []byte)) error {
 	if err != nil {
 		return upstream.Check(up, nil, nil, err, base)

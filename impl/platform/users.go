@@ -23,8 +23,7 @@ type rightSet map[string]ledgerapi.Right
 func rightKey(kind, party string) string { return kind + "\x00" + party }
 
 // add puts the right {kind: {value: {party}}} ({} without a party) into
-// the set. Neither step can fail: the value is strings only, and the union
-// keeps the raw JSON.
+// the set; neither step can fail (strings only, the union keeps raw JSON).
 func (rs rightSet) add(kind, party string) {
 	value := map[string]string{}
 	if party != "" {

@@ -20,9 +20,8 @@ import (
 )
 
 // GetValidatorDetails is the Validator resource with the ledger's
-// authenticated user, every user (all pages) and the participant's DARs, fetched
-// concurrently; a section that fails is replaced by <section>Error and the
-// answer stays 200.
+// authenticated user, every user and the participant's DARs, fetched
+// concurrently; a failed section is replaced by <section>Error, still 200.
 func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetValidatorDetailsRequestObject) (platformapi.GetValidatorDetailsResponseObject, error) {
 	resources, err := s.resources()
 	if err != nil {
@@ -45,7 +44,7 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 	out.LedgerApiEndpoint = &endpoint
 
 	var wg sync.WaitGroup
-	section := func(name string, fetch func() error, failed **string) {
+	section := func(fetch func() error, failed **string) {
 		wg.Go(func() {
 			if err := fetch(); err != nil {
 				s.logUpstream(ctx, "getValidatorDetails", err)
@@ -54,7 +53,7 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 			}
 		})
 	}
-	section("authenticatedUser", func() error {
+	section(func() error {
 		r, err := n.Ledger.GetV2AuthenticatedUserWithResponse(ctx, nil)
 		u, err := relay[platformapi.AuthenticatedUser](n, upstream.Ledger, err, func() (*http.Response, []byte) { return r.HTTPResponse, r.Body })
 		if err != nil {
@@ -63,7 +62,7 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 		out.AuthenticatedUser = &u
 		return nil
 	}, &out.AuthenticatedUserError)
-	section("allUsers", func() error {
+	section(func() error {
 		users := []platformapi.LedgerUser{}
 		params := &ledgerapi.GetV2UsersParams{}
 		for range maxPages {
@@ -87,7 +86,7 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 		out.AllUsers = &users
 		return nil
 	}, &out.AllUsersError)
-	section("dars", func() error {
+	section(func() error {
 		a, err := n.Admin()
 		if err != nil {
 			return err
@@ -121,10 +120,9 @@ func sectionError(err error) string {
 	return "internal error"
 }
 
-// GetValidatorBalances looks up the validator party's holdings in scan:
-// the party from the validator app, the latest snapshot before now of the
-// validator's migration, then the holdings summary at it. A failed lookup
-// is still 200, with error (and party_id when known).
+// GetValidatorBalances looks up the validator party's holdings in scan's
+// latest snapshot; a failed lookup is still 200, with error (and party_id
+// when known).
 func (s *Server) GetValidatorBalances(ctx context.Context, req platformapi.GetValidatorBalancesRequestObject) (platformapi.GetValidatorBalancesResponseObject, error) {
 	n, err := s.node(ctx, "getValidatorBalances", req.Name)
 	if err != nil {
@@ -183,9 +181,8 @@ func balances(ctx context.Context, n *upstream.Node) (platformapi.ValidatorBalan
 	return out, fmt.Errorf("the scan service's holdings summary has no entry for the validator party")
 }
 
-// GetValidatorTrafficStatus passes scan's traffic status of the
-// participant (ledger GET /v2/parties/participant-id) on the synchronizer
-// it is connected to (ledger GET /v2/state/connected-synchronizers) through.
+// GetValidatorTrafficStatus passes through scan's traffic status of the
+// ledger's participant on the synchronizer it is connected to.
 func (s *Server) GetValidatorTrafficStatus(ctx context.Context, req platformapi.GetValidatorTrafficStatusRequestObject) (platformapi.GetValidatorTrafficStatusResponseObject, error) {
 	n, err := s.node(ctx, "getValidatorTrafficStatus", req.Name)
 	if err != nil {
@@ -231,10 +228,9 @@ func (s *Server) GetIdentityDump(ctx context.Context, req platformapi.GetIdentit
 }
 
 // identityDump is getIdentityDump's 200, streamed as the validator app sends
-// it. When the stream fails after the header went out, the answer is
-// aborted (net/http closes the connection, or resets an HTTP/2 stream): a
-// chunked answer would otherwise end as if whole, and the client keep a
-// cut private key export for a backup.
+// it. A stream that fails after the header went out aborts the answer: a
+// chunked answer would otherwise end as if whole, and the client keep a cut
+// private key export for a backup.
 type identityDump struct {
 	platformapi.GetIdentityDump200ApplicationoctetStreamResponse
 	log *slog.Logger

@@ -19,13 +19,12 @@ import (
 	"github.com/validator-manager/validator-manager/impl/upstream"
 )
 
-// gatewayFor checks that the validator exists (404 otherwise) and that
-// the gateway state is wired.
+// gatewayFor checks that the gateway state is wired and the validator exists.
 func (s *Server) gatewayFor(operation, validator string) (GatewayStore, error) {
 	if s.Gateway == nil {
 		return nil, notWired(operation, "the wallet gateway's record (database)")
 	}
-	if _, err := s.object(domain.KindValidator, validator); err != nil {
+	if _, err := s.read(Resources.ResourceObject, domain.KindValidator, validator); err != nil {
 		return nil, err
 	}
 	return s.Gateway, nil
@@ -61,11 +60,10 @@ func (s *Server) ListGatewayWallets(ctx context.Context, req platformapi.ListGat
 }
 
 // CreateGatewayWallet records the wallet, allocates its party on the
-// validator's participant and records the party: a failure or a crash
-// after the record leaves it, and a retry with the same party hint
-// finishes it (adopting the party an earlier attempt allocated). The
-// provider must be enabled and hold credentials: a wallet whose custody
-// provider cannot be reached is not a wallet.
+// validator's participant and records the party: a retry with the same
+// party hint finishes a failed or crashed create (adopting the party an
+// earlier attempt allocated). A wallet needs an enabled custody provider
+// with credentials.
 func (s *Server) CreateGatewayWallet(ctx context.Context, req platformapi.CreateGatewayWalletRequestObject) (platformapi.CreateGatewayWalletResponseObject, error) {
 	g, gw, err := s.walletGateway(ctx, "createGatewayWallet", req.Name)
 	if err != nil {
@@ -159,17 +157,15 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 	}
 	b := req.Body
 	if b.BaseUrl != nil {
-		// The address is read back by anyone who may read the settings:
-		// credentials go in credentials, which are never returned. The
-		// message does not quote the URL, which would return them too.
+		// Anyone who may read the settings reads the address back, so it
+		// holds no credentials; the message does not quote it either.
 		if u, err := url.Parse(*b.BaseUrl); err != nil || u.User != nil {
 			return nil, domain.Invalid("baseUrl", "must not carry credentials (user or password): send them as credentials, which are stored sealed and never returned")
 		}
 	}
 	sealed := ""
 	if c := b.Credentials; c != nil {
-		// The contract requires both; a body that slipped past
-		// validation must not store half a credential.
+		// Never store half a credential, whatever validation let through.
 		if c.ApiKey == nil || c.ApiSecret == nil || *c.ApiKey == "" || *c.ApiSecret == "" {
 			return nil, domain.Invalid("credentials", "apiKey and apiSecret are both required")
 		}
