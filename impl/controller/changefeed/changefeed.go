@@ -44,3 +44,18 @@ func Send(ctx context.Context, names chan<- event.TypedGenericEvent[string], tak
 		}
 	}
 }
+
+// Retry calls read every interval until it succeeds, handing each failure to
+// warn; false when ctx ended first. A leader's first read of its database
+// waits out a passing failure instead of stopping the Manager.
+func Retry(ctx context.Context, interval time.Duration, read func(context.Context) error, warn func(error)) bool {
+	return wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		if err := read(ctx); err != nil {
+			if ctx.Err() == nil {
+				warn(err)
+			}
+			return false, nil
+		}
+		return true, nil
+	}) == nil
+}

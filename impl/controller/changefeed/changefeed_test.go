@@ -62,3 +62,27 @@ func TestFollow(t *testing.T) {
 		t.Fatal("Follow did not return when its context ended")
 	}
 }
+
+func TestRetry(t *testing.T) {
+	fails := 2
+	var warned []error
+	read := func(context.Context) error {
+		if fails > 0 {
+			fails--
+			return errors.New("database is locked")
+		}
+		return nil
+	}
+	if !changefeed.Retry(context.Background(), time.Millisecond, read, func(err error) { warned = append(warned, err) }) {
+		t.Fatal("Retry gave up on a read that succeeds on its third try")
+	}
+	if fails != 0 || len(warned) != 2 {
+		t.Fatalf("%d failures left, %d warned; want every failure tried again and warned of", fails, len(warned))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if changefeed.Retry(ctx, time.Millisecond, func(context.Context) error { return errors.New("down") }, func(error) {}) {
+		t.Fatal("Retry reported success for a read that never succeeded")
+	}
+}

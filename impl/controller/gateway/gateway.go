@@ -102,12 +102,12 @@ func (feed) NeedLeaderElection() bool { return true }
 
 func (f feed) Start(ctx context.Context) error {
 	g := f.g
-	names, err := g.store.WalletGatewayNames(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("wallet gateway controller: %w", err)
+	var names []string
+	if !changefeed.Retry(ctx, feedEvery, func(ctx context.Context) (err error) {
+		names, err = g.store.WalletGatewayNames(ctx)
+		return err
+	}, func(err error) { g.log.Warn("reading the wallet gateways to write; retrying", "error", err) }) {
+		return nil
 	}
 	changefeed.Send(ctx, g.named, names)
 	changefeed.Follow(ctx, feedEvery, feedPage, g.store.TakeGatewayChanges, g.named, func(err error) {

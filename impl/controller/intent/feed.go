@@ -2,7 +2,6 @@ package intent
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
@@ -29,9 +28,13 @@ func (f feed) Start(ctx context.Context) error {
 	if _, err := c.cluster.PasswordKey(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("the cluster's password key could not be made yet; creates answer 503 until it is", "error", err)
 	}
-	names, initial, err := f.allNames(ctx)
-	if err != nil {
-		return fmt.Errorf("intent controller: %w", err)
+	var names []string
+	var initial map[string]bool
+	if !changefeed.Retry(ctx, c.changes, func(ctx context.Context) (err error) {
+		names, initial, err = f.allNames(ctx)
+		return err
+	}, func(err error) { c.log.Warn("reading the validators to reconcile; retrying", "error", err) }) {
+		return nil
 	}
 	c.began.CompareAndSwap(0, time.Now().UnixNano())
 	c.mu.Lock()

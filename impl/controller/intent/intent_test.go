@@ -79,6 +79,9 @@ func (s store) ValidatorIntent(_ context.Context, name string) (domain.Validator
 }
 
 func (s store) ValidatorNames(context.Context, string, int) ([]string, error) {
+	if err := s.fail("ValidatorNames"); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -577,6 +580,18 @@ func TestStartFinishesRecordedCreates(t *testing.T) {
 		t.Fatal("a recorded validator was not applied")
 	}
 }
+
+// TestStartWaitsOutAFailingRead: the leader's first read of the database
+// failing (busy, a connection lost) is tried again; it does not stop the
+// Manager, and the validators are reconciled once it succeeds.
+func TestStartWaitsOutAFailingRead(t *testing.T) {
+	w := newWorld()
+	w.rows["live"] = domain.Validator{Name: "live", Phase: domain.PhasePending, CustomAuth: true}
+	w.failNext["ValidatorNames"] = errors.New("database is locked")
+	run(t, w)
+	eventually(t, func() bool { _, resource, _ := w.has("live"); return resource })
+}
+
 func TestPhaseCopiedOnlyWhenItDiffers(t *testing.T) {
 	w := newWorld()
 	w.rows["gamma"] = domain.Validator{Name: "gamma", Phase: domain.PhasePending}
