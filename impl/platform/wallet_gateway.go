@@ -110,7 +110,7 @@ func allocateParty(ctx context.Context, n *upstream.Node, hint string) (string, 
 		return "", err
 	}
 	if resp.JSON200 == nil || resp.JSON200.PartyDetails.Party == "" {
-		return "", &domain.UpstreamError{Endpoint: resp.HTTPResponse.Request.URL.String(), Message: "ledger API answered the allocation without a party"}
+		return "", &domain.UpstreamError{Endpoint: upstream.Call{URL: resp.HTTPResponse.Request.URL.String()}.Endpoint(), Message: "ledger API answered the allocation without a party"}
 	}
 	return resp.JSON200.PartyDetails.Party, nil
 }
