@@ -21,16 +21,11 @@ const conditionOwner = "validator-manager-intent"
 // CachedCondition is the condition of that type on the cached Validator
 // resource (a copy); nil when it has none or the cache has no such resource.
 func (k *Kube) CachedCondition(validator, typ string) *metav1.Condition {
-	v, ok := k.cachedValidator(validator)
-	if !ok {
+	v := k.cachedValidator(validator)
+	if v == nil {
 		return nil
 	}
-	c := meta.FindStatusCondition(v.Status.Conditions, typ)
-	if c == nil {
-		return nil
-	}
-	cp := *c
-	return &cp
+	return meta.FindStatusCondition(v.Status.Conditions, typ).DeepCopy()
 }
 
 // ApplyCondition applies c to the Validator resource's status through the

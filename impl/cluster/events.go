@@ -64,7 +64,7 @@ func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
 // "" for any other CronJob.
 func (k *Kube) cronJobValidator(cj metav1.Object) string {
 	ref := metav1.GetControllerOf(cj)
-	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() || !k.managesCached(ref.Name) {
+	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() || k.cachedValidator(ref.Name) == nil {
 		return ""
 	}
 	return ref.Name

@@ -243,7 +243,7 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 	if name == "" {
 		name, _, _ = slotOf(s.GetName())
 	}
-	if name == "" || !k.managesCached(name) {
+	if name == "" || k.cachedValidator(name) == nil {
 		return ""
 	}
 	return name
@@ -363,7 +363,7 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 	return config, err
 }
 
-// covers tells whether actual, a JSON value (jsonValue), holds every field
+// covers tells whether actual, a JSON value (convert), holds every field
 // of desired with an equal value (lists of the same length); a field only
 // actual has is allowed when extra allows its value (the API server's
 // defaults), one only desired has when it is zero (the encoding omits it).
@@ -406,19 +406,8 @@ func covers(desired, actual any, extra func(any) bool) bool {
 
 // jsonCovers is covers of desired and actual encoded as JSON values.
 func jsonCovers(desired, actual any, extra func(any) bool) bool {
-	d, err1 := jsonValue(desired)
-	a, err2 := jsonValue(actual)
-	return err1 == nil && err2 == nil && covers(d, a, extra)
-}
-
-// jsonValue is v as JSON decodes it (maps, lists, float64, string, bool, nil).
-func jsonValue(v any) (any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	return out, json.Unmarshal(raw, &out)
+	var d, a any
+	return convert(desired, &d) == nil && convert(actual, &a) == nil && covers(d, a, extra)
 }
 
 // isZero allows the defaults of the Validator's schema: empty strings,
@@ -575,17 +564,12 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 }
 
 // cachedValidator reads a validator this installation manages from the
-// cache (shared: read it, never change it); false when it has none.
-func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
-	v := cached[v1alpha1.Validator](context.Background(), k, name)
-	return v, v != nil && k.Manages(v.Labels)
-}
-
-// managesCached tells whether the cache holds a validator of that name this
-// installation manages.
-func (k *Kube) managesCached(name string) bool {
-	_, ok := k.cachedValidator(name)
-	return ok
+// cache (shared: read it, never change it); nil when it has none.
+func (k *Kube) cachedValidator(name string) *v1alpha1.Validator {
+	if v := cached[v1alpha1.Validator](context.Background(), k, name); v != nil && k.Manages(v.Labels) {
+		return v
+	}
+	return nil
 }
 
 // referenced is the validator's Secrets that the cache holds, and those
@@ -875,8 +859,8 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	if in.Backup == nil {
 		return cached[batchv1.CronJob](context.Background(), k, BackupCronJobName(v.Name)) == nil
 	}
-	cur, ok := k.cachedValidator(v.Name)
-	if !ok {
+	cur := k.cachedValidator(v.Name)
+	if cur == nil {
 		return false
 	}
 	want, err := k.backupCronJob(cur, *in.Backup)
@@ -928,8 +912,8 @@ func validatorState(v *v1alpha1.Validator) domain.ValidatorState {
 // CachedState reads a managed validator's state from the cache; false when
 // it has none.
 func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
-	v, ok := k.cachedValidator(name)
-	if !ok {
+	v := k.cachedValidator(name)
+	if v == nil {
 		return domain.ValidatorState{}, false
 	}
 	return validatorState(v), true
