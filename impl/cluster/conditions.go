@@ -12,10 +12,8 @@ import (
 	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
 )
 
-// conditionOwner is the field owner of the status conditions the intent
-// controller applies (Provisioned): the workload controller writes the
-// others, and conditions are a map keyed by type, so neither write replaces
-// the other's.
+// conditionOwner owns the intent controller's conditions: conditions are a
+// map keyed by type, so the workload controller's writes keep them.
 const conditionOwner = "validator-manager-intent"
 
 // CachedCondition is the condition of that type on the cached Validator
@@ -28,10 +26,8 @@ func (k *Kube) CachedCondition(validator, typ string) *metav1.Condition {
 	return meta.FindStatusCondition(v.Status.Conditions, typ).DeepCopy()
 }
 
-// ApplyCondition applies c to the Validator resource's status through the
-// status subresource, under the intent controller's field owner: only that
-// condition, every other one left to its owner. Its lastTransitionTime is
-// kept from the cached condition when its status does not change.
+// ApplyCondition applies only condition c to the Validator's status; its
+// lastTransitionTime stays while its status does not change.
 func (k *Kube) ApplyCondition(ctx context.Context, validator string, c metav1.Condition) error {
 	if cur := k.CachedCondition(validator, c.Type); cur != nil && cur.Status == c.Status {
 		c.LastTransitionTime = cur.LastTransitionTime
