@@ -8,7 +8,7 @@ import (
 )
 
 // auditPurgeInterval is how often the leader deletes the audit entries
-// older than audit.retention: the log's only deletion.
+// older than audit.retention.
 const auditPurgeInterval = time.Hour
 
 // purgeAudit runs on the leader until ctx ends; nothing when audit.retention

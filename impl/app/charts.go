@@ -10,9 +10,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-// openWorkload sets the workload controller's options: in chart mode
-// (splice.charts) the chart renderer lays out the validators, in a
-// namespace of each one's own; else the built-in layout (nil Renderer).
+// openWorkload sets the workload controller's options: the chart renderer
+// in chart mode, else the built-in layout (nil Renderer).
 func (a *App) openWorkload() error {
 	a.workload = workload.Options{MaxConcurrentReconciles: workloadWorkers}
 	if a.Config.ChartMode() {
@@ -26,8 +25,7 @@ func (a *App) openWorkload() error {
 	return nil
 }
 
-// chartRenderer is the chart renderer of splice.charts, with
-// splice.chartValues, its charts cached on disk in dataDir/charts.
+// chartRenderer is splice.charts's renderer, caching in dataDir/charts.
 func (a *App) chartRenderer() (*charts.Renderer, error) {
 	src, err := charts.NewSource(filepath.Join(a.Config.DataDir, "charts"))
 	if err != nil {
@@ -43,8 +41,7 @@ func (a *App) chartRenderer() (*charts.Renderer, error) {
 }
 
 // releaseNamespace is, in chart mode, the namespace of a validator's
-// release by its name (its Services are there, named as Splice's charts
-// name them); nil otherwise.
+// release by its name; nil otherwise.
 func (a *App) releaseNamespace() func(validator string) string {
 	if a.charts == nil {
 		return nil

@@ -17,10 +17,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/live"
 )
 
-// watchFeed feeds the watch streams of both releases from the Manager's
-// cache of Validators: only those this installation manages, each change
-// encoded once per release when it is sent to watchers (a catch-up's
-// entries when they are sent).
+// watchFeed feeds the watch streams of both releases with the cached
+// Validators this installation manages.
 type watchFeed struct {
 	management, platform *live.Hub
 	managed              labels.Selector
@@ -35,13 +33,11 @@ func newWatchFeed(installation string) *watchFeed {
 	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set), synced: make(chan struct{})}
 }
 
-// WatchSynced is closed once the watch streams serve (RunWatch's cache has
-// synced); until then they answer 503.
+// WatchSynced is closed once the watch streams serve; until then they answer 503.
 func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 
-// RunWatch feeds the watch streams of both releases from c (the Manager's
-// cache; a test's own) until ctx ends, then ends every stream: the HTTP
-// server's shutdown waits for them, and they hold no request past it.
+// RunWatch feeds the watch streams from c until ctx ends, then ends every
+// stream: the HTTP server's shutdown waits for them.
 func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
 	f := a.watch
 	defer f.management.Close()
@@ -78,8 +74,7 @@ func (f *watchFeed) changed(old, obj any) {
 		return
 	}
 	if !f.managed.Matches(labels.Set(v.GetLabels())) {
-		// No longer this installation's (its labels changed): gone for
-		// the watchers.
+		// No longer this installation's: gone for the watchers.
 		if o, ok := old.(client.Object); ok && f.managed.Matches(labels.Set(o.GetLabels())) {
 			f.publish(v, true, false)
 		}
@@ -107,8 +102,7 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 	if !ok {
 		return
 	}
-	// The events are encoded when sent: what the hubs keep of a validator
-	// is v, the cache's own object.
+	// Encoded when sent: the hubs keep no copy of the cache's object.
 	for hub, encode := range map[*live.Hub]func() []byte{
 		f.management: func() []byte { return managementEvent(typed, deleted) },
 		f.platform:   func() []byte { return platformEvent(typed, deleted) },
@@ -122,9 +116,8 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 	}
 }
 
-// managementEvent is release 1.11's ValidatorWatchEvent: the phase (empty
-// reads as PENDING, as the list shows it) and the Ready condition's reason,
-// from v's status.
+// managementEvent is release 1.11's ValidatorWatchEvent (empty phase reads
+// as PENDING, as the list shows it).
 func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
 	st := v.Status
 	phase := st.Phase
