@@ -110,7 +110,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
+	opts := append([]app.Option{SeveralManagers(), app.With(func(so *sandbox.Options) { so.Hook = hook }), app.WithControlPlane(plane)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
@@ -427,5 +427,5 @@ func (s *Server) Provisioned(t testing.TB, name string) {
 // refuses a controller name used twice in a process, which only a test
 // does.
 func SeveralManagers() app.Option {
-	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
+	return app.With(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
 }

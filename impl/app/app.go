@@ -112,22 +112,9 @@ func apply[T any](a *App, p *T) {
 	}
 }
 
-// WithManagement edits release 1.11's parts before its server is built.
-func WithManagement(f func(*management.Options)) Option { return Option{f} }
-
-// WithIntent edits the intent controller's parts before it is built.
-func WithIntent(f func(*intent.Options)) Option { return Option{f} }
-
-// WithServer edits the HTTP server's parts before it is built.
-func WithServer(f func(*server.Options)) Option { return Option{f} }
-
-// WithManager edits the controller-runtime Manager's options before Open
-// builds it.
-func WithManager(f func(*manager.Options)) Option { return Option{f} }
-
-// WithWorkload edits the workload controller's options before Open builds
-// the Manager's cache, which sees release namespaces when it has a Renderer.
-func WithWorkload(f func(*workload.Options)) Option { return Option{f} }
+// With edits a part's options T before it is built: those of management,
+// intent, server, the Manager, workload or sandbox.
+func With[T any](f func(*T)) Option { return Option{f} }
 
 // WithControlPlane makes the embedded default use the running control plane
 // of rc: a test process shares one among its servers, a namespace each.

@@ -62,9 +62,6 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 	return a.Upstreams, nil
 }
 
-// WithSandbox edits the sandbox network's options (tests check its exchanges).
-func WithSandbox(f func(*sandbox.Options)) Option { return Option{f} }
-
 // adminTLS is the TLS configuration of the participants' admin APIs
 // (upstream.adminTls, upstream.adminCaFile); nil: plaintext.
 func adminTLS(cfg config.Config) (*tls.Config, error) {
