@@ -73,8 +73,8 @@ type Options struct {
 	Config func(*config.Config)
 	// App options, e.g. to replace a release's handlers.
 	App []app.Option
-	// Watch runs the watch streams (App.RunWatch) on a cache of the test's
-	// own, as Run does on the Manager's; without it they answer 503.
+	// Watch runs the watch streams (App.RunWatch), as Run does; without it
+	// they answer 503.
 	Watch bool
 	// Quiet logs at WARN and above, as `make bench` runs the server (a
 	// benchmark of requests measures them, not their debug lines).
@@ -381,7 +381,7 @@ func startWatch(t testing.TB, a *app.App) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := a.RunWatch(ctx, a.Manager().GetCache()); err != nil {
+		if err := a.RunWatch(ctx); err != nil {
 			t.Errorf("watch streams: %v", err)
 		}
 	})

@@ -228,7 +228,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
-	a.watch = newWatchFeed(a.installation)
+	a.watch = newWatchFeed(a.Cluster.Manages)
 	plat := platform.New(platform.Options{
 		Health:    a.health(),
 		Version:   version,
@@ -607,7 +607,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 		runnable(false, a.runCluster),
 		// The watch streams, from the Manager's cache; they end before the
 		// HTTP server's shutdown gives up waiting for them.
-		runnable(false, func(ctx context.Context) error { return a.RunWatch(ctx, a.mgr.GetCache()) }),
+		runnable(false, a.RunWatch),
 		// The leader's, like the controllers.
 		runnable(true, a.leading),
 		runnable(true, a.refreshListViews),

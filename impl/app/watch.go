@@ -7,13 +7,10 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
-	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/live"
 )
 
@@ -21,28 +18,24 @@ import (
 // Validators this installation manages.
 type watchFeed struct {
 	management, platform *live.Hub
-	managed              labels.Selector
+	manages              func(labels map[string]string) bool
 	synced               chan struct{} // closed once the streams serve
 }
 
-func newWatchFeed(installation string) *watchFeed {
-	set := labels.Set{cluster.ManagedByLabel: cluster.ManagedBy}
-	if installation != "" {
-		set[cluster.InstallationLabel] = installation
-	}
-	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set), synced: make(chan struct{})}
+func newWatchFeed(manages func(labels map[string]string) bool) *watchFeed {
+	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), manages: manages, synced: make(chan struct{})}
 }
 
 // WatchSynced is closed once the watch streams serve; until then they answer 503.
 func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 
-// RunWatch feeds the watch streams from c until ctx ends, then ends every
-// stream: the HTTP server's shutdown waits for them.
-func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
+// RunWatch feeds the watch streams from the Manager's cache until ctx ends,
+// then ends every stream: the HTTP server's shutdown waits for them.
+func (a *App) RunWatch(ctx context.Context) error {
 	f := a.watch
 	defer f.management.Close()
 	defer f.platform.Close()
-	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
+	inf, err := a.mgr.GetCache().GetInformer(ctx, &v1alpha1.Validator{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -73,9 +66,9 @@ func (f *watchFeed) changed(old, obj any) {
 	if !ok {
 		return
 	}
-	if !f.managed.Matches(labels.Set(v.GetLabels())) {
+	if !f.manages(v.GetLabels()) {
 		// No longer this installation's: gone for the watchers.
-		if o, ok := old.(client.Object); ok && f.managed.Matches(labels.Set(o.GetLabels())) {
+		if o, ok := old.(client.Object); ok && f.manages(o.GetLabels()) {
 			f.publish(v, true, false)
 		}
 		return
@@ -88,7 +81,7 @@ func (f *watchFeed) deleted(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, unknown = d.Obj, true
 	}
-	if v, ok := obj.(client.Object); ok && f.managed.Matches(labels.Set(v.GetLabels())) {
+	if v, ok := obj.(client.Object); ok && f.manages(v.GetLabels()) {
 		f.publish(v, true, unknown)
 	}
 }
