@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -202,12 +203,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	a.Telemetry.Also(ctrlmetrics.Registry)
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	mo := management.Options{
-		Store:     a.Store,
-		Cluster:   a.managementCluster(),
-		Intent:    a.Intent,
-		Namespace: cfg.Namespace,
-		Logger:    log,
-		// The outbound address policy (outbound.go).
+		Store:                a.Store,
+		Cluster:              a.managementCluster(),
+		Intent:               a.Intent,
+		Namespace:            cfg.Namespace,
+		Logger:               log,
 		ValidatorAddresses:   a.validatorAddressPolicy(),
 		ParticipantAddresses: a.outboundPolicy(),
 		Dial:                 a.outboundPolicy().DialContext,
@@ -236,12 +236,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		Resources: a.Cluster,
 		Upstreams: ups,
 		Logger:    log,
-		// The wallet gateway's record and the ledger console.
-		Gateway: a.Store,
-		Keys:    a.Cluster,
-		Console: console,
-		Leader:  a.leaderHealthFunc(),
-		Audit:   a.Store,
+		Gateway:   a.Store,
+		Keys:      a.Cluster,
+		Console:   console,
+		Leader:    a.leaderHealthFunc(),
+		Audit:     a.Store,
 	})
 	so := server.Options{
 		Logger:     log,
@@ -256,17 +255,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		ManagementPlain: map[string]server.PlainHandler{
 			"watchValidators": live.Stream{Hub: a.watch.management}.Serve,
 		},
-		Docs:           d,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		MaxUploadBytes: cfg.MaxUploadBytes,
-		RequestTimeout: cfg.RequestTimeout,
-		// Robustness against slow or oversized requests.
+		Docs:            d,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		MaxUploadBytes:  cfg.MaxUploadBytes,
+		RequestTimeout:  cfg.RequestTimeout,
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
-		// Operational metrics and the audit log of mutating calls.
-		Metrics: a.Telemetry,
-		Audit:   a.Store,
+		Metrics:         a.Telemetry,
+		Audit:           a.Store,
 	}
 	if cfg.MetricsPublic { // api.metrics.public
 		so.Public = []string{"getPrometheus"}
@@ -605,8 +602,7 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 			return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout)
 		}),
 		runnable(false, a.runCluster),
-		// The watch streams, from the Manager's cache; they end before the
-		// HTTP server's shutdown gives up waiting for them.
+		// The watch streams end before the HTTP server's shutdown gives up on them.
 		runnable(false, a.RunWatch),
 		// The leader's, like the controllers.
 		runnable(true, a.leading),
@@ -785,12 +781,8 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 		return nil, err
 	}
 	a.Issuer = issuer
-	iss := a.Config.Issuer
-	if iss == "" {
-		iss = auth.DevIssuerName
-	}
 	// Development tokens carry no audience.
-	return auth.NewVerifier(issuer.PublicKeys(), iss, "").WithRoles(roles), nil
+	return auth.NewVerifier(issuer.PublicKeys(), cmp.Or(a.Config.Issuer, auth.DevIssuerName), "").WithRoles(roles), nil
 }
 
 // DevToken issues a development token, or explains why there is none.
