@@ -132,8 +132,7 @@ var apiDocs = sync.OnceValues(func() (*docs.Docs, error) {
 	return docs.New(plat, mgmt)
 })
 
-// Open builds the process without starting anything; Run serves and runs
-// its background work.
+// Open builds the process without starting anything (Run does).
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
 	// Whatever logs with a request's context names the request.
 	log = slog.New(server.LogRequestIDs(log.Handler()))

@@ -40,8 +40,7 @@ func (a *App) chartRenderer() (*charts.Renderer, error) {
 	}), nil
 }
 
-// releaseNamespace is, in chart mode, the namespace of a validator's
-// release by its name; nil otherwise.
+// releaseNamespace names a validator's release namespace in chart mode; nil otherwise.
 func (a *App) releaseNamespace() func(validator string) string {
 	if a.charts == nil {
 		return nil

@@ -89,8 +89,7 @@ func (a *App) leading(ctx context.Context) error {
 	return nil
 }
 
-// leaderHealthFunc is what health reports of the election, nil without one
-// (always UP: a follower is healthy).
+// leaderHealthFunc reports the election (always UP: a follower is healthy); nil without one.
 func (a *App) leaderHealthFunc() func() platform.LeaderElection {
 	if !a.lead.enabled {
 		return nil

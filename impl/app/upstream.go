@@ -62,8 +62,7 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 	return a.Upstreams, nil
 }
 
-// adminTLS is the TLS configuration of the participants' admin APIs
-// (upstream.adminTls, upstream.adminCaFile); nil: plaintext.
+// adminTLS is the admin APIs' TLS configuration (upstream.adminTls); nil: plaintext.
 func adminTLS(cfg config.Config) (*tls.Config, error) {
 	if !cfg.UpstreamAdminTLS {
 		if cfg.UpstreamAdminCAFile != "" {

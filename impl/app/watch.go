@@ -14,8 +14,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/live"
 )
 
-// watchFeed feeds the watch streams of both releases with the cached
-// Validators this installation manages.
+// watchFeed feeds both releases' watch streams with the cached Validators managed here.
 type watchFeed struct {
 	management, platform *live.Hub
 	manages              func(labels map[string]string) bool

@@ -279,8 +279,7 @@ func appliedShape(obj any) (any, error) {
 	return o, nil
 }
 
-// OwnedFields is the digest of the fields FieldOwner's applies own, of a
-// cached object (appliedShape); "" when none.
+// OwnedFields is the digest of the fields FieldOwner's applies own (appliedShape); "": none.
 func OwnedFields(o client.Object) string {
 	for _, e := range o.GetManagedFields() {
 		if AppliedBy(e, FieldOwner) && e.FieldsV1 != nil {

@@ -16,8 +16,7 @@ import (
 // map keyed by type, so the workload controller's writes keep them.
 const conditionOwner = "validator-manager-intent"
 
-// CachedCondition is the condition of that type on the cached Validator
-// resource (a copy); nil when it has none or the cache has no such resource.
+// CachedCondition is a copy of the cached Validator's condition of that type; nil: none.
 func (k *Kube) CachedCondition(validator, typ string) *metav1.Condition {
 	v := k.cachedValidator(validator)
 	if v == nil {

@@ -55,8 +55,7 @@ func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
 	}
 }
 
-// cronJobValidator names the managed validator whose resource controls cj,
-// "" for any other CronJob.
+// cronJobValidator names the managed validator whose resource controls cj, else "".
 func (k *Kube) cronJobValidator(cj metav1.Object) string {
 	ref := metav1.GetControllerOf(cj)
 	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() || k.cachedValidator(ref.Name) == nil {

@@ -45,13 +45,11 @@ type KubeOptions struct {
 	// Instance labels the gateway's Validators (InstallationLabel), the
 	// only ones it manages; empty: every managed resource.
 	Instance string
-	// Metrics reads pod metrics (the embedded default's node simulator);
-	// nil: metrics.k8s.io of the cluster.
+	// Metrics reads pod metrics (the node simulator's); nil: the cluster's metrics.k8s.io.
 	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
-// The image of the backup Jobs (it needs sh, pg_dumpall and gzip) and the
-// size of a new backup PVC.
+// The backup Jobs' image (it needs sh, pg_dumpall and gzip) and a new backup PVC's size.
 const (
 	DefaultBackupImage   = "postgres:16"
 	DefaultBackupStorage = "10Gi"
@@ -188,8 +186,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForSync waits until Start has seen the cache synced; false when ctx
-// ends first.
+// WaitForSync waits until Start has seen the cache synced; false when ctx ends first.
 func (k *Kube) WaitForSync(ctx context.Context) bool {
 	select {
 	case <-k.ready:
@@ -283,8 +280,7 @@ func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err
 	return nil
 }
 
-// hasKey tells whether s, as read (the API server merges stringData into
-// data), has key.
+// hasKey tells whether s, as read (stringData merged into data), has key.
 func hasKey(s *corev1.Secret, key string) bool {
 	_, ok := s.Data[key]
 	return ok
@@ -437,8 +433,7 @@ func cached[T any, P interface {
 // cacheLag bounds cached's wait for the cache to hold a write.
 const cacheLag = 10 * time.Second
 
-// validatorInStep tells from the cache whether the Validator resource has
-// the spec (spec.secrets aside) and labels the gateway would apply.
+// validatorInStep tells from the cache whether the Validator has the spec and labels to apply.
 func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
 	cur := cached[v1alpha1.Validator](ctx, k, name)
 	if cur == nil || !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(cur.Labels)) {
@@ -501,8 +496,7 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	return k.applySecretRefs(ctx, v.Name, refs)
 }
 
-// applySecretRefs applies spec.secrets as secretRefsOwner: refs (nil:
-// none, which releases what that owner held).
+// applySecretRefs applies spec.secrets as secretRefsOwner (nil refs release them).
 func (k *Kube) applySecretRefs(ctx context.Context, validator string, refs *secretRefsAC) error {
 	spec := validatorac.ValidatorSpec()
 	if refs != nil {
@@ -511,8 +505,7 @@ func (k *Kube) applySecretRefs(ctx context.Context, validator string, refs *secr
 	return k.client.Apply(ctx, validatorac.Validator(validator, k.namespace).WithSpec(spec), client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
-// refsOwned tells whether secretRefsOwner has applied to v (the cache
-// keeps that owner's entry: secretRefsEntry).
+// refsOwned tells whether secretRefsOwner has applied to v (secretRefsEntry keeps it).
 func refsOwned(v *v1alpha1.Validator) bool {
 	return slices.ContainsFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return AppliedBy(e, secretRefsOwner) })
 }
@@ -533,8 +526,7 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 	return l
 }
 
-// cachedValidator reads a validator this installation manages from the
-// cache (shared: read it, never change it); nil when it has none.
+// cachedValidator is the cached validator this installation manages, shared; nil: none.
 func (k *Kube) cachedValidator(name string) *v1alpha1.Validator {
 	if v := cached[v1alpha1.Validator](context.Background(), k, name); v != nil && k.Manages(v.Labels) {
 		return v
@@ -608,8 +600,7 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 	return m.UID, err
 }
 
-// freshValidator reads the Validator resource of that name into obj from
-// the API server; domain.ErrNotFound when it does not exist.
+// freshValidator reads the Validator of that name into obj from the API server.
 func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Object) error {
 	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
@@ -785,8 +776,7 @@ func (k *Kube) CachedCronJobVersion(name string) string {
 	return ""
 }
 
-// cronJobInStep tells from the cache whether the CronJob has want's labels,
-// owner and spec (the API server's defaults aside).
+// cronJobInStep tells from the cache whether the CronJob has want's labels, owner and spec.
 func (k *Kube) cronJobInStep(ctx context.Context, want *batchv1.CronJob) bool {
 	cur := cached[batchv1.CronJob](ctx, k, want.Name)
 	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {

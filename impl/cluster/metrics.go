@@ -110,8 +110,7 @@ func applicationMetrics(namespace string, names []string, pods []corev1.Pod, usa
 func milli(q resource.Quantity) *int64 { v := q.MilliValue(); return &v }
 func whole(q resource.Quantity) *int64 { v := q.Value(); return &v }
 
-// sumContainers sums one resource's request (or limit); nil unless every
-// container sets it.
+// sumContainers sums one resource's request (or limit); nil unless every container sets it.
 func sumContainers(containers []corev1.Container, name corev1.ResourceName, request bool, unit func(resource.Quantity) *int64) *int64 {
 	if len(containers) == 0 {
 		return nil

@@ -186,8 +186,7 @@ func (e *PodExec) execURL(pod, container string, command []string, stdin bool) (
 	return ExecURL(e.cfg, e.namespace, pod, &corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin, Stdout: true, Stderr: true})
 }
 
-// ExecURL is the exec subresource of the pod on cfg's API server, addressed
-// as client-go's clients address it, with opts as its parameters.
+// ExecURL is the exec subresource of the pod on cfg's API server, with opts as parameters.
 func ExecURL(cfg *rest.Config, namespace, pod string, opts *corev1.PodExecOptions) (*url.URL, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
@@ -243,8 +242,7 @@ func truncateOutput(s string, n int) string {
 	return s
 }
 
-// execBuffer keeps the first max bytes written and drops the rest, so a
-// chatty command cannot fill memory.
+// execBuffer keeps the first max bytes written: a chatty command cannot fill memory.
 type execBuffer struct {
 	bytes.Buffer
 	max int

@@ -103,8 +103,7 @@ func applicationObject(u *unstructured.Unstructured) resourceObject {
 	return resourceObject{name: u.GetName(), resourceVersion: u.GetResourceVersion(), object: u.Object, status: status}
 }
 
-// served fails when the cluster did not serve kind at start, or the cache
-// has not synced yet.
+// served fails when kind was not served at start or the cache has not synced.
 func (k *Kube) served(kind domain.ResourceKind) error {
 	if !k.synced.Load() {
 		return domain.Unavailable("cluster: the gateway's caches are not started (or the gateway is closed)")
@@ -121,8 +120,7 @@ func (k *Kube) served(kind domain.ResourceKind) error {
 	return domain.NotFound("unknown resource kind %q", kind)
 }
 
-// ResourceList is every resource of kind, as a JSON array by name, from the
-// cache.
+// ResourceList is every resource of kind, as a JSON array by name, from the cache.
 func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 	objs, err := k.resources(context.TODO(), kind)
 	if err != nil {
@@ -169,8 +167,7 @@ func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, er
 	return json.Marshal(o.status)
 }
 
-// SyncState tells, per informer of the gateway, whether it has synced (for
-// the operational metrics).
+// SyncState tells, per informer of the gateway, whether it has synced (operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	state := map[string]bool{}
 	if informers := k.informers.Load(); informers != nil {

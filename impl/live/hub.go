@@ -47,8 +47,7 @@ var (
 
 // Options bound a Hub's memory.
 type Options struct {
-	// Buffer is the number of changes a watcher may have unread before it
-	// is cut; default 16.
+	// Buffer is how many changes a watcher may leave unread before it is cut; default 16.
 	Buffer int
 	// Tombstones is how many deletions are kept for watchers that resume;
 	// one resuming from before the oldest gets a reset; default 1024.
@@ -165,8 +164,7 @@ type Subscription struct {
 
 // Catchup is what a new watcher is sent before live changes.
 type Catchup struct {
-	// Reset: the watcher's position cannot be resumed from; Changes is then
-	// every validator.
+	// Reset: the position cannot be resumed from; Changes is then every validator.
 	Reset   bool
 	Changes []*Change // by version
 	// Latest is the highest version the Hub has seen.

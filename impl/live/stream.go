@@ -27,8 +27,7 @@ const (
 // connKey carries a request's connection in its context (ConnContext).
 type connKey struct{}
 
-// ConnContext is the http.Server's ConnContext that lets a stream size its
-// connection's send buffer.
+// ConnContext is the http.Server's ConnContext that lets a stream size its send buffer.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
