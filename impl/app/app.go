@@ -74,8 +74,7 @@ type App struct {
 	// simulated node is its child process, serving pod metrics at nodeMetrics.
 	Engine      *engine.Engine
 	nodeMetrics string
-	// Nodes is the simulated node run in this process on a control plane
-	// shared by tests (WithControlPlane); nil otherwise.
+	// Nodes is the in-process simulated node on a shared control plane (tests).
 	Nodes *nodesim.Simulator
 	rest  *rest.Config
 	// mgr's cache is the one the gateway and every controller read.

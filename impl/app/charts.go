@@ -10,8 +10,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-// openWorkload sets the workload controller's options: the chart renderer
-// in chart mode, else the built-in layout (nil Renderer).
+// openWorkload sets the workload controller's options: chart mode's renderer, or nil.
 func (a *App) openWorkload() error {
 	a.workload = workload.Options{MaxConcurrentReconciles: workloadWorkers}
 	if a.Config.ChartMode() {

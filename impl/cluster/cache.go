@@ -207,8 +207,7 @@ func secretKeys(obj any) (any, error) {
 	return s, nil
 }
 
-// secretRefsEntry is the transform of Validators: only secretRefsOwner's
-// managedFields entry stays, for refsOwned.
+// secretRefsEntry, the Validators' transform, keeps only secretRefsOwner's entry (refsOwned).
 func secretRefsEntry(obj any) (any, error) {
 	v, ok := obj.(*v1alpha1.Validator)
 	if !ok {
@@ -218,8 +217,7 @@ func secretRefsEntry(obj any) (any, error) {
 	return v, nil
 }
 
-// AppliedBy tells whether e is manager's apply entry of the object itself
-// (not of a subresource): what that manager's server-side applies own.
+// AppliedBy tells whether e is manager's apply entry of the object itself, not a subresource.
 func AppliedBy(e metav1.ManagedFieldsEntry, manager string) bool {
 	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }

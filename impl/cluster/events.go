@@ -64,8 +64,7 @@ func (k *Kube) cronJobValidator(cj metav1.Object) string {
 	return ref.Name
 }
 
-// OnValidatorDeleted calls f with the name of every Validator resource of
-// the namespace that leaves the cache. Call it before Start.
+// OnValidatorDeleted calls f with each Validator that leaves the cache; call it before Start.
 func (k *Kube) OnValidatorDeleted(f func(name string)) {
 	k.deleted = append(k.deleted, f)
 }

@@ -89,8 +89,7 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 	return "", "", domain.Conflict("cluster: %d running pods of validator %q (%s); name the one to use", len(names), validator, strings.Join(names, ", "))
 }
 
-// SimulatedNodeLabel marks a node that has no kubelet: the embedded
-// default's (impl/embedded/nodesim), whose pods run nothing.
+// SimulatedNodeLabel marks a node without a kubelet (impl/embedded/nodesim's).
 const SimulatedNodeLabel = "node.kubernetes.io/simulated"
 
 // CheckExec tells, before anything changes, that commands cannot run in
@@ -165,8 +164,7 @@ func (e *PodExec) exec(ctx context.Context, pod, container string, command []str
 	return stdout.String(), nil
 }
 
-// NewExecutor streams to the exec URL u over WebSocket, and over SPDY when
-// the API server cannot upgrade to WebSocket, as kubectl does.
+// NewExecutor streams to exec URL u over WebSocket, else SPDY, as kubectl does.
 func NewExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
 	if err != nil {

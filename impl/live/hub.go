@@ -89,8 +89,7 @@ func (h *Hub) Ready() {
 	h.mu.Unlock()
 }
 
-// Publish records c and sends it to every watcher of its name; a watcher
-// whose buffer is full is cut (ErrSlow).
+// Publish records c and sends it to its watchers, cutting one whose buffer is full (ErrSlow).
 func (h *Hub) Publish(c Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
