@@ -307,7 +307,7 @@ func serveInProcess(t testing.TB, dir, dsn, ns string, f func(w *world)) {
 	// Managers register controllers of the same names.
 	skip := true
 	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), "crashtest",
-		app.WithControlPlane(plane), app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+		app.WithControlPlane(plane), app.With(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func startServe(t *testing.T, args ...string) *served {
 	// Several servers run one after another in this process: their
 	// Managers register controllers of the same names.
 	prev, skip := appOptions, true
-	appOptions = append(appOptions[:len(prev):len(prev)], app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+	appOptions = append(appOptions[:len(prev):len(prev)], app.With(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
 	t.Cleanup(func() { appOptions = prev })
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{out: &apitest.Buffer{}, logs: &apitest.Buffer{}, done: make(chan error, 1), cancel: cancel}

@@ -249,7 +249,7 @@ func TestChartModeUnderDeployRBAC(t *testing.T) {
 	sink, _ := logs()
 	from := sink.mark()
 	charts := &workloadtest.Charts{}
-	_, f := startReplicas(t, ns, kubeconfig, nil, app.WithWorkload(func(o *workload.Options) { o.Renderer = charts }))
+	_, f := startReplicas(t, ns, kubeconfig, nil, app.With(func(o *workload.Options) { o.Renderer = charts }))
 	admin := kubernetes.NewForConfigOrDie(apiServer)
 	validators := dynamic.NewForConfigOrDie(apiServer).Resource(cluster.ValidatorResource).Namespace(ns)
 	eventually := func(what string, f func() error) { t.Helper(); apitest.Eventually(t, 60*time.Second, what, f) }

@@ -269,7 +269,7 @@ func startReplicas(t *testing.T, ns, kubeconfig string, edit func(*config.Config
 		log := slog.New(handler).With("replica", name)
 		// Two Managers in one process register controllers of the same names.
 		skip := true
-		opts := append([]app.Option{app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip })}, opts...)
+		opts := append([]app.Option{app.With(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip })}, opts...)
 		srv, err := app.Open(ctx, cfg, log, "test", opts...)
 		if err != nil {
 			t.Fatalf("%s: open: %v", name, err)

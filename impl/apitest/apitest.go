@@ -73,8 +73,8 @@ type Options struct {
 	Config func(*config.Config)
 	// App options, e.g. to replace a release's handlers.
 	App []app.Option
-	// Watch runs the watch streams (App.RunWatch) on a cache of the test's
-	// own, as Run does on the Manager's; without it they answer 503.
+	// Watch runs the watch streams (App.RunWatch), as Run does; without it
+	// they answer 503.
 	Watch bool
 	// Quiet logs at WARN and above, as `make bench` runs the server (a
 	// benchmark of requests measures them, not their debug lines).
@@ -110,7 +110,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{SeveralManagers(), app.WithSandbox(func(so *sandbox.Options) { so.Wrap = hook }), app.WithControlPlane(plane)}, o.App...)
+	opts := append([]app.Option{SeveralManagers(), app.With(func(so *sandbox.Options) { so.Wrap = hook }), app.WithControlPlane(plane)}, o.App...)
 	a, err := app.Open(context.Background(), cfg, log, "test", opts...)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
@@ -381,7 +381,7 @@ func startWatch(t testing.TB, a *app.App) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := a.RunWatch(ctx, a.Manager().GetCache()); err != nil {
+		if err := a.RunWatch(ctx); err != nil {
 			t.Errorf("watch streams: %v", err)
 		}
 	})
@@ -427,5 +427,5 @@ func (s *Server) Provisioned(t testing.TB, name string) {
 // refuses a controller name used twice in a process, which only a test
 // does.
 func SeveralManagers() app.Option {
-	return app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
+	return app.With(func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
 }

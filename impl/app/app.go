@@ -1,10 +1,9 @@
 // Package app assembles one validator-manager process from its
-// configuration: database, cluster gateway, identity provider, token
-// verification, both API releases and their background work. The binary and
-// the contract-test harness build the same thing.
+// configuration; the binary and the contract-test harness build the same.
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,52 +69,34 @@ type App struct {
 	// Cluster is the gateway release 1.11 uses.
 	Cluster  *cluster.Kube
 	Identity intent.Identity
-	// Intent keeps the identity provider and the cluster in step with the
-	// database.
-	Intent *intent.Controller
-	// Engine is the embedded default's control plane (cluster.mode
-	// embedded); nil otherwise. Its simulated node runs as its child
-	// process (startNode), whose pod metrics nodeMetrics reaches.
+	Intent   *intent.Controller
+	// Engine is the embedded default's control plane, nil otherwise; its
+	// simulated node is its child process, serving pod metrics at nodeMetrics.
 	Engine      *engine.Engine
 	nodeMetrics string
-	// Nodes is the simulated node run in this process, on a control plane
-	// shared by tests (WithControlPlane); nil otherwise.
+	// Nodes is the in-process simulated node on a shared control plane (tests).
 	Nodes *nodesim.Simulator
-	// rest reaches the API server: the controllers' manager is built on it.
-	rest *rest.Config
-	// mgr is the controller-runtime Manager: its cache is the one the
-	// gateway and every controller read.
+	rest  *rest.Config
+	// mgr's cache is the one the gateway and every controller read.
 	mgr manager.Manager
-	// Issuer signs development tokens; nil when tokens come from an external
-	// identity provider (api.auth.jwksUri set).
+	// Issuer signs development tokens; nil with api.auth.jwksUri.
 	Issuer     *auth.DevIssuer
 	Management *management.Server
 	Server     *server.Server
-	// Telemetry is the process's operational metrics (/actuator/prometheus);
-	// upstream clients observe their calls through it (Transport, ObserveUpstream).
-	Telemetry *telemetry.Metrics
+	Telemetry  *telemetry.Metrics
 
-	// Sandbox is the embedded default's simulated network (nil otherwise).
-	Sandbox *sandbox.Network
-	// Upstreams reaches validators' nodes; its admin API connections are closed by Close.
+	Sandbox   *sandbox.Network // the embedded default's, nil otherwise
 	Upstreams *upstream.Clients
-	// watch feeds the watch streams of both releases from the Manager's
-	// cache (watch.go).
-	watch *watchFeed
+	watch     *watchFeed
 
-	// lead is this replica's part in the leader election.
 	lead leadership
-	// opts are Open's options, for the parts Run builds.
-	opts []Option
+	opts []Option // Open's, for the parts Run builds
 	// installation is the database's instance id, which every store of the
-	// data directory records; expected says the database holds validators,
-	// so the stores that keep their data must exist.
+	// data directory records; expected: the database holds validators.
 	installation string
 	expected     bool
-	// workload are the workload controller's options (openWorkload).
-	workload workload.Options
-	// charts is the chart renderer in chart mode (splice.charts), else nil.
-	charts *charts.Renderer
+	workload     workload.Options
+	charts       *charts.Renderer // chart mode's, else nil
 }
 
 // Option edits the options of one part before it is built (tests replace
@@ -131,36 +112,24 @@ func apply[T any](a *App, p *T) {
 	}
 }
 
-// WithManagement edits release 1.11's parts before its server is built.
-func WithManagement(f func(*management.Options)) Option { return Option{f} }
+// With edits a part's options T before it is built: those of management,
+// intent, server, the Manager, workload or sandbox. Any other T panics, so
+// that an option no part would apply is not silently ignored.
+func With[T any](f func(*T)) Option {
+	switch any((*T)(nil)).(type) {
+	case *management.Options, *intent.Options, *server.Options, *manager.Options, *workload.Options, *sandbox.Options:
+		return Option{f}
+	}
+	panic(fmt.Sprintf("app.With: no part is built from %T", (*T)(nil)))
+}
 
-// WithIntent edits the intent controller's parts before it is built.
-func WithIntent(f func(*intent.Options)) Option { return Option{f} }
-
-// WithServer edits the HTTP server's parts before it is built.
-func WithServer(f func(*server.Options)) Option { return Option{f} }
-
-// WithManager edits the controller-runtime Manager's options before Open
-// builds it (tests running two replicas in one process skip its
-// controller-name check).
-func WithManager(f func(*manager.Options)) Option { return Option{f} }
-
-// WithWorkload edits the workload controller's options before Open builds
-// the Manager's cache (which sees the release namespaces when the
-// controller has a Renderer, the chart renderer in chart mode): tests give
-// a Renderer of their own.
-func WithWorkload(f func(*workload.Options)) Option { return Option{f} }
-
-// WithControlPlane makes the embedded default use the running control
-// plane of rc rather than start its own in the data directory: a test
-// process shares one among its servers, each in a namespace of its own
-// with a simulated node of its own. The production binary starts its own.
+// WithControlPlane makes the embedded default use the running control plane
+// of rc: a test process shares one among its servers, a namespace each.
 func WithControlPlane(rc *rest.Config) Option {
 	return Option{func(p **rest.Config) { *p = rc }}
 }
 
-// apiDocs is both releases' descriptions and page, rendered once per process
-// from the contracts the servers share: nothing changes either after.
+// apiDocs is both releases' descriptions and page, rendered once per process.
 var apiDocs = sync.OnceValues(func() (*docs.Docs, error) {
 	mgmt, plat, err := server.Contracts()
 	if err != nil {
@@ -169,8 +138,7 @@ var apiDocs = sync.OnceValues(func() (*docs.Docs, error) {
 	return docs.New(plat, mgmt)
 })
 
-// Open builds the process without starting anything; Run serves and runs
-// its background work.
+// Open builds the process without starting anything (Run does).
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version string, opts ...Option) (*App, error) {
 	// Whatever logs with a request's context names the request.
 	log = slog.New(server.LogRequestIDs(log.Handler()))
@@ -236,17 +204,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		return nil, fmt.Errorf("wallet gateway controller: %w", err)
 	}
 	a.Telemetry = telemetry.New()
-	// The controllers' work queues and reconciles, and the client's
-	// requests to the API server (rate limits are sized by them).
+	// The controllers' and the client's metrics (rate limits are sized by them).
 	a.Telemetry.Also(ctrlmetrics.Registry)
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	mo := management.Options{
-		Store:     a.Store,
-		Cluster:   a.managementCluster(),
-		Intent:    a.Intent,
-		Namespace: cfg.Namespace,
-		Logger:    log,
-		// The outbound address policy (outbound.go).
+		Store:                a.Store,
+		Cluster:              a.managementCluster(),
+		Intent:               a.Intent,
+		Namespace:            cfg.Namespace,
+		Logger:               log,
 		ValidatorAddresses:   a.validatorAddressPolicy(),
 		ParticipantAddresses: a.outboundPolicy(),
 		Dial:                 a.outboundPolicy().DialContext,
@@ -267,22 +233,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return nil, err
 	}
-	a.watch = newWatchFeed(a.installation)
+	a.watch = newWatchFeed(a.Cluster.Manages)
 	plat := platform.New(platform.Options{
-		Health:  a.health(),
-		Version: version,
-		Docs:    d,
-		// Release 2.0's Validator/Application reads and application metrics,
-		// and its upstream proxy.
+		Health:    a.health(),
+		Version:   version,
+		Docs:      d,
 		Resources: a.Cluster,
 		Upstreams: ups,
 		Logger:    log,
-		// The wallet gateway's record and the ledger console.
-		Gateway: a.Store,
-		Keys:    a.Cluster,
-		Console: console,
-		Leader:  a.leaderHealthFunc(),
-		Audit:   a.Store,
+		Gateway:   a.Store,
+		Keys:      a.Cluster,
+		Console:   console,
+		Leader:    a.leaderHealthFunc(),
+		Audit:     a.Store,
 	})
 	so := server.Options{
 		Logger:     log,
@@ -297,17 +260,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 		ManagementPlain: map[string]server.PlainHandler{
 			"watchValidators": live.Stream{Hub: a.watch.management}.Serve,
 		},
-		Docs:           d,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		MaxUploadBytes: cfg.MaxUploadBytes,
-		RequestTimeout: cfg.RequestTimeout,
-		// Robustness against slow or oversized requests.
+		Docs:            d,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		MaxUploadBytes:  cfg.MaxUploadBytes,
+		RequestTimeout:  cfg.RequestTimeout,
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		UploadTimeout:   cfg.UpstreamTimeout,
 		MaxHeaderBytes:  int(cfg.MaxHeaderBytes),
-		// Operational metrics and the audit log of mutating calls.
-		Metrics: a.Telemetry,
-		Audit:   a.Store,
+		Metrics:         a.Telemetry,
+		Audit:           a.Store,
 	}
 	if cfg.MetricsPublic { // api.metrics.public
 		so.Public = []string{"getPrometheus"}
@@ -321,9 +282,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, version stri
 }
 
 // openCluster checks the data directory's stores against the database
-// (datadir.go), makes the installation id and connects the cluster
-// gateway; on the embedded default it starts the control plane first,
-// whose etcd records the installation too.
+// (datadir.go) and connects the cluster; on the embedded default it starts
+// the control plane first, whose etcd records the installation too.
 func (a *App) openCluster(ctx context.Context) error {
 	cfg := a.Config
 	claims := a.fileClaims()
@@ -395,34 +355,24 @@ func (a *App) openCluster(ctx context.Context) error {
 	return nil
 }
 
-// Client rate limits of the process's one rest.Config (the Manager's
-// client, the gateway, the embedded default's parts): client-go's default
-// (QPS 5, burst 10; controller-runtime's 20/30) is a wall for a controller
-// that writes some 8 objects per validator: 311 creates in a minute need
-// about 40 writes a second, a restart of 10,000 validators lists and
-// watches a handful of kinds once and writes nothing. 200/400 leave the
-// API server's own limits (400 requests in flight, 200 mutating, by
-// default) as the bound (docs/decisions.md).
+// Client rate limits of the process's one rest.Config: client-go's default
+// is a wall for a controller that writes some 8 objects per validator; these
+// leave the API server's own limits as the bound (docs/decisions.md).
 const (
 	clientQPS   = 200
 	clientBurst = 400
 	// intentWorkers reconcile different validators at once: each spends
 	// most of its time waiting for the API server or the database.
 	intentWorkers = 8
-	// workloadWorkers likewise: a validator's reconcile is some ten applies
-	// in a row, each a round trip to the API server, so one worker
-	// provisioned about two validators a second (docs/benchmarks.md).
+	// workloadWorkers likewise: a reconcile is some ten applies in a row,
+	// each a round trip to the API server (docs/benchmarks.md).
 	workloadWorkers = 8
-	// resync re-delivers every cached object this often (the intent
-	// controller then looks again at each managed validator).
+	// resync re-delivers every cached object this often.
 	resync = 10 * time.Minute
 )
 
-// onThisMachine tells whether the API server at host (a rest.Config's)
-// answers on the loopback interface, as the embedded default's does. Its
-// answers are then not compressed: over loopback gzip saves nothing and
-// costs both ends CPU (a tenth of the server's during a restart's lists,
-// docs/benchmarks.md).
+// onThisMachine tells whether the API server at host answers on loopback,
+// where gzip saves nothing and costs both ends CPU (docs/benchmarks.md).
 func onThisMachine(host string) bool {
 	if !strings.Contains(host, "://") {
 		host = "https://" + host // client-go's form without a scheme
@@ -435,10 +385,8 @@ func onThisMachine(host string) bool {
 // open several apps at once; SetLogger is not safe to call concurrently).
 var setCtrlLogger sync.Once
 
-// openManager builds the controller-runtime Manager (nothing starts until
-// Run) and the cluster gateway over its cache: one cache of the cluster's
-// objects for the gateway and every controller, started and stopped by
-// the Manager.
+// openManager builds the controller-runtime Manager (Run starts it) and the
+// cluster gateway over its cache, the one every controller reads.
 func (a *App) openManager() error {
 	// controller-runtime's logger is the process's: the first app's.
 	setCtrlLogger.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(a.Log.Handler())) })
@@ -470,10 +418,8 @@ func (a *App) openManager() error {
 		mo.LeaseDuration = &cfg.LeaderElectionLeaseDuration
 		mo.RenewDeadline = &cfg.LeaderElectionRenewDeadline
 		mo.RetryPeriod = &cfg.LeaderElectionRetryPeriod
-		// A leader that stops releases the Lease, so the next one takes
-		// over at once; a leader that loses it makes Start fail (and the
-		// process exit) without a graceful shutdown: controller-runtime's
-		// rule, kept (docs/decisions.md).
+		// A leader that stops releases the Lease, for a handover at once;
+		// one that loses it exits without a graceful shutdown (docs/decisions.md).
 		mo.LeaderElectionReleaseOnCancel = cfg.LeaderElectionReleaseOnCancel
 	}
 	if a.workload.Renderer != nil {
@@ -491,8 +437,7 @@ func (a *App) openManager() error {
 	case a.Nodes != nil:
 		ko.Metrics = a.Nodes.Metrics()
 	case a.nodeMetrics != "":
-		// The simulated node's process serves metrics.k8s.io's wire
-		// format: the client a cluster's metrics-server is read with.
+		// The simulated node serves metrics.k8s.io's wire format.
 		mc, err := metricsclient.NewForConfig(&rest.Config{Host: a.nodeMetrics, Timeout: probeTimeout, UserAgent: "validator-manager"})
 		if err != nil {
 			return err
@@ -503,15 +448,11 @@ func (a *App) openManager() error {
 	return err
 }
 
-// Manager is the process's controller-runtime Manager (Run starts it;
-// tests that assemble the process by hand start it themselves).
+// Manager is the process's controller-runtime Manager, which Run starts.
 func (a *App) Manager() manager.Manager { return a.mgr }
 
 // startEngine starts the embedded default's control plane in the data
-// directory (etcd's data there, so everything survives a restart; the
-// administrator's kubeconfig at dataDir/kubeconfig), or takes the shared
-// one of WithControlPlane, and its simulated node: a child process of the
-// control plane (startNode), or on a shared one a Runnable of this process.
+// directory, or takes the shared one of WithControlPlane, and its simulated node.
 func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Config, error) {
 	cfg := a.Config
 	start := time.Now()
@@ -533,8 +474,7 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 		a.Engine = eng
 		rc, fresh, host = eng.RESTConfig(), eng.Fresh(), eng.Host()
 	} else {
-		// A shared control plane: this server's node and simulated pods are
-		// its namespace's only.
+		// On a shared control plane this server's node is its namespace's.
 		node.NodeName, node.Namespace, host = "node-"+cfg.Namespace, cfg.Namespace, shared.Host
 	}
 	core, err := kubernetes.NewForConfig(rc)
@@ -569,11 +509,8 @@ func (a *App) startEngine(ctx context.Context, shared *rest.Config) (*rest.Confi
 	return rc, nil
 }
 
-// startNode starts the simulated node as a child process of the control
-// plane, which supervises it (restarts it if it exits, stops it first,
-// kills it with the server): this binary re-executed as `nodesim`, as a
-// kubelet runs beside a cluster's control plane rather than inside the
-// server, so that its caches and work are not the server's.
+// startNode starts the simulated node (this binary as `nodesim`) as a child
+// the control plane supervises, as a kubelet runs beside, not in, the server.
 func (a *App) startNode(capacity corev1.ResourceList) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -594,8 +531,7 @@ func (a *App) startNode(capacity corev1.ResourceList) error {
 	return nil
 }
 
-// uis are where browsers reach the validators' UIs (ui.publicUrl), which
-// their identity-provider clients are given.
+// uis are where browsers reach the validators' UIs (ui.publicUrl).
 func (a *App) uis() idp.UIs {
 	return idp.UIs{Template: a.Config.UIPublicURL, Namespace: a.Config.Namespace}
 }
@@ -632,28 +568,20 @@ func (a *App) openIdentity(ctx context.Context) error {
 	return nil
 }
 
-// StartCluster waits, until ctx ends, for the first sync of the Manager's
-// cache (the Manager starts it) and the informers the gateway reads. It fails
-// fast when the cluster does not serve the Validator resource.
+// StartCluster waits, until ctx ends, for the first sync of the gateway's
+// informers; it fails fast when the Validator resource is not served.
 func (a *App) StartCluster(ctx context.Context) error {
 	if err := a.Cluster.Start(ctx); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	// The first sync decoded every cached object once: give that garbage
-	// back to the OS now rather than over minutes (at 100,000 validators
-	// the caches keep about 0.5 GB; the sync had the heap at twice that).
+	// back to the OS now rather than over minutes.
 	debug.FreeOSMemory()
 	return nil
 }
 
-// Run serves on ln and runs every piece of background work as Runnables of
-// one Manager (built by Open) until ctx ends or one of them fails: the HTTP
-// server, the one cache, the controllers, the remote-participant probes, the
-// refresh of stale list views and, on the embedded default, its simulated
-// node. It returns once all of them have returned, so Close may then
-// release the control plane and the store.
-//
-// extra are the caller's own Runnables (the profiling listener).
+// Run serves on ln and runs the background work and extra as Runnables of
+// Open's Manager until ctx ends or one fails; it returns once all returned.
 func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnable) error {
 	mgr, err := a.manager(ln)
 	if err != nil {
@@ -667,26 +595,21 @@ func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnabl
 	return mgr.Start(ctx)
 }
 
-// manager adds every long-running part as a Runnable of the one
-// controller-runtime Manager, which starts them together and stops them in
-// order: the HTTP server first (it stops taking requests), then the
-// controllers, schedules and probes (they drain), then the cache.
+// manager adds every long-running part to the Manager, which stops the HTTP
+// server first, then the controllers, schedules and probes, then the cache.
 func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	mgr := a.mgr
 	served := make(chan struct{}) // the API server has stopped
 	runnables := []manager.Runnable{
-		// Not leader-elected, on every replica: the API and the gateway's
-		// caches its reads come from. They stop before the controllers.
+		// On every replica: the API and the caches its reads come from.
 		runnable(false, func(ctx context.Context) error {
 			defer close(served)
 			return a.Server.Serve(ctx, ln, a.Config.ShutdownTimeout)
 		}),
 		runnable(false, a.runCluster),
-		// The watch streams, from the Manager's cache; they end before the
-		// HTTP server's shutdown gives up waiting for them.
-		runnable(false, func(ctx context.Context) error { return a.RunWatch(ctx, a.mgr.GetCache()) }),
-		// The schedules and one-off rewrites: the leader's (the
-		// controllers are too, controller-runtime's default).
+		// The watch streams end before the HTTP server's shutdown gives up on them.
+		runnable(false, a.RunWatch),
+		// The leader's, like the controllers.
 		runnable(true, a.leading),
 		runnable(true, a.refreshListViews),
 		runnable(true, a.purgeAudit),
@@ -706,11 +629,8 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	// The workload controller starts (and lists every Pod, Deployment,
-	// StatefulSet and Service) once the intent controller is in step, so
-	// that at a restart those lists do not compete with what the server
-	// needs to be ready for: at 1,000 validators they are most of the
-	// API server's and the server's work then.
+	// The workload controller starts (and lists its kinds) once the intent
+	// controller is in step: at a restart they would compete with readiness.
 	held := heldBack{Manager: mgr, until: a.Intent.InStep(), most: workloadHold}
 	if err := workload.New(a.workload).SetupWithManager(held); err != nil {
 		return nil, fmt.Errorf("workload controller: %w", err)
@@ -741,8 +661,7 @@ func (a *App) serveSandbox(ctx context.Context, served <-chan struct{}) error {
 	return <-done
 }
 
-// runCluster waits for the cache and the informers the gateway reads
-// (StartCluster); health is DOWN until then.
+// runCluster runs StartCluster; health is DOWN until it returns.
 func (a *App) runCluster(ctx context.Context) error {
 	if err := a.StartCluster(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -754,9 +673,8 @@ func (a *App) runCluster(ctx context.Context) error {
 	return nil
 }
 
-// refreshListViews rewrites stale list views once. Lists are right without
-// it (a stale view is rendered on read); a failure is logged and the next
-// start tries again.
+// refreshListViews rewrites stale list views once; lists are right without
+// it (rendered on read), so a failure is only logged.
 func (a *App) refreshListViews(ctx context.Context) error {
 	if err := a.Management.RefreshListViews(ctx); err != nil && ctx.Err() == nil {
 		a.Log.WarnContext(ctx, "refreshing the validators' list views", "error", err)
@@ -764,8 +682,7 @@ func (a *App) refreshListViews(ctx context.Context) error {
 	return nil
 }
 
-// runnable is a Runnable of the Manager; leader tells whether only the
-// elected replica may run it (with leader election off, every process is).
+// runnable is a Runnable of the Manager; leader: only the elected replica's.
 func runnable(leader bool, start func(ctx context.Context) error) manager.Runnable {
 	return leaderRunnable{RunnableFunc: manager.RunnableFunc(start), leader: leader}
 }
@@ -826,16 +743,12 @@ func plainHandler(h http.Handler) server.PlainHandler {
 	}
 }
 
-// clusterHealth is UP when the embedded control plane (if any) runs, the
-// cluster answers, the gateway's caches have synced and, where the
-// reconciler runs (the leader, or the one process), it has brought every
-// validator in step once. A follower does not wait for
-// a reconciler it does not run.
+// clusterHealth is UP when the control plane answers, the caches have synced
+// and, where the reconciler runs, it has brought every validator in step once.
 type clusterHealth struct{ a *App }
 
 func (h clusterHealth) Ping(ctx context.Context) error {
-	// The embedded control plane is down while a child exited and is
-	// being started again, or the API server is not ready (etcd away).
+	// The embedded control plane is down while a child restarts.
 	if h.a.Engine != nil {
 		if err := engineDown(h.a.Engine.Ping(ctx)); err != nil {
 			return err
@@ -850,8 +763,7 @@ func (h clusterHealth) Ping(ctx context.Context) error {
 	return h.a.Intent.Ping(ctx)
 }
 
-// verifier trusts the configured JWKS, or the development issuer of the data
-// directory when none is configured.
+// verifier trusts the configured JWKS, else the data directory's development issuer.
 func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 	roles, err := auth.ParseRoles(a.Config.RolesViewer, a.Config.RolesOperator, a.Config.RolesAdmin)
 	if err != nil {
@@ -863,9 +775,8 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 			return nil, fmt.Errorf("api.auth.jwksUri: %w", err)
 		}
 		if a.Config.Audience == "" {
-			// Release 2.0 says any token of the issuer may call every
-			// endpoint; where the same realm also issues tokens to wallet
-			// users, an audience is what keeps them out.
+			// Release 2.0 takes any token of the issuer: only an audience
+			// keeps the same realm's wallet users out.
 			a.Log.Warn("api.auth.audience is not set: every token the identity provider signs is accepted, including wallet users' tokens of the same realm")
 		}
 		return auth.NewVerifier(keys, a.Config.Issuer, a.Config.Audience).WithRoles(roles), nil
@@ -875,12 +786,8 @@ func (a *App) verifier(ctx context.Context) (*auth.Verifier, error) {
 		return nil, err
 	}
 	a.Issuer = issuer
-	iss := a.Config.Issuer
-	if iss == "" {
-		iss = auth.DevIssuerName
-	}
 	// Development tokens carry no audience.
-	return auth.NewVerifier(issuer.PublicKeys(), iss, "").WithRoles(roles), nil
+	return auth.NewVerifier(issuer.PublicKeys(), cmp.Or(a.Config.Issuer, auth.DevIssuerName), "").WithRoles(roles), nil
 }
 
 // DevToken issues a development token, or explains why there is none.

@@ -7,12 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// auditPurgeInterval is how often the leader deletes the audit entries
-// older than audit.retention: the log's only deletion.
+// auditPurgeInterval is how often the leader deletes entries older than audit.retention.
 const auditPurgeInterval = time.Hour
 
-// purgeAudit runs on the leader until ctx ends; nothing when audit.retention
-// is 0 (kept forever).
+// purgeAudit runs on the leader until ctx ends; nothing when audit.retention is 0.
 func (a *App) purgeAudit(ctx context.Context) error {
 	keep := a.Config.AuditRetention
 	if keep <= 0 {

@@ -10,9 +10,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/workload"
 )
 
-// openWorkload sets the workload controller's options: in chart mode
-// (splice.charts) the chart renderer lays out the validators, in a
-// namespace of each one's own; else the built-in layout (nil Renderer).
+// openWorkload sets the workload controller's options: chart mode's renderer, or nil.
 func (a *App) openWorkload() error {
 	a.workload = workload.Options{MaxConcurrentReconciles: workloadWorkers}
 	if a.Config.ChartMode() {
@@ -26,8 +24,7 @@ func (a *App) openWorkload() error {
 	return nil
 }
 
-// chartRenderer is the chart renderer of splice.charts, with
-// splice.chartValues, its charts cached on disk in dataDir/charts.
+// chartRenderer is splice.charts's renderer, caching in dataDir/charts.
 func (a *App) chartRenderer() (*charts.Renderer, error) {
 	src, err := charts.NewSource(filepath.Join(a.Config.DataDir, "charts"))
 	if err != nil {
@@ -42,9 +39,7 @@ func (a *App) chartRenderer() (*charts.Renderer, error) {
 	}), nil
 }
 
-// releaseNamespace is, in chart mode, the namespace of a validator's
-// release by its name (its Services are there, named as Splice's charts
-// name them); nil otherwise.
+// releaseNamespace names a validator's release namespace in chart mode; nil otherwise.
 func (a *App) releaseNamespace() func(validator string) string {
 	if a.charts == nil {
 		return nil

@@ -9,9 +9,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/platform"
 )
 
-// console builds release 2.0's ledger console: the sandbox participants'
-// on the embedded default, an exec session in the participant pod on a
-// real cluster.
+// console is release 2.0's ledger console: the sandbox's, or an exec in the participant pod.
 func (a *App) console() (platform.ConsoleOptions, error) {
 	cfg := a.Config
 	c := platform.ConsoleOptions{IdleTimeout: cfg.ConsoleIdleTimeout, Audit: a.Store}

@@ -21,11 +21,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/idp"
 )
 
-// The data directory's stores record the installation they belong to (the
-// database's instance id); start-up compares what each says with the
-// database and refuses what contradicts it, naming the store and what to
-// do. A store the operator names in startAfresh starts empty instead.
-
 // installationRecord is the ConfigMap of api.namespace in which the
 // embedded control plane's etcd records its installation.
 const (
@@ -40,10 +35,8 @@ type claim struct {
 	installation string
 }
 
-// checkNewDatabase refuses a database that records no installation (new,
-// or emptied) beside stores that record one: their data says the database
-// had some. A store the operator starts afresh does not count; it is then
-// refused as another installation's and set aside.
+// checkNewDatabase refuses a database that records no installation beside
+// stores that record one, unless they start afresh: the database was emptied.
 func checkNewDatabase(database, recorded string, claims []claim, afresh func(string) bool) error {
 	if recorded != "" {
 		return nil
@@ -63,10 +56,8 @@ func checkNewDatabase(database, recorded string, claims []claim, afresh func(str
 		database, strings.Join(wheres, ", "), strings.Join(stores, ","))
 }
 
-// checkClusterRecord decides about the control plane's installation record
-// (present: the ConfigMap exists; recorded: its installation): whether to
-// write it (new, legacy, or started afresh) or refuse the cluster. An etcd
-// that is new although the database holds validators was emptied.
+// checkClusterRecord decides whether to write the control plane's
+// installation record or refuse the cluster (another's, or emptied).
 func checkClusterRecord(where string, present bool, recorded, installation string, validators, fresh, afresh bool) (write bool, err error) {
 	const todo = "restore the data directory's cluster/ from a backup, or start the cluster afresh with --start-afresh=cluster (the validators are then made again from the database)"
 	switch {
@@ -162,10 +153,8 @@ func writeClusterRecord(ctx context.Context, core kubernetes.Interface, ns, inst
 	return nil
 }
 
-// openAfresh opens a file store with open. When start-up refuses its file
-// (an error that is refused) and the operator named the store in
-// startAfresh, the file is set aside and the store opened empty; a store
-// that opens is never touched, whatever startAfresh says.
+// openAfresh opens a file store; one refused that startAfresh names is set
+// aside and opened empty, one that opens is never touched.
 func (a *App) openAfresh(store, path string, refused error, open func(expected bool) error) error {
 	err := open(a.expected)
 	if err == nil || !errors.Is(err, refused) || !a.Config.Afresh(store) {
@@ -179,8 +168,8 @@ func (a *App) openAfresh(store, path string, refused error, open func(expected b
 	return open(false)
 }
 
-// setAside renames a refused file out of the way, keeping it beside the
-// store for an operator who wants it back; a missing file is no error.
+// setAside renames a refused file out of the way, kept for an operator who
+// wants it back.
 func setAside(path string) (string, error) {
 	aside := path + ".set-aside-" + time.Now().UTC().Format("20060102T150405.000Z")
 	if err := os.Rename(path, aside); err != nil {
@@ -192,11 +181,8 @@ func setAside(path string) (string, error) {
 	return aside, nil
 }
 
-// checkWalletUsers refuses a users file that lacks a wallet user or a
-// client the database records (its "users" or "clients" emptied, null, or
-// an entry dropped), like the other refused forms of the same loss: the
-// validators would run on with wallet users nobody can sign in as, and
-// without the clients their apps and release 2.0's calls get tokens from.
+// checkWalletUsers refuses a users file that lacks a wallet user or client
+// the database records: nobody could sign in, nor the apps get tokens.
 func (a *App) checkWalletUsers(ctx context.Context, local *idp.Local) error {
 	users, err := a.Store.WalletUsers(ctx)
 	if err != nil {

@@ -19,10 +19,8 @@ func engineDown(err error) error {
 	return nil
 }
 
-// managementCluster is the cluster release 1.11 reads: on the embedded
-// default, a create or an edit whose references it checks answers 503 at
-// once while the control plane is down, instead of recording what cannot
-// be provisioned.
+// managementCluster is release 1.11's: on the embedded default, a reference
+// check answers 503 while the control plane is down, recording nothing.
 func (a *App) managementCluster() management.Cluster {
 	if a.Engine == nil {
 		return a.Cluster

@@ -20,11 +20,9 @@ import (
 const (
 	// RoleLeader runs the controllers, schedules and probes.
 	RoleLeader = "leader"
-	// RoleFollower serves the API only: its handlers record intent in the
-	// database, where the leader's change feed takes it.
+	// RoleFollower serves the API only, recording intent for the leader.
 	RoleFollower = "follower"
-	// RoleSingle is a process without leader election (the embedded
-	// default): it does everything.
+	// RoleSingle is a process without leader election: it does everything.
 	RoleSingle = "single"
 )
 
@@ -47,10 +45,8 @@ func (a *App) Role() string {
 	}
 }
 
-// leaderIdentity names this replica in the Lease: the configured identity,
-// else the pod's name (POD_NAME, from the downward API), else the hostname;
-// a random suffix keeps a restarted process from being taken for the one
-// before it while its lease has not expired.
+// leaderIdentity names this replica in the Lease; a random suffix keeps a
+// restarted process from being taken for the one before it.
 func leaderIdentity(configured string) (string, error) {
 	if configured != "" {
 		return configured, nil
@@ -70,8 +66,7 @@ func leaderIdentity(configured string) (string, error) {
 	return base + "_" + hex.EncodeToString(b), nil
 }
 
-// leaseLock is the Lease the replicas compete for, in api.namespace, held
-// under this replica's identity.
+// leaseLock is the Lease the replicas compete for, in api.namespace.
 func (a *App) leaseLock() (resourcelock.Interface, error) {
 	rc := rest.CopyConfig(a.rest)
 	rest.AddUserAgent(rc, "leader-election")
@@ -85,8 +80,7 @@ func (a *App) leaseLock() (resourcelock.Interface, error) {
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: a.lead.identity})
 }
 
-// leading is the leader-elected runnable that marks this replica leader
-// while the Manager runs its leader-only work.
+// leading marks this replica leader while the Manager runs its leader-only work.
 func (a *App) leading(ctx context.Context) error {
 	a.lead.leading.Store(true)
 	a.Log.Info("elected leader: running the controllers, schedules and probes", "identity", a.lead.identity)
@@ -95,9 +89,7 @@ func (a *App) leading(ctx context.Context) error {
 	return nil
 }
 
-// leaderHealthFunc is what health reports of the election, nil without
-// one: the health body's leaderElection component, always UP (a follower
-// is healthy), with the role in its details.
+// leaderHealthFunc reports the election (always UP: a follower is healthy); nil without one.
 func (a *App) leaderHealthFunc() func() platform.LeaderElection {
 	if !a.lead.enabled {
 		return nil

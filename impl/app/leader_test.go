@@ -143,7 +143,7 @@ func startReplica(t *testing.T, name, ns, dataDir, dsn string, edit func(*config
 	// Two Managers in one process register controllers of the same names.
 	skip := true
 	dead := new(atomic.Bool)
-	a, err := app.Open(context.Background(), cfg, log, "test", app.WithManager(func(o *manager.Options) {
+	a, err := app.Open(context.Background(), cfg, log, "test", app.With(func(o *manager.Options) {
 		o.Controller.SkipNameValidation = &skip
 		if o.LeaderElectionResourceLockInterface != nil {
 			o.LeaderElectionResourceLockInterface = deadLock{Interface: o.LeaderElectionResourceLockInterface, dead: dead}

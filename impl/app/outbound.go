@@ -5,10 +5,7 @@ import (
 )
 
 // outboundPolicy is the policy of the addresses the server dials on a
-// caller's behalf. In a cluster: the namespace's Services, the configured
-// identity provider and token endpoints, and outbound.allowedHosts, over
-// https unless outbound.allowHttp. On the embedded default: its own sandbox
-// network and outbound.allowedHosts only.
+// caller's behalf (README, "Outbound address policy").
 func (a *App) outboundPolicy() *outbound.Policy {
 	cfg := a.Config
 	extra := outbound.SplitHosts(cfg.OutboundAllowedHosts)
@@ -19,10 +16,8 @@ func (a *App) outboundPolicy() *outbound.Policy {
 	return outbound.Cluster(cfg.Namespace, providers, extra, cfg.OutboundAllowHTTP, cfg.OutboundAllowPrivate)
 }
 
-// validatorAddressPolicy checks a validator's scanAddress and
-// oidcAuthorityUrl when written. On the embedded default the sandbox
-// network stands in for every validator's nodes and these addresses are
-// never dialled, so only their form is checked there.
+// validatorAddressPolicy checks a validator's addresses when written: on the
+// embedded default they are never dialled, so only their form is checked.
 func (a *App) validatorAddressPolicy() *outbound.Policy {
 	if a.Config.EmbeddedDefault() {
 		return &outbound.Policy{AnyHost: true, AllowPrivate: true}

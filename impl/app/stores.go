@@ -5,9 +5,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/platform"
 )
 
-// health is what /actuator/health reports: the database and the cluster,
-// and on the embedded default its file stores, each DOWN while it cannot
-// be written.
+// health is what /actuator/health reports: the database, the cluster, the file stores.
 func (a *App) health() map[string]platform.Pinger {
 	h := map[string]platform.Pinger{"db": a.Store, "cluster": clusterHealth{a}}
 	if a.Sandbox != nil {

@@ -14,12 +14,7 @@ import (
 )
 
 // openUpstreams builds the clients release 2.0 reaches validators' nodes
-// with. A validator is resolved from its Validator resource (the cluster
-// gateway's cache) and its Secret, whoever created it; its clients are kept
-// until either changes. On the embedded default every validator's nodes
-// are the sandbox network's (in dataDir/sandbox), whatever its
-// configuration names; in a real cluster they are found by the Helm
-// convention.
+// with: on the embedded default the sandbox network's, whatever a validator names.
 func (a *App) openUpstreams() (*upstream.Clients, error) {
 	cfg := a.Config
 	records := upstream.ResourceRecords{Resources: a.Cluster}
@@ -28,8 +23,7 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 		// A validator that configures its own ledger API client is called with
 		// it, and the sandbox checks that secret, as a participant would.
 		so := sandbox.Options{Logger: a.Log, Secrets: a.Cluster, Installation: a.installation}
-		// Wallet users get tokens at its realm with their local passwords
-		// (the recover command's step 1).
+		// Wallet users get tokens at its realm with their local passwords.
 		local, _ := a.Identity.(*idp.Local)
 		if local != nil {
 			so.Passwords = local
@@ -68,11 +62,7 @@ func (a *App) openUpstreams() (*upstream.Clients, error) {
 	return a.Upstreams, nil
 }
 
-// WithSandbox edits the sandbox network's options (tests check its exchanges).
-func WithSandbox(f func(*sandbox.Options)) Option { return Option{f} }
-
-// adminTLS is the TLS configuration of the participants' admin APIs
-// (upstream.adminTls, upstream.adminCaFile); nil: plaintext.
+// adminTLS is the admin APIs' TLS configuration (upstream.adminTls); nil: plaintext.
 func adminTLS(cfg config.Config) (*tls.Config, error) {
 	if !cfg.UpstreamAdminTLS {
 		if cfg.UpstreamAdminCAFile != "" {

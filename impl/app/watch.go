@@ -7,46 +7,34 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
-	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/live"
 )
 
-// watchFeed feeds the watch streams of both releases from the Manager's
-// cache of Validators: only those this installation manages, each change
-// encoded once per release when it is sent to watchers (a catch-up's
-// entries when they are sent).
+// watchFeed feeds both releases' watch streams with the cached Validators managed here.
 type watchFeed struct {
 	management, platform *live.Hub
-	managed              labels.Selector
+	manages              func(labels map[string]string) bool
 	synced               chan struct{} // closed once the streams serve
 }
 
-func newWatchFeed(installation string) *watchFeed {
-	set := labels.Set{cluster.ManagedByLabel: cluster.ManagedBy}
-	if installation != "" {
-		set[cluster.InstallationLabel] = installation
-	}
-	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), managed: labels.SelectorFromSet(set), synced: make(chan struct{})}
+func newWatchFeed(manages func(labels map[string]string) bool) *watchFeed {
+	return &watchFeed{management: live.New(live.Options{}), platform: live.New(live.Options{}), manages: manages, synced: make(chan struct{})}
 }
 
-// WatchSynced is closed once the watch streams serve (RunWatch's cache has
-// synced); until then they answer 503.
+// WatchSynced is closed once the watch streams serve; until then they answer 503.
 func (a *App) WatchSynced() <-chan struct{} { return a.watch.synced }
 
-// RunWatch feeds the watch streams of both releases from c (the Manager's
-// cache; a test's own) until ctx ends, then ends every stream: the HTTP
-// server's shutdown waits for them, and they hold no request past it.
-func (a *App) RunWatch(ctx context.Context, c ctrlcache.Cache) error {
+// RunWatch feeds the watch streams from the Manager's cache until ctx ends,
+// then ends every stream: the HTTP server's shutdown waits for them.
+func (a *App) RunWatch(ctx context.Context) error {
 	f := a.watch
 	defer f.management.Close()
 	defer f.platform.Close()
-	inf, err := c.GetInformer(ctx, &v1alpha1.Validator{})
+	inf, err := a.mgr.GetCache().GetInformer(ctx, &v1alpha1.Validator{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -77,10 +65,9 @@ func (f *watchFeed) changed(old, obj any) {
 	if !ok {
 		return
 	}
-	if !f.managed.Matches(labels.Set(v.GetLabels())) {
-		// No longer this installation's (its labels changed): gone for
-		// the watchers.
-		if o, ok := old.(client.Object); ok && f.managed.Matches(labels.Set(o.GetLabels())) {
+	if !f.manages(v.GetLabels()) {
+		// No longer this installation's: gone for the watchers.
+		if o, ok := old.(client.Object); ok && f.manages(o.GetLabels()) {
 			f.publish(v, true, false)
 		}
 		return
@@ -93,7 +80,7 @@ func (f *watchFeed) deleted(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, unknown = d.Obj, true
 	}
-	if v, ok := obj.(client.Object); ok && f.managed.Matches(labels.Set(v.GetLabels())) {
+	if v, ok := obj.(client.Object); ok && f.manages(v.GetLabels()) {
 		f.publish(v, true, unknown)
 	}
 }
@@ -107,8 +94,7 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 	if !ok {
 		return
 	}
-	// The events are encoded when sent: what the hubs keep of a validator
-	// is v, the cache's own object.
+	// Encoded when sent: the hubs keep no copy of the cache's object.
 	for hub, encode := range map[*live.Hub]func() []byte{
 		f.management: func() []byte { return managementEvent(typed, deleted) },
 		f.platform:   func() []byte { return platformEvent(typed, deleted) },
@@ -122,9 +108,8 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 	}
 }
 
-// managementEvent is release 1.11's ValidatorWatchEvent: the phase (empty
-// reads as PENDING, as the list shows it) and the Ready condition's reason,
-// from v's status.
+// managementEvent is release 1.11's ValidatorWatchEvent (empty phase reads
+// as PENDING, as the list shows it).
 func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
 	st := v.Status
 	phase := st.Phase

@@ -86,7 +86,7 @@ func runManager(t *testing.T, cfg config.Config) (*app.App, net.Listener, contex
 	t.Helper()
 	skip := true // other tests of the package run Managers too
 	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test",
-		app.WithControlPlane(apiServer), app.WithManager(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
+		app.WithControlPlane(apiServer), app.With(func(o *manager.Options) { o.Controller.SkipNameValidation = &skip }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// BackupScript is what a backup Job runs (POSIX sh, in the backup image):
-// pg_dumpall (pg_dump of every database, plus roles) of the validator's
-// internal PostgreSQL into $BACKUP_DIR/backup-<UTC timestamp>.sql.gz, then it
-// deletes all but the newest $MAX_BACKUPS dumps. A failed dump leaves no file
-// and removes nothing. Connection settings come from the libpq variables
-// PGHOST, PGPORT, PGUSER and PGPASSWORD.
+// BackupScript is what a backup Job runs: pg_dumpall of the internal
+// PostgreSQL, keeping the newest $MAX_BACKUPS; a failed dump removes nothing.
 const BackupScript = `set -eu
 dir="${BACKUP_DIR:-/backups}"
 keep="${MAX_BACKUPS:-}"
@@ -41,7 +37,6 @@ while IFS= read -r old; do
 done
 `
 
-// Backup job settings.
 const (
 	backupMountPath     = "/backups"
 	backupVolume        = "backups"
@@ -65,10 +60,8 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 		user = v.Spec.Database.User
 	}
 	if ns := v.Status.Namespace; ns != "" && ns != v.Namespace {
-		// Chart mode: the validator's own database runs in its release's
-		// namespace, with the charts' user; the Job stays here, beside its
-		// volume and the database Secret, whose value the charts' Secret
-		// copies.
+		// Chart mode: the database runs in the release's namespace; the Job
+		// stays here, beside its volume and the database Secret.
 		user, host = domain.ChartDatabaseUser, DatabaseHost(v.Name)+"."+ns
 	}
 	return &batchv1.CronJob{
@@ -126,8 +119,7 @@ func (k *Kube) backupCronJob(v *v1alpha1.Validator, b domain.BackupSchedule) (*b
 	}, nil
 }
 
-// backupPVC is the volume the dumps go to. It has no owner: backups outlive
-// the validator.
+// backupPVC has no owner: backups outlive the validator.
 func backupPVC(namespace, validator, storageClass string) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: BackupPVCName(validator), Namespace: namespace, Labels: labelsFor(validator)},

@@ -27,8 +27,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// Scheme holds the kinds the gateway and the controllers read: client-go's
-// and the Validator's.
+// Scheme holds the kinds the gateway and the controllers read.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	b := runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
@@ -48,22 +47,14 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 }
 
 // Resync is how often the cache hands every Validator and Job to the
-// controllers again, as if it had changed: the intent and workload
-// controllers look at each validator (everything else of a validator maps
-// to it), the runs controller at each backup Job, so that an object whose
-// event was missed (a reconcile that failed into a long backoff, or that
-// took a fault for a change still to come) converges within a minute of
-// the fault clearing: within two periods, since the informer checks at its
-// own jittered period whether each handler's resync is due. A validator in
-// step costs a database read and cache reads, no write.
+// controllers again, so that an object whose event was missed (a reconcile
+// in a long backoff) converges within a minute, two jittered periods, of
+// the fault clearing; a validator in step costs reads, no write.
 const Resync = 25 * time.Second
 
-// CacheOptions are the options of the Manager's cache, the one every
-// reader of cluster objects goes through: objects of namespace only ("":
-// of every namespace), without what no reader reads (managedFields but the
-// apply entries compared, Secrets' values, Pods' specs); Validators and
-// Jobs are resynced every Resync, the other kinds every resync (0:
-// controller-runtime's default).
+// CacheOptions are the options of the Manager's cache, every reader's: of
+// namespace ("": all), without what no reader reads; Validators and Jobs
+// resync every Resync, the other kinds every resync (0: the default).
 func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	// A ByObject transform names its namespaces: without them it would lose
 	// to the DefaultNamespaces' defaulted one.
@@ -90,19 +81,14 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 	return o
 }
 
-// ReleaseCache widens o, the options CacheOptions made for namespace, to
-// the objects of every other namespace whose ValidatorNamespaceLabel names
-// namespace, of the kinds the workload controller applies or reads there
-// (chart mode: each validator's release lives in a namespace of its own),
-// with the same transforms: still one informer per kind, whose
-// other-namespace half lists and watches only labelled objects. Without a
-// namespace (every namespace) o already holds them.
+// ReleaseCache widens o, CacheOptions's for namespace, to the workload
+// kinds of every namespace labelled ValidatorNamespaceLabel=namespace (chart
+// mode's release namespaces): still one informer per kind.
 func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	if namespace == "" {
 		return nil
 	}
-	// Of this server's validators only: another server in the cluster
-	// labels its own.
+	// Another server in the cluster labels its own.
 	labelled, err := labels.Parse(ValidatorNamespaceLabel + "=" + namespace)
 	if err != nil {
 		return err
@@ -131,12 +117,8 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 	return nil
 }
 
-// interned is t, after which the metadata strings that many cached
-// objects share (namespace, label keys, the values of sharedLabels,
-// annotation keys, owner and managedFields kinds) are the process's one
-// copy of each: decoding allocates each anew for every object, and a
-// validator's 21 objects carry the same labels (8 an object, 7 more on a
-// workload's pod template).
+// interned is t, then the metadata strings many cached objects share made
+// the process's one copy: decoding allocates each anew for every object.
 func interned(t toolscache.TransformFunc) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		obj, err := t(obj)
@@ -158,10 +140,8 @@ func interned(t toolscache.TransformFunc) toolscache.TransformFunc {
 	}
 }
 
-// sharedLabels are the labels whose values many objects share (a
-// validator's name, namespace and installation, a component's name); the
-// values of others (a Pod's name, a template hash) are one object's, and
-// would only grow the interned strings.
+// sharedLabels are the labels whose values many objects share; others' (a
+// Pod's name, a template hash) would only grow the interned strings.
 var sharedLabels = map[string]bool{
 	ManagedByLabel: true, ValidatorLabel: true, ValidatorNamespaceLabel: true, InstallationLabel: true,
 	ComponentLabel: true, InstanceLabel: true, "app.kubernetes.io/name": true, "app.kubernetes.io/part-of": true,
@@ -187,10 +167,8 @@ func internMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-// internedStrings holds the interned strings, each its own key and value,
-// for the process's life (unique.Make's handles, not kept, would let a
-// string go at the next collection, and an object decoded after it would
-// not share it): a few per validator.
+// internedStrings holds the interned strings for the process's life:
+// unique.Make would let one go at the next collection, unshared after.
 var internedStrings sync.Map
 
 func intern(s string) string {
@@ -203,7 +181,7 @@ func intern(s string) string {
 }
 
 // internKeys is a new map of m's size (assigning to a full small map's key
-// grows it to a table first) with interned keys and value's values.
+// grows it first) with interned keys and value's values.
 func internKeys(m map[string]string, value func(k, v string) string) map[string]string {
 	if m == nil {
 		return nil
@@ -215,9 +193,8 @@ func internKeys(m map[string]string, value func(k, v string) string) map[string]
 	return out
 }
 
-// secretKeys is the transform of Secrets: their keys without values, no
-// managedFields and no annotations (kubectl's last-applied-configuration
-// may quote a value).
+// secretKeys is the transform of Secrets: keys without values, and no
+// annotations (kubectl's last-applied-configuration may quote a value).
 func secretKeys(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok {
@@ -230,9 +207,7 @@ func secretKeys(obj any) (any, error) {
 	return s, nil
 }
 
-// secretRefsEntry is the transform of Validators: of their managedFields
-// only secretRefsOwner's apply entry stays, which tells ApplyValidator
-// whether that owner holds spec.secrets (refsOwned).
+// secretRefsEntry, the Validators' transform, keeps only secretRefsOwner's entry (refsOwned).
 func secretRefsEntry(obj any) (any, error) {
 	v, ok := obj.(*v1alpha1.Validator)
 	if !ok {
@@ -242,15 +217,13 @@ func secretRefsEntry(obj any) (any, error) {
 	return v, nil
 }
 
-// AppliedBy tells whether e is manager's apply entry of the object itself
-// (not of a subresource): what that manager's server-side applies own.
+// AppliedBy tells whether e is manager's apply entry of the object itself, not a subresource.
 func AppliedBy(e metav1.ManagedFieldsEntry, manager string) bool {
 	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
-// podStatus is the transform of Pods: the cache's readers read their
-// metadata and why they cannot start; the rest, some 9 KB a Pod, nothing
-// reads from the cache (the console, metrics and exec read the API server).
+// podStatus is the transform of Pods: their metadata and why they cannot
+// start; the rest, some 9 KB a Pod, nothing reads from the cache.
 func podStatus(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -266,8 +239,6 @@ func podStatus(obj any) (any, error) {
 	return p, nil
 }
 
-// containerStates keeps of each container's status its name, state,
-// readiness and restarts.
 func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
 	for _, c := range in {
@@ -276,13 +247,8 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// appliedShape is the transform of the workloads, Services and ConfigMaps
-// the workload controller applies. Its readers compare an object with what
-// they would apply by its AppliedAnnotation and the digest of the fields
-// FieldOwner's applies own (OwnedFields: of the managedFields only that
-// entry stays, with only the digest of its field set), and read a
-// workload's replicas, status, pod template metadata and a StatefulSet's
-// claim templates. The pod templates' specs nothing reads from the cache.
+// appliedShape is the transform of what the workload controller applies: it
+// compares by AppliedAnnotation and OwnedFields, and never reads pod specs.
 func appliedShape(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
@@ -311,8 +277,7 @@ func appliedShape(obj any) (any, error) {
 	return o, nil
 }
 
-// OwnedFields is the digest of the fields FieldOwner's applies own, of a
-// cached object that appliedShape made: "" when it has none.
+// OwnedFields is the digest of the fields FieldOwner's applies own (appliedShape); "": none.
 func OwnedFields(o client.Object) string {
 	for _, e := range o.GetManagedFields() {
 		if AppliedBy(e, FieldOwner) && e.FieldsV1 != nil {

@@ -9,11 +9,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// ValidatorResource is the Validator resource ApplyValidator makes of v
-// and prune, over the cached one: its spec.secrets and spec.chartValues
-// (which the API does not write) and, when prune is nil, its pruning
-// schedule are kept. Chart mode derives the charts' values from it when a
-// create or an edit is checked (impl/charts.Checker).
+// ValidatorResource is the Validator ApplyValidator makes of v and prune,
+// over the cached one, for impl/charts.Checker to derive the charts' values.
 func (k *Kube) ValidatorResource(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule) (*v1alpha1.Validator, error) {
 	spec, err := validatorSpec(v, prune)
 	if err != nil {

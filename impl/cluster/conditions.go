@@ -12,31 +12,21 @@ import (
 	validatorac "github.com/validator-manager/validator-manager/gen/applyconfiguration/apis/v1alpha1"
 )
 
-// conditionOwner is the field owner of the status conditions the intent
-// controller applies (Provisioned): the workload controller writes the
-// others, and conditions are a map keyed by type, so neither write replaces
-// the other's.
+// conditionOwner owns the intent controller's conditions: conditions are a
+// map keyed by type, so the workload controller's writes keep them.
 const conditionOwner = "validator-manager-intent"
 
-// CachedCondition is the condition of that type on the cached Validator
-// resource (a copy); nil when it has none or the cache has no such resource.
+// CachedCondition is a copy of the cached Validator's condition of that type; nil: none.
 func (k *Kube) CachedCondition(validator, typ string) *metav1.Condition {
-	v, ok := k.cachedValidator(validator)
-	if !ok {
+	v := k.cachedValidator(validator)
+	if v == nil {
 		return nil
 	}
-	c := meta.FindStatusCondition(v.Status.Conditions, typ)
-	if c == nil {
-		return nil
-	}
-	cp := *c
-	return &cp
+	return meta.FindStatusCondition(v.Status.Conditions, typ).DeepCopy()
 }
 
-// ApplyCondition applies c to the Validator resource's status through the
-// status subresource, under the intent controller's field owner: only that
-// condition, every other one left to its owner. Its lastTransitionTime is
-// kept from the cached condition when its status does not change.
+// ApplyCondition applies only condition c to the Validator's status; its
+// lastTransitionTime stays while its status does not change.
 func (k *Kube) ApplyCondition(ctx context.Context, validator string, c metav1.Condition) error {
 	if cur := k.CachedCondition(validator, c.Type); cur != nil && cur.Status == c.Status {
 		c.LastTransitionTime = cur.LastTransitionTime

@@ -45,8 +45,7 @@ func translate(op string, err error) error {
 	return fmt.Errorf("cluster: %s: %w", op, err)
 }
 
-// unavailable tells failures a retry may cure: the API server cannot be
-// reached, is overloaded, or timed out.
+// unavailable tells failures a retry may cure: unreachable, overloaded or timed out.
 func unavailable(err error) bool {
 	var ne net.Error
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||

@@ -13,10 +13,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 )
 
-// onChange calls f, until remove is called or the cache stops, with each
-// object of obj's kind of the namespace the cache adds, updates or
-// deletes, once the cache's reads show the change (an informer updates its
-// store before it tells its handlers).
+// onChange calls f, until remove, with each object of obj's kind of the
+// namespace that changes, once the cache's reads show it.
 func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.Object, deleted bool)) (remove func(), err error) {
 	informer, err := k.cache.GetInformer(ctx, obj)
 	if err != nil {
@@ -41,14 +39,11 @@ func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.
 	return func() { _ = informer.RemoveEventHandler(reg) }, nil
 }
 
-// WatchRecords calls f, until ctx ends, with the name of the managed
-// validator that each change of a Secret or backup CronJob belongs to,
-// once the gateway's reads show the change (the intent controller's
-// source: it reads what it reconciles through the gateway).
+// WatchRecords calls f, until ctx ends, with the managed validator of each
+// changed Secret or backup CronJob, once the gateway's reads show it.
 func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
 	for obj, validator := range map[client.Object]func(metav1.Object) string{&corev1.Secret{}: k.SecretValidator, &batchv1.CronJob{}: k.cronJobValidator} {
-		// The informers exist once Start has run: an error here is a
-		// context that ended.
+		// After Start, an error is a context that ended.
 		remove, err := k.onChange(ctx, obj, func(o metav1.Object, _ bool) {
 			if name := validator(o); name != "" {
 				f(name)
@@ -60,24 +55,20 @@ func (k *Kube) WatchRecords(ctx context.Context, f func(validator string)) {
 	}
 }
 
-// cronJobValidator names the managed validator whose resource controls cj,
-// "" for any other CronJob.
+// cronJobValidator names the managed validator whose resource controls cj, else "".
 func (k *Kube) cronJobValidator(cj metav1.Object) string {
 	ref := metav1.GetControllerOf(cj)
-	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() || !k.managesCached(ref.Name) {
+	if ref == nil || ref.Kind != Kind || ref.APIVersion != ValidatorGVK.GroupVersion().String() || k.cachedValidator(ref.Name) == nil {
 		return ""
 	}
 	return ref.Name
 }
 
-// OnValidatorDeleted calls f with the name of every Validator resource of
-// the namespace that leaves the cache. Call it before Start.
+// OnValidatorDeleted calls f with each Validator that leaves the cache; call it before Start.
 func (k *Kube) OnValidatorDeleted(f func(name string)) {
 	k.deleted = append(k.deleted, f)
 }
 
-// notifyDeleted tells OnValidatorDeleted's callbacks, while the cache
-// runs, of each Validator that leaves it.
 func (k *Kube) notifyDeleted(ctx context.Context) error {
 	if len(k.deleted) == 0 {
 		return nil

@@ -14,9 +14,8 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// ReadPasswordKey reads the key of generated passwords without making it
-// (handlers derive from it; only the leader makes it, PasswordKey): absent,
-// it is domain.ErrUnavailable with a message that says so.
+// ReadPasswordKey reads the key of generated passwords without making it:
+// only the leader makes it (PasswordKey); absent, domain.ErrUnavailable.
 func (k *Kube) ReadPasswordKey(ctx context.Context) ([]byte, error) {
 	key, found, err := k.readPasswordKey(ctx)
 	if err == nil && !found {
@@ -52,9 +51,8 @@ func (k *Kube) PasswordKey(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// readPasswordKey reads the key from the API server (fresh) until one read
-// found it, which is kept: the key is never replaced. found is false when
-// its Secret does not exist.
+// readPasswordKey reads the key from the API server until one read found
+// it, then keeps it: the key is never replaced.
 func (k *Kube) readPasswordKey(ctx context.Context) (key []byte, found bool, err error) {
 	if key := k.passwordKey.Load(); key != nil {
 		return *key, true, nil

@@ -42,63 +42,50 @@ import (
 
 // KubeOptions tune the client-go gateway; zero values take the defaults.
 type KubeOptions struct {
-	// Instance identifies the installation (its database): the gateway
-	// labels its Validators with it (InstallationLabel) and manages only
-	// those. Empty: every managed resource.
+	// Instance labels the gateway's Validators (InstallationLabel), the
+	// only ones it manages; empty: every managed resource.
 	Instance string
-	// Metrics reads pod metrics (the embedded default's node simulator);
-	// nil: metrics.k8s.io of the cluster.
+	// Metrics reads pod metrics (the node simulator's); nil: the cluster's metrics.k8s.io.
 	Metrics metricsv1beta1.PodMetricsesGetter
 }
 
-// The image of the backup Jobs (it needs sh, pg_dumpall and gzip) and the
-// size of a new backup PVC.
+// The backup Jobs' image (it needs sh, pg_dumpall and gzip) and a new backup PVC's size.
 const (
 	DefaultBackupImage   = "postgres:16"
 	DefaultBackupStorage = "10Gi"
 )
 
-// Field owners of what the gateway applies: the Validator's spec and
-// labels, the backup CronJob and the Secret values operators gave (forced);
-// spec.secrets, which follows the Secrets that exist; and the defaults,
-// applied without force so that they never replace another owner's value.
+// Field owners: forced applies (spec, labels, CronJob, Secret values given);
+// spec.secrets; and defaults, unforced so they never replace another's value.
 const (
 	FieldOwner         = "validator-manager"
 	secretRefsOwner    = "validator-manager-secret-refs"
 	secretDefaultOwner = "validator-manager-defaults"
 )
 
-// Kube is the gateway to a Kubernetes cluster, in one namespace. Reads come
-// from the Manager's cache (CacheOptions), reads that must be fresh from the
-// API server; writes are server-side applies, skipped when the cached
-// object already is what would be applied.
+// Kube is the gateway to a Kubernetes cluster, in one namespace: reads from
+// the Manager's cache, server-side applies skipped when the cache is in step.
 type Kube struct {
-	namespace string
-	core      kubernetes.Interface // pods (application metrics), /version
-	client    client.Client        // writes
-	api       client.Reader        // fresh reads
-	cache     ctrlcache.Cache
-	instance  string
-	// managed selects the Validators this installation manages.
+	namespace    string
+	core         kubernetes.Interface // pods (application metrics), /version
+	client       client.Client        // writes
+	api          client.Reader        // fresh reads
+	cache        ctrlcache.Cache
+	instance     string
 	managed      labels.Selector
 	applications atomic.Bool         // the cluster serves the Application resource
 	deleted      []func(name string) // OnValidatorDeleted's
 	synced       atomic.Bool
 	ready        chan struct{} // closed once synced is set
-	// informers are the cache's informers Start asked for, by the name
-	// the operational metrics give them.
-	informers atomic.Pointer[map[string]ctrlcache.Informer]
-	// passwordKey is the key of generated passwords once read (it is
-	// never replaced: keys.go).
-	passwordKey atomic.Pointer[[]byte]
-	// began is when Start was first called (Unix nanoseconds; 0: not yet).
-	began   atomic.Int64
-	metrics metricsv1beta1.PodMetricsesGetter
+	// informers are Start's, by their name in the operational metrics.
+	informers   atomic.Pointer[map[string]ctrlcache.Informer]
+	passwordKey atomic.Pointer[[]byte] // once read: it is never replaced
+	began       atomic.Int64           // Start's first call, Unix nanoseconds
+	metrics     metricsv1beta1.PodMetricsesGetter
 }
 
-// RESTConfig builds the client configuration for a cluster mode: "kubeconfig"
-// (kubeconfig names the file; empty means $KUBECONFIG or ~/.kube/config) or
-// "in-cluster" (the pod's service account).
+// RESTConfig builds the client configuration for cluster mode "kubeconfig"
+// (empty kubeconfig: $KUBECONFIG or ~/.kube/config) or "in-cluster".
 func RESTConfig(mode, kubeconfig string) (*rest.Config, error) {
 	var (
 		cfg *rest.Config
@@ -121,8 +108,7 @@ func RESTConfig(mode, kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewKube builds the gateway over c (the Manager, whose cache was built with
-// CacheOptions), working in namespace.
+// NewKube builds the gateway over c, the Manager whose cache CacheOptions built.
 func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, error) {
 	if namespace == "" {
 		return nil, fmt.Errorf("cluster: namespace must not be empty")
@@ -138,9 +124,7 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 		}
 		opts.Metrics = mc.MetricsV1beta1()
 	}
-	// Reads of the cache through this client see its own writes (it waits
-	// for the cache to hold them): a Validator just created is the owner
-	// of the Secrets written next.
+	// Read-your-writes: a Validator just created owns the Secrets written next.
 	cl, err := client.New(c.GetConfig(), client.Options{
 		HTTPClient: c.GetHTTPClient(), Scheme: c.GetScheme(), Mapper: c.GetRESTMapper(),
 		Cache: &client.CacheOptions{Reader: c.GetCache(), EnableReadYourWritesConsistency: ptr.To(true)},
@@ -160,10 +144,8 @@ func NewKube(c ctrlcluster.Cluster, namespace string, opts KubeOptions) (*Kube, 
 	return k, nil
 }
 
-// Start asks the Manager's cache for the informers the gateway reads and
-// waits, while ctx lasts, for it to sync. It fails fast when the Validator
-// CRD is not served; without the Application CRD application reads say
-// what is missing.
+// Start asks the Manager's cache for the gateway's informers and waits for
+// it to sync; it fails fast when the Validator CRD is not served.
 func (k *Kube) Start(ctx context.Context) error {
 	k.began.CompareAndSwap(0, time.Now().UnixNano())
 	if validators, err := k.serves(ctx, ValidatorGVK); !validators {
@@ -204,8 +186,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForSync waits until Start has seen the cache synced; false when ctx
-// ends first.
+// WaitForSync waits until Start has seen the cache synced; false when ctx ends first.
 func (k *Kube) WaitForSync(ctx context.Context) bool {
 	select {
 	case <-k.ready:
@@ -243,7 +224,7 @@ func (k *Kube) SecretValidator(s metav1.Object) string {
 	if name == "" {
 		name, _, _ = slotOf(s.GetName())
 	}
-	if name == "" || !k.managesCached(name) {
+	if name == "" || k.cachedValidator(name) == nil {
 		return ""
 	}
 	return name
@@ -299,8 +280,7 @@ func (k *Kube) CheckReferences(ctx context.Context, refs domain.References) (err
 	return nil
 }
 
-// hasKey tells whether s, as read (the API server merges stringData into
-// data), has key.
+// hasKey tells whether s, as read (stringData merged into data), has key.
 func hasKey(s *corev1.Secret, key string) bool {
 	_, ok := s.Data[key]
 	return ok
@@ -309,10 +289,8 @@ func hasKey(s *corev1.Secret, key string) bool {
 // noCopy reads a cached object without copying it: read it, never change it.
 var noCopy = &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}
 
-// apply applies obj (server-side apply) as FieldOwner, forced over other
-// owners; or, not forced, as secretDefaultOwner, so that a default never
-// replaces another owner's value. The API server's errors may quote what
-// was sent: callers that send a secret redact them.
+// apply applies obj as FieldOwner, forced, or as secretDefaultOwner. The
+// API server's errors may quote what was sent: callers of secrets redact.
 func (k *Kube) apply(ctx context.Context, obj client.Object, force bool) error {
 	config, err := ApplyConfiguration(obj)
 	if err != nil {
@@ -363,10 +341,9 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 	return config, err
 }
 
-// covers tells whether actual, a JSON value (jsonValue), holds every field
-// of desired with an equal value (lists of the same length); a field only
-// actual has is allowed when extra allows its value (the API server's
-// defaults), one only desired has when it is zero (the encoding omits it).
+// covers tells whether JSON value actual holds every field of desired; a
+// field only actual has must pass extra (the API server's defaults), one
+// only desired has must be zero (the encoding omits it).
 func covers(desired, actual any, extra func(any) bool) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -404,21 +381,9 @@ func covers(desired, actual any, extra func(any) bool) bool {
 	return desired == actual
 }
 
-// jsonCovers is covers of desired and actual encoded as JSON values.
 func jsonCovers(desired, actual any, extra func(any) bool) bool {
-	d, err1 := jsonValue(desired)
-	a, err2 := jsonValue(actual)
-	return err1 == nil && err2 == nil && covers(d, a, extra)
-}
-
-// jsonValue is v as JSON decodes it (maps, lists, float64, string, bool, nil).
-func jsonValue(v any) (any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	return out, json.Unmarshal(raw, &out)
+	var d, a any
+	return convert(desired, &d) == nil && convert(actual, &a) == nil && covers(d, a, extra)
 }
 
 // isZero allows the defaults of the Validator's schema: empty strings,
@@ -442,11 +407,9 @@ func isZero(v any) bool {
 }
 
 // cached is the cache's object of type T and that name, nil when the cache
-// is not synced or has none; shared: read it, never change it. The read
-// waits, at most cacheLag and while ctx lasts, for the cache to hold this
-// gateway's write of the object (not so of chart mode's Secrets, cached in
-// two namespace entries: controller-runtime's read-your-writes does not
-// follow a kind over several).
+// is not synced or has none; shared: read it, never change it. It waits up
+// to cacheLag for this gateway's write (not of chart mode's Secrets:
+// read-your-writes does not follow a kind over two namespace entries).
 func cached[T any, P interface {
 	*T
 	client.Object
@@ -470,8 +433,7 @@ func cached[T any, P interface {
 // cacheLag bounds cached's wait for the cache to hold a write.
 const cacheLag = 10 * time.Second
 
-// validatorInStep tells from the cache whether the Validator resource has
-// the spec (spec.secrets aside) and labels the gateway would apply.
+// validatorInStep tells from the cache whether the Validator has the spec and labels to apply.
 func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validatorac.ValidatorSpecApplyConfiguration) bool {
 	cur := cached[v1alpha1.Validator](ctx, k, name)
 	if cur == nil || !labels.SelectorFromSet(k.validatorLabels(name)).Matches(labels.Set(cur.Labels)) {
@@ -482,14 +444,10 @@ func (k *Kube) validatorInStep(ctx context.Context, name string, spec *validator
 	return jsonCovers(spec, have, isZero)
 }
 
-// ApplyValidator makes the Validator resource's spec (but spec.secrets,
-// which follows the Secrets) and labels what v and prune (nil: none) say;
-// annotations and status are others'. Nothing is written when the cached
-// resource already is that. A new resource references from its first
-// generation the Secrets that exist and those writes says the caller writes
-// next (PutSecrets): the workload controller then makes its workloads once,
-// not again when spec.secrets follows a moment later (the validator app's
-// onboarding secret is read only when referenced).
+// ApplyValidator makes the Validator resource's spec (but spec.secrets) and
+// labels what v and prune (nil: none) say, unless the cache shows them. A
+// new resource references the Secrets that exist and those writes names
+// from its first generation, so its workloads are made once, not again.
 func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *domain.PruneSchedule, writes domain.WrittenSecrets) (err error) {
 	defer func() { err = translate(fmt.Sprintf("apply validator %q", v.Name), err) }()
 	if v.Name == "" {
@@ -507,9 +465,7 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	var refs *secretRefsAC
 	if existed && cur.Spec.Secrets != nil && !refsOwned(cur) {
 		// A create killed before its take-over below left spec.secrets to
-		// FieldOwner alone, and this apply, which leaves them out, would
-		// drop them: secretRefsOwner takes them over first (no new
-		// generation).
+		// FieldOwner, and this apply would drop them: take them over first.
 		held := &secretRefsAC{}
 		if err := convert(cur.Spec.Secrets, held); err != nil {
 			return err
@@ -540,8 +496,7 @@ func (k *Kube) ApplyValidator(ctx context.Context, v domain.Validator, prune *do
 	return k.applySecretRefs(ctx, v.Name, refs)
 }
 
-// applySecretRefs applies spec.secrets as secretRefsOwner: refs (nil:
-// none, which releases what that owner held).
+// applySecretRefs applies spec.secrets as secretRefsOwner (nil refs release them).
 func (k *Kube) applySecretRefs(ctx context.Context, validator string, refs *secretRefsAC) error {
 	spec := validatorac.ValidatorSpec()
 	if refs != nil {
@@ -550,13 +505,11 @@ func (k *Kube) applySecretRefs(ctx context.Context, validator string, refs *secr
 	return k.client.Apply(ctx, validatorac.Validator(validator, k.namespace).WithSpec(spec), client.FieldOwner(secretRefsOwner), client.ForceOwnership)
 }
 
-// refsOwned tells whether secretRefsOwner has applied to v (the cache
-// keeps that owner's entry: secretRefsEntry).
+// refsOwned tells whether secretRefsOwner has applied to v (secretRefsEntry keeps it).
 func refsOwned(v *v1alpha1.Validator) bool {
 	return slices.ContainsFunc(v.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return AppliedBy(e, secretRefsOwner) })
 }
 
-// convert is from's JSON decoded into to.
 func convert(from, to any) error {
 	raw, err := json.Marshal(from)
 	if err != nil {
@@ -565,7 +518,6 @@ func convert(from, to any) error {
 	return json.Unmarshal(raw, to)
 }
 
-// validatorLabels are the labels of a Validator resource the gateway writes.
 func (k *Kube) validatorLabels(validator string) map[string]string {
 	l := labelsFor(validator)
 	if k.instance != "" {
@@ -574,18 +526,12 @@ func (k *Kube) validatorLabels(validator string) map[string]string {
 	return l
 }
 
-// cachedValidator reads a validator this installation manages from the
-// cache (shared: read it, never change it); false when it has none.
-func (k *Kube) cachedValidator(name string) (*v1alpha1.Validator, bool) {
-	v := cached[v1alpha1.Validator](context.Background(), k, name)
-	return v, v != nil && k.Manages(v.Labels)
-}
-
-// managesCached tells whether the cache holds a validator of that name this
-// installation manages.
-func (k *Kube) managesCached(name string) bool {
-	_, ok := k.cachedValidator(name)
-	return ok
+// cachedValidator is the cached validator this installation manages, shared; nil: none.
+func (k *Kube) cachedValidator(name string) *v1alpha1.Validator {
+	if v := cached[v1alpha1.Validator](context.Background(), k, name); v != nil && k.Manages(v.Labels) {
+		return v
+	}
+	return nil
 }
 
 // referenced is the validator's Secrets that the cache holds, and those
@@ -599,9 +545,8 @@ func (k *Kube) referenced(ctx context.Context, validator string, writes domain.W
 	return writes
 }
 
-// referenceSecrets makes spec.secrets, as secretRefsOwner, reference the
-// validator's Secrets the cache holds and those just written; nothing is
-// written when the cached resource already does.
+// referenceSecrets makes spec.secrets reference the validator's cached
+// Secrets and those just written, unless the cached resource already does.
 func (k *Kube) referenceSecrets(ctx context.Context, validator string, written domain.WrittenSecrets) error {
 	refs := secretRefs(validator, k.referenced(ctx, validator, written))
 	if cur := cached[v1alpha1.Validator](ctx, k, validator); cur != nil && jsonCovers(refs, cur.Spec.Secrets, isZero) {
@@ -611,9 +556,7 @@ func (k *Kube) referenceSecrets(ctx context.Context, validator string, written d
 }
 
 // PutSecrets writes the validator's Secrets, owned by its resource: a value
-// given replaces, a default in d only fills in where the Secret or its key
-// is missing (never where a value is given). spec.secrets is applied once
-// (one new generation, not two).
+// given replaces, a default in d only fills in where the key is missing.
 func (k *Kube) PutSecrets(ctx context.Context, validator string, given domain.ValidatorSecrets, d domain.SecretDefaults) (err error) {
 	defer func() { err = translate(fmt.Sprintf("write secrets of validator %q", validator), err) }()
 	defaults := map[string]*string{
@@ -657,8 +600,7 @@ func (k *Kube) validatorUID(ctx context.Context, validator string) (types.UID, e
 	return m.UID, err
 }
 
-// freshValidator reads the Validator resource of that name into obj from
-// the API server; domain.ErrNotFound when it does not exist.
+// freshValidator reads the Validator of that name into obj from the API server.
 func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Object) error {
 	err := k.api.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
@@ -667,22 +609,17 @@ func (k *Kube) freshValidator(ctx context.Context, name string, obj client.Objec
 	return err
 }
 
-// CachedSecrets tells from the Secret cache which of the validator's
-// Secrets exist with their key (all false before the cache has synced).
+// CachedSecrets tells which of the validator's Secrets the cache holds with their key.
 func (k *Kube) CachedSecrets(validator string) domain.WrittenSecrets {
 	return k.referenced(context.Background(), validator, domain.WrittenSecrets{})
 }
 
-// PasswordKeySecret holds the key generated database passwords derive
-// from (key "key", 32 bytes): made by the first controller that needs it,
-// kept in the cluster beside the Secrets it protects.
+// PasswordKeySecret holds the key generated database passwords derive from
+// (key "key", 32 bytes), kept in the cluster beside the Secrets it protects.
 const PasswordKeySecret = "validator-manager-password-key"
 
-// writeSecretKey applies one key of one Secret with the validator's labels
-// and owner, and tells whether it wrote. replace: the operator's value;
-// else a default, skipped when the cache shows the key (a conflict means
-// another owner set it: left as it is). Its errors carry no server message
-// (it could quote the value).
+// writeSecretKey applies one key of one Secret and tells whether it wrote;
+// a default (!replace) never overwrites a key another owner set.
 func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.OwnerReference, replace bool) (bool, error) {
 	if !replace {
 		if cur := cached[corev1.Secret](ctx, k, s.name); cur != nil && hasKey(cur, s.key) {
@@ -711,11 +648,8 @@ func (k *Kube) writeSecretKey(ctx context.Context, s secretSlot, owner metav1.Ow
 	return err == nil, redact(err)
 }
 
-// keepPreviousPassword completes the database Secret sec about to be
-// written: its password's digest as DatabasePasswordLabel, and as
-// PreviousDatabasePasswordKey the password the Secret holds now when it
-// differs (else the one it holds already), which the workload controller's
-// rotation presents to the running database.
+// keepPreviousPassword adds to the database Secret sec its password's digest
+// and the password the running database still takes, for the rotation.
 func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) error {
 	next := sec.Data[DatabaseSecretKey]
 	sec.Labels[DatabasePasswordLabel] = PasswordDigest(next)
@@ -734,8 +668,7 @@ func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) err
 	older := cur.Data[PreviousDatabasePasswordKey]
 	if !had || string(previous) == string(next) || len(older) > 0 && k.databaseTakes(sec.Labels[ValidatorLabel], older) {
 		// The same password again, or one the database never took (an
-		// edit before the last one's rotation ran): the database still
-		// takes the older one.
+		// edit before the last rotation ran): it still takes the older one.
 		previous = older
 	}
 	if len(previous) > 0 {
@@ -744,11 +677,8 @@ func (k *Kube) keepPreviousPassword(ctx context.Context, sec *corev1.Secret) err
 	return nil
 }
 
-// databaseTakes tells from the cache whether the validator's database
-// takes password, the one the Secret held before its last edit: the apps
-// start with it (DatabasePasswordAnnotation, set once the database took
-// it), or they carry no digest: no rotation completed, and every edit kept
-// the password held before the first.
+// databaseTakes tells from the apps' DatabasePasswordAnnotation whether the
+// database takes password; no digest: no rotation ran, the first one holds.
 func (k *Kube) databaseTakes(validator string, password []byte) bool {
 	d := cached[appsv1.Deployment](context.Background(), k, validator+"-"+domain.ServiceValidatorApp)
 	if d == nil {
@@ -759,8 +689,7 @@ func (k *Kube) databaseTakes(validator string, password []byte) bool {
 }
 
 // DeleteValidator removes the backup CronJob, the Secrets and the resource;
-// absent objects are fine. The backup PVC stays: backups outlive the
-// validator (delete <name>-backups by hand to drop them).
+// absent objects are fine. The backup PVC stays: backups outlive the validator.
 func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 	defer func() { err = translate(fmt.Sprintf("delete validator %q", name), err) }()
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: k.namespace} }
@@ -775,20 +704,16 @@ func (k *Kube) DeleteValidator(ctx context.Context, name string) (err error) {
 	return client.IgnoreNotFound(k.client.Delete(ctx, &v1alpha1.Validator{ObjectMeta: meta(name)}, byName))
 }
 
-// byName deletes an object by its name alone: controller-runtime's
-// read-your-writes Delete without a uid reads it from the cache without
-// waiting, and of an object just applied finds none and deletes nothing.
+// byName deletes by name alone: read-your-writes Delete without a uid finds
+// no cached object just applied, and deletes nothing.
 var byName = client.DisableReadYourWritesConsistency
 
-// deleteBackupCronJob deletes the validator's backup CronJob and, in the
-// background, its Jobs; an absent one is fine.
 func (k *Kube) deleteBackupCronJob(ctx context.Context, validator string) error {
 	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(validator), Namespace: k.namespace}}
 	return client.IgnoreNotFound(k.client.Delete(ctx, cj, byName, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 }
 
-// ValidatorState reads one validator's state from the API server (fresh: it
-// follows a write).
+// ValidatorState reads one validator's state from the API server: it follows a write.
 func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.ValidatorState, error) {
 	v := &v1alpha1.Validator{}
 	if err := k.freshValidator(ctx, name, v); err != nil {
@@ -797,9 +722,8 @@ func (k *Kube) ValidatorState(ctx context.Context, name string) (domain.Validato
 	return validatorState(v), nil
 }
 
-// ApplyBackupSchedule makes the validator's backup CronJob what b says (nil
-// removes it, a Deleted schedule suspends it), unless the cached one
-// already is. The backup PVC is created when absent, never removed.
+// ApplyBackupSchedule makes the backup CronJob what b says (nil removes it,
+// Deleted suspends it); the backup PVC is created when absent, never removed.
 func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *domain.BackupSchedule) (err error) {
 	defer func() { err = translate(fmt.Sprintf("apply backup schedule of %q", validator), err) }()
 	if b == nil {
@@ -844,8 +768,7 @@ func (k *Kube) ApplyBackupSchedule(ctx context.Context, validator string, b *dom
 	return k.apply(ctx, want, true)
 }
 
-// CachedCronJobVersion is the resourceVersion of the CronJob of that name
-// as the cache holds it, "" when it holds none.
+// CachedCronJobVersion is the cached CronJob's resourceVersion, "" when none.
 func (k *Kube) CachedCronJobVersion(name string) string {
 	if cj := cached[batchv1.CronJob](context.Background(), k, name); cj != nil {
 		return cj.ResourceVersion
@@ -853,8 +776,7 @@ func (k *Kube) CachedCronJobVersion(name string) string {
 	return ""
 }
 
-// cronJobInStep tells from the cache whether the CronJob has want's labels,
-// owner and spec (the API server's defaults aside).
+// cronJobInStep tells from the cache whether the CronJob has want's labels, owner and spec.
 func (k *Kube) cronJobInStep(ctx context.Context, want *batchv1.CronJob) bool {
 	cur := cached[batchv1.CronJob](ctx, k, want.Name)
 	if cur == nil || !labels.SelectorFromSet(want.Labels).Matches(labels.Set(cur.Labels)) || !slices.ContainsFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.OwnerReferences[0].UID }) {
@@ -863,9 +785,8 @@ func (k *Kube) cronJobInStep(ctx context.Context, want *batchv1.CronJob) bool {
 	return jsonCovers(want.Spec, cur.Spec, func(any) bool { return true })
 }
 
-// InStep tells from the cache alone (false when it cannot tell) whether the
-// Validator resource and backup CronJob are what in records, so that a
-// periodic reconcile of an unchanged validator costs the API server nothing.
+// InStep tells from the cache alone whether the Validator resource and backup
+// CronJob are what in records: an unchanged validator costs no API call.
 func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	v := in.Validator
 	spec, err := validatorSpec(v, in.Prune)
@@ -875,8 +796,8 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 	if in.Backup == nil {
 		return cached[batchv1.CronJob](context.Background(), k, BackupCronJobName(v.Name)) == nil
 	}
-	cur, ok := k.cachedValidator(v.Name)
-	if !ok {
+	cur := k.cachedValidator(v.Name)
+	if cur == nil {
 		return false
 	}
 	want, err := k.backupCronJob(cur, *in.Backup)
@@ -884,8 +805,7 @@ func (k *Kube) InStep(in domain.ValidatorIntent) bool {
 }
 
 // Ping asks the API server for its version; before the caches have synced
-// it reports the gateway unavailable: as starting (domain.ErrStarting)
-// until the first sync has had domain.StartChance.
+// the gateway is unavailable (domain.ErrStarting within domain.StartChance).
 func (k *Kube) Ping(ctx context.Context) error {
 	if !k.synced.Load() {
 		return domain.NotReady(k.began.Load(), "cluster: the gateway's caches have not synced yet", "the start")
@@ -895,9 +815,8 @@ func (k *Kube) Ping(ctx context.Context) error {
 	return translate("ping", k.core.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error())
 }
 
-// LedgerAPIClientSecret reads the client secret of a validator's ledger API
-// client from the API server (the cache holds no values); domain.ErrNotFound
-// when the Secret or its key is absent. Its errors never quote it.
+// LedgerAPIClientSecret reads a validator's ledger API client secret from
+// the API server (the cache holds no values); its errors never quote it.
 func (k *Kube) LedgerAPIClientSecret(ctx context.Context, validator string) (string, error) {
 	name := domain.LedgerAPIAuthSecretName(validator)
 	sec := &corev1.Secret{}
@@ -925,18 +844,16 @@ func validatorState(v *v1alpha1.Validator) domain.ValidatorState {
 	}
 }
 
-// CachedState reads a managed validator's state from the cache; false when
-// it has none.
+// CachedState reads a managed validator's state from the cache; false: none.
 func (k *Kube) CachedState(name string) (domain.ValidatorState, bool) {
-	v, ok := k.cachedValidator(name)
-	if !ok {
+	v := k.cachedValidator(name)
+	if v == nil {
 		return domain.ValidatorState{}, false
 	}
 	return validatorState(v), true
 }
 
-// ManagedValidators names every Validator resource this installation
-// manages, from the cache.
+// ManagedValidators names, from the cache, the Validators this installation manages.
 func (k *Kube) ManagedValidators() ([]string, error) {
 	if !k.synced.Load() {
 		return nil, domain.Unavailable("cluster: the validator cache is not synced")

@@ -12,16 +12,13 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// InstanceLabel ties a Pod to its Application: the pods of application X are
-// those of the namespace labelled app.kubernetes.io/instance=X (the label
-// Helm charts set to the release name and Argo CD tracks applications by).
+// InstanceLabel ties a Pod to its Application: Helm sets it to the release
+// name, Argo CD tracks applications by it.
 const InstanceLabel = "app.kubernetes.io/instance"
 
-// ApplicationMetrics is the resource use of the named applications (every
-// application when names is empty), sorted by name: the pods' requests and
-// limits from the API server, their usage from metrics.k8s.io. A metrics
-// API that cannot be reached makes Available false, not an error.
-// domain.ErrNotFound when a named application does not exist.
+// ApplicationMetrics is the resource use of the named applications (none:
+// all), by name; an unreachable metrics API makes Available false, an
+// application that does not exist domain.ErrNotFound.
 func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domain.ApplicationMetrics, error) {
 	if len(names) == 0 {
 		apps, err := k.resources(ctx, domain.KindApplication)
@@ -39,8 +36,7 @@ func (k *Kube) ApplicationMetrics(ctx context.Context, names ...string) ([]domai
 		}
 	}
 	selector := InstanceLabel // every pod that belongs to some application
-	// An object name can be longer than a label value may be: such an
-	// application has no pods that could match; the wide selector finds none.
+	// A name too long for a label value matches no pods: the wide selector.
 	if len(names) == 1 && len(validation.IsValidLabelValue(names[0])) == 0 {
 		selector = InstanceLabel + "=" + names[0]
 	}
@@ -69,11 +65,8 @@ func podUsage(items []metricsv1beta1.PodMetrics) map[string]corev1.ResourceList 
 	return out
 }
 
-// applicationMetrics sums, per application, the requests, limits and usage
-// of its running pods' containers. usage nil means the metrics API was not
-// reached. A request or limit is nil unless every container sets one; a
-// usage is nil unless every pod has a usage sample (a partial sum would
-// read as a low figure). An application without pods has nil everywhere.
+// applicationMetrics sums, per application, its running pods' requests,
+// limits and usage; a partial sum, which would read low, is nil.
 func applicationMetrics(namespace string, names []string, pods []corev1.Pod, usage map[string]corev1.ResourceList) []domain.ApplicationMetrics {
 	byApp := map[string][]corev1.Pod{}
 	for _, p := range pods {
@@ -117,8 +110,7 @@ func applicationMetrics(namespace string, names []string, pods []corev1.Pod, usa
 func milli(q resource.Quantity) *int64 { v := q.MilliValue(); return &v }
 func whole(q resource.Quantity) *int64 { v := q.Value(); return &v }
 
-// sumContainers sums one resource's request (or limit) over containers; nil
-// when there are none or one does not set it.
+// sumContainers sums one resource's request (or limit); nil unless every container sets it.
 func sumContainers(containers []corev1.Container, name corev1.ResourceName, request bool, unit func(resource.Quantity) *int64) *int64 {
 	if len(containers) == 0 {
 		return nil

@@ -22,8 +22,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// Labels that find a validator's validator app pod (with ValidatorLabel),
-// following the app.kubernetes.io conventions; the reconciler is to set them.
+// Labels that find a validator's validator app pod (with ValidatorLabel).
 const (
 	ComponentLabel       = "app.kubernetes.io/component"
 	ValidatorAppName     = "validator-app"
@@ -33,22 +32,18 @@ const (
 // maxExecOutput bounds what an exec's stdout and stderr keep.
 const maxExecOutput = 4 << 10
 
-// ValidatorAppSelector selects the pods of validator's validator app:
-// validator-manager.io/validator=<validator>,app.kubernetes.io/component=validator-app.
+// ValidatorAppSelector selects the pods of validator's validator app.
 func ValidatorAppSelector(validator string) string {
 	return ValidatorLabel + "=" + validator + "," + ComponentLabel + "=" + ValidatorAppName
 }
 
-// PodExec reaches into a validator's pod through the exec subresource: it
-// finds the running pod of the validator app, streams a file into it and
-// reads a file's MD5. It is the recovery procedure's gateway to the pod
+// PodExec is the recovery procedure's gateway into the validator app's pod
 // (impl/recovery.Pods). Exec needs a kubelet: only the pure parts are tested.
 type PodExec struct {
 	cfg       *rest.Config
 	core      kubernetes.Interface
 	namespace string
-	// Pod, when set, is the pod Find returns (after checking that it runs),
-	// whatever the validator: the operator named it.
+	// Pod, when set, is the pod Find returns: the operator named it.
 	Pod string
 }
 
@@ -57,10 +52,7 @@ func NewPodExec(cfg *rest.Config, core kubernetes.Interface, namespace string) *
 	return &PodExec{cfg: cfg, core: core, namespace: namespace}
 }
 
-// Find returns the running pod of the validator app and its container: the
-// one the pod's kubectl.kubernetes.io/default-container annotation names,
-// else the one named validator-app, else the only one. No running pod, or
-// several, is an error.
+// Find returns the one running pod of the validator app and its container.
 func (e *PodExec) Find(ctx context.Context, validator string) (string, string, error) {
 	if e.Pod != "" {
 		pod, err := e.core.CoreV1().Pods(e.namespace).Get(ctx, e.Pod, metav1.GetOptions{})
@@ -97,13 +89,11 @@ func (e *PodExec) Find(ctx context.Context, validator string) (string, string, e
 	return "", "", domain.Conflict("cluster: %d running pods of validator %q (%s); name the one to use", len(names), validator, strings.Join(names, ", "))
 }
 
-// SimulatedNodeLabel marks a node that has no kubelet: the embedded
-// default's (impl/embedded/nodesim), whose pods run nothing.
+// SimulatedNodeLabel marks a node without a kubelet (impl/embedded/nodesim's).
 const SimulatedNodeLabel = "node.kubernetes.io/simulated"
 
 // CheckExec tells, before anything changes, that commands cannot run in
-// pod: it runs on a simulated node. Anything it cannot read (a pod gone, no
-// right to get nodes) leaves the question to the exec itself: nil.
+// pod on a simulated node; what it cannot read it leaves to the exec.
 func (e *PodExec) CheckExec(ctx context.Context, pod string) error {
 	p, err := e.core.CoreV1().Pods(e.namespace).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil || p.Spec.NodeName == "" {
@@ -174,8 +164,7 @@ func (e *PodExec) exec(ctx context.Context, pod, container string, command []str
 	return stdout.String(), nil
 }
 
-// NewExecutor streams to the exec URL u over WebSocket, and over SPDY when
-// the API server cannot upgrade to WebSocket, as kubectl does.
+// NewExecutor streams to exec URL u over WebSocket, else SPDY, as kubectl does.
 func NewExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
 	if err != nil {
@@ -195,8 +184,7 @@ func (e *PodExec) execURL(pod, container string, command []string, stdin bool) (
 	return ExecURL(e.cfg, e.namespace, pod, &corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin, Stdout: true, Stderr: true})
 }
 
-// ExecURL is the exec subresource of the pod on cfg's API server, addressed
-// as client-go's clients address it, with opts as its parameters.
+// ExecURL is the exec subresource of the pod on cfg's API server, with opts as parameters.
 func ExecURL(cfg *rest.Config, namespace, pod string, opts *corev1.PodExecOptions) (*url.URL, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
@@ -226,6 +214,8 @@ func podState(pod *corev1.Pod) string {
 	return strings.ToLower(string(pod.Status.Phase))
 }
 
+// podContainer is the one the default-container annotation names, else
+// validator-app, else the only one.
 func podContainer(pod *corev1.Pod) (string, error) {
 	names := make([]string, len(pod.Spec.Containers))
 	for i, c := range pod.Spec.Containers {
@@ -250,8 +240,7 @@ func truncateOutput(s string, n int) string {
 	return s
 }
 
-// execBuffer keeps the first max bytes written and drops the rest, so a
-// chatty command cannot fill memory.
+// execBuffer keeps the first max bytes written: a chatty command cannot fill memory.
 type execBuffer struct {
 	bytes.Buffer
 	max int

@@ -16,14 +16,9 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// What release 2.0's proxy reads of a validator: its Validator resource (any
-// Validator of the namespace, as 2.0 lists them) and the version of its
-// ledger API auth Secret, from the caches, so that an unchanged validator
-// costs two reads of the cache per call.
-
-// ValidatorRevision is the resourceVersion of the Validator resource of that
-// name in the cache and that of its ledger API auth Secret ("" when there is
-// none); ok is false when the cache has no such Validator or has not synced.
+// ValidatorRevision is the cached resourceVersion of the Validator and of
+// its ledger API auth Secret ("": none), for release 2.0's proxy; false: no
+// such Validator cached.
 func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool) {
 	v := cached[v1alpha1.Validator](context.Background(), k, name)
 	if v == nil {
@@ -35,10 +30,8 @@ func (k *Kube) ValidatorRevision(name string) (validator, secret string, ok bool
 	return v.ResourceVersion, secret, true
 }
 
-// TypedValidator reads the Validator resource of that name, decoded: from
-// the cache, or from the API server when the cache has none yet (a resource
-// just written, or a cache not synced); domain.ErrNotFound when neither has
-// it.
+// TypedValidator reads the Validator of that name from the cache, or from
+// the API server when the cache has none yet (just written, or not synced).
 func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Validator, error) {
 	key := types.NamespacedName{Namespace: k.namespace, Name: name}
 	v := &v1alpha1.Validator{}
@@ -56,8 +49,7 @@ func (k *Kube) TypedValidator(ctx context.Context, name string) (*v1alpha1.Valid
 	return v, nil
 }
 
-// ValidatorSource is a controller's source of the changes of the
-// Validators of the Manager's cache, which the gateway reads.
+// ValidatorSource is a controller's source of the cache's Validators.
 func (k *Kube) ValidatorSource(preds ...predicate.Predicate) source.Source {
 	return source.Kind[client.Object](k.cache, &v1alpha1.Validator{}, &handler.EnqueueRequestForObject{}, preds...)
 }

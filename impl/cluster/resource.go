@@ -16,7 +16,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/schedule"
 )
 
-// The Validator custom resource (deploy/crds/validator-manager.io_validators.yaml, generated from impl/apis/v1alpha1).
+// The Validator custom resource (deploy/crds, generated from impl/apis/v1alpha1).
 const (
 	Group    = "validator-manager.io"
 	Version  = "v1alpha1"
@@ -32,18 +32,12 @@ const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "validator-manager"
 	ValidatorLabel = "validator-manager.io/validator"
-	// ValidatorNamespaceLabel names the namespace of the Validator an
-	// object belongs to, on the objects the workload controller applies:
-	// in chart mode they live in a namespace of their own
-	// (workload.ReleaseNamespace), where the Manager's cache sees only
-	// objects that carry it (ReleaseCache).
+	// ValidatorNamespaceLabel names the Validator's namespace on what the
+	// workload controller applies: ReleaseCache sees only objects with it.
 	ValidatorNamespaceLabel = "validator-manager.io/validator-namespace"
 	managedSelector         = ManagedByLabel + "=" + ManagedBy
-	// InstallationLabel on a Validator resource names the server
-	// installation (its database) that manages it: the reconciler removes
-	// only its own resources that lack a record, never those of another
-	// installation sharing the namespace, nor any when it is pointed at a
-	// fresh database.
+	// InstallationLabel names the installation (database) managing a
+	// Validator: the reconciler never removes another installation's.
 	InstallationLabel = "validator-manager.io/installation"
 )
 
@@ -52,9 +46,8 @@ const (
 	OnboardingSecretKey    = "secret"
 	LedgerAPIAuthSecretKey = "client-secret"
 	DatabaseSecretKey      = "password"
-	// PreviousDatabasePasswordKey holds, once an edit gave the database a
-	// new password, the one it replaced: what the running internal
-	// database accepts until the workload controller's rotation ran.
+	// PreviousDatabasePasswordKey holds the password an edit replaced, which
+	// the running database accepts until the rotation ran.
 	PreviousDatabasePasswordKey = "previous-password"
 )
 
@@ -62,13 +55,11 @@ const (
 // password (a label: the caches keep labels, never values or annotations).
 const DatabasePasswordLabel = "validator-manager.io/database-password"
 
-// DatabasePasswordAnnotation on the pod templates of the apps that log in
-// to the internal database is PasswordDigest of the password they start
-// with: the one the database takes (the workload controller's rotation).
+// DatabasePasswordAnnotation on the database clients' pod templates is
+// PasswordDigest of the password they start with, the one the database takes.
 const DatabasePasswordAnnotation = "validator-manager.io/database-password"
 
-// PasswordDigest names a password without showing it: the first 16 hex
-// digits of its SHA-256.
+// PasswordDigest names a password without showing it.
 func PasswordDigest(password []byte) string {
 	sum := sha256.Sum256(password)
 	return hex.EncodeToString(sum[:8])
@@ -78,17 +69,14 @@ func PasswordDigest(password []byte) string {
 func BackupCronJobName(validator string) string { return validator + "-backup" }
 func BackupPVCName(validator string) string     { return validator + "-backups" }
 
-// DatabaseHost is the Service of a validator's internal PostgreSQL, by the
-// convention the reconciler follows (deploy/README.md).
+// DatabaseHost is the Service of a validator's internal PostgreSQL.
 func DatabaseHost(validator string) string { return validator + "-postgres" }
 
 func labelsFor(validator string) map[string]string {
 	return map[string]string{ManagedByLabel: ManagedBy, ValidatorLabel: validator}
 }
 
-// secretSlot is one of a validator's Secrets: its spec.secrets entry, its
-// flag in a domain.WrittenSecrets, its name and the key that holds the
-// value.
+// secretSlot is one of a validator's Secrets.
 type secretSlot struct {
 	field func(*secretRefsAC, *validatorac.SecretKeyRefApplyConfiguration) *secretRefsAC // sets its spec.secrets entry
 	flag  func(*domain.WrittenSecrets) *bool
@@ -110,8 +98,7 @@ func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 	}
 }
 
-// slotOf tells whether a Secret's name is one of a validator's Secrets: the
-// validator and the key its pods read.
+// slotOf tells whether a Secret's name is one of a validator's Secrets.
 func slotOf(secret string) (validator, key string, ok bool) {
 	for _, s := range secretSlots("", domain.ValidatorSecrets{}) {
 		if v, found := strings.CutSuffix(secret, s.name); found && v != "" {
@@ -121,11 +108,8 @@ func slotOf(secret string) (validator, key string, ok bool) {
 	return "", "", false
 }
 
-// validatorSpec is the resource's spec for v and its pruning schedule (nil:
-// none), without spec.secrets, which referenceSecrets maintains. spec.config
-// is v's configuration in the current stored format (a row of an older
-// version is written in the new one); what the cluster's own objects need
-// from it is written beside it as typed fields.
+// validatorSpec is the resource's spec for v and prune (nil: none), but
+// spec.secrets; spec.config is in the current stored format.
 func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (*validatorac.ValidatorSpecApplyConfiguration, error) {
 	spec := validatorac.ValidatorSpec().
 		WithCustomAuth(v.CustomAuth).
@@ -141,9 +125,8 @@ func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (*validatora
 		if err != nil {
 			return nil, err
 		}
-		// The stored form is the configuration type's JSON, and its apply
-		// configuration is generated from the same type: every field set
-		// in the stored form is set in the apply.
+		// The apply configuration is generated from the stored form's type:
+		// every field set in one is set in the other.
 		if err := json.Unmarshal(raw, config); err != nil {
 			return nil, err
 		}
@@ -164,8 +147,7 @@ func validatorSpec(v domain.Validator, prune *domain.PruneSchedule) (*validatora
 	return spec, nil
 }
 
-// secretRefs is spec.secrets naming the validator's Secrets that w has;
-// nil when it has none.
+// secretRefs is spec.secrets naming the Secrets w has; nil when none.
 func secretRefs(validator string, w domain.WrittenSecrets) *secretRefsAC {
 	if w == (domain.WrittenSecrets{}) {
 		return nil
@@ -179,9 +161,8 @@ func secretRefs(validator string, w domain.WrittenSecrets) *secretRefsAC {
 	return refs
 }
 
-// pruneSpec is spec.participantPruningSchedule in the Canton/Helm format.
-// The cron is written in the form Canton's parser (log4j) accepts: it
-// requires a "?" in day-of-month or day-of-week, which the API does not.
+// pruneSpec is spec.participantPruningSchedule in the Canton/Helm format:
+// Canton's cron parser requires a "?" in day-of-month or day-of-week.
 func pruneSpec(p *domain.PruneSchedule) *validatorac.PruningScheduleApplyConfiguration {
 	cron := p.Cron
 	if c, err := schedule.ParsePrune(p.Cron); err == nil {
@@ -196,9 +177,8 @@ func pruneSpec(p *domain.PruneSchedule) *validatorac.PruningScheduleApplyConfigu
 // singleUnit is a duration HOCON reads: one number, one unit.
 var singleUnit = regexp.MustCompile(`^[0-9]+[dhms]$`)
 
-// durationText keeps the caller's text when Canton's HOCON reads it ("5m",
-// "48h"); otherwise ("1h30m", which the API accepts) it writes the duration
-// in its largest whole unit ("90m").
+// durationText keeps the caller's text when Canton's HOCON reads it, else
+// ("1h30m") writes the duration in its largest whole unit ("90m").
 func durationText(text string, d time.Duration) string {
 	if singleUnit.MatchString(text) {
 		return text

@@ -17,8 +17,7 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// The Application custom resource (deploy/crds/applications.validator-manager.io.yaml):
-// same group and version as the Validator.
+// The Application custom resource: same group and version as the Validator.
 const (
 	ApplicationKind     = "Application"
 	ApplicationResource = "applications"
@@ -27,17 +26,9 @@ const (
 // ApplicationGVR is the group/version/resource of the Application custom resource.
 var ApplicationGVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: ApplicationResource}
 
-// Release 2.0's reads of the custom resources: every object of the
-// namespace, whatever wrote it, from the Manager's cache (the Manager's
-// client reads unstructured objects from the API server: Applications are
-// read from the cache itself). A Validator is
-// the cache's typed object encoded (its fields as the type has them: a
-// zero value the type omits is not returned, one it keeps is, whether or
-// not it was stored); an Application, which has no Go type, as stored.
-// Either without managedFields (the cache's transform drops them).
-
-// resources lists the namespace's resources of kind from the cache, sorted
-// by name, each as JSON.
+// resources lists the namespace's resources of kind, whatever wrote them,
+// from the cache, by name. Applications are read from the cache itself: the
+// Manager's client reads unstructured objects from the API server.
 func (k *Kube) resources(ctx context.Context, kind domain.ResourceKind) ([]resourceObject, error) {
 	if err := k.served(kind); err != nil {
 		return nil, err
@@ -66,8 +57,7 @@ func (k *Kube) resources(ctx context.Context, kind domain.ResourceKind) ([]resou
 	return out, nil
 }
 
-// resource is the namespace's resource of kind and name from the cache;
-// domain.ErrNotFound when there is none.
+// resource is the namespace's resource of kind and name from the cache.
 func (k *Kube) resource(ctx context.Context, kind domain.ResourceKind, name string) (resourceObject, error) {
 	if err := k.served(kind); err != nil {
 		return resourceObject{}, err
@@ -93,8 +83,7 @@ func (k *Kube) resource(ctx context.Context, kind domain.ResourceKind, name stri
 	return o, translate(fmt.Sprintf("read %s %q", strings.ToLower(string(kind)), name), err)
 }
 
-// resourceObject is a resource as release 2.0 returns it: the object and
-// its status.
+// resourceObject is a resource as release 2.0 returns it.
 type resourceObject struct {
 	name, resourceVersion string
 	object, status        any
@@ -114,8 +103,7 @@ func applicationObject(u *unstructured.Unstructured) resourceObject {
 	return resourceObject{name: u.GetName(), resourceVersion: u.GetResourceVersion(), object: u.Object, status: status}
 }
 
-// served fails when the cluster does not serve kind (its CRD was not
-// installed when the server started) or the cache has not synced yet.
+// served fails when kind was not served at start or the cache has not synced.
 func (k *Kube) served(kind domain.ResourceKind) error {
 	if !k.synced.Load() {
 		return domain.Unavailable("cluster: the gateway's caches are not started (or the gateway is closed)")
@@ -132,8 +120,7 @@ func (k *Kube) served(kind domain.ResourceKind) error {
 	return domain.NotFound("unknown resource kind %q", kind)
 }
 
-// ResourceList is every resource of kind in the namespace, as a JSON array
-// sorted by name, from the cache (never the API server).
+// ResourceList is every resource of kind, as a JSON array by name, from the cache.
 func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 	objs, err := k.resources(context.TODO(), kind)
 	if err != nil {
@@ -146,10 +133,8 @@ func (k *Kube) ResourceList(kind domain.ResourceKind) ([]byte, error) {
 	return json.Marshal(list)
 }
 
-// ResourceListVersion changes whenever ResourceList's answer would (the
-// lists' ETag), and is the same on every replica that holds the same
-// objects: the highest resourceVersion of the list and its length (a
-// deletion lowers the length).
+// ResourceListVersion, the lists' ETag, changes whenever ResourceList would,
+// alike on every replica: highest resourceVersion and length (for deletions).
 func (k *Kube) ResourceListVersion(kind domain.ResourceKind) (string, error) {
 	objs, err := k.resources(context.TODO(), kind)
 	if err != nil {
@@ -164,8 +149,7 @@ func (k *Kube) ResourceListVersion(kind domain.ResourceKind) (string, error) {
 	return strconv.FormatInt(highest, 10) + "." + strconv.Itoa(len(objs)), nil
 }
 
-// ResourceObject is one resource (minus managedFields), as JSON;
-// domain.ErrNotFound when the namespace has none of that name.
+// ResourceObject is one resource (minus managedFields), as JSON.
 func (k *Kube) ResourceObject(kind domain.ResourceKind, name string) ([]byte, error) {
 	o, err := k.resource(context.TODO(), kind, name)
 	if err != nil {
@@ -183,8 +167,7 @@ func (k *Kube) ResourceStatus(kind domain.ResourceKind, name string) ([]byte, er
 	return json.Marshal(o.status)
 }
 
-// SyncState tells, per informer the gateway reads, whether it has synced
-// (for the operational metrics); none before Start has asked for them.
+// SyncState tells, per informer of the gateway, whether it has synced (operational metrics).
 func (k *Kube) SyncState() map[string]bool {
 	state := map[string]bool{}
 	if informers := k.informers.Load(); informers != nil {

@@ -1,11 +1,7 @@
-// Package live fans validators' status changes out to watchers (the watch
-// streams of both releases): a Hub holds each validator's latest state (as
-// what encodes it for its release: Change.Encode) and the recent
-// deletions, so that a watcher that reconnects gets what changed since its
-// last event, and every watcher has a small buffer of its own: one that
-// does not read is cut, never buffered without limit. What feeds a Hub
-// (the Manager's cache) is wired outside: a Hub knows names, resource
-// versions and events.
+// Package live fans validators' status changes out to the watch streams: a
+// Hub keeps each validator's latest state and the recent deletions, so that
+// a watcher that reconnects gets what changed since; one that does not read
+// is cut, never buffered without limit.
 package live
 
 import (
@@ -18,20 +14,13 @@ import (
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
-// Change is one validator's new state: its event's JSON (the release's
-// vocabulary), given as Data or made on demand by Encode; Version its
-// resource version (for a deletion, the deletion's).
+// Change is one validator's new state at resource version Version.
 type Change struct {
 	Name    string
 	Version uint64
 	Deleted bool
-	// Data is the event's JSON, or nil: Encode makes it. A Hub keeps each
-	// validator's latest Change as given, so an Encode over the cache's
-	// object keeps no bytes of the event (the object is the cache's): the
-	// watch streams are no second copy of the validators. It encodes a
-	// change once when it is published to watchers, a catch-up's entries
-	// when they are sent, and a deletion at once (its object would
-	// otherwise outlive the cache's).
+	// Data is the event's JSON, or nil: Encode makes it when sent, so the
+	// streams keep no second copy of the cache's objects (a deletion's at once).
 	Data   []byte
 	Encode func() []byte
 }
@@ -58,8 +47,7 @@ var (
 
 // Options bound a Hub's memory.
 type Options struct {
-	// Buffer is the number of changes a watcher may have unread before it
-	// is cut; default 16.
+	// Buffer is how many changes a watcher may leave unread before it is cut; default 16.
 	Buffer int
 	// Tombstones is how many deletions are kept for watchers that resume;
 	// one resuming from before the oldest gets a reset; default 1024.
@@ -75,10 +63,8 @@ type Hub struct {
 	closed  bool
 	entries map[string]*Change
 	tombs   []*Change // oldest first
-	// floor: a watcher resuming from a version below it cannot be told
-	// what changed (deletions dropped or never seen) and gets a reset.
-	// Until the first change after start (or after a deletion of unknown
-	// version) every resumption resets: floorPending.
+	// floor: a watcher resuming from below it cannot be told what changed
+	// and gets a reset; so does every one while floorPending.
 	floor        uint64
 	floorPending bool
 	latest       uint64
@@ -103,18 +89,15 @@ func (h *Hub) Ready() {
 	h.mu.Unlock()
 }
 
-// Publish records c and sends it to every watcher of its name; a watcher
-// whose buffer is full is cut (ErrSlow).
+// Publish records c and sends it to its watchers, cutting one whose buffer is full (ErrSlow).
 func (h *Hub) Publish(c Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.publish(c)
 }
 
-// Unknown records that validator c.Name was deleted at a version nobody
-// knows (the cache missed the deletion and found it out on a relist):
-// watchers are told at once, and any resumption from before the next
-// change resets.
+// Unknown records that c.Name was deleted at a version nobody knows (found
+// on a relist): any resumption from before the next change resets.
 func (h *Hub) Unknown(c Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -136,8 +119,7 @@ func (h *Hub) publish(c Change) {
 		delete(h.entries, c.Name)
 		h.tombs = append(h.tombs, &c)
 		if over := len(h.tombs) - h.opts.Tombstones; over > 0 {
-			// A watcher that had not seen the last dropped deletion
-			// cannot be told it.
+			// A watcher that missed a dropped deletion cannot be told it.
 			h.floor = max(h.floor, h.tombs[over-1].Version)
 			h.tombs = slices.Delete(h.tombs, 0, over)
 		}
@@ -181,18 +163,15 @@ type Subscription struct {
 
 // Catchup is what a new watcher is sent before live changes.
 type Catchup struct {
-	// Reset: the watcher's position cannot be resumed from; it forgets
-	// what it holds (Changes is then every validator).
+	// Reset: the position cannot be resumed from; Changes is then every validator.
 	Reset   bool
 	Changes []*Change // by version
 	// Latest is the highest version the Hub has seen.
 	Latest uint64
 }
 
-// Subscribe starts a watcher of name (every validator when empty). since
-// is the version of the last event it saw (nil: none, it is sent every
-// validator). The catch-up and the subscription are taken together: no
-// change falls between them.
+// Subscribe starts a watcher of name ("": all) since the version of its last
+// event (nil: none); no change falls between the catch-up and the live ones.
 func (h *Hub) Subscribe(name string, since *uint64) (*Subscription, Catchup, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

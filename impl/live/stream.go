@@ -19,18 +19,15 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultRetry is the reconnection delay a stream asks browsers for.
 	DefaultRetry = 2 * time.Second
-	// SendBuffer is the kernel's send buffer of a stream's connection
-	// (SO_SNDBUF). Left to the kernel's autotuning, a client that stops
-	// reading let events pile up to megabytes per connection before a write
-	// blocked and its deadline could cut it.
+	// SendBuffer is a stream connection's SO_SNDBUF: autotuned, it let
+	// megabytes pile up for a client that stopped reading.
 	SendBuffer = 64 << 10
 )
 
 // connKey carries a request's connection in its context (ConnContext).
 type connKey struct{}
 
-// ConnContext is the http.Server's ConnContext that lets a stream size its
-// connection's send buffer.
+// ConnContext is the http.Server's ConnContext that lets a stream size its send buffer.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
@@ -50,25 +47,17 @@ func bound(r *http.Request) {
 	}
 }
 
-// Stream serves a Hub's changes as Server-Sent Events (the watch operations
-// of both releases): a catch-up (everything, or what changed since the
-// watcher's Last-Event-ID), `synced`, then live changes, heartbeats as
-// comments, and `close` with the reason when the Hub ends it, or
-// `expired` and then `close` when the caller's bearer token expires: a
-// stream never outlives the token it was opened with.
+// Stream serves a Hub's changes as Server-Sent Events; a stream never
+// outlives the bearer token it was opened with.
 type Stream struct {
 	Hub *Hub
-	// Heartbeat is the interval of the comment lines that keep proxies
-	// from closing an idle stream; WriteTimeout bounds each write (a
-	// client that does not read is cut once what it has not read fills
-	// its receive window and the connection's SendBuffer, when its server
-	// sets ConnContext); zero: the defaults.
+	// Heartbeat keeps proxies from closing an idle stream; WriteTimeout
+	// cuts a client that does not read. Zero: the defaults.
 	Heartbeat, WriteTimeout time.Duration
 }
 
-// Serve answers one watch request: query `name` and `since`, header
-// Last-Event-ID (which wins over since). Errors before the stream starts
-// are returned for the release to render.
+// Serve answers one watch request; errors before the stream starts are
+// returned for the release to render.
 func (s Stream) Serve(w http.ResponseWriter, r *http.Request) error {
 	name := r.URL.Query().Get("name")
 	var since *uint64

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/validator-manager/validator-manager/impl/apitest"
 	"github.com/validator-manager/validator-manager/impl/auth"
 	"github.com/validator-manager/validator-manager/impl/live"
 )
@@ -46,10 +47,10 @@ func open(t *testing.T, url string, header map[string]string) *bufio.Reader {
 	return bufio.NewReader(resp.Body)
 }
 
-func next(t *testing.T, r *bufio.Reader, skipHeartbeats bool) live.Event {
+func next(t *testing.T, r *bufio.Reader, skipHeartbeats bool) apitest.Event {
 	t.Helper()
 	for {
-		e, err := live.ReadEvent(r)
+		e, err := apitest.ReadEvent(r)
 		if err != nil {
 			t.Fatalf("reading the stream: %v", err)
 		}
@@ -67,7 +68,7 @@ func TestStream(t *testing.T) {
 	if e := next(t, r, true); e.Retry != "2000" {
 		t.Fatalf("first: got %+v, want retry 2000", e)
 	}
-	for _, w := range []live.Event{
+	for _, w := range []apitest.Event{
 		{ID: "4", Name: "validator", Data: `{"name":"c"}`},
 		{ID: "5", Name: "validator", Data: `{"name":"b"}`},
 		{ID: "6", Name: "validator", Data: `{"name":"a"}`},
@@ -78,7 +79,7 @@ func TestStream(t *testing.T) {
 		}
 	}
 	h.Publish(gone("b", 7))
-	if e := next(t, r, true); e != (live.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
+	if e := next(t, r, true); e != (apitest.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
 		t.Fatalf("live: got %+v, want b deleted at 7", e)
 	}
 	if e := next(t, r, false); e.Comment != "heartbeat" {
@@ -88,7 +89,7 @@ func TestStream(t *testing.T) {
 	// A reconnection resumes after its last event; the header wins over since.
 	r2 := open(t, srv.URL+"?since=1", map[string]string{"Last-Event-ID": "6"})
 	next(t, r2, true) // retry
-	if e := next(t, r2, true); e != (live.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
+	if e := next(t, r2, true); e != (apitest.Event{ID: "7", Name: "deleted", Data: `{"name":"b"}`}) {
 		t.Fatalf("resumed: got %+v, want only b deleted at 7", e)
 	}
 	if e := next(t, r2, true); e.Name != "synced" {
@@ -102,10 +103,10 @@ func TestStream(t *testing.T) {
 		if e := next(t, r, true); e.ID != "8" {
 			t.Fatalf("at shutdown: got %+v, want c at 8", e)
 		}
-		if e := next(t, r, true); e != (live.Event{Name: "close", Data: `{"reason":"shutdown"}`}) {
+		if e := next(t, r, true); e != (apitest.Event{Name: "close", Data: `{"reason":"shutdown"}`}) {
 			t.Fatalf("at shutdown: got %+v, want close", e)
 		}
-		if _, err := live.ReadEvent(r); !errors.Is(err, io.EOF) {
+		if _, err := apitest.ReadEvent(r); !errors.Is(err, io.EOF) {
 			t.Fatalf("after close: got %v, want the end of the stream", err)
 		}
 	}
@@ -180,7 +181,7 @@ func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
 	}
 	time.Sleep(time.Until(expires) + 100*time.Millisecond)
 	h.Publish(change("late", 9))
-	want := []live.Event{
+	want := []apitest.Event{
 		{Name: "expired", Data: `{"expiredAt":"` + expires.UTC().Format(time.RFC3339) + `"}`},
 		{Name: "close", Data: `{"reason":"expired"}`},
 	}
@@ -189,7 +190,7 @@ func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
 			t.Fatalf("got %+v, want %+v", got, w)
 		}
 	}
-	if e, err := live.ReadEvent(r); !errors.Is(err, io.EOF) {
+	if e, err := apitest.ReadEvent(r); !errors.Is(err, io.EOF) {
 		t.Fatalf("after close: got %+v, %v; want the end of the stream", e, err)
 	}
 }

@@ -33,7 +33,7 @@ func TestChartValuesChecked(t *testing.T) {
 	}
 	renderer := charts.NewRenderer(charts.Options{Repository: reg.Repository, Source: src})
 	reg.Server.Close() // the check never reaches the registry
-	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithManagement(func(o *management.Options) {
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *management.Options) {
 		o.Charts = charts.Checker{Renderer: renderer, Resource: o.Cluster.(*cluster.Kube).ValidatorResource}
 	})}})
 	ctx := context.Background()

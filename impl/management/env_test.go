@@ -45,12 +45,12 @@ func start(t *testing.T, configure ...func(*config.Config)) *env {
 			f(c)
 		}
 	}, App: []app.Option{
-		app.WithManagement(func(o *management.Options) {
+		app.With(func(o *management.Options) {
 			o.Now = e.clock.Now
 			o.Cluster = faultyCluster{Kube: o.Cluster.(*cluster.Kube), faults: e.faults}
 			o.Store = faultyStore{Store: o.Store, faults: e.faults}
 		}),
-		app.WithIntent(func(o *intent.Options) {
+		app.With(func(o *intent.Options) {
 			o.Cluster = faultyCluster{Kube: o.Cluster.(*cluster.Kube), faults: e.faults}
 			o.Identity = faultyIdentity{Identity: o.Identity, faults: e.faults}
 			o.Store = faultyIntentStore{Store: o.Store, faults: e.faults}

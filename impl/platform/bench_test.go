@@ -23,7 +23,7 @@ import (
 // one page), sequentially over loopback; it reports each side's p50 and
 // their difference, the proxy's overhead.
 func BenchmarkPartiesProxyOverhead(b *testing.B) {
-	s := apitest.Start(b, apitest.Options{App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Wrap = nil })}})
+	s := apitest.Start(b, apitest.Options{App: []app.Option{app.With(func(o *sandbox.Options) { o.Wrap = nil })}})
 	createValidator(b, s)
 	ctx := b.Context()
 	for _, hint := range []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"} {
@@ -83,7 +83,7 @@ func BenchmarkPartiesProxyOverhead(b *testing.B) {
 // sandbox participant's admin API directly, with its token, over a kept
 // gRPC connection; each side's p50 and their difference.
 func BenchmarkAdminProxyOverhead(b *testing.B) {
-	s := apitest.Start(b, apitest.Options{App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Wrap = nil })}})
+	s := apitest.Start(b, apitest.Options{App: []app.Option{app.With(func(o *sandbox.Options) { o.Wrap = nil })}})
 	createValidator(b, s)
 	ctx := b.Context()
 	tgt, err := s.App.Sandbox.Target(validator)

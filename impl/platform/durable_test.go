@@ -41,7 +41,7 @@ func TestSandboxWriteIsDurable(t *testing.T) {
 	var dataDir string
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { dataDir = c.DataDir },
-		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.WriteFile = fullDisk(&failing) })},
+		App:    []app.Option{app.With(func(o *sandbox.Options) { o.WriteFile = fullDisk(&failing) })},
 	})
 	createValidator(t, s)
 	ctx := t.Context()

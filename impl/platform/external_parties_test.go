@@ -157,7 +157,7 @@ func TestExternalParties(t *testing.T) {
 	var calls ledgerCalls
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.UpstreamTimeout = time.Second },
-		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Fault = calls.hook })},
+		App:    []app.Option{app.With(func(o *sandbox.Options) { o.Fault = calls.hook })},
 	})
 	createValidator(t, s)
 	const cohostValidator = "validator-2"

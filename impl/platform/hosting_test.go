@@ -53,7 +53,7 @@ func startHosting(t *testing.T) hostingEnv {
 	fl := &faults{}
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.UpstreamTimeout = 500 * time.Millisecond },
-		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Fault = fl.hook })},
+		App:    []app.Option{app.With(func(o *sandbox.Options) { o.Fault = fl.hook })},
 	})
 	createValidator(t, s)
 	const cohost = "validator-2"

@@ -39,7 +39,7 @@ func TestIdentityDumpCutIsNotWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := &upstream.Node{Target: upstream.Target{Validator: validator, ValidatorAppURL: app1.URL}, Validator: va}
-	wire := app.WithServer(func(so *server.Options) {
+	wire := app.With(func(so *server.Options) {
 		so.Platform = platform.New(platform.Options{Upstreams: oneNode{node}, Logger: so.Logger, Docs: so.Docs})
 	})
 	s := apitest.Start(t, apitest.Options{App: []app.Option{wire}})

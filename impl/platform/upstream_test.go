@@ -29,7 +29,7 @@ const validator = "validator-1"
 // (apitest), every response against ours.
 func startWithValidator(t *testing.T, cfg func(*config.Config)) *apitest.Server {
 	t.Helper()
-	s := apitest.Start(t, apitest.Options{Config: cfg, App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.PageSize = 2 })}})
+	s := apitest.Start(t, apitest.Options{Config: cfg, App: []app.Option{app.With(func(o *sandbox.Options) { o.PageSize = 2 })}})
 	createValidator(t, s)
 	return s
 }
@@ -580,7 +580,7 @@ func TestValidatorViews(t *testing.T) {
 	var fl faults
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.UpstreamTimeout = 300 * time.Millisecond },
-		App:    []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.Fault = fl.hook })},
+		App:    []app.Option{app.With(func(o *sandbox.Options) { o.Fault = fl.hook })},
 	})
 	createValidator(t, s)
 	ctx := t.Context()
@@ -759,7 +759,7 @@ func TestValidatorViews(t *testing.T) {
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	var fl faults
-	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithSandbox(func(o *sandbox.Options) { o.PageSize = 2; o.Fault = fl.hook })}})
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *sandbox.Options) { o.PageSize = 2; o.Fault = fl.hook })}})
 	createValidator(t, s)
 	ctx := t.Context()
 

@@ -46,7 +46,7 @@ func (l *lateParts) For(ctx context.Context, validator string) (*upstream.Node, 
 func startWired(t testing.TB, o platform.Options, ready func(*apitest.Server), extra ...app.Option) *apitest.Server {
 	t.Helper()
 	late := &lateParts{}
-	wire := app.WithServer(func(so *server.Options) {
+	wire := app.With(func(so *server.Options) {
 		o.Resources, o.Upstreams = late, late
 		o.Logger, o.Docs = so.Logger, so.Docs
 		p := platform.New(o)

@@ -96,7 +96,7 @@ func TestAuditBeforeMutation(t *testing.T) {
 			var calls atomic.Int32
 			s := apitest.Start(t, apitest.Options{
 				Config: func(c *config.Config) { c.DatabaseDSN = dsn; cfg = *c },
-				App: []app.Option{app.WithServer(func(o *server.Options) {
+				App: []app.Option{app.With(func(o *server.Options) {
 					o.Platform = countingUpstream{Server: o.Platform.(*platform.Server), calls: &calls}
 				})},
 			})

@@ -38,7 +38,7 @@ func TestErrorShapes(t *testing.T) {
 	t.Parallel()
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.MaxBodyBytes = 1 << 10 },
-		App: []app.Option{app.WithServer(func(o *server.Options) {
+		App: []app.Option{app.With(func(o *server.Options) {
 			o.Management = panickingManagement{o.Management.(*management.Server)}
 			o.Platform = panickingPlatform{o.Platform.(*platform.Server)}
 		})},

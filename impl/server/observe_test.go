@@ -114,7 +114,7 @@ func (uncompletableAuditor) CompleteAudit(context.Context, int64, int, string) e
 // record stays pending.
 func TestAuditCompletionFailure(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) { o.Audit = uncompletableAuditor{o.Audit} })}})
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *server.Options) { o.Audit = uncompletableAuditor{o.Audit} })}})
 	resp, _ := do(t, s, "DELETE", "/api/v1/validators/acme/wallet-users/bob", "", nil, true)
 	if resp.StatusCode == http.StatusInternalServerError || resp.StatusCode == http.StatusServiceUnavailable {
 		t.Fatalf("got %d, want the operation's own answer", resp.StatusCode)

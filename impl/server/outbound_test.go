@@ -19,7 +19,7 @@ import (
 func TestValidatorAddressPolicy(t *testing.T) {
 	t.Parallel()
 	policy := outbound.Cluster("default", []string{"https://kc.example.com/realms/r"}, []string{"scan.example.com", "sv.example.com"}, false, false)
-	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithManagement(func(o *management.Options) { o.ValidatorAddresses = policy })}})
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *management.Options) { o.ValidatorAddresses = policy })}})
 	ctx := t.Context()
 	tests := []struct {
 		name, scan, authority, field string

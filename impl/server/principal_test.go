@@ -35,7 +35,7 @@ func (s *seeing) ListValidators(ctx context.Context, req managementapi.ListValid
 func TestPrincipalInContext(t *testing.T) {
 	t.Parallel()
 	var h *seeing
-	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) {
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *server.Options) {
 		h = &seeing{Server: o.Management.(*management.Server)}
 		o.Management = h
 	})}})
@@ -53,7 +53,7 @@ func TestPrincipalInContext(t *testing.T) {
 func TestConsolePlainHandler(t *testing.T) {
 	t.Parallel()
 	var seen []auth.Principal
-	s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) {
+	s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *server.Options) {
 		o.Plain["openLedgerConsole"] = func(w http.ResponseWriter, r *http.Request) error {
 			p, _ := auth.PrincipalFrom(r.Context())
 			seen = append(seen, p)

@@ -327,7 +327,7 @@ func (m slowManagement) ListValidators(ctx context.Context, req managementapi.Li
 func TestSlowHandlerAfterBody(t *testing.T) {
 	s := apitest.Start(t, apitest.Options{
 		Config: func(c *config.Config) { c.BodyReadTimeout = 200 * time.Millisecond },
-		App: []app.Option{app.WithServer(func(o *server.Options) {
+		App: []app.Option{app.With(func(o *server.Options) {
 			o.Management = slowManagement{o.Management.(*management.Server)}
 		})},
 	})

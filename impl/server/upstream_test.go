@@ -44,7 +44,7 @@ func TestUpstreamErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := apitest.Start(t, apitest.Options{App: []app.Option{app.WithServer(func(o *server.Options) {
+			s := apitest.Start(t, apitest.Options{App: []app.Option{app.With(func(o *server.Options) {
 				o.Platform = failingUpstream{Server: o.Platform.(*platform.Server), err: tt.err}
 			})}})
 			req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/v1/validators/v1/parties?partyIdHint=alice", nil)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/validator-manager/validator-manager/impl/apitest"
-	"github.com/validator-manager/validator-manager/impl/live"
 )
 
 // provisionedOf is the Provisioned condition's status and reason in a 2.0
@@ -49,7 +48,7 @@ func TestWatchShowsProvisioningFailure(t *testing.T) {
 	if r, err := s.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("omega")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", err, r)
 	}
-	failed := p.until("2.0: Provisioned False WalletUserConflict", func(e live.Event) bool {
+	failed := p.until("2.0: Provisioned False WalletUserConflict", func(e apitest.Event) bool {
 		status, reason := provisionedOf(t, e.Data)
 		return status == "False" && reason == "WalletUserConflict"
 	})
@@ -59,7 +58,7 @@ func TestWatchShowsProvisioningFailure(t *testing.T) {
 	if ph := phaseOf(t, failed.Data); ph != "" && ph != "PENDING" {
 		t.Fatalf("phase %s, want PENDING", ph)
 	}
-	e := m.until("1.11: omega", func(e live.Event) bool { return e.Name == "validator" })
+	e := m.until("1.11: omega", func(e apitest.Event) bool { return e.Name == "validator" })
 	if !strings.Contains(e.Data, `"phase":"PENDING"`) || strings.Contains(e.Data, "Provisioned") {
 		t.Fatalf("1.11 event %s: want PENDING and its own fields only", e.Data)
 	}
@@ -68,7 +67,7 @@ func TestWatchShowsProvisioningFailure(t *testing.T) {
 	}).DeleteUser(ctx, other.ID); err != nil {
 		t.Fatal(err)
 	}
-	p.until("2.0: Provisioned True", func(e live.Event) bool {
+	p.until("2.0: Provisioned True", func(e apitest.Event) bool {
 		status, reason := provisionedOf(t, e.Data)
 		return status == "True" && reason == "Provisioned"
 	})

@@ -19,7 +19,6 @@ import (
 	"github.com/validator-manager/validator-manager/impl/cluster"
 	"github.com/validator-manager/validator-manager/impl/config"
 	"github.com/validator-manager/validator-manager/impl/domain"
-	"github.com/validator-manager/validator-manager/impl/live"
 	"github.com/validator-manager/validator-manager/openapi"
 )
 
@@ -77,10 +76,10 @@ func openWatch(t *testing.T, s *apitest.Server, path string, header map[string]s
 
 // next reads the next event (comments and the retry line skipped); the
 // data of validator and deleted events must match the contract.
-func (w *watchStream) next() live.Event {
+func (w *watchStream) next() apitest.Event {
 	w.t.Helper()
 	for {
-		e, err := live.ReadEvent(w.r)
+		e, err := apitest.ReadEvent(w.r)
 		if err != nil {
 			w.t.Fatalf("reading the stream: %v", err)
 		}
@@ -92,7 +91,7 @@ func (w *watchStream) next() live.Event {
 
 // checked is e, whose data, for validator and deleted events, must match
 // the contract; a heartbeat or retry line has no name.
-func (w *watchStream) checked(e live.Event) live.Event {
+func (w *watchStream) checked(e apitest.Event) apitest.Event {
 	w.t.Helper()
 	if e.Name == "validator" || e.Name == "deleted" {
 		var v any
@@ -108,13 +107,13 @@ func (w *watchStream) checked(e live.Event) live.Event {
 
 // until reads events until one satisfies ok; after 30 s the stream is
 // closed, and the test fails saying what it waited for.
-func (w *watchStream) until(what string, ok func(live.Event) bool) live.Event {
+func (w *watchStream) until(what string, ok func(apitest.Event) bool) apitest.Event {
 	w.t.Helper()
 	var late atomic.Bool
 	timer := time.AfterFunc(30*time.Second, func() { late.Store(true); w.resp.Body.Close() })
 	defer timer.Stop()
 	for {
-		e, err := live.ReadEvent(w.r)
+		e, err := apitest.ReadEvent(w.r)
 		if late.Load() {
 			w.t.Fatalf("%s: no such event within 30 s", what)
 		}
@@ -170,18 +169,18 @@ func TestWatchValidators(t *testing.T) {
 	if r, err := s.Management.CreateValidatorWithResponse(ctx, apitest.ValidatorPayload("watched")); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("create: %v %v", err, r)
 	}
-	pending := m.until("watched PENDING", func(e live.Event) bool { return strings.Contains(e.Data, `"name":"watched"`) })
+	pending := m.until("watched PENDING", func(e apitest.Event) bool { return strings.Contains(e.Data, `"name":"watched"`) })
 	if !strings.Contains(pending.Data, `"phase":"PENDING"`) || pending.ID == "" {
 		t.Fatalf("first event of a new validator: got %+v, want PENDING with an id", pending)
 	}
-	p.until("2.0: watched", func(e live.Event) bool { return strings.Contains(e.Data, `"name":"watched"`) })
+	p.until("2.0: watched", func(e apitest.Event) bool { return strings.Contains(e.Data, `"name":"watched"`) })
 
 	time.Sleep(1500 * time.Millisecond) // past server.requestTimeout
 	if err := s.Kube.SetStatus(ctx, "watched", domain.PhaseRunning, true); err != nil {
 		t.Fatal(err)
 	}
-	running := m.until("watched RUNNING", func(e live.Event) bool { return strings.Contains(e.Data, `"phase":"RUNNING"`) })
-	p.until("2.0: RUNNING", func(e live.Event) bool { return phaseOf(t, e.Data) == "RUNNING" })
+	running := m.until("watched RUNNING", func(e apitest.Event) bool { return strings.Contains(e.Data, `"phase":"RUNNING"`) })
+	p.until("2.0: RUNNING", func(e apitest.Event) bool { return phaseOf(t, e.Data) == "RUNNING" })
 
 	// A client that saw PENDING resumes with RUNNING and nothing older.
 	r := openWatch(t, s, v1, map[string]string{"Last-Event-ID": pending.ID})
@@ -203,7 +202,9 @@ func TestWatchValidators(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r)
 	}
 	for _, w := range []*watchStream{m, p} {
-		if e := w.until("the next validator", func(e live.Event) bool { return e.Name == "validator" && !strings.Contains(e.Data, `"name":"watched"`) }); !strings.Contains(e.Data, `"name":"other"`) {
+		if e := w.until("the next validator", func(e apitest.Event) bool {
+			return e.Name == "validator" && !strings.Contains(e.Data, `"name":"watched"`)
+		}); !strings.Contains(e.Data, `"name":"other"`) {
 			t.Fatalf("after a validator of no installation: got %+v, want other", e)
 		}
 	}
@@ -264,7 +265,7 @@ func TestWatchEndsWhenTheTokenExpires(t *testing.T) {
 		if e := w.next(); e.Name != "close" || e.Data != `{"reason":"expired"}` {
 			t.Fatalf("got %+v, want close with the reason expired", e)
 		}
-		if e, err := live.ReadEvent(w.r); err == nil {
+		if e, err := apitest.ReadEvent(w.r); err == nil {
 			t.Fatalf("after close: got %+v, want the end of the stream", e)
 		}
 	}

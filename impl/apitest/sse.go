@@ -1,4 +1,4 @@
-package live
+package apitest
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ type Event struct {
 }
 
 // ReadEvent reads the next event of a watch stream (a Go client's side of
-// Stream; the fields Stream writes, one line each).
+// live.Stream; the fields it writes, one line each).
 func ReadEvent(r *bufio.Reader) (Event, error) {
 	var e Event
 	for {
