@@ -80,8 +80,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	}
 	opts := []jwt.ParseOption{
 		jwt.WithContext(ctx),
-		// The algorithm comes from the JWK, never from the token header, so an
-		// HS256 token "signed" with an RSA public key never verifies.
+		// The algorithm comes from the JWK, never from the token header; a key
+		// without alg admits only its own key type's, so an HS256 token
+		// "signed" with an RSA public key never verifies.
 		jwt.WithKeySet(v.keys, jws.WithInferAlgorithmFromKey(true), jws.WithRequireKid(false)),
 		jwt.WithValidate(true),
 		jwt.WithAcceptableSkew(Skew),

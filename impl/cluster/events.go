@@ -14,7 +14,8 @@ import (
 )
 
 // onChange calls f, until remove, with each object of obj's kind of the
-// namespace that changes, once the cache's reads show it.
+// namespace that changes, once the cache's reads show it (an informer
+// updates its store before it tells its handlers).
 func (k *Kube) onChange(ctx context.Context, obj client.Object, f func(o metav1.Object, deleted bool)) (remove func(), err error) {
 	informer, err := k.cache.GetInformer(ctx, obj)
 	if err != nil {

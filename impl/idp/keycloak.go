@@ -277,7 +277,8 @@ func (e *tokenError) Error() string { return "admin token: " + e.err.Error() }
 func (e *tokenError) Unwrap() error { return e.err }
 
 // fail turns a failure of op into the adapter's error: the HTTP status and,
-// below 500, Keycloak's message with the secrets masked; never a request body.
+// below 500, Keycloak's message with the secrets masked, since it may echo
+// them; never a request body.
 func (k *Keycloak) fail(ctx context.Context, op string, err error, secrets ...string) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("identity provider: %s: %w", op, ctxErr)

@@ -111,7 +111,8 @@ func OpenLocal(dir string, o LocalOptions) (*Local, error) {
 		return nil, err
 	}
 	defer unlock()
-	// Temporary files left by a killed process may hold password hashes.
+	// Temporary files left by a killed process may hold password hashes;
+	// another process's are not there while this one holds the lock.
 	for _, pattern := range []string{"." + usersFile + "-*", "." + journalFile + "-*", ".probe-*"} {
 		leftovers, _ := filepath.Glob(filepath.Join(dir, pattern))
 		for _, f := range leftovers {

@@ -80,7 +80,8 @@ func webOrigins(base string) []string {
 
 // redirectAllowed tells whether redirect is one of registered, as Keycloak's
 // RedirectUtils matches it: a registered URI ending in * (without a query)
-// by prefix, any other exactly.
+// matches what before any query or fragment starts with its part before the
+// *, or equals that without its trailing slash; any other matches exactly.
 func redirectAllowed(registered []string, redirect string) bool {
 	if u, err := url.Parse(redirect); redirect == "" || err != nil || !u.IsAbs() || strings.Contains(u.Path, "/..") {
 		return false

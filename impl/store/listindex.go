@@ -27,7 +27,8 @@ type listIndex struct {
 	rows    []*domain.ListedValidator // shown rows, in name order (bytewise, as "C" and SQLite's BINARY)
 	byPhase map[domain.Phase][]int32  // positions in rows, per phase
 	// names is every row's name followed by a NUL, starts[i] where rows[i]'s
-	// begins: a name filter is one bytes.Index per match.
+	// begins: a name filter is one bytes.Index per match, never across two
+	// rows because validation refuses a NUL in a name.
 	names  []byte
 	starts []int32
 }

@@ -14,7 +14,8 @@ import (
 // and every Exec outside one pass, in order of arrival, through a gate (a
 // FIFO semaphore of one), because SQLite's busy handler retries a waiting
 // writer with growing sleeps and lets later ones overtake it. Queries outside
-// a transaction are reads, and are not gated.
+// a transaction are reads and are not gated: the writes with RETURNING run
+// in GORM's default transaction (SkipDefaultTransaction would ungate them).
 type gatedPool struct {
 	*sql.DB
 	gate *semaphore.Weighted

@@ -216,9 +216,10 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // readChanged passes a Validator's update when something this controller
-// reads of it changed, or nothing did (a resync): not the workload
-// controller's status writes that only move conditions, which would each
-// read the database again for nothing.
+// reads of it changed (among them the workloads' namespace, which the backup
+// CronJob dials, and the finalizers, which chart Secrets wait for), or
+// nothing did (a resync): not the workload controller's status writes that
+// only move conditions, which would each read the database again for nothing.
 var readChanged = predicate.TypedFuncs[client.Object]{
 	UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
 		if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {

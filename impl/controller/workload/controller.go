@@ -498,8 +498,9 @@ func stamp(v *v1alpha1.Validator, l *Layout, obj client.Object) {
 
 // writeStatus writes the status computes, unless the cached Validator has
 // it (a cache behind gets the new status and reconciles again). It is
-// compared with and patched on the API server's Validator: a patch from a
-// stale one would leave out fields that seem unchanged.
+// compared with and patched on the API server's Validator: a status equal to
+// a stale one would not be written, and a patch from a stale one would leave
+// out fields that seem unchanged.
 func (r *Reconciler) writeStatus(ctx context.Context, cached *v1alpha1.Validator, status func(*v1alpha1.Validator) v1alpha1.ValidatorStatus) error {
 	if equality.Semantic.DeepEqual(status(cached), cached.Status) {
 		return nil
