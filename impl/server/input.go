@@ -57,9 +57,9 @@ func limitHeaders(max int) echo.MiddlewareFunc {
 // bodyDeadline bounds every read of a request body by d, and the whole body
 // by total (a multipart upload by upload), so that trickling a byte now and
 // then holds no connection for long, whether or not a handler reads the body
-// (net/http drains an unread one after the handler, under this deadline). The deadline is lifted once the body is
-// read: net/http then reads the connection, and a deadline would cancel the
-// request's context.
+// (net/http drains an unread one after the handler, under this deadline).
+// The deadline is lifted once the body is read: net/http then reads the
+// connection, and a deadline would cancel the request's context.
 func bodyDeadline(next http.Handler, d, total, upload time.Duration) http.Handler {
 	if d <= 0 {
 		return next
