@@ -21,10 +21,11 @@ import (
 // (`validator "x"`), validator the row its foreign key points to, if any.
 func translate(err error, what, validator string) error {
 	var translated *domain.Error
+	var named *namedError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &translated):
+	case errors.As(err, &translated), errors.As(err, &named):
 		return err
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		return domain.Conflict("%s already exists", what)
@@ -37,9 +38,19 @@ func translate(err error, what, validator string) error {
 		e.Cause = fmt.Errorf("%s: %w", what, err)
 		return e
 	default:
-		return fmt.Errorf("%s: %w", what, err)
+		return &namedError{what: what, err: err}
 	}
 }
+
+// namedError is an unexpected database error named by the row it concerned;
+// translated again (a transaction's error after its statement's), it stays.
+type namedError struct {
+	what string
+	err  error
+}
+
+func (e *namedError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *namedError) Unwrap() error { return e.err }
 
 // outage tells a database that cannot be reached or cannot serve (a dropped
 // or refused connection, a closed pool, a file SQLite cannot open or write)
