@@ -158,10 +158,11 @@ type Controller struct {
 	running atomic.Bool
 
 	// initial holds the names found at start not reconciled yet; once
-	// empty, inStep is closed.
-	mu      sync.Mutex
-	initial map[string]bool
-	inStep  chan struct{}
+	// empty, markSynced closes inStep.
+	mu         sync.Mutex
+	initial    map[string]bool
+	inStep     chan struct{}
+	markSynced func()
 
 	drift *drift
 	// began is when the feed began the first pass (Unix nanoseconds).
@@ -179,6 +180,10 @@ func New(o Options) *Controller {
 	if c.changes <= 0 {
 		c.changes = 200 * time.Millisecond
 	}
+	c.markSynced = sync.OnceFunc(func() {
+		close(c.inStep)
+		c.log.Info("validators reconciled with their records")
+	})
 	return c
 }
 
@@ -274,16 +279,6 @@ func (c *Controller) Enqueue(name string) {
 	select {
 	case c.names <- event.TypedGenericEvent[string]{Object: name}:
 	default:
-	}
-}
-
-// markSynced closes inStep, once; c.mu is held.
-func (c *Controller) markSynced() {
-	select {
-	case <-c.inStep:
-	default:
-		close(c.inStep)
-		c.log.Info("validators reconciled with their records")
 	}
 }
 
