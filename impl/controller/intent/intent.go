@@ -196,8 +196,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	if c.charts {
 		c.kube, c.reader = mgr.GetClient(), mgr.GetAPIReader()
-		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{},
-			handler.TypedEnqueueRequestsFromMapFunc(c.chartSecretRequests)))
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(c.chartSecretRequests))
 	}
 	err := b.
 		Named("validator-intent").
