@@ -50,23 +50,19 @@ func Render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	if err != nil {
 		return nil, err
 	}
-	coalesced, err := chartutil.CoalesceValues(ch, vals)
+	caps := common.DefaultCapabilities
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, common.ReleaseOptions{
+		Name: name, Namespace: namespace, Revision: 1, IsInstall: true,
+	}, caps, true) // validated below, with a typed error
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: values: %w", ch.Name(), err)
 	}
-	if err := chartutil.ValidateAgainstSchema(ch, coalesced); err != nil {
+	if err := chartutil.ValidateAgainstSchema(ch, top["Values"].(common.Values)); err != nil {
 		msg := schemaMessage(ch.Name(), err)
 		return nil, &SchemaError{Chart: ch.Name(), Version: ch.Metadata.Version, Value: firstValue(msg), Message: msg}
 	}
-	caps := common.DefaultCapabilities
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartv2util.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return nil, fmt.Errorf("chart %s %s requires kubeVersion %s", ch.Name(), ch.Metadata.Version, kv)
-	}
-	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, common.ReleaseOptions{
-		Name: name, Namespace: namespace, Revision: 1, IsInstall: true,
-	}, caps, true) // validated above, with a typed error
-	if err != nil {
-		return nil, fmt.Errorf("chart %s %s: values: %w", ch.Name(), ch.Metadata.Version, err)
 	}
 	files, err := engine.Engine{}.RenderWithContext(ctx, ch, top)
 	if err != nil {

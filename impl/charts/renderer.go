@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -91,9 +92,6 @@ func (r *Renderer) render(ctx context.Context, v *v1alpha1.Validator, pulled []*
 	ns := workload.ReleaseNamespace(v)
 	// The validator's own database: splice-postgres is deprecated.
 	layout := &workload.Layout{Namespace: ns, Objects: workload.ChartPostgres(v)}
-	for _, o := range layout.Objects {
-		o.SetNamespace(ns)
-	}
 	for i, rel := range releases {
 		c := pulled[i]
 		objs, err := Render(ctx, c.Chart, rel.release, ns, values[rel.chart])
@@ -131,10 +129,7 @@ func labelComponent(obj client.Object) {
 	if tmpl == nil {
 		return
 	}
-	component := obj.GetLabels()["app"]
-	if component == "" {
-		component = obj.GetName()
-	}
+	component := cmp.Or(obj.GetLabels()["app"], obj.GetName())
 	obj.SetLabels(labels.Merge(obj.GetLabels(), labels.Set{workload.ComponentLabel: component}))
 	tmpl.Labels = labels.Merge(tmpl.Labels, labels.Set{workload.ComponentLabel: component})
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -91,17 +92,13 @@ func (g *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return mgr.Add(feed{g})
+	// A Runnable without NeedLeaderElection runs on the leader only.
+	return mgr.Add(manager.RunnableFunc(g.feed))
 }
 
 // feed names every recorded gateway at start (so that a Secret changed by
 // hand is written again), then what the change feed names.
-type feed struct{ g *Controller }
-
-func (feed) NeedLeaderElection() bool { return true }
-
-func (f feed) Start(ctx context.Context) error {
-	g := f.g
+func (g *Controller) feed(ctx context.Context) error {
 	var names []string
 	if !changefeed.Retry(ctx, feedEvery, func(ctx context.Context) (err error) {
 		names, err = g.store.WalletGatewayNames(ctx)

@@ -153,14 +153,14 @@ func withoutMessage(err error) error {
 }
 
 // chartSecretRequests maps a chart Secret's change to its validator.
-func (c *Controller) chartSecretRequests(_ context.Context, s *corev1.Secret) []reconcile.Request {
-	name := s.Labels[workload.ValidatorLabel]
-	if name == "" || s.Labels[workload.ManagedByLabel] != workload.ManagedBy || s.Namespace == c.namespace {
+func (c *Controller) chartSecretRequests(_ context.Context, s client.Object) []reconcile.Request {
+	name := s.GetLabels()[workload.ValidatorLabel]
+	if name == "" || s.GetLabels()[workload.ManagedByLabel] != workload.ManagedBy || s.GetNamespace() == c.namespace {
 		return nil
 	}
 	v := &v1alpha1.Validator{}
 	v.Name, v.Namespace = name, c.namespace
-	if s.Namespace != workload.ReleaseNamespace(v) {
+	if s.GetNamespace() != workload.ReleaseNamespace(v) {
 		return nil
 	}
 	return []reconcile.Request{c.request(name)}

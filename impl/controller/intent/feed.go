@@ -7,21 +7,15 @@ import (
 	"github.com/validator-manager/validator-manager/impl/controller/changefeed"
 )
 
-// feed is the leader's Runnable that makes the cluster's password key when
-// there is none (handlers answer 503 until then), names every validator
-// known at start, then follows the database's change feed.
-type feed struct{ c *Controller }
-
-// NeedLeaderElection: the feed is the leader's, as the controller is.
-func (feed) NeedLeaderElection() bool { return true }
-
 const (
 	namesPage   = 500
 	changesPage = 500
 )
 
-func (f feed) Start(ctx context.Context) error {
-	c := f.c
+// feed makes the cluster's password key when there is none (handlers
+// answer 503 until then), names every validator known at start, then
+// follows the database's change feed.
+func (c *Controller) feed(ctx context.Context) error {
 	if !c.cluster.WaitForSync(ctx) {
 		return nil
 	}
@@ -31,7 +25,7 @@ func (f feed) Start(ctx context.Context) error {
 	var names []string
 	var initial map[string]bool
 	if !changefeed.Retry(ctx, c.changes, func(ctx context.Context) (err error) {
-		names, initial, err = f.allNames(ctx)
+		names, initial, err = c.allNames(ctx)
 		return err
 	}, func(err error) { c.log.Warn("reading the validators to reconcile; retrying", "error", err) }) {
 		return nil
@@ -54,11 +48,11 @@ func (f feed) Start(ctx context.Context) error {
 
 // allNames names every validator of the database and every managed
 // resource, in a list and a set.
-func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
+func (c *Controller) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 	seen := map[string]bool{}
 	var names []string
 	for after := ""; ; {
-		page, err := f.c.store.ValidatorNames(ctx, after, namesPage)
+		page, err := c.store.ValidatorNames(ctx, after, namesPage)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -71,7 +65,7 @@ func (f feed) allNames(ctx context.Context) ([]string, map[string]bool, error) {
 		}
 		after = page[len(page)-1]
 	}
-	managed, err := f.c.cluster.ManagedValidators()
+	managed, err := c.cluster.ManagedValidators()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -158,10 +159,11 @@ type Controller struct {
 	running atomic.Bool
 
 	// initial holds the names found at start not reconciled yet; once
-	// empty, inStep is closed.
-	mu      sync.Mutex
-	initial map[string]bool
-	inStep  chan struct{}
+	// empty, markSynced closes inStep.
+	mu         sync.Mutex
+	initial    map[string]bool
+	inStep     chan struct{}
+	markSynced func()
 
 	drift *drift
 	// began is when the feed began the first pass (Unix nanoseconds).
@@ -179,6 +181,10 @@ func New(o Options) *Controller {
 	if c.changes <= 0 {
 		c.changes = 200 * time.Millisecond
 	}
+	c.markSynced = sync.OnceFunc(func() {
+		close(c.inStep)
+		c.log.Info("validators reconciled with their records")
+	})
 	return c
 }
 
@@ -191,8 +197,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	if c.charts {
 		c.kube, c.reader = mgr.GetClient(), mgr.GetAPIReader()
-		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{},
-			handler.TypedEnqueueRequestsFromMapFunc(c.chartSecretRequests)))
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(c.chartSecretRequests))
 	}
 	err := b.
 		Named("validator-intent").
@@ -212,7 +217,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return mgr.Add(feed{c})
+	// A Runnable without NeedLeaderElection runs on the leader only.
+	return mgr.Add(manager.RunnableFunc(c.feed))
 }
 
 // readChanged passes a Validator's update when something this controller
@@ -274,16 +280,6 @@ func (c *Controller) Enqueue(name string) {
 	select {
 	case c.names <- event.TypedGenericEvent[string]{Object: name}:
 	default:
-	}
-}
-
-// markSynced closes inStep, once; c.mu is held.
-func (c *Controller) markSynced() {
-	select {
-	case <-c.inStep:
-	default:
-		close(c.inStep)
-		c.log.Info("validators reconciled with their records")
 	}
 }
 

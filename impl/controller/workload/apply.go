@@ -81,15 +81,11 @@ func upToDate(cur client.Object, digest string) bool {
 // fieldsOf is the digest of the fields config sets, as the API server
 // records them.
 func fieldsOf(config runtime.ApplyConfiguration) (string, error) {
-	raw, err := json.Marshal(config)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(config)
 	if err != nil {
 		return "", err
 	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
-		return "", err
-	}
-	tv, err := typeConverter().ObjectToTyped(u)
+	tv, err := typeConverter().ObjectToTyped(&unstructured.Unstructured{Object: u})
 	if err != nil {
 		return "", err
 	}

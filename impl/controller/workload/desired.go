@@ -161,14 +161,7 @@ func (b layout) meta(component string) metav1.ObjectMeta {
 
 // owner is the controller reference to the Validator.
 func (b layout) owner() metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         v1alpha1.GroupVersion.String(),
-		Kind:               "Validator",
-		Name:               b.v.Name,
-		UID:                b.v.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
+	return *metav1.NewControllerRef(b.v, cluster.ValidatorGVK)
 }
 
 // appUser is the charts' security context of the participant and the

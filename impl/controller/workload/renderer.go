@@ -57,15 +57,9 @@ func (BuiltIn) Render(_ context.Context, v *v1alpha1.Validator) (*Layout, error)
 func ReleaseNamespace(v *v1alpha1.Validator) string {
 	sum := sha256.Sum256([]byte(v.Namespace + "/" + v.Name))
 	suffix := "-" + hex.EncodeToString(sum[:6])
-	readable := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r - 'A' + 'a'
-		}
-		return '-'
-	}, v.Namespace+"-"+v.Name)
+	// A name is a DNS subdomain: of its characters, only a dot is not a
+	// namespace's.
+	readable := strings.ReplaceAll(v.Namespace+"-"+v.Name, ".", "-")
 	readable = strings.Trim(readable[:min(len(readable), 63-len(suffix))], "-")
 	return readable + suffix
 }

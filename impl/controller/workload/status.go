@@ -111,12 +111,9 @@ func deploymentReadiness(name string, d *appsv1.Deployment) readiness {
 		return readiness{reason: ReasonNotFound, message: fmt.Sprintf("Deployment %s does not exist yet", name)}
 	}
 	want, s := ptr.Deref(d.Spec.Replicas, 1), d.Status
-	available := false
-	for _, c := range s.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			available = c.Status == corev1.ConditionTrue
-		}
-	}
+	available := slices.ContainsFunc(s.Conditions, func(c appsv1.DeploymentCondition) bool {
+		return c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue
+	})
 	rolledOut := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
 	return rollout("Deployment", name, "available", available, rolledOut, s.AvailableReplicas, s.UpdatedReplicas, want)
 }
