@@ -70,19 +70,15 @@ func openDevIssuer(dataDir string, create bool) (*DevIssuer, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := key.PublicKey()
+	// RFC 7638's thumbprint is of the public parameters; PublicKeys copies
+	// these fields to the public key.
+	kid, err := key.Thumbprint(crypto.SHA256)
 	if err != nil {
 		return nil, err
 	}
-	kid, err := pub.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range []jwk.Key{key, pub} {
-		_ = k.Set(jwk.KeyIDKey, fmt.Sprintf("%x", kid[:8]))
-		_ = k.Set(jwk.AlgorithmKey, jwa.RS256)
-		_ = k.Set(jwk.KeyUsageKey, jwk.ForSignature)
-	}
+	_ = key.Set(jwk.KeyIDKey, fmt.Sprintf("%x", kid[:8]))
+	_ = key.Set(jwk.AlgorithmKey, jwa.RS256)
+	_ = key.Set(jwk.KeyUsageKey, jwk.ForSignature)
 	return &DevIssuer{key: key}, nil
 }
 

@@ -386,14 +386,8 @@ func syntaxError(raw []byte, err error) error {
 
 // flatten collects the leaves of a mapping node under dotted keys.
 func flatten(prefix string, n *yaml.Node, out map[string]leaf) error {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.MappingNode {
-		if prefix == "" {
-			return fmt.Errorf("line %d: the file must be a mapping of keys (listen: ..., api: {...})", n.Line)
-		}
-		return fmt.Errorf("line %d: %s: want a single value, got a list", n.Line, prefix)
+	if n.Kind != yaml.MappingNode { // the document's root: nested mappings only recurse
+		return fmt.Errorf("line %d: the file must be a mapping of keys (listen: ..., api: {...})", n.Line)
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]

@@ -141,15 +141,16 @@ func Seal(key []byte, name, claim string, s domain.ValidatorSecrets) (string, er
 	if s == (domain.ValidatorSecrets{}) {
 		return "", nil
 	}
-	plain, err := json.Marshal(sealed{Onboarding: s.OnboardingSecret, LedgerAPI: s.LedgerAPIClientSecret, Database: s.DatabasePassword})
-	if err != nil {
-		return "", err
-	}
-	return seal(key, sealPurpose, name+"\x00"+claim, plain)
+	return seal(key, sealPurpose, name+"\x00"+claim,
+		sealed{Onboarding: s.OnboardingSecret, LedgerAPI: s.LedgerAPIClientSecret, Database: s.DatabasePassword})
 }
 
-// seal encrypts plain under the key derived for purpose, bound to label.
-func seal(key []byte, purpose, label string, plain []byte) (string, error) {
+// seal encrypts v's JSON under the key derived for purpose, bound to label.
+func seal(key []byte, purpose, label string, v any) (string, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return "", errors.New("the values to seal cannot be encoded")
+	}
 	g, err := aead(key, purpose)
 	if err != nil {
 		return "", err
@@ -161,24 +162,25 @@ func seal(key []byte, purpose, label string, plain []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(g.Seal(nonce, nonce, plain, []byte(label))), nil
 }
 
-// open decrypts what seal made; ErrUnsealable when it does not open.
-func open(key []byte, purpose, label, text string) ([]byte, error) {
+// open decrypts what seal made into v; ErrUnsealable when it does not open.
+func open(key []byte, purpose, label, text string, v any) error {
 	raw, err := base64.StdEncoding.DecodeString(text)
 	if err != nil {
-		return nil, ErrUnsealable
+		return ErrUnsealable
 	}
 	g, err := aead(key, purpose)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(raw) < g.NonceSize() {
-		return nil, ErrUnsealable
+		return ErrUnsealable
 	}
 	plain, err := g.Open(nil, raw[:g.NonceSize()], raw[g.NonceSize():], []byte(label))
-	if err != nil {
-		return nil, ErrUnsealable
+	// Never wrap the decoder's error: it can quote the plaintext.
+	if err != nil || json.Unmarshal(plain, v) != nil {
+		return ErrUnsealable
 	}
-	return plain, nil
+	return nil
 }
 
 // ErrUnsealable is a pending-secrets column that does not open under the
@@ -190,13 +192,9 @@ func Open(key []byte, name, claim, text string) (domain.ValidatorSecrets, error)
 	if text == "" {
 		return domain.ValidatorSecrets{}, nil
 	}
-	plain, err := open(key, sealPurpose, name+"\x00"+claim, text)
-	if err != nil {
-		return domain.ValidatorSecrets{}, err
-	}
 	var s sealed
-	if err := json.Unmarshal(plain, &s); err != nil {
-		return domain.ValidatorSecrets{}, ErrUnsealable
+	if err := open(key, sealPurpose, name+"\x00"+claim, text, &s); err != nil {
+		return domain.ValidatorSecrets{}, err
 	}
 	return domain.ValidatorSecrets{OnboardingSecret: s.Onboarding, LedgerAPIClientSecret: s.LedgerAPI, DatabasePassword: s.Database}, nil
 }
@@ -215,24 +213,15 @@ func Merge(pending, next domain.ValidatorSecrets) domain.ValidatorSecrets {
 // the database (bound to the validator's name); the leader opens them to
 // write them into the wallet gateway's Secret.
 func SealCredentials(key []byte, validator string, c domain.CustodyCredentials) (string, error) {
-	plain, err := json.Marshal(c)
-	if err != nil {
-		return "", errors.New("credentials cannot be encoded")
-	}
-	return seal(key, custodyPurpose, validator, plain)
+	return seal(key, custodyPurpose, validator, c)
 }
 
 // OpenCredentials decrypts what SealCredentials made; ErrUnsealable when it
 // does not open under key.
 func OpenCredentials(key []byte, validator, text string) (domain.CustodyCredentials, error) {
 	var c domain.CustodyCredentials
-	plain, err := open(key, custodyPurpose, validator, text)
-	if err != nil {
-		return c, err
-	}
-	// Never wrap the decoder's error: it can quote the plaintext.
-	if json.Unmarshal(plain, &c) != nil {
-		return domain.CustodyCredentials{}, ErrUnsealable
+	if err := open(key, custodyPurpose, validator, text, &c); err != nil {
+		return domain.CustodyCredentials{}, err
 	}
 	return c, nil
 }

@@ -83,7 +83,6 @@ func (s *Store) UpdateWalletGateway(ctx context.Context, validator string, chang
 			return err
 		}
 		at := now()
-		g.UpdatedAt = &at
 		row = walletGatewayRow{Validator: validator, Enabled: g.Enabled, BaseURL: g.BaseURL, Credentials: g.Credentials, UpdatedAt: &at}
 		if err := tx.Select("*").Updates(&row).Error; err != nil {
 			return translate(err, gatewayWhat(validator), "")

@@ -39,18 +39,17 @@ type listRows struct {
 	mu  sync.Mutex
 	cur atomic.Pointer[listIndex]
 
-	// While one generation read is in flight, pages that arrive join the
-	// next one, which starts when it ends: a page still sees every write
-	// committed before it arrived, and a few reads serve many pages.
-	genMu    sync.Mutex
-	reading  bool
-	nextRead *genRead
+	// Pages join the batch of the next generation read, which starts only
+	// after they joined and after the read in flight (which holds reading)
+	// ended: a page still sees every write committed before it arrived, and
+	// a few reads serve many pages.
+	genMu   sync.Mutex
+	batch   *genRead // nil when no page waits for a read not yet started
+	reading chan struct{}
 }
 
 // genRead is one shared read of list_generation.
 type genRead struct {
-	claimed      atomic.Bool   // a waiter took the read on
-	lead         chan struct{} // closed when the read before it ended
 	done         chan struct{} // closed when gen, removed and err are set
 	gen, removed int64
 	err          error
@@ -61,26 +60,30 @@ type genRead struct {
 func (s *Store) generation(ctx context.Context) (gen, removed int64, err error) {
 	l := &s.list
 	l.genMu.Lock()
-	if !l.reading {
-		l.reading = true
-		l.genMu.Unlock()
-		return s.readGeneration(ctx, nil)
-	}
-	r := l.nextRead
+	r := l.batch
 	if r == nil {
-		r = &genRead{lead: make(chan struct{}), done: make(chan struct{})}
-		l.nextRead = r
+		r = &genRead{done: make(chan struct{})}
+		l.batch = r
 	}
 	l.genMu.Unlock()
-	// A waiter stays until its batch is read, whatever its context: one that
-	// left could leave a batch without a reader (bounded by two reads).
+	// A waiter stays until its batch is read, whatever its context (bounded
+	// by two reads).
 	select {
 	case <-r.done:
-	case <-r.lead:
-		if r.claimed.CompareAndSwap(false, true) {
-			return s.readGeneration(ctx, r)
+	case l.reading <- struct{}{}:
+		l.genMu.Lock()
+		mine := l.batch == r // else another of its waiters read it meanwhile
+		if mine {
+			l.batch = nil
 		}
-		<-r.done
+		l.genMu.Unlock()
+		if mine {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), genReadTimeout)
+			r.err = l.gen.QueryRowContext(rctx).Scan(&r.gen, &r.removed)
+			cancel()
+			close(r.done)
+		}
+		<-l.reading
 	}
 	return r.gen, r.removed, r.err
 }
@@ -88,28 +91,6 @@ func (s *Store) generation(ctx context.Context) (gen, removed int64, err error) 
 // genReadTimeout bounds a shared generation read: it outlives the request
 // that runs it (others wait on it), so not that request's deadline.
 const genReadTimeout = 5 * time.Second
-
-// readGeneration runs one read for r's waiters (nil: for the caller alone)
-// and hands the next batch, if any, to one of its waiters.
-func (s *Store) readGeneration(ctx context.Context, r *genRead) (gen, removed int64, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), genReadTimeout)
-	defer cancel()
-	err = s.list.gen.QueryRowContext(ctx).Scan(&gen, &removed)
-	if r != nil {
-		r.gen, r.removed, r.err = gen, removed, err
-		close(r.done)
-	}
-	l := &s.list
-	l.genMu.Lock()
-	if next := l.nextRead; next != nil {
-		l.nextRead = nil
-		close(next.lead) // l.reading stays true: one of its waiters reads
-	} else {
-		l.reading = false
-	}
-	l.genMu.Unlock()
-	return gen, removed, err
-}
 
 // listColumns are the columns the snapshot reads, in scanListRow's order.
 const listColumns = "name, phase, immutable, creating, list_view, list_view_version"

@@ -71,6 +71,7 @@ func OpenWith(driver, dsn string, pool Pool) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, sqlDB: sqlDB, dialect: driver, where: "the PostgreSQL database"}
+	s.list.reading = make(chan struct{}, 1)
 	if driver == "sqlite" {
 		s.where, s.file = "database "+dsn, dsn
 	}
