@@ -73,12 +73,7 @@ type Hub struct {
 
 // New returns a Hub that serves nobody until Ready.
 func New(o Options) *Hub {
-	if o.Buffer <= 0 {
-		o.Buffer = 16
-	}
-	if o.Tombstones <= 0 {
-		o.Tombstones = 1024
-	}
+	o.Buffer, o.Tombstones = cmp.Or(o.Buffer, 16), cmp.Or(o.Tombstones, 1024)
 	return &Hub{opts: o, entries: map[string]*Change{}, subs: map[*Subscription]struct{}{}, floor: math.MaxUint64, floorPending: true}
 }
 
