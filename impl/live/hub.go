@@ -7,6 +7,7 @@ package live
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -185,18 +186,13 @@ func (h *Hub) Subscribe(name string, since *uint64) (*Subscription, Catchup, err
 			from = *since
 		}
 	}
-	for _, c := range h.entries {
-		if c.Version > from && (name == "" || c.Name == name) {
-			cu.Changes = append(cu.Changes, c)
-		}
-	}
+	cu.Changes = slices.Collect(maps.Values(h.entries))
 	if from > 0 {
-		for _, c := range h.tombs {
-			if c.Version > from && (name == "" || c.Name == name) {
-				cu.Changes = append(cu.Changes, c)
-			}
-		}
+		cu.Changes = append(cu.Changes, h.tombs...)
 	}
+	cu.Changes = slices.DeleteFunc(cu.Changes, func(c *Change) bool {
+		return c.Version <= from || name != "" && c.Name != name
+	})
 	slices.SortFunc(cu.Changes, func(a, b *Change) int {
 		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(a.Name, b.Name))
 	})
