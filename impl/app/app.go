@@ -582,23 +582,9 @@ func (a *App) StartCluster(ctx context.Context) error {
 
 // Run serves on ln and runs the background work and extra as Runnables of
 // Open's Manager until ctx ends or one fails; it returns once all returned.
+// The Manager stops the HTTP server first, then the controllers, schedules
+// and probes, then the cache.
 func (a *App) Run(ctx context.Context, ln net.Listener, extra ...manager.Runnable) error {
-	mgr, err := a.manager(ln)
-	if err != nil {
-		return err
-	}
-	for _, r := range extra {
-		if err := mgr.Add(r); err != nil {
-			return err
-		}
-	}
-	return mgr.Start(ctx)
-}
-
-// manager adds every long-running part to the Manager, which stops the HTTP
-// server first, then the controllers, schedules and probes, then the cache.
-func (a *App) manager(ln net.Listener) (manager.Manager, error) {
-	mgr := a.mgr
 	served := make(chan struct{}) // the API server has stopped
 	runnables := []manager.Runnable{
 		// On every replica: the API and the caches its reads come from.
@@ -624,21 +610,21 @@ func (a *App) manager(ln net.Listener) (manager.Manager, error) {
 	if a.Sandbox != nil {
 		runnables = append(runnables, runnable(false, func(ctx context.Context) error { return a.serveSandbox(ctx, served) }))
 	}
-	for _, r := range runnables {
-		if err := mgr.Add(r); err != nil {
-			return nil, err
+	for _, r := range append(runnables, extra...) {
+		if err := a.mgr.Add(r); err != nil {
+			return err
 		}
 	}
 	// The workload controller starts (and lists its kinds) once the intent
 	// controller is in step: at a restart they would compete with readiness.
-	held := heldBack{Manager: mgr, until: a.Intent.InStep(), most: workloadHold}
+	held := heldBack{Manager: a.mgr, until: a.Intent.InStep(), most: workloadHold}
 	if err := workload.New(a.workload).SetupWithManager(held); err != nil {
-		return nil, fmt.Errorf("workload controller: %w", err)
+		return fmt.Errorf("workload controller: %w", err)
 	}
-	if err := runs.New(a.Store).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("run controller: %w", err)
+	if err := runs.New(a.Store).SetupWithManager(a.mgr); err != nil {
+		return fmt.Errorf("run controller: %w", err)
 	}
-	return mgr, nil
+	return a.mgr.Start(ctx)
 }
 
 // serveSandbox serves the simulated network until ctx ends and the API

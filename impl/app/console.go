@@ -11,14 +11,8 @@ import (
 
 // console is release 2.0's ledger console: the sandbox's, or an exec in the participant pod.
 func (a *App) console() (platform.ConsoleOptions, error) {
-	cfg := a.Config
-	c := platform.ConsoleOptions{IdleTimeout: cfg.ConsoleIdleTimeout, Audit: a.Store}
-	core, err := kubernetes.NewForConfig(a.rest)
-	if err != nil {
-		return c, err
-	}
-	if cfg.EmbeddedDefault() && a.Sandbox != nil {
-		sb := a.Sandbox
+	c := platform.ConsoleOptions{IdleTimeout: a.Config.ConsoleIdleTimeout, Audit: a.Store}
+	if sb := a.Sandbox; sb != nil { // the embedded default's
 		c.Open = func(ctx context.Context, validator string) (platform.ConsoleSession, error) {
 			s, err := sb.OpenConsole(ctx, validator)
 			if err != nil {
@@ -26,8 +20,9 @@ func (a *App) console() (platform.ConsoleOptions, error) {
 			}
 			return s, nil
 		}
-	} else {
-		c.Open = (&platform.ExecConsole{Core: core, Config: rest.CopyConfig(a.rest), Namespace: cfg.Namespace}).OpenConsole
+		return c, nil
 	}
-	return c, nil
+	core, err := kubernetes.NewForConfig(a.rest)
+	c.Open = (&platform.ExecConsole{Core: core, Config: rest.CopyConfig(a.rest), Namespace: a.Config.Namespace}).OpenConsole
+	return c, err
 }

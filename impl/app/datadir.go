@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/validator-manager/validator-manager/impl/cluster"
@@ -139,15 +139,11 @@ func readClusterRecord(ctx context.Context, core kubernetes.Interface, ns string
 
 // writeClusterRecord records installation in the control plane.
 func writeClusterRecord(ctx context.Context, core kubernetes.Interface, ns, installation string) error {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: installationRecord, Namespace: ns, Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedBy}},
-		Data:       map[string]string{installationKey: installation},
-	}
-	_, err := core.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = core.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-	}
-	if err != nil {
+	cm := corev1ac.ConfigMap(installationRecord, ns).
+		WithLabels(map[string]string{cluster.ManagedByLabel: cluster.ManagedBy}).
+		WithData(map[string]string{installationKey: installation})
+	opts := metav1.ApplyOptions{FieldManager: cluster.FieldOwner, Force: true}
+	if _, err := core.CoreV1().ConfigMaps(ns).Apply(ctx, cm, opts); err != nil {
 		return fmt.Errorf("embedded control plane: recording its installation: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
 	"github.com/validator-manager/validator-manager/impl/live"
@@ -61,13 +61,13 @@ func (a *App) RunWatch(ctx context.Context) error {
 }
 
 func (f *watchFeed) changed(old, obj any) {
-	v, ok := obj.(client.Object)
+	v, ok := obj.(*v1alpha1.Validator)
 	if !ok {
 		return
 	}
-	if !f.manages(v.GetLabels()) {
+	if !f.manages(v.Labels) {
 		// No longer this installation's: gone for the watchers.
-		if o, ok := old.(client.Object); ok && f.manages(o.GetLabels()) {
+		if o, ok := old.(*v1alpha1.Validator); ok && f.manages(o.Labels) {
 			f.publish(v, true, false)
 		}
 		return
@@ -80,26 +80,22 @@ func (f *watchFeed) deleted(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, unknown = d.Obj, true
 	}
-	if v, ok := obj.(client.Object); ok && f.manages(v.GetLabels()) {
+	if v, ok := obj.(*v1alpha1.Validator); ok && f.manages(v.Labels) {
 		f.publish(v, true, unknown)
 	}
 }
 
-func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
-	rv, err := strconv.ParseUint(v.GetResourceVersion(), 10, 64)
+func (f *watchFeed) publish(v *v1alpha1.Validator, deleted, unknown bool) {
+	rv, err := strconv.ParseUint(v.ResourceVersion, 10, 64)
 	if err != nil && !unknown {
 		return // not from an API server (resource versions are numbers)
 	}
-	typed, ok := v.(*v1alpha1.Validator)
-	if !ok {
-		return
-	}
 	// Encoded when sent: the hubs keep no copy of the cache's object.
 	for hub, encode := range map[*live.Hub]func() []byte{
-		f.management: func() []byte { return managementEvent(typed, deleted) },
-		f.platform:   func() []byte { return platformEvent(typed, deleted) },
+		f.management: func() []byte { return managementEvent(v, deleted) },
+		f.platform:   func() []byte { return platformEvent(v, deleted) },
 	} {
-		c := live.Change{Name: v.GetName(), Version: rv, Deleted: deleted, Encode: encode}
+		c := live.Change{Name: v.Name, Version: rv, Deleted: deleted, Encode: encode}
 		if unknown {
 			hub.Unknown(c)
 		} else {
@@ -111,11 +107,6 @@ func (f *watchFeed) publish(v client.Object, deleted, unknown bool) {
 // managementEvent is release 1.11's ValidatorWatchEvent (empty phase reads
 // as PENDING, as the list shows it).
 func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
-	st := v.Status
-	phase := st.Phase
-	if phase == "" {
-		phase = v1alpha1.PhasePending
-	}
 	e := struct {
 		Name            string         `json:"name"`
 		Phase           v1alpha1.Phase `json:"phase"`
@@ -123,8 +114,8 @@ func managementEvent(v *v1alpha1.Validator, deleted bool) []byte {
 		Message         string         `json:"message,omitempty"`
 		ResourceVersion string         `json:"resourceVersion"`
 		Deleted         bool           `json:"deleted,omitempty"`
-	}{Name: v.GetName(), Phase: phase, ResourceVersion: v.GetResourceVersion(), Deleted: deleted}
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+	}{Name: v.Name, Phase: cmp.Or(v.Status.Phase, v1alpha1.PhasePending), ResourceVersion: v.ResourceVersion, Deleted: deleted}
+	if c := meta.FindStatusCondition(v.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		e.Reason, e.Message = c.Reason, c.Message
 	}
 	b, _ := json.Marshal(e)

@@ -3,7 +3,6 @@ package cluster
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -85,24 +84,17 @@ func CacheOptions(namespace string, resync time.Duration) ctrlcache.Options {
 // kinds of every namespace labelled ValidatorNamespaceLabel=namespace (chart
 // mode's release namespaces): still one informer per kind.
 func ReleaseCache(o *ctrlcache.Options, namespace string) error {
-	if namespace == "" {
-		return nil
-	}
 	// Another server in the cluster labels its own.
 	labelled, err := labels.Parse(ValidatorNamespaceLabel + "=" + namespace)
 	if err != nil {
 		return err
-	}
-	byObject := maps.Clone(o.ByObject)
-	if byObject == nil {
-		byObject = map[client.Object]ctrlcache.ByObject{}
 	}
 	for _, kind := range []client.Object{
 		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
 		&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{},
 	} {
 		key, by := client.Object(kind), ctrlcache.ByObject{}
-		for obj, b := range byObject {
+		for obj, b := range o.ByObject {
 			if reflect.TypeOf(obj) == reflect.TypeOf(kind) {
 				key, by = obj, b
 			}
@@ -111,9 +103,8 @@ func ReleaseCache(o *ctrlcache.Options, namespace string) error {
 		elsewhere := here
 		elsewhere.LabelSelector = labelled
 		by.Namespaces = map[string]ctrlcache.Config{namespace: here, ctrlcache.AllNamespaces: elsewhere}
-		byObject[key] = by
+		o.ByObject[key] = by
 	}
-	o.ByObject = byObject
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,10 +63,7 @@ func objectOf(err error) string {
 		return "object"
 	}
 	d := status.Status().Details
-	kind := strings.TrimSuffix(strings.ToLower(d.Kind), "s")
-	if kind == "" {
-		kind = "object"
-	}
+	kind := cmp.Or(strings.TrimSuffix(strings.ToLower(d.Kind), "s"), "object")
 	return fmt.Sprintf("%s %q", kind, d.Name)
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -211,19 +212,13 @@ func (k *Kube) serves(ctx context.Context, gvk schema.GroupVersionKind) (bool, e
 	return false, err
 }
 
-// Namespace is the namespace the gateway works in.
-func (k *Kube) Namespace() string { return k.namespace }
-
 // Manages tells whether this installation manages a Validator with labels l.
 func (k *Kube) Manages(l map[string]string) bool { return k.managed.Matches(labels.Set(l)) }
 
 // SecretValidator names the managed validator a Secret belongs to (its
 // ValidatorLabel, else its name's convention), "" for any other Secret.
 func (k *Kube) SecretValidator(s metav1.Object) string {
-	name := s.GetLabels()[ValidatorLabel]
-	if name == "" {
-		name, _, _ = slotOf(s.GetName())
-	}
+	name := cmp.Or(s.GetLabels()[ValidatorLabel], slotOf(s.GetName()))
 	if name == "" || k.cachedValidator(name) == nil {
 		return ""
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -208,10 +209,7 @@ func podState(pod *corev1.Pod) string {
 	if pod.DeletionTimestamp != nil {
 		return "terminating"
 	}
-	if pod.Status.Phase == "" {
-		return "pending"
-	}
-	return strings.ToLower(string(pod.Status.Phase))
+	return strings.ToLower(string(cmp.Or(pod.Status.Phase, corev1.PodPending)))
 }
 
 // podContainer is the one the default-container annotation names, else

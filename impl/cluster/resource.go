@@ -98,14 +98,14 @@ func secretSlots(validator string, s domain.ValidatorSecrets) []secretSlot {
 	}
 }
 
-// slotOf tells whether a Secret's name is one of a validator's Secrets.
-func slotOf(secret string) (validator, key string, ok bool) {
+// slotOf names the validator whose Secret that is by its name, "" when none.
+func slotOf(secret string) (validator string) {
 	for _, s := range secretSlots("", domain.ValidatorSecrets{}) {
 		if v, found := strings.CutSuffix(secret, s.name); found && v != "" {
-			return v, s.key, true
+			return v
 		}
 	}
-	return "", "", false
+	return ""
 }
 
 // validatorSpec is the resource's spec for v and prune (nil: none), but

@@ -7,6 +7,7 @@ package live
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -73,12 +74,7 @@ type Hub struct {
 
 // New returns a Hub that serves nobody until Ready.
 func New(o Options) *Hub {
-	if o.Buffer <= 0 {
-		o.Buffer = 16
-	}
-	if o.Tombstones <= 0 {
-		o.Tombstones = 1024
-	}
+	o.Buffer, o.Tombstones = cmp.Or(o.Buffer, 16), cmp.Or(o.Tombstones, 1024)
 	return &Hub{opts: o, entries: map[string]*Change{}, subs: map[*Subscription]struct{}{}, floor: math.MaxUint64, floorPending: true}
 }
 
@@ -190,18 +186,13 @@ func (h *Hub) Subscribe(name string, since *uint64) (*Subscription, Catchup, err
 			from = *since
 		}
 	}
-	for _, c := range h.entries {
-		if c.Version > from && (name == "" || c.Name == name) {
-			cu.Changes = append(cu.Changes, c)
-		}
-	}
+	cu.Changes = slices.Collect(maps.Values(h.entries))
 	if from > 0 {
-		for _, c := range h.tombs {
-			if c.Version > from && (name == "" || c.Name == name) {
-				cu.Changes = append(cu.Changes, c)
-			}
-		}
+		cu.Changes = append(cu.Changes, h.tombs...)
 	}
+	cu.Changes = slices.DeleteFunc(cu.Changes, func(c *Change) bool {
+		return c.Version <= from || name != "" && c.Name != name
+	})
 	slices.SortFunc(cu.Changes, func(a, b *Change) int {
 		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(a.Name, b.Name))
 	})

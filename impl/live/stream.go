@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -79,13 +80,7 @@ func (s Stream) Serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer sub.Close()
 
-	heartbeat, timeout := s.Heartbeat, s.WriteTimeout
-	if heartbeat <= 0 {
-		heartbeat = DefaultHeartbeat
-	}
-	if timeout <= 0 {
-		timeout = DefaultWriteTimeout
-	}
+	heartbeat, timeout := cmp.Or(s.Heartbeat, DefaultHeartbeat), cmp.Or(s.WriteTimeout, DefaultWriteTimeout)
 	bound(r)
 	rc := http.NewResponseController(w)
 	h := w.Header()
