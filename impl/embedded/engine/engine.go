@@ -584,19 +584,15 @@ func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
 		close(e.done) // exits from here on are expected; Spawn refuses
+		procs := e.procs
 		e.mu.Unlock()
 		e.supervisors.Wait()
-		e.mu.Lock()
-		procs := slices.Clone(e.procs)
-		e.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
 			if err := procs[i].current().stop(stopTimeout); err != nil {
 				e.log.Warn("engine: " + err.Error())
 			}
 		}
-		if e.spawn != nil {
-			close(e.spawn)
-		}
+		close(e.spawn)
 		e.log.Info("engine: stopped", "dir", e.opts.Dir)
 	})
 }
