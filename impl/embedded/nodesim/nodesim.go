@@ -206,10 +206,7 @@ func (s *Simulator) setup() error {
 	}
 	for index, refs := range map[string]func(*corev1.Pod) []string{claimIndex: podClaims, secretIndex: podSecrets, configMapIndex: podConfigMaps} {
 		err := s.mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, index, func(o client.Object) []string {
-			if p, ok := o.(*corev1.Pod); ok {
-				return refs(p)
-			}
-			return nil
+			return refs(o.(*corev1.Pod))
 		})
 		if err != nil {
 			return fmt.Errorf("index pods by %s: %w", index, err)
