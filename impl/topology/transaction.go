@@ -31,12 +31,10 @@ type Transaction struct {
 	Operation uint64
 	Serial    uint32
 	// Exactly one mapping is set on a decoded transaction, unless the
-	// mapping is of another kind (Other).
+	// mapping is of another kind (then none is).
 	NamespaceDelegation *NamespaceDelegation
 	PartyToKey          *PartyToKeyMapping
 	PartyToParticipant  *PartyToParticipant
-	// Other is the TopologyMapping field number of a mapping of another kind.
-	Other protowire.Number
 }
 
 // SigningKey is a SigningPublicKey.
@@ -226,8 +224,6 @@ func Unmarshal(raw []byte) (Transaction, error) {
 			t.PartyToKey, err = unmarshalPTK(v)
 		case fMapPartyToParticipant:
 			t.PartyToParticipant, err = unmarshalPTP(v)
-		default:
-			t.Other = n
 		}
 		return err
 	})
