@@ -178,7 +178,7 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 			&corev1.Secret{}:           in(keysOnly),
 			&corev1.ConfigMap{}:        in(keysOnly),
 			&appsv1.Deployment{}:       in(trimDeployment),
-			&corev1.PersistentVolume{}: {Label: labels.SelectorFromSet(labels.Set{provisionedLabel: "true"}), Transform: cache.TransformStripManagedFields()},
+			&corev1.PersistentVolume{}: {Label: labels.SelectorFromSet(labels.Set{provisionedLabel: "true"})},
 		},
 	}
 	if namespace != "" {
