@@ -17,7 +17,6 @@ import (
 const (
 	PlatformPath   = "/v3/api-docs"
 	ManagementPath = "/v3/api-docs/management"
-	PagePath       = "/docs-ui.html"
 	AssetsPrefix   = "/docs-ui/"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"slices"
 )
 
@@ -30,16 +29,15 @@ func TransactionHash(tx []byte) []byte {
 }
 
 // MultiHash is the hash a party signs instead of each transaction: the
-// transactions' hashes sorted by their hex form, their count and each with
-// its length as 4 bytes big endian, hashed with purpose 55.
+// transactions' hashes sorted by their hex form (of hashes of one length,
+// their bytes' order), their count and each with its length as 4 bytes big
+// endian, hashed with purpose 55.
 func MultiHash(txs [][]byte) []byte {
 	hashes := make([][]byte, len(txs))
 	for i, tx := range txs {
 		hashes[i] = TransactionHash(tx)
 	}
-	slices.SortFunc(hashes, func(a, b []byte) int {
-		return bytes.Compare([]byte(hex.EncodeToString(a)), []byte(hex.EncodeToString(b)))
-	})
+	slices.SortFunc(hashes, bytes.Compare)
 	var buf bytes.Buffer
 	_ = binary.Write(&buf, binary.BigEndian, uint32(len(hashes)))
 	for _, h := range hashes {

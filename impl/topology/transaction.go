@@ -31,12 +31,10 @@ type Transaction struct {
 	Operation uint64
 	Serial    uint32
 	// Exactly one mapping is set on a decoded transaction, unless the
-	// mapping is of another kind (Other).
+	// mapping is of another kind (then none is).
 	NamespaceDelegation *NamespaceDelegation
 	PartyToKey          *PartyToKeyMapping
 	PartyToParticipant  *PartyToParticipant
-	// Other is the TopologyMapping field number of a mapping of another kind.
-	Other protowire.Number
 }
 
 // SigningKey is a SigningPublicKey.
@@ -114,19 +112,18 @@ func (t Transaction) Marshal() []byte {
 		nd := t.NamespaceDelegation
 		var b []byte
 		b = appendString(b, fNDNamespace, nd.Namespace)
-		b = appendMessage(b, fNDTargetKey, nd.Key.marshal())
+		b = appendBytes(b, fNDTargetKey, nd.Key.marshal())
 		b = appendVarint(b, fNDIsRoot, 1) // deprecated, still set for older readers
-		b = protowire.AppendTag(b, fNDCanSignAll, protowire.BytesType)
-		b = protowire.AppendBytes(b, nil)
-		m = appendMessage(m, fMapNamespaceDelegation, b)
+		b = appendBytes(b, fNDCanSignAll, nil)
+		m = appendBytes(m, fMapNamespaceDelegation, b)
 	case t.PartyToKey != nil:
 		var b []byte
 		b = appendString(b, fPTKParty, t.PartyToKey.Party)
 		b = appendVarint(b, fPTKThreshold, uint64(t.PartyToKey.Threshold))
 		for _, k := range t.PartyToKey.Keys {
-			b = appendMessage(b, fPTKKeys, k.marshal())
+			b = appendBytes(b, fPTKKeys, k.marshal())
 		}
-		m = appendMessage(m, fMapPartyToKey, b)
+		m = appendBytes(m, fMapPartyToKey, b)
 	case t.PartyToParticipant != nil:
 		var b []byte
 		b = appendString(b, fPTPParty, t.PartyToParticipant.Party)
@@ -135,31 +132,29 @@ func (t Transaction) Marshal() []byte {
 			var hb []byte
 			hb = appendString(hb, fHostUID, h.ParticipantUID)
 			hb = appendVarint(hb, fHostPermission, h.Permission)
-			b = appendMessage(b, fPTPHosts, hb)
+			b = appendBytes(b, fPTPHosts, hb)
 		}
-		m = appendMessage(m, fMapPartyToParticipant, b)
+		m = appendBytes(m, fMapPartyToParticipant, b)
 	}
 	var tx []byte
 	tx = appendVarint(tx, fTxOperation, t.Operation)
 	tx = appendVarint(tx, fTxSerial, uint64(t.Serial))
-	tx = appendMessage(tx, fTxMapping, m)
+	tx = appendBytes(tx, fTxMapping, m)
 	var out []byte
-	out = appendMessage(out, fVersionedData, tx)
+	out = appendBytes(out, fVersionedData, tx)
 	return appendVarint(out, fVersionedVersion, Version)
 }
 
 func (k SigningKey) marshal() []byte {
 	var b []byte
 	b = appendVarint(b, fKeyFormat, k.Format)
-	b = protowire.AppendTag(b, fKeyPublicKey, protowire.BytesType)
-	b = protowire.AppendBytes(b, k.Data)
+	b = appendBytes(b, fKeyPublicKey, k.Data)
 	if len(k.Usage) > 0 { // packed, as proto3 writes repeated enums
 		var packed []byte
 		for _, u := range k.Usage {
 			packed = protowire.AppendVarint(packed, u)
 		}
-		b = protowire.AppendTag(b, fKeyUsage, protowire.BytesType)
-		b = protowire.AppendBytes(b, packed)
+		b = appendBytes(b, fKeyUsage, packed)
 	}
 	return appendVarint(b, fKeySpec, k.Spec)
 }
@@ -176,13 +171,13 @@ func appendString(b []byte, n protowire.Number, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, n, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	return appendBytes(b, n, []byte(s))
 }
 
-func appendMessage(b []byte, n protowire.Number, m []byte) []byte {
+// appendBytes appends a length-delimited field: bytes or an embedded message.
+func appendBytes(b []byte, n protowire.Number, v []byte) []byte {
 	b = protowire.AppendTag(b, n, protowire.BytesType)
-	return protowire.AppendBytes(b, m)
+	return protowire.AppendBytes(b, v)
 }
 
 // Unmarshal reads a serialized topology transaction (an
@@ -229,8 +224,6 @@ func Unmarshal(raw []byte) (Transaction, error) {
 			t.PartyToKey, err = unmarshalPTK(v)
 		case fMapPartyToParticipant:
 			t.PartyToParticipant, err = unmarshalPTP(v)
-		default:
-			t.Other = n
 		}
 		return err
 	})

@@ -10,20 +10,14 @@ import (
 	"strings"
 
 	"golang.org/x/oauth2"
+	"google.golang.org/grpc/codes"
 
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/outbound"
 )
 
-// gRPC status codes Canton reports in JsCantonError.grpcCodeValue.
-const (
-	grpcInvalidArgument = 3
-	grpcNotFound        = 5
-	grpcAlreadyExists   = 6
-)
-
-// Canton error categories (JsCantonError.errorCategory) that say the same
-// where grpcCodeValue is absent.
+// Canton error categories (JsCantonError.errorCategory) that say what
+// JsCantonError.grpcCodeValue does where it is absent.
 const (
 	categoryInvalidIndependentOfSystemState = 8
 	categoryResourceExists                  = 10
@@ -107,13 +101,14 @@ func (c Call) Answer(status int, body []byte) error {
 		if ce.Cause != "" {
 			detail += ": " + truncate(ce.Cause, 300)
 		}
+		code := codes.Code(ce.GrpcCodeValue) // codes.OK where it is absent
 		switch {
-		case ce.GrpcCodeValue == grpcInvalidArgument || ce.GrpcCodeValue == 0 && ce.ErrorCategory == categoryInvalidIndependentOfSystemState:
+		case code == codes.InvalidArgument || code == codes.OK && ce.ErrorCategory == categoryInvalidIndependentOfSystemState:
 			up.Rejected, up.Message = true, detail
 			return up
-		case ce.GrpcCodeValue == grpcNotFound || ce.GrpcCodeValue == 0 && ce.ErrorCategory == categoryResourceMissing:
+		case code == codes.NotFound || code == codes.OK && ce.ErrorCategory == categoryResourceMissing:
 			return &domain.Error{Code: domain.CodeNotFound, Message: detail, Cause: up}
-		case ce.GrpcCodeValue == grpcAlreadyExists || ce.GrpcCodeValue == 0 && ce.ErrorCategory == categoryResourceExists:
+		case code == codes.AlreadyExists || code == codes.OK && ce.ErrorCategory == categoryResourceExists:
 			return &domain.Error{Code: domain.CodeConflict, Message: detail, Cause: up}
 		}
 		up.Message = c.label() + " failed: " + detail

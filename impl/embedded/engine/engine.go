@@ -126,8 +126,7 @@ type Engine struct {
 
 	cfg       *rest.Config
 	apiServer string // https://127.0.0.1:<port>
-	etcdURL   string
-	fresh     bool // etcd had no data before this start
+	fresh     bool   // etcd had no data before this start
 	ready     *http.Client
 	readyAt   atomic.Int64 // Unix nanoseconds of the API server's last ready answer
 
@@ -218,7 +217,6 @@ func (e *Engine) start(ctx context.Context) error {
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	p := e.pki.file
 	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdClient)
-	e.etcdURL = etcdURL
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(etcdPeer)
 
 	etcd, err := e.run(Etcd,
@@ -584,19 +582,15 @@ func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
 		close(e.done) // exits from here on are expected; Spawn refuses
+		procs := e.procs
 		e.mu.Unlock()
 		e.supervisors.Wait()
-		e.mu.Lock()
-		procs := slices.Clone(e.procs)
-		e.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
 			if err := procs[i].current().stop(stopTimeout); err != nil {
 				e.log.Warn("engine: " + err.Error())
 			}
 		}
-		if e.spawn != nil {
-			close(e.spawn)
-		}
+		close(e.spawn)
 		e.log.Info("engine: stopped", "dir", e.opts.Dir)
 	})
 }

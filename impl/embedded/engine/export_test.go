@@ -1,11 +1,23 @@
 package engine
 
+import "strings"
+
 // WithPlaintextSecrets has the engine run as engines before encryption at
 // rest did: the migration tests start a data directory that way first.
 func WithPlaintextSecrets(o *Options) { o.plaintextSecrets = true }
 
-// EtcdURL is etcd's client URL (its certificate: pki/apiserver-etcd-client).
-func (e *Engine) EtcdURL() string { return e.etcdURL }
+// EtcdURL is etcd's client URL (its certificate: pki/apiserver-etcd-client),
+// as its first child was given it.
+func (e *Engine) EtcdURL() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range e.procs[0].args {
+		if url, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
+			return url
+		}
+	}
+	return ""
+}
 
 // Done is closed by Stop.
 func (e *Engine) Done() <-chan struct{} { return e.done }

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // spawner forks the children from one goroutine locked to its OS thread
@@ -191,24 +192,19 @@ func (c *child) stop(grace time.Duration) error {
 // (one of names with a flag naming one of its paths): children that outlived
 // their server would otherwise leave an etcd holding the data.
 func killStale(dir string, names []string) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil, nil // not Linux: nothing to look at
 	}
 	marks := stalePaths(dir)
-	self := os.Getpid()
 	var killed []int
 	var errs []error
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil || pid == self {
+	for _, p := range procs {
+		pid := p.PID
+		args, err := p.CmdLine()
+		if err != nil || len(args) == 0 || pid == os.Getpid() {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
-		if err != nil || len(cmdline) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 		if !slices.Contains(names, filepath.Base(args[0])) || !namesPath(args[1:], marks) {
 			continue
 		}
@@ -251,14 +247,10 @@ func namesPath(args []string, marks map[string]bool) bool {
 
 // alive: the process exists and is not a zombie (a zombie holds no files).
 func alive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return false
 	}
-	// Field 3, after the parenthesised command name, is the state.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z'
+	st, err := p.Stat()
+	return err == nil && st.State != "Z"
 }

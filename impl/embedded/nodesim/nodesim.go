@@ -178,7 +178,7 @@ func cacheOptions(namespace string, resync time.Duration) cache.Options {
 			&corev1.Secret{}:           in(keysOnly),
 			&corev1.ConfigMap{}:        in(keysOnly),
 			&appsv1.Deployment{}:       in(trimDeployment),
-			&corev1.PersistentVolume{}: {Label: labels.SelectorFromSet(labels.Set{provisionedLabel: "true"}), Transform: cache.TransformStripManagedFields()},
+			&corev1.PersistentVolume{}: {Label: labels.SelectorFromSet(labels.Set{provisionedLabel: "true"})},
 		},
 	}
 	if namespace != "" {
@@ -206,10 +206,7 @@ func (s *Simulator) setup() error {
 	}
 	for index, refs := range map[string]func(*corev1.Pod) []string{claimIndex: podClaims, secretIndex: podSecrets, configMapIndex: podConfigMaps} {
 		err := s.mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, index, func(o client.Object) []string {
-			if p, ok := o.(*corev1.Pod); ok {
-				return refs(p)
-			}
-			return nil
+			return refs(o.(*corev1.Pod))
 		})
 		if err != nil {
 			return fmt.Errorf("index pods by %s: %w", index, err)
