@@ -44,15 +44,24 @@ func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
 			return nil, err
 		}
 	}
-	k, err := x509.ParsePKCS8PrivateKey(n.st.TokenKey)
+	ec, err := parseTokenKey(n.st.TokenKey)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox token key: %w", err)
+		return nil, err
+	}
+	n.signer = ec
+	return ec, nil
+}
+
+// parseTokenKey reads the state's TokenKey.
+func parseTokenKey(der []byte) (*ecdsa.PrivateKey, error) {
+	k, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("its tokenKey: %w", err)
 	}
 	ec, ok := k.(*ecdsa.PrivateKey)
 	if !ok {
-		return nil, errors.New("sandbox token key is not an EC key")
+		return nil, errors.New("its tokenKey is not an EC key")
 	}
-	n.signer = ec
 	return ec, nil
 }
 
