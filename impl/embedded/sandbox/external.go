@@ -281,7 +281,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
 	}
 	if u != nil {
-		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
+		u.Rights = appendNew(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
 	return true

@@ -116,11 +116,9 @@ func newNodeState(validator string) *nodeState {
 		_, _ = rand.Read(k)
 		keys = append(keys, nodeKey{Name: name, KeyPair: base64.StdEncoding.EncodeToString(k)})
 	}
-	// The participant's namespace is its namespace key's fingerprint, as in Canton.
-	fp := fingerprint()
-	if _, nsFP, err := keys[2].public(); err == nil {
-		fp = nsFP
-	}
+	// The participant's namespace is its namespace key's fingerprint, as in
+	// Canton; public fails only on a stored key pair, not on one made here.
+	_, fp, _ := keys[2].public()
 	ns := &nodeState{
 		Keys:         keys,
 		Fingerprint:  fp,
