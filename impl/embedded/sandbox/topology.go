@@ -83,12 +83,14 @@ func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers u
 		known[ns.participantUID(v)] = true
 	}
 	for _, h := range in {
-		perm := permissionName(h.Permission)
-		if perm != "CONFIRMATION" && perm != "OBSERVATION" {
-			return nil, 0, nil, h.ParticipantUID
-		}
-		if perm == "CONFIRMATION" {
+		perm := "OBSERVATION"
+		switch h.Permission {
+		case topology.PermissionConfirmation:
+			perm = "CONFIRMATION"
 			confirmers++
+		case topology.PermissionObservation:
+		default:
+			return nil, 0, nil, h.ParticipantUID
 		}
 		if !known[h.ParticipantUID] {
 			unknown = append(unknown, h.ParticipantUID)
@@ -149,15 +151,6 @@ var permissions = map[string]uint64{
 	"SUBMISSION":   topology.PermissionSubmission,
 	"CONFIRMATION": topology.PermissionConfirmation,
 	"OBSERVATION":  topology.PermissionObservation,
-}
-
-func permissionName(p uint64) string {
-	for name, v := range permissions {
-		if v == p {
-			return name
-		}
-	}
-	return ""
 }
 
 func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []byte {
