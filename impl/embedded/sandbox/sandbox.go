@@ -108,7 +108,7 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.WriteFile == nil {
 		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, codes: authCodes{m: map[string]grant{}}, started: time.Now()}
+	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: &servers{}, clients: map[string]string{}, codes: authCodes{m: map[string]grant{}}, started: time.Now()}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
