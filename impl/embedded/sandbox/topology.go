@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -75,13 +76,16 @@ func (n *Network) promote(id string, h *hosting) {
 	h.proposal, h.Proposal = *p, nil
 }
 
-// hostsOf checks a mapping's hosts as the synchronizer does: bad is the first
-// that neither confirms nor observes, unknown (sorted) those it does not know.
-func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers uint32, unknown []string, bad string) {
+// hostsOf checks a mapping's hosts as the synchronizer does, in its order:
+// each confirms or observes, local (when set) is one of them, each is a
+// member it knows (else unknown), and 1 <= threshold <= confirming hosts.
+func (n *Network) hostsOf(in []topology.Host, threshold uint32, local string) (hosts []hostingPart, unknown bool, err error) {
 	known := map[string]bool{}
 	for v, ns := range n.st.Nodes {
 		known[ns.participantUID(v)] = true
 	}
+	var strangers []string
+	confirmers := uint32(0)
 	for _, h := range in {
 		perm := "OBSERVATION"
 		switch h.Permission {
@@ -90,15 +94,23 @@ func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers u
 			confirmers++
 		case topology.PermissionObservation:
 		default:
-			return nil, 0, nil, h.ParticipantUID
+			return nil, false, fmt.Errorf("participant %s of an external party must confirm or observe", h.ParticipantUID)
 		}
 		if !known[h.ParticipantUID] {
-			unknown = append(unknown, h.ParticipantUID)
+			strangers = append(strangers, h.ParticipantUID)
 		}
 		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
 	}
-	slices.Sort(unknown)
-	return hosts, confirmers, unknown, ""
+	slices.Sort(strangers)
+	switch {
+	case local != "" && !slices.ContainsFunc(hosts, func(h hostingPart) bool { return h.ParticipantUID == local }):
+		return nil, false, fmt.Errorf("the external party must be hosted on this participant (%s)", local)
+	case len(strangers) > 0:
+		return nil, true, fmt.Errorf("The following members are not known on the synchronizer: %s", strings.Join(strangers, ", "))
+	case threshold < 1 || threshold > confirmers:
+		return nil, false, fmt.Errorf("confirmation threshold %d is not between 1 and the %d confirming participants", threshold, confirmers)
+	}
+	return hosts, false, nil
 }
 
 // mappingEntry is a listed mapping, with an external party's signing key.
