@@ -29,7 +29,7 @@ type state struct {
 }
 
 // hosting is an external party's effective mapping (Serial 0 while there is
-// none; Tx empty when an earlier sandbox recorded none) and its proposal.
+// none) and its proposal.
 type hosting struct {
 	proposal
 	Proposal *proposal `json:"proposal,omitempty"`

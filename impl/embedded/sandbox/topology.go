@@ -130,9 +130,7 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 		case proposals && h.Proposal != nil:
 			out = append(out, mappingEntry{party: id, proposal: *h.Proposal, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
 		case !proposals && h.Serial > 0:
-			p := h.proposal
-			p.Tx = h.effectiveTx(id)
-			out = append(out, mappingEntry{party: id, proposal: p, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
+			out = append(out, mappingEntry{party: id, proposal: h.proposal, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
 		}
 	}
 	if !proposals {
@@ -151,14 +149,6 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 	return out
 }
 
-// effectiveTx rebuilds the transaction of mappings recorded before it was kept.
-func (h *hosting) effectiveTx(party string) []byte {
-	if len(h.Tx) > 0 {
-		return h.Tx
-	}
-	return mappingTx(party, h.Serial, h.Threshold, h.Hosts)
-}
-
 var permissions = map[string]uint64{
 	"SUBMISSION":   topology.PermissionSubmission,
 	"CONFIRMATION": topology.PermissionConfirmation,
@@ -173,9 +163,13 @@ func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []by
 	return topology.Transaction{Operation: topology.OpAddReplace, Serial: serial, PartyToParticipant: m}.Marshal()
 }
 
-// migrateHosting turns an earlier sandbox's Pending co-hosts into a proposal.
+// migrateHosting rebuilds the transaction of mappings an earlier sandbox
+// recorded without it, and turns its Pending co-hosts into a proposal.
 func migrateHosting(st *state) {
 	for id, h := range st.Hosting {
+		if h.Serial > 0 && len(h.Tx) == 0 {
+			h.Tx = mappingTx(id, h.Serial, h.Threshold, h.Hosts)
+		}
 		if len(h.Pending) == 0 || h.Proposal != nil {
 			h.Pending = nil
 			continue
