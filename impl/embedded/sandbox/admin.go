@@ -368,16 +368,15 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	for _, p := range ptp.GetParticipants() {
 		in = append(in, topology.Host{ParticipantUID: p.GetParticipantUid(), Permission: uint64(p.GetPermission())})
 	}
-	hosts, confirmers, unknown, bad := a.n.hostsOf(in)
-	switch {
-	case bad != "":
-		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "participant %s of an external party must confirm or observe", bad)
-	case len(hosts) == 0:
+	if len(in) == 0 {
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "party %s must keep at least one hosting participant", id)
-	case len(unknown) > 0:
-		return false, adminError(codes.NotFound, codeUnknownMembers, catMissing, "The following members are not known on the synchronizer: %s", strings.Join(unknown, ", "))
-	case ptp.GetThreshold() < 1 || ptp.GetThreshold() > confirmers:
-		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "confirmation threshold %d is not between 1 and the %d confirming participants", ptp.GetThreshold(), confirmers)
+	}
+	hosts, unknown, err := a.n.hostsOf(in, ptp.GetThreshold(), "")
+	switch {
+	case unknown:
+		return false, adminError(codes.NotFound, codeUnknownMembers, catMissing, "%v", err)
+	case err != nil:
+		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "%v", err)
 	}
 	key, err := topology.ParseKey(h.KeySPKI, h.KeySpec)
 	if err != nil {

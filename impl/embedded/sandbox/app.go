@@ -100,7 +100,7 @@ func onboardWalletUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bo
 		ns.Users[req.Name] = u
 	}
 	u.PrimaryParty = p
-	u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: p}, {Kind: "CanReadAs", Party: p}})
+	u.Rights = appendNew(u.Rights, []right{{Kind: "CanActAs", Party: p}, {Kind: "CanReadAs", Party: p}})
 	ns.WalletUsers[req.Name] = p
 	ns.Traffic.Consumed += 5_000
 	writeJSON(w, http.StatusOK, map[string]string{"party_id": p})

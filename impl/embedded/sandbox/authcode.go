@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // The authorization-code flow with PKCE of the validators' UI clients, as
@@ -203,8 +204,7 @@ func (n *Network) codeToken(w http.ResponseWriter, r *http.Request) {
 		}
 		got := verifier
 		if g.method == "S256" {
-			sum := sha256.Sum256([]byte(verifier))
-			got = base64.RawURLEncoding.EncodeToString(sum[:])
+			got = oauth2.S256ChallengeFromVerifier(verifier)
 		}
 		if subtle.ConstantTimeCompare([]byte(got), []byte(g.challenge)) != 1 {
 			invalid("PKCE verification failed: Code mismatch")

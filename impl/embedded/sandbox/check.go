@@ -9,6 +9,12 @@ func (st *state) check() error {
 	if st.ClientSecret == "" {
 		return fmt.Errorf("it has no clientSecret: it is empty, null or not a sandbox state")
 	}
+	// Without its key, every token is refused.
+	if len(st.TokenKey) > 0 {
+		if _, err := parseTokenKey(st.TokenKey); err != nil {
+			return err
+		}
+	}
 	for name, ns := range st.Nodes {
 		switch {
 		case ns == nil:

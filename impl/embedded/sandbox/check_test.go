@@ -24,6 +24,7 @@ func TestDamagedStateIsRefused(t *testing.T) {
 		{"null party", `{"clientSecret":"s","nodes":{"alpha":{"fingerprint":"1220ab","operatorUser":"u","operatorParty":"p","parties":{"x":null}}}}`, "nodes.alpha.parties.x is null"},
 		{"null user", `{"clientSecret":"s","nodes":{"alpha":{"fingerprint":"1220ab","operatorUser":"u","operatorParty":"p","users":{"u":null}}}}`, "nodes.alpha.users.u is null"},
 		{"null hosting", `{"clientSecret":"s","nodes":{},"hosting":{"p::1220":null}}`, "hosting.p::1220 is null"},
+		{"damaged token key", `{"clientSecret":"s","nodes":{},"tokenKey":"AAAA"}`, "tokenKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

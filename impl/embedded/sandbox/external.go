@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -247,19 +246,13 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party
 
-	hosts, confirmers, unknown, bad := n.hostsOf(o.toHosts.Participants)
+	hosts, unknown, err := n.hostsOf(o.toHosts.Participants, o.toHosts.Threshold, local)
 	switch {
-	case bad != "":
-		badRequest(w, "participant %s of an external party must confirm or observe", bad)
+	case unknown:
+		cantonError(w, http.StatusNotFound, codeUnknownMembers, err.Error(), catMissing, grpcMissing)
 		return true
-	case !slices.ContainsFunc(hosts, func(h hostingPart) bool { return h.ParticipantUID == local }):
-		badRequest(w, "the external party must be hosted on this participant (%s)", local)
-		return true
-	case len(unknown) > 0:
-		cantonError(w, http.StatusNotFound, codeUnknownMembers, "The following members are not known on the synchronizer: "+strings.Join(unknown, ", "), catMissing, grpcMissing)
-		return true
-	case o.toHosts.Threshold < 1 || o.toHosts.Threshold > confirmers:
-		badRequest(w, "confirmation threshold %d is not between 1 and the %d confirming participants", o.toHosts.Threshold, confirmers)
+	case err != nil:
+		badRequest(w, "%v", err)
 		return true
 	}
 	switch h, ok := n.st.Hosting[o.party]; {
@@ -281,7 +274,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 		ns.Parties[o.party] = &party{ID: o.party, External: true, ResourceVersion: ns.nextVersion()}
 	}
 	if u != nil {
-		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
+		u.Rights = appendNew(u.Rights, []right{{Kind: "CanActAs", Party: o.party}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"partyId": o.party})
 	return true

@@ -274,7 +274,7 @@ func allocateParty(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	}
 	id := ns.addParty(req.PartyIDHint)
 	if u != nil {
-		u.Rights = addRights(u.Rights, []right{{Kind: "CanActAs", Party: id}})
+		u.Rights = appendNew(u.Rights, []right{{Kind: "CanActAs", Party: id}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"partyDetails": partyDetails(ns.Parties[id])})
 	return true
@@ -358,7 +358,8 @@ func rightsJSON(rs []right) []any {
 	return out
 }
 
-func addRights(have, add []right) []right {
+// appendNew appends the elements of add that have does not hold yet.
+func appendNew[T comparable](have, add []T) []T {
 	for _, a := range add {
 		if !slices.Contains(have, a) {
 			have = append(have, a)
@@ -388,7 +389,7 @@ func createUser(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 	if !ok {
 		return false
 	}
-	u := &user{ID: req.User.ID, PrimaryParty: req.User.PrimaryParty, IsDeactivated: req.User.IsDeactivated, ResourceVersion: ns.nextVersion(), Rights: addRights(nil, rights)}
+	u := &user{ID: req.User.ID, PrimaryParty: req.User.PrimaryParty, IsDeactivated: req.User.IsDeactivated, ResourceVersion: ns.nextVersion(), Rights: appendNew(nil, rights)}
 	if req.User.Metadata != nil {
 		u.Annotations = req.User.Metadata.Annotations
 	}
@@ -521,7 +522,7 @@ func grantRights(w http.ResponseWriter, r *http.Request, ns *nodeState) bool {
 		return false
 	}
 	had := len(u.Rights)
-	u.Rights = addRights(u.Rights, rs)
+	u.Rights = appendNew(u.Rights, rs)
 	writeJSON(w, http.StatusOK, map[string]any{"newlyGrantedRights": rightsJSON(u.Rights[had:])})
 	return true
 }
@@ -567,11 +568,7 @@ func (n *Network) uploadDar(w http.ResponseWriter, r *http.Request, ns *nodeStat
 	if err != nil {
 		return invalid(w, "DAR_PARSE_ERROR", "Failed to parse the dar file content: %v", err)
 	}
-	for _, p := range d.Packages {
-		if !slices.Contains(ns.Packages, p) {
-			ns.Packages = append(ns.Packages, p)
-		}
-	}
+	ns.Packages = appendNew(ns.Packages, d.Packages)
 	ns.Dars = append(ns.Dars, d)
 	writeJSON(w, http.StatusOK, map[string]any{})
 	return true

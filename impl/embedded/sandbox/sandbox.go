@@ -71,7 +71,7 @@ type Network struct {
 
 	mu sync.Mutex
 	st *state
-	// signer is the token endpoint's key (state's TokenKey, parsed).
+	// signer is the token endpoint's key (state's TokenKey, parsed at open).
 	signer *ecdsa.PrivateKey
 	// clients are the validators' ledger API clients' secrets, by client id.
 	clients map[string]string
@@ -108,22 +108,30 @@ func Open(dir string, o Options) (*Network, error) {
 	if o.WriteFile == nil {
 		o.WriteFile = atomicfile.Write
 	}
-	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: newServers(), clients: map[string]string{}, codes: authCodes{m: map[string]grant{}}, started: time.Now()}
+	n := &Network{dir: dir, opts: o, nodes: map[string]*node{}, servers: &servers{}, clients: map[string]string{}, codes: authCodes{m: map[string]grant{}}, started: time.Now()}
 	st, err := loadState(n.statePath(), o)
 	if err != nil {
 		return nil, err
 	}
 	n.st = st
-	// A new state, and one older than installations, is saved at once.
-	if n.st.ClientSecret == "" || o.Installation != "" && n.st.Installation != o.Installation {
+	// A new state, and one older than installations or the token key, is saved at once.
+	if n.st.ClientSecret == "" || len(n.st.TokenKey) == 0 || o.Installation != "" && n.st.Installation != o.Installation {
 		if n.st.ClientSecret == "" {
 			n.st.ClientSecret = randomHex(32)
 			n.st.SynchronizerID = "global-domain::" + fingerprint()
+		}
+		if len(n.st.TokenKey) == 0 {
+			if n.st.TokenKey, err = newTokenKey(); err != nil {
+				return nil, err
+			}
 		}
 		n.st.Installation = o.Installation
 		if err := n.saveLocked(); err != nil {
 			return nil, err
 		}
+	}
+	if n.signer, err = parseTokenKey(n.st.TokenKey); err != nil {
+		return nil, err // checked at load
 	}
 	mux := http.NewServeMux()
 	n.scanRoutes(mux)

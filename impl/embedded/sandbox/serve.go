@@ -20,20 +20,20 @@ type server interface {
 }
 
 // servers are the network's listeners, opened at once so that their address
-// is known and connections wait in the backlog; Start serves them.
+// is known and connections wait in the backlog: Start serves those opened
+// before it, add serves the later ones.
 type servers struct {
 	mu      sync.Mutex
 	all     []server
-	queued  []server // opened, not yet served
+	queued  []server // opened before Start
+	serving bool
 	stopped bool
-	wake    chan struct{}
+	wg      sync.WaitGroup // the servers served
 }
-
-func newServers() *servers { return &servers{wake: make(chan struct{}, 1)} }
 
 var errStopped = errors.New("sandbox: the network is stopped")
 
-// add hands s to Start; refused once the network has stopped.
+// add serves s, or hands it to Start; refused once the network has stopped.
 func (ss *servers) add(s server) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -42,20 +42,12 @@ func (ss *servers) add(s server) error {
 		return errStopped
 	}
 	ss.all = append(ss.all, s)
-	ss.queued = append(ss.queued, s)
-	select {
-	case ss.wake <- struct{}{}:
-	default:
+	if ss.serving {
+		ss.wg.Go(s.serve)
+	} else {
+		ss.queued = append(ss.queued, s)
 	}
 	return nil
-}
-
-func (ss *servers) take() []server {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	q := ss.queued
-	ss.queued = nil
-	return q
 }
 
 // stop shuts every listener down and refuses new ones.
@@ -72,21 +64,20 @@ func (ss *servers) stop(ctx context.Context) {
 // Start serves the network's listeners, those its nodes open later too,
 // until ctx ends, and returns once none is served: a Runnable of the Manager.
 func (n *Network) Start(ctx context.Context) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		for _, s := range n.servers.take() {
-			wg.Go(s.serve)
-		}
-		select {
-		case <-n.servers.wake:
-		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-			defer cancel()
-			n.servers.stop(sctx)
-			return nil
-		}
+	ss := n.servers
+	ss.mu.Lock()
+	ss.serving = true
+	for _, s := range ss.queued {
+		ss.wg.Go(s.serve)
 	}
+	ss.queued = nil
+	ss.mu.Unlock()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	ss.stop(sctx)
+	ss.wg.Wait()
+	return nil
 }
 
 func closedContext() context.Context {

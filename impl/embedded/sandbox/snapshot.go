@@ -24,7 +24,9 @@ func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 			spliceError(w, http.StatusUnauthorized, "invalid or missing bearer token")
 			return
 		}
-		if ns := n.st.Nodes[name]; c.AuthorizedParty != "" && (ns == nil || ns.WalletUser == "" || c.Subject != ns.WalletUser) {
+		// A user's token (a token's subject is never empty) is the wallet user's or refused.
+		ns := n.st.Nodes[name]
+		if c.AuthorizedParty != "" && c.Subject != ns.WalletUser {
 			spliceError(w, http.StatusForbidden, "user "+strconv.Quote(c.Subject)+" is not an administrator of this validator")
 			return
 		}
@@ -35,9 +37,8 @@ func (n *Network) dataSnapshot(name string) http.HandlerFunc {
 			spliceError(w, http.StatusBadRequest, "timestamp "+strconv.Quote(ts)+" is not an ISO-8601 UTC timestamp")
 			return
 		}
-		nd, ns := n.nodes[name], n.st.Nodes[name]
 		migration := int64(0)
-		if nd != nil {
+		if nd := n.nodes[name]; nd != nil {
 			migration = nd.migrationID
 		}
 		if s := q.Get("migration_id"); s != "" {

@@ -29,7 +29,7 @@ type state struct {
 }
 
 // hosting is an external party's effective mapping (Serial 0 while there is
-// none; Tx empty when an earlier sandbox recorded none) and its proposal.
+// none) and its proposal.
 type hosting struct {
 	proposal
 	Proposal *proposal `json:"proposal,omitempty"`
@@ -116,11 +116,9 @@ func newNodeState(validator string) *nodeState {
 		_, _ = rand.Read(k)
 		keys = append(keys, nodeKey{Name: name, KeyPair: base64.StdEncoding.EncodeToString(k)})
 	}
-	// The participant's namespace is its namespace key's fingerprint, as in Canton.
-	fp := fingerprint()
-	if _, nsFP, err := keys[2].public(); err == nil {
-		fp = nsFP
-	}
+	// The participant's namespace is its namespace key's fingerprint, as in
+	// Canton; public fails only on a stored key pair, not on one made here.
+	_, fp, _ := keys[2].public()
 	ns := &nodeState{
 		Keys:         keys,
 		Fingerprint:  fp,

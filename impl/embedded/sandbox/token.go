@@ -27,39 +27,27 @@ const tokenTTL = 10 * time.Minute
 
 const tokenKid = "sandbox-1"
 
-// tokenKeyLocked is the signing key, kept in the state so that tokens outlive a restart.
-func (n *Network) tokenKeyLocked() (*ecdsa.PrivateKey, error) {
-	if n.signer != nil {
-		return n.signer, nil
-	}
-	if len(n.st.TokenKey) == 0 {
-		ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, err
-		}
-		if n.st.TokenKey, err = x509.MarshalPKCS8PrivateKey(ec); err != nil {
-			return nil, err
-		}
-		if err := n.saveLocked(); err != nil {
-			return nil, err
-		}
-	}
-	k, err := x509.ParsePKCS8PrivateKey(n.st.TokenKey)
+// newTokenKey is a signing key for the token endpoint, kept in the state so
+// that tokens outlive a restart.
+func newTokenKey() ([]byte, error) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox token key: %w", err)
+		return nil, err
+	}
+	return x509.MarshalPKCS8PrivateKey(ec)
+}
+
+// parseTokenKey reads the state's TokenKey.
+func parseTokenKey(der []byte) (*ecdsa.PrivateKey, error) {
+	k, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("its tokenKey: %w", err)
 	}
 	ec, ok := k.(*ecdsa.PrivateKey)
 	if !ok {
-		return nil, errors.New("sandbox token key is not an EC key")
+		return nil, errors.New("its tokenKey is not an EC key")
 	}
-	n.signer = ec
 	return ec, nil
-}
-
-func (n *Network) tokenKey() (*ecdsa.PrivateKey, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.tokenKeyLocked()
 }
 
 var b64 = base64.RawURLEncoding
@@ -77,15 +65,11 @@ type claims struct {
 }
 
 func (n *Network) issue(c claims) (string, error) {
-	key, err := n.tokenKey()
-	if err != nil {
-		return "", err
-	}
 	body, _ := json.Marshal(c)
 	head := jws.NewHeaders()
 	_ = head.Set(jws.KeyIDKey, tokenKid)
 	_ = head.Set(jws.TypeKey, "JWT")
-	tok, err := jws.Sign(body, jws.WithKey(jwa.ES256, key, jws.WithProtectedHeaders(head)))
+	tok, err := jws.Sign(body, jws.WithKey(jwa.ES256, n.signer, jws.WithProtectedHeaders(head)))
 	return string(tok), err
 }
 
@@ -105,12 +89,8 @@ func (n *Network) claimsLocked(r *http.Request) (claims, bool) {
 	if !ok {
 		return claims{}, false
 	}
-	key, err := n.tokenKeyLocked()
-	if err != nil {
-		return claims{}, false
-	}
 	var msg jws.Message
-	raw, err := jws.Verify([]byte(tok), jws.WithKey(jwa.ES256, &key.PublicKey), jws.WithMessage(&msg), jws.WithCompact())
+	raw, err := jws.Verify([]byte(tok), jws.WithKey(jwa.ES256, &n.signer.PublicKey), jws.WithMessage(&msg), jws.WithCompact())
 	if err != nil || len(msg.Signatures()) != 1 || msg.Signatures()[0].ProtectedHeaders().Algorithm() != jwa.ES256 {
 		return claims{}, false
 	}
@@ -218,15 +198,10 @@ func (n *Network) discovery(w http.ResponseWriter, _ *http.Request) {
 
 // jwks publishes the signing key (RFC 7517).
 func (n *Network) jwks(w http.ResponseWriter, _ *http.Request) {
-	key, err := n.tokenKey()
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
-		return
-	}
-	coord := func(v *big.Int) string { b := make([]byte, 32); v.FillBytes(b); return b64.EncodeToString(b) }
+	coord := func(v *big.Int) string { return b64.EncodeToString(v.FillBytes(make([]byte, 32))) }
 	writeJSON(w, http.StatusOK, map[string]any{"keys": []any{map[string]string{
 		"kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": tokenKid,
-		"x": coord(key.PublicKey.X), "y": coord(key.PublicKey.Y),
+		"x": coord(n.signer.X), "y": coord(n.signer.Y),
 	}}})
 }
 

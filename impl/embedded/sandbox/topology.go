@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -75,28 +76,41 @@ func (n *Network) promote(id string, h *hosting) {
 	h.proposal, h.Proposal = *p, nil
 }
 
-// hostsOf checks a mapping's hosts as the synchronizer does: bad is the first
-// that neither confirms nor observes, unknown (sorted) those it does not know.
-func (n *Network) hostsOf(in []topology.Host) (hosts []hostingPart, confirmers uint32, unknown []string, bad string) {
+// hostsOf checks a mapping's hosts as the synchronizer does, in its order:
+// each confirms or observes, local (when set) is one of them, each is a
+// member it knows (else unknown), and 1 <= threshold <= confirming hosts.
+func (n *Network) hostsOf(in []topology.Host, threshold uint32, local string) (hosts []hostingPart, unknown bool, err error) {
 	known := map[string]bool{}
 	for v, ns := range n.st.Nodes {
 		known[ns.participantUID(v)] = true
 	}
+	var strangers []string
+	confirmers := uint32(0)
 	for _, h := range in {
-		perm := permissionName(h.Permission)
-		if perm != "CONFIRMATION" && perm != "OBSERVATION" {
-			return nil, 0, nil, h.ParticipantUID
-		}
-		if perm == "CONFIRMATION" {
+		perm := "OBSERVATION"
+		switch h.Permission {
+		case topology.PermissionConfirmation:
+			perm = "CONFIRMATION"
 			confirmers++
+		case topology.PermissionObservation:
+		default:
+			return nil, false, fmt.Errorf("participant %s of an external party must confirm or observe", h.ParticipantUID)
 		}
 		if !known[h.ParticipantUID] {
-			unknown = append(unknown, h.ParticipantUID)
+			strangers = append(strangers, h.ParticipantUID)
 		}
 		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
 	}
-	slices.Sort(unknown)
-	return hosts, confirmers, unknown, ""
+	slices.Sort(strangers)
+	switch {
+	case local != "" && !slices.ContainsFunc(hosts, func(h hostingPart) bool { return h.ParticipantUID == local }):
+		return nil, false, fmt.Errorf("the external party must be hosted on this participant (%s)", local)
+	case len(strangers) > 0:
+		return nil, true, fmt.Errorf("The following members are not known on the synchronizer: %s", strings.Join(strangers, ", "))
+	case threshold < 1 || threshold > confirmers:
+		return nil, false, fmt.Errorf("confirmation threshold %d is not between 1 and the %d confirming participants", threshold, confirmers)
+	}
+	return hosts, false, nil
 }
 
 // mappingEntry is a listed mapping, with an external party's signing key.
@@ -116,9 +130,7 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 		case proposals && h.Proposal != nil:
 			out = append(out, mappingEntry{party: id, proposal: *h.Proposal, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
 		case !proposals && h.Serial > 0:
-			p := h.proposal
-			p.Tx = h.effectiveTx(id)
-			out = append(out, mappingEntry{party: id, proposal: p, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
+			out = append(out, mappingEntry{party: id, proposal: h.proposal, keySPKI: h.KeySPKI, keySpec: h.KeySpec})
 		}
 	}
 	if !proposals {
@@ -137,27 +149,10 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 	return out
 }
 
-// effectiveTx rebuilds the transaction of mappings recorded before it was kept.
-func (h *hosting) effectiveTx(party string) []byte {
-	if len(h.Tx) > 0 {
-		return h.Tx
-	}
-	return mappingTx(party, h.Serial, h.Threshold, h.Hosts)
-}
-
 var permissions = map[string]uint64{
 	"SUBMISSION":   topology.PermissionSubmission,
 	"CONFIRMATION": topology.PermissionConfirmation,
 	"OBSERVATION":  topology.PermissionObservation,
-}
-
-func permissionName(p uint64) string {
-	for name, v := range permissions {
-		if v == p {
-			return name
-		}
-	}
-	return ""
 }
 
 func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []byte {
@@ -168,9 +163,13 @@ func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []by
 	return topology.Transaction{Operation: topology.OpAddReplace, Serial: serial, PartyToParticipant: m}.Marshal()
 }
 
-// migrateHosting turns an earlier sandbox's Pending co-hosts into a proposal.
+// migrateHosting rebuilds the transaction of mappings an earlier sandbox
+// recorded without it, and turns its Pending co-hosts into a proposal.
 func migrateHosting(st *state) {
 	for id, h := range st.Hosting {
+		if h.Serial > 0 && len(h.Tx) == 0 {
+			h.Tx = mappingTx(id, h.Serial, h.Threshold, h.Hosts)
+		}
 		if len(h.Pending) == 0 || h.Proposal != nil {
 			h.Pending = nil
 			continue
