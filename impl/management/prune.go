@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
@@ -19,13 +21,13 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 		return managementapi.GetPruneSchedule200JSONResponse{}, nil
 	}
 	out := managementapi.GetPruneSchedule200JSONResponse{
-		Cron:        ptr(p.Cron),
-		MaxDuration: ptr(p.MaxDurationText),
-		Retention:   ptr(p.RetentionText),
+		Cron:        ptr.To(p.Cron),
+		MaxDuration: ptr.To(p.MaxDurationText),
+		Retention:   ptr.To(p.RetentionText),
 	}
 	if c, err := schedule.ParsePrune(p.Cron); err == nil {
 		if next, ok := c.Next(s.Now()); ok {
-			out.NextRun = ptr(next.UTC())
+			out.NextRun = ptr.To(next.UTC())
 		}
 	}
 	return out, nil

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.ListRemoteParticipantsRequestObject) (managementapi.ListRemoteParticipantsResponseObject, error) {
 	f := domain.RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus,
-		NameContains: deref(req.Params.Name), Phase: domain.Phase(deref(req.Params.Status))}
+		NameContains: ptr.Deref(req.Params.Name, ""), Phase: domain.Phase(ptr.Deref(req.Params.Status, ""))}
 	rows, total, err := s.Store.ListRemoteParticipants(ctx, f)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -42,7 +44,7 @@ func runResponse(r domain.Run) managementapi.RunDto {
 		}
 	}
 	if r.Message != "" {
-		dto.Message = ptr(r.Message)
+		dto.Message = ptr.To(r.Message)
 	}
 	return dto
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -18,15 +19,15 @@ const defaultDatabaseStorage = "10Gi"
 // splitSecrets returns the secret values dto carries. The stored
 // configuration never holds them (configFromCreate leaves them out).
 func splitSecrets(dto managementapi.ValidatorDto) domain.ValidatorSecrets {
-	s := domain.ValidatorSecrets{OnboardingSecret: deref(dto.OnboardingSecret)}
+	s := domain.ValidatorSecrets{OnboardingSecret: ptr.Deref(dto.OnboardingSecret, "")}
 	if dto.Auth != nil {
-		s.LedgerAPIClientSecret = deref(dto.Auth.LedgerApiClientSecret)
+		s.LedgerAPIClientSecret = ptr.Deref(dto.Auth.LedgerApiClientSecret, "")
 	}
 	if dto.DatabaseConfig != nil {
-		s.DatabasePassword = deref(dto.DatabaseConfig.Password)
+		s.DatabasePassword = ptr.Deref(dto.DatabaseConfig.Password, "")
 	}
 	// sqlDbPassword is the deprecated spelling of databaseConfig.password.
-	s.DatabasePassword = cmp.Or(s.DatabasePassword, deref(dto.SqlDbPassword))
+	s.DatabasePassword = cmp.Or(s.DatabasePassword, ptr.Deref(dto.SqlDbPassword, ""))
 	return s
 }
 
@@ -100,16 +101,16 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 		return managementapi.ValidatorResponseDto{}, err
 	}
 	r := viewed(v, c)
-	r.Name = ptr(v.Name)
-	r.Phase = ptr(managementapi.Phase(v.Phase))
-	r.Immutable = ptr(v.Immutable)
+	r.Name = ptr.To(v.Name)
+	r.Phase = ptr.To(managementapi.Phase(v.Phase))
+	r.Immutable = ptr.To(v.Immutable)
 	// The service addresses, by the Helm charts' convention (servicesOf).
 	prefix, ns := s.servicesOf(v.Name)
-	host := func(service string) *string { return ptr(domain.ServiceHost(prefix, service, ns)) }
+	host := func(service string) *string { return ptr.To(domain.ServiceHost(prefix, service, ns)) }
 	r.Participant, r.Application = host(domain.ServiceParticipant), host(domain.ServiceValidatorApp)
 	r.ApplicationWallet, r.ApplicationLedgerNameServer = host(domain.ServiceWalletUI), host(domain.ServiceANSUI)
-	r.LedgerApiAddress, r.JsonApiAddress = ptr(domain.LedgerAPIAddress(prefix, ns)), ptr(domain.JSONAPIURL(prefix, ns))
-	r.ValidatorApiAddress = ptr(domain.ValidatorAppURL(prefix, ns))
+	r.LedgerApiAddress, r.JsonApiAddress = ptr.To(domain.LedgerAPIAddress(prefix, ns)), ptr.To(domain.JSONAPIURL(prefix, ns))
+	r.ValidatorApiAddress = ptr.To(domain.ValidatorAppURL(prefix, ns))
 	return r, nil
 }
 
@@ -119,11 +120,11 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.ValidatorResponseDto {
 	r := configResponse(c)
 	if c.WrittenSecrets.Onboarding {
-		r.OnboardingSecretName = ptr(domain.OnboardingSecretName(v.Name))
+		r.OnboardingSecretName = ptr.To(domain.OnboardingSecretName(v.Name))
 	}
-	r.CustomAuth = ptr(v.CustomAuth)
-	r.MigrationId = ptr(strconv.FormatInt(int64(v.MigrationID), 10))
-	r.MigrationMigrating = ptr(v.Migrating)
+	r.CustomAuth = ptr.To(v.CustomAuth)
+	r.MigrationId = ptr.To(strconv.FormatInt(int64(v.MigrationID), 10))
+	r.MigrationMigrating = ptr.To(v.Migrating)
 	storage := v.DatabaseStorage
 	if storage == "" && !v.ExternalDatabase {
 		storage = defaultDatabaseStorage
@@ -143,5 +144,3 @@ func (s *Server) servicesOf(name string) (prefix, namespace string) {
 	}
 	return name, s.Namespace
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -181,12 +181,8 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 		}
 	}
 	gw, err := g.UpdateWalletGateway(ctx, req.Name, func(gw *domain.WalletGateway) error {
-		if b.Enabled != nil {
-			gw.Enabled = *b.Enabled
-		}
-		if b.BaseUrl != nil {
-			gw.BaseURL = *b.BaseUrl
-		}
+		gw.Enabled = ptr.Deref(b.Enabled, gw.Enabled)
+		gw.BaseURL = ptr.Deref(b.BaseUrl, gw.BaseURL)
 		if sealed != "" {
 			gw.Credentials = sealed
 		}
