@@ -266,9 +266,8 @@ func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1
 	}
 	if h := v.HostPath; h != nil {
 		sources++
-		vol.HostPath = &corev1.HostPathVolumeSource{Path: ptr.Deref(h.Path, "")}
-		if t := ptr.Deref(h.Type, ""); t != "" {
-			vol.HostPath.Type = ptr.To(corev1.HostPathType(t))
+		vol.HostPath = &corev1.HostPathVolumeSource{
+			Path: ptr.Deref(h.Path, ""), Type: domain.NonZero(corev1.HostPathType(ptr.Deref(h.Type, ""))),
 		}
 	}
 	if p := v.PersistentVolumeClaim; p != nil {
@@ -358,9 +357,8 @@ func fromVolume(v corev1.Volume) managementapi.Volume {
 		}
 	}
 	if h := v.HostPath; h != nil {
-		out.HostPath = &managementapi.HostPathVolumeSource{Path: domain.NonZero(h.Path)}
-		if h.Type != nil {
-			out.HostPath.Type = domain.NonZero(string(*h.Type))
+		out.HostPath = &managementapi.HostPathVolumeSource{
+			Path: domain.NonZero(h.Path), Type: domain.NonZero(string(ptr.Deref(h.Type, ""))),
 		}
 	}
 	if p := v.PersistentVolumeClaim; p != nil {

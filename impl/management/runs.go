@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"k8s.io/utils/ptr"
-
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -34,6 +32,7 @@ func runResponse(r domain.Run) managementapi.RunDto {
 		Kind:      managementapi.RunKind(strings.ToUpper(string(r.Kind))),
 		StartedAt: r.StartedAt.UTC(),
 		Outcome:   managementapi.RunRunning,
+		Message:   domain.NonZero(r.Message),
 	}
 	if r.FinishedAt != nil {
 		at := r.FinishedAt.UTC()
@@ -42,9 +41,6 @@ func runResponse(r domain.Run) managementapi.RunDto {
 		if r.Succeeded != nil && *r.Succeeded {
 			dto.Outcome = managementapi.RunSucceeded
 		}
-	}
-	if r.Message != "" {
-		dto.Message = ptr.To(r.Message)
 	}
 	return dto
 }

@@ -129,9 +129,7 @@ func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.Validato
 	if storage == "" && !v.ExternalDatabase {
 		storage = defaultDatabaseStorage
 	}
-	if storage != "" {
-		r.DatabaseStorage = &storage
-	}
+	r.DatabaseStorage = domain.NonZero(storage)
 	return r
 }
 

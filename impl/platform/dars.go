@@ -47,11 +47,9 @@ func (s *Server) UploadDar(ctx context.Context, req platformapi.UploadDarRequest
 	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
 		return nil, err
 	}
-	out := platformapi.UploadDar200JSONResponse{Uploaded: true, SizeBytes: body.n}
-	if fileName != "" {
-		out.FileName = &fileName
-	}
-	return out, nil
+	return platformapi.UploadDar200JSONResponse{
+		Uploaded: true, SizeBytes: body.n, FileName: domain.NonZero(fileName),
+	}, nil
 }
 
 // bodyError passes the server's own body errors (413 beyond the limit, 408

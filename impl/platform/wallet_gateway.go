@@ -197,28 +197,21 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 func settingsView(g domain.WalletGateway) platformapi.CustodyProviderSettings {
 	out := platformapi.CustodyProviderSettings{
 		Provider: platformapi.SigningProviderCustodyProviderA, Enabled: g.Enabled,
-		CredentialsConfigured: g.Credentials != "",
+		CredentialsConfigured: g.Credentials != "", BaseUrl: domain.NonZero(g.BaseURL),
 	}
 	if g.UpdatedAt != nil {
 		at := g.UpdatedAt.Truncate(time.Millisecond)
 		out.UpdatedAt = &at
 	}
-	if g.BaseURL != "" {
-		out.BaseUrl = &g.BaseURL
-	}
 	return out
 }
 
 func walletView(w domain.GatewayWallet) platformapi.GatewayWallet {
-	out := platformapi.GatewayWallet{
+	return platformapi.GatewayWallet{
 		WalletId: w.WalletID, PartyId: w.PartyID, PartyHint: w.PartyHint,
 		SigningProvider: platformapi.SigningProvider(w.SigningProvider), Primary: w.Primary,
-		CreatedAt: w.CreatedAt.Truncate(time.Millisecond),
+		CreatedAt: w.CreatedAt.Truncate(time.Millisecond), Vault: domain.NonZero(w.Vault),
 	}
-	if w.Vault != "" {
-		out.Vault = &w.Vault
-	}
-	return out
 }
 
 func newWalletID() string {
