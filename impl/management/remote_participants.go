@@ -120,12 +120,10 @@ func participantResponse(p domain.RemoteParticipant) (managementapi.RemotePartic
 	if err := json.Unmarshal(p.Spec, &dto); err != nil {
 		return dto, fmt.Errorf("remote participant %q: stored registration: %w", p.Name, err)
 	}
-	phase := managementapi.Phase(p.Phase)
-	dto.Phase = &phase
+	dto.Phase = ptr.To(managementapi.Phase(p.Phase))
 	dto.HealthStatus = p.Healthy
 	if p.LastCheckedAt != nil {
-		t := p.LastCheckedAt.UTC()
-		dto.LastHealthCheck = &t
+		dto.LastHealthCheck = ptr.To(p.LastCheckedAt.UTC())
 	}
 	return dto, nil
 }

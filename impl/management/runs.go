@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -35,8 +37,7 @@ func runResponse(r domain.Run) managementapi.RunDto {
 		Message:   domain.NonZero(r.Message),
 	}
 	if r.FinishedAt != nil {
-		at := r.FinishedAt.UTC()
-		dto.FinishedAt = &at
+		dto.FinishedAt = ptr.To(r.FinishedAt.UTC())
 		dto.Outcome = managementapi.RunFailed
 		if r.Succeeded != nil && *r.Succeeded {
 			dto.Outcome = managementapi.RunSucceeded

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -178,8 +179,7 @@ func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (pla
 		for _, kv := range bi.Settings {
 			switch kv.Key {
 			case "vcs.revision":
-				rev := kv.Value
-				b.Commit = &rev
+				b.Commit = ptr.To(kv.Value)
 			case "vcs.time":
 				if t, err := time.Parse(time.RFC3339, kv.Value); err == nil {
 					b.Time = &t

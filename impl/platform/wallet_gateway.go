@@ -200,8 +200,7 @@ func settingsView(g domain.WalletGateway) platformapi.CustodyProviderSettings {
 		CredentialsConfigured: g.Credentials != "", BaseUrl: domain.NonZero(g.BaseURL),
 	}
 	if g.UpdatedAt != nil {
-		at := g.UpdatedAt.Truncate(time.Millisecond)
-		out.UpdatedAt = &at
+		out.UpdatedAt = ptr.To(g.UpdatedAt.Truncate(time.Millisecond))
 	}
 	return out
 }
