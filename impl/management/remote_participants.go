@@ -94,10 +94,7 @@ func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemotePartic
 	if len(bad) > 0 {
 		return domain.RemoteParticipant{}, bad
 	}
-	phase := domain.PhasePending
-	if dto.Phase != nil {
-		phase = domain.Phase(*dto.Phase)
-	}
+	phase := domain.Phase(ptr.Deref(dto.Phase, managementapi.PENDING))
 	dto.Phase = nil
 	dto.HealthStatus, dto.LastHealthCheck = nil, nil
 	spec, err := json.Marshal(dto)

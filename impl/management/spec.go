@@ -36,9 +36,9 @@ func splitSecrets(dto managementapi.ValidatorDto) domain.ValidatorSecrets {
 // missing object names what the caller wrote).
 func references(c domain.ValidatorConfig) domain.References {
 	var refs domain.References
-	secret := func(field string, name *string) {
-		if name != nil && *name != "" {
-			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: *name})
+	secret := func(field, name string) {
+		if name != "" {
+			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: name})
 		}
 	}
 	envVars := func(field string, vars []corev1.EnvVar) {
@@ -51,13 +51,13 @@ func references(c domain.ValidatorConfig) domain.References {
 				Field:    fmt.Sprintf("%s.%d.valueFrom.secretKeyRef", field, i),
 				Name:     ref.Name,
 				Key:      ref.Key,
-				Optional: ref.Optional != nil && *ref.Optional,
+				Optional: ptr.Deref(ref.Optional, false),
 			})
 		}
 	}
 	pullSecrets := func(field string, w domain.Workload) {
 		for _, s := range w.ImagePullSecrets {
-			secret(field+".resources.imagePullSecret", &s.Name)
+			secret(field+".resources.imagePullSecret", s.Name)
 		}
 	}
 	app := func(field string, a *domain.App) {
@@ -67,22 +67,18 @@ func references(c domain.ValidatorConfig) domain.References {
 		envVars(field+".envVars", a.EnvVars)
 		pullSecrets(field, a.Workload)
 	}
-	if c.EnvVars != nil {
-		envVars("envVars", *c.EnvVars)
-	}
+	envVars("envVars", ptr.Deref(c.EnvVars, nil))
 	app("participant", &c.Participant)
 	cc := c.Cluster
 	app("clusterConfig.appInfoValidator", &cc.ValidatorApp)
 	app("clusterConfig.appInfoLedgerNameService", &cc.NameService)
 	app("clusterConfig.appInfoWallet", cc.Wallet)
-	if cc.AdditionalUsersEnvVars != nil {
-		envVars("clusterConfig.additionalUsersEnvVars", *cc.AdditionalUsersEnvVars)
-	}
+	envVars("clusterConfig.additionalUsersEnvVars", ptr.Deref(cc.AdditionalUsersEnvVars, nil))
 	if imp := cc.IdentitiesImport; imp != nil {
-		secret("clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", &imp.SecretName)
+		secret("clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", imp.SecretName)
 	}
 	if b := cc.IdentitiesBackup; b != nil {
-		secret("clusterConfig.participantIdentitiesDumpBackup.locationBucketSecretName", &b.BucketSecretName)
+		secret("clusterConfig.participantIdentitiesDumpBackup.locationBucketSecretName", b.BucketSecretName)
 	}
 	if sc := c.StorageClass(); sc != "" {
 		refs.StorageClasses = append(refs.StorageClasses, domain.Reference{Field: "clusterConfig.pvcVolumeStorageClass", Name: sc})
