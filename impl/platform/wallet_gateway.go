@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -123,9 +122,7 @@ func allocatedParty(ctx context.Context, n *upstream.Node, hint string) (string,
 		return "", err
 	}
 	var id partyID
-	if err := json.Unmarshal(found[0], &id); err != nil || !strings.HasPrefix(id.Party, hint+"::") {
-		return "", nil
-	}
+	_ = json.Unmarshal(found[0], &id) // partiesWithPrefix decoded it and checked its prefix
 	return id.Party, nil
 }
 
