@@ -44,10 +44,7 @@ func configFromCreate(dto managementapi.ValidatorDto) (domain.ValidatorConfig, e
 	if dto.SqlDbConfig != nil {
 		c.DatabaseWorkload = ptr.To(toDatabaseWorkload(*dto.SqlDbConfig, &bad))
 	}
-	if len(bad) > 0 {
-		return c, bad
-	}
-	return c, nil
+	return c, bad.Err()
 }
 
 // configResponse is the part of a validator's response that its
@@ -143,10 +140,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 	if v.ExternalDatabase && c.Database != nil {
 		bad = append(bad, externalDatabaseAddress(convert[managementapi.ValidatorDbConfigDto](*c.Database))...)
 	}
-	if len(bad) > 0 {
-		return secrets, bad
-	}
-	return secrets, nil
+	return secrets, bad.Err()
 }
 
 // editAppInfo applies an AppInfoEditDto of the request field: envVars

@@ -106,9 +106,6 @@ func parsePrune(validator string, dto managementapi.ScheduledValidatorPruneDto) 
 	if err != nil {
 		bad = append(bad, domain.Invalid("retention", "%v", err))
 	}
-	if len(bad) > 0 {
-		return domain.PruneSchedule{}, bad
-	}
 	return domain.PruneSchedule{
 		Validator:       validator,
 		Cron:            dto.Cron,
@@ -116,7 +113,7 @@ func parsePrune(validator string, dto managementapi.ScheduledValidatorPruneDto) 
 		Retention:       retention,
 		MaxDurationText: dto.MaxDuration,
 		RetentionText:   dto.Retention,
-	}, nil
+	}, bad.Err()
 }
 
 // pruneFromCreate reads the optional schedule of a create payload; its

@@ -148,10 +148,7 @@ func checkCreate(dto managementapi.ValidatorDto) error {
 	if db := dto.DatabaseConfig; db != nil && db.External != nil && *db.External {
 		bad = append(bad, externalDatabaseAddress(*db)...)
 	}
-	if len(bad) > 0 {
-		return bad
-	}
-	return nil
+	return bad.Err()
 }
 
 // checkImage refuses an imageRepo or imageTag (each when given) from which
