@@ -115,9 +115,7 @@ func (s *Server) check(ctx context.Context) *healthReport {
 	for name, p := range s.Health {
 		wg.Go(func() {
 			st := platformapi.HealthUp
-			if p == nil {
-				st = platformapi.HealthDown
-			} else if err := p.Ping(ctx); err != nil {
+			if err := p.Ping(ctx); err != nil {
 				// The body says only DOWN; the log says why, at INFO for a
 				// start in progress, which is expected.
 				st = platformapi.HealthDown
