@@ -134,6 +134,14 @@ func (v Invalids) Error() string {
 	return errors.Join(msgs...).Error()
 }
 
+// Err is v as an error: nil when v is empty, as errors.Join answers none.
+func (v Invalids) Err() error {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
 // UpstreamError is a failed call to a node the server proxies to. Like
 // Error, it carries a message safe for the client and a cause for the log
 // only (which may name addresses, upstream bodies or internals).

@@ -3,6 +3,8 @@ package management
 import (
 	"context"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
@@ -24,7 +26,7 @@ func (s *Server) checkConfig(ctx context.Context, cfg domain.ValidatorConfig) er
 			bad = append(bad, domain.Invalid("clusterConfig.scanAddress", "%v", err))
 		}
 	}
-	if cfg.Auth != nil && deref(cfg.Auth.OIDCAuthorityURL) != "" {
+	if cfg.Auth != nil && ptr.Deref(cfg.Auth.OIDCAuthorityURL, "") != "" {
 		if err := s.ValidatorAddresses.CheckURL(*cfg.Auth.OIDCAuthorityURL); err != nil {
 			bad = append(bad, domain.Invalid("auth.oidcAuthorityUrl", "%v", err))
 		}

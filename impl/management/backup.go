@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
@@ -125,10 +127,7 @@ func (s *Server) activeBackup(ctx context.Context, name string) (domain.BackupSc
 }
 
 func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain.BackupSchedule, error) {
-	cron := defaultBackupCron
-	if dto.Cron != nil {
-		cron = *dto.Cron
-	}
+	cron := ptr.Deref(dto.Cron, defaultBackupCron)
 	if _, err := schedule.ParseBackup(cron); err != nil {
 		return domain.BackupSchedule{}, domain.Invalid("cron", "%v", err)
 	}
@@ -136,9 +135,9 @@ func parseBackup(validator string, dto managementapi.ValidatorBackupDto) (domain
 }
 
 func (s *Server) backupResponse(b domain.BackupSchedule) managementapi.ScheduledValidatorBackupDto {
-	out := managementapi.ScheduledValidatorBackupDto{Cron: b.Cron, MaxBackups: ptr(b.MaxBackups)}
+	out := managementapi.ScheduledValidatorBackupDto{Cron: b.Cron, MaxBackups: ptr.To(b.MaxBackups)}
 	if c, err := schedule.ParseBackup(b.Cron); err == nil {
-		out.NextRun = ptr(strconv.FormatInt(c.Next(s.Now()).Unix(), 10))
+		out.NextRun = ptr.To(strconv.FormatInt(c.Next(s.Now()).Unix(), 10))
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 )
 
@@ -76,17 +78,17 @@ func fillKubernetesValue(v reflect.Value, path string) {
 	switch {
 	case v.Type() == resourcesType:
 		r := v.Addr().Interface().(*managementapi.ResourcesDto)
-		r.CpuLimit, r.CpuRequested = ptr(fmt.Sprintf("%dm", len(path))), ptr(fmt.Sprintf("%dm", len(path)+1))
-		r.MemoryLimit, r.MemoryRequested = ptr(fmt.Sprintf("%dMi", len(path))), ptr(fmt.Sprintf("%dMi", len(path)+1))
+		r.CpuLimit, r.CpuRequested = ptr.To(fmt.Sprintf("%dm", len(path))), ptr.To(fmt.Sprintf("%dm", len(path)+1))
+		r.MemoryLimit, r.MemoryRequested = ptr.To(fmt.Sprintf("%dMi", len(path))), ptr.To(fmt.Sprintf("%dMi", len(path)+1))
 	case v.Type() == volumesType && v.Len() == 1:
 		one := v.Index(0).Interface().(managementapi.Volume)
-		one.EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: ptr("1"), Format: ptr("Gi")}
+		one.EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: ptr.To("1"), Format: ptr.To("Gi")}
 		vols := []managementapi.Volume{
 			{Name: one.Name, ConfigMap: one.ConfigMap},
-			{Name: ptr(*one.Name + "-1"), Secret: one.Secret},
-			{Name: ptr(*one.Name + "-2"), EmptyDir: one.EmptyDir},
-			{Name: ptr(*one.Name + "-3"), HostPath: one.HostPath},
-			{Name: ptr(*one.Name + "-4"), PersistentVolumeClaim: one.PersistentVolumeClaim},
+			{Name: ptr.To(*one.Name + "-1"), Secret: one.Secret},
+			{Name: ptr.To(*one.Name + "-2"), EmptyDir: one.EmptyDir},
+			{Name: ptr.To(*one.Name + "-3"), HostPath: one.HostPath},
+			{Name: ptr.To(*one.Name + "-4"), PersistentVolumeClaim: one.PersistentVolumeClaim},
 		}
 		v.Set(reflect.ValueOf(vols))
 	case v.Kind() == reflect.Pointer && !v.IsNil():

@@ -21,9 +21,12 @@ const listViewVersion = 2
 
 // listView is a validator's list item but for what writeItem adds, as JSON:
 // the column list_view, written with the configuration, so that a page
-// splices it instead of decoding the configuration of every row.
-func listView(v domain.Validator, c domain.ValidatorConfig) ([]byte, error) {
-	return json.Marshal(viewed(v, c))
+// splices it instead of decoding the configuration of every row. Marshal
+// cannot fail: the response holds only strings, integers, booleans and
+// structs and lists of them.
+func listView(v domain.Validator, c domain.ValidatorConfig) []byte {
+	view, _ := json.Marshal(viewed(v, c))
+	return view
 }
 
 // setConfig stores c as v's configuration, with v's list view: call it
@@ -33,11 +36,7 @@ func setConfig(v *domain.Validator, c domain.ValidatorConfig) error {
 	if err != nil {
 		return err
 	}
-	view, err := listView(*v, c)
-	if err != nil {
-		return err
-	}
-	v.Spec, v.ListView, v.ListViewVersion = spec, view, listViewVersion
+	v.Spec, v.ListView, v.ListViewVersion = spec, listView(*v, c), listViewVersion
 	return nil
 }
 
@@ -88,7 +87,7 @@ func (s *Server) renderPage(ctx context.Context, rows []domain.ListedValidator, 
 			if err == nil {
 				var c domain.ValidatorConfig
 				if c, err = full.Config(); err == nil {
-					view, err = listView(full, c)
+					view = listView(full, c)
 				}
 			}
 			if err != nil {
@@ -251,11 +250,9 @@ func (s *Server) RefreshListViews(ctx context.Context) error {
 				s.Logger.WarnContext(ctx, "list view not refreshed: stored configuration unreadable", "validator", v.Name, "error", err)
 				continue
 			}
-			view, err := listView(v, c)
-			if err != nil {
-				return err
-			}
-			updates = append(updates, domain.ListViewUpdate{Name: v.Name, UpdatedAt: v.UpdatedAt, View: view, Version: listViewVersion})
+			updates = append(updates, domain.ListViewUpdate{
+				Name: v.Name, UpdatedAt: v.UpdatedAt, View: listView(v, c), Version: listViewVersion,
+			})
 		}
 		if err := s.Store.SetListViews(ctx, updates); err != nil {
 			return err

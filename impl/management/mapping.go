@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/apis/v1alpha1"
@@ -41,12 +42,9 @@ func configFromCreate(dto managementapi.ValidatorDto) (domain.ValidatorConfig, e
 		LegacyDatabaseUser: clone(dto.SqlDbUser),
 	}
 	if dto.SqlDbConfig != nil {
-		c.DatabaseWorkload = ptr(toDatabaseWorkload(*dto.SqlDbConfig, &bad))
+		c.DatabaseWorkload = ptr.To(toDatabaseWorkload(*dto.SqlDbConfig, &bad))
 	}
-	if len(bad) > 0 {
-		return c, bad
-	}
-	return c, nil
+	return c, bad.Err()
 }
 
 // configResponse is the part of a validator's response that its
@@ -55,17 +53,17 @@ func configFromCreate(dto managementapi.ValidatorDto) (domain.ValidatorConfig, e
 func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto {
 	cc := c.Cluster
 	r := managementapi.ValidatorResponseDto{
-		ImageRepo:                ptr(c.ImageRepo),
-		ImageTag:                 ptr(c.ImageTag),
-		ScanAddress:              ptr(cc.ScanAddress),
+		ImageRepo:                ptr.To(c.ImageRepo),
+		ImageTag:                 ptr.To(c.ImageTag),
+		ScanAddress:              ptr.To(cc.ScanAddress),
 		ContactPoint:             clone(cc.ContactPoint),
 		DisabledWallet:           clone(cc.DisabledWallet),
 		DisableProbes:            clone(cc.DisableProbes),
 		TopUp:                    mapPtr(cc.TopUp, convert[managementapi.TopUpDto]),
-		AppInfoValidator:         ptr(fromApp(cc.ValidatorApp)),
-		AppInfoLedgerNameService: ptr(fromApp(cc.NameService)),
+		AppInfoValidator:         ptr.To(fromApp(cc.ValidatorApp)),
+		AppInfoLedgerNameService: ptr.To(fromApp(cc.NameService)),
 		AppInfoWallet:            mapPtr(cc.Wallet, fromApp),
-		ParticipantInfo:          ptr(fromApp(c.Participant)),
+		ParticipantInfo:          ptr.To(fromApp(c.Participant)),
 		EnvVars:                  mapSlicePtr(c.EnvVars, fromEnvVar),
 		ExposeLedgerApi:          clone(c.ParticipantNode.ExposeLedgerAPI),
 		PrivateJsonApi:           clone(c.ParticipantNode.PrivateJSONAPI),
@@ -74,26 +72,22 @@ func configResponse(c domain.ValidatorConfig) managementapi.ValidatorResponseDto
 		DatabaseConfig:           mapPtr(c.Database, convert[managementapi.ValidatorDbConfigDto]),
 	}
 	if imp := cc.IdentitiesImport; imp != nil {
-		r.ParticipantIdentitiesDumpSecretName = ptr(imp.SecretName)
+		r.ParticipantIdentitiesDumpSecretName = ptr.To(imp.SecretName)
 	}
 	if len(c.WalletSweeps) > 0 {
-		r.WalletSweeps = ptr(mapSlice(c.WalletSweeps, convert[managementapi.WalletSweepDto]))
+		r.WalletSweeps = ptr.To(mapSlice(c.WalletSweeps, convert[managementapi.WalletSweepDto]))
 	}
 	return r
 }
 
 // applyEdit changes v and c as edit says and returns the secret values it
 // carries. It refuses changes to immutable fields, naming the request field.
-// An optional field the edit leaves out (nil) keeps its value (cmp.Or).
+// An optional field the edit leaves out (nil) keeps its value (ptr.Deref, cmp.Or).
 func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementapi.ValidatorEditDto) (domain.ValidatorSecrets, error) {
 	var secrets domain.ValidatorSecrets
 	bad := checkImage(edit.ImageRepo, edit.ImageTag)
-	if edit.ImageRepo != nil {
-		c.ImageRepo = *edit.ImageRepo
-	}
-	if edit.ImageTag != nil {
-		c.ImageTag = *edit.ImageTag
-	}
+	c.ImageRepo = ptr.Deref(edit.ImageRepo, c.ImageRepo)
+	c.ImageTag = ptr.Deref(edit.ImageTag, c.ImageTag)
 	if edit.DatabaseStorage != nil {
 		if v.ExternalDatabase {
 			bad = append(bad, domain.Invalid("databaseStorage", "the validator uses an external database"))
@@ -110,9 +104,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		v.MigrationID = cc.Migration.Id
 		v.Migrating = cc.Migration.Migrating != nil && *cc.Migration.Migrating
 		c.Cluster.Migration = convert[domain.Migration](cc.Migration)
-		if cc.ScanAddress != nil {
-			c.Cluster.ScanAddress = *cc.ScanAddress
-		}
+		c.Cluster.ScanAddress = ptr.Deref(cc.ScanAddress, c.Cluster.ScanAddress)
 		c.Cluster.ContactPoint = cmp.Or(clone(cc.ContactPoint), c.Cluster.ContactPoint)
 		c.Cluster.TopUp = cmp.Or(mapPtr(cc.TopUp, convert[domain.TopUp]), c.Cluster.TopUp)
 		c.Cluster.DisableProbes = cmp.Or(clone(cc.DisableProbes), c.Cluster.DisableProbes)
@@ -129,9 +121,7 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 		}
 	}
 	editAppInfo("participant", &c.Participant, edit.Participant, &bad)
-	if edit.CleanRestoreData != nil {
-		c.CleanRestoreData = *edit.CleanRestoreData
-	}
+	c.CleanRestoreData = ptr.Deref(edit.CleanRestoreData, c.CleanRestoreData)
 	c.ParticipantNode.ExposeLedgerAPI = cmp.Or(clone(edit.ExposeLedgerApi), c.ParticipantNode.ExposeLedgerAPI)
 	c.ParticipantNode.PrivateJSONAPI = cmp.Or(clone(edit.PrivateJsonApi), c.ParticipantNode.PrivateJSONAPI)
 	if db := edit.DatabaseConfig; db != nil {
@@ -140,22 +130,17 @@ func applyEdit(v *domain.Validator, c *domain.ValidatorConfig, edit managementap
 			bad = append(bad, domain.Invalid("databaseConfig.external", "cannot change between an internal and an external database"))
 		}
 		next := convert[domain.Database](*db)
-		next.External = ptr(v.ExternalDatabase)
-		if db.Password != nil {
-			secrets.DatabasePassword = *db.Password
-		}
+		next.External = ptr.To(v.ExternalDatabase)
+		secrets.DatabasePassword = ptr.Deref(db.Password, "")
 		c.Database = &next
 	}
 	if edit.SqlDbConfig != nil {
-		c.DatabaseWorkload = ptr(toDatabaseWorkload(*edit.SqlDbConfig, &bad))
+		c.DatabaseWorkload = ptr.To(toDatabaseWorkload(*edit.SqlDbConfig, &bad))
 	}
 	if v.ExternalDatabase && c.Database != nil {
 		bad = append(bad, externalDatabaseAddress(convert[managementapi.ValidatorDbConfigDto](*c.Database))...)
 	}
-	if len(bad) > 0 {
-		return secrets, bad
-	}
-	return secrets, nil
+	return secrets, bad.Err()
 }
 
 // editAppInfo applies an AppInfoEditDto of the request field: envVars
@@ -190,7 +175,7 @@ func toCluster(c managementapi.ClusterConfigDto, bad *domain.Invalids) domain.Cl
 	cc.ValidatorApp = toApp("clusterConfig.appInfoValidator", c.AppInfoValidator, bad)
 	cc.Wallet = nil
 	if c.AppInfoWallet != nil {
-		cc.Wallet = ptr(toApp("clusterConfig.appInfoWallet", *c.AppInfoWallet, bad))
+		cc.Wallet = ptr.To(toApp("clusterConfig.appInfoWallet", *c.AppInfoWallet, bad))
 	}
 	return cc
 }
@@ -215,11 +200,13 @@ func toWorkload(field string, r *managementapi.ResourcesDto, bad *domain.Invalid
 // toEnvVar keeps a value from a Secret's key only (the one source the
 // contract has).
 func toEnvVar(e managementapi.EnvVar) corev1.EnvVar {
-	v := corev1.EnvVar{Name: deref(e.Name), Value: deref(e.Value)}
+	v := corev1.EnvVar{Name: ptr.Deref(e.Name, ""), Value: ptr.Deref(e.Value, "")}
 	if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 		k := e.ValueFrom.SecretKeyRef
 		v.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: deref(k.Name)}, Key: deref(k.Key), Optional: clone(k.Optional),
+			LocalObjectReference: corev1.LocalObjectReference{Name: ptr.Deref(k.Name, "")},
+			Key:                  ptr.Deref(k.Key, ""),
+			Optional:             clone(k.Optional),
 		}}
 	}
 	return v
@@ -243,25 +230,29 @@ func toDatabaseWorkload(s managementapi.SqlDbConfigDto, bad *domain.Invalids) do
 }
 
 func toVolumeMount(m managementapi.VolumeMount) corev1.VolumeMount {
-	return corev1.VolumeMount{Name: deref(m.Name), MountPath: deref(m.Path), ReadOnly: deref(m.ReadOnly), SubPath: deref(m.SubPath)}
+	return corev1.VolumeMount{
+		Name: ptr.Deref(m.Name, ""), MountPath: ptr.Deref(m.Path, ""),
+		ReadOnly: ptr.Deref(m.ReadOnly, false), SubPath: ptr.Deref(m.SubPath, ""),
+	}
 }
 
 // toVolume refuses what Kubernetes would: a volume needs exactly one
 // source, and a size limit is a quantity.
 func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1.Volume {
-	vol := corev1.Volume{Name: deref(v.Name)}
+	vol := corev1.Volume{Name: ptr.Deref(v.Name, "")}
 	sources := 0
 	if c := v.ConfigMap; c != nil {
 		sources++
-		vol.ConfigMap = ptr(convert[corev1.ConfigMapVolumeSource](*c))
+		vol.ConfigMap = ptr.To(convert[corev1.ConfigMapVolumeSource](*c))
 	}
 	if e := v.EmptyDir; e != nil {
 		sources++
-		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(deref(e.Medium))}
+		vol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(ptr.Deref(e.Medium, ""))}
 		if l := e.SizeLimit; l != nil {
-			q, err := resource.ParseQuantity(deref(l.Amount) + deref(l.Format))
+			size := ptr.Deref(l.Amount, "") + ptr.Deref(l.Format, "")
+			q, err := resource.ParseQuantity(size)
 			if err != nil {
-				*bad = append(*bad, domain.Invalid(field+".emptyDir.sizeLimit", "amount and format must make a Kubernetes quantity such as 1Gi: %q", deref(l.Amount)+deref(l.Format)))
+				*bad = append(*bad, domain.Invalid(field+".emptyDir.sizeLimit", "amount and format must make a Kubernetes quantity such as 1Gi: %q", size))
 			} else {
 				vol.EmptyDir.SizeLimit = &q
 			}
@@ -269,18 +260,17 @@ func toVolume(field string, v managementapi.Volume, bad *domain.Invalids) corev1
 	}
 	if h := v.HostPath; h != nil {
 		sources++
-		vol.HostPath = &corev1.HostPathVolumeSource{Path: deref(h.Path)}
-		if t := deref(h.Type); t != "" {
-			vol.HostPath.Type = ptr(corev1.HostPathType(t))
+		vol.HostPath = &corev1.HostPathVolumeSource{
+			Path: ptr.Deref(h.Path, ""), Type: domain.NonZero(corev1.HostPathType(ptr.Deref(h.Type, ""))),
 		}
 	}
 	if p := v.PersistentVolumeClaim; p != nil {
 		sources++
-		vol.PersistentVolumeClaim = ptr(convert[corev1.PersistentVolumeClaimVolumeSource](*p))
+		vol.PersistentVolumeClaim = ptr.To(convert[corev1.PersistentVolumeClaimVolumeSource](*p))
 	}
 	if s := v.Secret; s != nil {
 		sources++
-		vol.Secret = ptr(convert[corev1.SecretVolumeSource](*s))
+		vol.Secret = ptr.To(convert[corev1.SecretVolumeSource](*s))
 	}
 	if sources != 1 {
 		*bad = append(*bad, domain.Invalid(field, "must have exactly one of configMap, emptyDir, hostPath, persistentVolumeClaim, secret (has %d)", sources))
@@ -320,7 +310,7 @@ func quantity(list corev1.ResourceList, name corev1.ResourceName) *string {
 	if !ok {
 		return nil
 	}
-	return ptr(q.String())
+	return ptr.To(q.String())
 }
 
 func fromEnvVar(e corev1.EnvVar) managementapi.EnvVar {
@@ -361,9 +351,8 @@ func fromVolume(v corev1.Volume) managementapi.Volume {
 		}
 	}
 	if h := v.HostPath; h != nil {
-		out.HostPath = &managementapi.HostPathVolumeSource{Path: domain.NonZero(h.Path)}
-		if h.Type != nil {
-			out.HostPath.Type = domain.NonZero(string(*h.Type))
+		out.HostPath = &managementapi.HostPathVolumeSource{
+			Path: domain.NonZero(h.Path), Type: domain.NonZero(string(ptr.Deref(h.Type, ""))),
 		}
 	}
 	if p := v.PersistentVolumeClaim; p != nil {
@@ -419,14 +408,6 @@ func clone[T any](p *T) *T {
 	}
 	v := *p
 	return &v
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 func mapPtr[A, B any](p *A, f func(A) B) *B {

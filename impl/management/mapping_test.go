@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -266,8 +268,8 @@ func TestVersion1RowListsAsBefore(t *testing.T) {
 // form (docs/decisions.md), a size limit split into amount and format.
 func TestQuantitiesCanonical(t *testing.T) {
 	dto := fullCreate()
-	dto.Participant.Resources = &managementapi.ResourcesDto{CpuLimit: ptr("0.5"), CpuRequested: ptr("100m"), MemoryLimit: ptr("1.5Gi"), MemoryRequested: ptr("1000Mi")}
-	(*dto.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: ptr("2048"), Format: ptr("Mi")}
+	dto.Participant.Resources = &managementapi.ResourcesDto{CpuLimit: ptr.To("0.5"), CpuRequested: ptr.To("100m"), MemoryLimit: ptr.To("1.5Gi"), MemoryRequested: ptr.To("1000Mi")}
+	(*dto.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit = &managementapi.SizeLimit{Amount: ptr.To("2048"), Format: ptr.To("Mi")}
 	c, err := configFromCreate(dto)
 	if err != nil {
 		t.Fatal(err)
@@ -287,16 +289,16 @@ func TestMappingRefuses(t *testing.T) {
 		edit  func(*managementapi.ValidatorDto)
 		field string
 	}{
-		{"cpu limit", func(d *managementapi.ValidatorDto) { d.Participant.Resources.CpuLimit = ptr("two") }, "participant.resources.cpuLimit"},
+		{"cpu limit", func(d *managementapi.ValidatorDto) { d.Participant.Resources.CpuLimit = ptr.To("two") }, "participant.resources.cpuLimit"},
 		{"memory request", func(d *managementapi.ValidatorDto) {
-			d.ClusterConfig.AppInfoWallet.Resources.MemoryRequested = ptr("1 Gi")
+			d.ClusterConfig.AppInfoWallet.Resources.MemoryRequested = ptr.To("1 Gi")
 		}, "clusterConfig.appInfoWallet.resources.memoryRequested"},
-		{"database cpu request", func(d *managementapi.ValidatorDto) { d.SqlDbConfig.Resources.CpuRequested = ptr("") }, "sqlDbConfig.resources.cpuRequested"},
+		{"database cpu request", func(d *managementapi.ValidatorDto) { d.SqlDbConfig.Resources.CpuRequested = ptr.To("") }, "sqlDbConfig.resources.cpuRequested"},
 		{"size limit", func(d *managementapi.ValidatorDto) {
-			(*d.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit.Format = ptr("GB")
+			(*d.SqlDbConfig.Volumes)[2].EmptyDir.SizeLimit.Format = ptr.To("GB")
 		}, "sqlDbConfig.volumes.2.emptyDir.sizeLimit"},
 		{"two sources", func(d *managementapi.ValidatorDto) {
-			(*d.SqlDbConfig.Volumes)[0].Secret = &managementapi.SecretVolumeSource{SecretName: ptr("s")}
+			(*d.SqlDbConfig.Volumes)[0].Secret = &managementapi.SecretVolumeSource{SecretName: ptr.To("s")}
 		}, "sqlDbConfig.volumes.0"},
 		{"no source", func(d *managementapi.ValidatorDto) {
 			(*d.SqlDbConfig.Volumes)[1].Secret = nil
@@ -371,7 +373,7 @@ func TestCreateStoreResponse(t *testing.T) {
 		{"sqlDbUser", r.SqlDbUser, dto.SqlDbUser},
 		{"databaseConfig", r.DatabaseConfig, &db},
 		{"participantIdentitiesDumpSecretName", r.ParticipantIdentitiesDumpSecretName, &cc.ParticipantIdentitiesDumpImport.IdentitiesSecretName},
-		{"onboardingSecretName", r.OnboardingSecretName, ptr(domain.OnboardingSecretName(dto.Name))},
+		{"onboardingSecretName", r.OnboardingSecretName, ptr.To(domain.OnboardingSecretName(dto.Name))},
 		{"walletSweeps", r.WalletSweeps, &sweeps},
 	} {
 		if !reflect.DeepEqual(f.got, f.want) {
@@ -395,12 +397,12 @@ func TestEditMapping(t *testing.T) {
 	var edit managementapi.ValidatorEditDto
 	fill(&edit)
 	fillKubernetes(&edit)
-	edit.DatabaseStorage = ptr("20Gi")
-	edit.ImageRepo = ptr("registry.example.test/splice") // the filled path is not a repository name
-	edit.DatabaseConfig.External = ptr(false)
+	edit.DatabaseStorage = ptr.To("20Gi")
+	edit.ImageRepo = ptr.To("registry.example.test/splice") // the filled path is not a repository name
+	edit.DatabaseConfig.External = ptr.To(false)
 	kept := (*edit.ClusterConfig.AppInfoValidator.EnvVars)[0]
-	edit.ClusterConfig.AppInfoValidator.EnvVars = &[]managementapi.EnvVar{kept, {Name: ptr("DROP"), Value: ptr("x")}}
-	edit.ClusterConfig.AppInfoValidator.EnvVarsDelete = &[]managementapi.EnvVar{{Name: ptr("DROP")}}
+	edit.ClusterConfig.AppInfoValidator.EnvVars = &[]managementapi.EnvVar{kept, {Name: ptr.To("DROP"), Value: ptr.To("x")}}
+	edit.ClusterConfig.AppInfoValidator.EnvVarsDelete = &[]managementapi.EnvVar{{Name: ptr.To("DROP")}}
 
 	c := fullConfig()
 	raw, err := domain.EncodeValidatorConfig(c)
@@ -442,7 +444,7 @@ func TestEditMapping(t *testing.T) {
 		{"contactPoint", r.ContactPoint, cc.ContactPoint},
 		{"topUp", r.TopUp, cc.TopUp},
 		{"disableProbes", r.DisableProbes, cc.DisableProbes},
-		{"migrationId", r.MigrationId, ptr(fmt.Sprint(cc.Migration.Id))},
+		{"migrationId", r.MigrationId, ptr.To(fmt.Sprint(cc.Migration.Id))},
 		// envVars replaced the list, then envVarsDelete removed DROP.
 		{"appInfoValidator.envVars", r.AppInfoValidator.EnvVars, []managementapi.EnvVar{kept}},
 		{"appInfoLedgerNameService.envVars", r.AppInfoLedgerNameService.EnvVars, *cc.AppInfoLedgerNameService.EnvVars},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/schedule"
@@ -19,13 +21,13 @@ func (s *Server) GetPruneSchedule(ctx context.Context, req managementapi.GetPrun
 		return managementapi.GetPruneSchedule200JSONResponse{}, nil
 	}
 	out := managementapi.GetPruneSchedule200JSONResponse{
-		Cron:        ptr(p.Cron),
-		MaxDuration: ptr(p.MaxDurationText),
-		Retention:   ptr(p.RetentionText),
+		Cron:        ptr.To(p.Cron),
+		MaxDuration: ptr.To(p.MaxDurationText),
+		Retention:   ptr.To(p.RetentionText),
 	}
 	if c, err := schedule.ParsePrune(p.Cron); err == nil {
 		if next, ok := c.Next(s.Now()); ok {
-			out.NextRun = ptr(next.UTC())
+			out.NextRun = ptr.To(next.UTC())
 		}
 	}
 	return out, nil
@@ -104,9 +106,6 @@ func parsePrune(validator string, dto managementapi.ScheduledValidatorPruneDto) 
 	if err != nil {
 		bad = append(bad, domain.Invalid("retention", "%v", err))
 	}
-	if len(bad) > 0 {
-		return domain.PruneSchedule{}, bad
-	}
 	return domain.PruneSchedule{
 		Validator:       validator,
 		Cron:            dto.Cron,
@@ -114,7 +113,7 @@ func parsePrune(validator string, dto managementapi.ScheduledValidatorPruneDto) 
 		Retention:       retention,
 		MaxDurationText: dto.MaxDuration,
 		RetentionText:   dto.Retention,
-	}, nil
+	}, bad.Err()
 }
 
 // pruneFromCreate reads the optional schedule of a create payload; its

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
 
 func (s *Server) ListRemoteParticipants(ctx context.Context, req managementapi.ListRemoteParticipantsRequestObject) (managementapi.ListRemoteParticipantsResponseObject, error) {
 	f := domain.RemoteParticipantFilter{Page: page(req.Params.From, req.Params.Limit), Healthy: req.Params.HealthStatus,
-		NameContains: deref(req.Params.Name), Phase: domain.Phase(deref(req.Params.Status))}
+		NameContains: ptr.Deref(req.Params.Name, ""), Phase: domain.Phase(ptr.Deref(req.Params.Status, ""))}
 	rows, total, err := s.Store.ListRemoteParticipants(ctx, f)
 	if err != nil {
 		return nil, err
@@ -92,10 +94,7 @@ func participantRow(dto managementapi.RemoteParticipantDto) (domain.RemotePartic
 	if len(bad) > 0 {
 		return domain.RemoteParticipant{}, bad
 	}
-	phase := domain.PhasePending
-	if dto.Phase != nil {
-		phase = domain.Phase(*dto.Phase)
-	}
+	phase := domain.Phase(ptr.Deref(dto.Phase, managementapi.PENDING))
 	dto.Phase = nil
 	dto.HealthStatus, dto.LastHealthCheck = nil, nil
 	spec, err := json.Marshal(dto)
@@ -118,12 +117,10 @@ func participantResponse(p domain.RemoteParticipant) (managementapi.RemotePartic
 	if err := json.Unmarshal(p.Spec, &dto); err != nil {
 		return dto, fmt.Errorf("remote participant %q: stored registration: %w", p.Name, err)
 	}
-	phase := managementapi.Phase(p.Phase)
-	dto.Phase = &phase
+	dto.Phase = ptr.To(managementapi.Phase(p.Phase))
 	dto.HealthStatus = p.Healthy
 	if p.LastCheckedAt != nil {
-		t := p.LastCheckedAt.UTC()
-		dto.LastHealthCheck = &t
+		dto.LastHealthCheck = ptr.To(p.LastCheckedAt.UTC())
 	}
 	return dto, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 )
@@ -32,17 +34,14 @@ func runResponse(r domain.Run) managementapi.RunDto {
 		Kind:      managementapi.RunKind(strings.ToUpper(string(r.Kind))),
 		StartedAt: r.StartedAt.UTC(),
 		Outcome:   managementapi.RunRunning,
+		Message:   domain.NonZero(r.Message),
 	}
 	if r.FinishedAt != nil {
-		at := r.FinishedAt.UTC()
-		dto.FinishedAt = &at
+		dto.FinishedAt = ptr.To(r.FinishedAt.UTC())
 		dto.Outcome = managementapi.RunFailed
 		if r.Succeeded != nil && *r.Succeeded {
 			dto.Outcome = managementapi.RunSucceeded
 		}
-	}
-	if r.Message != "" {
-		dto.Message = ptr(r.Message)
 	}
 	return dto
 }

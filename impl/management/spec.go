@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -18,15 +19,15 @@ const defaultDatabaseStorage = "10Gi"
 // splitSecrets returns the secret values dto carries. The stored
 // configuration never holds them (configFromCreate leaves them out).
 func splitSecrets(dto managementapi.ValidatorDto) domain.ValidatorSecrets {
-	s := domain.ValidatorSecrets{OnboardingSecret: deref(dto.OnboardingSecret)}
+	s := domain.ValidatorSecrets{OnboardingSecret: ptr.Deref(dto.OnboardingSecret, "")}
 	if dto.Auth != nil {
-		s.LedgerAPIClientSecret = deref(dto.Auth.LedgerApiClientSecret)
+		s.LedgerAPIClientSecret = ptr.Deref(dto.Auth.LedgerApiClientSecret, "")
 	}
 	if dto.DatabaseConfig != nil {
-		s.DatabasePassword = deref(dto.DatabaseConfig.Password)
+		s.DatabasePassword = ptr.Deref(dto.DatabaseConfig.Password, "")
 	}
 	// sqlDbPassword is the deprecated spelling of databaseConfig.password.
-	s.DatabasePassword = cmp.Or(s.DatabasePassword, deref(dto.SqlDbPassword))
+	s.DatabasePassword = cmp.Or(s.DatabasePassword, ptr.Deref(dto.SqlDbPassword, ""))
 	return s
 }
 
@@ -35,9 +36,9 @@ func splitSecrets(dto managementapi.ValidatorDto) domain.ValidatorSecrets {
 // missing object names what the caller wrote).
 func references(c domain.ValidatorConfig) domain.References {
 	var refs domain.References
-	secret := func(field string, name *string) {
-		if name != nil && *name != "" {
-			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: *name})
+	secret := func(field, name string) {
+		if name != "" {
+			refs.Secrets = append(refs.Secrets, domain.Reference{Field: field, Name: name})
 		}
 	}
 	envVars := func(field string, vars []corev1.EnvVar) {
@@ -50,13 +51,13 @@ func references(c domain.ValidatorConfig) domain.References {
 				Field:    fmt.Sprintf("%s.%d.valueFrom.secretKeyRef", field, i),
 				Name:     ref.Name,
 				Key:      ref.Key,
-				Optional: ref.Optional != nil && *ref.Optional,
+				Optional: ptr.Deref(ref.Optional, false),
 			})
 		}
 	}
 	pullSecrets := func(field string, w domain.Workload) {
 		for _, s := range w.ImagePullSecrets {
-			secret(field+".resources.imagePullSecret", &s.Name)
+			secret(field+".resources.imagePullSecret", s.Name)
 		}
 	}
 	app := func(field string, a *domain.App) {
@@ -66,22 +67,18 @@ func references(c domain.ValidatorConfig) domain.References {
 		envVars(field+".envVars", a.EnvVars)
 		pullSecrets(field, a.Workload)
 	}
-	if c.EnvVars != nil {
-		envVars("envVars", *c.EnvVars)
-	}
+	envVars("envVars", ptr.Deref(c.EnvVars, nil))
 	app("participant", &c.Participant)
 	cc := c.Cluster
 	app("clusterConfig.appInfoValidator", &cc.ValidatorApp)
 	app("clusterConfig.appInfoLedgerNameService", &cc.NameService)
 	app("clusterConfig.appInfoWallet", cc.Wallet)
-	if cc.AdditionalUsersEnvVars != nil {
-		envVars("clusterConfig.additionalUsersEnvVars", *cc.AdditionalUsersEnvVars)
-	}
+	envVars("clusterConfig.additionalUsersEnvVars", ptr.Deref(cc.AdditionalUsersEnvVars, nil))
 	if imp := cc.IdentitiesImport; imp != nil {
-		secret("clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", &imp.SecretName)
+		secret("clusterConfig.participantIdentitiesDumpImport.identitiesSecretName", imp.SecretName)
 	}
 	if b := cc.IdentitiesBackup; b != nil {
-		secret("clusterConfig.participantIdentitiesDumpBackup.locationBucketSecretName", &b.BucketSecretName)
+		secret("clusterConfig.participantIdentitiesDumpBackup.locationBucketSecretName", b.BucketSecretName)
 	}
 	if sc := c.StorageClass(); sc != "" {
 		refs.StorageClasses = append(refs.StorageClasses, domain.Reference{Field: "clusterConfig.pvcVolumeStorageClass", Name: sc})
@@ -100,16 +97,16 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 		return managementapi.ValidatorResponseDto{}, err
 	}
 	r := viewed(v, c)
-	r.Name = ptr(v.Name)
-	r.Phase = ptr(managementapi.Phase(v.Phase))
-	r.Immutable = ptr(v.Immutable)
+	r.Name = ptr.To(v.Name)
+	r.Phase = ptr.To(managementapi.Phase(v.Phase))
+	r.Immutable = ptr.To(v.Immutable)
 	// The service addresses, by the Helm charts' convention (servicesOf).
 	prefix, ns := s.servicesOf(v.Name)
-	host := func(service string) *string { return ptr(domain.ServiceHost(prefix, service, ns)) }
+	host := func(service string) *string { return ptr.To(domain.ServiceHost(prefix, service, ns)) }
 	r.Participant, r.Application = host(domain.ServiceParticipant), host(domain.ServiceValidatorApp)
 	r.ApplicationWallet, r.ApplicationLedgerNameServer = host(domain.ServiceWalletUI), host(domain.ServiceANSUI)
-	r.LedgerApiAddress, r.JsonApiAddress = ptr(domain.LedgerAPIAddress(prefix, ns)), ptr(domain.JSONAPIURL(prefix, ns))
-	r.ValidatorApiAddress = ptr(domain.ValidatorAppURL(prefix, ns))
+	r.LedgerApiAddress, r.JsonApiAddress = ptr.To(domain.LedgerAPIAddress(prefix, ns)), ptr.To(domain.JSONAPIURL(prefix, ns))
+	r.ValidatorApiAddress = ptr.To(domain.ValidatorAppURL(prefix, ns))
 	return r, nil
 }
 
@@ -119,18 +116,16 @@ func (s *Server) response(v domain.Validator) (managementapi.ValidatorResponseDt
 func viewed(v domain.Validator, c domain.ValidatorConfig) managementapi.ValidatorResponseDto {
 	r := configResponse(c)
 	if c.WrittenSecrets.Onboarding {
-		r.OnboardingSecretName = ptr(domain.OnboardingSecretName(v.Name))
+		r.OnboardingSecretName = ptr.To(domain.OnboardingSecretName(v.Name))
 	}
-	r.CustomAuth = ptr(v.CustomAuth)
-	r.MigrationId = ptr(strconv.FormatInt(int64(v.MigrationID), 10))
-	r.MigrationMigrating = ptr(v.Migrating)
+	r.CustomAuth = ptr.To(v.CustomAuth)
+	r.MigrationId = ptr.To(strconv.FormatInt(int64(v.MigrationID), 10))
+	r.MigrationMigrating = ptr.To(v.Migrating)
 	storage := v.DatabaseStorage
 	if storage == "" && !v.ExternalDatabase {
 		storage = defaultDatabaseStorage
 	}
-	if storage != "" {
-		r.DatabaseStorage = &storage
-	}
+	r.DatabaseStorage = domain.NonZero(storage)
 	return r
 }
 
@@ -143,5 +138,3 @@ func (s *Server) servicesOf(name string) (prefix, namespace string) {
 	}
 	return name, s.Namespace
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/managementapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -23,16 +24,12 @@ import (
 const defaultLimit = 20
 
 func page(from, limit *int32) domain.Page {
-	p := domain.Page{Offset: int(deref(from)), Limit: defaultLimit}
-	if limit != nil {
-		p.Limit = int(*limit)
-	}
-	return p
+	return domain.Page{Offset: int(ptr.Deref(from, 0)), Limit: int(ptr.Deref(limit, defaultLimit))}
 }
 
 func (s *Server) ListValidators(ctx context.Context, req managementapi.ListValidatorsRequestObject) (managementapi.ListValidatorsResponseObject, error) {
 	f := domain.ValidatorFilter{Page: page(req.Params.From, req.Params.Limit),
-		NameContains: deref(req.Params.Name), Phase: domain.Phase(deref(req.Params.Status))}
+		NameContains: ptr.Deref(req.Params.Name, ""), Phase: domain.Phase(ptr.Deref(req.Params.Status, ""))}
 	// One read of the list's generation serves the page and its tag.
 	rows, total, version, err := s.Store.ListPage(ctx, f)
 	if err != nil {
@@ -120,8 +117,8 @@ func (s *Server) CreateValidator(ctx context.Context, req managementapi.CreateVa
 	}
 	if !customAuth {
 		r.CreatedUser = &managementapi.CreatedUserDto{
-			Username:          ptr(strings.ToLower(v.Name) + "_walletuser"),
-			TemporaryPassword: ptr(keyring.TemporaryPassword(key, v.Name, v.Claim)),
+			Username:          ptr.To(strings.ToLower(v.Name) + "_walletuser"),
+			TemporaryPassword: ptr.To(keyring.TemporaryPassword(key, v.Name, v.Claim)),
 		}
 	}
 	s.Logger.InfoContext(ctx, "validator created", "validator", v.Name, "customAuth", customAuth)
@@ -151,10 +148,7 @@ func checkCreate(dto managementapi.ValidatorDto) error {
 	if db := dto.DatabaseConfig; db != nil && db.External != nil && *db.External {
 		bad = append(bad, externalDatabaseAddress(*db)...)
 	}
-	if len(bad) > 0 {
-		return bad
-	}
-	return nil
+	return bad.Err()
 }
 
 // checkImage refuses an imageRepo or imageTag (each when given) from which

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
@@ -114,9 +115,7 @@ func (s *Server) check(ctx context.Context) *healthReport {
 	for name, p := range s.Health {
 		wg.Go(func() {
 			st := platformapi.HealthUp
-			if p == nil {
-				st = platformapi.HealthDown
-			} else if err := p.Ping(ctx); err != nil {
+			if err := p.Ping(ctx); err != nil {
 				// The body says only DOWN; the log says why, at INFO for a
 				// start in progress, which is expected.
 				st = platformapi.HealthDown
@@ -178,8 +177,7 @@ func (s *Server) GetInfo(context.Context, platformapi.GetInfoRequestObject) (pla
 		for _, kv := range bi.Settings {
 			switch kv.Key {
 			case "vcs.revision":
-				rev := kv.Value
-				b.Commit = &rev
+				b.Commit = ptr.To(kv.Value)
 			case "vcs.time":
 				if t, err := time.Parse(time.RFC3339, kv.Value); err == nil {
 					b.Time = &t

@@ -18,10 +18,8 @@ func (s *Server) ListAuditEntries(ctx context.Context, req platformapi.ListAudit
 		return nil, notWired("listAuditEntries", "the audit log (database)")
 	}
 	q := req.Params
-	f := domain.NewAuditFilter(q.Validator, q.Subject, q.Since, q.Until, domain.Page{Limit: defaultAuditLimit})
-	if q.Limit != nil {
-		f.Limit = int(*q.Limit)
-	}
+	page := domain.Page{Limit: int(ptr.Deref(q.Limit, defaultAuditLimit))}
+	f := domain.NewAuditFilter(q.Validator, q.Subject, q.Since, q.Until, page)
 	if q.Cursor != nil {
 		before, err := strconv.ParseInt(*q.Cursor, 10, 64)
 		if err != nil || before <= 0 {

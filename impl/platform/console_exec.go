@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/url"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,13 +85,12 @@ func (e *ExecConsole) find(ctx context.Context, validator string) (string, strin
 
 // execSession is a running exec stream seen as a ConsoleSession.
 type execSession struct {
-	cancel    context.CancelFunc
-	stdinW    *io.PipeWriter
-	stdoutR   *io.PipeReader
-	sizes     chan remotecommand.TerminalSize
-	done      <-chan struct{}
-	closeOnce sync.Once
-	ctx       context.Context
+	cancel  context.CancelFunc
+	stdinW  *io.PipeWriter
+	stdoutR *io.PipeReader
+	sizes   chan remotecommand.TerminalSize
+	done    <-chan struct{}
+	ctx     context.Context
 }
 
 func startExec(ex remotecommand.Executor) *execSession {
@@ -143,11 +141,10 @@ func (s *execSession) Next() *remotecommand.TerminalSize {
 }
 
 func (s *execSession) Close() error {
-	s.closeOnce.Do(func() {
-		s.cancel()
-		s.stdinW.Close()
-		s.stdoutR.Close()
-	})
+	// Each of these may be called again: a second Close only waits.
+	s.cancel()
+	s.stdinW.Close()
+	s.stdoutR.Close()
 	<-s.done
 	return nil
 }

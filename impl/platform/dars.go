@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
@@ -38,8 +39,7 @@ func (s *Server) UploadDar(ctx context.Context, req platformapi.UploadDarRequest
 		return nil, err
 	}
 	body := &countingReader{r: part}
-	vet := true
-	resp, err := n.Ledger.PostV2DarsWithBodyWithResponse(ctx, &ledgerapi.PostV2DarsParams{VetAllPackages: &vet}, "application/octet-stream", body)
+	resp, err := n.Ledger.PostV2DarsWithBodyWithResponse(ctx, &ledgerapi.PostV2DarsParams{VetAllPackages: ptr.To(true)}, "application/octet-stream", body)
 	if body.err != nil {
 		// The client's body failed (cut at the limit, or the client went away).
 		return nil, bodyError(body.err)
@@ -47,11 +47,9 @@ func (s *Server) UploadDar(ctx context.Context, req platformapi.UploadDarRequest
 	if err := answered(upstream.Ledger, n.Target.LedgerURL, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body }); err != nil {
 		return nil, err
 	}
-	out := platformapi.UploadDar200JSONResponse{Uploaded: true, SizeBytes: body.n}
-	if fileName != "" {
-		out.FileName = &fileName
-	}
-	return out, nil
+	return platformapi.UploadDar200JSONResponse{
+		Uploaded: true, SizeBytes: body.n, FileName: domain.NonZero(fileName),
+	}, nil
 }
 
 // bodyError passes the server's own body errors (413 beyond the limit, 408

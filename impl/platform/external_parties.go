@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"k8s.io/utils/ptr"
 
@@ -37,24 +38,22 @@ func (s *Server) GenerateExternalPartyTopology(ctx context.Context, req platform
 		return nil, domain.Invalid("publicKeyBase64", "must be the Base64 of a DER X.509 SubjectPublicKeyInfo of a key of keySpec %s: %v", spec, err)
 	}
 	hosts := ptr.Deref(b.Hosts, nil)
-	confirming, uids := 1, make([]string, 0, len(hosts))
-	if b.LocalParticipantObservationOnly != nil && *b.LocalParticipantObservationOnly {
-		confirming = 0
-	}
+	uids := make([]string, 0, len(hosts))
 	var others, observers []string
-	seen := map[string]bool{}
 	for i, h := range hosts {
-		if seen[h.ParticipantUid] {
+		if slices.Contains(uids, h.ParticipantUid) {
 			return nil, domain.Invalid(fmt.Sprintf("hosts.%d.participantUid", i), "participant %s is named more than once", h.ParticipantUid)
 		}
-		seen[h.ParticipantUid] = true
 		uids = append(uids, h.ParticipantUid)
 		if h.Permission == platformapi.HostingPermissionConfirming {
-			confirming++
 			others = append(others, h.ParticipantUid)
 		} else {
 			observers = append(observers, h.ParticipantUid)
 		}
+	}
+	confirming := len(others)
+	if !ptr.Deref(b.LocalParticipantObservationOnly, false) {
+		confirming++
 	}
 	threshold := ptr.Deref(b.ConfirmationThreshold, 1)
 	if int(threshold) > confirming {

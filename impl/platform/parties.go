@@ -87,7 +87,6 @@ func (s *Server) AllocateParty(ctx context.Context, req platformapi.AllocatePart
 	if err != nil {
 		return nil, err
 	}
-	hint := req.Params.PartyIdHint
-	resp, err := n.Ledger.PostV2PartiesWithResponse(ctx, ledgerapi.AllocatePartyRequest{PartyIdHint: &hint})
+	resp, err := n.Ledger.PostV2PartiesWithResponse(ctx, ledgerapi.AllocatePartyRequest{PartyIdHint: ptr.To(req.Params.PartyIdHint)})
 	return relay[platformapi.AllocateParty200JSONResponse](n, upstream.Ledger, err, func() (*http.Response, []byte) { return resp.HTTPResponse, resp.Body })
 }

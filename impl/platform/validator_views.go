@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/validator-manager/validator-manager/gen/platformapi"
 	participantv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/participant/v30"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
@@ -40,16 +42,14 @@ func (s *Server) GetValidatorDetails(ctx context.Context, req platformapi.GetVal
 	if err := json.Unmarshal(raw, &out.Validator); err != nil {
 		return nil, domain.Internal(err)
 	}
-	endpoint := n.Target.LedgerURL
-	out.LedgerApiEndpoint = &endpoint
+	out.LedgerApiEndpoint = ptr.To(n.Target.LedgerURL)
 
 	var wg sync.WaitGroup
 	section := func(fetch func() error, failed **string) {
 		wg.Go(func() {
 			if err := fetch(); err != nil {
 				s.logUpstream(ctx, "getValidatorDetails", err)
-				msg := sectionError(err)
-				*failed = &msg
+				*failed = ptr.To(sectionError(err))
 			}
 		})
 	}

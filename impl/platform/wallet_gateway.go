@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -123,9 +122,7 @@ func allocatedParty(ctx context.Context, n *upstream.Node, hint string) (string,
 		return "", err
 	}
 	var id partyID
-	if err := json.Unmarshal(found[0], &id); err != nil || !strings.HasPrefix(id.Party, hint+"::") {
-		return "", nil
-	}
+	_ = json.Unmarshal(found[0], &id) // partiesWithPrefix decoded it and checked its prefix
 	return id.Party, nil
 }
 
@@ -181,12 +178,8 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 		}
 	}
 	gw, err := g.UpdateWalletGateway(ctx, req.Name, func(gw *domain.WalletGateway) error {
-		if b.Enabled != nil {
-			gw.Enabled = *b.Enabled
-		}
-		if b.BaseUrl != nil {
-			gw.BaseURL = *b.BaseUrl
-		}
+		gw.Enabled = ptr.Deref(b.Enabled, gw.Enabled)
+		gw.BaseURL = ptr.Deref(b.BaseUrl, gw.BaseURL)
 		if sealed != "" {
 			gw.Credentials = sealed
 		}
@@ -201,28 +194,20 @@ func (s *Server) UpdateCustodyProviderSettings(ctx context.Context, req platform
 func settingsView(g domain.WalletGateway) platformapi.CustodyProviderSettings {
 	out := platformapi.CustodyProviderSettings{
 		Provider: platformapi.SigningProviderCustodyProviderA, Enabled: g.Enabled,
-		CredentialsConfigured: g.Credentials != "",
+		CredentialsConfigured: g.Credentials != "", BaseUrl: domain.NonZero(g.BaseURL),
 	}
 	if g.UpdatedAt != nil {
-		at := g.UpdatedAt.Truncate(time.Millisecond)
-		out.UpdatedAt = &at
-	}
-	if g.BaseURL != "" {
-		out.BaseUrl = &g.BaseURL
+		out.UpdatedAt = ptr.To(g.UpdatedAt.Truncate(time.Millisecond))
 	}
 	return out
 }
 
 func walletView(w domain.GatewayWallet) platformapi.GatewayWallet {
-	out := platformapi.GatewayWallet{
+	return platformapi.GatewayWallet{
 		WalletId: w.WalletID, PartyId: w.PartyID, PartyHint: w.PartyHint,
 		SigningProvider: platformapi.SigningProvider(w.SigningProvider), Primary: w.Primary,
-		CreatedAt: w.CreatedAt.Truncate(time.Millisecond),
+		CreatedAt: w.CreatedAt.Truncate(time.Millisecond), Vault: domain.NonZero(w.Vault),
 	}
-	if w.Vault != "" {
-		out.Vault = &w.Vault
-	}
-	return out
 }
 
 func newWalletID() string {
