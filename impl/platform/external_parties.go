@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/validator-manager/validator-manager/gen/platformapi"
+	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/domain"
 	"github.com/validator-manager/validator-manager/impl/topology"
@@ -125,7 +126,7 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 	if err != nil {
 		return nil, err
 	}
-	var hosting *topology.PartyToParticipant
+	var hosting *protocolv30.PartyToParticipant
 	var serial int64
 	txs := make([]ledgerapi.SignedTransaction, len(b.TopologyTransactions))
 	for i, raw := range b.TopologyTransactions {
@@ -133,8 +134,8 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 		if err != nil {
 			return nil, domain.Invalid(fmt.Sprintf("topologyTransactions.%d", i), "is not a Canton topology transaction (%v): send the topologyTransactions of generate-topology unchanged", err)
 		}
-		if tx.PartyToParticipant != nil && hosting == nil {
-			hosting, serial = tx.PartyToParticipant, int64(tx.Serial)
+		if ptp := tx.GetMapping().GetPartyToParticipant(); ptp != nil && hosting == nil {
+			hosting, serial = ptp, int64(tx.GetSerial())
 		}
 		txs[i] = ledgerapi.SignedTransaction{Transaction: base64.StdEncoding.EncodeToString(raw)}
 	}
@@ -157,16 +158,16 @@ func (s *Server) AllocateExternalParty(ctx context.Context, req platformapi.Allo
 		return nil, err
 	}
 	out := platformapi.AllocateExternalParty200JSONResponse{PartyId: got.PartyId, Hosts: []platformapi.HostingParticipant{}, Serial: &serial}
-	for _, h := range hosting.Participants {
-		if h.ParticipantUID == self {
+	for _, h := range hosting.GetParticipants() {
+		if h.GetParticipantUid() == self {
 			continue
 		}
 		// An external party's hosts confirm or observe; submission includes confirmation.
 		perm := platformapi.HostingPermissionConfirming
-		if h.Permission == topology.PermissionObservation {
+		if h.GetPermission() == protocolv30.Enums_PARTICIPANT_PERMISSION_OBSERVATION {
 			perm = platformapi.HostingPermissionObserving
 		}
-		out.Hosts = append(out.Hosts, platformapi.HostingParticipant{ParticipantUid: h.ParticipantUID, Permission: perm})
+		out.Hosts = append(out.Hosts, platformapi.HostingParticipant{ParticipantUid: h.GetParticipantUid(), Permission: perm})
 	}
 	out.Complete = len(out.Hosts) == 0
 	return out, nil

@@ -259,11 +259,12 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 		return nil, err
 	}
 	tx, err := topology.Unmarshal(b.Transaction)
-	if err != nil || tx.PartyToParticipant == nil {
+	ptp := tx.GetMapping().GetPartyToParticipant()
+	if err != nil || ptp == nil {
 		return nil, domain.Invalid("transaction", "is not a party-to-participant topology transaction: send the transaction of prepare unchanged")
 	}
-	if tx.PartyToParticipant.Party != b.PartyId {
-		return nil, domain.Invalid("transaction", "maps party %s, not %s", tx.PartyToParticipant.Party, b.PartyId)
+	if ptp.GetParty() != b.PartyId {
+		return nil, domain.Invalid("transaction", "maps party %s, not %s", ptp.GetParty(), b.PartyId)
 	}
 	p, err := identify(ctx, a)
 	if err != nil {
@@ -279,7 +280,7 @@ func (s *Server) SubmitAmendHosting(ctx context.Context, req platformapi.SubmitA
 	if err != nil {
 		return nil, err
 	}
-	serial := int64(tx.Serial)
+	serial := int64(tx.GetSerial())
 	out := platformapi.SubmitAmendHosting200JSONResponse{PartyId: b.PartyId, Serial: &serial, Hosts: []platformapi.HostingParticipant{}, Complete: true}
 	// Still a proposal: the hosts that have not signed it owe approval.
 	proposals, err := p.partyToParticipant(ctx, a, true, b.PartyId, "")

@@ -28,22 +28,6 @@ const (
 // KeyFormatSPKI is the ledger API's name of a DER X.509 SubjectPublicKeyInfo (CryptoKeyFormat).
 const KeyFormatSPKI = "CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO"
 
-// specNumber is SigningKeySpec's protobuf value of each spec.
-var specNumber = map[string]uint64{SpecEd25519: 1, SpecP256: 2, SpecP384: 3, SpecSecp256k1: 4}
-
-// SpecNumber is the SigningKeySpec protobuf value of a spec name (0 when unknown).
-func SpecNumber(name string) uint64 { return specNumber[name] }
-
-// SpecName is the ledger API's name of a SigningKeySpec protobuf value ("" when unknown).
-func SpecName(n uint64) string {
-	for name, v := range specNumber {
-		if v == n {
-			return name
-		}
-	}
-	return ""
-}
-
 var (
 	oidEd25519   = asn1.ObjectIdentifier{1, 3, 101, 112}
 	oidECKey     = asn1.ObjectIdentifier{1, 2, 840, 10045, 2, 1}

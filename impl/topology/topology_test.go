@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -15,7 +16,10 @@ import (
 	"testing"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	"google.golang.org/protobuf/proto"
 
+	cryptov30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/crypto/v30"
+	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	"github.com/validator-manager/validator-manager/impl/topology"
 )
 
@@ -139,25 +143,33 @@ func TestMultiHash(t *testing.T) {
 
 func TestTransactionRoundTrip(t *testing.T) {
 	edPub, _, _ := ed25519.GenerateKey(rand.Reader)
-	key := topology.SigningKey{Format: topology.FormatSPKI, Data: spki(t, edPub), Usage: []uint64{topology.UsageNamespace}, Spec: 1}
-	txs := []topology.Transaction{
-		{Operation: topology.OpAddReplace, Serial: 1, NamespaceDelegation: &topology.NamespaceDelegation{Namespace: "1220ab", Key: key}},
-		{Operation: topology.OpAddReplace, Serial: 1, PartyToKey: &topology.PartyToKeyMapping{Party: "alice::1220ab", Threshold: 1, Keys: []topology.SigningKey{key}}},
-		{Operation: topology.OpAddReplace, Serial: 2, PartyToParticipant: &topology.PartyToParticipant{Party: "alice::1220ab", Threshold: 2, Participants: []topology.Host{
-			{ParticipantUID: "participant1::1220cd", Permission: topology.PermissionConfirmation},
-			{ParticipantUID: "participant2::1220ef", Permission: topology.PermissionObservation},
-		}}},
+	key := &cryptov30.SigningPublicKey{Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: spki(t, edPub),
+		Usage: []cryptov30.SigningKeyUsage{cryptov30.SigningKeyUsage_SIGNING_KEY_USAGE_NAMESPACE}, KeySpec: cryptov30.SigningKeySpec_SIGNING_KEY_SPEC_EC_CURVE25519}
+	mappings := []*protocolv30.TopologyMapping{
+		{Mapping: &protocolv30.TopologyMapping_NamespaceDelegation{NamespaceDelegation: &protocolv30.NamespaceDelegation{Namespace: "1220ab", TargetKey: key, IsRootDelegation: true,
+			Restriction: &protocolv30.NamespaceDelegation_CanSignAllMappings_{CanSignAllMappings: &protocolv30.NamespaceDelegation_CanSignAllMappings{}}}}},
+		{Mapping: &protocolv30.TopologyMapping_PartyToKeyMapping{PartyToKeyMapping: &protocolv30.PartyToKeyMapping{Party: "alice::1220ab", Threshold: 1, SigningKeys: []*cryptov30.SigningPublicKey{key}}}},
+		{Mapping: &protocolv30.TopologyMapping_PartyToParticipant{PartyToParticipant: &protocolv30.PartyToParticipant{Party: "alice::1220ab", Threshold: 2, Participants: []*protocolv30.PartyToParticipant_HostingParticipant{
+			{ParticipantUid: "participant1::1220cd", Permission: protocolv30.Enums_PARTICIPANT_PERMISSION_CONFIRMATION},
+			{ParticipantUid: "participant2::1220ef", Permission: protocolv30.Enums_PARTICIPANT_PERMISSION_OBSERVATION},
+		}}}},
 	}
-	for _, tx := range txs {
-		got, err := topology.Unmarshal(tx.Marshal())
+	for _, m := range mappings {
+		tx := &protocolv30.TopologyTransaction{Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE, Serial: 1, Mapping: m}
+		raw := topology.Marshal(tx)
+		// Canton's order: data (field 1) first, version 30 (field 2) last.
+		if raw[0] != 0x0a || !bytes.HasSuffix(raw, []byte{0x10, 30}) {
+			t.Fatalf("%x: want the data first and version 30 last", raw)
+		}
+		got, err := topology.Unmarshal(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got, tx) {
-			t.Fatalf("got %+v, want %+v", got, tx)
+		if !proto.Equal(got, tx) {
+			t.Fatalf("got %v, want %v", got, tx)
 		}
 	}
-	for _, bad := range [][]byte{[]byte("not protobuf at all"), {0x0a, 0x05, 1, 2}, {}} {
+	for _, bad := range [][]byte{[]byte("not protobuf at all"), {0x0a, 0x05, 1, 2}, {}, {0x0a, 0x00, 0x10, 30}} {
 		if _, err := topology.Unmarshal(bad); err == nil {
 			t.Errorf("%x: got a transaction, want an error", bad)
 		}

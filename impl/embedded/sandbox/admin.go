@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	healthv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/admin/health/v30"
@@ -29,7 +28,6 @@ import (
 	cryptov30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/crypto/v30"
 	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	topologyadminv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/topology/admin/v30"
-	versionv1 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/version/v1"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/topology"
 	"github.com/validator-manager/validator-manager/impl/upstream"
@@ -191,16 +189,11 @@ func (a *admin) ListPartyToParticipant(ctx context.Context, req *topologyadminv3
 }
 
 func (m mappingEntry) proto() *protocolv30.PartyToParticipant {
-	p := &protocolv30.PartyToParticipant{Party: m.party, Threshold: m.Threshold}
-	for _, h := range m.Hosts {
-		p.Participants = append(p.Participants, &protocolv30.PartyToParticipant_HostingParticipant{
-			ParticipantUid: h.ParticipantUID, Permission: protocolv30.Enums_ParticipantPermission(permissions[h.Permission]),
-		})
-	}
+	p := partyToParticipant(m.party, m.Threshold, m.Hosts)
 	if len(m.keySPKI) > 0 {
 		p.PartySigningKeys = &cryptov30.SigningKeysWithThreshold{Threshold: 1, Keys: []*cryptov30.SigningPublicKey{{
 			Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: m.keySPKI,
-			KeySpec: cryptov30.SigningKeySpec(topology.SpecNumber(m.keySpec)),
+			KeySpec: cryptov30.SigningKeySpec(cryptov30.SigningKeySpec_value[m.keySpec]),
 			Usage:   []cryptov30.SigningKeyUsage{cryptov30.SigningKeyUsage_SIGNING_KEY_USAGE_PROTOCOL},
 		}}}
 	}
@@ -231,22 +224,7 @@ func (a *admin) ListSynchronizerTrustCertificate(ctx context.Context, req *topol
 
 // topologyTx is a versioned TopologyTransaction adding mapping m.
 func topologyTx(serial uint32, m *protocolv30.TopologyMapping) []byte {
-	opts := proto.MarshalOptions{Deterministic: true}
-	data, _ := opts.Marshal(&protocolv30.TopologyTransaction{Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE, Serial: serial, Mapping: m})
-	raw, _ := opts.Marshal(&versionv1.UntypedVersionedMessage{Wrapper: &versionv1.UntypedVersionedMessage_Data{Data: data}, Version: topology.Version})
-	return raw
-}
-
-func decodeTx(raw []byte) (*protocolv30.TopologyTransaction, error) {
-	var v versionv1.UntypedVersionedMessage
-	if err := proto.Unmarshal(raw, &v); err != nil || v.GetData() == nil {
-		return nil, errors.New("not a versioned topology transaction")
-	}
-	var tx protocolv30.TopologyTransaction
-	if err := proto.Unmarshal(v.GetData(), &tx); err != nil {
-		return nil, errors.New("not a topology transaction")
-	}
-	return &tx, nil
+	return topology.Marshal(&protocolv30.TopologyTransaction{Operation: protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE, Serial: serial, Mapping: m})
 }
 
 func (a *admin) GenerateTransactions(ctx context.Context, req *topologyadminv30.GenerateTransactionsRequest) (*topologyadminv30.GenerateTransactionsResponse, error) {
@@ -348,7 +326,7 @@ func (a *admin) AddTransactions(ctx context.Context, req *topologyadminv30.AddTr
 }
 
 func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction) (bool, error) {
-	tx, err := decodeTx(st.GetTransaction())
+	tx, err := topology.Unmarshal(st.GetTransaction())
 	if err != nil {
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "transactions[%d]: %v", i, err)
 	}
@@ -364,14 +342,10 @@ func (a *admin) addTransaction(i int, st *protocolv30.SignedTopologyTransaction)
 	if tx.GetSerial() != h.Serial+1 {
 		return false, adminError(codes.FailedPrecondition, "SERIAL_MISMATCH", 9, "The given serial %d does not match the expected serial %d of party %s", tx.GetSerial(), h.Serial+1, id)
 	}
-	var in []topology.Host
-	for _, p := range ptp.GetParticipants() {
-		in = append(in, topology.Host{ParticipantUID: p.GetParticipantUid(), Permission: uint64(p.GetPermission())})
-	}
-	if len(in) == 0 {
+	if len(ptp.GetParticipants()) == 0 {
 		return false, adminError(codes.InvalidArgument, "INVALID_ARGUMENT", catInvalid, "party %s must keep at least one hosting participant", id)
 	}
-	hosts, unknown, err := a.n.hostsOf(in, ptp.GetThreshold(), "")
+	hosts, unknown, err := a.n.hostsOf(ptp.GetParticipants(), ptp.GetThreshold(), "")
 	switch {
 	case unknown:
 		return false, adminError(codes.NotFound, codeUnknownMembers, catMissing, "%v", err)

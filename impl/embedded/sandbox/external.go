@@ -19,6 +19,8 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	cryptov30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/crypto/v30"
+	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 	"github.com/validator-manager/validator-manager/gen/upstream/ledgerapi"
 	"github.com/validator-manager/validator-manager/impl/topology"
 )
@@ -65,17 +67,16 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 		return badRequest(w, "public_key: %v", err)
 	}
 	local := ns.participantUID(name)
-	localPermission := uint64(topology.PermissionConfirmation)
-	confirmers := uint32(1)
+	localPermission, confirmers := confirmation, uint32(1)
 	if req.LocalParticipantObservationOnly {
-		localPermission, confirmers = topology.PermissionObservation, 0
+		localPermission, confirmers = observation, 0
 	}
-	hosts := []topology.Host{{ParticipantUID: local, Permission: localPermission}}
+	hosts := []*protocolv30.PartyToParticipant_HostingParticipant{{ParticipantUid: local, Permission: localPermission}}
 	seen := map[string]bool{local: true}
 	for _, group := range []struct {
 		uids       []string
-		permission uint64
-	}{{req.OtherConfirmingParticipantUids, topology.PermissionConfirmation}, {req.ObservingParticipantUids, topology.PermissionObservation}} {
+		permission protocolv30.Enums_ParticipantPermission
+	}{{req.OtherConfirmingParticipantUids, confirmation}, {req.ObservingParticipantUids, observation}} {
 		for _, uid := range group.uids {
 			switch {
 			case uid == local:
@@ -84,9 +85,9 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 				return badRequest(w, "participant %s is named more than once", uid)
 			}
 			seen[uid] = true
-			hosts = append(hosts, topology.Host{ParticipantUID: uid, Permission: group.permission})
+			hosts = append(hosts, &protocolv30.PartyToParticipant_HostingParticipant{ParticipantUid: uid, Permission: group.permission})
 		}
-		if group.permission == topology.PermissionConfirmation {
+		if group.permission == confirmation {
 			confirmers += uint32(len(group.uids))
 		}
 	}
@@ -102,18 +103,24 @@ func (n *Network) generateTopology(w http.ResponseWriter, r *http.Request, name 
 	}
 	fp := key.Fingerprint()
 	partyID := req.PartyHint + "::" + fp
-	signing := func(usage uint64) topology.SigningKey {
-		return topology.SigningKey{Format: topology.FormatSPKI, Data: key.SPKI, Usage: []uint64{usage}, Spec: topology.SpecNumber(key.Spec)}
+	signing := func(usage cryptov30.SigningKeyUsage) *cryptov30.SigningPublicKey {
+		return &cryptov30.SigningPublicKey{Format: cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO, PublicKey: key.SPKI,
+			Usage: []cryptov30.SigningKeyUsage{usage}, KeySpec: cryptov30.SigningKeySpec(cryptov30.SigningKeySpec_value[key.Spec])}
 	}
-	txs := []topology.Transaction{
-		{Operation: topology.OpAddReplace, Serial: 1, NamespaceDelegation: &topology.NamespaceDelegation{Namespace: fp, Key: signing(topology.UsageNamespace)}},
-		{Operation: topology.OpAddReplace, Serial: 1, PartyToKey: &topology.PartyToKeyMapping{Party: partyID, Threshold: 1, Keys: []topology.SigningKey{signing(topology.UsageProtocol)}}},
-		{Operation: topology.OpAddReplace, Serial: 1, PartyToParticipant: &topology.PartyToParticipant{Party: partyID, Threshold: threshold, Participants: hosts}},
+	mappings := []*protocolv30.TopologyMapping{
+		{Mapping: &protocolv30.TopologyMapping_NamespaceDelegation{NamespaceDelegation: &protocolv30.NamespaceDelegation{
+			Namespace: fp, TargetKey: signing(cryptov30.SigningKeyUsage_SIGNING_KEY_USAGE_NAMESPACE), IsRootDelegation: true, // deprecated, still set for older readers
+			Restriction: &protocolv30.NamespaceDelegation_CanSignAllMappings_{CanSignAllMappings: &protocolv30.NamespaceDelegation_CanSignAllMappings{}},
+		}}},
+		{Mapping: &protocolv30.TopologyMapping_PartyToKeyMapping{PartyToKeyMapping: &protocolv30.PartyToKeyMapping{
+			Party: partyID, Threshold: 1, SigningKeys: []*cryptov30.SigningPublicKey{signing(cryptov30.SigningKeyUsage_SIGNING_KEY_USAGE_PROTOCOL)},
+		}}},
+		{Mapping: &protocolv30.TopologyMapping_PartyToParticipant{PartyToParticipant: &protocolv30.PartyToParticipant{Party: partyID, Threshold: threshold, Participants: hosts}}},
 	}
-	raw := make([][]byte, len(txs))
-	encoded := make([]string, len(txs))
-	for i, tx := range txs {
-		raw[i] = tx.Marshal()
+	raw := make([][]byte, len(mappings))
+	encoded := make([]string, len(mappings))
+	for i, m := range mappings {
+		raw[i] = topologyTx(1, m)
 		encoded[i] = base64.StdEncoding.EncodeToString(raw[i])
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -157,8 +164,8 @@ type onboarding struct {
 	sigs       [][]ledgerapi.Signature
 	party      string
 	key        topology.Key
-	toKey      *topology.PartyToKeyMapping
-	toHosts    *topology.PartyToParticipant
+	toKey      *protocolv30.PartyToKeyMapping
+	toHosts    *protocolv30.PartyToParticipant
 	toHostsRaw []byte
 	serial     uint32
 	delegation bool
@@ -178,27 +185,28 @@ func decodeOnboarding(txs []ledgerapi.SignedTransaction) (*onboarding, error) {
 		if err != nil {
 			return nil, fmt.Errorf("onboarding_transactions[%d]: %v", i, err)
 		}
-		if tx.Operation != topology.OpAddReplace {
+		if tx.GetOperation() != protocolv30.Enums_TOPOLOGY_CHANGE_OP_ADD_REPLACE {
 			return nil, fmt.Errorf("onboarding_transactions[%d] does not add a mapping", i)
 		}
 		o.raw, o.sigs = append(o.raw, raw), append(o.sigs, ptr.Deref(st.Signatures, nil))
-		switch {
-		case tx.NamespaceDelegation != nil && !o.delegation:
-			nd := tx.NamespaceDelegation
-			if nd.Key.Format != topology.FormatSPKI {
+		m := tx.GetMapping()
+		switch nd := m.GetNamespaceDelegation(); {
+		case nd != nil && !o.delegation:
+			k := nd.GetTargetKey()
+			if k.GetFormat() != cryptov30.CryptoKeyFormat_CRYPTO_KEY_FORMAT_DER_X509_SUBJECT_PUBLIC_KEY_INFO {
 				return nil, fmt.Errorf("the namespace key's format is not supported here, only %s", topology.KeyFormatSPKI)
 			}
-			if o.key, err = topology.ParseKey(nd.Key.Data, topology.SpecName(nd.Key.Spec)); err != nil {
+			if o.key, err = topology.ParseKey(k.GetPublicKey(), k.GetKeySpec().String()); err != nil {
 				return nil, fmt.Errorf("the namespace key: %v", err)
 			}
-			if o.key.Fingerprint() != nd.Namespace {
-				return nil, fmt.Errorf("namespace %s is not the fingerprint of its root key", nd.Namespace)
+			if o.key.Fingerprint() != nd.GetNamespace() {
+				return nil, fmt.Errorf("namespace %s is not the fingerprint of its root key", nd.GetNamespace())
 			}
 			o.delegation = true
-		case tx.PartyToKey != nil && o.toKey == nil:
-			o.toKey = tx.PartyToKey
-		case tx.PartyToParticipant != nil && o.toHosts == nil:
-			o.toHosts, o.serial, o.toHostsRaw = tx.PartyToParticipant, tx.Serial, raw
+		case m.GetPartyToKeyMapping() != nil && o.toKey == nil:
+			o.toKey = m.GetPartyToKeyMapping()
+		case m.GetPartyToParticipant() != nil && o.toHosts == nil:
+			o.toHosts, o.serial, o.toHostsRaw = m.GetPartyToParticipant(), tx.GetSerial(), raw
 		default:
 			return nil, fmt.Errorf("onboarding_transactions[%d] is not a mapping an external party is onboarded with, or repeats one", i)
 		}
@@ -209,11 +217,11 @@ func decodeOnboarding(txs []ledgerapi.SignedTransaction) (*onboarding, error) {
 	if !o.delegation {
 		return nil, errors.New("the party's namespace is not known here: provide its NamespaceDelegation")
 	}
-	o.party = o.toHosts.Party
+	o.party = o.toHosts.GetParty()
 	if _, ns, _ := strings.Cut(o.party, "::"); ns != o.key.Fingerprint() {
 		return nil, fmt.Errorf("party %s is not in the namespace of the delegated key", o.party)
 	}
-	if o.toKey != nil && o.toKey.Party != o.party {
+	if o.toKey != nil && o.toKey.GetParty() != o.party {
 		return nil, errors.New("the PartyToKeyMapping is for another party")
 	}
 	return o, nil
@@ -246,7 +254,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	// The signature is accepted: the multi-hash is spent whatever follows.
 	n.st.UsedMultiHashes[used] = o.party
 
-	hosts, unknown, err := n.hostsOf(o.toHosts.Participants, o.toHosts.Threshold, local)
+	hosts, unknown, err := n.hostsOf(o.toHosts.GetParticipants(), o.toHosts.GetThreshold(), local)
 	switch {
 	case unknown:
 		cantonError(w, http.StatusNotFound, codeUnknownMembers, err.Error(), catMissing, grpcMissing)
@@ -265,7 +273,7 @@ func (n *Network) allocateExternal(w http.ResponseWriter, r *http.Request, name 
 	default:
 		// Allocated here: it takes effect once each co-host has signed too.
 		h = &hosting{KeySPKI: o.key.SPKI, KeySpec: o.key.Spec,
-			Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.Threshold, Hosts: hosts, Tx: o.toHostsRaw}}
+			Proposal: &proposal{Serial: o.serial, Threshold: o.toHosts.GetThreshold(), Hosts: hosts, Tx: o.toHostsRaw}}
 		n.st.Hosting[o.party] = h
 		n.sign(o.party, h, o.key.Fingerprint())
 		n.sign(o.party, h, ns.Fingerprint)

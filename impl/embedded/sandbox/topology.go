@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/validator-manager/validator-manager/impl/topology"
+	protocolv30 "github.com/validator-manager/validator-manager/gen/upstream/adminapi/protocol/v30"
 )
 
 // The synchronizer's party-to-participant topology. A mapping takes effect
@@ -79,7 +79,7 @@ func (n *Network) promote(id string, h *hosting) {
 // hostsOf checks a mapping's hosts as the synchronizer does, in its order:
 // each confirms or observes, local (when set) is one of them, each is a
 // member it knows (else unknown), and 1 <= threshold <= confirming hosts.
-func (n *Network) hostsOf(in []topology.Host, threshold uint32, local string) (hosts []hostingPart, unknown bool, err error) {
+func (n *Network) hostsOf(in []*protocolv30.PartyToParticipant_HostingParticipant, threshold uint32, local string) (hosts []hostingPart, unknown bool, err error) {
 	known := map[string]bool{}
 	for v, ns := range n.st.Nodes {
 		known[ns.participantUID(v)] = true
@@ -87,19 +87,19 @@ func (n *Network) hostsOf(in []topology.Host, threshold uint32, local string) (h
 	var strangers []string
 	confirmers := uint32(0)
 	for _, h := range in {
-		perm := "OBSERVATION"
-		switch h.Permission {
-		case topology.PermissionConfirmation:
+		uid, perm := h.GetParticipantUid(), "OBSERVATION"
+		switch h.GetPermission() {
+		case confirmation:
 			perm = "CONFIRMATION"
 			confirmers++
-		case topology.PermissionObservation:
+		case observation:
 		default:
-			return nil, false, fmt.Errorf("participant %s of an external party must confirm or observe", h.ParticipantUID)
+			return nil, false, fmt.Errorf("participant %s of an external party must confirm or observe", uid)
 		}
-		if !known[h.ParticipantUID] {
-			strangers = append(strangers, h.ParticipantUID)
+		if !known[uid] {
+			strangers = append(strangers, uid)
 		}
-		hosts = append(hosts, hostingPart{ParticipantUID: h.ParticipantUID, Permission: perm})
+		hosts = append(hosts, hostingPart{ParticipantUID: uid, Permission: perm})
 	}
 	slices.Sort(strangers)
 	switch {
@@ -149,18 +149,26 @@ func (n *Network) mappings(proposals bool) []mappingEntry {
 	return out
 }
 
-var permissions = map[string]uint64{
-	"SUBMISSION":   topology.PermissionSubmission,
-	"CONFIRMATION": topology.PermissionConfirmation,
-	"OBSERVATION":  topology.PermissionObservation,
+const (
+	confirmation = protocolv30.Enums_PARTICIPANT_PERMISSION_CONFIRMATION
+	observation  = protocolv30.Enums_PARTICIPANT_PERMISSION_OBSERVATION
+)
+
+var permissions = map[string]protocolv30.Enums_ParticipantPermission{
+	"SUBMISSION": protocolv30.Enums_PARTICIPANT_PERMISSION_SUBMISSION, "CONFIRMATION": confirmation, "OBSERVATION": observation,
+}
+
+// partyToParticipant is the mapping of party to hosts.
+func partyToParticipant(party string, threshold uint32, hosts []hostingPart) *protocolv30.PartyToParticipant {
+	p := &protocolv30.PartyToParticipant{Party: party, Threshold: threshold}
+	for _, h := range hosts {
+		p.Participants = append(p.Participants, &protocolv30.PartyToParticipant_HostingParticipant{ParticipantUid: h.ParticipantUID, Permission: permissions[h.Permission]})
+	}
+	return p
 }
 
 func mappingTx(party string, serial, threshold uint32, hosts []hostingPart) []byte {
-	m := &topology.PartyToParticipant{Party: party, Threshold: threshold}
-	for _, h := range hosts {
-		m.Participants = append(m.Participants, topology.Host{ParticipantUID: h.ParticipantUID, Permission: permissions[h.Permission]})
-	}
-	return topology.Transaction{Operation: topology.OpAddReplace, Serial: serial, PartyToParticipant: m}.Marshal()
+	return topologyTx(serial, &protocolv30.TopologyMapping{Mapping: &protocolv30.TopologyMapping_PartyToParticipant{PartyToParticipant: partyToParticipant(party, threshold, hosts)}})
 }
 
 // migrateHosting rebuilds the transaction of mappings an earlier sandbox
