@@ -7,7 +7,6 @@ package live
 import (
 	"cmp"
 	"errors"
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -186,13 +185,17 @@ func (h *Hub) Subscribe(name string, since *uint64) (*Subscription, Catchup, err
 			from = *since
 		}
 	}
-	cu.Changes = slices.Collect(maps.Values(h.entries))
-	if from > 0 {
-		cu.Changes = append(cu.Changes, h.tombs...)
+	wanted := func(c *Change) bool { return c.Version > from && (name == "" || c.Name == name) }
+	for _, c := range h.entries {
+		if wanted(c) {
+			cu.Changes = append(cu.Changes, c)
+		}
 	}
-	cu.Changes = slices.DeleteFunc(cu.Changes, func(c *Change) bool {
-		return c.Version <= from || name != "" && c.Name != name
-	})
+	for _, c := range h.tombs {
+		if from > 0 && wanted(c) {
+			cu.Changes = append(cu.Changes, c)
+		}
+	}
 	slices.SortFunc(cu.Changes, func(a, b *Change) int {
 		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(a.Name, b.Name))
 	})
